@@ -1,0 +1,539 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"math"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/valyala/bytebufferpool"
+)
+
+// Std is the Transport on Go's standard net package: per connection, one goroutine
+// reads frames into pooled buffers and calls the Handler inline, and one goroutine
+// writes the answers in ticket order (writev for bytes, sendfile for file ranges).
+//
+// Lock order: Std.mu before stdConn.mu; neither is held while calling the Handler,
+// a Releaser or a blocking syscall.
+type Std struct {
+	cfg Config
+	h   Handler
+	obs ConnObserver
+	log *slog.Logger
+
+	draining atomic.Bool
+	nextID   atomic.Uint64
+	wg       sync.WaitGroup // one per live connection
+	closing  chan struct{}
+
+	mu struct {
+		sync.Mutex
+		lns   map[net.Listener]struct{}
+		conns map[*stdConn]struct{}
+	}
+}
+
+var _ Transport = (*Std)(nil)
+
+// NewStd returns a standard-net transport serving h. If h implements ConnObserver it
+// hears of connections opening and closing. log may be nil.
+func NewStd(cfg Config, h Handler, log *slog.Logger) *Std {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Std{cfg: cfg.withDefaults(), h: h, log: log, closing: make(chan struct{})}
+	s.obs, _ = h.(ConnObserver)
+	s.mu.lns = make(map[net.Listener]struct{})
+	s.mu.conns = make(map[*stdConn]struct{})
+	return s
+}
+
+// Serve accepts connections on ln until Shutdown (then it returns ErrClosed) or until
+// ln fails permanently.
+func (s *Std) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	if s.draining.Load() {
+		s.mu.Unlock()
+		ln.Close()
+		return ErrClosed
+	}
+	s.mu.lns[ln] = struct{}{}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.mu.lns, ln)
+		s.mu.Unlock()
+	}()
+	var backoff time.Duration
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if s.draining.Load() {
+				return ErrClosed
+			}
+			if errors.Is(err, net.ErrClosed) {
+				return err
+			}
+			// Transient (EMFILE, ECONNABORTED, ...): back off like net/http does.
+			if backoff == 0 {
+				backoff = 5 * time.Millisecond
+			} else if backoff *= 2; backoff > time.Second {
+				backoff = time.Second
+			}
+			s.log.Warn("accept failed; retrying", "err", err, "backoff", backoff)
+			t := time.NewTimer(backoff)
+			select {
+			case <-t.C:
+			case <-s.closing:
+				t.Stop()
+				return ErrClosed
+			}
+			continue
+		}
+		backoff = 0
+		s.startConn(nc)
+	}
+}
+
+func (s *Std) startConn(nc net.Conn) {
+	c := &stdConn{srv: s, nc: nc, id: s.nextID.Add(1), slots: make([]slot, s.cfg.MaxInFlight)}
+	c.cond.L = &c.mu
+	s.mu.Lock()
+	if s.draining.Load() {
+		s.mu.Unlock()
+		nc.Close()
+		return
+	}
+	s.mu.conns[c] = struct{}{}
+	s.wg.Add(1)
+	s.mu.Unlock()
+	if s.obs != nil {
+		s.obs.ConnOpened(c)
+	}
+	go c.readLoop()
+	go c.writeLoop()
+}
+
+// Shutdown implements Transport.
+func (s *Std) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	if !s.draining.Swap(true) {
+		close(s.closing)
+	}
+	for ln := range s.mu.lns {
+		ln.Close()
+	}
+	conns := s.connsLocked()
+	s.mu.Unlock()
+	for _, c := range conns {
+		c.wakeReader()
+	}
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		s.mu.Lock()
+		conns = s.connsLocked()
+		s.mu.Unlock()
+		for _, c := range conns {
+			c.close()
+		}
+		<-done
+		return ctx.Err()
+	}
+}
+
+func (s *Std) connsLocked() []*stdConn {
+	out := make([]*stdConn, 0, len(s.mu.conns))
+	for c := range s.mu.conns {
+		out = append(out, c)
+	}
+	return out
+}
+
+// NumConns is the number of open connections.
+func (s *Std) NumConns() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.mu.conns)
+}
+
+type slotState uint8
+
+const (
+	slotFree    slotState = iota
+	slotPending           // read, handed to the handler, not answered
+	slotDone              // answered, waiting for the writer
+	slotWriting           // taken by the writer
+)
+
+type slot struct {
+	state  slotState
+	how    Outcome
+	resp   Response
+	frame  *bytebufferpool.ByteBuffer
+	prefix [4]byte
+}
+
+// stdConn is one connection of Std. Request seq lives in slots[seq%len(slots)]; seqs in
+// [head, next) are in flight, and next-head <= len(slots) always.
+type stdConn struct {
+	srv   *Std
+	nc    net.Conn
+	id    uint64
+	exits atomic.Int32
+
+	mu       sync.Mutex
+	cond     sync.Cond // on mu: wakes the writer (head answered) and the reader (room)
+	slots    []slot
+	head     uint64 // next seq the writer writes
+	next     uint64 // seq of the next request read
+	queued   int64  // answered, unwritten response bytes
+	closed   bool   // socket closed: nothing more is written; answers are released
+	readDone bool   // no more requests will be read
+
+	// writer-goroutine scratch
+	bufs []([]byte)
+	rels []Releaser
+}
+
+func (c *stdConn) ID() uint64           { return c.id }
+func (c *stdConn) LocalAddr() net.Addr  { return c.nc.LocalAddr() }
+func (c *stdConn) RemoteAddr() net.Addr { return c.nc.RemoteAddr() }
+func (c *stdConn) Close() error         { c.close(); return nil }
+
+// Complete implements Responder.
+func (c *stdConn) Complete(seq uint64, how Outcome, resp Response) {
+	c.mu.Lock()
+	if seq < c.head || seq >= c.next || c.slots[seq%uint64(len(c.slots))].state != slotPending {
+		c.mu.Unlock()
+		resp.release() // unknown or double answer
+		return
+	}
+	s := &c.slots[seq%uint64(len(c.slots))]
+	frame := s.frame
+	s.frame = nil
+	if c.closed {
+		s.state = slotFree
+		c.mu.Unlock()
+		resp.release()
+		bytebufferpool.Put(frame)
+		return
+	}
+	s.state, s.how, s.resp = slotDone, how, resp
+	if how == Respond {
+		c.queued += resp.Size() + 4
+	}
+	if seq == c.head {
+		c.cond.Broadcast()
+	}
+	c.mu.Unlock()
+	if frame != nil {
+		bytebufferpool.Put(frame)
+	}
+}
+
+func (c *stdConn) wakeReader() {
+	c.nc.SetReadDeadline(time.Now())
+	c.mu.Lock()
+	c.cond.Broadcast()
+	c.mu.Unlock()
+}
+
+// close closes the socket and drops answered, unwritten responses. Idempotent.
+func (c *stdConn) close() {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	c.closed, c.readDone = true, true
+	var rels []Releaser
+	for seq := c.head; seq < c.next; seq++ {
+		s := &c.slots[seq%uint64(len(c.slots))]
+		if s.state == slotDone {
+			if s.resp.Release != nil {
+				rels = append(rels, s.resp.Release)
+			}
+			s.resp, s.state = Response{}, slotFree
+		}
+	}
+	c.queued = 0
+	c.cond.Broadcast()
+	c.mu.Unlock()
+	for _, r := range rels {
+		r.Release()
+	}
+	c.nc.Close()
+}
+
+// exit is called by each of the connection's two goroutines as it ends.
+func (c *stdConn) exit() {
+	if c.exits.Add(1) != 2 {
+		return
+	}
+	s := c.srv
+	s.mu.Lock()
+	delete(s.mu.conns, c)
+	s.mu.Unlock()
+	if s.obs != nil {
+		s.obs.ConnClosed(c)
+	}
+	s.wg.Done()
+}
+
+func isTimeout(err error) bool { return errors.Is(err, os.ErrDeadlineExceeded) }
+
+// readLoop reads frames and serves them inline, in order.
+func (c *stdConn) readLoop() {
+	defer c.exit()
+	var hdr [4]byte
+	for {
+		if !c.waitRoom() {
+			c.stopReading()
+			return
+		}
+		size, ok := c.readSize(hdr[:])
+		if !ok {
+			return
+		}
+		if size < 0 || size > c.srv.cfg.MaxRequestBytes {
+			c.srv.log.Debug("closing connection: bad request size", "remote", c.nc.RemoteAddr(), "size", size)
+			c.close()
+			return
+		}
+		buf, ok := c.readBody(int(size))
+		if !ok {
+			return
+		}
+		c.mu.Lock()
+		if c.closed {
+			c.mu.Unlock()
+			bytebufferpool.Put(buf)
+			return
+		}
+		seq := c.next
+		c.next++
+		s := &c.slots[seq%uint64(len(c.slots))]
+		s.state, s.frame = slotPending, buf
+		c.mu.Unlock()
+		c.srv.h.Serve(Request{Conn: c, Ticket: Ticket{r: c, seq: seq}, Frame: buf.B, Received: time.Now()})
+	}
+}
+
+// stopReading ends reading gracefully: the writer writes what is answered and closes.
+func (c *stdConn) stopReading() {
+	c.mu.Lock()
+	c.readDone = true
+	c.cond.Broadcast()
+	c.mu.Unlock()
+}
+
+// waitRoom blocks while back-pressure applies; false when reading must stop.
+func (c *stdConn) waitRoom() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for !c.closed && !c.srv.draining.Load() &&
+		(c.next-c.head >= uint64(len(c.slots)) || c.queued > c.srv.cfg.MaxQueuedBytes) {
+		c.cond.Wait()
+	}
+	return !c.closed && !c.srv.draining.Load()
+}
+
+func (c *stdConn) inFlight() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.next > c.head
+}
+
+// readSize reads a size prefix, waiting through idle periods while answers are owed.
+func (c *stdConn) readSize(hdr []byte) (int32, bool) {
+	got := 0
+	for {
+		c.nc.SetReadDeadline(time.Now().Add(c.srv.cfg.IdleTimeout))
+		if c.srv.draining.Load() {
+			c.stopReading()
+			return 0, false
+		}
+		n, err := io.ReadFull(c.nc, hdr[got:])
+		got += n
+		if err == nil {
+			return int32(uint32(hdr[0])<<24 | uint32(hdr[1])<<16 | uint32(hdr[2])<<8 | uint32(hdr[3])), true
+		}
+		if isTimeout(err) {
+			if c.srv.draining.Load() {
+				c.stopReading()
+				return 0, false
+			}
+			if got == 0 && c.inFlight() {
+				continue // not idle: an answer is owed (long poll, fsync)
+			}
+			c.srv.log.Debug("closing idle connection", "remote", c.nc.RemoteAddr())
+		}
+		c.close()
+		return 0, false
+	}
+}
+
+// firstBodyAlloc bounds the first allocation for a frame: a client that claims a large
+// size must send the bytes before the buffer grows to hold them.
+const firstBodyAlloc = 1 << 20
+
+// readBody reads size bytes into a pooled buffer, growing it as bytes arrive.
+func (c *stdConn) readBody(size int) (*bytebufferpool.ByteBuffer, bool) {
+	buf := bytebufferpool.Get()
+	b := buf.B[:0]
+	if cap(b) < size && cap(b) < firstBodyAlloc {
+		b = make([]byte, 0, min(size, firstBodyAlloc))
+	}
+	for len(b) < size {
+		if len(b) == cap(b) {
+			nb := make([]byte, len(b), min(size, 2*cap(b)))
+			copy(nb, b)
+			b = nb
+		}
+		n, err := c.nc.Read(b[len(b):min(cap(b), size)])
+		b = b[:len(b)+n]
+		if err != nil {
+			buf.B = b[:0]
+			bytebufferpool.Put(buf)
+			if isTimeout(err) && c.srv.draining.Load() {
+				c.stopReading()
+			} else {
+				c.close()
+			}
+			return nil, false
+		}
+	}
+	buf.B = b
+	return buf, true
+}
+
+// maxBatch bounds how many answers one writev gathers.
+const maxBatch = 64
+
+// writeLoop writes answers in ticket order.
+func (c *stdConn) writeLoop() {
+	defer c.exit()
+	L := uint64(len(c.slots))
+	for {
+		c.mu.Lock()
+		for !c.closed && !(c.head < c.next && c.slots[c.head%L].state == slotDone) &&
+			!(c.readDone && c.head == c.next) {
+			c.cond.Wait()
+		}
+		if c.closed {
+			c.mu.Unlock()
+			return
+		}
+		if c.head == c.next { // reading stopped and everything was written
+			c.mu.Unlock()
+			c.close()
+			return
+		}
+		start, end := c.head, c.head
+		for end < c.next && end-start < maxBatch && c.slots[end%L].state == slotDone {
+			c.slots[end%L].state = slotWriting
+			end++
+		}
+		c.mu.Unlock()
+
+		closeAfter, err := c.writeBatch(start, end)
+
+		c.mu.Lock()
+		var written int64
+		for seq := start; seq < end; seq++ {
+			s := &c.slots[seq%L]
+			if s.how == Respond {
+				written += s.resp.Size() + 4
+			}
+			if s.resp.Release != nil {
+				c.rels = append(c.rels, s.resp.Release)
+			}
+			s.resp, s.state = Response{}, slotFree
+		}
+		c.head = end
+		if !c.closed {
+			c.queued -= written
+		}
+		c.cond.Broadcast()
+		c.mu.Unlock()
+		for i, r := range c.rels {
+			r.Release()
+			c.rels[i] = nil
+		}
+		c.rels = c.rels[:0]
+		if err != nil || closeAfter {
+			if err != nil {
+				c.srv.log.Debug("closing connection: write failed", "remote", c.nc.RemoteAddr(), "err", err)
+			}
+			c.close()
+			return
+		}
+	}
+}
+
+// writeBatch writes the answers of seqs [start, end), which the writer owns.
+func (c *stdConn) writeBatch(start, end uint64) (closeAfter bool, err error) {
+	L := uint64(len(c.slots))
+	c.nc.SetWriteDeadline(time.Now().Add(c.srv.cfg.WriteTimeout))
+	for seq := start; seq < end; seq++ {
+		s := &c.slots[seq%L]
+		switch s.how {
+		case NoResponse:
+			continue
+		case CloseConn:
+			return true, c.flush()
+		}
+		size := s.resp.Size()
+		if size > math.MaxInt32 {
+			return true, c.flush()
+		}
+		s.prefix = [4]byte{byte(size >> 24), byte(size >> 16), byte(size >> 8), byte(size)}
+		c.bufs = append(c.bufs, s.prefix[:])
+		for _, ch := range s.resp.Chunks {
+			if ch.File == nil {
+				if len(ch.Bytes) > 0 {
+					c.bufs = append(c.bufs, ch.Bytes)
+				}
+				continue
+			}
+			if err := c.flush(); err != nil {
+				return false, err
+			}
+			if err := sendFile(c.nc, ch.File, ch.Offset, ch.Length); err != nil {
+				return false, err
+			}
+		}
+	}
+	return false, c.flush()
+}
+
+// flush writes the gathered byte chunks with writev.
+func (c *stdConn) flush() error {
+	if len(c.bufs) == 0 {
+		return nil
+	}
+	nb := net.Buffers(c.bufs)
+	_, err := nb.WriteTo(c.nc)
+	clear(c.bufs)
+	c.bufs = c.bufs[:0]
+	return err
+}
+
+// copyFileRange is the portable path: read the range at explicit offsets and write it.
+func copyFileRange(w io.Writer, f *os.File, off, n int64) error {
+	m, err := io.Copy(w, io.NewSectionReader(f, off, n))
+	if err == nil && m < n {
+		err = io.ErrUnexpectedEOF
+	}
+	return err
+}
