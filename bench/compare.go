@@ -1,0 +1,271 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+)
+
+// Figure is one measured quantity across the rounds of a comparison.
+type Figure struct {
+	Name   string       `json:"name"`
+	Unit   string       `json:"unit"`
+	Better string       `json:"better"` // higher or lower
+	Stats  []FigureStat `json:"stats"`
+}
+
+// FigureStat is one target's min/median/max of a Figure over its rounds. Ratio is
+// this target's median over the first target's median.
+type FigureStat struct {
+	Target string  `json:"target"`
+	Mode   string  `json:"mode"`
+	N      int     `json:"n"`
+	Min    float64 `json:"min"`
+	Median float64 `json:"median"`
+	Max    float64 `json:"max"`
+	Ratio  float64 `json:"ratio"`
+}
+
+type figureDef struct {
+	name, unit, better string
+	get                func(*Result) (float64, bool)
+}
+
+var figureDefs = []figureDef{
+	{"publish rate", "msg/s", "higher", func(r *Result) (float64, bool) { return r.PubRate, r.PubRate > 0 }},
+	{"publish bandwidth", "MB/s", "higher", func(r *Result) (float64, bool) { return r.PubMBps, r.PubMBps > 0 }},
+	{"consume rate", "msg/s", "higher", func(r *Result) (float64, bool) { return r.ConsRate, r.ConsRate > 0 }},
+	{"publish p50", "ms", "lower", lat(func(r *Result) Latency { return r.PublishLatency }, func(l Latency) float64 { return l.P50 })},
+	{"publish p99", "ms", "lower", lat(func(r *Result) Latency { return r.PublishLatency }, func(l Latency) float64 { return l.P99 })},
+	{"publish p99.9", "ms", "lower", lat(func(r *Result) Latency { return r.PublishLatency }, func(l Latency) float64 { return l.P999 })},
+	{"publish max", "ms", "lower", lat(func(r *Result) Latency { return r.PublishLatency }, func(l Latency) float64 { return l.Max })},
+	{"e2e p50", "ms", "lower", lat(func(r *Result) Latency { return r.E2ELatency }, func(l Latency) float64 { return l.P50 })},
+	{"e2e p99", "ms", "lower", lat(func(r *Result) Latency { return r.E2ELatency }, func(l Latency) float64 { return l.P99 })},
+	{"e2e p99.9", "ms", "lower", lat(func(r *Result) Latency { return r.E2ELatency }, func(l Latency) float64 { return l.P999 })},
+	{"e2e max", "ms", "lower", lat(func(r *Result) Latency { return r.E2ELatency }, func(l Latency) float64 { return l.Max })},
+	{"broker CPU per msg", "µs", "lower", func(r *Result) (float64, bool) {
+		if r.Broker == nil {
+			return 0, false
+		}
+		return r.Broker.CPUUsPerMsg, r.Broker.CPUUsPerMsg > 0
+	}},
+	{"broker CPU per MB", "µs", "lower", func(r *Result) (float64, bool) {
+		if r.Broker == nil {
+			return 0, false
+		}
+		return r.Broker.CPUUsPerMB, r.Broker.CPUUsPerMB > 0
+	}},
+	{"broker peak RSS", "MiB", "lower", func(r *Result) (float64, bool) {
+		if r.Broker == nil {
+			return 0, false
+		}
+		return float64(r.Broker.PeakRSS) / (1 << 20), r.Broker.PeakRSS > 0
+	}},
+	{"errors", "count", "lower", func(r *Result) (float64, bool) { return float64(r.Errors), true }},
+}
+
+func lat(pick func(*Result) Latency, f func(Latency) float64) func(*Result) (float64, bool) {
+	return func(r *Result) (float64, bool) {
+		l := pick(r)
+		return f(l), l.Count > 0
+	}
+}
+
+// Figures groups results by (mode, target), in first-seen order, and returns each
+// figure's min/median/max per group, with ratios to the first target of the same mode.
+// Failed runs are left out.
+func Figures(results []*Result) []Figure {
+	type key struct{ mode, target string }
+	var order []key
+	groups := map[key][]*Result{}
+	for _, r := range results {
+		if r.Failed != "" {
+			continue
+		}
+		k := key{r.Mode, r.Target}
+		if _, ok := groups[k]; !ok {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], r)
+	}
+	var figs []Figure
+	for _, d := range figureDefs {
+		f := Figure{Name: d.name, Unit: d.unit, Better: d.better}
+		firstOfMode := map[string]float64{}
+		for _, k := range order {
+			var vals []float64
+			for _, r := range groups[k] {
+				if v, ok := d.get(r); ok {
+					vals = append(vals, v)
+				}
+			}
+			if len(vals) == 0 {
+				continue
+			}
+			s := FigureStat{Target: k.target, Mode: k.mode, N: len(vals)}
+			s.Min, s.Median, s.Max = minMedMax(vals)
+			base, ok := firstOfMode[k.mode]
+			if !ok {
+				firstOfMode[k.mode] = s.Median
+				base = s.Median
+			}
+			if base != 0 {
+				s.Ratio = s.Median / base
+			}
+			f.Stats = append(f.Stats, s)
+		}
+		if len(f.Stats) > 0 {
+			figs = append(figs, f)
+		}
+	}
+	return figs
+}
+
+func minMedMax(v []float64) (lo, med, hi float64) {
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	n := len(s)
+	if n == 0 {
+		return math.NaN(), math.NaN(), math.NaN()
+	}
+	med = s[n/2]
+	if n%2 == 0 {
+		med = (s[n/2-1] + s[n/2]) / 2
+	}
+	return s[0], med, s[n-1]
+}
+
+// CompareConfig describes a side-by-side run.
+type CompareConfig struct {
+	Workload *Workload
+	Targets  []string // samsa, kfake, kfake-proc, host:port[+host:port]
+	Rounds   int      // A B A B ... rounds (default 1)
+	Spawn    SpawnOptions
+	// Raw also runs the raw (broker capacity) mode after each client run.
+	Raw       bool
+	RawOnly   bool // run only the raw mode
+	RawConfig RawConfig
+	// Profile pulls CPU and heap profiles from targets with an admin URL.
+	Profile    bool
+	ProfileDir string
+	Progress   io.Writer
+	Logger     *slog.Logger
+	// Names optionally relabels targets in results (same length as Targets).
+	Names []string
+	// AdminURLs gives the admin HTTP address (http://host:port) of targets that are
+	// not spawned, by target spec, for --profile.
+	AdminURLs map[string]string
+}
+
+// Compare runs the workload against each target in turn, A B A B for Rounds rounds,
+// starting spawned targets afresh for every run. A run that fails is kept as a Result
+// with Failed set, and the comparison goes on.
+func Compare(ctx context.Context, cfg CompareConfig) ([]*Result, error) {
+	if cfg.Rounds < 1 {
+		cfg.Rounds = 1
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	cfg.Spawn.Logger = cfg.Logger
+	if cfg.Spawn.SamsaBin == "" {
+		for _, t := range cfg.Targets {
+			if t == TargetSamsa {
+				dir, err := os.MkdirTemp(cfg.Spawn.WorkDir, "samsa-bin-")
+				if err != nil {
+					return nil, fmt.Errorf("%w: %w", ErrTarget, err)
+				}
+				defer os.RemoveAll(dir)
+				bin := filepath.Join(dir, "samsa")
+				if err := BuildSamsa(ctx, cfg.Spawn.ModuleRoot, bin); err != nil {
+					return nil, err
+				}
+				cfg.Spawn.SamsaBin = bin
+				break
+			}
+		}
+	}
+	var results []*Result
+	for round := 1; round <= cfg.Rounds; round++ {
+		for i, spec := range cfg.Targets {
+			name := spec
+			if i < len(cfg.Names) && cfg.Names[i] != "" {
+				name = cfg.Names[i]
+			}
+			rs := runOne(ctx, cfg, spec, name, round)
+			results = append(results, rs...)
+			if ctx.Err() != nil {
+				return results, ctx.Err()
+			}
+		}
+	}
+	return results, nil
+}
+
+func runOne(ctx context.Context, cfg CompareConfig, spec, name string, round int) []*Result {
+	fail := func(mode string, err error) *Result {
+		cfg.Logger.Error("run failed", "target", name, "round", round, "mode", mode, "err", err)
+		return &Result{Target: name, Workload: cfg.Workload.Name, Mode: mode, Round: round, Started: time.Now().UTC(), Failed: err.Error()}
+	}
+	t, err := StartTarget(ctx, spec, cfg.Spawn)
+	if err != nil {
+		return []*Result{fail("client", err)}
+	}
+	defer func() {
+		if err := t.Close(); err != nil {
+			cfg.Logger.Warn("stop target", "target", name, "err", err)
+		}
+	}()
+	if t.AdminURL == "" {
+		t.AdminURL = cfg.AdminURLs[spec]
+	}
+	var prof *Profiler
+	rc := RunConfig{Workload: cfg.Workload, Brokers: t.Brokers, Target: name, Progress: cfg.Progress,
+		Logger: cfg.Logger, Broker: t.UsageSource()}
+	if cfg.Profile && t.AdminURL != "" {
+		prof = &Profiler{AdminURL: t.AdminURL, Dir: cfg.ProfileDir, Prefix: fmt.Sprintf("%s-r%d-", name, round),
+			CPUTime: min(10*time.Second, max(time.Second, cfg.Workload.Duration.D()/2))}
+		rc.OnSteady = prof.Capture
+	}
+	var out []*Result
+	var res *Result
+	if !cfg.RawOnly {
+		res, err = Run(ctx, rc)
+	}
+	if cfg.RawOnly {
+		// client mode skipped
+	} else if err != nil {
+		out = append(out, fail("client", err))
+	} else {
+		res.Round = round
+		if prof != nil {
+			// The capture runs inside the measured window; wait for it to finish.
+			if err := prof.Wait(prof.CPUTime + time.Minute); err != nil {
+				res.Notes = append(res.Notes, "profile: "+err.Error())
+			} else {
+				res.Profiles = prof.Results
+			}
+		} else if cfg.Profile {
+			res.Notes = append(res.Notes, "profile: target has no admin URL")
+		}
+		out = append(out, res)
+	}
+	if cfg.Raw || cfg.RawOnly {
+		rcfg := cfg.RawConfig
+		rcfg.Workload, rcfg.Brokers, rcfg.Target, rcfg.Progress, rcfg.Broker = cfg.Workload, t.Brokers, name, cfg.Progress, t.UsageSource()
+		raw, err := RunRaw(ctx, rcfg)
+		if err != nil {
+			out = append(out, fail("raw", err))
+		} else {
+			raw.Round = round
+			out = append(out, raw)
+		}
+	}
+	return out
+}

@@ -1,0 +1,32 @@
+// Package bench is Samsa's load generator: it measures any Kafka-compatible broker
+// (Samsa, franz-go's kfake, Apache Kafka, Redpanda, ...) over the Kafka wire protocol
+// only. It never imports a broker package of this repository; it is a client.
+//
+// It owns:
+//
+//   - workloads (workload.go): OpenMessaging-Benchmark-style YAML files, see workloads/;
+//   - the client runner (run.go): kgo producers and consumers, per-second series and
+//     whole-run HdrHistograms of publish and end-to-end latency, corrected for
+//     coordinated omission on fixed-rate runs;
+//   - the raw runner (raw.go): pre-encoded record batches over pipelined Produce
+//     requests and undecoded Fetch reads, so the broker, not the client, is the limit;
+//   - targets (target.go): a running broker, a spawned Samsa process, or kfake
+//     (in process, or as a child process so its CPU can be measured);
+//   - broker cost (proc_linux.go): CPU seconds and peak RSS of a broker process;
+//   - physical limits (limits_linux.go): disk, fdatasync, loopback and sendfile;
+//   - profiles (profile.go): CPU and heap profiles pulled from /debug/pprof;
+//   - reports (report_*.go): table, JSON and a self-contained HTML page with SVG;
+//   - compare and regress (compare.go, regress.go): A B A B rounds and the gate.
+//
+// Every record the client runner produces carries two timestamps in its value:
+//
+//	0               8               16                      messageSize
+//	+---------------+---------------+-----------------------+
+//	| intended send | actual send   | payload (pre-built)   |
+//	| unix ns, BE   | unix ns, BE   |                       |
+//	+---------------+---------------+-----------------------+
+//
+// The intended send time is when a fixed-rate schedule said the record should leave;
+// latency measured from it includes any stall of the loader or the broker (coordinated
+// omission corrected). At max rate the two are the same instant.
+package bench

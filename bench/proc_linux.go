@@ -1,0 +1,86 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// clockTicks is USER_HZ, the unit of utime and stime in /proc/<pid>/stat. It is 100 on
+// every Linux architecture Go supports (the kernel fixes it for userspace ABI).
+const clockTicks = 100
+
+// procUsage reads CPU time from /proc/<pid>/stat and peak RSS (VmHWM) from
+// /proc/<pid>/status.
+//
+//	/proc/<pid>/stat: pid (comm) state ppid ... utime(14) stime(15) ...
+//	comm may hold spaces and parentheses: fields are counted after the last ')'.
+func procUsage(pid int) (Usage, error) {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return Usage{}, fmt.Errorf("bench: broker usage: %w", err)
+	}
+	u, err := parseProcStat(stat)
+	if err != nil {
+		return Usage{}, err
+	}
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return Usage{}, fmt.Errorf("bench: broker usage: %w", err)
+	}
+	u.PeakRSS = parseVmHWM(status)
+	return u, nil
+}
+
+func parseProcStat(stat []byte) (Usage, error) {
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return Usage{}, fmt.Errorf("bench: malformed /proc stat")
+	}
+	f := strings.Fields(string(stat[i+1:]))
+	// f[0] is field 3 (state); utime is field 14, stime 15.
+	if len(f) < 13 {
+		return Usage{}, fmt.Errorf("bench: short /proc stat")
+	}
+	ut, err1 := strconv.ParseUint(f[11], 10, 64)
+	st, err2 := strconv.ParseUint(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return Usage{}, fmt.Errorf("bench: malformed /proc stat times")
+	}
+	return Usage{CPUSeconds: float64(ut+st) / clockTicks}, nil
+}
+
+func parseVmHWM(status []byte) int64 {
+	sc := bufio.NewScanner(bytes.NewReader(status))
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
+			f := strings.Fields(v)
+			if len(f) >= 1 {
+				kb, _ := strconv.ParseInt(f[0], 10, 64)
+				return kb << 10
+			}
+		}
+	}
+	return 0
+}
+
+func machineDetails() (cpuModel, kernel string) {
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(l, "model name"); ok {
+				cpuModel = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(v), ":"))
+				break
+			}
+		}
+	}
+	var uts unix.Utsname
+	if unix.Uname(&uts) == nil {
+		kernel = unix.ByteSliceToString(uts.Sysname[:]) + " " + unix.ByteSliceToString(uts.Release[:])
+	}
+	return cpuModel, kernel
+}

@@ -1,0 +1,11 @@
+//go:build !linux
+
+package bench
+
+import "errors"
+
+func procUsage(int) (Usage, error) {
+	return Usage{}, errors.New("bench: broker usage needs Linux /proc")
+}
+
+func machineDetails() (string, string) { return "", "" }

@@ -1,0 +1,116 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+)
+
+// WriteTable prints one row per result, then the comparison figures, then profiles.
+func (rep *Report) WriteTable(w io.Writer) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "target\tmode\tround\tpub msg/s\tpub MB/s\tcons msg/s\tpub p50\tpub p99\tpub p99.9\tpub max\te2e p50\te2e p99\te2e p99.9\te2e p99.99\te2e max\tCPU µs/msg\tCPU µs/MB\tRSS MiB\terrors\t")
+	for _, r := range rep.Results {
+		mode := r.Mode
+		if mode == "raw" {
+			mode = "RAW"
+		}
+		if r.Failed != "" {
+			fmt.Fprintf(tw, "%s\t%s\t%d\tFAILED: %s\t\n", r.Target, mode, r.Round, oneLine(r.Failed, 100))
+			continue
+		}
+		cpuMsg, cpuMB, rss := "n/a", "n/a", "n/a"
+		if r.Broker != nil {
+			cpuMsg, cpuMB, rss = fmt.Sprintf("%.3f", r.Broker.CPUUsPerMsg), fmt.Sprintf("%.0f", r.Broker.CPUUsPerMB), fmt.Sprintf("%.0f", float64(r.Broker.PeakRSS)/(1<<20))
+		}
+		p, e := r.PublishLatency, r.E2ELatency
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.0f\t%.1f\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t\n",
+			r.Target, mode, r.Round, r.PubRate, r.PubMBps, r.ConsRate,
+			ms(p.P50, p.Count), ms(p.P99, p.Count), ms(p.P999, p.Count), ms(p.Max, p.Count),
+			ms(e.P50, e.Count), ms(e.P99, e.Count), ms(e.P999, e.Count), ms(e.P9999, e.Count), ms(e.Max, e.Count),
+			cpuMsg, cpuMB, rss, r.Errors)
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "latencies in ms; publish latency from the intended send time (coordinated omission corrected); RAW rows: pre-encoded batches, pipelined Produce, undecoded Fetch; publish latency there is per request")
+	for _, r := range rep.Results {
+		for _, n := range r.Notes {
+			fmt.Fprintf(w, "  note [%s r%d %s]: %s\n", r.Target, r.Round, r.Mode, n)
+		}
+		for _, e := range r.ErrorSamples {
+			fmt.Fprintf(w, "  error [%s r%d %s]: %s\n", r.Target, r.Round, r.Mode, e)
+		}
+		if r.Mode == "client" && r.Failed == "" && !r.CaughtUp {
+			fmt.Fprintf(w, "  WARNING [%s r%d]: consumers did not catch up: acked %d × %d subscriptions, consumed %d\n", r.Target, r.Round, r.Acked, r.Subscriptions, r.Consumed)
+		}
+	}
+	if len(rep.Compare) > 0 {
+		fmt.Fprintln(w)
+		rep.WriteFigures(w)
+	}
+	for _, r := range rep.Results {
+		for _, p := range r.Profiles {
+			fmt.Fprintf(w, "\n[%s r%d] ", r.Target, r.Round)
+			p.WriteTop(w)
+		}
+	}
+	if rep.Limits != nil {
+		fmt.Fprintln(w)
+		rep.Limits.WriteTable(w)
+		rep.writeLimitRatios(w)
+	}
+}
+
+// WriteFigures prints each figure's min/median/max per target and the median ratio to
+// the first target of the same mode.
+func (rep *Report) WriteFigures(w io.Writer) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "figure\tunit\ttarget\tmode\tn\tmin\tmedian\tmax\tratio\t")
+	for _, f := range rep.Compare {
+		for _, s := range f.Stats {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%.3f×\t\n", f.Name, f.Unit, s.Target, s.Mode, s.N, num(s.Min), num(s.Median), num(s.Max), s.Ratio)
+		}
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "ratio: this target's median over the first target's median (same mode)")
+}
+
+// writeLimitRatios states client and raw bandwidth as a share of loopback TCP.
+func (rep *Report) writeLimitRatios(w io.Writer) {
+	l := rep.Limits
+	if l.LoopbackMBps <= 0 {
+		return
+	}
+	for _, r := range rep.Results {
+		if r.Failed != "" || r.PubMBps == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "  [%s r%d %s] publish %.1f MB/s = %.1f%% of loopback TCP, %.1f%% of 1 MiB write+fdatasync; consume %.1f MB/s = %.1f%% of sendfile\n",
+			r.Target, r.Round, r.Mode, r.PubMBps, 100*r.PubMBps/l.LoopbackMBps, 100*r.PubMBps/l.WriteSyncMBps, r.ConsMBps, 100*r.ConsMBps/l.SendfileMBps)
+	}
+}
+
+func ms(v float64, n int64) string {
+	if n == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", v)
+}
+
+func num(v float64) string {
+	switch {
+	case v >= 1000:
+		return fmt.Sprintf("%.0f", v)
+	case v >= 10:
+		return fmt.Sprintf("%.1f", v)
+	}
+	return fmt.Sprintf("%.3f", v)
+}
+
+func oneLine(s string, n int) string {
+	s = strings.ReplaceAll(s, "\n", " ")
+	if len(s) > n {
+		s = s[:n] + "…"
+	}
+	return s
+}

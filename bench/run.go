@@ -1,0 +1,567 @@
+package bench
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// ErrRun is wrapped by errors that stop a run.
+var ErrRun = errors.New("bench: run failed")
+
+// RunConfig says what to run against which broker.
+type RunConfig struct {
+	Workload *Workload
+	Brokers  []string
+	Target   string // label in reports
+
+	// Progress, if set, receives one line per second.
+	Progress io.Writer
+	Logger   *slog.Logger
+	// DrainTimeout bounds the wait for consumers to catch up after producing stops
+	// (default 30s).
+	DrainTimeout time.Duration
+	TopicPrefix  string // default "samsa-bench"
+	KeepTopics   bool
+	// Broker, if set, reports the broker process's CPU and memory.
+	Broker UsageSource
+	// OnSteady, if set, runs in its own goroutine when the measured window starts;
+	// its context ends with the window.
+	OnSteady func(ctx context.Context)
+	Seed     int64
+}
+
+// Point is one second of a run.
+type Point struct {
+	T        float64 `json:"t"` // seconds since start, end of the interval
+	Phase    string  `json:"phase"`
+	PubRate  float64 `json:"pub_msgs"`
+	PubMBps  float64 `json:"pub_mbps"`
+	ConsRate float64 `json:"cons_msgs"`
+	ConsMBps float64 `json:"cons_mbps"`
+	Backlog  int64   `json:"backlog"`
+	PubP50   float64 `json:"pub_p50_ms"`
+	PubP99   float64 `json:"pub_p99_ms"`
+	E2EP50   float64 `json:"e2e_p50_ms"`
+	E2EP99   float64 `json:"e2e_p99_ms"`
+	Errors   int64   `json:"errors"`
+}
+
+// Phases of a run.
+const (
+	PhaseWarmup  = "warmup"
+	PhaseMeasure = "measure"
+	PhaseFill    = "fill"
+	PhaseDrain   = "drain"
+)
+
+type run struct {
+	cfg       RunConfig
+	w         *Workload
+	errs      errSamples
+	producers []*producer
+	consumers []*consumer
+	subs      []*subscription
+	topics    []string
+
+	pub, pubRaw, e2e       *hdr.Histogram // whole measured window
+	iPub, iPubRaw, iE2E    *hdr.Histogram // current second
+	series                 []Point
+	last                   counts
+	lastT                  time.Time
+	start                  time.Time
+	measuring              bool
+	progressMu             sync.Mutex
+	consumerWG, producerWG sync.WaitGroup
+}
+
+type counts struct {
+	sent, acked, ackedBytes, consumed, consBytes, errors int64
+}
+
+func (r *run) sample() counts {
+	var c counts
+	for _, p := range r.producers {
+		c.sent += p.sent.Load()
+		c.acked += p.acked.Load()
+		c.ackedBytes += p.ackedBytes.Load()
+		c.errors += p.failed.Load()
+	}
+	for _, k := range r.consumers {
+		c.consumed += k.msgs.Load()
+		c.consBytes += k.bytes.Load()
+		c.errors += k.failed.Load()
+	}
+	return c
+}
+
+// Run runs one workload against one target and returns its result. Topics are created
+// with unique names and deleted afterwards (unless KeepTopics).
+func Run(ctx context.Context, cfg RunConfig) (*Result, error) {
+	w := cfg.Workload
+	if w == nil || len(cfg.Brokers) == 0 {
+		return nil, fmt.Errorf("%w: need a workload and brokers", ErrRun)
+	}
+	if cfg.DrainTimeout == 0 {
+		cfg.DrainTimeout = 30 * time.Second
+	}
+	if cfg.TopicPrefix == "" {
+		cfg.TopicPrefix = "samsa-bench"
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Seed == 0 {
+		cfg.Seed = time.Now().UnixNano()
+	}
+	r := &run{cfg: cfg, w: w,
+		pub: newHist(), pubRaw: newHist(), e2e: newHist(),
+		iPub: newHist(), iPubRaw: newHist(), iE2E: newHist(),
+	}
+	id := runID()
+
+	adm, err := kgo.NewClient(kgo.SeedBrokers(cfg.Brokers...), kgo.DisableClientMetrics())
+	if err != nil {
+		return nil, fmt.Errorf("%w: admin client: %w", ErrRun, err)
+	}
+	defer adm.Close()
+	ka := kadm.NewClient(adm)
+	for i := 0; i < w.Topics; i++ {
+		r.topics = append(r.topics, fmt.Sprintf("%s-%s-%d", cfg.TopicPrefix, id, i))
+	}
+	if err := createTopics(ctx, ka, r.topics, w); err != nil {
+		return nil, err
+	}
+	if !cfg.KeepTopics {
+		defer func() {
+			dctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if _, err := ka.DeleteTopics(dctx, r.topics...); err != nil {
+				cfg.Logger.Warn("delete topics", "err", err)
+			}
+		}()
+	}
+
+	pl := payloads(w, cfg.Seed)
+	keys := keyTable(w)
+	rate := 0.0
+	if w.ProducerRate > 0 {
+		rate = float64(w.ProducerRate) / float64(w.Producers())
+	}
+	for ti, topic := range r.topics {
+		for i := 0; i < w.ProducersPerTopic; i++ {
+			p, err := newProducer(w, cfg.Brokers, topic, pl, keys, cfg.Seed+int64(ti*1000+i), rate, &r.errs)
+			if err != nil {
+				r.closeAll()
+				return nil, err
+			}
+			r.producers = append(r.producers, p)
+		}
+		for s := 0; s < w.SubscriptionsPerTopic; s++ {
+			r.subs = append(r.subs, &subscription{name: fmt.Sprintf("%s-%s-t%d-s%d", cfg.TopicPrefix, id, ti, s)})
+		}
+	}
+	defer r.closeAll()
+
+	res := &Result{Target: cfg.Target, Workload: w.Name, Mode: "client", Started: time.Now().UTC(), Config: w}
+	if w.BacklogBytes() > 0 {
+		err = r.runBacklog(ctx, res)
+	} else {
+		err = r.runSteady(ctx, res)
+	}
+	if err != nil {
+		return nil, err
+	}
+	res.ErrorSamples = r.errs.list()
+	res.Series = r.series
+	res.PublishLatency = summarize(r.pub, true)
+	res.PublishLatencyUncorrected = summarize(r.pubRaw, true)
+	res.E2ELatency = summarize(r.e2e, true)
+	return res, nil
+}
+
+func runID() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func createTopics(ctx context.Context, ka *kadm.Client, topics []string, w *Workload) error {
+	cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	resp, err := ka.CreateTopics(cctx, int32(w.PartitionsPerTopic), int16(w.ReplicationFactor), nil, topics...)
+	if err != nil {
+		return fmt.Errorf("%w: create topics: %w", ErrRun, err)
+	}
+	for _, t := range resp.Sorted() {
+		if t.Err != nil {
+			return fmt.Errorf("%w: create topic %s: %w", ErrRun, t.Topic, t.Err)
+		}
+	}
+	// Wait until metadata shows every partition with a leader.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		md, err := ka.Metadata(cctx, topics...)
+		ready := err == nil
+		if ready {
+			for _, t := range topics {
+				td, ok := md.Topics[t]
+				if !ok || td.Err != nil || len(td.Partitions) != w.PartitionsPerTopic {
+					ready = false
+					break
+				}
+				for _, p := range td.Partitions {
+					if p.Leader < 0 || p.Err != nil {
+						ready = false
+					}
+				}
+			}
+		}
+		if ready {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%w: topics not ready after 30s (metadata err %v)", ErrRun, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// startConsumers creates and starts every consumer, then waits (bounded) until each
+// has partitions, so that latency is not measured across a group join.
+func (r *run) startConsumers(ctx context.Context) error {
+	w := r.w
+	for ti, topic := range r.topics {
+		for s := 0; s < w.SubscriptionsPerTopic; s++ {
+			sub := r.subs[ti*w.SubscriptionsPerTopic+s]
+			for i := 0; i < w.ConsumerPerSubscription; i++ {
+				c, err := newConsumer(w, r.cfg.Brokers, topic, sub, i, &r.errs)
+				if err != nil {
+					return err
+				}
+				r.consumers = append(r.consumers, c)
+			}
+		}
+	}
+	for _, c := range r.consumers {
+		r.consumerWG.Add(1)
+		go func() {
+			defer r.consumerWG.Done()
+			c.loop(ctx)
+		}()
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		all := true
+		for _, c := range r.consumers {
+			all = all && c.assigned.Load()
+		}
+		if all {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			r.cfg.Logger.Warn("not every consumer has partitions after 30s; starting anyway")
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+func (r *run) startProducers(start time.Time, stop <-chan struct{}, stopAtBytes int64) {
+	for _, p := range r.producers {
+		r.producerWG.Add(1)
+		go func() {
+			defer r.producerWG.Done()
+			p.loop(start, stop, stopAtBytes)
+		}()
+	}
+}
+
+// stopProducers waits for the loops, then flushes what is buffered (bounded).
+func (r *run) stopProducers(stop chan struct{}) {
+	select {
+	case <-stop:
+	default:
+		close(stop)
+	}
+	r.producerWG.Wait()
+	fctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for _, p := range r.producers {
+		if err := p.cl.Flush(fctx); err != nil {
+			r.errs.add("flush", err)
+		}
+	}
+}
+
+func (r *run) closeAll() {
+	for _, p := range r.producers {
+		p.cl.Close()
+	}
+	for _, c := range r.consumers {
+		c.cl.Close()
+	}
+}
+
+// caughtUp reports whether every subscription has read everything acknowledged.
+func (r *run) caughtUp() bool {
+	if len(r.subs) == 0 {
+		return true
+	}
+	perTopic := make([]int64, len(r.topics))
+	for i, p := range r.producers {
+		perTopic[i/r.w.ProducersPerTopic] += p.acked.Load()
+	}
+	for i, s := range r.subs {
+		if s.consumed.Load() < perTopic[i/r.w.SubscriptionsPerTopic] {
+			return false
+		}
+	}
+	return true
+}
+
+// tick closes one interval: drains every recorder, appends a Point, prints progress.
+func (r *run) tick(now time.Time, phase string) Point {
+	for _, p := range r.producers {
+		p.pub.drainInto(r.iPub)
+		p.pubRaw.drainInto(r.iPubRaw)
+	}
+	for _, c := range r.consumers {
+		c.e2e.drainInto(r.iE2E)
+	}
+	c := r.sample()
+	dt := now.Sub(r.lastT).Seconds()
+	if dt <= 0 {
+		dt = 1e-9
+	}
+	subs := int64(len(r.subs))
+	pt := Point{
+		T:        now.Sub(r.start).Seconds(),
+		Phase:    phase,
+		PubRate:  float64(c.acked-r.last.acked) / dt,
+		PubMBps:  float64(c.ackedBytes-r.last.ackedBytes) / dt / 1e6,
+		ConsRate: float64(c.consumed-r.last.consumed) / dt,
+		ConsMBps: float64(c.consBytes-r.last.consBytes) / dt / 1e6,
+		Backlog:  c.acked*subs - c.consumed,
+		PubP50:   usToMs(r.iPub.ValueAtQuantile(50)),
+		PubP99:   usToMs(r.iPub.ValueAtQuantile(99)),
+		E2EP50:   usToMs(r.iE2E.ValueAtQuantile(50)),
+		E2EP99:   usToMs(r.iE2E.ValueAtQuantile(99)),
+		Errors:   c.errors - r.last.errors,
+	}
+	if r.measuring {
+		r.pub.Merge(r.iPub)
+		r.pubRaw.Merge(r.iPubRaw)
+		r.e2e.Merge(r.iE2E)
+	}
+	r.iPub.Reset()
+	r.iPubRaw.Reset()
+	r.iE2E.Reset()
+	r.last, r.lastT = c, now
+	r.series = append(r.series, pt)
+	if r.cfg.Progress != nil {
+		fmt.Fprintf(r.cfg.Progress, "[%s %s] %4.0fs %-7s pub %9s msg/s %7.1f MB/s | cons %9s msg/s | backlog %8s | pub p50 %7.2f p99 %7.2f ms | e2e p50 %7.2f p99 %7.2f ms | err %d\n",
+			r.cfg.Target, r.w.Name, pt.T, phase, siCount(pt.PubRate), pt.PubMBps, siCount(pt.ConsRate), siCount(float64(pt.Backlog)),
+			pt.PubP50, pt.PubP99, pt.E2EP50, pt.E2EP99, pt.Errors)
+	}
+	return pt
+}
+
+func siCount(v float64) string {
+	switch {
+	case v >= 1e6 || v <= -1e6:
+		return fmt.Sprintf("%.2fM", v/1e6)
+	case v >= 1e4 || v <= -1e4:
+		return fmt.Sprintf("%.1fk", v/1e3)
+	}
+	return fmt.Sprintf("%.0f", v)
+}
+
+// runSteady: consumers up, producers for warmup+duration, then drain.
+func (r *run) runSteady(ctx context.Context, res *Result) error {
+	w := r.w
+	cctx, cancelConsumers := context.WithCancel(ctx)
+	defer func() { cancelConsumers(); r.consumerWG.Wait() }()
+	if err := r.startConsumers(cctx); err != nil {
+		return err
+	}
+	stop := make(chan struct{})
+	r.start = time.Now()
+	r.lastT = r.start
+	r.startProducers(r.start, stop, 0)
+	defer r.stopProducers(stop)
+
+	warmTicks := int((w.Warmup.D() + time.Second - 1) / time.Second)
+	durTicks := max(1, int((w.Duration.D()+time.Second-1)/time.Second))
+	ticker := time.NewTicker(time.Second)
+	defer ticker.Stop()
+	var winStart counts
+	var use0 Usage
+	steadyCtx, endSteady := context.WithCancel(ctx)
+	defer endSteady()
+	if warmTicks == 0 {
+		r.beginWindow(steadyCtx, &winStart, &use0)
+	}
+	for k := 1; k <= warmTicks+durTicks; k++ {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case now := <-ticker.C:
+			phase := PhaseMeasure
+			if k <= warmTicks {
+				phase = PhaseWarmup
+			}
+			r.tick(now, phase)
+			if k == warmTicks {
+				r.beginWindow(steadyCtx, &winStart, &use0)
+			}
+		}
+	}
+	winEnd := r.sample()
+	winDur := time.Since(r.start).Seconds() - float64(warmTicks)
+	r.stopProducers(stop)
+	endSteady()
+	use1, useErr := r.usage()
+	r.fillRates(res, winStart, winEnd, winDur)
+	if useErr == nil && r.cfg.Broker != nil {
+		res.Broker = brokerCost(use0, use1, winEnd.acked-winStart.acked, winEnd.ackedBytes-winStart.ackedBytes)
+	}
+	// Drain: consumers catch up with everything acknowledged.
+	deadline := time.Now().Add(r.cfg.DrainTimeout)
+	for !r.caughtUp() && time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case now := <-ticker.C:
+			r.tick(now, PhaseDrain)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	r.tick(time.Now(), PhaseDrain)
+	r.totals(res)
+	return nil
+}
+
+func (r *run) beginWindow(ctx context.Context, c *counts, u *Usage) {
+	r.measuring = true
+	*c = r.sample()
+	*u, _ = r.usage()
+	if r.cfg.OnSteady != nil {
+		go r.cfg.OnSteady(ctx)
+	}
+}
+
+func (r *run) usage() (Usage, error) {
+	if r.cfg.Broker == nil {
+		return Usage{}, errors.New("no broker process")
+	}
+	return r.cfg.Broker.Usage()
+}
+
+// runBacklog: producers fill the backlog with no consumer, stop; consumers drain it
+// from the start. The measured window is the drain.
+func (r *run) runBacklog(ctx context.Context, res *Result) error {
+	w := r.w
+	stop := make(chan struct{})
+	r.start = time.Now()
+	r.lastT = r.start
+	perProducer := w.BacklogBytes() / int64(len(r.producers))
+	r.startProducers(r.start, stop, perProducer)
+	done := make(chan struct{})
+	go func() { r.producerWG.Wait(); close(done) }()
+	ticker := time.NewTicker(time.Second)
+	defer ticker.Stop()
+	fillEnd := time.Now().Add(w.Duration.D())
+fill:
+	for {
+		select {
+		case <-ctx.Done():
+			r.stopProducers(stop)
+			return ctx.Err()
+		case <-done:
+			break fill
+		case now := <-ticker.C:
+			r.tick(now, PhaseFill)
+			if now.After(fillEnd) {
+				break fill
+			}
+		}
+	}
+	r.stopProducers(stop)
+	res.Notes = append(res.Notes, fmt.Sprintf("backlog filled: %d messages, %.2f GiB", r.sample().acked, float64(r.sample().ackedBytes)/(1<<30)))
+
+	cctx, cancelConsumers := context.WithCancel(ctx)
+	defer func() { cancelConsumers(); r.consumerWG.Wait() }()
+	var winStart counts
+	var use0 Usage
+	steadyCtx, endSteady := context.WithCancel(ctx)
+	defer endSteady()
+	r.beginWindow(steadyCtx, &winStart, &use0)
+	t0 := time.Now()
+	if err := r.startConsumers(cctx); err != nil {
+		return err
+	}
+	deadline := t0.Add(w.Duration.D())
+	for !r.caughtUp() && time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case now := <-ticker.C:
+			r.tick(now, PhaseDrain)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	winEnd := r.sample()
+	dur := time.Since(t0).Seconds()
+	endSteady()
+	use1, useErr := r.usage()
+	r.tick(time.Now(), PhaseDrain)
+	r.fillRates(res, winStart, winEnd, dur)
+	res.PubRate, res.PubMBps = 0, 0 // nothing is produced while draining
+	if useErr == nil && r.cfg.Broker != nil {
+		res.Broker = brokerCost(use0, use1, winEnd.consumed-winStart.consumed, winEnd.consBytes-winStart.consBytes)
+		res.Broker.PerWhat = "consumed"
+	}
+	r.totals(res)
+	return nil
+}
+
+func (r *run) fillRates(res *Result, a, b counts, secs float64) {
+	if secs <= 0 {
+		secs = 1e-9
+	}
+	res.DurationSec = secs
+	res.PubRate = float64(b.acked-a.acked) / secs
+	res.PubMBps = float64(b.ackedBytes-a.ackedBytes) / secs / 1e6
+	res.ConsRate = float64(b.consumed-a.consumed) / secs
+	res.ConsMBps = float64(b.consBytes-a.consBytes) / secs / 1e6
+}
+
+func (r *run) totals(res *Result) {
+	c := r.sample()
+	res.Sent, res.Acked, res.Consumed, res.Errors = c.sent, c.acked, c.consumed, c.errors
+	res.Subscriptions = len(r.subs)
+	for _, s := range r.subs {
+		res.ConsumedPerSubscription = append(res.ConsumedPerSubscription, s.consumed.Load())
+	}
+	res.CaughtUp = r.caughtUp()
+	res.Backlog = c.acked*int64(len(r.subs)) - c.consumed
+}

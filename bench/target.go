@@ -1,0 +1,346 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+)
+
+// ErrTarget is wrapped by errors starting, reaching or stopping a target.
+var ErrTarget = errors.New("bench: target")
+
+// Target names understood by StartTarget besides host:port lists.
+const (
+	TargetSamsa     = "samsa"      // this repository's broker, built and spawned
+	TargetKfake     = "kfake"      // franz-go's kfake, in this process
+	TargetKfakeProc = "kfake-proc" // kfake in a child process, so its CPU is measurable
+)
+
+// KfakeServeEnv, when set in a child's environment, tells a program that embeds
+// ServeKfake (samsa-bench, or a test binary's TestMain) to serve kfake on the address
+// it holds instead of doing anything else.
+const KfakeServeEnv = "SAMSA_BENCH_KFAKE_LISTEN"
+
+// SpawnOptions configures how targets are started.
+type SpawnOptions struct {
+	// SamsaBin is a prebuilt broker; empty means build ./cmd/samsa from ModuleRoot.
+	SamsaBin   string
+	ModuleRoot string // default: FindModuleRoot()
+	// WorkDir is where temporary data directories go (default os.TempDir()); put it
+	// on the file system you mean to measure.
+	WorkDir string
+	// SamsaArgs are added to `samsa serve` (e.g. --sync none).
+	SamsaArgs []string
+	// SelfExe serves kfake for kfake-proc when run with KfakeServeEnv set
+	// (default os.Executable()).
+	SelfExe      string
+	StartTimeout time.Duration // default 60s
+	StopGrace    time.Duration // default 10s
+	Logger       *slog.Logger
+}
+
+func (o *SpawnOptions) defaults() {
+	if o.WorkDir == "" {
+		o.WorkDir = os.TempDir()
+	}
+	if o.StartTimeout == 0 {
+		o.StartTimeout = 60 * time.Second
+	}
+	if o.StopGrace == 0 {
+		o.StopGrace = 10 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Target is a broker under test.
+type Target struct {
+	Name     string
+	Brokers  []string
+	AdminURL string // http://host:port of /metrics and /debug/pprof, or ""
+	PID      int    // broker process, or 0 when it is not a local child
+	LogPath  string
+
+	opts    SpawnOptions
+	cmd     *exec.Cmd
+	exited  chan struct{}
+	waitErr error
+	tmpDir  string
+	cluster *kfake.Cluster
+}
+
+// Usage reads the broker process's CPU and peak RSS.
+func (t *Target) Usage() (Usage, error) {
+	if t.PID == 0 {
+		return Usage{}, fmt.Errorf("%w: %s is not a local process", ErrTarget, t.Name)
+	}
+	return procUsage(t.PID)
+}
+
+// UsageSource returns t when its process can be measured, else nil.
+func (t *Target) UsageSource() UsageSource {
+	if t.PID == 0 {
+		return nil
+	}
+	return t
+}
+
+// StartTarget starts or names a target: samsa, kfake, kfake-proc, or a list of
+// host:port separated by commas or '+'. samsa@k=v@k2=v2 spawns samsa with extra
+// flags --k=v --k2=v2 (e.g. samsa@sync=none against samsa@sync=fsync). For samsa, SamsaBin must be set or the broker
+// is built first (use BuildSamsa once and pass SamsaBin to spawn it many times).
+func StartTarget(ctx context.Context, spec string, o SpawnOptions) (*Target, error) {
+	o.defaults()
+	if base, extra, ok := strings.Cut(spec, "@"); ok && base == TargetSamsa {
+		// samsa@sync=none@transport=std: the same broker with extra serve flags.
+		for _, a := range strings.Split(extra, "@") {
+			if a == "" {
+				return nil, fmt.Errorf("%w: empty flag in %q", ErrTarget, spec)
+			}
+			o.SamsaArgs = append(append([]string(nil), o.SamsaArgs...), "--"+a)
+		}
+		t, err := StartTarget(ctx, base, o)
+		if t != nil {
+			t.Name = spec
+		}
+		return t, err
+	}
+	switch spec {
+	case TargetKfake:
+		c, err := kfake.NewCluster(kfake.NumBrokers(1))
+		if err != nil {
+			return nil, fmt.Errorf("%w: kfake: %w", ErrTarget, err)
+		}
+		return &Target{Name: spec, Brokers: c.ListenAddrs(), cluster: c, opts: o}, nil
+	case TargetKfakeProc:
+		self := o.SelfExe
+		if self == "" {
+			var err error
+			if self, err = os.Executable(); err != nil {
+				return nil, fmt.Errorf("%w: %w", ErrTarget, err)
+			}
+		}
+		addr, err := freeAddr()
+		if err != nil {
+			return nil, err
+		}
+		return spawn(ctx, spec, self, []string{"kfake-serve", "--listen", addr}, []string{KfakeServeEnv + "=" + addr}, addr, "", o)
+	case TargetSamsa:
+		bin := o.SamsaBin
+		if bin == "" {
+			dir, err := os.MkdirTemp(o.WorkDir, "samsa-bin-")
+			if err != nil {
+				return nil, fmt.Errorf("%w: %w", ErrTarget, err)
+			}
+			bin = filepath.Join(dir, "samsa")
+			if err := BuildSamsa(ctx, o.ModuleRoot, bin); err != nil {
+				return nil, err
+			}
+		}
+		addr, err := freeAddr()
+		if err != nil {
+			return nil, err
+		}
+		admin, err := freeAddr()
+		if err != nil {
+			return nil, err
+		}
+		args := []string{"serve", "--listen", addr, "--admin-listen", admin}
+		return spawn(ctx, spec, bin, args, nil, addr, admin, o)
+	}
+	var brokers []string
+	for _, b := range strings.FieldsFunc(spec, func(r rune) bool { return r == ',' || r == '+' }) {
+		if _, _, err := net.SplitHostPort(b); err != nil {
+			return nil, fmt.Errorf("%w: %q is not samsa, kfake, kfake-proc or host:port", ErrTarget, b)
+		}
+		brokers = append(brokers, b)
+	}
+	if len(brokers) == 0 {
+		return nil, fmt.Errorf("%w: empty target", ErrTarget)
+	}
+	return &Target{Name: spec, Brokers: brokers, opts: o}, nil
+}
+
+// spawn starts bin in a fresh temporary directory (its data dir is <tmp>/data, passed
+// as --data-dir for samsa) and waits until addr answers ApiVersions.
+func spawn(ctx context.Context, name, bin string, args, env []string, addr, admin string, o SpawnOptions) (*Target, error) {
+	tmp, err := os.MkdirTemp(o.WorkDir, "samsa-bench-"+name+"-")
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrTarget, err)
+	}
+	if name == TargetSamsa {
+		data := filepath.Join(tmp, "data")
+		if err := os.Mkdir(data, 0o755); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrTarget, err)
+		}
+		args = append(args, "--data-dir", data)
+		args = append(args, o.SamsaArgs...)
+	}
+	logPath := filepath.Join(tmp, "broker.log")
+	logf, err := os.Create(logPath)
+	if err != nil {
+		os.RemoveAll(tmp)
+		return nil, fmt.Errorf("%w: %w", ErrTarget, err)
+	}
+	defer logf.Close()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.Dir = tmp
+	cmd.SysProcAttr = childAttr()
+	if err := cmd.Start(); err != nil {
+		os.RemoveAll(tmp)
+		return nil, fmt.Errorf("%w: start %s: %w", ErrTarget, bin, err)
+	}
+	t := &Target{Name: name, Brokers: []string{addr}, PID: cmd.Process.Pid, LogPath: logPath,
+		opts: o, cmd: cmd, exited: make(chan struct{}), tmpDir: tmp}
+	if admin != "" {
+		t.AdminURL = "http://" + admin
+	}
+	go func() { t.waitErr = cmd.Wait(); close(t.exited) }()
+	o.Logger.Info("spawned broker", "target", name, "pid", t.PID, "addr", addr, "cmd", strings.Join(cmd.Args, " "))
+
+	deadline := time.Now().Add(o.StartTimeout)
+	for {
+		_, err := apiVersions(ctx, addr, time.Second)
+		if err == nil {
+			return t, nil
+		}
+		select {
+		case <-t.exited:
+			tail := logTail(logPath)
+			t.Close()
+			return nil, fmt.Errorf("%w: %s exited before answering ApiVersions (%v); log tail:\n%s", ErrTarget, name, t.waitErr, tail)
+		case <-ctx.Done():
+			t.Close()
+			return nil, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			tail := logTail(logPath)
+			t.Close()
+			return nil, fmt.Errorf("%w: %s did not answer ApiVersions on %s within %v (%v); log tail:\n%s", ErrTarget, name, addr, o.StartTimeout, err, tail)
+		}
+	}
+}
+
+// Close stops the target: SIGTERM, then SIGKILL after the grace period, and removes
+// its temporary directory. An in-process kfake is closed.
+func (t *Target) Close() error {
+	if t.cluster != nil {
+		t.cluster.Close()
+		t.cluster = nil
+		return nil
+	}
+	if t.cmd == nil {
+		return nil
+	}
+	var err error
+	select {
+	case <-t.exited:
+	default:
+		_ = t.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-t.exited:
+		case <-time.After(t.opts.StopGrace):
+			err = fmt.Errorf("%w: %s did not stop within %v of SIGTERM; killed", ErrTarget, t.Name, t.opts.StopGrace)
+			_ = t.cmd.Process.Kill()
+			<-t.exited
+		}
+	}
+	t.cmd = nil
+	if t.tmpDir != "" {
+		if rerr := os.RemoveAll(t.tmpDir); rerr != nil && err == nil {
+			err = rerr
+		}
+	}
+	return err
+}
+
+// freeAddr returns a loopback address with a port that was free a moment ago.
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("%w: free port: %w", ErrTarget, err)
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+func logTail(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "(no log)"
+	}
+	if len(b) > 4000 {
+		b = b[len(b)-4000:]
+	}
+	return string(bytes.TrimSpace(b))
+}
+
+// FindModuleRoot walks up from the working directory to this repository's go.mod.
+func FindModuleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+		if err == nil && bytes.Contains(b, []byte("module github.com/samsa-broker/samsa")) {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("%w: no go.mod of github.com/samsa-broker/samsa above the working directory", ErrTarget)
+		}
+		dir = parent
+	}
+}
+
+// BuildSamsa builds ./cmd/samsa of the module at root (default FindModuleRoot) to out.
+func BuildSamsa(ctx context.Context, root, out string) error {
+	if root == "" {
+		var err error
+		if root, err = FindModuleRoot(); err != nil {
+			return err
+		}
+	}
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "./cmd/samsa")
+	cmd.Dir = root
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("%w: go build ./cmd/samsa in %s: %w\n%s", ErrTarget, root, err, b)
+	}
+	return nil
+}
+
+// ServeKfake runs a one-broker kfake cluster on listen until ctx ends.
+func ServeKfake(ctx context.Context, listen string) error {
+	_, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrTarget, err)
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil {
+		return fmt.Errorf("%w: port %q", ErrTarget, port)
+	}
+	c, err := kfake.NewCluster(kfake.Ports(p))
+	if err != nil {
+		return fmt.Errorf("%w: kfake: %w", ErrTarget, err)
+	}
+	<-ctx.Done()
+	c.Close()
+	return nil
+}

@@ -1,0 +1,384 @@
+// Command samsa-bench measures Kafka-compatible brokers over the wire: throughput,
+// tail latency and broker CPU cost, side by side, with a regression gate.
+//
+//	samsa-bench run      --workload max-throughput-100b --spawn samsa|kfake|kfake-proc | --brokers host:port,...
+//	samsa-bench compare  --workload ... --targets samsa,kfake,host:port --rounds 3
+//	samsa-bench limits   --dir /data/dir
+//	samsa-bench regress  --baseline origin/main --workload ... --rounds 3 --threshold 0.10
+//	samsa-bench workloads
+//
+// Every run prints a progress line per second and a summary table, and writes
+// report.json and report.html into --out.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/samsa-broker/samsa/bench"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		usage()
+		os.Exit(2)
+	}
+	var code int
+	switch os.Args[1] {
+	case "run":
+		code = runCmd(os.Args[2:], false)
+	case "compare":
+		code = runCmd(os.Args[2:], true)
+	case "limits":
+		code = limitsCmd(os.Args[2:])
+	case "regress":
+		code = regressCmd(os.Args[2:])
+	case "workloads":
+		for _, n := range bench.BuiltinWorkloads() {
+			w, err := bench.LoadWorkload(n)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(1)
+			}
+			fmt.Printf("%-22s %s\n", n, w.Description)
+		}
+	case "kfake-serve":
+		code = kfakeServe(os.Args[2:])
+	case "help", "-h", "--help":
+		usage()
+	default:
+		fmt.Fprintf(os.Stderr, "samsa-bench: unknown command %q\n", os.Args[1])
+		usage()
+		code = 2
+	}
+	os.Exit(code)
+}
+
+func usage() {
+	fmt.Fprint(os.Stderr, `usage: samsa-bench <command> [flags]
+  run        run a workload against one target (--spawn samsa|kfake|kfake-proc or --brokers)
+  compare    run a workload against several targets, A B A B for --rounds rounds
+  limits     measure this machine's disk, fdatasync, loopback and sendfile limits
+  regress    gate: baseline git ref vs working tree, exit 1 on regression
+  workloads  list the built-in workloads
+  kfake-serve --listen host:port   serve franz-go's kfake (used by --spawn kfake-proc)
+'samsa-bench <command> -h' lists a command's flags.
+`)
+}
+
+func signalContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
+
+// common holds the flags shared by run, compare and regress.
+type common struct {
+	workload   string
+	duration   time.Duration
+	warmup     time.Duration
+	rate       int
+	out        string
+	samsaBin   string
+	samsaArgs  multiFlag
+	sync       string
+	workDir    string
+	raw        bool
+	rawOnly    bool
+	rawConns   int
+	rawFlight  int
+	profile    bool
+	quiet      bool
+	verbose    bool
+	withLimits bool
+}
+
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, " ") }
+func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
+
+func (c *common) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.workload, "workload", "max-throughput-100b", "built-in workload name or YAML path")
+	fs.DurationVar(&c.duration, "duration", 0, "override the workload's duration")
+	fs.DurationVar(&c.warmup, "warmup", -1, "override the workload's warm-up")
+	fs.IntVar(&c.rate, "rate", -1, "override the producer rate (msg/s in total; 0 = max)")
+	fs.StringVar(&c.out, "out", "", "report directory (default bench-out/<time>)")
+	fs.StringVar(&c.samsaBin, "samsa-bin", "", "prebuilt samsa binary (default: go build ./cmd/samsa)")
+	fs.Var(&c.samsaArgs, "samsa-arg", "extra flag for `samsa serve` (repeatable)")
+	fs.StringVar(&c.sync, "sync", "", "samsa durability policy: fsync, interval or none")
+	fs.StringVar(&c.workDir, "work-dir", "", "where spawned brokers keep their temporary data dirs (default $TMPDIR)")
+	fs.BoolVar(&c.raw, "raw", false, "also run the raw broker-capacity mode")
+	fs.BoolVar(&c.rawOnly, "raw-only", false, "run only the raw mode")
+	fs.IntVar(&c.rawConns, "raw-connections", 2, "raw mode: produce connections")
+	fs.IntVar(&c.rawFlight, "raw-inflight", 8, "raw mode: pipelined requests per connection")
+	fs.BoolVar(&c.profile, "profile", false, "pull CPU and heap profiles from the broker's /debug/pprof in the steady state")
+	fs.BoolVar(&c.quiet, "q", false, "no per-second progress lines")
+	fs.BoolVar(&c.verbose, "v", false, "log spawned processes and warnings")
+	fs.BoolVar(&c.withLimits, "limits", false, "also measure the physical limits (in --work-dir)")
+}
+
+func (c *common) load() (*bench.Workload, error) {
+	w, err := bench.LoadWorkload(c.workload)
+	if err != nil {
+		return nil, err
+	}
+	if c.duration > 0 {
+		w.Duration = bench.Duration(c.duration)
+	}
+	if c.warmup >= 0 {
+		w.Warmup = bench.Duration(c.warmup)
+	}
+	if c.rate >= 0 {
+		w.ProducerRate = c.rate
+	}
+	return w, w.Validate()
+}
+
+func (c *common) logger() *slog.Logger {
+	if !c.verbose {
+		return slog.New(slog.DiscardHandler)
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, nil))
+}
+
+func (c *common) spawn() bench.SpawnOptions {
+	o := bench.SpawnOptions{SamsaBin: c.samsaBin, SamsaArgs: c.samsaArgs, WorkDir: c.workDir, Logger: c.logger()}
+	if c.sync != "" {
+		o.SamsaArgs = append(o.SamsaArgs, "--sync", c.sync)
+	}
+	return o
+}
+
+func (c *common) outDir() string {
+	if c.out == "" {
+		c.out = filepath.Join("bench-out", time.Now().UTC().Format("20060102-150405"))
+	}
+	return c.out
+}
+
+func runCmd(args []string, compare bool) int {
+	name := "run"
+	if compare {
+		name = "compare"
+	}
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	var c common
+	c.register(fs)
+	spawn := fs.String("spawn", "", "start a target: samsa, samsa@flag=value..., kfake or kfake-proc")
+	brokers := fs.String("brokers", "", "a running broker: host:port,host:port")
+	admin := fs.String("admin", "", "admin HTTP URL of the --brokers target, for --profile")
+	targets := fs.String("targets", "", "compare: targets, comma separated (samsa, kfake, kfake-proc, host:port, host:port+host:port)")
+	rounds := fs.Int("rounds", 1, "compare: A B A B rounds")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	w, err := c.load()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	var list []string
+	switch {
+	case compare && *targets != "":
+		list = strings.Split(*targets, ",")
+	case *spawn != "" && *brokers != "":
+		fmt.Fprintln(os.Stderr, "samsa-bench: --spawn and --brokers are exclusive")
+		return 2
+	case *spawn != "":
+		list = []string{*spawn}
+	case *brokers != "":
+		list = []string{strings.ReplaceAll(*brokers, ",", "+")}
+	default:
+		fmt.Fprintln(os.Stderr, "samsa-bench: need --spawn, --brokers or (compare) --targets")
+		return 2
+	}
+	ctx, cancel := signalContext()
+	defer cancel()
+	out := c.outDir()
+	cc := bench.CompareConfig{Workload: w, Targets: list, Rounds: *rounds, Spawn: c.spawn(),
+		Raw: c.raw, RawOnly: c.rawOnly, RawConfig: bench.RawConfig{Connections: c.rawConns, InFlight: c.rawFlight},
+		Profile: c.profile, ProfileDir: out, Logger: c.logger()}
+	if *admin != "" && len(list) == 1 {
+		cc.AdminURLs = map[string]string{list[0]: *admin}
+	}
+	if !c.quiet {
+		cc.Progress = os.Stderr
+	}
+	results, err := bench.Compare(ctx, cc)
+	rep := newReport(name, w, results)
+	if c.withLimits {
+		if rep.Limits, err = bench.MeasureLimits(limitsDir(c.workDir), 256<<20); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+		}
+	}
+	return finish(rep, out, err)
+}
+
+func newReport(name string, w *bench.Workload, results []*bench.Result) *bench.Report {
+	m := bench.DescribeMachine()
+	m.Commit = gitCommit()
+	return &bench.Report{
+		Title:   fmt.Sprintf("samsa-bench %s: %s", name, w.Name),
+		Command: strings.Join(os.Args, " "),
+		Started: time.Now().UTC(),
+		Machine: m,
+		Results: results,
+		Compare: bench.Figures(results),
+	}
+}
+
+// finish prints the table, writes the files and picks the exit code: 1 if the run
+// stopped with an error or any run failed or counted errors.
+func finish(rep *bench.Report, out string, runErr error) int {
+	rep.WriteTable(os.Stdout)
+	code := 0
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if err := rep.WriteJSON(filepath.Join(out, "report.json")); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		code = 1
+	}
+	if err := rep.WriteHTMLFile(filepath.Join(out, "report.html")); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		code = 1
+	}
+	fmt.Printf("\nreport: %s, %s\n", filepath.Join(out, "report.json"), filepath.Join(out, "report.html"))
+	if runErr != nil {
+		fmt.Fprintln(os.Stderr, "samsa-bench:", runErr)
+		code = 1
+	}
+	for _, r := range rep.Results {
+		if r.Failed != "" || r.Errors > 0 {
+			code = 1
+		}
+	}
+	return code
+}
+
+func limitsDir(d string) string {
+	if d == "" {
+		return os.TempDir()
+	}
+	return d
+}
+
+func limitsCmd(args []string) int {
+	fs := flag.NewFlagSet("limits", flag.ContinueOnError)
+	dir := fs.String("dir", "", "directory on the data file system (default $TMPDIR)")
+	size := fs.Int64("size-mb", 256, "file size for the disk tests, MiB")
+	out := fs.String("out", "", "also write report.json and report.html here")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	l, err := bench.MeasureLimits(limitsDir(*dir), *size<<20)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	l.WriteTable(os.Stdout)
+	if *out != "" {
+		m := bench.DescribeMachine()
+		m.Commit = gitCommit()
+		rep := &bench.Report{Title: "samsa-bench limits", Command: strings.Join(os.Args, " "), Started: time.Now().UTC(), Machine: m, Limits: l}
+		if err := os.MkdirAll(*out, 0o755); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		if err := rep.WriteJSON(filepath.Join(*out, "report.json")); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		if err := rep.WriteHTMLFile(filepath.Join(*out, "report.html")); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+	}
+	return 0
+}
+
+func regressCmd(args []string) int {
+	fs := flag.NewFlagSet("regress", flag.ContinueOnError)
+	var c common
+	c.register(fs)
+	baseline := fs.String("baseline", "", "git ref of the baseline broker (required)")
+	rounds := fs.Int("rounds", 3, "baseline/current rounds")
+	threshold := fs.Float64("threshold", 0.10, "allowed relative regression of median throughput and publish p99")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *baseline == "" {
+		fmt.Fprintln(os.Stderr, "samsa-bench regress: --baseline is required")
+		return 2
+	}
+	w, err := c.load()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	ctx, cancel := signalContext()
+	defer cancel()
+	rc := bench.RegressConfig{Baseline: *baseline, Workload: w, Rounds: *rounds, Threshold: *threshold,
+		Raw: c.rawOnly, RawConfig: bench.RawConfig{Connections: c.rawConns, InFlight: c.rawFlight},
+		Spawn: c.spawn(), Logger: c.logger()}
+	if !c.quiet {
+		rc.Progress = os.Stderr
+	}
+	v, results, err := bench.Regress(ctx, rc)
+	rep := newReport("regress", w, results)
+	rep.Regress = v
+	out := c.outDir()
+	code := finish(rep, out, err)
+	if v == nil {
+		return 1
+	}
+	fmt.Println()
+	v.WriteVerdict(os.Stdout)
+	if !v.Pass {
+		return 1
+	}
+	return code
+}
+
+func kfakeServe(args []string) int {
+	fs := flag.NewFlagSet("kfake-serve", flag.ContinueOnError)
+	listen := fs.String("listen", "127.0.0.1:9092", "address")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	ctx, cancel := signalContext()
+	defer cancel()
+	if err := bench.ServeKfake(ctx, *listen); err != nil && !errors.Is(err, context.Canceled) {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+func gitCommit() string {
+	root, err := bench.FindModuleRoot()
+	if err != nil {
+		return ""
+	}
+	b, err := os.ReadFile(filepath.Join(root, ".git", "HEAD"))
+	if err != nil {
+		return ""
+	}
+	head := strings.TrimSpace(string(b))
+	if ref, ok := strings.CutPrefix(head, "ref: "); ok {
+		if c, err := os.ReadFile(filepath.Join(root, ".git", ref)); err == nil {
+			return strings.TrimSpace(string(c))
+		}
+		return ref
+	}
+	return head
+}
