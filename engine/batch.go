@@ -1,0 +1,242 @@
+package engine
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"math"
+)
+
+// Offsets of the fields of a record batch v2 header (see the package doc).
+const (
+	offBaseOffset      = 0
+	offLength          = 8
+	offLeaderEpoch     = 12
+	offMagic           = 16
+	offCRC             = 17
+	offAttributes      = 21
+	offLastOffsetDelta = 23
+	offBaseTimestamp   = 27
+	offMaxTimestamp    = 35
+	offProducerID      = 43
+	offProducerEpoch   = 51
+	offBaseSequence    = 53
+	offNumRecords      = 57
+
+	// BatchHeaderSize is the size of a v2 batch header, records excluded.
+	BatchHeaderSize = 61
+	// logOverhead is the baseOffset and length fields, not counted by length.
+	logOverhead = 12
+)
+
+// Attribute bits.
+const (
+	attrCompressionMask = 0x07
+	attrTimestampType   = 0x08
+	attrTransactional   = 0x10
+	attrControl         = 0x20
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// BatchHeader is the header of a record batch v2.
+type BatchHeader struct {
+	BaseOffset           int64
+	Length               int32
+	PartitionLeaderEpoch int32
+	Magic                int8
+	CRC                  uint32
+	Attributes           int16
+	LastOffsetDelta      int32
+	BaseTimestamp        int64
+	MaxTimestamp         int64
+	ProducerID           int64
+	ProducerEpoch        int16
+	BaseSequence         int32
+	NumRecords           int32
+}
+
+// Size is the batch's total size in bytes.
+func (h *BatchHeader) Size() int64 { return int64(h.Length) + logOverhead }
+
+// LastOffset is the offset of the batch's last record.
+func (h *BatchHeader) LastOffset() int64 { return h.BaseOffset + int64(h.LastOffsetDelta) }
+
+// Compression is the codec id (0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd).
+func (h *BatchHeader) Compression() int { return int(h.Attributes & attrCompressionMask) }
+
+// LogAppendTimeType reports whether the batch's timestamps are LogAppendTime.
+func (h *BatchHeader) LogAppendTimeType() bool { return h.Attributes&attrTimestampType != 0 }
+
+// Transactional reports the transactional attribute.
+func (h *BatchHeader) Transactional() bool { return h.Attributes&attrTransactional != 0 }
+
+// Control reports the control-batch attribute.
+func (h *BatchHeader) Control() bool { return h.Attributes&attrControl != 0 }
+
+// Idempotent reports whether the batch carries a producer id.
+func (h *BatchHeader) Idempotent() bool { return h.ProducerID >= 0 }
+
+// parseHeaderUnchecked decodes the fixed header fields of b (len(b) >= 61).
+func parseHeaderUnchecked(b []byte) BatchHeader {
+	return BatchHeader{
+		BaseOffset:           int64(binary.BigEndian.Uint64(b[offBaseOffset:])),
+		Length:               int32(binary.BigEndian.Uint32(b[offLength:])),
+		PartitionLeaderEpoch: int32(binary.BigEndian.Uint32(b[offLeaderEpoch:])),
+		Magic:                int8(b[offMagic]),
+		CRC:                  binary.BigEndian.Uint32(b[offCRC:]),
+		Attributes:           int16(binary.BigEndian.Uint16(b[offAttributes:])),
+		LastOffsetDelta:      int32(binary.BigEndian.Uint32(b[offLastOffsetDelta:])),
+		BaseTimestamp:        int64(binary.BigEndian.Uint64(b[offBaseTimestamp:])),
+		MaxTimestamp:         int64(binary.BigEndian.Uint64(b[offMaxTimestamp:])),
+		ProducerID:           int64(binary.BigEndian.Uint64(b[offProducerID:])),
+		ProducerEpoch:        int16(binary.BigEndian.Uint16(b[offProducerEpoch:])),
+		BaseSequence:         int32(binary.BigEndian.Uint32(b[offBaseSequence:])),
+		NumRecords:           int32(binary.BigEndian.Uint32(b[offNumRecords:])),
+	}
+}
+
+// ParseBatchHeader decodes the header of the batch at the start of b and
+// checks its framing: b holds at least the header, the length field covers at
+// least a header, the magic byte is 2. It does not require the whole batch to
+// be in b and does not check the CRC (ValidateBatch does).
+func ParseBatchHeader(b []byte) (BatchHeader, error) {
+	if len(b) < logOverhead+5 {
+		return BatchHeader{}, fmt.Errorf("%w: %d bytes, shorter than a batch header", ErrCorruptBatch, len(b))
+	}
+	length := int32(binary.BigEndian.Uint32(b[offLength:]))
+	if b[offMagic] != 2 {
+		return BatchHeader{}, fmt.Errorf("%w: magic %d", ErrUnsupportedMagic, int8(b[offMagic]))
+	}
+	if length < BatchHeaderSize-logOverhead {
+		return BatchHeader{}, fmt.Errorf("%w: length %d shorter than a header", ErrCorruptBatch, length)
+	}
+	if len(b) < BatchHeaderSize {
+		return BatchHeader{}, fmt.Errorf("%w: %d bytes, shorter than a batch header", ErrCorruptBatch, len(b))
+	}
+	return parseHeaderUnchecked(b), nil
+}
+
+// ValidateBatch checks the batch at the start of b as the broker must before
+// writing it: framing (ParseBatchHeader), that the whole batch is present, the
+// CRC-32C, and record-level consistency that needs no decompression: a
+// positive record count equal to lastOffsetDelta+1 and, for an uncompressed
+// batch, record lengths that tile the payload exactly. It returns the header.
+// It allocates nothing.
+func ValidateBatch(b []byte) (BatchHeader, error) {
+	h, err := ParseBatchHeader(b)
+	if err != nil {
+		return h, err
+	}
+	size := h.Size()
+	if int64(len(b)) < size {
+		return h, fmt.Errorf("%w: batch of %d bytes truncated to %d", ErrCorruptBatch, size, len(b))
+	}
+	if got := crc32.Checksum(b[offAttributes:size], castagnoli); got != h.CRC {
+		return h, fmt.Errorf("%w: crc %08x, computed %08x", ErrCorruptBatch, h.CRC, got)
+	}
+	if err := checkBatchContent(&h, b[BatchHeaderSize:size]); err != nil {
+		return h, err
+	}
+	return h, nil
+}
+
+// checkBatchContent checks what can be checked without decoding records.
+func checkBatchContent(h *BatchHeader, records []byte) error {
+	if h.NumRecords <= 0 {
+		return fmt.Errorf("%w: record count %d", ErrInvalidRecord, h.NumRecords)
+	}
+	if h.LastOffsetDelta < 0 || int64(h.NumRecords) != int64(h.LastOffsetDelta)+1 {
+		return fmt.Errorf("%w: record count %d with last offset delta %d", ErrInvalidRecord, h.NumRecords, h.LastOffsetDelta)
+	}
+	if h.Compression() == 0 {
+		// Each record starts with its length as a zig-zag varint.
+		p := 0
+		for i := int32(0); i < h.NumRecords; i++ {
+			n, w := binary.Varint(records[p:])
+			if w <= 0 || n <= 0 || n > int64(len(records)-p-w) {
+				return fmt.Errorf("%w: record %d of %d overruns the batch", ErrInvalidRecord, i, h.NumRecords)
+			}
+			p += w + int(n)
+		}
+		if p != len(records) {
+			return fmt.Errorf("%w: %d trailing bytes after %d records", ErrInvalidRecord, len(records)-p, h.NumRecords)
+		}
+	} else if h.Compression() > 4 {
+		return fmt.Errorf("%w: compression codec %d", ErrInvalidRecord, h.Compression())
+	}
+	if h.ProducerID >= 0 && (h.ProducerEpoch < 0 || h.BaseSequence < 0) {
+		return fmt.Errorf("%w: producer %d with epoch %d sequence %d", ErrInvalidRecord, h.ProducerID, h.ProducerEpoch, h.BaseSequence)
+	}
+	return nil
+}
+
+// stampBatch writes the base offset and the partition leader epoch in place.
+func stampBatch(b []byte, baseOffset int64, epoch int32) {
+	binary.BigEndian.PutUint64(b[offBaseOffset:], uint64(baseOffset))
+	binary.BigEndian.PutUint32(b[offLeaderEpoch:], uint32(epoch))
+}
+
+// stampLogAppendTime sets the timestamp-type bit and maxTimestamp and
+// recomputes the CRC over attrs..end (b holds exactly one batch).
+func stampLogAppendTime(b []byte, now int64) {
+	attrs := binary.BigEndian.Uint16(b[offAttributes:])
+	binary.BigEndian.PutUint16(b[offAttributes:], attrs|attrTimestampType)
+	binary.BigEndian.PutUint64(b[offMaxTimestamp:], uint64(now))
+	binary.BigEndian.PutUint32(b[offCRC:], crc32.Checksum(b[offAttributes:], castagnoli))
+}
+
+// lastSequence is base+count-1 with Kafka's wrap-around at MaxInt32.
+func lastSequence(base, count int32) int32 {
+	if count <= 0 {
+		return base
+	}
+	if int64(base)+int64(count)-1 > math.MaxInt32 {
+		return int32(int64(base) + int64(count) - 1 - math.MaxInt32 - 1)
+	}
+	return base + count - 1
+}
+
+// nextSequence is the sequence after seq, with wrap-around.
+func nextSequence(seq int32) int32 {
+	if seq == math.MaxInt32 {
+		return 0
+	}
+	return seq + 1
+}
+
+// recordTimestamps calls fn with the offset and timestamp of each record of an
+// uncompressed batch b (the whole batch), stopping when fn returns false. It
+// returns ErrInvalidRecord for records it cannot decode.
+func recordTimestamps(b []byte, fn func(offset, ts int64) bool) error {
+	h := parseHeaderUnchecked(b)
+	recs := b[BatchHeaderSize:]
+	p := 0
+	for i := int32(0); i < h.NumRecords && p < len(recs); i++ {
+		n, w := binary.Varint(recs[p:])
+		if w <= 0 || n <= 0 || n > int64(len(recs)-p-w) {
+			return fmt.Errorf("%w: record %d", ErrInvalidRecord, i)
+		}
+		r := recs[p+w : p+w+int(n)]
+		p += w + int(n)
+		if len(r) < 1 {
+			return fmt.Errorf("%w: record %d", ErrInvalidRecord, i)
+		}
+		tsDelta, w1 := binary.Varint(r[1:])
+		if w1 <= 0 {
+			return fmt.Errorf("%w: record %d timestamp", ErrInvalidRecord, i)
+		}
+		offDelta, w2 := binary.Varint(r[1+w1:])
+		if w2 <= 0 {
+			return fmt.Errorf("%w: record %d offset", ErrInvalidRecord, i)
+		}
+		ts := h.BaseTimestamp + tsDelta
+		if h.LogAppendTimeType() {
+			ts = h.MaxTimestamp
+		}
+		if !fn(h.BaseOffset+offDelta, ts) {
+			return nil
+		}
+	}
+	return nil
+}

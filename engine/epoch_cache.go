@@ -1,0 +1,162 @@
+package engine
+
+import (
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"sync"
+)
+
+// epochEntry is the first offset written in a leader epoch.
+type epochEntry struct {
+	epoch int32
+	start int64
+}
+
+// epochCache is the leader-epoch cache of one partition: epoch → start
+// offset, persisted in leader-epoch-checkpoint. Entries increase strictly in
+// both fields. Safe for concurrent use.
+type epochCache struct {
+	mu      sync.RWMutex
+	path    string
+	entries []epochEntry
+}
+
+func loadEpochCache(dir string) (*epochCache, error) {
+	c := &epochCache{path: filepath.Join(dir, leaderEpochFile)}
+	rows, err := readCheckpoint(c.path, 2)
+	if err != nil {
+		return c, err
+	}
+	for _, r := range rows {
+		e, err1 := strconv.ParseInt(r[0], 10, 32)
+		s, err2 := strconv.ParseInt(r[1], 10, 64)
+		if err1 != nil || err2 != nil || e < 0 || s < 0 {
+			c.entries = nil
+			return c, fmt.Errorf("%w: %s", ErrCorrupt, c.path)
+		}
+		c.appendMonotonicLocked(epochEntry{int32(e), s})
+	}
+	return c, nil
+}
+
+// appendMonotonicLocked drops entries that conflict with e, then appends it.
+func (c *epochCache) appendMonotonicLocked(e epochEntry) {
+	n := len(c.entries)
+	for n > 0 && (c.entries[n-1].epoch >= e.epoch || c.entries[n-1].start >= e.start) {
+		n--
+	}
+	c.entries = append(c.entries[:n], e)
+}
+
+func (c *epochCache) persistLocked() error {
+	lines := make([]string, len(c.entries))
+	for i, e := range c.entries {
+		lines[i] = fmt.Sprintf("%d %d", e.epoch, e.start)
+	}
+	return writeFileAtomic(c.path, encodeCheckpoint(lines))
+}
+
+// assign records that epoch starts at start. As in Kafka it is a no-op when
+// epoch is the latest epoch and start is not lower than its start offset;
+// entries with a higher-or-equal epoch or start offset are removed.
+func (c *epochCache) assign(epoch int32, start int64) (bool, error) {
+	if epoch < 0 {
+		return false, nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if n := len(c.entries); n > 0 {
+		last := c.entries[n-1]
+		if last.epoch == epoch && start >= last.start {
+			return false, nil
+		}
+	}
+	c.appendMonotonicLocked(epochEntry{epoch, start})
+	return true, c.persistLocked()
+}
+
+// latest is the latest epoch, -1 if none.
+func (c *epochCache) latest() int32 {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if len(c.entries) == 0 {
+		return -1
+	}
+	return c.entries[len(c.entries)-1].epoch
+}
+
+// endOffsetFor answers OffsetForLeaderEpoch as Kafka's LeaderEpochFileCache.
+func (c *epochCache) endOffsetFor(epoch int32, leo int64) (int32, int64) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	n := len(c.entries)
+	if epoch < 0 || n == 0 {
+		return -1, -1
+	}
+	if c.entries[n-1].epoch == epoch {
+		return epoch, leo
+	}
+	// The first entry with a higher epoch.
+	hi := -1
+	for i, e := range c.entries {
+		if e.epoch > epoch {
+			hi = i
+			break
+		}
+	}
+	if hi < 0 {
+		return -1, -1
+	}
+	if hi == 0 {
+		return epoch, c.entries[0].start
+	}
+	return c.entries[hi-1].epoch, c.entries[hi].start
+}
+
+// truncateFromEnd removes entries starting at or after offset.
+func (c *epochCache) truncateFromEnd(offset int64) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := len(c.entries)
+	for n > 0 && c.entries[n-1].start >= offset {
+		n--
+	}
+	if n == len(c.entries) {
+		return nil
+	}
+	c.entries = c.entries[:n]
+	return c.persistLocked()
+}
+
+// truncateFromStart drops entries wholly below offset; the last of them is
+// kept with its start moved up to offset.
+func (c *epochCache) truncateFromStart(offset int64) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	i := 0
+	for i < len(c.entries) && c.entries[i].start <= offset {
+		i++
+	}
+	if i == 0 || (i == 1 && c.entries[0].start == offset) {
+		return nil
+	}
+	kept := c.entries[i-1]
+	kept.start = offset
+	c.entries = append([]epochEntry{kept}, c.entries[i:]...)
+	return c.persistLocked()
+}
+
+// clear removes every entry.
+func (c *epochCache) clear() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.entries = nil
+	return c.persistLocked()
+}
+
+func (c *epochCache) snapshot() []epochEntry {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return append([]epochEntry(nil), c.entries...)
+}

@@ -1,0 +1,48 @@
+package engine
+
+import "errors"
+
+// Sentinel errors. Callers test them with errors.Is; the net layer maps them to
+// Kafka error codes.
+var (
+	// ErrCorrupt is the class of all on-disk and wire corruption.
+	ErrCorrupt = errors.New("engine: corrupt data")
+	// ErrCorruptBatch is a record batch whose framing or CRC is wrong. It wraps
+	// ErrCorrupt (Kafka: CORRUPT_MESSAGE).
+	ErrCorruptBatch = corruptError("engine: corrupt record batch")
+	// ErrUnsupportedMagic is a batch whose magic byte is not 2
+	// (Kafka: UNSUPPORTED_FOR_MESSAGE_FORMAT).
+	ErrUnsupportedMagic = errors.New("engine: unsupported record batch magic")
+	// ErrBatchTooLarge is a batch larger than max.message.bytes or one that
+	// cannot fit a segment (Kafka: MESSAGE_TOO_LARGE / RECORD_LIST_TOO_LARGE).
+	ErrBatchTooLarge = errors.New("engine: record batch too large")
+	// ErrInvalidRecord is a well-framed batch whose content is inconsistent,
+	// e.g. a record count that disagrees with the offsets (Kafka: INVALID_RECORD).
+	ErrInvalidRecord = errors.New("engine: invalid record")
+	// ErrOutOfOrderSequence is an idempotent batch whose sequence number leaves
+	// a gap (Kafka: OUT_OF_ORDER_SEQUENCE_NUMBER).
+	ErrOutOfOrderSequence = errors.New("engine: out of order sequence number")
+	// ErrInvalidProducerEpoch is a batch from a fenced producer epoch
+	// (Kafka: INVALID_PRODUCER_EPOCH).
+	ErrInvalidProducerEpoch = errors.New("engine: invalid producer epoch")
+	// ErrOffsetOutOfRange is a read or a request below the log start offset or
+	// above the log end offset (Kafka: OFFSET_OUT_OF_RANGE).
+	ErrOffsetOutOfRange = errors.New("engine: offset out of range")
+	// ErrUnexpectedAppendOffset is a follower append whose offsets do not
+	// follow the log end offset.
+	ErrUnexpectedAppendOffset = errors.New("engine: unexpected append offset")
+	// ErrClosed is any operation on a closed log or manager.
+	ErrClosed = errors.New("engine: closed")
+	// ErrLogExists and ErrNoLog are returned by the Manager's log table.
+	ErrNoLog = errors.New("engine: no such log")
+	// ErrInvalidConfig is a configuration value the engine cannot honour.
+	ErrInvalidConfig = errors.New("engine: invalid configuration")
+	// ErrLogDirOffline is an operation on a log directory that failed I/O.
+	ErrLogDirOffline = errors.New("engine: log directory offline")
+)
+
+// corruptError is a sentinel that also matches ErrCorrupt.
+type corruptError string
+
+func (e corruptError) Error() string        { return string(e) }
+func (e corruptError) Is(target error) bool { return target == ErrCorrupt }

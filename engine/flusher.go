@@ -1,0 +1,297 @@
+package engine
+
+import (
+	"sync"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// logDir is one log.dirs entry: its logs' flusher (group commit) and its
+// checkpoint files.
+//
+// Group commit: appenders queue their log (queueFlush) and, under the fsync
+// policy, a waiter (addWaiter). One flusher goroutine per directory takes
+// everything queued, fdatasyncs each dirty segment file of each queued log
+// once, advances the logs' recovery points, and releases every waiter whose
+// offset is now durable. Whatever is queued meanwhile goes in the next round,
+// so one fdatasync covers every appender that arrived during the previous.
+type logDir struct {
+	path string
+	m    *Manager
+
+	mu      sync.Mutex
+	dirty   []*Log
+	waiters []*waiter
+	err     error // set when the directory failed I/O
+	kick    chan struct{}
+
+	histMu sync.Mutex
+	hist   *hdrhistogram.Histogram // fdatasync latency, microseconds
+
+	ckptMu sync.Mutex
+}
+
+// waiter is one caller waiting for durability: either ch or done is set.
+type waiter struct {
+	l      *Log
+	offset int64
+	ch     chan error
+	done   func(error)
+}
+
+func (w *waiter) complete(err error) {
+	if w.done != nil {
+		w.done(err)
+		return
+	}
+	w.ch <- err
+}
+
+var waiterPool = sync.Pool{New: func() any { return &waiter{ch: make(chan error, 1)} }}
+
+func getWaiter() *waiter { return waiterPool.Get().(*waiter) }
+func putWaiter(w *waiter) {
+	w.l = nil
+	waiterPool.Put(w)
+}
+
+func newLogDir(m *Manager, path string) *logDir {
+	return &logDir{
+		path: path,
+		m:    m,
+		kick: make(chan struct{}, 1),
+		hist: hdrhistogram.New(1, int64(time.Minute/time.Microsecond), 3),
+	}
+}
+
+func (d *logDir) signal() {
+	select {
+	case d.kick <- struct{}{}:
+	default:
+	}
+}
+
+// queueFlush asks the flusher to sync l in its next round.
+func (d *logDir) queueFlush(l *Log) {
+	if !l.flushQueued.CompareAndSwap(false, true) {
+		return
+	}
+	d.mu.Lock()
+	d.dirty = append(d.dirty, l)
+	d.mu.Unlock()
+	d.signal()
+}
+
+// addWaiter registers w; it completes after the round that makes w.offset durable.
+func (d *logDir) addWaiter(w *waiter) {
+	d.mu.Lock()
+	if d.err != nil {
+		err := d.err
+		d.mu.Unlock()
+		w.complete(err)
+		return
+	}
+	d.waiters = append(d.waiters, w)
+	d.mu.Unlock()
+	d.queueFlush(w.l)
+	d.signal()
+}
+
+func (d *logDir) setOffline(err error) {
+	d.mu.Lock()
+	if d.err == nil {
+		d.err = err
+	}
+	d.mu.Unlock()
+	d.m.logger.Error("log directory offline", "dir", d.path, "err", err)
+}
+
+// run is the flusher goroutine.
+func (d *logDir) run(stop <-chan struct{}) {
+	var tick <-chan time.Time
+	if d.m.opts.Sync == SyncInterval {
+		iv := d.m.opts.FlushInterval
+		if iv <= 0 {
+			iv = time.Second
+		}
+		t := time.NewTicker(iv)
+		defer t.Stop()
+		tick = t.C
+	}
+	var logs []*Log
+	var ws []*waiter
+	for {
+		select {
+		case <-d.kick:
+		case <-tick:
+			for _, l := range d.m.logsIn(d) {
+				if l.dirtyBytes.Load() > 0 {
+					d.queueFlush(l)
+				}
+			}
+			continue
+		case <-stop:
+			d.round(&logs, &ws)
+			d.failWaiters(ErrClosed)
+			return
+		}
+		d.round(&logs, &ws)
+	}
+}
+
+// round is one group commit.
+func (d *logDir) round(logs *[]*Log, ws *[]*waiter) {
+	d.mu.Lock()
+	*logs, d.dirty = d.dirty, (*logs)[:0]
+	*ws, d.waiters = d.waiters, (*ws)[:0]
+	d.mu.Unlock()
+	for _, l := range *logs {
+		l.flushQueued.Store(false)
+	}
+	for _, l := range *logs {
+		if err := l.flush(); err != nil {
+			d.setOffline(err)
+		}
+	}
+	d.mu.Lock()
+	derr := d.err
+	d.mu.Unlock()
+	var requeue bool
+	for _, w := range *ws {
+		switch {
+		case w.l.recoveryPoint.Load() > w.offset:
+			w.complete(nil)
+		case derr != nil:
+			w.complete(derr)
+		case w.l.isClosed():
+			w.complete(ErrClosed)
+		case w.offset >= w.l.leo.Load():
+			// Truncated away (or never written): nothing will make it durable.
+			w.complete(ErrOffsetOutOfRange)
+		default:
+			d.mu.Lock()
+			d.waiters = append(d.waiters, w)
+			d.mu.Unlock()
+			d.queueFlush(w.l)
+			requeue = true
+		}
+	}
+	clear(*logs)
+	clear(*ws)
+	if requeue {
+		d.signal()
+	}
+}
+
+func (d *logDir) failWaiters(err error) {
+	d.mu.Lock()
+	ws := d.waiters
+	d.waiters = nil
+	d.mu.Unlock()
+	for _, w := range ws {
+		if w.l.recoveryPoint.Load() > w.offset {
+			w.complete(nil)
+		} else {
+			w.complete(err)
+		}
+	}
+}
+
+func (d *logDir) recordSync(dur time.Duration) {
+	us := dur.Microseconds()
+	if us < 1 {
+		us = 1
+	}
+	d.histMu.Lock()
+	d.hist.RecordValue(us)
+	d.histMu.Unlock()
+}
+
+func (l *Log) isClosed() bool {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.closed
+}
+
+// flush fdatasyncs every segment that may hold data above the recovery point
+// (and the indexes of those no longer active), then advances the recovery
+// point to the log end offset read before the syncs.
+func (l *Log) flush() error {
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	l.mu.RLock()
+	if l.closed {
+		l.mu.RUnlock()
+		return nil
+	}
+	leo := l.leo.Load()
+	dirty := l.dirtyBytes.Load()
+	rp := l.recoveryPoint.Load()
+	if leo <= rp && dirty == 0 {
+		l.mu.RUnlock()
+		return nil
+	}
+	i := l.segmentForLocked(rp)
+	var buf [4]*segment
+	segs := append(buf[:0], l.segs[i:]...)
+	for _, s := range segs {
+		s.pin()
+	}
+	active := l.segs[len(l.segs)-1]
+	l.mu.RUnlock()
+	var err error
+	for _, s := range segs {
+		t0 := time.Now()
+		if e := fdatasync(s.log); e != nil && err == nil {
+			err = e
+		}
+		l.ld.recordSync(time.Since(t0))
+		if s != active && !s.idxSynced {
+			s.idxMu.Lock()
+			if s.oidx != nil {
+				if e := s.oidx.syncLocked(); e != nil && err == nil {
+					err = e
+				}
+				if e := s.tidx.syncLocked(); e != nil && err == nil {
+					err = e
+				}
+			}
+			s.idxSynced = err == nil
+			s.idxMu.Unlock()
+		}
+	}
+	releaseAll(segs)
+	if err != nil {
+		return err
+	}
+	l.dirtyBytes.Add(-dirty)
+	for {
+		cur := l.recoveryPoint.Load()
+		if leo <= cur || l.recoveryPoint.CompareAndSwap(cur, leo) {
+			break
+		}
+	}
+	return nil
+}
+
+// FsyncStats summarises fdatasync latency over all log directories.
+type FsyncStats struct {
+	P50, P99, P999, Max time.Duration
+	Count               int64
+}
+
+// FsyncLatency merges the directories' fdatasync histograms.
+func (m *Manager) FsyncLatency() FsyncStats {
+	h := hdrhistogram.New(1, int64(time.Minute/time.Microsecond), 3)
+	for _, d := range m.dirs {
+		d.histMu.Lock()
+		h.Merge(d.hist)
+		d.histMu.Unlock()
+	}
+	us := func(v int64) time.Duration { return time.Duration(v) * time.Microsecond }
+	return FsyncStats{
+		P50: us(h.ValueAtQuantile(50)), P99: us(h.ValueAtQuantile(99)), P999: us(h.ValueAtQuantile(99.9)),
+		Max: us(h.Max()), Count: h.TotalCount(),
+	}
+}

@@ -1,0 +1,200 @@
+package engine
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/edsrzf/mmap-go"
+)
+
+// mmapIndex is a file of fixed-size entries mapped into memory: the common
+// part of the offset index and the time index.
+//
+// Invariants (the caller holds segment.idxMu: shared for reads, exclusive for
+// every other method):
+//  1. entries*entrySize <= len(mm); entries past that are garbage.
+//  2. A writable index is preallocated and mapped read-write at its maximum
+//     size; a read-only one is mapped at exactly its file size (nil if empty).
+//  3. No slice of mm outlives the lock: readers copy values out.
+type mmapIndex struct {
+	path       string
+	f          *os.File
+	mm         mmap.MMap
+	entrySize  int
+	entries    int
+	maxEntries int
+	writable   bool
+}
+
+// openIndex opens (creating it if missing) the index at path. The entry count
+// is the file size in whole entries; the caller checks or rebuilds it. A
+// writable index is preallocated to maxBytes. sound is false when the file was
+// missing or not a whole number of entries.
+func openIndex(path string, entrySize int, maxBytes int32, writable bool) (x *mmapIndex, sound bool, err error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, false, err
+	}
+	x = &mmapIndex{path: path, f: f, entrySize: entrySize}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, false, err
+	}
+	// A file created just now has mode 0644 and size 0; one that existed
+	// empty is sound too, so tell them apart by the creation below.
+	sound = fi.Size()%int64(entrySize) == 0
+	x.entries = int(fi.Size() / int64(entrySize))
+	if writable {
+		err = x.mapWritableLocked(maxBytes)
+	} else {
+		err = x.mapReadOnlyLocked()
+	}
+	if err != nil {
+		f.Close()
+		return nil, false, err
+	}
+	return x, sound, nil
+}
+
+func (x *mmapIndex) unmapLocked() error {
+	if x.mm == nil {
+		return nil
+	}
+	err := x.mm.Unmap()
+	x.mm = nil
+	return err
+}
+
+// mapWritableLocked preallocates the file to maxBytes (rounded down to whole
+// entries, never below the current entries) and maps it read-write.
+func (x *mmapIndex) mapWritableLocked(maxBytes int32) error {
+	if err := x.unmapLocked(); err != nil {
+		return err
+	}
+	maxEntries := int(maxBytes) / x.entrySize
+	if maxEntries < x.entries {
+		maxEntries = x.entries
+	}
+	if maxEntries < 1 {
+		maxEntries = 1
+	}
+	size := int64(maxEntries * x.entrySize)
+	if err := preallocate(x.f, size); err != nil {
+		return err
+	}
+	fi, err := x.f.Stat()
+	if err != nil {
+		return err
+	}
+	if fi.Size() > size {
+		if err := x.f.Truncate(size); err != nil {
+			return err
+		}
+	}
+	mm, err := mmap.MapRegion(x.f, int(size), mmap.RDWR, 0, 0)
+	if err != nil {
+		return fmt.Errorf("mmap %s: %w", x.path, err)
+	}
+	x.mm = mm
+	x.maxEntries = maxEntries
+	x.writable = true
+	return nil
+}
+
+// mapReadOnlyLocked truncates the file to its entries and maps it read-only.
+func (x *mmapIndex) mapReadOnlyLocked() error {
+	if err := x.unmapLocked(); err != nil {
+		return err
+	}
+	size := int64(x.entries * x.entrySize)
+	fi, err := x.f.Stat()
+	if err != nil {
+		return err
+	}
+	if fi.Size() != size {
+		if err := x.f.Truncate(size); err != nil {
+			return err
+		}
+	}
+	x.writable = false
+	x.maxEntries = x.entries
+	if size == 0 {
+		return nil
+	}
+	mm, err := mmap.MapRegion(x.f, int(size), mmap.RDONLY, 0, 0)
+	if err != nil {
+		return fmt.Errorf("mmap %s: %w", x.path, err)
+	}
+	x.mm = mm
+	return nil
+}
+
+// full reports whether n more entries would not fit.
+func (x *mmapIndex) fullFor(n int) bool { return x.writable && x.entries+n > x.maxEntries }
+
+// appendLocked copies e (one entry) after the last entry. The index must be
+// writable and not full.
+func (x *mmapIndex) appendLocked(e []byte) bool {
+	if !x.writable || x.entries >= x.maxEntries {
+		return false
+	}
+	copy(x.mm[x.entries*x.entrySize:], e)
+	x.entries++
+	return true
+}
+
+// entry returns entry i; valid only under the lock.
+func (x *mmapIndex) entry(i int) []byte {
+	return x.mm[i*x.entrySize : (i+1)*x.entrySize]
+}
+
+// rewriteLocked replaces the content with data (whole entries) and maps it
+// again, writable (at maxBytes) or read-only.
+func (x *mmapIndex) rewriteLocked(data []byte, writable bool, maxBytes int32) error {
+	if err := x.unmapLocked(); err != nil {
+		return err
+	}
+	if err := x.f.Truncate(0); err != nil {
+		return err
+	}
+	if len(data) > 0 {
+		if _, err := x.f.WriteAt(data, 0); err != nil {
+			return err
+		}
+	}
+	x.entries = len(data) / x.entrySize
+	if writable {
+		return x.mapWritableLocked(maxBytes)
+	}
+	return x.mapReadOnlyLocked()
+}
+
+// syncLocked makes the entries durable.
+func (x *mmapIndex) syncLocked() error {
+	if x.mm != nil && x.writable {
+		if err := x.mm.Flush(); err != nil {
+			return err
+		}
+	}
+	return x.f.Sync()
+}
+
+// closeLocked trims a writable index to its entries, unmaps and closes.
+func (x *mmapIndex) closeLocked() error {
+	var err error
+	if x.writable {
+		err = x.mapReadOnlyLocked()
+	}
+	if e := x.unmapLocked(); err == nil {
+		err = e
+	}
+	if e := x.f.Close(); err == nil {
+		err = e
+	}
+	return err
+}
+
+// warmEntries is the size of the recently-used tail searched first: 8 KiB, as
+// in Kafka, so the hot pages stay in the page cache and the TLB.
+const warmBytes = 8192

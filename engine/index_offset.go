@@ -1,0 +1,98 @@
+package engine
+
+import "encoding/binary"
+
+const offsetEntrySize = 8
+
+// offsetIndex maps the last offset of a batch (relative to the segment's base
+// offset) to the file position of the batch. Entries increase strictly in
+// both fields. Locking as for mmapIndex.
+type offsetIndex struct {
+	mmapIndex
+	base int64
+}
+
+func (x *offsetIndex) relAt(i int) uint32 { return binary.BigEndian.Uint32(x.mm[i*offsetEntrySize:]) }
+func (x *offsetIndex) posAt(i int) uint32 { return binary.BigEndian.Uint32(x.mm[i*offsetEntrySize+4:]) }
+
+// appendEntryLocked adds (offset, pos). The caller checked capacity.
+func (x *offsetIndex) appendEntryLocked(offset int64, pos int64) bool {
+	var e [offsetEntrySize]byte
+	binary.BigEndian.PutUint32(e[0:], uint32(offset-x.base))
+	binary.BigEndian.PutUint32(e[4:], uint32(pos))
+	return x.appendLocked(e[:])
+}
+
+// lookup returns the largest entry whose offset is <= target: its absolute
+// offset and position, or ok=false when target is below the first entry. The
+// search tries the warm tail first, then the rest.
+func (x *offsetIndex) lookup(target int64) (offset, pos int64, ok bool) {
+	n := x.entries
+	if n == 0 || target < x.base {
+		return 0, 0, false
+	}
+	rel := target - x.base
+	if rel > 0xFFFFFFFF {
+		rel = 0xFFFFFFFF
+	}
+	t := uint32(rel)
+	if x.relAt(0) > t {
+		return 0, 0, false
+	}
+	lo, hi := 0, n-1
+	if warm := n - warmBytes/offsetEntrySize; warm > 0 {
+		if x.relAt(warm) <= t {
+			lo = warm
+		} else {
+			hi = warm - 1
+		}
+	}
+	// Invariant: relAt(lo) <= t; the answer is in [lo, hi].
+	for lo < hi {
+		mid := int(uint(lo+hi+1) >> 1)
+		if x.relAt(mid) <= t {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	return x.base + int64(x.relAt(lo)), int64(x.posAt(lo)), true
+}
+
+// lastEntry returns the last entry, if any.
+func (x *offsetIndex) lastEntry() (offset, pos int64, ok bool) {
+	if x.entries == 0 {
+		return 0, 0, false
+	}
+	i := x.entries - 1
+	return x.base + int64(x.relAt(i)), int64(x.posAt(i)), true
+}
+
+// truncateToLocked drops entries with offset >= target.
+func (x *offsetIndex) truncateToLocked(target int64) {
+	for x.entries > 0 && x.base+int64(x.relAt(x.entries-1)) >= target {
+		x.entries--
+	}
+}
+
+// checkLocked verifies that entries increase strictly, lie within the
+// segment's offset range [base, end) and point inside a log of logSize bytes.
+func (x *offsetIndex) checkLocked(end, logSize int64) bool {
+	var prevRel, prevPos uint32
+	for i := 0; i < x.entries; i++ {
+		rel, pos := x.relAt(i), x.posAt(i)
+		if i > 0 && (rel <= prevRel || pos <= prevPos) {
+			return false
+		}
+		if x.base+int64(rel) >= end || int64(pos) >= logSize {
+			return false
+		}
+		prevRel, prevPos = rel, pos
+	}
+	return true
+}
+
+func putOffsetEntry(e []byte, rel, pos uint32) {
+	binary.BigEndian.PutUint32(e[0:], rel)
+	binary.BigEndian.PutUint32(e[4:], pos)
+}

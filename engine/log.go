@@ -1,0 +1,287 @@
+package engine
+
+import (
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"sort"
+	"sync"
+	"sync/atomic"
+)
+
+// Log is one partition's log: an ordered list of segments, the last of which
+// (the active segment) takes appends.
+//
+// Goroutines: any number may call Read, ReadCopy and the accessors; Append,
+// truncation and retention serialise on appendMu. See the package doc for the
+// lock order and the invariants.
+type Log struct {
+	tp     TopicPartition
+	dir    string
+	m      *Manager
+	ld     *logDir
+	logger *slog.Logger
+	cfg    atomic.Pointer[LogConfig]
+
+	appendMu sync.Mutex
+	prod     producerStates // under appendMu
+	epochs   *epochCache
+
+	mu     sync.RWMutex
+	segs   []*segment // sorted by base; never empty while open
+	closed bool
+
+	leo           atomic.Int64
+	hw            atomic.Int64
+	logStart      atomic.Int64
+	recoveryPoint atomic.Int64 // everything below is fdatasynced and indexed
+	size          atomic.Int64
+	dirtyBytes    atomic.Int64
+	flushQueued   atomic.Bool
+
+	flushMu sync.Mutex // one flush at a time
+}
+
+// TopicPartition returns the log's partition.
+func (l *Log) TopicPartition() TopicPartition { return l.tp }
+
+// Dir returns the partition directory.
+func (l *Log) Dir() string { return l.dir }
+
+// LogStartOffset is the first offset readable.
+func (l *Log) LogStartOffset() int64 { return l.logStart.Load() }
+
+// LogEndOffset is the offset the next record will get.
+func (l *Log) LogEndOffset() int64 { return l.leo.Load() }
+
+// HighWatermark is the last value set by SetHighWatermark (clamped).
+func (l *Log) HighWatermark() int64 { return l.hw.Load() }
+
+// RecoveryPoint is the offset below which everything is fdatasynced.
+func (l *Log) RecoveryPoint() int64 { return l.recoveryPoint.Load() }
+
+// Size is the total size of the segment files in bytes.
+func (l *Log) Size() int64 { return l.size.Load() }
+
+// Config returns the log's configuration.
+func (l *Log) Config() LogConfig { return *l.cfg.Load() }
+
+// SetConfig replaces the configuration; it applies from the next append or
+// retention check.
+func (l *Log) SetConfig(cfg LogConfig) {
+	c := cfg.sanitized()
+	l.cfg.Store(&c)
+}
+
+// SetHighWatermark sets the high watermark, clamped to [log start, LEO]. It
+// never moves backwards (truncation lowers it).
+func (l *Log) SetHighWatermark(off int64) {
+	for {
+		cur := l.hw.Load()
+		if ls := l.logStart.Load(); off < ls {
+			off = ls
+		}
+		if leo := l.leo.Load(); off > leo {
+			off = leo
+		}
+		if off <= cur || l.hw.CompareAndSwap(cur, off) {
+			return
+		}
+	}
+}
+
+// LatestEpoch returns the latest leader epoch in the cache, -1 if none.
+func (l *Log) LatestEpoch() int32 { return l.epochs.latest() }
+
+// EndOffsetForEpoch answers OffsetForLeaderEpoch: the largest epoch <= epoch
+// and the offset where the next epoch starts (LEO for the latest epoch), or
+// (-1, -1) when unknown.
+func (l *Log) EndOffsetForEpoch(epoch int32) (foundEpoch int32, endOffset int64) {
+	return l.epochs.endOffsetFor(epoch, l.leo.Load())
+}
+
+// AssignEpochStartOffset records that epoch starts at offset (a new leader,
+// or a follower that learnt it).
+func (l *Log) AssignEpochStartOffset(epoch int32, offset int64) error {
+	if offset < 0 || offset > l.leo.Load() {
+		return fmt.Errorf("%w: epoch %d start %d (log end %d)", ErrOffsetOutOfRange, epoch, offset, l.leo.Load())
+	}
+	_, err := l.epochs.assign(epoch, offset)
+	return err
+}
+
+// ProducerState returns the known epoch and last sequence of a producer.
+func (l *Log) ProducerState(pid int64) (epoch int16, lastSeq int32, ok bool) {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	e := l.prod.m[pid]
+	if e == nil {
+		return 0, 0, false
+	}
+	lastSeq = -1
+	if b := e.last(); b != nil {
+		lastSeq = b.lastSeq
+	}
+	return e.epoch, lastSeq, true
+}
+
+// MaxTimestamp returns the largest batch timestamp in the log and the last
+// offset of the batch that carries it ((-1, -1) for an empty log).
+func (l *Log) MaxTimestamp() (timestamp, offset int64) {
+	segs := l.pinAll()
+	defer releaseAll(segs)
+	cfg := l.cfg.Load()
+	timestamp, offset = -1, -1
+	for _, s := range segs {
+		if s.maxTs.Load() == unknownTimestamp {
+			if s.ensureIndexes(cfg) != nil {
+				continue
+			}
+		}
+		if ts := s.maxTs.Load(); ts > timestamp && s.size.Load() > 0 {
+			timestamp, offset = ts, s.offMax.Load()
+		}
+	}
+	return timestamp, offset
+}
+
+// pinAll pins every segment.
+func (l *Log) pinAll() []*segment {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	segs := append([]*segment(nil), l.segs...)
+	for _, s := range segs {
+		s.pin()
+	}
+	return segs
+}
+
+func releaseAll(segs []*segment) {
+	for _, s := range segs {
+		s.release()
+	}
+}
+
+// segmentForLocked returns the index of the segment holding offset: the last
+// one with base <= offset (0 if offset is below them all).
+func (l *Log) segmentForLocked(offset int64) int {
+	i := sort.Search(len(l.segs), func(i int) bool { return l.segs[i].base > offset }) - 1
+	if i < 0 {
+		i = 0
+	}
+	return i
+}
+
+func (l *Log) activeLocked() *segment { return l.segs[len(l.segs)-1] }
+
+// rollLocked closes the active segment to appends and starts a new one at
+// base (the log end offset, or a follower's next batch). An empty active
+// segment is replaced instead. The caller holds appendMu.
+func (l *Log) rollLocked(base int64) error {
+	cfg := l.cfg.Load()
+	old := l.segs[len(l.segs)-1]
+	if old.size.Load() == 0 && old.base == base {
+		return nil
+	}
+	if old.size.Load() == 0 {
+		old.markDeleted()
+	}
+	s, err := createSegment(l.dir, base, cfg)
+	if err != nil {
+		return fmt.Errorf("roll %s at %d: %w", l.tp, base, err)
+	}
+	if old.size.Load() == 0 {
+		l.mu.Lock()
+		l.segs[len(l.segs)-1] = s
+		l.mu.Unlock()
+		l.m.scheduleDelete(old, 0)
+		return nil
+	}
+	old.idxMu.Lock()
+	if old.tidx != nil && old.maxTs.Load() >= 0 {
+		old.tidx.maybeAppendLocked(old.maxTs.Load(), old.offMax.Load())
+	}
+	terr := old.trimIndexesLocked()
+	old.idxMu.Unlock()
+	if terr != nil {
+		l.logger.Warn("trim index on roll", "tp", l.tp, "err", terr)
+	}
+	if err := l.prod.writeSnapshot(l.dir, base); err != nil {
+		l.logger.Warn("producer snapshot", "tp", l.tp, "err", err)
+	}
+	l.mu.Lock()
+	l.segs = append(l.segs, s)
+	l.mu.Unlock()
+	l.ld.queueFlush(l)
+	return nil
+}
+
+// closeMode says how a log is closed.
+type closeMode int
+
+const (
+	closeClean  closeMode = iota // Manager.Close: sync, trim, snapshot
+	closeDelete                  // DeleteLog: just release
+	closeCrash                   // a simulated crash: leave the files as they are
+)
+
+// close releases every segment. A clean close fdatasyncs them, trims the
+// active segment's indexes and writes a producer snapshot at the log end.
+func (l *Log) close(mode closeMode) error {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil
+	}
+	l.closed = true
+	segs := l.segs
+	l.segs = nil
+	l.mu.Unlock()
+	var first error
+	if mode == closeCrash {
+		for _, s := range segs {
+			s.idxMu.Lock()
+			if s.oidx != nil {
+				s.oidx.writable, s.tidx.writable = false, false
+			}
+			s.idxMu.Unlock()
+		}
+	}
+	if mode == closeClean {
+		for _, s := range segs {
+			if err := fdatasync(s.log); err != nil && first == nil {
+				first = err
+			}
+		}
+		act := segs[len(segs)-1]
+		act.idxMu.Lock()
+		if act.tidx != nil {
+			if act.maxTs.Load() >= 0 {
+				act.tidx.maybeAppendLocked(act.maxTs.Load(), act.offMax.Load())
+			}
+			if err := act.trimIndexesLocked(); err != nil && first == nil {
+				first = err
+			}
+			if err := act.oidx.f.Sync(); err != nil && first == nil {
+				first = err
+			}
+			if err := act.tidx.f.Sync(); err != nil && first == nil {
+				first = err
+			}
+		}
+		act.idxMu.Unlock()
+		leo := l.leo.Load()
+		if err := l.prod.writeSnapshot(l.dir, leo); err != nil && first == nil {
+			first = err
+		}
+		if first == nil {
+			l.recoveryPoint.Store(leo)
+		}
+	}
+	releaseAll(segs)
+	return first
+}
+
+func (l *Log) String() string { return fmt.Sprintf("Log(%s at %s)", l.tp, filepath.Base(l.dir)) }

@@ -1,0 +1,238 @@
+package engine
+
+import (
+	"fmt"
+	"math"
+)
+
+// AppendOptions qualifies one Append.
+type AppendOptions struct {
+	LeaderEpoch int32 // stamped into every batch (leader appends)
+	Now         int64 // unix ms for LogAppendTime; 0 = the manager's clock
+	Follower    bool  // replication: keep the offsets and epochs in the batches
+}
+
+// AppendResult describes what Append wrote.
+type AppendResult struct {
+	BaseOffset, LastOffset int64
+	LogAppendTime          int64 // -1 unless the log uses LogAppendTime
+	LogStartOffset         int64
+	Duplicate              bool // idempotent retry: the offsets of the original write; nothing written
+}
+
+// Append validates batches (one or more v2 batches, concatenated), stamps the
+// base offsets and the leader epoch in place, and writes them to the active
+// segment with one positioned write. It is safe for concurrent callers and
+// does not wait for durability (see WaitDurable). On error the log is
+// unchanged (the caller's bytes may have been stamped).
+//
+// In steady state it allocates nothing.
+func (l *Log) Append(batches []byte, o AppendOptions) (AppendResult, error) {
+	cfg := l.cfg.Load()
+	nb := 0
+	for p := 0; p < len(batches); nb++ {
+		h, err := ValidateBatch(batches[p:])
+		if err != nil {
+			return AppendResult{}, err
+		}
+		if h.Size() > int64(cfg.MaxMessageBytes) {
+			return AppendResult{}, fmt.Errorf("%w: batch of %d bytes, max.message.bytes %d", ErrBatchTooLarge, h.Size(), cfg.MaxMessageBytes)
+		}
+		p += int(h.Size())
+	}
+	if nb == 0 {
+		return AppendResult{}, fmt.Errorf("%w: no batch", ErrCorruptBatch)
+	}
+	if int64(len(batches)) > cfg.SegmentBytes {
+		return AppendResult{}, fmt.Errorf("%w: %d bytes, segment.bytes %d", ErrBatchTooLarge, len(batches), cfg.SegmentBytes)
+	}
+
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if l.closed {
+		return AppendResult{}, ErrClosed
+	}
+	now := o.Now
+	if now == 0 {
+		now = l.m.nowMs()
+	}
+	leo := l.leo.Load()
+
+	// Idempotence, before anything is changed.
+	if !o.Follower {
+		var sc seqCheck
+		for p := 0; p < len(batches); {
+			h := parseHeaderUnchecked(batches[p:])
+			if h.ProducerID >= 0 {
+				dup, err := l.prod.check(&h, &sc)
+				if err != nil {
+					return AppendResult{}, err
+				}
+				if dup != nil {
+					if nb > 1 {
+						return AppendResult{}, fmt.Errorf("%w: duplicate batch inside a multi-batch append", ErrOutOfOrderSequence)
+					}
+					return AppendResult{BaseOffset: dup.firstOffset, LastOffset: dup.lastOffs, LogAppendTime: -1,
+						LogStartOffset: l.logStart.Load(), Duplicate: true}, nil
+				}
+			}
+			p += int(h.Size())
+		}
+	}
+
+	// Offsets.
+	first := leo
+	next := leo
+	for p := 0; p < len(batches); {
+		size := int(int64(int32(beUint32(batches[p+offLength:]))) + logOverhead)
+		delta := int64(int32(beUint32(batches[p+offLastOffsetDelta:])))
+		if o.Follower {
+			base := int64(beUint64(batches[p:]))
+			if base < next {
+				return AppendResult{}, fmt.Errorf("%w: batch at %d, log end %d", ErrUnexpectedAppendOffset, base, next)
+			}
+			if p == 0 {
+				first = base
+			}
+			next = base + delta + 1
+		} else {
+			stampBatch(batches[p:], next, o.LeaderEpoch)
+			if cfg.TimestampType == LogAppendTime {
+				stampLogAppendTime(batches[p:p+size], now)
+			}
+			next += delta + 1
+		}
+		p += size
+	}
+
+	seg := l.segs[len(l.segs)-1]
+	if l.needRoll(seg, cfg, len(batches), nb, first, next-1, now) {
+		if err := l.rollLocked(first); err != nil {
+			return AppendResult{}, err
+		}
+		seg = l.segs[len(l.segs)-1]
+		if next-1-seg.base > math.MaxInt32 {
+			return AppendResult{}, fmt.Errorf("%w: offsets %d..%d span more than a segment", ErrInvalidRecord, first, next-1)
+		}
+	}
+	pos := seg.size.Load()
+	if _, err := seg.log.WriteAt(batches, pos); err != nil {
+		if terr := seg.log.Truncate(pos); terr != nil {
+			l.ld.setOffline(terr)
+		}
+		return AppendResult{}, fmt.Errorf("append %s: %w", l.tp, err)
+	}
+	if seg.rollAtMs == 0 {
+		seg.rollAtMs = now
+	}
+
+	// Publish: size, then LEO, then index entries (package doc, invariant 1).
+	seg.size.Store(pos + int64(len(batches)))
+	seg.next.Store(next)
+	l.size.Add(int64(len(batches)))
+	l.leo.Store(next)
+
+	interval := int64(cfg.IndexIntervalBytes)
+	latest := l.epochs.latest()
+	seg.idxMu.Lock()
+	for p := 0; p < len(batches); {
+		h := parseHeaderUnchecked(batches[p:])
+		if h.MaxTimestamp > seg.maxTs.Load() {
+			seg.offMax.Store(h.LastOffset())
+			seg.maxTs.Store(h.MaxTimestamp)
+		}
+		if seg.bytesSinceIndex > interval {
+			seg.oidx.appendEntryLocked(h.LastOffset(), pos+int64(p))
+			seg.tidx.maybeAppendLocked(seg.maxTs.Load(), seg.offMax.Load())
+			seg.bytesSinceIndex = 0
+		}
+		seg.bytesSinceIndex += h.Size()
+		p += int(h.Size())
+	}
+	seg.idxMu.Unlock()
+	for p := 0; p < len(batches); {
+		h := parseHeaderUnchecked(batches[p:])
+		l.prod.update(&h)
+		if h.PartitionLeaderEpoch > latest {
+			if _, err := l.epochs.assign(h.PartitionLeaderEpoch, h.BaseOffset); err != nil {
+				l.logger.Warn("leader epoch checkpoint", "tp", l.tp, "err", err)
+			}
+			latest = h.PartitionLeaderEpoch
+		}
+		p += int(h.Size())
+	}
+
+	dirty := l.dirtyBytes.Add(int64(len(batches)))
+	switch l.m.opts.Sync {
+	case SyncFsync:
+		l.ld.queueFlush(l)
+	case SyncInterval:
+		if fb := l.m.opts.FlushBytes; fb > 0 && dirty >= fb {
+			l.ld.queueFlush(l)
+		}
+	}
+	res := AppendResult{BaseOffset: first, LastOffset: next - 1, LogAppendTime: -1, LogStartOffset: l.logStart.Load()}
+	if cfg.TimestampType == LogAppendTime && !o.Follower {
+		res.LogAppendTime = now
+	}
+	return res, nil
+}
+
+// needRoll reports whether an append of n bytes in nb batches with offsets
+// [first, last] must go to a new segment.
+func (l *Log) needRoll(seg *segment, cfg *LogConfig, n, nb int, first, last, now int64) bool {
+	size := seg.size.Load()
+	if size == 0 {
+		return first-seg.base > math.MaxInt32 || last-seg.base > math.MaxInt32 || first < seg.base
+	}
+	if size+int64(n) > cfg.SegmentBytes {
+		return true
+	}
+	if seg.rollAtMs != 0 && now-seg.rollAtMs > cfg.SegmentMs {
+		return true
+	}
+	if last-seg.base > math.MaxInt32 {
+		return true
+	}
+	seg.idxMu.RLock()
+	full := seg.oidx.fullFor(nb) || seg.tidx.fullFor(nb+1)
+	seg.idxMu.RUnlock()
+	return full
+}
+
+// WaitDurable blocks until every offset <= offset is fdatasynced (group
+// commit). Under the interval and none policies it returns at once.
+func (l *Log) WaitDurable(offset int64) error {
+	if l.m.opts.Sync != SyncFsync || l.recoveryPoint.Load() > offset {
+		return nil
+	}
+	w := getWaiter()
+	w.l, w.offset = l, offset
+	l.ld.addWaiter(w)
+	err := <-w.ch
+	putWaiter(w)
+	return err
+}
+
+// OnDurable is the asynchronous WaitDurable: done runs on the flusher's
+// goroutine once offset is durable (inline if it already is, or if the policy
+// does not wait). done must not block.
+func (l *Log) OnDurable(offset int64, done func(error)) {
+	if l.m.opts.Sync != SyncFsync || l.recoveryPoint.Load() > offset {
+		done(nil)
+		return
+	}
+	w := &waiter{l: l, offset: offset, done: done}
+	l.ld.addWaiter(w)
+}
+
+func beUint32(b []byte) uint32 {
+	_ = b[3]
+	return uint32(b[3]) | uint32(b[2])<<8 | uint32(b[1])<<16 | uint32(b[0])<<24
+}
+
+func beUint64(b []byte) uint64 {
+	_ = b[7]
+	return uint64(b[7]) | uint64(b[6])<<8 | uint64(b[5])<<16 | uint64(b[4])<<24 |
+		uint64(b[3])<<32 | uint64(b[2])<<40 | uint64(b[1])<<48 | uint64(b[0])<<56
+}

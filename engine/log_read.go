@@ -1,0 +1,228 @@
+package engine
+
+import (
+	"fmt"
+	"os"
+)
+
+// Slice is a run of whole batches in one segment file, for sendfile. The
+// segment stays pinned (its file open, its bytes in place) until Release.
+// A Slice must not be copied after Read returns it: Release it once.
+type Slice struct {
+	File *os.File
+	Pos  int64
+	Size int32
+	seg  *segment
+}
+
+// Release unpins the segment. It is idempotent.
+func (s *Slice) Release() {
+	if s.seg != nil {
+		seg := s.seg
+		s.seg = nil
+		seg.release()
+	}
+}
+
+// Read returns the batches from the one holding offset, each with a last
+// offset below upTo, within maxBytes — but at least one whole batch when
+// minOne — all from one segment. The result has Size 0 (and pins nothing)
+// when offset is upTo or the log end, or no whole batch fits.
+// ErrOffsetOutOfRange: offset below the log start or above the log end.
+func (l *Log) Read(offset int64, maxBytes int32, upTo int64, minOne bool) (Slice, error) {
+	for {
+		seg, last, err := l.pinSegment(offset, upTo)
+		if err != nil || seg == nil {
+			return Slice{}, err
+		}
+		start, size, found, err := seg.findRange(offset, int64(maxBytes), upTo, minOne, l.cfg.Load())
+		if err != nil {
+			seg.release()
+			return Slice{}, err
+		}
+		if !found && !last {
+			// offset lies in a gap after the segment's last batch.
+			next := seg.base
+			seg.release()
+			nb, ok := l.nextSegmentBase(next)
+			if !ok || nb <= offset {
+				return Slice{}, nil
+			}
+			offset = nb
+			continue
+		}
+		if size == 0 {
+			seg.release()
+			return Slice{}, nil
+		}
+		return Slice{File: seg.log, Pos: start, Size: int32(size), seg: seg}, nil
+	}
+}
+
+// ReadCopy is Read into dst (appended); for TLS connections and tests.
+func (l *Log) ReadCopy(offset int64, maxBytes int32, upTo int64, minOne bool, dst []byte) ([]byte, error) {
+	s, err := l.Read(offset, maxBytes, upTo, minOne)
+	if err != nil || s.Size == 0 {
+		return dst, err
+	}
+	defer s.Release()
+	n := len(dst)
+	if cap(dst)-n < int(s.Size) {
+		nd := make([]byte, n, n+int(s.Size))
+		copy(nd, dst)
+		dst = nd
+	}
+	dst = dst[:n+int(s.Size)]
+	if _, err := s.File.ReadAt(dst[n:], s.Pos); err != nil {
+		return dst[:n], fmt.Errorf("read %s: %w", l.tp, err)
+	}
+	return dst, nil
+}
+
+// pinSegment checks offset and pins the segment that holds it; nil when there
+// is nothing to read.
+func (l *Log) pinSegment(offset, upTo int64) (*segment, bool, error) {
+	leo := l.leo.Load()
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.closed {
+		return nil, false, ErrClosed
+	}
+	if ls := l.logStart.Load(); offset < ls || offset > leo {
+		return nil, false, fmt.Errorf("%w: %d not in [%d, %d] of %s", ErrOffsetOutOfRange, offset, ls, leo, l.tp)
+	}
+	if offset == leo || offset >= upTo {
+		return nil, false, nil
+	}
+	i := l.segmentForLocked(offset)
+	s := l.segs[i]
+	s.pin()
+	return s, i == len(l.segs)-1, nil
+}
+
+func (l *Log) nextSegmentBase(base int64) (int64, bool) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	for _, s := range l.segs {
+		if s.base > base {
+			return s.base, true
+		}
+	}
+	return 0, false
+}
+
+// findRange finds, in a pinned segment, the first batch with last offset >=
+// offset and the run of whole batches from it that ends below upTo and fits
+// maxBytes (at least one if minOne). found is false when no batch of the
+// segment reaches offset.
+func (s *segment) findRange(offset, maxBytes, upTo int64, minOne bool, cfg *LogConfig) (start, size int64, found bool, err error) {
+	sc := getScanner(s.log, s.size.Load())
+	defer putScanner(sc)
+	pos := s.lookupPos(offset, sc, cfg)
+	for {
+		if pos >= sc.limit {
+			return 0, 0, false, nil
+		}
+		h, err := sc.header(pos)
+		if err != nil {
+			return 0, 0, false, fmt.Errorf("segment %d at %d: %w", s.base, pos, err)
+		}
+		if h.LastOffset() >= offset {
+			break
+		}
+		pos += h.Size()
+	}
+	start = pos
+	for pos < sc.limit {
+		h, err := sc.header(pos)
+		if err != nil {
+			if size > 0 {
+				break
+			}
+			return 0, 0, true, fmt.Errorf("segment %d at %d: %w", s.base, pos, err)
+		}
+		if h.LastOffset() >= upTo {
+			break
+		}
+		if size+h.Size() > maxBytes && !(size == 0 && minOne) {
+			break
+		}
+		size += h.Size()
+		pos += h.Size()
+		if size >= maxBytes {
+			break
+		}
+	}
+	return start, size, true, nil
+}
+
+// OffsetForTimestamp returns the offset and timestamp of the first record
+// with timestamp >= ts (ListOffsets). In a compressed batch it answers the
+// batch's base offset and max timestamp. ok is false when no record is that
+// late.
+func (l *Log) OffsetForTimestamp(ts int64) (offset, timestamp int64, ok bool, err error) {
+	segs := l.pinAll()
+	defer releaseAll(segs)
+	cfg := l.cfg.Load()
+	logStart := l.logStart.Load()
+	for _, s := range segs {
+		if s.size.Load() == 0 {
+			continue
+		}
+		if err := s.ensureIndexes(cfg); err != nil {
+			return 0, 0, false, err
+		}
+		if s.maxTs.Load() < ts {
+			continue
+		}
+		sc := getScanner(s.log, s.size.Load())
+		var pos int64
+		s.idxMu.RLock()
+		from, hit := s.tidx.lookupBelow(ts)
+		s.idxMu.RUnlock()
+		if hit {
+			pos = s.lookupPos(from, sc, cfg)
+		}
+		for pos < sc.limit {
+			h, herr := sc.header(pos)
+			if herr != nil {
+				break
+			}
+			if h.MaxTimestamp >= ts && h.LastOffset() >= logStart {
+				putScanner(sc)
+				return l.offsetInBatch(s, pos, &h, ts, logStart)
+			}
+			pos += h.Size()
+		}
+		putScanner(sc)
+	}
+	return 0, 0, false, nil
+}
+
+// offsetInBatch decodes an uncompressed batch to find the first record with
+// timestamp >= ts.
+func (l *Log) offsetInBatch(s *segment, pos int64, h *BatchHeader, ts, logStart int64) (int64, int64, bool, error) {
+	base := h.BaseOffset
+	if base < logStart {
+		base = logStart
+	}
+	if h.Compression() != 0 || h.LogAppendTimeType() || h.Size() > 64<<20 {
+		return base, h.MaxTimestamp, true, nil
+	}
+	b := make([]byte, h.Size())
+	if _, err := s.log.ReadAt(b, pos); err != nil {
+		return 0, 0, false, err
+	}
+	off, t, found := base, h.MaxTimestamp, false
+	err := recordTimestamps(b, func(o, rts int64) bool {
+		if rts >= ts && o >= logStart {
+			off, t, found = o, rts, true
+			return false
+		}
+		return true
+	})
+	if err != nil || !found {
+		return base, h.MaxTimestamp, true, nil
+	}
+	return off, t, true, nil
+}

@@ -1,0 +1,502 @@
+package engine
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// checkpointInterval is how often the checkpoint files are rewritten
+// (Kafka: replica.high.watermark.checkpoint.interval.ms, 5 s).
+var checkpointInterval = 5 * time.Second
+
+// Manager owns the log directories of a broker and every partition log in
+// them. All methods are safe for concurrent use.
+type Manager struct {
+	opts   Options
+	now    func() time.Time
+	logger *slog.Logger
+	dirs   []*logDir
+
+	mu     sync.RWMutex
+	logs   map[TopicPartition]*Log
+	closed bool
+
+	stop chan struct{}
+	wg   sync.WaitGroup // flushers, retention, checkpointer
+	bg   sync.WaitGroup // background directory removals
+
+	delMu   sync.Mutex
+	pending map[*segment]*time.Timer
+}
+
+// DirStat describes one log directory (DescribeLogDirs).
+type DirStat struct {
+	Path string
+	Err  error
+	Logs []LogStat
+}
+
+// LogStat describes one partition log in a directory.
+type LogStat struct {
+	TP        TopicPartition
+	Size      int64
+	OffsetLag int64 // log end offset - high watermark
+}
+
+// Open opens (creating them if missing) the log directories and recovers
+// every <topic>-<partition> directory found in them.
+func Open(opts Options) (*Manager, error) {
+	if len(opts.Dirs) == 0 {
+		return nil, fmt.Errorf("%w: no log directory", ErrInvalidConfig)
+	}
+	if opts.DefaultConfig == (LogConfig{}) {
+		opts.DefaultConfig = DefaultLogConfig()
+	}
+	opts.DefaultConfig = opts.DefaultConfig.sanitized()
+	if opts.Sync < SyncFsync || opts.Sync > SyncNone {
+		return nil, fmt.Errorf("%w: sync policy %d", ErrInvalidConfig, opts.Sync)
+	}
+	m := &Manager{
+		opts:    opts,
+		now:     opts.Now,
+		logger:  opts.Logger,
+		logs:    make(map[TopicPartition]*Log),
+		stop:    make(chan struct{}),
+		pending: make(map[*segment]*time.Timer),
+	}
+	if m.now == nil {
+		m.now = time.Now
+	}
+	if m.logger == nil {
+		m.logger = slog.New(slog.DiscardHandler)
+	}
+	seen := map[string]bool{}
+	for _, p := range opts.Dirs {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return nil, err
+		}
+		if seen[abs] {
+			return nil, fmt.Errorf("%w: log directory %s listed twice", ErrInvalidConfig, p)
+		}
+		seen[abs] = true
+		if err := os.MkdirAll(abs, 0o755); err != nil {
+			return nil, err
+		}
+		m.dirs = append(m.dirs, newLogDir(m, abs))
+	}
+	for _, d := range m.dirs {
+		if err := m.loadDir(d); err != nil {
+			m.abandon()
+			return nil, err
+		}
+	}
+	for _, d := range m.dirs {
+		m.wg.Add(1)
+		go func() { defer m.wg.Done(); d.run(m.stop) }()
+	}
+	m.wg.Add(1)
+	go func() { defer m.wg.Done(); m.background() }()
+	return m, nil
+}
+
+func (m *Manager) nowMs() int64 { return m.now().UnixMilli() }
+
+// loadDir recovers every partition log of d.
+func (m *Manager) loadDir(d *logDir) error {
+	marker := filepath.Join(d.path, cleanShutdownFile)
+	_, err := os.Stat(marker)
+	clean := err == nil
+	read := func(name string) map[TopicPartition]int64 {
+		cp, err := readOffsetsCheckpoint(filepath.Join(d.path, name))
+		if err != nil {
+			m.logger.Warn("ignoring checkpoint", "dir", d.path, "file", name, "err", err)
+			clean = false
+			return nil
+		}
+		return cp
+	}
+	rps, hws, lss := read(recoveryPointFile), read(replicationFile), read(logStartOffsetFile)
+	os.Remove(filepath.Join(d.path, recoveryPointFile+tmpSuffix))
+	os.Remove(filepath.Join(d.path, replicationFile+tmpSuffix))
+	os.Remove(filepath.Join(d.path, logStartOffsetFile+tmpSuffix))
+	ents, err := os.ReadDir(d.path)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		if !e.IsDir() {
+			continue
+		}
+		name := e.Name()
+		path := filepath.Join(d.path, name)
+		if strings.HasSuffix(name, "-delete") {
+			m.removeAsync(path)
+			continue
+		}
+		tp, ok := parseLogDirName(name)
+		if !ok {
+			continue
+		}
+		if _, dup := m.logs[tp]; dup {
+			return fmt.Errorf("%w: %s found in two log directories", ErrInvalidConfig, tp)
+		}
+		rp, hasRP := rps[tp]
+		l, err := m.loadLog(d, path, tp, m.opts.DefaultConfig, clean, hasRP, rp, hws[tp], lss[tp])
+		if err != nil {
+			return fmt.Errorf("load %s: %w", path, err)
+		}
+		m.logs[tp] = l
+	}
+	if clean {
+		if err := os.Remove(marker); err != nil {
+			return err
+		}
+		return syncDir(d.path)
+	}
+	return nil
+}
+
+// parseLogDirName splits "<topic>-<partition>".
+func parseLogDirName(name string) (TopicPartition, bool) {
+	i := strings.LastIndexByte(name, '-')
+	if i <= 0 || i == len(name)-1 {
+		return TopicPartition{}, false
+	}
+	p, err := strconv.ParseInt(name[i+1:], 10, 32)
+	if err != nil || p < 0 || strconv.FormatInt(p, 10) != name[i+1:] {
+		return TopicPartition{}, false
+	}
+	return TopicPartition{Topic: name[:i], Partition: int32(p)}, true
+}
+
+func (m *Manager) removeAsync(path string) {
+	m.bg.Add(1)
+	go func() {
+		defer m.bg.Done()
+		if err := os.RemoveAll(path); err != nil {
+			m.logger.Warn("remove deleted log", "path", path, "err", err)
+		}
+	}()
+}
+
+// Log returns the log of tp, or nil.
+func (m *Manager) Log(tp TopicPartition) *Log {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.logs[tp]
+}
+
+// Logs returns every log, sorted by topic and partition.
+func (m *Manager) Logs() []*Log {
+	m.mu.RLock()
+	out := make([]*Log, 0, len(m.logs))
+	for _, l := range m.logs {
+		out = append(out, l)
+	}
+	m.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i].tp, out[j].tp
+		return a.Topic < b.Topic || a.Topic == b.Topic && a.Partition < b.Partition
+	})
+	return out
+}
+
+func (m *Manager) logsIn(d *logDir) []*Log {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	var out []*Log
+	for _, l := range m.logs {
+		if l.ld == d {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+func validTopic(t string) bool {
+	if t == "" || t == "." || t == ".." || len(t) > 249 {
+		return false
+	}
+	for _, c := range t {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// CreateLog creates the log of tp in the directory with the fewest logs. For
+// an existing log it applies cfg and returns the log.
+func (m *Manager) CreateLog(tp TopicPartition, cfg LogConfig) (*Log, error) {
+	if !validTopic(tp.Topic) || tp.Partition < 0 {
+		return nil, fmt.Errorf("%w: topic partition %q %d", ErrInvalidConfig, tp.Topic, tp.Partition)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil, ErrClosed
+	}
+	if l := m.logs[tp]; l != nil {
+		l.SetConfig(cfg)
+		return l, nil
+	}
+	count := map[*logDir]int{}
+	for _, l := range m.logs {
+		count[l.ld]++
+	}
+	var best *logDir
+	for _, d := range m.dirs {
+		d.mu.Lock()
+		off := d.err != nil
+		d.mu.Unlock()
+		if !off && (best == nil || count[d] < count[best]) {
+			best = d
+		}
+	}
+	if best == nil {
+		return nil, ErrLogDirOffline
+	}
+	path := filepath.Join(best.path, tp.String())
+	if err := os.MkdirAll(path, 0o755); err != nil {
+		return nil, err
+	}
+	l, err := m.loadLog(best, path, tp, cfg, true, false, 0, 0, 0)
+	if err != nil {
+		return nil, err
+	}
+	if err := syncDir(best.path); err != nil {
+		return nil, err
+	}
+	m.logs[tp] = l
+	return l, nil
+}
+
+// DeleteLog removes the log of tp: its directory is renamed to
+// "<topic>-<partition>.<uuid>-delete" and removed in the background.
+func (m *Manager) DeleteLog(tp TopicPartition) error {
+	m.mu.Lock()
+	l := m.logs[tp]
+	if l == nil {
+		m.mu.Unlock()
+		return fmt.Errorf("%w: %s", ErrNoLog, tp)
+	}
+	delete(m.logs, tp)
+	m.mu.Unlock()
+	l.close(closeDelete)
+	var u [16]byte
+	rand.Read(u[:])
+	dst := l.dir + "." + hex.EncodeToString(u[:]) + "-delete"
+	if err := os.Rename(l.dir, dst); err != nil {
+		return err
+	}
+	if err := syncDir(filepath.Dir(l.dir)); err != nil {
+		return err
+	}
+	m.removeAsync(dst)
+	return nil
+}
+
+// DirStats describes every log directory.
+func (m *Manager) DirStats() []DirStat {
+	out := make([]DirStat, 0, len(m.dirs))
+	for _, d := range m.dirs {
+		d.mu.Lock()
+		st := DirStat{Path: d.path, Err: d.err}
+		d.mu.Unlock()
+		for _, l := range m.logsIn(d) {
+			st.Logs = append(st.Logs, LogStat{TP: l.tp, Size: l.Size(), OffsetLag: l.LogEndOffset() - l.HighWatermark()})
+		}
+		sort.Slice(st.Logs, func(i, j int) bool {
+			a, b := st.Logs[i].TP, st.Logs[j].TP
+			return a.Topic < b.Topic || a.Topic == b.Topic && a.Partition < b.Partition
+		})
+		out = append(out, st)
+	}
+	return out
+}
+
+// background runs the retention and checkpoint timers.
+func (m *Manager) background() {
+	ck := time.NewTicker(checkpointInterval)
+	defer ck.Stop()
+	var ret <-chan time.Time
+	if iv := m.opts.RetentionCheckInterval; iv > 0 {
+		t := time.NewTicker(iv)
+		defer t.Stop()
+		ret = t.C
+	}
+	for {
+		select {
+		case <-m.stop:
+			return
+		case <-ck.C:
+			m.writeCheckpoints()
+		case <-ret:
+			m.EnforceRetention()
+		}
+	}
+}
+
+// EnforceRetention applies every log's retention now (the background timer
+// calls it every RetentionCheckInterval). It returns the number of segments
+// deleted.
+func (m *Manager) EnforceRetention() int {
+	n := 0
+	for _, l := range m.Logs() {
+		k, err := l.enforceRetention()
+		if err != nil && !errors.Is(err, ErrClosed) {
+			m.logger.Warn("retention", "tp", l.tp, "err", err)
+		}
+		n += k
+	}
+	return n
+}
+
+// writeCheckpoints rewrites each directory's checkpoint files.
+func (m *Manager) writeCheckpoints() error {
+	var first error
+	for _, d := range m.dirs {
+		if err := m.writeDirCheckpoints(d); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+func (m *Manager) writeDirCheckpoints(d *logDir) error {
+	d.ckptMu.Lock()
+	defer d.ckptMu.Unlock()
+	logs := m.logsIn(d)
+	rp := make(map[TopicPartition]int64, len(logs))
+	hw := make(map[TopicPartition]int64, len(logs))
+	ls := make(map[TopicPartition]int64, len(logs))
+	for _, l := range logs {
+		rp[l.tp] = l.recoveryPoint.Load()
+		hw[l.tp] = l.hw.Load()
+		ls[l.tp] = l.logStart.Load()
+	}
+	err := writeOffsetsCheckpoint(filepath.Join(d.path, recoveryPointFile), rp)
+	if e := writeOffsetsCheckpoint(filepath.Join(d.path, replicationFile), hw); err == nil {
+		err = e
+	}
+	if e := writeOffsetsCheckpoint(filepath.Join(d.path, logStartOffsetFile), ls); err == nil {
+		err = e
+	}
+	return err
+}
+
+// scheduleDelete drops the log's reference on a segment already renamed
+// *.deleted after delayMs; the files go when the last reader releases it.
+func (m *Manager) scheduleDelete(s *segment, delayMs int64) {
+	if delayMs <= 0 {
+		s.release()
+		return
+	}
+	m.delMu.Lock()
+	defer m.delMu.Unlock()
+	m.pending[s] = time.AfterFunc(time.Duration(delayMs)*time.Millisecond, func() {
+		m.delMu.Lock()
+		_, ok := m.pending[s]
+		delete(m.pending, s)
+		m.delMu.Unlock()
+		if ok {
+			s.release()
+		}
+	})
+}
+
+// finishDeletes releases every pending deleted segment now (release=true) or
+// just forgets them (a simulated crash leaves the *.deleted files behind).
+func (m *Manager) finishDeletes(release bool) {
+	m.delMu.Lock()
+	var segs []*segment
+	for s, t := range m.pending {
+		if t.Stop() {
+			segs = append(segs, s)
+		}
+		delete(m.pending, s)
+	}
+	m.delMu.Unlock()
+	for _, s := range segs {
+		if release {
+			s.release()
+		} else {
+			s.log.Close()
+		}
+	}
+}
+
+// Close flushes every log, writes the checkpoints and the clean-shutdown
+// marker. It is idempotent.
+func (m *Manager) Close() error {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil
+	}
+	m.closed = true
+	m.mu.Unlock()
+	close(m.stop)
+	m.wg.Wait()
+	var first error
+	dirErr := map[*logDir]bool{}
+	for _, l := range m.Logs() {
+		if err := l.close(closeClean); err != nil {
+			m.logger.Error("close log", "tp", l.tp, "err", err)
+			dirErr[l.ld] = true
+			if first == nil {
+				first = err
+			}
+		}
+	}
+	m.finishDeletes(true)
+	m.bg.Wait()
+	for _, d := range m.dirs {
+		d.mu.Lock()
+		bad := d.err != nil
+		d.mu.Unlock()
+		if err := m.writeDirCheckpoints(d); err != nil {
+			bad = true
+			if first == nil {
+				first = err
+			}
+		}
+		if bad || dirErr[d] {
+			continue
+		}
+		if err := writeFileAtomic(filepath.Join(d.path, cleanShutdownFile), nil); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// abandon stops the goroutines and closes the files without flushing,
+// checkpointing or marking a clean shutdown: what a crash leaves behind.
+func (m *Manager) abandon() {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return
+	}
+	m.closed = true
+	m.mu.Unlock()
+	close(m.stop)
+	m.wg.Wait()
+	for _, l := range m.Logs() {
+		l.close(closeCrash)
+	}
+	m.finishDeletes(false)
+	m.bg.Wait()
+}

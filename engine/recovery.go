@@ -1,0 +1,419 @@
+package engine
+
+import (
+	"errors"
+	"hash/crc32"
+	"io"
+	"math"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// recoverBufSize is the read size of the recovery scan.
+const recoverBufSize = 1 << 20
+
+// loadLog opens the partition directory dir, recovering it if the last
+// shutdown was not clean.
+//
+// Clean: only the active segment's indexes are opened (and checked); older
+// segments' indexes are opened on first use. After a crash: every segment
+// from the one holding the recovery point is scanned batch by batch (framing,
+// offsets, CRC); the first bad batch and everything after it are cut off
+// (later segments deleted); the scanned segments' indexes are rebuilt; the
+// scanned files are fdatasynced, so the recovery point becomes the new log
+// end. In both cases *.deleted and temporary files are removed (finishing an
+// interrupted deletion), orphan indexes are removed, and producer state is
+// rebuilt from the newest snapshot plus the batches after it.
+func (m *Manager) loadLog(d *logDir, dir string, tp TopicPartition, cfg LogConfig, clean, hasRP bool, rp, hw, ls int64) (*Log, error) {
+	c := cfg.sanitized()
+	l := &Log{tp: tp, dir: dir, m: m, ld: d, logger: m.logger.With("tp", tp.String()), prod: newProducerStates()}
+	l.cfg.Store(&c)
+
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var bases []int64
+	logs := map[int64]bool{}
+	var indexes []string
+	for _, e := range ents {
+		name := e.Name()
+		if e.IsDir() {
+			continue
+		}
+		switch {
+		case strings.HasSuffix(name, deletedSuffix), strings.HasSuffix(name, tmpSuffix),
+			strings.HasSuffix(name, ".cleaned"), strings.HasSuffix(name, ".swap"):
+			os.Remove(dir + "/" + name)
+		case strings.HasSuffix(name, logSuffix):
+			if b, ok := parseBase(name, logSuffix); ok {
+				bases = append(bases, b)
+				logs[b] = true
+			}
+		case strings.HasSuffix(name, indexSuffix), strings.HasSuffix(name, timeIndexSuffix):
+			indexes = append(indexes, name)
+		}
+	}
+	for _, name := range indexes {
+		suf := indexSuffix
+		if strings.HasSuffix(name, timeIndexSuffix) {
+			suf = timeIndexSuffix
+		}
+		if b, ok := parseBase(name, suf); !ok || !logs[b] {
+			os.Remove(dir + "/" + name)
+		}
+	}
+	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
+
+	var segs []*segment
+	fail := func(err error) (*Log, error) {
+		releaseAll(segs)
+		return nil, err
+	}
+	for _, b := range bases {
+		s, err := openSegment(dir, b)
+		if err != nil {
+			return fail(err)
+		}
+		segs = append(segs, s)
+	}
+	for i := 0; i+1 < len(segs); i++ {
+		segs[i].next.Store(segs[i+1].base)
+	}
+	if len(segs) == 0 {
+		s, err := createSegment(dir, max(ls, 0), &c)
+		if err != nil {
+			return fail(err)
+		}
+		segs = append(segs, s)
+		clean = true
+	}
+
+	recovered := false
+	if !clean {
+		start := 0
+		if hasRP {
+			l.segs = segs
+			start = l.segmentForLocked(rp)
+		}
+		buf := make([]byte, recoverBufSize)
+		for i := start; i < len(segs); i++ {
+			last := i == len(segs)-1
+			cut, err := l.recoverSegment(segs[i], last, buf)
+			if err != nil {
+				return fail(err)
+			}
+			if cut && !last {
+				for _, s := range segs[i+1:] {
+					l.logger.Warn("deleting segment after corrupt data", "base", s.base)
+					s.markDeleted()
+					s.release()
+				}
+				segs = segs[:i+1]
+				if err := segs[i].makeWritable(&c); err != nil {
+					return fail(err)
+				}
+				break
+			}
+		}
+		recovered = true
+	} else if err := l.openActive(segs[len(segs)-1], make([]byte, 0)); err != nil {
+		return fail(err)
+	}
+	l.segs = segs
+
+	act := segs[len(segs)-1]
+	leo := act.next.Load()
+	if leo < act.base {
+		leo = act.base
+	}
+	l.leo.Store(leo)
+	var total int64
+	for _, s := range segs {
+		total += s.size.Load()
+	}
+	l.size.Store(total)
+	start := max(ls, segs[0].base)
+	start = min(start, leo)
+	l.logStart.Store(start)
+	l.hw.Store(min(max(hw, start), leo))
+
+	if recovered {
+		for _, s := range segs {
+			if err := fdatasync(s.log); err != nil {
+				return fail(err)
+			}
+		}
+	}
+	l.recoveryPoint.Store(leo)
+
+	l.epochs, err = loadEpochCache(dir)
+	if err != nil {
+		l.logger.Warn("leader epoch checkpoint unreadable; starting empty", "err", err)
+	}
+	if err := l.epochs.truncateFromEnd(leo); err != nil {
+		return fail(err)
+	}
+	if err := l.epochs.truncateFromStart(start); err != nil {
+		return fail(err)
+	}
+
+	removeSnapshots(dir, 0, leo)
+	l.rebuildProducerState(leo)
+	removeSnapshots(dir, segs[0].base, leo)
+	return l, nil
+}
+
+func parseBase(name, suffix string) (int64, bool) {
+	s := strings.TrimSuffix(name, suffix)
+	if len(s) != 20 {
+		return 0, false
+	}
+	b, err := strconv.ParseInt(s, 10, 64)
+	return b, err == nil && b >= 0
+}
+
+// rebuildProducerState loads the newest snapshot at or below leo and replays
+// the batch headers after it.
+func (l *Log) rebuildProducerState(leo int64) {
+	ps, from := loadLatestSnapshot(l.dir, leo)
+	l.prod = ps
+	if from < 0 {
+		from = l.segs[0].base
+	}
+	for _, s := range l.segs {
+		if s.next.Load() <= from && s != l.segs[len(l.segs)-1] {
+			continue
+		}
+		sc := getScanner(s.log, s.size.Load())
+		var pos int64
+		for pos < sc.limit {
+			h, err := sc.header(pos)
+			if err != nil {
+				break
+			}
+			if h.BaseOffset >= from {
+				l.prod.update(&h)
+			}
+			pos += h.Size()
+		}
+		putScanner(sc)
+	}
+}
+
+// openActive opens the active segment after a clean shutdown: indexes
+// writable and checked, then the batches after the last index entry scanned
+// to find the log end. Anything inconsistent sends it to recoverSegment.
+func (l *Log) openActive(s *segment, _ []byte) error {
+	cfg := l.cfg.Load()
+	s.idxMu.Lock()
+	sound, err := s.openIndexesLocked(true, cfg.SegmentIndexBytes)
+	if err != nil {
+		s.idxMu.Unlock()
+		return err
+	}
+	ok := sound && s.checkIndexesLocked()
+	var pos, lastIdxPos int64
+	if ok {
+		if _, p, has := s.oidx.lastEntry(); has {
+			pos, lastIdxPos = p, p
+		}
+		if ts, off, has := s.tidx.lastEntry(); has {
+			s.maxTs.Store(ts)
+			s.offMax.Store(off)
+		} else {
+			s.maxTs.Store(-1)
+		}
+	}
+	s.idxMu.Unlock()
+	if ok {
+		sc := getScanner(s.log, s.size.Load())
+		next := s.base
+		for pos < sc.limit {
+			h, err := sc.header(pos)
+			if err != nil || h.BaseOffset < next {
+				ok = false
+				break
+			}
+			if h.MaxTimestamp > s.maxTs.Load() {
+				s.maxTs.Store(h.MaxTimestamp)
+				s.offMax.Store(h.LastOffset())
+			}
+			next = h.LastOffset() + 1
+			pos += h.Size()
+		}
+		putScanner(sc)
+		if ok {
+			s.next.Store(next)
+			s.bytesSinceIndex = s.size.Load() - lastIdxPos
+			return nil
+		}
+	}
+	l.logger.Warn("active segment inconsistent after clean shutdown; recovering", "base", s.base)
+	_, err = l.recoverSegment(s, true, make([]byte, recoverBufSize))
+	return err
+}
+
+// makeWritable maps a segment's indexes for appends (it became active).
+func (s *segment) makeWritable(cfg *LogConfig) error {
+	s.idxMu.Lock()
+	defer s.idxMu.Unlock()
+	if s.oidx == nil {
+		if _, err := s.openIndexesLocked(true, cfg.SegmentIndexBytes); err != nil {
+			return err
+		}
+		return nil
+	}
+	if s.writable {
+		return nil
+	}
+	if err := s.oidx.mapWritableLocked(cfg.SegmentIndexBytes); err != nil {
+		return err
+	}
+	if err := s.tidx.mapWritableLocked(cfg.SegmentIndexBytes); err != nil {
+		return err
+	}
+	s.writable = true
+	return nil
+}
+
+// window is a read-ahead buffer over a file for the recovery scan.
+type window struct {
+	f     *os.File
+	buf   []byte
+	start int64
+	n     int
+	limit int64
+}
+
+// at returns the n bytes at pos (n <= len(buf)).
+func (w *window) at(pos int64, n int) ([]byte, error) {
+	if pos < w.start || pos+int64(n) > w.start+int64(w.n) {
+		want := int64(len(w.buf))
+		if rem := w.limit - pos; rem < want {
+			want = rem
+		}
+		if want < int64(n) {
+			return nil, io.ErrUnexpectedEOF
+		}
+		m, err := w.f.ReadAt(w.buf[:want], pos)
+		if err != nil && !(errors.Is(err, io.EOF) && m >= n) {
+			w.n = 0
+			if errors.Is(err, io.EOF) {
+				return nil, io.ErrUnexpectedEOF
+			}
+			return nil, err
+		}
+		w.start, w.n = pos, m
+	}
+	off := int(pos - w.start)
+	return w.buf[off : off+n], nil
+}
+
+// recoverSegment scans every batch of s, checking framing, offsets and CRC,
+// cuts the file at the first bad batch and rebuilds both indexes (writable
+// for the active segment). cut reports whether bytes were dropped.
+func (l *Log) recoverSegment(s *segment, active bool, buf []byte) (cut bool, err error) {
+	cfg := l.cfg.Load()
+	size := s.size.Load()
+	w := &window{f: s.log, buf: buf, limit: size}
+	b := newIndexBuilder(s.base, cfg.IndexIntervalBytes)
+	next := s.base
+	var pos int64
+	for pos < size {
+		hb, err := w.at(pos, BatchHeaderSize)
+		if err != nil {
+			if !errors.Is(err, io.ErrUnexpectedEOF) {
+				return false, err
+			}
+			break
+		}
+		h, err := ParseBatchHeader(hb)
+		if err != nil || pos+h.Size() > size || h.BaseOffset < next || h.LastOffsetDelta < 0 ||
+			h.LastOffset()-s.base > math.MaxInt32 {
+			break
+		}
+		ok, err := batchIntact(w, pos, &h)
+		if err != nil {
+			return false, err
+		}
+		if !ok {
+			break
+		}
+		b.add(&h, pos)
+		next = h.LastOffset() + 1
+		pos += h.Size()
+	}
+	if pos < size {
+		l.logger.Warn("truncating corrupt or torn tail", "base", s.base, "valid", pos, "size", size)
+		if err := s.log.Truncate(pos); err != nil {
+			return false, err
+		}
+		cut = true
+	}
+	s.size.Store(pos)
+	s.next.Store(next)
+	if !active {
+		b.finish()
+	}
+	s.idxMu.Lock()
+	defer s.idxMu.Unlock()
+	if s.oidx == nil {
+		if _, err := s.openIndexesLocked(active, cfg.SegmentIndexBytes); err != nil {
+			return cut, err
+		}
+	}
+	s.writable = active
+	if err := s.oidx.rewriteLocked(b.oidx, active, cfg.SegmentIndexBytes); err != nil {
+		return cut, err
+	}
+	if err := s.tidx.rewriteLocked(b.tidx, active, cfg.SegmentIndexBytes); err != nil {
+		return cut, err
+	}
+	s.maxTs.Store(b.maxTs)
+	s.offMax.Store(b.offMax)
+	s.bytesSinceIndex = b.bytesSinceIndex
+	return cut, nil
+}
+
+// batchIntact checks the CRC (and, when the batch fits the buffer, the
+// record framing) of the batch at pos.
+func batchIntact(w *window, pos int64, h *BatchHeader) (bool, error) {
+	size := h.Size()
+	if size <= int64(len(w.buf)) {
+		bb, err := w.at(pos, int(size))
+		if err != nil {
+			if errors.Is(err, io.ErrUnexpectedEOF) {
+				return false, nil
+			}
+			return false, err
+		}
+		if crc32.Checksum(bb[offAttributes:], castagnoli) != h.CRC {
+			return false, nil
+		}
+		return checkBatchContent(h, bb[BatchHeaderSize:]) == nil, nil
+	}
+	// Larger than the buffer: stream the CRC.
+	var crc uint32
+	for p := pos + offAttributes; p < pos+size; {
+		n := int64(len(w.buf))
+		if rem := pos + size - p; rem < n {
+			n = rem
+		}
+		chunk, err := w.at(p, int(n))
+		if err != nil {
+			if errors.Is(err, io.ErrUnexpectedEOF) {
+				return false, nil
+			}
+			return false, err
+		}
+		crc = crc32.Update(crc, castagnoli, chunk)
+		p += n
+	}
+	if crc != h.CRC {
+		return false, nil
+	}
+	return h.NumRecords > 0 && int64(h.NumRecords) == int64(h.LastOffsetDelta)+1, nil
+}

@@ -1,0 +1,41 @@
+package engine
+
+import (
+	"errors"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// preallocate reserves disk blocks for f up to size bytes (and extends it),
+// so that a write through a shared mapping never hits a hole on a full disk.
+// File systems without fallocate fall back to ftruncate.
+func preallocate(f *os.File, size int64) error {
+	for {
+		err := unix.Fallocate(int(f.Fd()), 0, 0, size)
+		if err == nil {
+			return nil
+		}
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOSYS) {
+			return f.Truncate(size)
+		}
+		return &os.PathError{Op: "fallocate", Path: f.Name(), Err: err}
+	}
+}
+
+// fdatasync flushes f's data (and the metadata needed to read it back).
+func fdatasync(f *os.File) error {
+	for {
+		err := unix.Fdatasync(int(f.Fd()))
+		if err == nil {
+			return nil
+		}
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		return &os.PathError{Op: "fdatasync", Path: f.Name(), Err: err}
+	}
+}
