@@ -1,0 +1,167 @@
+package group
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// LoadPartition replays partition p of __consumer_offsets and starts serving its
+// groups. While it runs, requests for those groups get COORDINATOR_LOAD_IN_PROGRESS.
+// Groups whose last metadata record has members come back Stable with their
+// assignments, and their members' sessions start now: members that reconnect and
+// heartbeat within their session keep their generation. Undecodable records are
+// logged and skipped; a Replay error aborts the load and leaves p unowned.
+func (c *Coordinator) LoadPartition(p int32) error {
+	if p < 0 || p >= c.cfg.NumPartitions {
+		return fmt.Errorf("%w: %d of %d", ErrNotCoordinator, p, c.cfg.NumPartitions)
+	}
+	c.mu.Lock()
+	if c.mu.closed {
+		c.mu.Unlock()
+		return fmt.Errorf("%w: coordinator closed", ErrNotCoordinator)
+	}
+	if _, ok := c.mu.parts[p]; ok {
+		c.mu.Unlock()
+		return nil
+	}
+	c.mu.parts[p] = partLoading
+	c.mu.Unlock()
+
+	offsets := map[string]map[topicPartition]OffsetValue{}
+	metas := map[string]GroupValue{}
+	skipped := 0
+	err := c.log.Replay(p, func(rec Record) error {
+		k, err := DecodeKey(rec.Key)
+		if err != nil {
+			if !errors.Is(err, ErrUnknownVersion) {
+				skipped++
+			}
+			return nil
+		}
+		switch k.Kind {
+		case KeyOffset:
+			tp := topicPartition{k.Topic, k.Partition}
+			if rec.Value == nil {
+				delete(offsets[k.Group], tp)
+				return nil
+			}
+			v, err := DecodeOffsetValue(rec.Value)
+			if err != nil {
+				skipped++
+				return nil
+			}
+			m := offsets[k.Group]
+			if m == nil {
+				m = map[topicPartition]OffsetValue{}
+				offsets[k.Group] = m
+			}
+			m[tp] = v
+		case KeyGroup:
+			if rec.Value == nil {
+				delete(metas, k.Group)
+				return nil
+			}
+			v, err := DecodeGroupValue(rec.Value)
+			if err != nil {
+				skipped++
+				return nil
+			}
+			metas[k.Group] = v
+		}
+		return nil
+	})
+	if err != nil {
+		c.mu.Lock()
+		if c.mu.parts[p] == partLoading {
+			delete(c.mu.parts, p)
+		}
+		c.mu.Unlock()
+		return fmt.Errorf("group: load __consumer_offsets-%d: %w", p, err)
+	}
+	if skipped > 0 {
+		c.logger.Warn("skipped undecodable __consumer_offsets records", "partition", p, "count", skipped)
+	}
+
+	var loaded []*group
+	for id, v := range metas {
+		g := newGroup(c, id, p)
+		g.restore(v)
+		if o := offsets[id]; o != nil {
+			g.offsets = o
+		}
+		loaded = append(loaded, g)
+	}
+	for id, o := range offsets {
+		if _, ok := metas[id]; ok || len(o) == 0 {
+			continue
+		}
+		g := newGroup(c, id, p) // offsets only: a simple (standalone) consumer's group
+		g.offsets = o
+		loaded = append(loaded, g)
+	}
+
+	c.mu.Lock()
+	if c.mu.parts[p] != partLoading { // unloaded or closed meanwhile
+		c.mu.Unlock()
+		return fmt.Errorf("%w: partition %d unloaded during load", ErrNotCoordinator, p)
+	}
+	for _, g := range loaded {
+		c.mu.groups[g.id] = g
+	}
+	c.mu.parts[p] = partLoaded
+	c.mu.Unlock()
+	for _, g := range loaded {
+		g.with(func(*effects) {
+			for _, m := range g.members {
+				g.armSessionLocked(m, m.sessionTimeout)
+			}
+		})
+	}
+	c.logger.Info("loaded __consumer_offsets partition", "partition", p, "groups", len(loaded))
+	return nil
+}
+
+// restore sets the group from its last metadata record.
+func (g *group) restore(v GroupValue) {
+	g.protocolType = v.ProtocolType
+	g.generation = v.Generation
+	if v.Protocol != nil {
+		g.protocol = *v.Protocol
+	}
+	if v.CurrentStateTimestamp >= 0 {
+		g.stateTime = time.UnixMilli(v.CurrentStateTimestamp)
+		g.hasStateTime = true
+	} else {
+		g.hasStateTime = false
+	}
+	for _, mv := range v.Members {
+		m := &member{
+			id:               mv.MemberID,
+			instanceID:       mv.InstanceID,
+			clientID:         mv.ClientID,
+			clientHost:       mv.ClientHost,
+			sessionTimeout:   millis(mv.SessionTimeout),
+			rebalanceTimeout: millis(mv.RebalanceTimeout),
+			protocolType:     v.ProtocolType,
+			protocols:        []protocol{{name: g.protocol, metadata: mv.Subscription}},
+			assignment:       mv.Assignment,
+		}
+		g.addMember(m)
+	}
+	g.leader = ""
+	if v.Leader != nil && g.members[*v.Leader] != nil {
+		g.leader = *v.Leader
+	} else if ms := g.sortedMembers(); len(ms) > 0 {
+		g.leader = ms[0].id
+	}
+	if len(g.members) > 0 && g.protocol != "" {
+		g.state = stateStable
+		g.computeSubscriptions()
+	} else {
+		g.state = stateEmpty
+		g.members = map[string]*member{}
+		g.static = map[string]string{}
+		g.leader = ""
+	}
+}

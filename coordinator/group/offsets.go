@@ -1,0 +1,404 @@
+package group
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// OffsetCommit handles OffsetCommit (v0+). Topics are named (a v10+ handler resolves
+// topic ids to names first and copies the ids into the answer). cb is called once,
+// after the records are durable. A commit with generation -1 and no member id is a
+// "simple" commit, allowed only while the group has no members; it creates the group
+// if needed.
+func (c *Coordinator) OffsetCommit(req *kmsg.OffsetCommitRequest, cb func(*kmsg.OffsetCommitResponse)) {
+	r := kmsg.NewPtrOffsetCommitResponse()
+	r.Version = req.Version
+	r.Topics = make([]kmsg.OffsetCommitResponseTopic, len(req.Topics))
+	for i, t := range req.Topics {
+		rt := &r.Topics[i]
+		rt.Topic, rt.TopicID = t.Topic, t.TopicID
+		rt.Partitions = make([]kmsg.OffsetCommitResponseTopicPartition, len(t.Partitions))
+		for j, p := range t.Partitions {
+			rt.Partitions[j].Partition = p.Partition
+		}
+	}
+	all := func(code int16) *kmsg.OffsetCommitResponse {
+		for i := range r.Topics {
+			for j := range r.Topics[i].Partitions {
+				r.Topics[i].Partitions[j].ErrorCode = code
+			}
+		}
+		return r
+	}
+	generation, memberID := req.Generation, req.MemberID
+	if req.Version == 0 {
+		generation, memberID = -1, ""
+	}
+	g, code := c.lookup(req.Group, false)
+	if code != 0 {
+		cb(all(code))
+		return
+	}
+	if g == nil {
+		if generation >= 0 {
+			// The group is gone: this member's generation is stale.
+			cb(all(kerr.IllegalGeneration.Code))
+			return
+		}
+		if g, code = c.lookup(req.Group, true); code != 0 {
+			cb(all(code))
+			return
+		}
+	}
+	g.with(func(fx *effects) {
+		code := g.validateCommitLocked(generation, memberID, req.InstanceID)
+		if code == 0 && g.state == stateCompletingRebalance {
+			code = kerr.RebalanceInProgress.Code
+		}
+		if code != 0 {
+			fx.add(func() { cb(all(code)) })
+			return
+		}
+		if m := g.members[memberID]; m != nil {
+			g.armSessionLocked(m, m.sessionTimeout)
+		}
+		g.storeOffsetsLocked(fx, req, r, cb)
+	})
+}
+
+func (g *group) validateCommitLocked(generation int32, memberID string, instanceID *string) int16 {
+	if g.state == stateDead {
+		return kerr.CoordinatorNotAvailable.Code
+	}
+	if generation >= 0 || memberID != "" || instanceID != nil {
+		if code := g.validateMember(memberID, instanceID); code != 0 {
+			return code
+		}
+		if generation != g.generation {
+			return kerr.IllegalGeneration.Code
+		}
+		return 0
+	}
+	if g.state != stateEmpty {
+		return kerr.UnknownMemberID.Code // only members commit while the group has some
+	}
+	return 0
+}
+
+func (g *group) storeOffsetsLocked(fx *effects, req *kmsg.OffsetCommitRequest, r *kmsg.OffsetCommitResponse, cb func(*kmsg.OffsetCommitResponse)) {
+	now := g.c.clock.Now().UnixMilli()
+	type pending struct {
+		tp   topicPartition
+		v    OffsetValue
+		code *int16
+	}
+	var ps []pending
+	var recs []Record
+	for i, t := range req.Topics {
+		for j, p := range t.Partitions {
+			code := &r.Topics[i].Partitions[j].ErrorCode
+			md := ""
+			if p.Metadata != nil {
+				md = *p.Metadata
+			}
+			if len(md) > g.c.cfg.MaxOffsetMetadata {
+				*code = kerr.OffsetMetadataTooLarge.Code
+				continue
+			}
+			v := OffsetValue{Version: 3, Offset: p.Offset, LeaderEpoch: -1, Metadata: md, CommitTimestamp: now, ExpireTimestamp: -1}
+			if req.Version >= 6 {
+				v.LeaderEpoch = p.LeaderEpoch
+			}
+			if req.Version == 1 && p.Timestamp != -1 {
+				v.CommitTimestamp = p.Timestamp
+			}
+			if req.Version >= 2 && req.Version <= 4 && req.RetentionTimeMillis != -1 {
+				v.Version = 1
+				v.LeaderEpoch = -1
+				v.ExpireTimestamp = v.CommitTimestamp + req.RetentionTimeMillis
+			}
+			tp := topicPartition{t.Topic, p.Partition}
+			ps = append(ps, pending{tp, v, code})
+			recs = append(recs, Record{
+				Timestamp: now,
+				Key:       AppendOffsetKey(nil, g.id, tp.topic, tp.partition),
+				Value:     AppendOffsetValue(nil, v),
+			})
+		}
+	}
+	if len(recs) == 0 {
+		fx.add(func() { cb(r) })
+		return
+	}
+	for _, p := range ps {
+		g.pendingCommits[p.tp]++
+	}
+	g.appendLocked(fx, recs, func(err error) {
+		g.with(func(fx *effects) {
+			code := appendErrorCode(err, true)
+			for _, p := range ps {
+				if g.pendingCommits[p.tp]--; g.pendingCommits[p.tp] <= 0 {
+					delete(g.pendingCommits, p.tp)
+				}
+				*p.code = code
+				if code == 0 && g.state != stateDead {
+					g.offsets[p.tp] = p.v
+				}
+			}
+			fx.add(func() { cb(r) })
+		})
+	})
+}
+
+// OffsetFetch handles OffsetFetch: v0-v7 for one group, v8+ for a batch of groups.
+// A nil topic list (v2+) fetches every committed offset of the group. Partitions
+// without a committed offset answer offset -1. It answers at once from memory.
+func (c *Coordinator) OffsetFetch(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetchResponse {
+	r := kmsg.NewPtrOffsetFetchResponse()
+	r.Version = req.Version
+	if req.Version >= 8 {
+		r.Groups = make([]kmsg.OffsetFetchResponseGroup, len(req.Groups))
+		for i, rg := range req.Groups {
+			out := &r.Groups[i]
+			out.Group = rg.Group
+			want := make([]fetchTopic, 0, len(rg.Topics))
+			for _, t := range rg.Topics {
+				want = append(want, fetchTopic{t.Topic, t.Partitions})
+			}
+			code, got := c.fetchOffsets(rg.Group, want, rg.Topics == nil)
+			out.ErrorCode = code
+			for _, t := range got {
+				ot := kmsg.OffsetFetchResponseGroupTopic{Topic: t.topic}
+				for _, p := range t.parts {
+					ot.Partitions = append(ot.Partitions, kmsg.OffsetFetchResponseGroupTopicPartition{
+						Partition: p.partition, Offset: p.v.Offset, LeaderEpoch: p.v.LeaderEpoch, Metadata: p.md,
+					})
+				}
+				out.Topics = append(out.Topics, ot)
+			}
+		}
+		return r
+	}
+	want := make([]fetchTopic, 0, len(req.Topics))
+	for _, t := range req.Topics {
+		want = append(want, fetchTopic{t.Topic, t.Partitions})
+	}
+	code, got := c.fetchOffsets(req.Group, want, req.Topics == nil && req.Version >= 2)
+	if req.Version >= 2 {
+		r.ErrorCode = code
+	}
+	for _, t := range got {
+		ot := kmsg.OffsetFetchResponseTopic{Topic: t.topic}
+		for _, p := range t.parts {
+			ot.Partitions = append(ot.Partitions, kmsg.OffsetFetchResponseTopicPartition{
+				Partition: p.partition, Offset: p.v.Offset, LeaderEpoch: p.v.LeaderEpoch, Metadata: p.md, ErrorCode: code,
+			})
+		}
+		r.Topics = append(r.Topics, ot)
+	}
+	return r
+}
+
+type fetchTopic struct {
+	topic      string
+	partitions []int32
+}
+
+type fetchedPartition struct {
+	partition int32
+	v         OffsetValue
+	md        *string
+}
+
+type fetchedTopic struct {
+	topic string
+	parts []fetchedPartition
+}
+
+// fetchOffsets returns the group's committed offsets for want (or all of them),
+// with the group-level error code; requested partitions are echoed even on error.
+func (c *Coordinator) fetchOffsets(id string, want []fetchTopic, all bool) (int16, []fetchedTopic) {
+	none := OffsetValue{Offset: -1, LeaderEpoch: -1}
+	echo := func(code int16) (int16, []fetchedTopic) {
+		out := make([]fetchedTopic, 0, len(want))
+		for _, t := range want {
+			ft := fetchedTopic{topic: t.topic}
+			for _, p := range t.partitions {
+				empty := ""
+				ft.parts = append(ft.parts, fetchedPartition{p, none, &empty})
+			}
+			out = append(out, ft)
+		}
+		return code, out
+	}
+	g, code := c.lookup(id, false)
+	if code != 0 {
+		return echo(code)
+	}
+	if g == nil {
+		return echo(0)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.state == stateDead {
+		return echo(0)
+	}
+	if all {
+		byTopic := map[string]int{}
+		var out []fetchedTopic
+		for tp, v := range g.offsets {
+			i, ok := byTopic[tp.topic]
+			if !ok {
+				i = len(out)
+				byTopic[tp.topic] = i
+				out = append(out, fetchedTopic{topic: tp.topic})
+			}
+			md := v.Metadata
+			out[i].parts = append(out[i].parts, fetchedPartition{tp.partition, v, &md})
+		}
+		return 0, out
+	}
+	out := make([]fetchedTopic, 0, len(want))
+	for _, t := range want {
+		ft := fetchedTopic{topic: t.topic}
+		for _, p := range t.partitions {
+			v, ok := g.offsets[topicPartition{t.topic, p}]
+			if !ok {
+				v = none
+			}
+			md := v.Metadata
+			ft.parts = append(ft.parts, fetchedPartition{p, v, &md})
+		}
+		out = append(out, ft)
+	}
+	return 0, out
+}
+
+// OffsetDelete handles OffsetDelete (v0+, KIP-496): offsets of topics the group does
+// not consume are deleted (tombstones written); cb is called once they are durable.
+func (c *Coordinator) OffsetDelete(req *kmsg.OffsetDeleteRequest, cb func(*kmsg.OffsetDeleteResponse)) {
+	r := kmsg.NewPtrOffsetDeleteResponse()
+	r.Version = req.Version
+	g, code := c.lookup(req.Group, false)
+	if code != 0 {
+		r.ErrorCode = code
+		cb(r)
+		return
+	}
+	if g == nil {
+		r.ErrorCode = kerr.GroupIDNotFound.Code
+		cb(r)
+		return
+	}
+	g.with(func(fx *effects) {
+		switch {
+		case g.state == stateDead:
+			r.ErrorCode = kerr.GroupIDNotFound.Code
+		case g.state != stateEmpty && g.protocolType != "consumer":
+			r.ErrorCode = kerr.NonEmptyGroup.Code
+		}
+		if r.ErrorCode != 0 {
+			fx.add(func() { cb(r) })
+			return
+		}
+		var recs []Record
+		r.Topics = make([]kmsg.OffsetDeleteResponseTopic, len(req.Topics))
+		for i, t := range req.Topics {
+			r.Topics[i].Topic = t.Topic
+			subscribed := g.state != stateEmpty && g.subscribedTo(t.Topic)
+			for _, p := range t.Partitions {
+				rp := kmsg.OffsetDeleteResponseTopicPartition{Partition: p.Partition}
+				tp := topicPartition{t.Topic, p.Partition}
+				if subscribed {
+					rp.ErrorCode = kerr.GroupSubscribedToTopic.Code
+				} else if _, ok := g.offsets[tp]; ok {
+					delete(g.offsets, tp)
+					recs = append(recs, g.offsetTombstone(tp))
+				}
+				r.Topics[i].Partitions = append(r.Topics[i].Partitions, rp)
+			}
+		}
+		if len(recs) == 0 {
+			fx.add(func() { cb(r) })
+			return
+		}
+		g.appendLocked(fx, recs, func(err error) {
+			if code := appendErrorCode(err, false); code != 0 {
+				r.ErrorCode = code
+			}
+			cb(r)
+		})
+	})
+}
+
+// ExpireOffsets runs one offset-retention pass (it also runs every
+// RetentionCheckInterval on the clock). Offsets of an Empty group expire
+// OffsetRetention after the group became empty; a Stable consumer group's offsets of
+// topics it no longer subscribes to, and a simple group's offsets, expire
+// OffsetRetention after their commit; an explicit expire timestamp (OffsetCommit
+// v2-v4 retention) wins. An Empty group left with no offsets is deleted.
+func (c *Coordinator) ExpireOffsets() {
+	c.mu.Lock()
+	gs := make([]*group, 0, len(c.mu.groups))
+	for _, g := range c.mu.groups {
+		gs = append(gs, g)
+	}
+	c.mu.Unlock()
+	now := c.clock.Now().UnixMilli()
+	retention := c.cfg.OffsetRetention.Milliseconds()
+	for _, g := range gs {
+		g.with(func(fx *effects) {
+			if g.state == stateDead {
+				return
+			}
+			var base func(OffsetValue) int64
+			var keep map[string]struct{}
+			switch {
+			case g.protocolType != "" && g.state == stateEmpty:
+				base = func(v OffsetValue) int64 {
+					if g.hasStateTime {
+						return g.stateTime.UnixMilli()
+					}
+					return v.CommitTimestamp
+				}
+			case g.protocolType == "consumer" && g.state == stateStable && g.subscriptions != nil:
+				base = func(v OffsetValue) int64 { return v.CommitTimestamp }
+				keep = g.subscriptions
+			case g.protocolType == "":
+				base = func(v OffsetValue) int64 { return v.CommitTimestamp }
+			}
+			var recs []Record
+			if base != nil {
+				for tp, v := range g.offsets {
+					if _, ok := keep[tp.topic]; ok || g.pendingCommits[tp] > 0 {
+						continue
+					}
+					expired := now-base(v) >= retention
+					if v.ExpireTimestamp >= 0 {
+						expired = now >= v.ExpireTimestamp
+					}
+					if expired {
+						delete(g.offsets, tp)
+						recs = append(recs, g.offsetTombstone(tp))
+					}
+				}
+			}
+			if g.state == stateEmpty && len(g.offsets) == 0 && len(g.pendingCommits) == 0 && len(g.pending) == 0 {
+				g.transition(stateDead)
+				g.stopTimersLocked()
+				g.c.dropGroupLocked(g)
+				if g.generation > 0 {
+					recs = append(recs, g.groupTombstone())
+				}
+			}
+			if len(recs) > 0 {
+				g.c.logger.Info("expired offsets", "group", g.id, "records", len(recs))
+				g.appendLocked(fx, recs, func(err error) {
+					if err != nil {
+						g.c.logger.Warn("offset expiry write failed", "group", g.id, "err", err)
+					}
+				})
+			}
+		})
+	}
+}
