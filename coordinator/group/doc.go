@@ -12,17 +12,17 @@
 //
 // # Group states
 //
-//	                 join                      all joined / timeout
-//	  +-------+  -------------->  +--------------------+  ------------->  +---------------------+
-//	  | Empty |                   | PreparingRebalance |                  | CompletingRebalance |
-//	  +-------+  <--------------  +--------------------+  <-------------  +---------------------+
-//	     |      no member rejoined     ^        ^        member join/leave/    | leader's SyncGroup
-//	     |                             |        |        session expiry        v   stored
-//	     | delete / offsets expired    |        +-------------------------  +--------+
-//	     v                             +----------------------------------  | Stable |
-//	  +------+                           member join/leave/session expiry   +--------+
-//	  | Dead |
-//	  +------+
+//	               join                      all joined / timeout
+//	+-------+  -------------->  +--------------------+  ------------->  +---------------------+
+//	| Empty |                   | PreparingRebalance |                  | CompletingRebalance |
+//	+-------+  <--------------  +--------------------+  <-------------  +---------------------+
+//	   |      no member rejoined     ^        ^        member join/leave/    | leader's SyncGroup
+//	   |                             |        |        session expiry        v   stored
+//	   | delete / offsets expired    |        +-------------------------  +--------+
+//	   v                             +----------------------------------  | Stable |
+//	+------+                           member join/leave/session expiry   +--------+
+//	| Dead |
+//	+------+
 //
 // Invariants kept by *group (under group.mu):
 //
