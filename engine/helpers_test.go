@@ -38,7 +38,7 @@ func makeBatch(tb testBatch) []byte {
 	var rec []byte
 	for i := 0; i < tb.records; i++ {
 		rec = rec[:0]
-		rec = append(rec, 0)                              // attributes
+		rec = append(rec, 0)                               // attributes
 		rec = binary.AppendVarint(rec, int64(i)*tb.tsStep) // timestamp delta
 		rec = binary.AppendVarint(rec, int64(i))           // offset delta
 		rec = binary.AppendVarint(rec, -1)                 // null key
@@ -73,7 +73,7 @@ func newFakeClock(ms int64) *fakeClock {
 	c.ms.v = ms
 	return c
 }
-func (c *fakeClock) now() time.Time   { return time.UnixMilli(loadInt64(&c.ms.v)) }
+func (c *fakeClock) now() time.Time  { return time.UnixMilli(loadInt64(&c.ms.v)) }
 func (c *fakeClock) advance(d int64) { addInt64(&c.ms.v, d) }
 
 func openTest(t testing.TB, dirs []string, pol SyncPolicy, clk *fakeClock) *Manager {

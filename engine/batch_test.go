@@ -1,0 +1,102 @@
+package engine
+
+import (
+	"encoding/binary"
+	"hash/crc32"
+	"testing"
+)
+
+func recrc(b []byte) []byte {
+	binary.BigEndian.PutUint32(b[offCRC:], crc32.Checksum(b[offAttributes:], castagnoli))
+	return b
+}
+
+func TestValidateBatch(t *testing.T) {
+	good := makeBatch(testBatch{records: 4, valueSize: 10, baseTs: 5, tsStep: 1})
+	mod := func(f func(b []byte) []byte) []byte {
+		b := append([]byte(nil), good...)
+		return f(b)
+	}
+	tests := []struct {
+		name string
+		b    []byte
+		want error
+	}{
+		{"good", good, nil},
+		{"empty", nil, ErrCorruptBatch},
+		{"short header", good[:40], ErrCorruptBatch},
+		{"truncated", good[:len(good)-1], ErrCorruptBatch},
+		{"magic 1", mod(func(b []byte) []byte { b[offMagic] = 1; return b }), ErrUnsupportedMagic},
+		{"magic 3", mod(func(b []byte) []byte { b[offMagic] = 3; return b }), ErrUnsupportedMagic},
+		{"length below header", mod(func(b []byte) []byte { binary.BigEndian.PutUint32(b[offLength:], 10); return b }), ErrCorruptBatch},
+		{"negative length", mod(func(b []byte) []byte { binary.BigEndian.PutUint32(b[offLength:], 0xFFFFFFF0); return b }), ErrCorruptBatch},
+		{"huge length", mod(func(b []byte) []byte { binary.BigEndian.PutUint32(b[offLength:], 1<<30); return b }), ErrCorruptBatch},
+		{"crc", mod(func(b []byte) []byte { b[len(b)-1] ^= 1; return b }), ErrCorruptBatch},
+		{"crc field", mod(func(b []byte) []byte { b[offCRC] ^= 1; return b }), ErrCorruptBatch},
+		{"count zero", mod(func(b []byte) []byte { binary.BigEndian.PutUint32(b[offNumRecords:], 0); return recrc(b) }), ErrInvalidRecord},
+		{"count vs delta", mod(func(b []byte) []byte { binary.BigEndian.PutUint32(b[offNumRecords:], 3); return recrc(b) }), ErrInvalidRecord},
+		{"negative delta", mod(func(b []byte) []byte { binary.BigEndian.PutUint32(b[offLastOffsetDelta:], 0xFFFFFFFF); return recrc(b) }), ErrInvalidRecord},
+		{"record overrun", mod(func(b []byte) []byte { b[BatchHeaderSize] = 0x7E; return recrc(b) }), ErrInvalidRecord},
+		{"bad codec", mod(func(b []byte) []byte { binary.BigEndian.PutUint16(b[offAttributes:], 7); return recrc(b) }), ErrInvalidRecord},
+		{"producer without epoch", mod(func(b []byte) []byte {
+			binary.BigEndian.PutUint64(b[offProducerID:], 7)
+			binary.BigEndian.PutUint16(b[offProducerEpoch:], 0xFFFF)
+			return recrc(b)
+		}), ErrInvalidRecord},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h, err := ValidateBatch(tc.b)
+			if tc.want == nil {
+				if err != nil {
+					t.Fatalf("unexpected %v", err)
+				}
+				if h.NumRecords != 4 || h.LastOffsetDelta != 3 || h.MaxTimestamp != 8 || h.Size() != int64(len(good)) {
+					t.Fatalf("header %+v", h)
+				}
+				return
+			}
+			if !isErr(err, tc.want) {
+				t.Fatalf("got %v, want %v", err, tc.want)
+			}
+			if isErr(tc.want, ErrCorruptBatch) && !isErr(err, ErrCorrupt) {
+				t.Fatalf("%v does not match ErrCorrupt", err)
+			}
+		})
+	}
+}
+
+func TestValidateBatchNoAllocs(t *testing.T) {
+	b := makeBatch(testBatch{records: 50, valueSize: 100})
+	if n := testing.AllocsPerRun(100, func() { ValidateBatch(b) }); n != 0 {
+		t.Fatalf("%v allocs", n)
+	}
+}
+
+func TestSequenceWrap(t *testing.T) {
+	if got := lastSequence(2147483647, 2); got != 0 {
+		t.Fatalf("lastSequence wrap: %d", got)
+	}
+	if got := nextSequence(2147483647); got != 0 {
+		t.Fatalf("nextSequence wrap: %d", got)
+	}
+}
+
+func FuzzRecordBatchHeader(f *testing.F) {
+	f.Add(makeBatch(testBatch{records: 2, valueSize: 3}))
+	f.Add(makeBatch(testBatch{records: 1, pid: 5, epoch: 1, seq: 9}))
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		h, err := ParseBatchHeader(b)
+		if err == nil && (h.Magic != 2 || h.Length < BatchHeaderSize-logOverhead) {
+			t.Fatalf("accepted %+v", h)
+		}
+		h2, err2 := ValidateBatch(b)
+		if err2 == nil {
+			if err != nil || h2 != h || int64(len(b)) < h2.Size() || h2.NumRecords <= 0 {
+				t.Fatalf("validated inconsistent header %+v (%v)", h2, err)
+			}
+			recordTimestamps(b[:h2.Size()], func(o, ts int64) bool { return true })
+		}
+	})
+}
