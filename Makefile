@@ -1,0 +1,49 @@
+# Samsa: the two commands of the README are `make run` and `make test`.
+GO        ?= go
+BIN       ?= bin
+DATA      ?= ./data
+LISTEN    ?= 127.0.0.1:9092
+ADMIN     ?= 127.0.0.1:9644
+FUZZTIME  ?= 30s
+# Packages tested with the race detector by `make test`.
+PKGS      ?= ./...
+
+.PHONY: all build run test test-go test-kcat bench fuzz lint clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN)/samsa ./cmd/samsa
+	$(GO) build -o $(BIN)/samsa-bench ./cmd/samsa-bench
+	$(GO) build -o $(BIN)/dumplog ./tools/dumplog
+
+# The embedded default: one broker, data in $(DATA), a short benchmark against it, then the
+# broker keeps serving until Ctrl-C.
+run: build
+	./scripts/run.sh "$(BIN)" "$(DATA)" "$(LISTEN)" "$(ADMIN)"
+
+test: lint test-go test-kcat
+
+test-go:
+	$(GO) test -race -timeout 20m $(PKGS)
+
+test-kcat:
+	./tests/kcat.sh
+
+bench: build
+	$(BIN)/samsa-bench run --spawn samsa --samsa-bin $(BIN)/samsa --workload bench/workloads/max-throughput-100b.yaml
+
+# Each fuzz target for $(FUZZTIME). `go test -fuzz` takes one target and one package at a time.
+fuzz:
+	@set -e; for pkg in $$($(GO) list ./...); do \
+		for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+			echo "== $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; \
+		done; \
+	done
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+clean:
+	rm -rf $(BIN)

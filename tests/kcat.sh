@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# Shell-level compatibility test with librdkafka's kcat: metadata, produce 100,000 lines,
+# consume them back and count them; the same with idempotence and each compression codec;
+# then a graceful restart must keep every record.
+#
+#   tests/kcat.sh            (needs kcat and python3 on PATH; builds ./cmd/samsa)
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+tmp=$(mktemp -d)
+pid=""
+cleanup() {
+	if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+		kill -KILL "$pid" 2>/dev/null || true
+	fi
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+fail() {
+	echo "FAIL: $*" >&2
+	if [ -f "$tmp/broker.log" ]; then
+		echo "--- broker log (last 40 lines) ---" >&2
+		tail -n 40 "$tmp/broker.log" >&2
+	fi
+	exit 1
+}
+
+command -v kcat >/dev/null || fail "kcat is not installed (apt-get install -y kcat)"
+
+free_port() {
+	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+}
+
+(cd "$root" && go build -o "$tmp/samsa" ./cmd/samsa)
+port=$(free_port)
+admin=$(free_port)
+broker="127.0.0.1:$port"
+
+start() {
+	"$tmp/samsa" serve --data-dir "$tmp/data" --listen "$broker" --admin-listen "127.0.0.1:$admin" \
+		>>"$tmp/broker.log" 2>&1 &
+	pid=$!
+	for _ in $(seq 1 200); do
+		if kcat -b "$broker" -L -m 2 >/dev/null 2>&1; then
+			return 0
+		fi
+		kill -0 "$pid" 2>/dev/null || fail "broker exited during start-up"
+		sleep 0.1
+	done
+	fail "broker did not answer metadata within 20 s"
+}
+
+stop() {
+	kill -TERM "$pid"
+	local rc=0
+	wait "$pid" || rc=$?
+	pid=""
+	[ "$rc" -eq 0 ] || fail "broker exited with status $rc on SIGTERM"
+}
+
+passed=0
+failed=0
+check() { # name, expected, actual
+	if [ "$2" == "$3" ]; then
+		passed=$((passed + 1))
+		echo "ok   $1"
+	else
+		failed=$((failed + 1))
+		echo "FAIL $1: expected [$2], got [$3]" >&2
+	fi
+}
+
+start
+
+# Metadata: the broker lists itself at the advertised address.
+meta=$(kcat -b "$broker" -L -m 5)
+check "metadata lists the broker" 1 "$(grep -c "at $broker" <<<"$meta")"
+
+n=100000
+seq 1 "$n" >"$tmp/lines"
+expected_sum=$(awk '{s+=$1} END {print s}' "$tmp/lines")
+
+produce_consume() { # topic, extra producer args...
+	local topic=$1
+	shift
+	kcat -b "$broker" -P -t "$topic" -m 30 "$@" <"$tmp/lines" || fail "produce to $topic"
+	kcat -b "$broker" -C -t "$topic" -o beginning -e -q -m 30 >"$tmp/out.$topic" || fail "consume $topic"
+	check "$topic: count" "$n" "$(wc -l <"$tmp/out.$topic" | tr -d ' ')"
+	check "$topic: sum" "$expected_sum" "$(awk '{s+=$1} END {print s}' "$tmp/out.$topic")"
+}
+
+produce_consume kcat-plain
+produce_consume kcat-idempotent -X enable.idempotence=true
+for codec in gzip snappy lz4 zstd; do
+	produce_consume "kcat-$codec" -z "$codec"
+done
+
+# Order within a single partition is the produce order.
+check "kcat-plain: order" "" "$(diff <(cat "$tmp/lines") "$tmp/out.kcat-plain" | head -1)"
+
+# Keys and headers round-trip.
+printf 'k1:v1\nk2:v2\n' | kcat -b "$broker" -P -t kcat-keys -K: -H h=1 || fail "keyed produce"
+keys=$(kcat -b "$broker" -C -t kcat-keys -o beginning -e -q -f '%k=%s;%h\n')
+check "keys and headers" $'k1=v1;h=1\nk2=v2;h=1' "$keys"
+
+# A graceful restart keeps every record.
+stop
+start
+kcat -b "$broker" -C -t kcat-plain -o beginning -e -q -m 30 >"$tmp/out.restart" || fail "consume after restart"
+check "after restart: count" "$n" "$(wc -l <"$tmp/out.restart" | tr -d ' ')"
+stop
+
+echo "kcat: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
