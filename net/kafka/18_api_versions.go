@@ -1,0 +1,77 @@
+// ApiVersions (key 18), versions 0-5.
+//
+// The advertised list is built from the handler table: every registered API with the
+// version range it serves, capped at what kmsg can encode, so registering a handler is
+// all it takes to advertise it.
+//
+// A request at a version above the served range is answered, as Kafka (KIP-511) does,
+// with UNSUPPORTED_VERSION in the v0 body format plus the full key list, so the client
+// can retry at a version both sides know. ApiVersions responses always use response
+// header v0, even at flexible versions (the client cannot know yet which header the
+// broker would use).
+//
+// v3+: ClientSoftwareName/Version must match [a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?,
+// else INVALID_REQUEST (as Kafka). v5 (KIP-1242): ClusterID and NodeID are both set or
+// both unset (else INVALID_REQUEST); set and not ours: REBOOTSTRAP_REQUIRED.
+//
+// Differences from Apache Kafka: no features are advertised (SupportedFeatures and
+// FinalizedFeatures are empty, FinalizedFeaturesEpoch -1); clients treat that as a broker
+// without feature flags.
+package kafka
+
+import (
+	"regexp"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-broker/samsa/net/transport"
+)
+
+const apiVersionsKey = 18
+
+func init() {
+	register(API{Key: apiVersionsKey, MinVersion: 0, MaxVersion: 5, Handle: handleApiVersions})
+}
+
+type apiKeyEntry = kmsg.ApiVersionsResponseApiKey
+
+func buildApiVersions() []apiKeyEntry {
+	var keys []apiKeyEntry
+	for _, a := range servedAPIs() {
+		keys = append(keys, apiKeyEntry{ApiKey: a.Key, MinVersion: a.MinVersion, MaxVersion: a.MaxVersion})
+	}
+	return keys
+}
+
+var softwareName = regexp.MustCompile(`^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$`)
+
+func handleApiVersions(b *Broker, r *Request) {
+	req := r.Body.(*kmsg.ApiVersionsRequest)
+	resp := r.ResponseKind().(*kmsg.ApiVersionsResponse)
+	resp.ApiKeys = b.apiVersions
+	resp.FinalizedFeaturesEpoch = -1
+	v := r.Header.Version
+	switch {
+	case v >= 3 && (!softwareName.MatchString(req.ClientSoftwareName) || !softwareName.MatchString(req.ClientSoftwareVersion)):
+		resp.ErrorCode = kerr.InvalidRequest.Code
+	case v >= 5 && (req.ClusterID == nil) != (req.NodeID == -1):
+		resp.ErrorCode = kerr.InvalidRequest.Code
+	case v >= 5 && req.ClusterID != nil && (*req.ClusterID != b.cfg.ClusterID || req.NodeID != b.cfg.NodeID):
+		resp.ErrorCode = kerr.RebootstrapRequired.Code
+	}
+	r.Respond(resp)
+}
+
+// answerUnsupportedApiVersions answers an ApiVersions request at a version outside the
+// served range: v0 body, UNSUPPORTED_VERSION, and the keys we serve.
+func (b *Broker) answerUnsupportedApiVersions(tr transport.Request, h *Header) {
+	b.metrics.rejected.Inc()
+	resp := kmsg.NewPtrApiVersionsResponse()
+	resp.ErrorCode = kerr.UnsupportedVersion.Code
+	resp.ApiKeys = b.apiVersions
+	v0 := Header{Key: h.Key, Version: 0, CorrelationID: h.CorrelationID}
+	out := encodeResponse(&v0, resp)
+	b.metrics.bytesOut.Add(float64(out.Size() + 4))
+	tr.Ticket.Respond(out)
+}

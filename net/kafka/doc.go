@@ -1,0 +1,60 @@
+// Package kafka owns the broker's Kafka protocol layer: it turns framed requests from a
+// net/transport into calls of per-API handlers and encodes their answers. It holds the
+// handler table, the request-header codec, the response encoder, ApiVersions built from
+// the table, the admin APIs, and the partition-lookup helpers the data-path handlers
+// use. Storage is the engine's, cluster metadata the coordinator/metadata store's.
+//
+// # The kernel, for handler authors
+//
+// One file per API, named by key (00_produce.go, 18_api_versions.go, ...), starts with a
+// header comment (versions served, behaviour, differences from Apache Kafka) and
+// registers itself once:
+//
+//	func init() {
+//		register(API{Key: 3, MinVersion: 0, MaxVersion: 13, Handle: handleMetadata})
+//	}
+//
+// The dispatcher never grows a switch: the table alone decides what is served, and
+// ApiVersions advertises exactly the table (versions capped at what kmsg knows).
+//
+// Request path, per connection, inline on the transport's read goroutine:
+//
+//	frame ─▶ parseFixedHeader ─▶ table lookup ─▶ version check ─▶ parseHeaderRest
+//	      ─▶ kmsg decode (unless API.Raw) ─▶ API.Handle(b, *Request)
+//
+// Because Handle runs inline, requests of one connection reach their handler in order
+// (appends from one connection happen in order; idempotent producers pipeline up to 5).
+// Handle must not block: work that waits (fsync, acks=all, long-poll fetch) answers
+// later from another goroutine. Answers leave in request order whatever order they
+// are given in.
+//
+// Answering, exactly once per request, from any goroutine:
+//
+//	r.Respond(resp kmsg.Response)   encode header+body into a pooled buffer and answer
+//	r.RespondRaw(transport.Response) a hand-framed answer (bytes + file ranges for
+//	                                 sendfile, with a Releaser); begin it with
+//	                                 AppendResponseHeader(dst, &r.Header)
+//	r.NoResponse()                  nothing on the wire (acks=0)
+//	r.CloseConn()                   close once the earlier answers left
+//
+// r.Raw and anything aliasing the request frame are invalid once the request is
+// answered; r.Body (kmsg-decoded, strings copied) may be kept, but byte slices inside
+// it (Produce records) alias the frame too.
+//
+// Response header: v0 is the correlation id; v1 (flexible versions) adds an empty
+// tagged-field section. ApiVersions always answers with v0:
+//
+//	v0: | correlation_id int32 |
+//	v1: | correlation_id int32 | tagged_fields: 0x00 |
+//
+// # Bad requests
+//
+// A request whose header is short or malformed, whose key is not served, whose version
+// is outside the served range, or whose body kmsg cannot decode, closes its connection
+// (after the answers to earlier requests left). That is what Apache Kafka does: the
+// response schema of an unknown key or version is undefined, so no error can be
+// encoded that the client could parse. The one exception is ApiVersions at an
+// unsupported version, answered with UNSUPPORTED_VERSION in the v0 format plus the key
+// list, so clients can negotiate down (KIP-511). A handler that panics (a bug) is
+// recovered: its connection is closed and the panic logged.
+package kafka

@@ -1,0 +1,31 @@
+package kafka
+
+import (
+	"testing"
+	"time"
+)
+
+func newFuzzBroker(tb testing.TB) *Broker {
+	b, err := New(Config{NodeID: 1, ClusterID: "fuzz", Host: "127.0.0.1", Port: 9092}, testLogger(tb))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
+}
+
+// waitAnswered polls until the fake connection's request 0 is answered.
+func waitAnswered(t *testing.T, c *fakeConn) {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		c.mu.Lock()
+		_, ok := c.answers[0]
+		c.mu.Unlock()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("request never answered")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
