@@ -137,7 +137,8 @@ type group struct {
 	syncSeq        uint64
 
 	offsets        map[topicPartition]OffsetValue
-	pendingCommits map[topicPartition]int // in-flight commits per partition
+	pendingCommits map[topicPartition]int    // in-flight commits per partition
+	deleted        map[topicPartition]uint64 // bumped when an offset with commits in flight is deleted
 }
 
 func newGroup(c *Coordinator, id string, partition int32) *group {
@@ -154,6 +155,7 @@ func newGroup(c *Coordinator, id string, partition int32) *group {
 		pendingSync:    map[string]struct{}{},
 		offsets:        map[topicPartition]OffsetValue{},
 		pendingCommits: map[topicPartition]int{},
+		deleted:        map[topicPartition]uint64{},
 	}
 }
 

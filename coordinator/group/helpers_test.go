@@ -284,6 +284,16 @@ type syncResult struct {
 	mu   sync.Mutex
 	resp *kmsg.SyncGroupResponse
 	n    int
+	ch   chan struct{}
+}
+
+// wait returns the answer, waiting up to 10 s for a Log that completes later.
+func (s *syncResult) wait() *kmsg.SyncGroupResponse {
+	select {
+	case <-s.ch:
+	case <-time.After(10 * time.Second):
+	}
+	return s.get()
 }
 
 func (s *syncResult) get() *kmsg.SyncGroupResponse {
@@ -299,13 +309,16 @@ func (h *harness) sync(group, member string, gen int32, instance *string, assign
 	for id, a := range assign {
 		req.GroupAssignment = append(req.GroupAssignment, kmsg.SyncGroupRequestGroupAssignment{MemberID: id, MemberAssignment: a})
 	}
-	res := &syncResult{}
+	res := &syncResult{ch: make(chan struct{})}
 	h.c.SyncGroup(req, func(r *kmsg.SyncGroupResponse) {
 		res.mu.Lock()
 		res.resp = r
 		res.n++
 		n := res.n
 		res.mu.Unlock()
+		if n == 1 {
+			close(res.ch)
+		}
 		if n > 1 {
 			h.t.Errorf("sync answered %d times", n)
 		}
@@ -326,12 +339,15 @@ func (h *harness) commit(group, member string, gen int32, topic string, part int
 	req.Version = 8
 	req.Group, req.MemberID, req.Generation = group, member, gen
 	req.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: topic, Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: part, Offset: offset, LeaderEpoch: 7, Metadata: &md}}}}
-	var got *kmsg.OffsetCommitResponse
-	h.c.OffsetCommit(req, func(r *kmsg.OffsetCommitResponse) { got = r })
-	if got == nil {
+	ch := make(chan *kmsg.OffsetCommitResponse, 1)
+	h.c.OffsetCommit(req, func(r *kmsg.OffsetCommitResponse) { ch <- r })
+	select {
+	case got := <-ch:
+		return got.Topics[0].Partitions[0].ErrorCode
+	case <-time.After(10 * time.Second):
 		h.t.Fatal("commit not answered")
+		return -1
 	}
-	return got.Topics[0].Partitions[0].ErrorCode
 }
 
 func (h *harness) fetch(group, topic string, part int32) kmsg.OffsetFetchResponseGroupTopicPartition {
@@ -383,7 +399,7 @@ func (h *harness) stableGroup(group string, n int) (ids []string, gen int32) {
 		syncs = append(syncs, h.sync(group, id, gen, nil, a))
 	}
 	for i, s := range syncs {
-		r := s.get()
+		r := s.wait()
 		if r == nil || r.ErrorCode != 0 || string(r.MemberAssignment) != string(assign[ids[i]]) {
 			h.t.Fatalf("sync %d: %+v", i, r)
 		}

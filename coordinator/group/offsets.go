@@ -88,9 +88,10 @@ func (g *group) validateCommitLocked(generation int32, memberID string, instance
 func (g *group) storeOffsetsLocked(fx *effects, req *kmsg.OffsetCommitRequest, r *kmsg.OffsetCommitResponse, cb func(*kmsg.OffsetCommitResponse)) {
 	now := g.c.clock.Now().UnixMilli()
 	type pending struct {
-		tp   topicPartition
-		v    OffsetValue
-		code *int16
+		tp     topicPartition
+		v      OffsetValue
+		code   *int16
+		delSeq uint64
 	}
 	var ps []pending
 	var recs []Record
@@ -118,7 +119,7 @@ func (g *group) storeOffsetsLocked(fx *effects, req *kmsg.OffsetCommitRequest, r
 				v.ExpireTimestamp = v.CommitTimestamp + req.RetentionTimeMillis
 			}
 			tp := topicPartition{t.Topic, p.Partition}
-			ps = append(ps, pending{tp, v, code})
+			ps = append(ps, pending{tp, v, code, g.deleted[tp]})
 			recs = append(recs, Record{
 				Timestamp: now,
 				Key:       AppendOffsetKey(nil, g.id, tp.topic, tp.partition),
@@ -137,12 +138,15 @@ func (g *group) storeOffsetsLocked(fx *effects, req *kmsg.OffsetCommitRequest, r
 		g.with(func(fx *effects) {
 			code := appendErrorCode(err, true)
 			for _, p := range ps {
+				*p.code = code
+				// an OffsetDelete that ran meanwhile wrote its tombstone after this
+				// record: the offset stays deleted
+				if code == 0 && g.state != stateDead && g.deleted[p.tp] == p.delSeq {
+					g.offsets[p.tp] = p.v
+				}
 				if g.pendingCommits[p.tp]--; g.pendingCommits[p.tp] <= 0 {
 					delete(g.pendingCommits, p.tp)
-				}
-				*p.code = code
-				if code == 0 && g.state != stateDead {
-					g.offsets[p.tp] = p.v
+					delete(g.deleted, p.tp)
 				}
 			}
 			fx.add(func() { cb(r) })
@@ -311,8 +315,11 @@ func (c *Coordinator) OffsetDelete(req *kmsg.OffsetDeleteRequest, cb func(*kmsg.
 				tp := topicPartition{t.Topic, p.Partition}
 				if subscribed {
 					rp.ErrorCode = kerr.GroupSubscribedToTopic.Code
-				} else if _, ok := g.offsets[tp]; ok {
+				} else if _, ok := g.offsets[tp]; ok || g.pendingCommits[tp] > 0 {
 					delete(g.offsets, tp)
+					if g.pendingCommits[tp] > 0 {
+						g.deleted[tp]++
+					}
 					recs = append(recs, g.offsetTombstone(tp))
 				}
 				r.Topics[i].Partitions = append(r.Topics[i].Partitions, rp)
