@@ -98,7 +98,7 @@ func scanBatches(b []byte) (records, bytes int64, next int64) {
 		}
 		if b[16] == 2 {
 			lastDelta := int64(int32(binary.BigEndian.Uint32(b[23:])))
-			records += int64(int32(binary.BigEndian.Uint32(b[57:])))
+			records += max(0, int64(int32(binary.BigEndian.Uint32(b[57:]))))
 			next = base + lastDelta + 1
 		} else {
 			next = base + 1 // old formats: one message at least; good enough to advance

@@ -55,7 +55,8 @@ type producer struct {
 	ackedBytes atomic.Int64
 	failed     atomic.Int64
 
-	ack func(*kgo.Record, error) // onAck as a value, made once
+	ack    func(*kgo.Record, error) // onAck as a value, made once
+	sendFn func(intended int64)     // send, replaceable in tests of the schedule
 }
 
 func producerOpts(w *Workload, brokers []string) []kgo.Opt {
@@ -110,6 +111,7 @@ func newProducer(w *Workload, brokers []string, topic string, pl [][]byte, keys 
 		errs:   errs,
 	}
 	p.ack = p.onAck
+	p.sendFn = p.send
 	return p, nil
 }
 
@@ -162,7 +164,7 @@ func (p *producer) loop(start time.Time, stop <-chan struct{}, stopAtBytes int64
 					return
 				}
 			}
-			p.send(0)
+			p.sendFn(0)
 		}
 	}
 	interval := float64(time.Second) / p.rate
@@ -179,8 +181,11 @@ func (p *producer) loop(start time.Time, stop <-chan struct{}, stopAtBytes int64
 					return
 				default:
 				}
+				if stopAtBytes > 0 && p.ackedBytes.Load() >= stopAtBytes {
+					return
+				}
 			}
-			p.send(base + int64(float64(i)*interval))
+			p.sendFn(base + int64(float64(i)*interval))
 		}
 		wait := time.Duration(float64(i)*interval) - time.Since(start)
 		if wait < 50*time.Microsecond {

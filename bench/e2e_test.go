@@ -1,0 +1,300 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestMain lets this test binary serve kfake as a child process (kfake-proc).
+func TestMain(m *testing.M) {
+	if addr := os.Getenv(KfakeServeEnv); addr != "" {
+		ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+		err := ServeKfake(ctx, addr)
+		cancel()
+		if err != nil {
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// e2eWorkload is a 3-second run: 1 topic, 3 partitions, 100-byte records at a fixed
+// 5,000 msg/s, read by 2 consumer groups.
+func e2eWorkload(t *testing.T) *Workload {
+	t.Helper()
+	w, err := ParseWorkload(strings.NewReader(`
+name: e2e
+topics: 1
+partitionsPerTopic: 3
+messageSize: 100
+randomBytesRatio: 0.5
+keyDistributor: round-robin
+subscriptionsPerTopic: 2
+consumerPerSubscription: 1
+producersPerTopic: 1
+producerRate: 5000
+warmup: 1s
+duration: 2s
+producer:
+  acks: all
+  linger: 1ms
+  maxBufferedRecords: 20000
+consumer:
+  fetchMaxWait: 100ms
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// checkCounts: nothing failed, everything acknowledged was read by every group.
+func checkCounts(t *testing.T, r *Result) {
+	t.Helper()
+	if r.Failed != "" {
+		t.Fatalf("%s failed: %s", r.Target, r.Failed)
+	}
+	if r.Errors != 0 {
+		t.Errorf("%s: %d errors: %v", r.Target, r.Errors, r.ErrorSamples)
+	}
+	if r.Acked == 0 || r.Acked != r.Sent {
+		t.Errorf("%s: sent %d, acked %d", r.Target, r.Sent, r.Acked)
+	}
+	if !r.CaughtUp || len(r.ConsumedPerSubscription) != r.Subscriptions {
+		t.Errorf("%s: not caught up: %+v", r.Target, r.ConsumedPerSubscription)
+	}
+	for i, c := range r.ConsumedPerSubscription {
+		if c != r.Acked {
+			t.Errorf("%s: subscription %d consumed %d of %d acked", r.Target, i, c, r.Acked)
+		}
+	}
+	if r.PublishLatency.Count == 0 || (r.Subscriptions > 0 && r.E2ELatency.Count == 0) {
+		t.Errorf("%s: no latency samples: pub %d e2e %d", r.Target, r.PublishLatency.Count, r.E2ELatency.Count)
+	}
+	if r.Config != nil && r.Config.BacklogBytes() > 0 {
+		return // a backlog run measures the drain; nothing is produced in its window
+	}
+	if r.PubRate <= 0 || len(r.Series) < 3 {
+		t.Errorf("%s: rate %v, %d points", r.Target, r.PubRate, len(r.Series))
+	}
+}
+
+func TestRunKfake(t *testing.T) {
+	ctx := context.Background()
+	tg, err := StartTarget(ctx, TargetKfake, SpawnOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tg.Close()
+	w := e2eWorkload(t)
+	r, err := Run(ctx, RunConfig{Workload: w, Brokers: tg.Brokers, Target: "kfake"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkCounts(t, r)
+	// 5,000 msg/s over a 2 s window, on a busy machine: within a wide band.
+	if r.PubRate < 2500 || r.PubRate > 7500 {
+		t.Errorf("fixed rate 5000 measured as %.0f", r.PubRate)
+	}
+	if r.Broker != nil {
+		t.Error("in-process kfake has no separate CPU figure")
+	}
+}
+
+func TestRunKfakeMaxRateAssignZipf(t *testing.T) {
+	ctx := context.Background()
+	tg, err := StartTarget(ctx, TargetKfake, SpawnOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tg.Close()
+	w := e2eWorkload(t)
+	w.ProducerRate = 0
+	w.KeyDistributor, w.KeySpace = KeyZipf, 1000
+	w.Producer.Compression = "lz4"
+	w.Producer.MaxBufferedRecords = 5000
+	w.Consumer.Mode = "assign"
+	w.ConsumerPerSubscription = 2
+	w.SubscriptionsPerTopic = 1
+	w.Warmup, w.Duration = 0, Duration(2*time.Second)
+	r, err := Run(ctx, RunConfig{Workload: w, Brokers: tg.Brokers, Target: "kfake"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkCounts(t, r)
+}
+
+func TestBacklogDrainKfake(t *testing.T) {
+	ctx := context.Background()
+	tg, err := StartTarget(ctx, TargetKfake, SpawnOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tg.Close()
+	w := e2eWorkload(t)
+	w.ProducerRate = 0
+	w.SubscriptionsPerTopic = 1
+	w.ConsumerBacklogSizeGB = 2.0 / 1024 // 2 MiB
+	w.Duration = Duration(30 * time.Second)
+	r, err := Run(ctx, RunConfig{Workload: w, Brokers: tg.Brokers, Target: "kfake"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkCounts(t, r)
+	if r.Acked*100 < 2<<20 {
+		t.Errorf("backlog of %d records is under 2 MiB", r.Acked)
+	}
+	if r.ConsRate <= 0 {
+		t.Errorf("drain rate %v", r.ConsRate)
+	}
+}
+
+func TestRawKfake(t *testing.T) {
+	ctx := context.Background()
+	tg, err := StartTarget(ctx, TargetKfake, SpawnOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tg.Close()
+	w := e2eWorkload(t)
+	r, err := RunRaw(ctx, RawConfig{Workload: w, Brokers: tg.Brokers, Target: "kfake", Duration: 2 * time.Second, Warmup: time.Second,
+		Connections: 1, InFlight: 4, RecordsPerBatch: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Mode != "raw" || r.Acked == 0 || r.Consumed == 0 || r.Errors != 0 || r.PubRate <= 0 {
+		t.Fatalf("raw result %+v", r)
+	}
+	if r.Acked%100 != 0 {
+		t.Errorf("acked %d is not whole batches", r.Acked)
+	}
+	if r.Consumed > r.Acked {
+		t.Errorf("fetched %d > produced %d", r.Consumed, r.Acked)
+	}
+}
+
+// TestCompareKfakeInProcessAndChild runs A B for one round against kfake in process
+// and kfake as a child (this test binary, via TestMain), whose CPU and RSS are read
+// from /proc.
+func TestCompareKfakeInProcessAndChild(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := e2eWorkload(t)
+	w.Warmup, w.Duration = 0, Duration(2*time.Second)
+	rs, err := Compare(context.Background(), CompareConfig{Workload: w, Targets: []string{TargetKfake, TargetKfakeProc}, Rounds: 1,
+		Spawn: SpawnOptions{SelfExe: self, WorkDir: t.TempDir()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 2 || rs[0].Target != TargetKfake || rs[1].Target != TargetKfakeProc {
+		t.Fatalf("results %+v", rs)
+	}
+	for _, r := range rs {
+		checkCounts(t, r)
+	}
+	b := rs[1].Broker
+	if b == nil || b.CPUSeconds <= 0 || b.CPUUsPerMsg <= 0 || b.PeakRSS <= 0 {
+		t.Errorf("child broker cost %+v", b)
+	}
+	if figs := Figures(rs); len(figs) == 0 || len(figs[0].Stats) != 2 {
+		t.Errorf("figures %+v", figs)
+	}
+}
+
+func TestStartTargetErrors(t *testing.T) {
+	ctx := context.Background()
+	if _, err := StartTarget(ctx, "not-a-target", SpawnOptions{}); !errors.Is(err, ErrTarget) {
+		t.Errorf("bad spec: %v", err)
+	}
+	if _, err := StartTarget(ctx, "samsa@", SpawnOptions{SamsaBin: "/bin/true"}); !errors.Is(err, ErrTarget) {
+		t.Errorf("empty flag: %v", err)
+	}
+	dir := t.TempDir()
+	// A broker that exits at once: the error carries its log.
+	exits := filepath.Join(dir, "exits")
+	if err := os.WriteFile(exits, []byte("#!/bin/sh\necho \"cannot serve: $*\" >&2\nexit 3\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, err := StartTarget(ctx, TargetSamsa, SpawnOptions{SamsaBin: exits, WorkDir: dir})
+	if !errors.Is(err, ErrTarget) || !strings.Contains(err.Error(), "cannot serve: serve --listen") || !strings.Contains(err.Error(), "--data-dir") {
+		t.Errorf("exiting broker: %v", err)
+	}
+	// A broker that never answers: bounded by StartTimeout, then stopped.
+	hangs := filepath.Join(dir, "hangs")
+	if err := os.WriteFile(hangs, []byte("#!/bin/sh\nexec sleep 60\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err = StartTarget(ctx, "samsa@sync=none", SpawnOptions{SamsaBin: hangs, WorkDir: dir, StartTimeout: 500 * time.Millisecond, StopGrace: time.Second})
+	if !errors.Is(err, ErrTarget) || !strings.Contains(err.Error(), "did not answer") {
+		t.Errorf("hanging broker: %v", err)
+	}
+	if time.Since(start) > 10*time.Second {
+		t.Errorf("took %v", time.Since(start))
+	}
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), "samsa-bench-") {
+			t.Errorf("temporary dir %s left behind", e.Name())
+		}
+	}
+}
+
+// samsaBinary builds ./cmd/samsa, or skips while the broker cannot serve yet.
+func samsaBinary(t *testing.T) string {
+	t.Helper()
+	root, err := FindModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "samsa")
+	if err := BuildSamsa(context.Background(), root, bin); err != nil {
+		t.Skipf("SKIP: ./cmd/samsa does not build yet, so the end-to-end test against Samsa cannot run: %v", err)
+	}
+	out, _ := exec.Command(bin, "help").CombinedOutput()
+	if !strings.Contains(string(out), "serve") {
+		t.Skipf("SKIP: ./cmd/samsa builds but has no `serve` command yet (samsa help: %q)", strings.TrimSpace(string(out)))
+	}
+	return bin
+}
+
+func TestRunSpawnedSamsa(t *testing.T) {
+	bin := samsaBinary(t)
+	ctx := context.Background()
+	tg, err := StartTarget(ctx, TargetSamsa, SpawnOptions{SamsaBin: bin, WorkDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := tg.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
+	w := e2eWorkload(t)
+	r, err := Run(ctx, RunConfig{Workload: w, Brokers: tg.Brokers, Target: "samsa", Broker: tg.UsageSource()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkCounts(t, r)
+	if r.Broker == nil || r.Broker.CPUSeconds <= 0 {
+		t.Errorf("broker cost %+v", r.Broker)
+	}
+	raw, err := RunRaw(ctx, RawConfig{Workload: w, Brokers: tg.Brokers, Target: "samsa", Duration: 2 * time.Second, Connections: 1, InFlight: 4, RecordsPerBatch: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if raw.Acked == 0 || raw.Consumed == 0 || raw.Errors != 0 {
+		t.Errorf("raw against samsa: %+v", raw)
+	}
+}

@@ -1,0 +1,159 @@
+package bench
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestBuiltinWorkloadsParse(t *testing.T) {
+	want := []string{"backlog-drain", "fanout", "latency-100k", "latency-20k", "max-throughput-100b", "omb-1topic-100p-1kb"}
+	have := map[string]bool{}
+	for _, n := range BuiltinWorkloads() {
+		have[n] = true
+		w, err := LoadWorkload(n)
+		if err != nil {
+			t.Fatalf("%s: %v", n, err)
+		}
+		if w.Name != n {
+			t.Errorf("%s: name %q", n, w.Name)
+		}
+	}
+	for _, n := range want {
+		if !have[n] {
+			t.Errorf("built-in workload %s missing", n)
+		}
+	}
+	w, _ := LoadWorkload("omb-1topic-100p-1kb")
+	if w.PartitionsPerTopic != 100 || w.MessageSize != 1024 || w.Producers() != 4 || w.Consumers() != 4 || w.ProducerRate == 0 {
+		t.Errorf("omb-1topic-100p-1kb: %+v", w)
+	}
+	w, _ = LoadWorkload("fanout")
+	if w.SubscriptionsPerTopic != 8 || w.Producers() != 1 {
+		t.Errorf("fanout: %+v", w)
+	}
+	w, _ = LoadWorkload("backlog-drain")
+	if w.BacklogBytes() != 5<<30 {
+		t.Errorf("backlog-drain: backlog %d", w.BacklogBytes())
+	}
+	w, _ = LoadWorkload("latency-100k")
+	if w.ProducerRate != 100000 || w.MessageSize != 100 || w.PartitionsPerTopic != 6 {
+		t.Errorf("latency-100k: %+v", w)
+	}
+}
+
+func TestParseWorkloadFields(t *testing.T) {
+	w, err := ParseWorkload(strings.NewReader(`
+name: t
+topics: 2
+partitionsPerTopic: 3
+messageSize: 64
+keyDistributor: KEY_ROUND_ROBIN
+producerRate: 1000
+testDurationMinutes: 0.5
+warmupDurationMinutes: 0.25
+producer:
+  acks: 1
+  compression: zstd
+  linger: 2ms
+  maxInFlight: 3
+consumer:
+  mode: assign
+  fetchMaxWait: 0.1
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.Duration.D() != 30*time.Second || w.Warmup.D() != 15*time.Second {
+		t.Errorf("durations %v %v", w.Duration.D(), w.Warmup.D())
+	}
+	if w.Producer.Acks != 1 || w.Producer.Compression != "zstd" || w.Producer.Linger.D() != 2*time.Millisecond || w.Producer.MaxInFlight != 3 {
+		t.Errorf("producer %+v", w.Producer)
+	}
+	if w.KeyDistributor != KeyRoundRobin || w.Consumer.Mode != "assign" || w.Consumer.FetchMaxWait.D() != 100*time.Millisecond {
+		t.Errorf("keys %q mode %q wait %v", w.KeyDistributor, w.Consumer.Mode, w.Consumer.FetchMaxWait.D())
+	}
+	if w.Producers() != 2 || w.Consumers() != 2 {
+		t.Errorf("clients %d %d", w.Producers(), w.Consumers())
+	}
+}
+
+func TestParseWorkloadRejects(t *testing.T) {
+	for _, tc := range []struct{ name, yaml string }{
+		{"unknown key", "name: x\nmesageSize: 100\n"},
+		{"tiny message", "messageSize: 8\n"},
+		{"huge message", "messageSize: 1000000000\n"},
+		{"bad acks", "producer: {acks: 2}\n"},
+		{"bad key dist", "keyDistributor: sometimes\n"},
+		{"zipf exponent", "keyDistributor: zipf\nzipfExponent: 0.5\n"},
+		{"negative rate", "producerRate: -1\n"},
+		{"bad duration", "duration: soon\n"},
+		{"negative duration", "duration: -5s\n"},
+		{"too many partitions", "topics: 10\npartitionsPerTopic: 20000\n"},
+		{"too many clients", "producersPerTopic: 2000\n"},
+		{"bad compression", "producer: {compression: brotli}\n"},
+		{"idempotent needs acks all", "producer: {idempotent: true, acks: 1}\n"},
+		{"bad consumer mode", "consumer: {mode: share}\n"},
+		{"random ratio", "randomBytesRatio: 1.5\n"},
+		{"payload pool too big", "messageSize: 1048576\nrandomizedPayloadPoolSize: 1000\n"},
+		{"not yaml", "{{{"},
+		{"backlog without consumers", "consumerBacklogSizeGB: 1\nsubscriptionsPerTopic: -1\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseWorkload(strings.NewReader(tc.yaml))
+			if !errors.Is(err, ErrWorkload) {
+				t.Fatalf("err = %v, want ErrWorkload", err)
+			}
+		})
+	}
+}
+
+func TestLoadWorkloadUnknown(t *testing.T) {
+	if _, err := LoadWorkload("no-such-workload"); !errors.Is(err, ErrWorkload) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestKeyPicker(t *testing.T) {
+	w := &Workload{KeyDistributor: KeyZipf, KeySpace: 100, ZipfExponent: 1.5}
+	keys := keyTable(w)
+	kp := newKeyPicker(w, keys, 1)
+	counts := map[string]int{}
+	for i := 0; i < 10000; i++ {
+		counts[string(kp.pick())]++
+	}
+	if counts["key-00000000"] < counts["key-00000050"]*5 {
+		t.Errorf("zipf not skewed: first %d, middle %d", counts["key-00000000"], counts["key-00000050"])
+	}
+	w.KeyDistributor = KeyRoundRobin
+	kp = newKeyPicker(w, keys, 1)
+	for i := 0; i < 250; i++ {
+		if got, want := string(kp.pick()), string(keys[i%100]); got != want {
+			t.Fatalf("round robin %d: %s want %s", i, got, want)
+		}
+	}
+	w.KeyDistributor = KeyNone
+	if keyTable(w) != nil || newKeyPicker(w, nil, 1).pick() != nil {
+		t.Error("none should produce no key")
+	}
+	if allocs := testing.AllocsPerRun(1000, func() { kp.pick() }); allocs != 0 {
+		t.Errorf("pick allocates %v", allocs)
+	}
+}
+
+func TestPayloads(t *testing.T) {
+	w := &Workload{MessageSize: 100, RandomBytesRatio: 0.5, RandomizedPayloadPoolSize: 10}
+	p := payloads(w, 7)
+	if len(p) != 10 || len(p[0]) != 100 {
+		t.Fatalf("pool shape %d×%d", len(p), len(p[0]))
+	}
+	for _, b := range p[0][50:] {
+		if b != 0 {
+			t.Fatal("non-random half not zero")
+		}
+	}
+	if string(p[0][:50]) == string(p[1][:50]) {
+		t.Error("payloads not distinct")
+	}
+}
