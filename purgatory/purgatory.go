@@ -82,9 +82,37 @@ type Purgatory[K comparable] struct {
 }
 
 type shard[K comparable] struct {
-	mu sync.Mutex
-	m  map[K]*watchList
-	_  [40]byte // keep shards on separate cache lines
+	mu   sync.Mutex
+	m    map[K]*watchList
+	free []*watchList // emptied lists kept for reuse, so a key that empties and refills allocates nothing
+	_    [16]byte     // keep shards on separate cache lines
+}
+
+const maxFreeLists = 16
+
+// getLocked returns key's list, creating it if needed.
+func (s *shard[K]) getLocked(key K) *watchList {
+	if wl := s.m[key]; wl != nil {
+		return wl
+	}
+	var wl *watchList
+	if n := len(s.free); n > 0 {
+		wl = s.free[n-1]
+		s.free[n-1] = nil
+		s.free = s.free[:n-1]
+	} else {
+		wl = &watchList{}
+	}
+	s.m[key] = wl
+	return wl
+}
+
+// dropLocked deletes key's (empty) list and keeps it for reuse.
+func (s *shard[K]) dropLocked(key K, wl *watchList) {
+	delete(s.m, key)
+	if len(s.free) < maxFreeLists && cap(wl.ops) <= 64 {
+		s.free = append(s.free, wl)
+	}
 }
 
 type watchList struct {
@@ -187,11 +215,7 @@ func (p *Purgatory[K]) TryCompleteElseWatch(op Operation, keys ...K) bool {
 	for _, k := range keys {
 		s := p.shardOf(k)
 		s.mu.Lock()
-		wl := s.m[k]
-		if wl == nil {
-			wl = &watchList{}
-			s.m[k] = wl
-		}
+		wl := s.getLocked(k)
 		wl.ops = append(wl.ops, d)
 		s.mu.Unlock()
 	}
@@ -245,7 +269,7 @@ func (p *Purgatory[K]) CheckAndComplete(key K) int {
 	s.mu.Lock()
 	if cur := s.m[key]; cur == wl {
 		if wl.compact() == 0 {
-			delete(s.m, key)
+			s.dropLocked(key, wl)
 		}
 	}
 	s.mu.Unlock()
@@ -329,10 +353,11 @@ func (p *Purgatory[K]) purge() int {
 		s.mu.Lock()
 		for k, wl := range s.m {
 			before := len(wl.ops)
-			if wl.compact() == 0 {
-				delete(s.m, k)
+			remain := wl.compact()
+			removed += before - remain
+			if remain == 0 {
+				s.dropLocked(k, wl)
 			}
-			removed += before - len(wl.ops)
 		}
 		s.mu.Unlock()
 	}
@@ -425,6 +450,7 @@ func (p *Purgatory[K]) Close() {
 		s := &p.shards[i]
 		s.mu.Lock()
 		clear(s.m)
+		s.free = nil
 		s.mu.Unlock()
 	}
 }
