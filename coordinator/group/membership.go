@@ -90,7 +90,11 @@ func (g *group) supportsProtocols(ptype string, ps []kmsg.JoinGroupRequestProtoc
 	if ptype != g.protocolType {
 		return false
 	}
-	_, ok := selectCommon(g.sortedMembers(), ps)
+	ms := make([]*member, 0, len(g.members))
+	for _, m := range g.members {
+		ms = append(ms, m)
+	}
+	_, ok := selectCommon(ms, ps)
 	return ok
 }
 
