@@ -317,6 +317,7 @@ loop:
 	res.Notes = append(res.Notes, "raw mode: publish latency is Produce request round trip (pipelined), not per record; fetched records are counted from batch headers, never decoded")
 	if cfg.Broker != nil && use1.CPUSeconds > 0 {
 		res.Broker = brokerCost(use0, use1, winEnd[0]-win0[0], winEnd[1]-win0[1])
+		res.Broker.CPUCores = res.Broker.CPUSeconds / secs
 	}
 	return res, nil
 }

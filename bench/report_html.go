@@ -77,26 +77,26 @@ pre { background: #f7f7f7; padding: 0.5em; font-size: 12px; }
 	fmt.Fprintf(&b, "<p>%s · %d CPUs · %s · %s · commit %s · started %s</p>\n", esc(m.CPUModel), m.CPUs, esc(m.Kernel), esc(m.GoVersion), esc(m.Commit), esc(rep.Started.Format("2006-01-02 15:04:05 MST")))
 	fmt.Fprintf(&b, "<pre>%s</pre>\n", esc(rep.Command))
 
-	b.WriteString("<h2>Results</h2>\n<table>\n<tr><th class=\"l\">target</th><th>mode</th><th>round</th><th>pub msg/s</th><th>pub MB/s</th><th>cons msg/s</th><th>pub p50</th><th>pub p99</th><th>pub p99.9</th><th>pub max</th><th>e2e p50</th><th>e2e p99</th><th>e2e p99.9</th><th>e2e p99.99</th><th>e2e max</th><th>CPU µs/msg</th><th>CPU µs/MB</th><th>RSS MiB</th><th>errors</th></tr>\n")
+	b.WriteString("<h2>Results</h2>\n<table>\n<tr><th class=\"l\">target</th><th>mode</th><th>round</th><th>pub msg/s</th><th>pub MB/s</th><th>cons msg/s</th><th>pub p50</th><th>pub p99</th><th>pub p99.9</th><th>pub max</th><th>e2e p50</th><th>e2e p99</th><th>e2e p99.9</th><th>e2e p99.99</th><th>e2e max</th><th>CPU µs/msg</th><th>CPU µs/MB</th><th>broker cores</th><th>RSS MiB</th><th>errors</th></tr>\n")
 	for _, r := range rep.Results {
 		mode := esc(r.Mode)
 		if r.Mode == "raw" {
 			mode = "<span class=\"raw\">RAW</span>"
 		}
 		if r.Failed != "" {
-			fmt.Fprintf(&b, "<tr><td class=\"l\">%s</td><td>%s</td><td>%d</td><td class=\"l fail\" colspan=\"16\">failed: %s</td></tr>\n", esc(r.Target), mode, r.Round, esc(oneLine(r.Failed, 300)))
+			fmt.Fprintf(&b, "<tr><td class=\"l\">%s</td><td>%s</td><td>%d</td><td class=\"l fail\" colspan=\"17\">failed: %s</td></tr>\n", esc(r.Target), mode, r.Round, esc(oneLine(r.Failed, 300)))
 			continue
 		}
-		cpuMsg, cpuMB, rss := "n/a", "n/a", "n/a"
+		cpuMsg, cpuMB, cores, rss := "n/a", "n/a", "n/a", "n/a"
 		if r.Broker != nil {
-			cpuMsg, cpuMB, rss = fmt.Sprintf("%.3f", r.Broker.CPUUsPerMsg), fmt.Sprintf("%.0f", r.Broker.CPUUsPerMB), fmt.Sprintf("%.0f", float64(r.Broker.PeakRSS)/(1<<20))
+			cpuMsg, cpuMB, cores, rss = fmt.Sprintf("%.3f", r.Broker.CPUUsPerMsg), fmt.Sprintf("%.0f", r.Broker.CPUUsPerMB), fmt.Sprintf("%.2f", r.Broker.CPUCores), fmt.Sprintf("%.0f", float64(r.Broker.PeakRSS)/(1<<20))
 		}
 		p, e := r.PublishLatency, r.E2ELatency
-		fmt.Fprintf(&b, "<tr><td class=\"l\">%s</td><td>%s</td><td>%d</td><td>%.0f</td><td>%.1f</td><td>%.0f</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%d</td></tr>\n",
+		fmt.Fprintf(&b, "<tr><td class=\"l\">%s</td><td>%s</td><td>%d</td><td>%.0f</td><td>%.1f</td><td>%.0f</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%d</td></tr>\n",
 			esc(r.Target), mode, r.Round, r.PubRate, r.PubMBps, r.ConsRate,
 			ms(p.P50, p.Count), ms(p.P99, p.Count), ms(p.P999, p.Count), ms(p.Max, p.Count),
 			ms(e.P50, e.Count), ms(e.P99, e.Count), ms(e.P999, e.Count), ms(e.P9999, e.Count), ms(e.Max, e.Count),
-			cpuMsg, cpuMB, rss, r.Errors)
+			cpuMsg, cpuMB, cores, rss, r.Errors)
 	}
 	b.WriteString("</table>\n<p>Latencies in ms. Publish latency is measured from the intended send time (coordinated omission corrected). <span class=\"raw\">RAW</span> rows: broker capacity with pre-encoded batches over pipelined Produce requests and undecoded Fetch; their publish latency is per request. CPU is the broker process's, from /proc, per message produced.</p>\n")
 

@@ -10,7 +10,7 @@ import (
 // WriteTable prints one row per result, then the comparison figures, then profiles.
 func (rep *Report) WriteTable(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "target\tmode\tround\tpub msg/s\tpub MB/s\tcons msg/s\tpub p50\tpub p99\tpub p99.9\tpub max\te2e p50\te2e p99\te2e p99.9\te2e p99.99\te2e max\tCPU µs/msg\tCPU µs/MB\tRSS MiB\terrors\t")
+	fmt.Fprintln(tw, "target\tmode\tround\tpub msg/s\tpub MB/s\tcons msg/s\tpub p50\tpub p99\tpub p99.9\tpub max\te2e p50\te2e p99\te2e p99.9\te2e p99.99\te2e max\tCPU µs/msg\tCPU µs/MB\tcores\tRSS MiB\terrors\t")
 	for _, r := range rep.Results {
 		mode := r.Mode
 		if mode == "raw" {
@@ -20,16 +20,16 @@ func (rep *Report) WriteTable(w io.Writer) {
 			fmt.Fprintf(tw, "%s\t%s\t%d\tFAILED: %s\t\n", r.Target, mode, r.Round, oneLine(r.Failed, 100))
 			continue
 		}
-		cpuMsg, cpuMB, rss := "n/a", "n/a", "n/a"
+		cpuMsg, cpuMB, cores, rss := "n/a", "n/a", "n/a", "n/a"
 		if r.Broker != nil {
-			cpuMsg, cpuMB, rss = fmt.Sprintf("%.3f", r.Broker.CPUUsPerMsg), fmt.Sprintf("%.0f", r.Broker.CPUUsPerMB), fmt.Sprintf("%.0f", float64(r.Broker.PeakRSS)/(1<<20))
+			cpuMsg, cpuMB, cores, rss = fmt.Sprintf("%.3f", r.Broker.CPUUsPerMsg), fmt.Sprintf("%.0f", r.Broker.CPUUsPerMB), fmt.Sprintf("%.2f", r.Broker.CPUCores), fmt.Sprintf("%.0f", float64(r.Broker.PeakRSS)/(1<<20))
 		}
 		p, e := r.PublishLatency, r.E2ELatency
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%.0f\t%.1f\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t\n",
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.0f\t%.1f\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t\n",
 			r.Target, mode, r.Round, r.PubRate, r.PubMBps, r.ConsRate,
 			ms(p.P50, p.Count), ms(p.P99, p.Count), ms(p.P999, p.Count), ms(p.Max, p.Count),
 			ms(e.P50, e.Count), ms(e.P99, e.Count), ms(e.P999, e.Count), ms(e.P9999, e.Count), ms(e.Max, e.Count),
-			cpuMsg, cpuMB, rss, r.Errors)
+			cpuMsg, cpuMB, cores, rss, r.Errors)
 	}
 	tw.Flush()
 	fmt.Fprintln(w, "latencies in ms; publish latency from the intended send time (coordinated omission corrected); RAW rows: pre-encoded batches, pipelined Produce, undecoded Fetch; publish latency there is per request")

@@ -55,6 +55,9 @@ type Point struct {
 	E2EP50   float64 `json:"e2e_p50_ms"`
 	E2EP99   float64 `json:"e2e_p99_ms"`
 	Errors   int64   `json:"errors"`
+	// BrokerCores is the broker process's CPU use over the interval (cores busy), when
+	// it is a local process.
+	BrokerCores float64 `json:"broker_cores,omitempty"`
 }
 
 // Phases of a run.
@@ -79,6 +82,7 @@ type run struct {
 	series                 []Point
 	last                   counts
 	lastT                  time.Time
+	lastCPU                float64 // broker CPU seconds at lastT, or -1
 	start                  time.Time
 	measuring              bool
 	progressMu             sync.Mutex
@@ -124,7 +128,7 @@ func Run(ctx context.Context, cfg RunConfig) (*Result, error) {
 	if cfg.Seed == 0 {
 		cfg.Seed = time.Now().UnixNano()
 	}
-	r := &run{cfg: cfg, w: w,
+	r := &run{cfg: cfg, w: w, lastCPU: -1,
 		pub: newHist(), pubRaw: newHist(), e2e: newHist(),
 		iPub: newHist(), iPubRaw: newHist(), iE2E: newHist(),
 	}
@@ -375,12 +379,20 @@ func (r *run) tick(now time.Time, phase string) Point {
 	r.iPub.Reset()
 	r.iPubRaw.Reset()
 	r.iE2E.Reset()
+	cores := ""
+	if u, err := r.usage(); err == nil {
+		if r.lastCPU >= 0 {
+			pt.BrokerCores = (u.CPUSeconds - r.lastCPU) / dt
+			cores = fmt.Sprintf(" | broker %.2f cores", pt.BrokerCores)
+		}
+		r.lastCPU = u.CPUSeconds
+	}
 	r.last, r.lastT = c, now
 	r.series = append(r.series, pt)
 	if r.cfg.Progress != nil {
-		fmt.Fprintf(r.cfg.Progress, "[%s %s] %4.0fs %-7s pub %9s msg/s %7.1f MB/s | cons %9s msg/s | backlog %8s | pub p50 %7.2f p99 %7.2f ms | e2e p50 %7.2f p99 %7.2f ms | err %d\n",
+		fmt.Fprintf(r.cfg.Progress, "[%s %s] %4.0fs %-7s pub %9s msg/s %7.1f MB/s | cons %9s msg/s | backlog %8s | pub p50 %7.2f p99 %7.2f ms | e2e p50 %7.2f p99 %7.2f ms | err %d%s\n",
 			r.cfg.Target, r.w.Name, pt.T, phase, siCount(pt.PubRate), pt.PubMBps, siCount(pt.ConsRate), siCount(float64(pt.Backlog)),
-			pt.PubP50, pt.PubP99, pt.E2EP50, pt.E2EP99, pt.Errors)
+			pt.PubP50, pt.PubP99, pt.E2EP50, pt.E2EP99, pt.Errors, cores)
 	}
 	return pt
 }
@@ -406,6 +418,9 @@ func (r *run) runSteady(ctx context.Context, res *Result) error {
 	stop := make(chan struct{})
 	r.start = time.Now()
 	r.lastT = r.start
+	if u, err := r.usage(); err == nil {
+		r.lastCPU = u.CPUSeconds
+	}
 	r.startProducers(r.start, stop, 0)
 	defer r.stopProducers(stop)
 
@@ -443,6 +458,7 @@ func (r *run) runSteady(ctx context.Context, res *Result) error {
 	r.fillRates(res, winStart, winEnd, winDur)
 	if useErr == nil && r.cfg.Broker != nil {
 		res.Broker = brokerCost(use0, use1, winEnd.acked-winStart.acked, winEnd.ackedBytes-winStart.ackedBytes)
+		res.Broker.CPUCores = res.Broker.CPUSeconds / winDur
 	}
 	// Drain: consumers catch up with everything acknowledged.
 	deadline := time.Now().Add(r.cfg.DrainTimeout)
@@ -483,6 +499,9 @@ func (r *run) runBacklog(ctx context.Context, res *Result) error {
 	stop := make(chan struct{})
 	r.start = time.Now()
 	r.lastT = r.start
+	if u, err := r.usage(); err == nil {
+		r.lastCPU = u.CPUSeconds
+	}
 	perProducer := w.BacklogBytes() / int64(len(r.producers))
 	r.startProducers(r.start, stop, perProducer)
 	done := make(chan struct{})
@@ -539,6 +558,7 @@ fill:
 	if useErr == nil && r.cfg.Broker != nil {
 		res.Broker = brokerCost(use0, use1, winEnd.consumed-winStart.consumed, winEnd.consBytes-winStart.consBytes)
 		res.Broker.PerWhat = "consumed"
+		res.Broker.CPUCores = res.Broker.CPUSeconds / dur
 	}
 	r.totals(res)
 	return nil

@@ -20,6 +20,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"time"
@@ -98,6 +99,7 @@ type common struct {
 	quiet      bool
 	verbose    bool
 	withLimits bool
+	loaderProf string
 }
 
 type multiFlag []string
@@ -123,6 +125,25 @@ func (c *common) register(fs *flag.FlagSet) {
 	fs.BoolVar(&c.quiet, "q", false, "no per-second progress lines")
 	fs.BoolVar(&c.verbose, "v", false, "log spawned processes and warnings")
 	fs.BoolVar(&c.withLimits, "limits", false, "also measure the physical limits (in --work-dir)")
+	fs.StringVar(&c.loaderProf, "loader-cpuprofile", "", "write the load generator's own CPU profile here (to check it is not the bottleneck)")
+}
+
+// startLoaderProfile starts profiling this process if asked; the returned func stops it.
+func (c *common) startLoaderProfile() func() {
+	if c.loaderProf == "" {
+		return func() {}
+	}
+	f, err := os.Create(c.loaderProf)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return func() {}
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		f.Close()
+		return func() {}
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }
 }
 
 func (c *common) load() (*bench.Workload, error) {
@@ -212,7 +233,9 @@ func runCmd(args []string, compare bool) int {
 	if !c.quiet {
 		cc.Progress = os.Stderr
 	}
+	stopProf := c.startLoaderProfile()
 	results, err := bench.Compare(ctx, cc)
+	stopProf()
 	rep := newReport(name, w, results)
 	if c.withLimits {
 		if rep.Limits, err = bench.MeasureLimits(limitsDir(c.workDir), 256<<20); err != nil {
