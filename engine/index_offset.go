@@ -15,8 +15,13 @@ type offsetIndex struct {
 func (x *offsetIndex) relAt(i int) uint32 { return binary.BigEndian.Uint32(x.mm[i*offsetEntrySize:]) }
 func (x *offsetIndex) posAt(i int) uint32 { return binary.BigEndian.Uint32(x.mm[i*offsetEntrySize+4:]) }
 
-// appendEntryLocked adds (offset, pos). The caller checked capacity.
+// appendEntryLocked adds (offset, pos) unless it would not increase (an
+// index rebuilt concurrently may already hold it). The caller checked
+// capacity.
 func (x *offsetIndex) appendEntryLocked(offset int64, pos int64) bool {
+	if n := x.entries; n > 0 && (x.base+int64(x.relAt(n-1)) >= offset || int64(x.posAt(n-1)) >= pos) {
+		return false
+	}
 	var e [offsetEntrySize]byte
 	binary.BigEndian.PutUint32(e[0:], uint32(offset-x.base))
 	binary.BigEndian.PutUint32(e[4:], uint32(pos))

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 func TestAppendReadRoundTrip(t *testing.T) {
@@ -573,4 +574,74 @@ func TestConcurrentAppendRead(t *testing.T) {
 	if hs := readAll(t, l); len(hs) != writers*per {
 		t.Fatalf("%d batches", len(hs))
 	}
+}
+
+func TestIntervalPolicyFlushes(t *testing.T) {
+	dir := t.TempDir()
+	m, err := Open(Options{Dirs: []string{dir}, Sync: SyncInterval, FlushInterval: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	l, _ := m.CreateLog(TopicPartition{"iv", 0}, DefaultLogConfig())
+	r := mustAppend(t, l, makeBatch(testBatch{records: 4}))
+	if err := l.WaitDurable(r.LastOffset); err != nil { // returns at once under interval
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for l.RecoveryPoint() <= r.LastOffset {
+		if time.Now().After(deadline) {
+			t.Fatalf("recovery point %d never passed %d", l.RecoveryPoint(), r.LastOffset)
+		}
+		time.Sleep(time.Millisecond) // poll interval
+	}
+
+	// Byte trigger.
+	m2, err := Open(Options{Dirs: []string{t.TempDir()}, Sync: SyncInterval, FlushInterval: time.Hour, FlushBytes: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m2.Close()
+	l2, _ := m2.CreateLog(TopicPartition{"iv", 1}, DefaultLogConfig())
+	r = mustAppend(t, l2, makeBatch(testBatch{records: 1, valueSize: 2000}))
+	deadline = time.Now().Add(10 * time.Second)
+	for l2.RecoveryPoint() <= r.LastOffset {
+		if time.Now().After(deadline) {
+			t.Fatalf("byte trigger: recovery point %d", l2.RecoveryPoint())
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestSegmentMsRoll(t *testing.T) {
+	clk := newFakeClock(1_000_000)
+	m := openTest(t, []string{t.TempDir()}, SyncNone, clk)
+	defer m.Close()
+	cfg := DefaultLogConfig()
+	cfg.SegmentMs = 60_000
+	l, _ := m.CreateLog(TopicPartition{"ms", 0}, cfg)
+	mustAppend(t, l, makeBatch(testBatch{}))
+	clk.advance(30_000)
+	mustAppend(t, l, makeBatch(testBatch{}))
+	if segmentCount(l) != 1 {
+		t.Fatalf("rolled early")
+	}
+	clk.advance(31_000)
+	mustAppend(t, l, makeBatch(testBatch{}))
+	if segmentCount(l) != 2 {
+		t.Fatalf("%d segments after segment.ms", segmentCount(l))
+	}
+	readAll(t, l)
+	// A full index also rolls.
+	cfg.SegmentIndexBytes = 4 * timeEntrySize
+	cfg.IndexIntervalBytes = 0
+	l2, _ := m.CreateLog(TopicPartition{"ms", 1}, cfg)
+	for i := 0; i < 20; i++ {
+		mustAppend(t, l2, makeBatch(testBatch{}))
+	}
+	// 6 offset-index entries fit: 7 batches per segment.
+	if n := segmentCount(l2); n != 3 {
+		t.Fatalf("%d segments with a 6-entry offset index", n)
+	}
+	readAll(t, l2)
 }
