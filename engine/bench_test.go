@@ -33,6 +33,7 @@ func benchDir(b *testing.B) string {
 }
 
 const benchBatch = 16 << 10
+
 // benchFileBytes bounds the disk used: the raw baseline wraps around in one
 // file of this size, the engine uses segments of this size and deletes the
 // old ones (a roll also fdatasyncs the old segment, which the raw baseline
