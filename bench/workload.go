@@ -118,6 +118,20 @@ func (d Duration) MarshalJSON() ([]byte, error) {
 	return strconv.AppendQuote(nil, time.Duration(d).String()), nil
 }
 
+// UnmarshalJSON reads what MarshalJSON writes.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return fmt.Errorf("%w: duration %s", ErrWorkload, b)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("%w: duration %q", ErrWorkload, s)
+	}
+	*d = Duration(v)
+	return nil
+}
+
 // D returns the duration as a time.Duration.
 func (d Duration) D() time.Duration { return time.Duration(d) }
 
@@ -153,6 +167,25 @@ func (a Acks) String() string {
 
 // MarshalJSON writes the acks level as a string.
 func (a Acks) MarshalJSON() ([]byte, error) { return strconv.AppendQuote(nil, a.String()), nil }
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (a *Acks) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		s = string(b)
+	}
+	switch s {
+	case "all", "-1":
+		*a = -1
+	case "1":
+		*a = 1
+	case "0":
+		*a = 0
+	default:
+		return fmt.Errorf("%w: acks %q", ErrWorkload, s)
+	}
+	return nil
+}
 
 // Key distributions.
 const (
