@@ -24,6 +24,7 @@ type logDir struct {
 	dirty   []*Log
 	waiters []*waiter
 	err     error // set when the directory failed I/O
+	stopped bool  // the flusher has exited: waiters fail at once
 	kick    chan struct{}
 
 	histMu sync.Mutex
@@ -86,9 +87,15 @@ func (d *logDir) queueFlush(l *Log) {
 // addWaiter registers w; it completes after the round that makes w.offset durable.
 func (d *logDir) addWaiter(w *waiter) {
 	d.mu.Lock()
-	if d.err != nil {
+	if d.err != nil || d.stopped {
 		err := d.err
+		if err == nil {
+			err = ErrClosed
+		}
 		d.mu.Unlock()
+		if w.l.recoveryPoint.Load() > w.offset {
+			err = nil
+		}
 		w.complete(err)
 		return
 	}
@@ -186,6 +193,7 @@ func (d *logDir) round(logs *[]*Log, ws *[]*waiter) {
 
 func (d *logDir) failWaiters(err error) {
 	d.mu.Lock()
+	d.stopped = true
 	ws := d.waiters
 	d.waiters = nil
 	d.mu.Unlock()

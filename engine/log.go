@@ -250,7 +250,11 @@ func (l *Log) close(mode closeMode) error {
 		}
 	}
 	if mode == closeClean {
+		rp := l.recoveryPoint.Load()
 		for _, s := range segs {
+			if s.next.Load() <= rp && s != segs[len(segs)-1] {
+				continue // synced when the recovery point passed it
+			}
 			if err := fdatasync(s.log); err != nil && first == nil {
 				first = err
 			}

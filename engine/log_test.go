@@ -645,3 +645,45 @@ func TestSegmentMsRoll(t *testing.T) {
 	}
 	readAll(t, l2)
 }
+
+func TestCloseWithWaitersAndDirLock(t *testing.T) {
+	dir := t.TempDir()
+	m := openTest(t, []string{dir}, SyncFsync, nil)
+	if _, err := Open(Options{Dirs: []string{dir}}); !isErr(err, ErrInvalidConfig) {
+		t.Fatalf("second Open of a locked dir: %v", err)
+	}
+	l, _ := m.CreateLog(TopicPartition{"cw", 0}, DefaultLogConfig())
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				r, err := l.Append(makeBatch(testBatch{records: 1}), AppendOptions{})
+				if err != nil {
+					if !isErr(err, ErrClosed) {
+						t.Error(err)
+					}
+					return
+				}
+				if err := l.WaitDurable(r.LastOffset); err != nil && !isErr(err, ErrClosed) {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for l.LogEndOffset() < 50 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond) // poll interval
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	m = openTest(t, []string{dir}, SyncFsync, nil)
+	defer m.Close()
+	if hs := readAll(t, m.Log(TopicPartition{"cw", 0})); len(hs) < 50 {
+		t.Fatalf("%d batches after close", len(hs))
+	}
+}

@@ -37,6 +37,8 @@ type Manager struct {
 
 	delMu   sync.Mutex
 	pending map[*segment]*time.Timer
+
+	unlocks []func() // directory locks
 }
 
 // DirStat describes one log directory (DescribeLogDirs).
@@ -91,8 +93,15 @@ func Open(opts Options) (*Manager, error) {
 		}
 		seen[abs] = true
 		if err := os.MkdirAll(abs, 0o755); err != nil {
+			m.unlock()
 			return nil, err
 		}
+		unlock, err := lockDir(abs)
+		if err != nil {
+			m.unlock()
+			return nil, err
+		}
+		m.unlocks = append(m.unlocks, unlock)
 		m.dirs = append(m.dirs, newLogDir(m, abs))
 	}
 	for _, d := range m.dirs {
@@ -111,6 +120,13 @@ func Open(opts Options) (*Manager, error) {
 }
 
 func (m *Manager) nowMs() int64 { return m.now().UnixMilli() }
+
+func (m *Manager) unlock() {
+	for _, u := range m.unlocks {
+		u()
+	}
+	m.unlocks = nil
+}
 
 // loadDir recovers every partition log of d.
 func (m *Manager) loadDir(d *logDir) error {
@@ -479,6 +495,7 @@ func (m *Manager) Close() error {
 			first = err
 		}
 	}
+	m.unlock()
 	return first
 }
 
@@ -499,4 +516,5 @@ func (m *Manager) abandon() {
 	}
 	m.finishDeletes(false)
 	m.bg.Wait()
+	m.unlock()
 }

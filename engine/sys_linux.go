@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"fmt"
 	"os"
 
 	"golang.org/x/sys/unix"
@@ -38,4 +39,18 @@ func fdatasync(f *os.File) error {
 		}
 		return &os.PathError{Op: "fdatasync", Path: f.Name(), Err: err}
 	}
+}
+
+// lockDir takes an exclusive advisory lock on <dir>/.lock, so that two
+// processes never open the same log directory.
+func lockDir(dir string) (unlock func(), err error) {
+	f, err := os.OpenFile(dir+"/.lock", os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%w: %s is locked by another process: %v", ErrInvalidConfig, dir, err)
+	}
+	return func() { f.Close() }, nil
 }

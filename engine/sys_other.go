@@ -16,3 +16,5 @@ func preallocate(f *os.File, size int64) error {
 }
 
 func fdatasync(f *os.File) error { return f.Sync() }
+
+func lockDir(dir string) (unlock func(), err error) { return func() {}, nil }
