@@ -34,7 +34,8 @@ type Config struct {
 	// NewMemberJoinTimeout: how long a new member may wait in its first join before
 	// it is dropped (5 min, as Kafka).
 	NewMemberJoinTimeout time.Duration
-	// Clock drives every timeout (SystemClock when nil).
+	// Clock drives every timeout. Nil means a WheelClock (timers on the purgatory's
+	// timing wheel) that the coordinator owns and stops on Close.
 	Clock Clock
 	// Logger receives coordinator events (slog.Default() when nil).
 	Logger *slog.Logger
@@ -73,9 +74,6 @@ func (c *Config) fill() {
 	if c.NewMemberJoinTimeout <= 0 {
 		c.NewMemberJoinTimeout = 5 * time.Minute
 	}
-	if c.Clock == nil {
-		c.Clock = SystemClock{}
-	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -105,10 +103,11 @@ const (
 // caller's goroutine, a timer's goroutine, or the Log's completion goroutine, never
 // with a lock held.
 type Coordinator struct {
-	cfg    Config
-	log    Log
-	clock  Clock
-	logger *slog.Logger
+	cfg       Config
+	log       Log
+	clock     Clock
+	ownsClock *WheelClock // set when the coordinator made its own clock
+	logger    *slog.Logger
 
 	mu struct {
 		sync.Mutex
@@ -122,7 +121,13 @@ type Coordinator struct {
 // New returns a coordinator owning no partitions; LoadPartition takes them on.
 func New(cfg Config, log Log) *Coordinator {
 	cfg.fill()
-	c := &Coordinator{cfg: cfg, log: log, clock: cfg.Clock, logger: cfg.Logger}
+	c := &Coordinator{cfg: cfg, log: log, logger: cfg.Logger}
+	if cfg.Clock == nil {
+		c.ownsClock = NewWheelClock()
+		cfg.Clock = c.ownsClock
+		c.cfg.Clock = c.ownsClock
+	}
+	c.clock = cfg.Clock
 	c.mu.groups = map[string]*group{}
 	c.mu.parts = map[int32]partState{}
 	c.mu.expiryTimer = c.clock.AfterFunc(cfg.RetentionCheckInterval, c.expiryTick)
@@ -307,6 +312,9 @@ func (c *Coordinator) Close() {
 	c.mu.Unlock()
 	for _, p := range parts {
 		c.UnloadPartition(p)
+	}
+	if c.ownsClock != nil {
+		c.ownsClock.Close()
 	}
 }
 

@@ -22,8 +22,9 @@ func BenchmarkRebalance(b *testing.B) {
 			h.log = newMemLog()
 			h.start(func(c *Config) {
 				c.InitialRebalanceDelay = -1
-				c.Clock = SystemClock{} // real timers: their cost is part of a rebalance
+				c.Clock = nil // the production clock: timers on the purgatory's wheel
 			})
+			defer h.c.Close()
 			ids, gen := benchStable(b, h, n)
 			topics := consumerMeta("t")
 			b.ReportAllocs()
