@@ -1,11 +1,17 @@
 package kafka
 
 import (
+	"errors"
+	"fmt"
 	"log/slog"
+	"strconv"
+	"sync"
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/samsa-broker/samsa/coordinator/metadata"
+	"github.com/samsa-broker/samsa/engine"
 	"github.com/samsa-broker/samsa/net/transport"
 )
 
@@ -18,6 +24,13 @@ type Config struct {
 	Port int32
 	Rack *string
 
+	// Static holds the broker keys set explicitly (server.properties, environment,
+	// flags), canonical values, Kafka's names. DescribeConfigs reports them as
+	// STATIC_BROKER_CONFIG; topic defaults (log.retention.ms, ...) come from them. The
+	// keys auto.create.topics.enable, num.partitions and default.replication.factor are
+	// read from here too (and from their dynamic overrides).
+	Static map[string]string
+
 	// Registerer receives the broker's metrics; nil keeps them unregistered.
 	Registerer prometheus.Registerer
 }
@@ -25,13 +38,20 @@ type Config struct {
 // Broker serves the Kafka protocol on a transport: it implements transport.Handler and
 // transport.ConnObserver. Serve runs on connection read goroutines, concurrently for
 // different connections; everything a Broker holds is safe for that.
+//
+// Metadata changes (create/delete topics, partitions, configs) are serialized by
+// adminMu so that a metadata append and the matching engine change happen together.
 type Broker struct {
 	cfg     Config
 	log     *slog.Logger
 	metrics *metrics
+	eng     *engine.Manager
+	meta    *metadata.Store
 
 	apiVersions []apiKeyEntry // the table, as ApiVersions advertises it
 	panics      atomic.Int64  // handler panics recovered (bugs)
+
+	adminMu sync.Mutex
 }
 
 var (
@@ -39,13 +59,102 @@ var (
 	_ transport.ConnObserver = (*Broker)(nil)
 )
 
-// New returns a Broker. log may be nil.
-func New(cfg Config, log *slog.Logger) (*Broker, error) {
+// New returns a Broker serving eng's logs and meta's topics. It reconciles the two:
+// partitions the metadata has and the engine lacks get their logs created; logs of
+// topics the metadata no longer has (deleted while the broker was down) are deleted;
+// live logs get their topic's configuration. log may be nil.
+func New(cfg Config, eng *engine.Manager, meta *metadata.Store, log *slog.Logger) (*Broker, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	b := &Broker{cfg: cfg, log: log}
+	if eng == nil || meta == nil {
+		return nil, errors.New("kafka: New needs an engine and a metadata store")
+	}
+	if cfg.Static == nil {
+		cfg.Static = map[string]string{}
+	}
+	b := &Broker{cfg: cfg, log: log, eng: eng, meta: meta}
 	b.metrics = newMetrics(cfg.Registerer)
 	b.apiVersions = buildApiVersions()
+	if err := b.reconcile(); err != nil {
+		return nil, err
+	}
 	return b, nil
+}
+
+// NodeID is this broker's node id.
+func (b *Broker) NodeID() int32 { return b.cfg.NodeID }
+
+// Engine is the broker's storage.
+func (b *Broker) Engine() *engine.Manager { return b.eng }
+
+// Metadata is the broker's metadata store.
+func (b *Broker) Metadata() *metadata.Store { return b.meta }
+
+// Logger is the broker's logger.
+func (b *Broker) Logger() *slog.Logger { return b.log }
+
+// reconcile makes the engine's logs match the metadata image.
+func (b *Broker) reconcile() error {
+	b.adminMu.Lock()
+	defer b.adminMu.Unlock()
+	im := b.meta.Image()
+	for _, l := range b.eng.Logs() {
+		tp := l.TopicPartition()
+		t, ok := im.Topic(tp.Topic)
+		if !ok || int(tp.Partition) >= len(t.Partitions) {
+			b.log.Warn("deleting log of a partition the metadata does not have", "partition", tp.String())
+			if err := b.eng.DeleteLog(tp); err != nil && !errors.Is(err, engine.ErrNoLog) {
+				return fmt.Errorf("kafka: deleting stray log %s: %w", tp, err)
+			}
+		}
+	}
+	for _, t := range im.Topics() {
+		cfg := b.topicLogConfig(im, t.Name)
+		for p := range t.Partitions {
+			tp := engine.TopicPartition{Topic: t.Name, Partition: int32(p)}
+			if l := b.eng.Log(tp); l != nil {
+				l.SetConfig(cfg)
+				continue
+			}
+			if _, err := b.eng.CreateLog(tp, cfg); err != nil {
+				b.log.Error("creating log", "partition", tp.String(), "err", err)
+			}
+		}
+	}
+	return nil
+}
+
+// layers returns the config layers for topic (empty: broker keys only).
+func (b *Broker) layers(im *metadata.Image, topic string) configLayers {
+	l := configLayers{
+		node:           im.Configs(metadata.ResourceBroker, strconv.Itoa(int(b.cfg.NodeID))),
+		clusterDefault: im.Configs(metadata.ResourceBroker, ""),
+		static:         b.cfg.Static,
+	}
+	if topic != "" {
+		l.topic = im.Configs(metadata.ResourceTopic, topic)
+	}
+	return l
+}
+
+// topicLogConfig is the engine configuration of topic in image im.
+func (b *Broker) topicLogConfig(im *metadata.Image, topic string) engine.LogConfig {
+	l := b.layers(im, topic)
+	return l.logConfig()
+}
+
+// brokerValue resolves a broker key: dynamic node, dynamic default, static, default.
+func (b *Broker) brokerValue(im *metadata.Image, key string) string {
+	l := b.layers(im, "")
+	if r, ok := l.resolveBroker(key, 1, nil); ok {
+		return *r.value
+	}
+	v, _ := BrokerConfigDefault(key)
+	return v
+}
+
+func (b *Broker) brokerInt(im *metadata.Image, key string) int64 {
+	n, _ := strconv.ParseInt(b.brokerValue(im, key), 10, 64)
+	return n
 }

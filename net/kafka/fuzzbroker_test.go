@@ -3,10 +3,14 @@ package kafka
 import (
 	"testing"
 	"time"
+
+	"github.com/samsa-broker/samsa/engine"
 )
 
 func newFuzzBroker(tb testing.TB) *Broker {
-	b, err := New(Config{NodeID: 1, ClusterID: "fuzz", Host: "127.0.0.1", Port: 9092}, testLogger(tb))
+	eng, meta := openStores(tb, tb.TempDir(), testBrokerOptions{Sync: engine.SyncNone})
+	tb.Cleanup(func() { meta.Close(); eng.Close() })
+	b, err := New(Config{NodeID: 1, ClusterID: "fuzz", Host: "127.0.0.1", Port: 9092}, eng, meta, testLogger(tb))
 	if err != nil {
 		tb.Fatal(err)
 	}

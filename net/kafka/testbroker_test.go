@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -15,17 +16,32 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/samsa-broker/samsa/coordinator/metadata"
+	"github.com/samsa-broker/samsa/engine"
 	"github.com/samsa-broker/samsa/net/transport"
 )
 
-// testBroker is a broker served on 127.0.0.1:0 by the std transport, for tests of this
-// package (reuse it in handler tests: startTestBroker(t), tb.client(t), tb.admin(t)).
+// testBroker is a broker served on 127.0.0.1:0 by the std transport over a real engine
+// and metadata store in a temporary directory, for tests of this package. Reuse it in
+// handler tests: startTestBroker(t), tb.client(t), tb.admin(t), tb.raw(t),
+// tb.restart(t).
 type testBroker struct {
 	t      testing.TB
+	opts   testBrokerOptions
+	dir    string
 	b      *Broker
+	eng    *engine.Manager
+	meta   *metadata.Store
 	tr     *transport.Std
 	addr   string
 	served chan error
+}
+
+// testBrokerOptions tune startTestBroker; the zero value is a default broker.
+type testBrokerOptions struct {
+	Static map[string]string // broker keys, as if from server.properties
+	Sync   engine.SyncPolicy // default SyncNone (tests do not need fdatasync)
+	Now    func() time.Time  // engine clock
 }
 
 func testLogger(t testing.TB) *slog.Logger {
@@ -35,24 +51,56 @@ func testLogger(t testing.TB) *slog.Logger {
 	return slog.New(slog.DiscardHandler)
 }
 
-func startTestBroker(t testing.TB) *testBroker {
+func startTestBroker(t testing.TB, opts ...testBrokerOptions) *testBroker {
+	t.Helper()
+	tb := &testBroker{t: t, dir: t.TempDir()}
+	if len(opts) > 0 {
+		tb.opts = opts[0]
+	} else {
+		tb.opts.Sync = engine.SyncNone
+	}
+	tb.start()
+	t.Cleanup(tb.stop)
+	return tb
+}
+
+// openStores opens the engine and metadata store of dir.
+func openStores(t testing.TB, dir string, o testBrokerOptions) (*engine.Manager, *metadata.Store) {
+	t.Helper()
+	meta, err := metadata.OpenStore(filepath.Join(dir, "meta"), metadata.StoreOptions{Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := engine.Open(engine.Options{
+		Dirs: []string{filepath.Join(dir, "logs")}, Sync: o.Sync,
+		DefaultConfig: DefaultTopicLogConfig(o.Static), Logger: testLogger(t), Now: o.Now,
+	})
+	if err != nil {
+		meta.Close()
+		t.Fatal(err)
+	}
+	return eng, meta
+}
+
+func (tb *testBroker) start() {
+	t := tb.t
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
+	tb.eng, tb.meta = openStores(t, tb.dir, tb.opts)
 	port := ln.Addr().(*net.TCPAddr).Port
-	b, err := New(Config{NodeID: 1, ClusterID: "test-cluster", Host: "127.0.0.1", Port: int32(port)}, testLogger(t))
+	tb.b, err = New(Config{NodeID: 1, ClusterID: "test-cluster", Host: "127.0.0.1", Port: int32(port), Static: tb.opts.Static}, tb.eng, tb.meta, testLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	tb := &testBroker{t: t, b: b, addr: ln.Addr().String(), served: make(chan error, 1)}
-	tb.tr = transport.NewStd(transport.Config{}, b, testLogger(t))
+	tb.addr, tb.served = ln.Addr().String(), make(chan error, 1)
+	tb.tr = transport.NewStd(transport.Config{}, tb.b, testLogger(t))
 	go func() { tb.served <- tb.tr.Serve(ln) }()
-	t.Cleanup(tb.stop)
-	return tb
 }
 
+// stop shuts the broker down and closes its stores (idempotent).
 func (tb *testBroker) stop() {
 	if tb.tr == nil {
 		return
@@ -69,6 +117,19 @@ func (tb *testBroker) stop() {
 	if n := tb.b.panics.Load(); n != 0 {
 		tb.t.Errorf("%d handler panics", n)
 	}
+	if err := tb.meta.Close(); err != nil {
+		tb.t.Errorf("closing metadata: %v", err)
+	}
+	if err := tb.eng.Close(); err != nil {
+		tb.t.Errorf("closing engine: %v", err)
+	}
+}
+
+// restart stops the broker and starts it again on the same data (a new port).
+func (tb *testBroker) restart() {
+	tb.t.Helper()
+	tb.stop()
+	tb.start()
 }
 
 func (tb *testBroker) client(t testing.TB, opts ...kgo.Opt) *kgo.Client {

@@ -1,0 +1,136 @@
+package main
+
+import (
+	"bytes"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/samsa-broker/samsa/engine"
+)
+
+func writeFile(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "server.properties")
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestConfigPrecedence(t *testing.T) {
+	file := writeFile(t, `# a comment
+log.retention.ms=1000
+num.partitions = 2
+node.id: 3
+auto.create.topics.enable=false
+log.segment.bytes 1048576
+connections.max.idle.ms=5000
+`)
+	env := []string{
+		"SAMSA_LOG_RETENTION_MS=2000",
+		"SAMSA_NUM_PARTITIONS=4",
+		"PATH=/bin",
+	}
+	args := []string{"--config", file, "--set", "num.partitions=5", "--node-id", "7", "--sync", "interval", "--listen", "127.0.0.1:0"}
+	var logs bytes.Buffer
+	c, err := loadConfig(args, env, slog.New(slog.NewTextHandler(&logs, nil)), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for key, want := range map[string]string{
+		"log.retention.ms":          "2000",    // env > file
+		"num.partitions":            "5",       // flag > env > file
+		"node.id":                   "7",       // flag > file
+		"auto.create.topics.enable": "false",   // file > default
+		"log.segment.bytes":         "1048576", // file, space separator
+		"sync":                      "interval",
+	} {
+		if got := c.set[key]; got != want {
+			t.Errorf("%s = %q, want %q (from %s)", key, got, want, c.source[key])
+		}
+	}
+	if c.NodeID != 7 || c.NumPartitions != 5 || c.AutoCreateTopics || c.Sync != engine.SyncInterval ||
+		c.IdleTimeout != 5*time.Second || c.Listen != "127.0.0.1:0" {
+		t.Errorf("derived: %+v", c)
+	}
+	if got := c.get("default.replication.factor"); got != "1" {
+		t.Errorf("default: %q", got)
+	}
+}
+
+func TestConfigDefaults(t *testing.T) {
+	c, err := loadConfig(nil, nil, slog.New(slog.DiscardHandler), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.NodeID != 1 || c.DataDir != "./data" || c.Listen != "127.0.0.1:9092" || c.AdminListen != "127.0.0.1:9644" ||
+		c.Sync != engine.SyncFsync || c.Transport != "std" || c.MaxRequestBytes != 100<<20 ||
+		!c.AutoCreateTopics || c.NumPartitions != 1 || len(c.LogDirs) != 1 || c.LogDirs[0] != filepath.Join("data", "logs") ||
+		c.MetaDir != filepath.Join("data", "meta") {
+		t.Errorf("defaults: %+v", c)
+	}
+}
+
+func TestConfigRejectsBadValues(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		env  []string
+		file string
+		want string
+	}{
+		{env: []string{"SAMSA_NUM_PARTITIONS=abc"}, want: "num.partitions"},
+		{args: []string{"--sync", "sometimes"}, want: "sync"},
+		{file: "log.segment.bytes=10\n", want: "log.segment.bytes"},
+		{file: "auto.create.topics.enable=yes\n", want: "auto.create.topics.enable"},
+		{args: []string{"--listen", "nonsense"}, want: "listeners"},
+		{args: []string{"--set", "log.retention.ms"}, want: "key=value"},
+		{file: "listeners=SSL://127.0.0.1:9093\n", want: "PLAINTEXT"},
+	} {
+		args := tc.args
+		if tc.file != "" {
+			args = append(args, "--config", writeFile(t, tc.file))
+		}
+		_, err := loadConfig(args, tc.env, slog.New(slog.DiscardHandler), io.Discard)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v %v %q: err %v, want mention of %q", tc.args, tc.env, tc.file, err, tc.want)
+		}
+	}
+}
+
+func TestConfigWarnsUnknownKeys(t *testing.T) {
+	var logs bytes.Buffer
+	file := writeFile(t, "no.such.key=1\n")
+	_, err := loadConfig([]string{"--config", file}, []string{"SAMSA_NO_SUCH=1"}, slog.New(slog.NewTextHandler(&logs, nil)), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logs.String(), "no.such.key") || !strings.Contains(logs.String(), "SAMSA_NO_SUCH") {
+		t.Errorf("no warnings: %s", logs.String())
+	}
+}
+
+func TestReadProperties(t *testing.T) {
+	file := writeFile(t, "! bang comment\n  a=1\nb : two words \nc\\:d=e\\tf\nlong=x,\\\n    y\nuni=\\u0041\nempty=\n")
+	props, err := readProperties(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, kv := range props {
+		got[kv[0]] = kv[1]
+	}
+	want := map[string]string{"a": "1", "b": "two words", "c:d": "e\tf", "long": "x,y", "uni": "A", "empty": ""}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%q = %q, want %q", k, got[k], v)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("got %v", got)
+	}
+}

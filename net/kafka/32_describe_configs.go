@@ -1,0 +1,126 @@
+// DescribeConfigs (key 32), versions 0-4.
+//
+// TOPIC resources: every topic key Samsa knows (configs.go), or those named, with the
+// effective value and its source: the topic override (DYNAMIC_TOPIC_CONFIG), else the
+// first broker synonym set (DYNAMIC_BROKER_CONFIG for this node, DYNAMIC_DEFAULT_BROKER_
+// CONFIG for the cluster default, STATIC_BROKER_CONFIG from server.properties/env/flags,
+// in that order; log.retention.ms before .minutes before .hours, scaled to the topic
+// key's unit), else Kafka's default (DEFAULT_CONFIG). Unknown topic:
+// UNKNOWN_TOPIC_OR_PARTITION.
+//
+// BROKER resources: named by this node's id: every broker key with its value and
+// source; named "": the cluster-wide dynamic defaults only. Another id:
+// INVALID_REQUEST. Read-only keys are flagged; none is sensitive (Samsa has no
+// password keys). Synonyms (v1+) when IncludeSynonyms, in precedence order; types and
+// documentation (v3+) when IncludeDocumentation.
+//
+// Differences from Apache Kafka: BROKER_LOGGER and other resource types answer
+// INVALID_REQUEST; names asked for that Samsa does not know are left out, as Kafka
+// does with unknown names.
+package kafka
+
+import (
+	"slices"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-broker/samsa/coordinator/metadata"
+)
+
+func init() {
+	register(API{Key: 32, MinVersion: 0, MaxVersion: 4, Handle: handleDescribeConfigs})
+}
+
+func handleDescribeConfigs(b *Broker, r *Request) {
+	req := r.Body.(*kmsg.DescribeConfigsRequest)
+	resp := r.ResponseKind().(*kmsg.DescribeConfigsResponse)
+	im := b.meta.Image()
+	syn := req.IncludeSynonyms && r.Header.Version >= 1
+	doc := req.IncludeDocumentation && r.Header.Version >= 3
+	for _, res := range req.Resources {
+		rr := kmsg.NewDescribeConfigsResponseResource()
+		rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName
+		var err error
+		rr.Configs, err = b.describeResource(im, res, syn, doc)
+		rr.ErrorCode, rr.ErrorMessage = errCode(err), errMsg(err)
+		resp.Resources = append(resp.Resources, rr)
+	}
+	r.Respond(resp)
+}
+
+func wanted(names []string, name string) bool {
+	return names == nil || slices.Contains(names, name)
+}
+
+func (b *Broker) describeResource(im *metadata.Image, res kmsg.DescribeConfigsRequestResource, syn, doc bool) ([]kmsg.DescribeConfigsResponseResourceConfig, error) {
+	var out []kmsg.DescribeConfigsResponseResourceConfig
+	entry := func(d *configDef, r resolved) kmsg.DescribeConfigsResponseResourceConfig {
+		c := kmsg.NewDescribeConfigsResponseResourceConfig()
+		c.Name, c.Value, c.Source = d.name, r.value, r.source
+		c.IsDefault = r.source == kmsg.ConfigSourceDefaultConfig
+		c.ReadOnly = d.readOnly
+		c.IsSensitive = d.kind == kindPassword
+		c.ConfigType = d.kind.wire()
+		if c.IsSensitive {
+			c.Value = nil
+		}
+		if syn {
+			c.ConfigSynonyms = r.synonyms
+		}
+		if doc && d.doc != "" {
+			c.Documentation = &d.doc
+		}
+		return c
+	}
+	switch res.ResourceType {
+	case kmsg.ConfigResourceTypeTopic:
+		if _, ok := im.Topic(res.ResourceName); !ok {
+			return nil, errf(kerr.UnknownTopicOrPartition, "topic %q does not exist", res.ResourceName)
+		}
+		l := b.layers(im, res.ResourceName)
+		for _, d := range topicConfigDefs {
+			if wanted(res.ConfigNames, d.name) {
+				out = append(out, entry(d, l.resolveTopic(d, syn)))
+			}
+		}
+	case kmsg.ConfigResourceTypeBroker:
+		l := b.layers(im, "")
+		switch res.ResourceName {
+		case strconv.Itoa(int(b.cfg.NodeID)):
+			for _, d := range brokerConfigDefs {
+				if !wanted(res.ConfigNames, d.name) {
+					continue
+				}
+				var synp *[]kmsg.DescribeConfigsResponseResourceConfigConfigSynonym
+				var syns []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym
+				if syn {
+					synp = &syns
+				}
+				r, ok := l.resolveBroker(d.name, 1, synp)
+				if !ok {
+					r = resolved{value: d.def, source: kmsg.ConfigSourceDefaultConfig}
+				}
+				if syn && d.def != nil {
+					syns = append(syns, kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{Name: d.name, Value: d.def, Source: kmsg.ConfigSourceDefaultConfig})
+				}
+				r.synonyms = syns
+				out = append(out, entry(d, r))
+			}
+		case "":
+			for _, d := range brokerConfigDefs {
+				if v, ok := l.clusterDefault[d.name]; ok && wanted(res.ConfigNames, d.name) {
+					r := resolved{value: sp(v), source: kmsg.ConfigSourceDynamicDefaultBrokerConfig}
+					r.synonyms = []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{{Name: d.name, Value: sp(v), Source: r.source}}
+					out = append(out, entry(d, r))
+				}
+			}
+		default:
+			return nil, errf(kerr.InvalidRequest, "broker %q is not this broker (%d)", res.ResourceName, b.cfg.NodeID)
+		}
+	default:
+		return nil, errf(kerr.InvalidRequest, "resource type %s is not supported", res.ResourceType)
+	}
+	return out, nil
+}
