@@ -6,6 +6,28 @@ import (
 	"time"
 )
 
+// LoadPartitions marks every partition of ps as loading at once (their groups answer
+// COORDINATOR_LOAD_IN_PROGRESS rather than NOT_COORDINATOR meanwhile) and then loads
+// them one by one. It returns the first error; the other partitions still load.
+func (c *Coordinator) LoadPartitions(ps ...int32) error {
+	c.mu.Lock()
+	var todo []int32
+	for _, p := range ps {
+		if _, ok := c.mu.parts[p]; !ok && p >= 0 && p < c.cfg.NumPartitions && !c.mu.closed {
+			c.mu.parts[p] = partLoading
+			todo = append(todo, p)
+		}
+	}
+	c.mu.Unlock()
+	var first error
+	for _, p := range todo {
+		if err := c.load(p); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
 // LoadPartition replays partition p of __consumer_offsets and starts serving its
 // groups. While it runs, requests for those groups get COORDINATOR_LOAD_IN_PROGRESS.
 // Groups whose last metadata record has members come back Stable with their
@@ -27,7 +49,11 @@ func (c *Coordinator) LoadPartition(p int32) error {
 	}
 	c.mu.parts[p] = partLoading
 	c.mu.Unlock()
+	return c.load(p)
+}
 
+// load replays p, which the caller marked partLoading.
+func (c *Coordinator) load(p int32) error {
 	offsets := map[string]map[topicPartition]OffsetValue{}
 	metas := map[string]GroupValue{}
 	skipped := 0

@@ -459,6 +459,29 @@ func TestNotCoordinator(t *testing.T) {
 	}
 }
 
+func TestLoadPartitions(t *testing.T) {
+	h := newHarness(t, nil)
+	h.commit("g", "", -1, "t", 0, 3, "")
+	h.c.Close()
+	h.c = New(Config{Clock: h.clock, Logger: quietLogger()}, h.log)
+	if code := h.c.Status("g"); code != kerr.NotCoordinator.Code {
+		t.Fatalf("before load: %v", kerr.ErrorForCode(code))
+	}
+	all := make([]int32, h.c.NumPartitions())
+	for i := range all {
+		all[i] = int32(i)
+	}
+	if err := h.c.LoadPartitions(all...); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.fetch("g", "t", 0); got.Offset != 3 {
+		t.Fatalf("after LoadPartitions: %+v", got)
+	}
+	if err := h.c.LoadPartition(h.c.NumPartitions()); err == nil {
+		t.Fatal("loading a partition out of range succeeded")
+	}
+}
+
 func TestUnloadAnswersParkedJoins(t *testing.T) {
 	h := newHarness(t, nil)
 	ids, _ := h.stableGroup("g", 2)
