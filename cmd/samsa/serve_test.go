@@ -1,0 +1,135 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+func startTestServer(t *testing.T, dataDir string, extra ...string) *server {
+	t.Helper()
+	args := append([]string{"--data-dir", dataDir, "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--sync", "none"}, extra...)
+	cfg, err := loadConfig(args, nil, slog.New(slog.DiscardHandler), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := startServer(cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func stopTestServer(t *testing.T, s *server) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestServeEndToEnd(t *testing.T) {
+	dir := t.TempDir()
+	s := startTestServer(t, dir, "--set", "num.partitions=3")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+
+	cl, err := kgo.NewClient(kgo.SeedBrokers(s.Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	adm := kadm.NewClient(cl)
+	if _, err := adm.CreateTopic(ctx, -1, -1, map[string]*string{"retention.ms": kadm.StringPtr("60000")}, "e2e"); err != nil {
+		t.Fatal(err)
+	}
+	md, err := adm.BrokerMetadata(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(md.Brokers) != 1 || md.Brokers[0].Port != int32(s.ln.Addr().(*net.TCPAddr).Port) {
+		t.Fatalf("advertised %+v, bound %s", md.Brokers, s.Addr())
+	}
+	clusterID := md.Cluster
+
+	resp, err := http.Get("http://" + s.adminLn.Addr().String() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`samsa_requests_total{api="CreateTopics"} 1`, "samsa_request_latency_seconds_bucket", "samsa_connections ", "samsa_engine_fsync_latency_seconds", "samsa_bytes_in_total"} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	if strings.Contains(string(body), "samsa_connections 0") {
+		t.Error("connections gauge is 0 with a client connected")
+	}
+	if resp, err := http.Get("http://" + s.adminLn.Addr().String() + "/debug/pprof/"); err != nil || resp.StatusCode != 200 {
+		t.Errorf("pprof: %v", err)
+	} else {
+		resp.Body.Close()
+	}
+	cl.Close()
+	stopTestServer(t, s)
+
+	// Layout, and a restart on the same data keeps the cluster, topic and config.
+	for _, p := range []string{"meta.properties", "meta", filepath.Join("logs", "e2e-2")} {
+		if _, err := os.Stat(filepath.Join(dir, p)); err != nil {
+			t.Errorf("layout: %v", err)
+		}
+	}
+	s = startTestServer(t, dir)
+	defer stopTestServer(t, s)
+	cl, err = kgo.NewClient(kgo.SeedBrokers(s.Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm = kadm.NewClient(cl)
+	td, err := adm.ListTopics(ctx, "e2e")
+	if err != nil || len(td["e2e"].Partitions) != 3 {
+		t.Fatalf("after restart: %v %+v", err, td)
+	}
+	if md, err := adm.BrokerMetadata(ctx); err != nil || md.Cluster != clusterID {
+		t.Fatalf("cluster id changed: %v %q != %q", err, md.Cluster, clusterID)
+	}
+	rcs, err := adm.DescribeTopicConfigs(ctx, "e2e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, _ := rcs.On("e2e", nil)
+	found := false
+	for _, c := range rc.Configs {
+		if c.Key == "retention.ms" && c.Value != nil && *c.Value == "60000" {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatal("topic config lost across restart")
+	}
+}
+
+func TestServeRefusesOtherNodesData(t *testing.T) {
+	dir := t.TempDir()
+	s := startTestServer(t, dir)
+	stopTestServer(t, s)
+	cfg, err := loadConfig([]string{"--data-dir", dir, "--listen", "127.0.0.1:0", "--admin-listen", "", "--node-id", "2"}, nil, slog.New(slog.DiscardHandler), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := startServer(cfg, slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), "node.id") {
+		t.Fatalf("started on another node's data: %v", err)
+	}
+}
