@@ -1,0 +1,311 @@
+package metadata
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"math"
+)
+
+// Frame sizes and versions; see the package doc for the layouts.
+const (
+	frameHeaderSize = 8 // length + crc32c
+	recordVersion   = 1
+	entryMagic      = 0xE1
+
+	// MaxRecordSize bounds one record frame; larger frames are rejected on decode and
+	// refused by Store.Append.
+	MaxRecordSize = 1 << 20
+	// MaxEntrySize bounds one entry frame (one Append).
+	MaxEntrySize = 64 << 20
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// Encode appends r's record frame to dst and returns the extended slice.
+func Encode(dst []byte, r Record) []byte {
+	start := len(dst)
+	dst = append(dst, 0, 0, 0, 0, 0, 0, 0, 0, recordVersion, byte(r.recordType()))
+	switch r := r.(type) {
+	case *TopicRecord:
+		dst = appendString(dst, r.Name)
+		dst = append(dst, r.ID[:]...)
+	case *PartitionRecord:
+		dst = append(dst, r.TopicID[:]...)
+		dst = binary.BigEndian.AppendUint32(dst, uint32(r.Partition))
+		dst = appendInt32s(dst, r.Replicas)
+		dst = appendInt32s(dst, r.ISR)
+		dst = binary.BigEndian.AppendUint32(dst, uint32(r.Leader))
+		dst = binary.BigEndian.AppendUint32(dst, uint32(r.LeaderEpoch))
+	case *RemoveTopicRecord:
+		dst = append(dst, r.ID[:]...)
+	case *ConfigRecord:
+		dst = append(dst, byte(r.Resource))
+		dst = appendString(dst, r.Name)
+		dst = appendString(dst, r.Key)
+		dst = appendNullableString(dst, r.Value)
+	case *ProducerIDsRecord:
+		dst = binary.BigEndian.AppendUint32(dst, uint32(r.BrokerID))
+		dst = binary.BigEndian.AppendUint64(dst, uint64(r.BrokerEpoch))
+		dst = binary.BigEndian.AppendUint64(dst, uint64(r.NextProducerID))
+	case *RegisterBrokerRecord:
+		dst = binary.BigEndian.AppendUint32(dst, uint32(r.ID))
+		dst = appendString(dst, r.Host)
+		dst = binary.BigEndian.AppendUint32(dst, uint32(r.Port))
+		dst = appendNullableString(dst, r.Rack)
+	}
+	return finishFrame(dst, start)
+}
+
+// finishFrame fills in the length and checksum of the frame that starts at start.
+func finishFrame(dst []byte, start int) []byte {
+	body := dst[start+frameHeaderSize:]
+	binary.BigEndian.PutUint32(dst[start:], uint32(len(body)))
+	binary.BigEndian.PutUint32(dst[start+4:], crc32.Checksum(body, castagnoli))
+	return dst
+}
+
+// EncodeEntry appends one entry frame holding recs (one Append's worth; later, one Raft
+// entry) to dst and returns the extended slice.
+func EncodeEntry(dst []byte, recs ...Record) []byte {
+	start := len(dst)
+	dst = append(dst, 0, 0, 0, 0, 0, 0, 0, 0, entryMagic)
+	dst = binary.AppendUvarint(dst, uint64(len(recs)))
+	for _, r := range recs {
+		dst = Encode(dst, r)
+	}
+	return finishFrame(dst, start)
+}
+
+// checkFrame validates the frame at the start of b against max and returns its body and
+// total length.
+func checkFrame(b []byte, max int) ([]byte, int, error) {
+	if len(b) < frameHeaderSize {
+		return nil, 0, fmt.Errorf("%w: frame header: %w", ErrCorrupt, io.ErrUnexpectedEOF)
+	}
+	n := binary.BigEndian.Uint32(b)
+	if n > uint32(max) {
+		return nil, 0, fmt.Errorf("%w: frame length %d exceeds %d", ErrCorrupt, n, max)
+	}
+	if uint64(len(b)-frameHeaderSize) < uint64(n) {
+		return nil, 0, fmt.Errorf("%w: frame of %d bytes: %w", ErrCorrupt, n, io.ErrUnexpectedEOF)
+	}
+	body := b[frameHeaderSize : frameHeaderSize+int(n)]
+	if got, want := crc32.Checksum(body, castagnoli), binary.BigEndian.Uint32(b[4:]); got != want {
+		return nil, 0, fmt.Errorf("%w: crc32c %08x, frame says %08x", ErrCorrupt, got, want)
+	}
+	return body, frameHeaderSize + int(n), nil
+}
+
+// Decode parses the record frame at the start of b. It returns the record and the frame's
+// length. Errors wrap ErrCorrupt (and io.ErrUnexpectedEOF if b ends inside the frame).
+// The record does not alias b.
+func Decode(b []byte) (Record, int, error) {
+	body, n, err := checkFrame(b, MaxRecordSize)
+	if err != nil {
+		return nil, 0, err
+	}
+	if len(body) < 2 {
+		return nil, 0, fmt.Errorf("%w: record frame of %d bytes", ErrCorrupt, len(body))
+	}
+	if body[0] != recordVersion {
+		return nil, 0, fmt.Errorf("%w: record version %d unsupported", ErrCorrupt, body[0])
+	}
+	d := decoder{b: body[2:]}
+	var r Record
+	switch recordType(body[1]) {
+	case typeTopic:
+		r = &TopicRecord{Name: d.string(), ID: d.uuid()}
+	case typePartition:
+		r = &PartitionRecord{TopicID: d.uuid(), Partition: d.int32(), Replicas: d.int32s(),
+			ISR: d.int32s(), Leader: d.int32(), LeaderEpoch: d.int32()}
+	case typeRemoveTopic:
+		r = &RemoveTopicRecord{ID: d.uuid()}
+	case typeConfig:
+		r = &ConfigRecord{Resource: ResourceType(d.int8()), Name: d.string(), Key: d.string(), Value: d.nullableString()}
+	case typeProducerIDs:
+		r = &ProducerIDsRecord{BrokerID: d.int32(), BrokerEpoch: d.int64(), NextProducerID: d.int64()}
+	case typeRegisterBroker:
+		r = &RegisterBrokerRecord{ID: d.int32(), Host: d.string(), Port: d.int32(), Rack: d.nullableString()}
+	default:
+		return nil, 0, fmt.Errorf("%w: record type %d unknown", ErrCorrupt, body[1])
+	}
+	if d.err != nil {
+		return nil, 0, fmt.Errorf("%w: record type %d: %v", ErrCorrupt, body[1], d.err)
+	}
+	if len(d.b) != 0 {
+		return nil, 0, fmt.Errorf("%w: record type %d: %d trailing bytes", ErrCorrupt, body[1], len(d.b))
+	}
+	return r, n, nil
+}
+
+// DecodeEntry parses the entry frame at the start of b and returns its records and the
+// frame's length. Errors wrap ErrCorrupt.
+func DecodeEntry(b []byte) ([]Record, int, error) {
+	body, n, err := checkFrame(b, MaxEntrySize)
+	if err != nil {
+		return nil, 0, err
+	}
+	if len(body) < 1 || body[0] != entryMagic {
+		return nil, 0, fmt.Errorf("%w: not an entry frame", ErrCorrupt)
+	}
+	body = body[1:]
+	count, k := binary.Uvarint(body)
+	if k <= 0 || k != uvarintLen(count) {
+		return nil, 0, fmt.Errorf("%w: entry record count", ErrCorrupt)
+	}
+	body = body[k:]
+	// Every record frame takes at least frameHeaderSize+2 bytes: bound the count by that
+	// before sizing anything by it.
+	if count > uint64(len(body)/(frameHeaderSize+2)) {
+		return nil, 0, fmt.Errorf("%w: entry claims %d records in %d bytes", ErrCorrupt, count, len(body))
+	}
+	recs := make([]Record, 0, count)
+	for i := uint64(0); i < count; i++ {
+		r, m, err := Decode(body)
+		if err != nil {
+			return nil, 0, fmt.Errorf("entry record %d: %w", i, err)
+		}
+		recs = append(recs, r)
+		body = body[m:]
+	}
+	if len(body) != 0 {
+		return nil, 0, fmt.Errorf("%w: entry has %d trailing bytes", ErrCorrupt, len(body))
+	}
+	return recs, n, nil
+}
+
+func appendString(dst []byte, s string) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(s)))
+	return append(dst, s...)
+}
+
+func appendNullableString(dst []byte, s *string) []byte {
+	if s == nil {
+		return append(dst, 0)
+	}
+	dst = binary.AppendUvarint(dst, uint64(len(*s))+1)
+	return append(dst, *s...)
+}
+
+func appendInt32s(dst []byte, v []int32) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(v)))
+	for _, x := range v {
+		dst = binary.BigEndian.AppendUint32(dst, uint32(x))
+	}
+	return dst
+}
+
+// decoder reads a record payload; after the first error every read returns zero.
+type decoder struct {
+	b   []byte
+	err error
+}
+
+func (d *decoder) fail(what string) {
+	if d.err == nil {
+		d.err = fmt.Errorf("short or malformed %s", what)
+	}
+	d.b = nil
+}
+
+func (d *decoder) take(n int, what string) []byte {
+	if d.err != nil || n < 0 || len(d.b) < n {
+		d.fail(what)
+		return nil
+	}
+	v := d.b[:n]
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) int8() int8 {
+	if v := d.take(1, "int8"); v != nil {
+		return int8(v[0])
+	}
+	return 0
+}
+
+func (d *decoder) int32() int32 {
+	if v := d.take(4, "int32"); v != nil {
+		return int32(binary.BigEndian.Uint32(v))
+	}
+	return 0
+}
+
+func (d *decoder) int64() int64 {
+	if v := d.take(8, "int64"); v != nil {
+		return int64(binary.BigEndian.Uint64(v))
+	}
+	return 0
+}
+
+func (d *decoder) uuid() (u UUID) {
+	if v := d.take(16, "uuid"); v != nil {
+		copy(u[:], v)
+	}
+	return u
+}
+
+func (d *decoder) uvarint(what string) uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 || n != uvarintLen(v) {
+		d.fail(what)
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) string() string {
+	n := d.uvarint("string length")
+	if n > uint64(len(d.b)) {
+		d.fail("string")
+		return ""
+	}
+	return string(d.take(int(n), "string"))
+}
+
+func (d *decoder) nullableString() *string {
+	n := d.uvarint("string length")
+	if d.err != nil || n == 0 {
+		return nil
+	}
+	if n-1 > uint64(len(d.b)) {
+		d.fail("string")
+		return nil
+	}
+	s := string(d.take(int(n-1), "string"))
+	return &s
+}
+
+func (d *decoder) int32s() []int32 {
+	n := d.uvarint("array length")
+	if n > uint64(len(d.b)/4) || n > math.MaxInt32 {
+		d.fail("int32 array")
+		return nil
+	}
+	if n == 0 {
+		return nil
+	}
+	out := make([]int32, n)
+	for i := range out {
+		out[i] = d.int32()
+	}
+	return out
+}
+
+// uvarintLen is the length of v's minimal uvarint; longer encodings are rejected so
+// every record has exactly one encoding.
+func uvarintLen(v uint64) int {
+	n := 1
+	for v >= 0x80 {
+		v >>= 7
+		n++
+	}
+	return n
+}

@@ -1,0 +1,181 @@
+package metadata
+
+import (
+	"encoding/binary"
+	"errors"
+	"io"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// sampleRecords has one record of every type, with and without optional fields.
+func sampleRecords() []Record {
+	return []Record{
+		&TopicRecord{Name: "orders", ID: idA},
+		&TopicRecord{Name: strings.Repeat("x", 249), ID: idB},
+		&PartitionRecord{TopicID: idA, Partition: 7, Replicas: []int32{1, 2, 3}, ISR: []int32{3, 1}, Leader: 3, LeaderEpoch: 42},
+		&PartitionRecord{TopicID: idA, Partition: 0, Replicas: []int32{-5}, Leader: -1, LeaderEpoch: 0},
+		&RemoveTopicRecord{ID: idC},
+		&ConfigRecord{Resource: ResourceTopic, Name: "orders", Key: "retention.ms", Value: StringPtr("604800000")},
+		&ConfigRecord{Resource: ResourceBroker, Name: "", Key: "k", Value: StringPtr("")},
+		&ConfigRecord{Resource: ResourceBroker, Name: "1", Key: "k"},
+		&ProducerIDsRecord{BrokerID: 1, BrokerEpoch: -1, NextProducerID: 1 << 40},
+		&RegisterBrokerRecord{ID: 1, Host: "127.0.0.1", Port: 9092},
+		&RegisterBrokerRecord{ID: 2, Host: "h", Port: 1, Rack: StringPtr("rack-a")},
+	}
+}
+
+func TestRecordRoundTrip(t *testing.T) {
+	var buf []byte
+	for _, r := range sampleRecords() {
+		buf = Encode(buf[:0], r)
+		got, n, err := Decode(buf)
+		if err != nil || n != len(buf) {
+			t.Fatalf("Decode(%T) = %v, %d, %v", r, got, n, err)
+		}
+		if !reflect.DeepEqual(got, r) {
+			t.Fatalf("round trip:\n got %#v\nwant %#v", got, r)
+		}
+		// Re-encoding is byte-identical.
+		if again := Encode(nil, got); string(again) != string(buf) {
+			t.Fatalf("%T re-encodes differently", r)
+		}
+	}
+}
+
+func TestRecordGolden(t *testing.T) {
+	got := Encode(nil, &TopicRecord{Name: "t", ID: MetadataTopicID})
+	want := []byte{
+		0, 0, 0, 20, // length: ver + typ + 1 + 1 + 16
+		0, 0, 0, 0, // crc, filled below
+		1, 2, // version 1, Topic
+		1, 't',
+		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1,
+	}
+	binary.BigEndian.PutUint32(want[4:], 0)
+	copy(want[4:8], got[4:8])
+	if string(got) != string(want) {
+		t.Fatalf("frame = % x\nwant    % x", got, want)
+	}
+}
+
+func TestEntryRoundTrip(t *testing.T) {
+	recs := sampleRecords()
+	b := EncodeEntry([]byte("prefix"), recs...)
+	got, n, err := DecodeEntry(b[len("prefix"):])
+	if err != nil || n != len(b)-len("prefix") {
+		t.Fatalf("DecodeEntry = %d, %v", n, err)
+	}
+	if !reflect.DeepEqual(got, recs) {
+		t.Fatal("entry round trip differs")
+	}
+	empty := EncodeEntry(nil)
+	if got, _, err := DecodeEntry(empty); err != nil || len(got) != 0 {
+		t.Fatalf("empty entry: %v %v", got, err)
+	}
+}
+
+// TestDecodeTruncatedAndFlipped cuts every frame at every byte and flips every bit:
+// decoding must fail with ErrCorrupt, never panic.
+func TestDecodeTruncatedAndFlipped(t *testing.T) {
+	for _, r := range sampleRecords() {
+		full := Encode(nil, r)
+		for i := 0; i < len(full); i++ {
+			_, _, err := Decode(full[:i])
+			if !errors.Is(err, ErrCorrupt) || !errors.Is(err, io.ErrUnexpectedEOF) {
+				t.Fatalf("%T cut at %d: %v", r, i, err)
+			}
+		}
+		for i := 0; i < len(full)*8; i++ {
+			b := append([]byte(nil), full...)
+			b[i/8] ^= 1 << (i % 8)
+			if _, _, err := Decode(b); !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("%T bit %d flipped: %v", r, i, err)
+			}
+		}
+	}
+	entry := EncodeEntry(nil, sampleRecords()...)
+	for i := 0; i < len(entry); i++ {
+		if _, _, err := DecodeEntry(entry[:i]); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("entry cut at %d: %v", i, err)
+		}
+	}
+}
+
+// TestDecodeHostileLengths builds frames with valid checksums whose inner lengths lie.
+func TestDecodeHostileLengths(t *testing.T) {
+	frame := func(body ...byte) []byte {
+		b := make([]byte, frameHeaderSize, frameHeaderSize+len(body))
+		b = append(b, body...)
+		return finishFrame(b, 0)
+	}
+	huge := binary.AppendUvarint(nil, 1<<62)
+	cases := map[string][]byte{
+		"string length":  frame(append([]byte{1, byte(typeTopic)}, huge...)...),
+		"array length":   frame(append(append([]byte{1, byte(typePartition)}, make([]byte, 20)...), huge...)...),
+		"nullable len":   frame(append([]byte{1, byte(typeConfig), 4, 0, 0}, huge...)...),
+		"bad varint":     frame(1, byte(typeTopic), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff),
+		"unknown type":   frame(1, 99),
+		"version":        frame(2, byte(typeTopic)),
+		"trailing bytes": frame(append(append([]byte{1, byte(typeRemoveTopic)}, make([]byte, 16)...), 0)...),
+		"empty body":     frame(),
+		"entry count":    frame(append([]byte{entryMagic}, huge...)...),
+		"entry magic":    frame(0x00, 0),
+	}
+	for name, b := range cases {
+		if _, _, err := Decode(b); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("%s: Decode = %v", name, err)
+		}
+		if _, _, err := DecodeEntry(b); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("%s: DecodeEntry = %v", name, err)
+		}
+	}
+	big := make([]byte, 8)
+	binary.BigEndian.PutUint32(big, MaxEntrySize+1)
+	if _, _, err := DecodeEntry(big); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("oversized entry: %v", err)
+	}
+}
+
+func FuzzDecodeRecord(f *testing.F) {
+	for _, r := range sampleRecords() {
+		f.Add(Encode(nil, r))
+	}
+	f.Add(EncodeEntry(nil, sampleRecords()...))
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if r, n, err := Decode(b); err == nil {
+			if n < frameHeaderSize || n > len(b) {
+				t.Fatalf("Decode consumed %d of %d", n, len(b))
+			}
+			if again := Encode(nil, r); string(again) != string(b[:n]) {
+				t.Fatalf("decoded frame does not re-encode to itself")
+			}
+			_, _ = (&Image{}).Apply(r)
+		} else if !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("error not ErrCorrupt: %v", err)
+		}
+		if recs, n, err := DecodeEntry(b); err == nil {
+			if again := EncodeEntry(nil, recs...); string(again) != string(b[:n]) {
+				t.Fatalf("decoded entry does not re-encode to itself")
+			}
+			_, _ = (&Image{}).Apply(recs...)
+		} else if !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("entry error not ErrCorrupt: %v", err)
+		}
+	})
+}
+
+func BenchmarkEncodeDecode(b *testing.B) {
+	r := &PartitionRecord{TopicID: idA, Partition: 7, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}, Leader: 1, LeaderEpoch: 3}
+	buf := Encode(nil, r)
+	b.SetBytes(int64(len(buf)))
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		buf = Encode(buf[:0], r)
+		if _, _, err := Decode(buf); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

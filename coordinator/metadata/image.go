@@ -1,0 +1,395 @@
+package metadata
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+)
+
+// Image is the cluster metadata after some prefix of the log: topics and their
+// partitions, configs, brokers and the next free producer id.
+//
+// An Image is immutable once Apply returns it, and safe for concurrent readers. Slices
+// and maps it returns are shared with it: callers must not modify them. Apply copies
+// only what a batch touches (the top-level maps once per batch, and each topic or config
+// map it changes), so images that share history share memory.
+//
+// The zero Image is the empty image.
+type Image struct {
+	topics         map[string]*TopicImage
+	byID           map[UUID]*TopicImage
+	configs        map[configKey]map[string]string
+	brokers        map[int32]BrokerImage
+	nextProducerID int64
+
+	sortedTopics atomic.Pointer[[]*TopicImage] // cache for Topics
+}
+
+type configKey struct {
+	rt   ResourceType
+	name string
+}
+
+// TopicImage is one topic. Partitions[i] is partition i; partitions are dense.
+type TopicImage struct {
+	Name       string
+	ID         UUID
+	Partitions []PartitionImage
+}
+
+// PartitionImage is one partition's assignment and leadership. Leader is -1 when the
+// partition has no leader.
+type PartitionImage struct {
+	Replicas, ISR       []int32
+	Leader, LeaderEpoch int32
+}
+
+// BrokerImage is a registered broker.
+type BrokerImage struct {
+	ID   int32
+	Host string
+	Port int32
+	Rack *string
+}
+
+// Topic returns the topic called name.
+func (im *Image) Topic(name string) (*TopicImage, bool) {
+	t, ok := im.topics[name]
+	return t, ok
+}
+
+// TopicByID returns the topic with id.
+func (im *Image) TopicByID(id UUID) (*TopicImage, bool) {
+	t, ok := im.byID[id]
+	return t, ok
+}
+
+// Topics returns every topic, sorted by name. The slice is shared: do not modify it.
+func (im *Image) Topics() []*TopicImage {
+	if p := im.sortedTopics.Load(); p != nil {
+		return *p
+	}
+	out := make([]*TopicImage, 0, len(im.topics))
+	for _, t := range im.topics {
+		out = append(out, t)
+	}
+	slices.SortFunc(out, func(a, b *TopicImage) int { return strings.Compare(a.Name, b.Name) })
+	im.sortedTopics.Store(&out)
+	return out
+}
+
+// NumTopics returns the number of topics.
+func (im *Image) NumTopics() int { return len(im.topics) }
+
+// Configs returns the explicitly set config keys of a resource (nil if none). The map is
+// shared: do not modify it.
+func (im *Image) Configs(rt ResourceType, name string) map[string]string {
+	return im.configs[configKey{rt, name}]
+}
+
+// NextProducerID returns the first producer id not yet handed out.
+func (im *Image) NextProducerID() int64 { return im.nextProducerID }
+
+// Brokers returns the registered brokers sorted by id.
+func (im *Image) Brokers() []BrokerImage {
+	out := make([]BrokerImage, 0, len(im.brokers))
+	for _, b := range im.brokers {
+		out = append(out, b)
+	}
+	slices.SortFunc(out, func(a, b BrokerImage) int { return int(a.ID) - int(b.ID) })
+	return out
+}
+
+// Broker returns the broker with id.
+func (im *Image) Broker(id int32) (BrokerImage, bool) {
+	b, ok := im.brokers[id]
+	return b, ok
+}
+
+// Records returns records that rebuild im when applied to the empty image, in a
+// canonical order: brokers by id; each topic by name with its partitions and configs;
+// broker configs by name and key; the producer-id watermark. Snapshots are made of them.
+func (im *Image) Records() []Record {
+	var out []Record
+	for _, b := range im.Brokers() {
+		out = append(out, &RegisterBrokerRecord{ID: b.ID, Host: b.Host, Port: b.Port, Rack: b.Rack})
+	}
+	appendConfigs := func(rt ResourceType, name string) {
+		m := im.configs[configKey{rt, name}]
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			out = append(out, &ConfigRecord{Resource: rt, Name: name, Key: k, Value: StringPtr(m[k])})
+		}
+	}
+	for _, t := range im.Topics() {
+		out = append(out, &TopicRecord{Name: t.Name, ID: t.ID})
+		for i, p := range t.Partitions {
+			out = append(out, &PartitionRecord{TopicID: t.ID, Partition: int32(i), Replicas: p.Replicas,
+				ISR: p.ISR, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch})
+		}
+		appendConfigs(ResourceTopic, t.Name)
+	}
+	var brokerNames []string
+	for k := range im.configs {
+		if k.rt == ResourceBroker {
+			brokerNames = append(brokerNames, k.name)
+		}
+	}
+	slices.Sort(brokerNames)
+	for _, n := range brokerNames {
+		appendConfigs(ResourceBroker, n)
+	}
+	if im.nextProducerID > 0 {
+		out = append(out, &ProducerIDsRecord{BrokerID: -1, NextProducerID: im.nextProducerID})
+	}
+	return out
+}
+
+// Apply is the state machine: it validates recs in order against im and returns the
+// image after all of them, or the first error (wrapping ErrInvalidRecord, ErrTopicExists
+// or ErrUnknownTopic) and no image. im is never changed. Apply does no I/O and reads no
+// clock: the same image and records always give the same result.
+func (im *Image) Apply(recs ...Record) (*Image, error) {
+	b := builder{base: im, im: &Image{
+		topics:         im.topics,
+		byID:           im.byID,
+		configs:        im.configs,
+		brokers:        im.brokers,
+		nextProducerID: im.nextProducerID,
+	}}
+	for i, r := range recs {
+		if err := b.apply(r); err != nil {
+			return nil, fmt.Errorf("record %d (%T): %w", i, r, err)
+		}
+	}
+	return b.im, nil
+}
+
+// builder applies one batch, copying each shared structure the first time it changes.
+type builder struct {
+	base          *Image
+	im            *Image
+	topicsCopied  bool
+	configsCopied bool
+	brokersCopied bool
+	ownTopics     map[*TopicImage]bool
+	ownConfigMaps map[configKey]bool
+}
+
+func (b *builder) mutableTopics() {
+	if !b.topicsCopied {
+		b.im.topics = cloneMap(b.im.topics)
+		b.im.byID = cloneMap(b.im.byID)
+		b.topicsCopied = true
+	}
+}
+
+// mutableTopic returns a copy of t this batch may modify, installed in the maps.
+func (b *builder) mutableTopic(t *TopicImage) *TopicImage {
+	if b.ownTopics[t] {
+		return t
+	}
+	b.mutableTopics()
+	c := &TopicImage{Name: t.Name, ID: t.ID, Partitions: slices.Clone(t.Partitions)}
+	b.im.topics[c.Name] = c
+	b.im.byID[c.ID] = c
+	b.own(c)
+	return c
+}
+
+func (b *builder) own(t *TopicImage) {
+	if b.ownTopics == nil {
+		b.ownTopics = make(map[*TopicImage]bool)
+	}
+	b.ownTopics[t] = true
+}
+
+func cloneMap[K comparable, V any](m map[K]V) map[K]V {
+	c := make(map[K]V, len(m)+1)
+	for k, v := range m {
+		c[k] = v
+	}
+	return c
+}
+
+func (b *builder) apply(r Record) error {
+	switch r := r.(type) {
+	case *TopicRecord:
+		return b.topic(r)
+	case *PartitionRecord:
+		return b.partition(r)
+	case *RemoveTopicRecord:
+		t, ok := b.im.byID[r.ID]
+		if !ok {
+			return fmt.Errorf("%w: id %s", ErrUnknownTopic, r.ID)
+		}
+		b.mutableTopics()
+		delete(b.im.topics, t.Name)
+		delete(b.im.byID, t.ID)
+		if _, ok := b.im.configs[configKey{ResourceTopic, t.Name}]; ok {
+			b.mutableConfigs()
+			delete(b.im.configs, configKey{ResourceTopic, t.Name})
+		}
+		return nil
+	case *ConfigRecord:
+		return b.config(r)
+	case *ProducerIDsRecord:
+		if r.NextProducerID <= b.im.nextProducerID {
+			return fmt.Errorf("%w: next producer id %d does not pass %d", ErrInvalidRecord, r.NextProducerID, b.im.nextProducerID)
+		}
+		b.im.nextProducerID = r.NextProducerID
+		return nil
+	case *RegisterBrokerRecord:
+		if r.ID < 0 || r.Host == "" || r.Port <= 0 || r.Port > 65535 {
+			return fmt.Errorf("%w: broker %d at %q:%d", ErrInvalidRecord, r.ID, r.Host, r.Port)
+		}
+		if !b.brokersCopied {
+			b.im.brokers = cloneMap(b.im.brokers)
+			b.brokersCopied = true
+		}
+		bi := BrokerImage{ID: r.ID, Host: r.Host, Port: r.Port}
+		if r.Rack != nil {
+			bi.Rack = StringPtr(*r.Rack)
+		}
+		b.im.brokers[r.ID] = bi
+		return nil
+	case nil:
+		return fmt.Errorf("%w: nil record", ErrInvalidRecord)
+	}
+	return fmt.Errorf("%w: unknown record type %T", ErrInvalidRecord, r)
+}
+
+func (b *builder) topic(r *TopicRecord) error {
+	if err := ValidTopicName(r.Name); err != nil {
+		return err
+	}
+	if !r.ID.ValidTopicID() {
+		return fmt.Errorf("%w: topic id %s is reserved", ErrInvalidRecord, r.ID)
+	}
+	if _, ok := b.im.topics[r.Name]; ok {
+		return fmt.Errorf("%w: %q", ErrTopicExists, r.Name)
+	}
+	if t, ok := b.im.byID[r.ID]; ok {
+		return fmt.Errorf("%w: topic id %s already names %q", ErrInvalidRecord, r.ID, t.Name)
+	}
+	b.mutableTopics()
+	t := &TopicImage{Name: r.Name, ID: r.ID}
+	b.im.topics[r.Name] = t
+	b.im.byID[r.ID] = t
+	b.own(t)
+	return nil
+}
+
+func (b *builder) partition(r *PartitionRecord) error {
+	t, ok := b.im.byID[r.TopicID]
+	if !ok {
+		return fmt.Errorf("%w: id %s", ErrUnknownTopic, r.TopicID)
+	}
+	if r.Partition < 0 || int(r.Partition) > len(t.Partitions) {
+		return fmt.Errorf("%w: partition %d of %q (has %d): partitions are dense", ErrInvalidRecord, r.Partition, t.Name, len(t.Partitions))
+	}
+	if err := validAssignment(r); err != nil {
+		return fmt.Errorf("%w: partition %d of %q: %v", ErrInvalidRecord, r.Partition, t.Name, err)
+	}
+	if int(r.Partition) < len(t.Partitions) && r.LeaderEpoch < t.Partitions[r.Partition].LeaderEpoch {
+		return fmt.Errorf("%w: partition %d of %q: leader epoch %d below %d", ErrInvalidRecord,
+			r.Partition, t.Name, r.LeaderEpoch, t.Partitions[r.Partition].LeaderEpoch)
+	}
+	t = b.mutableTopic(t)
+	p := PartitionImage{Replicas: slices.Clone(r.Replicas), ISR: slices.Clone(r.ISR), Leader: r.Leader, LeaderEpoch: r.LeaderEpoch}
+	if int(r.Partition) == len(t.Partitions) {
+		t.Partitions = append(t.Partitions, p)
+	} else {
+		t.Partitions[r.Partition] = p
+	}
+	return nil
+}
+
+func validAssignment(r *PartitionRecord) error {
+	if len(r.Replicas) == 0 {
+		return fmt.Errorf("no replicas")
+	}
+	for i, x := range r.Replicas {
+		if x < 0 {
+			return fmt.Errorf("replica %d", x)
+		}
+		if slices.Contains(r.Replicas[:i], x) {
+			return fmt.Errorf("replica %d listed twice", x)
+		}
+	}
+	for i, x := range r.ISR {
+		if !slices.Contains(r.Replicas, x) {
+			return fmt.Errorf("ISR member %d is not a replica", x)
+		}
+		if slices.Contains(r.ISR[:i], x) {
+			return fmt.Errorf("ISR member %d listed twice", x)
+		}
+	}
+	if r.Leader != -1 && !slices.Contains(r.ISR, r.Leader) {
+		return fmt.Errorf("leader %d not in the ISR", r.Leader)
+	}
+	if r.LeaderEpoch < 0 {
+		return fmt.Errorf("leader epoch %d", r.LeaderEpoch)
+	}
+	return nil
+}
+
+func (b *builder) mutableConfigs() {
+	if !b.configsCopied {
+		b.im.configs = cloneMap(b.im.configs)
+		b.configsCopied = true
+	}
+}
+
+func (b *builder) config(r *ConfigRecord) error {
+	switch r.Resource {
+	case ResourceTopic:
+		if _, ok := b.im.topics[r.Name]; !ok {
+			return fmt.Errorf("%w: config for %q", ErrUnknownTopic, r.Name)
+		}
+	case ResourceBroker:
+		if r.Name != "" {
+			id, err := strconv.ParseInt(r.Name, 10, 32)
+			if err != nil || id < 0 || strconv.FormatInt(id, 10) != r.Name {
+				return fmt.Errorf("%w: broker config resource %q is not a broker id", ErrInvalidRecord, r.Name)
+			}
+		}
+	default:
+		return fmt.Errorf("%w: config resource type %d", ErrInvalidRecord, r.Resource)
+	}
+	if r.Key == "" {
+		return fmt.Errorf("%w: empty config key", ErrInvalidRecord)
+	}
+	k := configKey{r.Resource, r.Name}
+	cur := b.im.configs[k]
+	if r.Value == nil {
+		if _, ok := cur[r.Key]; !ok {
+			return nil // deleting an unset key is a no-op
+		}
+	}
+	b.mutableConfigs()
+	if !b.ownConfigMaps[k] || cur == nil {
+		cur = cloneMap(cur)
+		if b.ownConfigMaps == nil {
+			b.ownConfigMaps = make(map[configKey]bool)
+		}
+		b.ownConfigMaps[k] = true
+	}
+	if r.Value == nil {
+		delete(cur, r.Key)
+	} else {
+		cur[r.Key] = *r.Value
+	}
+	if len(cur) == 0 {
+		delete(b.im.configs, k)
+	} else {
+		b.im.configs[k] = cur
+	}
+	return nil
+}
