@@ -341,10 +341,16 @@ func BenchmarkRecovery1GiB(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		l, _ := m.CreateLog(tp, DefaultLogConfig())
+		cfg := DefaultLogConfig()
+		cfg.SegmentBytes = maxSegmentBytes // one segment: no roll, so no flush
+		l, _ := m.CreateLog(tp, cfg)
 		fillLog(b, l, 1<<30)
 		size := l.Size()
+		if segmentCount(l) != 1 || l.RecoveryPoint() != 0 {
+			b.Fatalf("%d segments, recovery point %d: the tail is not all unflushed", segmentCount(l), l.RecoveryPoint())
+		}
 		m.abandon()
+		os.Remove(filepath.Join(dir, recoveryPointFile)) // a checkpoint, if one was written, says 0 anyway
 		b.StartTimer()
 		t0 := time.Now()
 		m, err = Open(Options{Dirs: []string{dir}, Sync: SyncNone})

@@ -152,7 +152,10 @@ func (l *Log) Append(batches []byte, o AppendOptions) (AppendResult, error) {
 	seg.idxMu.Unlock()
 	for p := 0; p < len(batches); {
 		h := parseHeaderUnchecked(batches[p:])
-		l.prod.update(&h)
+		if h.ProducerID >= 0 {
+			seg.noProducers = false
+			l.prod.update(&h)
+		}
 		if h.PartitionLeaderEpoch > latest {
 			if _, err := l.epochs.assign(h.PartitionLeaderEpoch, h.BaseOffset); err != nil {
 				l.logger.Warn("leader epoch checkpoint", "tp", l.tp, "err", err)

@@ -22,8 +22,8 @@ const recoverBufSize = 1 << 20
 // from the one holding the recovery point is scanned batch by batch (framing,
 // offsets, CRC); the first bad batch and everything after it are cut off
 // (later segments deleted); the scanned segments' indexes are rebuilt; the
-// scanned files are fdatasynced, so the recovery point becomes the new log
-// end. In both cases *.deleted and temporary files are removed (finishing an
+// recovery point stays at the checkpoint's value until the flusher has
+// synced the recovered bytes. In both cases *.deleted and temporary files are removed (finishing an
 // interrupted deletion), orphan indexes are removed, and producer state is
 // rebuilt from the newest snapshot plus the batches after it.
 func (m *Manager) loadLog(d *logDir, dir string, tp TopicPartition, cfg LogConfig, clean, hasRP bool, rp, hw, ls int64) (*Log, error) {
@@ -140,14 +140,21 @@ func (m *Manager) loadLog(d *logDir, dir string, tp TopicPartition, cfg LogConfi
 	l.logStart.Store(start)
 	l.hw.Store(min(max(hw, start), leo))
 
+	// After a crash the recovered bytes may still be only in the page cache:
+	// the recovery point stays where the checkpoint put it (as in Kafka) and
+	// the flusher advances it later.
+	rpAfter := leo
 	if recovered {
-		for _, s := range segs {
-			if err := fdatasync(s.log); err != nil {
-				return fail(err)
-			}
+		rpAfter = 0
+		if hasRP {
+			rpAfter = min(rp, leo)
+		}
+		rpAfter = max(rpAfter, start)
+		if rpAfter < leo {
+			d.queueFlush(l)
 		}
 	}
-	l.recoveryPoint.Store(leo)
+	l.recoveryPoint.Store(rpAfter)
 
 	l.epochs, err = loadEpochCache(dir)
 	if err != nil {
@@ -183,12 +190,16 @@ func (l *Log) rebuildProducerState(leo int64) {
 	if from < 0 {
 		from = l.segs[0].base
 	}
+	cfg := l.cfg.Load()
 	for _, s := range l.segs {
-		if s.next.Load() <= from && s != l.segs[len(l.segs)-1] {
+		if s.next.Load() <= from || s.noProducers {
 			continue
 		}
 		sc := getScanner(s.log, s.size.Load())
 		var pos int64
+		if s.base < from {
+			pos = s.lookupPos(from, sc, cfg)
+		}
 		for pos < sc.limit {
 			h, err := sc.header(pos)
 			if err != nil {
@@ -322,6 +333,7 @@ func (l *Log) recoverSegment(s *segment, active bool, buf []byte) (cut bool, err
 	b := newIndexBuilder(s.base, cfg.IndexIntervalBytes)
 	next := s.base
 	var pos int64
+	producers := false
 	for pos < size {
 		hb, err := w.at(pos, BatchHeaderSize)
 		if err != nil {
@@ -343,9 +355,13 @@ func (l *Log) recoverSegment(s *segment, active bool, buf []byte) (cut bool, err
 			break
 		}
 		b.add(&h, pos)
+		if h.ProducerID >= 0 {
+			producers = true
+		}
 		next = h.LastOffset() + 1
 		pos += h.Size()
 	}
+	s.noProducers = !producers
 	if pos < size {
 		l.logger.Warn("truncating corrupt or torn tail", "base", s.base, "valid", pos, "size", size)
 		if err := s.log.Truncate(pos); err != nil {

@@ -53,6 +53,7 @@ type segment struct {
 	bytesSinceIndex int64
 	rollAtMs        int64 // clock time of the first append; 0 = not yet
 	idxSynced       bool  // indexes of this (inactive) segment are durable
+	noProducers     bool  // recovery scanned it and saw no idempotent batch
 
 	idxMu    sync.RWMutex
 	oidx     *offsetIndex // nil until loaded
