@@ -327,3 +327,41 @@ func FuzzSegmentRecovery(f *testing.F) {
 		}
 	})
 }
+
+// FuzzCheckpointFiles: damaged checkpoint, leader-epoch and snapshot files
+// never make Open fail or panic, and the (intact) log stays readable.
+func FuzzCheckpointFiles(f *testing.F) {
+	f.Add([]byte("0\n1\nck 0 5\n"), []byte("0\n1\n3 0\n"), []byte{0, 1, 0, 0, 0, 0, 0, 0, 0, 0}, true)
+	f.Add([]byte("0\n-1\n"), []byte("1\n"), []byte{}, false)
+	f.Add([]byte("0\n2\nck 0 -7\nck x 1\n"), []byte("0\n99999999999\n"), []byte{0, 1, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF}, false)
+	f.Fuzz(func(t *testing.T, ckpt, epochs, snap []byte, clean bool) {
+		dir := t.TempDir()
+		tp := TopicPartition{"ck", 0}
+		m := openTest(t, []string{dir}, SyncNone, nil)
+		l, _ := m.CreateLog(tp, smallConfig())
+		for i := 0; i < 30; i++ {
+			mustAppend(t, l, makeBatch(testBatch{records: 1, valueSize: 150, pid: 4, epoch: 0, seq: int32(i)}))
+		}
+		want := len(readAll(t, l))
+		m.Close()
+		os.WriteFile(filepath.Join(dir, recoveryPointFile), ckpt, 0o644)
+		os.WriteFile(filepath.Join(dir, replicationFile), ckpt, 0o644)
+		os.WriteFile(filepath.Join(dir, "ck-0", leaderEpochFile), epochs, 0o644)
+		os.WriteFile(snapshotPath(filepath.Join(dir, "ck-0"), 30), snap, 0o644)
+		if !clean {
+			os.Remove(filepath.Join(dir, cleanShutdownFile))
+		}
+		m = openTest(t, []string{dir}, SyncNone, nil)
+		defer m.Close()
+		l = m.Log(tp)
+		if l.LogStartOffset() == 0 {
+			if got := len(readAll(t, l)); got != want {
+				t.Fatalf("%d batches, want %d", got, want)
+			}
+		}
+		l.EndOffsetForEpoch(3)
+		if _, err := l.Append(makeBatch(testBatch{records: 1, pid: 4, epoch: 0, seq: 30}), AppendOptions{LeaderEpoch: 5}); err != nil && !isErr(err, ErrOutOfOrderSequence) {
+			t.Fatal(err)
+		}
+	})
+}
