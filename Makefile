@@ -31,7 +31,7 @@ test-kcat:
 	./tests/kcat.sh
 
 bench: build
-	$(BIN)/samsa-bench run --spawn samsa --samsa-bin $(BIN)/samsa --workload bench/workloads/max-throughput-100b.yaml
+	$(BIN)/samsa-bench run --spawn samsa --samsa-bin $(BIN)/samsa --workload max-throughput-100b
 
 # Each fuzz target for $(FUZZTIME). `go test -fuzz` takes one target and one package at a time.
 fuzz:

@@ -23,8 +23,8 @@ for _ in $(seq 1 100); do
 done
 
 echo "== benchmark: max-throughput-100b for 10 s against $listen (metrics: http://$admin/metrics)"
-"$bin/samsa-bench" run --brokers "$listen" --pid "$pid" \
-	--workload bench/workloads/max-throughput-100b.yaml --warmup 2s --duration 10s || true
+"$bin/samsa-bench" run --brokers "$listen" --admin "http://$admin" \
+	--workload max-throughput-100b --warmup 2s --duration 10s || true
 
 echo "== broker serving on $listen with data in $data; Ctrl-C to stop"
 wait "$pid"
