@@ -407,10 +407,11 @@ func (p *Purgatory[K]) reap() {
 		}
 		wait := time.Duration(math.MaxInt64)
 		if next, ok := p.timer.nextExpiration(); ok {
-			wait = time.Duration(next-now) * time.Millisecond
+			now = p.clock() // callbacks and the purge took time
 			if next <= now {
 				continue
 			}
+			wait = time.Duration(next-now) * time.Millisecond
 		} else if p.timer.hasDue() {
 			continue
 		}

@@ -156,13 +156,7 @@ func (im *Image) Records() []Record {
 // or ErrUnknownTopic) and no image. im is never changed. Apply does no I/O and reads no
 // clock: the same image and records always give the same result.
 func (im *Image) Apply(recs ...Record) (*Image, error) {
-	b := builder{base: im, im: &Image{
-		topics:         im.topics,
-		byID:           im.byID,
-		configs:        im.configs,
-		brokers:        im.brokers,
-		nextProducerID: im.nextProducerID,
-	}}
+	b := newBuilder(im)
 	for i, r := range recs {
 		if err := b.apply(r); err != nil {
 			return nil, fmt.Errorf("record %d (%T): %w", i, r, err)
@@ -180,6 +174,16 @@ type builder struct {
 	brokersCopied bool
 	ownTopics     map[*TopicImage]bool
 	ownConfigMaps map[configKey]bool
+}
+
+func newBuilder(im *Image) *builder {
+	return &builder{base: im, im: &Image{
+		topics:         im.topics,
+		byID:           im.byID,
+		configs:        im.configs,
+		brokers:        im.brokers,
+		nextProducerID: im.nextProducerID,
+	}}
 }
 
 func (b *builder) mutableTopics() {

@@ -1,6 +1,7 @@
 package metadata
 
 import (
+	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -35,6 +36,8 @@ const (
 	tmpSuffix      = ".tmp"
 	snapshotMagic  = "SMSNAP01"
 	snapshotChunk  = 1000 // records per entry in a snapshot
+
+	maxSnapshotSize = 1 << 30 // larger snapshot files are treated as corrupt
 )
 
 // Store is the one-node home of the metadata log: the log files, the snapshots and the
@@ -434,19 +437,22 @@ func readSnapshot(b []byte) (*Image, int64, error) {
 		return nil, 0, fmt.Errorf("%w: snapshot offset %d", ErrCorrupt, off)
 	}
 	entries := b[head : len(b)-tail]
-	im := &Image{}
+	bld := newBuilder(&Image{})
 	var got uint64
 	for len(entries) > 0 {
 		recs, n, err := DecodeEntry(entries)
 		if err != nil {
 			return nil, 0, fmt.Errorf("snapshot: %w", err)
 		}
-		if im, err = im.Apply(recs...); err != nil {
-			return nil, 0, fmt.Errorf("%w: snapshot does not apply: %v", ErrCorrupt, err)
+		for _, r := range recs {
+			if err := bld.apply(r); err != nil {
+				return nil, 0, fmt.Errorf("%w: snapshot does not apply: %v", ErrCorrupt, err)
+			}
 		}
 		got += uint64(len(recs))
 		entries = entries[n:]
 	}
+	im := bld.im
 	if got != want {
 		return nil, 0, fmt.Errorf("%w: snapshot holds %d records, trailer says %d", ErrCorrupt, got, want)
 	}
@@ -462,7 +468,7 @@ func (s *Store) replay() error {
 	im, next := &Image{}, int64(0)
 	for i := len(snaps) - 1; i >= 0; i-- {
 		name := filepath.Join(s.dir, fileName(snaps[i], snapshotSuffix))
-		b, err := os.ReadFile(name)
+		b, err := readBounded(name, maxSnapshotSize)
 		if err == nil {
 			var off int64
 			var sim *Image
@@ -478,41 +484,42 @@ func (s *Store) replay() error {
 	}
 	snapOffset := next
 
+	// One builder for the whole replay: every record was valid when appended, so any
+	// failure is corruption and entry atomicity does not matter here; and the image's
+	// maps are copied once rather than once per entry.
+	b := newBuilder(im)
 	active, activeSize := int64(-1), int64(0)
 	for i, base := range logs {
 		name := filepath.Join(s.dir, fileName(base, logSuffix))
-		b, err := os.ReadFile(name)
-		if err != nil {
-			return fmt.Errorf("metadata: %w", err)
-		}
 		if base > next {
 			return fmt.Errorf("%w: log %s starts at offset %d but records end at %d", ErrCorrupt, name, base, next)
 		}
-		off, pos := base, 0
-		for pos < len(b) {
-			recs, n, err := DecodeEntry(b[pos:])
-			if err != nil {
-				s.log.Warn("metadata: log ends in a torn or corrupt entry", "file", name,
-					"valid_bytes", pos, "dropped_bytes", len(b)-pos, "err", err)
-				break
-			}
+		off := base
+		valid, err := s.scanLogFile(name, func(recs []Record) error {
 			end := off + int64(len(recs))
 			switch {
 			case end <= next: // covered by the snapshot
 			case off == next:
-				if im, err = im.Apply(recs...); err != nil {
-					return fmt.Errorf("%w: %s offset %d does not apply: %v", ErrCorrupt, name, off, err)
+				for _, r := range recs {
+					if err := b.apply(r); err != nil {
+						return fmt.Errorf("%w: %s offset %d does not apply: %v", ErrCorrupt, name, off, err)
+					}
 				}
 				next = end
 			default:
 				return fmt.Errorf("%w: %s: entry at %d straddles offset %d", ErrCorrupt, name, off, next)
 			}
-			off, pos = end, pos+n
+			off = end
+			return nil
+		})
+		if err != nil {
+			return err
 		}
 		if i == len(logs)-1 && off == next {
-			active, activeSize = base, int64(pos)
+			active, activeSize = base, valid
 		}
 	}
+	im = b.im
 
 	s.image.Store(im)
 	s.mu.next, s.mu.snapOffset = next, snapOffset
@@ -547,3 +554,82 @@ func (s *Store) replay() error {
 }
 
 var _ io.Closer = (*Store)(nil)
+
+// readBounded reads a whole file that must not exceed limit bytes.
+func readBounded(name string, limit int64) ([]byte, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if st.Size() > limit {
+		return nil, fmt.Errorf("%w: %s is %d bytes, limit %d", ErrCorrupt, name, st.Size(), limit)
+	}
+	b := make([]byte, st.Size())
+	if _, err := io.ReadFull(f, b); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// scanLogFile streams the entries of a log file to fn and returns the length of the valid
+// prefix. A torn or corrupt entry ends the scan (it and everything after it are not
+// valid); only errors from reading the file or from fn are returned. Memory is bounded
+// by MaxEntrySize whatever the file holds.
+func (s *Store) scanLogFile(name string, fn func([]Record) error) (int64, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return 0, fmt.Errorf("metadata: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return 0, fmt.Errorf("metadata: %w", err)
+	}
+	r := bufio.NewReaderSize(f, 64<<10)
+	var buf []byte
+	var valid int64
+	torn := func(why error) (int64, error) {
+		s.log.Warn("metadata: log ends in a torn or corrupt entry", "file", name,
+			"valid_bytes", valid, "dropped_bytes", st.Size()-valid, "err", why)
+		return valid, nil
+	}
+	for {
+		buf = slices.Grow(buf[:0], frameHeaderSize)[:frameHeaderSize]
+		if _, err := io.ReadFull(r, buf); err != nil {
+			if err == io.EOF {
+				return valid, nil
+			}
+			if err == io.ErrUnexpectedEOF {
+				return torn(err)
+			}
+			return 0, fmt.Errorf("metadata: %w", err)
+		}
+		n := int64(binary.BigEndian.Uint32(buf))
+		if n > MaxEntrySize {
+			return torn(fmt.Errorf("%w: entry length %d", ErrCorrupt, n))
+		}
+		if n > st.Size()-valid-frameHeaderSize {
+			return torn(io.ErrUnexpectedEOF)
+		}
+		buf = slices.Grow(buf, int(n))[:frameHeaderSize+int(n)]
+		if _, err := io.ReadFull(r, buf[frameHeaderSize:]); err != nil {
+			if err == io.EOF || err == io.ErrUnexpectedEOF {
+				return torn(err)
+			}
+			return 0, fmt.Errorf("metadata: %w", err)
+		}
+		recs, _, err := DecodeEntry(buf)
+		if err != nil {
+			return torn(err)
+		}
+		if err := fn(recs); err != nil {
+			return 0, err
+		}
+		valid += int64(len(buf))
+	}
+}

@@ -167,6 +167,7 @@ func TestTornTailEveryByte(t *testing.T) {
 	// Garbage after the last entry, and a flipped bit inside it, are cut the same way.
 	for _, mangle := range []func([]byte) []byte{
 		func(b []byte) []byte { return append(b, 0, 0, 0, 9, 1, 2, 3) },
+		func(b []byte) []byte { return append(b, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0, 1) }, // a huge length claim
 		func(b []byte) []byte { b[len(b)-3] ^= 0x10; return b },
 	} {
 		d := copyDir(t, dir)
@@ -445,5 +446,35 @@ func BenchmarkAppend(b *testing.B) {
 		if err := s.Append(rec); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkReplay opens a store whose log creates `topics` topics of 4 partitions, one
+// entry each, with a config per topic.
+func BenchmarkReplay(b *testing.B) {
+	for _, topics := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("topics=%d", topics), func(b *testing.B) {
+			dir := b.TempDir()
+			var buf []byte
+			for i := 0; i < topics; i++ {
+				name := fmt.Sprintf("topic-%06d", i)
+				recs := createTopic(name, UUID{0: byte(i), 1: byte(i >> 8), 2: byte(i >> 16), 15: 9}, 4)
+				recs = append(recs, &ConfigRecord{Resource: ResourceTopic, Name: name, Key: "retention.ms", Value: StringPtr("1")})
+				buf = EncodeEntry(buf, recs...)
+			}
+			if err := os.WriteFile(filepath.Join(dir, fileName(0, logSuffix)), buf, 0o644); err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(int64(len(buf)))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				s := openT(b, dir, StoreOptions{SnapshotEvery: -1, SnapshotBytes: -1})
+				if s.Image().NumTopics() != topics {
+					b.Fatal("topics missing")
+				}
+				s.Close()
+			}
+		})
 	}
 }
