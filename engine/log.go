@@ -188,6 +188,9 @@ func (l *Log) rollLocked(base int64) error {
 	}
 	s, err := createSegment(l.dir, base, cfg)
 	if err != nil {
+		if old.size.Load() == 0 {
+			old.unmarkDeleted()
+		}
 		return fmt.Errorf("roll %s at %d: %w", l.tp, base, err)
 	}
 	if old.size.Load() == 0 {

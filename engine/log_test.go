@@ -687,3 +687,20 @@ func TestCloseWithWaitersAndDirLock(t *testing.T) {
 		t.Fatalf("%d batches after close", len(hs))
 	}
 }
+
+func TestProducerExpiry(t *testing.T) {
+	clk := newFakeClock(1_000_000_000)
+	m := openTest(t, []string{t.TempDir()}, SyncNone, clk)
+	defer m.Close()
+	l, _ := m.CreateLog(TopicPartition{"exp", 0}, DefaultLogConfig())
+	mustAppend(t, l, makeBatch(testBatch{records: 1, pid: 8, epoch: 0, seq: 0, baseTs: clk.now().UnixMilli()}))
+	m.EnforceRetention()
+	if _, _, ok := l.ProducerState(8); !ok {
+		t.Fatal("producer expired at once")
+	}
+	clk.advance(producerExpirationMs)
+	m.EnforceRetention()
+	if _, _, ok := l.ProducerState(8); ok {
+		t.Fatal("producer not expired after a day")
+	}
+}

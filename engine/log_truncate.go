@@ -125,9 +125,10 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	}
 	s, err := createSegment(l.dir, offset, cfg)
 	if err != nil {
+		for _, o := range old {
+			o.unmarkDeleted()
+		}
 		l.mu.Unlock()
-		// The old segments are renamed but still listed and open: keep serving them.
-		l.ld.setOffline(err)
 		return err
 	}
 	l.segs = []*segment{s}

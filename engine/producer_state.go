@@ -111,6 +111,19 @@ func (ps *producerStates) check(h *BatchHeader, prev *seqCheck) (*batchMeta, err
 	return nil, nil
 }
 
+// producerExpirationMs is Kafka's producer.id.expiration.ms default: the
+// state of a producer silent for this long is dropped.
+const producerExpirationMs = 24 * 3600 * 1000
+
+// expire drops producers whose newest batch is older than now-producerExpirationMs.
+func (ps *producerStates) expire(now int64) {
+	for pid, e := range ps.m {
+		if lb := e.last(); lb == nil || now-lb.timestamp >= producerExpirationMs {
+			delete(ps.m, pid)
+		}
+	}
+}
+
 // update records the written batch h (offsets assigned).
 func (ps *producerStates) update(h *BatchHeader) {
 	if h.ProducerID < 0 {

@@ -10,7 +10,8 @@ import (
 // retention.ms (by their largest timestamp) or beyond retention.bytes. An
 // expired, non-empty active segment is rolled first so it can go too.
 // Deleted segments are renamed *.deleted and removed file.delete.delay.ms
-// later, once no reader pins them.
+// later, once no reader pins them. Producers silent for
+// producer.id.expiration.ms (1 day) are forgotten.
 func (l *Log) enforceRetention() (int, error) {
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
@@ -19,6 +20,7 @@ func (l *Log) enforceRetention() (int, error) {
 	}
 	cfg := l.cfg.Load()
 	now := l.m.nowMs()
+	l.prod.expire(now)
 	hw := l.hw.Load()
 	leo := l.leo.Load()
 	logStart := l.logStart.Load()

@@ -330,6 +330,16 @@ func (s *segment) markDeleted() error {
 	return first
 }
 
+// unmarkDeleted undoes markDeleted (a roll or truncation that failed after
+// renaming).
+func (s *segment) unmarkDeleted() {
+	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+		cur := filepath.Join(s.dir, segmentFileName(s.base, suf))
+		os.Rename(cur+deletedSuffix, cur)
+	}
+	s.deleted.Store(false)
+}
+
 // indexBuilder computes index entries for a sequence of batches, with the same
 // rule as the append path.
 type indexBuilder struct {
