@@ -19,7 +19,8 @@ import (
 // by anyone), or when the operation expires, in which case OnExpiration runs first, on the
 // same goroutine. Expiry callbacks run on the purgatory's reaper goroutine (or on the
 // goroutine calling AdvanceClock or Close); they must not block and must not call
-// AdvanceClock or Close.
+// AdvanceClock or Close. OnComplete may call TryCompleteElseWatch and CheckAndComplete
+// (a completion that unblocks others); TryComplete may not.
 type Operation interface {
 	TryComplete() bool
 	OnComplete()
@@ -100,7 +101,13 @@ func (d *Delayed) expire() bool {
 }
 
 // safeTryComplete runs TryComplete under the operation's lock, unless it has completed.
+// The check before the lock matters: an operation's OnComplete runs under that lock and
+// may call CheckAndComplete on a key that still lists the operation; it is completed by
+// then, so it is skipped instead of locked again (Kafka's lock is reentrant instead).
 func (d *Delayed) safeTryComplete() bool {
+	if d.completed.Load() {
+		return false
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.completed.Load() {

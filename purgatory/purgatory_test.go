@@ -508,3 +508,53 @@ func TestReaperSleepsWhenIdle(t *testing.T) {
 		t.Fatalf("reaper looped %d times for one 200 ms timeout", n)
 	}
 }
+
+// chainOp's OnComplete checks its own key again, as a completion that unblocks other
+// waiters would: it must not deadlock on its own lock.
+type chainOp struct {
+	testOp
+	p   *Purgatory[string]
+	key string
+}
+
+func (o *chainOp) TryComplete() bool {
+	if o.ready.Load() {
+		return o.ForceComplete()
+	}
+	return false
+}
+
+func (o *chainOp) OnComplete() {
+	o.testOp.OnComplete()
+	o.p.CheckAndComplete(o.key)
+}
+
+func TestOnCompleteMayCheckAgain(t *testing.T) {
+	p, _ := newManual(t, Options{})
+	ops := make([]*chainOp, 3)
+	for i := range ops {
+		ops[i] = &chainOp{p: p, key: "k"}
+		ops[i].Init(ops[i], time.Second)
+		p.TryCompleteElseWatch(ops[i], "k")
+	}
+	for _, o := range ops {
+		o.ready.Store(true)
+	}
+	done := make(chan int)
+	go func() { done <- p.CheckAndComplete("k") }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("CheckAndComplete from OnComplete deadlocked")
+	}
+	for _, o := range ops {
+		o.testOp.check(t, false)
+	}
+	// A ready op whose first TryComplete completes it also re-enters safely.
+	o := &chainOp{p: p, key: "k"}
+	o.Init(o, time.Second)
+	o.ready.Store(true)
+	if !p.TryCompleteElseWatch(o, "k") {
+		t.Fatal("ready chain op not completed")
+	}
+}

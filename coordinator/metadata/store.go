@@ -28,6 +28,8 @@ type StoreOptions struct {
 	SnapshotBytes int64
 	// Logger receives replay and snapshot events (nil: discard).
 	Logger *slog.Logger
+
+	noSync bool // tests only (fuzzing): skip fsync, nothing is durable
 }
 
 const (
@@ -202,7 +204,7 @@ func (s *Store) writeLocked(buf []byte) error {
 	f := s.mu.f
 	_, err := f.WriteAt(buf, s.mu.size)
 	if err == nil {
-		err = fdatasync(f)
+		err = s.sync(f)
 	}
 	if err != nil {
 		if terr := f.Truncate(s.mu.size); terr != nil {
@@ -247,11 +249,11 @@ func (s *Store) maybeSnapshotLocked(im *Image) {
 // any step leaves a directory that replays to the same image.
 func (s *Store) snapshotLocked(im *Image) error {
 	off := s.mu.next
-	if err := writeSnapshot(s.dir, off, im); err != nil {
+	if err := writeSnapshot(s.dir, off, im, !s.opts.noSync); err != nil {
 		return err
 	}
 	if off != s.mu.base {
-		f, err := createLog(s.dir, off)
+		f, err := createLog(s.dir, off, !s.opts.noSync)
 		if err != nil {
 			return err
 		}
@@ -352,10 +354,13 @@ func listDir(dir string) (logs, snaps []int64, err error) {
 	return logs, snaps, nil
 }
 
-func createLog(dir string, base int64) (*os.File, error) {
+func createLog(dir string, base int64, sync bool) (*os.File, error) {
 	f, err := os.OpenFile(filepath.Join(dir, fileName(base, logSuffix)), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("metadata: %w", err)
+	}
+	if !sync {
+		return f, nil
 	}
 	if err := syncDir(dir); err != nil {
 		f.Close()
@@ -381,7 +386,7 @@ func syncDir(dir string) error {
 
 // writeSnapshot writes im as the snapshot at offset off: to a temporary file, synced,
 // then renamed into place and the directory synced.
-func writeSnapshot(dir string, off int64, im *Image) error {
+func writeSnapshot(dir string, off int64, im *Image, sync bool) error {
 	recs := im.Records()
 	count := len(recs)
 	buf := make([]byte, 0, 64+count*48)
@@ -405,7 +410,7 @@ func writeSnapshot(dir string, off int64, im *Image) error {
 		return fmt.Errorf("metadata: %w", err)
 	}
 	_, err = f.Write(buf)
-	if err == nil {
+	if err == nil && sync {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
@@ -417,6 +422,9 @@ func writeSnapshot(dir string, off int64, im *Image) error {
 	if err != nil {
 		_ = os.Remove(tmp)
 		return fmt.Errorf("metadata: snapshot %d: %w", off, err)
+	}
+	if !sync {
+		return nil
 	}
 	return syncDir(dir)
 }
@@ -533,7 +541,7 @@ func (s *Store) replay() error {
 				f.Close()
 				return fmt.Errorf("metadata: truncating torn tail: %w", err)
 			}
-			if err := fdatasync(f); err != nil {
+			if err := s.sync(f); err != nil {
 				f.Close()
 				return fmt.Errorf("metadata: %w", err)
 			}
@@ -541,7 +549,7 @@ func (s *Store) replay() error {
 		s.mu.f, s.mu.base, s.mu.size = f, active, activeSize
 		s.mu.snapBytes = activeSize
 	} else {
-		f, err := createLog(s.dir, next)
+		f, err := createLog(s.dir, next, !s.opts.noSync)
 		if err != nil {
 			return err
 		}
@@ -632,4 +640,11 @@ func (s *Store) scanLogFile(name string, fn func([]Record) error) (int64, error)
 		}
 		valid += int64(len(buf))
 	}
+}
+
+func (s *Store) sync(f *os.File) error {
+	if s.opts.noSync {
+		return nil
+	}
+	return fdatasync(f)
 }

@@ -212,7 +212,7 @@ func TestCrashAfterSnapshotBeforeRoll(t *testing.T) {
 	s := openT(t, dir, opts)
 	workload(t, s, 10)
 	at := s.Offset()
-	if err := writeSnapshot(dir, at, s.Image()); err != nil {
+	if err := writeSnapshot(dir, at, s.Image(), true); err != nil {
 		t.Fatal(err)
 	}
 	mustAppend(t, s, createTopic("tail", idC, 2)...)
@@ -238,7 +238,7 @@ func TestCrashAfterSnapshotBeforeRoll(t *testing.T) {
 	s2 := openT(t, d2, opts)
 	workload(t, s2, 5)
 	w2, o2 := s2.Image(), s2.Offset()
-	if err := writeSnapshot(d2, o2, w2); err != nil {
+	if err := writeSnapshot(d2, o2, w2, true); err != nil {
 		t.Fatal(err)
 	}
 	s2.Close()
@@ -263,7 +263,7 @@ func TestCorruptSnapshot(t *testing.T) {
 	s := openT(t, dir, opts)
 	workload(t, s, 8)
 	want := s.Image()
-	if err := writeSnapshot(dir, s.Offset(), want); err != nil {
+	if err := writeSnapshot(dir, s.Offset(), want, true); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
@@ -392,7 +392,7 @@ func FuzzReplay(f *testing.F) {
 	f.Add(append(slices.Clone(valid), 1, 2, 3), []byte(nil))
 	im := mustApply(f, &Image{}, createTopic("t", idA, 2)...)
 	sd := f.TempDir()
-	if err := writeSnapshot(sd, 3, im); err != nil {
+	if err := writeSnapshot(sd, 3, im, true); err != nil {
 		f.Fatal(err)
 	}
 	snap, _ := os.ReadFile(filepath.Join(sd, fileName(3, snapshotSuffix)))
@@ -411,7 +411,7 @@ func FuzzReplay(f *testing.F) {
 				t.Fatal(err)
 			}
 		}
-		opts := StoreOptions{SnapshotEvery: 3}
+		opts := StoreOptions{SnapshotEvery: 3, noSync: true}
 		s, err := OpenStore(dir, opts)
 		if err != nil {
 			if !errors.Is(err, ErrCorrupt) {
