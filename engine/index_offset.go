@@ -101,3 +101,26 @@ func putOffsetEntry(e []byte, rel, pos uint32) {
 	binary.BigEndian.PutUint32(e[0:], rel)
 	binary.BigEndian.PutUint32(e[4:], pos)
 }
+
+// lookupBound returns the last entry whose position is <= maxPos and whose
+// offset is < upTo: every batch before that position ends within maxPos and
+// below upTo, so a reader may skip to it.
+func (x *offsetIndex) lookupBound(maxPos, upTo int64) (offset, pos int64, ok bool) {
+	n := x.entries
+	ok0 := func(i int) bool {
+		return int64(x.posAt(i)) <= maxPos && x.base+int64(x.relAt(i)) < upTo
+	}
+	if n == 0 || !ok0(0) {
+		return 0, 0, false
+	}
+	lo, hi := 0, n-1
+	for lo < hi {
+		mid := int(uint(lo+hi+1) >> 1)
+		if ok0(mid) {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	return x.base + int64(x.relAt(lo)), int64(x.posAt(lo)), true
+}

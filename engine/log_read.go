@@ -133,6 +133,25 @@ func (s *segment) findRange(offset, maxBytes, upTo int64, minOne bool, cfg *LogC
 		pos += h.Size()
 	}
 	start = pos
+	// Skip, through the index, the batches that certainly fit.
+	if maxBytes > 2*scanBufSize {
+		s.idxMu.RLock()
+		var (
+			o, p int64
+			ok   bool
+		)
+		if s.oidx != nil {
+			o, p, ok = s.oidx.lookupBound(start+maxBytes, upTo)
+		}
+		s.idxMu.RUnlock()
+		if ok && p > start {
+			if h, err := sc.header(p); err == nil && h.LastOffset() == o {
+				size, pos = p-start, p
+			} else {
+				s.idxBad.Store(true)
+			}
+		}
+	}
 	for pos < sc.limit {
 		h, err := sc.header(pos)
 		if err != nil {

@@ -2,7 +2,9 @@ package engine
 
 import (
 	"fmt"
+	"math/rand"
 	"os"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -702,5 +704,66 @@ func TestProducerExpiry(t *testing.T) {
 	m.EnforceRetention()
 	if _, _, ok := l.ProducerState(8); ok {
 		t.Fatal("producer not expired after a day")
+	}
+}
+
+// TestReadMatchesNaive compares Read (index lookups, index jumps) with a
+// plain walk over every batch, for random offsets, byte limits and bounds.
+func TestReadMatchesNaive(t *testing.T) {
+	m := openTest(t, []string{t.TempDir()}, SyncNone, nil)
+	defer m.Close()
+	cfg := DefaultLogConfig()
+	cfg.SegmentBytes = 256 << 10
+	cfg.IndexIntervalBytes = 1024
+	l, _ := m.CreateLog(TopicPartition{"naive", 0}, cfg)
+	rng := rand.New(rand.NewSource(7))
+	type ref struct {
+		h   BatchHeader
+		seg int64 // base of its segment
+	}
+	for i := 0; i < 3000; i++ {
+		mustAppend(t, l, makeBatch(testBatch{records: 1 + rng.Intn(5), valueSize: rng.Intn(700)}))
+	}
+	var all []ref
+	for _, s := range l.pinAll() {
+		sc := getScanner(s.log, s.size.Load())
+		for pos := int64(0); pos < sc.limit; {
+			h, err := sc.header(pos)
+			if err != nil {
+				t.Fatal(err)
+			}
+			all = append(all, ref{h, s.base})
+			pos += h.Size()
+		}
+		putScanner(sc)
+		s.release()
+	}
+	leo := l.LogEndOffset()
+	for trial := 0; trial < 3000; trial++ {
+		off := rng.Int63n(leo)
+		upTo := off + rng.Int63n(leo-off+1)
+		maxBytes := int32(rng.Intn(64 << 10))
+		minOne := rng.Intn(2) == 0
+		// Naive answer.
+		i := sort.Search(len(all), func(i int) bool { return all[i].h.LastOffset() >= off })
+		var want int64
+		for j := i; j < len(all) && all[j].seg == all[i].seg; j++ {
+			h := all[j].h
+			if h.LastOffset() >= upTo || (want+h.Size() > int64(maxBytes) && !(want == 0 && minOne)) {
+				break
+			}
+			want += h.Size()
+		}
+		if off >= upTo {
+			want = 0
+		}
+		s, err := l.Read(off, maxBytes, upTo, minOne)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if int64(s.Size) != want {
+			t.Fatalf("Read(%d, %d, %d, %v) = %d bytes, want %d", off, maxBytes, upTo, minOne, s.Size, want)
+		}
+		s.Release()
 	}
 }
