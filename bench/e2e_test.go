@@ -282,7 +282,8 @@ func TestRunSpawnedSamsa(t *testing.T) {
 		}
 	}()
 	w := e2eWorkload(t)
-	r, err := Run(ctx, RunConfig{Workload: w, Brokers: tg.Brokers, Target: "samsa", Broker: tg.UsageSource()})
+	r, err := Run(ctx, RunConfig{Workload: w, Brokers: tg.Brokers, Target: "samsa", Broker: tg.UsageSource(),
+		DeliveryTimeout: 20 * time.Second, JoinTimeout: 15 * time.Second, DrainTimeout: 15 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -185,7 +185,11 @@ func RunRaw(ctx context.Context, cfg RawConfig) (*Result, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: raw ApiVersions %s: %w", ErrRun, addr, err)
 		}
-		pv, fv := vers[0], vers[1]
+		pv, okP := vers[0]
+		fv, okF := vers[1]
+		if !okP || !okF {
+			return nil, fmt.Errorf("%w: raw: %s does not list Produce and Fetch in ApiVersions", ErrRun, addr)
+		}
 		if pv[1] < 3 || fv[1] < 4 {
 			return nil, fmt.Errorf("%w: raw: %s serves produce ≤v%d, fetch ≤v%d; need v3/v4", ErrRun, addr, pv[1], fv[1])
 		}

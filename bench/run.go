@@ -31,8 +31,12 @@ type RunConfig struct {
 	// DrainTimeout bounds the wait for consumers to catch up after producing stops
 	// (default 30s).
 	DrainTimeout time.Duration
-	TopicPrefix  string // default "samsa-bench"
-	KeepTopics   bool
+	// DeliveryTimeout bounds how long a record may wait for its ack (default 2m);
+	// JoinTimeout how long consumers may take to get partitions (default 30s).
+	DeliveryTimeout time.Duration
+	JoinTimeout     time.Duration
+	TopicPrefix     string // default "samsa-bench"
+	KeepTopics      bool
 	// Broker, if set, reports the broker process's CPU and memory.
 	Broker UsageSource
 	// OnSteady, if set, runs in its own goroutine when the measured window starts;
@@ -119,6 +123,12 @@ func Run(ctx context.Context, cfg RunConfig) (*Result, error) {
 	if cfg.DrainTimeout == 0 {
 		cfg.DrainTimeout = 30 * time.Second
 	}
+	if cfg.DeliveryTimeout == 0 {
+		cfg.DeliveryTimeout = 2 * time.Minute
+	}
+	if cfg.JoinTimeout == 0 {
+		cfg.JoinTimeout = 30 * time.Second
+	}
 	if cfg.TopicPrefix == "" {
 		cfg.TopicPrefix = "samsa-bench"
 	}
@@ -164,7 +174,7 @@ func Run(ctx context.Context, cfg RunConfig) (*Result, error) {
 	}
 	for ti, topic := range r.topics {
 		for i := 0; i < w.ProducersPerTopic; i++ {
-			p, err := newProducer(w, cfg.Brokers, topic, pl, keys, cfg.Seed+int64(ti*1000+i), rate, &r.errs)
+			p, err := newProducer(w, cfg.Brokers, topic, pl, keys, cfg.Seed+int64(ti*1000+i), rate, cfg.DeliveryTimeout, &r.errs)
 			if err != nil {
 				r.closeAll()
 				return nil, err
@@ -268,7 +278,7 @@ func (r *run) startConsumers(ctx context.Context) error {
 			c.loop(ctx)
 		}()
 	}
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(r.cfg.JoinTimeout)
 	for {
 		all := true
 		for _, c := range r.consumers {
@@ -278,7 +288,8 @@ func (r *run) startConsumers(ctx context.Context) error {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			r.cfg.Logger.Warn("not every consumer has partitions after 30s; starting anyway")
+			r.cfg.Logger.Warn("not every consumer has partitions; starting anyway", "after", r.cfg.JoinTimeout)
+			r.errs.add("join", fmt.Errorf("not every consumer had partitions after %v", r.cfg.JoinTimeout))
 			return nil
 		}
 		select {
@@ -307,7 +318,7 @@ func (r *run) stopProducers(stop chan struct{}) {
 		close(stop)
 	}
 	r.producerWG.Wait()
-	fctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	fctx, cancel := context.WithTimeout(context.Background(), r.cfg.DeliveryTimeout+10*time.Second)
 	defer cancel()
 	for _, p := range r.producers {
 		if err := p.cl.Flush(fctx); err != nil {

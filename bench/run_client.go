@@ -59,13 +59,13 @@ type producer struct {
 	sendFn func(intended int64)     // send, replaceable in tests of the schedule
 }
 
-func producerOpts(w *Workload, brokers []string) []kgo.Opt {
+func producerOpts(w *Workload, brokers []string, delivery time.Duration) []kgo.Opt {
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(brokers...),
 		kgo.ProducerLinger(w.Producer.Linger.D()),
 		kgo.ProducerBatchMaxBytes(int32(w.Producer.BatchSize)),
 		kgo.MaxBufferedRecords(w.Producer.MaxBufferedRecords),
-		kgo.RecordDeliveryTimeout(2 * time.Minute),
+		kgo.RecordDeliveryTimeout(delivery),
 		kgo.ProduceRequestTimeout(30 * time.Second),
 		kgo.DisableClientMetrics(),
 	}
@@ -96,8 +96,8 @@ func producerOpts(w *Workload, brokers []string) []kgo.Opt {
 	return opts
 }
 
-func newProducer(w *Workload, brokers []string, topic string, pl [][]byte, keys [][]byte, seed int64, rate float64, errs *errSamples) (*producer, error) {
-	cl, err := kgo.NewClient(producerOpts(w, brokers)...)
+func newProducer(w *Workload, brokers []string, topic string, pl [][]byte, keys [][]byte, seed int64, rate float64, delivery time.Duration, errs *errSamples) (*producer, error) {
+	cl, err := kgo.NewClient(producerOpts(w, brokers, delivery)...)
 	if err != nil {
 		return nil, fmt.Errorf("bench: producer client: %w", err)
 	}
