@@ -1,0 +1,437 @@
+// Fetch (key 1), versions 4-18.
+//
+// v0-v3 carry message sets of magic 0/1, which this broker never stores: they are not
+// served (and not advertised). The request is decoded by kmsg; the response is framed
+// by hand (fetch_frame.go) so that record bytes leave the segment files with sendfile.
+//
+// Behaviour:
+//   - Per partition, in request (or session) order: the engine's Read from FetchOffset up
+//     to the high watermark (READ_COMMITTED: the last stable offset, which is the HW as
+//     no transactions exist; a follower, ReplicaID >= 0, reads up to the LEO), within
+//     PartitionMaxBytes and what is left of MaxBytes (capped at Kafka's fetch.max.bytes,
+//     55 MiB). Only whole batches are sent, from one segment per partition; the first
+//     partition with data gets at least one batch even when it exceeds the limits
+//     (KIP-74).
+//   - OFFSET_OUT_OF_RANGE when FetchOffset is below the log start or above the LEO; an
+//     offset between HW and LEO answers no records.
+//   - KIP-320: CurrentLeaderEpoch newer than the partition's: UNKNOWN_LEADER_EPOCH,
+//     older: FENCED_LEADER_EPOCH. v12+: a LastFetchedEpoch that the log contradicts
+//     answers DivergingEpoch and no records.
+//   - Long poll: when less than MinBytes is available and nothing failed, the fetch
+//     waits in the broker's purgatory, watched under every log it reads, for at most
+//     MaxWaitMs. Each append that moves a watched log's HW retries it; it is answered
+//     as soon as MinBytes are available, else when the timing wheel expires it.
+//   - v7+: incremental fetch sessions (KIP-227, fetch_session.go).
+//
+// Differences from Apache Kafka: no aborted-transaction index (AbortedTransactions is
+// empty for READ_COMMITTED); no preferred read replica (-1); no quotas (throttle 0).
+package kafka
+
+import (
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-broker/samsa/coordinator/metadata"
+	"github.com/samsa-broker/samsa/engine"
+	"github.com/samsa-broker/samsa/purgatory"
+)
+
+func init() {
+	register(API{Key: 1, MinVersion: 4, MaxVersion: 18, Handle: handleFetch})
+}
+
+// fetchMaxBytes is Kafka's fetch.max.bytes default: the cap on a response's records.
+const fetchMaxBytes = 55 << 20
+
+// fetchPart is one partition of a fetch.
+type fetchPart struct {
+	topic       string
+	id          metadata.UUID
+	partition   int32
+	offset      int64
+	maxBytes    int32
+	curEpoch    int32
+	lastFetched int32
+	sp          *sessPart // the session's entry, nil when sessionless
+
+	// resolved when the request arrives
+	log                   *engine.Log
+	leaderID, leaderEpoch int32
+	err                   *kerr.Error
+
+	// set by gather
+	code              int16
+	hw, lso, logStart int64
+	slice             engine.Slice
+	diverging         bool
+	divEpoch          int32
+	divEnd            int64
+	include           bool
+}
+
+// fetchOp is one Fetch request, answered at once or from the purgatory.
+type fetchOp struct {
+	purgatory.Delayed
+	b         *Broker
+	r         *Request
+	v         int16
+	replica   bool
+	isolation int8
+	minBytes  int32
+	maxBytes  int32
+	sess      *fetchSession
+	full      bool
+	parts     []fetchPart
+}
+
+func handleFetch(b *Broker, r *Request) {
+	req := r.Body.(*kmsg.FetchRequest)
+	v := r.Header.Version
+	dp := b.data()
+	op := &fetchOp{b: b, r: r, v: v, isolation: req.IsolationLevel, minBytes: req.MinBytes,
+		maxBytes: min(req.MaxBytes, fetchMaxBytes)}
+	replicaID := req.ReplicaID
+	if v >= 15 {
+		replicaID = req.ReplicaState.ID
+	}
+	op.replica = replicaID >= 0
+
+	sess, full, serr := dp.sessions.open(req, v, time.Now())
+	if serr != nil {
+		op.respondError(serr.Code)
+		return
+	}
+	op.sess, op.full = sess, full
+	if sess != nil {
+		sess.mu.Lock()
+		op.parts = make([]fetchPart, len(sess.parts))
+		for i, sp := range sess.parts {
+			op.parts[i] = fetchPart{topic: sp.key.topic, id: sp.key.id, partition: sp.key.partition,
+				offset: sp.fetchOffset, maxBytes: sp.maxBytes, curEpoch: sp.currentEpoch, lastFetched: sp.lastFetched, sp: sp}
+		}
+		sess.mu.Unlock()
+	} else {
+		n := 0
+		for i := range req.Topics {
+			n += len(req.Topics[i].Partitions)
+		}
+		op.parts = make([]fetchPart, 0, n)
+		for i := range req.Topics {
+			t := &req.Topics[i]
+			for j := range t.Partitions {
+				p := &t.Partitions[j]
+				op.parts = append(op.parts, fetchPart{topic: t.Topic, id: t.TopicID, partition: p.Partition,
+					offset: p.FetchOffset, maxBytes: p.PartitionMaxBytes, curEpoch: p.CurrentLeaderEpoch, lastFetched: p.LastFetchedEpoch})
+			}
+		}
+	}
+	var logs []*engine.Log
+	for i := range op.parts {
+		p := &op.parts[i]
+		if op.resolve(p) {
+			logs = append(logs, p.log)
+		}
+	}
+
+	bytes, done := op.gather()
+	if done || bytes >= int64(op.minBytes) || req.MaxWaitMillis <= 0 || len(logs) == 0 {
+		op.respond()
+		return
+	}
+	op.releaseSlices()
+	op.Init(op, time.Duration(req.MaxWaitMillis)*time.Millisecond)
+	dp.waits.TryCompleteElseWatch(op, logs...)
+}
+
+// resolve finds p's log; false (p.err set) when it cannot be read here.
+func (op *fetchOp) resolve(p *fetchPart) bool {
+	var part Partition
+	var err error
+	if op.v >= 13 {
+		part, err = op.b.LookupPartitionByID(p.id, p.partition)
+	} else {
+		part, err = op.b.LookupPartition(p.topic, p.partition)
+	}
+	p.leaderID, p.leaderEpoch = part.Image.Leader, part.Image.LeaderEpoch
+	if err != nil {
+		p.err = engineErr(err)
+		if part.Topic == nil {
+			p.leaderID, p.leaderEpoch = -1, -1
+		}
+		return false
+	}
+	if e := checkLeaderEpoch(p.curEpoch, part.Image.LeaderEpoch); e != nil {
+		p.err = e
+		return false
+	}
+	p.log = part.Log
+	return true
+}
+
+// upTo is the offset reads stop at.
+func (op *fetchOp) upTo(l *engine.Log) int64 {
+	if op.replica {
+		return l.LogEndOffset()
+	}
+	return l.HighWatermark() // = LSO: no transactions
+}
+
+// gather reads every partition, pinning slices. done reports a condition that answers
+// the fetch at once (an error, a diverging epoch).
+func (op *fetchOp) gather() (bytes int64, done bool) {
+	remaining := int64(op.maxBytes)
+	minOne := true
+	for i := range op.parts {
+		p := &op.parts[i]
+		p.code, p.hw, p.lso, p.logStart, p.diverging = 0, -1, -1, -1, false
+		if p.err != nil {
+			p.code = p.err.Code
+			done = true
+			continue
+		}
+		l := p.log
+		upTo := op.upTo(l)
+		p.hw = l.HighWatermark()
+		p.lso, p.logStart = p.hw, l.LogStartOffset()
+		if p.lastFetched >= 0 {
+			fe, end := l.EndOffsetForEpoch(p.lastFetched)
+			if fe >= 0 && (fe < p.lastFetched || end < p.offset) {
+				p.diverging, p.divEpoch, p.divEnd = true, fe, end
+				done = true
+				continue
+			}
+		}
+		limit := min(int64(p.maxBytes), remaining)
+		if limit <= 0 {
+			if !minOne {
+				continue
+			}
+			limit = 0
+		}
+		s, err := l.Read(p.offset, int32(limit), upTo, minOne)
+		if err != nil {
+			p.code = engineErr(err).Code
+			done = true
+			continue
+		}
+		if s.Size > 0 {
+			p.slice = s
+			minOne = false
+			remaining -= int64(s.Size)
+			bytes += int64(s.Size)
+		}
+	}
+	return bytes, done
+}
+
+func (op *fetchOp) releaseSlices() {
+	for i := range op.parts {
+		op.parts[i].slice.Release()
+	}
+}
+
+// TryComplete implements purgatory.Operation: MinBytes available, or a partition whose
+// fetch offset fell out of range (DeleteRecords, truncation).
+func (op *fetchOp) TryComplete() bool {
+	var bytes int64
+	for i := range op.parts {
+		p := &op.parts[i]
+		l := p.log
+		if l == nil {
+			continue
+		}
+		if p.offset < l.LogStartOffset() || p.offset > l.LogEndOffset() {
+			return op.ForceComplete()
+		}
+		if op.upTo(l) <= p.offset {
+			continue
+		}
+		if op.minBytes <= 1 {
+			return op.ForceComplete()
+		}
+		s, err := l.Read(p.offset, max(p.maxBytes, 0), op.upTo(l), true)
+		if err != nil {
+			return op.ForceComplete()
+		}
+		bytes += int64(s.Size)
+		s.Release()
+		if bytes >= int64(op.minBytes) {
+			return op.ForceComplete()
+		}
+	}
+	return false
+}
+
+// OnComplete implements purgatory.Operation: read again and answer.
+func (op *fetchOp) OnComplete() {
+	op.gather()
+	op.respond()
+}
+
+// OnExpiration implements purgatory.Operation.
+func (op *fetchOp) OnExpiration() {}
+
+// respondError answers with a top-level error and no partitions.
+func (op *fetchOp) respondError(code int16) {
+	op.sess = nil
+	op.parts = nil
+	op.respondWith(code)
+}
+
+func (op *fetchOp) respond() { op.respondWith(0) }
+
+// respondWith frames the answer (see fetch_frame.go) and sends it.
+func (op *fetchOp) respondWith(code int16) {
+	v, flex := op.v, op.v >= 12
+	fr := getFetchResp()
+	b := AppendResponseHeader(fr.bb.B[:0], &op.r.Header)
+	b = appendI32(b, 0) // throttle
+	if v >= 7 {
+		b = appendI16(b, code)
+		var sid int32
+		if op.sess != nil {
+			sid = op.sess.id
+		}
+		b = appendI32(b, sid)
+	}
+	op.choose()
+
+	// Topics are runs of consecutive included partitions of one topic.
+	same := func(a, c *fetchPart) bool {
+		if v >= 13 {
+			return a.id == c.id
+		}
+		return a.topic == c.topic
+	}
+	var prev *fetchPart
+	ntopics := 0
+	for i := range op.parts {
+		p := &op.parts[i]
+		if !p.include {
+			continue
+		}
+		if prev == nil || !same(prev, p) {
+			ntopics++
+		}
+		prev = p
+	}
+	b = appendArrayLen(b, flex, ntopics)
+	for i := 0; i < len(op.parts); {
+		p := &op.parts[i]
+		if !p.include {
+			i++
+			continue
+		}
+		n, j := 0, i
+		for ; j < len(op.parts); j++ {
+			q := &op.parts[j]
+			if !q.include {
+				continue
+			}
+			if !same(p, q) {
+				break
+			}
+			n++
+		}
+		if v >= 13 {
+			b = append(b, p.id[:]...)
+		} else {
+			b = appendStr(b, flex, p.topic)
+		}
+		b = appendArrayLen(b, flex, n)
+		for k := i; k < j; k++ {
+			q := &op.parts[k]
+			if !q.include {
+				continue
+			}
+			b = op.appendPartition(fr, b, q)
+		}
+		if flex {
+			b = append(b, 0)
+		}
+		i = j
+	}
+	if flex {
+		b = append(b, 0)
+	}
+	fr.bb.B = b
+	op.releaseSlices() // those not spliced: none, unless an answer was cut short
+	op.r.RespondRaw(fr.response())
+}
+
+// choose marks the partitions the answer carries: all of them in a full answer; in
+// an incremental one those with records, an error or a changed HW, LSO or log start.
+// It updates the session's memory of what was sent.
+func (op *fetchOp) choose() {
+	if op.sess == nil {
+		for i := range op.parts {
+			op.parts[i].include = true
+		}
+		return
+	}
+	op.sess.mu.Lock()
+	defer op.sess.mu.Unlock()
+	for i := range op.parts {
+		p := &op.parts[i]
+		sp := p.sp
+		p.include = op.full || p.slice.Size > 0 || p.code != 0 || p.diverging ||
+			sp.hw != p.hw || sp.lso != p.lso || sp.logStart != p.logStart
+		if p.include && !sp.removed {
+			sp.hw, sp.lso, sp.logStart = p.hw, p.lso, p.logStart
+		}
+	}
+}
+
+// appendPartition frames one partition, splicing its records in.
+func (op *fetchOp) appendPartition(fr *fetchResp, b []byte, p *fetchPart) []byte {
+	v, flex := op.v, op.v >= 12
+	b = appendI32(b, p.partition)
+	b = appendI16(b, p.code)
+	b = appendI64(b, p.hw)
+	b = appendI64(b, p.lso)
+	if v >= 5 {
+		b = appendI64(b, p.logStart)
+	}
+	if op.isolation == 1 {
+		b = appendArrayLen(b, flex, 0)
+	} else {
+		b = appendArrayLen(b, flex, -1)
+	}
+	if v >= 11 {
+		b = appendI32(b, -1) // preferred read replica
+	}
+	b = appendBytesLen(b, flex, p.slice.Size)
+	if p.slice.Size > 0 {
+		fr.bb.B = b
+		fr.splice(p.slice)
+		p.slice = engine.Slice{}
+	}
+	if !flex {
+		return b
+	}
+	leader := p.code == kerr.NotLeaderForPartition.Code || p.code == kerr.FencedLeaderEpoch.Code ||
+		p.code == kerr.UnknownLeaderEpoch.Code
+	ntags := 0
+	if p.diverging {
+		ntags++
+	}
+	if leader {
+		ntags++
+	}
+	b = append(b, byte(ntags))
+	if p.diverging {
+		b = append(b, 0, 13) // tag 0, 13 bytes
+		b = appendI32(b, p.divEpoch)
+		b = appendI64(b, p.divEnd)
+		b = append(b, 0)
+	}
+	if leader {
+		b = append(b, 1, 9) // tag 1, 9 bytes
+		b = appendI32(b, p.leaderID)
+		b = appendI32(b, p.leaderEpoch)
+		b = append(b, 0)
+	}
+	return b
+}

@@ -1,0 +1,103 @@
+// ListOffsets (key 2), versions 0-11.
+//
+// Per partition, by Timestamp:
+//
+//	-1 latest          the high watermark (READ_COMMITTED: the LSO, the same here; a
+//	                   replica, ReplicaID >= 0: the log end offset)
+//	-2 earliest        the log start offset
+//	-3 max timestamp   (KIP-734, v7+) the last offset of the batch with the largest
+//	                   timestamp, and that timestamp
+//	-4 earliest local  (KIP-1005, v8+) the log start offset: all data is local
+//	-5 latest tiered   (v9+) no tiered storage: offset -1, timestamp -1
+//	-6 earliest pending upload (v11+) no tiered storage: offset -1, timestamp -1
+//	t >= 0             the first offset whose record timestamp is >= t, if it is below
+//	                   the HW; else offset -1, timestamp -1
+//
+// The answer's LeaderEpoch (v4+) is the leader epoch of the batch holding the offset,
+// from the log's epoch cache. CurrentLeaderEpoch is checked (KIP-320). v0 answers
+// OldStyleOffsets with the one offset found (MaxNumOffsets beyond 1 is not honoured:
+// Kafka's v0 listed segment base offsets, which no current client uses).
+//
+// Differences from Apache Kafka: in a compressed batch, a timestamp lookup answers the
+// batch's base offset and max timestamp (the engine decodes no codecs).
+package kafka
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() {
+	register(API{Key: 2, MinVersion: 0, MaxVersion: 11, Handle: handleListOffsets})
+}
+
+func handleListOffsets(b *Broker, r *Request) {
+	req := r.Body.(*kmsg.ListOffsetsRequest)
+	resp := r.ResponseKind().(*kmsg.ListOffsetsResponse)
+	b.data() // the HW of logs opened behind the LEO catches up
+	resp.Topics = make([]kmsg.ListOffsetsResponseTopic, len(req.Topics))
+	for i := range req.Topics {
+		rt := &req.Topics[i]
+		st := &resp.Topics[i]
+		st.Topic = rt.Topic
+		st.Partitions = make([]kmsg.ListOffsetsResponseTopicPartition, len(rt.Partitions))
+		for j := range rt.Partitions {
+			rp := &rt.Partitions[j]
+			sp := &st.Partitions[j]
+			*sp = kmsg.NewListOffsetsResponseTopicPartition()
+			sp.Partition = rp.Partition
+			if err := b.listOffset(r.Header.Version, req.ReplicaID, rt.Topic, rp, sp); err != nil {
+				sp.ErrorCode = err.Code
+				continue
+			}
+			if r.Header.Version == 0 && sp.Offset >= 0 && rp.MaxNumOffsets > 0 {
+				sp.OldStyleOffsets = []int64{sp.Offset}
+			}
+		}
+	}
+	r.Respond(resp)
+}
+
+func (b *Broker) listOffset(v int16, replicaID int32, topic string, rp *kmsg.ListOffsetsRequestTopicPartition, sp *kmsg.ListOffsetsResponseTopicPartition) *kerr.Error {
+	p, err := b.LookupPartition(topic, rp.Partition)
+	if err != nil {
+		return engineErr(err)
+	}
+	if e := checkLeaderEpoch(rp.CurrentLeaderEpoch, p.Image.LeaderEpoch); e != nil {
+		return e
+	}
+	l := p.Log
+	hw := l.HighWatermark()
+	if replicaID >= 0 {
+		hw = l.LogEndOffset()
+	}
+	sp.Timestamp, sp.Offset, sp.LeaderEpoch = -1, -1, -1
+	switch ts := rp.Timestamp; {
+	case ts == -1:
+		sp.Offset = hw
+		sp.LeaderEpoch = l.LatestEpoch()
+	case ts == -2 || ts == -4 && v >= 8:
+		sp.Offset = l.LogStartOffset()
+		sp.LeaderEpoch = epochOfOffset(l, sp.Offset)
+	case ts == -3 && v >= 7:
+		mts, off := l.MaxTimestamp()
+		if off >= 0 && off < hw {
+			sp.Timestamp, sp.Offset = mts, off
+			sp.LeaderEpoch = epochOfOffset(l, off)
+		}
+	case ts == -5 && v >= 9, ts == -6 && v >= 11:
+		// No tiered storage.
+	case ts >= 0:
+		off, t, ok, err := l.OffsetForTimestamp(ts)
+		if err != nil {
+			return engineErr(err)
+		}
+		if ok && off < hw {
+			sp.Timestamp, sp.Offset = t, off
+			sp.LeaderEpoch = epochOfOffset(l, off)
+		}
+	default:
+		return kerr.InvalidRequest
+	}
+	return nil
+}

@@ -1,0 +1,135 @@
+package kafka
+
+import (
+	"encoding/binary"
+	"sync"
+
+	"github.com/valyala/bytebufferpool"
+
+	"github.com/samsa-broker/samsa/engine"
+	"github.com/samsa-broker/samsa/net/transport"
+)
+
+// The Fetch response is framed by hand so that record bytes leave the segment files
+// with sendfile. Field by field, for the versions served (v4..v18; "flex" = v12+,
+// where arrays and strings are compact, i.e. uvarint length+1, and structs end in a
+// tagged-field section):
+//
+//	response header     correlation_id int32 [flex: tags 0x00]
+//	throttle_ms         int32
+//	error_code          int16                      v7+
+//	session_id          int32                      v7+
+//	topics              array                      (int32 n | flex: uvarint n+1)
+//	  topic             string (int16 len | flex: uvarint len+1)   v4..v12
+//	  topic_id          [16]byte                                    v13+
+//	  partitions        array
+//	    partition       int32
+//	    error_code      int16
+//	    high_watermark  int64
+//	    last_stable     int64
+//	    log_start       int64                      v5+
+//	    aborted_txns    nullable array             (null: int32 -1 | flex: uvarint 0)
+//	    preferred_read  int32                      v11+
+//	    records         nullable bytes             (int32 len | flex: uvarint len+1)
+//	    ┄┄┄┄┄┄┄┄┄┄┄┄┄┄┄┄ the record bytes: a file range, sent with sendfile
+//	    [flex: tags: 0: diverging_epoch {epoch int32, end_offset int64, 0x00}
+//	                 1: current_leader  {leader_id int32, leader_epoch int32, 0x00}]
+//	  [flex: topic tags 0x00]
+//	[flex: tags 0x00]
+//
+// Everything but the record bytes goes into one pooled buffer; the response is that
+// buffer cut at each records field, interleaved with the file ranges:
+//
+//	chunks: bytes │ file range │ bytes │ file range │ … │ bytes
+//
+// so its size is known before anything is written (transport.Response.Size). The
+// engine slices stay pinned until the transport has written or dropped the answer and
+// runs the Release below.
+
+// fetchResp is a hand-framed Fetch answer: a pooled buffer, its chunk list and the
+// pinned slices. It releases itself (transport.Releaser).
+type fetchResp struct {
+	bb     *bytebufferpool.ByteBuffer
+	marks  []int // positions in bb.B after which slices[i] is spliced in
+	slices []engine.Slice
+	chunks []transport.Chunk
+}
+
+var fetchResps = sync.Pool{New: func() any { return new(fetchResp) }}
+
+func getFetchResp() *fetchResp {
+	fr := fetchResps.Get().(*fetchResp)
+	fr.bb = bytebufferpool.Get()
+	return fr
+}
+
+// Release implements transport.Releaser: unpin the segments, recycle the buffers.
+func (fr *fetchResp) Release() {
+	for i := range fr.slices {
+		fr.slices[i].Release()
+	}
+	clear(fr.slices)
+	fr.slices = fr.slices[:0]
+	clear(fr.chunks)
+	fr.chunks = fr.chunks[:0]
+	fr.marks = fr.marks[:0]
+	bytebufferpool.Put(fr.bb)
+	fr.bb = nil
+	fetchResps.Put(fr)
+}
+
+// splice records that the slice's bytes follow the buffer's current end. The caller
+// gives up the slice (fr releases it).
+func (fr *fetchResp) splice(s engine.Slice) {
+	fr.marks = append(fr.marks, len(fr.bb.B))
+	fr.slices = append(fr.slices, s)
+}
+
+// response cuts the buffer into chunks around the file ranges.
+func (fr *fetchResp) response() transport.Response {
+	b := fr.bb.B
+	prev := 0
+	for i, m := range fr.marks {
+		if m > prev {
+			fr.chunks = append(fr.chunks, transport.Chunk{Bytes: b[prev:m]})
+		}
+		s := &fr.slices[i]
+		fr.chunks = append(fr.chunks, transport.Chunk{File: s.File, Offset: s.Pos, Length: int64(s.Size)})
+		prev = m
+	}
+	if len(b) > prev {
+		fr.chunks = append(fr.chunks, transport.Chunk{Bytes: b[prev:]})
+	}
+	return transport.Response{Chunks: fr.chunks, Release: fr}
+}
+
+// Wire helpers (big-endian; compact forms for flexible versions).
+
+func appendI16(b []byte, v int16) []byte { return binary.BigEndian.AppendUint16(b, uint16(v)) }
+func appendI32(b []byte, v int32) []byte { return binary.BigEndian.AppendUint32(b, uint32(v)) }
+func appendI64(b []byte, v int64) []byte { return binary.BigEndian.AppendUint64(b, uint64(v)) }
+
+// appendArrayLen writes an array length (n < 0: null).
+func appendArrayLen(b []byte, flex bool, n int) []byte {
+	if flex {
+		return binary.AppendUvarint(b, uint64(n+1))
+	}
+	return appendI32(b, int32(n))
+}
+
+func appendStr(b []byte, flex bool, s string) []byte {
+	if flex {
+		b = binary.AppendUvarint(b, uint64(len(s)+1))
+	} else {
+		b = appendI16(b, int16(len(s)))
+	}
+	return append(b, s...)
+}
+
+// appendBytesLen writes the length of a nullable bytes field (n < 0: null).
+func appendBytesLen(b []byte, flex bool, n int32) []byte {
+	if flex {
+		return binary.AppendUvarint(b, uint64(int64(n)+1))
+	}
+	return appendI32(b, n)
+}
