@@ -17,7 +17,7 @@ import (
 func TestMain(m *testing.M) {
 	if addr := os.Getenv(KfakeServeEnv); addr != "" {
 		ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-		err := ServeKfake(ctx, addr)
+		err := ServeKfake(ctx, addr, os.Getenv(KfakeNullEnv) != "")
 		cancel()
 		if err != nil {
 			os.Exit(1)
@@ -297,5 +297,30 @@ func TestRunSpawnedSamsa(t *testing.T) {
 	}
 	if raw.Acked == 0 || raw.Consumed == 0 || raw.Errors != 0 {
 		t.Errorf("raw against samsa: %+v", raw)
+	}
+}
+
+// TestKfakeNull: the null broker acks everything and serves canned fetches; the
+// consumer must not mistake the canned values for send times.
+func TestKfakeNull(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg, err := StartTarget(context.Background(), TargetKfakeNull, SpawnOptions{SelfExe: self, WorkDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tg.Close()
+	w := e2eWorkload(t)
+	w.SubscriptionsPerTopic = 1
+	w.Consumer.Mode = "assign"
+	w.Warmup, w.Duration = 0, Duration(time.Second)
+	r, err := Run(context.Background(), RunConfig{Workload: w, Brokers: tg.Brokers, Target: TargetKfakeNull, Broker: tg.UsageSource()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Acked == 0 || r.Errors != 0 || r.Consumed == 0 || r.E2ELatency.Count != 0 || len(r.Notes) == 0 {
+		t.Fatalf("null run: acked %d errors %d consumed %d e2e %d notes %v", r.Acked, r.Errors, r.Consumed, r.E2ELatency.Count, r.Notes)
 	}
 }

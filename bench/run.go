@@ -88,6 +88,7 @@ type run struct {
 	lastT                  time.Time
 	lastCPU                float64 // broker CPU seconds at lastT, or -1
 	start                  time.Time
+	created                time.Time // when the run began, before topics exist
 	measuring              bool
 	progressMu             sync.Mutex
 	consumerWG, producerWG sync.WaitGroup
@@ -143,6 +144,7 @@ func Run(ctx context.Context, cfg RunConfig) (*Result, error) {
 		iPub: newHist(), iPubRaw: newHist(), iE2E: newHist(),
 	}
 	id := runID()
+	r.created = time.Now()
 
 	adm, err := kgo.NewClient(kgo.SeedBrokers(cfg.Brokers...), kgo.DisableClientMetrics())
 	if err != nil {
@@ -263,7 +265,7 @@ func (r *run) startConsumers(ctx context.Context) error {
 		for s := 0; s < w.SubscriptionsPerTopic; s++ {
 			sub := r.subs[ti*w.SubscriptionsPerTopic+s]
 			for i := 0; i < w.ConsumerPerSubscription; i++ {
-				c, err := newConsumer(w, r.cfg.Brokers, topic, sub, i, &r.errs)
+				c, err := newConsumer(w, r.cfg.Brokers, topic, sub, i, r.created.Add(-time.Minute).UnixNano(), &r.errs)
 				if err != nil {
 					return err
 				}
@@ -594,5 +596,12 @@ func (r *run) totals(res *Result) {
 		res.ConsumedPerSubscription = append(res.ConsumedPerSubscription, s.consumed.Load())
 	}
 	res.CaughtUp = r.caughtUp()
+	var foreign int64
+	for _, k := range r.consumers {
+		foreign += k.foreign.Load()
+	}
+	if foreign > 0 {
+		res.Notes = append(res.Notes, fmt.Sprintf("%d consumed records carried no send time of this run (not in e2e latency)", foreign))
+	}
 	res.Backlog = c.acked*int64(len(r.subs)) - c.consumed
 }

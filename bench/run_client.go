@@ -216,10 +216,12 @@ type consumer struct {
 	msgs     atomic.Int64
 	failed   atomic.Int64
 	assigned atomic.Bool
+	since    int64        // unix ns: records stamped earlier are not this run's
+	foreign  atomic.Int64 // records without a plausible send stamp
 }
 
-func newConsumer(w *Workload, brokers []string, topic string, sub *subscription, idx int, errs *errSamples) (*consumer, error) {
-	c := &consumer{sub: sub, e2e: newRecorder(), errs: errs}
+func newConsumer(w *Workload, brokers []string, topic string, sub *subscription, idx int, since int64, errs *errSamples) (*consumer, error) {
+	c := &consumer{sub: sub, e2e: newRecorder(), errs: errs, since: since}
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(brokers...),
 		kgo.FetchMaxBytes(int32(w.Consumer.FetchMaxBytes)),
@@ -276,10 +278,14 @@ func (c *consumer) loop(ctx context.Context) {
 					}
 					c.e2e.mu.Lock()
 					for _, r := range p.Records {
+						// Only records this run stamped: a send time before the run
+						// or after now is someone else's bytes.
 						if len(r.Value) >= 8 {
-							lat := (now - int64(binary.BigEndian.Uint64(r.Value))) / 1000
-							lat = min(max(lat, histMinUS), histMaxUS)
-							_ = c.e2e.mu.cur.RecordValue(lat)
+							if sent := int64(binary.BigEndian.Uint64(r.Value)); sent >= c.since && sent <= now {
+								_ = c.e2e.mu.cur.RecordValue(max((now-sent)/1000, histMinUS))
+							} else {
+								c.foreign.Add(1)
+							}
 						}
 						nb += int64(len(r.Value))
 					}

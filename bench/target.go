@@ -26,7 +26,14 @@ const (
 	TargetSamsa     = "samsa"      // this repository's broker, built and spawned
 	TargetKfake     = "kfake"      // franz-go's kfake, in this process
 	TargetKfakeProc = "kfake-proc" // kfake in a child process, so its CPU is measurable
+	// TargetKfakeNull is kfake in a child process that discards produced records and
+	// answers every fetch from one canned batch: a broker that costs almost nothing,
+	// so a run against it measures the load generator's own ceiling.
+	TargetKfakeNull = "kfake-null"
 )
+
+// KfakeNullEnv, set with KfakeServeEnv, makes the served kfake a null broker.
+const KfakeNullEnv = "SAMSA_BENCH_KFAKE_NULL"
 
 // KfakeServeEnv, when set in a child's environment, tells a program that embeds
 // ServeKfake (samsa-bench, or a test binary's TestMain) to serve kfake on the address
@@ -125,7 +132,7 @@ func StartTarget(ctx context.Context, spec string, o SpawnOptions) (*Target, err
 			return nil, fmt.Errorf("%w: kfake: %w", ErrTarget, err)
 		}
 		return &Target{Name: spec, Brokers: c.ListenAddrs(), cluster: c, opts: o}, nil
-	case TargetKfakeProc:
+	case TargetKfakeProc, TargetKfakeNull:
 		self := o.SelfExe
 		if self == "" {
 			var err error
@@ -137,7 +144,11 @@ func StartTarget(ctx context.Context, spec string, o SpawnOptions) (*Target, err
 		if err != nil {
 			return nil, err
 		}
-		return spawn(ctx, spec, self, []string{"kfake-serve", "--listen", addr}, []string{KfakeServeEnv + "=" + addr}, addr, "", o)
+		args, env := []string{"kfake-serve", "--listen", addr}, []string{KfakeServeEnv + "=" + addr}
+		if spec == TargetKfakeNull {
+			args, env = append(args, "--null"), append(env, KfakeNullEnv+"=1")
+		}
+		return spawn(ctx, spec, self, args, env, addr, "", o)
 	case TargetSamsa:
 		bin := o.SamsaBin
 		if bin == "" {
@@ -326,8 +337,9 @@ func BuildSamsa(ctx context.Context, root, out string) error {
 	return nil
 }
 
-// ServeKfake runs a one-broker kfake cluster on listen until ctx ends.
-func ServeKfake(ctx context.Context, listen string) error {
+// ServeKfake runs a one-broker kfake cluster on listen until ctx ends. A null
+// cluster stores nothing and serves synthetic fetches (see TargetKfakeNull).
+func ServeKfake(ctx context.Context, listen string, null bool) error {
 	_, port, err := net.SplitHostPort(listen)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrTarget, err)
@@ -336,7 +348,11 @@ func ServeKfake(ctx context.Context, listen string) error {
 	if err != nil {
 		return fmt.Errorf("%w: port %q", ErrTarget, port)
 	}
-	c, err := kfake.NewCluster(kfake.Ports(p))
+	opts := []kfake.Opt{kfake.Ports(p)}
+	if null {
+		opts = append(opts, kfake.BlackholeProduce(), kfake.SyntheticFetch(kfake.SyntheticBatch{}))
+	}
+	c, err := kfake.NewCluster(opts...)
 	if err != nil {
 		return fmt.Errorf("%w: kfake: %w", ErrTarget, err)
 	}

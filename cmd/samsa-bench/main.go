@@ -193,10 +193,10 @@ func runCmd(args []string, compare bool) int {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	var c common
 	c.register(fs)
-	spawn := fs.String("spawn", "", "start a target: samsa, samsa@flag=value..., kfake or kfake-proc")
+	spawn := fs.String("spawn", "", "start a target: samsa, samsa@flag=value..., kfake, kfake-proc or kfake-null")
 	brokers := fs.String("brokers", "", "a running broker: host:port,host:port")
 	admin := fs.String("admin", "", "admin HTTP URL of the --brokers target, for --profile")
-	targets := fs.String("targets", "", "compare: targets, comma separated (samsa, kfake, kfake-proc, host:port, host:port+host:port)")
+	targets := fs.String("targets", "", "compare: targets, comma separated (samsa, kfake, kfake-proc, kfake-null, host:port, host:port+host:port)")
 	rounds := fs.Int("rounds", 1, "compare: A B A B rounds")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -375,12 +375,13 @@ func regressCmd(args []string) int {
 func kfakeServe(args []string) int {
 	fs := flag.NewFlagSet("kfake-serve", flag.ContinueOnError)
 	listen := fs.String("listen", "127.0.0.1:9092", "address")
+	null := fs.Bool("null", false, "store nothing, serve canned fetches (the loader's ceiling)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	ctx, cancel := signalContext()
 	defer cancel()
-	if err := bench.ServeKfake(ctx, *listen); err != nil && !errors.Is(err, context.Canceled) {
+	if err := bench.ServeKfake(ctx, *listen, *null); err != nil && !errors.Is(err, context.Canceled) {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
