@@ -154,9 +154,3 @@ func (c *epochCache) clear() error {
 	c.entries = nil
 	return c.persistLocked()
 }
-
-func (c *epochCache) snapshot() []epochEntry {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	return append([]epochEntry(nil), c.entries...)
-}

@@ -144,11 +144,6 @@ func (x *mmapIndex) appendLocked(e []byte) bool {
 	return true
 }
 
-// entry returns entry i; valid only under the lock.
-func (x *mmapIndex) entry(i int) []byte {
-	return x.mm[i*x.entrySize : (i+1)*x.entrySize]
-}
-
 // rewriteLocked replaces the content with data (whole entries) and maps it
 // again, writable (at maxBytes) or read-only.
 func (x *mmapIndex) rewriteLocked(data []byte, writable bool, maxBytes int32) error {

@@ -172,8 +172,6 @@ func (l *Log) segmentForLocked(offset int64) int {
 	return i
 }
 
-func (l *Log) activeLocked() *segment { return l.segs[len(l.segs)-1] }
-
 // rollLocked closes the active segment to appends and starts a new one at
 // base (the log end offset, or a follower's next batch). An empty active
 // segment is replaced instead. The caller holds appendMu.

@@ -119,7 +119,7 @@ func (m *Manager) loadLog(d *logDir, dir string, tp TopicPartition, cfg LogConfi
 			}
 		}
 		recovered = true
-	} else if err := l.openActive(segs[len(segs)-1], make([]byte, 0)); err != nil {
+	} else if err := l.openActive(segs[len(segs)-1]); err != nil {
 		return fail(err)
 	}
 	l.segs = segs
@@ -217,7 +217,7 @@ func (l *Log) rebuildProducerState(leo int64) {
 // openActive opens the active segment after a clean shutdown: indexes
 // writable and checked, then the batches after the last index entry scanned
 // to find the log end. Anything inconsistent sends it to recoverSegment.
-func (l *Log) openActive(s *segment, _ []byte) error {
+func (l *Log) openActive(s *segment) error {
 	cfg := l.cfg.Load()
 	s.idxMu.Lock()
 	sound, err := s.openIndexesLocked(true, cfg.SegmentIndexBytes)

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
-	"time"
 )
 
 // File suffixes of a segment.
@@ -59,7 +58,6 @@ type segment struct {
 	oidx     *offsetIndex // nil until loaded
 	tidx     *timeIndex
 	idxBad   atomic.Bool // a lookup found an entry that disagrees with the log
-	loadErr  error
 	writable bool
 
 	refs    atomic.Int32
@@ -448,6 +446,3 @@ func (sc *scanner) header(pos int64) (BatchHeader, error) {
 	sc.large = h.Size() >= scanBufSize/2
 	return h, nil
 }
-
-// nowMs is a helper for clocks.
-func nowMs(now func() time.Time) int64 { return now().UnixMilli() }
