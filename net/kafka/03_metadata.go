@@ -52,6 +52,7 @@ func handleMetadata(b *Broker, r *Request) {
 		return
 	}
 	allowAuto := v < 4 || req.AllowAutoTopicCreation
+	var used int32 // partitions auto-created by this request
 	for _, rt := range req.Topics {
 		var t *metadata.TopicImage
 		var ok bool
@@ -72,7 +73,7 @@ func handleMetadata(b *Broker, r *Request) {
 				if validTopicName(name) != nil {
 					code = kerr.InvalidTopicException.Code
 				} else if allowAuto {
-					created, err := b.AutoCreateTopic(name)
+					created, err := b.AutoCreateTopic(name, &used)
 					if err == nil {
 						t, ok = created, true
 					} else {

@@ -32,15 +32,18 @@ func handleCreateTopics(b *Broker, r *Request) {
 	for _, t := range req.Topics {
 		seen[t.Topic]++
 	}
+	var used int32 // partitions created by this request
 	for _, t := range req.Topics {
 		rt := kmsg.NewCreateTopicsResponseTopic()
 		rt.Topic = t.Topic
 		rt.NumPartitions, rt.ReplicationFactor = -1, -1
 		spec, err := b.createSpec(&t, seen[t.Topic] > 1)
+		spec.used = used
 		if err == nil {
 			var done *topicSpec
 			done, err = b.createTopic(spec, req.ValidateOnly)
 			if err == nil {
+				used += done.partitions
 				rt.NumPartitions, rt.ReplicationFactor = done.partitions, done.replication
 				if !req.ValidateOnly {
 					if ti, ok := b.meta.Image().Topic(t.Topic); ok {

@@ -31,6 +31,7 @@ func handleCreatePartitions(b *Broker, r *Request) {
 	for _, t := range req.Topics {
 		seen[t.Topic]++
 	}
+	var used int32 // partitions created by this request
 	for _, t := range req.Topics {
 		rt := kmsg.NewCreatePartitionsResponseTopic()
 		rt.Topic = t.Topic
@@ -38,7 +39,7 @@ func handleCreatePartitions(b *Broker, r *Request) {
 		if seen[t.Topic] > 1 {
 			err = errf(kerr.InvalidRequest, "topic %q given more than once", t.Topic)
 		} else {
-			err = b.createPartitions(&t, req.ValidateOnly)
+			err = b.createPartitions(&t, req.ValidateOnly, &used)
 		}
 		rt.ErrorCode, rt.ErrorMessage = errCode(err), errMsg(err)
 		resp.Topics = append(resp.Topics, rt)
@@ -46,7 +47,7 @@ func handleCreatePartitions(b *Broker, r *Request) {
 	r.Respond(resp)
 }
 
-func (b *Broker) createPartitions(t *kmsg.CreatePartitionsRequestTopic, validateOnly bool) error {
+func (b *Broker) createPartitions(t *kmsg.CreatePartitionsRequestTopic, validateOnly bool, used *int32) error {
 	b.adminMu.Lock()
 	defer b.adminMu.Unlock()
 	ti, ok := b.meta.Image().Topic(t.Topic)
@@ -58,6 +59,10 @@ func (b *Broker) createPartitions(t *kmsg.CreatePartitionsRequestTopic, validate
 		return errf(kerr.InvalidPartitions, "topic currently has %d partitions, which is higher than or equal to the requested %d", have, t.Count)
 	}
 	add := int(t.Count - have)
+	if add > int(b.maxPartitionsPerOp-*used) {
+		return errf(kerr.PolicyViolation, "excessively large number of partitions per request: %d more (at most %d per request)", add, b.maxPartitionsPerOp)
+	}
+	*used += int32(add)
 	if t.Assignment != nil && len(t.Assignment) != add {
 		return errf(kerr.InvalidReplicaAssignment, "increasing the number of partitions by %d but %d assignments provided", add, len(t.Assignment))
 	}

@@ -74,6 +74,7 @@ func TestCreateTopics(t *testing.T) {
 		{"unknowncfg", 1, 1, map[string]*string{"no.such.config": kadm.StringPtr("1")}, kerr.InvalidConfig},
 		{"badenum", 1, 1, map[string]*string{"cleanup.policy": kadm.StringPtr("shred")}, kerr.InvalidConfig},
 		{"small", 1, 1, map[string]*string{"segment.bytes": kadm.StringPtr("13")}, kerr.InvalidConfig},
+		{"huge", 1 << 30, 1, nil, kerr.PolicyViolation}, // bounded: no allocation per claimed partition
 	} {
 		_, err := adm.CreateTopic(ctx, c.parts, c.rf, c.configs, c.topic)
 		if !errors.Is(err, c.want) {

@@ -52,7 +52,14 @@ type Broker struct {
 	panics      atomic.Int64  // handler panics recovered (bugs)
 
 	adminMu sync.Mutex
+
+	// maxPartitionsPerOp bounds the partitions one request may create (Kafka's
+	// controller refuses more than 10,000 records per user operation).
+	maxPartitionsPerOp int32
 }
+
+// defaultMaxPartitionsPerOp is Kafka's MAX_RECORDS_PER_USER_OP.
+const defaultMaxPartitionsPerOp = 10000
 
 var (
 	_ transport.Handler      = (*Broker)(nil)
@@ -73,7 +80,7 @@ func New(cfg Config, eng *engine.Manager, meta *metadata.Store, log *slog.Logger
 	if cfg.Static == nil {
 		cfg.Static = map[string]string{}
 	}
-	b := &Broker{cfg: cfg, log: log, eng: eng, meta: meta}
+	b := &Broker{cfg: cfg, log: log, eng: eng, meta: meta, maxPartitionsPerOp: defaultMaxPartitionsPerOp}
 	b.metrics = newMetrics(cfg.Registerer)
 	b.apiVersions = buildApiVersions()
 	if err := b.reconcile(); err != nil {

@@ -14,6 +14,7 @@ func newFuzzBroker(tb testing.TB) *Broker {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	b.maxPartitionsPerOp = 8 // keep the fuzzer's disk use small
 	return b
 }
 

@@ -71,7 +71,11 @@ func (b *Broker) AutoCreateEnabled() bool {
 // and the name is valid. It returns the topic (also when another request created it
 // first) or a Kafka error: UNKNOWN_TOPIC_OR_PARTITION when auto-creation is off,
 // INVALID_TOPIC_EXCEPTION for a bad name.
-func (b *Broker) AutoCreateTopic(topic string) (*metadata.TopicImage, error) {
+//
+// used, if not nil, counts the partitions the calling request created so far; it grows
+// by what is created, and a request may create at most maxPartitionsPerOp
+// (POLICY_VIOLATION beyond).
+func (b *Broker) AutoCreateTopic(topic string, used *int32) (*metadata.TopicImage, error) {
 	if t, ok := b.meta.Image().Topic(topic); ok {
 		return t, nil
 	}
@@ -82,8 +86,15 @@ func (b *Broker) AutoCreateTopic(topic string) (*metadata.TopicImage, error) {
 		return nil, kerr.InvalidTopicException
 	}
 	spec := topicSpec{name: topic, partitions: -1, replication: -1}
-	if _, err := b.createTopic(spec, false); err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+	if used != nil {
+		spec.used = *used
+	}
+	done, err := b.createTopic(spec, false)
+	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 		return nil, err
+	}
+	if err == nil && used != nil {
+		*used += done.partitions
 	}
 	if t, ok := b.meta.Image().Topic(topic); ok {
 		b.log.Info("auto-created topic", "topic", topic, "partitions", len(t.Partitions))
@@ -118,6 +129,9 @@ type topicSpec struct {
 	replication int16     // -1: default.replication.factor
 	assignment  [][]int32 // explicit replica assignment, or nil
 	configs     map[string]string
+	// used is how many partitions the request already created: a request may create at
+	// most Broker.maxPartitionsPerOp in all (the zero value: nothing used yet).
+	used int32
 }
 
 // kafkaErr pairs a Kafka error with a message for the response.
@@ -167,6 +181,9 @@ func (b *Broker) resolveSpec(im *metadata.Image, s *topicSpec) error {
 		return errf(kerr.InvalidTopicException, "%v", err)
 	}
 	if s.assignment != nil {
+		if len(s.assignment) > int(b.maxPartitionsPerOp-s.used) {
+			return errf(kerr.PolicyViolation, "excessively large number of partitions per request: %d more (at most %d per request)", len(s.assignment), b.maxPartitionsPerOp)
+		}
 		if s.partitions != -1 || s.replication != -1 {
 			return errf(kerr.InvalidRequest, "both numPartitions or replicationFactor and replicasAssignment were set")
 		}
@@ -188,6 +205,9 @@ func (b *Broker) resolveSpec(im *metadata.Image, s *topicSpec) error {
 		}
 		if s.replication <= 0 {
 			return errf(kerr.InvalidReplicationFactor, "replication factor must be larger than 0")
+		}
+		if s.partitions > b.maxPartitionsPerOp-s.used {
+			return errf(kerr.PolicyViolation, "excessively large number of partitions per request: %d more (at most %d per request)", s.partitions, b.maxPartitionsPerOp)
 		}
 		if s.replication > 1 {
 			return errf(kerr.InvalidReplicationFactor, "replication factor: %d larger than available brokers: 1", s.replication)
