@@ -70,20 +70,31 @@ func AppendRecordBatch(dst []byte, n int, value []byte, tsMillis int64) []byte {
 	dst = binary.BigEndian.AppendUint32(dst, 0xFFFFFFFF)
 	dst = binary.BigEndian.AppendUint32(dst, uint32(n))
 	for i := 0; i < n; i++ {
-		var body []byte
-		body = append(body, 0)                     // attributes
-		body = binary.AppendVarint(body, 0)        // timestamp delta
-		body = binary.AppendVarint(body, int64(i)) // offset delta
-		body = binary.AppendVarint(body, -1)       // no key
-		body = binary.AppendVarint(body, int64(len(value)))
-		body = append(body, value...)
-		body = binary.AppendVarint(body, 0) // headers
-		dst = binary.AppendVarint(dst, int64(len(body)))
-		dst = append(dst, body...)
+		// attributes, timestamp delta 0, offset delta, key -1, value length, value, 0 headers
+		bodyLen := 1 + 1 + varintLen(int64(i)) + 1 + varintLen(int64(len(value))) + len(value) + 1
+		dst = binary.AppendVarint(dst, int64(bodyLen))
+		dst = append(dst, 0)
+		dst = binary.AppendVarint(dst, 0)
+		dst = binary.AppendVarint(dst, int64(i))
+		dst = binary.AppendVarint(dst, -1)
+		dst = binary.AppendVarint(dst, int64(len(value)))
+		dst = append(dst, value...)
+		dst = binary.AppendVarint(dst, 0)
 	}
 	binary.BigEndian.PutUint32(dst[start+8:], uint32(len(dst)-start-12))
 	binary.BigEndian.PutUint32(dst[start+17:], crc32.Checksum(dst[crcStart:], crc32c))
 	return dst
+}
+
+// varintLen is the size of v as a zig-zag varint.
+func varintLen(v int64) int {
+	u := uint64(v<<1) ^ uint64(v>>63)
+	n := 1
+	for u >= 0x80 {
+		u >>= 7
+		n++
+	}
+	return n
 }
 
 // scanBatches walks the record batches in b without decoding records: it returns the
