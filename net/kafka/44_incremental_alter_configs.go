@@ -48,38 +48,90 @@ func handleIncrementalAlterConfigs(b *Broker, r *Request) {
 	r.Respond(resp)
 }
 
+// alterTarget is a config resource being altered.
+type alterTarget struct {
+	name    string
+	defs    map[string]*configDef
+	rt      metadata.ResourceType
+	wire    kmsg.ConfigResourceType
+	current map[string]string // the resource's explicitly set keys (shared: read only)
+	layers  configLayers
+}
+
+// resolveAlterTarget checks that the resource exists and may be altered. Caller holds
+// adminMu.
+func (b *Broker) resolveAlterTarget(im *metadata.Image, rtype kmsg.ConfigResourceType, name string) (*alterTarget, error) {
+	t := &alterTarget{name: name, wire: rtype}
+	switch rtype {
+	case kmsg.ConfigResourceTypeTopic:
+		if _, ok := im.Topic(name); !ok {
+			return nil, errf(kerr.UnknownTopicOrPartition, "topic %q does not exist", name)
+		}
+		t.defs, t.rt = topicDefs, metadata.ResourceTopic
+		t.layers = b.layers(im, name)
+		t.current = t.layers.topic
+	case kmsg.ConfigResourceTypeBroker:
+		if name != "" && name != strconv.Itoa(int(b.cfg.NodeID)) {
+			return nil, errf(kerr.InvalidRequest, "broker %q is not this broker (%d)", name, b.cfg.NodeID)
+		}
+		t.defs, t.rt = brokerDefs, metadata.ResourceBroker
+		t.layers = b.layers(im, "")
+		t.current = t.layers.node
+		if name == "" {
+			t.current = t.layers.clusterDefault
+		}
+	default:
+		return nil, errf(kerr.InvalidRequest, "resource type %s is not supported", rtype)
+	}
+	return t, nil
+}
+
+// alterableDef returns the definition of key if it may be altered on t.
+func (t *alterTarget) alterableDef(key string) (*configDef, error) {
+	d := t.defs[key]
+	if d == nil {
+		return nil, errf(kerr.InvalidConfig, "unknown config %q", key)
+	}
+	if d.readOnly {
+		return nil, errf(kerr.InvalidConfig, "config %q cannot be updated dynamically", key)
+	}
+	return d, nil
+}
+
+// record returns the metadata record setting (value != nil) or deleting key.
+func (t *alterTarget) record(key string, value *string) *metadata.ConfigRecord {
+	return &metadata.ConfigRecord{Resource: t.rt, Name: t.name, Key: key, Value: value}
+}
+
+// commitConfigs appends recs and applies the result to live logs. Caller holds adminMu.
+func (b *Broker) commitConfigs(t *alterTarget, recs []metadata.Record) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	if err := b.meta.Append(recs...); err != nil {
+		if errors.Is(err, metadata.ErrUnknownTopic) {
+			return errf(kerr.UnknownTopicOrPartition, "topic %q does not exist", t.name)
+		}
+		return errf(kerr.UnknownServerError, "recording configs: %v", err)
+	}
+	im := b.meta.Image()
+	if t.rt == metadata.ResourceTopic {
+		b.applyTopicConfig(im, t.name)
+		return nil
+	}
+	for _, topic := range im.Topics() {
+		b.applyTopicConfig(im, topic.Name)
+	}
+	return nil
+}
+
 func (b *Broker) alterConfigs(res *kmsg.IncrementalAlterConfigsRequestResource, validateOnly bool) error {
 	b.adminMu.Lock()
 	defer b.adminMu.Unlock()
-	im := b.meta.Image()
-	var (
-		defs    map[string]*configDef
-		rt      metadata.ResourceType
-		current map[string]string
-		layers  configLayers
-	)
-	switch res.ResourceType {
-	case kmsg.ConfigResourceTypeTopic:
-		if _, ok := im.Topic(res.ResourceName); !ok {
-			return errf(kerr.UnknownTopicOrPartition, "topic %q does not exist", res.ResourceName)
-		}
-		defs, rt = topicDefs, metadata.ResourceTopic
-		layers = b.layers(im, res.ResourceName)
-		current = layers.topic
-	case kmsg.ConfigResourceTypeBroker:
-		if res.ResourceName != "" && res.ResourceName != strconv.Itoa(int(b.cfg.NodeID)) {
-			return errf(kerr.InvalidRequest, "broker %q is not this broker (%d)", res.ResourceName, b.cfg.NodeID)
-		}
-		defs, rt = brokerDefs, metadata.ResourceBroker
-		layers = b.layers(im, "")
-		current = layers.node
-		if res.ResourceName == "" {
-			current = layers.clusterDefault
-		}
-	default:
-		return errf(kerr.InvalidRequest, "resource type %s is not supported", res.ResourceType)
+	t, err := b.resolveAlterTarget(b.meta.Image(), res.ResourceType, res.ResourceName)
+	if err != nil {
+		return err
 	}
-
 	var recs []metadata.Record
 	seen := map[string]bool{}
 	for _, c := range res.Configs {
@@ -87,12 +139,9 @@ func (b *Broker) alterConfigs(res *kmsg.IncrementalAlterConfigsRequestResource, 
 			return errf(kerr.InvalidRequest, "config %q given more than once", c.Name)
 		}
 		seen[c.Name] = true
-		d := defs[c.Name]
-		if d == nil {
-			return errf(kerr.InvalidConfig, "unknown config %q", c.Name)
-		}
-		if d.readOnly {
-			return errf(kerr.InvalidConfig, "config %q cannot be updated dynamically", c.Name)
+		d, err := t.alterableDef(c.Name)
+		if err != nil {
+			return err
 		}
 		var value *string
 		switch c.Op {
@@ -113,7 +162,7 @@ func (b *Broker) alterConfigs(res *kmsg.IncrementalAlterConfigsRequestResource, 
 			if c.Value == nil {
 				return errf(kerr.InvalidConfig, "null value for config %q", c.Name)
 			}
-			v, err := listOp(d, b.effective(&layers, res.ResourceType, d), *c.Value, c.Op == kmsg.IncrementalAlterConfigOpAppend)
+			v, err := listOp(d, b.effective(&t.layers, t.wire, d), *c.Value, c.Op == kmsg.IncrementalAlterConfigOpAppend)
 			if err != nil {
 				return errf(kerr.InvalidConfig, "%v", err)
 			}
@@ -122,30 +171,16 @@ func (b *Broker) alterConfigs(res *kmsg.IncrementalAlterConfigsRequestResource, 
 			return errf(kerr.InvalidRequest, "unknown operation %d for config %q", c.Op, c.Name)
 		}
 		if value == nil {
-			if _, ok := current[c.Name]; !ok {
+			if _, ok := t.current[c.Name]; !ok {
 				continue // deleting what is not set
 			}
 		}
-		recs = append(recs, &metadata.ConfigRecord{Resource: rt, Name: res.ResourceName, Key: c.Name, Value: value})
+		recs = append(recs, t.record(c.Name, value))
 	}
-	if validateOnly || len(recs) == 0 {
+	if validateOnly {
 		return nil
 	}
-	if err := b.meta.Append(recs...); err != nil {
-		if errors.Is(err, metadata.ErrUnknownTopic) {
-			return errf(kerr.UnknownTopicOrPartition, "topic %q does not exist", res.ResourceName)
-		}
-		return errf(kerr.UnknownServerError, "recording configs: %v", err)
-	}
-	if rt == metadata.ResourceTopic {
-		b.applyTopicConfig(b.meta.Image(), res.ResourceName)
-	} else {
-		im := b.meta.Image()
-		for _, t := range im.Topics() {
-			b.applyTopicConfig(im, t.Name)
-		}
-	}
-	return nil
+	return b.commitConfigs(t, recs)
 }
 
 // effective is the current value of d for the resource being altered.

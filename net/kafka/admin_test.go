@@ -333,6 +333,37 @@ func TestDescribeAndAlterConfigs(t *testing.T) {
 	}
 }
 
+func TestLegacyAlterConfigsReplaces(t *testing.T) {
+	tb := startTestBroker(t)
+	adm := tb.admin(t)
+	mustCreate(t, adm, "legacy", 1, map[string]*string{"max.message.bytes": kadm.StringPtr("2000"), "retention.ms": kadm.StringPtr("5000")})
+	rc := tb.raw(t)
+	req := kmsg.NewPtrAlterConfigsRequest()
+	req.Version = 1
+	res := kmsg.NewAlterConfigsRequestResource()
+	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeTopic, "legacy"
+	res.Configs = []kmsg.AlterConfigsRequestResourceConfig{{Name: "retention.ms", Value: kmsg.StringPtr("7000")}, {Name: "segment.bytes", Value: kmsg.StringPtr("2097152")}}
+	bad := kmsg.NewAlterConfigsRequestResource()
+	bad.ResourceType, bad.ResourceName = kmsg.ConfigResourceTypeTopic, "legacy"
+	bad.Configs = []kmsg.AlterConfigsRequestResourceConfig{{Name: "segment.bytes", Value: kmsg.StringPtr("x")}}
+	req.Resources = []kmsg.AlterConfigsRequestResource{res}
+	resp := rc.roundTrip(req).(*kmsg.AlterConfigsResponse)
+	if resp.Resources[0].ErrorCode != 0 {
+		t.Fatalf("alter: %d", resp.Resources[0].ErrorCode)
+	}
+	lc := tb.log("legacy", 0).Config()
+	if lc.RetentionMs != 7000 || lc.SegmentBytes != 2097152 || lc.MaxMessageBytes != 1048588 {
+		t.Fatalf("log config %+v", lc)
+	}
+	req.Resources = []kmsg.AlterConfigsRequestResource{bad}
+	if resp := rc.roundTrip(req).(*kmsg.AlterConfigsResponse); resp.Resources[0].ErrorCode != kerr.InvalidConfig.Code {
+		t.Fatalf("bad value: %d", resp.Resources[0].ErrorCode)
+	}
+	if lc := tb.log("legacy", 0).Config(); lc.SegmentBytes != 2097152 {
+		t.Fatal("failed alter changed the config")
+	}
+}
+
 func TestCreatePartitionsAndDelete(t *testing.T) {
 	tb := startTestBroker(t)
 	adm := tb.admin(t)
@@ -408,6 +439,9 @@ func TestDescribeCluster(t *testing.T) {
 	m, err := tb.admin(t).BrokerMetadata(testCtx(t))
 	if err != nil || m.Controller != 1 || m.Cluster != "test-cluster" {
 		t.Fatalf("%v %+v", err, m)
+	}
+	if bi, ok := tb.meta.Image().Broker(1); !ok || bi.Host != "127.0.0.1" || bi.Port == 0 {
+		t.Fatalf("broker not registered in the metadata: %+v", bi)
 	}
 }
 

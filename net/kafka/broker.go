@@ -66,7 +66,8 @@ var (
 	_ transport.ConnObserver = (*Broker)(nil)
 )
 
-// New returns a Broker serving eng's logs and meta's topics. It reconciles the two:
+// New returns a Broker serving eng's logs and meta's topics. It registers the node (its
+// advertised address) in the metadata log when that changed, and reconciles the two:
 // partitions the metadata has and the engine lacks get their logs created; logs of
 // topics the metadata no longer has (deleted while the broker was down) are deleted;
 // live logs get their topic's configuration. log may be nil.
@@ -106,6 +107,13 @@ func (b *Broker) reconcile() error {
 	b.adminMu.Lock()
 	defer b.adminMu.Unlock()
 	im := b.meta.Image()
+	self := metadata.BrokerImage{ID: b.cfg.NodeID, Host: b.cfg.Host, Port: b.cfg.Port, Rack: b.cfg.Rack}
+	if cur, ok := im.Broker(b.cfg.NodeID); !ok || cur.Host != self.Host || cur.Port != self.Port || !sameRack(cur.Rack, self.Rack) {
+		if err := b.meta.Append(&metadata.RegisterBrokerRecord{ID: self.ID, Host: self.Host, Port: self.Port, Rack: self.Rack}); err != nil {
+			return fmt.Errorf("kafka: registering broker %d: %w", self.ID, err)
+		}
+		im = b.meta.Image()
+	}
 	for _, l := range b.eng.Logs() {
 		tp := l.TopicPartition()
 		t, ok := im.Topic(tp.Topic)
@@ -131,6 +139,8 @@ func (b *Broker) reconcile() error {
 	}
 	return nil
 }
+
+func sameRack(a, b *string) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
 
 // layers returns the config layers for topic (empty: broker keys only).
 func (b *Broker) layers(im *metadata.Image, topic string) configLayers {

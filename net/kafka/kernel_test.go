@@ -92,6 +92,7 @@ func TestUnknownKeyAndVersionClose(t *testing.T) {
 		{0x7f, 0, 0, 0, 0, 0, 0, 1, 0xff, 0xff}, // key 32512
 		{0, 7, 0, 1, 0, 0, 0, 1, 0xff, 0xff},    // ControlledShutdown: known to kmsg, not served
 		{0, 3},                                  // short header
+		{0, 3, 0, 99, 0, 0, 0, 1, 0xff, 0xff},   // Metadata v99: served key, unsupported version
 	} {
 		rc := tb.raw(t)
 		rc.write(binary.BigEndian.AppendUint32(nil, uint32(len(frame))))
