@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync/atomic"
 	"testing"
 )
 
@@ -397,8 +398,16 @@ func FuzzReplay(f *testing.F) {
 	}
 	snap, _ := os.ReadFile(filepath.Join(sd, fileName(3, snapshotSuffix)))
 	f.Add(valid, snap)
+	root := f.TempDir()
+	var iter atomic.Int64
 	f.Fuzz(func(t *testing.T, logBytes, snapBytes []byte) {
-		dir := t.TempDir()
+		// A fresh directory per input, under one parent made once (TempDir per input is
+		// slow when the disk is busy).
+		dir := filepath.Join(root, fmt.Sprint(iter.Add(1)))
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		defer os.RemoveAll(dir)
 		if err := os.WriteFile(filepath.Join(dir, fileName(0, logSuffix)), logBytes, 0o644); err != nil {
 			t.Fatal(err)
 		}
