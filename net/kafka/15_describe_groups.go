@@ -1,0 +1,31 @@
+// DescribeGroups (key 15), versions 0-6.
+//
+// State, protocol and members of each group; member metadata and assignments only for
+// Stable groups, as Kafka. Unknown groups are reported Dead (from v6 with
+// GROUP_ID_NOT_FOUND). Authorized operations (v3+) report READ, DESCRIBE and DELETE:
+// there is no authorizer.
+package kafka
+
+import "github.com/twmb/franz-go/pkg/kmsg"
+
+func init() {
+	register(API{Key: 15, MinVersion: 0, MaxVersion: 6, Handle: handleDescribeGroups})
+}
+
+func handleDescribeGroups(b *Broker, r *Request) {
+	req := r.Body.(*kmsg.DescribeGroupsRequest)
+	c := b.groupCoordinatorOr(func(code int16) {
+		resp := kmsg.NewPtrDescribeGroupsResponse()
+		resp.Version = req.Version
+		for _, g := range req.Groups {
+			dg := kmsg.NewDescribeGroupsResponseGroup()
+			dg.Group, dg.ErrorCode = g, code
+			resp.Groups = append(resp.Groups, dg)
+		}
+		r.Respond(resp)
+	})
+	if c == nil {
+		return
+	}
+	r.Respond(c.DescribeGroups(req))
+}

@@ -1,0 +1,26 @@
+// ListGroups (key 16), versions 0-5.
+//
+// Every classic group of the __consumer_offsets partitions this broker leads, with
+// the state filter (v4+, KIP-518, case-insensitive) and the type filter (v5+,
+// KIP-848: every group here is "classic"). While partitions load the answer carries
+// COORDINATOR_LOAD_IN_PROGRESS with the groups known so far.
+package kafka
+
+import "github.com/twmb/franz-go/pkg/kmsg"
+
+func init() {
+	register(API{Key: 16, MinVersion: 0, MaxVersion: 5, Handle: handleListGroups})
+}
+
+func handleListGroups(b *Broker, r *Request) {
+	req := r.Body.(*kmsg.ListGroupsRequest)
+	c := b.groupCoordinatorOr(func(code int16) {
+		resp := kmsg.NewPtrListGroupsResponse()
+		resp.Version, resp.ErrorCode = req.Version, code
+		r.Respond(resp)
+	})
+	if c == nil {
+		return
+	}
+	r.Respond(c.ListGroups(req))
+}
