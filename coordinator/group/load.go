@@ -10,6 +10,23 @@ import (
 // COORDINATOR_LOAD_IN_PROGRESS rather than NOT_COORDINATOR meanwhile) and then loads
 // them one by one. It returns the first error; the other partitions still load.
 func (c *Coordinator) LoadPartitions(ps ...int32) error {
+	return c.loadMarked(c.markLoading(ps))
+}
+
+// StartLoading marks the partitions of ps loading at once and replays them on a new
+// goroutine; done (may be nil) receives LoadPartitions' result. A broker calls it at
+// start-up so that it answers COORDINATOR_LOAD_IN_PROGRESS while it replays.
+func (c *Coordinator) StartLoading(ps []int32, done func(error)) {
+	todo := c.markLoading(ps)
+	go func() {
+		err := c.loadMarked(todo)
+		if done != nil {
+			done(err)
+		}
+	}()
+}
+
+func (c *Coordinator) markLoading(ps []int32) []int32 {
 	c.mu.Lock()
 	var todo []int32
 	for _, p := range ps {
@@ -19,6 +36,10 @@ func (c *Coordinator) LoadPartitions(ps ...int32) error {
 		}
 	}
 	c.mu.Unlock()
+	return todo
+}
+
+func (c *Coordinator) loadMarked(todo []int32) error {
 	var first error
 	for _, p := range todo {
 		if err := c.load(p); err != nil && first == nil {
