@@ -434,6 +434,9 @@ func TestManagerDirsAndDelete(t *testing.T) {
 	if len(st) != 2 || len(st[0].Logs) != 2 || len(st[1].Logs) != 2 {
 		t.Fatalf("DirStats %+v", st)
 	}
+	if st[0].TotalBytes <= 0 || st[0].UsableBytes <= 0 || st[0].UsableBytes > st[0].TotalBytes {
+		t.Fatalf("disk space %d/%d", st[0].UsableBytes, st[0].TotalBytes)
+	}
 	if st[0].Logs[0].Size == 0 || st[0].Logs[0].OffsetLag != 1 {
 		t.Fatalf("LogStat %+v", st[0].Logs[0])
 	}

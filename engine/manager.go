@@ -43,9 +43,11 @@ type Manager struct {
 
 // DirStat describes one log directory (DescribeLogDirs).
 type DirStat struct {
-	Path string
-	Err  error
-	Logs []LogStat
+	Path        string
+	Err         error
+	Logs        []LogStat
+	TotalBytes  int64 // size of the file system (-1 if unknown), DescribeLogDirs v4
+	UsableBytes int64 // bytes still usable (-1 if unknown)
 }
 
 // LogStat describes one partition log in a directory.
@@ -330,6 +332,7 @@ func (m *Manager) DirStats() []DirStat {
 		d.mu.Lock()
 		st := DirStat{Path: d.path, Err: d.err}
 		d.mu.Unlock()
+		st.TotalBytes, st.UsableBytes = diskSpace(d.path)
 		for _, l := range m.logsIn(d) {
 			st.Logs = append(st.Logs, LogStat{TP: l.tp, Size: l.Size(), OffsetLag: l.LogEndOffset() - l.HighWatermark()})
 		}

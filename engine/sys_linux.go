@@ -54,3 +54,13 @@ func lockDir(dir string) (unlock func(), err error) {
 	}
 	return func() { f.Close() }, nil
 }
+
+// diskSpace returns the size of the file system holding path and the bytes
+// an unprivileged writer may still use (-1, -1 when unknown).
+func diskSpace(path string) (total, usable int64) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(path, &st); err != nil {
+		return -1, -1
+	}
+	return int64(st.Blocks) * st.Bsize, int64(st.Bavail) * st.Bsize
+}

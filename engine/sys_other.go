@@ -18,3 +18,5 @@ func preallocate(f *os.File, size int64) error {
 func fdatasync(f *os.File) error { return f.Sync() }
 
 func lockDir(dir string) (unlock func(), err error) { return func() {}, nil }
+
+func diskSpace(path string) (total, usable int64) { return -1, -1 }
