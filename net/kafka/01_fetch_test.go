@@ -1,0 +1,319 @@
+package kafka
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// fetchPartReq is one partition of a hand-made fetch.
+type fetchPartReq struct {
+	topic     string
+	id        [16]byte
+	partition int32
+	offset    int64
+	maxBytes  int32
+	curEpoch  int32
+	lastEpoch int32
+}
+
+func fetchReq(v int16, maxWait, minBytes int32, sessionID, sessionEpoch int32, parts []fetchPartReq, forget []fetchPartReq) *kmsg.FetchRequest {
+	req := kmsg.NewPtrFetchRequest()
+	req.SetVersion(v)
+	req.MaxWaitMillis, req.MinBytes, req.MaxBytes = maxWait, minBytes, 1<<20
+	req.SessionID, req.SessionEpoch = sessionID, sessionEpoch
+	for _, p := range parts {
+		if n := len(req.Topics); n == 0 || req.Topics[n-1].Topic != p.topic {
+			t := kmsg.NewFetchRequestTopic()
+			t.Topic, t.TopicID = p.topic, p.id
+			req.Topics = append(req.Topics, t)
+		}
+		fp := kmsg.NewFetchRequestTopicPartition()
+		fp.Partition, fp.FetchOffset, fp.PartitionMaxBytes = p.partition, p.offset, p.maxBytes
+		if fp.PartitionMaxBytes == 0 {
+			fp.PartitionMaxBytes = 1 << 20
+		}
+		fp.CurrentLeaderEpoch, fp.LastFetchedEpoch = p.curEpoch, p.lastEpoch
+		t := &req.Topics[len(req.Topics)-1]
+		t.Partitions = append(t.Partitions, fp)
+	}
+	for _, p := range forget {
+		f := kmsg.NewFetchRequestForgottenTopic()
+		f.Topic, f.TopicID, f.Partitions = p.topic, p.id, []int32{p.partition}
+		req.ForgottenTopics = append(req.ForgottenTopics, f)
+	}
+	return req
+}
+
+// batchesIn decodes the record batches of a fetched partition and returns their
+// offsets (base..last, one per record).
+func batchesIn(t *testing.T, b []byte) []int64 {
+	t.Helper()
+	var offs []int64
+	for len(b) > 0 {
+		var rb kmsg.RecordBatch
+		if err := rb.ReadFrom(b); err != nil {
+			t.Fatalf("decoding record batch: %v", err)
+		}
+		if rb.Magic != 2 {
+			t.Fatalf("magic %d", rb.Magic)
+		}
+		for i := int32(0); i <= rb.LastOffsetDelta; i++ {
+			offs = append(offs, rb.FirstOffset+int64(i))
+		}
+		b = b[12+int(rb.Length):]
+	}
+	return offs
+}
+
+func topicID(t *testing.T, tb *testBroker, topic string) [16]byte {
+	t.Helper()
+	ti, ok := tb.meta.Image().Topic(topic)
+	if !ok {
+		t.Fatalf("no topic %s", topic)
+	}
+	return ti.ID
+}
+
+// TestFetchFramingEveryVersion decodes the hand-framed answer with kmsg at every
+// served version: records, an unknown partition, a fenced epoch, READ_COMMITTED.
+func TestFetchFramingEveryVersion(t *testing.T) {
+	tb := startDataBroker(t)
+	mustCreate(t, tb.admin(t), "frame", 2, nil)
+	cl := tb.client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	produceSync(t, cl, "frame", 0, "f", 30)
+	produceSync(t, cl, "frame", 1, "g", 5)
+	id := topicID(t, tb, "frame")
+	rc := tb.raw(t)
+	for v := int16(4); v <= kmsg.NewPtrFetchRequest().MaxVersion(); v++ {
+		parts := []fetchPartReq{
+			{topic: "frame", id: id, partition: 0, offset: 3, curEpoch: -1, lastEpoch: -1},
+			{topic: "frame", id: id, partition: 1, offset: 0, curEpoch: -1, lastEpoch: -1},
+			{topic: "frame", id: id, partition: 7, offset: 0, curEpoch: -1, lastEpoch: -1},
+		}
+		if v >= 9 {
+			parts[1].curEpoch = 3 // newer than the partition's 0
+		}
+		req := fetchReq(v, 0, 1, 0, -1, parts, nil)
+		req.IsolationLevel = int8(v % 2)
+		resp := rc.roundTrip(req).(*kmsg.FetchResponse)
+		if resp.ErrorCode != 0 || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 3 {
+			t.Fatalf("v%d: response %+v", v, resp)
+		}
+		rt := resp.Topics[0]
+		if v >= 13 && rt.TopicID != id || v < 13 && rt.Topic != "frame" {
+			t.Fatalf("v%d: topic %q %x", v, rt.Topic, rt.TopicID)
+		}
+		p0, p1, p7 := rt.Partitions[0], rt.Partitions[1], rt.Partitions[2]
+		if p0.ErrorCode != 0 || p0.HighWatermark != 30 || p0.LastStableOffset != 30 {
+			t.Fatalf("v%d: p0 %+v", v, p0)
+		}
+		if v >= 5 && p0.LogStartOffset != 0 {
+			t.Fatalf("v%d: p0 log start %d", v, p0.LogStartOffset)
+		}
+		offs := batchesIn(t, p0.RecordBatches)
+		if len(offs) == 0 || offs[len(offs)-1] != 29 || offs[0] > 3 {
+			t.Fatalf("v%d: p0 offsets %v", v, offs)
+		}
+		if (req.IsolationLevel == 1) != (p0.AbortedTransactions != nil) {
+			t.Fatalf("v%d: aborted transactions %v with isolation %d", v, p0.AbortedTransactions, req.IsolationLevel)
+		}
+		if v >= 9 {
+			if p1.ErrorCode != kerr.UnknownLeaderEpoch.Code || len(p1.RecordBatches) != 0 {
+				t.Fatalf("v%d: p1 %+v", v, p1)
+			}
+			if v >= 12 && (p1.CurrentLeader.LeaderID != 1 || p1.CurrentLeader.LeaderEpoch != 0) {
+				t.Fatalf("v%d: p1 current leader %+v", v, p1.CurrentLeader)
+			}
+		} else if got := batchesIn(t, p1.RecordBatches); len(got) != 5 {
+			t.Fatalf("v%d: p1 offsets %v", v, got)
+		}
+		if p7.ErrorCode != kerr.UnknownTopicOrPartition.Code || p7.HighWatermark != -1 {
+			t.Fatalf("v%d: p7 %+v", v, p7)
+		}
+	}
+}
+
+func TestFetchOffsetOutOfRangeAndDivergingEpoch(t *testing.T) {
+	tb := startDataBroker(t)
+	mustCreate(t, tb.admin(t), "oor", 1, nil)
+	produceSync(t, tb.client(t, kgo.RecordPartitioner(kgo.ManualPartitioner())), "oor", 0, "o", 10)
+	rc := tb.raw(t)
+	resp := rc.roundTrip(fetchReq(12, 0, 1, 0, -1, []fetchPartReq{{topic: "oor", offset: 11, curEpoch: -1, lastEpoch: -1}}, nil)).(*kmsg.FetchResponse)
+	if p := resp.Topics[0].Partitions[0]; p.ErrorCode != kerr.OffsetOutOfRange.Code || p.HighWatermark != 10 {
+		t.Fatalf("offset 11: %+v", p)
+	}
+	// Between HW and LEO there is nothing to send, but no error either: offset 10 = HW.
+	resp = rc.roundTrip(fetchReq(12, 0, 1, 0, -1, []fetchPartReq{{topic: "oor", offset: 10, curEpoch: -1, lastEpoch: -1}}, nil)).(*kmsg.FetchResponse)
+	if p := resp.Topics[0].Partitions[0]; p.ErrorCode != 0 || len(p.RecordBatches) != 0 {
+		t.Fatalf("offset 10: %+v", p)
+	}
+	// A fetch at 12 after epoch 0, which ended at 10, diverges (checked before the range).
+	resp = rc.roundTrip(fetchReq(12, 0, 1, 0, -1, []fetchPartReq{{topic: "oor", offset: 12, curEpoch: -1, lastEpoch: 0}}, nil)).(*kmsg.FetchResponse)
+	if p := resp.Topics[0].Partitions[0]; p.DivergingEpoch.Epoch != 0 || p.DivergingEpoch.EndOffset != 10 {
+		t.Fatalf("diverging: %+v", p)
+	}
+}
+
+// TestFetchLongPollCompletesOnAppend parks a fetch with a long MaxWait, then
+// produces: the fetch must answer with the record well before MaxWait.
+func TestFetchLongPollCompletesOnAppend(t *testing.T) {
+	tb := startDataBroker(t)
+	mustCreate(t, tb.admin(t), "poll", 1, nil)
+	rc := tb.raw(t)
+	rc.c.SetDeadline(time.Now().Add(30 * time.Second))
+	const maxWait = 10 * time.Second
+	start := time.Now()
+	req := fetchReq(12, int32(maxWait/time.Millisecond), 1, 0, -1, []fetchPartReq{{topic: "poll", offset: 0, curEpoch: -1, lastEpoch: -1}}, nil)
+	corr := rc.send(req)
+	waits := tb.b.data().waits
+	for deadline := time.Now().Add(5 * time.Second); waits.Delayed() == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("the fetch never parked in the purgatory")
+		}
+		time.Sleep(time.Millisecond) // polling for the parked fetch, not waiting for a result
+	}
+	produceSync(t, tb.client(t), "poll", 0, "p", 1)
+	resp := rc.recv(req, corr).(*kmsg.FetchResponse)
+	took := time.Since(start)
+	if offs := batchesIn(t, resp.Topics[0].Partitions[0].RecordBatches); len(offs) != 1 {
+		t.Fatalf("long poll answered offsets %v", offs)
+	}
+	if took >= maxWait/2 {
+		t.Fatalf("long poll took %v of its %v MaxWait", took, maxWait)
+	}
+	t.Logf("long poll answered %v after the request (MaxWait %v)", took, maxWait)
+
+	// MinBytes not reached: the fetch answers at MaxWait with what there is.
+	start = time.Now()
+	req = fetchReq(12, 200, 1<<20, 0, -1, []fetchPartReq{{topic: "poll", offset: 0, curEpoch: -1, lastEpoch: -1}}, nil)
+	resp = rc.roundTrip(req).(*kmsg.FetchResponse)
+	if took := time.Since(start); took < 190*time.Millisecond {
+		t.Fatalf("MinBytes fetch answered after %v, before MaxWait", took)
+	}
+	if offs := batchesIn(t, resp.Topics[0].Partitions[0].RecordBatches); len(offs) != 1 {
+		t.Fatalf("expired fetch answered offsets %v", offs)
+	}
+}
+
+func TestFetchSessionsRaw(t *testing.T) {
+	for _, v := range []int16{12, 13, 18} {
+		t.Run("v"+string(rune('0'+v/10))+string(rune('0'+v%10)), func(t *testing.T) { testFetchSessions(t, v) })
+	}
+}
+
+func testFetchSessions(t *testing.T, v int16) {
+	tb := startDataBroker(t)
+	mustCreate(t, tb.admin(t), "sess", 3, nil)
+	cl := tb.client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	for p := int32(0); p < 3; p++ {
+		produceSync(t, cl, "sess", p, "s", 3)
+	}
+	id := topicID(t, tb, "sess")
+	part := func(p int32, off int64) fetchPartReq {
+		return fetchPartReq{topic: "sess", id: id, partition: p, offset: off, curEpoch: -1, lastEpoch: -1}
+	}
+	rc := tb.raw(t)
+	fetch := func(sid, epoch int32, parts, forget []fetchPartReq) *kmsg.FetchResponse {
+		t.Helper()
+		return rc.roundTrip(fetchReq(v, 0, 1, sid, epoch, parts, forget)).(*kmsg.FetchResponse)
+	}
+	got := func(r *kmsg.FetchResponse) map[int32]int {
+		m := map[int32]int{}
+		for _, t := range r.Topics {
+			for _, p := range t.Partitions {
+				m[p.Partition] = len(p.RecordBatches)
+			}
+		}
+		return m
+	}
+
+	// Full fetch opening a session with partitions 0 and 1.
+	r := fetch(0, 0, []fetchPartReq{part(0, 0), part(1, 0)}, nil)
+	sid := r.SessionID
+	if r.ErrorCode != 0 || sid == 0 {
+		t.Fatalf("no session: %+v", r)
+	}
+	if m := got(r); len(m) != 2 || m[0] == 0 || m[1] == 0 {
+		t.Fatalf("full answer %v", m)
+	}
+	// Incremental, offsets moved to the end: both change nothing visible... but the
+	// client names them because its offsets moved; no records, HW unchanged: empty.
+	r = fetch(sid, 1, []fetchPartReq{part(0, 3), part(1, 3)}, nil)
+	if m := got(r); len(m) != 0 || r.SessionID != sid {
+		t.Fatalf("incremental with no news: %v (session %d)", m, r.SessionID)
+	}
+	// New data on partition 1 only: the answer carries partition 1 only.
+	produceSync(t, cl, "sess", 1, "s", 2)
+	r = fetch(sid, 2, nil, nil)
+	if m := got(r); len(m) != 1 || m[1] == 0 {
+		t.Fatalf("incremental after append to 1: %v", m)
+	}
+	// Add partition 2, forget partition 0.
+	r = fetch(sid, 3, []fetchPartReq{part(2, 0), part(1, 5)}, []fetchPartReq{part(0, 0)})
+	if m := got(r); len(m) != 1 || m[2] == 0 {
+		t.Fatalf("after add 2 / forget 0: %v", m)
+	}
+	// Partition 0 is forgotten: new data there is not reported. (The broker never
+	// moves a session's fetch offsets itself: the client names partition 2 at 3.)
+	produceSync(t, cl, "sess", 0, "s", 1)
+	r = fetch(sid, 4, []fetchPartReq{part(2, 3)}, nil)
+	if m := got(r); len(m) != 0 {
+		t.Fatalf("forgotten partition reported: %v", m)
+	}
+	// A wrong epoch, an unknown session.
+	if r = fetch(sid, 9, nil, nil); r.ErrorCode != kerr.InvalidFetchSessionEpoch.Code {
+		t.Fatalf("wrong epoch: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	if r = fetch(sid+1, 1, nil, nil); r.ErrorCode != kerr.FetchSessionIDNotFound.Code {
+		t.Fatalf("unknown session: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	// The epoch was not consumed by the failures.
+	if r = fetch(sid, 5, nil, nil); r.ErrorCode != 0 {
+		t.Fatalf("epoch 5: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	// Closing (epoch -1) gives a sessionless full answer and forgets the session.
+	r = fetch(sid, -1, []fetchPartReq{part(0, 0)}, nil)
+	if r.ErrorCode != 0 || r.SessionID != 0 || len(got(r)) != 1 {
+		t.Fatalf("close: %+v", r)
+	}
+	if r = fetch(sid, 6, nil, nil); r.ErrorCode != kerr.FetchSessionIDNotFound.Code {
+		t.Fatalf("closed session: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+}
+
+// TestConsumeAcrossManyFetches consumes with franz-go (which uses fetch sessions)
+// through many small fetches while a producer keeps appending.
+func TestConsumeAcrossManyFetches(t *testing.T) {
+	tb := startDataBroker(t)
+	mustCreate(t, tb.admin(t), "many", 4, nil)
+	prod := tb.client(t, kgo.DefaultProduceTopic("many"))
+	cons := tb.client(t, kgo.ConsumeTopics("many"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxBytes(4<<10), kgo.FetchMaxPartitionBytes(1<<10), kgo.FetchMaxWait(100*time.Millisecond))
+	const n = 2000
+	done := make(chan error, 1)
+	go func() {
+		for i := 0; i < n; i++ {
+			prod.Produce(testCtx(t), &kgo.Record{Value: bytes.Repeat([]byte{byte(i)}, 50)}, nil)
+		}
+		done <- prod.Flush(testCtx(t))
+	}()
+	recs := consumeN(t, cons, n)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	next := map[int32]int64{}
+	for _, r := range recs {
+		if r.Offset != next[r.Partition] {
+			t.Fatalf("partition %d: offset %d, want %d", r.Partition, r.Offset, next[r.Partition])
+		}
+		next[r.Partition]++
+	}
+	if s := tb.b.data().sessions.len(); s == 0 {
+		t.Fatal("franz-go used no fetch session")
+	}
+}

@@ -1,0 +1,196 @@
+package kafka
+
+import (
+	"encoding/binary"
+	"hash/crc32"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// batchSpec describes a hand-built record batch v2.
+type batchSpec struct {
+	pid        int64
+	epoch      int16
+	seq        int32
+	n          int
+	valueBytes int
+	ts         int64
+}
+
+var castagnoliTable = crc32.MakeTable(crc32.Castagnoli)
+
+// appendBatch appends an uncompressed record batch v2 of s.n records to dst.
+func appendBatch(dst []byte, s batchSpec) []byte {
+	if s.ts == 0 {
+		s.ts = time.Now().UnixMilli()
+	}
+	start := len(dst)
+	dst = binary.BigEndian.AppendUint64(dst, 0)          // base offset
+	dst = binary.BigEndian.AppendUint32(dst, 0)          // length, patched
+	dst = binary.BigEndian.AppendUint32(dst, 0xFFFFFFFF) // partition leader epoch
+	dst = append(dst, 2)                                 // magic
+	dst = binary.BigEndian.AppendUint32(dst, 0)          // crc, patched
+	dst = binary.BigEndian.AppendUint16(dst, 0)          // attributes
+	dst = binary.BigEndian.AppendUint32(dst, uint32(s.n-1))
+	dst = binary.BigEndian.AppendUint64(dst, uint64(s.ts))
+	dst = binary.BigEndian.AppendUint64(dst, uint64(s.ts))
+	dst = binary.BigEndian.AppendUint64(dst, uint64(s.pid))
+	dst = binary.BigEndian.AppendUint16(dst, uint16(s.epoch))
+	dst = binary.BigEndian.AppendUint32(dst, uint32(s.seq))
+	dst = binary.BigEndian.AppendUint32(dst, uint32(s.n))
+	value := make([]byte, s.valueBytes)
+	for i := range value {
+		value[i] = byte('a' + i%26)
+	}
+	var rec []byte
+	for i := 0; i < s.n; i++ {
+		rec = rec[:0]
+		rec = append(rec, 0)                     // attributes
+		rec = binary.AppendVarint(rec, 0)        // timestamp delta
+		rec = binary.AppendVarint(rec, int64(i)) // offset delta
+		rec = binary.AppendVarint(rec, -1)       // null key
+		rec = binary.AppendVarint(rec, int64(len(value)))
+		rec = append(rec, value...)
+		rec = binary.AppendVarint(rec, 0) // headers
+		dst = binary.AppendVarint(dst, int64(len(rec)))
+		dst = append(dst, rec...)
+	}
+	b := dst[start:]
+	binary.BigEndian.PutUint32(b[8:], uint32(len(b)-12))
+	binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], castagnoliTable))
+	return dst
+}
+
+func produceReq(topic string, acks int16, records []byte) *kmsg.ProduceRequest {
+	req := kmsg.NewPtrProduceRequest()
+	req.Acks, req.TimeoutMillis = acks, 5000
+	t := kmsg.NewProduceRequestTopic()
+	t.Topic = topic
+	p := kmsg.NewProduceRequestTopicPartition()
+	p.Records = records
+	t.Partitions = append(t.Partitions, p)
+	req.Topics = append(req.Topics, t)
+	return req
+}
+
+// produceRaw sends one partition's records and returns the partition's answer.
+func produceRaw(t *testing.T, rc *rawConn, v int16, topic string, records []byte) kmsg.ProduceResponseTopicPartition {
+	t.Helper()
+	req := produceReq(topic, -1, records)
+	req.SetVersion(v)
+	resp := rc.roundTrip(req).(*kmsg.ProduceResponse)
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		t.Fatalf("produce response shape: %+v", resp)
+	}
+	return resp.Topics[0].Partitions[0]
+}
+
+func wantCode(t *testing.T, what string, got int16, want *kerr.Error) {
+	t.Helper()
+	code := int16(0)
+	if want != nil {
+		code = want.Code
+	}
+	if got != code {
+		t.Fatalf("%s: error %v, want %v", what, kerr.ErrorForCode(got), want)
+	}
+}
+
+func TestProduceIdempotenceRaw(t *testing.T) {
+	tb := startDataBroker(t)
+	mustCreate(t, tb.admin(t), "idem-raw", 1, nil)
+	rc := tb.raw(t)
+	init := kmsg.NewPtrInitProducerIDRequest()
+	init.SetVersion(4)
+	ir := rc.roundTrip(init).(*kmsg.InitProducerIDResponse)
+	if ir.ErrorCode != 0 || ir.ProducerID < 0 || ir.ProducerEpoch != 0 {
+		t.Fatalf("init producer id: %+v", ir)
+	}
+	pid := ir.ProducerID
+	ir2 := rc.roundTrip(init).(*kmsg.InitProducerIDResponse)
+	if ir2.ProducerID == pid {
+		t.Fatalf("producer id %d handed out twice", pid)
+	}
+
+	first := produceRaw(t, rc, 9, "idem-raw", appendBatch(nil, batchSpec{pid: pid, seq: 0, n: 5}))
+	wantCode(t, "first", first.ErrorCode, nil)
+	second := produceRaw(t, rc, 9, "idem-raw", appendBatch(nil, batchSpec{pid: pid, seq: 5, n: 3}))
+	wantCode(t, "second", second.ErrorCode, nil)
+	if first.BaseOffset != 0 || second.BaseOffset != 5 {
+		t.Fatalf("offsets %d, %d", first.BaseOffset, second.BaseOffset)
+	}
+	// The same batches again: their original offsets, nothing written.
+	dup := produceRaw(t, rc, 9, "idem-raw", appendBatch(nil, batchSpec{pid: pid, seq: 0, n: 5}))
+	wantCode(t, "duplicate", dup.ErrorCode, nil)
+	dup2 := produceRaw(t, rc, 9, "idem-raw", appendBatch(nil, batchSpec{pid: pid, seq: 5, n: 3}))
+	if dup.BaseOffset != 0 || dup2.BaseOffset != 5 {
+		t.Fatalf("duplicates answered %d, %d; want 0, 5", dup.BaseOffset, dup2.BaseOffset)
+	}
+	if leo := tb.log("idem-raw", 0).LogEndOffset(); leo != 8 {
+		t.Fatalf("LEO %d after duplicates, want 8", leo)
+	}
+	// A gap.
+	gap := produceRaw(t, rc, 9, "idem-raw", appendBatch(nil, batchSpec{pid: pid, seq: 20, n: 1}))
+	wantCode(t, "gap", gap.ErrorCode, kerr.OutOfOrderSequenceNumber)
+	// A new epoch restarts at 0; the old epoch is then fenced.
+	bump := produceRaw(t, rc, 9, "idem-raw", appendBatch(nil, batchSpec{pid: pid, epoch: 1, seq: 0, n: 1}))
+	wantCode(t, "new epoch", bump.ErrorCode, nil)
+	old := produceRaw(t, rc, 9, "idem-raw", appendBatch(nil, batchSpec{pid: pid, epoch: 0, seq: 8, n: 1}))
+	wantCode(t, "old epoch", old.ErrorCode, kerr.InvalidProducerEpoch)
+	if leo := tb.log("idem-raw", 0).LogEndOffset(); leo != 9 {
+		t.Fatalf("LEO %d, want 9", leo)
+	}
+}
+
+func TestProduceBadInputRaw(t *testing.T) {
+	tb := startDataBroker(t)
+	adm := tb.admin(t)
+	mustCreate(t, adm, "bad", 1, map[string]*string{"max.message.bytes": strPtr("2000")})
+	rc := tb.raw(t)
+
+	good := appendBatch(nil, batchSpec{pid: -1, epoch: -1, seq: -1, n: 2, valueBytes: 10})
+	wantCode(t, "good", produceRaw(t, rc, 9, "bad", good).ErrorCode, nil)
+
+	crc := appendBatch(nil, batchSpec{pid: -1, epoch: -1, seq: -1, n: 2, valueBytes: 10})
+	crc[len(crc)-3] ^= 0xFF
+	wantCode(t, "bad crc", produceRaw(t, rc, 9, "bad", crc).ErrorCode, kerr.CorruptMessage)
+
+	magic1 := appendBatch(nil, batchSpec{pid: -1, epoch: -1, seq: -1, n: 2, valueBytes: 10})
+	magic1[16] = 1
+	wantCode(t, "magic 1", produceRaw(t, rc, 9, "bad", magic1).ErrorCode, kerr.UnsupportedVersion)
+	wantCode(t, "magic 1 at v0", produceRaw(t, rc, 0, "bad", magic1).ErrorCode, kerr.UnsupportedVersion)
+
+	big := appendBatch(nil, batchSpec{pid: -1, epoch: -1, seq: -1, n: 3, valueBytes: 1000})
+	wantCode(t, "too large", produceRaw(t, rc, 9, "bad", big).ErrorCode, kerr.MessageTooLarge)
+
+	truncated := good[:len(good)-5]
+	wantCode(t, "truncated", produceRaw(t, rc, 9, "bad", truncated).ErrorCode, kerr.CorruptMessage)
+	wantCode(t, "empty", produceRaw(t, rc, 9, "bad", nil).ErrorCode, kerr.CorruptMessage)
+	wantCode(t, "unknown topic", produceRaw(t, rc, 9, "nope", good).ErrorCode, kerr.UnknownTopicOrPartition)
+
+	req := produceReq("bad", 2, good)
+	req.SetVersion(9)
+	resp := rc.roundTrip(req).(*kmsg.ProduceResponse)
+	wantCode(t, "acks=2", resp.Topics[0].Partitions[0].ErrorCode, kerr.InvalidRequiredAcks)
+
+	// Only the good batch was written.
+	if leo := tb.log("bad", 0).LogEndOffset(); leo != 2 {
+		t.Fatalf("LEO %d, want 2", leo)
+	}
+
+	// acks=0: nothing comes back; the next request's answer is the next frame.
+	req = produceReq("bad", 0, appendBatch(nil, batchSpec{pid: -1, epoch: -1, seq: -1, n: 1}))
+	req.SetVersion(9)
+	rc.send(req)
+	mreq := kmsg.NewPtrMetadataRequest()
+	mreq.SetVersion(9)
+	rc.roundTrip(mreq)
+	if leo := tb.log("bad", 0).LogEndOffset(); leo != 3 {
+		t.Fatalf("LEO %d after acks=0, want 3", leo)
+	}
+}
+
+func strPtr(s string) *string { return &s }
