@@ -20,6 +20,8 @@
 package kafka
 
 import (
+	"time"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -43,10 +45,11 @@ func handleMetadata(b *Broker, r *Request) {
 	resp.AuthorizedOperations = authorizedOpsUnknown
 
 	im := b.meta.Image()
+	offline := b.offlineDirs()
 	all := req.Topics == nil || (v == 0 && len(req.Topics) == 0)
 	if all {
 		for _, t := range im.Topics() {
-			resp.Topics = append(resp.Topics, b.metadataTopic(t))
+			resp.Topics = append(resp.Topics, b.metadataTopic(t, offline))
 		}
 		r.Respond(resp)
 		return
@@ -86,13 +89,13 @@ func handleMetadata(b *Broker, r *Request) {
 				}
 			}
 		}
-		resp.Topics = append(resp.Topics, b.metadataTopic(t))
+		resp.Topics = append(resp.Topics, b.metadataTopic(t, offline))
 	}
 	r.Respond(resp)
 }
 
-// metadataTopic describes t.
-func (b *Broker) metadataTopic(t *metadata.TopicImage) kmsg.MetadataResponseTopic {
+// metadataTopic describes t; offline lists the log directories that failed.
+func (b *Broker) metadataTopic(t *metadata.TopicImage, offline []string) kmsg.MetadataResponseTopic {
 	name := t.Name
 	mt := kmsg.MetadataResponseTopic{
 		Topic: &name, TopicID: t.ID, IsInternal: isInternalTopic(t.Name),
@@ -107,7 +110,7 @@ func (b *Broker) metadataTopic(t *metadata.TopicImage) kmsg.MetadataResponseTopi
 		switch {
 		case p.Leader < 0:
 			mp.ErrorCode = kerr.LeaderNotAvailable.Code
-		case p.Leader == b.cfg.NodeID && b.logOffline(t.Name, int32(i)):
+		case len(offline) > 0 && p.Leader == b.cfg.NodeID && b.logOffline(t.Name, int32(i), offline):
 			mp.ErrorCode = kerr.KafkaStorageError.Code
 			mp.OfflineReplicas = []int32{b.cfg.NodeID}
 		}
@@ -116,14 +119,38 @@ func (b *Broker) metadataTopic(t *metadata.TopicImage) kmsg.MetadataResponseTopi
 	return mt
 }
 
-// logOffline reports whether the partition's log lives in an offline directory.
-func (b *Broker) logOffline(topic string, partition int32) bool {
+// offlineSnapshot is the set of failed log directories at a time.
+type offlineSnapshot struct {
+	at   time.Time
+	dirs []string
+}
+
+// offlineDirs lists the log directories that failed (usually none). The engine only
+// reports them with per-log statistics (DirStats, O(logs)), so the answer is cached
+// for a second rather than computed per Metadata request.
+func (b *Broker) offlineDirs() []string {
+	now := time.Now()
+	if s := b.offline.Load(); s != nil && now.Sub(s.at) < time.Second {
+		return s.dirs
+	}
+	var out []string
+	for _, d := range b.eng.DirStats() {
+		if d.Err != nil {
+			out = append(out, d.Path)
+		}
+	}
+	b.offline.Store(&offlineSnapshot{at: now, dirs: out})
+	return out
+}
+
+// logOffline reports whether the partition's log lives in one of the offline dirs.
+func (b *Broker) logOffline(topic string, partition int32, offline []string) bool {
 	l := b.eng.Log(engine.TopicPartition{Topic: topic, Partition: partition})
 	if l == nil {
 		return false
 	}
-	for _, d := range b.eng.DirStats() {
-		if d.Err != nil && isUnder(l.Dir(), d.Path) {
+	for _, d := range offline {
+		if isUnder(l.Dir(), d) {
 			return true
 		}
 	}

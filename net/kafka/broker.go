@@ -53,6 +53,8 @@ type Broker struct {
 
 	adminMu sync.Mutex
 
+	offline atomic.Pointer[offlineSnapshot] // cache of failed log dirs (03_metadata.go)
+
 	// maxPartitionsPerOp bounds the partitions one request may create (Kafka's
 	// controller refuses more than 10,000 records per user operation).
 	maxPartitionsPerOp int32
