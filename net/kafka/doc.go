@@ -47,6 +47,29 @@
 //	v0: | correlation_id int32 |
 //	v1: | correlation_id int32 | tagged_fields: 0x00 |
 //
+// # Helpers for handlers
+//
+//	b.LookupPartition(topic, p)      metadata image → partition → *engine.Log (the log is
+//	b.LookupPartitionByID(id, p)     created if the metadata has the partition and the
+//	                                 engine lacks it); Kafka errors: UNKNOWN_TOPIC_OR_
+//	                                 PARTITION / UNKNOWN_TOPIC_ID, NOT_LEADER_OR_FOLLOWER,
+//	                                 KAFKA_STORAGE_ERROR
+//	b.AutoCreateTopic(name, &used)   auto.create.topics.enable, Kafka's name rules,
+//	                                 num.partitions / default.replication.factor
+//	b.brokerValue(im, key)           a broker key: dynamic (node, cluster default),
+//	                                 static (server.properties/env/flags), Kafka default
+//	b.topicLogConfig(im, topic)      a topic's engine.LogConfig from the same layers
+//	errf(kerr.X, fmt, ...)           a Kafka error with a message; errCode/errMsg map
+//	                                 any error to the response's code and message
+//
+// Topic, partition and config changes go through the metadata store (the log is the
+// truth; New reconciles the engine with it at start) under b.adminMu.
+//
+// Tests: startTestBroker(t) (testbroker_test.go) serves a real engine and metadata
+// store from t.TempDir() on 127.0.0.1:0; tb.client(t)/tb.admin(t) give kgo/kadm
+// clients, tb.raw(t) a hand-driven kmsg connection, tb.restart() a restart on the
+// same data.
+//
 // # Bad requests
 //
 // A request whose header is short or malformed, whose key is not served, whose version
