@@ -209,7 +209,9 @@ const (
 func ParseWorkload(r io.Reader) (*Workload, error) {
 	dec := yaml.NewDecoder(io.LimitReader(r, 1<<20))
 	dec.KnownFields(true)
-	w := new(Workload)
+	// Keys that are absent keep these defaults; a key that is present, even 0, wins
+	// (subscriptionsPerTopic: 0 is a producer-only workload).
+	w := &Workload{SubscriptionsPerTopic: 1}
 	if err := dec.Decode(w); err != nil {
 		if errors.Is(err, ErrWorkload) {
 			return nil, err
@@ -267,7 +269,6 @@ func (w *Workload) applyDefaults() {
 	def(&w.MessageSize, 100)
 	def(&w.RandomizedPayloadPoolSize, 1000)
 	def(&w.KeySpace, 10000)
-	def(&w.SubscriptionsPerTopic, 1)
 	def(&w.ConsumerPerSubscription, 1)
 	def(&w.ProducersPerTopic, 1)
 	def(&w.Producer.BatchSize, 1<<20)

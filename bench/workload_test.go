@@ -109,6 +109,20 @@ func TestParseWorkloadRejects(t *testing.T) {
 	}
 }
 
+func TestProducerOnlyWorkload(t *testing.T) {
+	w, err := ParseWorkload(strings.NewReader("subscriptionsPerTopic: 0\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.SubscriptionsPerTopic != 0 || w.Consumers() != 0 {
+		t.Errorf("subscriptions %d", w.SubscriptionsPerTopic)
+	}
+	w, _ = ParseWorkload(strings.NewReader("name: x\n"))
+	if w.SubscriptionsPerTopic != 1 {
+		t.Errorf("default subscriptions %d", w.SubscriptionsPerTopic)
+	}
+}
+
 func TestLoadWorkloadUnknown(t *testing.T) {
 	if _, err := LoadWorkload("no-such-workload"); !errors.Is(err, ErrWorkload) {
 		t.Fatalf("err = %v", err)
