@@ -1,0 +1,179 @@
+package kafka
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// brokerProc is a `samsa serve` process.
+type brokerProc struct {
+	cmd  *exec.Cmd
+	addr string
+}
+
+var listeningRE = regexp.MustCompile(`msg=listening addr=(\S+)`)
+
+func startBrokerProc(t *testing.T, bin, dataDir string) *brokerProc {
+	t.Helper()
+	cmd := exec.Command(bin, "serve", "--data-dir", dataDir, "--listen", "127.0.0.1:0", "--sync", "fsync")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &brokerProc{cmd: cmd}
+	t.Cleanup(func() { p.kill() })
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if m := listeningRE.FindStringSubmatch(sc.Text()); m != nil {
+				select {
+				case addr <- m[1]:
+				default:
+				}
+			}
+		}
+	}()
+	select {
+	case p.addr = <-addr:
+	case <-time.After(30 * time.Second):
+		t.Fatal("broker did not start listening")
+	}
+	return p
+}
+
+func (p *brokerProc) kill() {
+	if p.cmd.ProcessState == nil {
+		p.cmd.Process.Signal(syscall.SIGKILL)
+		p.cmd.Wait()
+	}
+}
+
+// TestSigkillKeepsAcknowledgedRecords kills the broker with SIGKILL while producers
+// write with acks=all under the fsync policy, restarts it on the same data and
+// consumes: every acknowledged record must be there.
+func TestSigkillKeepsAcknowledgedRecords(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the broker binary")
+	}
+	bin := filepath.Join(t.TempDir(), "samsa")
+	build := exec.Command("go", "build", "-o", bin, "github.com/samsa-broker/samsa/cmd/samsa")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		t.Fatalf("building samsa: %v", err)
+	}
+	dataDir := t.TempDir()
+	p := startBrokerProc(t, bin, dataDir)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	admCl, err := kgo.NewClient(kgo.SeedBrokers(p.addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kadm.NewClient(admCl).CreateTopic(ctx, 3, 1, nil, "crash"); err != nil {
+		t.Fatal(err)
+	}
+	admCl.Close()
+
+	var mu sync.Mutex
+	acked := map[int]bool{}
+	prod, err := kgo.NewClient(kgo.SeedBrokers(p.addr), kgo.DefaultProduceTopic("crash"), kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.ProducerLinger(time.Millisecond), kgo.RecordRetries(2), kgo.RecordDeliveryTimeout(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	produced := make(chan struct{})
+	go func() {
+		defer close(produced)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			prod.Produce(ctx, &kgo.Record{Value: []byte(strconv.Itoa(i))}, func(r *kgo.Record, err error) {
+				if err == nil {
+					mu.Lock()
+					acked[i] = true
+					mu.Unlock()
+				}
+			})
+		}
+	}()
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		mu.Lock()
+		n := len(acked)
+		mu.Unlock()
+		if n >= 5000 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d records acknowledged", n)
+		}
+		time.Sleep(5 * time.Millisecond) // polling the acknowledgement count
+	}
+	p.cmd.Process.Signal(syscall.SIGKILL)
+	p.cmd.Wait()
+	close(stop)
+	<-produced
+	prod.Close() // fails what is still buffered; no callback after this
+	mu.Lock()
+	want := len(acked)
+	mu.Unlock()
+
+	p2 := startBrokerProc(t, bin, dataDir)
+	cons, err := kgo.NewClient(kgo.SeedBrokers(p2.addr), kgo.ConsumeTopics("crash"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	adm := kadm.NewClient(cons)
+	ends, err := adm.ListEndOffsets(ctx, "crash")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total int64
+	ends.Each(func(o kadm.ListedOffset) { total += o.Offset })
+	seen := map[int]bool{}
+	for int64(len(seen)) < total {
+		fs := cons.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("consumed %d of %d records", len(seen), total)
+		}
+		fs.EachError(func(topic string, p int32, err error) { t.Fatalf("fetch %s/%d: %v", topic, p, err) })
+		fs.EachRecord(func(r *kgo.Record) {
+			v, _ := strconv.Atoi(string(r.Value))
+			if seen[v] {
+				t.Fatalf("record %d twice", v)
+			}
+			seen[v] = true
+		})
+	}
+	missing := 0
+	for v := range acked {
+		if !seen[v] {
+			missing++
+		}
+	}
+	if missing > 0 {
+		t.Fatalf("%d of %d acknowledged records lost", missing, want)
+	}
+	t.Logf("%d acknowledged, %d on disk after SIGKILL and restart", want, total)
+}
