@@ -13,14 +13,15 @@ import (
 //
 // An Image is immutable once Apply returns it, and safe for concurrent readers. Slices
 // and maps it returns are shared with it: callers must not modify them. Apply copies
-// only what a batch touches (the top-level maps once per batch, and each topic or config
-// map it changes), so images that share history share memory.
+// only what a batch touches (the shards of the copy-on-write maps it changes, and each
+// topic or config map it changes), so images that share history share memory and a
+// batch costs about 1/32 of a copy of the whole image.
 //
 // The zero Image is the empty image.
 type Image struct {
-	topics         map[string]*TopicImage
-	byID           map[UUID]*TopicImage
-	configs        map[configKey]map[string]string
+	topics         cowMap[string, *TopicImage]
+	byID           cowMap[UUID, *TopicImage]
+	configs        cowMap[configKey, map[string]string]
 	brokers        map[int32]BrokerImage
 	nextProducerID int64
 
@@ -56,14 +57,12 @@ type BrokerImage struct {
 
 // Topic returns the topic called name.
 func (im *Image) Topic(name string) (*TopicImage, bool) {
-	t, ok := im.topics[name]
-	return t, ok
+	return im.topics.get(name)
 }
 
 // TopicByID returns the topic with id.
 func (im *Image) TopicByID(id UUID) (*TopicImage, bool) {
-	t, ok := im.byID[id]
-	return t, ok
+	return im.byID.get(id)
 }
 
 // Topics returns every topic, sorted by name. The slice is shared: do not modify it.
@@ -71,8 +70,8 @@ func (im *Image) Topics() []*TopicImage {
 	if p := im.sortedTopics.Load(); p != nil {
 		return *p
 	}
-	out := make([]*TopicImage, 0, len(im.topics))
-	for _, t := range im.topics {
+	out := make([]*TopicImage, 0, im.topics.len())
+	for _, t := range im.topics.all() {
 		out = append(out, t)
 	}
 	slices.SortFunc(out, func(a, b *TopicImage) int { return strings.Compare(a.Name, b.Name) })
@@ -81,12 +80,13 @@ func (im *Image) Topics() []*TopicImage {
 }
 
 // NumTopics returns the number of topics.
-func (im *Image) NumTopics() int { return len(im.topics) }
+func (im *Image) NumTopics() int { return im.topics.len() }
 
 // Configs returns the explicitly set config keys of a resource (nil if none). The map is
 // shared: do not modify it.
 func (im *Image) Configs(rt ResourceType, name string) map[string]string {
-	return im.configs[configKey{rt, name}]
+	m, _ := im.configs.get(configKey{rt, name})
+	return m
 }
 
 // NextProducerID returns the first producer id not yet handed out.
@@ -117,7 +117,7 @@ func (im *Image) Records() []Record {
 		out = append(out, &RegisterBrokerRecord{ID: b.ID, Host: b.Host, Port: b.Port, Rack: b.Rack})
 	}
 	appendConfigs := func(rt ResourceType, name string) {
-		m := im.configs[configKey{rt, name}]
+		m, _ := im.configs.get(configKey{rt, name})
 		keys := make([]string, 0, len(m))
 		for k := range m {
 			keys = append(keys, k)
@@ -136,7 +136,7 @@ func (im *Image) Records() []Record {
 		appendConfigs(ResourceTopic, t.Name)
 	}
 	var brokerNames []string
-	for k := range im.configs {
+	for k := range im.configs.all() {
 		if k.rt == ResourceBroker {
 			brokerNames = append(brokerNames, k.name)
 		}
@@ -167,13 +167,14 @@ func (im *Image) Apply(recs ...Record) (*Image, error) {
 
 // builder applies one batch, copying each shared structure the first time it changes.
 type builder struct {
-	base          *Image
-	im            *Image
-	topicsCopied  bool
-	configsCopied bool
-	brokersCopied bool
-	ownTopics     map[*TopicImage]bool
-	ownConfigMaps map[configKey]bool
+	base           *Image
+	im             *Image
+	ownTopics      uint32 // shards of im.topics this batch copied
+	ownIDs         uint32 // shards of im.byID
+	ownConfigs     uint32 // shards of im.configs
+	brokersCopied  bool
+	ownTopicImages map[*TopicImage]bool
+	ownConfigMaps  map[configKey]bool
 }
 
 func newBuilder(im *Image) *builder {
@@ -186,32 +187,24 @@ func newBuilder(im *Image) *builder {
 	}}
 }
 
-func (b *builder) mutableTopics() {
-	if !b.topicsCopied {
-		b.im.topics = cloneMap(b.im.topics)
-		b.im.byID = cloneMap(b.im.byID)
-		b.topicsCopied = true
-	}
-}
-
 // mutableTopic returns a copy of t this batch may modify, installed in the maps.
 func (b *builder) mutableTopic(t *TopicImage) *TopicImage {
-	if b.ownTopics[t] {
+	if b.ownTopicImages[t] {
 		return t
 	}
-	b.mutableTopics()
 	c := &TopicImage{Name: t.Name, ID: t.ID, Partitions: slices.Clone(t.Partitions)}
-	b.im.topics[c.Name] = c
-	b.im.byID[c.ID] = c
-	b.own(c)
+	b.putTopic(c)
 	return c
 }
 
-func (b *builder) own(t *TopicImage) {
-	if b.ownTopics == nil {
-		b.ownTopics = make(map[*TopicImage]bool)
+// putTopic installs t, which this batch owns, under its name and id.
+func (b *builder) putTopic(t *TopicImage) {
+	b.im.topics.set(t.Name, t, &b.ownTopics)
+	b.im.byID.set(t.ID, t, &b.ownIDs)
+	if b.ownTopicImages == nil {
+		b.ownTopicImages = make(map[*TopicImage]bool)
 	}
-	b.ownTopics[t] = true
+	b.ownTopicImages[t] = true
 }
 
 func cloneMap[K comparable, V any](m map[K]V) map[K]V {
@@ -229,17 +222,13 @@ func (b *builder) apply(r Record) error {
 	case *PartitionRecord:
 		return b.partition(r)
 	case *RemoveTopicRecord:
-		t, ok := b.im.byID[r.ID]
+		t, ok := b.im.byID.get(r.ID)
 		if !ok {
 			return fmt.Errorf("%w: id %s", ErrUnknownTopic, r.ID)
 		}
-		b.mutableTopics()
-		delete(b.im.topics, t.Name)
-		delete(b.im.byID, t.ID)
-		if _, ok := b.im.configs[configKey{ResourceTopic, t.Name}]; ok {
-			b.mutableConfigs()
-			delete(b.im.configs, configKey{ResourceTopic, t.Name})
-		}
+		b.im.topics.del(t.Name, &b.ownTopics)
+		b.im.byID.del(t.ID, &b.ownIDs)
+		b.im.configs.del(configKey{ResourceTopic, t.Name}, &b.ownConfigs)
 		return nil
 	case *ConfigRecord:
 		return b.config(r)
@@ -276,22 +265,18 @@ func (b *builder) topic(r *TopicRecord) error {
 	if !r.ID.ValidTopicID() {
 		return fmt.Errorf("%w: topic id %s is reserved", ErrInvalidRecord, r.ID)
 	}
-	if _, ok := b.im.topics[r.Name]; ok {
+	if _, ok := b.im.topics.get(r.Name); ok {
 		return fmt.Errorf("%w: %q", ErrTopicExists, r.Name)
 	}
-	if t, ok := b.im.byID[r.ID]; ok {
+	if t, ok := b.im.byID.get(r.ID); ok {
 		return fmt.Errorf("%w: topic id %s already names %q", ErrInvalidRecord, r.ID, t.Name)
 	}
-	b.mutableTopics()
-	t := &TopicImage{Name: r.Name, ID: r.ID}
-	b.im.topics[r.Name] = t
-	b.im.byID[r.ID] = t
-	b.own(t)
+	b.putTopic(&TopicImage{Name: r.Name, ID: r.ID})
 	return nil
 }
 
 func (b *builder) partition(r *PartitionRecord) error {
-	t, ok := b.im.byID[r.TopicID]
+	t, ok := b.im.byID.get(r.TopicID)
 	if !ok {
 		return fmt.Errorf("%w: id %s", ErrUnknownTopic, r.TopicID)
 	}
@@ -344,17 +329,10 @@ func validAssignment(r *PartitionRecord) error {
 	return nil
 }
 
-func (b *builder) mutableConfigs() {
-	if !b.configsCopied {
-		b.im.configs = cloneMap(b.im.configs)
-		b.configsCopied = true
-	}
-}
-
 func (b *builder) config(r *ConfigRecord) error {
 	switch r.Resource {
 	case ResourceTopic:
-		if _, ok := b.im.topics[r.Name]; !ok {
+		if _, ok := b.im.topics.get(r.Name); !ok {
 			return fmt.Errorf("%w: config for %q", ErrUnknownTopic, r.Name)
 		}
 	case ResourceBroker:
@@ -371,13 +349,12 @@ func (b *builder) config(r *ConfigRecord) error {
 		return fmt.Errorf("%w: empty config key", ErrInvalidRecord)
 	}
 	k := configKey{r.Resource, r.Name}
-	cur := b.im.configs[k]
+	cur, _ := b.im.configs.get(k)
 	if r.Value == nil {
 		if _, ok := cur[r.Key]; !ok {
 			return nil // deleting an unset key is a no-op
 		}
 	}
-	b.mutableConfigs()
 	if !b.ownConfigMaps[k] || cur == nil {
 		cur = cloneMap(cur)
 		if b.ownConfigMaps == nil {
@@ -391,9 +368,9 @@ func (b *builder) config(r *ConfigRecord) error {
 		cur[r.Key] = *r.Value
 	}
 	if len(cur) == 0 {
-		delete(b.im.configs, k)
+		b.im.configs.del(k, &b.ownConfigs)
 	} else {
-		b.im.configs[k] = cur
+		b.im.configs.set(k, cur, &b.ownConfigs)
 	}
 	return nil
 }

@@ -96,7 +96,8 @@ func TestApplyTable(t *testing.T) {
 		{name: "partition of unknown topic", recs: []Record{&PartitionRecord{TopicID: idC, Replicas: []int32{0}}}, wantErr: ErrUnknownTopic},
 		{name: "leader change", recs: []Record{&PartitionRecord{TopicID: idA, Partition: 1, Replicas: []int32{0, 1}, ISR: []int32{1}, Leader: 1, LeaderEpoch: 1}},
 			check: func(t *testing.T, im *Image) {
-				p := im.topics["orders"].Partitions[1]
+				tp, _ := im.Topic("orders")
+				p := tp.Partitions[1]
 				if p.Leader != 1 || p.LeaderEpoch != 1 || !reflect.DeepEqual(p.ISR, []int32{1}) {
 					t.Fatalf("partition 1 = %+v", p)
 				}
