@@ -558,3 +558,35 @@ func TestOnCompleteMayCheckAgain(t *testing.T) {
 		t.Fatal("ready chain op not completed")
 	}
 }
+
+// TestCloseRacesAdds closes the purgatory while operations are being added, some due at
+// once: every operation must still complete exactly once.
+func TestCloseRacesAdds(t *testing.T) {
+	for round := 0; round < 20; round++ {
+		p := New[int]("close-race", Options{})
+		const workers, per = 3, 300
+		ops := make([][]*testOp, workers)
+		var wg sync.WaitGroup
+		for w := 0; w < workers; w++ {
+			ops[w] = make([]*testOp, per)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range ops[w] {
+					o := newOp(time.Duration(i%3) * time.Millisecond)
+					ops[w][i] = o
+					p.TryCompleteElseWatch(o, i%7)
+				}
+			}()
+		}
+		p.Close()
+		wg.Wait()
+		for _, list := range ops {
+			for _, o := range list {
+				if o.completions.Load() != 1 || o.badOrder.Load() {
+					t.Fatalf("round %d: completions=%d expirations=%d", round, o.completions.Load(), o.expirations.Load())
+				}
+			}
+		}
+	}
+}

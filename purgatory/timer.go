@@ -274,7 +274,7 @@ func (w *timingWheel) levels() int {
 
 // timer is the hierarchical timing wheel with its delay queue (Kafka's SystemTimer).
 //
-// Lock order: advMu → mu (write) → bucket.mu → queue.mu. Adds hold mu for reading, so they
+// Lock order: advMu → mu → bucket.mu → queue.mu, and mu → dueMu. Adds hold mu for reading, so they
 // run in parallel with each other and with cancels (which take only a bucket lock); the
 // clock advance holds mu for writing. Expired operations run with no timer lock held.
 type timer struct {
@@ -311,6 +311,13 @@ func (t *timer) add(d *Delayed) (scheduled, closed bool) {
 		return true, false
 	}
 	ok := t.wheel.add(e)
+	if !ok {
+		// Queue it while still holding the read lock, so close (which takes the write
+		// lock before draining due) cannot miss it.
+		t.dueMu.Lock()
+		t.due = append(t.due, d)
+		t.dueMu.Unlock()
+	}
 	t.mu.RUnlock()
 	if ok {
 		// A completion that ran between the check above and the link saw no list to
@@ -320,9 +327,6 @@ func (t *timer) add(d *Delayed) (scheduled, closed bool) {
 		}
 		return true, false
 	}
-	t.dueMu.Lock()
-	t.due = append(t.due, d)
-	t.dueMu.Unlock()
 	return false, false
 }
 
