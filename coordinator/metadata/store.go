@@ -239,7 +239,7 @@ func (s *Store) maybeSnapshotLocked(im *Image) {
 	}
 	if err := s.snapshotLocked(im); err != nil {
 		// The append itself is durable; retry after another interval's worth of records.
-		s.mu.snapRetry = s.mu.next + max(int64(s.opts.SnapshotEvery), 1)
+		s.mu.snapRetry = s.mu.next + max(int64(s.opts.SnapshotEvery), 1000)
 		s.log.Warn("metadata snapshot failed", "dir", s.dir, "offset", s.mu.next, "err", err)
 	}
 }
