@@ -165,6 +165,12 @@ func startServer(cfg *serverConfig, log *slog.Logger) (_ *server, err error) {
 		go s.admin.Serve(s.adminLn)
 		log.Info("admin listening", "addr", s.adminLn.Addr().String())
 	}
+	if _, ok := s.meta.Image().Topic("__consumer_offsets"); ok {
+		// Load committed offsets now rather than on the first group request.
+		if _, err := s.broker.GroupCoordinator(); err != nil {
+			log.Warn("starting the group coordinator", "err", err)
+		}
+	}
 	go func() { s.served <- s.tr.Serve(s.ln) }()
 	log.Info("listening", "addr", s.ln.Addr().String(), "advertised", net.JoinHostPort(host, strconv.Itoa(int(port))), "cluster_id", clusterID)
 	return s, nil
@@ -184,6 +190,10 @@ func (s *server) shutdown(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
+	// The handlers' background state (long-poll purgatory, group timers) stops before
+	// the engine closes.
+	s.broker.CloseDataPath()
+	s.broker.CloseGroupCoordinator()
 	errs = append(errs, s.closeStores())
 	return errors.Join(errs...)
 }

@@ -62,6 +62,32 @@ func TestServeEndToEnd(t *testing.T) {
 	}
 	clusterID := md.Cluster
 
+	// Produce, then consume in a group and commit: the data path and the group
+	// coordinator wired by serve.
+	var recs []*kgo.Record
+	for i := range 30 {
+		recs = append(recs, &kgo.Record{Topic: "e2e", Key: []byte{byte(i)}, Value: []byte("value")})
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	consumer, err := kgo.NewClient(kgo.SeedBrokers(s.Addr()), kgo.ConsumerGroup("g"), kgo.ConsumeTopics("e2e"),
+		kgo.DisableAutoCommit(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for got := 0; got < 30; {
+		fs := consumer.PollFetches(ctx)
+		if err := fs.Err0(); err != nil {
+			t.Fatal(err)
+		}
+		got += fs.NumRecords()
+	}
+	if err := consumer.CommitUncommittedOffsets(ctx); err != nil {
+		t.Fatal(err)
+	}
+	consumer.Close()
+
 	resp, err := http.Get("http://" + s.adminLn.Addr().String() + "/metrics")
 	if err != nil {
 		t.Fatal(err)
@@ -118,6 +144,24 @@ func TestServeEndToEnd(t *testing.T) {
 	}
 	if !found {
 		t.Fatal("topic config lost across restart")
+	}
+	offs, err := adm.FetchOffsets(ctx, "g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var committed int64
+	offs.Each(func(o kadm.OffsetResponse) { committed += o.At })
+	if committed != 30 {
+		t.Fatalf("committed offsets after restart sum to %d, want 30", committed)
+	}
+	ends, err := adm.ListEndOffsets(ctx, "e2e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var end int64
+	ends.Each(func(o kadm.ListedOffset) { end += o.Offset })
+	if end != 30 {
+		t.Fatalf("end offsets after restart sum to %d, want 30", end)
 	}
 }
 
