@@ -281,6 +281,11 @@ func (s *segment) lookupPos(target int64, sc *scanner, cfg *LogConfig) int64 {
 	if !ok {
 		return 0
 	}
+	// The entry may be newer than the size the scanner was given: entries
+	// are published after the size (package doc, invariant 1).
+	if l := s.size.Load(); l > sc.limit {
+		sc.limit = l
+	}
 	h, err := sc.header(pos)
 	if err != nil || h.LastOffset() != off {
 		s.idxBad.Store(true)
