@@ -329,7 +329,6 @@ loop:
 	res.ConsMBps = float64(winEnd[3]-win0[3]) / secs / 1e6
 	res.Acked, res.Consumed, res.Errors = prod.records.Load(), cons.records.Load(), prod.errs.Load()+cons.errs.Load()
 	res.PublishLatency = summarize(pubTotal, true)
-	res.Notes = append(res.Notes, "raw mode: publish latency is Produce request round trip (pipelined), not per record; fetched records are counted from batch headers, never decoded")
 	if cfg.Broker != nil && use1.CPUSeconds > 0 {
 		res.Broker = brokerCost(use0, use1, winEnd[0]-win0[0], winEnd[1]-win0[1])
 		res.Broker.CPUCores = res.Broker.CPUSeconds / secs

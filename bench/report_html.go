@@ -131,6 +131,19 @@ pre { background: #f7f7f7; padding: 0.5em; font-size: 12px; }
 		}
 		return pts
 	})))
+	cpu := rep.seriesOf(func(r *Result) [][2]float64 {
+		var pts [][2]float64
+		for _, p := range r.Series {
+			if p.BrokerCores > 0 {
+				pts = append(pts, [2]float64{p.T, p.BrokerCores})
+			}
+		}
+		return pts
+	})
+	if len(cpu) > 0 {
+		b.WriteString("<h2>Broker CPU over time</h2>\n")
+		b.WriteString(lineChart("broker-cpu", "seconds", "broker cores busy", false, cpu))
+	}
 	b.WriteString("<h2>Latency by percentile</h2>\n")
 	b.WriteString(lineChart("percentile", "percentile", "ms (e2e; publish when no consumer)", true, rep.seriesOf(func(r *Result) [][2]float64 {
 		l := r.E2ELatency
