@@ -8,7 +8,9 @@
 // Clock, so every timeout (session, rebalance, pending sync, initial rebalance delay,
 // offset expiry) can be driven deterministically by a test. Durability is behind the
 // Log interface: "append these records to partition p, tell me when durable" and
-// "replay partition p".
+// "replay partition p"; EngineLog implements it over the engine's partition logs.
+// The default Clock, WheelClock, keeps every timer in the purgatory's hierarchical
+// timing wheel; tests inject a fake clock.
 //
 // # Group states
 //
