@@ -69,7 +69,8 @@
 //
 // # Concurrency
 //
-// Lock order: Log.appendMu → Log.mu → segment.idxMu → Manager.mu.
+// Lock order: Log.appendMu → Log.flushMu → Log.mu → segment.idxMu, and
+// logDir.ckptMu → Manager.mu → logDir.mu (Manager.delMu is a leaf).
 //
 //  1. Appends are serialised by Log.appendMu. Data is written with pwrite past
 //     the segment's published size; the size and then the log end offset are
@@ -87,6 +88,17 @@
 //     sending bytes above the truncation point may send a short slice. Reads are
 //     bounded by the high watermark, and replication truncates only above it.
 //
+// # Durability and recovery
+//
+// The recovery point of a log is the offset below which every byte is
+// fdatasynced; it only moves after a flush, and is checkpointed every few
+// seconds and at Close. Open after a clean Close (marker present) scans
+// nothing; after a crash it scans every segment from the one holding the
+// checkpointed recovery point, cuts a torn or corrupt tail, deletes any later
+// segment, and rebuilds the scanned indexes. The recovery point then stays
+// at the checkpoint until the flusher has synced the recovered bytes. Each
+// log directory is locked (flock on <dir>/.lock) while a Manager has it open.
+//
 // # Deviations from the written contract
 //
 //   - Producer state: a producer id unknown to the log is accepted at any
@@ -101,4 +113,10 @@
 //     a restart, from the time the log was opened).
 //   - Read excludes a batch whose last offset is at or beyond upTo, as Kafka
 //     does, so an upTo inside a batch hides that whole batch.
+//   - LogConfig.Compact is kept but compaction is not implemented; retention
+//     applies as configured (a compacted topic sets retention to -1).
+//   - Additions: DirStat.TotalBytes/UsableBytes, Manager.EnforceRetention,
+//     Log.Dir, Log.RecoveryPoint, ErrUnexpectedAppendOffset (a follower batch
+//     below the log end), ErrNoLog, ErrLogDirOffline, ErrInvalidConfig,
+//     ErrDumpMismatch, ValidateBatch, BatchHeaderSize.
 package engine
