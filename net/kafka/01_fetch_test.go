@@ -317,3 +317,50 @@ func TestConsumeAcrossManyFetches(t *testing.T) {
 		t.Fatal("franz-go used no fetch session")
 	}
 }
+
+// TestFetchByteLimits checks PartitionMaxBytes, MaxBytes and KIP-74's "at least one
+// batch for the first partition with data".
+func TestFetchByteLimits(t *testing.T) {
+	tb := startDataBroker(t)
+	mustCreate(t, tb.admin(t), "limits", 2, nil)
+	rc := tb.raw(t)
+	batch := appendBatch(nil, batchSpec{pid: -1, epoch: -1, seq: -1, n: 10, valueBytes: 100}) // ~1.2 KB
+	for p := int32(0); p < 2; p++ {
+		for range 5 {
+			req := produceReq("limits", 1, batch)
+			req.Topics[0].Partitions[0].Partition = p
+			req.SetVersion(9)
+			if r := rc.roundTrip(req).(*kmsg.ProduceResponse); r.Topics[0].Partitions[0].ErrorCode != 0 {
+				t.Fatalf("produce: %+v", r)
+			}
+		}
+	}
+	bs := int32(len(batch))
+	fetch := func(maxBytes int32, p0, p1 int32) (int, int) {
+		t.Helper()
+		parts := []fetchPartReq{
+			{topic: "limits", partition: 0, maxBytes: p0, curEpoch: -1, lastEpoch: -1},
+			{topic: "limits", partition: 1, maxBytes: p1, curEpoch: -1, lastEpoch: -1},
+		}
+		req := fetchReq(12, 0, 1, 0, -1, parts, nil)
+		req.MaxBytes = maxBytes
+		r := rc.roundTrip(req).(*kmsg.FetchResponse)
+		ps := r.Topics[0].Partitions
+		return len(ps[0].RecordBatches) / int(bs), len(ps[1].RecordBatches) / int(bs)
+	}
+	for _, c := range []struct {
+		maxBytes, p0, p1 int32
+		want0, want1     int
+	}{
+		{1 << 20, 1 << 20, 1 << 20, 5, 5},  // everything
+		{1 << 20, 2*bs + 10, 3 * bs, 2, 3}, // per-partition limits
+		{3 * bs, 1 << 20, 1 << 20, 3, 0},   // MaxBytes spent on partition 0
+		{4 * bs, 3 * bs, 1 << 20, 3, 1},    // the rest of MaxBytes goes to partition 1
+		{10, 10, 10, 1, 0},                 // first batch exceeds every limit: still sent
+		{1 << 20, 1 << 20, 10, 5, 0},       // partition 1's batch exceeds its limit, not first
+	} {
+		if g0, g1 := fetch(c.maxBytes, c.p0, c.p1); g0 != c.want0 || g1 != c.want1 {
+			t.Fatalf("limits %d/%d/%d: batches %d,%d want %d,%d", c.maxBytes, c.p0, c.p1, g0, g1, c.want0, c.want1)
+		}
+	}
+}

@@ -194,3 +194,28 @@ func TestProduceBadInputRaw(t *testing.T) {
 }
 
 func strPtr(s string) *string { return &s }
+
+func TestProduceLogAppendTime(t *testing.T) {
+	tb := startDataBroker(t)
+	mustCreate(t, tb.admin(t), "lat", 1, map[string]*string{"message.timestamp.type": strPtr("LogAppendTime")})
+	rc := tb.raw(t)
+	before := time.Now().UnixMilli()
+	p := produceRaw(t, rc, 9, "lat", appendBatch(nil, batchSpec{pid: -1, epoch: -1, seq: -1, n: 3, ts: 1000}))
+	after := time.Now().UnixMilli()
+	if p.ErrorCode != 0 || p.LogAppendTime < before || p.LogAppendTime > after {
+		t.Fatalf("LogAppendTime %d not in [%d, %d] (%+v)", p.LogAppendTime, before, after, p)
+	}
+	resp := rc.roundTrip(fetchReq(12, 0, 1, 0, -1, []fetchPartReq{{topic: "lat", curEpoch: -1, lastEpoch: -1}}, nil)).(*kmsg.FetchResponse)
+	var rb kmsg.RecordBatch
+	if err := rb.ReadFrom(resp.Topics[0].Partitions[0].RecordBatches); err != nil {
+		t.Fatal(err)
+	}
+	if rb.Attributes&0x08 == 0 || rb.MaxTimestamp != p.LogAppendTime {
+		t.Fatalf("stored batch: attributes %#x max timestamp %d, want LogAppendTime %d", rb.Attributes, rb.MaxTimestamp, p.LogAppendTime)
+	}
+	// A CreateTime topic answers -1.
+	mustCreate(t, tb.admin(t), "ct", 1, nil)
+	if p := produceRaw(t, rc, 9, "ct", appendBatch(nil, batchSpec{pid: -1, epoch: -1, seq: -1, n: 1})); p.LogAppendTime != -1 {
+		t.Fatalf("CreateTime topic: LogAppendTime %d", p.LogAppendTime)
+	}
+}
