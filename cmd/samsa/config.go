@@ -211,23 +211,30 @@ func (c *serverConfig) derive() error {
 	return nil
 }
 
-// parseListener takes the first listener of "PLAINTEXT://host:port,..." or "host:port".
+// parseListener takes the first PLAINTEXT listener of "NAME://host:port,..." (entries
+// without a scheme count as PLAINTEXT; others, such as CONTROLLER://, are skipped).
 func parseListener(s string) (string, error) {
-	first := strings.TrimSpace(strings.Split(s, ",")[0])
-	if name, rest, ok := strings.Cut(first, "://"); ok {
-		if !strings.EqualFold(name, "PLAINTEXT") {
-			return "", fmt.Errorf("listener %q: only PLAINTEXT is supported", first)
+	for _, entry := range strings.Split(s, ",") {
+		entry = strings.TrimSpace(entry)
+		if entry == "" {
+			continue
 		}
-		first = rest
+		if name, rest, ok := strings.Cut(entry, "://"); ok {
+			if !strings.EqualFold(name, "PLAINTEXT") {
+				continue
+			}
+			entry = rest
+		}
+		host, port, err := net.SplitHostPort(entry)
+		if err != nil {
+			return "", fmt.Errorf("listener %q: %w", entry, err)
+		}
+		if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+			return "", fmt.Errorf("listener %q: bad port", entry)
+		}
+		return net.JoinHostPort(host, port), nil
 	}
-	host, port, err := net.SplitHostPort(first)
-	if err != nil {
-		return "", fmt.Errorf("listener %q: %w", first, err)
-	}
-	if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
-		return "", fmt.Errorf("listener %q: bad port", first)
-	}
-	return net.JoinHostPort(host, port), nil
+	return "", fmt.Errorf("no PLAINTEXT listener in %q (only PLAINTEXT is supported)", s)
 }
 
 // envName is the environment variable of key: SAMSA_ + upper-cased, dots → underscores.

@@ -102,6 +102,47 @@ func TestConfigRejectsBadValues(t *testing.T) {
 	}
 }
 
+// TestConfigKafkaSample loads the KRaft sample server.properties of Apache Kafka.
+func TestConfigKafkaSample(t *testing.T) {
+	file := writeFile(t, `process.roles=broker,controller
+node.id=1
+controller.quorum.bootstrap.servers=localhost:9093
+listeners=CONTROLLER://:9093,PLAINTEXT://:9092
+inter.broker.listener.name=PLAINTEXT
+advertised.listeners=PLAINTEXT://localhost:9092,CONTROLLER://localhost:9093
+controller.listener.names=CONTROLLER
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL
+num.network.threads=3
+num.io.threads=8
+socket.send.buffer.bytes=102400
+socket.receive.buffer.bytes=102400
+socket.request.max.bytes=104857600
+log.dirs=/tmp/kraft-combined-logs
+num.partitions=1
+num.recovery.threads.per.data.dir=1
+offsets.topic.replication.factor=1
+share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.min.isr=1
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+log.retention.hours=168
+log.segment.bytes=1073741824
+log.retention.check.interval.ms=300000
+group.initial.rebalance.delay.ms=0
+`)
+	var logs bytes.Buffer
+	c, err := loadConfig([]string{"--config", file}, nil, slog.New(slog.NewTextHandler(&logs, nil)), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Listen != ":9092" || c.AdvertiseHost != "localhost" || c.AdvertisePort != 9092 || c.LogDirs[0] != "/tmp/kraft-combined-logs" {
+		t.Errorf("derived %+v", c)
+	}
+	if got := strings.Count(logs.String(), "unknown config key"); got != 2 { // the share.coordinator keys
+		t.Errorf("%d warnings:\n%s", got, logs.String())
+	}
+}
+
 func TestConfigWarnsUnknownKeys(t *testing.T) {
 	var logs bytes.Buffer
 	file := writeFile(t, "no.such.key=1\n")

@@ -234,11 +234,38 @@ var brokerConfigDefs = []*configDef{
 	{name: "log.preallocate", kind: kindBool, def: sp("false")},
 	{name: "log.message.timestamp.before.max.ms", kind: kindLong, def: sp(longMax), min: 0},
 	{name: "log.message.timestamp.after.max.ms", kind: kindLong, def: sp(longMax), min: 0},
+	// Group coordinator (10_find_coordinator.go); read when the coordinator starts.
+	{name: "group.initial.rebalance.delay.ms", kind: kindInt, def: sp("3000"), min: 0, readOnly: true},
+	{name: "group.min.session.timeout.ms", kind: kindInt, def: sp("6000"), min: 0, readOnly: true},
+	{name: "group.max.session.timeout.ms", kind: kindInt, def: sp("1800000"), min: 0, readOnly: true},
+	{name: "group.max.size", kind: kindInt, def: sp("2147483647"), min: 1, readOnly: true},
+	{name: "offsets.retention.minutes", kind: kindInt, def: sp("10080"), min: 1, readOnly: true},
+	{name: "offsets.retention.check.interval.ms", kind: kindLong, def: sp("600000"), min: 1, readOnly: true},
+	{name: "offset.metadata.max.bytes", kind: kindInt, def: sp("4096"), readOnly: true},
+	{name: "offsets.topic.num.partitions", kind: kindInt, def: sp("50"), min: 1, readOnly: true},
+	// Keys of Kafka's sample server.properties that mean nothing to one Samsa node:
+	// accepted (and reported) so such a file loads without warnings, with no effect.
+	{name: "process.roles", kind: kindList, readOnly: true, doc: compatOnly},
+	{name: "controller.quorum.voters", kind: kindList, readOnly: true, doc: compatOnly},
+	{name: "controller.quorum.bootstrap.servers", kind: kindList, readOnly: true, doc: compatOnly},
+	{name: "controller.listener.names", kind: kindList, readOnly: true, doc: compatOnly},
+	{name: "inter.broker.listener.name", kind: kindString, readOnly: true, doc: compatOnly},
+	{name: "listener.security.protocol.map", kind: kindString, readOnly: true, doc: compatOnly},
+	{name: "num.network.threads", kind: kindInt, def: sp("3"), min: 1, readOnly: true, doc: compatOnly},
+	{name: "num.io.threads", kind: kindInt, def: sp("8"), min: 1, readOnly: true, doc: compatOnly},
+	{name: "socket.send.buffer.bytes", kind: kindInt, def: sp("102400"), min: -1, readOnly: true, doc: compatOnly},
+	{name: "socket.receive.buffer.bytes", kind: kindInt, def: sp("102400"), min: -1, readOnly: true, doc: compatOnly},
+	{name: "num.recovery.threads.per.data.dir", kind: kindInt, def: sp("2"), min: 1, readOnly: true, doc: compatOnly},
+	{name: "offsets.topic.replication.factor", kind: kindShort, def: sp("3"), min: -1, readOnly: true, doc: compatOnly},
+	{name: "transaction.state.log.replication.factor", kind: kindShort, def: sp("3"), min: 1, readOnly: true, doc: compatOnly},
+	{name: "transaction.state.log.min.isr", kind: kindInt, def: sp("2"), min: 1, readOnly: true, doc: compatOnly},
 	{name: "sync", kind: kindString, def: sp("fsync"), enum: []string{"fsync", "interval", "none"}, readOnly: true, doc: "Samsa: when appends are acknowledged durable"},
 	{name: "transport", kind: kindString, def: sp("std"), enum: []string{"std"}, readOnly: true, doc: "Samsa: network transport"},
 	{name: "data.dir", kind: kindString, def: sp("./data"), readOnly: true, doc: "Samsa: <data.dir>/meta holds metadata, <data.dir>/logs the default log dir"},
 	{name: "admin.listen", kind: kindString, def: sp("127.0.0.1:9644"), readOnly: true, doc: "Samsa: HTTP address of /metrics and /debug/pprof/ (empty: off)"},
 }
+
+const compatOnly = "accepted for compatibility with Kafka's server.properties; no effect on one Samsa node"
 
 var (
 	topicDefs  = indexDefs(topicConfigDefs)
