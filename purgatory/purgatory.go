@@ -24,6 +24,12 @@
 // Levels above 0 are created on first use. An operation fires no earlier than one tick
 // before its deadline and, when the reaper is not starved, within about a millisecond
 // after it.
+//
+// Why a wheel and not time.AfterFunc: purgatory_bench_test.go measures both with 10k
+// and 100k timeouts pending. Arming and cancelling costs the wheel about a third of the
+// CPU of AfterFunc+Stop and no allocation (the link lives in Delayed); arming and
+// expiring costs it about a quarter, with one reaper goroutine instead of a goroutine
+// per fired timer.
 package purgatory
 
 import (
