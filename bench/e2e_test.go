@@ -251,9 +251,13 @@ func TestStartTargetErrors(t *testing.T) {
 	}
 }
 
-// samsaBinary builds ./cmd/samsa, or skips while the broker cannot serve yet.
+// samsaBinary builds ./cmd/samsa (or takes $SAMSA_BIN), or skips while the broker
+// cannot serve yet.
 func samsaBinary(t *testing.T) string {
 	t.Helper()
+	if bin := os.Getenv("SAMSA_BIN"); bin != "" {
+		return bin
+	}
 	root, err := FindModuleRoot()
 	if err != nil {
 		t.Fatal(err)
