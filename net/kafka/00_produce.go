@@ -26,6 +26,7 @@
 package kafka
 
 import (
+	"sync"
 	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -38,26 +39,79 @@ func init() {
 	register(API{Key: 0, MinVersion: 0, MaxVersion: 13, Handle: handleProduce})
 }
 
-// produceOp is one Produce request waiting for its partitions to be durable.
+// produceOp is one Produce request waiting for its partitions to be durable. Ops are
+// pooled with their response and per-partition callbacks, so a request allocates
+// nothing here in steady state.
 type produceOp struct {
-	r       *Request
-	resp    *kmsg.ProduceResponse
-	pending atomic.Int32 // partitions not yet durable, +1 while the handler runs
+	r        *Request
+	dp       *dataPath
+	resp     kmsg.ProduceResponse
+	topics   []kmsg.ProduceResponseTopic
+	partBuf  []kmsg.ProduceResponseTopicPartition
+	cbs      []*produceCB
+	noAnswer bool         // acks=0: answered at once, nothing to send later
+	pending  atomic.Int32 // partitions not yet durable, +1 while the handler runs
 }
 
-// done is called once per partition (and once by the handler); the last call answers.
-func (op *produceOp) done() {
-	if op.pending.Add(-1) == 0 {
-		op.r.Respond(op.resp)
+// produceCB is the durability callback of one partition; fn is bound once.
+type produceCB struct {
+	op   *produceOp
+	sp   *kmsg.ProduceResponseTopicPartition
+	l    *engine.Log
+	last int64
+	fn   func(error)
+}
+
+func (c *produceCB) durable(err error) {
+	if err != nil {
+		c.sp.ErrorCode = engineErr(err).Code
+	} else {
+		c.op.dp.advance(c.l, c.last+1)
 	}
+	op := c.op
+	c.op, c.sp, c.l = nil, nil, nil
+	op.done()
+}
+
+var produceOps = sync.Pool{New: func() any { return new(produceOp) }}
+
+// cb returns the i-th callback slot.
+func (op *produceOp) cb(i int) *produceCB {
+	for len(op.cbs) <= i {
+		c := &produceCB{}
+		c.fn = c.durable
+		op.cbs = append(op.cbs, c)
+	}
+	return op.cbs[i]
+}
+
+// done is called once per partition (and once by the handler); the last call answers
+// and recycles the op (Respond encodes synchronously).
+func (op *produceOp) done() {
+	if op.pending.Add(-1) != 0 {
+		return
+	}
+	if !op.noAnswer {
+		op.r.Respond(&op.resp)
+	}
+	op.release()
+}
+
+func (op *produceOp) release() {
+	clear(op.topics)
+	clear(op.partBuf)
+	op.resp = kmsg.ProduceResponse{}
+	op.r, op.dp, op.noAnswer = nil, nil, false
+	produceOps.Put(op)
 }
 
 func handleProduce(b *Broker, r *Request) {
 	req := r.Body.(*kmsg.ProduceRequest)
 	v := r.Header.Version
-	dp := b.data()
-	resp := r.ResponseKind().(*kmsg.ProduceResponse)
-	op := &produceOp{r: r, resp: resp}
+	op := produceOps.Get().(*produceOp)
+	op.r, op.dp, op.noAnswer = r, b.data(), req.Acks == 0
+	op.resp.Default()
+	op.resp.SetVersion(v)
 	op.pending.Store(1)
 
 	var fixed *kerr.Error
@@ -67,13 +121,26 @@ func handleProduce(b *Broker, r *Request) {
 	case req.Acks != 0 && req.Acks != 1 && req.Acks != -1:
 		fixed = kerr.InvalidRequiredAcks
 	}
+	nparts := 0
+	for i := range req.Topics {
+		nparts += len(req.Topics[i].Partitions)
+	}
+	if cap(op.topics) < len(req.Topics) {
+		op.topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
+	}
+	if cap(op.partBuf) < nparts {
+		op.partBuf = make([]kmsg.ProduceResponseTopicPartition, nparts)
+	}
+	op.topics, op.partBuf = op.topics[:len(req.Topics)], op.partBuf[:nparts]
+	op.resp.Topics = op.topics
 	failed := false
-	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
+	k := 0
 	for i := range req.Topics {
 		rt := &req.Topics[i]
-		st := &resp.Topics[i]
+		st := &op.topics[i]
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID
-		st.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(rt.Partitions))
+		st.Partitions = op.partBuf[k : k+len(rt.Partitions) : k+len(rt.Partitions)]
+		k += len(rt.Partitions)
 		for j := range rt.Partitions {
 			rp := &rt.Partitions[j]
 			sp := &st.Partitions[j]
@@ -91,26 +158,20 @@ func handleProduce(b *Broker, r *Request) {
 				continue
 			}
 			sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = res.BaseOffset, res.LogAppendTime, res.LogStartOffset
+			c := op.cb(k - len(rt.Partitions) + j)
+			c.op, c.sp, c.l, c.last = op, sp, l, res.LastOffset
 			op.pending.Add(1)
-			last := res.LastOffset
-			l.OnDurable(last, func(err error) {
-				if err != nil {
-					sp.ErrorCode = engineErr(err).Code
-				} else {
-					dp.advance(l, last+1)
-				}
-				op.done()
-			})
+			l.OnDurable(res.LastOffset, c.fn)
 		}
 	}
 	if req.Acks == 0 {
-		// The appends are made; durability and the HW follow in the callbacks.
+		// The appends are made; durability and the HW follow in the callbacks, and
+		// the last of them recycles the op.
 		if failed {
 			r.CloseConn()
 		} else {
 			r.NoResponse()
 		}
-		return
 	}
 	op.done()
 }
