@@ -144,8 +144,17 @@ func FuzzDecodeRecord(f *testing.F) {
 	}
 	f.Add(EncodeEntry(nil, sampleRecords()...))
 	f.Add([]byte{})
+	base := mustApply(f, &Image{}, append(createTopic("orders", idA, 3),
+		&ConfigRecord{Resource: ResourceTopic, Name: "orders", Key: "k", Value: StringPtr("v")},
+		&RegisterBrokerRecord{ID: 1, Host: "h", Port: 1}, &ProducerIDsRecord{NextProducerID: 5})...)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if r, n, err := Decode(b); err == nil {
+			if next, err := base.Apply(r); err == nil {
+				// Whatever Apply accepts, the canonical records rebuild.
+				if !sameImage(mustApply(t, &Image{}, next.Records()...), next) {
+					t.Fatal("Records() does not rebuild an applied image")
+				}
+			}
 			if n < frameHeaderSize || n > len(b) {
 				t.Fatalf("Decode consumed %d of %d", n, len(b))
 			}
@@ -161,6 +170,7 @@ func FuzzDecodeRecord(f *testing.F) {
 				t.Fatalf("decoded entry does not re-encode to itself")
 			}
 			_, _ = (&Image{}).Apply(recs...)
+			_, _ = base.Apply(recs...)
 		} else if !errors.Is(err, ErrCorrupt) {
 			t.Fatalf("entry error not ErrCorrupt: %v", err)
 		}

@@ -79,6 +79,22 @@ func (im *Image) Topics() []*TopicImage {
 	return out
 }
 
+// CollidingTopic returns an existing topic whose name equals name once '.' is read as
+// '_' (Kafka refuses to create such a topic: the two would share metric names). A topic
+// called exactly name is not a collision.
+func (im *Image) CollidingTopic(name string) (string, bool) {
+	norm := strings.ReplaceAll(name, ".", "_")
+	if !strings.ContainsAny(name, "._") {
+		return "", false
+	}
+	for other := range im.topics.all() {
+		if other != name && len(other) == len(name) && strings.ReplaceAll(other, ".", "_") == norm {
+			return other, true
+		}
+	}
+	return "", false
+}
+
 // NumTopics returns the number of topics.
 func (im *Image) NumTopics() int { return im.topics.len() }
 

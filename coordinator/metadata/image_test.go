@@ -255,3 +255,13 @@ func BenchmarkApplyCreateTopic(b *testing.B) {
 		}
 	}
 }
+
+func TestCollidingTopic(t *testing.T) {
+	im := mustApply(t, &Image{}, append(createTopic("a.b_c", idA, 1), createTopic("plain", idB, 1)...)...)
+	for name, want := range map[string]string{"a_b_c": "a.b_c", "a.b.c": "a.b_c", "a_b.c": "a.b_c", "a.b_c": "", "plain": "", "a_bc": "", "x": ""} {
+		got, ok := im.CollidingTopic(name)
+		if got != want || ok != (want != "") {
+			t.Errorf("CollidingTopic(%q) = %q, %v; want %q", name, got, ok, want)
+		}
+	}
+}
