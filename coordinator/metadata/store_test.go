@@ -487,3 +487,42 @@ func BenchmarkReplay(b *testing.B) {
 		})
 	}
 }
+
+// TestCrashDuringSnapshotSteps replays directories as a crash would leave them at each
+// step of a snapshot: a half-written temporary file; the new log created but the old
+// log not yet deleted.
+func TestCrashDuringSnapshotSteps(t *testing.T) {
+	opts := StoreOptions{SnapshotEvery: -1, SnapshotBytes: -1}
+	dir := t.TempDir()
+	s := openT(t, dir, opts)
+	workload(t, s, 6)
+	oldLog, _ := os.ReadFile(s.mu.f.Name())
+	oldName := filepath.Base(s.mu.f.Name())
+	if err := s.Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, s, &RegisterBrokerRecord{ID: 4, Host: "h", Port: 4})
+	want, off := s.Image(), s.Offset()
+	s.Close()
+
+	// The old log survives (the crash came before the cleanup), and a temporary snapshot
+	// file is lying around.
+	if err := os.WriteFile(filepath.Join(dir, oldName), oldLog, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tmp := filepath.Join(dir, fileName(off, snapshotSuffix)+tmpSuffix)
+	if err := os.WriteFile(tmp, []byte("SMSNAP01 half written"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s = openT(t, dir, opts)
+	defer s.Close()
+	if !sameImage(s.Image(), want) || s.Offset() != off {
+		t.Fatal("replay after an interrupted snapshot differs")
+	}
+	if _, err := os.Stat(tmp); !errors.Is(err, os.ErrNotExist) {
+		t.Fatal("temporary snapshot file not removed")
+	}
+	if _, err := os.Stat(filepath.Join(dir, oldName)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatal("log covered by the snapshot not removed")
+	}
+}
