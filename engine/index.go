@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/binary"
 	"fmt"
 	"os"
 
@@ -24,6 +25,69 @@ type mmapIndex struct {
 	entries    int
 	maxEntries int
 	writable   bool
+
+	// sum holds the key of every sumEvery-th entry (sum[j] = key(j*sumEvery)):
+	// a small, cache-resident first level for the binary search, so a lookup
+	// in a 10 MiB index touches a handful of its cache lines.
+	sum []int64
+}
+
+const sumEvery = 64
+
+// key is the search key of entry i: the relative offset of an offset-index
+// entry, the timestamp of a time-index entry.
+func (x *mmapIndex) key(i int) int64 {
+	if x.entrySize == offsetEntrySize {
+		return int64(binary.BigEndian.Uint32(x.mm[i*offsetEntrySize:]))
+	}
+	return int64(binary.BigEndian.Uint64(x.mm[i*timeEntrySize:]))
+}
+
+// rebuildSumLocked recomputes the summary from the entries.
+func (x *mmapIndex) rebuildSumLocked() {
+	x.sum = x.sum[:0]
+	for i := 0; i < x.entries; i += sumEvery {
+		x.sum = append(x.sum, x.key(i))
+	}
+}
+
+// setEntriesLocked drops entries from n on (n <= entries).
+func (x *mmapIndex) setEntriesLocked(n int) {
+	x.entries = n
+	x.sum = x.sum[:(n+sumEvery-1)/sumEvery]
+}
+
+// searchLocked returns the largest i in [from, entries) with key(i) <= t,
+// or -1 when key(from) > t. With from == 0 it goes through the summary.
+func (x *mmapIndex) searchLocked(t int64, from int) int {
+	n := x.entries
+	if from >= n || x.key(from) > t {
+		return -1
+	}
+	lo, hi := from, n-1
+	if from == 0 && len(x.sum) > 1 {
+		s := x.sum
+		a, b := 0, len(s)-1
+		for a < b {
+			mid := int(uint(a+b+1) >> 1)
+			if s[mid] <= t {
+				a = mid
+			} else {
+				b = mid - 1
+			}
+		}
+		lo, hi = a*sumEvery, min(a*sumEvery+sumEvery-1, n-1)
+	}
+	// Invariant: key(lo) <= t; the answer is in [lo, hi].
+	for lo < hi {
+		mid := int(uint(lo+hi+1) >> 1)
+		if x.key(mid) <= t {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	return lo
 }
 
 // openIndex opens (creating it if missing) the index at path. The entry count
@@ -54,6 +118,7 @@ func openIndex(path string, entrySize int, maxBytes int32, writable bool) (x *mm
 		f.Close()
 		return nil, false, err
 	}
+	x.rebuildSumLocked()
 	return x, sound, nil
 }
 
@@ -140,6 +205,9 @@ func (x *mmapIndex) appendLocked(e []byte) bool {
 		return false
 	}
 	copy(x.mm[x.entries*x.entrySize:], e)
+	if x.entries%sumEvery == 0 {
+		x.sum = append(x.sum, x.key(x.entries))
+	}
 	x.entries++
 	return true
 }
@@ -159,10 +227,14 @@ func (x *mmapIndex) rewriteLocked(data []byte, writable bool, maxBytes int32) er
 		}
 	}
 	x.entries = len(data) / x.entrySize
+	var err error
 	if writable {
-		return x.mapWritableLocked(maxBytes)
+		err = x.mapWritableLocked(maxBytes)
+	} else {
+		err = x.mapReadOnlyLocked()
 	}
-	return x.mapReadOnlyLocked()
+	x.rebuildSumLocked()
+	return err
 }
 
 // syncLocked makes the entries durable.

@@ -30,38 +30,24 @@ func (x *offsetIndex) appendEntryLocked(offset int64, pos int64) bool {
 
 // lookup returns the largest entry whose offset is <= target: its absolute
 // offset and position, or ok=false when target is below the first entry. The
-// search tries the warm tail first, then the rest.
+// search tries the warm tail (the last 8 KiB, where consumers near the end
+// land) first, then the summary and the rest.
 func (x *offsetIndex) lookup(target int64) (offset, pos int64, ok bool) {
 	n := x.entries
 	if n == 0 || target < x.base {
 		return 0, 0, false
 	}
-	rel := target - x.base
-	if rel > 0xFFFFFFFF {
-		rel = 0xFFFFFFFF
+	t := min(target-x.base, 0xFFFFFFFF)
+	i := -1
+	if warm := n - warmBytes/offsetEntrySize; warm > 0 && int64(x.relAt(warm)) <= t {
+		i = x.searchLocked(t, warm)
+	} else {
+		i = x.searchLocked(t, 0)
 	}
-	t := uint32(rel)
-	if x.relAt(0) > t {
+	if i < 0 {
 		return 0, 0, false
 	}
-	lo, hi := 0, n-1
-	if warm := n - warmBytes/offsetEntrySize; warm > 0 {
-		if x.relAt(warm) <= t {
-			lo = warm
-		} else {
-			hi = warm - 1
-		}
-	}
-	// Invariant: relAt(lo) <= t; the answer is in [lo, hi].
-	for lo < hi {
-		mid := int(uint(lo+hi+1) >> 1)
-		if x.relAt(mid) <= t {
-			lo = mid
-		} else {
-			hi = mid - 1
-		}
-	}
-	return x.base + int64(x.relAt(lo)), int64(x.posAt(lo)), true
+	return x.base + int64(x.relAt(i)), int64(x.posAt(i)), true
 }
 
 // lastEntry returns the last entry, if any.
@@ -75,9 +61,11 @@ func (x *offsetIndex) lastEntry() (offset, pos int64, ok bool) {
 
 // truncateToLocked drops entries with offset >= target.
 func (x *offsetIndex) truncateToLocked(target int64) {
-	for x.entries > 0 && x.base+int64(x.relAt(x.entries-1)) >= target {
-		x.entries--
+	n := x.entries
+	for n > 0 && x.base+int64(x.relAt(n-1)) >= target {
+		n--
 	}
+	x.setEntriesLocked(n)
 }
 
 // checkLocked verifies that entries increase strictly, lie within the

@@ -1,6 +1,9 @@
 package engine
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"math"
+)
 
 const timeEntrySize = 12
 
@@ -35,28 +38,23 @@ func (x *timeIndex) maybeAppendLocked(ts, offset int64) {
 // lookupBelow returns the last entry whose timestamp is < ts: every batch up
 // to and including its offset has timestamps below ts, so a search for the
 // first record at or after ts may start at the batch holding that offset.
+// Like the offset index it tries the warm tail first.
 func (x *timeIndex) lookupBelow(ts int64) (offset int64, ok bool) {
 	n := x.entries
-	if n == 0 || x.tsAt(0) >= ts {
+	if n == 0 || ts == math.MinInt64 {
 		return 0, false
 	}
-	lo, hi := 0, n-1
-	if warm := n - warmBytes/timeEntrySize; warm > 0 {
-		if x.tsAt(warm) < ts {
-			lo = warm
-		} else {
-			hi = warm - 1
-		}
+	t := ts - 1
+	i := -1
+	if warm := n - warmBytes/timeEntrySize; warm > 0 && x.tsAt(warm) <= t {
+		i = x.searchLocked(t, warm)
+	} else {
+		i = x.searchLocked(t, 0)
 	}
-	for lo < hi {
-		mid := int(uint(lo+hi+1) >> 1)
-		if x.tsAt(mid) < ts {
-			lo = mid
-		} else {
-			hi = mid - 1
-		}
+	if i < 0 {
+		return 0, false
 	}
-	return x.base + int64(x.relAt(lo)), true
+	return x.base + int64(x.relAt(i)), true
 }
 
 // lastEntry returns the last entry, if any.
@@ -70,9 +68,11 @@ func (x *timeIndex) lastEntry() (ts, offset int64, ok bool) {
 
 // truncateToLocked drops entries with offset >= target.
 func (x *timeIndex) truncateToLocked(target int64) {
-	for x.entries > 0 && x.base+int64(x.relAt(x.entries-1)) >= target {
-		x.entries--
+	n := x.entries
+	for n > 0 && x.base+int64(x.relAt(n-1)) >= target {
+		n--
 	}
+	x.setEntriesLocked(n)
 }
 
 // checkLocked verifies that entries increase strictly and lie in [base, end).

@@ -68,9 +68,11 @@ func (l *Log) TruncateTo(offset int64) error {
 	s.next.Store(newEnd)
 	s.idxMu.Lock()
 	s.oidx.truncateToLocked(newEnd)
-	for s.oidx.entries > 0 && int64(s.oidx.posAt(s.oidx.entries-1)) >= pos {
-		s.oidx.entries--
+	n := s.oidx.entries
+	for n > 0 && int64(s.oidx.posAt(n-1)) >= pos {
+		n--
 	}
+	s.oidx.setEntriesLocked(n)
 	s.tidx.truncateToLocked(newEnd)
 	var lastPos int64
 	if _, p, ok := s.oidx.lastEntry(); ok {
