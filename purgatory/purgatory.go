@@ -61,8 +61,10 @@ const shardCount = 64
 
 // Purgatory holds delayed operations keyed by K. All methods are safe for concurrent use.
 //
-// Lock order: an operation's lock → a watcher shard's lock. The timer's locks are never
-// held while a shard or operation lock is taken, nor around callbacks.
+// Lock order: an operation's lock → a watcher shard's lock, and an operation's lock → a
+// timer bucket's lock (ForceComplete inside TryComplete cancels the timeout). No shard
+// or timer lock is held while TryComplete or a callback runs, except that expiry
+// callbacks run under the timer's advance mutex (so they must not call AdvanceClock).
 type Purgatory[K comparable] struct {
 	name          string
 	clock         func() int64
