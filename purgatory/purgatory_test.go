@@ -590,3 +590,21 @@ func TestCloseRacesAdds(t *testing.T) {
 		}
 	}
 }
+
+// TestReaperPurges checks that with a reaper the sweep happens off the caller's path and
+// still bounds the watch lists.
+func TestReaperPurges(t *testing.T) {
+	p := New[string]("purge", Options{PurgeInterval: 100})
+	defer p.Close()
+	for i := 0; i < 3000; i++ {
+		o := newOp(time.Hour)
+		own := string(rune('a' + i%26))
+		p.TryCompleteElseWatch(o, own, "shared")
+		o.ready.Store(true)
+		p.CheckAndComplete(own)
+	}
+	waitFor(t, "the reaper's sweep", func() bool { return p.Watched() <= 250 })
+	if p.Delayed() != 0 {
+		t.Fatalf("delayed = %d, every op completed", p.Delayed())
+	}
+}
