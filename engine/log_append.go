@@ -24,7 +24,9 @@ type AppendResult struct {
 // base offsets and the leader epoch in place, and writes them to the active
 // segment with one positioned write. It is safe for concurrent callers and
 // does not wait for durability (see WaitDurable). On error the log is
-// unchanged (the caller's bytes may have been stamped).
+// unchanged (the caller's bytes may have been stamped). A follower append
+// keeps the batches' offsets and epochs, skips the idempotence checks and,
+// as in Kafka, is not held to max.message.bytes.
 //
 // In steady state it allocates nothing.
 func (l *Log) Append(batches []byte, o AppendOptions) (AppendResult, error) {
@@ -35,7 +37,7 @@ func (l *Log) Append(batches []byte, o AppendOptions) (AppendResult, error) {
 		if err != nil {
 			return AppendResult{}, err
 		}
-		if h.Size() > int64(cfg.MaxMessageBytes) {
+		if h.Size() > int64(cfg.MaxMessageBytes) && !o.Follower {
 			return AppendResult{}, fmt.Errorf("%w: batch of %d bytes, max.message.bytes %d", ErrBatchTooLarge, h.Size(), cfg.MaxMessageBytes)
 		}
 		p += int(h.Size())
