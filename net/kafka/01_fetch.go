@@ -282,8 +282,14 @@ func (op *fetchOp) respondError(code int16) {
 
 func (op *fetchOp) respond() { op.respondWith(0) }
 
-// respondWith frames the answer (see fetch_frame.go) and sends it.
+// respondWith frames the answer and sends it.
 func (op *fetchOp) respondWith(code int16) {
+	fr := op.frame(code)
+	op.r.RespondRaw(fr.response())
+}
+
+// frame writes the answer (see fetch_frame.go), handing the gathered slices to it.
+func (op *fetchOp) frame(code int16) *fetchResp {
 	v, flex := op.v, op.v >= 12
 	fr := getFetchResp()
 	b := AppendResponseHeader(fr.bb.B[:0], &op.r.Header)
@@ -358,7 +364,7 @@ func (op *fetchOp) respondWith(code int16) {
 	}
 	fr.bb.B = b
 	op.releaseSlices() // those not spliced: none, unless an answer was cut short
-	op.r.RespondRaw(fr.response())
+	return fr
 }
 
 // choose marks the partitions the answer carries: all of them in a full answer; in
