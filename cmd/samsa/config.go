@@ -60,7 +60,7 @@ var flagKeys = []struct{ flag, key, usage string }{
 	{"listen", "listeners", "Kafka listener host:port (port 0: any free port)"},
 	{"admin-listen", "admin.listen", "admin HTTP listener host:port for /metrics and /debug/pprof/ (empty: off)"},
 	{"sync", "sync", "durability: fsync (ack after group-committed fdatasync), interval, none"},
-	{"transport", "transport", "network transport: std"},
+	{"transport", "transport", "network transport: std (Go's net) or reactor (epoll, Linux)"},
 	{"node-id", "node.id", "this broker's node id"},
 	{"advertised-listener", "advertised.listeners", "host:port advertised to clients (default: the bound address)"},
 }

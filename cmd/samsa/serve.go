@@ -149,12 +149,22 @@ func startServer(cfg *serverConfig, log *slog.Logger) (_ *server, err error) {
 		s.ln.Close()
 		return nil, err
 	}
+	tcfg := transport.Config{MaxRequestBytes: cfg.MaxRequestBytes, IdleTimeout: cfg.IdleTimeout}
 	switch cfg.Transport {
 	case "std":
-		s.tr = transport.NewStd(transport.Config{MaxRequestBytes: cfg.MaxRequestBytes, IdleTimeout: cfg.IdleTimeout}, s.broker, log.With("component", "transport"))
+		s.tr = transport.NewStd(tcfg, s.broker, log.With("component", "transport"))
+	case "reactor":
+		rc := transport.ReactorConfig{Config: tcfg, Workers: int(cfg.getInt("num.io.threads"))}
+		if _, ok := cfg.set["num.network.threads"]; ok {
+			rc.Loops = int(cfg.getInt("num.network.threads"))
+		}
+		if s.tr, err = transport.NewReactor(rc, s.broker, log.With("component", "transport")); err != nil {
+			s.ln.Close()
+			return nil, err
+		}
 	default:
 		s.ln.Close()
-		return nil, fmt.Errorf("%w: transport %q (only std exists)", errConfig, cfg.Transport)
+		return nil, fmt.Errorf("%w: transport %q (want std or reactor)", errConfig, cfg.Transport)
 	}
 	if cfg.AdminListen != "" {
 		if s.adminLn, err = net.Listen("tcp", cfg.AdminListen); err != nil {

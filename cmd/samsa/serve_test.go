@@ -165,6 +165,30 @@ func TestServeEndToEnd(t *testing.T) {
 	}
 }
 
+func TestServeReactor(t *testing.T) {
+	s := startTestServer(t, t.TempDir(), "--transport", "reactor", "--set", "num.network.threads=1", "--set", "num.io.threads=2")
+	defer stopTestServer(t, s)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(s.Addr()), kgo.DefaultProduceTopic("r"), kgo.AllowAutoTopicCreation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for i := range 20 {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte{byte(i)}}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, _ := ends.Lookup("r", 0); o.Offset != 20 {
+		t.Fatalf("end offset %d, want 20", o.Offset)
+	}
+}
+
 func TestServeRefusesOtherNodesData(t *testing.T) {
 	dir := t.TempDir()
 	s := startTestServer(t, dir)
