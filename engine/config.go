@@ -55,8 +55,13 @@ func DefaultLogConfig() LogConfig {
 // sanitized returns cfg with out-of-range values replaced by the nearest
 // usable value (the broker validates topic configs; the engine only refuses
 // to misbehave).
+//
+// The zero LogConfig stands for DefaultLogConfig().
 func (c LogConfig) sanitized() LogConfig {
 	d := DefaultLogConfig()
+	if c == (LogConfig{}) {
+		return d
+	}
 	if c.SegmentBytes < minSegmentBytes {
 		if c.SegmentBytes <= 0 {
 			c.SegmentBytes = d.SegmentBytes
