@@ -41,6 +41,7 @@ type Reactor struct {
 	rr       atomic.Uint32
 	conns    sync.WaitGroup // one per live connection
 	loopsWG  sync.WaitGroup
+	warms    atomic.Uint64 // cold ranges read by the warmers
 
 	mu struct {
 		sync.Mutex
@@ -281,6 +282,7 @@ func (r *Reactor) warmWorker() {
 			return
 		}
 		f, off, n := c.warm.file, c.warm.off, c.warm.n
+		r.warms.Add(1)
 		for n > 0 {
 			m, err := f.ReadAt(buf[:min(n, int64(len(buf)))], off)
 			if m <= 0 || err != nil {
