@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -114,13 +115,15 @@ func readCheckpoint(path string, want int) ([][]string, error) {
 	return out, nil
 }
 
-// writeOffsetsCheckpoint writes "<topic> <partition> <offset>" entries.
-func writeOffsetsCheckpoint(path string, offsets map[TopicPartition]int64) error {
+// encodeOffsetsCheckpoint encodes "<topic> <partition> <offset>" entries,
+// sorted.
+func encodeOffsetsCheckpoint(offsets map[TopicPartition]int64) []byte {
 	lines := make([]string, 0, len(offsets))
 	for tp, off := range offsets {
 		lines = append(lines, fmt.Sprintf("%s %d %d", tp.Topic, tp.Partition, off))
 	}
-	return writeFileAtomic(path, encodeCheckpoint(lines))
+	sort.Strings(lines)
+	return encodeCheckpoint(lines)
 }
 
 // readOffsetsCheckpoint reads a file written by writeOffsetsCheckpoint.

@@ -30,7 +30,8 @@ type logDir struct {
 	histMu sync.Mutex
 	hist   *hdrhistogram.Histogram // fdatasync latency, microseconds
 
-	ckptMu sync.Mutex
+	ckptMu   sync.Mutex
+	lastCkpt [3]string // content last written, per checkpoint file (under ckptMu)
 }
 
 // waiter is one caller waiting for durability: either ch or done is set.

@@ -678,8 +678,11 @@ func TestCloseWithWaitersAndDirLock(t *testing.T) {
 			}
 		}()
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for l.LogEndOffset() < 50 && time.Now().Before(deadline) {
+	deadline := time.Now().Add(30 * time.Second)
+	for l.LogEndOffset() < 50 {
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d appends in 30 s", l.LogEndOffset())
+		}
 		time.Sleep(time.Millisecond) // poll interval
 	}
 	if err := m.Close(); err != nil {

@@ -405,12 +405,22 @@ func (m *Manager) writeDirCheckpoints(d *logDir) error {
 		hw[l.tp] = l.hw.Load()
 		ls[l.tp] = l.logStart.Load()
 	}
-	err := writeOffsetsCheckpoint(filepath.Join(d.path, recoveryPointFile), rp)
-	if e := writeOffsetsCheckpoint(filepath.Join(d.path, replicationFile), hw); err == nil {
-		err = e
-	}
-	if e := writeOffsetsCheckpoint(filepath.Join(d.path, logStartOffsetFile), ls); err == nil {
-		err = e
+	var err error
+	for i, f := range [3]struct {
+		name string
+		m    map[TopicPartition]int64
+	}{{recoveryPointFile, rp}, {replicationFile, hw}, {logStartOffsetFile, ls}} {
+		data := encodeOffsetsCheckpoint(f.m)
+		if string(data) == d.lastCkpt[i] {
+			continue // unchanged since the last write
+		}
+		if e := writeFileAtomic(filepath.Join(d.path, f.name), data); e != nil {
+			if err == nil {
+				err = e
+			}
+			continue
+		}
+		d.lastCkpt[i] = string(data)
 	}
 	return err
 }
