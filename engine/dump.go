@@ -25,7 +25,7 @@ type DumpOptions struct {
 // ErrDumpMismatch is returned by DumpSegment when the file has problems
 // (bad CRCs, invalid bytes, index entries that disagree with the log). It
 // wraps ErrCorrupt.
-var ErrDumpMismatch = corruptError("engine: segment check found problems")
+var ErrDumpMismatch error = corruptError("engine: segment check found problems")
 
 var codecNames = [...]string{"none", "gzip", "snappy", "lz4", "zstd", "unknown(5)", "unknown(6)", "unknown(7)"}
 

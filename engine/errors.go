@@ -9,7 +9,7 @@ var (
 	ErrCorrupt = errors.New("engine: corrupt data")
 	// ErrCorruptBatch is a record batch whose framing or CRC is wrong. It wraps
 	// ErrCorrupt (Kafka: CORRUPT_MESSAGE).
-	ErrCorruptBatch = corruptError("engine: corrupt record batch")
+	ErrCorruptBatch error = corruptError("engine: corrupt record batch")
 	// ErrUnsupportedMagic is a batch whose magic byte is not 2
 	// (Kafka: UNSUPPORTED_FOR_MESSAGE_FORMAT).
 	ErrUnsupportedMagic = errors.New("engine: unsupported record batch magic")
