@@ -1,0 +1,39 @@
+package engine
+
+import (
+	"go/parser"
+	"go/token"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestImportsStayALeaf keeps the engine a leaf: the standard library,
+// x/sys/unix, mmap-go and hdrhistogram-go only (tests included).
+func TestImportsStayALeaf(t *testing.T) {
+	allowed := map[string]bool{
+		"golang.org/x/sys/unix":                   true,
+		"github.com/edsrzf/mmap-go":               true,
+		"github.com/HdrHistogram/hdrhistogram-go": true,
+	}
+	files, err := filepath.Glob("*.go")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no sources: %v", err)
+	}
+	fset := token.NewFileSet()
+	for _, f := range files {
+		af, err := parser.ParseFile(fset, f, nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, imp := range af.Imports {
+			p, _ := strconv.Unquote(imp.Path.Value)
+			first, _, _ := strings.Cut(p, "/")
+			if !strings.Contains(first, ".") || allowed[p] {
+				continue
+			}
+			t.Errorf("%s imports %s", f, p)
+		}
+	}
+}
