@@ -8,7 +8,7 @@ FUZZTIME  ?= 30s
 # Packages tested with the race detector by `make test`.
 PKGS      ?= ./...
 
-.PHONY: all build run test test-go test-kcat bench fuzz lint clean
+.PHONY: all build run test test-go test-kcat test-python bench fuzz lint clean
 
 all: build
 
@@ -22,13 +22,18 @@ build:
 run: build
 	./scripts/run.sh "$(BIN)" "$(DATA)" "$(LISTEN)" "$(ADMIN)"
 
-test: lint test-go test-kcat
+test: lint test-go test-kcat test-python
 
 test-go:
 	$(GO) test -race -timeout 20m $(PKGS)
 
 test-kcat:
 	./tests/kcat.sh
+
+# Debian's kafka-python and confluent-kafka (python3-kafka, python3-confluent-kafka).
+test-python:
+	$(GO) build -o $(BIN)/samsa ./cmd/samsa
+	/usr/bin/python3 tests/python_clients.py $(BIN)/samsa
 
 bench: build
 	$(BIN)/samsa-bench run --spawn samsa --samsa-bin $(BIN)/samsa --workload max-throughput-100b

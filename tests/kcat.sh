@@ -13,7 +13,7 @@ cleanup() {
 	if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
 		kill -KILL "$pid" 2>/dev/null || true
 	fi
-	rm -rf "$tmp"
+	[ -n "${KEEP_TMP:-}" ] || rm -rf "$tmp"
 }
 trap cleanup EXIT
 
@@ -38,7 +38,7 @@ admin=$(free_port)
 broker="127.0.0.1:$port"
 
 start() {
-	"$tmp/samsa" serve --data-dir "$tmp/data" --listen "$broker" --admin-listen "127.0.0.1:$admin" \
+	SAMSA_NUM_PARTITIONS=4 "$tmp/samsa" serve --data-dir "$tmp/data" --listen "$broker" --admin-listen "127.0.0.1:$admin" \
 		>>"$tmp/broker.log" 2>&1 &
 	pid=$!
 	for _ in $(seq 1 200); do
@@ -96,8 +96,42 @@ for codec in gzip snappy lz4 zstd; do
 	produce_consume "kcat-$codec" -z "$codec"
 done
 
-# Order within a single partition is the produce order.
-check "kcat-plain: order" "" "$(diff <(cat "$tmp/lines") "$tmp/out.kcat-plain" | head -1)"
+# Order within a partition is the produce order.
+kcat -b "$broker" -P -t kcat-order -p 0 <"$tmp/lines" || fail "produce to one partition"
+kcat -b "$broker" -C -t kcat-order -p 0 -o beginning -e -q >"$tmp/out.kcat-order" || fail "consume one partition"
+check "kcat-order: order" "" "$(diff "$tmp/lines" "$tmp/out.kcat-order" | head -1)"
+
+# A balanced consumer group of two kcat members splits the topic's four partitions.
+group_member() { # name
+	kcat -b "$broker" -G kcat-group kcat-grouped -u -X auto.offset.reset=earliest -X auto.commit.interval.ms=200 \
+		-f '%s\n' >"$tmp/group.$1" 2>"$tmp/group.$1.log" &
+	echo $!
+}
+echo 0 | kcat -b "$broker" -P -t kcat-grouped || fail "create the grouped topic" # consumers do not auto-create
+ma=$(group_member a)
+mb=$(group_member b)
+assigned() { # partitions in a member's latest assignment
+	grep "assigned:" "$tmp/group.$1.log" | tail -n 1 | grep -o "kcat-grouped \[" | wc -l
+}
+for _ in $(seq 1 300); do # until the latest assignments of a and b share the four partitions
+	if [ "$(assigned a)" -gt 0 ] && [ "$(assigned b)" -gt 0 ] && [ $(($(assigned a) + $(assigned b))) -eq 4 ]; then
+		break
+	fi
+	sleep 0.1
+done
+seq 1 1000 | sed 's/.*/&:&/' | kcat -b "$broker" -P -t kcat-grouped -K: || fail "produce to the grouped topic"
+for _ in $(seq 1 300); do
+	[ "$(cat "$tmp/group.a" "$tmp/group.b" | wc -l)" -ge 1001 ] && break
+	sleep 0.1
+done
+check "kcat -G: every record consumed" "$(seq 0 1000)" "$(sort -n "$tmp/group.a" "$tmp/group.b")"
+check "kcat -G: both members consumed" "yes" "$([ -s "$tmp/group.a" ] && [ -s "$tmp/group.b" ] && echo yes || echo no)"
+kill -INT "$ma" "$mb"
+wait "$ma" "$mb" || true
+# A new member of the same group resumes from the committed offsets: nothing left to read.
+timeout 60 kcat -b "$broker" -G kcat-group kcat-grouped -X auto.offset.reset=earliest -e -q -f '%s\n' \
+	>"$tmp/group.c" 2>/dev/null || true
+check "kcat -G: committed offsets resume" 0 "$(wc -l <"$tmp/group.c" | tr -d ' ')"
 
 # Keys and headers round-trip.
 printf 'k1:v1\nk2:v2\n' | kcat -b "$broker" -P -t kcat-keys -K: -H h=1 || fail "keyed produce"
