@@ -342,6 +342,9 @@ func (c *rconn) growRingLocked() {
 
 // resume restarts reading after back-pressure eased: the stash first, then the socket.
 func (c *rconn) resume() {
+	if c.readStopped() {
+		return // draining or closed: held-back requests are not read
+	}
 	c.paused = false
 	if c.stash != nil {
 		st := c.stash
