@@ -257,6 +257,17 @@ func (l *Log) openActive(s *segment) error {
 		}
 		putScanner(sc)
 		if ok {
+			// Entries past the data (a log cut behind the indexes' back).
+			s.idxMu.RLock()
+			if o, _, has := s.oidx.lastEntry(); has && o >= next {
+				ok = false
+			}
+			if _, o, has := s.tidx.lastEntry(); has && o >= next {
+				ok = false
+			}
+			s.idxMu.RUnlock()
+		}
+		if ok {
 			s.next.Store(next)
 			s.bytesSinceIndex = s.size.Load() - lastIdxPos
 			return nil

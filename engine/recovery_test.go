@@ -365,3 +365,43 @@ func FuzzCheckpointFiles(f *testing.F) {
 		}
 	})
 }
+
+func TestCleanOpenWithLogCutBehindIndexes(t *testing.T) {
+	dir := t.TempDir()
+	tp := TopicPartition{"cut", 0}
+	m := openTest(t, []string{dir}, SyncNone, nil)
+	// No offset-index entry (4 KiB interval); the time index gets its final
+	// entry at Close.
+	l, _ := m.CreateLog(tp, DefaultLogConfig())
+	for i := 0; i < 15; i++ {
+		mustAppend(t, l, makeBatch(testBatch{records: 1, valueSize: 150, baseTs: int64(100 * i)}))
+	}
+	m.Close()
+	files := segmentFiles(t, l.Dir())
+	last := files[len(files)-1]
+	data, _ := os.ReadFile(last)
+	h, err := ValidateBatch(data)
+	if err != nil || int64(len(data)) < 3*h.Size() {
+		t.Fatalf("last segment: %d bytes, %v", len(data), err)
+	}
+	os.Truncate(last, h.Size()) // at a batch boundary, behind the indexes' back
+	m = openTest(t, []string{dir}, SyncNone, nil)
+	defer m.Close()
+	l = m.Log(tp)
+	hs := readAll(t, l)
+	if hs[len(hs)-1].LastOffset()+1 != l.LogEndOffset() {
+		t.Fatalf("LEO %d after %d batches", l.LogEndOffset(), len(hs))
+	}
+	for _, h := range hs {
+		o, _, ok, err := l.OffsetForTimestamp(h.MaxTimestamp)
+		if err != nil || !ok || o != h.BaseOffset {
+			t.Fatalf("OffsetForTimestamp(%d) = %d %v %v", h.MaxTimestamp, o, ok, err)
+		}
+	}
+	if _, _, ok, _ := l.OffsetForTimestamp(hs[len(hs)-1].MaxTimestamp + 1); ok {
+		t.Fatal("found a timestamp past the end")
+	}
+	if ts, off := l.MaxTimestamp(); ts != hs[len(hs)-1].MaxTimestamp || off != hs[len(hs)-1].LastOffset() {
+		t.Fatalf("MaxTimestamp = %d at %d, from an index entry past the data", ts, off)
+	}
+}
