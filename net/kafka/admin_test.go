@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/samsa-broker/samsa/coordinator/metadata"
 	"github.com/samsa-broker/samsa/engine"
 )
 
@@ -461,5 +462,40 @@ func TestRestartKeepsTopics(t *testing.T) {
 	}
 	if tb.log("durable", 2).Config().RetentionBytes != 123456 {
 		t.Fatal("config lost across restart")
+	}
+}
+
+func TestLookupPartition(t *testing.T) {
+	tb := startTestBroker(t)
+	adm := tb.admin(t)
+	created := mustCreate(t, adm, "look", 2, map[string]*string{"segment.bytes": kadm.StringPtr("1048576")})
+	// A log the metadata has and the engine lacks is created on lookup, configured.
+	if err := tb.eng.DeleteLog(engine.TopicPartition{Topic: "look", Partition: 1}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := tb.b.LookupPartition("look", 1)
+	if err != nil || p.Log == nil || p.Log.Config().SegmentBytes != 1048576 || p.Image.Leader != 1 {
+		t.Fatalf("lookup: %v %+v", err, p)
+	}
+	if p, err := tb.b.LookupPartitionByID(metadata.UUID(created.ID), 0); err != nil || p.Topic.Name != "look" {
+		t.Fatalf("by id: %v", err)
+	}
+	for _, c := range []struct {
+		topic string
+		p     int32
+		want  error
+	}{{"look", 2, kerr.UnknownTopicOrPartition}, {"look", -1, kerr.UnknownTopicOrPartition}, {"nope", 0, kerr.UnknownTopicOrPartition}} {
+		if _, err := tb.b.LookupPartition(c.topic, c.p); !errors.Is(err, c.want) {
+			t.Errorf("%s/%d: %v", c.topic, c.p, err)
+		}
+	}
+	if _, err := tb.b.LookupPartitionByID(metadata.UUID{7}, 0); !errors.Is(err, kerr.UnknownTopicID) {
+		t.Errorf("unknown id: %v", err)
+	}
+	if _, err := adm.DeleteTopic(testCtx(t), "look"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tb.b.LookupPartition("look", 0); !errors.Is(err, kerr.UnknownTopicOrPartition) {
+		t.Errorf("after delete: %v", err)
 	}
 }

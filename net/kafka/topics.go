@@ -53,7 +53,15 @@ func (b *Broker) partitionOf(t *metadata.TopicImage, partition int32) (Partition
 	if p.Log = b.eng.Log(tp); p.Log != nil {
 		return p, nil
 	}
-	l, err := b.eng.CreateLog(tp, b.topicLogConfig(b.meta.Image(), t.Name))
+	// Slow path: create the missing log, under adminMu so that a concurrent deletion
+	// of the topic cannot be undone by re-creating its log.
+	b.adminMu.Lock()
+	defer b.adminMu.Unlock()
+	im := b.meta.Image()
+	if cur, ok := im.Topic(t.Name); !ok || cur.ID != t.ID || int(partition) >= len(cur.Partitions) {
+		return Partition{}, kerr.UnknownTopicOrPartition
+	}
+	l, err := b.eng.CreateLog(tp, b.topicLogConfig(im, t.Name))
 	if err != nil {
 		b.log.Error("creating log", "partition", tp.String(), "err", err)
 		return p, kerr.KafkaStorageError
