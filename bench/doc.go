@@ -11,7 +11,8 @@
 //   - the raw runner (raw.go): pre-encoded record batches over pipelined Produce
 //     requests and undecoded Fetch reads, so the broker, not the client, is the limit;
 //   - targets (target.go): a running broker, a spawned Samsa process, or kfake
-//     (in process, or as a child process so its CPU can be measured);
+//     (in process; as a child process so its CPU can be measured; or as a null
+//     broker that stores nothing, to measure the loader's own ceiling);
 //   - broker cost (proc_linux.go): CPU seconds and peak RSS of a broker process;
 //   - physical limits (limits_linux.go): disk, fdatasync, loopback and sendfile;
 //   - profiles (profile.go): CPU and heap profiles pulled from /debug/pprof;

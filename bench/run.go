@@ -89,6 +89,7 @@ type run struct {
 	lastCPU                float64 // broker CPU seconds at lastT, or -1
 	start                  time.Time
 	created                time.Time // when the run began, before topics exist
+	windowStart            time.Time // when the measured window began
 	measuring              bool
 	progressMu             sync.Mutex
 	consumerWG, producerWG sync.WaitGroup
@@ -464,7 +465,7 @@ func (r *run) runSteady(ctx context.Context, res *Result) error {
 		}
 	}
 	winEnd := r.sample()
-	winDur := time.Since(r.start).Seconds() - float64(warmTicks)
+	winDur := time.Since(r.windowStart).Seconds()
 	r.stopProducers(stop)
 	endSteady()
 	use1, useErr := r.usage()
@@ -491,6 +492,7 @@ func (r *run) runSteady(ctx context.Context, res *Result) error {
 
 func (r *run) beginWindow(ctx context.Context, c *counts, u *Usage) {
 	r.measuring = true
+	r.windowStart = time.Now()
 	*c = r.sample()
 	*u, _ = r.usage()
 	if r.cfg.OnSteady != nil {
