@@ -219,3 +219,58 @@ func TestProduceLogAppendTime(t *testing.T) {
 		t.Fatalf("CreateTime topic: LogAppendTime %d", p.LogAppendTime)
 	}
 }
+
+// TestProducerIDsNeverRepeatAcrossRestarts: ids come from durable blocks.
+func TestProducerIDsNeverRepeatAcrossRestarts(t *testing.T) {
+	tb := startDataBroker(t)
+	get := func() int64 {
+		t.Helper()
+		req := kmsg.NewPtrInitProducerIDRequest()
+		req.SetVersion(4)
+		r := tb.raw(t).roundTrip(req).(*kmsg.InitProducerIDResponse)
+		if r.ErrorCode != 0 {
+			t.Fatalf("init producer id: %v", kerr.ErrorForCode(r.ErrorCode))
+		}
+		return r.ProducerID
+	}
+	first, second := get(), get()
+	if second != first+1 {
+		t.Fatalf("ids %d then %d", first, second)
+	}
+	tb.b.CloseDataPath()
+	tb.restart()
+	if third := get(); third <= second {
+		t.Fatalf("after restart: id %d, already handed out up to %d", third, second)
+	}
+	txn := kmsg.NewPtrInitProducerIDRequest()
+	txn.SetVersion(4)
+	txn.TransactionalID = strPtr("txn")
+	if r := tb.raw(t).roundTrip(txn).(*kmsg.InitProducerIDResponse); r.ErrorCode != kerr.TransactionalIDAuthorizationFailed.Code {
+		t.Fatalf("transactional id: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+}
+
+func TestOffsetForLeaderEpochRaw(t *testing.T) {
+	tb := startDataBroker(t)
+	mustCreate(t, tb.admin(t), "epochs", 1, nil)
+	rc := tb.raw(t)
+	produceRaw(t, rc, 9, "epochs", appendBatch(nil, batchSpec{pid: -1, epoch: -1, seq: -1, n: 4}))
+	ask := func(current, epoch int32) kmsg.OffsetForLeaderEpochResponseTopicPartition {
+		t.Helper()
+		req := kmsg.NewPtrOffsetForLeaderEpochRequest()
+		req.SetVersion(4)
+		rt := kmsg.NewOffsetForLeaderEpochRequestTopic()
+		rt.Topic = "epochs"
+		rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
+		rp.CurrentLeaderEpoch, rp.LeaderEpoch = current, epoch
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		return rc.roundTrip(req).(*kmsg.OffsetForLeaderEpochResponse).Topics[0].Partitions[0]
+	}
+	if p := ask(0, 0); p.ErrorCode != 0 || p.LeaderEpoch != 0 || p.EndOffset != 4 {
+		t.Fatalf("epoch 0: %+v", p)
+	}
+	if p := ask(1, 0); p.ErrorCode != kerr.UnknownLeaderEpoch.Code {
+		t.Fatalf("current epoch 1: %v", kerr.ErrorForCode(p.ErrorCode))
+	}
+}
