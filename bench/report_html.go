@@ -119,8 +119,11 @@ pre { background: #f7f7f7; padding: 0.5em; font-size: 12px; }
 		}
 		return pts
 	})))
-	b.WriteString("<h2>Latency over time (p99 per second)</h2>\n")
+	b.WriteString("<h2>Latency over time (p99 per second, client mode)</h2>\n")
 	b.WriteString(lineChart("latency", "seconds", "p99 ms (e2e; publish when no consumer)", false, rep.seriesOf(func(r *Result) [][2]float64 {
+		if r.Mode == "raw" {
+			return nil // per-request latency: not the same quantity
+		}
 		var pts [][2]float64
 		for _, p := range r.Series {
 			v := p.E2EP99
@@ -144,8 +147,11 @@ pre { background: #f7f7f7; padding: 0.5em; font-size: 12px; }
 		b.WriteString("<h2>Broker CPU over time</h2>\n")
 		b.WriteString(lineChart("broker-cpu", "seconds", "broker cores busy", false, cpu))
 	}
-	b.WriteString("<h2>Latency by percentile</h2>\n")
+	b.WriteString("<h2>Latency by percentile (client mode)</h2>\n")
 	b.WriteString(lineChart("percentile", "percentile", "ms (e2e; publish when no consumer)", true, rep.seriesOf(func(r *Result) [][2]float64 {
+		if r.Mode == "raw" {
+			return nil
+		}
 		l := r.E2ELatency
 		if l.Count == 0 {
 			l = r.PublishLatency
