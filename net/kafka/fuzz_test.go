@@ -62,7 +62,11 @@ func seedFrames() [][]byte {
 
 // FuzzRequestDecode feeds arbitrary frames through the dispatcher (header parse, kmsg
 // decode, handler) over a fake connection: nothing may panic, and every request is
-// answered (possibly by closing) exactly once, synchronously for these handlers.
+// answered (possibly by closing the connection). Requests that may legitimately park
+// for as long as they ask (a long-poll Fetch, JoinGroup and SyncGroup waiting for a
+// rebalance) are only checked for panics.
+//
+// Run it with: go test -run XXX -fuzz FuzzRequestDecode -fuzztime 5m ./net/kafka
 func FuzzRequestDecode(f *testing.F) {
 	for _, fr := range seedFrames() {
 		f.Add(fr)
@@ -75,6 +79,12 @@ func FuzzRequestDecode(f *testing.F) {
 		b.Serve(transport.Request{Conn: c, Ticket: transport.NewTicket(c, 0), Frame: frame})
 		if n := b.panics.Load(); n != 0 {
 			t.Fatalf("handler panicked on %x", frame)
+		}
+		if len(frame) >= 2 {
+			switch int16(frame[0])<<8 | int16(frame[1]) {
+			case 1, 11, 14: // may park
+				return
+			}
 		}
 		waitAnswered(t, c)
 	})
