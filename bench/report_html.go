@@ -130,6 +130,9 @@ pre { background: #f7f7f7; padding: 0.5em; font-size: 12px; }
 			if r.E2ELatency.Count == 0 {
 				v = p.PubP99
 			}
+			if v <= 0 {
+				continue // no sample in that second
+			}
 			pts = append(pts, [2]float64{p.T, v})
 		}
 		return pts
