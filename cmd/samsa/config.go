@@ -140,7 +140,11 @@ func loadConfig(args, env []string, log *slog.Logger, usageOut io.Writer) (*serv
 		if !ok {
 			return nil, fmt.Errorf("%w: --set %q: want key=value", errConfig, s)
 		}
-		if err := put("flag --set", strings.TrimSpace(k), v); err != nil {
+		k = strings.TrimSpace(k)
+		if _, known, _ := kafka.ValidateBrokerConfig(k, v); !known {
+			return nil, fmt.Errorf("%w: --set %s: unknown config key", errConfig, k)
+		}
+		if err := put("flag --set", k, v); err != nil {
 			return nil, err
 		}
 	}

@@ -89,6 +89,7 @@ func TestConfigRejectsBadValues(t *testing.T) {
 		{file: "auto.create.topics.enable=yes\n", want: "auto.create.topics.enable"},
 		{args: []string{"--listen", "nonsense"}, want: "listeners"},
 		{args: []string{"--set", "log.retention.ms"}, want: "key=value"},
+		{args: []string{"--set", "log.retention.mss=1"}, want: "unknown config key"},
 		{file: "listeners=SSL://127.0.0.1:9093\n", want: "PLAINTEXT"},
 	} {
 		args := tc.args
