@@ -83,7 +83,8 @@ func (d *Delayed) ForceComplete() bool {
 	return true
 }
 
-// IsCompleted reports whether the operation has completed (or expired).
+// IsCompleted reports whether the operation has completed (or expired). It turns true
+// as completion begins, before OnExpiration and OnComplete have run.
 func (d *Delayed) IsCompleted() bool { return d.completed.Load() }
 
 func (d *Delayed) delayed() *Delayed { return d }

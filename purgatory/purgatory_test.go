@@ -48,6 +48,10 @@ func (o *testOp) OnExpiration() {
 	}
 }
 
+// finished reports whether OnComplete has returned. IsCompleted turns true before the
+// callbacks run, so tests that wait for another goroutine's completion wait for this.
+func (o *testOp) finished() bool { return o.completions.Load() != 0 }
+
 func (o *testOp) check(t *testing.T, wantExpired bool) {
 	t.Helper()
 	if o.badOrder.Load() {
@@ -421,7 +425,7 @@ func TestReaperExpiresWithRealClock(t *testing.T) {
 	p.TryCompleteElseWatch(long, "k")
 	o := newOp(30 * time.Millisecond)
 	p.TryCompleteElseWatch(o, "k") // an earlier head must wake the sleeping reaper
-	waitFor(t, "expiry", o.IsCompleted)
+	waitFor(t, "expiry", o.finished)
 	if el := time.Since(start); el < 29*time.Millisecond {
 		t.Fatalf("expired after %v, want >= 29ms", el)
 	}
@@ -431,7 +435,7 @@ func TestReaperExpiresWithRealClock(t *testing.T) {
 	}
 	z := newOp(0)
 	p.TryCompleteElseWatch(z, "k")
-	waitFor(t, "zero-timeout expiry", z.IsCompleted)
+	waitFor(t, "zero-timeout expiry", z.finished)
 	z.check(t, true)
 }
 
@@ -473,7 +477,7 @@ func TestCompletionRacesExpiry(t *testing.T) {
 	waitFor(t, "all ops done", func() bool {
 		for _, ops := range all {
 			for _, o := range ops {
-				if !o.IsCompleted() {
+				if !o.finished() {
 					return false
 				}
 			}
@@ -503,7 +507,7 @@ func TestReaperSleepsWhenIdle(t *testing.T) {
 	defer p.Close()
 	o := newOp(200 * time.Millisecond)
 	p.TryCompleteElseWatch(o, "k")
-	waitFor(t, "expiry", o.IsCompleted)
+	waitFor(t, "expiry", o.finished)
 	if n := p.reaperLoops.Load(); n > 20 {
 		t.Fatalf("reaper looped %d times for one 200 ms timeout", n)
 	}

@@ -52,7 +52,7 @@ func TestStressReaper(t *testing.T) {
 		deadline := time.Now().Add(20 * time.Second)
 		for _, ops := range all {
 			for i, o := range ops {
-				for !o.IsCompleted() {
+				for !o.finished() {
 					if time.Now().After(deadline) {
 						t.Fatalf("round %d: op %d (timeout %v) never completed; delayed=%d", r, i, o.Timeout(), p.Delayed())
 					}
