@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -372,7 +373,12 @@ type loop struct {
 	r      *Reactor
 	id     int
 	epfd   int
-	efd    int // eventfd: wakes epoll_wait
+	pf     *os.File        // epfd, registered with Go's poller
+	rc     syscall.RawConn // of pf
+	pollFn func(fd uintptr) bool
+	n      int   // pollFn's results
+	werr   error // pollFn's results
+	efd    int   // eventfd: wakes epoll_wait
 	state  atomic.Int32
 	nconns atomic.Int32
 
@@ -409,23 +415,59 @@ func newLoop(r *Reactor, id int) (*loop, error) {
 		return nil, fmt.Errorf("transport: eventfd: %w", err)
 	}
 	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLET, Fd: int32(efd)}
-	if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, efd, &ev); err != nil {
+	if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, efd, &ev); err == nil {
+		err = unix.SetNonblock(epfd, true)
+	}
+	if err != nil {
 		unix.Close(epfd)
 		unix.Close(efd)
-		return nil, fmt.Errorf("transport: epoll_ctl: %w", err)
+		return nil, fmt.Errorf("transport: epoll setup: %w", err)
 	}
-	return &loop{
+	l := &loop{
 		r: r, id: id, epfd: epfd, efd: efd,
 		conns:   make(map[int32]*rconn),
 		events:  make([]unix.EpollEvent, 256),
 		scratch: make([]byte, loopReadBuf),
 		iov:     make([]unix.Iovec, 0, maxIov),
-	}, nil
+	}
+	// The epoll fd is itself pollable: Go's poller watches it, so an idle loop parks
+	// like any goroutine and gives its P back at once (see park).
+	l.pf = os.NewFile(uintptr(epfd), "epoll")
+	rc, err := l.pf.SyscallConn()
+	if err != nil {
+		l.closeFDs()
+		return nil, fmt.Errorf("transport: epoll fd: %w", err)
+	}
+	l.rc = rc
+	l.pollFn = func(fd uintptr) bool {
+		l.n, l.werr = unix.EpollWait(int(fd), l.events, 0)
+		return l.n != 0 || (l.werr != nil && l.werr != unix.EINTR)
+	}
+	return l, nil
 }
 
 func (l *loop) closeFDs() {
-	unix.Close(l.epfd)
+	if l.pf != nil {
+		l.pf.Close()
+	} else {
+		unix.Close(l.epfd)
+	}
 	unix.Close(l.efd)
+}
+
+// park waits for events until the deadline. Blocking in epoll_wait itself would keep
+// this thread's P in a system call until the runtime's monitor retakes it (20 µs to
+// 10 ms later), stranding the goroutines the loop just woke (workers, the handler's
+// waiters, local clients); parked in Go's poller, the P is handed off at once.
+func (l *loop) park(until time.Time) (int, error) {
+	l.n, l.werr = 0, nil
+	l.pf.SetReadDeadline(until)
+	err := l.rc.Read(l.pollFn)
+	if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+		// Not pollable here: block in the kernel instead.
+		return unix.EpollWait(l.epfd, l.events, max(0, int(time.Until(until)/time.Millisecond)+1))
+	}
+	return l.n, l.werr
 }
 
 // post changes the loop's inbox and wakes it.
@@ -477,11 +519,13 @@ func (l *loop) run() {
 		l.mu.Lock()
 		pending := len(l.mu.conns) > 0 || len(l.mu.ready) > 0 || l.mu.drain || l.mu.closeAll || l.mu.stop
 		l.mu.Unlock()
-		timeout := 0
-		if !pending {
-			timeout = max(0, int(nextSweep.Sub(l.now)/time.Millisecond)+1)
+		var n int
+		var err error
+		if pending {
+			n, err = unix.EpollWait(l.epfd, l.events, 0)
+		} else {
+			n, err = l.park(nextSweep)
 		}
-		n, err := unix.EpollWait(l.epfd, l.events, timeout)
 		l.state.Store(loopAwake)
 		l.now = time.Now()
 		if err != nil && err != unix.EINTR {
