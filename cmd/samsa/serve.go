@@ -145,6 +145,11 @@ func startServer(cfg *serverConfig, log *slog.Logger) (_ *server, err error) {
 	if s.broker, err = kafka.New(kafka.Config{
 		NodeID: cfg.NodeID, ClusterID: clusterID, Host: host, Port: port,
 		Static: cfg.set, Registerer: reg,
+		Derived: map[string]string{
+			"log.dirs":             strings.Join(cfg.LogDirs, ","),
+			"listeners":            "PLAINTEXT://" + s.ln.Addr().String(),
+			"advertised.listeners": "PLAINTEXT://" + net.JoinHostPort(host, strconv.Itoa(int(port))),
+		},
 	}, s.eng, s.meta, log.With("component", "kafka")); err != nil {
 		s.ln.Close()
 		return nil, err

@@ -14,6 +14,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func startTestServer(t *testing.T, dataDir string, extra ...string) *server {
@@ -106,6 +107,19 @@ func TestServeEndToEnd(t *testing.T) {
 		t.Errorf("pprof: %v", err)
 	} else {
 		resp.Body.Close()
+	}
+	brs, err := adm.DescribeBrokerConfigs(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	br, _ := brs.On("1", nil)
+	for _, c := range br.Configs {
+		if c.Key == "log.dirs" && (c.Value == nil || *c.Value != filepath.Join(dir, "logs")) {
+			t.Errorf("log.dirs reported as %v", c.Value)
+		}
+		if c.Key == "num.partitions" && (c.Value == nil || *c.Value != "3" || c.Source != kmsg.ConfigSourceStaticBrokerConfig) {
+			t.Errorf("num.partitions reported as %+v", c)
+		}
 	}
 	cl.Close()
 	stopTestServer(t, s)

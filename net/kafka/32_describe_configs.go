@@ -101,6 +101,9 @@ func (b *Broker) describeResource(im *metadata.Image, res kmsg.DescribeConfigsRe
 				r, ok := l.resolveBroker(d.name, 1, synp)
 				if !ok {
 					r = resolved{value: d.def, source: kmsg.ConfigSourceDefaultConfig}
+					if v, ok := b.cfg.Derived[d.name]; ok {
+						r.value = sp(v)
+					}
 				}
 				if syn && d.def != nil {
 					syns = append(syns, kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{Name: d.name, Value: d.def, Source: kmsg.ConfigSourceDefaultConfig})

@@ -31,6 +31,11 @@ type Config struct {
 	// read from here too (and from their dynamic overrides).
 	Static map[string]string
 
+	// Derived holds values the launcher computed for keys not set explicitly (log.dirs
+	// from the data directory, the bound listener, ...): DescribeConfigs reports them
+	// in place of Kafka's default, as DEFAULT_CONFIG.
+	Derived map[string]string
+
 	// Registerer receives the broker's metrics; nil keeps them unregistered.
 	Registerer prometheus.Registerer
 }
