@@ -42,7 +42,7 @@ func stopTestServer(t *testing.T, s *server) {
 
 func TestServeEndToEnd(t *testing.T) {
 	dir := t.TempDir()
-	s := startTestServer(t, dir, "--set", "num.partitions=3", "--set", "group.initial.rebalance.delay.ms=0")
+	s := startTestServer(t, dir, "--set", "num.partitions=3", "--set", "group.initial.rebalance.delay.ms=0", "--set", "offsets.topic.num.partitions=3")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 
