@@ -23,7 +23,8 @@ const (
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// Encode appends r's record frame to dst and returns the extended slice.
+// Encode appends r's record frame to dst and returns the extended slice. r must not be
+// nil (Image.Apply rejects nil records, so anything Apply accepted encodes).
 func Encode(dst []byte, r Record) []byte {
 	start := len(dst)
 	dst = append(dst, 0, 0, 0, 0, 0, 0, 0, 0, recordVersion, byte(r.recordType()))

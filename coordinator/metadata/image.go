@@ -231,7 +231,31 @@ func cloneMap[K comparable, V any](m map[K]V) map[K]V {
 	return c
 }
 
+// isNil reports whether r is nil or a nil pointer of a record type.
+func isNil(r Record) bool {
+	switch r := r.(type) {
+	case nil:
+		return true
+	case *TopicRecord:
+		return r == nil
+	case *PartitionRecord:
+		return r == nil
+	case *RemoveTopicRecord:
+		return r == nil
+	case *ConfigRecord:
+		return r == nil
+	case *ProducerIDsRecord:
+		return r == nil
+	case *RegisterBrokerRecord:
+		return r == nil
+	}
+	return false
+}
+
 func (b *builder) apply(r Record) error {
+	if isNil(r) {
+		return fmt.Errorf("%w: nil record", ErrInvalidRecord)
+	}
 	switch r := r.(type) {
 	case *TopicRecord:
 		return b.topic(r)
@@ -268,8 +292,6 @@ func (b *builder) apply(r Record) error {
 		}
 		b.im.brokers[r.ID] = bi
 		return nil
-	case nil:
-		return fmt.Errorf("%w: nil record", ErrInvalidRecord)
 	}
 	return fmt.Errorf("%w: unknown record type %T", ErrInvalidRecord, r)
 }

@@ -165,6 +165,9 @@ func TestApplyTable(t *testing.T) {
 			}},
 		{name: "register broker bad port", recs: []Record{&RegisterBrokerRecord{ID: 1, Host: "a", Port: 70000}}, wantErr: ErrInvalidRecord},
 		{name: "nil record", recs: []Record{nil}, wantErr: ErrInvalidRecord},
+		{name: "nil topic pointer", recs: []Record{(*TopicRecord)(nil)}, wantErr: ErrInvalidRecord},
+		{name: "nil partition pointer", recs: []Record{(*PartitionRecord)(nil)}, wantErr: ErrInvalidRecord},
+		{name: "nil config pointer", recs: []Record{(*ConfigRecord)(nil)}, wantErr: ErrInvalidRecord},
 		{name: "error after valid records leaves nothing", recs: append(createTopic("x", idB, 1), &RemoveTopicRecord{ID: idC}), wantErr: ErrUnknownTopic},
 	}
 	before := base.Records()
