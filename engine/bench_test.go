@@ -198,6 +198,8 @@ func buildIndexes(b *testing.B, entries int) (*offsetIndex, *timeIndex) {
 	}
 	o := &offsetIndex{mmapIndex: *oi, base: 1000}
 	t := &timeIndex{mmapIndex: *ti, base: 1000}
+	o.rebuildSumLocked()
+	t.rebuildSumLocked()
 	for i := 0; i < entries; i++ {
 		o.appendEntryLocked(1000+int64(i)*10+9, int64(i)*4096)
 		t.maybeAppendLocked(int64(i)*100+50, 1000+int64(i)*10+9)
@@ -217,6 +219,17 @@ func BenchmarkIndexLookup(b *testing.B) {
 		targets[i] = int64(rng.Intn(n))
 	}
 	b.Run("offset", func(b *testing.B) {
+		b.ReportAllocs()
+		var sink int64
+		for i := 0; i < b.N; i++ {
+			_, pos, _ := o.lookup(1000 + targets[i&(len(targets)-1)]*10)
+			sink += pos
+		}
+		_ = sink
+	})
+	b.Run("offset-nosummary", func(b *testing.B) {
+		o.sumOK = false
+		defer o.rebuildSumLocked()
 		b.ReportAllocs()
 		var sink int64
 		for i := 0; i < b.N; i++ {

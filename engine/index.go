@@ -28,8 +28,10 @@ type mmapIndex struct {
 
 	// sum holds the key of every sumEvery-th entry (sum[j] = key(j*sumEvery)):
 	// a small, cache-resident first level for the binary search, so a lookup
-	// in a 10 MiB index touches a handful of its cache lines.
-	sum []int64
+	// in a 10 MiB index touches a handful of its cache lines. When sumOK,
+	// len(sum) == ceil(entries/sumEvery); otherwise searches go without it.
+	sum   []int64
+	sumOK bool
 }
 
 const sumEvery = 64
@@ -49,12 +51,15 @@ func (x *mmapIndex) rebuildSumLocked() {
 	for i := 0; i < x.entries; i += sumEvery {
 		x.sum = append(x.sum, x.key(i))
 	}
+	x.sumOK = true
 }
 
 // setEntriesLocked drops entries from n on (n <= entries).
 func (x *mmapIndex) setEntriesLocked(n int) {
 	x.entries = n
-	x.sum = x.sum[:(n+sumEvery-1)/sumEvery]
+	if x.sumOK {
+		x.sum = x.sum[:(n+sumEvery-1)/sumEvery]
+	}
 }
 
 // searchLocked returns the largest i in [from, entries) with key(i) <= t,
@@ -65,7 +70,7 @@ func (x *mmapIndex) searchLocked(t int64, from int) int {
 		return -1
 	}
 	lo, hi := from, n-1
-	if from == 0 && len(x.sum) > 1 {
+	if from == 0 && x.sumOK && len(x.sum) > 1 {
 		s := x.sum
 		a, b := 0, len(s)-1
 		for a < b {
@@ -118,7 +123,9 @@ func openIndex(path string, entrySize int, maxBytes int32, writable bool) (x *mm
 		f.Close()
 		return nil, false, err
 	}
-	x.rebuildSumLocked()
+	// The summary is built by the caller once the entries are checked
+	// (rebuildSumLocked): an unchecked file may be 10 MiB of preallocated
+	// zeros, not worth faulting in.
 	return x, sound, nil
 }
 
@@ -205,7 +212,7 @@ func (x *mmapIndex) appendLocked(e []byte) bool {
 		return false
 	}
 	copy(x.mm[x.entries*x.entrySize:], e)
-	if x.entries%sumEvery == 0 {
+	if x.sumOK && x.entries%sumEvery == 0 {
 		x.sum = append(x.sum, x.key(x.entries))
 	}
 	x.entries++
@@ -218,9 +225,8 @@ func (x *mmapIndex) rewriteLocked(data []byte, writable bool, maxBytes int32) er
 	if err := x.unmapLocked(); err != nil {
 		return err
 	}
-	if err := x.f.Truncate(0); err != nil {
-		return err
-	}
+	// No truncation first: the mapping below trims or preallocates, and
+	// bytes past the entries are never read.
 	if len(data) > 0 {
 		if _, err := x.f.WriteAt(data, 0); err != nil {
 			return err

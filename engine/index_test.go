@@ -22,6 +22,8 @@ func TestIndexLookupMatchesNaive(t *testing.T) {
 	}
 	o := &offsetIndex{mmapIndex: *oi, base: 500}
 	tx := &timeIndex{mmapIndex: *ti, base: 500}
+	o.rebuildSumLocked()
+	tx.rebuildSumLocked()
 	var offs, poss, tss []int64
 	off, pos, ts := int64(500), int64(0), int64(1000)
 	for i := 0; i < 5000; i++ {
@@ -53,6 +55,9 @@ func TestIndexLookupMatchesNaive(t *testing.T) {
 			}
 		}
 	}
+	if !o.sumOK || len(o.sum) != (o.entries+sumEvery-1)/sumEvery || len(tx.sum) != (tx.entries+sumEvery-1)/sumEvery {
+		t.Fatalf("summary out of step: %d keys for %d entries", len(o.sum), o.entries)
+	}
 	check("appended")
 	cut := offs[len(offs)/3]
 	o.truncateToLocked(cut)
@@ -78,5 +83,11 @@ func TestIndexLookupMatchesNaive(t *testing.T) {
 	tx = &timeIndex{mmapIndex: *ti, base: 500}
 	defer o.closeLocked()
 	defer tx.closeLocked()
+	check("reopened, no summary")
+	o.rebuildSumLocked()
+	tx.rebuildSumLocked()
+	if !o.sumOK || len(o.sum) != (o.entries+sumEvery-1)/sumEvery {
+		t.Fatalf("summary of %d entries has %d keys", o.entries, len(o.sum))
+	}
 	check("reopened")
 }

@@ -228,6 +228,8 @@ func (l *Log) openActive(s *segment) error {
 	ok := sound && s.checkIndexesLocked()
 	var pos, lastIdxPos int64
 	if ok {
+		s.oidx.rebuildSumLocked()
+		s.tidx.rebuildSumLocked()
 		if _, p, has := s.oidx.lastEntry(); has {
 			pos, lastIdxPos = p, p
 		}
@@ -286,6 +288,13 @@ func (s *segment) makeWritable(cfg *LogConfig) error {
 		if _, err := s.openIndexesLocked(true, cfg.SegmentIndexBytes); err != nil {
 			return err
 		}
+		if !s.checkIndexesLocked() {
+			s.oidx.setEntriesLocked(0)
+			s.tidx.setEntriesLocked(0)
+			return s.rebuildIndexesLocked(cfg)
+		}
+		s.oidx.rebuildSumLocked()
+		s.tidx.rebuildSumLocked()
 		return nil
 	}
 	if s.writable {

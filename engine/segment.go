@@ -92,6 +92,10 @@ func createSegment(dir string, base int64, cfg *LogConfig) (*segment, error) {
 	}
 	s.idxMu.Lock()
 	_, err = s.openIndexesLocked(true, cfg.SegmentIndexBytes)
+	if err == nil {
+		s.oidx.rebuildSumLocked() // empty
+		s.tidx.rebuildSumLocked()
+	}
 	s.idxMu.Unlock()
 	if err != nil {
 		f.Close()
@@ -182,6 +186,8 @@ func (s *segment) ensureIndexes(cfg *LogConfig) error {
 			return err
 		}
 		if sound && s.checkIndexesLocked() {
+			s.oidx.rebuildSumLocked()
+			s.tidx.rebuildSumLocked()
 			s.loadMaxTimestampLocked()
 			return nil
 		}
