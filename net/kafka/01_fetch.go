@@ -83,6 +83,7 @@ type fetchOp struct {
 	maxBytes  int32
 	sess      *fetchSession
 	full      bool
+	parked    bool // watched in the purgatory: completion may run on a flusher
 	parts     []fetchPart
 }
 
@@ -142,6 +143,7 @@ func handleFetch(b *Broker, r *Request) {
 	}
 	op.releaseSlices()
 	op.Init(op, time.Duration(req.MaxWaitMillis)*time.Millisecond)
+	op.parked = true
 	dp.waits.TryCompleteElseWatch(op, logs...)
 }
 
@@ -264,8 +266,19 @@ func (op *fetchOp) TryComplete() bool {
 	return false
 }
 
-// OnComplete implements purgatory.Operation: read again and answer.
+// OnComplete implements purgatory.Operation: read again and answer. A parked fetch
+// is completed by whoever moved the HW: under the fsync policy that is the engine's
+// flusher, whose next group commit must not wait for fetch answers to be built, so the
+// answer is built on a goroutine of its own.
 func (op *fetchOp) OnComplete() {
+	if op.parked {
+		go op.finish()
+		return
+	}
+	op.finish()
+}
+
+func (op *fetchOp) finish() {
 	op.gather()
 	op.respond()
 }
