@@ -773,3 +773,32 @@ func TestReadMatchesNaive(t *testing.T) {
 		s.Release()
 	}
 }
+
+func TestDeleteLogWithPinnedSlice(t *testing.T) {
+	m := openTest(t, []string{t.TempDir()}, SyncNone, nil)
+	defer m.Close()
+	tp := TopicPartition{"dlp", 0}
+	l, _ := m.CreateLog(tp, DefaultLogConfig())
+	mustAppend(t, l, makeBatch(testBatch{records: 3, valueSize: 50}))
+	s, err := l.Read(0, 1<<20, 3, true)
+	if err != nil || s.Size == 0 {
+		t.Fatal(err)
+	}
+	if err := m.DeleteLog(tp); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, s.Size)
+	if _, err := s.File.ReadAt(buf, s.Pos); err != nil {
+		t.Fatalf("pinned slice after DeleteLog: %v", err)
+	}
+	if _, err := ValidateBatch(buf); err != nil {
+		t.Fatal(err)
+	}
+	s.Release()
+	if _, err := l.Append(makeBatch(testBatch{}), AppendOptions{}); !isErr(err, ErrClosed) {
+		t.Fatalf("append to a deleted log: %v", err)
+	}
+	if _, err := l.Read(0, 100, 3, true); !isErr(err, ErrClosed) {
+		t.Fatalf("read of a deleted log: %v", err)
+	}
+}
