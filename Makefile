@@ -8,7 +8,7 @@ FUZZTIME  ?= 30s
 # Packages tested with the race detector by `make test`.
 PKGS      ?= ./...
 
-.PHONY: all build run test test-go test-kcat test-python bench fuzz lint clean
+.PHONY: all build run test test-go test-kcat test-python bench regress fuzz lint clean
 
 all: build
 
@@ -37,6 +37,13 @@ test-python:
 
 bench: build
 	$(BIN)/samsa-bench run --spawn samsa --samsa-bin $(BIN)/samsa --workload max-throughput-100b
+
+# Throughput-regression gate: the broker built at $(BASE) against the working tree, A B A B;
+# exits non-zero when the median throughput or p99 is more than 10% worse.
+BASE ?= origin/main
+regress:
+	$(GO) run ./cmd/samsa-bench regress --baseline $(BASE) --workload max-throughput-100b \
+		--duration 20s --rounds 5 --threshold 0.10 --out bench-out/regress
 
 # Each fuzz target for $(FUZZTIME). `go test -fuzz` takes one target and one package at a time.
 fuzz:
