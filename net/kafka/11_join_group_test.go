@@ -285,3 +285,122 @@ func TestGroupBadInputOverTheWire(t *testing.T) {
 		t.Fatalf("bad input moved the generation from %d to %d", gen, g2)
 	}
 }
+
+// BenchmarkGroupRebalanceTCP measures a full rebalance over TCP: n members, each on
+// its own client connection, rejoin with new metadata; the time runs from the last
+// JoinGroup sent to the last SyncGroup answer (the leader assigns in between). No
+// initial rebalance delay is configured, so this is the coordinator and the wire.
+func BenchmarkGroupRebalanceTCP(b *testing.B) {
+	for _, n := range []int{10, 50, 200} {
+		b.Run(fmt.Sprintf("members=%d", n), func(b *testing.B) {
+			tb := startTestBroker(b, testBrokerOptions{Sync: engine.SyncNone, Static: map[string]string{
+				"group.initial.rebalance.delay.ms": "0",
+				"offsets.topic.num.partitions":     "1",
+			}})
+			b.Cleanup(func() { tb.b.CloseGroupCoordinator() })
+			clients := make([]*kgo.Client, n)
+			for i := range clients {
+				clients[i] = tb.client(b)
+			}
+			ids := make([]string, n)
+			gen := int32(-1)
+			// rebalance runs one round; ok is false when some member met a
+			// rebalance error (only while the group forms).
+			rebalance := func(iter int) (d time.Duration, ok bool) {
+				meta := kmsg.NewConsumerMemberMetadata()
+				meta.Topics = []string{"t"}
+				meta.UserData = []byte(fmt.Sprint(iter))
+				md := meta.AppendTo(nil)
+				var wg sync.WaitGroup
+				var mu sync.Mutex
+				var lastJoin, lastSync time.Time
+				ok = true
+				fail := func() {
+					mu.Lock()
+					ok = false
+					mu.Unlock()
+				}
+				for i := range clients {
+					wg.Add(1)
+					go func(i int) {
+						defer wg.Done()
+						ctx := context.Background()
+						for {
+							req := kmsg.NewPtrJoinGroupRequest()
+							req.Group, req.MemberID, req.ProtocolType = "bench", ids[i], "consumer"
+							req.SessionTimeoutMillis, req.RebalanceTimeoutMillis = 30000, 5000
+							req.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: md}}
+							mu.Lock()
+							if now := time.Now(); now.After(lastJoin) {
+								lastJoin = now
+							}
+							mu.Unlock()
+							jr, err := req.RequestWith(ctx, clients[i])
+							if err != nil {
+								b.Error(err)
+								return
+							}
+							if jr.ErrorCode == kerr.MemberIDRequired.Code {
+								ids[i] = jr.MemberID
+								continue
+							}
+							if jr.ErrorCode != 0 {
+								if jr.ErrorCode == kerr.UnknownMemberID.Code {
+									ids[i] = "" // dropped while the group formed: join anew
+								}
+								fail()
+								return
+							}
+							ids[i] = jr.MemberID
+							sreq := kmsg.NewPtrSyncGroupRequest()
+							sreq.Group, sreq.MemberID, sreq.Generation = "bench", jr.MemberID, jr.Generation
+							for _, m := range jr.Members {
+								sreq.GroupAssignment = append(sreq.GroupAssignment, kmsg.SyncGroupRequestGroupAssignment{MemberID: m.MemberID, MemberAssignment: []byte{0, 0}})
+							}
+							sr, err := sreq.RequestWith(ctx, clients[i])
+							if err != nil {
+								b.Error(err)
+								return
+							}
+							if sr.ErrorCode != 0 {
+								fail()
+								return
+							}
+							mu.Lock()
+							if now := time.Now(); now.After(lastSync) {
+								lastSync = now
+							}
+							gen = jr.Generation
+							mu.Unlock()
+							return
+						}
+					}(i)
+				}
+				wg.Wait()
+				return lastSync.Sub(lastJoin), ok
+			}
+			iter := 0
+			for formed := 0; formed < 2; iter++ { // the group forms: two clean rounds in a row
+				if iter > 50 {
+					b.Fatal("the group did not form")
+				}
+				if _, ok := rebalance(iter); ok {
+					formed++
+				} else {
+					formed = 0
+				}
+			}
+			b.ResetTimer()
+			var total time.Duration
+			for i := 0; i < b.N; i++ {
+				d, ok := rebalance(iter + i)
+				if !ok {
+					b.Fatal("a member met a rebalance error in a measured round")
+				}
+				total += d
+			}
+			b.ReportMetric(float64(total.Microseconds())/float64(b.N)/1000, "ms/rebalance")
+			_ = gen
+		})
+	}
+}

@@ -62,6 +62,12 @@ func consume(ctx context.Context, m *groupMember, l *ledger, wg *sync.WaitGroup)
 			return
 		}
 		recs := fs.Records()
+		m.mu.Lock()
+		dead := m.dead
+		m.mu.Unlock()
+		if dead {
+			return // a killed process does not go on with what it had buffered
+		}
 		for _, r := range recs {
 			l.process(m.name, r)
 		}
@@ -127,7 +133,7 @@ func TestGroupConsumption(t *testing.T) {
 			produce(300)
 			d := start("late")
 			waitProcessed()
-			b.cl.Close() // leaves
+			b.cl.CloseAllowingRebalance() // leaves (BlockRebalanceOnPoll: let the revoke through)
 			produce(300)
 			waitProcessed()
 			c.kill() // dies: its session expires
@@ -136,7 +142,7 @@ func TestGroupConsumption(t *testing.T) {
 			cancel()
 			wg.Wait()
 			for _, m := range []*groupMember{a, c, d} {
-				m.cl.Close()
+				m.cl.CloseAllowingRebalance()
 			}
 			l.mu.Lock()
 			violations := l.violations
