@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -109,11 +108,10 @@ func benchTransport(b *testing.B, k transportKind, mode string, size, conns int)
 	for i := range hists {
 		hists[i] = hdrhistogram.New(1, int64(10*time.Second/time.Microsecond), 3)
 	}
-	var ru0, ru1 syscall.Rusage
 	b.SetBytes(int64(size))
 	b.ReportAllocs()
 	b.ResetTimer()
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
+	cpu0 := processCPU()
 	start := time.Now()
 	var wg sync.WaitGroup
 	errs := make(chan error, 2*conns)
@@ -147,7 +145,7 @@ func benchTransport(b *testing.B, k transportKind, mode string, size, conns int)
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
+	cpu := processCPU() - cpu0
 	b.StopTimer()
 	close(errs)
 	for err := range errs {
@@ -157,7 +155,6 @@ func benchTransport(b *testing.B, k transportKind, mode string, size, conns int)
 	for _, h := range hists {
 		all.Merge(h)
 	}
-	cpu := time.Duration(ru1.Utime.Nano()+ru1.Stime.Nano()-ru0.Utime.Nano()-ru0.Stime.Nano()) * time.Nanosecond
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "req/s")
 	b.ReportMetric(float64(all.ValueAtQuantile(50)), "p50-µs")
 	b.ReportMetric(float64(all.ValueAtQuantile(99)), "p99-µs")
