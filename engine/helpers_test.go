@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"hash/crc32"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -64,17 +65,15 @@ func makeBatch(tb testBatch) []byte {
 }
 
 // fakeClock is a settable clock for Options.Now.
-type fakeClock struct{ ms atomicInt64 }
-
-type atomicInt64 struct{ v int64 }
+type fakeClock struct{ ms atomic.Int64 }
 
 func newFakeClock(ms int64) *fakeClock {
 	c := &fakeClock{}
-	c.ms.v = ms
+	c.ms.Store(ms)
 	return c
 }
-func (c *fakeClock) now() time.Time  { return time.UnixMilli(loadInt64(&c.ms.v)) }
-func (c *fakeClock) advance(d int64) { addInt64(&c.ms.v, d) }
+func (c *fakeClock) now() time.Time  { return time.UnixMilli(c.ms.Load()) }
+func (c *fakeClock) advance(d int64) { c.ms.Add(d) }
 
 func openTest(t testing.TB, dirs []string, pol SyncPolicy, clk *fakeClock) *Manager {
 	t.Helper()
