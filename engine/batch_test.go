@@ -23,6 +23,11 @@ func TestValidateBatch(t *testing.T) {
 		want error
 	}{
 		{"good", good, nil},
+		{"compressed (payload not decoded)", mod(func(b []byte) []byte {
+			binary.BigEndian.PutUint16(b[offAttributes:], 4) // zstd
+			b[BatchHeaderSize] = 0x7E                        // records not walked
+			return recrc(b)
+		}), nil},
 		{"empty", nil, ErrCorruptBatch},
 		{"short header", good[:40], ErrCorruptBatch},
 		{"truncated", good[:len(good)-1], ErrCorruptBatch},

@@ -802,3 +802,19 @@ func TestDeleteLogWithPinnedSlice(t *testing.T) {
 		t.Fatalf("read of a deleted log: %v", err)
 	}
 }
+
+func TestOffsetForTimestampCompressed(t *testing.T) {
+	m := openTest(t, []string{t.TempDir()}, SyncNone, nil)
+	defer m.Close()
+	l, _ := m.CreateLog(TopicPartition{"comp", 0}, DefaultLogConfig())
+	mustAppend(t, l, makeBatch(testBatch{records: 3, baseTs: 100, tsStep: 10}))
+	mustAppend(t, l, makeBatch(testBatch{records: 3, baseTs: 200, tsStep: 10, compression: 2}))
+	// Uncompressed: the exact record.
+	if off, ts, ok, err := l.OffsetForTimestamp(105); err != nil || !ok || off != 1 || ts != 110 {
+		t.Fatalf("uncompressed: %d %d %v %v", off, ts, ok, err)
+	}
+	// Compressed: the batch's base offset and max timestamp.
+	if off, ts, ok, err := l.OffsetForTimestamp(215); err != nil || !ok || off != 3 || ts != 220 {
+		t.Fatalf("compressed: %d %d %v %v", off, ts, ok, err)
+	}
+}
