@@ -2,7 +2,7 @@
 // like Kafka's kafka-dump-log: the batches of a .log with their CRCs, the
 // entries of a .index or .timeindex checked against the .log beside them,
 // the producers of a .snapshot. The logic lives in engine.DumpSegment; this
-// is its flag wrapper (also exposed as `samsa dump-log`).
+// is its flag wrapper.
 //
 //	dumplog [-print-data-log] [-index-sanity-check] FILE...
 //
