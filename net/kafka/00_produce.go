@@ -11,7 +11,10 @@
 //	        ─▶ Log.OnDurable(last offset): the HW moves to last+1, waiting fetches retry,
 //	           and when every partition is durable the answer is sent.
 //
-// Records are never decoded. acks=0 answers nothing (a partition error closes the
+// Records are never decoded, and the request itself is decoded without allocating: the
+// API is Raw, and the handler decodes the frame with kmsg's UnsafeReadFrom into a
+// ProduceRequest pooled with the op (its slices are reused; its strings and record
+// bytes alias the frame, which stays valid until the answer). acks=0 answers nothing (a partition error closes the
 // connection, as Kafka does, so the producer notices); acks=1 and acks=-1 answer after
 // the group-committed fdatasync under the fsync policy, right after the append
 // otherwise. On one node the ISR is {self}, so acks=-1 is acks=1. The read path never
@@ -26,6 +29,7 @@
 package kafka
 
 import (
+	"fmt"
 	"sync"
 	"sync/atomic"
 
@@ -36,13 +40,14 @@ import (
 )
 
 func init() {
-	register(API{Key: 0, MinVersion: 0, MaxVersion: 13, Handle: handleProduce})
+	register(API{Key: 0, MinVersion: 0, MaxVersion: 13, Raw: true, Handle: handleProduce})
 }
 
 // produceOp is one Produce request waiting for its partitions to be durable. Ops are
 // pooled with their response and per-partition callbacks, so a request allocates
 // nothing here in steady state.
 type produceOp struct {
+	req      kmsg.ProduceRequest // decoded from the frame; aliases it
 	r        *Request
 	dp       *dataPath
 	resp     kmsg.ProduceResponse
@@ -100,15 +105,46 @@ func (op *produceOp) done() {
 func (op *produceOp) release() {
 	clear(op.topics)
 	clear(op.partBuf)
+	op.clearRequest()
 	op.resp = kmsg.ProduceResponse{}
 	op.r, op.dp, op.noAnswer = nil, nil, false
 	produceOps.Put(op)
 }
 
+// clearRequest drops the decoded request's references into the frame, keeping the
+// capacity of its slices for the next request.
+func (op *produceOp) clearRequest() {
+	ts := op.req.Topics[:cap(op.req.Topics)]
+	for i := range ts {
+		ps := ts[i].Partitions[:cap(ts[i].Partitions)]
+		clear(ps)
+		ts[i] = kmsg.ProduceRequestTopic{Partitions: ps[:0]}
+	}
+	op.req = kmsg.ProduceRequest{Topics: ts[:0]}
+}
+
+// decodeProduce decodes r's frame into op.req. A body that does not parse closes the
+// connection, as the dispatcher does for kmsg-decoded APIs.
+func decodeProduce(b *Broker, r *Request, op *produceOp) bool {
+	op.req.SetVersion(r.Header.Version)
+	if err := op.req.UnsafeReadFrom(r.Raw); err != nil {
+		b.metrics.rejected.Inc()
+		b.log.Debug("closing connection: bad request", "remote", r.Conn.RemoteAddr(), "key", r.Header.Key,
+			"version", r.Header.Version, "err", fmt.Errorf("%w: Produce v%d: %w", ErrMalformedBody, r.Header.Version, err))
+		r.CloseConn()
+		return false
+	}
+	return true
+}
+
 func handleProduce(b *Broker, r *Request) {
-	req := r.Body.(*kmsg.ProduceRequest)
 	v := r.Header.Version
 	op := produceOps.Get().(*produceOp)
+	if !decodeProduce(b, r, op) {
+		op.release()
+		return
+	}
+	req := &op.req
 	op.r, op.dp, op.noAnswer = r, b.data(), req.Acks == 0
 	op.resp.Default()
 	op.resp.SetVersion(v)

@@ -1,8 +1,12 @@
 // Fetch (key 1), versions 4-18.
 //
 // v0-v3 carry message sets of magic 0/1, which this broker never stores: they are not
-// served (and not advertised). The request is decoded by kmsg; the response is framed
-// by hand (fetch_frame.go) so that record bytes leave the segment files with sendfile.
+// served (and not advertised). The API is Raw: the handler decodes the frame with
+// kmsg's UnsafeReadFrom into a FetchRequest pooled with the op (slices reused, strings
+// aliasing the frame, which stays valid until the answer; a session copies the names
+// it keeps). The response is framed by hand (fetch_frame.go) so that record bytes
+// leave the segment files with sendfile. An op answered at once goes back to its pool;
+// one that was parked is left to the collector, as the purgatory may still list it.
 //
 // Behaviour:
 //   - Per partition, in request (or session) order: the engine's Read from FetchOffset up
@@ -28,6 +32,8 @@
 package kafka
 
 import (
+	"fmt"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -39,7 +45,7 @@ import (
 )
 
 func init() {
-	register(API{Key: 1, MinVersion: 4, MaxVersion: 18, Handle: handleFetch})
+	register(API{Key: 1, MinVersion: 4, MaxVersion: 18, Raw: true, Handle: handleFetch})
 }
 
 // fetchMaxBytes is Kafka's fetch.max.bytes default: the cap on a response's records.
@@ -74,6 +80,8 @@ type fetchPart struct {
 // fetchOp is one Fetch request, answered at once or from the purgatory.
 type fetchOp struct {
 	purgatory.Delayed
+	req       kmsg.FetchRequest // decoded from the frame; aliases it
+	logs      []*engine.Log     // the logs a parked fetch is watched under
 	b         *Broker
 	r         *Request
 	v         int16
@@ -87,12 +95,52 @@ type fetchOp struct {
 	parts     []fetchPart
 }
 
+var fetchOps = sync.Pool{New: func() any { return new(fetchOp) }}
+
+// recycle returns an op that was answered without being parked to the pool.
+func (op *fetchOp) recycle() {
+	parts := op.parts[:cap(op.parts)]
+	clear(parts)
+	logs := op.logs[:cap(op.logs)]
+	clear(logs)
+	req := op.req
+	clearFetchRequest(&req)
+	*op = fetchOp{req: req, parts: parts[:0], logs: logs[:0]}
+	fetchOps.Put(op)
+}
+
+// clearFetchRequest drops a decoded request's references into its frame, keeping the
+// capacity of its slices.
+func clearFetchRequest(req *kmsg.FetchRequest) {
+	ts := req.Topics[:cap(req.Topics)]
+	for i := range ts {
+		ps := ts[i].Partitions[:cap(ts[i].Partitions)]
+		clear(ps)
+		ts[i] = kmsg.FetchRequestTopic{Partitions: ps[:0]}
+	}
+	fs := req.ForgottenTopics[:cap(req.ForgottenTopics)]
+	for i := range fs {
+		fs[i] = kmsg.FetchRequestForgottenTopic{Partitions: fs[i].Partitions[:0]}
+	}
+	*req = kmsg.FetchRequest{Topics: ts[:0], ForgottenTopics: fs[:0]}
+}
+
 func handleFetch(b *Broker, r *Request) {
-	req := r.Body.(*kmsg.FetchRequest)
 	v := r.Header.Version
+	op := fetchOps.Get().(*fetchOp)
+	req := &op.req
+	req.SetVersion(v)
+	if err := req.UnsafeReadFrom(r.Raw); err != nil {
+		b.metrics.rejected.Inc()
+		b.log.Debug("closing connection: bad request", "remote", r.Conn.RemoteAddr(), "key", r.Header.Key,
+			"version", v, "err", fmt.Errorf("%w: Fetch v%d: %w", ErrMalformedBody, v, err))
+		r.CloseConn()
+		op.recycle()
+		return
+	}
 	dp := b.data()
-	op := &fetchOp{b: b, r: r, v: v, isolation: req.IsolationLevel, minBytes: req.MinBytes,
-		maxBytes: min(req.MaxBytes, fetchMaxBytes)}
+	op.b, op.r, op.v, op.isolation, op.minBytes = b, r, v, req.IsolationLevel, req.MinBytes
+	op.maxBytes = min(req.MaxBytes, fetchMaxBytes)
 	replicaID := req.ReplicaID
 	if v >= 15 {
 		replicaID = req.ReplicaState.ID
@@ -102,12 +150,13 @@ func handleFetch(b *Broker, r *Request) {
 	sess, full, serr := dp.sessions.open(req, v, time.Now())
 	if serr != nil {
 		op.respondError(serr.Code)
+		op.recycle()
 		return
 	}
 	op.sess, op.full = sess, full
 	if sess != nil {
 		sess.mu.Lock()
-		op.parts = make([]fetchPart, len(sess.parts))
+		op.parts = growParts(op.parts, len(sess.parts))[:len(sess.parts)]
 		for i, sp := range sess.parts {
 			op.parts[i] = fetchPart{topic: sp.key.topic, id: sp.key.id, partition: sp.key.partition,
 				offset: sp.fetchOffset, maxBytes: sp.maxBytes, curEpoch: sp.currentEpoch, lastFetched: sp.lastFetched, sp: sp}
@@ -118,7 +167,7 @@ func handleFetch(b *Broker, r *Request) {
 		for i := range req.Topics {
 			n += len(req.Topics[i].Partitions)
 		}
-		op.parts = make([]fetchPart, 0, n)
+		op.parts = growParts(op.parts, n)
 		for i := range req.Topics {
 			t := &req.Topics[i]
 			for j := range t.Partitions {
@@ -128,23 +177,31 @@ func handleFetch(b *Broker, r *Request) {
 			}
 		}
 	}
-	var logs []*engine.Log
 	for i := range op.parts {
 		p := &op.parts[i]
 		if op.resolve(p) {
-			logs = append(logs, p.log)
+			op.logs = append(op.logs, p.log)
 		}
 	}
 
 	bytes, done := op.gather()
-	if done || bytes >= int64(op.minBytes) || req.MaxWaitMillis <= 0 || len(logs) == 0 {
+	if done || bytes >= int64(op.minBytes) || req.MaxWaitMillis <= 0 || len(op.logs) == 0 {
 		op.respond()
+		op.recycle()
 		return
 	}
 	op.releaseSlices()
 	op.Init(op, time.Duration(req.MaxWaitMillis)*time.Millisecond)
 	op.parked = true
-	dp.waits.TryCompleteElseWatch(op, logs...)
+	dp.waits.TryCompleteElseWatch(op, op.logs...)
+}
+
+// growParts returns parts emptied, with room for n.
+func growParts(parts []fetchPart, n int) []fetchPart {
+	if cap(parts) < n {
+		return make([]fetchPart, 0, n)
+	}
+	return parts[:0]
 }
 
 // resolve finds p's log; false (p.err set) when it cannot be read here.
@@ -289,7 +346,7 @@ func (op *fetchOp) OnExpiration() {}
 // respondError answers with a top-level error and no partitions.
 func (op *fetchOp) respondError(code int16) {
 	op.sess = nil
-	op.parts = nil
+	op.parts = op.parts[:0]
 	op.respondWith(code)
 }
 

@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-broker/samsa/engine"
 )
@@ -261,5 +263,59 @@ func TestDescribeLogDirs(t *testing.T) {
 	})
 	if !found {
 		t.Fatalf("partition dirs/1 not described with data: %+v", all)
+	}
+}
+
+// Produce and Fetch are decoded from the frame into requests pooled with their ops. A
+// truncated body closes the connection and the broker keeps serving; a field that an
+// older version lacks (Produce's transactional id before v3) does not survive from the
+// request an op served before.
+func TestPooledDecodeMalformedAndReuse(t *testing.T) {
+	tb := startDataBroker(t)
+	rc := tb.raw(t)
+	ct := kmsg.NewCreateTopicsRequestTopic()
+	ct.Topic, ct.NumPartitions, ct.ReplicationFactor = "pool", 1, 1
+	creq := kmsg.NewPtrCreateTopicsRequest()
+	creq.Topics = append(creq.Topics, ct)
+	if resp := rc.roundTrip(creq).(*kmsg.CreateTopicsResponse); resp.Topics[0].ErrorCode != 0 {
+		t.Fatalf("create: %v", kerr.ErrorForCode(resp.Topics[0].ErrorCode))
+	}
+	batch := appendBatch(nil, batchSpec{pid: -1, epoch: -1, seq: -1, n: 3, valueBytes: 10})
+	preq := produceReq("pool", 1, batch)
+	preq.SetVersion(9)
+	freq := fetchReq(12, 0, 1, 0, -1, []fetchPartReq{{topic: "pool", curEpoch: -1, lastEpoch: -1}}, nil)
+	for _, req := range []kmsg.Request{preq, freq} {
+		frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID("t")).AppendRequest(nil, req, 1)
+		hdr := 4 + 2 + 2 + 4 + 2 + len("t") + 1 // size, key, version, correlation, client id, tags
+		for _, cut := range []int{hdr, hdr + 1, hdr + 7, len(frame) - len(batch)/2, len(frame) - 1} {
+			if cut >= len(frame) {
+				continue
+			}
+			f := append([]byte(nil), frame[:cut]...)
+			binary.BigEndian.PutUint32(f, uint32(cut-4))
+			bad := tb.raw(t)
+			bad.write(f)
+			bad.expectClosed()
+		}
+	}
+
+	txn := produceReq("pool", 1, batch)
+	txn.SetVersion(3)
+	id := "txn"
+	txn.TransactionID = &id
+	plain := produceReq("pool", 1, batch)
+	plain.SetVersion(2)
+	for range 3 {
+		got := rc.roundTrip(txn).(*kmsg.ProduceResponse).Topics[0].Partitions[0]
+		if got.ErrorCode != kerr.TransactionalIDAuthorizationFailed.Code {
+			t.Fatalf("transactional produce: %v", kerr.ErrorForCode(got.ErrorCode))
+		}
+		if got := rc.roundTrip(plain).(*kmsg.ProduceResponse).Topics[0].Partitions[0]; got.ErrorCode != 0 {
+			t.Fatalf("v2 produce after a transactional one: %v", kerr.ErrorForCode(got.ErrorCode))
+		}
+	}
+	resp := rc.roundTrip(freq).(*kmsg.FetchResponse)
+	if p := resp.Topics[0].Partitions[0]; p.ErrorCode != 0 || len(batchesIn(t, p.RecordBatches)) != 9 {
+		t.Fatalf("fetch: %v, %d bytes", kerr.ErrorForCode(p.ErrorCode), len(p.RecordBatches))
 	}
 }

@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"time"
 
@@ -128,6 +129,7 @@ func (c *fetchSessions) len() int {
 func (s *fetchSession) upsertLocked(k sessKey, p *kmsg.FetchRequestTopicPartition) {
 	sp := s.idx[k]
 	if sp == nil {
+		k.topic = strings.Clone(k.topic) // the request's name aliases its frame
 		sp = &sessPart{key: k, hw: -1, lso: -1, logStart: -1}
 		s.idx[k] = sp
 		s.parts = append(s.parts, sp)
