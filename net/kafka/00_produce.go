@@ -8,8 +8,13 @@
 //	           duplicate answers its original offsets, a gap OUT_OF_ORDER_SEQUENCE_NUMBER,
 //	           an old epoch INVALID_PRODUCER_EPOCH; offsets, leader epoch and
 //	           LogAppendTime stamped in place
-//	        ─▶ Log.OnDurable(last offset): the HW moves to last+1, waiting fetches retry,
-//	           and when every partition is durable the answer is sent.
+//	        ─▶ Log.OnDurable(last offset), per partition; when every partition of the
+//	           request is durable: each HW moves to its last+1, then the fetches waiting
+//	           on those logs retry, then the answer is sent.
+//
+// The HWs move together so that a waiting fetch woken by the first of them finds the
+// records of all the request's partitions, not one partition's: a consumer of n
+// partitions gets one answer per produce request instead of up to n.
 //
 // Records are never decoded, and the request itself is decoded without allocating: the
 // API is Raw, and the handler decodes the frame with kmsg's UnsafeReadFrom into a
@@ -54,28 +59,28 @@ type produceOp struct {
 	topics   []kmsg.ProduceResponseTopic
 	partBuf  []kmsg.ProduceResponseTopicPartition
 	cbs      []*produceCB
+	ncbs     int          // callbacks in use
 	noAnswer bool         // acks=0: answered at once, nothing to send later
 	pending  atomic.Int32 // partitions not yet durable, +1 while the handler runs
 }
 
 // produceCB is the durability callback of one partition; fn is bound once.
 type produceCB struct {
-	op   *produceOp
-	sp   *kmsg.ProduceResponseTopicPartition
-	l    *engine.Log
-	last int64
-	fn   func(error)
+	op      *produceOp
+	sp      *kmsg.ProduceResponseTopicPartition
+	l       *engine.Log
+	last    int64
+	durable bool
+	fn      func(error)
 }
 
-func (c *produceCB) durable(err error) {
+func (c *produceCB) onDurable(err error) {
 	if err != nil {
 		c.sp.ErrorCode = engineErr(err).Code
 	} else {
-		c.op.dp.advance(c.l, c.last+1)
+		c.durable = true
 	}
-	op := c.op
-	c.op, c.sp, c.l = nil, nil, nil
-	op.done()
+	c.op.done()
 }
 
 var produceOps = sync.Pool{New: func() any { return new(produceOp) }}
@@ -84,7 +89,7 @@ var produceOps = sync.Pool{New: func() any { return new(produceOp) }}
 func (op *produceOp) cb(i int) *produceCB {
 	for len(op.cbs) <= i {
 		c := &produceCB{}
-		c.fn = c.durable
+		c.fn = c.onDurable
 		op.cbs = append(op.cbs, c)
 	}
 	return op.cbs[i]
@@ -95,6 +100,20 @@ func (op *produceOp) cb(i int) *produceCB {
 func (op *produceOp) done() {
 	if op.pending.Add(-1) != 0 {
 		return
+	}
+	cbs := op.cbs[:op.ncbs]
+	for _, c := range cbs {
+		if c.durable {
+			c.l.SetHighWatermark(c.last + 1)
+		}
+	}
+	for i, c := range cbs {
+		if c.durable && (i == 0 || c.l != cbs[i-1].l) {
+			op.dp.waits.CheckAndComplete(c.l)
+		}
+	}
+	for _, c := range cbs {
+		c.op, c.sp, c.l, c.durable = nil, nil, nil, false
 	}
 	if !op.noAnswer {
 		op.r.Respond(&op.resp)
@@ -107,7 +126,7 @@ func (op *produceOp) release() {
 	clear(op.partBuf)
 	op.clearRequest()
 	op.resp = kmsg.ProduceResponse{}
-	op.r, op.dp, op.noAnswer = nil, nil, false
+	op.r, op.dp, op.noAnswer, op.ncbs = nil, nil, false, 0
 	produceOps.Put(op)
 }
 
@@ -194,7 +213,8 @@ func handleProduce(b *Broker, r *Request) {
 				continue
 			}
 			sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = res.BaseOffset, res.LogAppendTime, res.LogStartOffset
-			c := op.cb(k - len(rt.Partitions) + j)
+			c := op.cb(op.ncbs)
+			op.ncbs++
 			c.op, c.sp, c.l, c.last = op, sp, l, res.LastOffset
 			op.pending.Add(1)
 			l.OnDurable(res.LastOffset, c.fn)

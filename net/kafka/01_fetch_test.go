@@ -8,6 +8,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-broker/samsa/engine"
 )
 
 // fetchPartReq is one partition of a hand-made fetch.
@@ -362,5 +364,77 @@ func TestFetchByteLimits(t *testing.T) {
 		if g0, g1 := fetch(c.maxBytes, c.p0, c.p1); g0 != c.want0 || g1 != c.want1 {
 			t.Fatalf("limits %d/%d/%d: batches %d,%d want %d,%d", c.maxBytes, c.p0, c.p1, g0, g1, c.want0, c.want1)
 		}
+	}
+}
+
+// TestParkedFetchSeesWholeProduce parks a fetch of six partitions, then sends one
+// Produce request with a batch for each: the fetch must answer with all six batches,
+// not only the first partition's (the HWs of a request move together before any
+// waiting fetch retries). Both policies: inline HW moves (none) and the flusher's
+// (fsync).
+func TestParkedFetchSeesWholeProduce(t *testing.T) {
+	for _, sync := range []engine.SyncPolicy{engine.SyncNone, engine.SyncFsync} {
+		t.Run(sync.String(), func(t *testing.T) {
+			tb := startDataBroker(t, testBrokerOptions{Sync: sync})
+			const n = 6
+			mustCreate(t, tb.admin(t), "whole", n, nil)
+			fetcher, producer := tb.raw(t), tb.raw(t)
+			var parts []fetchPartReq
+			for p := range int32(n) {
+				parts = append(parts, fetchPartReq{topic: "whole", partition: p, curEpoch: -1, lastEpoch: -1})
+			}
+			waits := tb.b.data().waits
+			for round := range 5 {
+				for i := range parts {
+					parts[i].offset = int64(round)
+				}
+				freq := fetchReq(12, 20000, 1, 0, -1, parts, nil)
+				corr := fetcher.send(freq)
+				for deadline := time.Now().Add(5 * time.Second); waits.Delayed() == 0; {
+					if time.Now().After(deadline) {
+						t.Fatal("the fetch never parked in the purgatory")
+					}
+					time.Sleep(time.Millisecond) // polling for the parked fetch, not waiting for a result
+				}
+				preq := kmsg.NewPtrProduceRequest()
+				preq.SetVersion(9)
+				preq.Acks, preq.TimeoutMillis = -1, 5000
+				pt := kmsg.NewProduceRequestTopic()
+				pt.Topic = "whole"
+				for p := range int32(n) {
+					pp := kmsg.NewProduceRequestTopicPartition()
+					pp.Partition = p
+					pp.Records = appendBatch(nil, batchSpec{pid: -1, epoch: -1, seq: -1, n: 1, valueBytes: 10})
+					pt.Partitions = append(pt.Partitions, pp)
+				}
+				preq.Topics = append(preq.Topics, pt)
+				pcorr := producer.send(preq)
+				resp := fetcher.recv(freq, corr).(*kmsg.FetchResponse)
+				got := 0
+				for _, p := range resp.Topics[0].Partitions {
+					if p.ErrorCode != 0 {
+						t.Fatalf("partition %d: %v", p.Partition, kerr.ErrorForCode(p.ErrorCode))
+					}
+					if offs := batchesIn(t, p.RecordBatches); len(offs) == 1 && offs[0] == int64(round) {
+						got++
+					}
+				}
+				if got != n {
+					t.Fatalf("round %d: the woken fetch carried %d of the %d partitions' records", round, got, n)
+				}
+				presp := producer.recv(preq, pcorr).(*kmsg.ProduceResponse)
+				for _, p := range presp.Topics[0].Partitions {
+					if p.ErrorCode != 0 || p.BaseOffset != int64(round) {
+						t.Fatalf("produce partition %d: %v at %d", p.Partition, kerr.ErrorForCode(p.ErrorCode), p.BaseOffset)
+					}
+				}
+				for deadline := time.Now().Add(5 * time.Second); waits.Delayed() != 0; {
+					if time.Now().After(deadline) {
+						t.Fatal("the answered fetch stays armed")
+					}
+					time.Sleep(time.Millisecond) // polling for the timer entry's removal
+				}
+			}
+		})
 	}
 }
