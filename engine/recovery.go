@@ -82,13 +82,14 @@ func (m *Manager) loadLog(d *logDir, dir string, tp TopicPartition, cfg LogConfi
 	for i := 0; i+1 < len(segs); i++ {
 		segs[i].next.Store(segs[i+1].base)
 	}
+	created := false
 	if len(segs) == 0 {
 		s, err := createSegment(dir, max(ls, 0), &c)
 		if err != nil {
 			return fail(err)
 		}
 		segs = append(segs, s)
-		clean = true
+		clean, created = true, true
 	}
 
 	recovered := false
@@ -119,8 +120,10 @@ func (m *Manager) loadLog(d *logDir, dir string, tp TopicPartition, cfg LogConfi
 			}
 		}
 		recovered = true
-	} else if err := l.openActive(segs[len(segs)-1]); err != nil {
-		return fail(err)
+	} else if !created { // a new segment's indexes are already open, empty and writable
+		if err := l.openActive(segs[len(segs)-1]); err != nil {
+			return fail(err)
+		}
 	}
 	l.segs = segs
 
