@@ -36,14 +36,10 @@ func init() {
 	register(API{Key: 10, MinVersion: 0, MaxVersion: 6, Handle: handleFindCoordinator})
 }
 
-// groupsOf holds each broker's group coordinator (*groupsHolder by *Broker); the
-// Broker struct has no field for it.
-var groupsOf sync.Map
-
+// groupsHolder is a broker's group coordinator, nil until first use or after Close.
 type groupsHolder struct {
-	mu  sync.Mutex
-	c   *group.Coordinator
-	err error
+	mu sync.Mutex
+	c  *group.Coordinator
 }
 
 // GroupCoordinator returns the broker's group coordinator, creating
@@ -51,8 +47,7 @@ type groupsHolder struct {
 // first use. A broker's start-up calls it to load committed offsets before clients
 // ask; CloseGroupCoordinator stops it.
 func (b *Broker) GroupCoordinator() (*group.Coordinator, error) {
-	v, _ := groupsOf.LoadOrStore(b, &groupsHolder{})
-	h := v.(*groupsHolder)
+	h := &b.groups
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.c != nil {
@@ -70,11 +65,7 @@ func (b *Broker) GroupCoordinator() (*group.Coordinator, error) {
 // parked joins are answered NOT_COORDINATOR and its timers stop. Call it before
 // closing the engine.
 func (b *Broker) CloseGroupCoordinator() {
-	v, ok := groupsOf.LoadAndDelete(b)
-	if !ok {
-		return
-	}
-	h := v.(*groupsHolder)
+	h := &b.groups
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.c != nil {
