@@ -102,14 +102,16 @@ kcat -b "$broker" -C -t kcat-order -p 0 -o beginning -e -q >"$tmp/out.kcat-order
 check "kcat-order: order" "" "$(diff "$tmp/lines" "$tmp/out.kcat-order" | head -1)"
 
 # A balanced consumer group of two kcat members splits the topic's four partitions.
-group_member() { # name
+group_member() { # name; sets member_pid
 	kcat -b "$broker" -G kcat-group kcat-grouped -u -X auto.offset.reset=earliest -X auto.commit.interval.ms=200 \
 		-f '%s\n' >"$tmp/group.$1" 2>"$tmp/group.$1.log" &
-	echo $!
+	member_pid=$!
 }
 echo 0 | kcat -b "$broker" -P -t kcat-grouped || fail "create the grouped topic" # consumers do not auto-create
-ma=$(group_member a)
-mb=$(group_member b)
+group_member a
+ma=$member_pid
+group_member b
+mb=$member_pid
 assigned() { # partitions in a member's latest assignment
 	grep "assigned:" "$tmp/group.$1.log" | tail -n 1 | grep -o "kcat-grouped \[" | wc -l
 }
@@ -126,12 +128,17 @@ for _ in $(seq 1 300); do
 done
 check "kcat -G: every record consumed" "$(seq 0 1000)" "$(sort -n "$tmp/group.a" "$tmp/group.b")"
 check "kcat -G: both members consumed" "yes" "$([ -s "$tmp/group.a" ] && [ -s "$tmp/group.b" ] && echo yes || echo no)"
-kill -INT "$ma" "$mb"
+kill -INT "$ma" "$mb" # members commit their offsets as they leave
 wait "$ma" "$mb" || true
-# A new member of the same group resumes from the committed offsets: nothing left to read.
+# Committed offsets survive the broker's SIGKILL: a new member of the same group, after
+# the restart, resumes from them and finds nothing left to read.
+kill -KILL "$pid"
+wait "$pid" 2>/dev/null || true
+pid=""
+start
 timeout 60 kcat -b "$broker" -G kcat-group kcat-grouped -X auto.offset.reset=earliest -e -q -f '%s\n' \
 	>"$tmp/group.c" 2>/dev/null || true
-check "kcat -G: committed offsets resume" 0 "$(wc -l <"$tmp/group.c" | tr -d ' ')"
+check "kcat -G: committed offsets survive SIGKILL" 0 "$(wc -l <"$tmp/group.c" | tr -d ' ')"
 
 # Keys and headers round-trip.
 printf 'k1:v1\nk2:v2\n' | kcat -b "$broker" -P -t kcat-keys -K: -H h=1 || fail "keyed produce"
