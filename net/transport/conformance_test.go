@@ -19,7 +19,8 @@ import (
 )
 
 // The conformance suite: every case runs against every transport (Std, the reactor
-// with a worker pool, the reactor serving on its loops), through real loopback TCP,
+// with a worker pool, the reactor serving on its loops, the reactor with loops not
+// locked to OS threads), through real loopback TCP,
 // with the testHandler of std_test.go.
 
 // servedTransport is what the suite needs of a transport.
@@ -44,6 +45,9 @@ func transportKinds() []transportKind {
 			}},
 			transportKind{"reactor-onloop", func(cfg Config, h Handler) (servedTransport, error) {
 				return NewReactor(ReactorConfig{Config: cfg, Loops: 2, ServeOnLoop: true}, h, nil)
+			}},
+			transportKind{"reactor-unlocked", func(cfg Config, h Handler) (servedTransport, error) {
+				return NewReactor(ReactorConfig{Config: cfg, Loops: 2, Workers: 4, UnlockedLoops: true}, h, nil)
 			}})
 	}
 	return kinds

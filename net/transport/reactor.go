@@ -55,6 +55,13 @@ type ReactorConfig struct {
 	// ServeOnLoop calls Handler.Serve on the event loop itself. Only for handlers that
 	// never block: a blocked Serve stalls every connection of its loop.
 	ServeOnLoop bool
+	// UnlockedLoops runs the event loops as ordinary goroutines instead of locking each
+	// to an OS thread. An idle loop parks in Go's poller either way; a locked one costs
+	// two OS thread switches per wake-up (the runtime hands its P to the locked thread
+	// and back), an unlocked one a goroutine switch. Measured on the transport
+	// benchmarks, unlocked loops answered one pipelined connection of 100-byte requests
+	// 2.7x faster (worker pool) at less than half the CPU per request.
+	UnlockedLoops bool
 }
 
 // DefaultWorkers is ReactorConfig.Workers' default.

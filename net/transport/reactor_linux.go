@@ -19,7 +19,7 @@ import (
 // Reactor is the epoll Transport (see ReactorConfig and the overview in reactor.go).
 //
 // Goroutines: one acceptor per Serve call, Loops event loops (each locked to an OS
-// thread, owning its connections' sockets: only a loop reads, writes or closes them),
+// thread unless UnlockedLoops, owning its connections' sockets: only a loop reads, writes or closes them),
 // Workers serve goroutines, and warmers that read cold file ranges into the page cache.
 //
 // Lock order: Reactor.mu, then loop.mu or rconn.mu (never both of those), then
@@ -504,8 +504,10 @@ func (l *loop) tick() time.Duration {
 }
 
 func (l *loop) run() {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
+	if !l.r.cfg.UnlockedLoops {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+	}
 	defer l.r.loopsWG.Done()
 	defer func() {
 		l.state.Store(loopStopped)
