@@ -480,8 +480,13 @@ func (op *fetchOp) appendPartition(fr *fetchResp, b []byte, p *fetchPart) []byte
 	}
 	b = appendBytesLen(b, flex, p.slice.Size)
 	if p.slice.Size > 0 {
-		fr.bb.B = b
-		fr.splice(p.slice)
+		if nb, ok := fr.copyIn(b, p.slice); ok {
+			b = nb
+			p.slice.Release()
+		} else {
+			fr.bb.B = b
+			fr.splice(p.slice)
+		}
 		p.slice = engine.Slice{}
 	}
 	if !flex {

@@ -438,3 +438,38 @@ func TestParkedFetchSeesWholeProduce(t *testing.T) {
 		})
 	}
 }
+
+// TestFetchCopiedAndSplicedRecords fetches three partitions in one answer: two small
+// ranges, copied into the response buffer, around a large one, sent as a file range.
+// Every record must arrive, in order, whichever way it was sent.
+func TestFetchCopiedAndSplicedRecords(t *testing.T) {
+	tb := startDataBroker(t)
+	mustCreate(t, tb.admin(t), "mixed", 3, nil)
+	rc := tb.raw(t)
+	sizes := []int{3, 400, 5} // records of 100 bytes: p1's batch is beyond fetchCopyMax
+	for p, n := range sizes {
+		batch := appendBatch(nil, batchSpec{pid: -1, epoch: -1, seq: -1, n: n, valueBytes: 100})
+		if p == 1 && len(batch) <= fetchCopyMax {
+			t.Fatalf("the large batch has %d bytes", len(batch))
+		}
+		preq := produceReq("mixed", 1, batch)
+		preq.Topics[0].Partitions[0].Partition = int32(p)
+		preq.SetVersion(9)
+		if got := rc.roundTrip(preq).(*kmsg.ProduceResponse).Topics[0].Partitions[0]; got.ErrorCode != 0 {
+			t.Fatalf("produce p%d: %v", p, kerr.ErrorForCode(got.ErrorCode))
+		}
+	}
+	var parts []fetchPartReq
+	for p := range sizes {
+		parts = append(parts, fetchPartReq{topic: "mixed", partition: int32(p), curEpoch: -1, lastEpoch: -1})
+	}
+	for _, v := range []int16{4, 11, 12} {
+		resp := rc.roundTrip(fetchReq(v, 0, 1, 0, -1, parts, nil)).(*kmsg.FetchResponse)
+		for i, p := range resp.Topics[0].Partitions {
+			offs := batchesIn(t, p.RecordBatches)
+			if p.ErrorCode != 0 || len(offs) != sizes[i] || offs[len(offs)-1] != int64(sizes[i]-1) {
+				t.Fatalf("v%d partition %d: %v, offsets %v", v, p.Partition, kerr.ErrorForCode(p.ErrorCode), offs)
+			}
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"runtime"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -133,6 +134,126 @@ func BenchmarkFetch(b *testing.B) {
 			b.StopTimer()
 			cpu := rusageCPU() - cpu0
 			b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/req")
+		})
+	}
+}
+
+// BenchmarkLongPoll is the low-rate path: a producer sends Produce requests (acks=1,
+// one 100-byte record to each of 6 partitions) one at a time, while a consumer keeps a
+// long-poll Fetch (MinBytes 1) parked on the 6 partitions. One op is one Produce
+// request and what it wakes. fetches/produce counts the consumer's answers per
+// request (1 is ideal); cpu-µs/produce and allocs/op are the whole process's (client
+// included) per request.
+func BenchmarkLongPoll(b *testing.B) {
+	for _, sync := range []engine.SyncPolicy{engine.SyncNone, engine.SyncFsync} {
+		b.Run("sync="+sync.String(), func(b *testing.B) {
+			const nparts = 6
+			tb := startDataBroker(b, testBrokerOptions{Sync: sync})
+			rc := tb.raw(b)
+			req := kmsg.NewPtrCreateTopicsRequest()
+			ct := kmsg.NewCreateTopicsRequestTopic()
+			ct.Topic, ct.NumPartitions, ct.ReplicationFactor = "bench", nparts, 1
+			req.Topics = append(req.Topics, ct)
+			rc.roundTrip(req)
+			rc.c.SetDeadline(time.Time{})
+			cons := tb.raw(b)
+			cons.c.SetDeadline(time.Time{})
+
+			preq := kmsg.NewPtrProduceRequest()
+			preq.SetVersion(9)
+			preq.Acks, preq.TimeoutMillis = 1, 5000
+			pt := kmsg.NewProduceRequestTopic()
+			pt.Topic = "bench"
+			for p := range int32(nparts) {
+				pp := kmsg.NewProduceRequestTopicPartition()
+				pp.Partition = p
+				pp.Records = appendBatch(nil, batchSpec{pid: -1, epoch: -1, seq: -1, n: 1, valueBytes: 100})
+				pt.Partitions = append(pt.Partitions, pp)
+			}
+			preq.Topics = append(preq.Topics, pt)
+			pframe := kmsg.NewRequestFormatter(kmsg.FormatterClientID("bench")).AppendRequest(nil, preq, 1)
+
+			// The consumer: fetch from the partitions' next offsets until it has want
+			// records in all, counting the answers.
+			var fetches atomic.Int64
+			fmtr := kmsg.NewRequestFormatter(kmsg.FormatterClientID("bench"))
+			parts := make([]fetchPartReq, nparts)
+			for p := range parts {
+				parts[p] = fetchPartReq{topic: "bench", partition: int32(p), curEpoch: -1, lastEpoch: -1}
+			}
+			freq := fetchReq(12, 5000, 1, 0, -1, parts, nil)
+			var frame, buf []byte
+			var resp kmsg.FetchResponse
+			br := bufio.NewReaderSize(cons.c, 1<<20)
+			consume := func(want int64, done chan<- error) {
+				for {
+					have := want
+					for p := range freq.Topics[0].Partitions {
+						have = min(have, freq.Topics[0].Partitions[p].FetchOffset)
+					}
+					if have >= want {
+						done <- nil
+						return
+					}
+					frame = fmtr.AppendRequest(frame[:0], freq, 1)
+					if _, err := cons.c.Write(frame); err != nil {
+						done <- err
+						return
+					}
+					var hdr [4]byte
+					if _, err := io.ReadFull(br, hdr[:]); err != nil {
+						done <- err
+						return
+					}
+					n := int(binary.BigEndian.Uint32(hdr[:]))
+					if cap(buf) < n {
+						buf = make([]byte, n)
+					}
+					buf = buf[:n]
+					if _, err := io.ReadFull(br, buf); err != nil {
+						done <- err
+						return
+					}
+					resp.SetVersion(12)
+					if err := resp.ReadFrom(buf[5:]); err != nil { // correlation id, header tags
+						done <- err
+						return
+					}
+					fetches.Add(1)
+					for _, t := range resp.Topics {
+						for _, p := range t.Partitions {
+							rb := p.RecordBatches
+							for len(rb) >= 61 {
+								size := int(binary.BigEndian.Uint32(rb[8:])) + 12
+								if size > len(rb) {
+									break
+								}
+								next := int64(binary.BigEndian.Uint64(rb)) + int64(binary.BigEndian.Uint32(rb[23:])) + 1
+								freq.Topics[0].Partitions[p.Partition].FetchOffset = next
+								rb = rb[size:]
+							}
+						}
+					}
+				}
+			}
+			run := func(n int) {
+				done := make(chan error, 1)
+				go consume(freq.Topics[0].Partitions[0].FetchOffset+int64(n), done)
+				pipeline(b, rc.c, pframe, n, 1)
+				if err := <-done; err != nil {
+					b.Fatal(err)
+				}
+			}
+			run(20) // warm the pools
+			fetches.Store(0)
+			cpu0 := rusageCPU()
+			b.ReportAllocs()
+			b.ResetTimer()
+			run(b.N)
+			b.StopTimer()
+			cpu := rusageCPU() - cpu0
+			b.ReportMetric(float64(fetches.Load())/float64(b.N), "fetches/produce")
+			b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/produce")
 		})
 	}
 }
