@@ -24,11 +24,14 @@ run: build
 
 test: lint test-go test-kcat test-python
 
+# The broker's real-client tests run once per transport (std, then the epoll reactor).
 test-go:
 	$(GO) test -race -timeout 20m $(PKGS)
+	SAMSA_TEST_TRANSPORT=reactor $(GO) test -race -timeout 20m ./net/kafka
 
 test-kcat:
 	./tests/kcat.sh
+	SAMSA_TEST_TRANSPORT=reactor ./tests/kcat.sh
 
 # Debian's kafka-python and confluent-kafka (python3-kafka, python3-confluent-kafka).
 test-python:

@@ -4,6 +4,7 @@
 # then a graceful restart must keep every record.
 #
 #   tests/kcat.sh            (needs kcat and python3 on PATH; builds ./cmd/samsa)
+#   SAMSA_TEST_TRANSPORT=reactor tests/kcat.sh    (the broker on the epoll reactor)
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -39,7 +40,7 @@ broker="127.0.0.1:$port"
 
 start() {
 	SAMSA_NUM_PARTITIONS=4 "$tmp/samsa" serve --data-dir "$tmp/data" --listen "$broker" --admin-listen "127.0.0.1:$admin" \
-		>>"$tmp/broker.log" 2>&1 &
+		--transport "${SAMSA_TEST_TRANSPORT:-std}" >>"$tmp/broker.log" 2>&1 &
 	pid=$!
 	for _ in $(seq 1 200); do
 		if kcat -b "$broker" -L -m 2 >/dev/null 2>&1; then
@@ -152,5 +153,5 @@ kcat -b "$broker" -C -t kcat-plain -o beginning -e -q -m 30 >"$tmp/out.restart" 
 check "after restart: count" "$n" "$(wc -l <"$tmp/out.restart" | tr -d ' ')"
 stop
 
-echo "kcat: $passed passed, $failed failed"
+echo "kcat-${SAMSA_TEST_TRANSPORT:-std}: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

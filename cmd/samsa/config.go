@@ -61,6 +61,7 @@ var flagKeys = []struct{ flag, key, usage string }{
 	{"admin-listen", "admin.listen", "admin HTTP listener host:port for /metrics and /debug/pprof/ (empty: off)"},
 	{"sync", "sync", "durability: fsync (ack after group-committed fdatasync), interval, none"},
 	{"transport", "transport", "network transport: std (Go's net) or reactor (epoll, Linux)"},
+	{"net-loops", "num.network.threads", "transport=reactor: event loops (default: one per CPU)"},
 	{"node-id", "node.id", "this broker's node id"},
 	{"advertised-listener", "advertised.listeners", "host:port advertised to clients (default: the bound address)"},
 }

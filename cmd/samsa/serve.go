@@ -159,7 +159,9 @@ func startServer(cfg *serverConfig, log *slog.Logger) (_ *server, err error) {
 	case "std":
 		s.tr = transport.NewStd(tcfg, s.broker, log.With("component", "transport"))
 	case "reactor":
-		rc := transport.ReactorConfig{Config: tcfg, Workers: int(cfg.getInt("num.io.threads"))}
+		// Loops park in Go's poller without holding an OS thread each: locked loops
+		// cost two thread switches per wake-up, which lost on one connection here.
+		rc := transport.ReactorConfig{Config: tcfg, Workers: int(cfg.getInt("num.io.threads")), UnlockedLoops: true}
 		if _, ok := cfg.set["num.network.threads"]; ok {
 			rc.Loops = int(cfg.getInt("num.network.threads"))
 		}

@@ -32,7 +32,7 @@ type testBroker struct {
 	b      *Broker
 	eng    *engine.Manager
 	meta   *metadata.Store
-	tr     *transport.Std
+	tr     transport.Transport
 	addr   string
 	served chan error
 }
@@ -49,6 +49,20 @@ func testLogger(t testing.TB) *slog.Logger {
 		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	return slog.New(slog.DiscardHandler)
+}
+
+// testTransport is the transport the package's tests run on: SAMSA_TEST_TRANSPORT=reactor
+// or std (the default). `make test` runs the package once with each.
+func testTransport(t testing.TB) string {
+	switch k := os.Getenv("SAMSA_TEST_TRANSPORT"); k {
+	case "", transport.KindStd:
+		return transport.KindStd
+	case transport.KindReactor:
+		return k
+	default:
+		t.Fatalf("SAMSA_TEST_TRANSPORT=%q: want std or reactor", k)
+		return ""
+	}
 }
 
 func startTestBroker(t testing.TB, opts ...testBrokerOptions) *testBroker {
@@ -96,7 +110,10 @@ func (tb *testBroker) start() {
 		t.Fatal(err)
 	}
 	tb.addr, tb.served = ln.Addr().String(), make(chan error, 1)
-	tb.tr = transport.NewStd(transport.Config{}, tb.b, testLogger(t))
+	tb.tr, err = transport.New(testTransport(t), transport.ReactorConfig{UnlockedLoops: true}, tb.b, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
 	go func() { tb.served <- tb.tr.Serve(ln) }()
 }
 
