@@ -20,6 +20,9 @@ import (
 //	append ─▶ Log.OnDurable(last) ─▶ SetHighWatermark(last+1) ─▶ waits.CheckAndComplete(log)
 //	          (fsync: after the group-committed fdatasync; none/interval: inline)
 //
+// A Produce request moves the HWs of all its partitions first and only then retries
+// the fetches waiting on them (00_produce.go), so one wake-up sees the whole request.
+//
 // so the HW, what consumers see, never passes data that is not durable under the fsync
 // policy, and equals the LEO right after the append otherwise. Logs opened with HW <
 // LEO (a restart) get the same treatment once, when the dataPath is created.
