@@ -97,14 +97,34 @@ func skipTags(b []byte) ([]byte, error) {
 	return b, nil
 }
 
+// flexibleFrom holds, for each API key kmsg knows, the first flexible version of its
+// requests (-1: none). Built once, so the request path asks kmsg nothing.
+var flexibleFrom = func() [kmsg.MaxKey + 1]int16 {
+	var t [kmsg.MaxKey + 1]int16
+	for key := range t {
+		t[key] = -1
+		r := kmsg.RequestForKey(int16(key))
+		if r == nil {
+			continue
+		}
+		for v := int16(0); v <= r.MaxVersion(); v++ {
+			r.SetVersion(v)
+			if r.IsFlexible() {
+				t[key] = v
+				break
+			}
+		}
+	}
+	return t
+}()
+
 // isFlexible reports whether version v of API key is flexible, per kmsg.
 func isFlexible(key, v int16) bool {
-	r := kmsg.RequestForKey(key)
-	if r == nil {
+	if key < 0 || int(key) >= len(flexibleFrom) {
 		return false
 	}
-	r.SetVersion(v)
-	return r.IsFlexible()
+	from := flexibleFrom[key]
+	return from >= 0 && v >= from
 }
 
 // AppendResponseHeader appends the response header for h to dst:
