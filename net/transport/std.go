@@ -202,6 +202,7 @@ type stdConn struct {
 
 	// writer-goroutine scratch
 	bufs []([]byte)
+	nb   net.Buffers // flush's view of bufs while writev consumes it
 	rels []Releaser
 }
 
@@ -522,8 +523,11 @@ func (c *stdConn) flush() error {
 	if len(c.bufs) == 0 {
 		return nil
 	}
-	nb := net.Buffers(c.bufs)
-	_, err := nb.WriteTo(c.nc)
+	// WriteTo consumes the slice header it is called on; a field's address does not
+	// escape to the heap per call as a local's would.
+	c.nb = c.bufs
+	_, err := c.nb.WriteTo(c.nc)
+	c.nb = nil
 	clear(c.bufs)
 	c.bufs = c.bufs[:0]
 	return err
