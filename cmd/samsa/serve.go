@@ -182,6 +182,9 @@ func startServer(cfg *serverConfig, log *slog.Logger) (_ *server, err error) {
 		go s.admin.Serve(s.adminLn)
 		log.Info("admin listening", "addr", s.adminLn.Addr().String())
 	}
+	// High watermarks of logs recovered after a crash catch up once their data is
+	// durable, before any client asks.
+	s.broker.StartDataPath()
 	if _, ok := s.meta.Image().Topic("__consumer_offsets"); ok {
 		// Load committed offsets now rather than on the first group request.
 		if _, err := s.broker.GroupCoordinator(); err != nil {

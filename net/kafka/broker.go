@@ -60,7 +60,8 @@ type Broker struct {
 
 	offline atomic.Pointer[offlineSnapshot] // cache of failed log dirs (03_metadata.go)
 
-	groups groupsHolder // the group coordinator, started on first use (10_find_coordinator.go)
+	groups   groupsHolder             // the group coordinator, started on first use (10_find_coordinator.go)
+	dataPath atomic.Pointer[dataPath] // data-path state, created on first use (partition_state.go)
 
 	// maxPartitionsPerOp bounds the partitions one request may create (Kafka's
 	// controller refuses more than 10,000 records per user operation).

@@ -12,8 +12,8 @@ import (
 
 // dataPath is the per-broker state of the data-path handlers (Produce, Fetch,
 // ListOffsets, DeleteRecords, InitProducerId): the purgatory of long-poll fetches, the
-// fetch-session cache and the producer-id block. The Broker struct has no field for
-// it, so it lives in dataPaths, keyed by *Broker, created on first use.
+// fetch-session cache and the producer-id block. It hangs off Broker.dataPath, created
+// by the first data request or by StartDataPath at start-up.
 //
 // High watermark, one node (ISR = {self}):
 //
@@ -33,20 +33,18 @@ type dataPath struct {
 	pids     pidBlock
 }
 
-var dataPaths sync.Map // *Broker → *dataPath
-
 // data returns the broker's data-path state, creating it on first use.
 func (b *Broker) data() *dataPath {
-	if v, ok := dataPaths.Load(b); ok {
-		return v.(*dataPath)
+	if dp := b.dataPath.Load(); dp != nil {
+		return dp
 	}
 	dp := &dataPath{
 		waits:    purgatory.New[*engine.Log]("fetch", purgatory.Options{}),
 		sessions: newFetchSessions(maxFetchSessions),
 	}
-	if v, loaded := dataPaths.LoadOrStore(b, dp); loaded {
+	if !b.dataPath.CompareAndSwap(nil, dp) {
 		dp.waits.Close()
-		return v.(*dataPath)
+		return b.dataPath.Load()
 	}
 	for _, l := range b.eng.Logs() {
 		dp.catchUpHighWatermark(l)
@@ -54,13 +52,18 @@ func (b *Broker) data() *dataPath {
 	return dp
 }
 
+// StartDataPath creates the data-path state now rather than on the first data
+// request, so the high watermarks of logs recovered behind their end (after a crash)
+// catch up as soon as their data is durable. CloseDataPath undoes it.
+func (b *Broker) StartDataPath() { b.data() }
+
 // CloseDataPath expires pending long-poll fetches (they are answered with what the
 // logs hold) and stops the fetch purgatory's timer. Call it after the transport has
 // drained and before closing the engine. Idempotent; a later request recreates the
 // state.
 func (b *Broker) CloseDataPath() {
-	if v, ok := dataPaths.LoadAndDelete(b); ok {
-		v.(*dataPath).waits.Close()
+	if dp := b.dataPath.Swap(nil); dp != nil {
+		dp.waits.Close()
 	}
 }
 
