@@ -119,40 +119,13 @@ func (r *Reactor) Serve(ln net.Listener) error {
 		delete(r.mu.lns, ln)
 		r.mu.Unlock()
 	}()
-	var backoff time.Duration
-	for {
-		nc, err := ln.Accept()
-		if err != nil {
-			if r.draining.Load() {
-				return ErrClosed
-			}
-			if errors.Is(err, net.ErrClosed) {
-				return err
-			}
-			if backoff == 0 {
-				backoff = 5 * time.Millisecond
-			} else if backoff *= 2; backoff > time.Second {
-				backoff = time.Second
-			}
-			r.log.Warn("accept failed; retrying", "err", err, "backoff", backoff)
-			t := time.NewTimer(backoff)
-			select {
-			case <-t.C:
-			case <-r.closing:
-				t.Stop()
-				return ErrClosed
-			}
-			continue
+	return acceptLoop(ln, &r.draining, r.closing, r.log, r.adopt, func(err error) bool {
+		if errors.Is(err, ErrUnsupportedConn) {
+			ln.Close()
+			return true
 		}
-		backoff = 0
-		if err := r.adopt(nc); err != nil {
-			if errors.Is(err, ErrUnsupportedConn) {
-				ln.Close()
-				return err
-			}
-			r.log.Warn("dropping accepted connection", "err", err)
-		}
-	}
+		return false
+	})
 }
 
 // adopt moves an accepted connection's socket out of Go's poller onto a loop.

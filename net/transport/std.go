@@ -70,35 +70,9 @@ func (s *Std) Serve(ln net.Listener) error {
 		delete(s.mu.lns, ln)
 		s.mu.Unlock()
 	}()
-	var backoff time.Duration
-	for {
-		nc, err := ln.Accept()
-		if err != nil {
-			if s.draining.Load() {
-				return ErrClosed
-			}
-			if errors.Is(err, net.ErrClosed) {
-				return err
-			}
-			// Transient (EMFILE, ECONNABORTED, ...): back off like net/http does.
-			if backoff == 0 {
-				backoff = 5 * time.Millisecond
-			} else if backoff *= 2; backoff > time.Second {
-				backoff = time.Second
-			}
-			s.log.Warn("accept failed; retrying", "err", err, "backoff", backoff)
-			t := time.NewTimer(backoff)
-			select {
-			case <-t.C:
-			case <-s.closing:
-				t.Stop()
-				return ErrClosed
-			}
-			continue
-		}
-		backoff = 0
-		s.startConn(nc)
-	}
+	return acceptLoop(ln, &s.draining, s.closing, s.log,
+		func(nc net.Conn) error { s.startConn(nc); return nil },
+		func(error) bool { return false })
 }
 
 func (s *Std) startConn(nc net.Conn) {

@@ -1,0 +1,51 @@
+package transport
+
+import (
+	"errors"
+	"log/slog"
+	"net"
+	"sync/atomic"
+	"time"
+)
+
+// acceptLoop accepts connections on ln and hands each to take, for both transports.
+// It returns ErrClosed once draining is set (or closing is closed while it backs off),
+// and ln's error when ln was closed. Other accept errors (EMFILE, ECONNABORTED, ...)
+// are transient: it backs off like net/http does, 5 ms doubling to 1 s. A take error
+// that stop reports as fatal ends the loop with that error; others are logged.
+func acceptLoop(ln net.Listener, draining *atomic.Bool, closing <-chan struct{}, log *slog.Logger,
+	take func(net.Conn) error, stop func(error) bool) error {
+	var backoff time.Duration
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if draining.Load() {
+				return ErrClosed
+			}
+			if errors.Is(err, net.ErrClosed) {
+				return err
+			}
+			if backoff == 0 {
+				backoff = 5 * time.Millisecond
+			} else if backoff *= 2; backoff > time.Second {
+				backoff = time.Second
+			}
+			log.Warn("accept failed; retrying", "err", err, "backoff", backoff)
+			t := time.NewTimer(backoff)
+			select {
+			case <-t.C:
+			case <-closing:
+				t.Stop()
+				return ErrClosed
+			}
+			continue
+		}
+		backoff = 0
+		if err := take(nc); err != nil {
+			if stop(err) {
+				return err
+			}
+			log.Warn("dropping accepted connection", "err", err)
+		}
+	}
+}
