@@ -55,15 +55,18 @@ type serverConfig struct {
 }
 
 // flagKeys maps serve's flags onto config keys.
-var flagKeys = []struct{ flag, key, usage string }{
-	{"data-dir", "data.dir", "data directory: <dir>/meta (metadata log), <dir>/logs (partition logs unless log.dirs)"},
-	{"listen", "listeners", "Kafka listener host:port (port 0: any free port)"},
-	{"admin-listen", "admin.listen", "admin HTTP listener host:port for /metrics and /debug/pprof/ (empty: off)"},
-	{"sync", "sync", "durability: fsync (ack after group-committed fdatasync), interval, none"},
-	{"transport", "transport", "network transport: std (Go's net) or reactor (epoll, Linux)"},
-	{"net-loops", "num.network.threads", "transport=reactor: event loops (default: one per CPU)"},
-	{"node-id", "node.id", "this broker's node id"},
-	{"advertised-listener", "advertised.listeners", "host:port advertised to clients (default: the bound address)"},
+var flagKeys = []struct {
+	flag, key, usage string
+	noDefault        bool // the key's default does not apply unless set
+}{
+	{flag: "data-dir", key: "data.dir", usage: "data directory: <dir>/meta (metadata log), <dir>/logs (partition logs unless log.dirs)"},
+	{flag: "listen", key: "listeners", usage: "Kafka listener host:port (port 0: any free port)"},
+	{flag: "admin-listen", key: "admin.listen", usage: "admin HTTP listener host:port for /metrics and /debug/pprof/ (empty: off)"},
+	{flag: "sync", key: "sync", usage: "durability: fsync (ack after group-committed fdatasync), interval, none"},
+	{flag: "transport", key: "transport", usage: "network transport: std (Go's net) or reactor (epoll, Linux)"},
+	{flag: "net-loops", key: "num.network.threads", usage: "transport=reactor: event loops (default: one per CPU)", noDefault: true},
+	{flag: "node-id", key: "node.id", usage: "this broker's node id"},
+	{flag: "advertised-listener", key: "advertised.listeners", usage: "host:port advertised to clients (default: the bound address)"},
 }
 
 // loadConfig resolves the configuration from args, env (os.Environ form) and the file
@@ -75,6 +78,9 @@ func loadConfig(args, env []string, log *slog.Logger, usageOut io.Writer) (*serv
 	flagVals := map[string]*string{}
 	for _, f := range flagKeys {
 		def, _ := kafka.BrokerConfigDefault(f.key)
+		if f.noDefault {
+			def = ""
+		}
 		flagVals[f.key] = fs.String(f.flag, def, f.usage)
 	}
 	var sets multiFlag
