@@ -14,9 +14,26 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
+
+// rawMaxBatchBytes bounds a raw batch below Kafka's default max.message.bytes
+// (1,048,588); rawRecordOverhead is a generous bound on a record's framing (length,
+// attributes, deltas, key and header counts) beside its value.
+const (
+	rawMaxBatchBytes  = 1_000_000
+	rawRecordOverhead = 24
+)
+
+// defaultRawRecordsPerBatch is the workload's batch size in records, at most 4096, and
+// under Kafka's default max.message.bytes so that a broker with default limits accepts
+// every batch.
+func defaultRawRecordsPerBatch(w *Workload) int {
+	return min(4096, max(1, w.Producer.BatchSize/w.MessageSize),
+		max(1, rawMaxBatchBytes/(w.MessageSize+rawRecordOverhead)))
+}
 
 // RawConfig configures the raw (broker capacity) mode. Zero values take defaults.
 type RawConfig struct {
@@ -28,7 +45,7 @@ type RawConfig struct {
 
 	Connections     int // produce connections (default 2)
 	InFlight        int // pipelined Produce requests per connection (default 8)
-	RecordsPerBatch int // default batchSize/messageSize, at most 4096
+	RecordsPerBatch int // default batchSize/messageSize, at most 4096 and within rawMaxBatchBytes
 	Duration        time.Duration
 	Warmup          time.Duration
 	NoConsume       bool // skip the raw fetchers
@@ -141,7 +158,7 @@ func RunRaw(ctx context.Context, cfg RawConfig) (*Result, error) {
 		cfg.InFlight = 8
 	}
 	if cfg.RecordsPerBatch <= 0 {
-		cfg.RecordsPerBatch = min(4096, max(1, w.Producer.BatchSize/w.MessageSize))
+		cfg.RecordsPerBatch = defaultRawRecordsPerBatch(w)
 	}
 	if cfg.Duration <= 0 {
 		cfg.Duration = w.Duration.D()
@@ -370,9 +387,13 @@ func rawProduce(ctx context.Context, rc *rawConn, frame []byte, req *kmsg.Produc
 				for _, p := range t.Partitions {
 					if p.ErrorCode == 0 {
 						ok2++
-					} else {
-						st.errs.Add(1)
+						continue
 					}
+					// A capacity figure made of refused batches means nothing:
+					// stop the run with the broker's error.
+					st.errs.Add(1)
+					readErr <- fmt.Errorf("raw produce to %s[%d]: %w", t.Topic, p.Partition, kerr.ErrorForCode(p.ErrorCode))
+					return
 				}
 			}
 			perPart := perReq / int64(len(req.Topics[0].Partitions))
