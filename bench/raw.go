@@ -283,6 +283,12 @@ func RunRaw(ctx context.Context, cfg RawConfig) (*Result, error) {
 	ticker := time.NewTicker(time.Second)
 	defer ticker.Stop()
 	end := start.Add(cfg.Warmup + cfg.Duration)
+	// A backlog workload bounds the volume too: raw mode produces at the broker's full
+	// speed, and a 10-minute run at disk speed would fill the disk, not a backlog.
+	var capBytes int64
+	if w.ConsumerBacklogSizeGB > 0 {
+		capBytes = int64(w.ConsumerBacklogSizeGB * (1 << 30))
+	}
 	var runErr error
 loop:
 	for {
@@ -323,7 +329,7 @@ loop:
 					use0, _ = cfg.Broker.Usage()
 				}
 			}
-			if !now.Before(end) {
+			if !now.Before(end) || (capBytes > 0 && cur[1] >= capBytes) {
 				break loop
 			}
 		}
