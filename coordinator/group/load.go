@@ -1,8 +1,10 @@
 package group
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 )
 
@@ -165,7 +167,11 @@ func (c *Coordinator) load(p int32) error {
 			}
 		})
 	}
-	c.logger.Info("loaded __consumer_offsets partition", "partition", p, "groups", len(loaded))
+	level := slog.LevelInfo
+	if len(loaded) == 0 {
+		level = slog.LevelDebug // 50 empty partitions on a new broker say nothing
+	}
+	c.logger.Log(context.Background(), level, "loaded __consumer_offsets partition", "partition", p, "groups", len(loaded))
 	return nil
 }
 
