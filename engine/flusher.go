@@ -42,9 +42,14 @@ type waiter struct {
 	done   func(error)
 }
 
+// complete releases the waiter's caller. A callback waiter goes back to the pool
+// here (the flusher holds the last reference to it); a channel waiter is returned by
+// WaitDurable once it has received.
 func (w *waiter) complete(err error) {
-	if w.done != nil {
-		w.done(err)
+	if done := w.done; done != nil {
+		w.done = nil
+		putWaiter(w)
+		done(err)
 		return
 	}
 	w.ch <- err

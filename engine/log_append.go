@@ -227,7 +227,8 @@ func (l *Log) OnDurable(offset int64, done func(error)) {
 		done(nil)
 		return
 	}
-	w := &waiter{l: l, offset: offset, done: done}
+	w := getWaiter()
+	w.l, w.offset, w.done = l, offset, done
 	l.ld.addWaiter(w)
 }
 
