@@ -105,9 +105,10 @@ func (d *logDir) addWaiter(w *waiter) {
 		w.complete(err)
 		return
 	}
+	l := w.l // once queued, w belongs to the flusher, which may complete and reuse it
 	d.waiters = append(d.waiters, w)
 	d.mu.Unlock()
-	d.queueFlush(w.l)
+	d.queueFlush(l)
 	d.signal()
 }
 
@@ -183,10 +184,11 @@ func (d *logDir) round(logs *[]*Log, ws *[]*waiter) {
 			// Truncated away (or never written): nothing will make it durable.
 			w.complete(ErrOffsetOutOfRange)
 		default:
+			l := w.l // once queued again, w may be completed and reused elsewhere
 			d.mu.Lock()
 			d.waiters = append(d.waiters, w)
 			d.mu.Unlock()
-			d.queueFlush(w.l)
+			d.queueFlush(l)
 			requeue = true
 		}
 	}
