@@ -1,4 +1,4 @@
-package transport_test
+package kafka_test
 
 import (
 	"context"
@@ -22,7 +22,8 @@ import (
 	"github.com/samsa-broker/samsa/net/transport"
 )
 
-// The broker, over each transport, with real clients: franz-go producing with the
+// The broker over each transport (net/transport may not import this package, so
+// these cases live here), with real clients: franz-go producing with the
 // fsync durability policy (answers sent later from the flusher's goroutine) and
 // consuming (Fetch answered with sendfile), plus malformed input on raw sockets.
 
