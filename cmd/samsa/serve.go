@@ -136,7 +136,7 @@ func startServer(cfg *serverConfig, log *slog.Logger) (_ *server, err error) {
 	}
 
 	if s.ln, err = net.Listen("tcp", cfg.Listen); err != nil {
-		return nil, fmt.Errorf("kafka listener: %w", err)
+		return nil, listenError("kafka listener", cfg.Listen, "--listen or LISTEN=", err)
 	}
 	host, port := advertised(cfg, s.ln.Addr().(*net.TCPAddr))
 	reg := prometheus.NewRegistry()
@@ -176,7 +176,7 @@ func startServer(cfg *serverConfig, log *slog.Logger) (_ *server, err error) {
 	if cfg.AdminListen != "" {
 		if s.adminLn, err = net.Listen("tcp", cfg.AdminListen); err != nil {
 			s.ln.Close()
-			return nil, fmt.Errorf("admin listener: %w", err)
+			return nil, listenError("admin listener", cfg.AdminListen, "--admin-listen or ADMIN=", err)
 		}
 		s.admin = &http.Server{Handler: adminMux(reg), ReadHeaderTimeout: 10 * time.Second}
 		go s.admin.Serve(s.adminLn)
@@ -194,6 +194,16 @@ func startServer(cfg *serverConfig, log *slog.Logger) (_ *server, err error) {
 	go func() { s.served <- s.tr.Serve(s.ln) }()
 	log.Info("listening", "addr", s.ln.Addr().String(), "advertised", net.JoinHostPort(host, strconv.Itoa(int(port))), "cluster_id", clusterID)
 	return s, nil
+}
+
+// listenError names the listener, its address and, when the address is taken, the fix:
+// "kafka listener 127.0.0.1:9092: address already in use: pass --listen or LISTEN=".
+// (LISTEN= and ADMIN= are the overrides of `make run`.)
+func listenError(what, addr, fix string, err error) error {
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return fmt.Errorf("%s %s: %w: pass %s", what, addr, syscall.EADDRINUSE, fix)
+	}
+	return fmt.Errorf("%s %s: %w", what, addr, err)
 }
 
 // Addr is the Kafka listener's bound address.

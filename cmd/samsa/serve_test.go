@@ -215,3 +215,35 @@ func TestServeRefusesOtherNodesData(t *testing.T) {
 		t.Fatalf("started on another node's data: %v", err)
 	}
 }
+
+// TestServeAddressInUse: a taken Kafka or admin address fails start-up with an error
+// that names the address and the fix.
+func TestServeAddressInUse(t *testing.T) {
+	decoy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer decoy.Close()
+	taken := decoy.Addr().String()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--listen", taken, "--admin-listen", "127.0.0.1:0"}, "kafka listener " + taken + ": address already in use: pass --listen or LISTEN="},
+		{[]string{"--listen", "127.0.0.1:0", "--admin-listen", taken}, "admin listener " + taken + ": address already in use: pass --admin-listen or ADMIN="},
+	} {
+		args := append([]string{"--data-dir", t.TempDir(), "--sync", "none"}, tc.args...)
+		cfg, err := loadConfig(args, nil, slog.New(slog.DiscardHandler), io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := startServer(cfg, slog.New(slog.DiscardHandler))
+		if err == nil {
+			stopTestServer(t, s)
+			t.Fatalf("%v: started on a taken address", tc.args)
+		}
+		if !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: error %q, want %q", tc.args, err, tc.want)
+		}
+	}
+}
