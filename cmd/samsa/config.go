@@ -70,7 +70,8 @@ var flagKeys = []struct {
 }
 
 // loadConfig resolves the configuration from args, env (os.Environ form) and the file
-// args name. Warnings (unknown keys) go to log.
+// args name. Unknown keys, from any source (file, SAMSA_ variables, --set), are warned
+// about on log and ignored; bad values of known keys are errors.
 func loadConfig(args, env []string, log *slog.Logger, usageOut io.Writer) (*serverConfig, error) {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(usageOut)
@@ -147,11 +148,8 @@ func loadConfig(args, env []string, log *slog.Logger, usageOut io.Writer) (*serv
 		if !ok {
 			return nil, fmt.Errorf("%w: --set %q: want key=value", errConfig, s)
 		}
-		k = strings.TrimSpace(k)
-		if _, known, _ := kafka.ValidateBrokerConfig(k, v); !known {
-			return nil, fmt.Errorf("%w: --set %s: unknown config key", errConfig, k)
-		}
-		if err := put("flag --set", k, v); err != nil {
+		// An unknown key is warned about and ignored by put, as from every other source.
+		if err := put("flag --set", strings.TrimSpace(k), v); err != nil {
 			return nil, err
 		}
 	}
