@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/samsa-broker/samsa/engine/vfs"
 )
 
 // Benchmarks, each beside its baseline measured in the same run:
@@ -188,11 +190,11 @@ func BenchmarkAppendFsync(b *testing.B) {
 
 func buildIndexes(b *testing.B, entries int) (*offsetIndex, *timeIndex) {
 	dir := b.TempDir()
-	oi, _, err := openIndex(filepath.Join(dir, "i.index"), offsetEntrySize, int32(entries*offsetEntrySize), true)
+	oi, _, err := openIndex(vfs.Default, filepath.Join(dir, "i.index"), offsetEntrySize, int32(entries*offsetEntrySize), true)
 	if err != nil {
 		b.Fatal(err)
 	}
-	ti, _, err := openIndex(filepath.Join(dir, "i.timeindex"), timeEntrySize, int32(entries*timeEntrySize), true)
+	ti, _, err := openIndex(vfs.Default, filepath.Join(dir, "i.timeindex"), timeEntrySize, int32(entries*timeEntrySize), true)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/samsa-broker/samsa/engine/vfs"
 )
 
 // Checkpoint file names, as in Kafka.
@@ -32,9 +34,9 @@ const (
 
 // writeFileAtomic writes data to path through a temporary file: write, fsync,
 // rename, fsync of the directory.
-func writeFileAtomic(path string, data []byte) error {
+func writeFileAtomic(fsys vfs.FS, path string, data []byte) error {
 	tmp := path + tmpSuffix
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := fsys.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return err
 	}
@@ -49,23 +51,10 @@ func writeFileAtomic(path string, data []byte) error {
 	if err := f.Close(); err != nil {
 		return err
 	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := fsys.Rename(tmp, path); err != nil {
 		return err
 	}
-	return syncDir(filepath.Dir(path))
-}
-
-// syncDir fsyncs a directory so that renames and creations in it are durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if e := d.Close(); err == nil {
-		err = e
-	}
-	return err
+	return fsys.SyncDir(filepath.Dir(path))
 }
 
 func encodeCheckpoint(lines []string) []byte {
@@ -81,8 +70,8 @@ func encodeCheckpoint(lines []string) []byte {
 // readCheckpoint returns the entry lines of a checkpoint file, split into
 // fields, each with want fields. A missing file is (nil, nil); a malformed one
 // is an error wrapping ErrCorrupt.
-func readCheckpoint(path string, want int) ([][]string, error) {
-	data, err := os.ReadFile(path)
+func readCheckpoint(fsys vfs.FS, path string, want int) ([][]string, error) {
+	data, err := vfs.ReadFile(fsys, path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
@@ -127,8 +116,8 @@ func encodeOffsetsCheckpoint(offsets map[TopicPartition]int64) []byte {
 }
 
 // readOffsetsCheckpoint reads a file written by writeOffsetsCheckpoint.
-func readOffsetsCheckpoint(path string) (map[TopicPartition]int64, error) {
-	rows, err := readCheckpoint(path, 3)
+func readOffsetsCheckpoint(fsys vfs.FS, path string) (map[TopicPartition]int64, error) {
+	rows, err := readCheckpoint(fsys, path, 3)
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"strings"
 	"time"
+
+	"github.com/samsa-broker/samsa/engine/vfs"
 )
 
 // TopicPartition names one partition log.
@@ -148,4 +150,9 @@ type Options struct {
 	DefaultConfig          LogConfig     // for logs found on disk at Open
 	Logger                 *slog.Logger  // nil = discard
 	Now                    func() time.Time
+	// FS is the file system every file operation goes through; nil is
+	// vfs.Default, the operating system's. Its files must be backed by
+	// operating-system files (vfs.OSFile): indexes are mapped and fetches
+	// use sendfile.
+	FS vfs.FS
 }

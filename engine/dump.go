@@ -7,9 +7,10 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/samsa-broker/samsa/engine/vfs"
 )
 
 // DumpOptions controls DumpSegment.
@@ -69,7 +70,7 @@ func baseOf(path, suffix string) (int64, bool) {
 
 // forEachBatch walks the batches of a log file, verifying CRCs when full is
 // set. It returns the end of the last whole, parseable batch.
-func forEachBatch(f *os.File, size int64, full bool, fn func(pos int64, h *BatchHeader, batch []byte, crcOK bool)) (int64, error) {
+func forEachBatch(f vfs.File, size int64, full bool, fn func(pos int64, h *BatchHeader, batch []byte, crcOK bool)) (int64, error) {
 	win := &window{f: f, buf: make([]byte, recoverBufSize), limit: size}
 	var pos int64
 	for pos < size {
@@ -107,7 +108,7 @@ func forEachBatch(f *os.File, size int64, full bool, fn func(pos int64, h *Batch
 }
 
 func dumpLog(w io.Writer, path string, opts DumpOptions) (int, error) {
-	f, err := os.Open(path)
+	f, err := vfs.Open(vfs.Default, path)
 	if err != nil {
 		return 0, err
 	}
@@ -193,7 +194,7 @@ func dumpRecords(w io.Writer, b []byte) {
 
 // dumpIndex prints and checks an offset or time index against its log.
 func dumpIndex(w io.Writer, path, suffix string, opts DumpOptions) (int, error) {
-	data, err := os.ReadFile(path)
+	data, err := vfs.ReadFile(vfs.Default, path)
 	if err != nil {
 		return 0, err
 	}
@@ -206,7 +207,7 @@ func dumpIndex(w io.Writer, path, suffix string, opts DumpOptions) (int, error) 
 	byLast := map[int64]BatchHeader{}
 	logPath := strings.TrimSuffix(strings.TrimSuffix(path, deletedSuffix), suffix) + logSuffix
 	var logSize int64 = -1
-	if lf, err := os.Open(logPath); err == nil {
+	if lf, err := vfs.Open(vfs.Default, logPath); err == nil {
 		fi, _ := lf.Stat()
 		logSize = fi.Size()
 		forEachBatch(lf, logSize, false, func(pos int64, h *BatchHeader, _ []byte, _ bool) {
@@ -299,7 +300,7 @@ func allZero(b []byte) bool {
 }
 
 func dumpSnapshot(w io.Writer, path string) (int, error) {
-	data, err := os.ReadFile(path)
+	data, err := vfs.ReadFile(vfs.Default, path)
 	if err != nil {
 		return 0, err
 	}

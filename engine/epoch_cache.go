@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+
+	"github.com/samsa-broker/samsa/engine/vfs"
 )
 
 // epochEntry is the first offset written in a leader epoch.
@@ -18,13 +20,14 @@ type epochEntry struct {
 // both fields. Safe for concurrent use.
 type epochCache struct {
 	mu      sync.RWMutex
+	fs      vfs.FS
 	path    string
 	entries []epochEntry
 }
 
-func loadEpochCache(dir string) (*epochCache, error) {
-	c := &epochCache{path: filepath.Join(dir, leaderEpochFile)}
-	rows, err := readCheckpoint(c.path, 2)
+func loadEpochCache(fsys vfs.FS, dir string) (*epochCache, error) {
+	c := &epochCache{fs: fsys, path: filepath.Join(dir, leaderEpochFile)}
+	rows, err := readCheckpoint(fsys, c.path, 2)
 	if err != nil {
 		return c, err
 	}
@@ -54,7 +57,7 @@ func (c *epochCache) persistLocked() error {
 	for i, e := range c.entries {
 		lines[i] = fmt.Sprintf("%d %d", e.epoch, e.start)
 	}
-	return writeFileAtomic(c.path, encodeCheckpoint(lines))
+	return writeFileAtomic(c.fs, c.path, encodeCheckpoint(lines))
 }
 
 // assign records that epoch starts at start. As in Kafka it is a no-op when

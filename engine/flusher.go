@@ -259,7 +259,7 @@ func (l *Log) flush() error {
 	var err error
 	for _, s := range segs {
 		t0 := time.Now()
-		if e := fdatasync(s.log); e != nil && err == nil {
+		if e := s.log.Datasync(); e != nil && err == nil {
 			err = e
 		}
 		l.ld.recordSync(time.Since(t0))

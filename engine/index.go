@@ -6,6 +6,8 @@ import (
 	"os"
 
 	"github.com/edsrzf/mmap-go"
+
+	"github.com/samsa-broker/samsa/engine/vfs"
 )
 
 // mmapIndex is a file of fixed-size entries mapped into memory: the common
@@ -19,7 +21,7 @@ import (
 //  3. No slice of mm outlives the lock: readers copy values out.
 type mmapIndex struct {
 	path       string
-	f          *os.File
+	f          vfs.File
 	mm         mmap.MMap
 	entrySize  int
 	entries    int
@@ -99,8 +101,8 @@ func (x *mmapIndex) searchLocked(t int64, from int) int {
 // is the file size in whole entries; the caller checks or rebuilds it. A
 // writable index is preallocated to maxBytes. sound is false when the file was
 // missing or not a whole number of entries.
-func openIndex(path string, entrySize int, maxBytes int32, writable bool) (x *mmapIndex, sound bool, err error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+func openIndex(fsys vfs.FS, path string, entrySize int, maxBytes int32, writable bool) (x *mmapIndex, sound bool, err error) {
+	f, err := fsys.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, false, err
 	}
@@ -164,7 +166,7 @@ func (x *mmapIndex) mapWritableLocked(maxBytes int32) error {
 			return err
 		}
 	}
-	mm, err := mmap.MapRegion(x.f, int(size), mmap.RDWR, 0, 0)
+	mm, err := mapFile(x.f, int(size), mmap.RDWR)
 	if err != nil {
 		return fmt.Errorf("mmap %s: %w", x.path, err)
 	}
@@ -194,7 +196,7 @@ func (x *mmapIndex) mapReadOnlyLocked() error {
 	if size == 0 {
 		return nil
 	}
-	mm, err := mmap.MapRegion(x.f, int(size), mmap.RDONLY, 0, 0)
+	mm, err := mapFile(x.f, int(size), mmap.RDONLY)
 	if err != nil {
 		return fmt.Errorf("mmap %s: %w", x.path, err)
 	}
@@ -271,3 +273,13 @@ func (x *mmapIndex) closeLocked() error {
 // warmEntries is the size of the recently-used tail searched first: 8 KiB, as
 // in Kafka, so the hot pages stay in the page cache and the TLB.
 const warmBytes = 8192
+
+// mapFile maps the first size bytes of f, which must be backed by an
+// operating-system file (every vfs.FS of this tree is).
+func mapFile(f vfs.File, size int, prot int) (mmap.MMap, error) {
+	osf := vfs.OSFile(f)
+	if osf == nil {
+		return nil, fmt.Errorf("%w: %s is not an operating-system file; it cannot be mapped", ErrInvalidConfig, f.Name())
+	}
+	return mmap.MapRegion(osf, size, prot, 0, 0)
+}

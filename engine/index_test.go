@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"sort"
 	"testing"
+
+	"github.com/samsa-broker/samsa/engine/vfs"
 )
 
 // TestIndexLookupMatchesNaive checks the summary + warm-tail searches of both
@@ -12,11 +14,11 @@ import (
 func TestIndexLookupMatchesNaive(t *testing.T) {
 	dir := t.TempDir()
 	rng := rand.New(rand.NewSource(3))
-	oi, _, err := openIndex(filepath.Join(dir, "x.index"), offsetEntrySize, 1<<16, true)
+	oi, _, err := openIndex(vfs.Default, filepath.Join(dir, "x.index"), offsetEntrySize, 1<<16, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ti, _, err := openIndex(filepath.Join(dir, "x.timeindex"), timeEntrySize, 1<<16, true)
+	ti, _, err := openIndex(vfs.Default, filepath.Join(dir, "x.timeindex"), timeEntrySize, 1<<16, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,8 +79,8 @@ func TestIndexLookupMatchesNaive(t *testing.T) {
 	check("read-only")
 	o.closeLocked()
 	tx.closeLocked()
-	oi, _, _ = openIndex(filepath.Join(dir, "x.index"), offsetEntrySize, 1<<16, false)
-	ti, _, _ = openIndex(filepath.Join(dir, "x.timeindex"), timeEntrySize, 1<<16, false)
+	oi, _, _ = openIndex(vfs.Default, filepath.Join(dir, "x.index"), offsetEntrySize, 1<<16, false)
+	ti, _, _ = openIndex(vfs.Default, filepath.Join(dir, "x.timeindex"), timeEntrySize, 1<<16, false)
 	o = &offsetIndex{mmapIndex: *oi, base: 500}
 	tx = &timeIndex{mmapIndex: *ti, base: 500}
 	defer o.closeLocked()

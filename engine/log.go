@@ -7,6 +7,8 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+
+	"github.com/samsa-broker/samsa/engine/vfs"
 )
 
 // Log is one partition's log: an ordered list of segments, the last of which
@@ -20,6 +22,7 @@ type Log struct {
 	dir    string
 	m      *Manager
 	ld     *logDir
+	fs     vfs.FS
 	logger *slog.Logger
 	cfg    atomic.Pointer[LogConfig]
 
@@ -184,7 +187,7 @@ func (l *Log) rollLocked(base int64) error {
 	if old.size.Load() == 0 {
 		old.markDeleted()
 	}
-	s, err := createSegment(l.dir, base, cfg)
+	s, err := createSegment(l.fs, l.dir, base, cfg)
 	if err != nil {
 		if old.size.Load() == 0 {
 			old.unmarkDeleted()
@@ -207,7 +210,7 @@ func (l *Log) rollLocked(base int64) error {
 	if terr != nil {
 		l.logger.Warn("trim index on roll", "tp", l.tp, "err", terr)
 	}
-	if err := l.prod.writeSnapshot(l.dir, base); err != nil {
+	if err := l.prod.writeSnapshot(l.fs, l.dir, base); err != nil {
 		l.logger.Warn("producer snapshot", "tp", l.tp, "err", err)
 	}
 	l.mu.Lock()
@@ -256,7 +259,7 @@ func (l *Log) close(mode closeMode) error {
 			if s.next.Load() <= rp && s != segs[len(segs)-1] {
 				continue // synced when the recovery point passed it
 			}
-			if err := fdatasync(s.log); err != nil && first == nil {
+			if err := s.log.Datasync(); err != nil && first == nil {
 				first = err
 			}
 		}
@@ -278,7 +281,7 @@ func (l *Log) close(mode closeMode) error {
 		}
 		act.idxMu.Unlock()
 		leo := l.leo.Load()
-		if err := l.prod.writeSnapshot(l.dir, leo); err != nil && first == nil {
+		if err := l.prod.writeSnapshot(l.fs, l.dir, leo); err != nil && first == nil {
 			first = err
 		}
 		if first == nil {

@@ -3,11 +3,17 @@ package engine
 import (
 	"fmt"
 	"os"
+
+	"github.com/samsa-broker/samsa/engine/vfs"
 )
 
 // Slice is a run of whole batches in one segment file, for sendfile. The
 // segment stays pinned (its file open, its bytes in place) until Release.
 // A Slice must not be copied after Read returns it: Release it once.
+//
+// File is the operating-system file under the engine's vfs.File: what is
+// read or sent through it bypasses the engine's FS (and so its fault
+// injection); ReadCopy reads through the FS.
 type Slice struct {
 	File *os.File
 	Pos  int64
@@ -55,7 +61,7 @@ func (l *Log) Read(offset int64, maxBytes int32, upTo int64, minOne bool) (Slice
 			seg.release()
 			return Slice{}, nil
 		}
-		return Slice{File: seg.log, Pos: start, Size: int32(size), seg: seg}, nil
+		return Slice{File: vfs.OSFile(seg.log), Pos: start, Size: int32(size), seg: seg}, nil
 	}
 }
 
@@ -73,7 +79,7 @@ func (l *Log) ReadCopy(offset int64, maxBytes int32, upTo int64, minOne bool, ds
 		dst = nd
 	}
 	dst = dst[:n+int(s.Size)]
-	if _, err := s.File.ReadAt(dst[n:], s.Pos); err != nil {
+	if _, err := s.seg.log.ReadAt(dst[n:], s.Pos); err != nil {
 		return dst[:n], fmt.Errorf("read %s: %w", l.tp, err)
 	}
 	return dst, nil

@@ -99,7 +99,7 @@ func (l *Log) TruncateTo(offset int64) error {
 	if err := l.epochs.truncateFromEnd(newEnd); err != nil {
 		return err
 	}
-	removeSnapshots(l.dir, 0, newEnd)
+	removeSnapshots(l.fs, l.dir, 0, newEnd)
 	l.rebuildProducerState(newEnd)
 	return nil
 }
@@ -125,7 +125,7 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	for _, s := range old {
 		s.markDeleted()
 	}
-	s, err := createSegment(l.dir, offset, cfg)
+	s, err := createSegment(l.fs, l.dir, offset, cfg)
 	if err != nil {
 		for _, o := range old {
 			o.unmarkDeleted()
@@ -145,9 +145,9 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 		l.m.scheduleDelete(o, 0)
 	}
 	l.prod = newProducerStates()
-	removeSnapshots(l.dir, math.MaxInt64, -1)
+	removeSnapshots(l.fs, l.dir, math.MaxInt64, -1)
 	if err := l.epochs.clear(); err != nil {
 		return err
 	}
-	return syncDir(l.dir)
+	return l.fs.SyncDir(l.dir)
 }

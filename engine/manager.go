@@ -5,14 +5,16 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/samsa-broker/samsa/engine/vfs"
 )
 
 // checkpointInterval is how often the checkpoint files are rewritten
@@ -23,6 +25,7 @@ var checkpointInterval = 5 * time.Second
 // them. All methods are safe for concurrent use.
 type Manager struct {
 	opts   Options
+	fs     vfs.FS
 	now    func() time.Time
 	logger *slog.Logger
 	dirs   []*logDir
@@ -38,7 +41,7 @@ type Manager struct {
 	delMu   sync.Mutex
 	pending map[*segment]*time.Timer
 
-	unlocks []func() // directory locks
+	unlocks []io.Closer // directory locks
 }
 
 // DirStat describes one log directory (DescribeLogDirs).
@@ -72,6 +75,7 @@ func Open(opts Options) (*Manager, error) {
 	}
 	m := &Manager{
 		opts:    opts,
+		fs:      opts.FS,
 		now:     opts.Now,
 		logger:  opts.Logger,
 		logs:    make(map[TopicPartition]*Log),
@@ -80,6 +84,9 @@ func Open(opts Options) (*Manager, error) {
 	}
 	if m.now == nil {
 		m.now = time.Now
+	}
+	if m.fs == nil {
+		m.fs = vfs.Default
 	}
 	if m.logger == nil {
 		m.logger = slog.New(slog.DiscardHandler)
@@ -94,11 +101,11 @@ func Open(opts Options) (*Manager, error) {
 			return nil, fmt.Errorf("%w: log directory %s listed twice", ErrInvalidConfig, p)
 		}
 		seen[abs] = true
-		if err := os.MkdirAll(abs, 0o755); err != nil {
+		if err := m.fs.MkdirAll(abs, 0o755); err != nil {
 			m.unlock()
 			return nil, err
 		}
-		unlock, err := lockDir(abs)
+		unlock, err := lockDir(m.fs, abs)
 		if err != nil {
 			m.unlock()
 			return nil, err
@@ -125,7 +132,7 @@ func (m *Manager) nowMs() int64 { return m.now().UnixMilli() }
 
 func (m *Manager) unlock() {
 	for _, u := range m.unlocks {
-		u()
+		u.Close()
 	}
 	m.unlocks = nil
 }
@@ -133,10 +140,10 @@ func (m *Manager) unlock() {
 // loadDir recovers every partition log of d.
 func (m *Manager) loadDir(d *logDir) error {
 	marker := filepath.Join(d.path, cleanShutdownFile)
-	_, err := os.Stat(marker)
+	_, err := m.fs.Stat(marker)
 	clean := err == nil
 	read := func(name string) map[TopicPartition]int64 {
-		cp, err := readOffsetsCheckpoint(filepath.Join(d.path, name))
+		cp, err := readOffsetsCheckpoint(m.fs, filepath.Join(d.path, name))
 		if err != nil {
 			m.logger.Warn("ignoring checkpoint", "dir", d.path, "file", name, "err", err)
 			clean = false
@@ -145,10 +152,10 @@ func (m *Manager) loadDir(d *logDir) error {
 		return cp
 	}
 	rps, hws, lss := read(recoveryPointFile), read(replicationFile), read(logStartOffsetFile)
-	os.Remove(filepath.Join(d.path, recoveryPointFile+tmpSuffix))
-	os.Remove(filepath.Join(d.path, replicationFile+tmpSuffix))
-	os.Remove(filepath.Join(d.path, logStartOffsetFile+tmpSuffix))
-	ents, err := os.ReadDir(d.path)
+	m.fs.Remove(filepath.Join(d.path, recoveryPointFile+tmpSuffix))
+	m.fs.Remove(filepath.Join(d.path, replicationFile+tmpSuffix))
+	m.fs.Remove(filepath.Join(d.path, logStartOffsetFile+tmpSuffix))
+	ents, err := m.fs.ReadDir(d.path)
 	if err != nil {
 		return err
 	}
@@ -177,10 +184,10 @@ func (m *Manager) loadDir(d *logDir) error {
 		m.logs[tp] = l
 	}
 	if clean {
-		if err := os.Remove(marker); err != nil {
+		if err := m.fs.Remove(marker); err != nil {
 			return err
 		}
-		return syncDir(d.path)
+		return m.fs.SyncDir(d.path)
 	}
 	return nil
 }
@@ -202,7 +209,7 @@ func (m *Manager) removeAsync(path string) {
 	m.bg.Add(1)
 	go func() {
 		defer m.bg.Done()
-		if err := os.RemoveAll(path); err != nil {
+		if err := m.fs.RemoveAll(path); err != nil {
 			m.logger.Warn("remove deleted log", "path", path, "err", err)
 		}
 	}()
@@ -286,14 +293,14 @@ func (m *Manager) CreateLog(tp TopicPartition, cfg LogConfig) (*Log, error) {
 		return nil, ErrLogDirOffline
 	}
 	path := filepath.Join(best.path, tp.String())
-	if err := os.MkdirAll(path, 0o755); err != nil {
+	if err := m.fs.MkdirAll(path, 0o755); err != nil {
 		return nil, err
 	}
 	l, err := m.loadLog(best, path, tp, cfg, true, false, 0, 0, 0)
 	if err != nil {
 		return nil, err
 	}
-	if err := syncDir(best.path); err != nil {
+	if err := m.fs.SyncDir(best.path); err != nil {
 		return nil, err
 	}
 	m.logs[tp] = l
@@ -315,10 +322,10 @@ func (m *Manager) DeleteLog(tp TopicPartition) error {
 	var u [16]byte
 	rand.Read(u[:])
 	dst := l.dir + "." + hex.EncodeToString(u[:]) + "-delete"
-	if err := os.Rename(l.dir, dst); err != nil {
+	if err := m.fs.Rename(l.dir, dst); err != nil {
 		return err
 	}
-	if err := syncDir(filepath.Dir(l.dir)); err != nil {
+	if err := m.fs.SyncDir(filepath.Dir(l.dir)); err != nil {
 		return err
 	}
 	m.removeAsync(dst)
@@ -414,7 +421,7 @@ func (m *Manager) writeDirCheckpoints(d *logDir) error {
 		if string(data) == d.lastCkpt[i] {
 			continue // unchanged since the last write
 		}
-		if e := writeFileAtomic(filepath.Join(d.path, f.name), data); e != nil {
+		if e := writeFileAtomic(m.fs, filepath.Join(d.path, f.name), data); e != nil {
 			if err == nil {
 				err = e
 			}
@@ -504,7 +511,7 @@ func (m *Manager) Close() error {
 		if bad || dirErr[d] {
 			continue
 		}
-		if err := writeFileAtomic(filepath.Join(d.path, cleanShutdownFile), nil); err != nil && first == nil {
+		if err := writeFileAtomic(m.fs, filepath.Join(d.path, cleanShutdownFile), nil); err != nil && first == nil {
 			first = err
 		}
 	}

@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/samsa-broker/samsa/engine/vfs"
 )
 
 // producerBatches is how many recent batches per producer are remembered for
@@ -217,8 +219,8 @@ func decodeSnapshot(b []byte) (producerStates, error) {
 }
 
 // listSnapshots returns the offsets of the <offset>.snapshot files in dir, sorted.
-func listSnapshots(dir string) ([]int64, error) {
-	ents, err := os.ReadDir(dir)
+func listSnapshots(fsys vfs.FS, dir string) ([]int64, error) {
+	ents, err := fsys.ReadDir(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -242,14 +244,14 @@ func snapshotPath(dir string, off int64) string {
 }
 
 // writeSnapshot writes the state as of offset (everything below it applied).
-func (ps *producerStates) writeSnapshot(dir string, off int64) error {
-	return writeFileAtomic(snapshotPath(dir, off), ps.encodeSnapshot())
+func (ps *producerStates) writeSnapshot(fsys vfs.FS, dir string, off int64) error {
+	return writeFileAtomic(fsys, snapshotPath(dir, off), ps.encodeSnapshot())
 }
 
 // loadLatestSnapshot loads the newest readable snapshot at or below maxOff.
 // It returns the offset it applies at, or -1 with an empty state.
-func loadLatestSnapshot(dir string, maxOff int64) (producerStates, int64) {
-	offs, err := listSnapshots(dir)
+func loadLatestSnapshot(fsys vfs.FS, dir string, maxOff int64) (producerStates, int64) {
+	offs, err := listSnapshots(fsys, dir)
 	if err != nil {
 		return newProducerStates(), -1
 	}
@@ -257,7 +259,7 @@ func loadLatestSnapshot(dir string, maxOff int64) (producerStates, int64) {
 		if offs[i] > maxOff {
 			continue
 		}
-		b, err := os.ReadFile(snapshotPath(dir, offs[i]))
+		b, err := vfs.ReadFile(fsys, snapshotPath(dir, offs[i]))
 		if err != nil {
 			continue
 		}
@@ -271,11 +273,11 @@ func loadLatestSnapshot(dir string, maxOff int64) (producerStates, int64) {
 }
 
 // removeSnapshots deletes snapshots with offset < below or > above.
-func removeSnapshots(dir string, below, above int64) {
-	offs, _ := listSnapshots(dir)
+func removeSnapshots(fsys vfs.FS, dir string, below, above int64) {
+	offs, _ := listSnapshots(fsys, dir)
 	for _, off := range offs {
 		if off < below || off > above {
-			if err := os.Remove(snapshotPath(dir, off)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			if err := fsys.Remove(snapshotPath(dir, off)); err != nil && !errors.Is(err, os.ErrNotExist) {
 				continue
 			}
 		}

@@ -5,10 +5,11 @@ import (
 	"hash/crc32"
 	"io"
 	"math"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/samsa-broker/samsa/engine/vfs"
 )
 
 // recoverBufSize is the read size of the recovery scan.
@@ -28,10 +29,10 @@ const recoverBufSize = 1 << 20
 // rebuilt from the newest snapshot plus the batches after it.
 func (m *Manager) loadLog(d *logDir, dir string, tp TopicPartition, cfg LogConfig, clean, hasRP bool, rp, hw, ls int64) (*Log, error) {
 	c := cfg.sanitized()
-	l := &Log{tp: tp, dir: dir, m: m, ld: d, logger: m.logger.With("tp", tp.String()), prod: newProducerStates()}
+	l := &Log{tp: tp, dir: dir, m: m, ld: d, fs: m.fs, logger: m.logger.With("tp", tp.String()), prod: newProducerStates()}
 	l.cfg.Store(&c)
 
-	ents, err := os.ReadDir(dir)
+	ents, err := m.fs.ReadDir(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -46,7 +47,7 @@ func (m *Manager) loadLog(d *logDir, dir string, tp TopicPartition, cfg LogConfi
 		switch {
 		case strings.HasSuffix(name, deletedSuffix), strings.HasSuffix(name, tmpSuffix),
 			strings.HasSuffix(name, ".cleaned"), strings.HasSuffix(name, ".swap"):
-			os.Remove(dir + "/" + name)
+			m.fs.Remove(dir + "/" + name)
 		case strings.HasSuffix(name, logSuffix):
 			if b, ok := parseBase(name, logSuffix); ok {
 				bases = append(bases, b)
@@ -62,7 +63,7 @@ func (m *Manager) loadLog(d *logDir, dir string, tp TopicPartition, cfg LogConfi
 			suf = timeIndexSuffix
 		}
 		if b, ok := parseBase(name, suf); !ok || !logs[b] {
-			os.Remove(dir + "/" + name)
+			m.fs.Remove(dir + "/" + name)
 		}
 	}
 	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
@@ -73,7 +74,7 @@ func (m *Manager) loadLog(d *logDir, dir string, tp TopicPartition, cfg LogConfi
 		return nil, err
 	}
 	for _, b := range bases {
-		s, err := openSegment(dir, b)
+		s, err := openSegment(m.fs, dir, b)
 		if err != nil {
 			return fail(err)
 		}
@@ -84,7 +85,7 @@ func (m *Manager) loadLog(d *logDir, dir string, tp TopicPartition, cfg LogConfi
 	}
 	created := false
 	if len(segs) == 0 {
-		s, err := createSegment(dir, max(ls, 0), &c)
+		s, err := createSegment(m.fs, dir, max(ls, 0), &c)
 		if err != nil {
 			return fail(err)
 		}
@@ -159,7 +160,7 @@ func (m *Manager) loadLog(d *logDir, dir string, tp TopicPartition, cfg LogConfi
 	}
 	l.recoveryPoint.Store(rpAfter)
 
-	l.epochs, err = loadEpochCache(dir)
+	l.epochs, err = loadEpochCache(m.fs, dir)
 	if err != nil {
 		l.logger.Warn("leader epoch checkpoint unreadable; starting empty", "err", err)
 	}
@@ -170,9 +171,9 @@ func (m *Manager) loadLog(d *logDir, dir string, tp TopicPartition, cfg LogConfi
 		return fail(err)
 	}
 
-	removeSnapshots(dir, 0, leo)
+	removeSnapshots(m.fs, dir, 0, leo)
 	l.rebuildProducerState(leo)
-	removeSnapshots(dir, segs[0].base, leo)
+	removeSnapshots(m.fs, dir, segs[0].base, leo)
 	return l, nil
 }
 
@@ -188,7 +189,7 @@ func parseBase(name, suffix string) (int64, bool) {
 // rebuildProducerState loads the newest snapshot at or below leo and replays
 // the batch headers after it.
 func (l *Log) rebuildProducerState(leo int64) {
-	ps, from := loadLatestSnapshot(l.dir, leo)
+	ps, from := loadLatestSnapshot(l.fs, l.dir, leo)
 	l.prod = ps
 	if from < 0 {
 		from = l.segs[0].base
@@ -315,7 +316,7 @@ func (s *segment) makeWritable(cfg *LogConfig) error {
 
 // window is a read-ahead buffer over a file for the recovery scan.
 type window struct {
-	f     *os.File
+	f     vfs.File
 	buf   []byte
 	start int64
 	n     int

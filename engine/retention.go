@@ -93,7 +93,7 @@ func (l *Log) deleteOldestLocked(n int, cfg *LogConfig) error {
 	if e := l.epochs.truncateFromStart(l.logStart.Load()); e != nil && err == nil {
 		err = e
 	}
-	removeSnapshots(l.dir, first, math.MaxInt64)
+	removeSnapshots(l.fs, l.dir, first, math.MaxInt64)
 	return err
 }
 

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+
+	"github.com/samsa-broker/samsa/engine/vfs"
 )
 
 // File suffixes of a segment.
@@ -41,7 +43,8 @@ const unknownTimestamp = math.MinInt64
 type segment struct {
 	base int64
 	dir  string
-	log  *os.File
+	fs   vfs.FS
+	log  vfs.File
 
 	size   atomic.Int64 // published length of the log file
 	next   atomic.Int64 // offset after the last batch (base if empty)
@@ -74,9 +77,9 @@ func (s *segment) path(suffix string) string {
 
 // createSegment creates an empty segment (replacing stale files of the same
 // base) with writable, preallocated indexes.
-func createSegment(dir string, base int64, cfg *LogConfig) (*segment, error) {
-	s := &segment{base: base, dir: dir}
-	f, err := os.OpenFile(s.path(logSuffix), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+func createSegment(fsys vfs.FS, dir string, base int64, cfg *LogConfig) (*segment, error) {
+	s := &segment{base: base, dir: dir, fs: fsys}
+	f, err := fsys.OpenFile(s.path(logSuffix), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return nil, err
 	}
@@ -85,7 +88,7 @@ func createSegment(dir string, base int64, cfg *LogConfig) (*segment, error) {
 	s.maxTs.Store(-1)
 	s.offMax.Store(base)
 	for _, suf := range []string{indexSuffix, timeIndexSuffix} {
-		if err := os.Remove(s.path(suf)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := fsys.Remove(s.path(suf)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			f.Close()
 			return nil, err
 		}
@@ -98,7 +101,12 @@ func createSegment(dir string, base int64, cfg *LogConfig) (*segment, error) {
 	}
 	s.idxMu.Unlock()
 	if err != nil {
+		// Leave no half-made segment behind (a full disk, typically): the
+		// next roll creates it again.
 		f.Close()
+		for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+			fsys.Remove(s.path(suf))
+		}
 		return nil, err
 	}
 	s.refs.Store(1)
@@ -106,9 +114,9 @@ func createSegment(dir string, base int64, cfg *LogConfig) (*segment, error) {
 }
 
 // openSegment opens an existing log file; its indexes are opened later.
-func openSegment(dir string, base int64) (*segment, error) {
-	s := &segment{base: base, dir: dir}
-	f, err := os.OpenFile(s.path(logSuffix), os.O_RDWR, 0o644)
+func openSegment(fsys vfs.FS, dir string, base int64) (*segment, error) {
+	s := &segment{base: base, dir: dir, fs: fsys}
+	f, err := fsys.OpenFile(s.path(logSuffix), os.O_RDWR, 0o644)
 	if err != nil {
 		return nil, err
 	}
@@ -133,13 +141,13 @@ func openSegment(dir string, base int64) (*segment, error) {
 // openIndexesLocked opens both index files as they are on disk (creating
 // missing ones). sound is false when a file was missing or ragged.
 func (s *segment) openIndexesLocked(writable bool, maxBytes int32) (sound bool, err error) {
-	_, e1 := os.Stat(s.path(indexSuffix))
-	_, e2 := os.Stat(s.path(timeIndexSuffix))
-	oi, ok1, err := openIndex(s.path(indexSuffix), offsetEntrySize, maxBytes, writable)
+	_, e1 := s.fs.Stat(s.path(indexSuffix))
+	_, e2 := s.fs.Stat(s.path(timeIndexSuffix))
+	oi, ok1, err := openIndex(s.fs, s.path(indexSuffix), offsetEntrySize, maxBytes, writable)
 	if err != nil {
 		return false, err
 	}
-	ti, ok2, err := openIndex(s.path(timeIndexSuffix), timeEntrySize, maxBytes, writable)
+	ti, ok2, err := openIndex(s.fs, s.path(timeIndexSuffix), timeEntrySize, maxBytes, writable)
 	if err != nil {
 		oi.closeLocked()
 		return false, err
@@ -320,7 +328,7 @@ func (s *segment) release() {
 	s.log.Close()
 	if s.deleted.Load() {
 		for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
-			os.Remove(s.path(suf))
+			s.fs.Remove(s.path(suf))
 		}
 	}
 }
@@ -331,7 +339,7 @@ func (s *segment) markDeleted() error {
 	var first error
 	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
 		old := filepath.Join(s.dir, segmentFileName(s.base, suf))
-		if err := os.Rename(old, old+deletedSuffix); err != nil && !errors.Is(err, os.ErrNotExist) && first == nil {
+		if err := s.fs.Rename(old, old+deletedSuffix); err != nil && !errors.Is(err, os.ErrNotExist) && first == nil {
 			first = err
 		}
 	}
@@ -344,7 +352,7 @@ func (s *segment) markDeleted() error {
 func (s *segment) unmarkDeleted() {
 	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
 		cur := filepath.Join(s.dir, segmentFileName(s.base, suf))
-		os.Rename(cur+deletedSuffix, cur)
+		s.fs.Rename(cur+deletedSuffix, cur)
 	}
 	s.deleted.Store(false)
 }
@@ -397,7 +405,7 @@ func (b *indexBuilder) finish() {
 // scanner reads batch headers from a segment file through a pooled buffer,
 // reading ahead for small batches and just the header for large ones.
 type scanner struct {
-	f      *os.File
+	f      vfs.File
 	limit  int64 // bytes past limit are not read
 	buf    [scanBufSize]byte
 	bufPos int64
@@ -409,7 +417,7 @@ const scanBufSize = 8192
 
 var scannerPool = sync.Pool{New: func() any { return new(scanner) }}
 
-func getScanner(f *os.File, limit int64) *scanner {
+func getScanner(f vfs.File, limit int64) *scanner {
 	sc := scannerPool.Get().(*scanner)
 	sc.f, sc.limit, sc.bufLen, sc.large = f, limit, 0, false
 	return sc

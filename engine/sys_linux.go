@@ -3,15 +3,18 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/samsa-broker/samsa/engine/vfs"
 )
 
 // preallocate reserves disk blocks for f up to size bytes (and extends it),
 // so that a write through a shared mapping never hits a hole on a full disk.
 // File systems without fallocate fall back to ftruncate.
-func preallocate(f *os.File, size int64) error {
+func preallocate(f vfs.File, size int64) error {
 	for {
 		err := unix.Fallocate(int(f.Fd()), 0, 0, size)
 		if err == nil {
@@ -27,24 +30,10 @@ func preallocate(f *os.File, size int64) error {
 	}
 }
 
-// fdatasync flushes f's data (and the metadata needed to read it back).
-func fdatasync(f *os.File) error {
-	for {
-		err := unix.Fdatasync(int(f.Fd()))
-		if err == nil {
-			return nil
-		}
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		return &os.PathError{Op: "fdatasync", Path: f.Name(), Err: err}
-	}
-}
-
 // lockDir takes an exclusive advisory lock on <dir>/.lock, so that two
 // processes never open the same log directory.
-func lockDir(dir string) (unlock func(), err error) {
-	f, err := os.OpenFile(dir+"/.lock", os.O_RDWR|os.O_CREATE, 0o644)
+func lockDir(fsys vfs.FS, dir string) (unlock io.Closer, err error) {
+	f, err := fsys.OpenFile(dir+"/.lock", os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, err
 	}
@@ -52,7 +41,7 @@ func lockDir(dir string) (unlock func(), err error) {
 		f.Close()
 		return nil, fmt.Errorf("%w: %s is locked by another process: %v", ErrInvalidConfig, dir, err)
 	}
-	return func() { f.Close() }, nil
+	return f, nil
 }
 
 // diskSpace returns the size of the file system holding path and the bytes

@@ -2,9 +2,13 @@
 
 package engine
 
-import "os"
+import (
+	"io"
 
-func preallocate(f *os.File, size int64) error {
+	"github.com/samsa-broker/samsa/engine/vfs"
+)
+
+func preallocate(f vfs.File, size int64) error {
 	fi, err := f.Stat()
 	if err != nil {
 		return err
@@ -15,8 +19,10 @@ func preallocate(f *os.File, size int64) error {
 	return f.Truncate(size)
 }
 
-func fdatasync(f *os.File) error { return f.Sync() }
+type nopCloser struct{}
 
-func lockDir(dir string) (unlock func(), err error) { return func() {}, nil }
+func (nopCloser) Close() error { return nil }
+
+func lockDir(fsys vfs.FS, dir string) (unlock io.Closer, err error) { return nopCloser{}, nil }
 
 func diskSpace(path string) (total, usable int64) { return -1, -1 }
