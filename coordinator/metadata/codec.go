@@ -11,7 +11,6 @@ import (
 // Frame sizes and versions; see the package doc for the layouts.
 const (
 	frameHeaderSize = 8 // length + crc32c
-	recordVersion   = 1
 	entryMagic      = 0xE1
 
 	// MaxRecordSize bounds one record frame; larger frames are rejected on decode and
@@ -27,7 +26,7 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // nil (Image.Apply rejects nil records, so anything Apply accepted encodes).
 func Encode(dst []byte, r Record) []byte {
 	start := len(dst)
-	dst = append(dst, 0, 0, 0, 0, 0, 0, 0, 0, recordVersion, byte(r.recordType()))
+	dst = append(dst, 0, 0, 0, 0, 0, 0, 0, 0, recordVersion(r.recordType()), byte(r.recordType()))
 	switch r := r.(type) {
 	case *TopicRecord:
 		dst = appendString(dst, r.Name)
@@ -37,8 +36,21 @@ func Encode(dst []byte, r Record) []byte {
 		dst = binary.BigEndian.AppendUint32(dst, uint32(r.Partition))
 		dst = appendInt32s(dst, r.Replicas)
 		dst = appendInt32s(dst, r.ISR)
+		dst = appendInt32s(dst, r.Removing)
+		dst = appendInt32s(dst, r.Adding)
 		dst = binary.BigEndian.AppendUint32(dst, uint32(r.Leader))
 		dst = binary.BigEndian.AppendUint32(dst, uint32(r.LeaderEpoch))
+		dst = binary.BigEndian.AppendUint32(dst, uint32(r.PartitionEpoch))
+		dst = append(dst, byte(r.LeaderRecoveryState))
+	case *PartitionChangeRecord:
+		dst = append(dst, r.TopicID[:]...)
+		dst = binary.BigEndian.AppendUint32(dst, uint32(r.Partition))
+		dst = appendOptInt32s(dst, r.ISR)
+		dst = binary.BigEndian.AppendUint32(dst, uint32(r.Leader))
+		dst = appendOptInt32s(dst, r.Replicas)
+		dst = appendOptInt32s(dst, r.Removing)
+		dst = appendOptInt32s(dst, r.Adding)
+		dst = append(dst, byte(r.LeaderRecoveryState))
 	case *RemoveTopicRecord:
 		dst = append(dst, r.ID[:]...)
 	case *ConfigRecord:
@@ -52,11 +64,43 @@ func Encode(dst []byte, r Record) []byte {
 		dst = binary.BigEndian.AppendUint64(dst, uint64(r.NextProducerID))
 	case *RegisterBrokerRecord:
 		dst = binary.BigEndian.AppendUint32(dst, uint32(r.ID))
-		dst = appendString(dst, r.Host)
-		dst = binary.BigEndian.AppendUint32(dst, uint32(r.Port))
+		dst = append(dst, r.IncarnationID[:]...)
+		dst = binary.BigEndian.AppendUint64(dst, uint64(r.Epoch))
+		dst = binary.AppendUvarint(dst, uint64(len(r.Endpoints)))
+		for _, e := range r.Endpoints {
+			dst = appendString(dst, e.Name)
+			dst = appendString(dst, e.Host)
+			dst = binary.BigEndian.AppendUint32(dst, uint32(e.Port))
+			dst = binary.BigEndian.AppendUint16(dst, uint16(e.SecurityProtocol))
+		}
 		dst = appendNullableString(dst, r.Rack)
+		var flags byte
+		if r.Fenced {
+			flags |= 1
+		}
+		if r.InControlledShutdown {
+			flags |= 2
+		}
+		dst = append(dst, flags)
+	case *UnregisterBrokerRecord:
+		dst = binary.BigEndian.AppendUint32(dst, uint32(r.ID))
+		dst = binary.BigEndian.AppendUint64(dst, uint64(r.Epoch))
+	case *BrokerRegistrationChangeRecord:
+		dst = binary.BigEndian.AppendUint32(dst, uint32(r.ID))
+		dst = binary.BigEndian.AppendUint64(dst, uint64(r.Epoch))
+		dst = append(dst, byte(r.Fenced), byte(r.InControlledShutdown))
 	}
 	return finishFrame(dst, start)
+}
+
+// recordVersion is the version Encode writes for a record type. Decode also reads
+// version 1 of RegisterBroker and Partition (written before the cluster existed).
+func recordVersion(t recordType) byte {
+	switch t {
+	case typeRegisterBroker, typePartition:
+		return 2
+	}
+	return 1
 }
 
 // finishFrame fills in the length and checksum of the frame that starts at start.
@@ -110,17 +154,28 @@ func Decode(b []byte) (Record, int, error) {
 	if len(body) < 2 {
 		return nil, 0, fmt.Errorf("%w: record frame of %d bytes", ErrCorrupt, len(body))
 	}
-	if body[0] != recordVersion {
-		return nil, 0, fmt.Errorf("%w: record version %d unsupported", ErrCorrupt, body[0])
+	typ, ver := recordType(body[1]), body[0]
+	if ver != recordVersion(typ) && !(ver == 1 && (typ == typeRegisterBroker || typ == typePartition)) {
+		return nil, 0, fmt.Errorf("%w: record type %d version %d unsupported", ErrCorrupt, typ, ver)
 	}
 	d := decoder{b: body[2:]}
 	var r Record
-	switch recordType(body[1]) {
+	switch typ {
 	case typeTopic:
 		r = &TopicRecord{Name: d.string(), ID: d.uuid()}
 	case typePartition:
-		r = &PartitionRecord{TopicID: d.uuid(), Partition: d.int32(), Replicas: d.int32s(),
-			ISR: d.int32s(), Leader: d.int32(), LeaderEpoch: d.int32()}
+		p := &PartitionRecord{TopicID: d.uuid(), Partition: d.int32(), Replicas: d.int32s(), ISR: d.int32s()}
+		if ver >= 2 {
+			p.Removing, p.Adding = d.int32s(), d.int32s()
+		}
+		p.Leader, p.LeaderEpoch = d.int32(), d.int32()
+		if ver >= 2 {
+			p.PartitionEpoch, p.LeaderRecoveryState = d.int32(), d.int8()
+		}
+		r = p
+	case typePartitionChange:
+		r = &PartitionChangeRecord{TopicID: d.uuid(), Partition: d.int32(), ISR: d.optInt32s(), Leader: d.int32(),
+			Replicas: d.optInt32s(), Removing: d.optInt32s(), Adding: d.optInt32s(), LeaderRecoveryState: d.int8()}
 	case typeRemoveTopic:
 		r = &RemoveTopicRecord{ID: d.uuid()}
 	case typeConfig:
@@ -128,7 +183,35 @@ func Decode(b []byte) (Record, int, error) {
 	case typeProducerIDs:
 		r = &ProducerIDsRecord{BrokerID: d.int32(), BrokerEpoch: d.int64(), NextProducerID: d.int64()}
 	case typeRegisterBroker:
-		r = &RegisterBrokerRecord{ID: d.int32(), Host: d.string(), Port: d.int32(), Rack: d.nullableString()}
+		if ver == 1 {
+			rb := &RegisterBrokerRecord{ID: d.int32()}
+			rb.Endpoints = []Endpoint{{Name: "PLAINTEXT", Host: d.string(), Port: d.int32(), SecurityProtocol: ProtocolPlaintext}}
+			rb.Rack = d.nullableString()
+			r = rb
+			break
+		}
+		rb := &RegisterBrokerRecord{ID: d.int32(), IncarnationID: d.uuid(), Epoch: d.int64()}
+		n := d.uvarint("endpoint count")
+		// An endpoint takes at least 8 bytes: bound the count before sizing by it.
+		if n > uint64(len(d.b)/8) {
+			d.fail("endpoints")
+		} else if n > 0 {
+			rb.Endpoints = make([]Endpoint, n)
+			for i := range rb.Endpoints {
+				rb.Endpoints[i] = Endpoint{Name: d.string(), Host: d.string(), Port: d.int32(), SecurityProtocol: d.int16()}
+			}
+		}
+		rb.Rack = d.nullableString()
+		flags := d.int8()
+		if flags&^3 != 0 {
+			d.fail("broker flags")
+		}
+		rb.Fenced, rb.InControlledShutdown = flags&1 != 0, flags&2 != 0
+		r = rb
+	case typeUnregisterBroker:
+		r = &UnregisterBrokerRecord{ID: d.int32(), Epoch: d.int64()}
+	case typeBrokerRegistrationChange:
+		r = &BrokerRegistrationChangeRecord{ID: d.int32(), Epoch: d.int64(), Fenced: d.int8(), InControlledShutdown: d.int8()}
 	default:
 		return nil, 0, fmt.Errorf("%w: record type %d unknown", ErrCorrupt, body[1])
 	}
@@ -190,6 +273,19 @@ func appendNullableString(dst []byte, s *string) []byte {
 	return append(dst, *s...)
 }
 
+// appendOptInt32s writes an optional array: a uvarint of count+1 (0 = nil), then the
+// values.
+func appendOptInt32s(dst []byte, v []int32) []byte {
+	if v == nil {
+		return append(dst, 0)
+	}
+	dst = binary.AppendUvarint(dst, uint64(len(v))+1)
+	for _, x := range v {
+		dst = binary.BigEndian.AppendUint32(dst, uint32(x))
+	}
+	return dst
+}
+
 func appendInt32s(dst []byte, v []int32) []byte {
 	dst = binary.AppendUvarint(dst, uint64(len(v)))
 	for _, x := range v {
@@ -224,6 +320,13 @@ func (d *decoder) take(n int, what string) []byte {
 func (d *decoder) int8() int8 {
 	if v := d.take(1, "int8"); v != nil {
 		return int8(v[0])
+	}
+	return 0
+}
+
+func (d *decoder) int16() int16 {
+	if v := d.take(2, "int16"); v != nil {
+		return int16(binary.BigEndian.Uint16(v))
 	}
 	return 0
 }
@@ -291,6 +394,24 @@ func (d *decoder) int32s() []int32 {
 		return nil
 	}
 	if n == 0 {
+		return nil
+	}
+	out := make([]int32, n)
+	for i := range out {
+		out[i] = d.int32()
+	}
+	return out
+}
+
+// optInt32s reads appendOptInt32s's form; a present empty array is non-nil.
+func (d *decoder) optInt32s() []int32 {
+	n := d.uvarint("array length")
+	if d.err != nil || n == 0 {
+		return nil
+	}
+	n--
+	if n > uint64(len(d.b)/4) || n > math.MaxInt32 {
+		d.fail("int32 array")
 		return nil
 	}
 	out := make([]int32, n)

@@ -21,8 +21,54 @@ func sampleRecords() []Record {
 		&ConfigRecord{Resource: ResourceBroker, Name: "", Key: "k", Value: StringPtr("")},
 		&ConfigRecord{Resource: ResourceBroker, Name: "1", Key: "k"},
 		&ProducerIDsRecord{BrokerID: 1, BrokerEpoch: -1, NextProducerID: 1 << 40},
-		&RegisterBrokerRecord{ID: 1, Host: "127.0.0.1", Port: 9092},
-		&RegisterBrokerRecord{ID: 2, Host: "h", Port: 1, Rack: StringPtr("rack-a")},
+		&RegisterBrokerRecord{ID: 1, Endpoints: []Endpoint{{Name: "PLAINTEXT", Host: "127.0.0.1", Port: 9092}}},
+		&RegisterBrokerRecord{ID: 2, Endpoints: []Endpoint{{Name: "PLAINTEXT", Host: "h", Port: 1}}, Rack: StringPtr("rack-a")},
+		&RegisterBrokerRecord{ID: 3, IncarnationID: idB, Epoch: 77, Endpoints: []Endpoint{
+			{Name: "PLAINTEXT", Host: "10.0.0.3", Port: 9092}, {Name: "INTERNAL", Host: "h3", Port: 19092, SecurityProtocol: ProtocolSSL}},
+			Rack: StringPtr("r"), Fenced: true, InControlledShutdown: true},
+		&PartitionRecord{TopicID: idB, Partition: 1, Replicas: []int32{1, 2, 3, 4}, ISR: []int32{1}, Removing: []int32{2},
+			Adding: []int32{4}, Leader: 1, LeaderEpoch: 3, PartitionEpoch: 9, LeaderRecoveryState: LeaderRecovering},
+		&PartitionChangeRecord{TopicID: idA, Partition: 2, Leader: NoLeaderChange, LeaderRecoveryState: -1},
+		&PartitionChangeRecord{TopicID: idA, Partition: 2, ISR: []int32{1, 2}, Leader: -1, Replicas: []int32{1, 2, 3},
+			Removing: []int32{}, Adding: []int32{3}, LeaderRecoveryState: LeaderRecovered},
+		&UnregisterBrokerRecord{ID: 4, Epoch: 12},
+		&BrokerRegistrationChangeRecord{ID: 4, Epoch: 12, Fenced: FenceUnfence, InControlledShutdown: 1},
+	}
+}
+
+// TestDecodeVersion1 reads the layouts of RegisterBroker and Partition written before
+// the cluster existed (record version 1), as data directories of that time hold them.
+func TestDecodeVersion1(t *testing.T) {
+	frame := func(typ byte, payload []byte) []byte {
+		b := append([]byte{0, 0, 0, 0, 0, 0, 0, 0, 1, typ}, payload...)
+		return finishFrame(b, 0)
+	}
+	var rb []byte
+	rb = binary.BigEndian.AppendUint32(rb, 7)
+	rb = appendString(rb, "host")
+	rb = binary.BigEndian.AppendUint32(rb, 9092)
+	rb = appendNullableString(rb, StringPtr("rack"))
+	got, _, err := Decode(frame(byte(typeRegisterBroker), rb))
+	want := &RegisterBrokerRecord{ID: 7, Endpoints: []Endpoint{{Name: "PLAINTEXT", Host: "host", Port: 9092}}, Rack: StringPtr("rack")}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("v1 RegisterBroker = %#v, %v", got, err)
+	}
+	var p []byte
+	p = append(p, idA[:]...)
+	p = binary.BigEndian.AppendUint32(p, 3)
+	p = appendInt32s(p, []int32{1})
+	p = appendInt32s(p, []int32{1})
+	p = binary.BigEndian.AppendUint32(p, 1)
+	p = binary.BigEndian.AppendUint32(p, 5)
+	got, _, err = Decode(frame(byte(typePartition), p))
+	wantP := &PartitionRecord{TopicID: idA, Partition: 3, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1, LeaderEpoch: 5}
+	if err != nil || !reflect.DeepEqual(got, wantP) {
+		t.Fatalf("v1 Partition = %#v, %v", got, err)
+	}
+	// Version 1 of a record type that only has version 1 is the current one; version 2
+	// of it is refused.
+	if _, _, err := Decode(finishFrame(append([]byte{0, 0, 0, 0, 0, 0, 0, 0, 2, byte(typeTopic)}, 1, 't'), 0)); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("unknown version: %v", err)
 	}
 }
 
@@ -146,7 +192,7 @@ func FuzzDecodeRecord(f *testing.F) {
 	f.Add([]byte{})
 	base := mustApply(f, &Image{}, append(createTopic("orders", idA, 3),
 		&ConfigRecord{Resource: ResourceTopic, Name: "orders", Key: "k", Value: StringPtr("v")},
-		&RegisterBrokerRecord{ID: 1, Host: "h", Port: 1}, &ProducerIDsRecord{NextProducerID: 5})...)
+		&RegisterBrokerRecord{ID: 1, Endpoints: []Endpoint{{Name: "PLAINTEXT", Host: "h", Port: 1}}}, &ProducerIDsRecord{NextProducerID: 5})...)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if r, n, err := Decode(b); err == nil {
 			if next, err := base.Apply(r); err == nil {

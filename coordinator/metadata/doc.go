@@ -1,10 +1,10 @@
 // Package metadata owns the cluster metadata, kept the KRaft way: an append-only log of
-// typed records (topics, partitions, configs, producer-id blocks, brokers) applied by a
-// deterministic state machine (Image.Apply: no I/O, no clock) to an immutable in-memory
-// Image. On one node the Store persists the log under the data directory, with
-// snapshots, and replays it on start; it is the only source of truth for metadata. The
-// next step carries the same entries on a Raft quorum (go.etcd.io/raft/v3): an entry
-// frame is exactly what a Raft entry will hold, and Image.Records is a Raft snapshot.
+// typed records (topics, partitions, configs, producer-id blocks, brokers and their
+// fencing) applied by a deterministic state machine (Image.Apply: no I/O, no clock) to
+// an immutable in-memory Image. The Store persists such a log under a directory, with
+// snapshots, and replays it on start (the single-node layout). On the controller quorum
+// (go.etcd.io/raft/v3, docs/CLUSTER.md) a raft entry holds exactly one entry frame, and
+// EncodeSnapshot/DecodeSnapshot are the raft snapshot's data.
 //
 // Record frame (Encode, Decode). Integers are big-endian; a uvarint is
 // encoding/binary's; a string is a uvarint length then bytes; a nullable string is a
@@ -17,15 +17,38 @@
 //	+--------+--------+-----+-----+---------------------------+
 //	length: uint32, bytes after the crc (2 + payload), at most MaxRecordSize
 //	crc32c: Castagnoli CRC of ver, typ and payload
-//	ver:    1
-//	typ  payload
-//	  0  RegisterBroker  id int32, host string, port int32, rack nullable string
-//	  2  Topic           name string, id [16]byte
-//	  3  Partition       topic id [16]byte, partition int32, replicas []int32,
-//	                     isr []int32, leader int32, leader epoch int32
-//	  4  Config          resource int8, name string, key string, value nullable string
-//	  9  RemoveTopic     id [16]byte
-//	 15  ProducerIDs     broker id int32, broker epoch int64, next producer id int64
+//	ver:    the record type's version: 2 for RegisterBroker and Partition (version 1,
+//	        written before the cluster existed, is still read), 1 for the others
+//	opt []int32: a uvarint of count+1 (0 = nil, "unchanged") then the values
+//	typ  ver payload
+//	  0  2  RegisterBroker   id int32, incarnation id [16]byte, epoch int64,
+//	                         endpoint count uvarint, per endpoint: name string, host
+//	                         string, port int32, security protocol int16;
+//	                         rack nullable string, flags byte (1 fenced, 2 in
+//	                         controlled shutdown)
+//	  0  1  RegisterBroker   id int32, host string, port int32, rack nullable string
+//	                         (read as one PLAINTEXT endpoint, epoch 0, unfenced)
+//	  1  1  UnregisterBroker id int32, epoch int64
+//	  2  1  Topic            name string, id [16]byte
+//	  3  2  Partition        topic id [16]byte, partition int32, replicas []int32,
+//	                         isr []int32, removing []int32, adding []int32, leader
+//	                         int32, leader epoch int32, partition epoch int32, leader
+//	                         recovery state int8
+//	  3  1  Partition        topic id, partition, replicas, isr, leader, leader epoch
+//	  4  1  Config           resource int8, name string, key string, value nullable string
+//	  5  1  PartitionChange  topic id [16]byte, partition int32, isr opt []int32, leader
+//	                         int32 (-2 unchanged), replicas opt []int32, removing opt
+//	                         []int32, adding opt []int32, leader recovery state int8
+//	                         (-1 unchanged)
+//	  9  1  RemoveTopic      id [16]byte
+//	 15  1  ProducerIDs      broker id int32, broker epoch int64, next producer id int64
+//	 17  1  BrokerRegistrationChange  id int32, epoch int64, fenced int8 (-1 unfence,
+//	                         0 keep, 1 fence), in controlled shutdown int8 (0 keep, 1 set)
+//
+// Image.Apply's rules for the cluster's records: broker epochs only grow (see
+// RegisterBrokerRecord); a change names the broker's current epoch; a PartitionChange
+// bumps the partition epoch, and the leader epoch when the leader changes; a leader is
+// in the ISR, the ISR in the replicas and never empty.
 //
 // Entry frame (EncodeEntry, DecodeEntry): the records of one Append, applied all or
 // none. A log file is a sequence of entry frames and nothing else.

@@ -19,7 +19,7 @@ func Example() {
 		panic(err)
 	}
 	defer store.Close()
-	_ = store.Append(&metadata.RegisterBrokerRecord{ID: 0, Host: "localhost", Port: 9092})
+	_ = store.Append(&metadata.RegisterBrokerRecord{ID: 0, Endpoints: []metadata.Endpoint{{Name: "PLAINTEXT", Host: "localhost", Port: 9092}}})
 
 	brokers := []int32{0}
 	assignment, err := metadata.AssignReplicas(brokers, 0, 3, 1)

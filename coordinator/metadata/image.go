@@ -41,18 +41,37 @@ type TopicImage struct {
 }
 
 // PartitionImage is one partition's assignment and leadership. Leader is -1 when the
-// partition has no leader.
+// partition has no leader. Removing and Adding are the replicas a reassignment is
+// removing and adding (both subsets of Replicas; nil when none).
 type PartitionImage struct {
 	Replicas, ISR       []int32
+	Removing, Adding    []int32
 	Leader, LeaderEpoch int32
+	PartitionEpoch      int32
+	LeaderRecoveryState int8
 }
 
-// BrokerImage is a registered broker.
+// BrokerImage is a registered broker. Host and Port are its first endpoint's.
 type BrokerImage struct {
-	ID   int32
-	Host string
-	Port int32
-	Rack *string
+	ID                   int32
+	IncarnationID        UUID
+	Epoch                int64
+	Endpoints            []Endpoint
+	Host                 string
+	Port                 int32
+	Rack                 *string
+	Fenced               bool
+	InControlledShutdown bool
+}
+
+// Endpoint returns the broker's endpoint of listener name.
+func (b BrokerImage) Endpoint(name string) (Endpoint, bool) {
+	for _, e := range b.Endpoints {
+		if e.Name == name {
+			return e, true
+		}
+	}
+	return Endpoint{}, false
 }
 
 // Topic returns the topic called name.
@@ -124,13 +143,36 @@ func (im *Image) Broker(id int32) (BrokerImage, bool) {
 	return b, ok
 }
 
+// UnfencedBrokers returns the ids of the registered brokers that are not fenced,
+// sorted: the brokers that may lead partitions and receive new replicas.
+func (im *Image) UnfencedBrokers() []int32 {
+	out := make([]int32, 0, len(im.brokers))
+	for id, b := range im.brokers {
+		if !b.Fenced {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// MaxBrokerEpoch returns the largest epoch among the registered brokers (0 if none).
+func (im *Image) MaxBrokerEpoch() int64 {
+	var m int64
+	for _, b := range im.brokers {
+		m = max(m, b.Epoch)
+	}
+	return m
+}
+
 // Records returns records that rebuild im when applied to the empty image, in a
 // canonical order: brokers by id; each topic by name with its partitions and configs;
 // broker configs by name and key; the producer-id watermark. Snapshots are made of them.
 func (im *Image) Records() []Record {
 	var out []Record
 	for _, b := range im.Brokers() {
-		out = append(out, &RegisterBrokerRecord{ID: b.ID, Host: b.Host, Port: b.Port, Rack: b.Rack})
+		out = append(out, &RegisterBrokerRecord{ID: b.ID, IncarnationID: b.IncarnationID, Epoch: b.Epoch,
+			Endpoints: b.Endpoints, Rack: b.Rack, Fenced: b.Fenced, InControlledShutdown: b.InControlledShutdown})
 	}
 	appendConfigs := func(rt ResourceType, name string) {
 		m, _ := im.configs.get(configKey{rt, name})
@@ -147,7 +189,8 @@ func (im *Image) Records() []Record {
 		out = append(out, &TopicRecord{Name: t.Name, ID: t.ID})
 		for i, p := range t.Partitions {
 			out = append(out, &PartitionRecord{TopicID: t.ID, Partition: int32(i), Replicas: p.Replicas,
-				ISR: p.ISR, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch})
+				ISR: p.ISR, Removing: p.Removing, Adding: p.Adding, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
+				PartitionEpoch: p.PartitionEpoch, LeaderRecoveryState: p.LeaderRecoveryState})
 		}
 		appendConfigs(ResourceTopic, t.Name)
 	}
@@ -248,6 +291,12 @@ func isNil(r Record) bool {
 		return r == nil
 	case *RegisterBrokerRecord:
 		return r == nil
+	case *PartitionChangeRecord:
+		return r == nil
+	case *UnregisterBrokerRecord:
+		return r == nil
+	case *BrokerRegistrationChangeRecord:
+		return r == nil
 	}
 	return false
 }
@@ -279,21 +328,83 @@ func (b *builder) apply(r Record) error {
 		b.im.nextProducerID = r.NextProducerID
 		return nil
 	case *RegisterBrokerRecord:
-		if r.ID < 0 || r.Host == "" || r.Port <= 0 || r.Port > 65535 {
-			return fmt.Errorf("%w: broker %d at %q:%d", ErrInvalidRecord, r.ID, r.Host, r.Port)
+		return b.registerBroker(r)
+	case *UnregisterBrokerRecord:
+		cur, ok := b.im.brokers[r.ID]
+		if !ok || cur.Epoch != r.Epoch {
+			return fmt.Errorf("%w: unregister broker %d epoch %d: not its registration", ErrInvalidRecord, r.ID, r.Epoch)
 		}
-		if !b.brokersCopied {
-			b.im.brokers = cloneMap(b.im.brokers)
-			b.brokersCopied = true
-		}
-		bi := BrokerImage{ID: r.ID, Host: r.Host, Port: r.Port}
-		if r.Rack != nil {
-			bi.Rack = StringPtr(*r.Rack)
-		}
-		b.im.brokers[r.ID] = bi
+		b.copyBrokers()
+		delete(b.im.brokers, r.ID)
 		return nil
+	case *BrokerRegistrationChangeRecord:
+		cur, ok := b.im.brokers[r.ID]
+		if !ok || cur.Epoch != r.Epoch {
+			return fmt.Errorf("%w: broker %d epoch %d: not its registration", ErrInvalidRecord, r.ID, r.Epoch)
+		}
+		switch r.Fenced {
+		case FenceFence:
+			cur.Fenced = true
+		case FenceUnfence:
+			cur.Fenced = false
+		case FenceKeep:
+		default:
+			return fmt.Errorf("%w: broker %d: fenced change %d", ErrInvalidRecord, r.ID, r.Fenced)
+		}
+		switch r.InControlledShutdown {
+		case 1:
+			cur.InControlledShutdown = true
+		case 0:
+		default:
+			return fmt.Errorf("%w: broker %d: controlled shutdown change %d", ErrInvalidRecord, r.ID, r.InControlledShutdown)
+		}
+		b.copyBrokers()
+		b.im.brokers[r.ID] = cur
+		return nil
+	case *PartitionChangeRecord:
+		return b.partitionChange(r)
 	}
 	return fmt.Errorf("%w: unknown record type %T", ErrInvalidRecord, r)
+}
+
+func (b *builder) copyBrokers() {
+	if !b.brokersCopied {
+		b.im.brokers = cloneMap(b.im.brokers)
+		b.brokersCopied = true
+	}
+}
+
+func (b *builder) registerBroker(r *RegisterBrokerRecord) error {
+	if r.ID < 0 || len(r.Endpoints) == 0 {
+		return fmt.Errorf("%w: broker %d with %d endpoints", ErrInvalidRecord, r.ID, len(r.Endpoints))
+	}
+	for i, e := range r.Endpoints {
+		if e.Name == "" || e.Host == "" || e.Port <= 0 || e.Port > 65535 {
+			return fmt.Errorf("%w: broker %d endpoint %q at %q:%d", ErrInvalidRecord, r.ID, e.Name, e.Host, e.Port)
+		}
+		for _, o := range r.Endpoints[:i] {
+			if o.Name == e.Name {
+				return fmt.Errorf("%w: broker %d: endpoint %q listed twice", ErrInvalidRecord, r.ID, e.Name)
+			}
+		}
+	}
+	if r.Epoch < 0 {
+		return fmt.Errorf("%w: broker %d epoch %d", ErrInvalidRecord, r.ID, r.Epoch)
+	}
+	if r.Epoch != 0 {
+		if m := b.im.MaxBrokerEpoch(); r.Epoch <= m {
+			return fmt.Errorf("%w: broker %d epoch %d does not pass %d", ErrInvalidRecord, r.ID, r.Epoch, m)
+		}
+	}
+	b.copyBrokers()
+	bi := BrokerImage{ID: r.ID, IncarnationID: r.IncarnationID, Epoch: r.Epoch,
+		Endpoints: slices.Clone(r.Endpoints), Host: r.Endpoints[0].Host, Port: r.Endpoints[0].Port,
+		Fenced: r.Fenced, InControlledShutdown: r.InControlledShutdown}
+	if r.Rack != nil {
+		bi.Rack = StringPtr(*r.Rack)
+	}
+	b.im.brokers[r.ID] = bi
+	return nil
 }
 
 func (b *builder) topic(r *TopicRecord) error {
@@ -329,7 +440,9 @@ func (b *builder) partition(r *PartitionRecord) error {
 			r.Partition, t.Name, r.LeaderEpoch, t.Partitions[r.Partition].LeaderEpoch)
 	}
 	t = b.mutableTopic(t)
-	p := PartitionImage{Replicas: slices.Clone(r.Replicas), ISR: slices.Clone(r.ISR), Leader: r.Leader, LeaderEpoch: r.LeaderEpoch}
+	p := PartitionImage{Replicas: slices.Clone(r.Replicas), ISR: slices.Clone(r.ISR),
+		Removing: cloneOrNil(r.Removing), Adding: cloneOrNil(r.Adding), Leader: r.Leader, LeaderEpoch: r.LeaderEpoch,
+		PartitionEpoch: r.PartitionEpoch, LeaderRecoveryState: r.LeaderRecoveryState}
 	if int(r.Partition) == len(t.Partitions) {
 		t.Partitions = append(t.Partitions, p)
 	} else {
@@ -338,9 +451,84 @@ func (b *builder) partition(r *PartitionRecord) error {
 	return nil
 }
 
+func cloneOrNil(v []int32) []int32 {
+	if len(v) == 0 {
+		return nil
+	}
+	return slices.Clone(v)
+}
+
+// partitionChange applies a PartitionChangeRecord to a live partition.
+func (b *builder) partitionChange(r *PartitionChangeRecord) error {
+	t, ok := b.im.byID.get(r.TopicID)
+	if !ok {
+		return fmt.Errorf("%w: id %s", ErrUnknownTopic, r.TopicID)
+	}
+	if r.Partition < 0 || int(r.Partition) >= len(t.Partitions) {
+		return fmt.Errorf("%w: partition change of %q partition %d (has %d)", ErrInvalidRecord, t.Name, r.Partition, len(t.Partitions))
+	}
+	p := t.Partitions[r.Partition]
+	next := PartitionRecord{TopicID: r.TopicID, Partition: r.Partition, Replicas: p.Replicas, ISR: p.ISR,
+		Removing: p.Removing, Adding: p.Adding, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
+		PartitionEpoch: p.PartitionEpoch + 1, LeaderRecoveryState: p.LeaderRecoveryState}
+	if r.ISR != nil {
+		if len(r.ISR) == 0 {
+			return fmt.Errorf("%w: partition %d of %q: empty ISR", ErrInvalidRecord, r.Partition, t.Name)
+		}
+		next.ISR = r.ISR
+	}
+	if r.Replicas != nil {
+		next.Replicas = r.Replicas
+	}
+	if r.Removing != nil {
+		next.Removing = r.Removing
+	}
+	if r.Adding != nil {
+		next.Adding = r.Adding
+	}
+	switch r.Leader {
+	case NoLeaderChange:
+	default:
+		if r.Leader < -1 {
+			return fmt.Errorf("%w: partition %d of %q: leader %d", ErrInvalidRecord, r.Partition, t.Name, r.Leader)
+		}
+		if r.Leader != p.Leader {
+			next.Leader, next.LeaderEpoch = r.Leader, p.LeaderEpoch+1
+		}
+	}
+	switch r.LeaderRecoveryState {
+	case -1:
+	case LeaderRecovered, LeaderRecovering:
+		next.LeaderRecoveryState = r.LeaderRecoveryState
+	default:
+		return fmt.Errorf("%w: partition %d of %q: leader recovery state %d", ErrInvalidRecord, r.Partition, t.Name, r.LeaderRecoveryState)
+	}
+	if err := validAssignment(&next); err != nil {
+		return fmt.Errorf("%w: partition %d of %q: %v", ErrInvalidRecord, r.Partition, t.Name, err)
+	}
+	t = b.mutableTopic(t)
+	t.Partitions[r.Partition] = PartitionImage{Replicas: slices.Clone(next.Replicas), ISR: slices.Clone(next.ISR),
+		Removing: cloneOrNil(next.Removing), Adding: cloneOrNil(next.Adding), Leader: next.Leader, LeaderEpoch: next.LeaderEpoch,
+		PartitionEpoch: next.PartitionEpoch, LeaderRecoveryState: next.LeaderRecoveryState}
+	return nil
+}
+
 func validAssignment(r *PartitionRecord) error {
 	if len(r.Replicas) == 0 {
 		return fmt.Errorf("no replicas")
+	}
+	for _, set := range []struct {
+		name string
+		v    []int32
+	}{{"removing", r.Removing}, {"adding", r.Adding}} {
+		for i, x := range set.v {
+			if !slices.Contains(r.Replicas, x) || slices.Contains(set.v[:i], x) {
+				return fmt.Errorf("%s replica %d is not a replica or listed twice", set.name, x)
+			}
+		}
+	}
+	if r.PartitionEpoch < 0 {
+		return fmt.Errorf("partition epoch %d", r.PartitionEpoch)
 	}
 	for i, x := range r.Replicas {
 		if x < 0 {

@@ -154,16 +154,16 @@ func TestApplyTable(t *testing.T) {
 			}},
 		{name: "producer ids go back", recs: []Record{&ProducerIDsRecord{NextProducerID: 1000}, &ProducerIDsRecord{NextProducerID: 1000}}, wantErr: ErrInvalidRecord},
 		{name: "register broker", recs: []Record{
-			&RegisterBrokerRecord{ID: 2, Host: "b", Port: 9092},
-			&RegisterBrokerRecord{ID: 1, Host: "a", Port: 9092, Rack: StringPtr("r1")},
-			&RegisterBrokerRecord{ID: 2, Host: "b2", Port: 9093}},
+			&RegisterBrokerRecord{ID: 2, Endpoints: []Endpoint{{Name: "PLAINTEXT", Host: "b", Port: 9092}}},
+			&RegisterBrokerRecord{ID: 1, Endpoints: []Endpoint{{Name: "PLAINTEXT", Host: "a", Port: 9092}}, Rack: StringPtr("r1")},
+			&RegisterBrokerRecord{ID: 2, Endpoints: []Endpoint{{Name: "PLAINTEXT", Host: "b2", Port: 9093}}}},
 			check: func(t *testing.T, im *Image) {
 				bs := im.Brokers()
 				if len(bs) != 2 || bs[0].ID != 1 || *bs[0].Rack != "r1" || bs[1].Host != "b2" || bs[1].Port != 9093 {
 					t.Fatalf("brokers = %+v", bs)
 				}
 			}},
-		{name: "register broker bad port", recs: []Record{&RegisterBrokerRecord{ID: 1, Host: "a", Port: 70000}}, wantErr: ErrInvalidRecord},
+		{name: "register broker bad port", recs: []Record{&RegisterBrokerRecord{ID: 1, Endpoints: []Endpoint{{Name: "PLAINTEXT", Host: "a", Port: 70000}}}}, wantErr: ErrInvalidRecord},
 		{name: "nil record", recs: []Record{nil}, wantErr: ErrInvalidRecord},
 		{name: "nil topic pointer", recs: []Record{(*TopicRecord)(nil)}, wantErr: ErrInvalidRecord},
 		{name: "nil partition pointer", recs: []Record{(*PartitionRecord)(nil)}, wantErr: ErrInvalidRecord},

@@ -93,12 +93,15 @@ func (rt ResourceType) String() string {
 type recordType uint8
 
 const (
-	typeRegisterBroker recordType = 0
-	typeTopic          recordType = 2
-	typePartition      recordType = 3
-	typeConfig         recordType = 4
-	typeRemoveTopic    recordType = 9
-	typeProducerIDs    recordType = 15
+	typeRegisterBroker           recordType = 0
+	typeUnregisterBroker         recordType = 1
+	typeTopic                    recordType = 2
+	typePartition                recordType = 3
+	typeConfig                   recordType = 4
+	typePartitionChange          recordType = 5
+	typeRemoveTopic              recordType = 9
+	typeProducerIDs              recordType = 15
+	typeBrokerRegistrationChange recordType = 17
 )
 
 // Record is one metadata change. The set is closed: only this package's record types
@@ -113,15 +116,47 @@ type TopicRecord struct {
 	ID   UUID
 }
 
+// Leader recovery states (Kafka's LeaderRecoveryState): a leader elected uncleanly is
+// recovering until it has made its log the partition's truth.
+const (
+	LeaderRecovered  int8 = 0
+	LeaderRecovering int8 = 1
+)
+
 // PartitionRecord creates partition Partition of a topic (it must be the next index:
-// partitions are dense) or replaces an existing partition's assignment and leadership.
+// partitions are dense) or replaces an existing partition's assignment and leadership
+// with exactly what it carries (snapshots). Changes to a live partition are
+// PartitionChangeRecords.
 type PartitionRecord struct {
 	TopicID     UUID
 	Partition   int32
 	Replicas    []int32
 	ISR         []int32
-	Leader      int32 // -1: no leader
+	Removing    []int32 // replicas being removed by a reassignment (a subset of Replicas)
+	Adding      []int32 // replicas being added by a reassignment (a subset of Replicas)
+	Leader      int32   // -1: no leader
 	LeaderEpoch int32
+	// PartitionEpoch grows by one with every change of the partition (AlterPartition
+	// names the epoch it expects).
+	PartitionEpoch      int32
+	LeaderRecoveryState int8
+}
+
+// NoLeaderChange in PartitionChangeRecord.Leader keeps the leader.
+const NoLeaderChange int32 = -2
+
+// PartitionChangeRecord changes a live partition. A nil slice keeps the field, a
+// non-nil empty one clears it (Removing, Adding). Applying it bumps the partition epoch
+// by one, and the leader epoch by one when the leader changes (Kafka's rule).
+type PartitionChangeRecord struct {
+	TopicID             UUID
+	Partition           int32
+	ISR                 []int32 // nil: unchanged; never empty
+	Leader              int32   // NoLeaderChange, -1 (no leader), or a replica in the ISR
+	Replicas            []int32 // nil: unchanged
+	Removing            []int32 // nil: unchanged
+	Adding              []int32 // nil: unchanged
+	LeaderRecoveryState int8    // -1: unchanged
 }
 
 // RemoveTopicRecord deletes a topic, its partitions and its configs.
@@ -148,20 +183,74 @@ type ProducerIDsRecord struct {
 	NextProducerID int64
 }
 
-// RegisterBrokerRecord registers (or re-registers, replacing) a broker.
-type RegisterBrokerRecord struct {
-	ID   int32
-	Host string
-	Port int32
-	Rack *string
+// Security protocols (Kafka's SecurityProtocol ids), as endpoints carry them.
+const (
+	ProtocolPlaintext     int16 = 0
+	ProtocolSSL           int16 = 1
+	ProtocolSASLPlaintext int16 = 2
+	ProtocolSASLSSL       int16 = 3
+)
+
+// Endpoint is one listener a broker registered: its name (PLAINTEXT, INTERNAL, ...), the
+// advertised address and the security protocol.
+type Endpoint struct {
+	Name             string
+	Host             string
+	Port             int32
+	SecurityProtocol int16
 }
 
-func (*TopicRecord) recordType() recordType          { return typeTopic }
-func (*PartitionRecord) recordType() recordType      { return typePartition }
-func (*RemoveTopicRecord) recordType() recordType    { return typeRemoveTopic }
-func (*ConfigRecord) recordType() recordType         { return typeConfig }
-func (*ProducerIDsRecord) recordType() recordType    { return typeProducerIDs }
-func (*RegisterBrokerRecord) recordType() recordType { return typeRegisterBroker }
+// RegisterBrokerRecord registers (or re-registers, replacing) a broker.
+//
+// Epoch is the broker epoch: a registration's epoch must exceed the epoch of the
+// broker's current registration and every epoch of the image's registered brokers
+// (Image.MaxBrokerEpoch). The controller uses max(MaxBrokerEpoch, committed offset) + 1,
+// so that every epoch is at most the offset of its own registration and epochs never
+// repeat, unregistrations included. Epoch 0 marks a registration written before broker
+// epochs existed (record version 1): it is exempt from the ordering.
+type RegisterBrokerRecord struct {
+	ID            int32
+	IncarnationID UUID
+	Epoch         int64
+	Endpoints     []Endpoint // at least one; the first is the one Metadata reports by default
+	Rack          *string
+	// Fenced: a broker registers fenced and is unfenced by the controller once it has
+	// caught up with the metadata.
+	Fenced               bool
+	InControlledShutdown bool
+}
+
+// UnregisterBrokerRecord removes a broker's registration (Epoch must be its current one).
+type UnregisterBrokerRecord struct {
+	ID    int32
+	Epoch int64
+}
+
+// Values of BrokerRegistrationChangeRecord.Fenced, as Kafka's record.
+const (
+	FenceUnfence int8 = -1
+	FenceKeep    int8 = 0
+	FenceFence   int8 = 1
+)
+
+// BrokerRegistrationChangeRecord fences or unfences a broker, or marks it in controlled
+// shutdown. Epoch must be the broker's current epoch.
+type BrokerRegistrationChangeRecord struct {
+	ID                   int32
+	Epoch                int64
+	Fenced               int8 // FenceUnfence, FenceKeep or FenceFence
+	InControlledShutdown int8 // 0 keep, 1 set (re-registration clears it)
+}
+
+func (*TopicRecord) recordType() recordType                    { return typeTopic }
+func (*PartitionRecord) recordType() recordType                { return typePartition }
+func (*PartitionChangeRecord) recordType() recordType          { return typePartitionChange }
+func (*RemoveTopicRecord) recordType() recordType              { return typeRemoveTopic }
+func (*ConfigRecord) recordType() recordType                   { return typeConfig }
+func (*ProducerIDsRecord) recordType() recordType              { return typeProducerIDs }
+func (*RegisterBrokerRecord) recordType() recordType           { return typeRegisterBroker }
+func (*UnregisterBrokerRecord) recordType() recordType         { return typeUnregisterBroker }
+func (*BrokerRegistrationChangeRecord) recordType() recordType { return typeBrokerRegistrationChange }
 
 // StringPtr returns &s, for ConfigRecord.Value and RegisterBrokerRecord.Rack.
 func StringPtr(s string) *string { return &s }

@@ -29,7 +29,7 @@ func mustAppend(t testing.TB, s *Store, recs ...Record) {
 // workload appends a mix of every record type in batches of varied size.
 func workload(t testing.TB, s *Store, rounds int) {
 	t.Helper()
-	mustAppend(t, s, &RegisterBrokerRecord{ID: 0, Host: "localhost", Port: 9092})
+	mustAppend(t, s, &RegisterBrokerRecord{ID: 0, Endpoints: []Endpoint{{Name: "PLAINTEXT", Host: "localhost", Port: 9092}}})
 	for i := 0; i < rounds; i++ {
 		id := UUID{0: byte(i), 1: byte(i >> 8), 15: 0x77}
 		name := fmt.Sprintf("topic-%03d", i)
@@ -67,7 +67,7 @@ func TestStoreReplayEqualsImage(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Append(&RegisterBrokerRecord{ID: 1, Host: "h", Port: 1}); !errors.Is(err, ErrClosed) {
+	if err := s.Append(&RegisterBrokerRecord{ID: 1, Endpoints: []Endpoint{{Name: "PLAINTEXT", Host: "h", Port: 1}}}); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Append after Close = %v", err)
 	}
 	s = openT(t, dir, StoreOptions{SnapshotEvery: -1, SnapshotBytes: -1})
@@ -224,7 +224,7 @@ func TestCrashAfterSnapshotBeforeRoll(t *testing.T) {
 	if !sameImage(s.Image(), want) || s.Offset() != off {
 		t.Fatal("replay across an unrolled snapshot differs")
 	}
-	mustAppend(t, s, &RegisterBrokerRecord{ID: 3, Host: "h", Port: 3})
+	mustAppend(t, s, &RegisterBrokerRecord{ID: 3, Endpoints: []Endpoint{{Name: "PLAINTEXT", Host: "h", Port: 3}}})
 	want = s.Image()
 	s.Close()
 	s = openT(t, dir, opts)
@@ -247,7 +247,7 @@ func TestCrashAfterSnapshotBeforeRoll(t *testing.T) {
 	if !sameImage(s2.Image(), w2) || s2.Offset() != o2 {
 		t.Fatal("replay with snapshot at the log end differs")
 	}
-	mustAppend(t, s2, &RegisterBrokerRecord{ID: 9, Host: "h", Port: 9})
+	mustAppend(t, s2, &RegisterBrokerRecord{ID: 9, Endpoints: []Endpoint{{Name: "PLAINTEXT", Host: "h", Port: 9}}})
 	w2 = s2.Image()
 	s2.Close()
 	s2 = openT(t, d2, opts)
@@ -286,7 +286,7 @@ func TestCorruptSnapshot(t *testing.T) {
 	if err := s.Snapshot(); err != nil {
 		t.Fatal(err)
 	}
-	mustAppend(t, s, &RegisterBrokerRecord{ID: 5, Host: "h", Port: 5})
+	mustAppend(t, s, &RegisterBrokerRecord{ID: 5, Endpoints: []Endpoint{{Name: "PLAINTEXT", Host: "h", Port: 5}}})
 	s.Close()
 	logs, snaps := logFiles(t, dir)
 	if len(logs) != 1 || logs[0] != snaps[0] {
@@ -344,7 +344,7 @@ func TestWriteFailureFailsStore(t *testing.T) {
 	if s.Image() != before {
 		t.Fatal("image published without a durable write")
 	}
-	if err := s.Append(&RegisterBrokerRecord{ID: 1, Host: "h", Port: 1}); !errors.Is(err, ErrStoreFailed) {
+	if err := s.Append(&RegisterBrokerRecord{ID: 1, Endpoints: []Endpoint{{Name: "PLAINTEXT", Host: "h", Port: 1}}}); !errors.Is(err, ErrStoreFailed) {
 		t.Fatalf("store accepted an append after a failure: %v", err)
 	}
 	s.mu.f = nil
@@ -363,7 +363,7 @@ func TestGapIsCorrupt(t *testing.T) {
 	workload(t, s, 3)
 	s.Close()
 	// A log that starts past the end of the others: records are missing.
-	if err := os.WriteFile(filepath.Join(dir, fileName(1_000_000, logSuffix)), EncodeEntry(nil, &RegisterBrokerRecord{ID: 1, Host: "h", Port: 1}), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, fileName(1_000_000, logSuffix)), EncodeEntry(nil, &RegisterBrokerRecord{ID: 1, Endpoints: []Endpoint{{Name: "PLAINTEXT", Host: "h", Port: 1}}}), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := OpenStore(dir, opts); !errors.Is(err, ErrCorrupt) {
@@ -387,7 +387,7 @@ func TestStoreLocked(t *testing.T) {
 // the same image again.
 func FuzzReplay(f *testing.F) {
 	valid := EncodeEntry(nil, createTopic("t", idA, 2)...)
-	valid = EncodeEntry(valid, &RegisterBrokerRecord{ID: 1, Host: "h", Port: 1}, &ProducerIDsRecord{NextProducerID: 1000})
+	valid = EncodeEntry(valid, &RegisterBrokerRecord{ID: 1, Endpoints: []Endpoint{{Name: "PLAINTEXT", Host: "h", Port: 1}}}, &ProducerIDsRecord{NextProducerID: 1000})
 	f.Add(valid, []byte(nil))
 	f.Add(valid[:len(valid)-3], []byte(nil))
 	f.Add(append(slices.Clone(valid), 1, 2, 3), []byte(nil))
@@ -428,7 +428,7 @@ func FuzzReplay(f *testing.F) {
 			}
 			return
 		}
-		if err := s.Append(&RegisterBrokerRecord{ID: 77, Host: "fuzz", Port: 7}); err != nil {
+		if err := s.Append(&RegisterBrokerRecord{ID: 77, Endpoints: []Endpoint{{Name: "PLAINTEXT", Host: "fuzz", Port: 7}}}); err != nil {
 			t.Fatalf("Append after replay: %v", err)
 		}
 		want, off := s.Image(), s.Offset()
@@ -501,7 +501,7 @@ func TestCrashDuringSnapshotSteps(t *testing.T) {
 	if err := s.Snapshot(); err != nil {
 		t.Fatal(err)
 	}
-	mustAppend(t, s, &RegisterBrokerRecord{ID: 4, Host: "h", Port: 4})
+	mustAppend(t, s, &RegisterBrokerRecord{ID: 4, Endpoints: []Endpoint{{Name: "PLAINTEXT", Host: "h", Port: 4}}})
 	want, off := s.Image(), s.Offset()
 	s.Close()
 

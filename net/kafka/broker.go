@@ -119,7 +119,9 @@ func (b *Broker) reconcile() error {
 	im := b.meta.Image()
 	self := metadata.BrokerImage{ID: b.cfg.NodeID, Host: b.cfg.Host, Port: b.cfg.Port, Rack: b.cfg.Rack}
 	if cur, ok := im.Broker(b.cfg.NodeID); !ok || cur.Host != self.Host || cur.Port != self.Port || !sameRack(cur.Rack, self.Rack) {
-		if err := b.meta.Append(&metadata.RegisterBrokerRecord{ID: self.ID, Host: self.Host, Port: self.Port, Rack: self.Rack}); err != nil {
+		rec := &metadata.RegisterBrokerRecord{ID: self.ID, Epoch: im.MaxBrokerEpoch() + 1, Rack: self.Rack,
+			Endpoints: []metadata.Endpoint{{Name: "PLAINTEXT", Host: self.Host, Port: self.Port, SecurityProtocol: metadata.ProtocolPlaintext}}}
+		if err := b.meta.Append(rec); err != nil {
 			return fmt.Errorf("kafka: registering broker %d: %w", self.ID, err)
 		}
 		im = b.meta.Image()
