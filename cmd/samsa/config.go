@@ -15,8 +15,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/samsa-broker/samsa/coordinator/configs"
 	"github.com/samsa-broker/samsa/engine"
-	"github.com/samsa-broker/samsa/net/kafka"
 )
 
 // errConfig is wrapped by every configuration error.
@@ -78,7 +78,7 @@ func loadConfig(args, env []string, log *slog.Logger, usageOut io.Writer) (*serv
 	configFile := fs.String("config", "", "Kafka-style server.properties file")
 	flagVals := map[string]*string{}
 	for _, f := range flagKeys {
-		def, _ := kafka.BrokerConfigDefault(f.key)
+		def, _ := configs.BrokerDefault(f.key)
 		if f.noDefault {
 			def = ""
 		}
@@ -96,7 +96,7 @@ func loadConfig(args, env []string, log *slog.Logger, usageOut io.Writer) (*serv
 
 	c := &serverConfig{set: map[string]string{}, source: map[string]string{}}
 	put := func(src, key, value string) error {
-		canon, known, err := kafka.ValidateBrokerConfig(key, value)
+		canon, known, err := configs.ValidateBroker(key, value)
 		if err != nil {
 			return fmt.Errorf("%w: %s: %w", errConfig, src, err)
 		}
@@ -161,7 +161,7 @@ func (c *serverConfig) get(key string) string {
 	if v, ok := c.set[key]; ok {
 		return v
 	}
-	v, _ := kafka.BrokerConfigDefault(key)
+	v, _ := configs.BrokerDefault(key)
 	return v
 }
 
@@ -253,7 +253,7 @@ func envName(key string) string {
 
 // envKey maps an environment variable back to a known key.
 func envKey(name string) (string, bool) {
-	for _, k := range kafka.BrokerConfigKeys() {
+	for _, k := range configs.BrokerKeys() {
 		if envName(k) == name {
 			return k, true
 		}

@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/samsa-broker/samsa/coordinator/configs"
 	"github.com/samsa-broker/samsa/coordinator/metadata"
 	"github.com/samsa-broker/samsa/engine"
 	"github.com/samsa-broker/samsa/net/kafka"
@@ -129,7 +130,7 @@ func startServer(cfg *serverConfig, log *slog.Logger) (_ *server, err error) {
 	if s.eng, err = engine.Open(engine.Options{
 		Dirs: cfg.LogDirs, Sync: cfg.Sync, FlushInterval: cfg.FlushInterval,
 		RetentionCheckInterval: cfg.RetentionCheckInterval,
-		DefaultConfig:          kafka.DefaultTopicLogConfig(cfg.set),
+		DefaultConfig:          configs.DefaultTopicLogConfig(cfg.set),
 		Logger:                 log.With("component", "engine"),
 	}); err != nil {
 		return nil, fmt.Errorf("opening logs: %w", err)

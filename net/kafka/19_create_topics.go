@@ -19,6 +19,8 @@ package kafka
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-broker/samsa/coordinator/configs"
 )
 
 func init() {
@@ -95,11 +97,11 @@ func (b *Broker) createSpec(t *kmsg.CreateTopicsRequestTopic, duplicate bool) (t
 // createdConfigs lists the topic's resulting configuration (v5+).
 func (b *Broker) createdConfigs(s *topicSpec) []kmsg.CreateTopicsResponseTopicConfig {
 	l := b.layers(b.meta.Image(), "")
-	l.topic = s.configs
-	out := make([]kmsg.CreateTopicsResponseTopicConfig, 0, len(topicConfigDefs))
-	for _, d := range topicConfigDefs {
-		res := l.resolveTopic(d, false)
-		out = append(out, kmsg.CreateTopicsResponseTopicConfig{Name: d.name, Value: res.value, Source: int8(res.source)})
+	l.Topic = s.configs
+	out := make([]kmsg.CreateTopicsResponseTopicConfig, 0, len(configs.TopicDefs))
+	for _, d := range configs.TopicDefs {
+		res := l.ResolveTopic(d, false)
+		out = append(out, kmsg.CreateTopicsResponseTopicConfig{Name: d.Name, Value: res.Value, Source: int8(res.Source)})
 	}
 	return out
 }

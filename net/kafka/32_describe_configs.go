@@ -26,6 +26,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/samsa-broker/samsa/coordinator/configs"
 	"github.com/samsa-broker/samsa/coordinator/metadata"
 )
 
@@ -56,21 +57,21 @@ func wanted(names []string, name string) bool {
 
 func (b *Broker) describeResource(im *metadata.Image, res kmsg.DescribeConfigsRequestResource, syn, doc bool) ([]kmsg.DescribeConfigsResponseResourceConfig, error) {
 	var out []kmsg.DescribeConfigsResponseResourceConfig
-	entry := func(d *configDef, r resolved) kmsg.DescribeConfigsResponseResourceConfig {
+	entry := func(d *configs.Def, r configs.Resolved) kmsg.DescribeConfigsResponseResourceConfig {
 		c := kmsg.NewDescribeConfigsResponseResourceConfig()
-		c.Name, c.Value, c.Source = d.name, r.value, r.source
-		c.IsDefault = r.source == kmsg.ConfigSourceDefaultConfig
-		c.ReadOnly = d.readOnly
-		c.IsSensitive = d.kind == kindPassword
-		c.ConfigType = d.kind.wire()
+		c.Name, c.Value, c.Source = d.Name, r.Value, r.Source
+		c.IsDefault = r.Source == kmsg.ConfigSourceDefaultConfig
+		c.ReadOnly = d.ReadOnly
+		c.IsSensitive = d.Kind == configs.KindPassword
+		c.ConfigType = d.Kind.Wire()
 		if c.IsSensitive {
 			c.Value = nil
 		}
 		if syn {
-			c.ConfigSynonyms = r.synonyms
+			c.ConfigSynonyms = r.Synonyms
 		}
-		if doc && d.doc != "" {
-			c.Documentation = &d.doc
+		if doc && d.Doc != "" {
+			c.Documentation = &d.Doc
 		}
 		return c
 	}
@@ -80,17 +81,17 @@ func (b *Broker) describeResource(im *metadata.Image, res kmsg.DescribeConfigsRe
 			return nil, errf(kerr.UnknownTopicOrPartition, "topic %q does not exist", res.ResourceName)
 		}
 		l := b.layers(im, res.ResourceName)
-		for _, d := range topicConfigDefs {
-			if wanted(res.ConfigNames, d.name) {
-				out = append(out, entry(d, l.resolveTopic(d, syn)))
+		for _, d := range configs.TopicDefs {
+			if wanted(res.ConfigNames, d.Name) {
+				out = append(out, entry(d, l.ResolveTopic(d, syn)))
 			}
 		}
 	case kmsg.ConfigResourceTypeBroker:
 		l := b.layers(im, "")
 		switch res.ResourceName {
 		case strconv.Itoa(int(b.cfg.NodeID)):
-			for _, d := range brokerConfigDefs {
-				if !wanted(res.ConfigNames, d.name) {
+			for _, d := range configs.BrokerDefs {
+				if !wanted(res.ConfigNames, d.Name) {
 					continue
 				}
 				var synp *[]kmsg.DescribeConfigsResponseResourceConfigConfigSynonym
@@ -98,24 +99,24 @@ func (b *Broker) describeResource(im *metadata.Image, res kmsg.DescribeConfigsRe
 				if syn {
 					synp = &syns
 				}
-				r, ok := l.resolveBroker(d.name, 1, synp)
+				r, ok := l.ResolveBroker(d.Name, 1, synp)
 				if !ok {
-					r = resolved{value: d.def, source: kmsg.ConfigSourceDefaultConfig}
-					if v, ok := b.cfg.Derived[d.name]; ok {
-						r.value = sp(v)
+					r = configs.Resolved{Value: d.Default, Source: kmsg.ConfigSourceDefaultConfig}
+					if v, ok := b.cfg.Derived[d.Name]; ok {
+						r.Value = stringPtr(v)
 					}
 				}
-				if syn && d.def != nil {
-					syns = append(syns, kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{Name: d.name, Value: d.def, Source: kmsg.ConfigSourceDefaultConfig})
+				if syn && d.Default != nil {
+					syns = append(syns, kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{Name: d.Name, Value: d.Default, Source: kmsg.ConfigSourceDefaultConfig})
 				}
-				r.synonyms = syns
+				r.Synonyms = syns
 				out = append(out, entry(d, r))
 			}
 		case "":
-			for _, d := range brokerConfigDefs {
-				if v, ok := l.clusterDefault[d.name]; ok && wanted(res.ConfigNames, d.name) {
-					r := resolved{value: sp(v), source: kmsg.ConfigSourceDynamicDefaultBrokerConfig}
-					r.synonyms = []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{{Name: d.name, Value: sp(v), Source: r.source}}
+			for _, d := range configs.BrokerDefs {
+				if v, ok := l.ClusterDefault[d.Name]; ok && wanted(res.ConfigNames, d.Name) {
+					r := configs.Resolved{Value: stringPtr(v), Source: kmsg.ConfigSourceDynamicDefaultBrokerConfig}
+					r.Synonyms = []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{{Name: d.Name, Value: stringPtr(v), Source: r.Source}}
 					out = append(out, entry(d, r))
 				}
 			}

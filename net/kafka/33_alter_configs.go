@@ -56,7 +56,7 @@ func (b *Broker) replaceConfigs(res *kmsg.AlterConfigsRequestResource, validateO
 		if c.Value == nil {
 			return errf(kerr.InvalidConfig, "null value for config %q", c.Name)
 		}
-		v, err := d.validate(*c.Value)
+		v, err := d.Validate(*c.Value)
 		if err != nil {
 			return errf(kerr.InvalidConfig, "%v", err)
 		}

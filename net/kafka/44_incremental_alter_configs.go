@@ -27,6 +27,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/samsa-broker/samsa/coordinator/configs"
 	"github.com/samsa-broker/samsa/coordinator/metadata"
 	"github.com/samsa-broker/samsa/engine"
 )
@@ -51,11 +52,11 @@ func handleIncrementalAlterConfigs(b *Broker, r *Request) {
 // alterTarget is a config resource being altered.
 type alterTarget struct {
 	name    string
-	defs    map[string]*configDef
+	def     func(key string) *configs.Def
 	rt      metadata.ResourceType
 	wire    kmsg.ConfigResourceType
 	current map[string]string // the resource's explicitly set keys (shared: read only)
-	layers  configLayers
+	layers  configs.Layers
 }
 
 // resolveAlterTarget checks that the resource exists and may be altered. Caller holds
@@ -67,18 +68,18 @@ func (b *Broker) resolveAlterTarget(im *metadata.Image, rtype kmsg.ConfigResourc
 		if _, ok := im.Topic(name); !ok {
 			return nil, errf(kerr.UnknownTopicOrPartition, "topic %q does not exist", name)
 		}
-		t.defs, t.rt = topicDefs, metadata.ResourceTopic
+		t.def, t.rt = configs.Topic, metadata.ResourceTopic
 		t.layers = b.layers(im, name)
-		t.current = t.layers.topic
+		t.current = t.layers.Topic
 	case kmsg.ConfigResourceTypeBroker:
 		if name != "" && name != strconv.Itoa(int(b.cfg.NodeID)) {
 			return nil, errf(kerr.InvalidRequest, "broker %q is not this broker (%d)", name, b.cfg.NodeID)
 		}
-		t.defs, t.rt = brokerDefs, metadata.ResourceBroker
+		t.def, t.rt = configs.Broker, metadata.ResourceBroker
 		t.layers = b.layers(im, "")
-		t.current = t.layers.node
+		t.current = t.layers.Node
 		if name == "" {
-			t.current = t.layers.clusterDefault
+			t.current = t.layers.ClusterDefault
 		}
 	default:
 		return nil, errf(kerr.InvalidRequest, "resource type %s is not supported", rtype)
@@ -87,12 +88,12 @@ func (b *Broker) resolveAlterTarget(im *metadata.Image, rtype kmsg.ConfigResourc
 }
 
 // alterableDef returns the definition of key if it may be altered on t.
-func (t *alterTarget) alterableDef(key string) (*configDef, error) {
-	d := t.defs[key]
+func (t *alterTarget) alterableDef(key string) (*configs.Def, error) {
+	d := t.def(key)
 	if d == nil {
 		return nil, errf(kerr.InvalidConfig, "unknown config %q", key)
 	}
-	if d.readOnly {
+	if d.ReadOnly {
 		return nil, errf(kerr.InvalidConfig, "config %q cannot be updated dynamically", key)
 	}
 	return d, nil
@@ -149,14 +150,14 @@ func (b *Broker) alterConfigs(res *kmsg.IncrementalAlterConfigsRequestResource, 
 			if c.Value == nil {
 				return errf(kerr.InvalidConfig, "null value for config %q", c.Name)
 			}
-			v, err := d.validate(*c.Value)
+			v, err := d.Validate(*c.Value)
 			if err != nil {
 				return errf(kerr.InvalidConfig, "%v", err)
 			}
 			value = &v
 		case kmsg.IncrementalAlterConfigOpDelete:
 		case kmsg.IncrementalAlterConfigOpAppend, kmsg.IncrementalAlterConfigOpSubtract:
-			if d.kind != kindList {
+			if d.Kind != configs.KindList {
 				return errf(kerr.InvalidConfig, "config %q is not a list: APPEND and SUBTRACT do not apply", c.Name)
 			}
 			if c.Value == nil {
@@ -184,24 +185,24 @@ func (b *Broker) alterConfigs(res *kmsg.IncrementalAlterConfigsRequestResource, 
 }
 
 // effective is the current value of d for the resource being altered.
-func (b *Broker) effective(l *configLayers, rt kmsg.ConfigResourceType, d *configDef) string {
+func (b *Broker) effective(l *configs.Layers, rt kmsg.ConfigResourceType, d *configs.Def) string {
 	if rt == kmsg.ConfigResourceTypeTopic {
-		if r := l.resolveTopic(d, false); r.value != nil {
-			return *r.value
+		if r := l.ResolveTopic(d, false); r.Value != nil {
+			return *r.Value
 		}
 		return ""
 	}
-	if r, ok := l.resolveBroker(d.name, 1, nil); ok {
-		return *r.value
+	if r, ok := l.ResolveBroker(d.Name, 1, nil); ok {
+		return *r.Value
 	}
-	if d.def != nil {
-		return *d.def
+	if d.Default != nil {
+		return *d.Default
 	}
 	return ""
 }
 
 // listOp appends or subtracts the items of arg to or from the list cur.
-func listOp(d *configDef, cur, arg string, add bool) (string, error) {
+func listOp(d *configs.Def, cur, arg string, add bool) (string, error) {
 	var items []string
 	for _, it := range strings.Split(cur, ",") {
 		if it = strings.TrimSpace(it); it != "" {
@@ -221,7 +222,7 @@ func listOp(d *configDef, cur, arg string, add bool) (string, error) {
 			items = slices.Delete(items, i, i+1)
 		}
 	}
-	return d.validate(strings.Join(items, ","))
+	return d.Validate(strings.Join(items, ","))
 }
 
 // applyTopicConfig pushes topic's configuration to its live logs.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/samsa-broker/samsa/coordinator/configs"
 	"github.com/samsa-broker/samsa/coordinator/metadata"
 	"github.com/samsa-broker/samsa/engine"
 	"github.com/samsa-broker/samsa/net/transport"
@@ -155,32 +156,20 @@ func (b *Broker) reconcile() error {
 func sameRack(a, b *string) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
 
 // layers returns the config layers for topic (empty: broker keys only).
-func (b *Broker) layers(im *metadata.Image, topic string) configLayers {
-	l := configLayers{
-		node:           im.Configs(metadata.ResourceBroker, strconv.Itoa(int(b.cfg.NodeID))),
-		clusterDefault: im.Configs(metadata.ResourceBroker, ""),
-		static:         b.cfg.Static,
-	}
-	if topic != "" {
-		l.topic = im.Configs(metadata.ResourceTopic, topic)
-	}
-	return l
+func (b *Broker) layers(im *metadata.Image, topic string) configs.Layers {
+	return configs.ForImage(im, b.cfg.NodeID, b.cfg.Static, topic)
 }
 
 // topicLogConfig is the engine configuration of topic in image im.
 func (b *Broker) topicLogConfig(im *metadata.Image, topic string) engine.LogConfig {
 	l := b.layers(im, topic)
-	return l.logConfig()
+	return l.LogConfig()
 }
 
 // brokerValue resolves a broker key: dynamic node, dynamic default, static, default.
 func (b *Broker) brokerValue(im *metadata.Image, key string) string {
 	l := b.layers(im, "")
-	if r, ok := l.resolveBroker(key, 1, nil); ok {
-		return *r.value
-	}
-	v, _ := BrokerConfigDefault(key)
-	return v
+	return l.BrokerValue(key)
 }
 
 func (b *Broker) brokerInt(im *metadata.Image, key string) int64 {

@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/samsa-broker/samsa/coordinator/configs"
 	"github.com/samsa-broker/samsa/coordinator/metadata"
 	"github.com/samsa-broker/samsa/engine"
 	"github.com/samsa-broker/samsa/net/transport"
@@ -87,7 +88,7 @@ func openStores(t testing.TB, dir string, o testBrokerOptions) (*engine.Manager,
 	}
 	eng, err := engine.Open(engine.Options{
 		Dirs: []string{filepath.Join(dir, "logs")}, Sync: o.Sync,
-		DefaultConfig: DefaultTopicLogConfig(o.Static), Logger: testLogger(t), Now: o.Now,
+		DefaultConfig: configs.DefaultTopicLogConfig(o.Static), Logger: testLogger(t), Now: o.Now,
 	})
 	if err != nil {
 		meta.Close()

@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/samsa-broker/samsa/coordinator/configs"
 	"github.com/samsa-broker/samsa/coordinator/metadata"
 	"github.com/samsa-broker/samsa/engine"
 )
@@ -164,7 +165,7 @@ func errCode(err error) int16 {
 	if errors.As(err, &ke) {
 		return ke.Code
 	}
-	if errors.Is(err, ErrInvalidConfig) {
+	if errors.Is(err, configs.ErrInvalidConfig) {
 		return kerr.InvalidConfig.Code
 	}
 	return kerr.UnknownServerError.Code
@@ -225,7 +226,7 @@ func (b *Broker) resolveSpec(im *metadata.Image, s *topicSpec) error {
 		}
 	}
 	for k, v := range s.configs {
-		canon, err := ValidateTopicConfig(k, &v)
+		canon, err := configs.ValidateTopic(k, &v)
 		if err != nil {
 			return errf(kerr.InvalidConfig, "%v", err)
 		}
@@ -329,3 +330,5 @@ func isUnder(path, dir string) bool {
 	rel, err := filepath.Rel(dir, path)
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }
+
+func stringPtr(s string) *string { return &s }

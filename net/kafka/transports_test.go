@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/samsa-broker/samsa/coordinator/configs"
 	"github.com/samsa-broker/samsa/coordinator/metadata"
 	"github.com/samsa-broker/samsa/engine"
 	"github.com/samsa-broker/samsa/net/kafka"
@@ -43,7 +44,7 @@ func startKafka(t *testing.T, kind string) string {
 	}
 	eng, err := engine.Open(engine.Options{
 		Dirs: []string{filepath.Join(dir, "logs")}, Sync: engine.SyncFsync,
-		DefaultConfig: kafka.DefaultTopicLogConfig(nil),
+		DefaultConfig: configs.DefaultTopicLogConfig(nil),
 	})
 	if err != nil {
 		meta.Close()

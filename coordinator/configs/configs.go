@@ -1,0 +1,506 @@
+// Package configs owns Kafka's configuration keys as Samsa serves them: every broker and
+// topic key Samsa knows, with Kafka's names, types, defaults and bounds; validation to
+// a canonical value; and the layering Kafka applies (topic override, dynamic per-node,
+// dynamic cluster default, static server.properties, default), with the synonyms
+// DescribeConfigs reports. The broker's launcher, the protocol handlers and the
+// controller all read keys through this package, so a key means one thing everywhere.
+package configs
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-broker/samsa/coordinator/metadata"
+	"github.com/samsa-broker/samsa/engine"
+)
+
+// ErrInvalidConfig is wrapped by every config validation error (mapped to
+// INVALID_CONFIG at the edge).
+var ErrInvalidConfig = errors.New("configs: invalid config")
+
+// Kind is a config value's type, as Kafka's ConfigDef declares it.
+type Kind int8
+
+// The kinds.
+const (
+	KindString Kind = iota
+	KindInt
+	KindShort
+	KindLong
+	KindBool
+	KindDouble
+	KindList
+	KindPassword
+)
+
+// Wire is the kind as DescribeConfigs v3+ reports it.
+func (k Kind) Wire() kmsg.ConfigType {
+	switch k {
+	case KindInt:
+		return kmsg.ConfigTypeInt
+	case KindShort:
+		return kmsg.ConfigTypeShort
+	case KindLong:
+		return kmsg.ConfigTypeLong
+	case KindBool:
+		return kmsg.ConfigTypeBoolean
+	case KindDouble:
+		return kmsg.ConfigTypeDouble
+	case KindList:
+		return kmsg.ConfigTypeList
+	case KindPassword:
+		return kmsg.ConfigTypePassword
+	}
+	return kmsg.ConfigTypeString
+}
+
+// Synonym is a broker key that supplies a topic key's default, with a unit scale
+// (log.retention.hours → retention.ms: 3,600,000).
+type Synonym struct {
+	Name  string
+	Scale int64
+}
+
+// Def describes one config key. Defs are shared and read-only.
+type Def struct {
+	Name    string
+	Kind    Kind
+	Default *string // Kafka's default; nil = null
+	Min     int64   // numeric lower bound (inclusive)
+	Max     int64   // numeric upper bound (inclusive); 0 = the kind's maximum
+	Enum    []string
+	Doc     string
+	// Synonyms (topic keys): the broker keys supplying the default, in precedence order.
+	Synonyms []Synonym
+	// Apply maps a validated value onto the engine's LogConfig; nil = stored only.
+	Apply func(c *engine.LogConfig, v string)
+	// ReadOnly (broker keys): not alterable at run time.
+	ReadOnly bool
+}
+
+func sp(s string) *string { return &s }
+
+func parseInt(v string) int64 { n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64); return n }
+
+// Validate checks v against d and returns the canonical value.
+func (d *Def) Validate(v string) (string, error) {
+	bad := func(why string) (string, error) {
+		return "", fmt.Errorf("%w: invalid value %q for configuration %s: %s", ErrInvalidConfig, v, d.Name, why)
+	}
+	t := strings.TrimSpace(v)
+	switch d.Kind {
+	case KindInt, KindShort, KindLong:
+		bits := map[Kind]int{KindInt: 32, KindShort: 16, KindLong: 64}[d.Kind]
+		n, err := strconv.ParseInt(t, 10, bits)
+		if err != nil {
+			return bad(fmt.Sprintf("not a %d-bit integer", bits))
+		}
+		if n < d.Min {
+			return bad(fmt.Sprintf("value must be at least %d", d.Min))
+		}
+		if d.Max != 0 && n > d.Max {
+			return bad(fmt.Sprintf("value must be at most %d", d.Max))
+		}
+		return strconv.FormatInt(n, 10), nil
+	case KindBool:
+		switch strings.ToLower(t) {
+		case "true", "false":
+			return strings.ToLower(t), nil
+		}
+		return bad("expected true or false")
+	case KindDouble:
+		f, err := strconv.ParseFloat(t, 64)
+		if err != nil || math.IsNaN(f) || f < float64(d.Min) || (d.Max != 0 && f > float64(d.Max)) {
+			return bad(fmt.Sprintf("expected a number in [%d, %d]", d.Min, d.Max))
+		}
+		return t, nil
+	case KindList:
+		var items []string
+		for _, it := range strings.Split(t, ",") {
+			it = strings.TrimSpace(it)
+			if it == "" {
+				continue
+			}
+			if d.Enum != nil && !slices.Contains(d.Enum, strings.ToLower(it)) {
+				return bad("items must be among " + strings.Join(d.Enum, ", "))
+			}
+			items = append(items, it)
+		}
+		if d.Enum != nil && len(items) == 0 {
+			return bad("empty list")
+		}
+		return strings.Join(items, ","), nil
+	}
+	if d.Enum != nil {
+		for _, e := range d.Enum {
+			if strings.EqualFold(e, t) {
+				return e, nil
+			}
+		}
+		return bad("value must be one of " + strings.Join(d.Enum, ", "))
+	}
+	return v, nil
+}
+
+const (
+	weekMs  = "604800000"
+	longMax = "9223372036854775807"
+)
+
+// TopicDefs are the topic-level keys, Kafka's names and defaults. Keys with apply
+// reach the engine; the others are validated and stored (reported by DescribeConfigs).
+var TopicDefs = []*Def{
+	{Name: "cleanup.policy", Kind: KindList, Default: sp("delete"), Enum: []string{"delete", "compact"},
+		Synonyms: []Synonym{{"log.cleanup.policy", 1}}, Doc: "delete and/or compact (compaction is not implemented: compacted topics are retained whole)",
+		Apply: func(c *engine.LogConfig, v string) { c.Compact = strings.Contains(v, "compact") }},
+	{Name: "compression.type", Kind: KindString, Default: sp("producer"), Enum: []string{"uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"},
+		Synonyms: []Synonym{{"compression.type", 1}}, Doc: "stored; batches are kept as the producer compressed them"},
+	{Name: "retention.ms", Kind: KindLong, Default: sp(weekMs), Min: -1,
+		Synonyms: []Synonym{{"log.retention.ms", 1}, {"log.retention.minutes", 60000}, {"log.retention.hours", 3600000}},
+		Apply:    func(c *engine.LogConfig, v string) { c.RetentionMs = parseInt(v) }},
+	{Name: "retention.bytes", Kind: KindLong, Default: sp("-1"), Min: -1,
+		Synonyms: []Synonym{{"log.retention.bytes", 1}}, Apply: func(c *engine.LogConfig, v string) { c.RetentionBytes = parseInt(v) }},
+	{Name: "segment.bytes", Kind: KindInt, Default: sp("1073741824"), Min: 14,
+		Synonyms: []Synonym{{"log.segment.bytes", 1}}, Apply: func(c *engine.LogConfig, v string) { c.SegmentBytes = parseInt(v) }},
+	{Name: "segment.ms", Kind: KindLong, Default: sp(weekMs), Min: 1,
+		Synonyms: []Synonym{{"log.roll.ms", 1}, {"log.roll.hours", 3600000}}, Apply: func(c *engine.LogConfig, v string) { c.SegmentMs = parseInt(v) }},
+	{Name: "segment.index.bytes", Kind: KindInt, Default: sp("10485760"), Min: 4,
+		Synonyms: []Synonym{{"log.index.size.max.bytes", 1}}, Apply: func(c *engine.LogConfig, v string) { c.SegmentIndexBytes = int32(parseInt(v)) }},
+	{Name: "index.interval.bytes", Kind: KindInt, Default: sp("4096"), Min: 0,
+		Synonyms: []Synonym{{"log.index.interval.bytes", 1}}, Apply: func(c *engine.LogConfig, v string) { c.IndexIntervalBytes = int32(parseInt(v)) }},
+	{Name: "max.message.bytes", Kind: KindInt, Default: sp("1048588"), Min: 0,
+		Synonyms: []Synonym{{"message.max.bytes", 1}}, Apply: func(c *engine.LogConfig, v string) { c.MaxMessageBytes = int32(parseInt(v)) }},
+	{Name: "message.timestamp.type", Kind: KindString, Default: sp("CreateTime"), Enum: []string{"CreateTime", "LogAppendTime"},
+		Synonyms: []Synonym{{"log.message.timestamp.type", 1}}, Apply: func(c *engine.LogConfig, v string) {
+			c.TimestampType = engine.CreateTime
+			if v == "LogAppendTime" {
+				c.TimestampType = engine.LogAppendTime
+			}
+		}},
+	{Name: "min.insync.replicas", Kind: KindInt, Default: sp("1"), Min: 1,
+		Synonyms: []Synonym{{"min.insync.replicas", 1}}, Doc: "acks=all needs at least this many in-sync replicas"},
+	{Name: "file.delete.delay.ms", Kind: KindLong, Default: sp("60000"), Min: 0,
+		Synonyms: []Synonym{{"log.segment.delete.delay.ms", 1}}, Apply: func(c *engine.LogConfig, v string) { c.FileDeleteDelayMs = parseInt(v) }},
+	{Name: "flush.messages", Kind: KindLong, Default: sp(longMax), Min: 1, Synonyms: []Synonym{{"log.flush.interval.messages", 1}}, Doc: "stored; durability follows the broker's sync policy"},
+	{Name: "flush.ms", Kind: KindLong, Default: sp(longMax), Min: 0, Synonyms: []Synonym{{"log.flush.interval.ms", 1}}, Doc: "stored; durability follows the broker's sync policy"},
+	{Name: "unclean.leader.election.enable", Kind: KindBool, Default: sp("false"), Synonyms: []Synonym{{"unclean.leader.election.enable", 1}}, Doc: "elect a leader outside the ISR when no ISR member is alive (may lose acknowledged records)"},
+	{Name: "delete.retention.ms", Kind: KindLong, Default: sp("86400000"), Min: 0, Synonyms: []Synonym{{"log.cleaner.delete.retention.ms", 1}}, Doc: "stored"},
+	{Name: "min.compaction.lag.ms", Kind: KindLong, Default: sp("0"), Min: 0, Synonyms: []Synonym{{"log.cleaner.min.compaction.lag.ms", 1}}, Doc: "stored"},
+	{Name: "max.compaction.lag.ms", Kind: KindLong, Default: sp(longMax), Min: 1, Synonyms: []Synonym{{"log.cleaner.max.compaction.lag.ms", 1}}, Doc: "stored"},
+	{Name: "min.cleanable.dirty.ratio", Kind: KindDouble, Default: sp("0.5"), Min: 0, Max: 1, Synonyms: []Synonym{{"log.cleaner.min.cleanable.ratio", 1}}, Doc: "stored"},
+	{Name: "preallocate", Kind: KindBool, Default: sp("false"), Synonyms: []Synonym{{"log.preallocate", 1}}, Doc: "stored"},
+	{Name: "segment.jitter.ms", Kind: KindLong, Default: sp("0"), Min: 0, Synonyms: []Synonym{{"log.roll.jitter.ms", 1}, {"log.roll.jitter.hours", 3600000}}, Doc: "stored"},
+	{Name: "message.timestamp.before.max.ms", Kind: KindLong, Default: sp(longMax), Min: 0, Synonyms: []Synonym{{"log.message.timestamp.before.max.ms", 1}}, Doc: "stored"},
+	{Name: "message.timestamp.after.max.ms", Kind: KindLong, Default: sp(longMax), Min: 0, Synonyms: []Synonym{{"log.message.timestamp.after.max.ms", 1}}, Doc: "stored"},
+}
+
+// BrokerDefs are the broker keys Samsa knows (Kafka's names; a few of Samsa's
+// own at the end). Keys that are topic-default synonyms are alterable at run time
+// (DYNAMIC_BROKER_CONFIG, per node or cluster default); the rest are read-only.
+var BrokerDefs = []*Def{
+	{Name: "node.id", Kind: KindInt, Default: sp("1"), Min: 0, ReadOnly: true},
+	{Name: "broker.id", Kind: KindInt, Default: sp("1"), Min: 0, ReadOnly: true, Doc: "synonym of node.id"},
+	{Name: "log.dirs", Kind: KindList, ReadOnly: true, Doc: "default <data-dir>/logs"},
+	{Name: "log.dir", Kind: KindString, ReadOnly: true, Doc: "used when log.dirs is unset"},
+	{Name: "listeners", Kind: KindString, Default: sp("PLAINTEXT://127.0.0.1:9092"), ReadOnly: true},
+	{Name: "advertised.listeners", Kind: KindString, ReadOnly: true},
+	{Name: "num.partitions", Kind: KindInt, Default: sp("1"), Min: 1},
+	{Name: "default.replication.factor", Kind: KindShort, Default: sp("1"), Min: 1},
+	{Name: "auto.create.topics.enable", Kind: KindBool, Default: sp("true")},
+	{Name: "socket.request.max.bytes", Kind: KindInt, Default: sp("104857600"), Min: 1, ReadOnly: true},
+	{Name: "connections.max.idle.ms", Kind: KindLong, Default: sp("600000"), Min: 1, ReadOnly: true},
+	{Name: "log.retention.check.interval.ms", Kind: KindLong, Default: sp("300000"), Min: 1, ReadOnly: true},
+	{Name: "log.retention.ms", Kind: KindLong, Min: -1},
+	{Name: "log.retention.minutes", Kind: KindInt, Min: -1},
+	{Name: "log.retention.hours", Kind: KindInt, Default: sp("168"), Min: -1},
+	{Name: "log.retention.bytes", Kind: KindLong, Default: sp("-1"), Min: -1},
+	{Name: "log.segment.bytes", Kind: KindInt, Default: sp("1073741824"), Min: 14},
+	{Name: "log.roll.ms", Kind: KindLong, Min: 1},
+	{Name: "log.roll.hours", Kind: KindInt, Default: sp("168"), Min: 1},
+	{Name: "log.roll.jitter.ms", Kind: KindLong, Min: 0},
+	{Name: "log.roll.jitter.hours", Kind: KindInt, Default: sp("0"), Min: 0},
+	{Name: "log.index.size.max.bytes", Kind: KindInt, Default: sp("10485760"), Min: 4},
+	{Name: "log.index.interval.bytes", Kind: KindInt, Default: sp("4096"), Min: 0},
+	{Name: "message.max.bytes", Kind: KindInt, Default: sp("1048588"), Min: 0},
+	{Name: "log.message.timestamp.type", Kind: KindString, Default: sp("CreateTime"), Enum: []string{"CreateTime", "LogAppendTime"}},
+	{Name: "log.cleanup.policy", Kind: KindList, Default: sp("delete"), Enum: []string{"delete", "compact"}},
+	{Name: "compression.type", Kind: KindString, Default: sp("producer"), Enum: []string{"uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"}},
+	{Name: "min.insync.replicas", Kind: KindInt, Default: sp("1"), Min: 1},
+	{Name: "log.segment.delete.delay.ms", Kind: KindLong, Default: sp("60000"), Min: 0},
+	{Name: "log.flush.interval.messages", Kind: KindLong, Default: sp(longMax), Min: 1},
+	{Name: "log.flush.interval.ms", Kind: KindLong, Min: 0, Doc: "with sync=interval: the flush interval (default 1000)"},
+	{Name: "unclean.leader.election.enable", Kind: KindBool, Default: sp("false")},
+	{Name: "log.cleaner.delete.retention.ms", Kind: KindLong, Default: sp("86400000"), Min: 0},
+	{Name: "log.cleaner.min.compaction.lag.ms", Kind: KindLong, Default: sp("0"), Min: 0},
+	{Name: "log.cleaner.max.compaction.lag.ms", Kind: KindLong, Default: sp(longMax), Min: 1},
+	{Name: "log.cleaner.min.cleanable.ratio", Kind: KindDouble, Default: sp("0.5"), Min: 0, Max: 1},
+	{Name: "log.preallocate", Kind: KindBool, Default: sp("false")},
+	{Name: "log.message.timestamp.before.max.ms", Kind: KindLong, Default: sp(longMax), Min: 0},
+	{Name: "log.message.timestamp.after.max.ms", Kind: KindLong, Default: sp(longMax), Min: 0},
+	// Group coordinator (10_find_coordinator.go); read when the coordinator starts.
+	{Name: "group.initial.rebalance.delay.ms", Kind: KindInt, Default: sp("3000"), Min: 0, ReadOnly: true},
+	{Name: "group.min.session.timeout.ms", Kind: KindInt, Default: sp("6000"), Min: 0, ReadOnly: true},
+	{Name: "group.max.session.timeout.ms", Kind: KindInt, Default: sp("1800000"), Min: 0, ReadOnly: true},
+	{Name: "group.max.size", Kind: KindInt, Default: sp("2147483647"), Min: 1, ReadOnly: true},
+	{Name: "offsets.retention.minutes", Kind: KindInt, Default: sp("10080"), Min: 1, ReadOnly: true},
+	{Name: "offsets.retention.check.interval.ms", Kind: KindLong, Default: sp("600000"), Min: 1, ReadOnly: true},
+	{Name: "offset.metadata.max.bytes", Kind: KindInt, Default: sp("4096"), ReadOnly: true},
+	{Name: "offsets.topic.num.partitions", Kind: KindInt, Default: sp("50"), Min: 1, ReadOnly: true},
+	// The cluster (docs/CLUSTER.md): roles, the controller quorum, listeners, the broker
+	// lifecycle and replication.
+	{Name: "process.roles", Kind: KindList, ReadOnly: true, Enum: []string{"broker", "controller"}, Doc: "broker, controller or broker,controller (unset: a combined single node)"},
+	{Name: "controller.quorum.voters", Kind: KindList, ReadOnly: true, Doc: "id@host:port of every controller voter"},
+	{Name: "controller.quorum.bootstrap.servers", Kind: KindList, ReadOnly: true, Doc: "host:port of controllers, for broker-only nodes when controller.quorum.voters is unset"},
+	{Name: "controller.listener.names", Kind: KindList, ReadOnly: true, Doc: "the listener names controllers bind (the first is used)"},
+	{Name: "inter.broker.listener.name", Kind: KindString, ReadOnly: true, Doc: "the listener followers fetch from (default PLAINTEXT)"},
+	{Name: "listener.security.protocol.map", Kind: KindString, ReadOnly: true, Default: sp("PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL")},
+	{Name: "metadata.log.dir", Kind: KindString, ReadOnly: true, Doc: "the raft log and snapshots of the metadata (default <data.dir>/meta)"},
+	{Name: "controller.quorum.election.timeout.ms", Kind: KindInt, Default: sp("1000"), Min: 1, ReadOnly: true},
+	{Name: "controller.quorum.fetch.timeout.ms", Kind: KindInt, Default: sp("2000"), Min: 1, ReadOnly: true},
+	{Name: "metadata.log.max.snapshot.interval.ms", Kind: KindLong, Default: sp("3600000"), Min: 0, ReadOnly: true},
+	{Name: "metadata.log.max.record.bytes.between.snapshots", Kind: KindLong, Default: sp("20971520"), Min: 1, ReadOnly: true},
+	{Name: "broker.heartbeat.interval.ms", Kind: KindInt, Default: sp("2000"), Min: 1, ReadOnly: true},
+	{Name: "broker.session.timeout.ms", Kind: KindInt, Default: sp("9000"), Min: 1, ReadOnly: true},
+	{Name: "broker.rack", Kind: KindString, ReadOnly: true},
+	{Name: "replica.lag.time.max.ms", Kind: KindLong, Default: sp("30000"), Min: 1, ReadOnly: true},
+	{Name: "num.replica.fetchers", Kind: KindInt, Default: sp("1"), Min: 1},
+	{Name: "replica.fetch.max.bytes", Kind: KindInt, Default: sp("1048576"), Min: 0, ReadOnly: true},
+	{Name: "replica.fetch.response.max.bytes", Kind: KindInt, Default: sp("10485760"), Min: 0, ReadOnly: true},
+	{Name: "replica.fetch.wait.max.ms", Kind: KindInt, Default: sp("500"), Min: 0, ReadOnly: true},
+	{Name: "replica.fetch.min.bytes", Kind: KindInt, Default: sp("1"), Min: 1, ReadOnly: true},
+	{Name: "replica.fetch.backoff.ms", Kind: KindInt, Default: sp("1000"), Min: 0, ReadOnly: true},
+	{Name: "replica.socket.timeout.ms", Kind: KindInt, Default: sp("30000"), Min: 1, ReadOnly: true},
+	{Name: "replica.high.watermark.checkpoint.interval.ms", Kind: KindLong, Default: sp("5000"), Min: 1, ReadOnly: true},
+	{Name: "follower.replication.throttled.rate", Kind: KindLong, Default: sp(longMax), Min: 0, Doc: "bytes/s for throttled follower replicas (reassignment)"},
+	{Name: "leader.replication.throttled.rate", Kind: KindLong, Default: sp(longMax), Min: 0, Doc: "bytes/s for throttled leader replicas (reassignment)"},
+	{Name: "auto.leader.rebalance.enable", Kind: KindBool, Default: sp("true")},
+	{Name: "leader.imbalance.check.interval.seconds", Kind: KindLong, Default: sp("300"), Min: 1, ReadOnly: true},
+	{Name: "leader.imbalance.per.broker.percentage", Kind: KindInt, Default: sp("10"), Min: 0, ReadOnly: true},
+	{Name: "controlled.shutdown.enable", Kind: KindBool, Default: sp("true"), ReadOnly: true},
+	{Name: "samsa.test.power.loss.journal", Kind: KindString, ReadOnly: true, Doc: "Samsa, tests only: journal synced file sizes here; after a kill, the next start cuts every file back to them (a power loss)"},
+	{Name: "num.network.threads", Kind: KindInt, Default: sp("3"), Min: 1, ReadOnly: true, Doc: "transport=reactor: event loops, when set (default: one per CPU)"},
+	{Name: "num.io.threads", Kind: KindInt, Default: sp("8"), Min: 1, ReadOnly: true, Doc: "transport=reactor: goroutines running handlers"},
+	{Name: "socket.send.buffer.bytes", Kind: KindInt, Default: sp("102400"), Min: -1, ReadOnly: true, Doc: compatOnly},
+	{Name: "socket.receive.buffer.bytes", Kind: KindInt, Default: sp("102400"), Min: -1, ReadOnly: true, Doc: compatOnly},
+	{Name: "num.recovery.threads.per.data.dir", Kind: KindInt, Default: sp("2"), Min: 1, ReadOnly: true, Doc: compatOnly},
+	{Name: "offsets.topic.replication.factor", Kind: KindShort, Default: sp("3"), Min: -1, ReadOnly: true, Doc: "__consumer_offsets' replication factor (capped at the number of brokers)"},
+	{Name: "transaction.state.log.replication.factor", Kind: KindShort, Default: sp("3"), Min: 1, ReadOnly: true, Doc: compatOnly},
+	{Name: "transaction.state.log.min.isr", Kind: KindInt, Default: sp("2"), Min: 1, ReadOnly: true, Doc: compatOnly},
+	{Name: "sync", Kind: KindString, Default: sp("fsync"), Enum: []string{"fsync", "replicated", "interval", "none"}, ReadOnly: true, Doc: "Samsa: when appends are acknowledged durable (fsync: after the group-committed fdatasync; replicated: rely on the ISR, flush in the background)"},
+	{Name: "transport", Kind: KindString, Default: sp("std"), Enum: []string{"std", "reactor"}, ReadOnly: true, Doc: "Samsa: network transport: std (Go's net) or reactor (epoll, Linux)"},
+	{Name: "data.dir", Kind: KindString, Default: sp("./data"), ReadOnly: true, Doc: "Samsa: <data.dir>/meta holds metadata, <data.dir>/logs the default log dir"},
+	{Name: "admin.listen", Kind: KindString, Default: sp("127.0.0.1:9644"), ReadOnly: true, Doc: "Samsa: HTTP address of /metrics and /debug/pprof/ (empty: off)"},
+}
+
+const compatOnly = "accepted for compatibility with Kafka's server.properties; no effect on Samsa"
+
+var (
+	topicDefs  = indexDefs(TopicDefs)
+	brokerDefs = indexDefs(BrokerDefs)
+)
+
+// Topic returns the definition of a topic key, or nil.
+func Topic(key string) *Def { return topicDefs[key] }
+
+// Broker returns the definition of a broker key, or nil.
+func Broker(key string) *Def { return brokerDefs[key] }
+
+func indexDefs(defs []*Def) map[string]*Def {
+	m := make(map[string]*Def, len(defs))
+	for _, d := range defs {
+		m[d.Name] = d
+	}
+	return m
+}
+
+// ValidateBroker checks a broker key and value (server.properties, environment,
+// flags) and returns the canonical value. Unknown keys return known == false.
+func ValidateBroker(key, value string) (canonical string, known bool, err error) {
+	d := brokerDefs[key]
+	if d == nil {
+		return value, false, nil
+	}
+	v, err := d.Validate(value)
+	return v, true, err
+}
+
+// BrokerDefault returns Kafka's default for a broker key, if it has one.
+func BrokerDefault(key string) (string, bool) {
+	if d := brokerDefs[key]; d != nil && d.Default != nil {
+		return *d.Default, true
+	}
+	return "", false
+}
+
+// ValidateTopic checks a topic key and value and returns the canonical value.
+func ValidateTopic(key string, value *string) (string, error) {
+	d := topicDefs[key]
+	if d == nil {
+		return "", fmt.Errorf("%w: unknown topic config %q", ErrInvalidConfig, key)
+	}
+	if value == nil {
+		return "", fmt.Errorf("%w: null value for %s", ErrInvalidConfig, key)
+	}
+	return d.Validate(*value)
+}
+
+// Layers are the places a value can come from, highest precedence first. The maps are
+// read, never written.
+type Layers struct {
+	Topic          map[string]string // topic overrides (metadata)
+	Node           map[string]string // dynamic, this node (metadata, broker "<id>")
+	ClusterDefault map[string]string // dynamic, cluster default (metadata, broker "")
+	Static         map[string]string // server.properties / env / flags, explicitly set
+}
+
+// ForImage returns the layers of node nodeID in image im, for topic (empty: broker keys
+// only), over the node's static keys.
+func ForImage(im *metadata.Image, nodeID int32, static map[string]string, topic string) Layers {
+	l := Layers{
+		Node:           im.Configs(metadata.ResourceBroker, strconv.Itoa(int(nodeID))),
+		ClusterDefault: im.Configs(metadata.ResourceBroker, ""),
+		Static:         static,
+	}
+	if topic != "" {
+		l.Topic = im.Configs(metadata.ResourceTopic, topic)
+	}
+	return l
+}
+
+// BrokerValue resolves a broker key through the layers, else its default ("" if none).
+func (l Layers) BrokerValue(key string) string {
+	if r, ok := l.ResolveBroker(key, 1, nil); ok {
+		return *r.Value
+	}
+	v, _ := BrokerDefault(key)
+	return v
+}
+
+// BrokerInt is BrokerValue parsed as an integer (0 if it does not parse).
+func (l Layers) BrokerInt(key string) int64 { return parseInt(l.BrokerValue(key)) }
+
+// TopicValue resolves a topic key through the layers ("" if unknown or null).
+func (l Layers) TopicValue(key string) string {
+	d := topicDefs[key]
+	if d == nil {
+		return ""
+	}
+	if r := l.ResolveTopic(d, false); r.Value != nil {
+		return *r.Value
+	}
+	return ""
+}
+
+// Resolved is a value and where it came from, with the synonyms that were consulted.
+type Resolved struct {
+	Value    *string
+	Source   kmsg.ConfigSource
+	Synonyms []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym
+}
+
+func scaled(v string, scale int64) string {
+	if scale == 1 {
+		return v
+	}
+	n := parseInt(v)
+	if n < 0 {
+		return strconv.FormatInt(n, 10) // -1 = unlimited, whatever the unit
+	}
+	return strconv.FormatInt(n*scale, 10)
+}
+
+// ResolveBroker resolves a broker key: dynamic node, dynamic default, static, default.
+func (l Layers) ResolveBroker(name string, scale int64, syn *[]kmsg.DescribeConfigsResponseResourceConfigConfigSynonym) (Resolved, bool) {
+	var out Resolved
+	found := false
+	for _, layer := range []struct {
+		m   map[string]string
+		src kmsg.ConfigSource
+	}{{l.Node, kmsg.ConfigSourceDynamicBrokerConfig}, {l.ClusterDefault, kmsg.ConfigSourceDynamicDefaultBrokerConfig}, {l.Static, kmsg.ConfigSourceStaticBrokerConfig}} {
+		v, ok := layer.m[name]
+		if !ok {
+			continue
+		}
+		if syn != nil {
+			*syn = append(*syn, kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{Name: name, Value: sp(v), Source: layer.src})
+		}
+		if !found {
+			out, found = Resolved{Value: sp(scaled(v, scale)), Source: layer.src}, true
+		}
+	}
+	return out, found
+}
+
+// ResolveTopic resolves a topic key through its override, its broker synonyms, and
+// Kafka's default.
+func (l Layers) ResolveTopic(d *Def, wantSynonyms bool) Resolved {
+	var syn []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym
+	var synp *[]kmsg.DescribeConfigsResponseResourceConfigConfigSynonym
+	if wantSynonyms {
+		synp = &syn
+	}
+	var out Resolved
+	found := false
+	if v, ok := l.Topic[d.Name]; ok {
+		out, found = Resolved{Value: sp(v), Source: kmsg.ConfigSourceDynamicTopicConfig}, true
+		if wantSynonyms {
+			syn = append(syn, kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{Name: d.Name, Value: sp(v), Source: kmsg.ConfigSourceDynamicTopicConfig})
+		}
+	}
+	for _, s := range d.Synonyms {
+		if r, ok := l.ResolveBroker(s.Name, s.Scale, synp); ok && !found {
+			out, found = r, true
+		}
+	}
+	if !found {
+		out = Resolved{Value: d.Default, Source: kmsg.ConfigSourceDefaultConfig}
+	}
+	if wantSynonyms && d.Default != nil {
+		syn = append(syn, kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{Name: d.SynonymDefaultName(), Value: d.Default, Source: kmsg.ConfigSourceDefaultConfig})
+	}
+	out.Synonyms = syn
+	return out
+}
+
+func (d *Def) SynonymDefaultName() string {
+	if len(d.Synonyms) > 0 {
+		return d.Synonyms[0].Name
+	}
+	return d.Name
+}
+
+// LogConfig computes a topic's engine configuration from the layers.
+func (l Layers) LogConfig() engine.LogConfig {
+	c := engine.DefaultLogConfig()
+	for _, d := range TopicDefs {
+		if d.Apply == nil {
+			continue
+		}
+		if r := l.ResolveTopic(d, false); r.Value != nil {
+			d.Apply(&c, *r.Value)
+		}
+	}
+	return c
+}
+
+// BrokerKeys lists the broker keys Samsa knows, in a stable order.
+func BrokerKeys() []string {
+	out := make([]string, len(BrokerDefs))
+	for i, d := range BrokerDefs {
+		out[i] = d.Name
+	}
+	return out
+}
+
+// DefaultTopicLogConfig is the engine configuration of a topic without overrides, given
+// the broker's static keys (log.retention.ms, log.segment.bytes, ...).
+func DefaultTopicLogConfig(static map[string]string) engine.LogConfig {
+	l := Layers{Static: static}
+	return l.LogConfig()
+}
