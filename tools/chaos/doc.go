@@ -1,0 +1,64 @@
+// Package chaos holds the fault harness's history and its checker: the record of what
+// the clients of a run did and saw, and the judgement of whether a Kafka-compatible log
+// could have produced it. It imports nothing of the project (the harness drives a
+// cluster from outside: over the Kafka wire, with process signals, network namespaces
+// and the file system); its subpackages do the driving:
+//
+//	tools/chaos            history (this file's package), checker, linearizability
+//	tools/chaos/cluster    N `samsa serve` processes: configs, ports, namespaces, signals
+//	tools/chaos/nemesis    the seeded fault schedule and the faults themselves
+//	tools/chaos/workload   the queue workload: producers and consumers that record
+//	tools/chaos/report     verdict, anomaly table, counts, HTML page with SVG charts
+//	tools/chaos/runner     one run end to end: start, load, faults, quiet, check, report
+//
+// # History
+//
+// A history is a JSON-lines file: a header line, then one line per completed
+// operation, in completion order (ids increase in that order):
+//
+//	{"header":{"version":1,"topic":"chaos","partitions":4,"seed":7,...}}
+//	{"id":1,"proc":"p0","f":"send","st":"ok","s":1200,"e":5400,"w":...,"seq":1,"p":2,"o":0,"v":"p0-1"}
+//	{"id":2,"proc":"a0","f":"poll","st":"ok","s":900,"e":6100,"recs":[[2,0,"p0-1"]]}
+//	{"id":3,"proc":"g1","f":"commit","st":"ok","g":"chaos-g","offs":{"2":1}}
+//	{"id":4,"proc":"nemesis","f":"fault","st":"ok","s":9e9,"e":14e9,"fault":{"kind":"kill",...}}
+//
+// Times: "s" and "e" are nanoseconds of the harness's monotonic clock since the run
+// started (the interval in which the operation took effect, if it did); "w" is the
+// wall clock (Unix ns) at "s". "st" is ok (it happened, with this result), fail (it
+// certainly did not happen) or info (unknown: a send that timed out may or may not be
+// in the log). Values are unique per run ("<proc>-<n>"), so a value names the send
+// that wrote it.
+//
+// # What the checker reports
+//
+// With "read" meaning seen by any poll of any consumer (group members, assigned
+// consumers, the final drain), and the version order of a partition being the set of
+// offsets known to hold a record (acknowledged or read):
+//
+//	lost                 acknowledged, never read, though a later offset of its partition was
+//	unseen               acknowledged, never read, and nothing after it was read either
+//	duplicate            one value at two positions (partition, offset), acks included
+//	inconsistent-offsets two values at one position, across acks and readers
+//	phantom              a value read that no producer sent
+//	future-read          a value read by a poll that ended before its send began
+//	nonmonotonic-send    one producer's acknowledged offsets in a partition not
+//	                     increasing in the order it sent them
+//	nonmonotonic-poll    a consumer reads an offset at or below one it already read in the
+//	                     same partition, with no assignment change between
+//	poll-skip            a consumer's consecutive reads of a partition jump over offsets
+//	                     that hold records
+//	realtime-order       a send acknowledged at a lower offset than a send to the same
+//	                     partition that had completed before it was invoked
+//	commit-backwards     a group's committed offset for a partition lower than one
+//	                     committed (successfully) before that commit began; or a member
+//	                     that resumes a newly assigned partition below an offset committed
+//	                     before the assignment
+//	liveness-send        after the last fault healed, a send outstanding longer than the bound
+//	liveness-read        after the last fault healed, an acknowledged value a reader (an
+//	                     assigned consumer, or a group as a whole) took longer than the
+//	                     bound to read, or never read
+//	nonlinearizable      porcupine found no linearization of a sampled window of a
+//	                     partition's log against the model of an append-only log
+//
+// Each anomaly names the partition, offset, value, process, time and operation ids.
+package chaos
