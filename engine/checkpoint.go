@@ -35,6 +35,13 @@ const (
 // writeFileAtomic writes data to path through a temporary file: write, fsync,
 // rename, fsync of the directory.
 func writeFileAtomic(fsys vfs.FS, path string, data []byte) error {
+	if err := writeFileAtomicRaw(fsys, path, data); err != nil {
+		return ioFailure("write "+filepath.Base(path), err)
+	}
+	return nil
+}
+
+func writeFileAtomicRaw(fsys vfs.FS, path string, data []byte) error {
 	tmp := path + tmpSuffix
 	f, err := fsys.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {

@@ -1,6 +1,10 @@
 package engine
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+	"syscall"
+)
 
 // Sentinel errors. Callers test them with errors.Is; the net layer maps them to
 // Kafka error codes.
@@ -37,8 +41,19 @@ var (
 	ErrNoLog = errors.New("engine: no such log")
 	// ErrInvalidConfig is a configuration value the engine cannot honour.
 	ErrInvalidConfig = errors.New("engine: invalid configuration")
-	// ErrLogDirOffline is an operation on a log directory that failed I/O.
-	ErrLogDirOffline = errors.New("engine: log directory offline")
+	// ErrIO is the class of storage failures: a read, write or sync of a
+	// log directory's files failed (Kafka: KAFKA_STORAGE_ERROR). The OS
+	// error stays in the chain (errors.Is(err, syscall.EIO) holds).
+	ErrIO error = ioError("engine: storage I/O error")
+	// ErrNoSpace is a write that found the file system full. It wraps ErrIO.
+	// The append that hit it was undone: the log takes appends again once
+	// space is freed.
+	ErrNoSpace error = ioError("engine: no space left on device")
+	// ErrLogDirOffline is an operation on a log directory that failed I/O in
+	// a way the engine cannot undo (a failed fdatasync, a failed rollback of
+	// a partial write). The directory stays offline until the Manager is
+	// reopened. It wraps ErrIO.
+	ErrLogDirOffline error = ioError("engine: log directory offline")
 )
 
 // corruptError is a sentinel that also matches ErrCorrupt.
@@ -46,3 +61,25 @@ type corruptError string
 
 func (e corruptError) Error() string        { return string(e) }
 func (e corruptError) Is(target error) bool { return target == ErrCorrupt }
+
+// ioError is a sentinel that also matches ErrIO.
+type ioError string
+
+func (e ioError) Error() string { return string(e) }
+func (e ioError) Is(target error) bool {
+	t, ok := target.(ioError)
+	return ok && t == "engine: storage I/O error"
+}
+
+// ioFailure wraps an OS error of the data path in ErrNoSpace (ENOSPC) or
+// ErrIO (anything else), keeping err in the chain. Errors already of an
+// engine class are only annotated.
+func ioFailure(what string, err error) error {
+	switch {
+	case errors.Is(err, ErrIO), errors.Is(err, ErrCorrupt), errors.Is(err, ErrClosed):
+		return fmt.Errorf("%s: %w", what, err)
+	case errors.Is(err, syscall.ENOSPC):
+		return fmt.Errorf("%s: %w: %w", what, ErrNoSpace, err)
+	}
+	return fmt.Errorf("%s: %w: %w", what, ErrIO, err)
+}

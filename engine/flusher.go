@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
@@ -20,10 +22,12 @@ type logDir struct {
 	path string
 	m    *Manager
 
+	offline atomic.Bool // err is set (read without mu on the append path)
+
 	mu      sync.Mutex
 	dirty   []*Log
 	waiters []*waiter
-	err     error // set when the directory failed I/O
+	err     error // set when the directory failed I/O; wraps ErrLogDirOffline
 	stopped bool  // the flusher has exited: waiters fail at once
 	kick    chan struct{}
 
@@ -112,13 +116,32 @@ func (d *logDir) addWaiter(w *waiter) {
 	d.signal()
 }
 
-func (d *logDir) setOffline(err error) {
+// setOffline takes the directory offline for good (until the Manager is
+// reopened): appends fail with ErrLogDirOffline and durability waiters with
+// the cause. It is called when an fdatasync failed (after which the kernel
+// may have dropped the dirty pages, so that a later fdatasync would report a
+// success that is not one) or a partial write could not be undone.
+func (d *logDir) setOffline(cause error) {
 	d.mu.Lock()
-	if d.err == nil {
-		d.err = err
+	first := d.err == nil
+	if first {
+		d.err = fmt.Errorf("%w: %s: %w", ErrLogDirOffline, d.path, cause)
+		d.offline.Store(true)
 	}
 	d.mu.Unlock()
-	d.m.logger.Error("log directory offline", "dir", d.path, "err", err)
+	if first {
+		d.m.report(d.path, failDirOffline, cause)
+	}
+}
+
+// offlineErr is the directory's error, nil while it is online.
+func (d *logDir) offlineErr() error {
+	if !d.offline.Load() {
+		return nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.err
 }
 
 // run is the flusher goroutine.
@@ -165,6 +188,7 @@ func (d *logDir) round(logs *[]*Log, ws *[]*waiter) {
 	}
 	for _, l := range *logs {
 		if err := l.flush(); err != nil {
+			d.m.reportIO(l.tp.String(), err, "op", "fdatasync")
 			d.setOffline(err)
 		}
 	}

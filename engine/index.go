@@ -140,9 +140,27 @@ func (x *mmapIndex) unmapLocked() error {
 	return err
 }
 
+// emptyLocked makes the index empty and unmapped after a failure to map or
+// write it: an empty index is always right (lookups then scan from the
+// segment's start, and appends skip it) until it is rebuilt.
+func (x *mmapIndex) emptyLocked() {
+	x.unmapLocked()
+	x.entries, x.maxEntries, x.writable = 0, 0, false
+	x.sum, x.sumOK = x.sum[:0], true
+}
+
 // mapWritableLocked preallocates the file to maxBytes (rounded down to whole
-// entries, never below the current entries) and maps it read-write.
+// entries, never below the current entries) and maps it read-write. On
+// failure the index is left empty (emptyLocked).
 func (x *mmapIndex) mapWritableLocked(maxBytes int32) error {
+	err := x.mapWritable(maxBytes)
+	if err != nil {
+		x.emptyLocked()
+	}
+	return err
+}
+
+func (x *mmapIndex) mapWritable(maxBytes int32) error {
 	if err := x.unmapLocked(); err != nil {
 		return err
 	}
@@ -177,7 +195,16 @@ func (x *mmapIndex) mapWritableLocked(maxBytes int32) error {
 }
 
 // mapReadOnlyLocked truncates the file to its entries and maps it read-only.
+// On failure the index is left empty (emptyLocked).
 func (x *mmapIndex) mapReadOnlyLocked() error {
+	err := x.mapReadOnly()
+	if err != nil {
+		x.emptyLocked()
+	}
+	return err
+}
+
+func (x *mmapIndex) mapReadOnly() error {
 	if err := x.unmapLocked(); err != nil {
 		return err
 	}
@@ -231,6 +258,7 @@ func (x *mmapIndex) rewriteLocked(data []byte, writable bool, maxBytes int32) er
 	// bytes past the entries are never read.
 	if len(data) > 0 {
 		if _, err := x.f.WriteAt(data, 0); err != nil {
+			x.emptyLocked()
 			return err
 		}
 	}

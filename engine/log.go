@@ -33,6 +33,7 @@ type Log struct {
 	mu     sync.RWMutex
 	segs   []*segment // sorted by base; never empty while open
 	closed bool
+	dmg    damages // list under mu
 
 	leo           atomic.Int64
 	hw            atomic.Int64

@@ -54,6 +54,9 @@ func (l *Log) Append(batches []byte, o AppendOptions) (AppendResult, error) {
 	if l.closed {
 		return AppendResult{}, ErrClosed
 	}
+	if err := l.ld.offlineErr(); err != nil {
+		return AppendResult{}, err
+	}
 	now := o.Now
 	if now == 0 {
 		now = l.m.nowMs()
@@ -110,7 +113,8 @@ func (l *Log) Append(batches []byte, o AppendOptions) (AppendResult, error) {
 	seg := l.segs[len(l.segs)-1]
 	if l.needRoll(seg, cfg, len(batches), nb, first, next-1, now) {
 		if err := l.rollLocked(first); err != nil {
-			return AppendResult{}, err
+			l.m.reportIO(l.tp.String(), err, "op", "roll")
+			return AppendResult{}, ioFailure(fmt.Sprintf("append %s", l.tp), err)
 		}
 		seg = l.segs[len(l.segs)-1]
 		if next-1-seg.base > math.MaxInt32 {
@@ -119,10 +123,7 @@ func (l *Log) Append(batches []byte, o AppendOptions) (AppendResult, error) {
 	}
 	pos := seg.size.Load()
 	if _, err := seg.log.WriteAt(batches, pos); err != nil {
-		if terr := seg.log.Truncate(pos); terr != nil {
-			l.ld.setOffline(terr)
-		}
-		return AppendResult{}, fmt.Errorf("append %s: %w", l.tp, err)
+		return AppendResult{}, l.undoWrite(seg, pos, err)
 	}
 	if seg.rollAtMs == 0 {
 		seg.rollAtMs = now
@@ -241,4 +242,18 @@ func beUint64(b []byte) uint64 {
 	_ = b[7]
 	return uint64(b[7]) | uint64(b[6])<<8 | uint64(b[5])<<16 | uint64(b[4])<<24 |
 		uint64(b[3])<<32 | uint64(b[2])<<40 | uint64(b[1])<<48 | uint64(b[0])<<56
+}
+
+// undoWrite handles a failed append write at pos: the bytes that did reach
+// the file are cut off again, so the log is as before and takes appends once
+// the cause (a full disk, typically) is gone. When the cut fails too, the
+// directory goes offline.
+func (l *Log) undoWrite(seg *segment, pos int64, err error) error {
+	l.m.reportIO(l.tp.String(), err, "op", "write", "segment", seg.base, "position", pos)
+	if terr := seg.log.Truncate(pos); terr != nil {
+		l.m.reportIO(l.tp.String(), terr, "op", "truncate")
+		l.ld.setOffline(terr)
+		return fmt.Errorf("append %s: %w (undoing it: %w)", l.tp, l.ld.offlineErr(), err)
+	}
+	return ioFailure(fmt.Sprintf("append %s", l.tp), err)
 }

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"os"
 
@@ -43,6 +44,7 @@ func (l *Log) Read(offset int64, maxBytes int32, upTo int64, minOne bool) (Slice
 		}
 		start, size, found, err := seg.findRange(offset, int64(maxBytes), upTo, minOne, l.cfg.Load())
 		if err != nil {
+			err = l.readFailed(seg, err)
 			seg.release()
 			return Slice{}, err
 		}
@@ -56,6 +58,12 @@ func (l *Log) Read(offset int64, maxBytes int32, upTo int64, minOne bool) (Slice
 			}
 			offset = nb
 			continue
+		}
+		if size > 0 && l.dmg.count.Load() != 0 {
+			if size, err = l.clipDamage(seg, start, size); err != nil {
+				seg.release()
+				return Slice{}, err
+			}
 		}
 		if size == 0 {
 			seg.release()
@@ -80,7 +88,8 @@ func (l *Log) ReadCopy(offset int64, maxBytes int32, upTo int64, minOne bool, ds
 	}
 	dst = dst[:n+int(s.Size)]
 	if _, err := s.seg.log.ReadAt(dst[n:], s.Pos); err != nil {
-		return dst[:n], fmt.Errorf("read %s: %w", l.tp, err)
+		l.m.reportIO(l.tp.String(), err, "op", "read", "segment", s.seg.base, "position", s.Pos)
+		return dst[:n], ioFailure(fmt.Sprintf("read %s", l.tp), err)
 	}
 	return dst, nil
 }
@@ -125,17 +134,19 @@ func (s *segment) findRange(offset, maxBytes, upTo int64, minOne bool, cfg *LogC
 	sc := getScanner(s.log, s.size.Load())
 	defer putScanner(sc)
 	pos := s.lookupPos(offset, sc, cfg)
+	next := s.base
 	for {
 		if pos >= sc.limit {
 			return 0, 0, false, nil
 		}
 		h, err := sc.header(pos)
 		if err != nil {
-			return 0, 0, false, fmt.Errorf("segment %d at %d: %w", s.base, pos, err)
+			return 0, 0, false, &batchAtError{seg: s.base, pos: pos, next: next, err: err}
 		}
 		if h.LastOffset() >= offset {
 			break
 		}
+		next = h.LastOffset() + 1
 		pos += h.Size()
 	}
 	start = pos
@@ -164,8 +175,9 @@ func (s *segment) findRange(offset, maxBytes, upTo int64, minOne bool, cfg *LogC
 			if size > 0 {
 				break
 			}
-			return 0, 0, true, fmt.Errorf("segment %d at %d: %w", s.base, pos, err)
+			return 0, 0, true, &batchAtError{seg: s.base, pos: pos, next: next, err: err}
 		}
+		next = h.LastOffset() + 1
 		if h.LastOffset() >= upTo {
 			break
 		}
@@ -250,4 +262,65 @@ func (l *Log) offsetInBatch(s *segment, pos int64, h *BatchHeader, ts, logStart 
 		return base, h.MaxTimestamp, true, nil
 	}
 	return off, t, true, nil
+}
+
+// batchAtError is a batch header that could not be read or parsed.
+type batchAtError struct {
+	seg, pos int64
+	next     int64 // offset after the last batch read before it (the segment base if none)
+	err      error
+}
+
+func (e *batchAtError) Error() string {
+	return fmt.Sprintf("segment %d at %d: %v", e.seg, e.pos, e.err)
+}
+func (e *batchAtError) Unwrap() error { return e.err }
+
+// readFailed accounts for a read that failed and returns the error to give:
+// an I/O error is reported and wrapped in ErrIO; a batch whose framing is
+// broken is recorded as damage once it is checked, under appendMu, to be
+// still there (a concurrent truncation is no damage).
+func (l *Log) readFailed(seg *segment, err error) error {
+	var be *batchAtError
+	if !errors.Is(err, ErrCorrupt) {
+		l.m.reportIO(l.tp.String(), err, "op", "read", "segment", seg.base)
+		return ioFailure(fmt.Sprintf("read %s", l.tp), err)
+	}
+	if !errors.As(err, &be) {
+		return err
+	}
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if !l.hasSegment(seg) {
+		return err
+	}
+	size := seg.size.Load()
+	if be.pos >= size {
+		return err
+	}
+	sc := getScanner(seg.log, size)
+	_, herr := sc.header(be.pos)
+	putScanner(sc)
+	if herr == nil || !errors.Is(herr, ErrCorrupt) {
+		return err
+	}
+	end := l.leo.Load()
+	if nb, ok := l.nextSegmentBase(seg.base); ok {
+		end = nb
+	}
+	l.recordDamage(Damage{Segment: seg.base, Pos: be.pos, Size: size - be.pos,
+		FirstOffset: be.next, LastOffset: max(end-1, be.next), FoundBy: foundByRead, Err: herr})
+	return err
+}
+
+// hasSegment reports whether s is in the log's list.
+func (l *Log) hasSegment(s *segment) bool {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	for _, o := range l.segs {
+		if o == s {
+			return true
+		}
+	}
+	return false
 }

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"math"
 )
@@ -18,6 +19,9 @@ func (l *Log) TruncateTo(offset int64) error {
 	if l.closed {
 		return ErrClosed
 	}
+	if err := l.ld.offlineErr(); err != nil {
+		return err
+	}
 	if offset >= l.leo.Load() {
 		return nil
 	}
@@ -25,43 +29,48 @@ func (l *Log) TruncateTo(offset int64) error {
 		return l.truncateFullyLocked(offset)
 	}
 	cfg := l.cfg.Load()
-	l.mu.Lock()
+	l.mu.RLock()
 	i := l.segmentForLocked(offset)
-	gone := append([]*segment(nil), l.segs[i+1:]...)
-	l.segs = l.segs[:i+1]
 	s := l.segs[i]
-	l.mu.Unlock()
-	for _, g := range gone {
-		l.size.Add(-g.size.Load())
-		g.markDeleted()
-		l.m.scheduleDelete(g, 0)
+	l.mu.RUnlock()
+	// What can fail without harm goes first: s becomes the active segment.
+	if err := s.makeWritable(cfg); err != nil {
+		l.m.reportIO(l.tp.String(), err, "op", "truncate")
+		return ioFailure(fmt.Sprintf("truncate %s", l.tp), err)
 	}
 
-	// Cut s at the first batch whose last offset reaches offset.
-	newEnd := offset
-	sc := getScanner(s.log, s.size.Load())
-	pos := s.lookupPos(offset, sc, cfg)
-	for pos < sc.limit {
-		h, err := sc.header(pos)
-		if err != nil {
-			break
+	pos, newEnd, err := s.cutPoint(offset, cfg)
+	if err != nil {
+		l.m.reportIO(l.tp.String(), err, "op", "truncate")
+		return ioFailure(fmt.Sprintf("truncate %s", l.tp), err)
+	}
+
+	l.mu.Lock()
+	gone := append([]*segment(nil), l.segs[i+1:]...)
+	l.segs = l.segs[:i+1]
+	l.mu.Unlock()
+	var derr error
+	for _, g := range gone {
+		l.size.Add(-g.size.Load())
+		if err := g.markDeleted(); err != nil && derr == nil {
+			derr = err
 		}
-		if h.LastOffset() >= offset {
-			newEnd = min(offset, h.BaseOffset)
-			break
-		}
-		pos += h.Size()
+		l.m.scheduleDelete(g, 0)
 	}
-	putScanner(sc)
-	if pos > s.size.Load() {
-		pos = s.size.Load()
+	// The truncation is durable before anything is appended after it: a
+	// crash must not bring the cut records back under new ones.
+	terr := s.log.Truncate(pos)
+	if terr == nil {
+		terr = s.log.Datasync()
 	}
-	if err := s.makeWritable(cfg); err != nil {
-		return err
+	if derr == nil && len(gone) > 0 {
+		derr = l.fs.SyncDir(l.dir)
 	}
-	if err := s.log.Truncate(pos); err != nil {
+	var ferr error
+	if err := errors.Join(terr, derr); err != nil {
+		l.m.reportIO(l.tp.String(), err, "op", "truncate")
 		l.ld.setOffline(err)
-		return err
+		ferr = ioFailure(fmt.Sprintf("truncate %s", l.tp), err)
 	}
 	l.size.Add(pos - s.size.Load())
 	s.size.Store(pos)
@@ -89,6 +98,7 @@ func (l *Log) TruncateTo(offset int64) error {
 	s.bytesSinceIndex = pos - lastPos
 	s.rollAtMs = 0
 
+	l.pruneDamage()
 	l.leo.Store(newEnd)
 	if l.hw.Load() > newEnd {
 		l.hw.Store(newEnd)
@@ -101,7 +111,7 @@ func (l *Log) TruncateTo(offset int64) error {
 	}
 	removeSnapshots(l.fs, l.dir, 0, newEnd)
 	l.rebuildProducerState(newEnd)
-	return nil
+	return ferr
 }
 
 // TruncateFullyAndStartAt deletes every segment and starts an empty log at
@@ -115,6 +125,9 @@ func (l *Log) TruncateFullyAndStartAt(offset int64) error {
 	if l.closed {
 		return ErrClosed
 	}
+	if err := l.ld.offlineErr(); err != nil {
+		return err
+	}
 	return l.truncateFullyLocked(offset)
 }
 
@@ -122,8 +135,11 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	cfg := l.cfg.Load()
 	l.mu.Lock()
 	old := l.segs
+	var derr error
 	for _, s := range old {
-		s.markDeleted()
+		if err := s.markDeleted(); err != nil && derr == nil {
+			derr = err
+		}
 	}
 	s, err := createSegment(l.fs, l.dir, offset, cfg)
 	if err != nil {
@@ -131,9 +147,10 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 			o.unmarkDeleted()
 		}
 		l.mu.Unlock()
-		return err
+		return ioFailure(fmt.Sprintf("truncate %s", l.tp), err)
 	}
 	l.segs = []*segment{s}
+	l.pruneDamageLocked()
 	l.leo.Store(offset)
 	l.logStart.Store(offset)
 	l.hw.Store(offset)
@@ -149,5 +166,50 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	if err := l.epochs.clear(); err != nil {
 		return err
 	}
-	return l.fs.SyncDir(l.dir)
+	if derr == nil {
+		derr = l.fs.SyncDir(l.dir)
+	}
+	if derr != nil {
+		l.m.reportIO(l.tp.String(), derr, "op", "truncate")
+		l.ld.setOffline(derr)
+		return ioFailure(fmt.Sprintf("truncate %s", l.tp), derr)
+	}
+	return nil
+}
+
+// cutPoint finds where TruncateTo(offset) cuts s: the position of the first
+// batch whose last offset reaches offset (or of a batch that cannot be
+// parsed), and the new log end there. An I/O error is returned: nothing
+// may be cut on a guess.
+func (s *segment) cutPoint(offset int64, cfg *LogConfig) (pos, newEnd int64, err error) {
+	sc := getScanner(s.log, s.size.Load())
+	defer putScanner(sc)
+	from := s.lookupPos(offset, sc, cfg)
+	for attempt := 0; attempt < 2; attempt++ {
+		pos, next := from, s.base
+		for pos < sc.limit {
+			h, err := sc.header(pos)
+			if err != nil {
+				if !errors.Is(err, ErrCorrupt) {
+					return 0, 0, err
+				}
+				break
+			}
+			if h.LastOffset() >= offset {
+				return pos, min(offset, h.BaseOffset), nil
+			}
+			next = h.LastOffset() + 1
+			pos += h.Size()
+		}
+		if pos >= sc.limit {
+			return min(pos, s.size.Load()), offset, nil
+		}
+		// A batch that does not parse: cut there. The log end is the offset
+		// after the batch before it, which a walk from the start knows.
+		if from == 0 {
+			return pos, min(offset, next), nil
+		}
+		from = 0
+	}
+	return 0, 0, fmt.Errorf("%w: segment %d: no cut point for %d", ErrCorruptBatch, s.base, offset)
 }

@@ -42,6 +42,8 @@ type Manager struct {
 	pending map[*segment]*time.Timer
 
 	unlocks []io.Closer // directory locks
+
+	fail failures
 }
 
 // DirStat describes one log directory (DescribeLogDirs).

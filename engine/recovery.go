@@ -355,6 +355,10 @@ func (l *Log) recoverSegment(s *segment, active bool, buf []byte) (cut bool, err
 	size := s.size.Load()
 	w := &window{f: s.log, buf: buf, limit: size}
 	b := newIndexBuilder(s.base, cfg.IndexIntervalBytes)
+	segEnd := int64(math.MaxInt64) // a batch reaching the next segment's base is not this segment's
+	if !active && s.next.Load() > s.base {
+		segEnd = s.next.Load()
+	}
 	next := s.base
 	var pos int64
 	producers := false
@@ -368,7 +372,7 @@ func (l *Log) recoverSegment(s *segment, active bool, buf []byte) (cut bool, err
 		}
 		h, err := ParseBatchHeader(hb)
 		if err != nil || pos+h.Size() > size || h.BaseOffset < next || h.LastOffsetDelta < 0 ||
-			h.LastOffset()-s.base > math.MaxInt32 {
+			h.LastOffset()-s.base > math.MaxInt32 || h.LastOffset() >= segEnd {
 			break
 		}
 		ok, err := batchIntact(w, pos, &h)

@@ -73,6 +73,7 @@ func (l *Log) deleteOldestLocked(n int, cfg *LogConfig) error {
 	}
 	gone := append([]*segment(nil), l.segs[:n]...)
 	l.segs = append(l.segs[:0:0], l.segs[n:]...)
+	l.pruneDamageLocked()
 	first := l.segs[0].base
 	if l.logStart.Load() < first {
 		l.logStart.Store(first)

@@ -191,7 +191,7 @@ func (s *segment) ensureIndexes(cfg *LogConfig) error {
 	if s.oidx == nil {
 		sound, err := s.openIndexesLocked(false, cfg.SegmentIndexBytes)
 		if err != nil {
-			return err
+			return ioFailure(fmt.Sprintf("indexes of segment %d", s.base), err)
 		}
 		if sound && s.checkIndexesLocked() {
 			s.oidx.rebuildSumLocked()
@@ -201,7 +201,11 @@ func (s *segment) ensureIndexes(cfg *LogConfig) error {
 		}
 	}
 	s.idxBad.Store(false)
-	return s.rebuildIndexesLocked(cfg)
+	if err := s.rebuildIndexesLocked(cfg); err != nil {
+		s.idxBad.Store(true) // try again at the next use
+		return ioFailure(fmt.Sprintf("rebuild indexes of segment %d", s.base), err)
+	}
+	return nil
 }
 
 // checkIndexesLocked checks both indexes against the segment's offsets and
@@ -334,13 +338,21 @@ func (s *segment) release() {
 }
 
 // markDeleted renames the files to *.deleted. The log file goes first, so a
-// crash in between leaves orphan indexes, which Open removes.
+// crash in between leaves orphan indexes, which Open removes. A log file that
+// cannot be renamed is removed at once (readers keep their descriptor); the
+// error says that it is still there under its live name, where the next
+// Open would take it for data. Failing index renames leave orphans, which
+// Open removes.
 func (s *segment) markDeleted() error {
 	var first error
-	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+	for i, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
 		old := filepath.Join(s.dir, segmentFileName(s.base, suf))
-		if err := s.fs.Rename(old, old+deletedSuffix); err != nil && !errors.Is(err, os.ErrNotExist) && first == nil {
-			first = err
+		err := s.fs.Rename(old, old+deletedSuffix)
+		if err == nil || errors.Is(err, os.ErrNotExist) || i > 0 {
+			continue
+		}
+		if rerr := s.fs.Remove(old); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+			first = ioFailure(fmt.Sprintf("delete segment %d", s.base), err)
 		}
 	}
 	s.deleted.Store(true)

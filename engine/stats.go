@@ -1,0 +1,130 @@
+package engine
+
+import (
+	"errors"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// Stats counts, since Open, the storage failures of the data path by kind,
+// for the broker to export as metrics. Every failure is counted once, under
+// its first matching kind.
+type Stats struct {
+	NoSpace        int64 // writes that failed with ENOSPC (the append was undone)
+	EIO            int64 // reads, writes or syncs that failed with EIO
+	OtherIO        int64 // other I/O errors of the data path
+	CorruptBatches int64 // damaged batches found (at Open, by a scrub, by a read)
+	DirsOffline    int64 // log directories taken offline
+	DamagedLogs    int64 // logs with damage recorded now
+	IndexRebuilds  int64 // indexes rebuilt since Open (at Open or found wrong in use)
+	ScrubbedBytes  int64 // bytes whose CRCs the scrubber and Scrub checked
+	ScrubPasses    int64 // completed background scrub passes
+}
+
+type failureKind int
+
+const (
+	failNoSpace failureKind = iota
+	failEIO
+	failIO
+	failCorrupt
+	failDirOffline
+	numFailureKinds
+)
+
+var failureNames = [numFailureKinds]string{"no space", "EIO", "I/O error", "corrupt batch", "log directory offline"}
+
+func classify(err error) failureKind {
+	switch {
+	case errors.Is(err, ErrCorrupt):
+		return failCorrupt
+	case errors.Is(err, syscall.ENOSPC):
+		return failNoSpace
+	case errors.Is(err, syscall.EIO):
+		return failEIO
+	}
+	return failIO
+}
+
+// failureLogEvery is how often one partition's failures of one kind are
+// logged at most; the ones in between are counted and reported with the next.
+const failureLogEvery = time.Minute
+
+// failures is the Manager's failure accounting.
+type failures struct {
+	counts        [numFailureKinds]atomic.Int64
+	indexRebuilds atomic.Int64
+	scrubbed      atomic.Int64
+	scrubPasses   atomic.Int64
+
+	mu   sync.Mutex
+	last map[failureKey]*failureLog // under mu
+}
+
+type failureKey struct {
+	where string // partition or directory
+	kind  failureKind
+}
+
+type failureLog struct {
+	at         time.Time
+	suppressed int64
+}
+
+// report counts a failure of the data path and logs it, once per partition
+// (or directory) and kind per failureLogEvery.
+func (m *Manager) report(where string, kind failureKind, err error, attrs ...any) {
+	m.fail.counts[kind].Add(1)
+	now := time.Now()
+	k := failureKey{where, kind}
+	m.fail.mu.Lock()
+	if m.fail.last == nil {
+		m.fail.last = make(map[failureKey]*failureLog)
+	}
+	fl := m.fail.last[k]
+	if fl != nil && now.Sub(fl.at) < failureLogEvery {
+		fl.suppressed++
+		m.fail.mu.Unlock()
+		return
+	}
+	var suppressed int64
+	if fl == nil {
+		fl = &failureLog{}
+		m.fail.last[k] = fl
+	} else {
+		suppressed = fl.suppressed
+	}
+	fl.at, fl.suppressed = now, 0
+	m.fail.mu.Unlock()
+	args := append([]any{"where", where, "kind", failureNames[kind], "err", err}, attrs...)
+	if suppressed > 0 {
+		args = append(args, "suppressed", suppressed)
+	}
+	m.logger.Error("storage failure", args...)
+}
+
+// reportIO classifies err and reports it (nil is ignored).
+func (m *Manager) reportIO(where string, err error, attrs ...any) {
+	if err == nil || errors.Is(err, ErrClosed) {
+		return
+	}
+	m.report(where, classify(err), err, attrs...)
+}
+
+// Stats returns the failure counters.
+func (m *Manager) Stats() Stats {
+	st := Stats{
+		NoSpace:        m.fail.counts[failNoSpace].Load(),
+		EIO:            m.fail.counts[failEIO].Load(),
+		OtherIO:        m.fail.counts[failIO].Load(),
+		CorruptBatches: m.fail.counts[failCorrupt].Load(),
+		DirsOffline:    m.fail.counts[failDirOffline].Load(),
+		IndexRebuilds:  m.fail.indexRebuilds.Load(),
+		ScrubbedBytes:  m.fail.scrubbed.Load(),
+		ScrubPasses:    m.fail.scrubPasses.Load(),
+	}
+	st.DamagedLogs = int64(len(m.Damaged()))
+	return st
+}
