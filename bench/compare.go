@@ -21,7 +21,10 @@ type Figure struct {
 }
 
 // FigureStat is one target's min/median/max of a Figure over its rounds. Ratio is
-// this target's median over the first target's median.
+// this target's median over the first target's median of the same mode (so above 1 is
+// better where the figure's Better is "higher", below 1 where it is "lower"). Best
+// marks the best median of the mode, when more than one target has the figure and
+// they differ.
 type FigureStat struct {
 	Target string  `json:"target"`
 	Mode   string  `json:"mode"`
@@ -30,6 +33,7 @@ type FigureStat struct {
 	Median float64 `json:"median"`
 	Max    float64 `json:"max"`
 	Ratio  float64 `json:"ratio"`
+	Best   bool    `json:"best,omitempty"`
 }
 
 type figureDef struct {
@@ -94,6 +98,14 @@ func Figures(results []*Result) []Figure {
 		}
 		groups[k] = append(groups[k], r)
 	}
+	// Ratios are to the first target of each mode; where that target lacks a figure
+	// (kfake in process has no broker CPU), the figure has no ratios.
+	firstTarget := map[string]string{}
+	for _, k := range order {
+		if _, ok := firstTarget[k.mode]; !ok {
+			firstTarget[k.mode] = k.target
+		}
+	}
 	var figs []Figure
 	for _, d := range figureDefs {
 		f := Figure{Name: d.name, Unit: d.unit, Better: d.better}
@@ -110,21 +122,50 @@ func Figures(results []*Result) []Figure {
 			}
 			s := FigureStat{Target: k.target, Mode: k.mode, N: len(vals)}
 			s.Min, s.Median, s.Max = minMedMax(vals)
-			base, ok := firstOfMode[k.mode]
-			if !ok {
+			if k.target == firstTarget[k.mode] {
 				firstOfMode[k.mode] = s.Median
-				base = s.Median
 			}
-			if base != 0 {
+			if base := firstOfMode[k.mode]; base != 0 {
 				s.Ratio = s.Median / base
 			}
 			f.Stats = append(f.Stats, s)
 		}
 		if len(f.Stats) > 0 {
+			markBest(&f)
 			figs = append(figs, f)
 		}
 	}
 	return figs
+}
+
+// markBest sets Best on the stats of each mode whose median is the best of that mode,
+// when at least two targets have the figure and not all medians are equal.
+func markBest(f *Figure) {
+	byMode := map[string][]int{}
+	for i, s := range f.Stats {
+		byMode[s.Mode] = append(byMode[s.Mode], i)
+	}
+	for _, idx := range byMode {
+		if len(idx) < 2 {
+			continue
+		}
+		best, worst := f.Stats[idx[0]].Median, f.Stats[idx[0]].Median
+		for _, i := range idx[1:] {
+			m := f.Stats[i].Median
+			if (f.Better == "higher") == (m > best) && m != best {
+				best = m
+			}
+			if (f.Better == "higher") == (m < worst) && m != worst {
+				worst = m
+			}
+		}
+		if best == worst {
+			continue
+		}
+		for _, i := range idx {
+			f.Stats[i].Best = f.Stats[i].Median == best
+		}
+	}
 }
 
 func minMedMax(v []float64) (lo, med, hi float64) {
@@ -159,8 +200,12 @@ type CompareConfig struct {
 	// Names optionally relabels targets in results (same length as Targets).
 	Names []string
 	// AdminURLs gives the admin HTTP address (http://host:port) of targets that are
-	// not spawned, by target spec, for --profile.
+	// not spawned, by target spec: for --profile, and for the broker's CPU and RSS
+	// (from its /metrics) when its PID is not known.
 	AdminURLs map[string]string
+	// PIDs gives the process id of targets that are not spawned but run on this
+	// machine, by target spec: the broker's CPU and peak RSS come from /proc.
+	PIDs map[string]int
 }
 
 // Compare runs the workload against each target in turn, A B A B for Rounds rounds,
@@ -174,6 +219,11 @@ func Compare(ctx context.Context, cfg CompareConfig) ([]*Result, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	cfg.Spawn.Logger = cfg.Logger
+	// Resolve relative paths (--samsa-bin bin/samsa) once, before any child runs in
+	// another directory.
+	if err := cfg.Spawn.defaults(); err != nil {
+		return nil, err
+	}
 	if cfg.Spawn.SamsaBin == "" {
 		for _, t := range cfg.Targets {
 			if t == TargetSamsa {
@@ -225,9 +275,25 @@ func runOne(ctx context.Context, cfg CompareConfig, spec, name string, round int
 	if t.AdminURL == "" {
 		t.AdminURL = cfg.AdminURLs[spec]
 	}
+	var notes []string
+	if pid := cfg.PIDs[spec]; pid != 0 && t.PID == 0 {
+		// A process named by the caller: an error here means a wrong --pid, and a
+		// run without the broker's cost would hide it.
+		if _, err := procUsage(pid); err != nil {
+			return []*Result{fail("client", fmt.Errorf("%w: pid %d of %s: %w", ErrTarget, pid, name, err))}
+		}
+		t.PID = pid
+	}
+	src := t.UsageSource()
+	if src != nil {
+		if _, err := src.Usage(); err != nil {
+			notes = append(notes, "broker CPU and RSS not measured: "+err.Error())
+			src = nil
+		}
+	}
 	var prof *Profiler
 	rc := RunConfig{Workload: cfg.Workload, Brokers: t.Brokers, Target: name, Progress: cfg.Progress,
-		Logger: cfg.Logger, Broker: t.UsageSource()}
+		Logger: cfg.Logger, Broker: src}
 	if cfg.Profile && t.AdminURL != "" {
 		prof = &Profiler{AdminURL: t.AdminURL, Dir: cfg.ProfileDir, Prefix: fmt.Sprintf("%s-r%d-", name, round),
 			CPUTime: min(10*time.Second, max(time.Second, cfg.Workload.Duration.D()/2))}
@@ -244,6 +310,7 @@ func runOne(ctx context.Context, cfg CompareConfig, spec, name string, round int
 		out = append(out, fail("client", err))
 	} else {
 		res.Round = round
+		res.Notes = append(res.Notes, notes...)
 		if prof != nil {
 			// The capture runs inside the measured window; wait for it to finish.
 			if err := prof.Wait(prof.CPUTime + time.Minute); err != nil {
@@ -258,12 +325,13 @@ func runOne(ctx context.Context, cfg CompareConfig, spec, name string, round int
 	}
 	if cfg.Raw || cfg.RawOnly {
 		rcfg := cfg.RawConfig
-		rcfg.Workload, rcfg.Brokers, rcfg.Target, rcfg.Progress, rcfg.Broker = cfg.Workload, t.Brokers, name, cfg.Progress, t.UsageSource()
+		rcfg.Workload, rcfg.Brokers, rcfg.Target, rcfg.Progress, rcfg.Broker = cfg.Workload, t.Brokers, name, cfg.Progress, src
 		raw, err := RunRaw(ctx, rcfg)
 		if err != nil {
 			out = append(out, fail("raw", err))
 		} else {
 			raw.Round = round
+			raw.Notes = append(raw.Notes, notes...)
 			out = append(out, raw)
 		}
 	}

@@ -22,6 +22,9 @@ func MeasureLimits(dir string, size int64) (*Limits, error) {
 	}
 	size = max(size&^(1<<20-1), 4<<20)
 	l := &Limits{Dir: dir, FileBytes: size}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrLimits, err)
+	}
 	f, err := os.CreateTemp(dir, "samsa-limits-")
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrLimits, err)

@@ -310,7 +310,7 @@ loop:
 			pt := Point{T: now.Sub(start).Seconds(), Phase: phase,
 				PubRate: float64(cur[0]-last[0]) / dt, PubMBps: float64(cur[1]-last[1]) / dt / 1e6,
 				ConsRate: float64(cur[2]-last[2]) / dt, ConsMBps: float64(cur[3]-last[3]) / dt / 1e6,
-				Backlog: cur[0] - cur[2], PubP50: usToMs(iPub.ValueAtQuantile(50)), PubP99: usToMs(iPub.ValueAtQuantile(99)),
+				Backlog: max(0, cur[0]-cur[2]), PubP50: usToMs(iPub.ValueAtQuantile(50)), PubP99: usToMs(iPub.ValueAtQuantile(99)),
 				Errors: prod.errs.Load() + cons.errs.Load()}
 			res.Series = append(res.Series, pt)
 			if measuring {
@@ -353,7 +353,7 @@ loop:
 	res.Acked, res.Consumed, res.Errors = prod.records.Load(), cons.records.Load(), prod.errs.Load()+cons.errs.Load()
 	res.PublishLatency = summarize(pubTotal, true)
 	if cfg.Broker != nil && use1.CPUSeconds > 0 {
-		res.Broker = brokerCost(use0, use1, winEnd[0]-win0[0], winEnd[1]-win0[1])
+		res.Broker = brokerCost(cfg.Broker, use0, use1, winEnd[0]-win0[0], winEnd[1]-win0[1])
 		res.Broker.CPUCores = res.Broker.CPUSeconds / secs
 	}
 	return res, nil

@@ -61,6 +61,9 @@ func Regress(ctx context.Context, cfg RegressConfig) (*Verdict, []*Result, error
 			return nil, nil, err
 		}
 	}
+	if err := cfg.Spawn.defaults(); err != nil {
+		return nil, nil, err
+	}
 	tmp, err := os.MkdirTemp(cfg.Spawn.WorkDir, "samsa-regress-")
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %w", ErrTarget, err)

@@ -68,10 +68,13 @@ type BrokerCost struct {
 	CPUCores    float64 `json:"cpu_cores,omitempty"` // average cores busy
 	PeakRSS     int64   `json:"peak_rss_bytes"`
 	PerWhat     string  `json:"per,omitempty"` // produced (default) or consumed
+	// Source is where the figures came from: /proc/<pid> (PeakRSS is VmHWM) or
+	// <admin>/metrics (PeakRSS is the largest RSS sampled during the run).
+	Source string `json:"source,omitempty"`
 }
 
-func brokerCost(a, b Usage, msgs, bytes int64) *BrokerCost {
-	c := &BrokerCost{CPUSeconds: b.CPUSeconds - a.CPUSeconds, PeakRSS: b.PeakRSS, PerWhat: "produced"}
+func brokerCost(src UsageSource, a, b Usage, msgs, bytes int64) *BrokerCost {
+	c := &BrokerCost{CPUSeconds: b.CPUSeconds - a.CPUSeconds, PeakRSS: b.PeakRSS, PerWhat: "produced", Source: usageSourceName(src)}
 	if msgs > 0 {
 		c.CPUUsPerMsg = c.CPUSeconds * 1e6 / float64(msgs)
 	}

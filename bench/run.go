@@ -356,6 +356,25 @@ func (r *run) caughtUp() bool {
 	return true
 }
 
+// backlog is what the subscriptions have still to read: per subscription, what was
+// acknowledged on its topic less what it consumed, never below zero. (A consumer can
+// read a record before its producer sees the acknowledgement, and a retried send
+// can be read twice, so consumed may run ahead of acked.)
+func (r *run) backlog() int64 {
+	if len(r.subs) == 0 {
+		return 0
+	}
+	perTopic := make([]int64, len(r.topics))
+	for i, p := range r.producers {
+		perTopic[i/r.w.ProducersPerTopic] += p.acked.Load()
+	}
+	var n int64
+	for i, s := range r.subs {
+		n += max(0, perTopic[i/r.w.SubscriptionsPerTopic]-s.consumed.Load())
+	}
+	return n
+}
+
 // tick closes one interval: drains every recorder, appends a Point, prints progress.
 func (r *run) tick(now time.Time, phase string) Point {
 	for _, p := range r.producers {
@@ -370,7 +389,6 @@ func (r *run) tick(now time.Time, phase string) Point {
 	if dt <= 0 {
 		dt = 1e-9
 	}
-	subs := int64(len(r.subs))
 	pt := Point{
 		T:        now.Sub(r.start).Seconds(),
 		Phase:    phase,
@@ -378,7 +396,7 @@ func (r *run) tick(now time.Time, phase string) Point {
 		PubMBps:  float64(c.ackedBytes-r.last.ackedBytes) / dt / 1e6,
 		ConsRate: float64(c.consumed-r.last.consumed) / dt,
 		ConsMBps: float64(c.consBytes-r.last.consBytes) / dt / 1e6,
-		Backlog:  c.acked*subs - c.consumed,
+		Backlog:  r.backlog(),
 		PubP50:   usToMs(r.iPub.ValueAtQuantile(50)),
 		PubP99:   usToMs(r.iPub.ValueAtQuantile(99)),
 		E2EP50:   usToMs(r.iE2E.ValueAtQuantile(50)),
@@ -471,7 +489,7 @@ func (r *run) runSteady(ctx context.Context, res *Result) error {
 	use1, useErr := r.usage()
 	r.fillRates(res, winStart, winEnd, winDur)
 	if useErr == nil && r.cfg.Broker != nil {
-		res.Broker = brokerCost(use0, use1, winEnd.acked-winStart.acked, winEnd.ackedBytes-winStart.ackedBytes)
+		res.Broker = brokerCost(r.cfg.Broker, use0, use1, winEnd.acked-winStart.acked, winEnd.ackedBytes-winStart.ackedBytes)
 		res.Broker.CPUCores = res.Broker.CPUSeconds / winDur
 	}
 	// Drain: consumers catch up with everything acknowledged.
@@ -571,7 +589,7 @@ fill:
 	r.fillRates(res, winStart, winEnd, dur)
 	res.PubRate, res.PubMBps = 0, 0 // nothing is produced while draining
 	if useErr == nil && r.cfg.Broker != nil {
-		res.Broker = brokerCost(use0, use1, winEnd.consumed-winStart.consumed, winEnd.consBytes-winStart.consBytes)
+		res.Broker = brokerCost(r.cfg.Broker, use0, use1, winEnd.consumed-winStart.consumed, winEnd.consBytes-winStart.consBytes)
 		res.Broker.PerWhat = "consumed"
 		res.Broker.CPUCores = res.Broker.CPUSeconds / dur
 	}
@@ -605,5 +623,5 @@ func (r *run) totals(res *Result) {
 	if foreign > 0 {
 		res.Notes = append(res.Notes, fmt.Sprintf("%d consumed records carried no send time of this run (not in e2e latency)", foreign))
 	}
-	res.Backlog = c.acked*int64(len(r.subs)) - c.consumed
+	res.Backlog = r.backlog()
 }

@@ -58,9 +58,34 @@ type SpawnOptions struct {
 	Logger       *slog.Logger
 }
 
-func (o *SpawnOptions) defaults() {
+// defaults fills the zero fields and makes every path absolute: a spawned broker runs
+// in its own temporary directory, where a path relative to the caller's working
+// directory (bin/samsa, --work-dir bench-tmp) would name nothing.
+func (o *SpawnOptions) defaults() error {
 	if o.WorkDir == "" {
 		o.WorkDir = os.TempDir()
+	}
+	var err error
+	if o.WorkDir, err = filepath.Abs(o.WorkDir); err != nil {
+		return fmt.Errorf("%w: work dir: %w", ErrTarget, err)
+	}
+	if err := os.MkdirAll(o.WorkDir, 0o755); err != nil {
+		return fmt.Errorf("%w: work dir: %w", ErrTarget, err)
+	}
+	if o.SamsaBin != "" {
+		if o.SamsaBin, err = absBinary(o.SamsaBin); err != nil {
+			return err
+		}
+	}
+	if o.SelfExe != "" {
+		if o.SelfExe, err = absBinary(o.SelfExe); err != nil {
+			return err
+		}
+	}
+	if o.ModuleRoot != "" {
+		if o.ModuleRoot, err = filepath.Abs(o.ModuleRoot); err != nil {
+			return fmt.Errorf("%w: module root: %w", ErrTarget, err)
+		}
 	}
 	if o.StartTimeout == 0 {
 		o.StartTimeout = 60 * time.Second
@@ -71,6 +96,33 @@ func (o *SpawnOptions) defaults() {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	return nil
+}
+
+// absBinary resolves a program path the way a shell would, against the current
+// working directory (a path with a slash) or $PATH (a bare name), and checks that it
+// is there: "bench: target: samsa binary bin/samsa: no such file or directory (run make
+// build first)".
+func absBinary(p string) (string, error) {
+	if !strings.ContainsRune(p, filepath.Separator) {
+		found, err := exec.LookPath(p)
+		if err != nil {
+			return "", fmt.Errorf("%w: binary %s: %w", ErrTarget, p, err)
+		}
+		p = found
+	}
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", fmt.Errorf("%w: binary %s: %w", ErrTarget, p, err)
+	}
+	st, err := os.Stat(abs)
+	if err != nil {
+		return "", fmt.Errorf("%w: binary %s: %w (run make build first)", ErrTarget, p, errors.Unwrap(err))
+	}
+	if st.IsDir() || st.Mode()&0o111 == 0 {
+		return "", fmt.Errorf("%w: binary %s (%s) is not an executable file", ErrTarget, p, abs)
+	}
+	return abs, nil
 }
 
 // Target is a broker under test.
@@ -87,6 +139,7 @@ type Target struct {
 	waitErr error
 	tmpDir  string
 	cluster *kfake.Cluster
+	metrics *MetricsUsage
 }
 
 // Usage reads the broker process's CPU and peak RSS.
@@ -97,12 +150,20 @@ func (t *Target) Usage() (Usage, error) {
 	return procUsage(t.PID)
 }
 
-// UsageSource returns t when its process can be measured, else nil.
+// UsageSource returns the broker's cost source: its process through /proc when it is a
+// local process (spawned, or PID set by the caller), else its admin /metrics when
+// AdminURL is set, else nil.
 func (t *Target) UsageSource() UsageSource {
-	if t.PID == 0 {
-		return nil
+	switch {
+	case t.PID != 0:
+		return ProcUsage(t.PID)
+	case t.AdminURL != "":
+		if t.metrics == nil || t.metrics.URL != strings.TrimSuffix(t.AdminURL, "/") {
+			t.metrics = NewMetricsUsage(t.AdminURL)
+		}
+		return t.metrics
 	}
-	return t
+	return nil
 }
 
 // StartTarget starts or names a target: samsa, kfake, kfake-proc, or a list of
@@ -110,7 +171,9 @@ func (t *Target) UsageSource() UsageSource {
 // flags --k=v --k2=v2 (e.g. samsa@sync=none against samsa@sync=fsync). For samsa, SamsaBin must be set or the broker
 // is built first (use BuildSamsa once and pass SamsaBin to spawn it many times).
 func StartTarget(ctx context.Context, spec string, o SpawnOptions) (*Target, error) {
-	o.defaults()
+	if err := o.defaults(); err != nil {
+		return nil, err
+	}
 	if base, extra, ok := strings.Cut(spec, "@"); ok && base == TargetSamsa {
 		// samsa@sync=none@transport=std: the same broker with extra serve flags.
 		for _, a := range strings.Split(extra, "@") {
@@ -328,6 +391,11 @@ func BuildSamsa(ctx context.Context, root, out string) error {
 		if root, err = FindModuleRoot(); err != nil {
 			return err
 		}
+	}
+	// go build runs in root: a relative out would land there, not where the caller meant.
+	out, err := filepath.Abs(out)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrTarget, err)
 	}
 	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "./cmd/samsa")
 	cmd.Dir = root
