@@ -5,15 +5,25 @@ import (
 	"fmt"
 	"html"
 	"io"
-	"math"
 	"os"
-	"strings"
 )
 
 // The HTML report is one self-contained, well-formed (XML-parsable) page: inline CSS,
-// inline SVG, no scripts, no fonts, no external references. Each chart is an <svg
-// class="chart" data-chart="..."> holding one <polyline class="series"
-// data-target="..."> per series.
+// inline SVG, no scripts, no fonts, no external references.
+//
+// Layout: a header (title, machine, the whole command line), then one
+// <section data-section="NAME"> per part that has something to show, in this order:
+//
+//	verdict        the summary lines (what --summary prints)
+//	results        one row per run
+//	side-by-side   one row per figure, one column per target (several targets or rounds)
+//	throughput, latency, broker-cpu, percentile   line charts (when they have points)
+//	profiles       top functions of each captured profile
+//	limits         the physical limits: a table, bar charts, and the runs' shares
+//	regress        the regression gate's verdict
+//
+// A section is written only with content: every table in it has a data row and every
+// chart a drawn series or bar (the browser test checks this on the rendered page).
 
 var palette = []string{"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf"}
 
@@ -23,18 +33,24 @@ type svgSeries struct {
 	pts                 [][2]float64
 }
 
+// targetColors gives each target its colour, in the order of the results.
+func (rep *Report) targetColors() map[string]string {
+	colors := map[string]string{}
+	for _, r := range rep.Results {
+		if _, ok := colors[r.Target]; !ok {
+			colors[r.Target] = palette[len(colors)%len(palette)]
+		}
+	}
+	return colors
+}
+
 // seriesOf makes one series per result, coloured by target and dashed for raw mode.
 func (rep *Report) seriesOf(get func(*Result) [][2]float64) []svgSeries {
-	colors := map[string]string{}
+	colors := rep.targetColors()
 	var out []svgSeries
 	for _, r := range rep.Results {
 		if r.Failed != "" {
 			continue
-		}
-		c, ok := colors[r.Target]
-		if !ok {
-			c = palette[len(colors)%len(palette)]
-			colors[r.Target] = c
 		}
 		pts := get(r)
 		if len(pts) == 0 {
@@ -47,10 +63,39 @@ func (rep *Report) seriesOf(get func(*Result) [][2]float64) []svgSeries {
 		if r.Round > 0 {
 			name += fmt.Sprintf(" r%d", r.Round)
 		}
-		out = append(out, svgSeries{name: name, target: r.Target, color: c, dashed: r.Mode == "raw", pts: pts})
+		out = append(out, svgSeries{name: name, target: r.Target, color: colors[r.Target], dashed: r.Mode == "raw", pts: pts})
 	}
 	return out
 }
+
+const reportCSS = `<style>
+body { font-family: sans-serif; margin: 2em; color: #222; max-width: 1400px; }
+h1 { font-size: 1.5em; margin-bottom: 0.3em; }
+h2 { font-size: 1.2em; margin-top: 1.6em; border-bottom: 1px solid #ddd; }
+table { border-collapse: collapse; margin: 0.8em 0; font-size: 13px; }
+th, td { border: 1px solid #ccc; padding: 3px 7px; text-align: right; vertical-align: top; }
+th { background: #f0f0f0; }
+td.l, th.l { text-align: left; }
+tr.mode th { background: #e4ecf7; text-align: left; }
+.raw { color: #8a2be2; font-weight: bold; }
+.fail { color: #b00; }
+td.best { background: #e3f4e1; font-weight: bold; }
+.mark { color: #1a7f37; font-size: 11px; font-weight: normal; }
+.range { color: #666; font-size: 11px; font-weight: normal; }
+.ratio { font-size: 11px; font-weight: normal; }
+.ratio.better { color: #1a7f37; }
+.ratio.worse { color: #b00; }
+.dir { color: #444; white-space: nowrap; }
+.swatch { display: inline-block; width: 10px; height: 10px; margin-right: 4px; }
+p.cmd code { display: block; white-space: pre-wrap; overflow-wrap: anywhere; background: #f7f7f7; padding: 0.5em; font-size: 12px; }
+p.note { font-size: 12px; color: #444; max-width: 1100px; }
+ul.verdict li { font-family: monospace; font-size: 13px; margin: 2px 0; }
+ul.verdict li.fail { color: #b00; font-weight: bold; }
+ul.verdict li.ok { color: #1a7f37; font-weight: bold; }
+ul.notes li { font-size: 12px; }
+svg.chart { border: 1px solid #ddd; margin: 0.5em 0; background: #fff; display: block; }
+</style>
+`
 
 // WriteHTML writes the report page.
 func (rep *Report) WriteHTML(w io.Writer) error {
@@ -58,33 +103,72 @@ func (rep *Report) WriteHTML(w io.Writer) error {
 	esc := html.EscapeString
 	b.WriteString("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n")
 	fmt.Fprintf(&b, "<title>%s</title>\n", esc(rep.Title))
-	b.WriteString(`<style>
-body { font-family: sans-serif; margin: 2em; color: #222; }
-table { border-collapse: collapse; margin: 1em 0; font-size: 13px; }
-th, td { border: 1px solid #ccc; padding: 3px 7px; text-align: right; }
-th { background: #f0f0f0; }
-td.l, th.l { text-align: left; }
-.raw { color: #8a2be2; font-weight: bold; }
-.fail { color: #b00; }
-svg.chart { border: 1px solid #ddd; margin: 0.5em 0; background: #fff; }
-pre { background: #f7f7f7; padding: 0.5em; font-size: 12px; }
-</style>
-</head>
-<body>
-`)
+	b.WriteString(reportCSS)
+	b.WriteString("</head>\n<body>\n<header>\n")
 	fmt.Fprintf(&b, "<h1>%s</h1>\n", esc(rep.Title))
 	m := rep.Machine
 	fmt.Fprintf(&b, "<p>%s · %d CPUs · %s · %s · commit %s · started %s</p>\n", esc(m.CPUModel), m.CPUs, esc(m.Kernel), esc(m.GoVersion), esc(m.Commit), esc(rep.Started.Format("2006-01-02 15:04:05 MST")))
-	fmt.Fprintf(&b, "<pre>%s</pre>\n", esc(rep.Command))
+	if rep.Command != "" {
+		fmt.Fprintf(&b, "<p class=\"cmd\"><code>%s</code></p>\n", esc(rep.Command))
+	}
+	b.WriteString("</header>\n")
 
-	b.WriteString("<h2>Results</h2>\n<table>\n<tr><th class=\"l\">target</th><th>mode</th><th>round</th><th>pub msg/s</th><th>pub MB/s</th><th>cons msg/s</th><th>pub p50</th><th>pub p99</th><th>pub p99.9</th><th>pub max</th><th>e2e p50</th><th>e2e p99</th><th>e2e p99.9</th><th>e2e p99.99</th><th>e2e max</th><th>CPU µs/msg</th><th>CPU µs/MB</th><th>broker cores</th><th>RSS MiB</th><th>errors</th></tr>\n")
+	rep.htmlVerdict(&b)
+	if len(rep.Results) > 0 {
+		rep.htmlResults(&b)
+	}
+	if rep.showSideBySide() {
+		rep.htmlSideBySide(&b)
+	}
+	rep.htmlCharts(&b)
+	rep.htmlProfiles(&b)
+	if rep.Limits != nil {
+		rep.htmlLimits(&b)
+	}
+	if rep.Regress != nil {
+		rep.htmlRegress(&b)
+	}
+	b.WriteString("</body>\n</html>\n")
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+func section(b *bytes.Buffer, name, title string) {
+	fmt.Fprintf(b, "<section id=\"%s\" data-section=\"%s\">\n<h2>%s</h2>\n", name, name, html.EscapeString(title))
+}
+
+func (rep *Report) htmlVerdict(b *bytes.Buffer) {
+	lines := rep.verdictLines()
+	section(b, "verdict", "Verdict")
+	b.WriteString("<ul class=\"verdict\">\n")
+	for i, l := range lines {
+		class := ""
+		if i == len(lines)-1 {
+			class = " class=\"fail\""
+			if l == "verdict: ok" {
+				class = " class=\"ok\""
+			}
+		}
+		fmt.Fprintf(b, "<li%s>%s</li>\n", class, html.EscapeString(l))
+	}
+	b.WriteString("</ul>\n</section>\n")
+}
+
+func (rep *Report) htmlResults(b *bytes.Buffer) {
+	esc := html.EscapeString
+	section(b, "results", "Runs")
+	b.WriteString("<table>\n<tr><th class=\"l\" rowspan=\"2\">target</th><th rowspan=\"2\">mode</th><th rowspan=\"2\">round</th>" +
+		"<th colspan=\"6\">publish</th><th>consume</th><th colspan=\"5\">end to end (ms)</th><th colspan=\"4\">broker</th><th rowspan=\"2\">errors</th></tr>\n" +
+		"<tr><th>msg/s</th><th>MB/s</th><th>p50 ms</th><th>p99 ms</th><th>p99.9 ms</th><th>max ms</th><th>msg/s</th>" +
+		"<th>p50</th><th>p99</th><th>p99.9</th><th>p99.99</th><th>max</th><th>CPU µs/msg</th><th>CPU µs/MB</th><th>cores</th><th>RSS MiB</th></tr>\n")
+	var notes []string
 	for _, r := range rep.Results {
 		mode := esc(r.Mode)
 		if r.Mode == "raw" {
 			mode = "<span class=\"raw\">RAW</span>"
 		}
 		if r.Failed != "" {
-			fmt.Fprintf(&b, "<tr><td class=\"l\">%s</td><td>%s</td><td>%d</td><td class=\"l fail\" colspan=\"17\">failed: %s</td></tr>\n", esc(r.Target), mode, r.Round, esc(oneLine(r.Failed, 300)))
+			fmt.Fprintf(b, "<tr><td class=\"l\">%s</td><td>%s</td><td>%d</td><td class=\"l fail\" colspan=\"17\">failed: %s</td></tr>\n", esc(r.Target), mode, r.Round, esc(oneLine(r.Failed, 300)))
 			continue
 		}
 		cpuMsg, cpuMB, cores, rss := "n/a", "n/a", "n/a", "n/a"
@@ -92,35 +176,123 @@ pre { background: #f7f7f7; padding: 0.5em; font-size: 12px; }
 			cpuMsg, cpuMB, cores, rss = fmt.Sprintf("%.3f", r.Broker.CPUUsPerMsg), fmt.Sprintf("%.0f", r.Broker.CPUUsPerMB), fmt.Sprintf("%.2f", r.Broker.CPUCores), fmt.Sprintf("%.0f", float64(r.Broker.PeakRSS)/(1<<20))
 		}
 		p, e := r.PublishLatency, r.E2ELatency
-		fmt.Fprintf(&b, "<tr><td class=\"l\">%s</td><td>%s</td><td>%d</td><td>%.0f</td><td>%.1f</td><td>%.0f</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%d</td></tr>\n",
-			esc(r.Target), mode, r.Round, r.PubRate, r.PubMBps, r.ConsRate,
-			ms(p.P50, p.Count), ms(p.P99, p.Count), ms(p.P999, p.Count), ms(p.Max, p.Count),
+		fmt.Fprintf(b, "<tr><td class=\"l\">%s</td><td>%s</td><td>%d</td><td>%s</td><td>%.1f</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%d</td></tr>\n",
+			esc(r.Target), mode, r.Round, fmtFig(r.PubRate), r.PubMBps,
+			ms(p.P50, p.Count), ms(p.P99, p.Count), ms(p.P999, p.Count), ms(p.Max, p.Count), fmtFig(r.ConsRate),
 			ms(e.P50, e.Count), ms(e.P99, e.Count), ms(e.P999, e.Count), ms(e.P9999, e.Count), ms(e.Max, e.Count),
 			cpuMsg, cpuMB, cores, rss, r.Errors)
+		tag := fmt.Sprintf("%s %s r%d", r.Target, modeName(r.Mode), r.Round)
+		if r.Broker != nil && r.Broker.Source != "" {
+			notes = append(notes, fmt.Sprintf("%s: broker CPU and RSS from %s", tag, r.Broker.Source))
+		}
+		for _, n := range r.Notes {
+			notes = append(notes, tag+": "+n)
+		}
+		for _, e := range r.ErrorSamples {
+			notes = append(notes, tag+": error: "+e)
+		}
+		if r.Mode == "client" && !r.CaughtUp {
+			notes = append(notes, fmt.Sprintf("%s: WARNING: consumers did not catch up: acked %d × %d subscriptions, consumed %d", tag, r.Acked, r.Subscriptions, r.Consumed))
+		}
 	}
-	b.WriteString("</table>\n<p>Latencies in ms. Publish latency is measured from the intended send time (coordinated omission corrected). <span class=\"raw\">RAW</span> rows: broker capacity with pre-encoded batches over pipelined Produce requests and undecoded Fetch; their publish latency is per request. CPU is the broker process's, from /proc, per message produced.</p>\n")
+	b.WriteString("</table>\n<p class=\"note\">Publish latency is measured from the intended send time (coordinated omission corrected). <span class=\"raw\">RAW</span> rows: broker capacity with pre-encoded batches over pipelined Produce requests and undecoded Fetch; their publish latency is per request. Broker CPU is the broker process's user+system time over the measured window, per message produced (per message consumed on a backlog drain); n/a where neither its pid nor its admin URL was known.</p>\n")
+	if len(notes) > 0 {
+		b.WriteString("<ul class=\"notes\">\n")
+		for _, n := range notes {
+			fmt.Fprintf(b, "<li>%s</li>\n", esc(n))
+		}
+		b.WriteString("</ul>\n")
+	}
+	b.WriteString("</section>\n")
+}
 
-	if len(rep.Compare) > 0 {
-		b.WriteString("<h2>Side by side (min / median / max over rounds)</h2>\n<table>\n<tr><th class=\"l\">figure</th><th>unit</th><th class=\"l\">target</th><th>mode</th><th>n</th><th>min</th><th>median</th><th>max</th><th>ratio</th></tr>\n")
-		for _, f := range rep.Compare {
-			for _, s := range f.Stats {
-				fmt.Fprintf(&b, "<tr><td class=\"l\">%s</td><td>%s</td><td class=\"l\">%s</td><td>%s</td><td>%d</td><td>%s</td><td>%s</td><td>%s</td><td>%.3f×</td></tr>\n",
-					esc(f.Name), esc(f.Unit), esc(s.Target), esc(s.Mode), s.N, num(s.Min), num(s.Median), num(s.Max), s.Ratio)
+func (rep *Report) htmlSideBySide(b *bytes.Buffer) {
+	esc := html.EscapeString
+	targets, modes, rows := rep.sideBySide()
+	colors := rep.targetColors()
+	section(b, "side-by-side", "Side by side")
+	fmt.Fprintf(b, "<p class=\"note\">Each cell: the median over the rounds, the min – max below it when there was more than one round, and the ratio × to %s. The best median of each row is marked <span class=\"mark\">✔ best</span>. Ratio direction: × is this target's median divided by %s's, so above 1× is better on a <i>higher is better</i> row and below 1× is better on a <i>lower is better</i> row (green: better than %s, red: worse).</p>\n",
+		esc(targets[0]), esc(targets[0]), esc(targets[0]))
+	b.WriteString("<table class=\"sbs\">\n<tr><th class=\"l\">figure</th><th class=\"l\">unit</th><th class=\"l\">better</th>")
+	for _, t := range targets {
+		fmt.Fprintf(b, "<th><span class=\"swatch\" style=\"background:%s\"></span>%s</th>", colors[t], esc(t))
+	}
+	b.WriteString("</tr>\n")
+	for _, mode := range modes {
+		fmt.Fprintf(b, "<tr class=\"mode\"><th colspan=\"%d\">%s</th></tr>\n", 3+len(targets), esc(modeTitle(mode)))
+		for _, r := range rows[mode] {
+			arrow := "↑"
+			if r.better == "lower" {
+				arrow = "↓"
 			}
+			fmt.Fprintf(b, "<tr><td class=\"l\">%s</td><td class=\"l\">%s</td><td class=\"l dir\">%s %s</td>", esc(r.name), esc(r.unit), arrow, esc(betterText(r.better)))
+			for i, c := range r.cells {
+				if c == nil {
+					b.WriteString("<td>n/a</td>")
+					continue
+				}
+				class, mark := "", ""
+				if c.Best {
+					class, mark = " class=\"best\"", " <span class=\"mark\">✔ best</span>"
+				}
+				fmt.Fprintf(b, "<td%s>%s%s", class, esc(fmtFig(c.Median)), mark)
+				if i > 0 && c.Ratio != 0 {
+					dir := ""
+					switch {
+					case c.Ratio > 1 && r.better == "higher", c.Ratio < 1 && r.better == "lower":
+						dir = " better"
+					case c.Ratio != 1:
+						dir = " worse"
+					}
+					fmt.Fprintf(b, " <span class=\"ratio%s\">%.2f×</span>", dir, c.Ratio)
+				}
+				if c.N > 1 && c.Min != c.Max {
+					fmt.Fprintf(b, "<div class=\"range\">%s – %s (n=%d)</div>", esc(fmtFig(c.Min)), esc(fmtFig(c.Max)), c.N)
+				}
+				b.WriteString("</td>")
+			}
+			b.WriteString("</tr>\n")
 		}
-		b.WriteString("</table>\n")
 	}
+	b.WriteString("</table>\n</section>\n")
+}
 
-	b.WriteString("<h2>Throughput over time</h2>\n")
-	b.WriteString(lineChart("throughput", "seconds", "published msg/s", false, rep.seriesOf(func(r *Result) [][2]float64 {
-		var pts [][2]float64
-		for _, p := range r.Series {
-			pts = append(pts, [2]float64{p.T, p.PubRate})
+func (rep *Report) htmlCharts(b *bytes.Buffer) {
+	chart := func(name, title, xLabel, yLabel string, percentile bool, series []svgSeries) {
+		if len(series) == 0 {
+			return
 		}
-		return pts
-	})))
-	b.WriteString("<h2>Latency over time (p99 per second, client mode)</h2>\n")
-	b.WriteString(lineChart("latency", "seconds", "p99 ms (e2e; publish when no consumer)", false, rep.seriesOf(func(r *Result) [][2]float64 {
+		section(b, name, title)
+		b.WriteString(lineChart(name, xLabel, yLabel, percentile, series))
+		b.WriteString("</section>\n")
+	}
+	// Throughput: one chart per mode, as RAW rates can be a hundred times the client's.
+	rate := func(mode string) []svgSeries {
+		return rep.seriesOf(func(r *Result) [][2]float64 {
+			if r.Mode != mode {
+				return nil
+			}
+			var pts [][2]float64
+			for _, p := range r.Series {
+				pts = append(pts, [2]float64{p.T, p.PubRate})
+			}
+			return pts
+		})
+	}
+	client, raw := rate("client"), rate("raw")
+	if len(client)+len(raw) > 0 {
+		section(b, "throughput", "Throughput over time")
+		if len(client) > 0 {
+			b.WriteString("<h3>client mode</h3>\n")
+			b.WriteString(lineChart("throughput", "seconds", "published msg/s", false, client))
+		}
+		if len(raw) > 0 {
+			b.WriteString("<h3>RAW mode</h3>\n")
+			b.WriteString(lineChart("throughput-raw", "seconds", "produced msg/s", false, raw))
+		}
+		b.WriteString("</section>\n")
+	}
+	chart("latency", "Latency over time (p99 per second, client mode)", "seconds", "p99 ms (e2e; publish when no consumer)", false, rep.seriesOf(func(r *Result) [][2]float64 {
 		if r.Mode == "raw" {
 			return nil // per-request latency: not the same quantity
 		}
@@ -136,8 +308,8 @@ pre { background: #f7f7f7; padding: 0.5em; font-size: 12px; }
 			pts = append(pts, [2]float64{p.T, v})
 		}
 		return pts
-	})))
-	cpu := rep.seriesOf(func(r *Result) [][2]float64 {
+	}))
+	chart("broker-cpu", "Broker CPU over time", "seconds", "broker cores busy", false, rep.seriesOf(func(r *Result) [][2]float64 {
 		var pts [][2]float64
 		for _, p := range r.Series {
 			if p.BrokerCores > 0 {
@@ -145,13 +317,8 @@ pre { background: #f7f7f7; padding: 0.5em; font-size: 12px; }
 			}
 		}
 		return pts
-	})
-	if len(cpu) > 0 {
-		b.WriteString("<h2>Broker CPU over time</h2>\n")
-		b.WriteString(lineChart("broker-cpu", "seconds", "broker cores busy", false, cpu))
-	}
-	b.WriteString("<h2>Latency by percentile (client mode)</h2>\n")
-	b.WriteString(lineChart("percentile", "percentile", "ms (e2e; publish when no consumer)", true, rep.seriesOf(func(r *Result) [][2]float64 {
+	}))
+	chart("percentile", "Latency by percentile (client mode)", "percentile", "ms (e2e; publish when no consumer)", true, rep.seriesOf(func(r *Result) [][2]float64 {
 		if r.Mode == "raw" {
 			return nil
 		}
@@ -164,31 +331,120 @@ pre { background: #f7f7f7; padding: 0.5em; font-size: 12px; }
 			pts = append(pts, [2]float64{nines(c.Percentile), c.Ms})
 		}
 		return pts
-	})))
+	}))
+}
 
+func (rep *Report) htmlProfiles(b *bytes.Buffer) {
+	esc := html.EscapeString
+	started := false
 	for _, r := range rep.Results {
 		for _, p := range r.Profiles {
-			fmt.Fprintf(&b, "<h3>%s round %d: %s profile</h3>\n<table>\n<tr><th>flat%%</th><th>cum%%</th><th class=\"l\">function</th></tr>\n", esc(r.Target), r.Round, esc(p.Kind))
+			if len(p.Top) == 0 {
+				continue
+			}
+			if !started {
+				section(b, "profiles", "Broker profiles")
+				started = true
+			}
+			fmt.Fprintf(b, "<h3>%s round %d: %s profile (%s)</h3>\n<table>\n<tr><th>flat%%</th><th>cum%%</th><th class=\"l\">function</th></tr>\n", esc(r.Target), r.Round, esc(p.Kind), esc(p.Total))
 			for _, t := range p.Top {
-				fmt.Fprintf(&b, "<tr><td>%.2f</td><td>%.2f</td><td class=\"l\">%s</td></tr>\n", t.FlatPct, t.CumPct, esc(t.Name))
+				fmt.Fprintf(b, "<tr><td>%.2f</td><td>%.2f</td><td class=\"l\">%s</td></tr>\n", t.FlatPct, t.CumPct, esc(t.Name))
 			}
 			b.WriteString("</table>\n")
 		}
 	}
-	if rep.Limits != nil {
-		var t bytes.Buffer
-		rep.Limits.WriteTable(&t)
-		rep.writeLimitRatios(&t)
-		fmt.Fprintf(&b, "<h2>Physical limits</h2>\n<pre>%s</pre>\n", esc(t.String()))
+	if started {
+		b.WriteString("</section>\n")
 	}
-	if rep.Regress != nil {
-		var t bytes.Buffer
-		rep.Regress.WriteVerdict(&t)
-		fmt.Fprintf(&b, "<h2>Regression gate</h2>\n<pre>%s</pre>\n", esc(t.String()))
+}
+
+func (rep *Report) htmlLimits(b *bytes.Buffer) {
+	esc := html.EscapeString
+	l := rep.Limits
+	section(b, "limits", "Physical limits of this machine")
+	fmt.Fprintf(b, "<p class=\"note\">Measured in %s with %d MiB files: the ceilings a broker on this machine cannot pass.</p>\n", esc(l.Dir), l.FileBytes>>20)
+	b.WriteString("<table>\n<tr><th class=\"l\">limit</th><th>figure</th><th class=\"l\">how</th></tr>\n")
+	row := func(name, fig, how string) {
+		fmt.Fprintf(b, "<tr><td class=\"l\">%s</td><td>%s</td><td class=\"l\">%s</td></tr>\n", esc(name), esc(fig), esc(how))
 	}
-	b.WriteString("</body>\n</html>\n")
-	_, err := w.Write(b.Bytes())
-	return err
+	row("sequential write (page cache)", fmtFig(l.WriteMBps)+" MB/s", "1 MiB writes, no sync")
+	row("sequential write, then one fdatasync", fmtFig(l.WriteThenSyncMBps)+" MB/s", fmt.Sprintf("the same, timed through a final fdatasync of %s ms", fmtFig(l.FinalSyncMs)))
+	row("1 MiB write + fdatasync", fmtFig(l.WriteSyncMBps)+" MB/s", "each 1 MiB write followed by fdatasync")
+	row("4 KiB write + fdatasync latency", fmt.Sprintf("p50 %s ms, p99 %s ms", fmtFig(l.FdatasyncP50Ms), fmtFig(l.FdatasyncP99Ms)), fmt.Sprintf("%d samples", l.FdatasyncSamples))
+	row("loopback TCP", fmtFig(l.LoopbackMBps)+" MB/s", "one connection, 1 MiB writes")
+	row("sendfile file → loopback TCP", fmtFig(l.SendfileMBps)+" MB/s", "page-cached file")
+	b.WriteString("</table>\n")
+	mb := func(label string, v float64, color string) bar {
+		return bar{label: label, value: v, text: fmtFig(v) + " MB/s", color: color}
+	}
+	bars := []bar{
+		mb("sequential write (page cache)", l.WriteMBps, palette[0]),
+		mb("write, then one fdatasync", l.WriteThenSyncMBps, palette[0]),
+		mb("1 MiB write + fdatasync", l.WriteSyncMBps, palette[0]),
+		mb("loopback TCP", l.LoopbackMBps, palette[2]),
+		mb("sendfile → loopback TCP", l.SendfileMBps, palette[2]),
+	}
+	colors := rep.targetColors()
+	var shares []*Result
+	for _, r := range rep.Results {
+		if r.Failed == "" && (r.PubMBps > 0 || r.ConsMBps > 0) {
+			shares = append(shares, r)
+			tag := fmt.Sprintf("%s %s r%d", r.Target, modeName(r.Mode), r.Round)
+			if r.PubMBps > 0 {
+				bars = append(bars, mb(tag+" publish", r.PubMBps, colors[r.Target]))
+			}
+			if r.ConsMBps > 0 {
+				bars = append(bars, mb(tag+" consume", r.ConsMBps, colors[r.Target]))
+			}
+		}
+	}
+	b.WriteString("<h3>Bandwidth</h3>\n")
+	b.WriteString(barChart("limits-bandwidth", "MB/s", bars))
+	b.WriteString("<h3>fdatasync latency (4 KiB append + fdatasync)</h3>\n")
+	b.WriteString(barChart("limits-fdatasync", "ms", []bar{
+		{label: "p50", value: l.FdatasyncP50Ms, text: fmtFig(l.FdatasyncP50Ms) + " ms", color: palette[3]},
+		{label: "p99", value: l.FdatasyncP99Ms, text: fmtFig(l.FdatasyncP99Ms) + " ms", color: palette[1]},
+	}))
+	if len(shares) > 0 && l.LoopbackMBps > 0 {
+		b.WriteString("<h3>The runs against these limits</h3>\n<table>\n<tr><th class=\"l\">run</th><th>publish MB/s</th><th>of loopback TCP</th><th>of 1 MiB write+fdatasync</th><th>consume MB/s</th><th>of sendfile</th></tr>\n")
+		pct := func(v, of float64) string {
+			if of <= 0 {
+				return "-"
+			}
+			return fmt.Sprintf("%.1f%%", 100*v/of)
+		}
+		for _, r := range shares {
+			fmt.Fprintf(b, "<tr><td class=\"l\">%s %s r%d</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>\n",
+				esc(r.Target), esc(modeName(r.Mode)), r.Round, fmtFig(r.PubMBps), pct(r.PubMBps, l.LoopbackMBps), pct(r.PubMBps, l.WriteSyncMBps),
+				fmtFig(r.ConsMBps), pct(r.ConsMBps, l.SendfileMBps))
+		}
+		b.WriteString("</table>\n")
+	}
+	b.WriteString("</section>\n")
+}
+
+func (rep *Report) htmlRegress(b *bytes.Buffer) {
+	esc := html.EscapeString
+	v := rep.Regress
+	section(b, "regress", "Regression gate")
+	state, class := "PASS", "ok"
+	if !v.Pass {
+		state, class = "FAIL", "fail"
+	}
+	fmt.Fprintf(b, "<ul class=\"verdict\"><li class=\"%s\">regress %s</li></ul>\n", class, state)
+	b.WriteString("<table>\n<tr><th class=\"l\">check</th><th>current ÷ baseline (median)</th><th>allowed</th><th class=\"l\">better</th></tr>\n")
+	fmt.Fprintf(b, "<tr><td class=\"l\">publish throughput</td><td>%.3f</td><td>≥ %.3f</td><td class=\"l dir\">↑ higher is better</td></tr>\n", v.ThroughputRatio, 1-v.Threshold)
+	fmt.Fprintf(b, "<tr><td class=\"l\">publish p99</td><td>%.3f</td><td>≤ %.3f</td><td class=\"l dir\">↓ lower is better</td></tr>\n", v.P99Ratio, 1+v.Threshold)
+	b.WriteString("</table>\n")
+	fmt.Fprintf(b, "<p class=\"note\">baseline %s (%s) against current %s, %s mode, %d rounds A B A B.</p>\n", esc(v.Baseline), esc(short(v.BaselineCommit)), esc(short(v.CurrentCommit)), esc(v.Mode), v.Rounds)
+	if len(v.Reasons) > 0 {
+		b.WriteString("<ul class=\"notes\">\n")
+		for _, r := range v.Reasons {
+			fmt.Fprintf(b, "<li class=\"fail\">%s</li>\n", esc(r))
+		}
+		b.WriteString("</ul>\n")
+	}
+	b.WriteString("</section>\n")
 }
 
 // WriteHTMLFile writes the report page to path.
@@ -202,103 +458,4 @@ func (rep *Report) WriteHTMLFile(path string) error {
 		return fmt.Errorf("bench: report html: %w", err)
 	}
 	return f.Close()
-}
-
-// nines maps a percentile to log10(1/(1-p)): 90% → 1, 99% → 2, 99.9% → 3.
-func nines(p float64) float64 {
-	if p >= 100 {
-		return 7
-	}
-	return math.Min(7, -math.Log10(1-p/100))
-}
-
-const (
-	chartW, chartH         = 900, 320
-	padL, padR, padT, padB = 70, 180, 20, 40
-	plotW, plotH           = chartW - padL - padR, chartH - padT - padB
-)
-
-// lineChart draws series as polylines with axes, ticks and a legend. With percentile
-// set, x is in nines (see nines) and ticked 0%, 90%, 99%, ...
-func lineChart(id, xLabel, yLabel string, percentile bool, series []svgSeries) string {
-	var b strings.Builder
-	esc := html.EscapeString
-	xmax, ymax := 0.0, 0.0
-	for _, s := range series {
-		for _, p := range s.pts {
-			if !math.IsNaN(p[0]) && !math.IsInf(p[0], 0) {
-				xmax = math.Max(xmax, p[0])
-			}
-			if !math.IsNaN(p[1]) && !math.IsInf(p[1], 0) {
-				ymax = math.Max(ymax, p[1])
-			}
-		}
-	}
-	if percentile {
-		xmax = math.Max(1, math.Ceil(xmax))
-	}
-	if xmax <= 0 {
-		xmax = 1
-	}
-	ystep := niceStep(ymax / 5)
-	ymax = math.Max(ystep, math.Ceil(ymax/ystep)*ystep)
-	fx := func(x float64) float64 { return padL + x/xmax*plotW }
-	fy := func(y float64) float64 { return padT + plotH - y/ymax*plotH }
-	fmt.Fprintf(&b, "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"chart\" data-chart=\"%s\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\">\n", esc(id), chartW, chartH, chartW, chartH)
-	fmt.Fprintf(&b, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#999\"/>\n", padL, padT, plotW, plotH)
-	for y := 0.0; y <= ymax*1.0001; y += ystep {
-		fmt.Fprintf(&b, "<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#eee\"/><text x=\"%d\" y=\"%.1f\" font-size=\"11\" text-anchor=\"end\">%s</text>\n",
-			padL, padL+plotW, fy(y), fy(y), padL-4, fy(y)+4, esc(siCount(y)))
-	}
-	if percentile {
-		for k := 0.0; k <= xmax; k++ {
-			label := "0%"
-			if k > 0 {
-				label = strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.7f", 100*(1-math.Pow(10, -k))), "0"), ".") + "%"
-			}
-			fmt.Fprintf(&b, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\" stroke=\"#eee\"/><text x=\"%.1f\" y=\"%d\" font-size=\"11\" text-anchor=\"middle\">%s</text>\n",
-				fx(k), fx(k), padT, padT+plotH, fx(k), padT+plotH+14, esc(label))
-		}
-	} else {
-		xstep := niceStep(xmax / 8)
-		for x := 0.0; x <= xmax*1.0001; x += xstep {
-			fmt.Fprintf(&b, "<text x=\"%.1f\" y=\"%d\" font-size=\"11\" text-anchor=\"middle\">%s</text>\n", fx(x), padT+plotH+14, esc(siCount(x)))
-		}
-	}
-	fmt.Fprintf(&b, "<text x=\"%d\" y=\"%d\" font-size=\"12\" text-anchor=\"middle\">%s</text>\n", padL+plotW/2, chartH-6, esc(xLabel))
-	fmt.Fprintf(&b, "<text x=\"14\" y=\"%d\" font-size=\"12\" text-anchor=\"middle\" transform=\"rotate(-90 14 %d)\">%s</text>\n", padT+plotH/2, padT+plotH/2, esc(yLabel))
-	for i, s := range series {
-		var pts strings.Builder
-		for _, p := range s.pts {
-			if math.IsNaN(p[0]) || math.IsNaN(p[1]) || math.IsInf(p[1], 0) {
-				continue
-			}
-			fmt.Fprintf(&pts, "%.1f,%.1f ", fx(p[0]), fy(p[1]))
-		}
-		dash := ""
-		if s.dashed {
-			dash = " stroke-dasharray=\"6 3\""
-		}
-		fmt.Fprintf(&b, "<polyline class=\"series\" data-target=\"%s\" fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\"%s points=\"%s\"><title>%s</title></polyline>\n",
-			esc(s.target), s.color, dash, strings.TrimSpace(pts.String()), esc(s.name))
-		ly := padT + 14 + i*16
-		fmt.Fprintf(&b, "<line x1=\"%d\" x2=\"%d\" y1=\"%d\" y2=\"%d\" stroke=\"%s\" stroke-width=\"2\"%s/><text x=\"%d\" y=\"%d\" font-size=\"11\">%s</text>\n",
-			padL+plotW+10, padL+plotW+30, ly-4, ly-4, s.color, dash, padL+plotW+34, ly, esc(s.name))
-	}
-	b.WriteString("</svg>\n")
-	return b.String()
-}
-
-// niceStep rounds v up to 1, 2 or 5 times a power of ten.
-func niceStep(v float64) float64 {
-	if v <= 0 || math.IsNaN(v) || math.IsInf(v, 0) {
-		return 1
-	}
-	p := math.Pow(10, math.Floor(math.Log10(v)))
-	for _, m := range []float64{1, 2, 5, 10} {
-		if m*p >= v {
-			return m * p
-		}
-	}
-	return 10 * p
 }

@@ -9,6 +9,16 @@ import (
 
 // WriteTable prints one row per result, then the comparison figures, then profiles.
 func (rep *Report) WriteTable(w io.Writer) {
+	if rep.Title != "" {
+		fmt.Fprintln(w, rep.Title)
+	}
+	if rep.Command != "" {
+		fmt.Fprintln(w, "command:", rep.Command)
+	}
+	if len(rep.Results) == 0 {
+		rep.writeLimitsText(w)
+		return
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "target\tmode\tround\tpub msg/s\tpub MB/s\tcons msg/s\tpub p50\tpub p99\tpub p99.9\tpub max\te2e p50\te2e p99\te2e p99.9\te2e p99.99\te2e max\tCPU µs/msg\tCPU µs/MB\tcores\tRSS MiB\terrors\t")
 	for _, r := range rep.Results {
@@ -44,7 +54,7 @@ func (rep *Report) WriteTable(w io.Writer) {
 			fmt.Fprintf(w, "  WARNING [%s r%d]: consumers did not catch up: acked %d × %d subscriptions, consumed %d\n", r.Target, r.Round, r.Acked, r.Subscriptions, r.Consumed)
 		}
 	}
-	if len(rep.Compare) > 0 {
+	if rep.showSideBySide() {
 		fmt.Fprintln(w)
 		rep.WriteFigures(w)
 	}
@@ -54,25 +64,15 @@ func (rep *Report) WriteTable(w io.Writer) {
 			p.WriteTop(w)
 		}
 	}
+	rep.writeLimitsText(w)
+}
+
+func (rep *Report) writeLimitsText(w io.Writer) {
 	if rep.Limits != nil {
 		fmt.Fprintln(w)
 		rep.Limits.WriteTable(w)
 		rep.writeLimitRatios(w)
 	}
-}
-
-// WriteFigures prints each figure's min/median/max per target and the median ratio to
-// the first target of the same mode.
-func (rep *Report) WriteFigures(w io.Writer) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "figure\tunit\ttarget\tmode\tn\tmin\tmedian\tmax\tratio\t")
-	for _, f := range rep.Compare {
-		for _, s := range f.Stats {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%.3f×\t\n", f.Name, f.Unit, s.Target, s.Mode, s.N, num(s.Min), num(s.Median), num(s.Max), s.Ratio)
-		}
-	}
-	tw.Flush()
-	fmt.Fprintln(w, "ratio: this target's median over the first target's median (same mode)")
 }
 
 // writeLimitRatios states client and raw bandwidth as a share of loopback TCP.
@@ -95,16 +95,6 @@ func ms(v float64, n int64) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.2f", v)
-}
-
-func num(v float64) string {
-	switch {
-	case v >= 1000:
-		return fmt.Sprintf("%.0f", v)
-	case v >= 10:
-		return fmt.Sprintf("%.1f", v)
-	}
-	return fmt.Sprintf("%.3f", v)
 }
 
 func oneLine(s string, n int) string {

@@ -114,8 +114,188 @@ func TestReportJSONAndTable(t *testing.T) {
 	}
 	var tb bytes.Buffer
 	rep.WriteTable(&tb)
-	if !strings.Contains(tb.String(), "RAW") || !strings.Contains(tb.String(), "median") {
-		t.Errorf("table:\n%s", tb.String())
+	if !strings.Contains(tb.String(), "RAW") || strings.Contains(tb.String(), "side by side") {
+		t.Errorf("one target, one round: a results table and no side-by-side:\n%s", tb.String())
+	}
+	rep.Results = append(rep.Results, fakeResult("b", "client", 1, 200, 3))
+	rep.Compare = Figures(rep.Results)
+	tb.Reset()
+	rep.WriteTable(&tb)
+	if !strings.Contains(tb.String(), "side by side") || !strings.Contains(tb.String(), "median") {
+		t.Errorf("two targets: a side-by-side table:\n%s", tb.String())
+	}
+}
+
+// TestSideBySide: one row per figure and mode, one column per target, the best
+// marked, the direction stated; ratios only against the first target.
+func TestSideBySide(t *testing.T) {
+	rs := []*Result{
+		fakeResult("samsa", "client", 1, 900, 3), fakeResult("kfake", "client", 1, 300, 9),
+		fakeResult("samsa", "client", 2, 1100, 5), fakeResult("kfake", "client", 2, 330, 7),
+		fakeResult("samsa", "raw", 1, 5000, 3), fakeResult("kfake", "raw", 1, 6000, 2),
+	}
+	rs[2].Broker = &BrokerCost{CPUUsPerMsg: 0.3, PeakRSS: 100 << 20} // only samsa r2 has a cost
+	rep := &Report{Results: rs, Compare: Figures(rs)}
+	targets, modes, rows := rep.sideBySide()
+	if strings.Join(targets, ",") != "samsa,kfake" || strings.Join(modes, ",") != "client,raw" {
+		t.Fatalf("columns %v, modes %v", targets, modes)
+	}
+	find := func(mode, name string) figureRow {
+		for _, r := range rows[mode] {
+			if r.name == name {
+				return r
+			}
+		}
+		t.Fatalf("no row %s %s", mode, name)
+		return figureRow{}
+	}
+	seen := map[string]bool{}
+	for _, r := range rows["client"] {
+		if seen[r.name] {
+			t.Errorf("figure %s has two rows", r.name)
+		}
+		seen[r.name] = true
+		if len(r.cells) != 2 {
+			t.Errorf("%s: %d cells", r.name, len(r.cells))
+		}
+	}
+	rate := find("client", "publish rate")
+	if !rate.cells[0].Best || rate.cells[1].Best || rate.cells[0].Median != 1000 || rate.cells[1].Ratio != 315.0/1000 {
+		t.Errorf("publish rate: %+v %+v", rate.cells[0], rate.cells[1])
+	}
+	p99 := find("client", "publish p99")
+	if !p99.cells[0].Best || p99.better != "lower" {
+		t.Errorf("publish p99: lower is better, samsa's 4 beats 8: %+v %+v", p99.cells[0], p99.cells[1])
+	}
+	if raw := find("raw", "publish rate"); !raw.cells[1].Best || raw.cells[1].Ratio != 1.2 {
+		t.Errorf("raw publish rate: kfake best at 1.2×: %+v", raw.cells[1])
+	}
+	if e := find("client", "errors"); e.cells[0].Best || e.cells[1].Best {
+		t.Error("equal figures: no best")
+	}
+	if c := find("client", "broker CPU per msg"); c.cells[0] == nil || c.cells[1] != nil || c.cells[0].Best {
+		t.Errorf("a figure of one target: one cell, no best: %+v", c.cells)
+	}
+
+	var tb bytes.Buffer
+	rep.WriteFigures(&tb)
+	text := tb.String()
+	for _, want := range []string{"higher is better", "lower is better", "* 1000", "0.32×", "divided by samsa's median", "RAW mode"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("text table lacks %q:\n%s", want, text)
+		}
+	}
+	var hb bytes.Buffer
+	if err := rep.WriteHTML(&hb); err != nil {
+		t.Fatal(err)
+	}
+	page := hb.String()
+	parseHTML(t, hb.Bytes())
+	for _, want := range []string{"data-section=\"side-by-side\"", "✔ best", "↑ higher is better", "↓ lower is better", "ratio worse", "above 1× is better"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("html lacks %q", want)
+		}
+	}
+}
+
+// TestSummaryLines: --summary's verdict lines, ending in a verdict that agrees with
+// the exit code.
+func TestSummaryLines(t *testing.T) {
+	one := &Report{Results: []*Result{fakeResult("kfake", "client", 1, 2000, 3)}}
+	lines := one.verdictLines()
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "kfake client r1: publish 2000 msg/s") || lines[1] != "verdict: ok" {
+		t.Errorf("one run: %q", lines)
+	}
+	rs := []*Result{fakeResult("samsa", "client", 1, 900, 3), fakeResult("kfake", "client", 1, 300, 9),
+		{Target: "kfake", Mode: "raw", Round: 1, Failed: "connection refused"}}
+	two := &Report{Results: rs, Compare: Figures(rs)}
+	lines = two.verdictLines()
+	got := strings.Join(lines, "\n")
+	for _, want := range []string{
+		"publish rate, client (msg/s, higher is better): samsa best at 900; kfake 300 (0.33× samsa)",
+		"publish p99, client (ms, lower is better): samsa best at 3; kfake 9 (3.00× samsa)",
+		"errors, client (count, lower is better): all 0",
+		"  - kfake RAW r1 failed: connection refused",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("summary lacks %q:\n%s", want, got)
+		}
+	}
+	if last := lines[len(lines)-1]; !strings.HasPrefix(last, "verdict: FAIL") {
+		t.Errorf("a failed run: last line %q", last)
+	}
+	if strings.Contains(got, "publish p50") || strings.Contains(got, "e2e max") {
+		t.Errorf("summary holds more than the headline figures:\n%s", got)
+	}
+	if lines := (&Report{}).verdictLines(); lines[len(lines)-1] != "verdict: FAIL (nothing was measured)" {
+		t.Errorf("empty report: %q", lines)
+	}
+}
+
+func TestCommandLine(t *testing.T) {
+	for _, tc := range []struct {
+		argv []string
+		want string
+	}{
+		{[]string{"bin/samsa-bench", "run", "--brokers", "127.0.0.1:9092", "--admin", "http://127.0.0.1:9644"}, "bin/samsa-bench run --brokers 127.0.0.1:9092 --admin http://127.0.0.1:9644"},
+		{[]string{"samsa-bench", "--work-dir", "/tmp/a b", "--x", "it's", "--e", ""}, `samsa-bench --work-dir '/tmp/a b' --x 'it'\''s' --e ''`},
+		{[]string{"/tmp/go-build123/b001/exe/samsa-bench", "limits"}, "go run ./cmd/samsa-bench limits"},
+	} {
+		if got := CommandLine(tc.argv); got != tc.want {
+			t.Errorf("CommandLine(%q) = %s, want %s", tc.argv, got, tc.want)
+		}
+	}
+}
+
+// TestReportSectionsOnlyWithContent: a limits report has no empty results table or
+// charts; its figures are in their own table and bar charts, not in a <pre>.
+func TestReportSectionsOnlyWithContent(t *testing.T) {
+	rep := &Report{Title: "samsa-bench limits", Command: "samsa-bench limits --dir /tmp/x", Limits: &Limits{Dir: "/tmp/x", FileBytes: 8 << 20,
+		WriteMBps: 6000, WriteThenSyncMBps: 2000, WriteSyncMBps: 700, FdatasyncP50Ms: 0.5, FdatasyncP99Ms: 1.1, FdatasyncSamples: 2000, LoopbackMBps: 3500, SendfileMBps: 2000}}
+	var b bytes.Buffer
+	if err := rep.WriteHTML(&b); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	charts := parseHTML(t, b.Bytes())
+	for _, absent := range []string{"data-section=\"results\"", "data-section=\"throughput\"", "data-section=\"percentile\"", "<pre"} {
+		if strings.Contains(page, absent) {
+			t.Errorf("limits report has %q", absent)
+		}
+	}
+	if _, ok := charts["limits-bandwidth"]; !ok || strings.Count(page, "class=\"bar\"") != 7 {
+		t.Errorf("limits report: want the bandwidth and fdatasync bar charts, 7 bars; charts %v", charts)
+	}
+	for _, want := range []string{"6000 MB/s", "p50 0.5 ms, p99 1.10 ms", "data-section=\"limits\""} {
+		if !strings.Contains(page, want) {
+			t.Errorf("limits report lacks %q", want)
+		}
+	}
+}
+
+// TestRenderedSectionsFindsEmpty: the browser test's DOM check flags a section whose
+// table has no data row, whose chart draws nothing, or that holds nothing at all.
+func TestRenderedSectionsFindsEmpty(t *testing.T) {
+	dom := `<html><head><meta charset="utf-8"></head><body>
+<section data-section="ok"><table><tbody><tr><th>a</th></tr><tr><td>1</td></tr></tbody></table>
+<svg class="chart"><polyline class="series" points="1,2 3,4"></polyline></svg><ul><li>x</li></ul></section>
+<section data-section="empty-table"><table><tbody><tr><th>a</th></tr></tbody></table></section>
+<section data-section="blank-cells"><table><tbody><tr><td> </td></tr></tbody></table></section>
+<section data-section="empty-chart"><svg class="chart"><polyline class="series" points=""></polyline><rect class="bar" width="0"></rect></svg></section>
+<section data-section="bars"><svg class="chart"><rect class="bar" width="12.5"></rect></svg></section>
+<section data-section="nothing"><h2>title</h2><pre>figures in a pre</pre></section>
+<section data-section="empty-list"><ul></ul></section>
+</body></html>`
+	secs, _ := renderedSections(t, []byte(dom))
+	for name, wantEmpty := range map[string]bool{"ok": false, "bars": false, "empty-table": true, "blank-cells": true, "empty-chart": true, "nothing": true, "empty-list": true} {
+		s, ok := secs[name]
+		if !ok {
+			t.Errorf("section %s not found", name)
+			continue
+		}
+		if got := s.empty() != ""; got != wantEmpty {
+			t.Errorf("section %s: empty %q, want empty=%v (%+v)", name, s.empty(), wantEmpty, s)
+		}
 	}
 }
 
