@@ -16,17 +16,22 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/samsa-broker/samsa/bench"
 )
+
+// stdout receives the tables and verdicts (a variable for the tests).
+var stdout io.Writer = os.Stdout
 
 func main() {
 	if len(os.Args) < 2 {
@@ -100,6 +105,7 @@ type common struct {
 	verbose    bool
 	withLimits bool
 	loaderProf string
+	summary    bool
 }
 
 type multiFlag []string
@@ -123,6 +129,7 @@ func (c *common) register(fs *flag.FlagSet) {
 	fs.IntVar(&c.rawFlight, "raw-inflight", 8, "raw mode: pipelined requests per connection")
 	fs.BoolVar(&c.profile, "profile", false, "pull CPU and heap profiles from the broker's /debug/pprof in the steady state")
 	fs.BoolVar(&c.quiet, "q", false, "no per-second progress lines")
+	fs.BoolVar(&c.summary, "summary", false, "print only the verdict lines (no progress, no tables); the reports are still written")
 	fs.BoolVar(&c.verbose, "v", false, "log spawned processes and warnings")
 	fs.BoolVar(&c.withLimits, "limits", false, "also measure the physical limits (in --work-dir)")
 	fs.StringVar(&c.loaderProf, "loader-cpuprofile", "", "write the load generator's own CPU profile here (to check it is not the bottleneck)")
@@ -195,10 +202,16 @@ func runCmd(args []string, compare bool) int {
 	c.register(fs)
 	spawn := fs.String("spawn", "", "start a target: samsa, samsa@flag=value..., kfake, kfake-proc or kfake-null")
 	brokers := fs.String("brokers", "", "a running broker: host:port,host:port")
-	admin := fs.String("admin", "", "admin HTTP URL of the --brokers target, for --profile")
+	var admins, pids multiFlag
+	fs.Var(&admins, "admin", "admin `URL` (http://host:port) of a running target: /metrics for its CPU and RSS, /debug/pprof for --profile; with several targets, TARGET=URL (repeatable)")
+	fs.Var(&pids, "pid", "process id of a running target on this machine: its CPU and peak RSS from /proc; with several targets, TARGET=PID (repeatable)")
 	targets := fs.String("targets", "", "compare: targets, comma separated (samsa, kfake, kfake-proc, kfake-null, host:port, host:port+host:port)")
 	rounds := fs.Int("rounds", 1, "compare: A B A B rounds")
 	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "samsa-bench %s: unexpected arguments %q\n", name, fs.Args())
 		return 2
 	}
 	w, err := c.load()
@@ -221,16 +234,18 @@ func runCmd(args []string, compare bool) int {
 		fmt.Fprintln(os.Stderr, "samsa-bench: need --spawn, --brokers or (compare) --targets")
 		return 2
 	}
+	adminURLs, pidOf, err := targetValues(list, admins, pids)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "samsa-bench:", err)
+		return 2
+	}
 	ctx, cancel := signalContext()
 	defer cancel()
 	out := c.outDir()
 	cc := bench.CompareConfig{Workload: w, Targets: list, Rounds: *rounds, Spawn: c.spawn(),
 		Raw: c.raw, RawOnly: c.rawOnly, RawConfig: bench.RawConfig{Connections: c.rawConns, InFlight: c.rawFlight},
-		Profile: c.profile, ProfileDir: out, Logger: c.logger()}
-	if *admin != "" && len(list) == 1 {
-		cc.AdminURLs = map[string]string{list[0]: *admin}
-	}
-	if !c.quiet {
+		Profile: c.profile, ProfileDir: out, Logger: c.logger(), AdminURLs: adminURLs, PIDs: pidOf}
+	if !c.quiet && !c.summary {
 		cc.Progress = os.Stderr
 	}
 	stopProf := c.startLoaderProfile()
@@ -242,7 +257,53 @@ func runCmd(args []string, compare bool) int {
 			fmt.Fprintln(os.Stderr, err)
 		}
 	}
-	return finish(rep, out, err)
+	return finish(rep, out, err, c.summary)
+}
+
+// targetValues maps --admin and --pid values onto targets: a bare value belongs to
+// the only target; TARGET=VALUE names one (the target as given in --targets).
+func targetValues(targets []string, admins, pids []string) (map[string]string, map[string]int, error) {
+	known := map[string]bool{}
+	for _, t := range targets {
+		known[t] = true
+	}
+	split := func(flagName, v string, bare func(string) bool) (string, string, error) {
+		if bare(v) {
+			if len(targets) != 1 {
+				return "", "", fmt.Errorf("--%s %s: with %d targets, write TARGET=%s", flagName, v, len(targets), v)
+			}
+			return targets[0], v, nil
+		}
+		i := strings.LastIndex(v, "=")
+		if flagName == "admin" {
+			i = max(strings.Index(v, "=http://"), strings.Index(v, "=https://"))
+		}
+		if i <= 0 || !known[v[:i]] {
+			return "", "", fmt.Errorf("--%s %q: want a value for the only target, or TARGET=value with TARGET one of %s", flagName, v, strings.Join(targets, ", "))
+		}
+		return v[:i], v[i+1:], nil
+	}
+	urls := map[string]string{}
+	for _, a := range admins {
+		t, u, err := split("admin", a, func(s string) bool { return strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "https://") })
+		if err != nil {
+			return nil, nil, err
+		}
+		urls[t] = strings.TrimSuffix(u, "/")
+	}
+	byPID := map[string]int{}
+	for _, p := range pids {
+		t, v, err := split("pid", p, func(s string) bool { _, err := strconv.Atoi(s); return err == nil })
+		if err != nil {
+			return nil, nil, err
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			return nil, nil, fmt.Errorf("--pid %q: not a process id", p)
+		}
+		byPID[t] = n
+	}
+	return urls, byPID, nil
 }
 
 func newReport(name string, w *bench.Workload, results []*bench.Result) *bench.Report {
@@ -250,7 +311,7 @@ func newReport(name string, w *bench.Workload, results []*bench.Result) *bench.R
 	m.Commit = gitCommit()
 	return &bench.Report{
 		Title:   fmt.Sprintf("samsa-bench %s: %s", name, w.Name),
-		Command: strings.Join(os.Args, " "),
+		Command: bench.CommandLine(os.Args),
 		Started: time.Now().UTC(),
 		Machine: m,
 		Results: results,
@@ -258,10 +319,15 @@ func newReport(name string, w *bench.Workload, results []*bench.Result) *bench.R
 	}
 }
 
-// finish prints the table, writes the files and picks the exit code: 1 if the run
-// stopped with an error or any run failed or counted errors.
-func finish(rep *bench.Report, out string, runErr error) int {
-	rep.WriteTable(os.Stdout)
+// finish prints the table (or, with summary, only the verdict lines), writes the
+// files and picks the exit code: 1 if the run stopped with an error or any run failed
+// or counted errors.
+func finish(rep *bench.Report, out string, runErr error, summary bool) int {
+	if summary {
+		rep.WriteSummary(stdout)
+	} else {
+		rep.WriteTable(stdout)
+	}
 	code := 0
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -275,7 +341,9 @@ func finish(rep *bench.Report, out string, runErr error) int {
 		fmt.Fprintln(os.Stderr, err)
 		code = 1
 	}
-	fmt.Printf("\nreport: %s, %s\n", filepath.Join(out, "report.json"), filepath.Join(out, "report.html"))
+	if !summary {
+		fmt.Fprintf(stdout, "\nreport: %s, %s\n", filepath.Join(out, "report.json"), filepath.Join(out, "report.html"))
+	}
 	if runErr != nil {
 		fmt.Fprintln(os.Stderr, "samsa-bench:", runErr)
 		code = 1
@@ -300,19 +368,29 @@ func limitsCmd(args []string) int {
 	dir := fs.String("dir", "", "directory on the data file system (default $TMPDIR)")
 	size := fs.Int64("size-mb", 256, "file size for the disk tests, MiB")
 	out := fs.String("out", "", "also write report.json and report.html here")
+	summary := fs.Bool("summary", false, "print only the one-line verdict")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "samsa-bench limits: unexpected arguments %q\n", fs.Args())
+		return 2
+	}
+	started := time.Now().UTC()
 	l, err := bench.MeasureLimits(limitsDir(*dir), *size<<20)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	l.WriteTable(os.Stdout)
+	m := bench.DescribeMachine()
+	m.Commit = gitCommit()
+	rep := &bench.Report{Title: "samsa-bench limits", Command: bench.CommandLine(os.Args), Started: started, Machine: m, Limits: l}
+	if *summary {
+		rep.WriteSummary(stdout)
+	} else {
+		l.WriteTable(stdout)
+	}
 	if *out != "" {
-		m := bench.DescribeMachine()
-		m.Commit = gitCommit()
-		rep := &bench.Report{Title: "samsa-bench limits", Command: strings.Join(os.Args, " "), Started: time.Now().UTC(), Machine: m, Limits: l}
 		if err := os.MkdirAll(*out, 0o755); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
@@ -324,6 +402,9 @@ func limitsCmd(args []string) int {
 		if err := rep.WriteHTMLFile(filepath.Join(*out, "report.html")); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
+		}
+		if !*summary {
+			fmt.Fprintf(stdout, "\nreport: %s, %s\n", filepath.Join(*out, "report.json"), filepath.Join(*out, "report.html"))
 		}
 	}
 	return 0
@@ -353,19 +434,21 @@ func regressCmd(args []string) int {
 	rc := bench.RegressConfig{Baseline: *baseline, Workload: w, Rounds: *rounds, Threshold: *threshold,
 		Raw: c.rawOnly, RawConfig: bench.RawConfig{Connections: c.rawConns, InFlight: c.rawFlight},
 		Spawn: c.spawn(), Logger: c.logger()}
-	if !c.quiet {
+	if !c.quiet && !c.summary {
 		rc.Progress = os.Stderr
 	}
 	v, results, err := bench.Regress(ctx, rc)
 	rep := newReport("regress", w, results)
 	rep.Regress = v
 	out := c.outDir()
-	code := finish(rep, out, err)
+	code := finish(rep, out, err, c.summary)
 	if v == nil {
 		return 1
 	}
-	fmt.Println()
-	v.WriteVerdict(os.Stdout)
+	if !c.summary { // the summary holds the verdict already
+		fmt.Fprintln(stdout)
+		v.WriteVerdict(stdout)
+	}
 	if !v.Pass {
 		return 1
 	}

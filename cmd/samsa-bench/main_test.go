@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -52,5 +53,51 @@ func TestUsageErrors(t *testing.T) {
 	}
 	if code := regressCmd([]string{"--workload", "max-throughput-100b"}); code != 2 {
 		t.Errorf("regress without --baseline: exit %d", code)
+	}
+}
+
+// TestSummaryPrintsOnlyVerdicts: --summary prints the verdict lines and nothing
+// else on stdout (no progress, no tables, no report paths); the reports are written.
+func TestSummaryPrintsOnlyVerdicts(t *testing.T) {
+	dir := t.TempDir()
+	wl := filepath.Join(dir, "w.yaml")
+	if err := os.WriteFile(wl, []byte("name: cmd-test\npartitionsPerTopic: 2\nproducerRate: 2000\nwarmup: 0s\nduration: 1s\nproducer: {maxBufferedRecords: 10000}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	stdout = &buf
+	defer func() { stdout = os.Stdout }()
+	out := filepath.Join(dir, "out")
+	if code := runCmd([]string{"--spawn", "kfake", "--workload", wl, "--out", out, "--summary"}, false); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, buf.String())
+	}
+	lines := strings.Split(strings.TrimRight(buf.String(), "\n"), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "kfake client r1: publish ") || lines[1] != "verdict: ok" {
+		t.Errorf("summary:\n%s", buf.String())
+	}
+	if _, err := os.Stat(filepath.Join(out, "report.html")); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestTargetValues(t *testing.T) {
+	urls, pids, err := targetValues([]string{"127.0.0.1:9092"}, []string{"http://127.0.0.1:9644/"}, []string{"4242"})
+	if err != nil || urls["127.0.0.1:9092"] != "http://127.0.0.1:9644" || pids["127.0.0.1:9092"] != 4242 {
+		t.Errorf("one target: %v %v %v", urls, pids, err)
+	}
+	two := []string{"127.0.0.1:9092", "samsa@sync=none"}
+	urls, pids, err = targetValues(two, []string{"127.0.0.1:9092=http://127.0.0.1:9644"}, []string{"samsa@sync=none=77"})
+	if err != nil || urls["127.0.0.1:9092"] != "http://127.0.0.1:9644" || pids["samsa@sync=none"] != 77 {
+		t.Errorf("TARGET=value: %v %v %v", urls, pids, err)
+	}
+	for _, bad := range []struct{ admins, pids []string }{
+		{admins: []string{"http://127.0.0.1:9644"}},  // which of two?
+		{pids: []string{"10.0.0.9:9092=5"}},          // not a target
+		{pids: []string{"127.0.0.1:9092=-3"}},        // not a pid
+		{admins: []string{"127.0.0.1:9092=ftp://x"}}, // not http
+	} {
+		if _, _, err := targetValues(two, bad.admins, bad.pids); err == nil {
+			t.Errorf("%v %v accepted", bad.admins, bad.pids)
+		}
 	}
 }
