@@ -9,49 +9,34 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/samsa-broker/samsa/coordinator/configs"
-	"github.com/samsa-broker/samsa/engine"
+	"github.com/samsa-broker/samsa/net/node"
 )
 
 // errConfig is wrapped by every configuration error.
-var errConfig = errors.New("config")
+var errConfig = node.ErrConfig
 
-// serverConfig is the resolved configuration of `samsa serve`.
+// serverConfig is the resolved configuration of `samsa serve`: the node's
+// configuration (Kafka's keys, parsed and checked by node.FromKeys) and where each
+// key came from.
 //
 // Sources, highest precedence first: flags, environment (SAMSA_ + the key upper-cased,
 // dots as underscores: SAMSA_LOG_RETENTION_MS), the properties file (--config, Kafka's
 // key names), Kafka's defaults.
 type serverConfig struct {
+	*node.Config
 	// set holds every explicitly set key with its canonical value (the broker's static
-	// config, as DescribeConfigs reports it).
+	// config, as DescribeConfigs reports it); it is Config.Keys.
 	set map[string]string
 	// source names where each set key came from ("flag", "env", "file"), for logs.
 	source map[string]string
-
-	NodeID        int32
-	DataDir       string
-	MetaDir       string
-	LogDirs       []string
-	Listen        string // host:port to bind
-	AdvertiseHost string // empty: derived from the bound address
-	AdvertisePort int32  // 0: the bound port
-	AdminListen   string // empty: no admin listener
-	Sync          engine.SyncPolicy
-	Transport     string
-
-	FlushInterval          time.Duration
-	RetentionCheckInterval time.Duration
-	MaxRequestBytes        int32
-	IdleTimeout            time.Duration
-	AutoCreateTopics       bool
-	NumPartitions          int32
-	ReplicationFactor      int16
+	// configFile is --config ("" if none).
+	configFile string
 }
 
 // flagKeys maps serve's flags onto config keys.
@@ -60,13 +45,15 @@ var flagKeys = []struct {
 	noDefault        bool // the key's default does not apply unless set
 }{
 	{flag: "data-dir", key: "data.dir", usage: "data directory: <dir>/meta (metadata log), <dir>/logs (partition logs unless log.dirs)"},
-	{flag: "listen", key: "listeners", usage: "Kafka listener host:port (port 0: any free port)"},
+	{flag: "listen", key: "listeners", usage: "Kafka listener host:port (port 0: any free port); with named listeners in the file, the client listener's address"},
 	{flag: "admin-listen", key: "admin.listen", usage: "admin HTTP listener host:port for /metrics and /debug/pprof/ (empty: off)"},
-	{flag: "sync", key: "sync", usage: "durability: fsync (ack after group-committed fdatasync), interval, none"},
+	{flag: "sync", key: "sync", usage: "durability: fsync (ack after group-committed fdatasync), replicated (rely on the ISR, flush in the background), interval, none"},
 	{flag: "transport", key: "transport", usage: "network transport: std (Go's net) or reactor (epoll, Linux)"},
 	{flag: "net-loops", key: "num.network.threads", usage: "transport=reactor: event loops (default: one per CPU)", noDefault: true},
 	{flag: "node-id", key: "node.id", usage: "this broker's node id"},
 	{flag: "advertised-listener", key: "advertised.listeners", usage: "host:port advertised to clients (default: the bound address)"},
+	{flag: "process-roles", key: "process.roles", usage: "broker, controller or broker,controller (unset: one combined node that formats itself)", noDefault: true},
+	{flag: "controller-quorum-voters", key: "controller.quorum.voters", usage: "id@host:port,... of the controller voters", noDefault: true},
 }
 
 // loadConfig resolves the configuration from args, env (os.Environ form) and the file
@@ -94,7 +81,7 @@ func loadConfig(args, env []string, log *slog.Logger, usageOut io.Writer) (*serv
 		return nil, fmt.Errorf("%w: unexpected arguments %q", errConfig, fs.Args())
 	}
 
-	c := &serverConfig{set: map[string]string{}, source: map[string]string{}}
+	c := &serverConfig{set: map[string]string{}, source: map[string]string{}, configFile: *configFile}
 	put := func(src, key, value string) error {
 		canon, known, err := configs.ValidateBroker(key, value)
 		if err != nil {
@@ -136,7 +123,11 @@ func loadConfig(args, env []string, log *slog.Logger, usageOut io.Writer) (*serv
 	fs.Visit(func(f *flag.Flag) {
 		for _, fk := range flagKeys {
 			if fk.flag == f.Name && flagErr == nil {
-				flagErr = put("flag --"+f.Name, fk.key, *flagVals[fk.key])
+				v := *flagVals[fk.key]
+				if fk.key == "listeners" {
+					v = mergeListen(c.set, v)
+				}
+				flagErr = put("flag --"+f.Name, fk.key, v)
 			}
 		}
 	})
@@ -157,93 +148,57 @@ func loadConfig(args, env []string, log *slog.Logger, usageOut io.Writer) (*serv
 }
 
 // get returns the effective value of key: set, else Kafka's default, else "".
-func (c *serverConfig) get(key string) string {
-	if v, ok := c.set[key]; ok {
-		return v
-	}
-	v, _ := configs.BrokerDefault(key)
-	return v
-}
+func (c *serverConfig) get(key string) string { return c.Config.Get(key) }
 
-func (c *serverConfig) getInt(key string) int64 {
-	n, _ := strconv.ParseInt(c.get(key), 10, 64) // validated
-	return n
-}
-
-// derive computes the typed fields from the keys.
+// derive resolves the node's configuration from the keys.
 func (c *serverConfig) derive() error {
-	id := c.get("node.id")
-	if _, ok := c.set["node.id"]; !ok {
-		if v, ok := c.set["broker.id"]; ok {
-			id = v
-		}
+	cfg, err := node.FromKeys(c.set)
+	if err != nil {
+		return err
 	}
-	n, _ := strconv.ParseInt(id, 10, 32)
-	c.NodeID = int32(n)
-	c.DataDir = c.get("data.dir")
-	c.MetaDir = filepath.Join(c.DataDir, "meta")
-	switch {
-	case c.get("log.dirs") != "":
-		c.LogDirs = strings.Split(c.get("log.dirs"), ",")
-	case c.get("log.dir") != "":
-		c.LogDirs = []string{c.get("log.dir")}
-	default:
-		c.LogDirs = []string{filepath.Join(c.DataDir, "logs")}
-	}
-	var err error
-	if c.Listen, err = parseListener(c.get("listeners")); err != nil {
-		return fmt.Errorf("%w: listeners: %w", errConfig, err)
-	}
-	if adv := c.get("advertised.listeners"); adv != "" {
-		hp, err := parseListener(adv)
-		if err != nil {
-			return fmt.Errorf("%w: advertised.listeners: %w", errConfig, err)
-		}
-		host, port, _ := net.SplitHostPort(hp)
-		p, _ := strconv.Atoi(port)
-		c.AdvertiseHost, c.AdvertisePort = host, int32(p)
-	}
-	c.AdminListen = c.get("admin.listen")
-	if c.Sync, err = engine.ParseSyncPolicy(c.get("sync")); err != nil {
-		return fmt.Errorf("%w: %w", errConfig, err)
-	}
-	c.Transport = c.get("transport")
-	if v := c.get("log.flush.interval.ms"); v != "" {
-		c.FlushInterval = time.Duration(c.getInt("log.flush.interval.ms")) * time.Millisecond
-	}
-	c.RetentionCheckInterval = time.Duration(c.getInt("log.retention.check.interval.ms")) * time.Millisecond
-	c.MaxRequestBytes = int32(c.getInt("socket.request.max.bytes"))
-	c.IdleTimeout = time.Duration(c.getInt("connections.max.idle.ms")) * time.Millisecond
-	c.AutoCreateTopics = c.get("auto.create.topics.enable") == "true"
-	c.NumPartitions = int32(c.getInt("num.partitions"))
-	c.ReplicationFactor = int16(c.getInt("default.replication.factor"))
+	c.Config = cfg
 	return nil
 }
 
-// parseListener takes the first PLAINTEXT listener of "NAME://host:port,..." (entries
-// without a scheme count as PLAINTEXT; others, such as CONTROLLER://, are skipped).
-func parseListener(s string) (string, error) {
-	for _, entry := range strings.Split(s, ",") {
-		entry = strings.TrimSpace(entry)
-		if entry == "" {
+// mergeListen applies `--listen host:port` to the listeners set by lower-precedence
+// sources: with named listeners (PLAINTEXT://...,CONTROLLER://...) only the client
+// listener's address changes; otherwise the flag is the whole value.
+func mergeListen(set map[string]string, flagValue string) string {
+	lower, ok := set["listeners"]
+	if !ok || strings.Contains(flagValue, "://") || !strings.Contains(lower, "://") {
+		return flagValue
+	}
+	ls, err := node.ParseListeners("listeners", lower)
+	if err != nil {
+		return flagValue // the flag replaces a broken value; the error would name it anyway
+	}
+	ctl := strings.Split(strings.ToUpper(set["controller.listener.names"]), ",")
+	if _, ok := set["controller.listener.names"]; !ok {
+		ctl = []string{"CONTROLLER"}
+	}
+	target := -1
+	for i, l := range ls {
+		if slices.Contains(ctl, l.Name) {
 			continue
 		}
-		if name, rest, ok := strings.Cut(entry, "://"); ok {
-			if !strings.EqualFold(name, "PLAINTEXT") {
-				continue
-			}
-			entry = rest
+		if target < 0 || l.Name == "PLAINTEXT" || l.Name == strings.ToUpper(set["inter.broker.listener.name"]) {
+			target = i
 		}
-		host, port, err := net.SplitHostPort(entry)
-		if err != nil {
-			return "", fmt.Errorf("listener %q: %w", entry, err)
-		}
-		if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
-			return "", fmt.Errorf("listener %q: bad port", entry)
-		}
-		return net.JoinHostPort(host, port), nil
 	}
-	return "", fmt.Errorf("no PLAINTEXT listener in %q (only PLAINTEXT is supported)", s)
+	if target < 0 {
+		return flagValue
+	}
+	host, port, err := net.SplitHostPort(flagValue)
+	if err != nil {
+		return flagValue // refused with the flag's value in the message
+	}
+	p, _ := strconv.Atoi(port)
+	ls[target].Host, ls[target].Port = host, p
+	parts := make([]string, len(ls))
+	for i, l := range ls {
+		parts[i] = l.String()
+	}
+	return strings.Join(parts, ",")
 }
 
 // envName is the environment variable of key: SAMSA_ + upper-cased, dots → underscores.

@@ -54,8 +54,8 @@ connections.max.idle.ms=5000
 			t.Errorf("%s = %q, want %q (from %s)", key, got, want, c.source[key])
 		}
 	}
-	if c.NodeID != 7 || c.NumPartitions != 5 || c.AutoCreateTopics || c.Sync != engine.SyncInterval ||
-		c.IdleTimeout != 5*time.Second || c.Listen != "127.0.0.1:0" {
+	if l, _ := c.ClientListener(); c.NodeID != 7 || c.NumPartitions != 5 || c.AutoCreateTopics || c.Sync.Engine != engine.SyncInterval ||
+		c.IdleTimeout != 5*time.Second || l.Addr() != "127.0.0.1:0" {
 		t.Errorf("derived: %+v", c)
 	}
 	if got := c.get("default.replication.factor"); got != "1" {
@@ -68,10 +68,10 @@ func TestConfigDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.NodeID != 1 || c.DataDir != "./data" || c.Listen != "127.0.0.1:9092" || c.AdminListen != "127.0.0.1:9644" ||
-		c.Sync != engine.SyncFsync || c.Transport != "std" || c.MaxRequestBytes != 100<<20 ||
+	if l, _ := c.ClientListener(); c.NodeID != 1 || c.DataDir != "./data" || l.Addr() != "127.0.0.1:9092" || c.AdminListen != "127.0.0.1:9644" ||
+		c.Sync.Engine != engine.SyncFsync || !c.Sync.DurableEnd || !c.SoleVoter() || !c.Combined() || c.Transport != "std" || c.MaxRequestBytes != 100<<20 ||
 		!c.AutoCreateTopics || c.NumPartitions != 1 || len(c.LogDirs) != 1 || c.LogDirs[0] != filepath.Join("data", "logs") ||
-		c.MetaDir != filepath.Join("data", "meta") {
+		c.MetadataDir != filepath.Join("data", "meta") {
 		t.Errorf("defaults: %+v", c)
 	}
 }
@@ -135,7 +135,9 @@ group.initial.rebalance.delay.ms=0
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Listen != ":9092" || c.AdvertiseHost != "localhost" || c.AdvertisePort != 9092 || c.LogDirs[0] != "/tmp/kraft-combined-logs" {
+	l, _ := c.ClientListener()
+	if adv := c.Advertised[l.Name]; l.Addr() != ":9092" || adv.Host != "localhost" || adv.Port != 9092 || c.LogDirs[0] != "/tmp/kraft-combined-logs" ||
+		!c.SoleVoter() || c.Voters[0].Port != 9093 {
 		t.Errorf("derived %+v", c)
 	}
 	if got := strings.Count(logs.String(), "unknown config key"); got != 2 { // the share.coordinator keys

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -15,27 +16,29 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-broker/samsa/net/node"
 )
 
-func startTestServer(t *testing.T, dataDir string, extra ...string) *server {
+func startTestServer(t *testing.T, dataDir string, extra ...string) *node.Node {
 	t.Helper()
 	args := append([]string{"--data-dir", dataDir, "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--sync", "none"}, extra...)
 	cfg, err := loadConfig(args, nil, slog.New(slog.DiscardHandler), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := startServer(cfg, slog.New(slog.DiscardHandler))
+	s, err := startNode(cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return s
 }
 
-func stopTestServer(t *testing.T, s *server) {
+func stopTestServer(t *testing.T, s *node.Node) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := s.shutdown(ctx); err != nil {
+	if err := s.Shutdown(ctx); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -58,7 +61,7 @@ func TestServeEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(md.Brokers) != 1 || md.Brokers[0].Port != int32(s.ln.Addr().(*net.TCPAddr).Port) {
+	if len(md.Brokers) != 1 || net.JoinHostPort(md.Brokers[0].Host, strconv.Itoa(int(md.Brokers[0].Port))) != s.Addr() {
 		t.Fatalf("advertised %+v, bound %s", md.Brokers, s.Addr())
 	}
 	clusterID := md.Cluster
@@ -89,7 +92,7 @@ func TestServeEndToEnd(t *testing.T) {
 	}
 	consumer.Close()
 
-	resp, err := http.Get("http://" + s.adminLn.Addr().String() + "/metrics")
+	resp, err := http.Get("http://" + s.AdminAddr() + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +106,7 @@ func TestServeEndToEnd(t *testing.T) {
 	if strings.Contains(string(body), "samsa_connections 0") {
 		t.Error("connections gauge is 0 with a client connected")
 	}
-	if resp, err := http.Get("http://" + s.adminLn.Addr().String() + "/debug/pprof/"); err != nil || resp.StatusCode != 200 {
+	if resp, err := http.Get("http://" + s.AdminAddr() + "/debug/pprof/"); err != nil || resp.StatusCode != 200 {
 		t.Errorf("pprof: %v", err)
 	} else {
 		resp.Body.Close()
@@ -125,7 +128,7 @@ func TestServeEndToEnd(t *testing.T) {
 	stopTestServer(t, s)
 
 	// Layout, and a restart on the same data keeps the cluster, topic and config.
-	for _, p := range []string{"meta.properties", "meta", filepath.Join("logs", "e2e-2")} {
+	for _, p := range []string{filepath.Join("logs", "meta.properties"), filepath.Join("meta", "meta.properties"), filepath.Join("logs", "e2e-2")} {
 		if _, err := os.Stat(filepath.Join(dir, p)); err != nil {
 			t.Errorf("layout: %v", err)
 		}
@@ -211,7 +214,7 @@ func TestServeRefusesOtherNodesData(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := startServer(cfg, slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), "node.id") {
+	if _, err := startNode(cfg, slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), "node.id") {
 		t.Fatalf("started on another node's data: %v", err)
 	}
 }
@@ -237,7 +240,7 @@ func TestServeAddressInUse(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, err := startServer(cfg, slog.New(slog.DiscardHandler))
+		s, err := startNode(cfg, slog.New(slog.DiscardHandler))
 		if err == nil {
 			stopTestServer(t, s)
 			t.Fatalf("%v: started on a taken address", tc.args)

@@ -1,0 +1,155 @@
+package main
+
+// samsa storage: the jobs of Kafka's kafka-storage.sh.
+//
+//	samsa storage format --config F --cluster-id ID [--ignore-formatted]
+//	samsa storage random-uuid
+//	samsa storage info --config F
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"text/tabwriter"
+
+	"github.com/samsa-broker/samsa/net/node"
+)
+
+func init() {
+	register("storage", "format a node's directories (format, random-uuid, info), as kafka-storage.sh", runStorage)
+}
+
+const storageUsage = `usage: samsa storage <command> [flags]
+  random-uuid               print a new cluster id
+  format                    write meta.properties (cluster id, node id, directory id)
+                            into every log dir and the metadata dir of a node
+      --config F  (-c)      the node's properties file (as samsa serve --config)
+      --cluster-id ID (-t)  the cluster id, the same on every node
+      --ignore-formatted (-g)  skip directories already formatted for this cluster
+                            and node instead of failing
+  info --config F           show the meta.properties of the node's directories
+
+Every node of a cluster is formatted with the same cluster id before its first
+start; samsa serve refuses an unformatted directory or one of another cluster or
+node. A single combined node without process.roles formats itself.`
+
+func runStorage(args []string) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprintln(os.Stderr, storageUsage)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	sub, rest := args[0], args[1:]
+	fs := flag.NewFlagSet("storage "+sub, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var configFile, clusterID string
+	var ignore bool
+	for _, name := range []string{"config", "c"} {
+		fs.StringVar(&configFile, name, "", "the node's properties file")
+	}
+	for _, name := range []string{"cluster-id", "t"} {
+		fs.StringVar(&clusterID, name, "", "the cluster id")
+	}
+	for _, name := range []string{"ignore-formatted", "g"} {
+		fs.BoolVar(&ignore, name, false, "skip directories already formatted")
+	}
+	if err := fs.Parse(rest); err != nil || fs.NArg() > 0 {
+		if err == nil {
+			err = fmt.Errorf("unexpected arguments %q", fs.Args())
+		}
+		fmt.Fprintf(os.Stderr, "samsa storage %s: %v\n%s\n", sub, err, storageUsage)
+		return 2
+	}
+	var err error
+	switch sub {
+	case "random-uuid":
+		fmt.Println(node.RandomUUID())
+		return 0
+	case "format":
+		err = storageFormat(os.Stdout, configFile, clusterID, ignore)
+	case "info":
+		err = storageInfo(os.Stdout, configFile)
+	default:
+		fmt.Fprintf(os.Stderr, "samsa storage: unknown command %q\n%s\n", sub, storageUsage)
+		return 2
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "samsa storage %s: %v\n", sub, err)
+		return 1
+	}
+	return 0
+}
+
+// storageConfig loads a node's configuration as `samsa serve --config F` would (the
+// environment's SAMSA_ keys included).
+func storageConfig(configFile string) (*serverConfig, error) {
+	if configFile == "" {
+		return nil, errors.New("--config is required: the properties file of the node to format")
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	return loadConfig([]string{"--config", configFile}, os.Environ(), log, io.Discard)
+}
+
+func storageFormat(w io.Writer, configFile, clusterID string, ignore bool) error {
+	if clusterID == "" {
+		return errors.New("--cluster-id is required (make one with `samsa storage random-uuid`)")
+	}
+	cfg, err := storageConfig(configFile)
+	if err != nil {
+		return err
+	}
+	res, err := node.Format(cfg.Config, clusterID, ignore)
+	if err != nil {
+		return err
+	}
+	formatted := 0
+	for _, r := range res {
+		kind := "log directory"
+		if filepath.Clean(r.Dir) == filepath.Clean(cfg.MetadataDir) {
+			kind = "metadata directory"
+		}
+		if r.Skipped {
+			fmt.Fprintf(w, "Skipping %s %s: already formatted for cluster %s, node %d.\n", kind, r.Dir, clusterID, cfg.NodeID)
+			continue
+		}
+		formatted++
+		fmt.Fprintf(w, "Formatting %s %s for cluster %s, node %d.\n", kind, r.Dir, clusterID, cfg.NodeID)
+	}
+	if formatted == 0 {
+		fmt.Fprintln(w, "All of the log directories are already formatted.")
+	}
+	return nil
+}
+
+func storageInfo(w io.Writer, configFile string) error {
+	cfg, err := storageConfig(configFile)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "DIRECTORY\tCLUSTER\tNODE\tDIRECTORY ID\tVERSION")
+	var errs []error
+	for _, d := range cfg.Dirs() {
+		mp, err := node.ReadMetaProperties(d)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			fmt.Fprintf(tw, "%s\t(not formatted)\t\t\t\n", d)
+			errs = append(errs, fmt.Errorf("%s is not formatted", d))
+		case err != nil:
+			fmt.Fprintf(tw, "%s\t(unreadable)\t\t\t\n", d)
+			errs = append(errs, err)
+		default:
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\n", d, mp.ClusterID, mp.NodeID, mp.DirectoryID, mp.Version)
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return errors.Join(errs...)
+}
