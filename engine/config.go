@@ -155,4 +155,21 @@ type Options struct {
 	// operating-system files (vfs.OSFile): indexes are mapped and fetches
 	// use sendfile.
 	FS vfs.FS
+	// PowerLossJournal (tests only) journals, in the file at this path,
+	// the size of every file at each fdatasync and the namespace changes
+	// not yet made durable (vfs.OpenJournal), and at Open, before
+	// anything else, cuts every file back to what the journal says was
+	// durable when the previous process died. A SIGKILL then stands for a
+	// power loss. The broker sets it from the test-only key
+	// samsa.test.power.loss.journal=<path>; keep the path outside the log
+	// directories. It costs a write(2) per fdatasync and per file
+	// creation, rename and removal.
+	PowerLossJournal string
+	// ScrubBytesPerSecond runs the background scrubber, which checks the
+	// CRC of every batch of every log at this many bytes per second and
+	// records what it finds as damage; 0 = off.
+	ScrubBytesPerSecond int64
+	// ScrubInterval is the pause between two passes of the scrubber
+	// (default 1h).
+	ScrubInterval time.Duration
 }

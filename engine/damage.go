@@ -184,6 +184,7 @@ func verifyBatches(s *segment, pos, limit, next, end int64, buf []byte, pace fun
 			h, err = ParseBatchHeader(hb)
 			switch {
 			case err != nil:
+				err = storedBatchError(err)
 			case pos+h.Size() > limit:
 				err = errTruncated
 			case h.BaseOffset < r.next || h.LastOffsetDelta < 0 || h.LastOffset() >= end ||

@@ -302,6 +302,13 @@ func (l *Log) flush() error {
 		}
 	}
 	releaseAll(segs)
+	// A new segment's name is durable only with its directory: without it
+	// a power loss could take the file, synced data and all.
+	if err == nil && l.dirDirty.Swap(false) {
+		if err = l.fs.SyncDir(l.dir); err != nil {
+			l.dirDirty.Store(true)
+		}
+	}
 	if err != nil {
 		return err
 	}
@@ -334,4 +341,20 @@ func (m *Manager) FsyncLatency() FsyncStats {
 		P50: us(h.ValueAtQuantile(50)), P99: us(h.ValueAtQuantile(99)), P999: us(h.ValueAtQuantile(99.9)),
 		Max: us(h.Max()), Count: h.TotalCount(),
 	}
+}
+
+// Flush makes everything appended so far durable now (fdatasync of the
+// segments above the recovery point, and of their directory when a segment
+// was created), whatever the sync policy, and advances the recovery point.
+// A failure takes the log directory offline, as in the flusher.
+func (l *Log) Flush() error {
+	if err := l.ld.offlineErr(); err != nil {
+		return err
+	}
+	if err := l.flush(); err != nil {
+		l.m.reportIO(l.tp.String(), err, "op", "fdatasync")
+		l.ld.setOffline(err)
+		return l.ld.offlineErr()
+	}
+	return nil
 }

@@ -33,7 +33,8 @@ type Log struct {
 	mu     sync.RWMutex
 	segs   []*segment // sorted by base; never empty while open
 	closed bool
-	dmg    damages // list under mu
+	dmg    damages       // list under mu
+	rec    RecoveryStats // what Open did to the log; written only while loading
 
 	leo           atomic.Int64
 	hw            atomic.Int64
@@ -42,6 +43,7 @@ type Log struct {
 	size          atomic.Int64
 	dirtyBytes    atomic.Int64
 	flushQueued   atomic.Bool
+	dirDirty      atomic.Bool // a segment file was created since the last sync of dir
 
 	flushMu sync.Mutex // one flush at a time
 }
@@ -188,7 +190,10 @@ func (l *Log) rollLocked(base int64) error {
 	if old.size.Load() == 0 {
 		old.markDeleted()
 	}
-	s, err := createSegment(l.fs, l.dir, base, cfg)
+	s, err := createSegment(l.m, l.dir, base, cfg)
+	if err == nil {
+		l.dirDirty.Store(true)
+	}
 	if err != nil {
 		if old.size.Load() == 0 {
 			old.unmarkDeleted()

@@ -16,6 +16,10 @@ func (l *Log) TruncateTo(offset int64) error {
 	}
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
+	// No flush may run across a truncation: it would move the recovery point
+	// to a log end read before the cut, over records appended after it.
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
 	if l.closed {
 		return ErrClosed
 	}
@@ -122,6 +126,8 @@ func (l *Log) TruncateFullyAndStartAt(offset int64) error {
 	}
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
+	l.flushMu.Lock() // as in TruncateTo
+	defer l.flushMu.Unlock()
 	if l.closed {
 		return ErrClosed
 	}
@@ -141,7 +147,7 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 			derr = err
 		}
 	}
-	s, err := createSegment(l.fs, l.dir, offset, cfg)
+	s, err := createSegment(l.m, l.dir, offset, cfg)
 	if err != nil {
 		for _, o := range old {
 			o.unmarkDeleted()

@@ -41,9 +41,11 @@ type Manager struct {
 	delMu   sync.Mutex
 	pending map[*segment]*time.Timer
 
-	unlocks []io.Closer // directory locks
+	unlocks []io.Closer  // directory locks
+	journal *vfs.CrashFS // Options.PowerLossJournal
 
-	fail failures
+	fail     failures
+	recovery RecoveryStats // written by Open only
 }
 
 // DirStat describes one log directory (DescribeLogDirs).
@@ -90,6 +92,16 @@ func Open(opts Options) (*Manager, error) {
 	if m.fs == nil {
 		m.fs = vfs.Default
 	}
+	if opts.PowerLossJournal != "" {
+		cfs, err := vfs.OpenJournal(m.fs, opts.PowerLossJournal)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
+		}
+		st := cfs.LastCut()
+		m.logger.Warn("power-loss journal: files cut back to their last fdatasync", "journal", opts.PowerLossJournal,
+			"files_cut", st.FilesCut, "bytes_lost", st.BytesLost, "names_undone", st.Undone)
+		m.fs, m.journal = cfs, cfs
+	}
 	if m.logger == nil {
 		m.logger = slog.New(slog.DiscardHandler)
 	}
@@ -115,18 +127,32 @@ func Open(opts Options) (*Manager, error) {
 		m.unlocks = append(m.unlocks, unlock)
 		m.dirs = append(m.dirs, newLogDir(m, abs))
 	}
+	t0 := time.Now()
 	for _, d := range m.dirs {
 		if err := m.loadDir(d); err != nil {
 			m.abandon()
 			return nil, err
 		}
 	}
+	for _, l := range m.logs {
+		m.recovery.add(l.rec)
+	}
+	m.recovery.Duration = time.Since(t0)
+	r := m.recovery
+	m.logger.Info("logs opened", "logs", r.Logs, "clean", r.CleanLogs, "recovered", r.RecoveredLogs,
+		"segments_scanned", r.SegmentsScanned, "bytes_scanned", r.BytesScanned, "bytes_truncated", r.BytesTruncated,
+		"segments_deleted", r.SegmentsDeleted, "indexes_rebuilt", r.IndexesRebuilt,
+		"tail_bytes_verified", r.TailBytesVerified, "damaged_batches", r.DamagedBatches, "took", r.Duration)
 	for _, d := range m.dirs {
 		m.wg.Add(1)
 		go func() { defer m.wg.Done(); d.run(m.stop) }()
 	}
 	m.wg.Add(1)
 	go func() { defer m.wg.Done(); m.background() }()
+	if m.opts.ScrubBytesPerSecond > 0 {
+		m.wg.Add(1)
+		go func() { defer m.wg.Done(); m.scrubber() }()
+	}
 	return m, nil
 }
 
@@ -137,6 +163,9 @@ func (m *Manager) unlock() {
 		u.Close()
 	}
 	m.unlocks = nil
+	if m.journal != nil {
+		m.journal.CloseJournal()
+	}
 }
 
 // loadDir recovers every partition log of d.
@@ -302,6 +331,7 @@ func (m *Manager) CreateLog(tp TopicPartition, cfg LogConfig) (*Log, error) {
 	if err != nil {
 		return nil, err
 	}
+	l.rec = RecoveryStats{}
 	if err := m.fs.SyncDir(best.path); err != nil {
 		return nil, err
 	}

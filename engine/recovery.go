@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"io"
 	"math"
@@ -29,7 +30,7 @@ const recoverBufSize = 1 << 20
 // rebuilt from the newest snapshot plus the batches after it.
 func (m *Manager) loadLog(d *logDir, dir string, tp TopicPartition, cfg LogConfig, clean, hasRP bool, rp, hw, ls int64) (*Log, error) {
 	c := cfg.sanitized()
-	l := &Log{tp: tp, dir: dir, m: m, ld: d, fs: m.fs, logger: m.logger.With("tp", tp.String()), prod: newProducerStates()}
+	l := &Log{rec: RecoveryStats{Logs: 1}, tp: tp, dir: dir, m: m, ld: d, fs: m.fs, logger: m.logger.With("tp", tp.String()), prod: newProducerStates()}
 	l.cfg.Store(&c)
 
 	ents, err := m.fs.ReadDir(dir)
@@ -74,7 +75,7 @@ func (m *Manager) loadLog(d *logDir, dir string, tp TopicPartition, cfg LogConfi
 		return nil, err
 	}
 	for _, b := range bases {
-		s, err := openSegment(m.fs, dir, b)
+		s, err := openSegment(m, dir, b)
 		if err != nil {
 			return fail(err)
 		}
@@ -85,10 +86,11 @@ func (m *Manager) loadLog(d *logDir, dir string, tp TopicPartition, cfg LogConfi
 	}
 	created := false
 	if len(segs) == 0 {
-		s, err := createSegment(m.fs, dir, max(ls, 0), &c)
+		s, err := createSegment(m, dir, max(ls, 0), &c)
 		if err != nil {
 			return fail(err)
 		}
+		l.dirDirty.Store(true)
 		segs = append(segs, s)
 		clean, created = true, true
 	}
@@ -107,12 +109,25 @@ func (m *Manager) loadLog(d *logDir, dir string, tp TopicPartition, cfg LogConfi
 			if err != nil {
 				return fail(err)
 			}
+			// A segment that now ends short of the next one lost its tail
+			// in the crash (the offsets of a log are dense): what follows
+			// cannot have been acknowledged, since a flush syncs every
+			// segment from the recovery point on before moving it.
+			if !last && !cut && segs[i].next.Load() != segs[i+1].base {
+				l.logger.Warn("segment ends short of the next one after a crash", "base", segs[i].base,
+					"end", segs[i].next.Load(), "next_base", segs[i+1].base)
+				cut = true
+			}
 			if cut && !last {
 				for _, s := range segs[i+1:] {
-					l.logger.Warn("deleting segment after corrupt data", "base", s.base)
-					s.markDeleted()
-					s.release()
+					l.logger.Warn("deleting segment after corrupt or lost data", "base", s.base)
+					l.rec.SegmentsDeleted++
+					l.rec.BytesTruncated += s.size.Load()
+					if err := s.markDeleted(); err != nil {
+						return fail(err)
+					}
 				}
+				releaseAll(segs[i+1:])
 				segs = segs[:i+1]
 				if err := segs[i].makeWritable(&c); err != nil {
 					return fail(err)
@@ -121,7 +136,9 @@ func (m *Manager) loadLog(d *logDir, dir string, tp TopicPartition, cfg LogConfi
 			}
 		}
 		recovered = true
+		l.rec.RecoveredLogs = 1
 	} else if !created { // a new segment's indexes are already open, empty and writable
+		l.rec.CleanLogs = 1
 		if err := l.openActive(segs[len(segs)-1]); err != nil {
 			return fail(err)
 		}
@@ -263,6 +280,31 @@ func (l *Log) openActive(s *segment) error {
 		}
 		putScanner(sc)
 		if ok {
+			// The tail batches' CRCs: damage from outside (a cleanly closed
+			// file has no torn tail of its own) is recorded, not cut.
+			from := int64(0)
+			s.idxMu.RLock()
+			if _, p, has := s.oidx.lookupBound(s.size.Load()-tailVerifyBytes, math.MaxInt64); has {
+				from = p
+			}
+			s.idxMu.RUnlock()
+			res, err := verifyBatches(s, from, s.size.Load(), s.base, math.MaxInt64, make([]byte, 64<<10), nil)
+			if err != nil {
+				return ioFailure(fmt.Sprintf("verify %s segment %d", l.tp, s.base), err)
+			}
+			l.rec.TailBytesVerified += res.checked
+			if res.broken {
+				ok = false
+			}
+			for _, d := range res.damage {
+				if !res.broken {
+					d.FoundBy = foundByOpen
+					l.recordDamage(d)
+					l.rec.DamagedBatches++
+				}
+			}
+		}
+		if ok {
 			// Entries past the data (a log cut behind the indexes' back).
 			s.idxMu.RLock()
 			if o, _, has := s.oidx.lastEntry(); has && o >= next {
@@ -280,9 +322,15 @@ func (l *Log) openActive(s *segment) error {
 		}
 	}
 	l.logger.Warn("active segment inconsistent after clean shutdown; recovering", "base", s.base)
-	_, err = l.recoverSegment(s, true, make([]byte, recoverBufSize))
+	_, err = l.recoverSegmentKeeping(s, true, true, make([]byte, recoverBufSize))
 	return err
 }
+
+// tailVerifyBytes is how much of the active segment's end Open CRC-checks
+// after a clean shutdown: every batch that starts in the last 256 KiB, from
+// the index entry before them (so at most index.interval.bytes more), and
+// at least the last batch.
+const tailVerifyBytes = 256 << 10
 
 // makeWritable maps a segment's indexes for appends (it became active).
 func (s *segment) makeWritable(cfg *LogConfig) error {
@@ -351,6 +399,14 @@ func (w *window) at(pos int64, n int) ([]byte, error) {
 // cuts the file at the first bad batch and rebuilds both indexes (writable
 // for the active segment). cut reports whether bytes were dropped.
 func (l *Log) recoverSegment(s *segment, active bool, buf []byte) (cut bool, err error) {
+	return l.recoverSegmentKeeping(s, active, false, buf)
+}
+
+// recoverSegmentKeeping is recoverSegment; with keepDamaged (a segment
+// closed cleanly, so that no write of its own can be torn) a batch whose
+// framing holds but whose CRC or records do not is recorded as damage and
+// kept, not cut.
+func (l *Log) recoverSegmentKeeping(s *segment, active, keepDamaged bool, buf []byte) (cut bool, err error) {
 	cfg := l.cfg.Load()
 	size := s.size.Load()
 	w := &window{f: s.log, buf: buf, limit: size}
@@ -379,8 +435,13 @@ func (l *Log) recoverSegment(s *segment, active bool, buf []byte) (cut bool, err
 		if err != nil {
 			return false, err
 		}
-		if !ok {
+		if !ok && !keepDamaged {
 			break
+		}
+		if !ok {
+			l.recordDamage(Damage{Segment: s.base, Pos: pos, Size: h.Size(), FirstOffset: next, LastOffset: h.LastOffset(),
+				FoundBy: foundByOpen, Err: fmt.Errorf("%w: batch %d..%d fails its CRC or record framing", ErrCorruptBatch, h.BaseOffset, h.LastOffset())})
+			l.rec.DamagedBatches++
 		}
 		b.add(&h, pos)
 		if h.ProducerID >= 0 {
@@ -390,7 +451,12 @@ func (l *Log) recoverSegment(s *segment, active bool, buf []byte) (cut bool, err
 		pos += h.Size()
 	}
 	s.noProducers = !producers
+	l.rec.SegmentsScanned++
+	l.rec.BytesScanned += pos
+	l.rec.IndexesRebuilt++
+	s.fail.indexRebuilds.Add(1)
 	if pos < size {
+		l.rec.BytesTruncated += size - pos
 		l.logger.Warn("truncating corrupt or torn tail", "base", s.base, "valid", pos, "size", size)
 		if err := s.log.Truncate(pos); err != nil {
 			return false, err

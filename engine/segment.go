@@ -45,6 +45,7 @@ type segment struct {
 	dir  string
 	fs   vfs.FS
 	log  vfs.File
+	fail *failures // the manager's counters
 
 	size   atomic.Int64 // published length of the log file
 	next   atomic.Int64 // offset after the last batch (base if empty)
@@ -77,8 +78,9 @@ func (s *segment) path(suffix string) string {
 
 // createSegment creates an empty segment (replacing stale files of the same
 // base) with writable, preallocated indexes.
-func createSegment(fsys vfs.FS, dir string, base int64, cfg *LogConfig) (*segment, error) {
-	s := &segment{base: base, dir: dir, fs: fsys}
+func createSegment(m *Manager, dir string, base int64, cfg *LogConfig) (*segment, error) {
+	fsys := m.fs
+	s := &segment{base: base, dir: dir, fs: fsys, fail: &m.fail}
 	f, err := fsys.OpenFile(s.path(logSuffix), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return nil, err
@@ -114,9 +116,9 @@ func createSegment(fsys vfs.FS, dir string, base int64, cfg *LogConfig) (*segmen
 }
 
 // openSegment opens an existing log file; its indexes are opened later.
-func openSegment(fsys vfs.FS, dir string, base int64) (*segment, error) {
-	s := &segment{base: base, dir: dir, fs: fsys}
-	f, err := fsys.OpenFile(s.path(logSuffix), os.O_RDWR, 0o644)
+func openSegment(m *Manager, dir string, base int64) (*segment, error) {
+	s := &segment{base: base, dir: dir, fs: m.fs, fail: &m.fail}
+	f, err := m.fs.OpenFile(s.path(logSuffix), os.O_RDWR, 0o644)
 	if err != nil {
 		return nil, err
 	}
@@ -201,6 +203,7 @@ func (s *segment) ensureIndexes(cfg *LogConfig) error {
 		}
 	}
 	s.idxBad.Store(false)
+	s.fail.indexRebuilds.Add(1)
 	if err := s.rebuildIndexesLocked(cfg); err != nil {
 		s.idxBad.Store(true) // try again at the next use
 		return ioFailure(fmt.Sprintf("rebuild indexes of segment %d", s.base), err)
@@ -469,11 +472,21 @@ func (sc *scanner) header(pos int64) (BatchHeader, error) {
 	off := int(pos - sc.bufPos)
 	h, err := ParseBatchHeader(sc.buf[off : off+BatchHeaderSize])
 	if err != nil {
-		return h, err
+		return h, storedBatchError(err)
 	}
 	if pos+h.Size() > sc.limit {
 		return h, errTruncated
 	}
 	sc.large = h.Size() >= scanBufSize/2
 	return h, nil
+}
+
+// storedBatchError is the error for a stored batch whose header does not
+// parse: the engine stores only magic 2, so any framing error on disk is
+// corruption.
+func storedBatchError(err error) error {
+	if errors.Is(err, ErrCorrupt) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrCorruptBatch, err)
 }

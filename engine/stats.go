@@ -128,3 +128,38 @@ func (m *Manager) Stats() Stats {
 	st.DamagedLogs = int64(len(m.Damaged()))
 	return st
 }
+
+// RecoveryStats says what Open did to bring the logs back (Manager.Recovery)
+// or what it did to one log (Log.Recovery).
+type RecoveryStats struct {
+	Logs              int           // logs opened
+	CleanLogs         int           // opened after a clean shutdown (tail checked only)
+	RecoveredLogs     int           // recovered after a crash (scanned from the recovery point)
+	SegmentsScanned   int           // segments whose every batch was read and checked
+	BytesScanned      int64         // bytes of valid batches those scans read
+	BytesTruncated    int64         // bytes cut off: torn or corrupt tails, segments after them
+	SegmentsDeleted   int           // segments deleted after a cut
+	IndexesRebuilt    int           // segments whose indexes were rebuilt
+	TailBytesVerified int64         // bytes of tail batches CRC-checked after a clean shutdown
+	DamagedBatches    int           // damage found and recorded (not cut) at Open
+	Duration          time.Duration // wall time of Open's recovery (Manager only)
+}
+
+func (r *RecoveryStats) add(o RecoveryStats) {
+	r.Logs += o.Logs
+	r.CleanLogs += o.CleanLogs
+	r.RecoveredLogs += o.RecoveredLogs
+	r.SegmentsScanned += o.SegmentsScanned
+	r.BytesScanned += o.BytesScanned
+	r.BytesTruncated += o.BytesTruncated
+	r.SegmentsDeleted += o.SegmentsDeleted
+	r.IndexesRebuilt += o.IndexesRebuilt
+	r.TailBytesVerified += o.TailBytesVerified
+	r.DamagedBatches += o.DamagedBatches
+}
+
+// Recovery returns what Open did.
+func (m *Manager) Recovery() RecoveryStats { return m.recovery }
+
+// Recovery returns what Open did to this log (zero for a log created since).
+func (l *Log) Recovery() RecoveryStats { return l.rec }
