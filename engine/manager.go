@@ -92,6 +92,9 @@ func Open(opts Options) (*Manager, error) {
 	if m.fs == nil {
 		m.fs = vfs.Default
 	}
+	if m.logger == nil {
+		m.logger = slog.New(slog.DiscardHandler)
+	}
 	if opts.PowerLossJournal != "" {
 		cfs, err := vfs.OpenJournal(m.fs, opts.PowerLossJournal)
 		if err != nil {
@@ -101,9 +104,6 @@ func Open(opts Options) (*Manager, error) {
 		m.logger.Warn("power-loss journal: files cut back to their last fdatasync", "journal", opts.PowerLossJournal,
 			"files_cut", st.FilesCut, "bytes_lost", st.BytesLost, "names_undone", st.Undone)
 		m.fs, m.journal = cfs, cfs
-	}
-	if m.logger == nil {
-		m.logger = slog.New(slog.DiscardHandler)
 	}
 	seen := map[string]bool{}
 	for _, p := range opts.Dirs {
