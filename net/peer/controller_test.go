@@ -1,0 +1,193 @@
+package peer
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// voterSet is three test voters of which the one named by active answers requests;
+// the others answer NOT_CONTROLLER, as the controller listener of a voter that is not
+// the active controller does.
+type voterSet struct {
+	servers map[int32]*testServer
+	active  atomic.Int32
+	hits    map[int32]*atomic.Int64
+}
+
+func startVoters(t *testing.T, ids ...int32) *voterSet {
+	vs := &voterSet{servers: map[int32]*testServer{}, hits: map[int32]*atomic.Int64{}}
+	vs.active.Store(-1)
+	for _, id := range ids {
+		vs.hits[id] = new(atomic.Int64)
+		vs.servers[id] = startTestServer(t, func(s *served) {
+			vs.hits[id].Add(1)
+			code := int16(0)
+			if vs.active.Load() != id {
+				code = kerr.NotController.Code
+			}
+			switch req := s.req.(type) {
+			case *kmsg.BrokerHeartbeatRequest:
+				resp := kmsg.NewPtrBrokerHeartbeatResponse()
+				resp.ErrorCode = code
+				resp.IsCaughtUp = req.BrokerID == 4
+				s.respond(resp)
+			case *kmsg.CreateTopicsRequest:
+				resp := kmsg.NewPtrCreateTopicsResponse()
+				for _, rt := range req.Topics {
+					t := kmsg.NewCreateTopicsResponseTopic()
+					t.Topic, t.ErrorCode = rt.Topic, code
+					resp.Topics = append(resp.Topics, t)
+				}
+				s.respond(resp)
+			case *kmsg.AlterPartitionRequest:
+				resp := kmsg.NewPtrAlterPartitionResponse()
+				resp.ErrorCode = code
+				s.respond(resp)
+			default:
+				s.tr.Ticket.CloseConn()
+			}
+		})
+	}
+	return vs
+}
+
+func (vs *voterSet) addrs() map[int32]string {
+	m := map[int32]string{}
+	for id, ts := range vs.servers {
+		m[id] = ts.addr()
+	}
+	return m
+}
+
+func heartbeat() *kmsg.BrokerHeartbeatRequest {
+	req := kmsg.NewPtrBrokerHeartbeatRequest()
+	req.BrokerID = 4
+	return req
+}
+
+func TestControllerChannelFindsActiveController(t *testing.T) {
+	vs := startVoters(t, 1, 2, 3)
+	vs.active.Store(3)
+	c := newTestClient(t, Config{NodeID: 4, Voters: vs.addrs()})
+	ch := c.ControllerChannel()
+	resp, err := ch.Request(ctxT(t, 5*time.Second), heartbeat())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := resp.(*kmsg.BrokerHeartbeatResponse); r.ErrorCode != 0 || !r.IsCaughtUp {
+		t.Fatalf("response %+v", r)
+	}
+	if c.Leader() != 3 {
+		t.Fatalf("leader hint %d, want 3", c.Leader())
+	}
+	// The next request goes to the learned leader first.
+	before := vs.hits[1].Load() + vs.hits[2].Load()
+	if _, err := ch.Request(ctxT(t, 5*time.Second), heartbeat()); err != nil {
+		t.Fatal(err)
+	}
+	if after := vs.hits[1].Load() + vs.hits[2].Load(); after != before {
+		t.Fatalf("the non-leaders were asked again (%d → %d)", before, after)
+	}
+	// Leadership moves: NOT_CONTROLLER from 3 sends the channel on to the new leader.
+	vs.active.Store(1)
+	if _, err := ch.Request(ctxT(t, 5*time.Second), heartbeat()); err != nil {
+		t.Fatal(err)
+	}
+	if c.Leader() != 1 {
+		t.Fatalf("leader hint %d after the move, want 1", c.Leader())
+	}
+	// Per-entry codes: a CreateTopics answered NOT_CONTROLLER for every topic is retried.
+	vs.active.Store(2)
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.Topics = []kmsg.CreateTopicsRequestTopic{{Topic: "a"}, {Topic: "b"}}
+	resp, err = ch.Request(ctxT(t, 5*time.Second), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rt := range resp.(*kmsg.CreateTopicsResponse).Topics {
+		if rt.ErrorCode != 0 {
+			t.Fatalf("topic %s: code %d", rt.Topic, rt.ErrorCode)
+		}
+	}
+}
+
+func TestControllerChannelWaitsForAnElection(t *testing.T) {
+	vs := startVoters(t, 1, 2, 3)
+	c := newTestClient(t, Config{NodeID: 4, Voters: vs.addrs()})
+	ch := c.ControllerChannel()
+	// No controller: the channel keeps trying until its ctx ends.
+	ctx := ctxT(t, 100*time.Millisecond)
+	if _, err := ch.Request(ctx, heartbeat()); !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, ErrNotController) {
+		t.Fatalf("without a controller: %v", err)
+	}
+	// A controller is elected while a request is retrying.
+	done := make(chan error, 1)
+	go func() {
+		_, err := ch.Request(ctxT(t, 10*time.Second), heartbeat())
+		done <- err
+	}()
+	eventually(t, 5*time.Second, "a retry round", func() bool { return vs.hits[3].Load() > 3 })
+	vs.active.Store(2)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestControllerChannelSkipsDeadVoters(t *testing.T) {
+	vs := startVoters(t, 1, 2, 3)
+	vs.active.Store(3)
+	c := newTestClient(t, Config{NodeID: 4, Voters: vs.addrs()})
+	ch := c.ControllerChannel()
+	if _, err := ch.Request(ctxT(t, 5*time.Second), heartbeat()); err != nil {
+		t.Fatal(err)
+	}
+	// The leader dies; voter 1 takes over.
+	vs.servers[3].stop()
+	vs.active.Store(1)
+	if _, err := ch.Request(ctxT(t, 5*time.Second), heartbeat()); err != nil {
+		t.Fatal(err)
+	}
+	if c.Leader() != 1 {
+		t.Fatalf("leader %d", c.Leader())
+	}
+}
+
+func TestISRClient(t *testing.T) {
+	vs := startVoters(t, 1, 2)
+	vs.active.Store(2)
+	c := newTestClient(t, Config{NodeID: 4, Voters: vs.addrs()})
+	resp, err := c.ISRClient().AlterPartition(ctxT(t, 5*time.Second), kmsg.NewPtrAlterPartitionRequest())
+	if err != nil || resp.ErrorCode != 0 {
+		t.Fatalf("AlterPartition: %v %+v", err, resp)
+	}
+}
+
+func TestNotController(t *testing.T) {
+	nc := kerr.NotController.Code
+	ct := kmsg.NewPtrCreateTopicsResponse()
+	if notController(ct) {
+		t.Fatal("an empty CreateTopics answer is not NOT_CONTROLLER")
+	}
+	ct.Topics = []kmsg.CreateTopicsResponseTopic{{ErrorCode: nc}, {ErrorCode: 0}}
+	if notController(ct) {
+		t.Fatal("a mixed answer is the controller's")
+	}
+	ct.Topics[1].ErrorCode = nc
+	if !notController(ct) {
+		t.Fatal("all NOT_CONTROLLER")
+	}
+	el := kmsg.NewPtrElectLeadersResponse()
+	el.Topics = []kmsg.ElectLeadersResponseTopic{{Partitions: []kmsg.ElectLeadersResponseTopicPartition{{ErrorCode: nc}}}}
+	if !notController(el) {
+		t.Fatal("ElectLeaders v0 per-partition NOT_CONTROLLER")
+	}
+	if notController(kmsg.NewPtrMetadataResponse()) {
+		t.Fatal("an API without the code")
+	}
+}

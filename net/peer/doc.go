@@ -1,0 +1,66 @@
+// Package peer owns the node-to-node Kafka client: how a node reaches another node by
+// id on a named listener and speaks Kafka's framing to it. It implements the paths of
+// docs/CLUSTER.md ("The paths between nodes"): the broker's ControllerChannel (requests
+// to the active controller, found among the voters), its MetadataSource (Fetch and
+// FetchSnapshot of __cluster_metadata), the raft Transport between voters (the private
+// API SamsaRaft), and the replica fetcher's and ISR's clients. It also holds the two
+// wire forms those paths add to Kafka's: the SamsaRaft request body and the framing of
+// metadata entries inside a Fetch response, shared with the server side (net/kafka).
+//
+// # Connections
+//
+// A Client keeps at most one connection per (target, purpose): a target is a voter
+// (reached on its CONTROLLER listener, addresses from controller.quorum.voters) or a
+// broker (its inter-broker listener, address from the published image). Purposes keep
+// slow traffic off fast traffic: a metadata long poll does not delay a heartbeat, a
+// raft snapshot does not delay a vote.
+//
+//	Request ─▶ slot(target, purpose) ─▶ connected? ─no─▶ in backoff? ─yes─▶ ErrBackoff
+//	                                     │ yes             │ no
+//	                                     ▼                 ▼
+//	                                   send  ◀── dial + ApiVersions handshake
+//	                                     │       (failure: backoff 50 ms doubling to 1 s, ±20%)
+//	                                     ▼
+//	     correlation id n, queued in order ─▶ written ─▶ reader matches response n
+//
+// Requests on one connection are pipelined (up to MaxInFlight unanswered). Kafka
+// answers a connection's requests in order, so the reader matches each response with
+// the oldest unanswered request; a response whose correlation id is not that one is a
+// broken peer, and the connection closes. Requests without a response (SamsaRaft) take
+// a correlation id but no place in the queue.
+//
+// Invariants:
+//  1. Correlation ids on a connection are written in increasing order, one per request,
+//     and the unanswered queue is in the same order.
+//  2. A response frame larger than MaxResponseBytes, or malformed, closes the connection
+//     before anything is allocated for it; every request still waiting on the
+//     connection fails. No response is ever attributed to the wrong request.
+//  3. A request waits at most RequestTimeout (plus the long-poll wait it asks for, for
+//     Fetch); past it the connection is closed, as Kafka's NetworkClient does, since a
+//     peer that answers nothing holds up every request behind it. A caller whose ctx
+//     ends first abandons its request only: the connection stays, the late response is
+//     dropped.
+//  4. Versions: every request is sent at the highest version both kmsg and the peer (its
+//     ApiVersions) support; the request's Version field is set to it. A request's
+//     response is decoded at that version.
+//
+// # SamsaRaft (private key 10000, version 0)
+//
+//	request header v1 (api key 10000, version 0, correlation id, client id)
+//	body: one raftpb.Message, marshaled with proto.Marshal; no response
+//
+// # Metadata entries in a Fetch response (Records of partition 0 of __cluster_metadata)
+//
+//	+------------+------------+---------------------------------------+
+//	| offset u64 | length u32 | entry frame (length bytes; 0: none)   |
+//	+------------+------------+---------------------------------------+  ... repeated
+//	offsets are consecutive raft indexes from the fetch offset on; an entry without
+//	records (raft's empty entry, a conf change) has length 0; length <= metadata.MaxEntrySize
+//
+// # Goroutines
+//
+// A Client, a ControllerChannel, a MetadataSource, a RaftTransport, a Fetcher and an
+// ISRClient are safe for concurrent use. Each connection has one reader goroutine;
+// writes happen on the caller's goroutine under the connection's write lock. Each voter
+// a RaftTransport sends to has one sender goroutine draining a bounded queue.
+package peer
