@@ -283,7 +283,7 @@ func (l *Log) flush() error {
 	var err error
 	for _, s := range segs {
 		t0 := time.Now()
-		if e := s.log.Datasync(); e != nil && err == nil {
+		if e := flushSync(s.log); e != nil && err == nil {
 			err = e
 		}
 		l.ld.recordSync(time.Since(t0))

@@ -1,0 +1,5 @@
+//go:build !samsa_faults
+
+package engine
+
+const plantedBugBuild = false
