@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-
-	"github.com/samsa-broker/samsa/engine/vfs"
 )
 
 // Slice is a run of whole batches in one segment file, for sendfile. The
@@ -69,7 +67,7 @@ func (l *Log) Read(offset int64, maxBytes int32, upTo int64, minOne bool) (Slice
 			seg.release()
 			return Slice{}, nil
 		}
-		return Slice{File: vfs.OSFile(seg.log), Pos: start, Size: int32(size), seg: seg}, nil
+		return Slice{File: seg.osf, Pos: start, Size: int32(size), seg: seg}, nil
 	}
 }
 

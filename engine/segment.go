@@ -45,6 +45,7 @@ type segment struct {
 	dir  string
 	fs   vfs.FS
 	log  vfs.File
+	osf  *os.File  // the OS file under log, for Slice.File (sendfile)
 	fail *failures // the manager's counters
 
 	size   atomic.Int64 // published length of the log file
@@ -85,7 +86,7 @@ func createSegment(m *Manager, dir string, base int64, cfg *LogConfig) (*segment
 	if err != nil {
 		return nil, err
 	}
-	s.log = f
+	s.log, s.osf = f, vfs.OSFile(f)
 	s.next.Store(base)
 	s.maxTs.Store(-1)
 	s.offMax.Store(base)
@@ -127,7 +128,7 @@ func openSegment(m *Manager, dir string, base int64) (*segment, error) {
 		f.Close()
 		return nil, err
 	}
-	s.log = f
+	s.log, s.osf = f, vfs.OSFile(f)
 	size := fi.Size()
 	if size > maxSegmentBytes {
 		size = maxSegmentBytes // the tail is unreachable by 32-bit positions; recovery cuts it
