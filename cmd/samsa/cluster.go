@@ -1,0 +1,269 @@
+package main
+
+// samsa cluster: the cluster as a whole.
+//
+//	samsa cluster describe [--bootstrap-server H:P]
+//	samsa cluster start --nodes N --data-dir DIR [--timeout 60s]
+//
+// describe shows the brokers (host, port, rack, fenced), the active controller and
+// the metadata quorum (DescribeQuorum: leader, epoch, high watermark, each voter's
+// and observer's log end offset and lag), as kafka-metadata-quorum.sh does.
+//
+// start runs N combined nodes (broker and controller each) as child processes of
+// this one, on 127.0.0.1 with free ports, each with a properties file under DIR,
+// formatted with one cluster id; it prints the bootstrap servers and, on Ctrl-C or
+// SIGTERM, stops every node (SIGTERM: a controlled shutdown) and waits for them.
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() {
+	register("cluster", "the cluster: describe (brokers, controller, quorum), start (N local nodes)", runCluster)
+}
+
+const clusterUsage = `usage: samsa cluster <command> [flags]
+  describe                  brokers (host, port, rack, fenced), the active
+                            controller and the metadata quorum
+      --bootstrap-server host:port,... (default 127.0.0.1:9092), --timeout 30s
+  start                     run a local cluster: N combined nodes as child processes
+                            on 127.0.0.1 (free ports), prints the bootstrap servers,
+                            stops them all on Ctrl-C
+      --nodes N (default 3), --data-dir DIR (default ./cluster-data),
+      --timeout 60s (how long to wait for the cluster to form)`
+
+func runCluster(args []string) int { return clusterMain(args, os.Stdout) }
+
+// clusterMain runs `samsa cluster` with describe's results on out.
+func clusterMain(args []string, out io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprintln(os.Stderr, clusterUsage)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	switch args[0] {
+	case "describe":
+		a := newAdminCmd("cluster describe", clusterUsage)
+		if pos, ok := a.parse(args[1:]); !ok || len(pos) > 0 {
+			if ok {
+				fmt.Fprintf(os.Stderr, "samsa cluster describe: unexpected arguments %q\n", pos)
+			}
+			return 2
+		}
+		return a.run(func(ctx context.Context, cl *kgo.Client, adm *kadm.Client) error {
+			return clusterDescribe(ctx, cl, adm, out)
+		})
+	case "start":
+		return runClusterStart(args[1:])
+	}
+	fmt.Fprintf(os.Stderr, "samsa cluster: unknown command %q\n%s\n", args[0], clusterUsage)
+	return 2
+}
+
+func clusterDescribe(ctx context.Context, cl *kgo.Client, adm *kadm.Client, w io.Writer) error {
+	req := kmsg.NewPtrDescribeClusterRequest()
+	req.IncludeFencedBrokers = true
+	resp, err := req.RequestWith(ctx, cl)
+	if err == nil {
+		err = kerr.ErrorForCode(resp.ErrorCode)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	if err == nil {
+		fmt.Fprintf(w, "Cluster ID:  %s\nController:  %d\n\n", resp.ClusterID, resp.ControllerID)
+		fmt.Fprintln(tw, "BROKER\tHOST\tPORT\tRACK\tFENCED")
+		for _, b := range resp.Brokers {
+			rack := "-"
+			if b.Rack != nil {
+				rack = *b.Rack
+			}
+			fenced := "no"
+			if b.IsFenced {
+				fenced = "yes"
+			} else if req.Version < 2 {
+				fenced = "?"
+			}
+			fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\n", b.NodeID, b.Host, b.Port, rack, fenced)
+		}
+	} else {
+		// A broker without DescribeCluster: what Metadata says.
+		md, merr := adm.BrokerMetadata(ctx)
+		if merr != nil {
+			return errors.Join(err, merr)
+		}
+		fmt.Fprintf(w, "Cluster ID:  %s\nController:  %d\n\n", md.Cluster, md.Controller)
+		fmt.Fprintln(tw, "BROKER\tHOST\tPORT\tRACK\tFENCED")
+		for _, b := range md.Brokers {
+			rack := "-"
+			if b.Rack != nil {
+				rack = *b.Rack
+			}
+			fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t?\n", b.NodeID, b.Host, b.Port, rack)
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	return describeQuorum(ctx, cl, w)
+}
+
+// describeQuorum prints DescribeQuorum's answer, or why there is none.
+func describeQuorum(ctx context.Context, cl *kgo.Client, w io.Writer) error {
+	req := kmsg.NewPtrDescribeQuorumRequest()
+	t := kmsg.NewDescribeQuorumRequestTopic()
+	t.Topic = "__cluster_metadata"
+	p := kmsg.NewDescribeQuorumRequestTopicPartition()
+	t.Partitions = append(t.Partitions, p)
+	req.Topics = append(req.Topics, t)
+	qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	resp, err := req.RequestWith(qctx, cl)
+	if err == nil {
+		err = kerr.ErrorForCode(resp.ErrorCode)
+	}
+	if err == nil && (len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1) {
+		err = errors.New("answer without the __cluster_metadata partition")
+	}
+	if err == nil {
+		err = kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode)
+	}
+	if err != nil {
+		fmt.Fprintf(w, "Quorum:      not reported (DescribeQuorum: %v)\n", err)
+		return nil
+	}
+	qp := resp.Topics[0].Partitions[0]
+	fmt.Fprintf(w, "Quorum:      leader %d, epoch %d, high watermark %d\n\n", qp.LeaderID, qp.LeaderEpoch, qp.HighWatermark)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODE\tSTATUS\tLOG END OFFSET\tLAG\tLAST FETCH\tLAST CAUGHT UP")
+	now := time.Now()
+	ago := func(ms int64) string {
+		if ms < 0 {
+			return "-"
+		}
+		return now.Sub(time.UnixMilli(ms)).Round(time.Millisecond).String() + " ago"
+	}
+	row := func(r kmsg.DescribeQuorumResponseTopicPartitionReplicaState, status string) {
+		if r.ReplicaID == qp.LeaderID {
+			status = "leader"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%s\t%s\n", r.ReplicaID, status, r.LogEndOffset, qp.HighWatermark-r.LogEndOffset,
+			ago(r.LastFetchTimestamp), ago(r.LastCaughtUpTimestamp))
+	}
+	for _, r := range qp.CurrentVoters {
+		row(r, "voter")
+	}
+	for _, r := range qp.Observers {
+		row(r, "observer")
+	}
+	return tw.Flush()
+}
+
+func runClusterStart(args []string) int {
+	fs := flag.NewFlagSet("cluster start", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	nodes := fs.Int("nodes", 3, "number of combined nodes")
+	dir := fs.String("data-dir", "./cluster-data", "directory of the nodes' files")
+	timeout := fs.Duration("timeout", 60*time.Second, "how long to wait for the cluster to form")
+	if err := fs.Parse(args); err != nil || fs.NArg() > 0 || *nodes < 1 || *nodes > 9 {
+		if err == nil {
+			err = errors.New("--nodes takes 1 to 9")
+		}
+		fmt.Fprintf(os.Stderr, "samsa cluster start: %v\n%s\n", err, clusterUsage)
+		return 2
+	}
+	bin, err := os.Executable()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "samsa cluster start:", err)
+		return 1
+	}
+	abs, err := filepath.Abs(*dir)
+	if err == nil {
+		err = checkClusterDir(abs, *nodes)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "samsa cluster start:", err)
+		return 1
+	}
+	c, err := newProcCluster(bin, abs, combined(*nodes))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "samsa cluster start:", err)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	code := 0
+	if err := c.StartAll(); err != nil {
+		fmt.Fprintln(os.Stderr, "samsa cluster start:", err)
+		code = 1
+	}
+	for _, n := range c.nodes {
+		fmt.Printf("node %d: kafka %s, controller %s, admin http://%s, config %s, log %s\n",
+			n.ID, n.Client, n.Controller, n.Admin, n.ConfigFile, filepath.Join(n.Dir, "samsa.log"))
+	}
+	if code == 0 {
+		rctx, cancel := context.WithTimeout(ctx, *timeout)
+		err := c.WaitReady(rctx, 1, nil)
+		cancel()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "samsa cluster start:", err)
+			code = 1
+		} else {
+			fmt.Printf("cluster %s ready: --bootstrap-server %s\n(Ctrl-C stops every node)\n", c.clusterID, c.Bootstrap())
+		}
+	}
+	if code == 0 {
+		exited := make(chan int32, len(c.nodes))
+		for _, n := range c.nodes {
+			go func() {
+				c.Wait(context.Background(), n.ID)
+				exited <- n.ID
+			}()
+		}
+		select {
+		case <-ctx.Done():
+			fmt.Println("stopping the nodes")
+		case id := <-exited:
+			fmt.Fprintf(os.Stderr, "samsa cluster start: node %d exited: %v\n%s\nstopping the others\n", id, c.Wait(context.Background(), id), c.LogTail(id, 15))
+			code = 1
+		}
+	}
+	if err := c.StopAll(30 * time.Second); err != nil {
+		fmt.Fprintln(os.Stderr, "samsa cluster start:", err)
+		code = 1
+	}
+	return code
+}
+
+// checkClusterDir refuses a directory made for another number of nodes.
+func checkClusterDir(dir string, nodes int) error {
+	for i := nodes + 1; i <= 9; i++ {
+		if _, err := os.Stat(filepath.Join(dir, fmt.Sprintf("node-%d", i))); err == nil {
+			return fmt.Errorf("%s holds node-%d: it was made for more than %d nodes (use another --data-dir or remove it)", dir, i, nodes)
+		}
+	}
+	for i := 1; i <= nodes; i++ {
+		if _, err := os.Stat(filepath.Join(dir, fmt.Sprintf("node-%d", i), "server.properties")); err != nil && i > 1 {
+			if _, err1 := os.Stat(filepath.Join(dir, "node-1", "server.properties")); err1 == nil {
+				return fmt.Errorf("%s was made for %d nodes (use another --data-dir or remove it)", dir, i-1)
+			}
+		}
+	}
+	return nil
+}
