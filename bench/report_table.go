@@ -44,6 +44,9 @@ func (rep *Report) WriteTable(w io.Writer) {
 	tw.Flush()
 	fmt.Fprintln(w, "latencies in ms; publish latency from the intended send time (coordinated omission corrected); RAW rows: pre-encoded batches, pipelined Produce, undecoded Fetch; publish latency there is per request")
 	for _, r := range rep.Results {
+		if r.Broker != nil && r.Broker.Source != "" {
+			fmt.Fprintf(w, "  note [%s r%d %s]: broker CPU and RSS from %s\n", r.Target, r.Round, r.Mode, r.Broker.Source)
+		}
 		for _, n := range r.Notes {
 			fmt.Fprintf(w, "  note [%s r%d %s]: %s\n", r.Target, r.Round, r.Mode, n)
 		}
