@@ -1,0 +1,342 @@
+#!/usr/bin/env bash
+# Every command shown in README.md and BENCHMARKS.md works as written from a fresh
+# clone. This test clones the repository (plus the working tree's uncommitted files,
+# unless SAMSA_COMMANDS_FROM_HEAD=1), and in the clone runs each command verbatim, or
+# in a short form: shorter durations, fewer rounds, smaller sizes, with every flag,
+# variable and path of the documented command kept (the test checks that).
+#
+# A command is each line of a fenced code block (a trailing backslash continues it,
+# `# ...` is a comment) and each inline code span that starts with a program these
+# docs run (make, go, kcat, git, samsa, samsa-bench, bin/..., ./...). The steps below
+# must cover exactly the commands the docs show: a new command in the docs fails this
+# test until a step runs it; a step whose command left the docs fails it too.
+#
+#   tests/commands.sh      (as root it runs in a private network namespace, so the
+#                           documented default ports 9092 and 9644 are free; needs
+#                           kcat, git and python3)
+set -euo pipefail
+. "$(dirname "$0")/netns.sh"
+private_netns "$@"
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+tmp=$(mktemp -d)
+bg_pids=()
+cleanup() {
+	local p
+	for p in "${bg_pids[@]}"; do
+		kill -TERM -- "-$p" 2>/dev/null || true
+	done
+	[ -n "${KEEP_TMP:-}" ] || rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+fail() {
+	echo "FAIL: $*" >&2
+	exit 1
+}
+
+command -v kcat >/dev/null || fail "kcat is not installed (apt-get install -y kcat)"
+if [ -z "${SAMSA_TEST_NETNS:-}" ]; then
+	for p in 9092 9644 19092 19644; do
+		port_free "$p" || fail "127.0.0.1:$p is taken on this machine and the documented commands use it: run as root (a private network namespace) or free it"
+	done
+fi
+
+# --- a fresh clone -------------------------------------------------------------------
+clone=$tmp/samsa
+git clone -q "$root" "$clone"
+if [ -z "${SAMSA_COMMANDS_FROM_HEAD:-}" ]; then
+	(cd "$root" && git ls-files -z --cached --others --exclude-standard |
+		tar --null --ignore-failed-read -T - -cf - 2>/dev/null) | tar -xf - -C "$clone"
+fi
+cd "$clone"
+
+# --- the commands the docs show -------------------------------------------------------
+/usr/bin/python3 - README.md BENCHMARKS.md >"$tmp/doc-commands" <<'PY'
+import re, sys
+
+PROGRAMS = re.compile(r"^(make|go|kcat|git|samsa|samsa-bench|bin/\S+|\./\S+)\s")
+
+def strip_comment(line):
+    q = None
+    for i, c in enumerate(line):
+        if q:
+            if c == q:
+                q = None
+        elif c in "'\"":
+            q = c
+        elif c == "#" and (i == 0 or line[i - 1] in " \t"):
+            return line[:i]
+    return line
+
+for path in sys.argv[1:]:
+    seen = []
+    block, cont, prose = False, "", []
+    for line in open(path, encoding="utf-8").read().split("\n"):
+        if line.startswith("```"):
+            block = not block
+            prose.append("")
+            continue
+        if not block:
+            prose.append(line)
+            continue
+        s = (cont + " " + line.strip()) if cont else line.rstrip()
+        cont = ""
+        if s.endswith("\\"):
+            cont = s[:-1].rstrip()
+            continue
+        s = " ".join(strip_comment(s).split())
+        if s:
+            seen.append(s)
+    for para in "\n".join(prose).split("\n\n"):
+        for span in re.findall(r"`([^`]+)`", para):
+            span = " ".join(span.split())
+            if PROGRAMS.match(span):
+                seen.append(span)
+    for s in dict.fromkeys(seen):
+        print(path + "\t" + s)
+PY
+cut -f2 "$tmp/doc-commands" | sort -u >"$tmp/doc-set"
+
+# --- steps ---------------------------------------------------------------------------
+# step DOC [FORM]    run FORM (default: DOC verbatim) with bash in the clone, bounded in
+#                    time; DOC is the command as the docs show it.
+# here DOC [FORM]    the same, evaluated in this shell: for lines that start a job in
+#                    the background or set a variable that a later line uses.
+# skip DOC REASON    a documented command this test does not run, and why.
+# expect REGEX       the last step's output has a line matching REGEX.
+# Anything else between steps is this test's own set-up and checks, not a documented
+# command.
+mode=collect
+passed=0 skipped=0 n=0
+: >"$tmp/registered"
+last=""
+
+# flags_kept DOC FORM: every flag (-x, --x) and VAR= of DOC is in FORM too.
+flags_kept() {
+	local t
+	set -f
+	for t in $1; do
+		case $t in
+		-[[:alpha:]]* | --[[:alpha:]]*) t=${t%%=*} ;;
+		[[:upper:]_]*=*) ;;
+		*) continue ;;
+		esac
+		case " $2 " in *" $t "* | *" $t="*) ;; *) fail "step for \`$1\`: its short form \`$2\` drops $t" ;; esac
+	done
+	set +f
+}
+
+register() {
+	echo "$1" >>"$tmp/registered"
+	[ -z "${2+x}" ] || flags_kept "$1" "$2"
+}
+
+# run_form WHERE FORM: WHERE is bash (a child shell, 10 minutes at most) or here.
+run_form() {
+	n=$((n + 1))
+	last=$tmp/step-$n.log
+	local rc=0 t0=$SECONDS
+	echo "== $2"
+	if [ "$1" = here ]; then
+		eval "$2" >"$last" 2>&1 </dev/null || rc=$?
+	else
+		timeout 600 bash -c "$2" >"$last" 2>&1 </dev/null || rc=$?
+	fi
+	if [ "$rc" -ne 0 ]; then
+		tail -n 40 "$last" >&2
+		fail "\`$2\` exited $rc (output above; all of it in $last with KEEP_TMP=1)"
+	fi
+	passed=$((passed + 1))
+	[ $((SECONDS - t0)) -lt 5 ] || echo "   ($((SECONDS - t0)) s)"
+}
+
+step() {
+	if [ $mode = collect ]; then register "$@"; else run_form bash "${2:-$1}"; fi
+}
+here() {
+	if [ $mode = collect ]; then register "$@"; else run_form here "${2:-$1}"; fi
+}
+skip() {
+	if [ $mode = collect ]; then
+		echo "$1" >>"$tmp/registered"
+	else
+		echo "== skipped: $1 ($2)"
+		skipped=$((skipped + 1))
+	fi
+}
+expect() {
+	[ $mode = run ] || return 0
+	grep -qE -- "$1" "$last" || {
+		tail -n 40 "$last" >&2
+		fail "the output of step $n has no line matching /$1/"
+	}
+}
+# own CMD...: this test's set-up, run only when the steps run.
+own() {
+	[ $mode = run ] || return 0
+	"$@"
+}
+
+# bg CMD: CMD in the background in its own process group, stopped at the end at the
+# latest (stop_bg stops the newest one sooner).
+bg() {
+	setsid bash -c "$1" >"$tmp/bg-${#bg_pids[@]}.log" 2>&1 </dev/null &
+	bg_pids+=($!)
+}
+stop_bg() {
+	local p=${bg_pids[-1]} rc=0
+	kill -TERM -- "-$p" 2>/dev/null || true
+	wait "$p" 2>/dev/null || rc=$?
+	unset 'bg_pids[-1]'
+	[ "$rc" -eq 0 ] || [ "$rc" -eq 143 ] || fail "the background command ended with status $rc: $(tail -n 5 "$tmp/bg-${#bg_pids[@]}.log")"
+	gone "$p"
+}
+# gone PGID: wait until no process of the group is left (30 s at most), so that the
+# next broker does not meet this one's data directory or ports.
+gone() {
+	local i
+	for i in $(seq 1 300); do
+		kill -0 -- "-$1" 2>/dev/null || return 0
+		sleep 0.1
+	done
+	fail "process group $1 still running 30 s after SIGTERM"
+}
+# wait_kafka HOST:PORT: until a broker answers metadata there (60 s at most).
+wait_kafka() {
+	local i
+	for i in $(seq 1 600); do
+		kcat -b "$1" -L -m 1 >/dev/null 2>&1 && return 0
+		sleep 0.1
+	done
+	fail "no broker answered on $1 within 60 s"
+}
+# serving CMD: `make run`'s short form: start CMD, wait until its broker is serving
+# after the benchmark, Ctrl-C it (SIGINT to its process group), and check the broker
+# said it stopped cleanly.
+serving() {
+	local log=$tmp/serving-$n.log i rc=0
+	setsid bash -c "$1" >"$log" 2>&1 </dev/null &
+	local pid=$!
+	for i in $(seq 1 1200); do
+		grep -q "== broker serving on" "$log" && break
+		kill -0 "$pid" 2>/dev/null || { cat "$log"; echo "make run ended before serving"; return 1; }
+		sleep 0.1
+	done
+	grep -q "== broker serving on" "$log" || { cat "$log"; echo "not serving after 120 s"; return 1; }
+	kill -INT -- "-$pid"
+	wait "$pid" || rc=$?
+	gone "$pid"
+	cat "$log"
+	grep -q 'msg=stopped' "$log" || { echo "the broker did not stop cleanly on Ctrl-C (exit $rc)"; return 1; }
+}
+
+short='--duration 1s --warmup 0s'
+steps() {
+	# README.md
+	step 'make build'
+	skip 'make test' 'the command that runs this test'
+	skip 'make test-commands' 'the command that runs this test'
+	here 'make build && bin/samsa serve &' 'bg "make build && bin/samsa serve"'
+	own wait_kafka 127.0.0.1:9092
+	step 'kcat -b 127.0.0.1:9092 -L'
+	expect 'broker 1 at 127.0.0.1:9092'
+	step 'seq 1 100000 | kcat -b 127.0.0.1:9092 -P -t lines'
+	step 'kcat -b 127.0.0.1:9092 -C -t lines -o beginning -e -q | wc -l'
+	expect '^100000$'
+	step 'kcat -b 127.0.0.1:9092 -G readers lines -X auto.offset.reset=earliest -e -q | wc -l'
+	expect '^100000$'
+	step 'bin/samsa groups list'
+	expect 'readers'
+	step 'bin/samsa groups describe readers'
+	step 'bin/samsa groups lag readers'
+	expect 'lines'
+	step 'bin/samsa groups reset-offsets readers --topic lines --to-earliest'
+	step 'bin/samsa groups reset-offsets readers --topic lines --to-earliest --execute'
+	step 'bin/samsa groups delete readers'
+	step 'bin/dumplog -index-sanity-check data/logs/lines-0/00000000000000000000.log'
+	step 'bin/dumplog -print-data-log data/logs/lines-0/00000000000000000000.log | head'
+	expect 'baseOffset|offset'
+	own stop_bg
+	step 'bin/samsa serve -h'
+	here 'make run' "serving 'make run RUN_DURATION=1s RUN_WARMUP=0s'"
+	expect 'broker CPU and RSS from /proc/'
+	here 'make run LISTEN=127.0.0.1:19092 ADMIN=127.0.0.1:19644 DATA=$(mktemp -d)' \
+		"serving 'make run LISTEN=127.0.0.1:19092 ADMIN=127.0.0.1:19644 DATA=\$(mktemp -d) RUN_DURATION=1s RUN_WARMUP=0s'"
+	expect 'benchmark: .* against the broker on 127.0.0.1:19092'
+	step 'make bench' "make bench BENCH_ARGS='$short'"
+	step 'make fuzz' 'make fuzz FUZZPKGS=./bench FUZZTIME=1x'
+	expect '^ok .*/bench'
+	step 'make lint'
+
+	# BENCHMARKS.md
+	step 'bin/samsa-bench limits --dir /tmp/bench' 'bin/samsa-bench limits --dir /tmp/bench --size-mb 8'
+	expect 'sendfile'
+	step 'bin/samsa-bench compare --targets samsa,kfake-proc,kfake --samsa-bin bin/samsa --workload max-throughput-100b --rounds 3 --duration 10s --warmup 3s --raw' \
+		'bin/samsa-bench compare --targets samsa,kfake-proc,kfake --samsa-bin bin/samsa --workload max-throughput-100b --rounds 1 --duration 1s --warmup 0s --raw'
+	expect 'higher is better'
+	here 'bin/samsa serve --data-dir bench-out/broker-data & broker=$!'
+	own wait_kafka 127.0.0.1:9092
+	here 'bin/samsa-bench run --brokers 127.0.0.1:9092 --pid $broker --admin http://127.0.0.1:9644 --duration 10s --summary' \
+		"bin/samsa-bench run --brokers 127.0.0.1:9092 --pid \$broker --admin http://127.0.0.1:9644 --duration 1s --warmup 0s --summary"
+	expect '^verdict: ok$'
+	expect 'broker [0-9.]+ µs/msg'
+	here 'kill -INT $broker' 'kill -INT $broker && wait $broker'
+	step 'bin/samsa-bench compare --targets samsa@sync=fsync,samsa@sync=none --samsa-bin bin/samsa --workload max-throughput-100b --rounds 3 --duration 10s --warmup 3s --raw' \
+		'bin/samsa-bench compare --targets samsa@sync=fsync,samsa@sync=none --samsa-bin bin/samsa --workload max-throughput-100b --rounds 1 --duration 1s --warmup 0s --raw'
+	step 'bin/samsa-bench compare --targets samsa@transport=reactor,samsa@transport=std --samsa-bin bin/samsa --workload max-throughput-100b --rounds 3 --duration 10s --warmup 3s --raw' \
+		'bin/samsa-bench compare --targets samsa@transport=reactor,samsa@transport=std --samsa-bin bin/samsa --workload max-throughput-100b --rounds 1 --duration 1s --warmup 0s --raw'
+	step 'go test -c -o /tmp/t.test ./net/transport && /tmp/t.test -test.run '"'^\$'"' -test.bench '"'Transport/'"' -test.benchtime 1s' \
+		'go test -c -o /tmp/t.test ./net/transport && /tmp/t.test -test.run '"'^\$'"' -test.bench '"'Transport/'"' -test.benchtime 1x'
+	step 'bin/samsa-bench compare --targets samsa,kfake-proc --samsa-bin bin/samsa --workload latency-20k --rounds 2 --duration 15s --warmup 3s' \
+		'bin/samsa-bench compare --targets samsa,kfake-proc --samsa-bin bin/samsa --workload latency-20k --rounds 1 --duration 1s --warmup 0s'
+	step 'bin/samsa-bench compare --targets samsa --samsa-bin bin/samsa --workload latency-100k --rounds 2 --duration 15s --warmup 3s' \
+		'bin/samsa-bench compare --targets samsa --samsa-bin bin/samsa --workload latency-100k --rounds 1 --duration 1s --warmup 0s'
+	step "go test -run XXX -bench 'AppendVsRaw|FsyncVsRaw|IndexLookup|Read\$' -benchmem -benchtime 20000x ./engine" \
+		"go test -run XXX -bench 'AppendVsRaw|FsyncVsRaw|IndexLookup|Read\$' -benchmem -benchtime 10x ./engine"
+	expect '^BenchmarkAppendVsRaw'
+	expect '^BenchmarkIndexLookup'
+	skip "SAMSA_BENCH_BIG=1 go test -run XXX -bench 'Recovery1GiB|CleanOpen10GiB' -benchtime 1x ./engine" \
+		'it writes 11 GiB; below, the same without SAMSA_BENCH_BIG shows both benchmarks exist'
+	own run_form bash "go test -run XXX -bench 'Recovery1GiB|CleanOpen10GiB' -benchtime 1x -v ./engine"
+	expect 'SKIP: BenchmarkRecovery1GiB'
+	expect 'SKIP: BenchmarkCleanOpen10GiB'
+	step "go test -p 1 -run '^\$' -bench 'BenchmarkProduce|BenchmarkFetch|BenchmarkLongPoll' -benchtime=5000x -benchmem -count 6 ./net/kafka" \
+		"go test -p 1 -run '^\$' -bench 'BenchmarkProduce|BenchmarkFetch|BenchmarkLongPoll' -benchtime=20x -benchmem -count 1 ./net/kafka"
+	expect '^BenchmarkProduce'
+	expect '^BenchmarkFetch'
+	step "go test -run XXX -bench 'InsertCancel|InsertExpire|WatchComplete' -benchtime=300000x -count=2 ./purgatory" \
+		"go test -run XXX -bench 'InsertCancel|InsertExpire|WatchComplete' -benchtime=1000x -count=1 ./purgatory"
+	expect '^BenchmarkInsertCancel'
+	step 'go test -run XXX -bench . -benchtime 2s ./coordinator/group/' 'go test -run XXX -bench . -benchtime 1x ./coordinator/group/'
+	expect '^Benchmark'
+	step 'go test -run XXX -bench GroupRebalanceTCP -benchtime 20x ./net/kafka' 'go test -run XXX -bench GroupRebalanceTCP/members=10 -benchtime 1x ./net/kafka'
+	expect '^BenchmarkGroupRebalanceTCP'
+	step "go test -run XXX -bench 'Append|ApplyCreate|Replay' -benchtime=2s ./coordinator/metadata" \
+		"go test -run XXX -bench 'Append|ApplyCreate|Replay' -benchtime=1x ./coordinator/metadata"
+	expect '^BenchmarkAppend'
+	step 'bin/samsa-bench run --spawn samsa --samsa-bin bin/samsa --workload backlog-drain --raw' \
+		'bin/samsa-bench run --spawn samsa --samsa-bin bin/samsa --workload backlog-drain --raw --duration 1s'
+	expect 'backlog filled'
+}
+
+# --- every documented command has a step, every step a documented command ------------
+steps
+sort -u "$tmp/registered" >"$tmp/step-set"
+missing=$(comm -23 "$tmp/doc-set" "$tmp/step-set")
+stale=$(comm -13 "$tmp/doc-set" "$tmp/step-set")
+if [ -n "$missing" ]; then
+	echo "These commands are shown in the docs, but tests/commands.sh has no step that runs them:" >&2
+	awk -F'\t' 'NR == FNR { m[$0] = 1; next } m[$2] { print "  " $0 }' <(printf '%s\n' "$missing") "$tmp/doc-commands" >&2
+	fail "add a step (verbatim, or a short form with the same flags and paths) to tests/commands.sh"
+fi
+if [ -n "$stale" ]; then
+	printf '  %s\n' "$stale" >&2
+	fail "tests/commands.sh has steps for commands that are no longer in README.md or BENCHMARKS.md (above): update or remove them"
+fi
+echo "$(wc -l <"$tmp/doc-set") commands in README.md and BENCHMARKS.md, each with a step; running them in a fresh clone ($clone)"
+
+mode=run
+start=$SECONDS
+steps
+echo "commands: $passed passed, 0 failed, $skipped skipped ($((SECONDS - start)) s)"
