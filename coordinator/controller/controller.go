@@ -1,0 +1,665 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-broker/samsa/coordinator/configs"
+	"github.com/samsa-broker/samsa/coordinator/metadata"
+)
+
+// Defaults of Config's zero fields.
+const (
+	DefaultTickInterval = 100 * time.Millisecond
+	// DefaultMaxPartitionsPerOp is Kafka's MAX_RECORDS_PER_USER_OP: the partitions one
+	// CreateTopics or CreatePartitions request may create.
+	DefaultMaxPartitionsPerOp = 10000
+	// rebalanceBatch bounds the elections of one automatic rebalance (Kafka's
+	// maxElectionsPerImbalance).
+	rebalanceBatch = 1000
+	// producerIDBlock is the size of the producer-id blocks AllocateProducerIds hands
+	// out (Kafka's).
+	producerIDBlock = 1000
+)
+
+// Config configures a Controller.
+type Config struct {
+	// NodeID is this controller's node id; its broker keys (num.partitions,
+	// default.replication.factor, ...) are resolved as that node's.
+	NodeID int32
+	// ClusterID, when set, must be the cluster id brokers register with
+	// (INCONSISTENT_CLUSTER_ID otherwise).
+	ClusterID string
+	// Static holds the node's explicitly set keys (server.properties, environment,
+	// flags): the defaults of broker keys below the metadata's dynamic configs.
+	Static map[string]string
+	// Clock gives sessions and timers their time (nil: SystemClock).
+	Clock Clock
+	// Logger (nil: discard).
+	Logger *slog.Logger
+	// SessionTimeout overrides broker.session.timeout.ms (0: the key).
+	SessionTimeout time.Duration
+	// RebalanceInterval overrides leader.imbalance.check.interval.seconds (0: the key).
+	RebalanceInterval time.Duration
+	// TickInterval is how often timers are checked (0: DefaultTickInterval).
+	TickInterval time.Duration
+	// MaxPartitionsPerOp bounds the partitions one request creates (0:
+	// DefaultMaxPartitionsPerOp).
+	MaxPartitionsPerOp int
+	// NewTopicID returns a new topic id (nil: metadata.NewUUID); simulations pass a
+	// seeded one.
+	NewTopicID func() metadata.UUID
+	// VoterListeners lists the voters' controller listeners for DescribeQuorum v2
+	// (optional).
+	VoterListeners map[int32][]kmsg.DescribeQuorumResponseNodeListener
+}
+
+// Controller is the active-controller logic of one voter. It acts only while its
+// voter leads the quorum and is ready for writes; otherwise every request is
+// answered NOT_CONTROLLER. See the package doc for the request flow and the
+// invariants it keeps.
+//
+// Goroutines: every method is safe from any goroutine. Requests are processed one at
+// a time in arrival order under c.mu; response callbacks run without c.mu held, on
+// the goroutine that observed the outcome (Submit's, Poll's, Run's or a timer's).
+type Controller struct {
+	cfg      Config
+	q        Quorum
+	log      *slog.Logger
+	clock    Clock
+	newTopic func() metadata.UUID
+	kick     chan struct{} // wakes Run: a proposal was added
+
+	mu struct {
+		sync.Mutex
+		closed    bool
+		active    bool
+		term      uint64
+		pending   *metadata.Image // committed image + this term's in-flight proposals
+		inflight  []*proposal     // every unresolved proposal, oldest first, any term
+		termCount int             // unresolved proposals of the current term
+		// quiescing: a proposal of this term failed, so pending cannot be trusted;
+		// requests wait in deferred until this term's proposals resolve, then
+		// pending restarts from the committed image.
+		quiescing     bool
+		deferred      []deferredReq
+		sessions      map[int32]*session
+		activatedAt   uint64 // committed offset when this term's leadership began
+		nextRebalance time.Time
+		timer         Timer
+	}
+}
+
+// proposal is one entry in flight.
+type proposal struct {
+	ch    <-chan ProposeResult
+	term  uint64
+	op    *op
+	after []func(ok bool) // responses that read the pending image this proposal built
+	res   *ProposeResult  // set once received
+}
+
+// op is what a request asks of the log: records to propose (none for a read or a
+// refusal) and how to answer.
+type op struct {
+	recs []metadata.Record
+	// resp answers a request without records.
+	resp kmsg.Response
+	// finish answers once recs committed at offset (c.mu held; it must not block).
+	finish func(offset uint64) kmsg.Response
+	// req answers NOT_CONTROLLER when the proposal fails.
+	req kmsg.Request
+	// done receives the response (without c.mu held); nil for internal proposals.
+	done func(kmsg.Response)
+	// what names an internal proposal in logs.
+	what string
+}
+
+type deferredReq struct {
+	req  kmsg.Request
+	done func(kmsg.Response)
+}
+
+// session is a registered broker's session with this active controller.
+type session struct {
+	epoch    int64
+	expires  time.Time
+	lastSeen time.Time
+	// required is the metadata offset the broker must have applied to be unfenced
+	// (its registration's offset; the activation's committed offset for brokers
+	// registered before this controller became active; noOffset until known).
+	required uint64
+	// offset is the last metadata offset the broker reported.
+	offset uint64
+	// shutdownOffset is the offset of its controlled-shutdown records (noOffset until
+	// committed): it may shut down once every active broker has reached it.
+	shutdownOffset uint64
+}
+
+const noOffset = ^uint64(0)
+
+// New returns a controller over q. Call Start (or Run) to arm its timers.
+func New(cfg Config, q Quorum) (*Controller, error) {
+	if q == nil {
+		return nil, fmt.Errorf("controller: New needs a quorum")
+	}
+	if cfg.NodeID < 0 {
+		return nil, fmt.Errorf("controller: node id %d", cfg.NodeID)
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = SystemClock{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Static == nil {
+		cfg.Static = map[string]string{}
+	}
+	if cfg.TickInterval <= 0 {
+		cfg.TickInterval = DefaultTickInterval
+	}
+	if cfg.MaxPartitionsPerOp <= 0 {
+		cfg.MaxPartitionsPerOp = DefaultMaxPartitionsPerOp
+	}
+	l := configs.Layers{Static: cfg.Static}
+	if cfg.SessionTimeout <= 0 {
+		cfg.SessionTimeout = time.Duration(l.BrokerInt("broker.session.timeout.ms")) * time.Millisecond
+	}
+	if cfg.RebalanceInterval <= 0 {
+		cfg.RebalanceInterval = time.Duration(l.BrokerInt("leader.imbalance.check.interval.seconds")) * time.Second
+	}
+	c := &Controller{cfg: cfg, q: q, log: cfg.Logger, clock: cfg.Clock, newTopic: cfg.NewTopicID, kick: make(chan struct{}, 1)}
+	if c.newTopic == nil {
+		c.newTopic = metadata.NewUUID
+	}
+	c.mu.sessions = map[int32]*session{}
+	return c, nil
+}
+
+// Start arms the controller's timer (session expiry, rebalance, leadership checks
+// every TickInterval). Run calls it.
+func (c *Controller) Start() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.mu.closed || c.mu.timer != nil {
+		return
+	}
+	c.mu.timer = c.clock.AfterFunc(c.cfg.TickInterval, c.onTimer)
+}
+
+// Close stops the timer; later requests are answered NOT_CONTROLLER. Proposals in
+// flight still answer when their outcome is observed (Poll).
+func (c *Controller) Close() {
+	c.mu.Lock()
+	c.mu.closed = true
+	if c.mu.timer != nil {
+		c.mu.timer.Stop()
+	}
+	var out callbacks
+	c.deactivateLocked(&out)
+	c.mu.Unlock()
+	out.run()
+}
+
+// Run is the controller's loop in a real process: it arms the timers and observes
+// the outcome of every proposal as the quorum resolves it, until ctx ends. Handle
+// needs it (or a caller of Poll).
+func (c *Controller) Run(ctx context.Context) error {
+	c.Start()
+	defer c.Close()
+	for {
+		head := c.head()
+		var ch <-chan ProposeResult
+		if head != nil {
+			ch = head.ch
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case r := <-ch:
+			c.observe(head, r)
+		case <-c.kick:
+		}
+		c.Poll()
+	}
+}
+
+func (c *Controller) head() *proposal {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, p := range c.mu.inflight {
+		if p.res == nil {
+			return p
+		}
+	}
+	return nil
+}
+
+// observe records a result received from p's channel and processes what it settles.
+func (c *Controller) observe(p *proposal, r ProposeResult) {
+	c.mu.Lock()
+	p.res = &r
+	var out callbacks
+	c.settleLocked(&out)
+	c.mu.Unlock()
+	out.run()
+}
+
+// Poll observes the outcome of every proposal the quorum has resolved and the
+// quorum's leadership, answering what they settle. It never blocks. Run calls it; a
+// simulation calls it after stepping the quorum.
+func (c *Controller) Poll() {
+	c.mu.Lock()
+	var out callbacks
+	for _, p := range c.mu.inflight {
+		if p.res != nil {
+			continue
+		}
+		select {
+		case r := <-p.ch:
+			p.res = &r
+		default:
+		}
+	}
+	c.settleLocked(&out)
+	c.refreshLocked(&out)
+	c.mu.Unlock()
+	out.run()
+}
+
+// callbacks collects responses to deliver once c.mu is released, in order.
+type callbacks []func()
+
+func (cb *callbacks) add(f func()) { *cb = append(*cb, f) }
+func (cb callbacks) run() {
+	for _, f := range cb {
+		f()
+	}
+}
+
+// Submit processes req and calls done with the response once it is known: at once
+// for refusals and reads, after the records commit for changes (Poll or Run observe
+// it). done is called exactly once, without the controller's lock held, and must
+// not block. Requests are processed in the order Submit is called.
+func (c *Controller) Submit(req kmsg.Request, done func(kmsg.Response)) {
+	c.mu.Lock()
+	var out callbacks
+	c.refreshLocked(&out)
+	c.submitLocked(req, done, &out)
+	c.mu.Unlock()
+	out.run()
+}
+
+// Handle processes req and returns its response, blocking until the records it
+// makes commit or ctx ends (then the response carries REQUEST_TIMED_OUT; the change
+// may still commit). It needs Run (or Poll) to observe the proposals. A request type
+// the controller does not serve returns ErrUnsupported.
+func (c *Controller) Handle(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	if !Serves(req) {
+		return nil, fmt.Errorf("%w: api key %d", ErrUnsupported, req.Key())
+	}
+	ch := make(chan kmsg.Response, 1)
+	c.Submit(req, func(r kmsg.Response) { ch <- r })
+	select {
+	case r := <-ch:
+		return r, nil
+	case <-ctx.Done():
+		return ErrorResponse(req, kerr.RequestTimedOut.Code, "the change did not commit in time; it may still commit"), nil
+	}
+}
+
+// Active reports whether this controller is the active one.
+func (c *Controller) Active() bool {
+	c.mu.Lock()
+	var out callbacks
+	c.refreshLocked(&out)
+	active := c.mu.active
+	c.mu.Unlock()
+	out.run()
+	return active
+}
+
+// Leader returns the active controller's id as this voter knows it (-1: unknown):
+// what DescribeCluster and Metadata report as the controller.
+func (c *Controller) Leader() int32 {
+	return c.q.CurrentLeadership().Leader
+}
+
+func (c *Controller) submitLocked(req kmsg.Request, done func(kmsg.Response), out *callbacks) {
+	if c.mu.closed || !c.mu.active {
+		r := ErrorResponse(req, kerr.NotController.Code, "")
+		out.add(func() { done(r) })
+		return
+	}
+	if c.mu.quiescing {
+		c.mu.deferred = append(c.mu.deferred, deferredReq{req, done})
+		return
+	}
+	o := c.dispatchLocked(req)
+	o.req, o.done = req, done
+	c.runLocked(o, out)
+}
+
+// runLocked proposes o's records against the pending image, or answers o at once —
+// after the proposal that built the pending image it read, if one is in flight.
+func (c *Controller) runLocked(o *op, out *callbacks) {
+	if len(o.recs) == 0 {
+		if o.done == nil {
+			return
+		}
+		resp := o.resp
+		if last := c.lastOfTermLocked(); last != nil {
+			req, done := o.req, o.done
+			last.after = append(last.after, func(ok bool) {
+				if !ok {
+					resp = ErrorResponse(req, kerr.NotController.Code, "")
+				}
+				done(resp)
+			})
+			return
+		}
+		done := o.done
+		out.add(func() { done(resp) })
+		return
+	}
+	prev := c.mu.pending
+	next, err := prev.Apply(o.recs...)
+	if err != nil {
+		// The handlers validate against the pending image: this is a bug.
+		c.log.Error("controller: records do not apply to the pending image", "op", o.name(), "err", err)
+		if o.done != nil {
+			r := ErrorResponse(o.req, kerr.UnknownServerError.Code, "internal error: "+err.Error())
+			done := o.done
+			out.add(func() { done(r) })
+		}
+		return
+	}
+	c.mu.pending = next
+	p := &proposal{ch: c.q.Propose(o.recs), term: c.mu.term, op: o}
+	select {
+	case r := <-p.ch:
+		p.res = &r
+		if r.Err != nil {
+			// Nothing was appended (not the leader, busy, invalid): nothing else was
+			// built on next, so prev is exact.
+			c.mu.pending = prev
+			c.log.Warn("controller: proposal refused", "op", o.name(), "err", r.Err)
+			c.answerFailedLocked(p, out)
+			return
+		}
+	default:
+	}
+	c.mu.inflight = append(c.mu.inflight, p)
+	c.mu.termCount++
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
+	c.settleLocked(out)
+}
+
+func (o *op) name() string {
+	if o.what != "" {
+		return o.what
+	}
+	if o.req != nil {
+		return fmt.Sprintf("api %d", o.req.Key())
+	}
+	return "internal"
+}
+
+// lastOfTermLocked returns the newest unresolved proposal of the current term.
+func (c *Controller) lastOfTermLocked() *proposal {
+	for i := len(c.mu.inflight) - 1; i >= 0; i-- {
+		if p := c.mu.inflight[i]; p.term == c.mu.term && p.res == nil {
+			return p
+		}
+	}
+	return nil
+}
+
+// settleLocked answers, in order, the proposals whose results were observed.
+func (c *Controller) settleLocked(out *callbacks) {
+	kept := c.mu.inflight[:0]
+	for _, p := range c.mu.inflight {
+		if p.res == nil {
+			kept = append(kept, p)
+			continue
+		}
+		current := p.term == c.mu.term && c.mu.active
+		if current {
+			c.mu.termCount--
+		}
+		if p.res.Err != nil {
+			if current && !c.mu.quiescing {
+				c.log.Warn("controller: proposal failed; waiting for the proposals in flight before validating again",
+					"op", p.op.name(), "err", p.res.Err)
+				c.mu.quiescing = true
+			}
+			c.answerFailedLocked(p, out)
+			continue
+		}
+		o := p.op
+		if o.finish != nil {
+			r := o.finish(p.res.Offset)
+			if o.done != nil {
+				done := o.done
+				out.add(func() { done(r) })
+			}
+		}
+		for _, f := range p.after {
+			out.add(func() { f(true) })
+		}
+	}
+	clear(c.mu.inflight[len(kept):])
+	c.mu.inflight = kept
+	if c.mu.quiescing && c.mu.termCount == 0 && c.mu.active {
+		_, im := c.q.Committed()
+		c.mu.pending = im
+		c.mu.quiescing = false
+		deferred := c.mu.deferred
+		c.mu.deferred = nil
+		for _, d := range deferred {
+			c.submitLocked(d.req, d.done, out)
+		}
+	}
+}
+
+func (c *Controller) answerFailedLocked(p *proposal, out *callbacks) {
+	if p.op.done != nil {
+		r := ErrorResponse(p.op.req, kerr.NotController.Code, "")
+		done := p.op.done
+		out.add(func() { done(r) })
+	}
+	for _, f := range p.after {
+		out.add(func() { f(false) })
+	}
+}
+
+// refreshLocked follows the quorum's leadership: it activates this controller when
+// its voter becomes ready for writes in a new term, and deactivates it when the
+// voter stops leading.
+func (c *Controller) refreshLocked(out *callbacks) {
+	if c.mu.closed {
+		return
+	}
+	lead := c.q.CurrentLeadership()
+	if c.mu.active && (!lead.IsLeader || lead.Term != c.mu.term) {
+		c.log.Info("controller: no longer active", "term", c.mu.term, "leader", lead.Leader, "new term", lead.Term)
+		c.deactivateLocked(out)
+	}
+	if !c.mu.active && lead.ReadyForWrites {
+		c.activateLocked(lead.Term)
+	}
+}
+
+// activateLocked starts a term of leadership: the pending image is the committed
+// one, and every registered broker gets a fresh session.
+func (c *Controller) activateLocked(term uint64) {
+	off, im := c.q.Committed()
+	now := c.clock.Now()
+	c.mu.active, c.mu.term, c.mu.pending = true, term, im
+	c.mu.termCount, c.mu.quiescing, c.mu.activatedAt = 0, false, off
+	c.mu.sessions = map[int32]*session{}
+	for _, b := range im.Brokers() {
+		c.mu.sessions[b.ID] = &session{epoch: b.Epoch, expires: now.Add(c.cfg.SessionTimeout), lastSeen: now,
+			required: off, shutdownOffset: off}
+	}
+	c.mu.nextRebalance = now.Add(c.cfg.RebalanceInterval)
+	c.log.Info("controller: active", "node", c.cfg.NodeID, "term", term, "offset", off, "brokers", len(c.mu.sessions))
+}
+
+func (c *Controller) deactivateLocked(out *callbacks) {
+	if !c.mu.active {
+		return
+	}
+	c.mu.active, c.mu.pending, c.mu.quiescing, c.mu.termCount = false, nil, false, 0
+	c.mu.sessions = map[int32]*session{}
+	for _, d := range c.mu.deferred {
+		r := ErrorResponse(d.req, kerr.NotController.Code, "")
+		done := d.done
+		out.add(func() { done(r) })
+	}
+	c.mu.deferred = nil
+}
+
+// onTimer is the periodic check: leadership, broker sessions, rebalance.
+func (c *Controller) onTimer() {
+	c.mu.Lock()
+	if c.mu.closed {
+		c.mu.Unlock()
+		return
+	}
+	var out callbacks
+	for _, p := range c.mu.inflight {
+		if p.res == nil {
+			select {
+			case r := <-p.ch:
+				p.res = &r
+			default:
+			}
+		}
+	}
+	c.settleLocked(&out)
+	c.refreshLocked(&out)
+	if c.mu.active && !c.mu.quiescing {
+		c.expireSessionsLocked(&out)
+		c.maybeRebalanceLocked(&out)
+	}
+	c.mu.timer = c.clock.AfterFunc(c.cfg.TickInterval, c.onTimer)
+	c.mu.Unlock()
+	out.run()
+}
+
+// expireSessionsLocked fences every unfenced broker whose session expired.
+func (c *Controller) expireSessionsLocked(out *callbacks) {
+	now := c.clock.Now()
+	ids := make([]int32, 0, len(c.mu.sessions))
+	for id := range c.mu.sessions {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		s := c.mu.sessions[id]
+		b, ok := c.mu.pending.Broker(id)
+		if !ok || b.Epoch != s.epoch {
+			delete(c.mu.sessions, id)
+			continue
+		}
+		if b.Fenced || !now.After(s.expires) {
+			continue
+		}
+		recs := FenceBrokerRecords(c.mu.pending, id, c.uncleanFunc(c.mu.pending))
+		if len(recs) == 0 {
+			continue
+		}
+		c.log.Warn("controller: broker session expired: fencing it", "broker", id, "epoch", b.Epoch,
+			"last heartbeat", now.Sub(s.lastSeen), "partition changes", len(recs)-1)
+		c.runLocked(&op{recs: recs, what: "fence broker " + strconv.Itoa(int(id))}, out)
+	}
+}
+
+// maybeRebalanceLocked runs the automatic preferred-leader rebalance when due.
+func (c *Controller) maybeRebalanceLocked(out *callbacks) {
+	now := c.clock.Now()
+	if now.Before(c.mu.nextRebalance) {
+		return
+	}
+	c.mu.nextRebalance = now.Add(c.cfg.RebalanceInterval)
+	l := c.layers(c.mu.pending, "")
+	if l.BrokerValue("auto.leader.rebalance.enable") != "true" {
+		return
+	}
+	pct := int(l.BrokerInt("leader.imbalance.per.broker.percentage"))
+	if recs := RebalanceRecords(c.mu.pending, pct, rebalanceBatch); len(recs) > 0 {
+		c.log.Info("controller: moving leadership back to preferred replicas", "partitions", len(recs))
+		c.runLocked(&op{recs: recs, what: "preferred leader rebalance"}, out)
+	}
+}
+
+// layers returns the config layers of this node in im, for topic ("" for broker
+// keys only).
+func (c *Controller) layers(im *metadata.Image, topic string) configs.Layers {
+	return configs.ForImage(im, c.cfg.NodeID, c.cfg.Static, topic)
+}
+
+// uncleanFunc resolves unclean.leader.election.enable per topic in im.
+func (c *Controller) uncleanFunc(im *metadata.Image) UncleanFunc {
+	return func(topic string) bool {
+		return c.layers(im, topic).TopicValue("unclean.leader.election.enable") == "true"
+	}
+}
+
+// dispatchLocked builds the op of a request.
+func (c *Controller) dispatchLocked(req kmsg.Request) *op {
+	switch r := req.(type) {
+	case *kmsg.BrokerRegistrationRequest:
+		return c.brokerRegistrationLocked(r)
+	case *kmsg.BrokerHeartbeatRequest:
+		return c.brokerHeartbeatLocked(r)
+	case *kmsg.AlterPartitionRequest:
+		return c.alterPartitionLocked(r)
+	case *kmsg.AllocateProducerIDsRequest:
+		return c.allocateProducerIDsLocked(r)
+	case *kmsg.CreateTopicsRequest:
+		return c.createTopicsLocked(r)
+	case *kmsg.DeleteTopicsRequest:
+		return c.deleteTopicsLocked(r)
+	case *kmsg.CreatePartitionsRequest:
+		return c.createPartitionsLocked(r)
+	case *kmsg.AlterConfigsRequest:
+		return c.alterConfigsLocked(r)
+	case *kmsg.IncrementalAlterConfigsRequest:
+		return c.incrementalAlterConfigsLocked(r)
+	case *kmsg.ElectLeadersRequest:
+		return c.electLeadersLocked(r)
+	case *kmsg.AlterPartitionAssignmentsRequest:
+		return c.alterReassignmentsLocked(r)
+	case *kmsg.ListPartitionReassignmentsRequest:
+		return c.listReassignmentsLocked(r)
+	case *kmsg.DescribeQuorumRequest:
+		return c.describeQuorumLocked(r)
+	}
+	return &op{resp: ErrorResponse(req, kerr.UnsupportedVersion.Code, "not a controller API")}
+}
+
+// Serves reports whether the controller answers req's API.
+func Serves(req kmsg.Request) bool {
+	switch req.(type) {
+	case *kmsg.BrokerRegistrationRequest, *kmsg.BrokerHeartbeatRequest, *kmsg.AlterPartitionRequest,
+		*kmsg.AllocateProducerIDsRequest, *kmsg.CreateTopicsRequest, *kmsg.DeleteTopicsRequest,
+		*kmsg.CreatePartitionsRequest, *kmsg.AlterConfigsRequest, *kmsg.IncrementalAlterConfigsRequest,
+		*kmsg.ElectLeadersRequest, *kmsg.AlterPartitionAssignmentsRequest, *kmsg.ListPartitionReassignmentsRequest,
+		*kmsg.DescribeQuorumRequest:
+		return true
+	}
+	return false
+}

@@ -1,0 +1,272 @@
+package controller
+
+import (
+	"math"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-broker/samsa/coordinator/metadata"
+)
+
+// brokerRegistrationLocked is BrokerRegistration (62): a broker joins, or a new
+// incarnation of it replaces the old. The cluster id must be this cluster's
+// (INCONSISTENT_CLUSTER_ID); a broker id whose registration has a live session and
+// another incarnation id is refused (DUPLICATE_BROKER_REGISTRATION); a registration
+// without listeners, with a listener twice or a bad port is INVALID_REQUEST. The
+// broker registers fenced with epoch max(MaxBrokerEpoch, committed offset) + 1;
+// a re-registration also leaves the old incarnation's ISRs and leaderships
+// (RegisterBrokerRecords). Answered with the epoch once committed.
+func (c *Controller) brokerRegistrationLocked(r *kmsg.BrokerRegistrationRequest) *op {
+	fail := func(code *kerr.Error) *op {
+		resp := r.ResponseKind().(*kmsg.BrokerRegistrationResponse)
+		resp.SetVersion(r.GetVersion())
+		resp.ErrorCode, resp.BrokerEpoch = code.Code, -1
+		return &op{resp: resp}
+	}
+	if c.cfg.ClusterID != "" && r.ClusterID != c.cfg.ClusterID {
+		c.log.Warn("controller: registration refused: another cluster id", "broker", r.BrokerID, "cluster id", r.ClusterID, "ours", c.cfg.ClusterID)
+		return fail(kerr.InconsistentClusterID)
+	}
+	if r.BrokerID < 0 || len(r.Listeners) == 0 {
+		return fail(kerr.InvalidRequest)
+	}
+	eps := make([]metadata.Endpoint, 0, len(r.Listeners))
+	for _, l := range r.Listeners {
+		if l.Name == "" || l.Host == "" || l.Port == 0 {
+			return fail(kerr.InvalidRequest)
+		}
+		for _, e := range eps {
+			if e.Name == l.Name {
+				return fail(kerr.InvalidRequest)
+			}
+		}
+		eps = append(eps, metadata.Endpoint{Name: l.Name, Host: l.Host, Port: int32(l.Port), SecurityProtocol: l.SecurityProtocol})
+	}
+	im := c.mu.pending
+	now := c.clock.Now()
+	if cur, ok := im.Broker(r.BrokerID); ok && cur.IncarnationID != metadata.UUID(r.IncarnationID) && c.liveSessionLocked(cur, now) {
+		c.log.Warn("controller: registration refused: the broker id is registered with a live session",
+			"broker", r.BrokerID, "incarnation", metadata.UUID(r.IncarnationID), "registered incarnation", cur.IncarnationID)
+		return fail(kerr.DuplicateBrokerRegistration)
+	}
+	committed, _ := c.q.Committed()
+	epoch := int64(max(uint64(im.MaxBrokerEpoch()), committed)) + 1
+	reg := &metadata.RegisterBrokerRecord{ID: r.BrokerID, IncarnationID: metadata.UUID(r.IncarnationID), Epoch: epoch,
+		Endpoints: eps, Fenced: true}
+	if r.Rack != nil {
+		reg.Rack = metadata.StringPtr(*r.Rack)
+	}
+	recs := RegisterBrokerRecords(im, reg, c.uncleanFunc(im))
+	if len(recs) == 0 {
+		return fail(kerr.InvalidRequest)
+	}
+	s := &session{epoch: epoch, expires: now.Add(c.cfg.SessionTimeout), lastSeen: now, required: noOffset, shutdownOffset: noOffset}
+	c.mu.sessions[r.BrokerID] = s
+	c.log.Info("controller: registering broker", "broker", r.BrokerID, "epoch", epoch, "incarnation", reg.IncarnationID)
+	return &op{recs: recs, finish: func(offset uint64) kmsg.Response {
+		s.required = offset
+		resp := r.ResponseKind().(*kmsg.BrokerRegistrationResponse)
+		resp.SetVersion(r.GetVersion())
+		resp.BrokerEpoch = epoch
+		return resp
+	}}
+}
+
+// liveSessionLocked reports whether broker b is unfenced with an unexpired session.
+func (c *Controller) liveSessionLocked(b metadata.BrokerImage, now time.Time) bool {
+	s := c.mu.sessions[b.ID]
+	return !b.Fenced && s != nil && s.epoch == b.Epoch && !now.After(s.expires)
+}
+
+// brokerHeartbeatLocked is BrokerHeartbeat (63): it refreshes the broker's session
+// and moves it along Kafka's broker states:
+//
+//	fenced ──caught up──▶ unfenced ──WantShutDown──▶ controlled shutdown ──leads nothing,
+//	  ▲  │                  │                          │   active brokers caught up──▶ fenced,
+//	  │  └─WantShutDown──▶ ShouldShutDown              │                                ShouldShutDown
+//	  └────── WantFence ────┴──────── WantFence ───────┘
+//
+// "Caught up" is its reported metadata offset reaching its registration's. An
+// unregistered broker is BROKER_ID_NOT_REGISTERED, another epoch
+// STALE_BROKER_EPOCH. Answered once the records (if any) commit.
+func (c *Controller) brokerHeartbeatLocked(r *kmsg.BrokerHeartbeatRequest) *op {
+	resp := r.ResponseKind().(*kmsg.BrokerHeartbeatResponse)
+	resp.SetVersion(r.GetVersion())
+	resp.IsFenced = true
+	im := c.mu.pending
+	b, ok := im.Broker(r.BrokerID)
+	if !ok {
+		resp.ErrorCode = kerr.BrokerIDNotRegistered.Code
+		return &op{resp: resp}
+	}
+	if b.Epoch != r.BrokerEpoch {
+		resp.ErrorCode = kerr.StaleBrokerEpoch.Code
+		return &op{resp: resp}
+	}
+	now := c.clock.Now()
+	s := c.mu.sessions[b.ID]
+	if s == nil || s.epoch != b.Epoch {
+		s = &session{epoch: b.Epoch, required: c.mu.activatedAt, shutdownOffset: c.mu.activatedAt}
+		c.mu.sessions[b.ID] = s
+	}
+	s.expires, s.lastSeen = now.Add(c.cfg.SessionTimeout), now
+	if r.CurrentMetadataOffset > 0 {
+		s.offset = max(s.offset, uint64(r.CurrentMetadataOffset))
+	}
+	caughtUp := s.required != noOffset && s.offset >= s.required
+	resp.IsCaughtUp = caughtUp
+	unclean := c.uncleanFunc(im)
+	var recs []metadata.Record
+	fencedAfter, shouldShutdown := b.Fenced, false
+	markShutdown := false
+	switch {
+	case b.Fenced:
+		switch {
+		case r.WantShutdown:
+			shouldShutdown = true
+		case r.WantFence:
+		case caughtUp:
+			recs, fencedAfter = UnfenceBrokerRecords(im, b.ID, unclean), false
+			c.log.Info("controller: broker caught up: unfencing it", "broker", b.ID, "epoch", b.Epoch, "offset", s.offset)
+		}
+	case b.InControlledShutdown:
+		switch {
+		case r.WantFence:
+			recs, fencedAfter = FenceBrokerRecords(im, b.ID, unclean), true
+		case c.shutdownCompleteLocked(im, b.ID, s):
+			recs, fencedAfter, shouldShutdown = FenceBrokerRecords(im, b.ID, unclean), true, true
+			c.log.Info("controller: controlled shutdown complete", "broker", b.ID)
+		}
+	default:
+		switch {
+		case r.WantFence:
+			recs, fencedAfter = FenceBrokerRecords(im, b.ID, unclean), true
+		case r.WantShutdown:
+			recs, markShutdown = ControlledShutdownRecords(im, b.ID, unclean), true
+			s.shutdownOffset = noOffset
+			c.log.Info("controller: broker in controlled shutdown: moving its leaderships", "broker", b.ID, "partition changes", len(recs)-1)
+		}
+	}
+	resp.IsFenced, resp.ShouldShutdown = fencedAfter, shouldShutdown
+	if len(recs) == 0 {
+		return &op{resp: resp}
+	}
+	return &op{recs: recs, finish: func(offset uint64) kmsg.Response {
+		if markShutdown {
+			s.shutdownOffset = offset
+		}
+		return resp
+	}}
+}
+
+// shutdownCompleteLocked reports whether broker id, in controlled shutdown, may stop:
+// it leads nothing and every active broker has applied its shutdown records (so the
+// new leaders know they lead).
+func (c *Controller) shutdownCompleteLocked(im *metadata.Image, id int32, s *session) bool {
+	if s.shutdownOffset == noOffset || LeadsAny(im, id) {
+		return false
+	}
+	for _, b := range im.Brokers() {
+		if b.ID == id || b.Fenced || b.InControlledShutdown {
+			continue
+		}
+		o := c.mu.sessions[b.ID]
+		if o == nil || o.offset < s.shutdownOffset {
+			return false
+		}
+	}
+	return true
+}
+
+// allocateProducerIDsLocked is AllocateProducerIds (67): a block of 1,000 producer
+// ids from the next free one. STALE_BROKER_EPOCH for an unknown broker or epoch.
+func (c *Controller) allocateProducerIDsLocked(r *kmsg.AllocateProducerIDsRequest) *op {
+	resp := r.ResponseKind().(*kmsg.AllocateProducerIDsResponse)
+	resp.SetVersion(r.GetVersion())
+	im := c.mu.pending
+	if b, ok := im.Broker(r.BrokerID); !ok || b.Epoch != r.BrokerEpoch {
+		resp.ErrorCode = kerr.StaleBrokerEpoch.Code
+		return &op{resp: resp}
+	}
+	start := im.NextProducerID()
+	if start > math.MaxInt64-producerIDBlock {
+		resp.ErrorCode = kerr.UnknownServerError.Code
+		return &op{resp: resp}
+	}
+	rec := &metadata.ProducerIDsRecord{BrokerID: r.BrokerID, BrokerEpoch: r.BrokerEpoch, NextProducerID: start + producerIDBlock}
+	return &op{recs: []metadata.Record{rec}, finish: func(uint64) kmsg.Response {
+		resp.ProducerIDStart, resp.ProducerIDLen = start, producerIDBlock
+		return resp
+	}}
+}
+
+// MetadataTopic is the name of the metadata log as DescribeQuorum and the metadata
+// fetch name it.
+const MetadataTopic = "__cluster_metadata"
+
+// describeQuorumLocked is DescribeQuorum (55) from the voter's Status: the leader,
+// its term as the epoch, the high watermark (commit index + 1), each voter's log end
+// and contact times, and the brokers as observers (the metadata offset their last
+// heartbeat reported).
+func (c *Controller) describeQuorumLocked(r *kmsg.DescribeQuorumRequest) *op {
+	resp := r.ResponseKind().(*kmsg.DescribeQuorumResponse)
+	resp.SetVersion(r.GetVersion())
+	st := c.q.Status()
+	ms := func(t time.Time) int64 {
+		if t.IsZero() {
+			return -1
+		}
+		return t.UnixMilli()
+	}
+	for _, t := range r.Topics {
+		rt := kmsg.NewDescribeQuorumResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewDescribeQuorumResponseTopicPartition()
+			rp.Partition = p.Partition
+			if t.Topic != MetadataTopic || p.Partition != 0 {
+				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				rt.Partitions = append(rt.Partitions, rp)
+				continue
+			}
+			rp.LeaderID, rp.LeaderEpoch, rp.HighWatermark = st.Leader, int32(min(st.Term, math.MaxInt32)), int64(st.CommitIndex+1)
+			for _, v := range st.Voters {
+				rs := kmsg.NewDescribeQuorumResponseTopicPartitionReplicaState()
+				rs.ReplicaID, rs.LogEndOffset = v.ID, int64(v.MatchIndex+1)
+				if v.ID == st.NodeID {
+					rs.LogEndOffset = int64(st.LastIndex + 1)
+				}
+				rs.LastFetchTimestamp, rs.LastCaughtUpTimestamp = ms(v.LastContact), ms(v.LastCaughtUp)
+				rp.CurrentVoters = append(rp.CurrentVoters, rs)
+			}
+			ids := make([]int32, 0, len(c.mu.sessions))
+			for id := range c.mu.sessions {
+				ids = append(ids, id)
+			}
+			sortInt32s(ids)
+			for _, id := range ids {
+				s := c.mu.sessions[id]
+				rs := kmsg.NewDescribeQuorumResponseTopicPartitionReplicaState()
+				rs.ReplicaID, rs.LogEndOffset, rs.LastFetchTimestamp, rs.LastCaughtUpTimestamp = id, int64(s.offset+1), ms(s.lastSeen), -1
+				rp.Observers = append(rp.Observers, rs)
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	if r.GetVersion() >= 2 {
+		ids := make([]int32, 0, len(c.cfg.VoterListeners))
+		for id := range c.cfg.VoterListeners {
+			ids = append(ids, id)
+		}
+		sortInt32s(ids)
+		for _, id := range ids {
+			n := kmsg.NewDescribeQuorumResponseNode()
+			n.NodeID, n.Listeners = id, c.cfg.VoterListeners[id]
+			resp.Nodes = append(resp.Nodes, n)
+		}
+	}
+	return &op{resp: resp}
+}

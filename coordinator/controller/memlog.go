@@ -1,0 +1,484 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/samsa-broker/samsa/coordinator/metadata"
+)
+
+// Errors of MemLog's proposals (the real quorum has its own of the same meaning).
+var (
+	ErrMemNotLeader = errors.New("memlog: not the leader")
+	ErrMemLost      = errors.New("memlog: proposal lost (leadership lost)")
+	ErrMemRejected  = errors.New("memlog: committed entry rejected by the state machine")
+)
+
+// MemLog is an in-memory model of the metadata quorum for tests and simulations: one
+// committed log shared by its voters (MemVoter), with leadership assigned by the
+// caller. It is not a consensus protocol; it is what a correct one shows, step by
+// step: one leader per term; an entry once committed is never lost or changed; a
+// leader's proposals wait until Commit; a proposal pending at a change of leader is
+// either committed by the next term or dropped, and its proposer learns ErrMemLost
+// in both cases (as raft's "may still have committed"); each voter applies the
+// committed entries at its own pace (CatchUp), and leads for writes only once it has
+// applied its term's first entry. Safe for concurrent use.
+//
+// With SetAuto(true) every proposal commits at once and every voter applies it: a
+// one-voter quorum that needs no driving, for tests of code above the quorum.
+type MemLog struct {
+	mu      sync.Mutex
+	term    uint64
+	leader  int32 // -1: none
+	auto    bool
+	entries []memEntry // committed entries after the snapshot, offsets consecutive
+	end     uint64     // the last committed offset
+	image   *metadata.Image
+	snap    memSnapshot
+	pending []*memProposal // the leader's proposals, not yet committed
+	voters  map[int32]*MemVoter
+	log     *slog.Logger
+}
+
+type memEntry struct {
+	offset uint64
+	term   uint64
+	data   []byte
+	prop   *memProposal // the proposal it commits, if any
+}
+
+type memSnapshot struct {
+	offset, term uint64
+	data         []byte
+}
+
+type memProposal struct {
+	voter int32
+	term  uint64
+	data  []byte
+	ch    chan ProposeResult
+	done  bool
+}
+
+// NewMemLog returns a log of the given voters, with no leader (call Elect).
+func NewMemLog(voters ...int32) *MemLog {
+	l := &MemLog{leader: -1, image: &metadata.Image{}, voters: map[int32]*MemVoter{}, log: slog.New(slog.DiscardHandler)}
+	for _, id := range voters {
+		l.voters[id] = &MemVoter{l: l, id: id, image: &metadata.Image{}, changed: make(chan struct{})}
+	}
+	return l
+}
+
+// NewSingleMemLog returns a one-voter log whose voter leads and is ready for writes,
+// committing every proposal at once (SetAuto).
+func NewSingleMemLog(id int32) (*MemLog, *MemVoter) {
+	l := NewMemLog(id)
+	l.SetAuto(true)
+	l.Elect(id, 0)
+	return l, l.Voter(id)
+}
+
+// SetAuto makes every proposal commit at once, and every live voter apply it.
+func (l *MemLog) SetAuto(on bool) {
+	l.mu.Lock()
+	l.auto = on
+	l.mu.Unlock()
+}
+
+// Voter returns voter id (nil if it is not one).
+func (l *MemLog) Voter(id int32) *MemVoter {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.voters[id]
+}
+
+// Term returns the current term and leader (-1: none).
+func (l *MemLog) Term() (uint64, int32) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.term, l.leader
+}
+
+// End returns the last committed offset.
+func (l *MemLog) End() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.end
+}
+
+// Image returns the image at the last committed offset.
+func (l *MemLog) Image() (uint64, *metadata.Image) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.end, l.image
+}
+
+// PendingCount returns the number of proposals waiting for Commit.
+func (l *MemLog) PendingCount() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.pending)
+}
+
+// Entries returns the committed entries from offset from on that the log still
+// holds (not compacted), for checkers.
+func (l *MemLog) Entries(from uint64) []MetadataEntry {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []MetadataEntry
+	for _, e := range l.entries {
+		if e.offset >= from {
+			out = append(out, MetadataEntry{Offset: e.offset, Data: e.data})
+		}
+	}
+	return out
+}
+
+// Elect starts a new term led by voter id (-1: no leader). The first keep proposals
+// pending under the old leader commit in the new term (the rest are dropped); every
+// one of them fails with ErrMemLost. Then the new term's empty entry commits. The new
+// leader is ready for writes once it has applied that entry (CatchUp; at once with
+// SetAuto).
+func (l *MemLog) Elect(id int32, keep int) {
+	l.mu.Lock()
+	var res []resolvedProp
+	keep = min(max(keep, 0), len(l.pending))
+	for i, p := range l.pending {
+		if i < keep {
+			l.appendLocked(p.term, p.data, nil)
+		}
+		res = append(res, resolvedProp{p, ProposeResult{Err: fmt.Errorf("%w: term %d ended", ErrMemLost, l.term)}})
+		p.done = true
+	}
+	l.pending = nil
+	l.term++
+	l.leader = id
+	if id >= 0 {
+		l.appendLocked(l.term, nil, nil)
+	}
+	auto := l.auto
+	l.mu.Unlock()
+	deliver(res)
+	if auto {
+		l.catchUpAll()
+	}
+}
+
+// Commit commits the first n pending proposals (all if n < 0) in order and returns
+// how many it committed. Their proposers learn the result when they apply them.
+func (l *MemLog) Commit(n int) int {
+	l.mu.Lock()
+	if n < 0 || n > len(l.pending) {
+		n = len(l.pending)
+	}
+	for _, p := range l.pending[:n] {
+		l.appendLocked(p.term, p.data, p)
+	}
+	l.pending = append(l.pending[:0:0], l.pending[n:]...)
+	l.mu.Unlock()
+	return n
+}
+
+// appendLocked commits one entry and applies it to the log's reference image.
+func (l *MemLog) appendLocked(term uint64, data []byte, p *memProposal) {
+	l.end++
+	l.entries = append(l.entries, memEntry{offset: l.end, term: term, data: data, prop: p})
+	if data != nil {
+		if im, err := applyEntry(l.image, data); err == nil {
+			l.image = im
+		}
+	}
+}
+
+// Compact takes a snapshot at the last committed offset and drops the entries it
+// covers. Voters behind it install the snapshot when they catch up.
+func (l *MemLog) Compact() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	data, err := metadata.EncodeSnapshot(nil, l.image)
+	if err != nil {
+		l.log.Error("memlog: snapshot", "err", err)
+		return
+	}
+	term := l.term
+	if n := len(l.entries); n > 0 {
+		term = l.entries[n-1].term
+	}
+	l.snap = memSnapshot{offset: l.end, term: term, data: data}
+	l.entries = nil
+}
+
+func (l *MemLog) catchUpAll() {
+	l.mu.Lock()
+	vs := make([]*MemVoter, 0, len(l.voters))
+	for _, v := range l.voters {
+		vs = append(vs, v)
+	}
+	l.mu.Unlock()
+	for _, v := range vs {
+		v.CatchUp(^uint64(0))
+	}
+}
+
+// applyEntry decodes an entry frame and applies its records.
+func applyEntry(im *metadata.Image, data []byte) (*metadata.Image, error) {
+	recs, _, err := metadata.DecodeEntry(data)
+	if err != nil {
+		return nil, err
+	}
+	return im.Apply(recs...)
+}
+
+type resolvedProp struct {
+	p   *memProposal
+	res ProposeResult
+}
+
+func deliver(rs []resolvedProp) {
+	for _, r := range rs {
+		r.p.ch <- r.res
+	}
+}
+
+// MemVoter is one voter of a MemLog: a Quorum and a CommittedLog.
+type MemVoter struct {
+	l       *MemLog
+	id      int32
+	mu      sync.Mutex // guards the fields below; taken after l.mu, never before
+	down    bool
+	applied uint64
+	term    uint64 // term of the last applied entry
+	image   *metadata.Image
+	changed chan struct{} // closed when applied moves
+}
+
+var (
+	_ Quorum       = (*MemVoter)(nil)
+	_ CommittedLog = (*MemVoter)(nil)
+)
+
+// ID returns the voter's node id.
+func (v *MemVoter) ID() int32 { return v.id }
+
+// Propose implements Quorum.
+func (v *MemVoter) Propose(recs []metadata.Record) <-chan ProposeResult {
+	ch := make(chan ProposeResult, 1)
+	l := v.l
+	l.mu.Lock()
+	v.mu.Lock()
+	down := v.down
+	v.mu.Unlock()
+	if l.leader != v.id || down {
+		l.mu.Unlock()
+		ch <- ProposeResult{Err: ErrMemNotLeader}
+		return ch
+	}
+	if len(recs) == 0 {
+		l.mu.Unlock()
+		ch <- ProposeResult{Err: errors.New("memlog: no records")}
+		return ch
+	}
+	p := &memProposal{voter: v.id, term: l.term, data: metadata.EncodeEntry(nil, recs...), ch: ch}
+	l.pending = append(l.pending, p)
+	auto := l.auto
+	l.mu.Unlock()
+	if auto {
+		l.Commit(-1)
+		l.catchUpAll()
+	}
+	return ch
+}
+
+// Committed implements Quorum.
+func (v *MemVoter) Committed() (uint64, *metadata.Image) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.applied, v.image
+}
+
+// CurrentLeadership implements Quorum.
+func (v *MemVoter) CurrentLeadership() Leadership {
+	v.l.mu.Lock()
+	term, leader := v.l.term, v.l.leader
+	v.l.mu.Unlock()
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.down {
+		return Leadership{Leader: -1, Term: term}
+	}
+	lead := Leadership{Leader: leader, Term: term, IsLeader: leader == v.id}
+	lead.ReadyForWrites = lead.IsLeader && v.term == term
+	return lead
+}
+
+// Status implements Quorum.
+func (v *MemVoter) Status() QuorumStatus {
+	l := v.l
+	l.mu.Lock()
+	s := QuorumStatus{NodeID: v.id, Leader: l.leader, Term: l.term, CommitIndex: l.end, LastIndex: l.end + uint64(len(l.pending))}
+	var ids []int32
+	if l.leader == v.id {
+		for id := range l.voters {
+			ids = append(ids, id)
+		}
+	}
+	voters := l.voters
+	l.mu.Unlock()
+	sortInt32s(ids)
+	for _, id := range ids {
+		o := voters[id]
+		o.mu.Lock()
+		s.Voters = append(s.Voters, VoterStatus{ID: id, MatchIndex: o.applied})
+		o.mu.Unlock()
+	}
+	return s
+}
+
+// Crash stops the voter: it proposes and applies nothing until Restart. What it has
+// applied is committed, hence durable: Restart resumes from it.
+func (v *MemVoter) Crash() {
+	v.mu.Lock()
+	v.down = true
+	v.mu.Unlock()
+}
+
+// Restart brings a crashed voter back.
+func (v *MemVoter) Restart() {
+	v.mu.Lock()
+	v.down = false
+	v.mu.Unlock()
+}
+
+// Down reports whether the voter is crashed.
+func (v *MemVoter) Down() bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.down
+}
+
+// CatchUp applies the committed entries up to offset upTo (installing the log's
+// snapshot first when the entries it needs are compacted) and resolves this voter's
+// proposals among them. It returns the applied offset.
+func (v *MemVoter) CatchUp(upTo uint64) uint64 {
+	l := v.l
+	l.mu.Lock()
+	v.mu.Lock()
+	if v.down {
+		v.mu.Unlock()
+		l.mu.Unlock()
+		return v.applied
+	}
+	var res []resolvedProp
+	moved := false
+	if v.applied < l.snap.offset && (len(l.entries) == 0 || l.entries[0].offset > v.applied+1) && upTo >= l.snap.offset {
+		im, err := metadata.DecodeSnapshot(l.snap.data)
+		if err == nil {
+			v.image, v.applied, v.term, moved = im, l.snap.offset, l.snap.term, true
+		}
+	}
+	for _, e := range l.entries {
+		if e.offset <= v.applied {
+			continue
+		}
+		if e.offset > upTo || e.offset != v.applied+1 {
+			break
+		}
+		var err error
+		if e.data != nil {
+			var im *metadata.Image
+			if im, err = applyEntry(v.image, e.data); err == nil {
+				v.image = im
+			} else {
+				l.log.Error("memlog: committed entry rejected", "offset", e.offset, "err", err)
+			}
+		}
+		v.applied, v.term, moved = e.offset, e.term, true
+		if p := e.prop; p != nil && p.voter == v.id && !p.done {
+			p.done = true
+			r := ProposeResult{Offset: e.offset}
+			if err != nil {
+				r.Err = fmt.Errorf("%w: %v", ErrMemRejected, err)
+			}
+			res = append(res, resolvedProp{p, r})
+		}
+	}
+	if moved {
+		close(v.changed)
+		v.changed = make(chan struct{})
+	}
+	applied := v.applied
+	v.mu.Unlock()
+	l.mu.Unlock()
+	deliver(res)
+	return applied
+}
+
+// ReadCommitted implements CommittedLog: entries this voter has applied.
+func (v *MemVoter) ReadCommitted(from uint64, maxBytes int) (LogRead, error) {
+	from = max(from, 1)
+	l := v.l
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	v.mu.Lock()
+	applied := v.applied
+	v.mu.Unlock()
+	res := LogRead{Committed: applied, Leader: l.leader, Term: l.term}
+	if from > applied {
+		return res, nil
+	}
+	if len(l.entries) == 0 || from < l.entries[0].offset {
+		if from <= l.snap.offset {
+			res.SnapshotNeeded, res.SnapshotOffset = true, l.snap.offset
+			return res, nil
+		}
+	}
+	size := 0
+	for _, e := range l.entries {
+		if e.offset < from {
+			continue
+		}
+		if e.offset > applied || (len(res.Entries) > 0 && size+len(e.data) > maxBytes) {
+			break
+		}
+		res.Entries = append(res.Entries, MetadataEntry{Offset: e.offset, Data: e.data})
+		size += len(e.data) + 12
+	}
+	return res, nil
+}
+
+// Snapshot implements CommittedLog.
+func (v *MemVoter) Snapshot() (uint64, uint64, []byte, error) {
+	v.l.mu.Lock()
+	defer v.l.mu.Unlock()
+	s := v.l.snap
+	return s.offset, s.term, s.data, nil
+}
+
+// WaitCommitted implements CommittedLog.
+func (v *MemVoter) WaitCommitted(ctx context.Context, after uint64) (uint64, error) {
+	for {
+		v.mu.Lock()
+		applied, ch := v.applied, v.changed
+		v.mu.Unlock()
+		if applied > after {
+			return applied, nil
+		}
+		select {
+		case <-ctx.Done():
+			return applied, ctx.Err()
+		case <-ch:
+		}
+	}
+}
+
+// waitApplied is WaitCommitted with a deadline, for tests.
+func (v *MemVoter) waitApplied(after uint64, d time.Duration) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	_, err := v.WaitCommitted(ctx, after)
+	return err == nil
+}
