@@ -100,8 +100,12 @@ func (l *Log) recordDamage(d Damage) {
 	})
 	l.dmg.count.Store(int32(len(l.dmg.list)))
 	l.mu.Unlock()
-	l.m.report(l.tp.String(), failCorrupt, d.Err, "segment", d.Segment, "position", d.Pos,
-		"first_offset", d.FirstOffset, "last_offset", d.LastOffset, "found_by", d.FoundBy)
+	// Every finding is logged (once: a known range is not recorded again, and
+	// a log records at most maxDamages), outside the failure rate limit.
+	l.m.fail.counts[failCorrupt].Add(1)
+	l.m.logger.Error("damaged data found", "tp", l.tp.String(), "first_offset", d.FirstOffset,
+		"last_offset", d.LastOffset, "segment", d.Segment, "position", d.Pos, "size", d.Size,
+		"found_by", d.FoundBy, "err", d.Err)
 }
 
 // pruneDamageLocked drops the damage of segments no longer in the log, and

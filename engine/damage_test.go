@@ -164,22 +164,11 @@ func TestBackgroundScrubber(t *testing.T) {
 	m := openSmall(t, dir, Options{ScrubBytesPerSecond: 1 << 20, ScrubInterval: time.Hour})
 	defer m.Close()
 	l := m.Log(tp)
-	deadline := time.Now().Add(10 * time.Second)
-	for len(l.Damage()) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the scrubber found nothing in 10 s")
-		}
-		time.Sleep(5 * time.Millisecond) // polling a condition, with a deadline
-	}
+	eventually(t, 10*time.Second, "the scrubber finds the damage", func() bool { return len(l.Damage()) > 0 })
 	if d := l.Damage()[0]; d.FirstOffset != h.BaseOffset || d.FoundBy != foundByScrub {
 		t.Fatalf("damage %v", d)
 	}
-	for m.Stats().ScrubPasses == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("no scrub pass completed")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	eventually(t, 10*time.Second, "a scrub pass completes", func() bool { return m.Stats().ScrubPasses > 0 })
 }
 
 // A flipped byte in the last batch of a cleanly closed segment is found at

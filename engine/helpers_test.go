@@ -131,3 +131,15 @@ func readAll(t testing.TB, l *Log) []BatchHeader {
 }
 
 func isErr(err, target error) bool { return errors.Is(err, target) }
+
+// eventually polls cond until it holds, failing the test after timeout.
+func eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v", what, timeout)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
