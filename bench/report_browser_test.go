@@ -37,7 +37,7 @@ func TestReportsInChromium(t *testing.T) {
 	}
 	ctx := context.Background()
 	w := e2eWorkload(t)
-	w.Warmup, w.Duration = 0, Duration(time.Second)
+	w.Warmup, w.Duration = 0, Duration(2*time.Second)
 	spawn := SpawnOptions{SelfExe: self, WorkDir: t.TempDir()}
 	// kfake in process and as a child (its CPU and RSS from /proc), client and raw.
 	results, err := Compare(ctx, CompareConfig{Workload: w, Targets: []string{TargetKfake, TargetKfakeProc}, Rounds: 1, Spawn: spawn,
@@ -236,9 +236,11 @@ func renderedSections(t *testing.T, dom []byte) (map[string]renderedSection, str
 				inChart, chartDepth, chartDrawn = true, depth, false
 				s.charts++
 			case name == "polyline" && inChart && strings.Contains(attr(e, "class"), "series"):
-				if strings.Count(strings.TrimSpace(attr(e, "points")), ",") >= 1 {
+				if strings.Count(strings.TrimSpace(attr(e, "points")), ",") >= 2 { // a line: two points or more
 					chartDrawn = true
 				}
+			case name == "circle" && inChart && strings.Contains(attr(e, "class"), "point"):
+				chartDrawn = true
 			case name == "rect" && inChart && strings.Contains(attr(e, "class"), "bar"):
 				if w, err := strconv.ParseFloat(attr(e, "width"), 64); err == nil && w > 0 {
 					chartDrawn = true

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"html"
 	"io"
+	"math"
 	"os"
 )
 
@@ -42,6 +43,21 @@ func (rep *Report) targetColors() map[string]string {
 		}
 	}
 	return colors
+}
+
+// fullSeconds leaves out the points that close an interval of less than half a
+// second (the last, partial tick of a run): a rate over a few milliseconds is noise on
+// a per-second chart. The JSON keeps every point.
+func fullSeconds(pts []Point) []Point {
+	var out []Point
+	prev := 0.0
+	for _, p := range pts {
+		if p.T-prev >= 0.5 {
+			out = append(out, p)
+		}
+		prev = p.T
+	}
+	return out
 }
 
 // seriesOf makes one series per result, coloured by target and dashed for raw mode.
@@ -239,9 +255,10 @@ func (rep *Report) htmlSideBySide(b *bytes.Buffer) {
 				if i > 0 && c.Ratio != 0 {
 					dir := ""
 					switch {
+					case math.Abs(c.Ratio-1) < 0.005: // prints as 1.00×: neither
 					case c.Ratio > 1 && r.better == "higher", c.Ratio < 1 && r.better == "lower":
 						dir = " better"
-					case c.Ratio != 1:
+					default:
 						dir = " worse"
 					}
 					fmt.Fprintf(b, " <span class=\"ratio%s\">%.2f×</span>", dir, c.Ratio)
@@ -273,7 +290,7 @@ func (rep *Report) htmlCharts(b *bytes.Buffer) {
 				return nil
 			}
 			var pts [][2]float64
-			for _, p := range r.Series {
+			for _, p := range fullSeconds(r.Series) {
 				pts = append(pts, [2]float64{p.T, p.PubRate})
 			}
 			return pts
@@ -297,7 +314,7 @@ func (rep *Report) htmlCharts(b *bytes.Buffer) {
 			return nil // per-request latency: not the same quantity
 		}
 		var pts [][2]float64
-		for _, p := range r.Series {
+		for _, p := range fullSeconds(r.Series) {
 			v := p.E2EP99
 			if r.E2ELatency.Count == 0 {
 				v = p.PubP99
@@ -311,7 +328,7 @@ func (rep *Report) htmlCharts(b *bytes.Buffer) {
 	}))
 	chart("broker-cpu", "Broker CPU over time", "seconds", "broker cores busy", false, rep.seriesOf(func(r *Result) [][2]float64 {
 		var pts [][2]float64
-		for _, p := range r.Series {
+		for _, p := range fullSeconds(r.Series) {
 			if p.BrokerCores > 0 {
 				pts = append(pts, [2]float64{p.T, p.BrokerCores})
 			}

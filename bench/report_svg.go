@@ -9,7 +9,8 @@ import (
 )
 
 // Charts are inline SVG. A line chart is <svg class="chart" data-chart="..."> with one
-// <polyline class="series" data-target="..."> per series; a bar chart holds one
+// <polyline class="series" data-target="..."> per series (and a <circle class="point">
+// per point of a series of 20 points or fewer); a bar chart holds one
 // <rect class="bar" data-value="..."> per bar. Empty charts are never drawn: callers
 // leave the section out when there is nothing to plot.
 
@@ -78,11 +79,13 @@ func lineChart(id, xLabel, yLabel string, percentile bool, series []svgSeries) s
 	fmt.Fprintf(&b, "<text x=\"14\" y=\"%d\" font-size=\"12\" text-anchor=\"middle\" transform=\"rotate(-90 14 %d)\">%s</text>\n", padT+plotH/2, padT+plotH/2, esc(yLabel))
 	for i, s := range series {
 		var pts strings.Builder
+		var marks [][2]float64
 		for _, p := range s.pts {
 			if math.IsNaN(p[0]) || math.IsNaN(p[1]) || math.IsInf(p[1], 0) {
 				continue
 			}
 			fmt.Fprintf(&pts, "%.1f,%.1f ", fx(p[0]), fy(p[1]))
+			marks = append(marks, [2]float64{fx(p[0]), fy(p[1])})
 		}
 		dash := ""
 		if s.dashed {
@@ -90,6 +93,12 @@ func lineChart(id, xLabel, yLabel string, percentile bool, series []svgSeries) s
 		}
 		fmt.Fprintf(&b, "<polyline class=\"series\" data-target=\"%s\" fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\"%s points=\"%s\"><title>%s</title></polyline>\n",
 			esc(s.target), s.color, dash, strings.TrimSpace(pts.String()), esc(s.name))
+		// A short series gets a mark on each point: one point alone draws no line.
+		if len(marks) <= 20 {
+			for _, m := range marks {
+				fmt.Fprintf(&b, "<circle class=\"point\" cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"/>\n", m[0], m[1], s.color)
+			}
+		}
 		ly := padT + 14 + i*16
 		fmt.Fprintf(&b, "<line x1=\"%d\" x2=\"%d\" y1=\"%d\" y2=\"%d\" stroke=\"%s\" stroke-width=\"2\"%s/><text x=\"%d\" y=\"%d\" font-size=\"11\">%s</text>\n",
 			padL+plotW+10, padL+plotW+30, ly-4, ly-4, s.color, dash, padL+plotW+34, ly, esc(s.name))

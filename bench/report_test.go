@@ -279,6 +279,8 @@ func TestRenderedSectionsFindsEmpty(t *testing.T) {
 	dom := `<html><head><meta charset="utf-8"></head><body>
 <section data-section="ok"><table><tbody><tr><th>a</th></tr><tr><td>1</td></tr></tbody></table>
 <svg class="chart"><polyline class="series" points="1,2 3,4"></polyline></svg><ul><li>x</li></ul></section>
+<section data-section="one-point"><svg class="chart"><polyline class="series" points="1,2"></polyline></svg></section>
+<section data-section="marked-point"><svg class="chart"><polyline class="series" points="1,2"></polyline><circle class="point"></circle></svg></section>
 <section data-section="empty-table"><table><tbody><tr><th>a</th></tr></tbody></table></section>
 <section data-section="blank-cells"><table><tbody><tr><td> </td></tr></tbody></table></section>
 <section data-section="empty-chart"><svg class="chart"><polyline class="series" points=""></polyline><rect class="bar" width="0"></rect></svg></section>
@@ -287,7 +289,7 @@ func TestRenderedSectionsFindsEmpty(t *testing.T) {
 <section data-section="empty-list"><ul></ul></section>
 </body></html>`
 	secs, _ := renderedSections(t, []byte(dom))
-	for name, wantEmpty := range map[string]bool{"ok": false, "bars": false, "empty-table": true, "blank-cells": true, "empty-chart": true, "nothing": true, "empty-list": true} {
+	for name, wantEmpty := range map[string]bool{"ok": false, "bars": false, "one-point": true, "marked-point": false, "empty-table": true, "blank-cells": true, "empty-chart": true, "nothing": true, "empty-list": true} {
 		s, ok := secs[name]
 		if !ok {
 			t.Errorf("section %s not found", name)
