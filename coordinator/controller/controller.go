@@ -142,6 +142,9 @@ type session struct {
 	// shutdownOffset is the offset of its controlled-shutdown records (noOffset until
 	// committed): it may shut down once every active broker has reached it.
 	shutdownOffset uint64
+	// lost: this controller fenced the broker for an expired session; it must
+	// register again (a new epoch) to be unfenced.
+	lost bool
 }
 
 const noOffset = ^uint64(0)
@@ -581,6 +584,7 @@ func (c *Controller) expireSessionsLocked(out *callbacks) {
 		if len(recs) == 0 {
 			continue
 		}
+		s.lost = true
 		c.log.Warn("controller: broker session expired: fencing it", "broker", id, "epoch", b.Epoch,
 			"last heartbeat", now.Sub(s.lastSeen), "partition changes", len(recs)-1)
 		c.runLocked(&op{recs: recs, what: "fence broker " + strconv.Itoa(int(id))}, out)

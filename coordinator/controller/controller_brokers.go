@@ -88,7 +88,9 @@ func (c *Controller) liveSessionLocked(b metadata.BrokerImage, now time.Time) bo
 //	  │  └─WantShutDown──▶ ShouldShutDown              │                                ShouldShutDown
 //	  └────── WantFence ────┴──────── WantFence ───────┘
 //
-// "Caught up" is its reported metadata offset reaching its registration's. An
+// "Caught up" is its reported metadata offset reaching its registration's. A
+// broker this controller fenced for an expired session stays fenced until it
+// registers again (a new epoch: its old incarnation's requests are refused). An
 // unregistered broker is BROKER_ID_NOT_REGISTERED, another epoch
 // STALE_BROKER_EPOCH. Answered once the records (if any) commit.
 func (c *Controller) brokerHeartbeatLocked(r *kmsg.BrokerHeartbeatRequest) *op {
@@ -127,7 +129,7 @@ func (c *Controller) brokerHeartbeatLocked(r *kmsg.BrokerHeartbeatRequest) *op {
 		case r.WantShutdown:
 			shouldShutdown = true
 		case r.WantFence:
-		case caughtUp:
+		case caughtUp && !s.lost:
 			recs, fencedAfter = UnfenceBrokerRecords(im, b.ID, unclean), false
 			c.log.Info("controller: broker caught up: unfencing it", "broker", b.ID, "epoch", b.Epoch, "offset", s.offset)
 		}

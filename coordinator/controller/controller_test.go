@@ -319,9 +319,13 @@ func TestSessionExpiry(t *testing.T) {
 			t.Fatalf("broker %d fenced", id)
 		}
 	}
-	// It comes back: heartbeats unfence it, and it leads nothing until elections.
-	if r := h.heartbeat(1, epochs[1], nil); r.IsFenced {
-		t.Fatalf("back: %+v", r)
+	// It comes back: its old epoch stays fenced; registered again, it is unfenced.
+	if r := h.heartbeat(1, epochs[1], nil); !r.IsFenced || r.ErrorCode != 0 {
+		t.Fatalf("back with the old epoch: %+v", r)
+	}
+	e := h.register(1, 1, "").BrokerEpoch
+	if r := h.heartbeat(1, e, nil); r.IsFenced {
+		t.Fatalf("registered again: %+v", r)
 	}
 }
 

@@ -1,0 +1,438 @@
+package controller
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-broker/samsa/coordinator/configs"
+	"github.com/samsa-broker/samsa/coordinator/metadata"
+)
+
+// BrokerState is a broker's lifecycle state, Kafka's BrokerState (the values are
+// Kafka's).
+type BrokerState int8
+
+// The states, as KRaft's BrokerLifecycleManager moves through them:
+//
+//	STARTING ──registered──▶ RECOVERY ──unfenced──▶ RUNNING
+//	   ▲  fenced (session lost), stale epoch,  │       │ BeginControlledShutdown
+//	   └─────────── not registered ────────────┴───────┤
+//	                                                    ▼
+//	            SHUTTING_DOWN ◀──ShouldShutDown── PENDING_CONTROLLED_SHUTDOWN
+const (
+	StateNotRunning                BrokerState = 0
+	StateStarting                  BrokerState = 1
+	StateRecovery                  BrokerState = 2
+	StateRunning                   BrokerState = 3
+	StatePendingControlledShutdown BrokerState = 6
+	StateShuttingDown              BrokerState = 7
+)
+
+func (s BrokerState) String() string {
+	switch s {
+	case StateNotRunning:
+		return "NOT_RUNNING"
+	case StateStarting:
+		return "STARTING"
+	case StateRecovery:
+		return "RECOVERY"
+	case StateRunning:
+		return "RUNNING"
+	case StatePendingControlledShutdown:
+		return "PENDING_CONTROLLED_SHUTDOWN"
+	case StateShuttingDown:
+		return "SHUTTING_DOWN"
+	}
+	return fmt.Sprintf("BrokerState(%d)", int8(s))
+}
+
+// LifecycleConfig configures a BrokerLifecycle.
+type LifecycleConfig struct {
+	NodeID    int32
+	ClusterID string
+	// IncarnationID identifies this process (zero: a random one).
+	IncarnationID metadata.UUID
+	// Listeners are the endpoints the broker registers (advertised.listeners; never
+	// the controller listener). At least one.
+	Listeners []metadata.Endpoint
+	Rack      *string
+	// HeartbeatInterval (0: broker.heartbeat.interval.ms's default, 2 s).
+	HeartbeatInterval time.Duration
+	// RequestTimeout bounds one request to the controller, retries included (0:
+	// broker.session.timeout.ms's default / 2).
+	RequestTimeout time.Duration
+	// RetryBackoff after a failed request (0: min(HeartbeatInterval, 1 s)).
+	RetryBackoff time.Duration
+	// UnreachableLogInterval: while no controller answers, a warning every this long
+	// (0: 10 s).
+	UnreachableLogInterval time.Duration
+	Clock                  Clock
+	Logger                 *slog.Logger
+}
+
+// BrokerLifecycle is a broker's side of its registration with the controller:
+// register (incarnation, listeners, rack), heartbeat every HeartbeatInterval with the
+// metadata offset it has applied, get unfenced once caught up, re-register after a
+// lost session or a stale epoch, and shut down in a controlled way (WantShutDown
+// until ShouldShutDown). Its core is I/O-free: Next says which request to send
+// when, OnResponse takes the answer; Run is the loop around them over a
+// ControllerChannel. Safe for concurrent use.
+//
+// Invariants: at most one request is outstanding (an answer to any other is
+// ignored); the epoch it reports is the one its last successful registration
+// returned; it leaves SHUTTING_DOWN for nothing.
+type BrokerLifecycle struct {
+	cfg LifecycleConfig
+	log *slog.Logger
+
+	mu        sync.Mutex
+	state     BrokerState
+	epoch     int64 // -1: not registered
+	offset    uint64
+	fenced    bool
+	caughtUp  bool
+	shutdown  bool // controlled shutdown asked
+	seq       uint64
+	inFlight  bool
+	sentAt    time.Time
+	nextAt    time.Time
+	failSince time.Time
+	lastWarn  time.Time
+	wake      chan struct{}
+	changed   chan struct{} // closed on every state change
+}
+
+// NewBrokerLifecycle returns a lifecycle in STARTING.
+func NewBrokerLifecycle(cfg LifecycleConfig) (*BrokerLifecycle, error) {
+	if cfg.NodeID < 0 || len(cfg.Listeners) == 0 {
+		return nil, fmt.Errorf("controller: broker lifecycle needs a node id and listeners (node %d, %d listeners)", cfg.NodeID, len(cfg.Listeners))
+	}
+	if cfg.IncarnationID == (metadata.UUID{}) {
+		_, _ = rand.Read(cfg.IncarnationID[:])
+	}
+	l := configs.Layers{}
+	if cfg.HeartbeatInterval <= 0 {
+		cfg.HeartbeatInterval = time.Duration(l.BrokerInt("broker.heartbeat.interval.ms")) * time.Millisecond
+	}
+	if cfg.RequestTimeout <= 0 {
+		cfg.RequestTimeout = time.Duration(l.BrokerInt("broker.session.timeout.ms")) * time.Millisecond / 2
+	}
+	if cfg.RetryBackoff <= 0 {
+		cfg.RetryBackoff = min(cfg.HeartbeatInterval, time.Second)
+	}
+	if cfg.UnreachableLogInterval <= 0 {
+		cfg.UnreachableLogInterval = 10 * time.Second
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = SystemClock{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	b := &BrokerLifecycle{cfg: cfg, log: cfg.Logger, state: StateStarting, epoch: -1, fenced: true,
+		wake: make(chan struct{}, 1), changed: make(chan struct{})}
+	b.nextAt = cfg.Clock.Now()
+	return b, nil
+}
+
+// State returns the current state.
+func (b *BrokerLifecycle) State() BrokerState {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.state
+}
+
+// Epoch returns the broker epoch of the current registration (-1: none).
+func (b *BrokerLifecycle) Epoch() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.epoch
+}
+
+// IncarnationID returns the incarnation id the broker registers with.
+func (b *BrokerLifecycle) IncarnationID() metadata.UUID { return b.cfg.IncarnationID }
+
+// MetadataApplied reports the broker's published metadata (subscribe it to the
+// MetadataFollower). While the broker waits to be unfenced, an image showing its own
+// registration makes the next heartbeat go at once; while it runs, an image showing
+// it fenced makes it register again.
+func (b *BrokerLifecycle) MetadataApplied(offset uint64, im *metadata.Image) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if offset <= b.offset {
+		return
+	}
+	b.offset = offset
+	if im == nil {
+		return
+	}
+	self, ok := im.Broker(b.cfg.NodeID)
+	mine := ok && self.Epoch == b.epoch
+	switch {
+	case b.state == StateRecovery && mine && !b.inFlight:
+		b.nextAt = b.cfg.Clock.Now()
+		b.signalLocked()
+	case b.state == StateRunning && mine && self.Fenced:
+		b.log.Warn("broker lifecycle: the metadata shows this broker fenced (session lost?); registering again", "broker", b.cfg.NodeID, "epoch", b.epoch)
+		b.inFlight = false // an answer to the request in flight no longer matters
+		b.seq++
+		b.reregisterLocked(b.cfg.Clock.Now())
+		b.signalLocked()
+	}
+}
+
+// BeginControlledShutdown asks the controller to move this broker's leaderships
+// away; the state becomes SHUTTING_DOWN once it says the broker may stop (at once if
+// it never registered).
+func (b *BrokerLifecycle) BeginControlledShutdown() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.shutdown {
+		return
+	}
+	b.shutdown = true
+	switch b.state {
+	case StateStarting:
+		// Not registered, or fenced and registering again: it leads nothing and may
+		// stop at once.
+		b.setStateLocked(StateShuttingDown)
+		return
+	case StateRecovery, StateRunning:
+		b.setStateLocked(StatePendingControlledShutdown)
+	}
+	if !b.inFlight {
+		b.nextAt = b.cfg.Clock.Now()
+	}
+	b.signalLocked()
+}
+
+// WaitState blocks until the state is s (true) or ctx ends (false).
+func (b *BrokerLifecycle) WaitState(ctx context.Context, s BrokerState) bool {
+	for {
+		b.mu.Lock()
+		cur, ch := b.state, b.changed
+		b.mu.Unlock()
+		if cur == s {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-ch:
+		}
+	}
+}
+
+func (b *BrokerLifecycle) setStateLocked(s BrokerState) {
+	if s == b.state {
+		return
+	}
+	b.log.Info("broker lifecycle", "broker", b.cfg.NodeID, "from", b.state.String(), "to", s.String(), "epoch", b.epoch)
+	b.state = s
+	close(b.changed)
+	b.changed = make(chan struct{})
+}
+
+func (b *BrokerLifecycle) signalLocked() {
+	select {
+	case b.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Next returns the request to send at now (nil when none is due) with its sequence
+// number for OnResponse, and when to call Next again. An outstanding request older
+// than RequestTimeout counts as failed.
+func (b *BrokerLifecycle) Next(now time.Time) (kmsg.Request, uint64, time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.state == StateShuttingDown {
+		return nil, 0, time.Time{}
+	}
+	if b.inFlight {
+		deadline := b.sentAt.Add(b.cfg.RequestTimeout)
+		if now.Before(deadline) {
+			return nil, 0, deadline
+		}
+		b.failedLocked(now, errors.New("request timed out"))
+	}
+	if now.Before(b.nextAt) {
+		return nil, 0, b.nextAt
+	}
+	b.seq++
+	b.inFlight, b.sentAt = true, now
+	var req kmsg.Request
+	if b.epoch < 0 || b.state == StateStarting {
+		r := kmsg.NewPtrBrokerRegistrationRequest()
+		r.Version = 3
+		r.BrokerID, r.ClusterID, r.IncarnationID, r.Rack = b.cfg.NodeID, b.cfg.ClusterID, b.cfg.IncarnationID, b.cfg.Rack
+		r.PreviousBrokerEpoch = b.epoch
+		for _, e := range b.cfg.Listeners {
+			l := kmsg.NewBrokerRegistrationRequestListener()
+			l.Name, l.Host, l.Port, l.SecurityProtocol = e.Name, e.Host, uint16(e.Port), e.SecurityProtocol
+			r.Listeners = append(r.Listeners, l)
+		}
+		req = r
+	} else {
+		r := kmsg.NewPtrBrokerHeartbeatRequest()
+		r.Version = 1
+		r.BrokerID, r.BrokerEpoch, r.CurrentMetadataOffset = b.cfg.NodeID, b.epoch, int64(b.offset)
+		r.WantShutdown = b.shutdown
+		req = r
+	}
+	return req, b.seq, now.Add(b.cfg.RequestTimeout)
+}
+
+// OnResponse takes the answer to request seq (or the error sending it). Answers to
+// other requests are ignored.
+func (b *BrokerLifecycle) OnResponse(now time.Time, seq uint64, resp kmsg.Response, err error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.inFlight || seq != b.seq || b.state == StateShuttingDown {
+		return
+	}
+	b.inFlight = false
+	if err != nil {
+		b.failedLocked(now, err)
+		return
+	}
+	switch r := resp.(type) {
+	case *kmsg.BrokerRegistrationResponse:
+		b.onRegistrationLocked(now, r)
+	case *kmsg.BrokerHeartbeatResponse:
+		b.onHeartbeatLocked(now, r)
+	default:
+		b.failedLocked(now, fmt.Errorf("unexpected response %T", resp))
+	}
+}
+
+func (b *BrokerLifecycle) okLocked(now time.Time) {
+	if !b.failSince.IsZero() {
+		b.log.Info("broker lifecycle: the controller answers again", "broker", b.cfg.NodeID, "after", now.Sub(b.failSince))
+	}
+	b.failSince, b.lastWarn = time.Time{}, time.Time{}
+}
+
+// failedLocked schedules a retry after a failure, logging while none answers.
+func (b *BrokerLifecycle) failedLocked(now time.Time, err error) {
+	b.inFlight = false
+	b.nextAt = now.Add(b.cfg.RetryBackoff)
+	if b.failSince.IsZero() {
+		b.failSince = now
+	}
+	if b.lastWarn.IsZero() || now.Sub(b.lastWarn) >= b.cfg.UnreachableLogInterval {
+		b.lastWarn = now
+		what := "heartbeat"
+		if b.state == StateStarting {
+			what = "registration"
+		}
+		b.log.Warn("broker lifecycle: no active controller answered; waiting and retrying (are the controllers of controller.quorum.voters running and reachable?)",
+			"broker", b.cfg.NodeID, "request", what, "state", b.state.String(), "failing for", now.Sub(b.failSince), "err", err)
+	}
+}
+
+func (b *BrokerLifecycle) onRegistrationLocked(now time.Time, r *kmsg.BrokerRegistrationResponse) {
+	if r.ErrorCode != 0 {
+		err := kerr.ErrorForCode(r.ErrorCode)
+		switch r.ErrorCode {
+		case kerr.InconsistentClusterID.Code, kerr.DuplicateBrokerRegistration.Code:
+			b.log.Error("broker lifecycle: registration refused; retrying", "broker", b.cfg.NodeID, "err", err)
+			b.nextAt = now.Add(b.cfg.HeartbeatInterval)
+			b.okLocked(now)
+		default:
+			b.failedLocked(now, err)
+		}
+		return
+	}
+	b.okLocked(now)
+	b.epoch, b.fenced, b.caughtUp = r.BrokerEpoch, true, false
+	b.log.Info("broker lifecycle: registered", "broker", b.cfg.NodeID, "epoch", b.epoch, "incarnation", b.cfg.IncarnationID)
+	if b.shutdown {
+		b.setStateLocked(StatePendingControlledShutdown)
+	} else {
+		b.setStateLocked(StateRecovery)
+	}
+	b.nextAt = now // the first heartbeat at once
+}
+
+func (b *BrokerLifecycle) onHeartbeatLocked(now time.Time, r *kmsg.BrokerHeartbeatResponse) {
+	switch r.ErrorCode {
+	case 0:
+	case kerr.StaleBrokerEpoch.Code, kerr.BrokerIDNotRegistered.Code:
+		b.okLocked(now)
+		b.log.Warn("broker lifecycle: the registration is gone; registering again", "broker", b.cfg.NodeID, "epoch", b.epoch,
+			"err", kerr.ErrorForCode(r.ErrorCode))
+		b.reregisterLocked(now)
+		return
+	default:
+		b.failedLocked(now, kerr.ErrorForCode(r.ErrorCode))
+		return
+	}
+	b.okLocked(now)
+	b.caughtUp = r.IsCaughtUp
+	b.nextAt = now.Add(b.cfg.HeartbeatInterval)
+	wasFenced := b.fenced
+	b.fenced = r.IsFenced
+	switch b.state {
+	case StateRecovery:
+		if !r.IsFenced {
+			b.setStateLocked(StateRunning)
+		}
+	case StateRunning:
+		if r.IsFenced && !wasFenced {
+			b.log.Warn("broker lifecycle: fenced by the controller (session lost?); registering again", "broker", b.cfg.NodeID, "epoch", b.epoch)
+			b.reregisterLocked(now)
+		}
+	case StatePendingControlledShutdown:
+		if r.ShouldShutdown {
+			b.setStateLocked(StateShuttingDown)
+		}
+	}
+}
+
+func (b *BrokerLifecycle) reregisterLocked(now time.Time) {
+	b.setStateLocked(StateStarting)
+	b.fenced, b.caughtUp = true, false
+	b.nextAt = now
+	if b.shutdown {
+		// Shutting down anyway: a broker without a live registration may just stop.
+		b.setStateLocked(StateShuttingDown)
+	}
+}
+
+// Run drives the lifecycle over ch until it reaches SHUTTING_DOWN or ctx ends.
+func (b *BrokerLifecycle) Run(ctx context.Context, ch ControllerChannel) error {
+	clock := b.cfg.Clock
+	for {
+		if b.State() == StateShuttingDown {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		req, seq, at := b.Next(clock.Now())
+		if req != nil {
+			rctx, cancel := context.WithTimeout(ctx, b.cfg.RequestTimeout)
+			resp, err := ch.Request(rctx, req)
+			cancel()
+			b.OnResponse(clock.Now(), seq, resp, err)
+			continue
+		}
+		fired := make(chan struct{})
+		t := clock.AfterFunc(at.Sub(clock.Now()), func() { close(fired) })
+		select {
+		case <-ctx.Done():
+		case <-fired:
+		case <-b.wake:
+		}
+		t.Stop()
+	}
+}
