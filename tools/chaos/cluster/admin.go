@@ -1,0 +1,141 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Admin asks the cluster what the nemesis and the workload need to know: partition
+// leaders, the active controller, end offsets; and creates the workload's topic.
+type Admin struct {
+	cl  *kgo.Client
+	adm *kadm.Client
+}
+
+// Admin makes a client of every node.
+func (c *Cluster) Admin() (*Admin, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Bootstrap()...), kgo.RetryTimeout(5*time.Second), kgo.DialTimeout(2*time.Second), kgo.RequestTimeoutOverhead(3*time.Second))
+	if err != nil {
+		return nil, fmt.Errorf("cluster: admin client: %w", err)
+	}
+	return &Admin{cl: cl, adm: kadm.NewClient(cl)}, nil
+}
+
+// Close closes the client.
+func (a *Admin) Close() { a.cl.Close() }
+
+// Client is the underlying franz-go client.
+func (a *Admin) Client() *kgo.Client { return a.cl }
+
+// CreateTopic creates topic with partitions and replication factor rf, retrying until
+// ctx ends while the cluster is not ready; a topic that exists already is fine.
+func (a *Admin) CreateTopic(ctx context.Context, topic string, partitions int32, rf int16) error {
+	var last error
+	for {
+		resp, err := a.adm.CreateTopic(ctx, partitions, rf, nil, topic)
+		if err == nil {
+			err = resp.Err
+		}
+		if err == nil || errors.Is(err, kerr.TopicAlreadyExists) {
+			return a.waitLeaders(ctx, topic, partitions)
+		}
+		last = err
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("cluster: create topic %s: %w (last: %v)", topic, ctx.Err(), last)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func (a *Admin) waitLeaders(ctx context.Context, topic string, partitions int32) error {
+	for {
+		ls, err := a.Leaders(ctx, topic)
+		if err == nil && int32(len(ls)) == partitions {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("cluster: topic %s: leaders of %d partitions: %w (last: %v, %d known)", topic, partitions, ctx.Err(), err, len(ls))
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// Leaders maps each partition of topic that has a leader to its node id.
+func (a *Admin) Leaders(ctx context.Context, topic string) (map[int32]int, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	md, err := a.adm.Metadata(ctx, topic)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: metadata: %w", err)
+	}
+	t, ok := md.Topics[topic]
+	if !ok {
+		return nil, fmt.Errorf("cluster: metadata has no topic %s", topic)
+	}
+	if t.Err != nil {
+		return nil, fmt.Errorf("cluster: metadata of %s: %w", topic, t.Err)
+	}
+	out := map[int32]int{}
+	for p, d := range t.Partitions {
+		if d.Err == nil && d.Leader >= 0 {
+			out[p] = int(d.Leader)
+		}
+	}
+	return out, nil
+}
+
+// Controller names the active controller and how it was learnt: DescribeQuorum's
+// leader (KRaft), else DescribeCluster's controller, else Metadata's.
+func (a *Admin) Controller(ctx context.Context) (int, string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	q := kmsg.NewPtrDescribeQuorumRequest()
+	t := kmsg.NewDescribeQuorumRequestTopic()
+	t.Topic = "__cluster_metadata"
+	p := kmsg.NewDescribeQuorumRequestTopicPartition()
+	t.Partitions = append(t.Partitions, p)
+	q.Topics = append(q.Topics, t)
+	if resp, err := q.RequestWith(ctx, a.cl); err == nil && resp.ErrorCode == 0 && len(resp.Topics) == 1 && len(resp.Topics[0].Partitions) == 1 {
+		if p := resp.Topics[0].Partitions[0]; p.ErrorCode == 0 && p.LeaderID >= 0 {
+			return int(p.LeaderID), "DescribeQuorum leader", nil
+		}
+	}
+	dc := kmsg.NewPtrDescribeClusterRequest()
+	if resp, err := dc.RequestWith(ctx, a.cl); err == nil && resp.ErrorCode == 0 && resp.ControllerID >= 0 {
+		return int(resp.ControllerID), "DescribeCluster controller", nil
+	}
+	md := kmsg.NewPtrMetadataRequest()
+	resp, err := md.RequestWith(ctx, a.cl)
+	if err != nil {
+		return 0, "", fmt.Errorf("cluster: controller: %w", err)
+	}
+	if resp.ControllerID < 0 {
+		return 0, "", fmt.Errorf("cluster: no controller known")
+	}
+	return int(resp.ControllerID), "Metadata controller", nil
+}
+
+// EndOffsets is the high watermark of every partition of topic.
+func (a *Admin) EndOffsets(ctx context.Context, topic string) (map[int32]int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	offs, err := a.adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: end offsets: %w", err)
+	}
+	if err := offs.Error(); err != nil {
+		return nil, fmt.Errorf("cluster: end offsets: %w", err)
+	}
+	out := map[int32]int64{}
+	offs.Each(func(o kadm.ListedOffset) { out[o.Partition] = o.Offset })
+	return out, nil
+}
