@@ -1,0 +1,174 @@
+package quorum
+
+import (
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"go.etcd.io/raft/v3/raftpb"
+
+	"github.com/samsa-broker/samsa/coordinator/metadata"
+)
+
+// Defaults for the zero fields of Config. With them a leader that dies is replaced
+// after one to two seconds (ElectionTicks × TickInterval, randomised up to twice
+// that by raft), as Kafka's controller.quorum.election.timeout.ms=1000.
+const (
+	DefaultTickInterval    = 100 * time.Millisecond
+	DefaultElectionTicks   = 10
+	DefaultHeartbeatTicks  = 1
+	DefaultSnapshotEntries = 10000
+
+	// maxSizePerMsg bounds the entries of one MsgApp (raft sends at least one).
+	maxSizePerMsg = 1 << 20
+	// maxInflightMsgs bounds the MsgApps in flight to one follower.
+	maxInflightMsgs = 256
+	// maxUncommittedBytes bounds the leader's uncommitted entries; proposals beyond
+	// it fail with ErrNotLeader (raft drops them) until the log commits.
+	maxUncommittedBytes = 256 << 20
+	// maxQueuedProposals and maxQueuedMessages bound the inbox between the callers
+	// of Propose and Step and the quorum's goroutine.
+	maxQueuedProposals = 4096
+	maxQueuedMessages  = 8192
+)
+
+// Config configures one voter.
+type Config struct {
+	// NodeID is this node's id (node.id). Inside raft the id is NodeID+1 (raft
+	// reserves 0); nothing outside this package sees raft ids.
+	NodeID int32
+	// Voters is controller.quorum.voters' ids. It must contain NodeID and is the
+	// same on every voter. It is stored at the first start (bootstrap) and a later
+	// start with another set fails with ErrVotersChanged.
+	Voters []int32
+	// ElectionTicks and HeartbeatTicks are raft's election timeout and heartbeat
+	// interval in ticks (0: DefaultElectionTicks, DefaultHeartbeatTicks).
+	ElectionTicks, HeartbeatTicks int
+	// TickInterval is the duration of a tick in Run (0: DefaultTickInterval).
+	TickInterval time.Duration
+	// SnapshotEntries: a snapshot of the image is taken every this many applied
+	// entries, and the log is compacted behind the previous one (0:
+	// DefaultSnapshotEntries).
+	SnapshotEntries uint64
+	// Clock gives Run its ticks and Status its times (nil: SystemClock).
+	Clock Clock
+	// Logger receives raft's and the quorum's events (nil: discard).
+	Logger *slog.Logger
+	// BootstrapRecords are applied to the empty image to make the image at offset 1
+	// when the storage is fresh (ImportLegacyStore's records); ignored when the
+	// storage already holds a log. Only a quorum of one voter may import records:
+	// with several voters each would bootstrap its own, differing, offset 1.
+	BootstrapRecords []metadata.Record
+}
+
+// Clock is the quorum's source of time.
+type Clock interface {
+	Now() time.Time
+	// NewTicker returns a ticker firing every d (Run only).
+	NewTicker(d time.Duration) Ticker
+}
+
+// Ticker is a running ticker.
+type Ticker interface {
+	C() <-chan time.Time
+	Stop()
+}
+
+// SystemClock is the wall clock.
+type SystemClock struct{}
+
+// Now returns time.Now().
+func (SystemClock) Now() time.Time { return time.Now() }
+
+// NewTicker wraps time.NewTicker.
+func (SystemClock) NewTicker(d time.Duration) Ticker { return sysTicker{time.NewTicker(d)} }
+
+type sysTicker struct{ t *time.Ticker }
+
+func (t sysTicker) C() <-chan time.Time { return t.t.C }
+func (t sysTicker) Stop()               { t.t.Stop() }
+
+// Transport carries raft messages to other voters.
+//
+// Send must not block and may drop messages (raft retransmits). It is called from
+// the quorum's goroutine after the entries and hard state the messages depend on are
+// durable. The messages are never modified after Send: the transport may keep them
+// and marshal them later (proto.Marshal), and must not modify them itself. A
+// message's To is a raft id: NodeOf(m.GetTo()) is the node id to send it to. The
+// receiving side hands each message to that node's Quorum.Step.
+type Transport interface {
+	Send(msgs []*raftpb.Message)
+}
+
+// RaftID returns the raft id of a node id (node id + 1).
+func RaftID(node int32) uint64 { return uint64(node) + 1 }
+
+// NodeOf returns the node id of a raft id (-1 for raft's "none", 0).
+func NodeOf(raftID uint64) int32 {
+	if raftID == 0 || raftID > 1<<31 {
+		return -1
+	}
+	return int32(raftID - 1)
+}
+
+// withDefaults validates c and returns it with defaults filled in and Voters sorted.
+func (c Config) withDefaults() (Config, error) {
+	if c.NodeID < 0 {
+		return c, fmt.Errorf("%w: node id %d", ErrInvalidConfig, c.NodeID)
+	}
+	if len(c.Voters) == 0 {
+		return c, fmt.Errorf("%w: no voters (controller.quorum.voters)", ErrInvalidConfig)
+	}
+	c.Voters = slices.Clone(c.Voters)
+	slices.Sort(c.Voters)
+	for i, v := range c.Voters {
+		if v < 0 {
+			return c, fmt.Errorf("%w: voter id %d", ErrInvalidConfig, v)
+		}
+		if i > 0 && c.Voters[i-1] == v {
+			return c, fmt.Errorf("%w: voter %d listed twice in controller.quorum.voters", ErrInvalidConfig, v)
+		}
+	}
+	if !slices.Contains(c.Voters, c.NodeID) {
+		return c, fmt.Errorf("%w: node id %d is not among controller.quorum.voters %v", ErrInvalidConfig, c.NodeID, c.Voters)
+	}
+	if c.ElectionTicks == 0 {
+		c.ElectionTicks = DefaultElectionTicks
+	}
+	if c.HeartbeatTicks == 0 {
+		c.HeartbeatTicks = DefaultHeartbeatTicks
+	}
+	if c.HeartbeatTicks < 0 || c.ElectionTicks <= c.HeartbeatTicks {
+		return c, fmt.Errorf("%w: election ticks %d must exceed heartbeat ticks %d", ErrInvalidConfig, c.ElectionTicks, c.HeartbeatTicks)
+	}
+	if c.TickInterval == 0 {
+		c.TickInterval = DefaultTickInterval
+	}
+	if c.TickInterval < 0 {
+		return c, fmt.Errorf("%w: tick interval %v", ErrInvalidConfig, c.TickInterval)
+	}
+	if c.SnapshotEntries == 0 {
+		c.SnapshotEntries = DefaultSnapshotEntries
+	}
+	if c.Clock == nil {
+		c.Clock = SystemClock{}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if len(c.BootstrapRecords) > 0 && len(c.Voters) != 1 {
+		return c, fmt.Errorf("%w: bootstrap records (an imported single-node store) need a quorum of one voter, have %v", ErrInvalidConfig, c.Voters)
+	}
+	return c, nil
+}
+
+// raftVoters returns the voters as sorted raft ids.
+func raftVoters(voters []int32) []uint64 {
+	out := make([]uint64, len(voters))
+	for i, v := range voters {
+		out[i] = RaftID(v)
+	}
+	slices.Sort(out)
+	return out
+}
