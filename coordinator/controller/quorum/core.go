@@ -1,0 +1,315 @@
+package quorum
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.etcd.io/raft/v3"
+	"go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/samsa-broker/samsa/coordinator/metadata"
+)
+
+// Tick advances raft's logical clock by one tick (heartbeats, elections, the
+// CheckQuorum lease). Core only: the goroutine that calls HandleReady.
+func (q *Quorum) Tick() {
+	if q.failed == nil {
+		q.rn.Tick()
+	}
+}
+
+// HandleReady does the core's work: it steps the queued messages into raft, then
+// handles every Ready (persist, send, apply, Advance), then appends the queued
+// proposals and handles the Readys they make, then publishes the status. Core only.
+// An error is fatal (a storage write failed or the stored or received state is
+// corrupt): the voter stops, every later call returns the same error.
+func (q *Quorum) HandleReady() error {
+	if q.failed != nil {
+		return q.failed
+	}
+	q.inbox.Lock()
+	msgs, props, unreachable := q.inbox.msgs, q.inbox.props, q.inbox.unreachable
+	q.inbox.msgs, q.inbox.props, q.inbox.unreachable = nil, nil, nil
+	q.inbox.Unlock()
+
+	now := q.cfg.Clock.Now()
+	for _, m := range msgs {
+		q.contact[m.GetFrom()] = now
+		// Errors are messages raft does not want (stale responses, peers it does
+		// not know); dropping them is what raft expects of a lossy network.
+		_ = q.rn.Step(m)
+	}
+	for _, id := range unreachable {
+		q.rn.ReportUnreachable(id)
+	}
+	if err := q.drain(); err != nil {
+		return q.fail(err)
+	}
+	if len(props) > 0 {
+		if err := q.propose(props); err != nil {
+			return q.fail(err)
+		}
+		if err := q.drain(); err != nil {
+			return q.fail(err)
+		}
+	}
+	q.publishStatus(now)
+	return nil
+}
+
+// fail stops the voter for good after a fatal error.
+func (q *Quorum) fail(err error) error {
+	q.failed = fmt.Errorf("%w: %w", ErrStopped, err)
+	q.log.Error("quorum voter stopped", "err", err)
+	q.stop(q.failed)
+	return q.failed
+}
+
+// stop fails every queued and pending proposal, refuses new ones and wakes the
+// waiters. Core only.
+func (q *Quorum) stop(why error) {
+	q.inbox.Lock()
+	if q.inbox.stopped == nil {
+		q.inbox.stopped = why
+	}
+	props := q.inbox.props
+	q.inbox.msgs, q.inbox.props = nil, nil
+	q.inbox.Unlock()
+	for _, p := range props {
+		p.ch <- ProposeResult{Err: fmt.Errorf("%w: %v", ErrStopped, why)}
+	}
+	q.failPending(fmt.Errorf("%w: %v", ErrStopped, why))
+	q.flushResolved()
+	q.pub.Lock()
+	if q.pub.stopped == nil {
+		q.pub.stopped = why
+		close(q.pub.changed)
+	}
+	q.pub.leadership = Leadership{Leader: -1, Term: q.term}
+	q.pub.Unlock()
+}
+
+// drain handles Readys until raft has none.
+func (q *Quorum) drain() error {
+	for q.rn.HasReady() {
+		rd := q.rn.Ready()
+		if err := q.handle(rd); err != nil {
+			return err
+		}
+		q.rn.Advance(rd)
+		for _, id := range q.snapReports {
+			// Send does not report delivery: a snapshot counts as sent, and one that
+			// was lost is sent again after the follower rejects the next append.
+			q.rn.ReportSnapshot(id, raft.SnapshotFinish)
+		}
+		q.snapReports = q.snapReports[:0]
+		q.observe()
+		q.publish()
+	}
+	q.observe()
+	q.publish()
+	return nil
+}
+
+// handle is one Ready, in etcd raft's order: persist the snapshot, the entries and
+// the hard state; send the messages; apply the snapshot and the committed entries.
+func (q *Quorum) handle(rd raft.Ready) error {
+	var snapImage *metadata.Image
+	if !raft.IsEmptySnap(rd.Snapshot) {
+		md := rd.Snapshot.GetMetadata()
+		if err := checkVoters(md.GetConfState(), q.voters); err != nil {
+			return fmt.Errorf("snapshot at %d from the leader: %w", md.GetIndex(), err)
+		}
+		im, err := metadata.DecodeSnapshot(rd.Snapshot.GetData())
+		if err != nil {
+			return fmt.Errorf("%w: snapshot at %d from the leader: %v", ErrCorrupt, md.GetIndex(), err)
+		}
+		if err := q.st.ApplySnapshot(rd.Snapshot); err != nil {
+			return err
+		}
+		snapImage = im
+	}
+	if rd.HardState != nil || len(rd.Entries) > 0 {
+		if err := q.st.Save(rd.HardState, rd.Entries, rd.MustSync); err != nil {
+			return err
+		}
+	}
+	if len(rd.Messages) > 0 {
+		q.tr.Send(rd.Messages)
+		for _, m := range rd.Messages {
+			if m.GetType() == raftpb.MsgSnap {
+				q.snapReports = append(q.snapReports, m.GetTo())
+			}
+		}
+	}
+	if snapImage != nil {
+		md := rd.Snapshot.GetMetadata()
+		q.image, q.applied, q.appliedTerm, q.snapIndex = snapImage, md.GetIndex(), md.GetTerm(), md.GetIndex()
+		q.log.Info("applied a snapshot from the leader", "index", md.GetIndex(), "term", md.GetTerm())
+	}
+	q.apply(rd.CommittedEntries)
+	return q.maybeSnapshot()
+}
+
+// apply applies committed entries to the image, in order.
+func (q *Quorum) apply(ents []*raftpb.Entry) {
+	for _, e := range ents {
+		if e.GetIndex() <= q.applied {
+			continue // already in the image (a snapshot covered it)
+		}
+		var rejected error
+		switch e.GetType() {
+		case raftpb.EntryNormal:
+			if len(e.GetData()) > 0 {
+				rejected = q.applyData(e)
+			}
+		case raftpb.EntryConfChange, raftpb.EntryConfChangeV2:
+			// The voter set is static and no voter proposes a change; cancel it (raft's
+			// documented way: a change of node 0) so that raft's config stays the set.
+			q.log.Error("committed conf change ignored: the voter set is static", "index", e.GetIndex(), "term", e.GetTerm())
+			q.rn.ApplyConfChange(&raftpb.ConfChange{Type: raftpb.ConfChangeAddNode.Enum(), NodeId: proto.Uint64(0)})
+		}
+		q.applied, q.appliedTerm = e.GetIndex(), e.GetTerm()
+		if p := q.pending[e.GetIndex()]; p != nil {
+			delete(q.pending, e.GetIndex())
+			var res ProposeResult
+			switch {
+			case p.term != e.GetTerm() || !bytes.Equal(p.data, e.GetData()):
+				res.Err = fmt.Errorf("%w: index %d holds an entry of term %d", ErrLost, e.GetIndex(), e.GetTerm())
+			case rejected != nil:
+				res = ProposeResult{Offset: e.GetIndex(), Err: fmt.Errorf("%w: %v", ErrRejected, rejected)}
+			default:
+				res.Offset = e.GetIndex()
+			}
+			q.resolved = append(q.resolved, resolved{p, res})
+		}
+	}
+}
+
+// applyData applies one entry frame; a frame that does not decode or apply is
+// skipped (and logged) — the same on every voter, since every voter has the same
+// bytes and the same image.
+func (q *Quorum) applyData(e *raftpb.Entry) error {
+	recs, n, err := metadata.DecodeEntry(e.GetData())
+	if err == nil && n != len(e.GetData()) {
+		err = fmt.Errorf("%w: %d bytes after the entry frame", metadata.ErrCorrupt, len(e.GetData())-n)
+	}
+	var im *metadata.Image
+	if err == nil {
+		im, err = q.image.Apply(recs...)
+	}
+	if err != nil {
+		q.log.Error("committed metadata entry skipped: its records do not apply", "index", e.GetIndex(), "term", e.GetTerm(), "err", err)
+		return err
+	}
+	q.image = im
+	return nil
+}
+
+// maybeSnapshot takes a snapshot every SnapshotEntries applied entries.
+func (q *Quorum) maybeSnapshot() error {
+	if q.applied < q.snapIndex+q.cfg.SnapshotEntries {
+		return nil
+	}
+	start := time.Now()
+	data, err := metadata.EncodeSnapshot(nil, q.image)
+	if err != nil {
+		return fmt.Errorf("snapshot at %d: %w", q.applied, err)
+	}
+	if err := q.st.CreateSnapshot(q.applied, q.cs, data); err != nil {
+		return fmt.Errorf("snapshot at %d: %w", q.applied, err)
+	}
+	q.snapIndex = q.applied
+	q.log.Info("metadata snapshot taken", "index", q.applied, "bytes", len(data), "topics", q.image.NumTopics(), "took", time.Since(start))
+	return nil
+}
+
+// propose appends the queued proposals to raft's log (leader only). After drain
+// raft holds no unstable entries, so the log ends at the storage's last index and
+// each accepted proposal takes the next index.
+func (q *Quorum) propose(props []*proposal) error {
+	last, err := q.st.LastIndex()
+	if err != nil {
+		return err
+	}
+	for _, p := range props {
+		if q.state != raft.StateLeader {
+			p.ch <- ProposeResult{Err: ErrNotLeader}
+			continue
+		}
+		if err := q.rn.Propose(p.data); err != nil {
+			if !errors.Is(err, raft.ErrProposalDropped) {
+				q.log.Warn("proposal refused by raft", "err", err)
+			}
+			p.ch <- ProposeResult{Err: fmt.Errorf("%w: %v", ErrNotLeader, err)}
+			continue
+		}
+		last++
+		p.term, p.index = q.term, last
+		q.pending[last] = p
+	}
+	return nil
+}
+
+// observe reads raft's role, leader and term; a leader that lost its role (or its
+// term) fails its pending proposals with ErrLost.
+func (q *Quorum) observe() {
+	bs := q.rn.BasicStatus()
+	wasLeader, oldTerm := q.state == raft.StateLeader, q.term
+	q.term, q.lead, q.state = bs.GetTerm(), bs.Lead, bs.RaftState
+	if wasLeader && (q.state != raft.StateLeader || q.term != oldTerm) {
+		q.failPending(fmt.Errorf("%w: leadership lost in term %d", ErrLost, oldTerm))
+	}
+}
+
+func (q *Quorum) failPending(err error) {
+	for i, p := range q.pending {
+		q.resolved = append(q.resolved, resolved{p, ProposeResult{Err: err}})
+		delete(q.pending, i)
+	}
+}
+
+// publish makes the core's image, offset and leadership visible, calls the
+// subscribers, then resolves the proposals the applied entries decided.
+func (q *Quorum) publish() {
+	lead := Leadership{Leader: NodeOf(q.lead), Term: q.term, IsLeader: q.state == raft.StateLeader}
+	lead.ReadyForWrites = lead.IsLeader && q.appliedTerm == q.term
+	q.pub.Lock()
+	if q.pub.stopped != nil {
+		q.pub.Unlock()
+		q.flushResolved()
+		return
+	}
+	moved := q.applied > q.pub.applied
+	if moved {
+		q.pub.applied, q.pub.image = q.applied, q.image
+		close(q.pub.changed)
+		q.pub.changed = make(chan struct{})
+	}
+	leadChanged := lead != q.pub.leadership
+	q.pub.leadership = lead
+	subs, leaderSubs := q.pub.subs, q.pub.leaderSubs
+	q.pub.Unlock()
+	if moved {
+		for _, fn := range subs {
+			fn(q.applied, q.image)
+		}
+	}
+	if leadChanged {
+		for _, fn := range leaderSubs {
+			fn(lead)
+		}
+	}
+	q.flushResolved()
+}
+
+func (q *Quorum) flushResolved() {
+	for _, r := range q.resolved {
+		r.p.ch <- r.res
+	}
+	clear(q.resolved)
+	q.resolved = q.resolved[:0]
+}
