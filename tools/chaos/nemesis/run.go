@@ -1,0 +1,354 @@
+package nemesis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/samsa-broker/samsa/tools/chaos"
+	"github.com/samsa-broker/samsa/tools/chaos/cluster"
+)
+
+// Env is what the nemesis acts on.
+type Env struct {
+	Cluster *cluster.Cluster
+	Admin   *cluster.Admin
+	Topic   string
+	History *chaos.Writer
+	// Link is the slow link's shape; zero means 80ms ± 40ms, 3% loss (netem) or
+	// 2mbit with a 100ms queue (tbf).
+	Link cluster.LinkSpec
+	// Printf reports progress (one line per fault start and heal).
+	Printf func(format string, args ...any)
+	// Seed drives the run-time choices (a fallback target when the leader is unknown).
+	Seed int64
+}
+
+// Nemesis runs a schedule and restarts nodes that exit on their own.
+type Nemesis struct {
+	env     Env
+	rng     *rand.Rand
+	crashed chan int
+	mu      sync.Mutex
+	kills   int // journal set-asides, for unique names
+}
+
+// New makes a nemesis over env.
+func New(env Env) *Nemesis {
+	if env.Printf == nil {
+		env.Printf = func(string, ...any) {}
+	}
+	if env.Link == (cluster.LinkSpec{}) {
+		env.Link = cluster.LinkSpec{Delay: 80 * time.Millisecond, Jitter: 40 * time.Millisecond, Loss: 3, Rate: "2mbit"}
+	}
+	return &Nemesis{env: env, rng: rand.New(rand.NewPCG(uint64(env.Seed), 0x72756e)), crashed: make(chan int, 64)}
+}
+
+// NodeExited tells the nemesis a node exited on its own (call from cluster.Config.OnExit).
+func (n *Nemesis) NodeExited(id int) {
+	select {
+	case n.crashed <- id:
+	default: // the next heal restarts every node that is down anyway
+	}
+}
+
+// Run executes the schedule, its fault times counted from phase. It returns when the
+// last fault has healed, or, once ctx ends, after healing the fault under way. Errors
+// of single faults are reported and recorded, not returned; Run returns an error only
+// when the cluster could not be healed.
+func (n *Nemesis) Run(ctx context.Context, s Schedule, phase time.Time) error {
+	for i, f := range s.Faults {
+		if err := n.waitUntil(ctx, phase.Add(f.At)); err != nil {
+			return nil
+		}
+		if err := n.one(ctx, i+1, f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// waitUntil waits for t, restarting crashed nodes meanwhile.
+func (n *Nemesis) waitUntil(ctx context.Context, t time.Time) error {
+	timer := time.NewTimer(time.Until(t))
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-timer.C:
+			return nil
+		case id := <-n.crashed:
+			n.env.Printf("node %d exited on its own; restarting it", id)
+			if err := n.HealAll(context.WithoutCancel(ctx)); err != nil {
+				n.env.Printf("restart: %v", err)
+			}
+		}
+	}
+}
+
+// Supervise restarts nodes that exit on their own until ctx ends (the quiet period).
+func (n *Nemesis) Supervise(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case id := <-n.crashed:
+			n.env.Printf("node %d exited on its own; restarting it", id)
+			if err := n.HealAll(ctx); err != nil {
+				n.env.Printf("restart: %v", err)
+			}
+		}
+	}
+}
+
+type injected struct {
+	nodes  []int
+	detail []string
+	heal   func(ctx context.Context) error
+}
+
+func (n *Nemesis) one(ctx context.Context, i int, f Fault) error {
+	start, _ := n.env.History.Now()
+	in, err := n.inject(ctx, f)
+	if err != nil {
+		n.env.Printf("fault %d %s: not injected: %v", i, f.Describe(), err)
+		end, _ := n.env.History.Now()
+		n.env.History.Append(chaos.Op{Proc: "nemesis", F: chaos.FFault, Status: chaos.Fail, Start: start, End: end, Seq: int64(i), Err: err.Error(),
+			Fault: &chaos.FaultInfo{Kind: string(f.Kind), Nodes: in.nodes, Detail: strings.Join(in.detail, "; ")}})
+		return n.HealAll(context.WithoutCancel(ctx))
+	}
+	n.env.Printf("fault %d: %s on node(s) %v for %.1fs (%s)", i, f.Kind, in.nodes, f.Dur.Seconds(), strings.Join(in.detail, "; "))
+	timer := time.NewTimer(f.Dur)
+	select {
+	case <-ctx.Done():
+	case <-timer.C:
+	}
+	timer.Stop()
+	healCtx := context.WithoutCancel(ctx)
+	heal, _ := n.env.History.Now()
+	var herr error
+	if in.heal != nil {
+		herr = in.heal(healCtx)
+	}
+	if err := n.HealAll(healCtx); err != nil && herr == nil {
+		herr = err
+	}
+	end, _ := n.env.History.Now()
+	st := chaos.OK
+	errText := ""
+	if herr != nil {
+		st, errText = chaos.Info, herr.Error()
+	}
+	for _, id := range in.nodes {
+		if cut := n.env.Cluster.Node(id).PowerLossCut(); cut != "" && (f.Kind == PowerLoss || f.Kind == PowerLossAll) {
+			in.detail = append(in.detail, fmt.Sprintf("node %d at restart: %s", id, cut))
+		}
+	}
+	n.env.History.Append(chaos.Op{Proc: "nemesis", F: chaos.FFault, Status: st, Start: start, End: end, Seq: int64(i), Err: errText,
+		Fault: &chaos.FaultInfo{Kind: string(f.Kind), Nodes: in.nodes, Detail: strings.Join(in.detail, "; "), Heal: heal}})
+	n.env.Printf("fault %d: %s healed in %.1fs%s", i, f.Kind, float64(end-heal)/1e9, errSuffix(herr))
+	if herr != nil && errors.Is(herr, errUnhealable) {
+		return herr
+	}
+	return nil
+}
+
+func errSuffix(err error) string {
+	if err == nil {
+		return ""
+	}
+	return " (" + err.Error() + ")"
+}
+
+var errUnhealable = errors.New("nemesis: cluster not healed")
+
+// leaderOf resolves the leader of partition p, or a random node when it is unknown.
+func (n *Nemesis) leaderOf(ctx context.Context, p int32) (int, string) {
+	ls, err := n.env.Admin.Leaders(ctx, n.env.Topic)
+	if err == nil {
+		if id, ok := ls[p]; ok && n.env.Cluster.Node(id) != nil {
+			return id, fmt.Sprintf("leader of p%d (metadata)", p)
+		}
+	}
+	id := n.randomNode()
+	return id, fmt.Sprintf("leader of p%d unknown (%v); random node %d", p, err, id)
+}
+
+func (n *Nemesis) randomNode() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return 1 + n.rng.IntN(len(n.env.Cluster.Nodes()))
+}
+
+func (n *Nemesis) inject(ctx context.Context, f Fault) (injected, error) {
+	c := n.env.Cluster
+	var in injected
+	switch f.Kind {
+	case Kill, KillLeader, KillController, KillAll, PowerLoss, PowerLossAll:
+		switch f.Kind {
+		case Kill, PowerLoss:
+			in.nodes, in.detail = []int{f.Node}, []string{"random node"}
+		case KillLeader:
+			id, why := n.leaderOf(ctx, f.Partition)
+			in.nodes, in.detail = []int{id}, []string{why}
+		case KillController:
+			id, src, err := n.env.Admin.Controller(ctx)
+			if err != nil || c.Node(id) == nil {
+				id = n.randomNode()
+				src = fmt.Sprintf("controller unknown (%v); random node %d", err, id)
+			}
+			in.nodes, in.detail = []int{id}, []string{"active controller (" + src + ")"}
+		case KillAll, PowerLossAll:
+			for _, nd := range c.Nodes() {
+				in.nodes = append(in.nodes, nd.ID)
+			}
+			in.detail = []string{"every node"}
+		}
+		power := f.Kind == PowerLoss || f.Kind == PowerLossAll
+		for _, id := range in.nodes {
+			if err := c.Node(id).Kill(); err != nil {
+				return in, err
+			}
+		}
+		switch {
+		case power:
+			in.detail = append(in.detail, "power loss: unsynced writes are lost at restart")
+		case c.Node(in.nodes[0]).Journal != "":
+			in.detail = append(in.detail, "process crash (power-loss journal set aside: the page cache survives)")
+		}
+		in.heal = func(ctx context.Context) error { return n.restart(ctx, in.nodes, power) }
+	case Pause, PauseLeader:
+		id, why := f.Node, "random node"
+		if f.Kind == PauseLeader {
+			id, why = n.leaderOf(ctx, f.Partition)
+		}
+		in.nodes, in.detail = []int{id}, []string{why, "SIGSTOP"}
+		if err := c.Node(id).Pause(); err != nil {
+			return in, err
+		}
+		in.heal = func(context.Context) error { return c.Node(id).Resume() }
+	case PartitionLeader, PartitionHalves, PartitionBridge:
+		x := c.Network()
+		if x == nil {
+			return in, fmt.Errorf("no network namespaces")
+		}
+		cuts := f.Cuts
+		if f.Kind == PartitionLeader {
+			id, why := n.leaderOf(ctx, f.Partition)
+			in.detail = []string{why}
+			for _, nd := range c.Nodes() {
+				if nd.ID != id {
+					cuts = append(cuts, [2]int{min(id, nd.ID), max(id, nd.ID)})
+				}
+			}
+		}
+		seen := map[int]bool{}
+		var cs []string
+		for _, p := range cuts {
+			if err := x.Cut(p[0], p[1]); err != nil {
+				x.HealCuts()
+				return in, err
+			}
+			cs = append(cs, fmt.Sprintf("%d-%d", p[0], p[1]))
+			for _, id := range p {
+				if !seen[id] {
+					seen[id] = true
+					in.nodes = append(in.nodes, id)
+				}
+			}
+		}
+		in.detail = append(in.detail, "cut "+strings.Join(cs, " ")+" (blackhole routes)")
+		in.heal = func(context.Context) error { return x.HealCuts() }
+	case Slow:
+		x := c.Network()
+		if x == nil {
+			return in, fmt.Errorf("no network namespaces")
+		}
+		in.nodes = []int{f.Node}
+		what, err := x.Slow(f.Node, n.env.Link)
+		if err != nil {
+			return in, err
+		}
+		in.detail = []string{what}
+		in.heal = func(context.Context) error { return x.Unslow() }
+	case DiskFull:
+		nd := c.Node(f.Node)
+		in.nodes = []int{f.Node}
+		b, err := cluster.Fill(nd.DiskDir)
+		if err != nil {
+			return in, err
+		}
+		in.detail = []string{fmt.Sprintf("ballast of %d MiB fills %s", b>>20, nd.DiskDir)}
+		in.heal = func(context.Context) error { return cluster.Free(nd.DiskDir) }
+	default:
+		return in, fmt.Errorf("unknown fault %q", f.Kind)
+	}
+	return in, nil
+}
+
+// setAside renames a killed node's power-loss journal so that its restart applies
+// nothing: a plain crash, whose writes survive in the page cache.
+func (n *Nemesis) setAside(nd *cluster.Node) {
+	n.mu.Lock()
+	n.kills++
+	k := n.kills
+	n.mu.Unlock()
+	if _, err := os.Stat(nd.Journal); err == nil {
+		os.Rename(nd.Journal, fmt.Sprintf("%s.crash-%d", nd.Journal, k))
+	}
+}
+
+// restart starts the nodes that are down among ids. Unless power is set, a node's
+// power-loss journal is set aside first: only a power-loss fault loses the page cache.
+func (n *Nemesis) restart(ctx context.Context, ids []int, power bool) error {
+	var wg sync.WaitGroup
+	errs := make([]error, len(ids))
+	for i, id := range ids {
+		nd := n.env.Cluster.Node(id)
+		if nd.Running() {
+			continue
+		}
+		if !power && nd.Journal != "" {
+			n.setAside(nd)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = nd.Restart(ctx)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// HealAll brings the cluster back whole: links restored, cuts removed, ballast
+// freed, paused nodes resumed, nodes that are down restarted (and ready).
+func (n *Nemesis) HealAll(ctx context.Context) error {
+	c := n.env.Cluster
+	var errs []error
+	if x := c.Network(); x != nil {
+		errs = append(errs, x.HealCuts(), x.Unslow())
+	}
+	var down []int
+	for _, nd := range c.Nodes() {
+		errs = append(errs, cluster.Free(nd.DiskDir))
+		if nd.Paused() {
+			errs = append(errs, nd.Resume())
+		}
+		if !nd.Running() {
+			down = append(down, nd.ID)
+		}
+	}
+	if len(down) > 0 {
+		if err := n.restart(ctx, down, false); err != nil {
+			errs = append(errs, fmt.Errorf("%w: %v", errUnhealable, err))
+		}
+	}
+	return errors.Join(errs...)
+}
