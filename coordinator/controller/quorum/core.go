@@ -17,7 +17,18 @@ import (
 // CheckQuorum lease). Core only: the goroutine that calls HandleReady.
 func (q *Quorum) Tick() {
 	if q.failed == nil {
+		defer q.recoverRaft()
 		q.rn.Tick()
+	}
+}
+
+// recoverRaft turns a panic of raft's (its invariants broken: a log that lost
+// acknowledged entries, say) into the voter's fatal error, so that one voter stops
+// with an error the operator sees rather than taking its process down. The RawNode
+// is not used again.
+func (q *Quorum) recoverRaft() {
+	if r := recover(); r != nil {
+		q.fail(fmt.Errorf("%w: raft: %v", ErrCorrupt, r))
 	}
 }
 
@@ -26,10 +37,15 @@ func (q *Quorum) Tick() {
 // proposals and handles the Readys they make, then publishes the status. Core only.
 // An error is fatal (a storage write failed or the stored or received state is
 // corrupt): the voter stops, every later call returns the same error.
-func (q *Quorum) HandleReady() error {
+func (q *Quorum) HandleReady() (err error) {
 	if q.failed != nil {
 		return q.failed
 	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = q.fail(fmt.Errorf("%w: raft: %v", ErrCorrupt, r))
+		}
+	}()
 	q.inbox.Lock()
 	msgs, props, unreachable := q.inbox.msgs, q.inbox.props, q.inbox.unreachable
 	q.inbox.msgs, q.inbox.props, q.inbox.unreachable = nil, nil, nil

@@ -196,5 +196,5 @@
 //
 //	go test -race ./coordinator/controller/quorum                  # 250 seeds
 //	SAMSA_LONG=1 go test ./coordinator/controller/quorum           # thousands
-//	go test ./coordinator/controller/quorum -run 'TestSim/voters=3' -seed N -simtrace -v
+//	go test ./coordinator/controller/quorum -run '^TestSim$/voters=3' -seed N -simtrace -v
 package quorum

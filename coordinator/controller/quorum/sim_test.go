@@ -226,7 +226,11 @@ func (s *sim) fatalf(format string, args ...any) {
 	if len(s.trace) > 0 {
 		b.WriteString("last events:\n  " + strings.Join(s.trace, "\n  ") + "\n")
 	}
-	fmt.Fprintf(&b, "replay: go test ./coordinator/controller/quorum -run 'TestSim/voters=%d' -seed %d -simtrace -v\n", s.p.voters, s.seed)
+	env := ""
+	if longRun() {
+		env = "SAMSA_LONG=1 "
+	}
+	fmt.Fprintf(&b, "replay: %sgo test ./coordinator/controller/quorum -run '^TestSim$/voters=%d' -seed %d -simtrace -v\n", env, s.p.voters, s.seed)
 	s.t.Fatal(b.String())
 }
 
@@ -279,11 +283,14 @@ func (s *sim) start(i int) {
 		if !l.IsLeader {
 			return
 		}
-		if prev, ok := s.leaders[l.Term]; ok && prev != n.id {
+		prev, ok := s.leaders[l.Term]
+		if ok && prev != n.id {
 			s.fatalf("two leaders in term %d: %d and %d", l.Term, prev, n.id)
 		}
-		s.leaders[l.Term] = n.id
-		s.tracef("node %d leads term %d", n.id, l.Term)
+		if !ok {
+			s.leaders[l.Term] = n.id
+			s.tracef("node %d leads term %d", n.id, l.Term)
+		}
 	})
 	// The restarted node's image is its snapshot's; check it against the history.
 	off, im := q.Committed()
