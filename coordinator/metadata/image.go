@@ -1,6 +1,7 @@
 package metadata
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
@@ -166,11 +167,14 @@ func (im *Image) MaxBrokerEpoch() int64 {
 }
 
 // Records returns records that rebuild im when applied to the empty image, in a
-// canonical order: brokers by id; each topic by name with its partitions and configs;
+// canonical order: brokers by epoch (then id: Apply wants each registration's epoch
+// above every earlier one's), each topic by name with its partitions and configs;
 // broker configs by name and key; the producer-id watermark. Snapshots are made of them.
 func (im *Image) Records() []Record {
 	var out []Record
-	for _, b := range im.Brokers() {
+	brokers := im.Brokers()
+	slices.SortStableFunc(brokers, func(a, b BrokerImage) int { return cmp.Compare(a.Epoch, b.Epoch) })
+	for _, b := range brokers {
 		out = append(out, &RegisterBrokerRecord{ID: b.ID, IncarnationID: b.IncarnationID, Epoch: b.Epoch,
 			Endpoints: b.Endpoints, Rack: b.Rack, Fenced: b.Fenced, InControlledShutdown: b.InControlledShutdown})
 	}
