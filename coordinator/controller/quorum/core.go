@@ -41,15 +41,22 @@ func (q *Quorum) HandleReady() (err error) {
 	if q.failed != nil {
 		return q.failed
 	}
-	defer func() {
-		if r := recover(); r != nil {
-			err = q.fail(fmt.Errorf("%w: raft: %v", ErrCorrupt, r))
-		}
-	}()
 	q.inbox.Lock()
 	msgs, props, unreachable := q.inbox.msgs, q.inbox.props, q.inbox.unreachable
 	q.inbox.msgs, q.inbox.props, q.inbox.unreachable = nil, nil, nil
 	q.inbox.Unlock()
+	defer func() {
+		if r := recover(); r != nil {
+			err = q.fail(fmt.Errorf("%w: raft: %v", ErrCorrupt, r))
+		}
+		if q.failed != nil {
+			for _, p := range props {
+				if !p.handled {
+					p.ch <- ProposeResult{Err: q.failed}
+				}
+			}
+		}
+	}()
 
 	now := q.cfg.Clock.Now()
 	for _, m := range msgs {
@@ -99,13 +106,21 @@ func (q *Quorum) stop(why error) {
 	}
 	q.failPending(fmt.Errorf("%w: %v", ErrStopped, why))
 	q.flushResolved()
+	lead := Leadership{Leader: -1, Term: q.term}
 	q.pub.Lock()
 	if q.pub.stopped == nil {
 		q.pub.stopped = why
 		close(q.pub.changed)
 	}
-	q.pub.leadership = Leadership{Leader: -1, Term: q.term}
+	changed := q.pub.leadership != lead
+	q.pub.leadership = lead
+	leaderSubs := q.pub.leaderSubs
 	q.pub.Unlock()
+	if changed {
+		for _, fn := range leaderSubs {
+			fn(lead)
+		}
+	}
 }
 
 // drain handles Readys until raft has none.
@@ -253,6 +268,7 @@ func (q *Quorum) propose(props []*proposal) error {
 	}
 	for _, p := range props {
 		if q.state != raft.StateLeader {
+			p.handled = true
 			p.ch <- ProposeResult{Err: ErrNotLeader}
 			continue
 		}
@@ -260,12 +276,14 @@ func (q *Quorum) propose(props []*proposal) error {
 			if !errors.Is(err, raft.ErrProposalDropped) {
 				q.log.Warn("proposal refused by raft", "err", err)
 			}
+			p.handled = true
 			p.ch <- ProposeResult{Err: fmt.Errorf("%w: %v", ErrNotLeader, err)}
 			continue
 		}
 		last++
 		p.term, p.index = q.term, last
 		q.pending[last] = p
+		p.handled = true
 	}
 	return nil
 }

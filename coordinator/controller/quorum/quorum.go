@@ -104,10 +104,11 @@ type Quorum struct {
 }
 
 type proposal struct {
-	data  []byte
-	ch    chan ProposeResult
-	term  uint64
-	index uint64
+	data    []byte
+	ch      chan ProposeResult
+	term    uint64
+	index   uint64
+	handled bool // answered, or appended and pending (core only)
 }
 
 type resolved struct {

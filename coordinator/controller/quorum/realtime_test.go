@@ -210,6 +210,13 @@ func TestRunStopsProposals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var mu sync.Mutex
+	var events []Leadership
+	q.SubscribeLeadership(func(l Leadership) {
+		mu.Lock()
+		events = append(events, l)
+		mu.Unlock()
+	})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- q.Run(ctx) }()
@@ -226,5 +233,10 @@ func TestRunStopsProposals(t *testing.T) {
 	}
 	if _, err := q.WaitCommitted(context.Background(), 1<<40); !errors.Is(err, ErrStopped) {
 		t.Fatalf("WaitCommitted after stop: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(events) < 2 || !events[len(events)-2].ReadyForWrites || events[len(events)-1].IsLeader || q.IsLeader() {
+		t.Fatalf("leadership events %+v: want ready for writes, then not leading once stopped", events)
 	}
 }

@@ -719,3 +719,53 @@ func crashStates(m *MemStorage) []*MemStorage {
 	}
 	return out
 }
+
+// TestFailureResolvesQueuedProposals: a proposal queued while leading is answered
+// when the voter fails before appending it (here: a message from a newer term
+// whose hard state cannot be synced).
+func TestFailureResolvesQueuedProposals(t *testing.T) {
+	efs := newErrorFS()
+	d, err := OpenDiskStorage(t.TempDir(), DiskOptions{FS: efs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	rec := &recordingTransport{}
+	q, err := New(Config{NodeID: 1, Voters: []int32{1, 2, 3}}, d, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	step := func(typ raftpb.MessageType, from int32, term uint64) {
+		t.Helper()
+		q.Step(&raftpb.Message{Type: typ.Enum(), From: proto.Uint64(RaftID(from)), To: proto.Uint64(RaftID(1)), Term: proto.Uint64(term)})
+		if err := q.HandleReady(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 3*DefaultElectionTicks && len(rec.msgs) == 0; i++ {
+		q.Tick()
+		if err := q.HandleReady(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	step(raftpb.MsgPreVoteResp, 2, rec0Term(q)+1)
+	step(raftpb.MsgVoteResp, 2, rec0Term(q))
+	if !q.IsLeader() {
+		t.Fatalf("not leader: %+v", q.Status())
+	}
+	_, term := q.Leader()
+	ch := q.Propose([]metadata.Record{topic("queued")})
+	failSyncs(efs)
+	q.Step(&raftpb.Message{Type: raftpb.MsgHeartbeat.Enum(), From: proto.Uint64(RaftID(3)), To: proto.Uint64(RaftID(1)), Term: proto.Uint64(term + 1)})
+	if err := q.HandleReady(); !errors.Is(err, ErrStorageFailed) {
+		t.Fatalf("HandleReady: %v", err)
+	}
+	select {
+	case r := <-ch:
+		if !errors.Is(r.Err, ErrStopped) {
+			t.Fatalf("queued proposal: %+v", r)
+		}
+	default:
+		t.Fatal("the queued proposal was never answered")
+	}
+}
