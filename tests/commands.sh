@@ -23,9 +23,13 @@ tmp=$(mktemp -d)
 bg_pids=()
 cleanup() {
 	local p
-	for p in "${bg_pids[@]}"; do
+	for p in "${bg_pids[@]}"; do # process groups of bg and serving
 		kill -TERM -- "-$p" 2>/dev/null || true
 	done
+	for p in $(jobs -p); do # what a documented line started with &
+		kill -TERM "$p" 2>/dev/null || true
+	done
+	wait 2>/dev/null || true
 	[ -n "${KEEP_TMP:-}" ] || rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -215,23 +219,32 @@ wait_kafka() {
 # after the benchmark, Ctrl-C it (SIGINT to its process group), and check the broker
 # said it stopped cleanly.
 serving() {
-	local log=$tmp/serving-$n.log i rc=0
+	local log=$tmp/serving-$n.log i rc=0 why=""
 	setsid bash -c "$1" >"$log" 2>&1 </dev/null &
 	local pid=$!
+	bg_pids+=("$pid")
 	for i in $(seq 1 1200); do
 		grep -q "== broker serving on" "$log" && break
-		kill -0 "$pid" 2>/dev/null || { cat "$log"; echo "make run ended before serving"; return 1; }
+		kill -0 "$pid" 2>/dev/null || break
 		sleep 0.1
 	done
-	grep -q "== broker serving on" "$log" || { cat "$log"; echo "not serving after 120 s"; return 1; }
-	kill -INT -- "-$pid"
+	grep -q "== broker serving on" "$log" || why="make run was not serving after the benchmark"
+	kill -INT -- "-$pid" 2>/dev/null || true # Ctrl-C
 	wait "$pid" || rc=$?
 	gone "$pid"
+	unset 'bg_pids[-1]'
 	cat "$log"
-	grep -q 'msg=stopped' "$log" || { echo "the broker did not stop cleanly on Ctrl-C (exit $rc)"; return 1; }
+	[ -n "$why" ] || grep -q 'msg=stopped' "$log" || why="the broker did not stop cleanly on Ctrl-C (exit $rc)"
+	[ -z "$why" ] || {
+		echo "$why"
+		return 1
+	}
 }
 
 short='--duration 1s --warmup 0s'
+# Short forms in time: every broker these commands start forms consumer groups at once
+# instead of after Kafka's 3 s group.initial.rebalance.delay.ms.
+export SAMSA_GROUP_INITIAL_REBALANCE_DELAY_MS=0
 steps() {
 	# README.md
 	step 'make build'
