@@ -240,3 +240,36 @@ func TestRunStopsProposals(t *testing.T) {
 		t.Fatalf("leadership events %+v: want ready for writes, then not leading once stopped", events)
 	}
 }
+
+// TestSingleVoterStartsAtOnce: a combined node's quorum of one, on a fresh
+// directory and again on restart, is ready for writes well before an election
+// timeout (1 to 2 s with the defaults) could pass: it campaigns in New.
+func TestSingleVoterStartsAtOnce(t *testing.T) {
+	dir := t.TempDir()
+	for _, what := range []string{"fresh", "restart"} {
+		start := time.Now()
+		st, err := OpenDiskStorage(dir, DiskOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, err := New(Config{NodeID: 1, Voters: []int32{1}}, st, dropTransport{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- q.Run(ctx) }()
+		eventually(t, 5*time.Second, "ready for writes", q.ReadyForWrites)
+		took := time.Since(start)
+		if r := proposeWait(t, q, topic("t-"+what)); r.Err != nil {
+			t.Fatal(r.Err)
+		}
+		cancel()
+		<-done
+		st.Close()
+		t.Logf("%s: ready for writes %v after opening the directory", what, took)
+		if took > 900*time.Millisecond {
+			t.Fatalf("%s: ready for writes only after %v: it waited for an election timeout", what, took)
+		}
+	}
+}
