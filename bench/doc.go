@@ -13,10 +13,15 @@
 //   - targets (target.go): a running broker, a spawned Samsa process, or kfake
 //     (in process; as a child process so its CPU can be measured; or as a null
 //     broker that stores nothing, to measure the loader's own ceiling);
-//   - broker cost (proc_linux.go): CPU seconds and peak RSS of a broker process;
+//   - broker cost (proc_linux.go, usage.go): CPU seconds and peak RSS of a broker
+//     process, from /proc/<pid> (a spawned target, or --pid) or from its Prometheus
+//     /metrics (--admin);
 //   - physical limits (limits_linux.go): disk, fdatasync, loopback and sendfile;
 //   - profiles (profile.go): CPU and heap profiles pulled from /debug/pprof;
-//   - reports (report_*.go): table, JSON and a self-contained HTML page with SVG;
+//   - reports (report_*.go): table, JSON and a self-contained HTML page with SVG
+//     (sections only with content; the side-by-side table one row per figure and one
+//     column per target, with the direction and the best marked), and the verdict
+//     lines of --summary;
 //   - compare and regress (compare.go, regress.go): A B A B rounds and the gate.
 //
 // Every record the client runner produces carries two timestamps in its value:

@@ -45,14 +45,14 @@ func (rep *Report) sideBySide() (targets []string, modes []string, rows map[stri
 	for _, mode := range modes {
 		for _, f := range rep.Compare {
 			row := figureRow{name: f.Name, unit: f.Unit, better: f.Better, mode: mode, cells: make([]*FigureStat, len(targets))}
-			any := false
+			found := false
 			for i := range f.Stats {
 				if s := &f.Stats[i]; s.Mode == mode {
 					row.cells[col[s.Target]] = s
-					any = true
+					found = true
 				}
 			}
-			if any {
+			if found {
 				rows[mode] = append(rows[mode], row)
 			}
 		}
