@@ -25,6 +25,11 @@ type DiskOptions struct {
 	Logger *slog.Logger
 	// NoSync skips every fdatasync: nothing is durable. Tests and fuzzing only.
 	NoSync bool
+	// LegacyImported says that the single-node metadata store this directory may
+	// hold was read by ImportLegacyStore (LegacyImport.Found) and its records will
+	// bootstrap the raft log. Without it a fresh raft directory holding such a store
+	// is refused (ErrLegacyStore), so that its metadata is never silently ignored.
+	LegacyImported bool
 }
 
 // DiskStorage is the Storage of a voter under metadata.log.dir: segments of the raft
@@ -32,10 +37,11 @@ type DiskOptions struct {
 // also kept in memory (raft reads it on every Ready); its size is bounded by two
 // snapshot intervals.
 type DiskStorage struct {
-	dir    string
-	fs     vfs.FS
-	log    *slog.Logger
-	noSync bool
+	dir      string
+	fs       vfs.FS
+	log      *slog.Logger
+	noSync   bool
+	legacyOK bool
 
 	mu struct {
 		sync.Mutex
@@ -57,7 +63,7 @@ type DiskStorage struct {
 // checksum or does not continue the log fails with ErrCorrupt, and nothing is
 // repaired. A fresh directory yields an empty storage for Bootstrap.
 func OpenDiskStorage(dir string, opts DiskOptions) (*DiskStorage, error) {
-	d := &DiskStorage{dir: dir, fs: opts.FS, log: opts.Logger, noSync: opts.NoSync}
+	d := &DiskStorage{dir: dir, fs: opts.FS, log: opts.Logger, noSync: opts.NoSync, legacyOK: opts.LegacyImported}
 	if d.fs == nil {
 		d.fs = vfs.Default
 	}
@@ -126,6 +132,12 @@ func (d *DiskStorage) recover() error {
 	}
 	if len(snaps) == 0 {
 		if len(segs) == 0 {
+			if legacy, err := legacyFiles(d.dir); err != nil {
+				return err
+			} else if len(legacy) > 0 && !d.legacyOK {
+				return fmt.Errorf("%w: %s holds %s...; read it with ImportLegacyStore and open with DiskOptions.LegacyImported",
+					ErrLegacyStore, d.dir, legacy[0])
+			}
 			return nil // fresh
 		}
 		return fmt.Errorf("%w: %s holds raft log segments but no snapshot", ErrCorrupt, d.dir)

@@ -97,8 +97,9 @@
 //	*.snap.tmp, *.wal.tmp         a file being written; removed at open
 //
 // A metadata.Store of the single-node layout (NNN.log, NNN.snapshot) in the same
-// directory is not read (see ImportLegacyStore). Integers are big-endian; uvarint is
-// encoding/binary's.
+// directory is not read here: ImportLegacyStore reads it into the bootstrap snapshot,
+// and a fresh directory holding one is refused (ErrLegacyStore) unless the caller
+// says it was imported. Integers are big-endian; uvarint is encoding/binary's.
 //
 // Segment: a header, then one frame per Save, appended:
 //

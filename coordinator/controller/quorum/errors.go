@@ -35,6 +35,9 @@ var (
 	ErrStorageFailed = errors.New("quorum: raft storage failed")
 	// ErrLocked: another process (or storage in this one) has the directory open.
 	ErrLocked = errors.New("quorum: raft storage directory in use")
+	// ErrLegacyStore: a fresh raft directory holds a single-node metadata store
+	// (coordinator/metadata.Store) that was not imported: see ImportLegacyStore.
+	ErrLegacyStore = errors.New("quorum: the directory holds a single-node metadata store that was not imported")
 	// ErrNotEmpty: Bootstrap on a storage that already holds a log.
 	ErrNotEmpty = errors.New("quorum: raft storage is not empty")
 )

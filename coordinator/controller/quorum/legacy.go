@@ -37,7 +37,7 @@ type LegacyImport struct {
 // The wiring of a first start on raft is:
 //
 //	imp, err := quorum.ImportLegacyStore(legacyDir, raftDir, log)
-//	st, err := quorum.OpenDiskStorage(raftDir, ...)
+//	st, err := quorum.OpenDiskStorage(raftDir, quorum.DiskOptions{LegacyImported: imp.Found()})
 //	cfg.BootstrapRecords = imp.Records
 //	q, err := quorum.New(cfg, st, tr) // the bootstrap snapshot holds the records
 //	err = imp.Done()                    // the old files move aside
@@ -47,7 +47,9 @@ type LegacyImport struct {
 // directory. A crash anywhere is safe: before the bootstrap snapshot is durable the
 // next start imports again; after it, the raft log exists, Records is nil, and Done
 // finishes moving the files. A legacy store that does not replay (corrupt) is an
-// error: nothing is imported and nothing moved.
+// error: nothing is imported and nothing moved. OpenDiskStorage refuses a fresh
+// directory holding a legacy store unless told it was imported
+// (DiskOptions.LegacyImported), so forgetting this step cannot lose metadata.
 func ImportLegacyStore(legacyDir, raftDir string, lg *slog.Logger) (*LegacyImport, error) {
 	if lg == nil {
 		lg = slog.New(slog.DiscardHandler)
@@ -83,6 +85,10 @@ func ImportLegacyStore(legacyDir, raftDir string, lg *slog.Logger) (*LegacyImpor
 		"records", len(li.Records), "offset", li.Offset)
 	return li, nil
 }
+
+// Found reports whether a single-node store was found (imported now or before):
+// pass it as DiskOptions.LegacyImported.
+func (li *LegacyImport) Found() bool { return li.found }
 
 // Done moves the imported store aside; call it once the raft log is bootstrapped.
 // It is a no-op when nothing was found.

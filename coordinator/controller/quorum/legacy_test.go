@@ -1,6 +1,7 @@
 package quorum
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -41,7 +42,10 @@ func TestImportLegacyStoreSameDir(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		st := openDisk(t, nil, dir)
+		st, err := OpenDiskStorage(dir, DiskOptions{LegacyImported: imp.Found()})
+		if err != nil {
+			t.Fatal(err)
+		}
 		q, err := New(Config{NodeID: 0, Voters: []int32{0}, BootstrapRecords: imp.Records}, st, dropTransport{})
 		if err != nil {
 			t.Fatal(err)
@@ -88,6 +92,17 @@ func TestImportLegacyStoreSameDir(t *testing.T) {
 	}
 }
 
+// TestLegacyStoreNotImportedIsRefused: opening the raft storage on a directory that
+// holds a single-node store, without importing it, fails instead of starting an
+// empty log beside it.
+func TestLegacyStoreNotImportedIsRefused(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "meta")
+	writeLegacyStore(t, dir, "a")
+	if _, err := OpenDiskStorage(dir, DiskOptions{}); !errors.Is(err, ErrLegacyStore) {
+		t.Fatalf("open beside a single-node store: %v", err)
+	}
+}
+
 // TestImportLegacyStoreInterrupted: a crash after the bootstrap but before Done
 // leaves both; the next start imports nothing and Done finishes the move.
 func TestImportLegacyStoreInterrupted(t *testing.T) {
@@ -97,7 +112,10 @@ func TestImportLegacyStoreInterrupted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := openDisk(t, nil, dir)
+	st, err := OpenDiskStorage(dir, DiskOptions{LegacyImported: imp.Found()})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if _, err := New(Config{NodeID: 0, Voters: []int32{0}, BootstrapRecords: imp.Records}, st, dropTransport{}); err != nil {
 		t.Fatal(err)
 	}
