@@ -31,6 +31,7 @@ const (
 	// of Propose and Step and the quorum's goroutine.
 	maxQueuedProposals = 4096
 	maxQueuedMessages  = 8192
+	maxQueuedBytes     = 256 << 20 // entry and snapshot data of the queued messages
 )
 
 // Config configures one voter.

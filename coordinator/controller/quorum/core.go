@@ -43,7 +43,7 @@ func (q *Quorum) HandleReady() (err error) {
 	}
 	q.inbox.Lock()
 	msgs, props, unreachable := q.inbox.msgs, q.inbox.props, q.inbox.unreachable
-	q.inbox.msgs, q.inbox.props, q.inbox.unreachable = nil, nil, nil
+	q.inbox.msgs, q.inbox.props, q.inbox.unreachable, q.inbox.bytes = nil, nil, nil, 0
 	q.inbox.Unlock()
 	defer func() {
 		if r := recover(); r != nil {
@@ -99,7 +99,7 @@ func (q *Quorum) stop(why error) {
 		q.inbox.stopped = why
 	}
 	props := q.inbox.props
-	q.inbox.msgs, q.inbox.props = nil, nil
+	q.inbox.msgs, q.inbox.props, q.inbox.bytes = nil, nil, 0
 	q.inbox.Unlock()
 	for _, p := range props {
 		p.ch <- ProposeResult{Err: fmt.Errorf("%w: %v", ErrStopped, why)}

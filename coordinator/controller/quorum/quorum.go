@@ -85,6 +85,7 @@ type Quorum struct {
 	inbox struct {
 		sync.Mutex
 		msgs        []*raftpb.Message
+		bytes       int // messageBytes of msgs
 		props       []*proposal
 		unreachable []uint64
 		stopped     error
@@ -311,12 +312,23 @@ func (q *Quorum) Step(m *raftpb.Message) {
 		raft.IsLocalMsg(m.GetType()) || m.GetType() == raftpb.MsgProp {
 		return
 	}
+	size := messageBytes(m)
 	q.inbox.Lock()
-	if q.inbox.stopped == nil && len(q.inbox.msgs) < maxQueuedMessages {
+	if q.inbox.stopped == nil && len(q.inbox.msgs) < maxQueuedMessages && q.inbox.bytes+size <= maxQueuedBytes {
 		q.inbox.msgs = append(q.inbox.msgs, m)
+		q.inbox.bytes += size
 	}
 	q.inbox.Unlock()
 	q.wake()
+}
+
+// messageBytes is the data a message carries (entries and snapshot).
+func messageBytes(m *raftpb.Message) int {
+	n := len(m.GetSnapshot().GetData())
+	for _, e := range m.GetEntries() {
+		n += len(e.GetData())
+	}
+	return n
 }
 
 // ReportUnreachable tells raft that the last messages to node may have been lost (a
