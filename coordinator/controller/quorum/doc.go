@@ -26,8 +26,9 @@
 // core last published. Subscribers (Subscribe, SubscribeLeadership) are called on
 // the core's goroutine and must not block; they may call any method but Tick and
 // HandleReady. Storage methods are safe for concurrent use; only the core writes.
-// Lock order: Quorum.inbox, Quorum.pub and the storage's lock are never held
-// together, except that Propose reads pub (IsLeader) before taking inbox.
+// Locks: the queue's (inbox), the published state's (pub) and the storage's are
+// never held together — each is taken and released in turn — and no lock is held
+// while a subscriber or the transport runs.
 //
 // # The core's cycle (etcd raft's contract, README "Usage")
 //
