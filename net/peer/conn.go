@@ -228,11 +228,20 @@ func (cn *conn) send(ctx context.Context, req kmsg.Request, wantResponse bool) (
 	return c, nil // a failed write reaches c through fail
 }
 
-// roundTrip sends req at the negotiated version and decodes its response.
+// roundTrip sends req at the highest version both sides serve and decodes its
+// response.
 func (cn *conn) roundTrip(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
 	v, err := cn.version(req.Key(), req.MaxVersion())
 	if err != nil {
 		return nil, err
+	}
+	return cn.roundTripAt(ctx, req, v)
+}
+
+// roundTripAt sends req at version v, which the peer must serve.
+func (cn *conn) roundTripAt(ctx context.Context, req kmsg.Request, v int16) (kmsg.Response, error) {
+	if r, ok := cn.versions[req.Key()]; !ok || v < r.min || v > r.max || v > req.MaxVersion() {
+		return nil, fmt.Errorf("%w: %s v%d", ErrUnsupportedVersion, kmsg.NameForKey(req.Key()), v)
 	}
 	req.SetVersion(v)
 	c, err := cn.send(ctx, req, true)

@@ -6,13 +6,15 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-broker/samsa/coordinator/controller"
 )
 
-// ErrNotController: every voter answered NOT_CONTROLLER (no active controller yet, an
-// election under way). A ControllerChannel retries it until its ctx ends.
-var ErrNotController = errors.New("peer: no voter is the active controller")
+// ErrNotController: a voter answered NOT_CONTROLLER (no active controller yet, an
+// election under way); it wraps controller.ErrNoController. A ControllerChannel
+// retries it until its ctx ends.
+var ErrNotController = fmt.Errorf("peer: voter is not the active controller: %w", controller.ErrNoController)
 
 // ControllerChannel sends requests to the active controller (coordinator/controller's
 // ControllerChannel): it tries the voter it last learned leads, then the others in id
@@ -29,10 +31,12 @@ type ControllerChannel struct {
 // ControllerChannel returns the client's channel to the active controller.
 func (c *Client) ControllerChannel() *ControllerChannel { return &ControllerChannel{c: c} }
 
+var _ controller.ControllerChannel = (*ControllerChannel)(nil)
+
 // Request implements coordinator/controller.ControllerChannel. The response is the
 // active controller's, at the version it was sent (req's Version is set to it).
 func (ch *ControllerChannel) Request(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
-	return ch.c.toVoters(ctx, PurposeController, req, notController)
+	return ch.c.toVoters(ctx, PurposeController, req, controller.NotController)
 }
 
 // toVoters sends req to the voter last learned to lead, else to the voters in id
@@ -94,95 +98,4 @@ func (c *Client) voterOrder() []int32 {
 		}
 	}
 	return order
-}
-
-// notController reports a response that says the voter is not the active controller:
-// the top-level code where the API has one, else every entry's code.
-func notController(resp kmsg.Response) bool {
-	nc := kerr.NotController.Code
-	switch r := resp.(type) {
-	case *kmsg.BrokerRegistrationResponse:
-		return r.ErrorCode == nc
-	case *kmsg.BrokerHeartbeatResponse:
-		return r.ErrorCode == nc
-	case *kmsg.AlterPartitionResponse:
-		return r.ErrorCode == nc
-	case *kmsg.AllocateProducerIDsResponse:
-		return r.ErrorCode == nc
-	case *kmsg.AlterPartitionAssignmentsResponse:
-		return r.ErrorCode == nc
-	case *kmsg.ListPartitionReassignmentsResponse:
-		return r.ErrorCode == nc
-	case *kmsg.DescribeQuorumResponse:
-		return r.ErrorCode == nc
-	case *kmsg.ElectLeadersResponse:
-		if r.ErrorCode == nc {
-			return true
-		}
-		return allCodes(len(r.Topics) > 0, func(yield func(int16) bool) {
-			for _, t := range r.Topics {
-				for _, p := range t.Partitions {
-					if !yield(p.ErrorCode) {
-						return
-					}
-				}
-			}
-		})
-	case *kmsg.CreateTopicsResponse:
-		return allCodes(len(r.Topics) > 0, func(yield func(int16) bool) {
-			for _, t := range r.Topics {
-				if !yield(t.ErrorCode) {
-					return
-				}
-			}
-		})
-	case *kmsg.DeleteTopicsResponse:
-		return allCodes(len(r.Topics) > 0, func(yield func(int16) bool) {
-			for _, t := range r.Topics {
-				if !yield(t.ErrorCode) {
-					return
-				}
-			}
-		})
-	case *kmsg.CreatePartitionsResponse:
-		return allCodes(len(r.Topics) > 0, func(yield func(int16) bool) {
-			for _, t := range r.Topics {
-				if !yield(t.ErrorCode) {
-					return
-				}
-			}
-		})
-	case *kmsg.AlterConfigsResponse:
-		return allCodes(len(r.Resources) > 0, func(yield func(int16) bool) {
-			for _, x := range r.Resources {
-				if !yield(x.ErrorCode) {
-					return
-				}
-			}
-		})
-	case *kmsg.IncrementalAlterConfigsResponse:
-		return allCodes(len(r.Resources) > 0, func(yield func(int16) bool) {
-			for _, x := range r.Resources {
-				if !yield(x.ErrorCode) {
-					return
-				}
-			}
-		})
-	}
-	return false
-}
-
-// allCodes reports whether some codes were given and all are NOT_CONTROLLER.
-func allCodes(any bool, codes func(yield func(int16) bool)) bool {
-	if !any {
-		return false
-	}
-	all := true
-	codes(func(c int16) bool {
-		if c != kerr.NotController.Code {
-			all = false
-		}
-		return all
-	})
-	return all
 }

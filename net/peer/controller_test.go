@@ -167,27 +167,3 @@ func TestISRClient(t *testing.T) {
 		t.Fatalf("AlterPartition: %v %+v", err, resp)
 	}
 }
-
-func TestNotController(t *testing.T) {
-	nc := kerr.NotController.Code
-	ct := kmsg.NewPtrCreateTopicsResponse()
-	if notController(ct) {
-		t.Fatal("an empty CreateTopics answer is not NOT_CONTROLLER")
-	}
-	ct.Topics = []kmsg.CreateTopicsResponseTopic{{ErrorCode: nc}, {ErrorCode: 0}}
-	if notController(ct) {
-		t.Fatal("a mixed answer is the controller's")
-	}
-	ct.Topics[1].ErrorCode = nc
-	if !notController(ct) {
-		t.Fatal("all NOT_CONTROLLER")
-	}
-	el := kmsg.NewPtrElectLeadersResponse()
-	el.Topics = []kmsg.ElectLeadersResponseTopic{{Partitions: []kmsg.ElectLeadersResponseTopicPartition{{ErrorCode: nc}}}}
-	if !notController(el) {
-		t.Fatal("ElectLeaders v0 per-partition NOT_CONTROLLER")
-	}
-	if notController(kmsg.NewPtrMetadataResponse()) {
-		t.Fatal("an API without the code")
-	}
-}

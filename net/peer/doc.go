@@ -1,9 +1,10 @@
 // Package peer owns the node-to-node Kafka client: how a node reaches another node by
 // id on a named listener and speaks Kafka's framing to it. It implements the paths of
-// docs/CLUSTER.md ("The paths between nodes"): the broker's ControllerChannel (requests
-// to the active controller, found among the voters), its MetadataSource (Fetch and
-// FetchSnapshot of __cluster_metadata), the raft Transport between voters (the private
-// API SamsaRaft), and the replica fetcher's and ISR's clients. It also holds the two
+// docs/CLUSTER.md ("The paths between nodes"): coordinator/controller's
+// ControllerChannel (requests to the active controller, found among the voters) and
+// MetadataSource (Fetch and FetchSnapshot of __cluster_metadata), the raft Transport
+// of coordinator/controller/quorum (the private API SamsaRaft), and replication's
+// FetchClient (ReplicaClient) and ISRClient. It also holds the two
 // wire forms those paths add to Kafka's: the SamsaRaft request body and the framing of
 // metadata entries inside a Fetch response, shared with the server side (net/kafka).
 //
@@ -40,9 +41,10 @@
 //     peer that answers nothing holds up every request behind it. A caller whose ctx
 //     ends first abandons its request only: the connection stays, the late response is
 //     dropped.
-//  4. Versions: every request is sent at the highest version both kmsg and the peer (its
-//     ApiVersions) support; the request's Version field is set to it. A request's
-//     response is decoded at that version.
+//  4. Versions: a request is sent at the highest version both kmsg and the peer (its
+//     ApiVersions) support, and its Version field is set to it; the replica client
+//     sends at the version its caller chose, if the peer serves it. A response is
+//     decoded at the version its request was sent at.
 //
 // # SamsaRaft (private key 10000, version 0)
 //
@@ -59,7 +61,7 @@
 //
 // # Goroutines
 //
-// A Client, a ControllerChannel, a MetadataSource, a RaftTransport, a Fetcher and an
+// A Client, a ControllerChannel, a MetadataSource, a RaftTransport, a ReplicaClient and an
 // ISRClient are safe for concurrent use. Each connection has one reader goroutine;
 // writes happen on the caller's goroutine under the connection's write lock. Each voter
 // a RaftTransport sends to has one sender goroutine draining a bounded queue.

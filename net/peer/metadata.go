@@ -10,32 +10,24 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/samsa-broker/samsa/coordinator/controller"
 	"github.com/samsa-broker/samsa/coordinator/metadata"
 )
 
-var (
-	// ErrSnapshotNeeded: the offset asked for is compacted away on the voter; read the
-	// snapshot (MetadataSource.Snapshot) and fetch on from its offset.
-	ErrSnapshotNeeded = errors.New("peer: metadata offset compacted: read the snapshot")
-	// ErrSnapshotTooLarge: the snapshot exceeds MetadataSource's MaxSnapshotBytes.
-	ErrSnapshotTooLarge = errors.New("peer: metadata snapshot too large")
-)
+// ErrSnapshotTooLarge: the snapshot exceeds MetadataSource's MaxSnapshotBytes.
+var ErrSnapshotTooLarge = errors.New("peer: metadata snapshot too large")
 
-// MetadataBatch is the answer to a metadata fetch.
-type MetadataBatch struct {
-	// Entries are committed entries from the fetch offset on, consecutive (possibly
-	// none, when the long poll ended without new entries). Data alias the response.
-	Entries []MetadataEntry
-	// HighWatermark is the voter's last committed offset + 1.
-	HighWatermark uint64
-	// Leader and Term are the quorum's leader (-1: unknown) and term as the voter knows
-	// them.
-	Leader int32
-	Term   uint64
-	// SnapshotOffset and SnapshotTerm name the voter's snapshot when the fetch offset
-	// was compacted (Fetch then returns ErrSnapshotNeeded).
-	SnapshotOffset, SnapshotTerm uint64
+// SnapshotNeededError is Fetch's error when the offset asked for is compacted away on
+// the voter: it wraps controller.ErrSnapshotNeeded and names the voter's snapshot.
+type SnapshotNeededError struct {
+	Offset, SnapshotOffset, SnapshotTerm uint64
 }
+
+func (e *SnapshotNeededError) Error() string {
+	return fmt.Sprintf("%v: offset %d, snapshot at %d (term %d)", controller.ErrSnapshotNeeded, e.Offset, e.SnapshotOffset, e.SnapshotTerm)
+}
+
+func (e *SnapshotNeededError) Unwrap() error { return controller.ErrSnapshotNeeded }
 
 // MetadataSource reads the committed metadata log from the voters over the network
 // (coordinator/controller's MetadataSource on a broker-only node): Fetch (1) and
@@ -58,13 +50,14 @@ func (c *Client) MetadataSource() *MetadataSource {
 // metadataTopicID is the metadata topic's id as kmsg spells it.
 var metadataTopicID = [16]byte(metadata.MetadataTopicID)
 
-// Fetch returns committed entries from offset on, waiting up to wait for some when
-// there are none, at most about maxBytes of them (always at least one entry when one
-// exists). ErrSnapshotNeeded (with the batch's SnapshotOffset/Term set) when offset is
-// compacted away. It retries other voters on connection errors until ctx ends.
-func (s *MetadataSource) Fetch(ctx context.Context, offset uint64, maxBytes int, wait time.Duration) (MetadataBatch, error) {
+// Fetch implements controller.MetadataSource: committed entries from offset on,
+// waiting up to wait for some when there are none, at most about maxBytes of them
+// (always at least one entry when one exists). A *SnapshotNeededError (wrapping
+// controller.ErrSnapshotNeeded) when offset is compacted away. It retries other voters
+// on connection errors until ctx ends.
+func (s *MetadataSource) Fetch(ctx context.Context, offset uint64, maxBytes int, wait time.Duration) (controller.MetadataBatch, error) {
 	if offset > math.MaxInt64 {
-		return MetadataBatch{}, fmt.Errorf("peer: metadata offset %d out of range", offset)
+		return controller.MetadataBatch{}, fmt.Errorf("peer: metadata offset %d out of range", offset)
 	}
 	req := kmsg.NewPtrFetchRequest()
 	req.ReplicaID = s.c.cfg.NodeID
@@ -88,20 +81,20 @@ func (s *MetadataSource) Fetch(ctx context.Context, offset uint64, maxBytes int,
 
 	resp, err := s.voterRequest(ctx, req)
 	if err != nil {
-		return MetadataBatch{}, err
+		return controller.MetadataBatch{}, err
 	}
 	fr := resp.(*kmsg.FetchResponse)
 	if fr.ErrorCode != 0 {
-		return MetadataBatch{}, fmt.Errorf("peer: metadata fetch: %w", kerr.ErrorForCode(fr.ErrorCode))
+		return controller.MetadataBatch{}, fmt.Errorf("peer: metadata fetch: %w", kerr.ErrorForCode(fr.ErrorCode))
 	}
 	if len(fr.Topics) != 1 || len(fr.Topics[0].Partitions) != 1 || fr.Topics[0].Partitions[0].Partition != 0 {
-		return MetadataBatch{}, fmt.Errorf("%w: metadata fetch: want one partition of %s", ErrMalformedResponse, MetadataTopic)
+		return controller.MetadataBatch{}, fmt.Errorf("%w: metadata fetch: want one partition of %s", ErrMalformedResponse, MetadataTopic)
 	}
 	fp := &fr.Topics[0].Partitions[0]
 	if fp.ErrorCode != 0 {
-		return MetadataBatch{}, fmt.Errorf("peer: metadata fetch: %w", kerr.ErrorForCode(fp.ErrorCode))
+		return controller.MetadataBatch{}, fmt.Errorf("peer: metadata fetch: %w", kerr.ErrorForCode(fp.ErrorCode))
 	}
-	b := MetadataBatch{Leader: fp.CurrentLeader.LeaderID, Term: uint64(max(fp.CurrentLeader.LeaderEpoch, 0))}
+	b := controller.MetadataBatch{Leader: fp.CurrentLeader.LeaderID, Term: uint64(max(fp.CurrentLeader.LeaderEpoch, 0))}
 	if fp.HighWatermark < 0 {
 		return b, fmt.Errorf("%w: metadata high watermark %d", ErrMalformedResponse, fp.HighWatermark)
 	}
@@ -111,8 +104,7 @@ func (s *MetadataSource) Fetch(ctx context.Context, offset uint64, maxBytes int,
 		if fp.SnapshotID.EndOffset == 0 || fp.SnapshotID.Epoch < 0 {
 			return b, fmt.Errorf("%w: snapshot id %d/%d", ErrMalformedResponse, fp.SnapshotID.EndOffset, fp.SnapshotID.Epoch)
 		}
-		b.SnapshotOffset, b.SnapshotTerm = uint64(fp.SnapshotID.EndOffset-1), uint64(fp.SnapshotID.Epoch)
-		return b, ErrSnapshotNeeded
+		return b, &SnapshotNeededError{Offset: offset, SnapshotOffset: uint64(fp.SnapshotID.EndOffset - 1), SnapshotTerm: uint64(fp.SnapshotID.Epoch)}
 	}
 	if b.Entries, err = DecodeMetadataEntries(nil, fp.RecordBatches, offset); err != nil {
 		return b, err
@@ -123,7 +115,7 @@ func (s *MetadataSource) Fetch(ctx context.Context, offset uint64, maxBytes int,
 	return b, nil
 }
 
-// Snapshot returns the voters' latest snapshot: its offset (the last entry it covers)
+// Snapshot implements controller.MetadataSource: the voters' latest snapshot: its offset (the last entry it covers)
 // and its data (metadata.EncodeSnapshot). It reads it in chunks by position, all from
 // one snapshot: when the voter replaces it meanwhile (SNAPSHOT_NOT_FOUND) it starts
 // over with the new one.

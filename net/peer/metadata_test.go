@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/samsa-broker/samsa/coordinator/controller"
 	"github.com/samsa-broker/samsa/coordinator/metadata"
 )
 
@@ -162,9 +163,10 @@ func TestMetadataSourceSnapshot(t *testing.T) {
 	c := newTestClient(t, Config{NodeID: 9, Voters: map[int32]string{1: ts.addr()}})
 	src := c.MetadataSource()
 	src.SnapshotChunk = 100 // many chunks
-	b, err := src.Fetch(ctxT(t, 5*time.Second), 1, 1<<20, 0)
-	if !errors.Is(err, ErrSnapshotNeeded) || b.SnapshotOffset != 20 || b.SnapshotTerm != 3 {
-		t.Fatalf("compacted offset: %v %+v", err, b)
+	_, err = src.Fetch(ctxT(t, 5*time.Second), 1, 1<<20, 0)
+	var sn *SnapshotNeededError
+	if !errors.Is(err, controller.ErrSnapshotNeeded) || !errors.As(err, &sn) || sn.SnapshotOffset != 20 || sn.SnapshotTerm != 3 {
+		t.Fatalf("compacted offset: %v", err)
 	}
 	off, data, err := src.Snapshot(ctxT(t, 5*time.Second))
 	if err != nil {
@@ -178,7 +180,7 @@ func TestMetadataSourceSnapshot(t *testing.T) {
 		t.Fatalf("decoded snapshot: %v, %d topics", err, got.NumTopics())
 	}
 	// The next fetch from the snapshot's offset + 1 continues the log.
-	b, err = src.Fetch(ctxT(t, 5*time.Second), off+1, 1<<20, 0)
+	b, err := src.Fetch(ctxT(t, 5*time.Second), off+1, 1<<20, 0)
 	if err != nil || len(b.Entries) != 20 || b.Entries[0].Offset != 21 {
 		t.Fatalf("after the snapshot: %v, %d entries", err, len(b.Entries))
 	}
@@ -257,7 +259,7 @@ func TestDecodeMetadataEntries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 3 || !bytes.Equal(got[0].Data, frame) || len(got[1].Data) != 0 || got[2].Offset != 12 {
+	if len(got) != 3 || !bytes.Equal(got[0].Data, frame) || got[1].Data != nil || got[2].Offset != 12 {
 		t.Fatalf("decoded %+v", got)
 	}
 	if want := 2*MetadataEntrySize(len(frame)) + MetadataEntrySize(0); len(b) != want {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/samsa-broker/samsa/coordinator/controller"
 	"github.com/samsa-broker/samsa/coordinator/metadata"
 )
 
@@ -15,13 +16,6 @@ const MetadataTopic = "__cluster_metadata"
 // ErrMalformedEntries: metadata entries in a Fetch response that do not parse (see the
 // package doc for the framing).
 var ErrMalformedEntries = errors.New("peer: malformed metadata entries")
-
-// MetadataEntry is one committed entry of the metadata log: its offset (raft index) and
-// its entry frame (metadata.EncodeEntry; empty for an entry without records).
-type MetadataEntry struct {
-	Offset uint64
-	Data   []byte
-}
 
 // metaEntryHeader is the size of an entry's framing: offset u64, length u32.
 const metaEntryHeader = 12
@@ -39,11 +33,11 @@ func AppendMetadataEntry(dst []byte, offset uint64, frame []byte) []byte {
 func MetadataEntrySize(n int) int { return metaEntryHeader + n }
 
 // DecodeMetadataEntries parses framed entries from b, appending them to dst; the
-// entries' Data alias b. from is the fetch offset: entries must start at it and be
+// entries' Data alias b (nil for an entry without records). from is the fetch offset: entries must start at it and be
 // consecutive (the metadata log is dense). A frame longer than metadata.MaxEntrySize,
 // a truncated entry or a gap is ErrMalformedEntries. The entry frames themselves are
 // not decoded (metadata.DecodeEntry checks them when they are applied).
-func DecodeMetadataEntries(dst []MetadataEntry, b []byte, from uint64) ([]MetadataEntry, error) {
+func DecodeMetadataEntries(dst []controller.MetadataEntry, b []byte, from uint64) ([]controller.MetadataEntry, error) {
 	next := from
 	for len(b) > 0 {
 		if len(b) < metaEntryHeader {
@@ -57,7 +51,11 @@ func DecodeMetadataEntries(dst []MetadataEntry, b []byte, from uint64) ([]Metada
 		if n > metadata.MaxEntrySize || uint64(n) > uint64(len(b)-metaEntryHeader) {
 			return dst, fmt.Errorf("%w: entry %d of %d bytes, %d left", ErrMalformedEntries, off, n, len(b)-metaEntryHeader)
 		}
-		dst = append(dst, MetadataEntry{Offset: off, Data: b[metaEntryHeader : metaEntryHeader+int(n) : metaEntryHeader+int(n)]})
+		e := controller.MetadataEntry{Offset: off}
+		if n > 0 {
+			e.Data = b[metaEntryHeader : metaEntryHeader+int(n) : metaEntryHeader+int(n)]
+		}
+		dst = append(dst, e)
 		b = b[metaEntryHeader+int(n):]
 		next++
 	}

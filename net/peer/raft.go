@@ -9,6 +9,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/samsa-broker/samsa/coordinator/controller/quorum"
 )
 
 // SamsaRaftKey is the private API key of SamsaRaft: one raft message from a voter to
@@ -54,14 +56,7 @@ func DecodeSamsaRaft(b []byte) (*raftpb.Message, error) {
 	return m, nil
 }
 
-// nodeOfRaftID is the node id of a raft id (raft ids are node id + 1; see
-// coordinator/controller/quorum's RaftID and NodeOf), -1 for none.
-func nodeOfRaftID(id uint64) int32 {
-	if id == 0 || id > 1<<31 {
-		return -1
-	}
-	return int32(id - 1)
-}
+var _ quorum.Transport = (*RaftTransport)(nil)
 
 // RaftTransport carries raft messages to the other voters (the quorum's Transport):
 // Send never blocks; each voter has a queue of at most RaftQueue messages drained by
@@ -91,7 +86,7 @@ func (rs *raftState) wait() { rs.wg.Wait() }
 func (t *RaftTransport) Send(msgs []*raftpb.Message) {
 	c := t.c
 	for _, m := range msgs {
-		to := nodeOfRaftID(m.GetTo())
+		to := quorum.NodeOf(m.GetTo())
 		q := c.raftQueue(to)
 		if q == nil {
 			c.raft.dropped.Add(1)
