@@ -1,0 +1,144 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.etcd.io/raft/v3/raftpb"
+
+	"github.com/samsa-broker/samsa/coordinator/controller"
+	"github.com/samsa-broker/samsa/coordinator/controller/quorum"
+	"github.com/samsa-broker/samsa/engine/vfs"
+)
+
+// controllerRole is a node's controller: its raft voter with the storage in
+// metadata.log.dir, and the active-controller logic beside it.
+//
+// Start-up: the single-node store of an earlier version, if metadata.log.dir holds
+// one, is imported into the bootstrap snapshot (a quorum of one only); the storage is
+// opened; the voter is restored; the imported files move aside; the voter's and the
+// controller's loops start. Shutdown: the controller closes (requests get
+// NOT_CONTROLLER), the loops end, the storage closes.
+type controllerRole struct {
+	log *slog.Logger
+	st  *quorum.DiskStorage
+	q   *quorum.Quorum
+	ctl *controller.Controller
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	runErr error // the voter's fatal error, if Run returned one
+}
+
+// raftTransport is what the voter sends through: net/peer's RaftTransport between
+// voters, or nothing for a quorum of one (which sends no messages).
+type raftTransport interface{ Send([]*raftpb.Message) }
+
+type noTransport struct{}
+
+func (noTransport) Send([]*raftpb.Message) {}
+
+// quorumTicks maps controller.quorum.election.timeout.ms onto raft ticks of the
+// default interval (at least three, above the one heartbeat tick).
+func quorumTicks(election time.Duration) (tick time.Duration, electionTicks int) {
+	tick = quorum.DefaultTickInterval
+	electionTicks = int(election / tick)
+	return tick, max(electionTicks, 3)
+}
+
+// startControllerRole opens the voter's storage and starts the voter and the
+// controller. fail is called with the voter's fatal error, if any.
+func startControllerRole(cfg *Config, clusterID string, fsys vfs.FS, tr raftTransport, log *slog.Logger, fail func(error)) (_ *controllerRole, err error) {
+	r := &controllerRole{log: log}
+	imp, err := quorum.ImportLegacyStore(cfg.MetadataDir, cfg.MetadataDir, log.With("component", "quorum"))
+	if err != nil {
+		return nil, fmt.Errorf("importing the single-node metadata store of %s: %w", cfg.MetadataDir, err)
+	}
+	if len(imp.Records) > 0 && !cfg.SoleVoter() {
+		return nil, fmt.Errorf("%w: %s holds the metadata store of an earlier single-node version; only a single combined node (a quorum of one) can import it, this node is one of %d voters",
+			ErrStorage, cfg.MetadataDir, len(cfg.Voters))
+	}
+	if r.st, err = quorum.OpenDiskStorage(cfg.MetadataDir, quorum.DiskOptions{FS: fsys, Logger: log.With("component", "raft-storage"), LegacyImported: imp.Found()}); err != nil {
+		return nil, fmt.Errorf("opening the raft log in %s: %w", cfg.MetadataDir, err)
+	}
+	defer func() {
+		if err != nil {
+			r.st.Close()
+		}
+	}()
+	tick, electionTicks := quorumTicks(cfg.ElectionTimeout)
+	if r.q, err = quorum.New(quorum.Config{
+		NodeID: cfg.NodeID, Voters: cfg.VoterIDs(), TickInterval: tick, ElectionTicks: electionTicks,
+		Logger: log.With("component", "quorum"), BootstrapRecords: imp.Records,
+	}, r.st, tr); err != nil {
+		return nil, fmt.Errorf("starting the raft voter: %w", err)
+	}
+	if len(imp.Records) > 0 {
+		log.Info("imported the single-node metadata store into the raft log", "dir", cfg.MetadataDir, "records", len(imp.Records))
+	}
+	if err := imp.Done(); err != nil {
+		return nil, fmt.Errorf("moving the imported metadata store aside: %w", err)
+	}
+	listeners := map[int32][]kmsg.DescribeQuorumResponseNodeListener{}
+	for _, v := range cfg.Voters {
+		if v.Port == 0 {
+			continue
+		}
+		l := kmsg.NewDescribeQuorumResponseNodeListener()
+		l.Name, l.Host, l.Port = cfg.ControllerListenerNames[0], v.Host, uint16(v.Port)
+		listeners[v.ID] = append(listeners[v.ID], l)
+	}
+	if r.ctl, err = controller.New(controller.Config{
+		NodeID: cfg.NodeID, ClusterID: clusterID, Static: cfg.Keys, SessionTimeout: cfg.SessionTimeout,
+		Logger: log.With("component", "controller"), VoterListeners: listeners,
+	}, voter{r.q}); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r.cancel = cancel
+	r.wg.Add(2)
+	go func() {
+		defer r.wg.Done()
+		if err := r.q.Run(ctx); err != nil {
+			r.mu.Lock()
+			r.runErr = err
+			r.mu.Unlock()
+			log.Error("raft voter stopped", "err", err)
+			fail(fmt.Errorf("raft voter: %w", err))
+		}
+	}()
+	go func() {
+		defer r.wg.Done()
+		r.ctl.Run(ctx)
+	}()
+	log.Info("controller started", "voters", voterList(cfg.Voters), "election_timeout", strconv.Itoa(int(tick)*electionTicks/int(time.Millisecond))+"ms")
+	return r, nil
+}
+
+// voter is the role's quorum as the controller package's seams.
+func (r *controllerRole) voter() voter { return voter{r.q} }
+
+// stop closes the controller, ends the loops and closes the storage.
+func (r *controllerRole) stop() error {
+	r.ctl.Close()
+	r.cancel()
+	r.wg.Wait()
+	r.mu.Lock()
+	runErr := r.runErr
+	r.mu.Unlock()
+	var errs []error
+	if runErr != nil && !errors.Is(runErr, context.Canceled) {
+		errs = append(errs, fmt.Errorf("raft voter: %w", runErr))
+	}
+	if err := r.st.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("closing the raft log: %w", err))
+	}
+	return errors.Join(errs...)
+}
