@@ -17,10 +17,13 @@ import (
 //
 //	state: hi (the next offset an append may take; starts at From) and, per offset of
 //	       the window, the value known there (or none)
-//	append(v) -> o   legal iff o >= hi and nothing is known at o; then o holds v, hi = o+1
-//	read(o) -> v     legal iff o holds v; or nothing is known at o and v's send was not
+//	append(v) -> o   legal iff o >= hi, nothing is known at o, and no acknowledged
+//	                 append of the window has an offset in [hi, o) (appends take offsets
+//	                 in offset order); then o holds v, hi = o+1
+//	read(o) -> v     legal iff o holds v; or nothing is known at o, v's send was not
 //	                 acknowledged at o (an unacknowledged send, or one acknowledged
-//	                 elsewhere): then o holds v and hi = max(hi, o+1)
+//	                 elsewhere) and, if o >= hi, no acknowledged append has an offset
+//	                 in [hi, o): then o holds v and hi = max(hi, o+1)
 //
 // So appends take offsets in real-time order, reads never see an acknowledged value
 // before its append, never see two values at one offset, and an offset read before an
@@ -73,7 +76,19 @@ type linState struct {
 	vals []int32 // per offset - from; 0 unknown
 }
 
-func logModel(from, width int64) porcupine.Model {
+// logModel is the model of the window [from, from+len(acked)); acked[i] says that an
+// acknowledged append of the window took offset from+i.
+func logModel(from int64, acked []bool) porcupine.Model {
+	width := int64(len(acked))
+	// gapFree reports whether no acknowledged append has an offset in [a, b).
+	gapFree := func(a, b int64) bool {
+		for o := max(a, from); o < b && o < from+width; o++ {
+			if acked[o-from] {
+				return false
+			}
+		}
+		return true
+	}
 	return porcupine.Model{
 		Init: func() interface{} { return linState{hi: from, from: from, vals: make([]int32, width)} },
 		Step: func(state, input, output interface{}) (bool, interface{}) {
@@ -82,7 +97,7 @@ func logModel(from, width int64) porcupine.Model {
 			if !in.read {
 				o := output.(int64)
 				i := o - s.from
-				if o < s.hi || i < 0 || i >= int64(len(s.vals)) || s.vals[i] != 0 {
+				if o < s.hi || i < 0 || i >= int64(len(s.vals)) || s.vals[i] != 0 || !gapFree(s.hi, o) {
 					return false, nil
 				}
 				n := linState{hi: o + 1, from: s.from, vals: append([]int32(nil), s.vals...)}
@@ -97,7 +112,7 @@ func logModel(from, width int64) porcupine.Model {
 			switch {
 			case s.vals[i] == v:
 				return true, s
-			case s.vals[i] != 0 || in.acked:
+			case s.vals[i] != 0 || in.acked || (in.o >= s.hi && !gapFree(s.hi, in.o)):
 				return false, nil
 			}
 			n := linState{hi: max(s.hi, in.o+1), from: s.from, vals: append([]int32(nil), s.vals...)}
@@ -146,8 +161,10 @@ func logModel(from, width int64) porcupine.Model {
 	}
 }
 
-// linWindow builds the porcupine history of one window.
-func (c *checker) linWindow(p int32, from, to int64) []porcupine.Operation {
+// linWindow builds the porcupine history of one window, and which of its offsets
+// acknowledged appends took.
+func (c *checker) linWindow(p int32, from, to int64) ([]porcupine.Operation, []bool) {
+	acked := make([]bool, to-from)
 	ids := map[string]int32{}
 	id := func(v string) int32 {
 		if x, ok := ids[v]; ok {
@@ -172,6 +189,7 @@ func (c *checker) linWindow(p int32, from, to int64) []porcupine.Operation {
 		case FSend:
 			if op.Status == OK && op.P == p && op.O >= from && op.O < to && c.sends[op.V] == op {
 				ops = append(ops, porcupine.Operation{ClientId: client(op.Proc), Input: linIn{v: id(op.V)}, Call: op.Start, Output: op.O, Return: op.End})
+				acked[op.O-from] = true
 			}
 		case FPoll:
 			for _, r := range op.Recs {
@@ -184,7 +202,7 @@ func (c *checker) linWindow(p int32, from, to int64) []porcupine.Operation {
 			}
 		}
 	}
-	return ops
+	return ops, acked
 }
 
 func checkLinear(c *checker, opt LinearOptions) LinearResult {
@@ -266,8 +284,8 @@ func checkLinear(c *checker, opt LinearOptions) LinearResult {
 		return wins[i].from < wins[j].from
 	})
 	for _, w := range wins {
-		ops := c.linWindow(w.p, w.from, w.to)
-		model := logModel(w.from, w.to-w.from)
+		ops, acked := c.linWindow(w.p, w.from, w.to)
+		model := logModel(w.from, acked)
 		r, info := porcupine.CheckOperationsVerbose(model, ops, opt.Timeout)
 		lw := LinearWindow{P: w.p, From: w.from, To: w.to, Ops: len(ops), Result: string(r)}
 		switch r {

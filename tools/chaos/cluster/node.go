@@ -343,6 +343,7 @@ var ErrExited = errors.New("cluster: node exited")
 // WaitReady waits until the node answers a Metadata request listing itself and at
 // least brokers brokers, within the cluster's start timeout.
 func (n *Node) WaitReady(ctx context.Context, brokers int) error {
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, n.c.cfg.StartTimeout)
 	defer cancel()
 	done := n.doneCh()
@@ -366,6 +367,9 @@ func (n *Node) WaitReady(ctx context.Context, brokers int) error {
 		case <-done:
 			return fmt.Errorf("%w: node %d, while starting: %s", ErrExited, n.ID, strings.Join(lastN(n.Tail(), 5), " | "))
 		case <-ctx.Done():
+			if parent.Err() != nil {
+				return fmt.Errorf("cluster: stopped waiting for node %d (%v): %v", n.ID, parent.Err(), last)
+			}
 			return fmt.Errorf("cluster: node %d not ready within %s: %v; log: %s", n.ID, n.c.cfg.StartTimeout, last, strings.Join(lastN(n.Tail(), 5), " | "))
 		case <-tick.C:
 		}

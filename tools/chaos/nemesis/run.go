@@ -84,9 +84,35 @@ func (n *Nemesis) waitUntil(ctx context.Context, t time.Time) error {
 		case <-timer.C:
 			return nil
 		case id := <-n.crashed:
-			n.env.Printf("node %d exited on its own; restarting it", id)
-			if err := n.HealAll(context.WithoutCancel(ctx)); err != nil {
-				n.env.Printf("restart: %v", err)
+			n.recover(ctx, id)
+		}
+	}
+}
+
+// recover restarts a node that exited on its own, retrying with a backoff (1 s,
+// doubling to 10 s) while it fails to come back, until ctx ends.
+func (n *Nemesis) recover(ctx context.Context, id int) {
+	n.env.Printf("node %d exited on its own; restarting it", id)
+	backoff := time.Second
+	for {
+		err := n.HealAll(ctx)
+		if err == nil || ctx.Err() != nil {
+			return
+		}
+		n.env.Printf("restart failed (retry in %s): %v", backoff, err)
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		backoff = min(2*backoff, 10*time.Second)
+		for drained := false; !drained; { // exits of the failed attempts
+			select {
+			case <-n.crashed:
+			default:
+				drained = true
 			}
 		}
 	}
@@ -99,10 +125,7 @@ func (n *Nemesis) Supervise(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case id := <-n.crashed:
-			n.env.Printf("node %d exited on its own; restarting it", id)
-			if err := n.HealAll(ctx); err != nil {
-				n.env.Printf("restart: %v", err)
-			}
+			n.recover(ctx, id)
 		}
 	}
 }

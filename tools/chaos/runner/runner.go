@@ -1,0 +1,509 @@
+// Package runner runs one fault-harness run end to end: it learns what the samsa
+// binary supports, chooses the faults that can run (saying why the others cannot),
+// prints the seeded schedule and the command that replays it, starts the cluster and
+// the queue workload, injects the faults, lets the cluster settle in a quiet period,
+// reads every partition back, checks the history and writes the reports.
+//
+// Timeline of a run:
+//
+//	|warmup|<------------ fault phase (Duration) ------------>|<--- quiet --->|final|check
+//	        fault ··· heal   fault ··· heal   ···    last heal|producers stop |drain|
+//	                                                          |  at a third   |     |
+//	                                                          |readers catch up     |
+//
+// Out directory: history.jsonl (re-check with `samsa-chaos check`), report.txt,
+// report.json, report.html, schedule.txt, clients.log, node<i>/samsa.log (each node's
+// output), porcupine-*.html for windows found not linearizable.
+package runner
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/samsa-broker/samsa/tools/chaos"
+	"github.com/samsa-broker/samsa/tools/chaos/cluster"
+	"github.com/samsa-broker/samsa/tools/chaos/nemesis"
+	"github.com/samsa-broker/samsa/tools/chaos/report"
+	"github.com/samsa-broker/samsa/tools/chaos/workload"
+)
+
+// Config is one run.
+type Config struct {
+	Bin string
+	// Nodes: 0 chooses 3 when the binary forms a cluster of 3, else 1.
+	Nodes int
+	Seed  int64
+	// Faults: "auto" (the set for the node count), "all", or a list (nemesis.ParseKinds).
+	Faults   string
+	Warmup   time.Duration
+	Duration time.Duration // the fault phase
+	Quiet    time.Duration
+	Liveness time.Duration
+	GapMin   time.Duration
+	GapMax   time.Duration
+	DurMin   time.Duration
+	DurMax   time.Duration
+	// Netns: "auto" (when a chosen fault needs it and namespaces can be made), "on", "off".
+	Netns    string
+	DiskSize int64
+	// Workload.
+	Topic             string
+	Partitions        int32
+	Producers         int
+	Rate              float64
+	GroupConsumers    int
+	AssignedConsumers int
+	// Env for every node, NodeEnv for one (e.g. a fault switch); Set adds config keys.
+	Env     []string
+	NodeEnv map[int][]string
+	Set     []string
+	// SessionTimeout: broker.session.timeout.ms (and the pause length's floor).
+	SessionTimeout time.Duration
+	Out            string
+	// Command is the command line that replays this run (the CLI fills it in).
+	Command string
+	Stdout  io.Writer
+}
+
+// Defaults fills zero fields with the values of a 2-minute run.
+func (c *Config) Defaults() {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&c.Warmup, 5*time.Second)
+	def(&c.Duration, 90*time.Second)
+	def(&c.Quiet, 30*time.Second)
+	def(&c.Liveness, 20*time.Second)
+	def(&c.GapMin, 3*time.Second)
+	def(&c.GapMax, 8*time.Second)
+	def(&c.DurMin, 2*time.Second)
+	def(&c.DurMax, 8*time.Second)
+	def(&c.SessionTimeout, 9*time.Second)
+	if c.Faults == "" {
+		c.Faults = "auto"
+	}
+	if c.Netns == "" {
+		c.Netns = "auto"
+	}
+	if c.DiskSize <= 0 {
+		c.DiskSize = 256 << 20
+	}
+	if c.Topic == "" {
+		c.Topic = "chaos"
+	}
+	if c.Partitions <= 0 {
+		c.Partitions = 4
+	}
+	if c.Producers <= 0 {
+		c.Producers = 2
+	}
+	if c.Rate <= 0 {
+		c.Rate = 200
+	}
+	if c.GroupConsumers < 0 {
+		c.GroupConsumers = 0
+	} else if c.GroupConsumers == 0 {
+		c.GroupConsumers = 2
+	}
+	if c.AssignedConsumers < 0 {
+		c.AssignedConsumers = 0
+	} else if c.AssignedConsumers == 0 {
+		c.AssignedConsumers = 1
+	}
+	if c.Out == "" {
+		c.Out = "chaos-out"
+	}
+	if c.Stdout == nil {
+		c.Stdout = os.Stdout
+	}
+	if c.Seed == 0 {
+		c.Seed = time.Now().UnixNano() % 1_000_000_000
+	}
+}
+
+// AutoKinds is the fault set "auto" chooses for n nodes.
+func AutoKinds(n int) []nemesis.Kind {
+	if n == 1 {
+		return []nemesis.Kind{nemesis.Kill, nemesis.Pause, nemesis.PowerLoss, nemesis.DiskFull}
+	}
+	ks := []nemesis.Kind{nemesis.Kill, nemesis.KillLeader, nemesis.KillController, nemesis.KillAll, nemesis.Pause, nemesis.PauseLeader,
+		nemesis.PowerLoss, nemesis.PowerLossAll, nemesis.PartitionLeader, nemesis.PartitionHalves, nemesis.Slow, nemesis.DiskFull}
+	if n >= 3 {
+		ks = append(ks, nemesis.PartitionBridge)
+	}
+	return ks
+}
+
+// Outcome is what a run produced.
+type Outcome struct {
+	Result *chaos.Result
+	Report *report.Report
+	Dir    string
+	Took   time.Duration
+}
+
+type run struct {
+	cfg   Config
+	start time.Time
+	out   io.Writer
+	mu    sync.Mutex
+	notes []string
+}
+
+func (r *run) printf(format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	fmt.Fprintf(r.out, "[%7.2fs] %s\n", time.Since(r.start).Seconds(), fmt.Sprintf(format, args...))
+}
+
+func (r *run) note(format string, args ...any) {
+	s := fmt.Sprintf(format, args...)
+	r.mu.Lock()
+	r.notes = append(r.notes, s)
+	r.mu.Unlock()
+	r.printf("%s", s)
+}
+
+// Run performs one run. An error means the run could not be carried out (the
+// binary does not start, the cluster cannot be made); anomalies are in the result.
+func Run(ctx context.Context, cfg Config) (*Outcome, error) {
+	cfg.Defaults()
+	r := &run{cfg: cfg, start: time.Now(), out: cfg.Stdout}
+	out, err := filepath.Abs(cfg.Out)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return nil, fmt.Errorf("runner: %w", err)
+	}
+	if _, err := os.Stat(cfg.Bin); err != nil {
+		return nil, fmt.Errorf("runner: samsa binary: %w", err)
+	}
+	r.printf("samsa-chaos: seed %d, binary %s, out %s", cfg.Seed, cfg.Bin, out)
+
+	feat, err := cluster.Probe(ctx, cfg.Bin, out, cfg.Env)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Nodes == 0 {
+		cfg.Nodes = 1
+		if !feat.ClusterMode {
+			r.note("nodes: 1 (this samsa binary has no cluster mode)")
+		} else if err := cluster.ProbeCluster(ctx, cfg.Bin, out, 3); err != nil {
+			r.note("nodes: 1 (3 nodes do not form a cluster with this binary: %s)", firstLine(err.Error()))
+		} else {
+			cfg.Nodes = 3
+			r.note("nodes: 3 (the binary forms a cluster)")
+		}
+	}
+	kinds, err := r.chooseKinds(&cfg, feat)
+	if err != nil {
+		return nil, err
+	}
+	sched := nemesis.Generate(nemesis.Params{Seed: cfg.Seed, Kinds: kinds, Duration: cfg.Duration, Nodes: cfg.Nodes, Partitions: cfg.Partitions,
+		GapMin: cfg.GapMin, GapMax: cfg.GapMax, DurMin: cfg.DurMin, DurMax: cfg.DurMax, SessionTimeout: cfg.SessionTimeout})
+	replay := cfg.Command
+	if replay == "" {
+		replay = ReplayCommand(cfg, kinds)
+	}
+	fmt.Fprint(r.out, sched.String())
+	fmt.Fprintf(r.out, "replay: %s\n", replay)
+	os.WriteFile(filepath.Join(out, "schedule.txt"), []byte(sched.String()+"replay: "+replay+"\n"), 0o644)
+
+	hist, err := chaos.CreateHistory(filepath.Join(out, "history.jsonl"), chaos.Header{Topic: cfg.Topic, Partitions: cfg.Partitions, Seed: cfg.Seed,
+		Command: replay, Nodes: cfg.Nodes, Liveness: int64(cfg.Liveness), Notes: r.notes}, r.start)
+	if err != nil {
+		return nil, err
+	}
+	histClosed := false
+	defer func() {
+		if !histClosed {
+			hist.Close()
+		}
+	}()
+
+	var nem *nemesis.Nemesis
+	var nemMu sync.Mutex
+	onExit := func(e cluster.Exit) {
+		now, wall := hist.Now()
+		hist.Append(chaos.Op{Proc: "cluster", F: chaos.FEvent, Status: chaos.Info, Start: now, End: now, Wall: wall, V: "node-exit",
+			Parts: []int32{int32(e.Node)}, Err: fmt.Sprintf("node %d exited on its own: %s; last log: %s", e.Node, e.Err, strings.Join(lastN(e.Tail, 3), " | "))})
+		r.printf("node %d exited on its own: %s", e.Node, e.Err)
+		nemMu.Lock()
+		n := nem
+		nemMu.Unlock()
+		if n != nil {
+			n.NodeExited(e.Node)
+		}
+	}
+	ccfg := cluster.Config{Bin: cfg.Bin, Nodes: cfg.Nodes, Dir: out, Env: cfg.Env, NodeEnv: cfg.NodeEnv, Set: cfg.Set,
+		SessionTimeout: cfg.SessionTimeout, OnExit: onExit}
+	if slices.ContainsFunc(kinds, nemesis.NeedsNetns) {
+		ccfg.Net = cluster.Netns
+	}
+	if slices.Contains(kinds, nemesis.PowerLoss) || slices.Contains(kinds, nemesis.PowerLossAll) {
+		ccfg.PowerLoss = true
+	}
+	if slices.Contains(kinds, nemesis.DiskFull) {
+		// The engine preallocates each segment's indexes (10 MiB each by default, for
+		// every partition of __consumer_offsets too): smaller ones fit a small tmpfs.
+		ccfg.DiskSize = cfg.DiskSize
+		ccfg.Set = append([]string{"log.index.size.max.bytes=262144"}, ccfg.Set...)
+		r.note("disk-full: each node's log dir on a tmpfs of %d MiB, with log.index.size.max.bytes=262144 so that preallocated indexes fit", cfg.DiskSize>>20)
+	}
+	c, err := cluster.New(ctx, ccfg)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	r.printf("cluster: %d node(s), %s mode, %s: %s", cfg.Nodes, map[bool]string{true: "KRaft", false: "single-node"}[c.KRaft()],
+		map[bool]string{true: "network namespaces", false: "loopback"}[c.Network() != nil], strings.Join(c.Bootstrap(), ","))
+	if err := c.Start(ctx); err != nil {
+		return nil, err
+	}
+	for _, n := range c.Nodes() {
+		if sw := n.Switches(); len(sw) > 0 {
+			r.note("node %d reports fault switches active: %s", n.ID, strings.Join(sw, ","))
+		}
+	}
+	adm, err := c.Admin()
+	if err != nil {
+		return nil, err
+	}
+	defer adm.Close()
+	tctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	err = adm.CreateTopic(tctx, cfg.Topic, cfg.Partitions, int16(min(3, cfg.Nodes)))
+	cancel()
+	if err != nil {
+		return nil, err
+	}
+	clientLog, err := os.Create(filepath.Join(out, "clients.log"))
+	if err != nil {
+		return nil, fmt.Errorf("runner: %w", err)
+	}
+	defer clientLog.Close()
+	wl, err := workload.Start(ctx, workload.Config{Brokers: c.Bootstrap(), Topic: cfg.Topic, Partitions: cfg.Partitions, Producers: cfg.Producers,
+		Rate: cfg.Rate, GroupConsumers: cfg.GroupConsumers, AssignedConsumers: cfg.AssignedConsumers, Seed: cfg.Seed, History: hist, ClientLog: clientLog})
+	if err != nil {
+		return nil, err
+	}
+	nemMu.Lock()
+	nem = nemesis.New(nemesis.Env{Cluster: c, Admin: adm, Topic: cfg.Topic, History: hist, Printf: r.printf, Seed: cfg.Seed})
+	nemMu.Unlock()
+
+	stopProgress := r.progress(wl)
+	r.printf("workload: %d producers at %.0f/s, %d group members, %d assigned consumers, %d partitions; warmup %s",
+		cfg.Producers, cfg.Rate, cfg.GroupConsumers, cfg.AssignedConsumers, cfg.Partitions, cfg.Warmup)
+	sleep(ctx, cfg.Warmup)
+	phase := time.Now()
+	herr := nem.Run(ctx, sched, phase)
+	if herr != nil {
+		r.note("the cluster could not be healed: %v", herr)
+	}
+	r.printf("faults done; quiet period of up to %s (producers stop at %s)", cfg.Quiet, cfg.Quiet/3)
+	qctx, qcancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.Quiet)
+	if ctx.Err() != nil {
+		qcancel()
+		qctx, qcancel = context.WithTimeout(context.Background(), 5*time.Second)
+	}
+	supervised := make(chan struct{})
+	go func() { defer close(supervised); nem.Supervise(qctx) }()
+	sleep(qctx, cfg.Quiet/3)
+	wl.StopProducers(10 * time.Second)
+	r.printf("producers stopped; waiting for every reader to catch up")
+	waitCaughtUp(qctx, wl)
+	qcancel()
+	<-supervised
+	wl.StopConsumers()
+	stopProgress()
+	fctx, fcancel := context.WithTimeout(context.WithoutCancel(ctx), 60*time.Second)
+	end, err := adm.EndOffsets(fctx, cfg.Topic)
+	if err != nil {
+		r.note("final read: no end offsets: %v", err)
+	} else if err := wl.FinalDrain(fctx, end); err != nil {
+		r.note("final read: %v", err)
+	}
+	fcancel()
+	if err := c.Close(); err != nil {
+		r.note("stopping the cluster: %v", err)
+	}
+	histClosed = true
+	if err := hist.Close(); err != nil {
+		return nil, err
+	}
+	h, err := chaos.ReadHistory(filepath.Join(out, "history.jsonl"))
+	if err != nil {
+		return nil, err
+	}
+	h.Header.Notes = r.notes
+	r.printf("checking %d operations", len(h.Ops))
+	res := chaos.Check(h, chaos.Options{Liveness: cfg.Liveness, Linear: chaos.LinearOptions{VisualizeDir: out}})
+	rep := report.Build(h, res, report.Extra{Schedule: sched.String(), Took: time.Since(r.start), Features: describeFeatures(feat)})
+	if err := rep.WriteFiles(out); err != nil {
+		return nil, err
+	}
+	fmt.Fprintln(r.out, rep.Verdict)
+	fmt.Fprintf(r.out, "reports: %s/report.txt, report.html, report.json; replay: %s\n", out, replay)
+	return &Outcome{Result: res, Report: rep, Dir: out, Took: time.Since(r.start)}, nil
+}
+
+// chooseKinds resolves cfg.Faults against what the run can do, noting every fault
+// left out and why.
+func (r *run) chooseKinds(cfg *Config, feat cluster.Features) ([]nemesis.Kind, error) {
+	var want []nemesis.Kind
+	switch cfg.Faults {
+	case "auto":
+		want = AutoKinds(cfg.Nodes)
+	case "none":
+	default:
+		var err error
+		if want, err = nemesis.ParseKinds(cfg.Faults); err != nil {
+			return nil, err
+		}
+	}
+	caps := nemesis.Capabilities{Nodes: cfg.Nodes, PowerLoss: feat.PowerLoss, PowerWhy: feat.PowerLossNote}
+	if os.Geteuid() != 0 {
+		caps.DiskWhy = "needs root to mount a tmpfs"
+	} else {
+		caps.DiskFull = true
+	}
+	needNet := slices.ContainsFunc(want, nemesis.NeedsNetns)
+	switch cfg.Netns {
+	case "off":
+		caps.NetnsWhy = "--netns off"
+	case "on", "auto":
+		if !needNet && cfg.Netns == "auto" {
+			caps.NetnsWhy = "not needed"
+			break
+		}
+		x, err := cluster.NewNetwork(1)
+		if err != nil {
+			if cfg.Netns == "on" {
+				return nil, err
+			}
+			caps.NetnsWhy = err.Error()
+			break
+		}
+		x.Close()
+		caps.Netns = true
+	default:
+		return nil, fmt.Errorf("runner: --netns %q: want auto, on or off", cfg.Netns)
+	}
+	var kinds []nemesis.Kind
+	for _, k := range want {
+		if ok, why := nemesis.Available(k, caps); ok {
+			kinds = append(kinds, k)
+		} else {
+			r.note("fault %s skipped: %s", k, why)
+		}
+	}
+	if len(kinds) == 0 && len(want) > 0 {
+		r.note("no fault can run: the run is a plain workload")
+	}
+	return kinds, nil
+}
+
+// ReplayCommand is the samsa-chaos command line that replays cfg's schedule.
+func ReplayCommand(cfg Config, kinds []nemesis.Kind) string {
+	args := []string{"samsa-chaos", "run", "--samsa-bin", cfg.Bin, "--seed", fmt.Sprint(cfg.Seed), "--nodes", fmt.Sprint(cfg.Nodes),
+		"--faults", nemesis.JoinKinds(kinds), "--duration", cfg.Duration.String(), "--quiet", cfg.Quiet.String(),
+		"--gap", cfg.GapMin.String() + "-" + cfg.GapMax.String(), "--fault-len", cfg.DurMin.String() + "-" + cfg.DurMax.String(),
+		"--warmup", cfg.Warmup.String(), "--liveness", cfg.Liveness.String(), "--session-timeout", cfg.SessionTimeout.String(),
+		"--partitions", fmt.Sprint(cfg.Partitions), "--rate", fmt.Sprint(cfg.Rate), "--producers", fmt.Sprint(cfg.Producers),
+		"--group-consumers", fmt.Sprint(cfg.GroupConsumers), "--assigned-consumers", fmt.Sprint(cfg.AssignedConsumers), "--netns", cfg.Netns}
+	for _, e := range cfg.Env {
+		args = append(args, "--env", e)
+	}
+	for id, es := range cfg.NodeEnv {
+		for _, e := range es {
+			args = append(args, "--node-env", fmt.Sprintf("%d:%s", id, e))
+		}
+	}
+	for _, s := range cfg.Set {
+		args = append(args, "--set", s)
+	}
+	if len(kinds) == 0 {
+		args[9] = "none"
+	}
+	return strings.Join(args, " ")
+}
+
+func describeFeatures(f cluster.Features) string {
+	s := fmt.Sprintf("cluster mode %v; power-loss journal %v", f.ClusterMode, f.PowerLoss)
+	if !f.PowerLoss {
+		s += " (" + f.PowerLossNote + ")"
+	}
+	if len(f.Switches) > 0 {
+		s += "; fault switches " + strings.Join(f.Switches, ",")
+	}
+	return s
+}
+
+// progress prints a line every 10 s until the returned func is called.
+func (r *run) progress(wl *workload.Workload) func() {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(10 * time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				p := wl.Progress()
+				r.printf("progress: %d sent, %d acknowledged, %d records read; readers behind in partitions: %v", p.Sent, p.Acked, p.Read, p.Behind)
+			}
+		}
+	}()
+	return func() { close(done); wg.Wait() }
+}
+
+func waitCaughtUp(ctx context.Context, wl *workload.Workload) {
+	t := time.NewTicker(200 * time.Millisecond)
+	defer t.Stop()
+	for !wl.CaughtUp() {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	if len(s) > 300 {
+		return s[:300] + "..."
+	}
+	return s
+}
+
+func lastN(xs []string, k int) []string {
+	if len(xs) > k {
+		return xs[len(xs)-k:]
+	}
+	return xs
+}
