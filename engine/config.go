@@ -172,4 +172,9 @@ type Options struct {
 	// ScrubInterval is the pause between two passes of the scrubber
 	// (default 1h).
 	ScrubInterval time.Duration
+
+	// manualBackground (tests) starts no flusher, checkpointer, retention
+	// or scrubber goroutine: the test runs flusher rounds itself
+	// (Manager.flushRound), so that a seeded run replays exactly.
+	manualBackground bool
 }

@@ -30,6 +30,10 @@ type crashRun struct {
 	tp   TopicPartition
 	rng  *rand.Rand
 	step int
+	// manual runs the flusher's rounds on the test goroutine at seeded
+	// points (odd seeds): such a run replays exactly. Even seeds run the
+	// real flusher goroutine, whose timing races the workload.
+	manual bool
 	// trace is the recent operations, printed on failure.
 	trace []string
 
@@ -41,7 +45,8 @@ type crashRun struct {
 
 func newCrashRun(t testing.TB, seed int64) *crashRun {
 	r := &crashRun{t: t, seed: seed, dir: t.TempDir(), fs: vfs.NewCrashFS(vfs.Default),
-		tp: TopicPartition{"crash", 0}, rng: rand.New(rand.NewSource(seed)), content: map[int64]int64{}}
+		tp: TopicPartition{"crash", 0}, rng: rand.New(rand.NewSource(seed)), content: map[int64]int64{},
+		manual: seed%2 != 0}
 	r.open()
 	cfg := smallConfig()
 	cfg.RetentionBytes = 6 * cfg.SegmentBytes
@@ -69,7 +74,8 @@ func (r *crashRun) note(format string, args ...any) {
 }
 
 func (r *crashRun) open() {
-	m, err := Open(Options{Dirs: []string{r.dir}, Sync: SyncFsync, FS: r.fs, DefaultConfig: smallConfig()})
+	m, err := Open(Options{Dirs: []string{r.dir}, Sync: SyncFsync, FS: r.fs, DefaultConfig: smallConfig(),
+		manualBackground: r.manual})
 	if err != nil {
 		r.fatalf("Open: %v", err)
 	}
@@ -104,8 +110,11 @@ func (r *crashRun) op(k int) {
 		})
 	case k < 76:
 		// Truncate: first let the acknowledgments in flight land, so that none
-		// lands for an offset the truncation removed.
-		r.pending.Wait()
+		// lands for an offset the truncation removed (with manual rounds,
+		// none is in flight).
+		if !r.manual {
+			r.pending.Wait()
+		}
 		leo := l.LogEndOffset()
 		to := max(l.LogStartOffset(), leo-1-r.rng.Int63n(12))
 		if err := l.TruncateTo(to); err != nil {
@@ -133,6 +142,9 @@ func (r *crashRun) op(k int) {
 			r.fatalf("checkpoints: %v", err)
 		}
 		r.note("checkpoints")
+	case k < 90 && r.manual:
+		r.m.flushRound()
+		r.note("flusher round: recovery point %d", l.RecoveryPoint())
 	case k < 92:
 		if err := l.Flush(); err != nil {
 			r.fatalf("flush: %v", err)
@@ -227,8 +239,11 @@ func (r *crashRun) close() {
 
 // TestCrashRecovery runs the crash workload for a few seeds (SAMSA_LONG=1:
 // many, longer; SAMSA_CRASH_SEED=n: that seed only). The seed fixes the
-// operations and the crash points; the flusher's timing is the machine's, so
-// a replay runs the same workload, not always the same interleaving.
+// operations and the crash points. An odd seed runs the flusher's rounds at
+// seeded points on the test goroutine and replays exactly; an even seed runs
+// the flusher goroutine, whose timing is the machine's (it found a race that
+// the odd seeds cannot), so its replay runs the same workload, not always
+// the same interleaving.
 func TestCrashRecovery(t *testing.T) {
 	seeds, steps := []int64{1, 2, 3}, 300
 	if testing.Short() {
@@ -259,8 +274,9 @@ func TestCrashRecovery(t *testing.T) {
 				r.op(k)
 			}
 			r.crash(false)
+			end := r.l.LogEndOffset()
 			r.close()
-			t.Logf("seed %d: %d steps, %d crashes", seed, steps, crashes+1)
+			t.Logf("seed %d: %d steps, %d crashes, log end %d", seed, steps, crashes+1, end)
 		})
 	}
 }
@@ -275,7 +291,7 @@ func FuzzCrashRecovery(f *testing.F) {
 		if len(ops) > 200 {
 			ops = ops[:200]
 		}
-		r := newCrashRun(t, int64(len(ops)))
+		r := newCrashRun(t, int64(2*len(ops)+1)) // odd: manual flusher rounds, deterministic
 		for _, b := range ops {
 			r.op(int(b) % 100)
 		}

@@ -133,6 +133,11 @@
 // at the checkpoint until the flusher has synced the recovered bytes. Each
 // log directory is locked (flock on <dir>/.lock) while a Manager has it open.
 //
+// The recovery point only moves down with a truncation, or with a recovery
+// that cut a log: both write the checkpoints before anything is appended
+// after them, so that a checkpointed recovery point never lies above data
+// that is not durable (the next recovery would skip it).
+//
 // A flush syncs the directory of a log too when a segment file was created
 // since its last flush, before the recovery point moves: a new segment's
 // name is durable only with its directory. After a crash, a scanned segment
@@ -219,8 +224,9 @@
 //   - LogConfig.Compact is kept but compaction is not implemented; retention
 //     applies as configured (a compacted topic sets retention to -1).
 //   - TruncateTo is durable when it returns (the cut segment fdatasynced, the
-//     removal of later segments synced in the directory); Kafka leaves that
-//     to the next flush.
+//     removal of later segments synced in the directory, the lowered
+//     recovery point checkpointed); Kafka checkpoints the recovery point but
+//     leaves the rest to the next flush.
 //   - Kafka takes a log directory offline on any I/O error; here ENOSPC on a
 //     write is undone and the directory stays online, and a read error fails
 //     only that read.

@@ -187,20 +187,18 @@ func (l *Log) rollLocked(base int64) error {
 	if old.size.Load() == 0 && old.base == base {
 		return nil
 	}
-	if old.size.Load() == 0 {
-		old.markDeleted()
-	}
 	s, err := createSegment(l.m, l.dir, base, cfg)
-	if err == nil {
-		l.dirDirty.Store(true)
-	}
 	if err != nil {
-		if old.size.Load() == 0 {
-			old.unmarkDeleted()
-		}
 		return fmt.Errorf("roll %s at %d: %w", l.tp, base, err)
 	}
+	l.dirDirty.Store(true)
 	if old.size.Load() == 0 {
+		// The empty segment is replaced. Should its file stay under its live
+		// name (a failed rename and removal), it is an empty segment before
+		// the new one, which recovery after a crash reads as a lost tail.
+		if err := old.markDeleted(); err != nil {
+			l.logger.Warn("replaced empty segment not removed", "base", old.base, "err", err)
+		}
 		l.mu.Lock()
 		l.segs[len(l.segs)-1] = s
 		l.mu.Unlock()

@@ -115,7 +115,24 @@ func (l *Log) TruncateTo(offset int64) error {
 	}
 	removeSnapshots(l.fs, l.dir, 0, newEnd)
 	l.rebuildProducerState(newEnd)
+	if ferr == nil {
+		ferr = l.checkpointLowerRecoveryPoint()
+	}
 	return ferr
+}
+
+// checkpointLowerRecoveryPoint writes the directory's checkpoints after a
+// truncation lowered the recovery point, before anything is appended: a
+// recovery point checkpointed above the cut would make the next recovery
+// skip the segments holding what is appended after it (as Kafka, which
+// checkpoints at every truncation).
+func (l *Log) checkpointLowerRecoveryPoint() error {
+	if err := l.m.writeDirCheckpoints(l.ld); err != nil {
+		l.m.reportIO(l.tp.String(), err, "op", "checkpoint")
+		l.ld.setOffline(err)
+		return ioFailure(fmt.Sprintf("truncate %s", l.tp), err)
+	}
+	return nil
 }
 
 // TruncateFullyAndStartAt deletes every segment and starts an empty log at
@@ -149,12 +166,21 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	}
 	s, err := createSegment(l.m, l.dir, offset, cfg)
 	if err != nil {
+		lost := false
 		for _, o := range old {
 			o.unmarkDeleted()
+			if _, serr := l.fs.Stat(o.path(logSuffix)); serr != nil {
+				lost = true // removed, not renamed: it cannot come back
+			}
 		}
 		l.mu.Unlock()
+		l.m.reportIO(l.tp.String(), err, "op", "truncate")
+		if lost {
+			l.ld.setOffline(err)
+		}
 		return ioFailure(fmt.Sprintf("truncate %s", l.tp), err)
 	}
+	l.dirDirty.Store(true)
 	l.segs = []*segment{s}
 	l.pruneDamageLocked()
 	l.leo.Store(offset)
@@ -180,7 +206,7 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 		l.ld.setOffline(derr)
 		return ioFailure(fmt.Sprintf("truncate %s", l.tp), derr)
 	}
-	return nil
+	return l.checkpointLowerRecoveryPoint()
 }
 
 // cutPoint finds where TruncateTo(offset) cuts s: the position of the first

@@ -143,6 +143,9 @@ func Open(opts Options) (*Manager, error) {
 		"segments_scanned", r.SegmentsScanned, "bytes_scanned", r.BytesScanned, "bytes_truncated", r.BytesTruncated,
 		"segments_deleted", r.SegmentsDeleted, "indexes_rebuilt", r.IndexesRebuilt,
 		"tail_bytes_verified", r.TailBytesVerified, "damaged_batches", r.DamagedBatches, "took", r.Duration)
+	if opts.manualBackground {
+		return m, nil
+	}
 	for _, d := range m.dirs {
 		m.wg.Add(1)
 		go func() { defer m.wg.Done(); d.run(m.stop) }()
@@ -219,6 +222,14 @@ func (m *Manager) loadDir(d *logDir) error {
 			return err
 		}
 		return m.fs.SyncDir(d.path)
+	}
+	// Recovery may have cut logs below their checkpointed recovery points:
+	// checkpoint the lower ones before anything is appended (see
+	// Log.checkpointLowerRecoveryPoint). If that fails the directory opens
+	// offline (readable, no appends) rather than not at all.
+	if err := m.writeDirCheckpoints(d); err != nil {
+		m.reportIO(d.path, err, "op", "checkpoint")
+		d.setOffline(err)
 	}
 	return nil
 }
@@ -517,6 +528,7 @@ func (m *Manager) Close() error {
 	m.mu.Unlock()
 	close(m.stop)
 	m.wg.Wait()
+	m.stopManualFlushers()
 	var first error
 	dirErr := map[*logDir]bool{}
 	for _, l := range m.Logs() {
@@ -563,10 +575,33 @@ func (m *Manager) abandon() {
 	m.mu.Unlock()
 	close(m.stop)
 	m.wg.Wait()
+	m.stopManualFlushers()
 	for _, l := range m.Logs() {
 		l.close(closeCrash)
 	}
 	m.finishDeletes(false)
 	m.bg.Wait()
 	m.unlock()
+}
+
+// flushRound runs one group-commit round of every directory on the calling
+// goroutine (Options.manualBackground).
+func (m *Manager) flushRound() {
+	var logs []*Log
+	var ws []*waiter
+	for _, d := range m.dirs {
+		d.round(&logs, &ws)
+	}
+}
+
+// stopManualFlushers does what the flusher goroutines do when stopped: a
+// last round, then every waiter left fails.
+func (m *Manager) stopManualFlushers() {
+	if !m.opts.manualBackground {
+		return
+	}
+	m.flushRound()
+	for _, d := range m.dirs {
+		d.failWaiters(ErrClosed)
+	}
 }

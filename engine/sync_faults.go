@@ -4,7 +4,6 @@ package engine
 
 import (
 	"os"
-	"sync"
 
 	"github.com/samsa-broker/samsa/engine/vfs"
 )
@@ -14,7 +13,9 @@ import (
 // environment variable SAMSA_FAULT_SKIP_FDATASYNC=1 makes the flusher skip
 // the fdatasync of segment files while reporting success. The default build
 // has no such switch (sync_default.go).
-var skipFdatasync = sync.OnceValue(func() bool { return os.Getenv("SAMSA_FAULT_SKIP_FDATASYNC") == "1" })
+//
+// The variable is read at every sync, so that a test can set it for a while.
+func skipFdatasync() bool { return os.Getenv("SAMSA_FAULT_SKIP_FDATASYNC") == "1" }
 
 // flushSync is the flusher's fdatasync of a segment file.
 func flushSync(f vfs.File) error {
