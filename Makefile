@@ -30,7 +30,7 @@ RUN_WARMUP   ?= 2s
 run: build
 	./scripts/run.sh "$(BIN)" "$(DATA)" "$(LISTEN)" "$(ADMIN)" "$(RUN_DURATION)" "$(RUN_WARMUP)"
 
-test: lint test-go test-kcat test-python test-commands
+test: lint test-go test-kcat test-python test-commands chaos
 
 # The broker's real-client tests run once per transport (std, then the epoll reactor).
 test-go:
@@ -91,3 +91,28 @@ CLUSTER_DATA ?= ./cluster-data
 cluster:
 	$(GO) build -o $(BIN)/samsa ./cmd/samsa
 	$(BIN)/samsa cluster start --nodes $(NODES) --data-dir $(CLUSTER_DATA)
+
+# The fault harness (cmd/samsa-chaos, tools/chaos): a seeded 2-minute schedule (5 s warmup,
+# $(CHAOS_DURATION) of faults, up to 30 s of quiet) against as many nodes as the binary
+# can run (CHAOS_NODES=0: three once they form a cluster, else one), then the checker;
+# it fails on any anomaly. The schedule and the command that replays it are printed;
+# SEED=n replays one. Reports in $(CHAOS_OUT)/ci. `make soak SOAK=1h` runs a long
+# schedule with a fault every 5-15 s into $(CHAOS_OUT)/soak.
+CHAOS_NODES    ?= 0
+CHAOS_FAULTS   ?= auto
+CHAOS_DURATION ?= 85s
+CHAOS_OUT      ?= chaos-out
+SOAK           ?= 1h
+SEED           ?=
+.PHONY: chaos soak
+chaos:
+	$(GO) build -o $(BIN)/samsa ./cmd/samsa
+	$(GO) build -o $(BIN)/samsa-chaos ./cmd/samsa-chaos
+	$(BIN)/samsa-chaos run --samsa-bin $(BIN)/samsa --nodes $(CHAOS_NODES) --faults $(CHAOS_FAULTS) \
+		--duration $(CHAOS_DURATION) --quiet 30s $(if $(SEED),--seed $(SEED)) --out $(CHAOS_OUT)/ci
+soak:
+	$(GO) build -o $(BIN)/samsa ./cmd/samsa
+	$(GO) build -o $(BIN)/samsa-chaos ./cmd/samsa-chaos
+	$(BIN)/samsa-chaos run --samsa-bin $(BIN)/samsa --nodes $(CHAOS_NODES) --faults $(CHAOS_FAULTS) \
+		--duration $(SOAK) --gap 5s-15s --fault-len 2s-12s --quiet 60s --liveness 30s \
+		$(if $(SEED),--seed $(SEED)) --out $(CHAOS_OUT)/soak
