@@ -1,0 +1,119 @@
+package main
+
+// The cluster's figures for BENCHMARKS.md ("Cluster"), measured on a local cluster of
+// three combined nodes (child processes on 127.0.0.1):
+//
+//	SAMSA_CLUSTER_BENCH=1 go test ./cmd/samsa -run '^TestClusterBench$' -v -count=1 -timeout 20m
+//
+// Off unless SAMSA_CLUSTER_BENCH=1: it takes minutes and its figures are read, not
+// checked.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/samsa-broker/samsa/net/node"
+)
+
+func quantiles(ds []time.Duration) (p50, p99, maxd time.Duration) {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	at := func(q float64) time.Duration { return s[min(len(s)-1, int(q*float64(len(s))))] }
+	return at(0.50), at(0.99), s[len(s)-1]
+}
+
+func TestClusterBench(t *testing.T) {
+	if os.Getenv("SAMSA_CLUSTER_BENCH") != "1" {
+		t.Skip("set SAMSA_CLUSTER_BENCH=1 to measure the cluster's figures")
+	}
+	needs(t, node.FeatureQuorum)
+	t.Logf("machine: %d CPUs, %s/%s, %s", runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version())
+	c := startProcCluster(t, combined(3))
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+
+	t.Run("create-topics-latency", func(t *testing.T) {
+		// CreateTopics of one partition, RF 3, sent to a broker that is not the
+		// active controller (forwarded, as a client's would be), one at a time.
+		leader, err := quorumLeader(ctx, c.Node(1).Client)
+		if err != nil {
+			t.Fatal(err)
+		}
+		via := c.Node(leader%3 + 1).Client
+		for i := range 20 { // warm-up
+			if err := createTopic(ctx, via, fmt.Sprintf("warm-%d", i), 1, 3, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var ds []time.Duration
+		for i := range 500 {
+			start := time.Now()
+			if err := createTopic(ctx, via, fmt.Sprintf("lat-%d", i), 1, 3, nil); err != nil {
+				t.Fatal(err)
+			}
+			ds = append(ds, time.Since(start))
+		}
+		p50, p99, mx := quantiles(ds)
+		t.Logf("CreateTopics (1 partition, RF 3) through broker at %s, controller %d: n=%d p50 %v p99 %v max %v",
+			via, leader, len(ds), p50.Round(10*time.Microsecond), p99.Round(10*time.Microsecond), mx.Round(10*time.Microsecond))
+	})
+
+	t.Run("1000-partitions-rf3", func(t *testing.T) {
+		start := time.Now()
+		if err := createTopic(ctx, c.Node(1).Client, "thousand", 1000, 3, nil); err != nil {
+			t.Fatal(err)
+		}
+		committed := time.Since(start)
+		eventually(t, 2*time.Minute, "every broker shows 1000 led partitions", func() error {
+			_, err := sameEverywhere(ctx, c.brokerAddrs(), "thousand", 1000)
+			return err
+		})
+		t.Logf("CreateTopics of 1000 partitions, RF 3: answered after %v; every broker's Metadata shows all 1000 with leaders after %v",
+			committed.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
+	})
+
+	t.Run("controller-failover", func(t *testing.T) {
+		var ds []time.Duration
+		for round := range 5 {
+			leader, err := quorumLeader(ctx, c.Node(1).Client)
+			if err != nil {
+				leader, err = quorumLeader(ctx, c.Node(2).Client)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			survivor := c.Node(leader%3 + 1).Client
+			killed := time.Now()
+			c.Kill(leader)
+			for i := 0; ; i++ {
+				cctx, ccancel := context.WithTimeout(ctx, 300*time.Millisecond)
+				err := createTopic(cctx, survivor, fmt.Sprintf("fo-%d-%d", round, i), 1, 2, nil)
+				ccancel()
+				if err == nil || errors.Is(err, kerr.TopicAlreadyExists) {
+					break
+				}
+				if time.Since(killed) > time.Minute {
+					t.Fatalf("no commit within a minute of the controller's SIGKILL: %v", err)
+				}
+			}
+			ds = append(ds, time.Since(killed))
+			if err := c.Start(leader); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.WaitReady(ctx, leader, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		slices.Sort(ds)
+		t.Logf("controller failover (SIGKILL of the active controller to the first committed CreateTopics): n=%d min %v median %v max %v",
+			len(ds), ds[0].Round(time.Millisecond), ds[len(ds)/2].Round(time.Millisecond), ds[len(ds)-1].Round(time.Millisecond))
+	})
+}
