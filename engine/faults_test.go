@@ -170,11 +170,15 @@ func TestReadEIO(t *testing.T) {
 
 // Seeded random faults on every operation kind while a workload runs: the
 // engine returns only its own error classes and never panics, and a reopen
-// without faults recovers a log holding everything acknowledged durable.
+// without faults recovers a log holding everything acknowledged durable. The
+// flusher runs on the test goroutine, so a seed replays exactly.
 func TestRandomFaultsNeverPanic(t *testing.T) {
-	seeds := 4
+	seeds := 8
 	if testing.Short() {
 		seeds = 2
+	}
+	if os.Getenv("SAMSA_LONG") != "" {
+		seeds = 200
 	}
 	for seed := int64(1); seed <= int64(seeds); seed++ {
 		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) { randomFaults(t, seed) })
@@ -185,7 +189,10 @@ func randomFaults(t *testing.T, seed int64) {
 	dir := t.TempDir()
 	rng := rand.New(rand.NewSource(seed))
 	efs := errorfs.New(vfs.Default, seed)
-	m := openFS(t, []string{dir}, SyncFsync, efs)
+	m, err := Open(Options{Dirs: []string{dir}, Sync: SyncFsync, FS: efs, manualBackground: true})
+	if err != nil {
+		t.Fatal(err)
+	}
 	tp := TopicPartition{"rnd", 0}
 	l, err := m.CreateLog(tp, smallConfig())
 	if err != nil {
@@ -207,7 +214,7 @@ func randomFaults(t *testing.T, seed int64) {
 			r, err := l.Append(makeBatch(testBatch{records: 1 + rng.Intn(3), valueSize: rng.Intn(300)}), AppendOptions{LeaderEpoch: 1})
 			check("append", err)
 			if err == nil && rng.Intn(3) == 0 {
-				err = l.WaitDurable(r.LastOffset)
+				err = waitManual(m, l, r.LastOffset)
 				check("wait", err)
 				if err == nil {
 					ackedEnd = max(ackedEnd, r.LastOffset+1)
@@ -245,6 +252,21 @@ func randomFaults(t *testing.T, seed int64) {
 	for i := 1; i < len(hs); i++ {
 		if hs[i].BaseOffset != hs[i-1].LastOffset()+1 {
 			t.Fatalf("seed %d: offsets not dense: %d after %d", seed, hs[i].BaseOffset, hs[i-1].LastOffset())
+		}
+	}
+}
+
+// waitManual is WaitDurable for a manager whose flusher runs on the caller's
+// goroutine (manualBackground).
+func waitManual(m *Manager, l *Log, offset int64) error {
+	done := make(chan error, 1)
+	l.OnDurable(offset, func(err error) { done <- err })
+	for {
+		select {
+		case err := <-done:
+			return err
+		default:
+			m.flushRound()
 		}
 	}
 }

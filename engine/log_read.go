@@ -221,7 +221,12 @@ func (l *Log) OffsetForTimestamp(ts int64) (offset, timestamp int64, ok bool, er
 		for pos < sc.limit {
 			h, herr := sc.header(pos)
 			if herr != nil {
-				break
+				if !errors.Is(herr, ErrCorrupt) {
+					putScanner(sc)
+					l.m.reportIO(l.tp.String(), herr, "op", "read", "segment", s.base)
+					return 0, 0, false, ioFailure(fmt.Sprintf("offset for timestamp %s", l.tp), herr)
+				}
+				break // damaged: the rest of the segment is unreadable
 			}
 			if h.MaxTimestamp >= ts && h.LastOffset() >= logStart {
 				putScanner(sc)
@@ -246,7 +251,8 @@ func (l *Log) offsetInBatch(s *segment, pos int64, h *BatchHeader, ts, logStart 
 	}
 	b := make([]byte, h.Size())
 	if _, err := s.log.ReadAt(b, pos); err != nil {
-		return 0, 0, false, err
+		l.m.reportIO(l.tp.String(), err, "op", "read", "segment", s.base)
+		return 0, 0, false, ioFailure(fmt.Sprintf("offset for timestamp %s", l.tp), err)
 	}
 	off, t, found := base, h.MaxTimestamp, false
 	err := recordTimestamps(b, func(o, rts int64) bool {
