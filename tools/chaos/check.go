@@ -128,6 +128,8 @@ type valState struct {
 	posOp  []int64 // op of the first evidence of each position
 	read   bool
 	readAt []int64 // per reader index: End of the first poll that read it; -1 never
+	first  *Op     // the first poll (by end) that read it
+	final  bool    // the final drain read it
 }
 
 // offState is what is known of one offset of a partition.
@@ -154,6 +156,10 @@ type checker struct {
 	readers []string // "a0", "group:chaos-g", ...
 	rIdx    map[string]int
 	shown   map[string]int
+	// The final drain: per partition, the end offset it was to read up to, and one
+	// past the highest offset it read.
+	finalEnd map[int32]int64
+	finalMax map[int32]int64
 }
 
 // Check judges a history.
@@ -175,6 +181,9 @@ func Check(h *History, opt Options) *Result {
 		parts: map[int32]*partState{},
 		rIdx:  map[string]int{},
 		shown: map[string]int{},
+
+		finalEnd: map[int32]int64{},
+		finalMax: map[int32]int64{},
 	}
 	c.index()
 	c.positions()
@@ -296,6 +305,11 @@ func (c *checker) index() {
 			}
 		case FEvent:
 			st.Events++
+			if op.Proc == ProcFinal && op.V == "end-offsets" {
+				for p, e := range op.Offs {
+					c.finalEnd[p] = e
+				}
+			}
 		}
 	}
 }
@@ -359,6 +373,16 @@ func (c *checker) positions() {
 					Ops:    []int64{op.ID, send.ID}})
 			}
 			vs.read = true
+			if vs.first == nil || op.End < vs.first.End {
+				vs.first = op
+			}
+			if op.Proc == ProcFinal {
+				vs.final = true
+				fm := c.finalMax[r.P]
+				if r.O+1 > fm {
+					c.finalMax[r.P] = r.O + 1
+				}
+			}
 			if ri >= 0 {
 				for len(vs.readAt) < len(c.readers) {
 					vs.readAt = append(vs.readAt, -1)
@@ -441,7 +465,11 @@ func (c *checker) opTime(id int64) int64 {
 	return 0
 }
 
-// lostUnseen reports acknowledged values no reader ever read.
+// lostUnseen reports acknowledged values that are not there to read. When the final
+// drain read a partition to the end offset it was given, every acknowledged value of
+// that partition it did not read is lost (also one that readers had seen before: it
+// left the log). Otherwise, a value nobody read is lost when a later offset of its
+// partition was read, else unseen.
 func (c *checker) lostUnseen() {
 	var acked []*Op
 	for _, op := range c.sends {
@@ -456,7 +484,28 @@ func (c *checker) lostUnseen() {
 		return acked[i].O < acked[j].O
 	})
 	for _, op := range acked {
-		if vs := c.vals[op.V]; vs != nil && vs.read {
+		vs := c.vals[op.V]
+		end, drained := c.finalEnd[op.P]
+		drained = drained && (end == 0 || c.finalMax[op.P] >= end)
+		if drained {
+			if vs != nil && vs.final {
+				continue
+			}
+			where := fmt.Sprintf("the final read of p%d to its end offset %d did not return it", op.P, end)
+			if op.O >= end {
+				where = fmt.Sprintf("the log of p%d ended at offset %d by the final read, below the acknowledged offset", op.P, end)
+			}
+			seen := "never read"
+			ops := []int64{op.ID}
+			if vs != nil && vs.first != nil {
+				seen = fmt.Sprintf("read by %s at %s, then gone", vs.first.Proc, fmtT(vs.first.End))
+				ops = append(ops, vs.first.ID)
+			}
+			c.add(Anomaly{Kind: KLost, P: op.P, O: op.O, Value: op.V, Proc: op.Proc, Time: op.End,
+				Detail: fmt.Sprintf("acknowledged at %s, %s: %s", fmtT(op.End), seen, where), Ops: ops})
+			continue
+		}
+		if vs != nil && vs.read {
 			continue
 		}
 		ps := c.parts[op.P]

@@ -378,3 +378,48 @@ func TestLinearPausedBurst(t *testing.T) {
 	}
 	expect(t, res, nil, nil)
 }
+
+func (b *hb) endOffsets(at float64, end map[int32]int64) *hb {
+	return b.op(Op{Proc: ProcFinal, F: FEvent, Status: OK, V: "end-offsets", Offs: end, Start: ns(at), End: ns(at)})
+}
+
+// TestCheckLostFromFinalRead: a value readers saw, then overwritten (a log cut back
+// and written again): the final read of the partition to its end does not return it.
+func TestCheckLostFromFinalRead(t *testing.T) {
+	b := newHB()
+	b.ack("p0", 1, 0, 0, "p0-1", 1, 2).ack("p0", 2, 0, 1, "p0-2", 1, 2).ack("p1", 1, 0, 1, "p1-1", 8, 9)
+	b.poll("a0", "", 3, 4, r(0, 0, "p0-1"), r(0, 1, "p0-2"))
+	b.endOffsets(10, map[int32]int64{0: 2})
+	b.poll(ProcFinal, "", 10, 11, r(0, 0, "p0-1"), r(0, 1, "p1-1"))
+	res := check(t, b)
+	expect(t, res, map[string]int{KLost: 1, KInconsistent: 1, KNonlinearizable: res.Counts[KNonlinearizable]}, map[string][]string{
+		KLost: {"p0-2", "read by a0 at 4.000s, then gone", "end offset 2"},
+	})
+}
+
+// TestCheckLostLogShrank: the end offset fell below acknowledged offsets.
+func TestCheckLostLogShrank(t *testing.T) {
+	b := newHB()
+	for i := int64(0); i < 5; i++ {
+		b.ack("p0", i+1, 0, i, "p0-"+string(rune('a'+i)), 1, 2)
+	}
+	b.poll("a0", "", 3, 4, r(0, 0, "p0-a"), r(0, 1, "p0-b"), r(0, 2, "p0-c"), r(0, 3, "p0-d"), r(0, 4, "p0-e"))
+	b.endOffsets(10, map[int32]int64{0: 2, 1: 0})
+	b.poll(ProcFinal, "", 10, 11, r(0, 0, "p0-a"), r(0, 1, "p0-b"))
+	expect(t, check(t, b), map[string]int{KLost: 3}, map[string][]string{
+		KLost: {"p0-c", "ended at offset 2 by the final read, below the acknowledged offset"},
+	})
+}
+
+// TestCheckIncompleteFinalRead: a final read that stopped short judges nothing it did
+// not reach.
+func TestCheckIncompleteFinalRead(t *testing.T) {
+	b := newHB()
+	for i := int64(0); i < 5; i++ {
+		b.ack("p0", i+1, 0, i, "p0-"+string(rune('a'+i)), 1, 2)
+	}
+	b.poll("a0", "", 3, 4, r(0, 0, "p0-a"), r(0, 1, "p0-b"), r(0, 2, "p0-c"), r(0, 3, "p0-d"), r(0, 4, "p0-e"))
+	b.endOffsets(10, map[int32]int64{0: 5})
+	b.poll(ProcFinal, "", 10, 11, r(0, 0, "p0-a"), r(0, 1, "p0-b"))
+	expect(t, check(t, b), nil, nil)
+}

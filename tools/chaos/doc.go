@@ -35,8 +35,12 @@
 // consumers, the final drain), and the version order of a partition being the set of
 // offsets known to hold a record (acknowledged or read):
 //
-//	lost                 acknowledged, never read, though a later offset of its partition was
-//	unseen               acknowledged, never read, and nothing after it was read either
+//	lost                 acknowledged, and not returned by the final drain though it read
+//	                     the partition to its end offset (so gone from the log, whether or
+//	                     not readers saw it before); without a complete final drain:
+//	                     never read, though a later offset of its partition was
+//	unseen               acknowledged, never read, nothing after it read, no complete final
+//	                     drain of its partition
 //	duplicate            one value at two positions (partition, offset), acks included
 //	inconsistent-offsets two values at one position, across acks and readers
 //	phantom              a value read that no producer sent

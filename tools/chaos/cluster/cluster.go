@@ -393,6 +393,20 @@ func writeOwnerMark(dir string) error {
 	return nil
 }
 
+// OwnerOf returns the pid of a live harness process other than this one that owns
+// the run directory dir, or 0.
+func OwnerOf(dir string) int {
+	b, err := os.ReadFile(filepath.Join(dir, ownerMark))
+	if err != nil {
+		return 0
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	if pid == os.Getpid() || !pidAlive(pid) {
+		return 0
+	}
+	return pid
+}
+
 func pidAlive(pid int) bool {
 	if pid <= 0 {
 		return false

@@ -185,6 +185,9 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return nil, fmt.Errorf("runner: %w", err)
 	}
+	if err := clearPrevious(out); err != nil {
+		return nil, err
+	}
 	if _, err := os.Stat(cfg.Bin); err != nil {
 		return nil, fmt.Errorf("runner: samsa binary: %w", err)
 	}
@@ -246,7 +249,7 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 		}
 	}
 	ccfg := cluster.Config{Bin: cfg.Bin, Nodes: cfg.Nodes, Dir: out, Env: cfg.Env, NodeEnv: cfg.NodeEnv, Set: cfg.Set,
-		SessionTimeout: cfg.SessionTimeout, OnExit: onExit}
+		SessionTimeout: cfg.SessionTimeout, HeartbeatInterval: min(2*time.Second, cfg.SessionTimeout/3), OnExit: onExit}
 	if slices.ContainsFunc(kinds, nemesis.NeedsNetns) {
 		ccfg.Net = cluster.Netns
 	}
@@ -489,6 +492,24 @@ func sleep(ctx context.Context, d time.Duration) {
 	case <-ctx.Done():
 	case <-t.C:
 	}
+}
+
+// clearPrevious removes what an earlier run left in out (only the files and
+// directories a run writes), so that nodes start on empty directories.
+func clearPrevious(out string) error {
+	if pid := cluster.OwnerOf(out); pid != 0 {
+		return fmt.Errorf("runner: %s is in use by another run (pid %d)", out, pid)
+	}
+	cluster.CleanupMounts() // tmpfs mounts of a run that died
+	for _, pat := range []string{"node*", "probe-*", "history.jsonl", "report.*", "schedule.txt", "clients.log", "porcupine-*.html"} {
+		ms, _ := filepath.Glob(filepath.Join(out, pat))
+		for _, m := range ms {
+			if err := os.RemoveAll(m); err != nil {
+				return fmt.Errorf("runner: clearing the previous run: %w", err)
+			}
+		}
+	}
+	return nil
 }
 
 func firstLine(s string) string {

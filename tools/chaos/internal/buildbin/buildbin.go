@@ -82,3 +82,38 @@ func Cleanup() {
 		built = map[string]string{}
 	}
 }
+
+// SourceHasSwitch reports whether the source tree Samsa builds from defines the fault
+// switch env (e.g. "SAMSA_FAULT_SKIP_FDATASYNC") in a file compiled only with the
+// samsa_faults tag: the fallback for brokers that do not announce their switches.
+func SourceHasSwitch(env string) (bool, error) {
+	root, err := Root()
+	if err != nil {
+		return false, err
+	}
+	found := false
+	err = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil || found {
+			return err
+		}
+		if d.IsDir() {
+			if n := d.Name(); path != root && (strings.HasPrefix(n, ".") || n == "testdata" || n == "node_modules") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		s := string(b)
+		if strings.Contains(s, `"`+env+`"`) && strings.Contains(s, "//go:build samsa_faults") {
+			found = true
+		}
+		return nil
+	})
+	return found, err
+}

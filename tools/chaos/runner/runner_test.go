@@ -1,0 +1,241 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/samsa-broker/samsa/tools/chaos"
+	"github.com/samsa-broker/samsa/tools/chaos/cluster"
+	"github.com/samsa-broker/samsa/tools/chaos/internal/buildbin"
+	"github.com/samsa-broker/samsa/tools/chaos/nemesis"
+)
+
+// These tests run the harness against real brokers (built from this tree, or from
+// $SAMSA_CHAOS_SRC) and so are skipped under -short. Each stays under a minute.
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	buildbin.Cleanup()
+	os.Exit(code)
+}
+
+type logWriter struct{ t *testing.T }
+
+func (w logWriter) Write(b []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(b), "\n"))
+	return len(b), nil
+}
+
+func binary(t *testing.T, tags ...string) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("runs real brokers: not in -short")
+	}
+	bin, err := buildbin.Samsa(tags...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+// quick is a run of about 30 s on one node.
+func quick(t *testing.T, bin, faults string) Config {
+	return Config{Bin: bin, Nodes: 1, Seed: 11, Faults: faults, Warmup: 2 * time.Second, Duration: 18 * time.Second,
+		Quiet: 15 * time.Second, Liveness: 12 * time.Second, GapMin: 2 * time.Second, GapMax: 3 * time.Second,
+		DurMin: time.Second, DurMax: 2 * time.Second, SessionTimeout: 3 * time.Second, Rate: 150,
+		Out: t.TempDir(), Stdout: logWriter{t}}
+}
+
+func describe(res *chaos.Result) string {
+	var b strings.Builder
+	b.WriteString(res.Summary())
+	for i, a := range res.Anomalies {
+		if i == 10 {
+			break
+		}
+		b.WriteString("\n  " + a.Kind + ": " + a.Value + " " + a.Detail)
+	}
+	return b.String()
+}
+
+// TestRunSingleNode: kill, pause, power loss (when the binary has it) and a full disk
+// against one node; every acknowledged value is read back, and checking the recorded
+// history again gives the same verdict.
+func TestRunSingleNode(t *testing.T) {
+	bin := binary(t)
+	cfg := quick(t, bin, "kill,pause,power-loss,disk-full")
+	cfg.Seed = seedCovering(t, cfg)
+	out, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := out.Result
+	if !res.Valid {
+		t.Errorf("anomalies against one node (seed %d): %s", cfg.Seed, describe(res))
+	}
+	if res.Stats.Faults < 4 || res.Stats.Acked < 1000 || res.Stats.AckedRead != res.Stats.Acked {
+		t.Errorf("stats %+v", res.Stats)
+	}
+	h, err := chaos.ReadHistory(filepath.Join(out.Dir, "history.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	again := chaos.Check(h, chaos.Options{Liveness: cfg.Liveness})
+	if again.Valid != res.Valid || again.Stats != res.Stats || again.Summary() != res.Summary() {
+		t.Errorf("re-check differs: %s %+v vs %s %+v", again.Summary(), again.Stats, res.Summary(), res.Stats)
+	}
+	for _, f := range []string{"report.txt", "report.html", "report.json", "schedule.txt", "node1/samsa.log"} {
+		if _, err := os.Stat(filepath.Join(out.Dir, f)); err != nil {
+			t.Error(err)
+		}
+	}
+	if !strings.Contains(out.Report.Command, fmt.Sprintf("--seed %d", cfg.Seed)) || !strings.Contains(out.Report.Command, "--faults ") {
+		t.Errorf("replay command %q", out.Report.Command)
+	}
+}
+
+// seedCovering returns the first seed whose schedule for cfg has every fault of
+// cfg.Faults at least once.
+func seedCovering(t *testing.T, cfg Config) int64 {
+	kinds, err := nemesis.ParseKinds(cfg.Faults)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for seed := int64(1); seed < 1000; seed++ {
+		s := nemesis.Generate(nemesis.Params{Seed: seed, Kinds: kinds, Duration: cfg.Duration, Nodes: cfg.Nodes, Partitions: 4,
+			GapMin: cfg.GapMin, GapMax: cfg.GapMax, DurMin: cfg.DurMin, DurMax: cfg.DurMax, SessionTimeout: cfg.SessionTimeout})
+		seen := map[nemesis.Kind]bool{}
+		for _, f := range s.Faults {
+			seen[f.Kind] = true
+		}
+		if len(seen) == len(kinds) {
+			return seed
+		}
+	}
+	t.Fatal("no seed covers every fault")
+	return 0
+}
+
+// TestPlantedSkipFdatasync: with the engine's planted bug (fdatasync skipped, success
+// reported) and power losses, acknowledged writes disappear, and the checker says so.
+func TestPlantedSkipFdatasync(t *testing.T) {
+	bin := binary(t, "samsa_faults")
+	const sw = "SAMSA_FAULT_SKIP_FDATASYNC"
+	env := []string{sw + "=1"}
+	feat := requireSwitch(t, bin, sw, env)
+	if !feat.PowerLoss {
+		t.Skipf("the broker has no power-loss journal: %s", feat.PowerLossNote)
+	}
+	cfg := quick(t, bin, "power-loss")
+	cfg.Env = env
+	out, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := out.Result
+	if res.Counts[chaos.KLost] == 0 {
+		t.Fatalf("skipped fdatasyncs and power losses, yet no lost writes: %s", describe(res))
+	}
+	t.Logf("caught: %s", res.Summary())
+}
+
+// TestPlantedAckBeforeISR: a leader that acknowledges before the ISR holds a record
+// loses it when it dies; needs the cluster and the replication switch.
+func TestPlantedAckBeforeISR(t *testing.T) {
+	plantedCluster(t, "SAMSA_FAULT_ACK_BEFORE_ISR", "kill-leader,power-loss")
+}
+
+// TestPlantedFencedLeaderAcks: a leader cut off from the others that goes on
+// acknowledging loses those writes when it is replaced.
+func TestPlantedFencedLeaderAcks(t *testing.T) {
+	plantedCluster(t, "SAMSA_FAULT_FENCED_LEADER_ACKS", "partition-leader,pause-leader")
+}
+
+func plantedCluster(t *testing.T, sw, faults string) {
+	bin := binary(t, "samsa_faults")
+	env := []string{sw + "=1"}
+	requireSwitch(t, bin, sw, env)
+	ctx := context.Background()
+	if err := cluster.ProbeCluster(ctx, bin, t.TempDir(), 3); err != nil {
+		t.Skipf("needs a cluster of 3, which this binary does not form yet: %.200s", err.Error())
+	}
+	kinds, _ := nemesis.ParseKinds(faults)
+	for _, k := range kinds {
+		if nemesis.NeedsNetns(k) && os.Geteuid() != 0 {
+			t.Skipf("%s needs network namespaces (root)", k)
+		}
+	}
+	cfg := quick(t, bin, faults)
+	cfg.Nodes, cfg.Env = 3, env
+	cfg.Duration, cfg.DurMin, cfg.DurMax = 25*time.Second, 4*time.Second, 6*time.Second
+	out, err := Run(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Result.Counts[chaos.KLost] == 0 {
+		t.Fatalf("%s on, yet no lost writes: %s", sw, describe(out.Result))
+	}
+	t.Logf("caught: %s", out.Result.Summary())
+}
+
+// requireSwitch skips the test unless the broker knows the fault switch: it names it
+// in its "fault switches active" line, or (for brokers that do not announce their
+// switches) its source defines it under the samsa_faults tag.
+func requireSwitch(t *testing.T, bin, sw string, env []string) cluster.Features {
+	t.Helper()
+	feat, err := cluster.Probe(context.Background(), bin, t.TempDir(), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if feat.HasSwitch(sw) {
+		return feat
+	}
+	if len(feat.Switches) > 0 {
+		t.Skipf("%s is not among the switches the broker reports active (%v): not built yet", sw, feat.Switches)
+	}
+	ok, err := buildbin.SourceHasSwitch(sw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ok {
+		t.Skipf("%s is not known to this broker: no %q line names it and no samsa_faults source defines it (not built yet)", sw, cluster.FaultSwitchesMsg)
+	}
+	t.Logf("the broker does not announce its fault switches (no %q line); its samsa_faults source defines %s", cluster.FaultSwitchesMsg, sw)
+	return feat
+}
+
+func TestReplayCommand(t *testing.T) {
+	cfg := Config{Bin: "/b/samsa", Seed: 5, Nodes: 3}
+	cfg.Defaults()
+	cfg.Seed = 5
+	got := ReplayCommand(cfg, []nemesis.Kind{nemesis.Kill, nemesis.Slow})
+	for _, want := range []string{"--samsa-bin /b/samsa", "--seed 5", "--nodes 3", "--faults kill,slow", "--duration 1m30s", "--gap 3s-8s"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("%q lacks %q", got, want)
+		}
+	}
+	if got := ReplayCommand(cfg, nil); !strings.Contains(got, "--faults none") {
+		t.Errorf("no faults: %q", got)
+	}
+}
+
+func TestAutoKinds(t *testing.T) {
+	if got := nemesis.JoinKinds(AutoKinds(1)); got != "kill,pause,power-loss,disk-full" {
+		t.Errorf("one node: %s", got)
+	}
+	three := AutoKinds(3)
+	for _, k := range []nemesis.Kind{nemesis.KillLeader, nemesis.KillController, nemesis.PartitionBridge, nemesis.Slow} {
+		found := false
+		for _, x := range three {
+			found = found || x == k
+		}
+		if !found {
+			t.Errorf("three nodes lack %s", k)
+		}
+	}
+}
