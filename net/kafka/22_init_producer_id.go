@@ -39,3 +39,13 @@ func handleInitProducerID(b *Broker, r *Request) {
 	resp.ProducerID, resp.ProducerEpoch = id, 0
 	r.Respond(resp)
 }
+
+// pidBlockSize is Kafka's producer-id block size.
+const pidBlockSize = 1000
+
+// allocateProducerIDs takes a block of producer ids for this broker and returns its
+// first id and length.
+func (b *Broker) allocateProducerIDs() (first, n int64, err error) {
+	first, err = b.meta.AllocateProducerIDs(b.cfg.NodeID, pidBlockSize)
+	return first, pidBlockSize, err
+}

@@ -94,18 +94,15 @@ type pidBlock struct {
 	next, end int64
 }
 
-// pidBlockSize is Kafka's producer-id block size.
-const pidBlockSize = 1000
-
 func (p *pidBlock) get(b *Broker) (int64, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.next >= p.end {
-		first, err := b.meta.AllocateProducerIDs(b.cfg.NodeID, pidBlockSize)
+		first, n, err := b.allocateProducerIDs()
 		if err != nil {
 			return 0, err
 		}
-		p.next, p.end = first, first+pidBlockSize
+		p.next, p.end = first, first+n
 	}
 	id := p.next
 	p.next++
