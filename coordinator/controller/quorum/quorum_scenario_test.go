@@ -138,6 +138,28 @@ func TestPartitionedVoterDoesNotDisrupt(t *testing.T) {
 	if !s.nodes[li].q.IsLeader() {
 		t.Fatal("the leader lost its role while a minority was cut off")
 	}
+	// DescribeQuorum's view: commit on the two connected voters; the cut-off one
+	// lags, and was last heard from when it was cut off.
+	ch := s.nodes[li].q.Propose([]metadata.Record{topic("during")})
+	s.handle(li)
+	s.advance(s.now + 200*time.Millisecond)
+	if r := result(t, ch); r.Err != nil {
+		t.Fatalf("proposal during the partition: %v", r.Err)
+	}
+	now := simClock{s}.Now()
+	st := s.nodes[li].q.Status()
+	if st.Role != "leader" || len(st.Voters) != 3 || st.CommitIndex < st.LastIndex {
+		t.Fatalf("leader status %+v", st)
+	}
+	for _, v := range st.Voters {
+		cut := v.ID == s.nodes[f].id
+		if cut != (v.Lag > 0) || cut != (now.Sub(v.LastContact) > time.Second) {
+			t.Fatalf("voter %d (cut off %v): lag %d, last contact %v ago", v.ID, cut, v.Lag, now.Sub(v.LastContact))
+		}
+	}
+	if fs := s.nodes[f].q.Status(); fs.Voters != nil && len(fs.Voters) != 0 {
+		t.Fatalf("a follower reports voters: %+v", fs)
+	}
 	s.nodes[f].group = 0
 	s.advance(s.now + 2*time.Second)
 	for i, n := range s.nodes {
@@ -145,11 +167,16 @@ func TestPartitionedVoterDoesNotDisrupt(t *testing.T) {
 			t.Fatalf("node %d after the return: leader %d term %d, want %d in %d", i, lead, tm, s.nodes[li].id, term)
 		}
 	}
-	// And the leader still commits.
-	ch := s.nodes[li].q.Propose([]metadata.Record{topic("after")})
+	// And the leader still commits; the returned voter has caught up.
+	ch = s.nodes[li].q.Propose([]metadata.Record{topic("after")})
 	s.handle(li)
 	s.advance(s.now + time.Second)
 	if r := result(t, ch); r.Err != nil {
 		t.Fatalf("proposal after the return: %v", r.Err)
+	}
+	for _, v := range s.nodes[li].q.Status().Voters {
+		if v.Lag != 0 || v.LastCaughtUp.IsZero() {
+			t.Fatalf("voter %d after the return: lag %d, caught up at %v", v.ID, v.Lag, v.LastCaughtUp)
+		}
 	}
 }
