@@ -108,6 +108,22 @@ func (l *Log) recordDamage(d Damage) {
 		"found_by", d.FoundBy, "err", d.Err)
 }
 
+// damageKnown reports whether a recorded damage covers pos in segment base
+// (a reader that meets it again need not check it again).
+func (l *Log) damageKnown(base, pos int64) bool {
+	if l.dmg.count.Load() == 0 {
+		return false
+	}
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	for _, d := range l.dmg.list {
+		if d.Segment == base && d.Pos <= pos && pos < d.Pos+d.Size {
+			return true
+		}
+	}
+	return false
+}
+
 // pruneDamageLocked drops the damage of segments no longer in the log, and
 // the parts cut off by a truncation. The caller holds Log.mu exclusively.
 func (l *Log) pruneDamageLocked() {

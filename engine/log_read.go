@@ -290,7 +290,7 @@ func (l *Log) readFailed(seg *segment, err error) error {
 		l.m.reportIO(l.tp.String(), err, "op", "read", "segment", seg.base)
 		return ioFailure(fmt.Sprintf("read %s", l.tp), err)
 	}
-	if !errors.As(err, &be) {
+	if !errors.As(err, &be) || l.damageKnown(seg.base, be.pos) {
 		return err
 	}
 	l.appendMu.Lock()

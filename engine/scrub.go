@@ -30,8 +30,9 @@ type ScrubReport struct {
 func (m *Manager) Scrub(ctx context.Context) (ScrubReport, error) {
 	var rep ScrubReport
 	var first error
+	buf := make([]byte, scrubBufSize)
 	for _, l := range m.Logs() {
-		r, err := l.scrub(ctx, nil)
+		r, err := l.scrub(ctx, nil, buf)
 		rep.add(r)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -46,7 +47,12 @@ func (m *Manager) Scrub(ctx context.Context) (ScrubReport, error) {
 }
 
 // Scrub checks every batch of this log (as Manager.Scrub).
-func (l *Log) Scrub(ctx context.Context) (ScrubReport, error) { return l.scrub(ctx, nil) }
+func (l *Log) Scrub(ctx context.Context) (ScrubReport, error) {
+	return l.scrub(ctx, nil, make([]byte, scrubBufSize))
+}
+
+// scrubBufSize is the scrub's read size.
+const scrubBufSize = 256 << 10
 
 func (r *ScrubReport) add(o ScrubReport) {
 	r.Logs += o.Logs
@@ -56,15 +62,15 @@ func (r *ScrubReport) add(o ScrubReport) {
 }
 
 // scrub checks every segment of the log up to its size when the scrub
-// reaches it. pace (nil: none) is called before each batch is read.
-func (l *Log) scrub(ctx context.Context, pace func(int64) error) (ScrubReport, error) {
+// reaches it, reading through buf. pace (nil: none) is called before each
+// batch is read.
+func (l *Log) scrub(ctx context.Context, pace func(int64) error, buf []byte) (ScrubReport, error) {
 	rep := ScrubReport{Logs: 1}
 	segs := l.pinAll()
 	defer releaseAll(segs)
 	if len(segs) == 0 {
 		return rep, ErrClosed
 	}
-	buf := make([]byte, 256<<10)
 	var first error
 	for i, s := range segs {
 		if err := ctx.Err(); err != nil {
@@ -146,9 +152,11 @@ func (m *Manager) scrubber() {
 		cancel()
 	}()
 	tb := newTokenBucket(rate)
+	buf := make([]byte, scrubBufSize)
+	pace := tb.take(ctx)
 	for {
 		for _, l := range m.Logs() {
-			if _, err := l.scrub(ctx, tb.take(ctx)); ctx.Err() != nil {
+			if _, err := l.scrub(ctx, pace, buf); ctx.Err() != nil {
 				return
 			} else if err != nil && !errors.Is(err, ErrClosed) {
 				m.logger.Warn("scrub", "tp", l.tp, "err", err)
