@@ -1,25 +1,36 @@
 // Metadata (key 3), versions 0-13.
 //
-// Brokers: this node alone, at its advertised host and port. ControllerID (v1+) is this
-// node (the single-node controller). ClusterID (v2+) is the broker's cluster id.
+// Brokers: every registered broker that is not fenced, at its endpoint of the
+// broker's advertised listener (Config.Listener). ControllerID (v1+) is the active
+// controller when it is one of those brokers, else the lowest of them (a client sends
+// controller-bound requests there, and every broker forwards them), -1 when there is
+// none. ClusterID (v2+) is the broker's cluster id.
+//
 // Topics: all topics when the request's list is null (v1+) or empty at v0; else the
 // ones asked for, by name or (v10+) by topic id. Each partition reports its leader,
-// leader epoch (v7+), replicas and ISR from the metadata image; a partition without a
-// leader reports LEADER_NOT_AVAILABLE, one whose log directory is offline
-// KAFKA_STORAGE_ERROR with the node in OfflineReplicas (v5+).
+// leader epoch (v7+), replicas, ISR and offline replicas (v5+: replicas on brokers
+// that are fenced or not registered, and this node's replicas on failed log
+// directories). A partition without a leader reports LEADER_NOT_AVAILABLE; one led by
+// this node on a failed directory KAFKA_STORAGE_ERROR.
 //
 // Unknown topics: UNKNOWN_TOPIC_OR_PARTITION, or UNKNOWN_TOPIC_ID when asked by id;
 // invalid names INVALID_TOPIC_EXCEPTION. When auto.create.topics.enable is true and the
 // request allows it (always before v4; AllowAutoTopicCreation from v4), an unknown
-// topic asked by name is created with num.partitions and default.replication.factor.
+// topic asked by name is created through the active controller (a CreateTopics with
+// num.partitions and default.replication.factor) and the request is answered once this
+// broker's image has it, from a goroutine of its own.
 //
-// Differences from Apache Kafka: an auto-created topic is reported at once with its
-// partitions and no error (Kafka answers LEADER_NOT_AVAILABLE until the leader is
-// elected; here the node leads at once). Authorized operations are not computed
-// (INT32_MIN: "not requested/unknown"), as there is no authorizer.
+// Differences from Apache Kafka: an auto-created topic is reported with its partitions
+// as soon as this broker's image has it (Kafka answers LEADER_NOT_AVAILABLE for the
+// first request). Authorized operations are not computed (INT32_MIN: "not
+// requested/unknown"), as there is no authorizer.
+
 package kafka
 
 import (
+	"context"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -37,25 +48,53 @@ const authorizedOpsUnknown = -2147483648
 
 func handleMetadata(b *Broker, r *Request) {
 	req := r.Body.(*kmsg.MetadataRequest)
-	resp := r.ResponseKind().(*kmsg.MetadataResponse)
 	v := r.Header.Version
-	resp.Brokers = []kmsg.MetadataResponseBroker{{NodeID: b.cfg.NodeID, Host: b.cfg.Host, Port: b.cfg.Port, Rack: b.cfg.Rack}}
-	resp.ClusterID = &b.cfg.ClusterID
-	resp.ControllerID = b.cfg.NodeID
-	resp.AuthorizedOperations = authorizedOpsUnknown
-
-	im := b.meta.Image()
-	offline := b.offlineDirs()
 	all := req.Topics == nil || (v == 0 && len(req.Topics) == 0)
+	if !all && (v < 4 || req.AllowAutoTopicCreation) && b.AutoCreateEnabled() {
+		var missing []string
+		im := b.meta.Image()
+		for _, rt := range req.Topics {
+			if rt.Topic != nil && *rt.Topic != "" && validTopicName(*rt.Topic) == nil {
+				if _, ok := im.Topic(*rt.Topic); !ok {
+					missing = append(missing, *rt.Topic)
+				}
+			}
+		}
+		if len(missing) > 0 {
+			b.async(func(ctx context.Context) {
+				ctx, cancel := context.WithTimeout(ctx, defaultForwardTimeout)
+				defer cancel()
+				codes := b.autoCreate(ctx, missing)
+				r.Respond(b.metadataResponse(r, req, all, codes))
+			})
+			return
+		}
+	}
+	r.Respond(b.metadataResponse(r, req, all, nil))
+}
+
+// metadataResponse answers req from the current image; created holds the error codes
+// of topics this request tried to auto-create.
+func (b *Broker) metadataResponse(r *Request, req *kmsg.MetadataRequest, all bool, created map[string]int16) *kmsg.MetadataResponse {
+	resp := r.ResponseKind().(*kmsg.MetadataResponse)
+	im := b.meta.Image()
+	resp.ClusterID = &b.cfg.ClusterID
+	resp.AuthorizedOperations = authorizedOpsUnknown
+	for _, bi := range im.Brokers() {
+		if bi.Fenced {
+			continue
+		}
+		host, port := b.endpoint(bi)
+		resp.Brokers = append(resp.Brokers, kmsg.MetadataResponseBroker{NodeID: bi.ID, Host: host, Port: port, Rack: bi.Rack})
+	}
+	resp.ControllerID = b.advertisedController(im)
+	offline := b.dirs.offline()
 	if all {
 		for _, t := range im.Topics() {
-			resp.Topics = append(resp.Topics, b.metadataTopic(t, offline))
+			resp.Topics = append(resp.Topics, b.metadataTopic(im, t, offline))
 		}
-		r.Respond(resp)
-		return
+		return resp
 	}
-	allowAuto := v < 4 || req.AllowAutoTopicCreation
-	var used int32 // partitions auto-created by this request
 	for _, rt := range req.Topics {
 		var t *metadata.TopicImage
 		var ok bool
@@ -75,27 +114,22 @@ func handleMetadata(b *Broker, r *Request) {
 				code := kerr.UnknownTopicOrPartition.Code
 				if validTopicName(name) != nil {
 					code = kerr.InvalidTopicException.Code
-				} else if allowAuto {
-					created, err := b.AutoCreateTopic(name, &used)
-					if err == nil {
-						t, ok = created, true
-					} else {
-						code = errCode(err)
-					}
+				} else if c, tried := created[name]; tried && c != 0 {
+					code = c
+				} else if tried {
+					code = kerr.LeaderNotAvailable.Code // created, not yet in this image
 				}
-				if !ok {
-					resp.Topics = append(resp.Topics, kmsg.MetadataResponseTopic{Topic: rt.Topic, ErrorCode: code, AuthorizedOperations: authorizedOpsUnknown})
-					continue
-				}
+				resp.Topics = append(resp.Topics, kmsg.MetadataResponseTopic{Topic: rt.Topic, ErrorCode: code, AuthorizedOperations: authorizedOpsUnknown})
+				continue
 			}
 		}
-		resp.Topics = append(resp.Topics, b.metadataTopic(t, offline))
+		resp.Topics = append(resp.Topics, b.metadataTopic(im, t, offline))
 	}
-	r.Respond(resp)
+	return resp
 }
 
 // metadataTopic describes t; offline lists the log directories that failed.
-func (b *Broker) metadataTopic(t *metadata.TopicImage, offline []string) kmsg.MetadataResponseTopic {
+func (b *Broker) metadataTopic(im *metadata.Image, t *metadata.TopicImage, offline []string) kmsg.MetadataResponseTopic {
 	name := t.Name
 	mt := kmsg.MetadataResponseTopic{
 		Topic: &name, TopicID: t.ID, IsInternal: isInternalTopic(t.Name),
@@ -107,39 +141,75 @@ func (b *Broker) metadataTopic(t *metadata.TopicImage, offline []string) kmsg.Me
 			Partition: int32(i), Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
 			Replicas: p.Replicas, ISR: p.ISR,
 		}
+		for _, id := range p.Replicas {
+			if bi, ok := im.Broker(id); !ok || bi.Fenced {
+				mp.OfflineReplicas = append(mp.OfflineReplicas, id)
+			}
+		}
+		localOffline := len(offline) > 0 && slices.Contains(p.Replicas, b.cfg.NodeID) && b.logOffline(t.Name, int32(i), offline)
+		if localOffline && !slices.Contains(mp.OfflineReplicas, b.cfg.NodeID) {
+			mp.OfflineReplicas = append(mp.OfflineReplicas, b.cfg.NodeID)
+		}
 		switch {
 		case p.Leader < 0:
 			mp.ErrorCode = kerr.LeaderNotAvailable.Code
-		case len(offline) > 0 && p.Leader == b.cfg.NodeID && b.logOffline(t.Name, int32(i), offline):
+		case localOffline && p.Leader == b.cfg.NodeID:
 			mp.ErrorCode = kerr.KafkaStorageError.Code
-			mp.OfflineReplicas = []int32{b.cfg.NodeID}
 		}
 		mt.Partitions = append(mt.Partitions, mp)
 	}
 	return mt
 }
 
-// offlineSnapshot is the set of failed log directories at a time.
-type offlineSnapshot struct {
-	at   time.Time
-	dirs []string
+// endpoint is the address a client is told for broker bi: its endpoint of the
+// advertised listener, else its first.
+func (b *Broker) endpoint(bi metadata.BrokerImage) (string, int32) {
+	if e, ok := bi.Endpoint(b.cfg.Listener); ok {
+		return e.Host, e.Port
+	}
+	return bi.Host, bi.Port
 }
 
-// offlineDirs lists the log directories that failed (usually none). The engine only
-// reports them with per-log statistics (DirStats, O(logs)), so the answer is cached
-// for a second rather than computed per Metadata request.
-func (b *Broker) offlineDirs() []string {
+// advertisedController is the ControllerID clients are told: the active controller if
+// it is a live broker, else the lowest live broker (which forwards), else -1.
+func (b *Broker) advertisedController(im *metadata.Image) int32 {
+	live := im.UnfencedBrokers()
+	if id := b.controllerID(); id >= 0 && slices.Contains(live, id) {
+		return id
+	}
+	if len(live) > 0 {
+		return live[0]
+	}
+	return -1
+}
+
+// dirHealth caches the failed log directories. The engine reports them only with
+// per-log statistics (DirStats, O(logs)), so the answer is kept for a second rather
+// than computed per Metadata request. Built with the broker.
+type dirHealth struct {
+	eng *engine.Manager
+	mu  sync.Mutex
+	at  time.Time
+	out []string
+}
+
+func newDirHealth(eng *engine.Manager) *dirHealth { return &dirHealth{eng: eng} }
+
+// offline lists the log directories that failed (usually none). The slice is shared.
+func (d *dirHealth) offline() []string {
 	now := time.Now()
-	if s := b.offline.Load(); s != nil && now.Sub(s.at) < time.Second {
-		return s.dirs
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.at.IsZero() && now.Sub(d.at) < time.Second {
+		return d.out
 	}
 	var out []string
-	for _, d := range b.eng.DirStats() {
-		if d.Err != nil {
-			out = append(out, d.Path)
+	for _, ds := range d.eng.DirStats() {
+		if ds.Err != nil {
+			out = append(out, ds.Path)
 		}
 	}
-	b.offline.Store(&offlineSnapshot{at: now, dirs: out})
+	d.at, d.out = now, out
 	return out
 }
 

@@ -3,15 +3,22 @@
 // Without a transactional id the request is accepted blindly, as Kafka does: a new
 // producer id with epoch 0 (also when v3+ names an existing id and epoch: a fresh id
 // is the simplest correct epoch bump for a non-transactional producer). Ids come from
-// blocks of 1000 that the metadata store allocates durably, so an id is never handed
-// out twice, across restarts too.
+// blocks of 1000 that the active controller hands out (AllocateProducerIds, key 67) and
+// records in the metadata log, so an id is never handed out twice in the cluster,
+// across restarts too. When the broker's block is used up the request waits for the
+// next block on a goroutine of its own; COORDINATOR_NOT_AVAILABLE when the controller
+// cannot be reached.
 //
 // Differences from Apache Kafka: transactions are not served. A transactional id is
 // answered TRANSACTIONAL_ID_AUTHORIZATION_FAILED (fatal for the client, so a
 // transactional producer fails fast instead of retrying forever).
+
 package kafka
 
 import (
+	"context"
+	"fmt"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -29,23 +36,45 @@ func handleInitProducerID(b *Broker, r *Request) {
 		r.Respond(resp)
 		return
 	}
-	id, err := b.data().pids.get(b)
-	if err != nil {
-		b.log.Error("allocating producer ids", "err", err)
-		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+	b.async(func(context.Context) {
+		id, err := b.data().pids.get(b)
+		if err != nil {
+			b.log.Error("allocating producer ids", "err", err)
+			resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+			r.Respond(resp)
+			return
+		}
+		resp.ProducerID, resp.ProducerEpoch = id, 0
 		r.Respond(resp)
-		return
-	}
-	resp.ProducerID, resp.ProducerEpoch = id, 0
-	r.Respond(resp)
+	})
 }
 
-// pidBlockSize is Kafka's producer-id block size.
-const pidBlockSize = 1000
-
-// allocateProducerIDs takes a block of producer ids for this broker and returns its
-// first id and length.
+// allocateProducerIDs asks the active controller for a block of producer ids for this
+// broker and returns its first id and length.
 func (b *Broker) allocateProducerIDs() (first, n int64, err error) {
-	first, err = b.meta.AllocateProducerIDs(b.cfg.NodeID, pidBlockSize)
-	return first, pidBlockSize, err
+	ctx, cancel := context.WithTimeout(b.ctx, defaultForwardTimeout)
+	defer cancel()
+	req := kmsg.NewPtrAllocateProducerIDsRequest()
+	req.BrokerID, req.BrokerEpoch = b.cfg.NodeID, b.brokerEpoch()
+	resp, err := b.ctrl.Request(ctx, req)
+	if err != nil {
+		return 0, 0, fmt.Errorf("kafka: allocating producer ids: %w", err)
+	}
+	ar := resp.(*kmsg.AllocateProducerIDsResponse)
+	if ar.ErrorCode != 0 {
+		return 0, 0, fmt.Errorf("kafka: allocating producer ids: %w", kerr.ErrorForCode(ar.ErrorCode))
+	}
+	if ar.ProducerIDStart < 0 || ar.ProducerIDLen <= 0 {
+		return 0, 0, fmt.Errorf("kafka: allocating producer ids: block of %d from %d", ar.ProducerIDLen, ar.ProducerIDStart)
+	}
+	return ar.ProducerIDStart, int64(ar.ProducerIDLen), nil
+}
+
+// brokerEpoch is this broker's registration epoch in the published image (-1 when it
+// is not registered).
+func (b *Broker) brokerEpoch() int64 {
+	if bi, ok := b.meta.Image().Broker(b.cfg.NodeID); ok {
+		return bi.Epoch
+	}
+	return -1
 }

@@ -1,13 +1,20 @@
 // DescribeLogDirs (key 35), versions 0-5.
 //
 // One entry per log directory of the engine: its path, KAFKA_STORAGE_ERROR when the
-// directory failed I/O, and per partition log its size in bytes and its offset lag
-// (log end offset - high watermark). Topics == null describes every partition;
-// otherwise only the named ones. v4+: TotalBytes and UsableBytes from statfs(2) (-1
-// where unavailable). v3+: the top-level ErrorCode is always 0.
+// directory failed I/O, and per replica on this broker its size in bytes and its
+// offset lag: on a leader, as Kafka, its log end offset minus its high watermark (what
+// the followers have yet to confirm); on a follower, how far its log end is behind the
+// leader's high watermark as of its fetcher's last answer (what it has yet to copy;
+// the log end minus the high watermark before the first answer). Topics == null
+// describes every partition; otherwise only the named ones. v4+: TotalBytes and
+// UsableBytes from statfs(2) (-1 where unavailable). v3+: the top-level ErrorCode is
+// always 0.
 //
-// Differences from Apache Kafka: no future (reassigning) replicas (IsFuture false); no
-// cordoned directories (IsCordoned false).
+// Differences from Apache Kafka: a follower's lag is its distance behind the leader
+// (Kafka reports log end minus high watermark for every current replica); no future
+// (reassigning) replicas (IsFuture false); no cordoned directories (IsCordoned
+// false).
+
 package kafka
 
 import (

@@ -1,11 +1,16 @@
 // DescribeCluster (key 60), versions 0-2.
 //
-// This node is the only broker and the controller. EndpointType (v1+): 1 (brokers) and
-// 2 (controllers, KIP-919) both answer with this node, since it plays both roles; other
-// values answer UNSUPPORTED_ENDPOINT_TYPE. v2 reports IsFenced false.
+// On a broker listener (EndpointType 1, the only type before v1): the registered
+// brokers that are not fenced (v2 with IncludeFencedBrokers: the fenced ones too,
+// IsFenced set), each at its endpoint of the advertised listener, and as ControllerID
+// the active controller when it is one of them, else the lowest live broker (which
+// forwards controller-bound requests), as Metadata does. EndpointType 2 (controllers,
+// KIP-919) is answered by the controller listener; a broker listener answers it, and
+// any other type, UNSUPPORTED_ENDPOINT_TYPE.
 //
 // Differences from Apache Kafka: cluster authorized operations are never computed
 // (INT32_MIN), as there is no authorizer.
+
 package kafka
 
 import (
@@ -22,13 +27,21 @@ func handleDescribeCluster(b *Broker, r *Request) {
 	resp := r.ResponseKind().(*kmsg.DescribeClusterResponse)
 	resp.ClusterAuthorizedOperations = authorizedOpsUnknown
 	resp.EndpointType = req.EndpointType
-	if r.Header.Version >= 1 && req.EndpointType != 1 && req.EndpointType != 2 {
+	if r.Header.Version >= 1 && req.EndpointType != 1 {
 		resp.ErrorCode = kerr.UnsupportedEndpointType.Code
+		resp.ErrorMessage = stringPtr("a broker listener describes brokers (endpoint type 1); ask a controller listener for controllers")
 		r.Respond(resp)
 		return
 	}
+	im := b.meta.Image()
 	resp.ClusterID = b.cfg.ClusterID
-	resp.ControllerID = b.cfg.NodeID
-	resp.Brokers = []kmsg.DescribeClusterResponseBroker{{NodeID: b.cfg.NodeID, Host: b.cfg.Host, Port: b.cfg.Port, Rack: b.cfg.Rack}}
+	resp.ControllerID = b.advertisedController(im)
+	for _, bi := range im.Brokers() {
+		if bi.Fenced && !(r.Header.Version >= 2 && req.IncludeFencedBrokers) {
+			continue
+		}
+		host, port := b.endpoint(bi)
+		resp.Brokers = append(resp.Brokers, kmsg.DescribeClusterResponseBroker{NodeID: bi.ID, Host: host, Port: port, Rack: bi.Rack, IsFenced: bi.Fenced})
+	}
 	r.Respond(resp)
 }

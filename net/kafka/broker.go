@@ -1,8 +1,8 @@
 package kafka
 
 import (
+	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"strconv"
 	"sync"
@@ -20,10 +20,15 @@ import (
 type Config struct {
 	NodeID    int32
 	ClusterID string
-	// Host and Port are advertised in Metadata and DescribeCluster.
+	// Host and Port are this node's advertised client address: the single-node path
+	// (New) registers them; a cluster node's registration is its broker lifecycle's.
 	Host string
 	Port int32
 	Rack *string
+	// Listener names the registered endpoint that Metadata, FindCoordinator and
+	// DescribeCluster advertise for each broker (default "PLAINTEXT"; a broker
+	// registered without it is advertised at its first endpoint).
+	Listener string
 
 	// Static holds the broker keys set explicitly (server.properties, environment,
 	// flags), canonical values, Kafka's names. DescribeConfigs reports them as
@@ -41,63 +46,122 @@ type Config struct {
 	Registerer prometheus.Registerer
 }
 
+// Deps are the broker's collaborators, built by the node's wiring (net/node) or by New
+// for a single node.
+type Deps struct {
+	// Engine holds the partition logs.
+	Engine *engine.Manager
+	// Metadata is the published image the broker answers from.
+	Metadata MetadataView
+	// Controller takes every metadata change (admin requests, auto-created topics,
+	// producer-id blocks).
+	Controller ControllerChannel
+	// ControllerID returns the active controller's node id as last learned (-1:
+	// unknown); nil: always unknown. Metadata and DescribeCluster name it.
+	ControllerID func() int32
+}
+
 // Broker serves the Kafka protocol on a transport: it implements transport.Handler and
 // transport.ConnObserver. Serve runs on connection read goroutines, concurrently for
 // different connections; everything a Broker holds is safe for that.
 //
-// Metadata changes (create/delete topics, partitions, configs) are serialized by
-// adminMu so that a metadata append and the matching engine change happen together.
+// The broker reads metadata from its published image (Deps.Metadata) and writes none:
+// every change goes to the active controller (Deps.Controller), and the broker sees it
+// when its image does. MetadataChanged, which the wiring calls for every published
+// image in offset order, keeps the engine's logs, the group coordinator and waiting
+// requests in step with the image.
+//
+// adminMu serializes changes of the engine's logs (MetadataChanged's reconciliation,
+// a log created on lookup) so that a log is never re-created for a topic being
+// deleted.
 type Broker struct {
-	cfg     Config
-	log     *slog.Logger
-	metrics *metrics
-	eng     *engine.Manager
-	meta    *metadata.Store
+	cfg          Config
+	log          *slog.Logger
+	metrics      *metrics
+	eng          *engine.Manager
+	source       MetadataView // the published image (Deps.Metadata)
+	meta         *brokerView  // the image as far as MetadataChanged processed it: what handlers read
+	ctrl         ControllerChannel
+	controllerID func() int32
 
 	apiVersions []apiKeyEntry // the table, as ApiVersions advertises it
 	panics      atomic.Int64  // handler panics recovered (bugs)
 
 	adminMu sync.Mutex
 
-	offline atomic.Pointer[offlineSnapshot] // cache of failed log dirs (03_metadata.go)
+	dirs      *dirHealth  // failed log directories, cached (03_metadata.go reads it)
+	groups    *groupState // the group coordinator (groups.go)
+	published notifier    // closed and renewed by MetadataChanged
+	offsets   offsetsTopic
 
-	groups   groupsHolder             // the group coordinator, started on first use (10_find_coordinator.go)
 	dataPath atomic.Pointer[dataPath] // data-path state, created on first use (partition_state.go)
 
-	// maxPartitionsPerOp bounds the partitions one request may create (Kafka's
-	// controller refuses more than 10,000 records per user operation).
-	maxPartitionsPerOp int32
+	ctx    context.Context // ends at Close: forwarded requests give up
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // goroutines of forwarded requests
+	closed atomic.Bool
 }
-
-// defaultMaxPartitionsPerOp is Kafka's MAX_RECORDS_PER_USER_OP.
-const defaultMaxPartitionsPerOp = 10000
 
 var (
 	_ transport.Handler      = (*Broker)(nil)
 	_ transport.ConnObserver = (*Broker)(nil)
 )
 
-// New returns a Broker serving eng's logs and meta's topics. It registers the node (its
-// advertised address) in the metadata log when that changed, and reconciles the two:
-// partitions the metadata has and the engine lacks get their logs created; logs of
-// topics the metadata no longer has (deleted while the broker was down) are deleted;
-// live logs get their topic's configuration. log may be nil.
-func New(cfg Config, eng *engine.Manager, meta *metadata.Store, log *slog.Logger) (*Broker, error) {
+// NewBroker returns a Broker over deps. It builds every piece of state the handlers use
+// (nothing is created on first request): the engine's logs are reconciled with the
+// image (partitions with a replica here get their logs, logs of topics the image no
+// longer has are deleted, live logs get their topic's configuration), the group
+// coordinator starts and loads the __consumer_offsets partitions this node leads. log
+// may be nil.
+func NewBroker(cfg Config, deps Deps, log *slog.Logger) (*Broker, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	if eng == nil || meta == nil {
-		return nil, errors.New("kafka: New needs an engine and a metadata store")
+	if deps.Engine == nil || deps.Metadata == nil || deps.Controller == nil {
+		return nil, errors.New("kafka: NewBroker needs an engine, a metadata view and a controller channel")
 	}
 	if cfg.Static == nil {
 		cfg.Static = map[string]string{}
 	}
-	b := &Broker{cfg: cfg, log: log, eng: eng, meta: meta, maxPartitionsPerOp: defaultMaxPartitionsPerOp}
+	if cfg.Listener == "" {
+		cfg.Listener = "PLAINTEXT"
+	}
+	b := &Broker{cfg: cfg, log: log, eng: deps.Engine, source: deps.Metadata, meta: &brokerView{}, ctrl: deps.Controller, controllerID: deps.ControllerID}
+	if b.controllerID == nil {
+		b.controllerID = func() int32 { return -1 }
+	}
+	b.ctx, b.cancel = context.WithCancel(context.Background())
 	b.metrics = newMetrics(cfg.Registerer)
 	b.apiVersions = buildApiVersions()
-	if err := b.reconcile(); err != nil {
+	b.dirs = newDirHealth(b.eng)
+	off, im := b.source.Image()
+	if err := b.reconcileLogs(nil, im); err != nil {
 		return nil, err
 	}
+	b.meta.store(off, im)
+	b.groups = newGroupState(b, im)
+	b.registerClusterMetrics(cfg.Registerer)
+	return b, nil
+}
+
+// New returns a Broker for a single node: its metadata is store, which a
+// LocalController serves as both the published image and the active controller. It
+// registers the node (its advertised address) in the store when that changed, then
+// builds the broker as NewBroker does. log may be nil.
+func New(cfg Config, eng *engine.Manager, store *metadata.Store, log *slog.Logger) (*Broker, error) {
+	if eng == nil || store == nil {
+		return nil, errors.New("kafka: New needs an engine and a metadata store")
+	}
+	lc, err := NewLocalController(store, metadata.BrokerImage{ID: cfg.NodeID, Host: cfg.Host, Port: cfg.Port, Rack: cfg.Rack}, cfg.Static, log)
+	if err != nil {
+		return nil, err
+	}
+	id := cfg.NodeID
+	b, err := NewBroker(cfg, Deps{Engine: eng, Metadata: lc, Controller: lc, ControllerID: func() int32 { return id }}, log)
+	if err != nil {
+		return nil, err
+	}
+	lc.Subscribe(b.MetadataChanged)
 	return b, nil
 }
 
@@ -107,53 +171,52 @@ func (b *Broker) NodeID() int32 { return b.cfg.NodeID }
 // Engine is the broker's storage.
 func (b *Broker) Engine() *engine.Manager { return b.eng }
 
-// Metadata is the broker's metadata store.
-func (b *Broker) Metadata() *metadata.Store { return b.meta }
+// Image returns the image the broker answers from (the published image as far as
+// MetadataChanged has processed it) and its metadata offset.
+func (b *Broker) Image() (uint64, *metadata.Image) {
+	at := b.meta.load()
+	return at.offset, at.im
+}
 
 // Logger is the broker's logger.
 func (b *Broker) Logger() *slog.Logger { return b.log }
 
-// reconcile makes the engine's logs match the metadata image.
-func (b *Broker) reconcile() error {
-	b.adminMu.Lock()
-	defer b.adminMu.Unlock()
-	im := b.meta.Image()
-	self := metadata.BrokerImage{ID: b.cfg.NodeID, Host: b.cfg.Host, Port: b.cfg.Port, Rack: b.cfg.Rack}
-	if cur, ok := im.Broker(b.cfg.NodeID); !ok || cur.Host != self.Host || cur.Port != self.Port || !sameRack(cur.Rack, self.Rack) {
-		rec := &metadata.RegisterBrokerRecord{ID: self.ID, Epoch: im.MaxBrokerEpoch() + 1, Rack: self.Rack,
-			Endpoints: []metadata.Endpoint{{Name: "PLAINTEXT", Host: self.Host, Port: self.Port, SecurityProtocol: metadata.ProtocolPlaintext}}}
-		if err := b.meta.Append(rec); err != nil {
-			return fmt.Errorf("kafka: registering broker %d: %w", self.ID, err)
-		}
-		im = b.meta.Image()
+// MetadataChanged tells the broker that its published image moved to im at offset.
+// The wiring calls it for every published image, in offset order, on one goroutine at
+// a time, after the replica manager applied the same change (old, the image before,
+// is not needed: the broker diffs against the last image it processed; an offset not
+// past that one is ignored). It keeps the engine's logs in step with the image, loads
+// and unloads the group coordinator's partitions as this node gains and loses their
+// leadership, then makes im the image handlers answer from and wakes requests waiting
+// for it. It does not block on the network.
+func (b *Broker) MetadataChanged(offset uint64, _, im *metadata.Image) {
+	if b.closed.Load() {
+		return
 	}
-	for _, l := range b.eng.Logs() {
-		tp := l.TopicPartition()
-		t, ok := im.Topic(tp.Topic)
-		if !ok || int(tp.Partition) >= len(t.Partitions) {
-			b.log.Warn("deleting log of a partition the metadata does not have", "partition", tp.String())
-			if err := b.eng.DeleteLog(tp); err != nil && !errors.Is(err, engine.ErrNoLog) {
-				return fmt.Errorf("kafka: deleting stray log %s: %w", tp, err)
-			}
-		}
+	cur := b.meta.load()
+	if offset <= cur.offset && cur.im != nil {
+		return
 	}
-	for _, t := range im.Topics() {
-		cfg := b.topicLogConfig(im, t.Name)
-		for p := range t.Partitions {
-			tp := engine.TopicPartition{Topic: t.Name, Partition: int32(p)}
-			if l := b.eng.Log(tp); l != nil {
-				l.SetConfig(cfg)
-				continue
-			}
-			if _, err := b.eng.CreateLog(tp, cfg); err != nil {
-				b.log.Error("creating log", "partition", tp.String(), "err", err)
-			}
-		}
+	if err := b.reconcileLogs(cur.im, im); err != nil {
+		b.log.Error("reconciling logs with the metadata", "offset", offset, "err", err)
 	}
-	return nil
+	b.groups.follow(im)
+	b.meta.store(offset, im)
+	b.published.broadcast()
 }
 
-func sameRack(a, b *string) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
+// Close stops the broker's own background work: forwarded requests still waiting for
+// the controller are answered (NOT_CONTROLLER), the group coordinator stops (parked
+// joins answer NOT_COORDINATOR, timers stop). Call it after the transport has drained
+// and before closing the engine. Idempotent.
+func (b *Broker) Close() {
+	if b.closed.Swap(true) {
+		return
+	}
+	b.cancel()
+	b.wg.Wait()
+	b.groups.close()
+}
 
 // layers returns the config layers for topic (empty: broker keys only).
 func (b *Broker) layers(im *metadata.Image, topic string) configs.Layers {
@@ -175,4 +238,54 @@ func (b *Broker) brokerValue(im *metadata.Image, key string) string {
 func (b *Broker) brokerInt(im *metadata.Image, key string) int64 {
 	n, _ := strconv.ParseInt(b.brokerValue(im, key), 10, 64)
 	return n
+}
+
+// brokerView is the image the broker answers from, with its metadata offset: the
+// last one MetadataChanged processed. Safe for concurrent use.
+type brokerView struct {
+	p atomic.Pointer[imageAt]
+}
+
+type imageAt struct {
+	offset uint64
+	im     *metadata.Image
+}
+
+func (v *brokerView) load() imageAt {
+	if p := v.p.Load(); p != nil {
+		return *p
+	}
+	return imageAt{}
+}
+
+func (v *brokerView) store(offset uint64, im *metadata.Image) { v.p.Store(&imageAt{offset, im}) }
+
+// Image is the image handlers answer from.
+func (v *brokerView) Image() *metadata.Image { return v.p.Load().im }
+
+// Offset is Image's metadata offset.
+func (v *brokerView) Offset() uint64 { return v.p.Load().offset }
+
+// notifier wakes waiters: wait returns a channel that closes at the next broadcast.
+type notifier struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+func (n *notifier) wait() <-chan struct{} {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.ch == nil {
+		n.ch = make(chan struct{})
+	}
+	return n.ch
+}
+
+func (n *notifier) broadcast() {
+	n.mu.Lock()
+	if n.ch != nil {
+		close(n.ch)
+		n.ch = nil
+	}
+	n.mu.Unlock()
 }

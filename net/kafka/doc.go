@@ -1,8 +1,34 @@
 // Package kafka owns the broker's Kafka protocol layer: it turns framed requests from a
 // net/transport into calls of per-API handlers and encodes their answers. It holds the
 // handler table, the request-header codec, the response encoder, ApiVersions built from
-// the table, the admin APIs, and the partition-lookup helpers the data-path handlers
-// use. Storage is the engine's, cluster metadata the coordinator/metadata store's.
+// the table, the admin APIs, the routing of a cluster (which broker leads what, which
+// one coordinates a group, who the controller is), and the partition-lookup helpers the
+// data-path handlers use. Storage is the engine's; cluster metadata is the published
+// image of coordinator/metadata records, and every change of it goes to the active
+// controller.
+//
+// # The broker in a cluster
+//
+//	                Deps.Metadata (MetadataFollower; LocalController on one node)
+//	                       │ MetadataChanged(offset, old, new), in offset order
+//	                       ▼
+//	client ──▶ handlers ──reads──▶ broker's image ──▶ engine logs (reconcileLogs),
+//	             │                                     group coordinator (load/unload)
+//	             └─forward──▶ Deps.Controller (net/peer's ControllerChannel;
+//	                            LocalController on one node)
+//
+// Admin requests (CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs,
+// IncrementalAlterConfigs, ElectLeaders, AlterPartitionReassignments,
+// ListPartitionReassignments, DescribeQuorum), auto-created topics, __consumer_offsets
+// and producer-id blocks are requests to the active controller (forward.go), sent from
+// a goroutine of their own; a write is answered once the broker's image has caught up
+// with the controller's commit (syncMetadata), so the client that made a change sees
+// it here at once. The image handlers read is the last one MetadataChanged processed,
+// so the engine's logs and the coordinator's partitions always match it.
+//
+// New(cfg, engine, store, log) is the single node: a LocalController over the
+// coordinator/metadata.Store plays both roles. NewBroker(cfg, Deps, log) is the cluster
+// node's constructor.
 //
 // # The kernel, for handler authors
 //
@@ -49,24 +75,26 @@
 //
 // # Helpers for handlers
 //
-//	b.LookupPartition(topic, p)      metadata image → partition → *engine.Log (the log is
-//	b.LookupPartitionByID(id, p)     created if the metadata has the partition and the
+//	b.LookupPartition(topic, p)      image → partition → *engine.Log (the log is
+//	b.LookupPartitionByID(id, p)     created if the image has the partition and the
 //	                                 engine lacks it); Kafka errors: UNKNOWN_TOPIC_OR_
-//	                                 PARTITION / UNKNOWN_TOPIC_ID, NOT_LEADER_OR_FOLLOWER,
+//	                                 PARTITION / UNKNOWN_TOPIC_ID, NOT_LEADER_OR_FOLLOWER
+//	                                 (Partition.Image names the leader, KIP-951),
 //	                                 KAFKA_STORAGE_ERROR
-//	b.AutoCreateTopic(name, &used)   auto.create.topics.enable, Kafka's name rules,
-//	                                 num.partitions / default.replication.factor
+//	b.LeaderEndpoint(id)             a broker's advertised address (KIP-951 NodeEndpoints)
+//	b.forward(r, forwarded{...})     answer r with the active controller's answer
+//	b.AutoCreateTopic(ctx, name)     auto.create.topics.enable through the controller
 //	b.brokerValue(im, key)           a broker key: dynamic (node, cluster default),
 //	                                 static (server.properties/env/flags), Kafka default
 //	b.topicLogConfig(im, topic)      a topic's engine.LogConfig from the same layers
 //	errf(kerr.X, fmt, ...)           a Kafka error with a message; errCode/errMsg map
 //	                                 any error to the response's code and message
 //
-// Topic, partition and config changes go through the metadata store (the log is the
-// truth; New reconciles the engine with it at start) under b.adminMu.
+// Engine log changes that follow the image (reconcileLogs) and a log created on
+// lookup happen under b.adminMu.
 //
 // Tests: startTestBroker(t) (testbroker_test.go) serves a real engine and metadata
-// store from t.TempDir() on 127.0.0.1:0; tb.client(t)/tb.admin(t) give kgo/kadm
+// store (the single-node path) from t.TempDir() on 127.0.0.1:0; tb.client(t)/tb.admin(t) give kgo/kadm
 // clients, tb.raw(t) a hand-driven kmsg connection, tb.restart() a restart on the
 // same data.
 //

@@ -132,6 +132,7 @@ func (tb *testBroker) stop() {
 		tb.t.Errorf("serve: %v", err)
 	}
 	tb.tr = nil
+	tb.b.Close()
 	if n := tb.b.panics.Load(); n != 0 {
 		tb.t.Errorf("%d handler panics", n)
 	}

@@ -1,17 +1,24 @@
 package kafka
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-broker/samsa/coordinator/configs"
 	"github.com/samsa-broker/samsa/coordinator/metadata"
 	"github.com/samsa-broker/samsa/engine"
+	"github.com/samsa-broker/samsa/net/peer"
 )
+
+// metadataTopic is the metadata log's topic (__cluster_metadata).
+const metadataTopic = peer.MetadataTopic
 
 // Partition is a partition resolved for a data-path request.
 type Partition struct {
@@ -21,10 +28,12 @@ type Partition struct {
 	Log   *engine.Log
 }
 
-// LookupPartition resolves topic/partition against the current metadata image and
-// returns its log, creating the log when the metadata has the partition and the engine
-// lacks it. The error is a Kafka error (*kerr.Error): UNKNOWN_TOPIC_OR_PARTITION,
-// NOT_LEADER_OR_FOLLOWER (this node does not lead it), KAFKA_STORAGE_ERROR.
+// LookupPartition resolves topic/partition against the published image and returns
+// its log, creating the log when the image has a replica of the partition on this node
+// and the engine lacks it. The error is a Kafka error (*kerr.Error):
+// UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER (this node does not lead it; the
+// returned Partition's Image names the leader and its epoch, for KIP-951's
+// CurrentLeader, and LeaderEndpoint its address), KAFKA_STORAGE_ERROR.
 func (b *Broker) LookupPartition(topic string, partition int32) (Partition, error) {
 	t, ok := b.meta.Image().Topic(topic)
 	if !ok {
@@ -71,20 +80,29 @@ func (b *Broker) partitionOf(t *metadata.TopicImage, partition int32) (Partition
 	return p, nil
 }
 
+// LeaderEndpoint returns the address of broker id on the advertised listener, from the
+// published image (for KIP-951's NodeEndpoints in Produce and Fetch answers).
+func (b *Broker) LeaderEndpoint(id int32) (host string, port int32, rack *string, ok bool) {
+	bi, ok := b.meta.Image().Broker(id)
+	if !ok || bi.Fenced {
+		return "", 0, nil, false
+	}
+	host, port = b.endpoint(bi)
+	return host, port, bi.Rack, true
+}
+
 // AutoCreateEnabled reports auto.create.topics.enable (dynamic override, else static).
 func (b *Broker) AutoCreateEnabled() bool {
 	return b.brokerValue(b.meta.Image(), "auto.create.topics.enable") == "true"
 }
 
-// AutoCreateTopic creates topic with the broker's defaults if auto.create.topics.enable
-// and the name is valid. It returns the topic (also when another request created it
-// first) or a Kafka error: UNKNOWN_TOPIC_OR_PARTITION when auto-creation is off,
-// INVALID_TOPIC_EXCEPTION for a bad name.
-//
-// used, if not nil, counts the partitions the calling request created so far; it grows
-// by what is created, and a request may create at most maxPartitionsPerOp
-// (POLICY_VIOLATION beyond).
-func (b *Broker) AutoCreateTopic(topic string, used *int32) (*metadata.TopicImage, error) {
+// AutoCreateTopic creates topic through the active controller with the broker's
+// defaults (num.partitions, default.replication.factor) if auto.create.topics.enable
+// and the name is valid, and returns it once this broker's image has it (also when
+// another request created it first). It blocks: call it off the read path. Errors are
+// Kafka errors: UNKNOWN_TOPIC_OR_PARTITION when auto-creation is off,
+// INVALID_TOPIC_EXCEPTION for a bad name, the controller's refusal, REQUEST_TIMED_OUT.
+func (b *Broker) AutoCreateTopic(ctx context.Context, topic string) (*metadata.TopicImage, error) {
 	if t, ok := b.meta.Image().Topic(topic); ok {
 		return t, nil
 	}
@@ -94,22 +112,59 @@ func (b *Broker) AutoCreateTopic(topic string, used *int32) (*metadata.TopicImag
 	if err := validTopicName(topic); err != nil {
 		return nil, kerr.InvalidTopicException
 	}
-	spec := topicSpec{name: topic, partitions: -1, replication: -1}
-	if used != nil {
-		spec.used = *used
-	}
-	done, err := b.createTopic(spec, false)
-	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
-		return nil, err
-	}
-	if err == nil && used != nil {
-		*used += done.partitions
+	if code := b.autoCreate(ctx, []string{topic})[topic]; code != 0 {
+		return nil, kerr.ErrorForCode(code)
 	}
 	if t, ok := b.meta.Image().Topic(topic); ok {
-		b.log.Info("auto-created topic", "topic", topic, "partitions", len(t.Partitions))
 		return t, nil
 	}
-	return nil, kerr.UnknownTopicOrPartition
+	return nil, kerr.LeaderNotAvailable
+}
+
+// autoCreate asks the active controller to create topics with the broker's defaults
+// and waits until this broker's image has them. It returns each topic's code (0 also
+// for one that already existed).
+func (b *Broker) autoCreate(ctx context.Context, topics []string) map[string]int16 {
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.TimeoutMillis = int32(defaultForwardTimeout.Milliseconds())
+	for _, name := range topics {
+		rt := kmsg.NewCreateTopicsRequestTopic()
+		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, -1, -1
+		req.Topics = append(req.Topics, rt)
+	}
+	return b.createTopics(ctx, req)
+}
+
+// createTopics sends req (topics this broker creates on its own: auto-created ones,
+// __consumer_offsets) to the active controller, waits for its image to show them and
+// returns each topic's code (TOPIC_ALREADY_EXISTS counts as 0).
+func (b *Broker) createTopics(ctx context.Context, req *kmsg.CreateTopicsRequest) map[string]int16 {
+	codes := make(map[string]int16, len(req.Topics))
+	req.SetVersion(req.MaxVersion())
+	resp, err := b.ctrl.Request(ctx, req)
+	if err != nil {
+		code, _ := forwardError(err)
+		for _, t := range req.Topics {
+			codes[t.Topic] = code
+		}
+		b.log.Warn("creating topics through the controller", "topics", len(req.Topics), "err", err)
+		return codes
+	}
+	created := false
+	for _, t := range resp.(*kmsg.CreateTopicsResponse).Topics {
+		switch t.ErrorCode {
+		case 0:
+			created = true
+			b.log.Info("created topic", "topic", t.Topic, "partitions", t.NumPartitions, "replication_factor", t.ReplicationFactor)
+		case kerr.TopicAlreadyExists.Code:
+			t.ErrorCode = 0
+		}
+		codes[t.Topic] = t.ErrorCode
+	}
+	if created {
+		b.syncMetadata(ctx)
+	}
+	return codes
 }
 
 // validTopicName applies Kafka's rules: [a-zA-Z0-9._-], 1..249 chars, not "." or "..".
@@ -129,18 +184,6 @@ func validTopicName(name string) error {
 // isInternalTopic reports Kafka's internal topics.
 func isInternalTopic(name string) bool {
 	return name == "__consumer_offsets" || name == "__transaction_state"
-}
-
-// topicSpec is a validated creation request.
-type topicSpec struct {
-	name        string
-	partitions  int32     // -1: num.partitions
-	replication int16     // -1: default.replication.factor
-	assignment  [][]int32 // explicit replica assignment, or nil
-	configs     map[string]string
-	// used is how many partitions the request already created: a request may create at
-	// most Broker.maxPartitionsPerOp in all (the zero value: nothing used yet).
-	used int32
 }
 
 // kafkaErr pairs a Kafka error with a message for the response.
@@ -183,148 +226,6 @@ func errMsg(err error) *string {
 	return &s
 }
 
-// resolveSpec fills defaults and validates a creation request (everything but
-// existence). Returns the partition count and replica assignment to create.
-func (b *Broker) resolveSpec(im *metadata.Image, s *topicSpec) error {
-	if err := validTopicName(s.name); err != nil {
-		return errf(kerr.InvalidTopicException, "%v", err)
-	}
-	if s.assignment != nil {
-		if len(s.assignment) > int(b.maxPartitionsPerOp-s.used) {
-			return errf(kerr.PolicyViolation, "excessively large number of partitions per request: %d more (at most %d per request)", len(s.assignment), b.maxPartitionsPerOp)
-		}
-		if s.partitions != -1 || s.replication != -1 {
-			return errf(kerr.InvalidRequest, "both numPartitions or replicationFactor and replicasAssignment were set")
-		}
-		for p, replicas := range s.assignment {
-			if err := b.checkReplicas(replicas, p); err != nil {
-				return err
-			}
-		}
-		s.partitions, s.replication = int32(len(s.assignment)), int16(len(s.assignment[0]))
-	} else {
-		if s.partitions == -1 {
-			s.partitions = int32(b.brokerInt(im, "num.partitions"))
-		}
-		if s.replication == -1 {
-			s.replication = int16(b.brokerInt(im, "default.replication.factor"))
-		}
-		if s.partitions <= 0 {
-			return errf(kerr.InvalidPartitions, "number of partitions must be larger than 0")
-		}
-		if s.replication <= 0 {
-			return errf(kerr.InvalidReplicationFactor, "replication factor must be larger than 0")
-		}
-		if s.partitions > b.maxPartitionsPerOp-s.used {
-			return errf(kerr.PolicyViolation, "excessively large number of partitions per request: %d more (at most %d per request)", s.partitions, b.maxPartitionsPerOp)
-		}
-		if s.replication > 1 {
-			return errf(kerr.InvalidReplicationFactor, "replication factor: %d larger than available brokers: 1", s.replication)
-		}
-		for range s.partitions {
-			s.assignment = append(s.assignment, []int32{b.cfg.NodeID})
-		}
-	}
-	for k, v := range s.configs {
-		canon, err := configs.ValidateTopic(k, &v)
-		if err != nil {
-			return errf(kerr.InvalidConfig, "%v", err)
-		}
-		s.configs[k] = canon
-	}
-	return nil
-}
-
-// checkReplicas validates one partition's replica list on this one-node cluster.
-func (b *Broker) checkReplicas(replicas []int32, p int) error {
-	if len(replicas) == 0 {
-		return errf(kerr.InvalidReplicaAssignment, "partition %d has no replicas", p)
-	}
-	if len(replicas) > 1 {
-		return errf(kerr.InvalidReplicationFactor, "partition %d: replication factor %d larger than available brokers: 1", p, len(replicas))
-	}
-	if replicas[0] != b.cfg.NodeID {
-		return errf(kerr.InvalidReplicaAssignment, "partition %d: unknown broker %d", p, replicas[0])
-	}
-	return nil
-}
-
-// createTopic validates s and, unless validateOnly, records the topic in the metadata
-// and creates its logs. Caller must not hold adminMu.
-func (b *Broker) createTopic(s topicSpec, validateOnly bool) (*topicSpec, error) {
-	b.adminMu.Lock()
-	defer b.adminMu.Unlock()
-	im := b.meta.Image()
-	if err := b.resolveSpec(im, &s); err != nil {
-		return &s, err
-	}
-	if _, ok := im.Topic(s.name); ok {
-		return &s, errf(kerr.TopicAlreadyExists, "topic %q already exists", s.name)
-	}
-	if clash := collidingTopic(im, s.name); clash != "" {
-		return &s, errf(kerr.InvalidTopicException, "topic %q collides with existing topic %q ('.' and '_' collide in metric names)", s.name, clash)
-	}
-	if validateOnly {
-		return &s, nil
-	}
-	id := metadata.NewUUID()
-	recs := []metadata.Record{&metadata.TopicRecord{Name: s.name, ID: id}}
-	for p, replicas := range s.assignment {
-		recs = append(recs, &metadata.PartitionRecord{TopicID: id, Partition: int32(p), Replicas: replicas, ISR: replicas, Leader: replicas[0], LeaderEpoch: 0})
-	}
-	for k, v := range s.configs {
-		recs = append(recs, &metadata.ConfigRecord{Resource: metadata.ResourceTopic, Name: s.name, Key: k, Value: &v})
-	}
-	if err := b.meta.Append(recs...); err != nil {
-		if errors.Is(err, metadata.ErrTopicExists) {
-			return &s, errf(kerr.TopicAlreadyExists, "topic %q already exists", s.name)
-		}
-		return &s, errf(kerr.UnknownServerError, "recording topic: %v", err)
-	}
-	cfg := b.topicLogConfig(b.meta.Image(), s.name)
-	for p := range s.assignment {
-		tp := engine.TopicPartition{Topic: s.name, Partition: int32(p)}
-		if _, err := b.eng.CreateLog(tp, cfg); err != nil {
-			// The metadata has the partition; LookupPartition retries the log later.
-			b.log.Error("creating log", "partition", tp.String(), "err", err)
-		}
-	}
-	return &s, nil
-}
-
-// collidingTopic returns an existing topic whose name equals name once '.' and '_' are
-// identified (Kafka refuses those), or "".
-func collidingTopic(im *metadata.Image, name string) string {
-	if !strings.ContainsAny(name, "._") {
-		return ""
-	}
-	norm := strings.ReplaceAll(name, ".", "_")
-	for _, t := range im.Topics() {
-		if t.Name != name && strings.ReplaceAll(t.Name, ".", "_") == norm {
-			return t.Name
-		}
-	}
-	return ""
-}
-
-// deleteTopic removes t from the metadata and deletes its logs. Caller holds adminMu.
-func (b *Broker) deleteTopicLocked(t *metadata.TopicImage) error {
-	// RemoveTopicRecord takes the topic's partitions and config overrides with it.
-	if err := b.meta.Append(&metadata.RemoveTopicRecord{ID: t.ID}); err != nil {
-		if errors.Is(err, metadata.ErrUnknownTopic) {
-			return errf(kerr.UnknownTopicOrPartition, "topic %q does not exist", t.Name)
-		}
-		return errf(kerr.UnknownServerError, "recording deletion: %v", err)
-	}
-	for p := range t.Partitions {
-		tp := engine.TopicPartition{Topic: t.Name, Partition: int32(p)}
-		if err := b.eng.DeleteLog(tp); err != nil && !errors.Is(err, engine.ErrNoLog) {
-			b.log.Error("deleting log", "partition", tp.String(), "err", err)
-		}
-	}
-	return nil
-}
-
 // isUnder reports whether path is dir or inside it.
 func isUnder(path, dir string) bool {
 	rel, err := filepath.Rel(dir, path)
@@ -332,3 +233,8 @@ func isUnder(path, dir string) bool {
 }
 
 func stringPtr(s string) *string { return &s }
+
+// hostsReplica reports whether this node holds a replica of partition p.
+func (b *Broker) hostsReplica(p *metadata.PartitionImage) bool {
+	return slices.Contains(p.Replicas, b.cfg.NodeID)
+}

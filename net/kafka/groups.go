@@ -1,0 +1,271 @@
+package kafka
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-broker/samsa/coordinator/group"
+	"github.com/samsa-broker/samsa/coordinator/metadata"
+)
+
+// groupState is the broker's group coordinator and the __consumer_offsets partitions it
+// serves: exactly those this node leads in the published image. Built with the broker;
+// follow (from MetadataChanged) loads a partition when this node becomes its leader
+// and unloads it (its groups answer NOT_COORDINATOR, their state is dropped) when it
+// stops leading it.
+//
+// The coordinator maps a group to a partition by the topic's partition count, which is
+// offsets.topic.num.partitions until the topic exists; should the topic appear with
+// another count (created by hand before first use), the coordinator is rebuilt with it
+// before any partition is loaded.
+type groupState struct {
+	b   *Broker
+	log group.Log
+
+	mu struct {
+		sync.Mutex
+		c       *group.Coordinator
+		topicID metadata.UUID  // the __consumer_offsets topic the loaded set belongs to
+		loaded  map[int32]bool // partitions loaded or loading
+		closed  bool
+	}
+}
+
+func newGroupState(b *Broker, im *metadata.Image) *groupState {
+	g := &groupState{b: b, log: group.NewEngineLog(b.eng)}
+	g.mu.loaded = map[int32]bool{}
+	n := int32(b.groupInt(im, "offsets.topic.num.partitions", 50))
+	if t, ok := im.Topic(group.OffsetsTopic); ok {
+		n = int32(len(t.Partitions))
+	}
+	g.mu.c = g.newCoordinator(im, n)
+	g.follow(im)
+	return g
+}
+
+// newCoordinator builds a coordinator for n partitions with the broker's group keys.
+func (g *groupState) newCoordinator(im *metadata.Image, n int32) *group.Coordinator {
+	b := g.b
+	ms := func(key string, def int64) time.Duration {
+		return time.Duration(b.groupInt(im, key, def)) * time.Millisecond
+	}
+	delay := ms("group.initial.rebalance.delay.ms", 3000)
+	if delay == 0 {
+		delay = -1 // Config: negative means none
+	}
+	return group.New(group.Config{
+		NumPartitions:          n,
+		MinSessionTimeout:      ms("group.min.session.timeout.ms", 6000),
+		MaxSessionTimeout:      ms("group.max.session.timeout.ms", 1800000),
+		InitialRebalanceDelay:  delay,
+		MaxGroupSize:           int(b.groupInt(im, "group.max.size", 0)),
+		OffsetRetention:        time.Duration(b.groupInt(im, "offsets.retention.minutes", 10080)) * time.Minute,
+		RetentionCheckInterval: ms("offsets.retention.check.interval.ms", 600000),
+		MaxOffsetMetadata:      int(b.groupInt(im, "offset.metadata.max.bytes", 4096)),
+		Logger:                 b.log.With("component", "groups"),
+	}, g.log)
+}
+
+// coordinator returns the coordinator (nil after close).
+func (g *groupState) coordinator() *group.Coordinator {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.mu.closed {
+		return nil
+	}
+	return g.mu.c
+}
+
+// follow loads the partitions this node now leads and unloads the ones it no longer
+// leads.
+func (g *groupState) follow(im *metadata.Image) {
+	self := g.b.cfg.NodeID
+	g.mu.Lock()
+	if g.mu.closed {
+		g.mu.Unlock()
+		return
+	}
+	c := g.mu.c
+	t, ok := im.Topic(group.OffsetsTopic)
+	var unload, load []int32
+	if !ok || t.ID != g.mu.topicID {
+		for p := range g.mu.loaded {
+			unload = append(unload, p)
+		}
+		clear(g.mu.loaded)
+	}
+	if ok {
+		g.mu.topicID = t.ID
+		if n := int32(len(t.Partitions)); n != c.NumPartitions() && len(g.mu.loaded) == 0 {
+			old := c
+			c = g.newCoordinator(im, n)
+			g.mu.c = c
+			defer old.Close()
+		}
+		for p := range t.Partitions {
+			leads := t.Partitions[p].Leader == self
+			switch {
+			case leads && !g.mu.loaded[int32(p)]:
+				g.mu.loaded[int32(p)] = true
+				load = append(load, int32(p))
+			case !leads && g.mu.loaded[int32(p)]:
+				delete(g.mu.loaded, int32(p))
+				unload = append(unload, int32(p))
+			}
+		}
+	}
+	g.mu.Unlock()
+	for _, p := range unload {
+		c.UnloadPartition(p)
+	}
+	if len(load) > 0 {
+		logger := g.b.log
+		c.StartLoading(load, func(err error) {
+			if err != nil {
+				logger.Error("loading __consumer_offsets", "err", err)
+			}
+		})
+	}
+}
+
+func (g *groupState) close() {
+	g.mu.Lock()
+	if g.mu.closed {
+		g.mu.Unlock()
+		return
+	}
+	g.mu.closed = true
+	c := g.mu.c
+	g.mu.Unlock()
+	c.Close()
+}
+
+func (b *Broker) groupInt(im *metadata.Image, key string, def int64) int64 {
+	v := b.brokerValue(im, key)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		b.log.Warn("ignoring unparsable group setting", "key", key, "value", v)
+		return def
+	}
+	return n
+}
+
+// GroupCoordinator returns the broker's group coordinator, built with the broker.
+// (Kept for launchers that loaded committed offsets at start-up explicitly: the broker
+// now does so itself.)
+func (b *Broker) GroupCoordinator() (*group.Coordinator, error) {
+	if c := b.groups.coordinator(); c != nil {
+		return c, nil
+	}
+	return nil, kerr.CoordinatorNotAvailable
+}
+
+// CloseGroupCoordinator is Close (kept for launchers written before Close): the group
+// coordinator stops (parked joins are answered NOT_COORDINATOR, timers stop) and
+// forwarded requests end. Call it before closing the engine.
+func (b *Broker) CloseGroupCoordinator() { b.Close() }
+
+// groupCoordinatorOr returns the coordinator, or answers code via fail. Before
+// __consumer_offsets exists a group request starts its creation (as FindCoordinator
+// does) and is answered COORDINATOR_LOAD_IN_PROGRESS, so the client retries.
+func (b *Broker) groupCoordinatorOr(fail func(code int16)) *group.Coordinator {
+	c := b.groups.coordinator()
+	if c == nil {
+		fail(kerr.NotCoordinator.Code)
+		return nil
+	}
+	if _, ok := b.meta.Image().Topic(group.OffsetsTopic); !ok {
+		b.async(func(ctx context.Context) {
+			ctx, cancel := context.WithTimeout(ctx, defaultForwardTimeout)
+			defer cancel()
+			if err := b.ensureOffsetsTopic(ctx); err != nil {
+				b.log.Warn("creating __consumer_offsets", "err", err)
+			}
+		})
+		fail(kerr.CoordinatorLoadInProgress.Code)
+		return nil
+	}
+	return c
+}
+
+// offsetsTopic creates __consumer_offsets through the controller on first use, once
+// at a time for the whole broker.
+type offsetsTopic struct {
+	mu       sync.Mutex
+	creating chan struct{} // closed when the running creation ends
+}
+
+// ensureOffsetsTopic returns once the image has __consumer_offsets, creating it
+// through the active controller (offsets.topic.num.partitions partitions,
+// offsets.topic.replication.factor replicas capped at the live brokers, compacted,
+// never deleted by retention) if it has not. It blocks: call it off the read path.
+func (b *Broker) ensureOffsetsTopic(ctx context.Context) error {
+	for {
+		im := b.meta.Image()
+		if _, ok := im.Topic(group.OffsetsTopic); ok {
+			return nil
+		}
+		o := &b.offsets
+		o.mu.Lock()
+		if ch := o.creating; ch != nil {
+			o.mu.Unlock()
+			select {
+			case <-ch:
+				continue
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		ch := make(chan struct{})
+		o.creating = ch
+		o.mu.Unlock()
+
+		code := b.createTopics(ctx, offsetsTopicRequest(b, im))[group.OffsetsTopic]
+
+		o.mu.Lock()
+		o.creating = nil
+		close(ch)
+		o.mu.Unlock()
+		if code != 0 {
+			return kerr.ErrorForCode(code)
+		}
+		if _, ok := b.meta.Image().Topic(group.OffsetsTopic); ok {
+			return nil
+		}
+		return kerr.CoordinatorNotAvailable
+	}
+}
+
+func offsetsTopicRequest(b *Broker, im *metadata.Image) *kmsg.CreateTopicsRequest {
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.TimeoutMillis = int32(defaultForwardTimeout.Milliseconds())
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic = group.OffsetsTopic
+	rt.NumPartitions = int32(b.groupInt(im, "offsets.topic.num.partitions", 50))
+	rf := b.groupInt(im, "offsets.topic.replication.factor", 3)
+	if live := int64(len(im.UnfencedBrokers())); rf > live {
+		rf = live // Kafka: capped at the brokers there are
+	}
+	rt.ReplicationFactor = int16(max(rf, 1))
+	for _, kv := range [][2]string{
+		{"cleanup.policy", "compact"},
+		{"segment.bytes", strconv.FormatInt(b.groupInt(im, "offsets.topic.segment.bytes", 104857600), 10)},
+		{"retention.ms", "-1"},
+		{"retention.bytes", "-1"},
+		{"compression.type", "producer"},
+	} {
+		c := kmsg.NewCreateTopicsRequestTopicConfig()
+		c.Name, c.Value = kv[0], stringPtr(kv[1])
+		rt.Configs = append(rt.Configs, c)
+	}
+	req.Topics = []kmsg.CreateTopicsRequestTopic{rt}
+	return req
+}
