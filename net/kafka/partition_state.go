@@ -87,8 +87,10 @@ func (dp *dataPath) advance(l *engine.Log, hw int64) {
 	dp.waits.CheckAndComplete(l)
 }
 
-// pidBlock hands out producer ids from blocks the metadata store allocates durably,
-// so an id is never handed out twice, across restarts too.
+// pidBlock hands out producer ids from blocks the active controller allocates
+// (AllocateProducerIds, recorded in the metadata log), so an id is never handed out
+// twice, across restarts too. get may block on the controller: call it off the read
+// path.
 type pidBlock struct {
 	mu        sync.Mutex
 	next, end int64
