@@ -76,7 +76,7 @@ type Stats struct {
 	Commits       int `json:"commits"`
 	CommitsOK     int `json:"commits_ok"`
 	Faults        int `json:"faults"`
-	Events        int `json:"events"`
+	Events        int `json:"events"` // what the harness saw happen (a node exiting on its own)
 }
 
 // Result is a check's verdict.
@@ -304,12 +304,13 @@ func (c *checker) index() {
 				c.res.LastHeal = op.End
 			}
 		case FEvent:
-			st.Events++
 			if op.Proc == ProcFinal && op.V == "end-offsets" {
 				for p, e := range op.Offs {
 					c.finalEnd[p] = e
 				}
+				continue
 			}
+			st.Events++
 		}
 	}
 }

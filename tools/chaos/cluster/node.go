@@ -365,7 +365,7 @@ func (n *Node) WaitReady(ctx context.Context, brokers int) error {
 		}
 		select {
 		case <-done:
-			return fmt.Errorf("%w: node %d, while starting: %s", ErrExited, n.ID, strings.Join(lastN(n.Tail(), 5), " | "))
+			return fmt.Errorf("%w: node %d, while starting: %s", ErrExited, n.ID, n.complaint())
 		case <-ctx.Done():
 			if parent.Err() != nil {
 				return fmt.Errorf("cluster: stopped waiting for node %d (%v): %v", n.ID, parent.Err(), last)
@@ -417,6 +417,21 @@ func (n *Node) SawListening(d time.Duration) bool {
 	case <-t.C:
 		return false
 	}
+}
+
+// complaint is the last error the node logged ("msg: err"), else its last lines.
+func (n *Node) complaint() string {
+	tail := n.Tail()
+	for i := len(tail) - 1; i >= 0; i-- {
+		kv := ParseLogLine(tail[i])
+		if kv["level"] == "ERROR" {
+			if kv["err"] != "" {
+				return kv["msg"] + ": " + kv["err"]
+			}
+			return kv["msg"]
+		}
+	}
+	return strings.Join(lastN(tail, 3), " | ")
 }
 
 func lastN(xs []string, k int) []string {

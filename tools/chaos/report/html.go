@@ -88,7 +88,7 @@ func (r *Report) WriteHTML(b *strings.Builder) {
 	b.WriteString("<h2>Throughput over time</h2>\n")
 	b.WriteString(r.chart("throughput", "records per second", false, []line{
 		{"acknowledged/s", "#2ca02c", r.pts(func(p Point) float64 { return float64(p.Acks) })},
-		{"read/s (all readers)", "#1f77b4", r.pts(func(p Point) float64 { return float64(p.Reads) })},
+		{"read/s (all readers but the final drain)", "#1f77b4", r.pts(func(p Point) float64 { return float64(p.Reads) })},
 		{"unknown outcome/s", "#d62728", r.pts(func(p Point) float64 { return float64(p.Unknown) })},
 	}))
 	b.WriteString("<h2>Send latency over time (acknowledged sends, by second of acknowledgement)</h2>\n")
@@ -193,15 +193,33 @@ func (r *Report) chart(name, ylabel string, logY bool, lines []line) string {
 	fmt.Fprintf(&b, "<text x=\"%.0f\" y=\"%.0f\" font-size=\"11\" text-anchor=\"middle\">seconds since start (shaded: faults, numbered as in the table)</text>\n", (left+w-right)/2, h-6)
 	fmt.Fprintf(&b, "<text x=\"12\" y=\"%.0f\" font-size=\"11\" transform=\"rotate(-90 12 %.0f)\" text-anchor=\"middle\">%s</text>\n", (top+h-bottom)/2, (top+h-bottom)/2, html.EscapeString(ylabel))
 	for i, l := range lines {
-		var pts []string
+		// A second without a value (no acknowledgement in it) breaks the line.
+		var segs [][]string
+		var cur []string
+		lastX := math.Inf(-1)
 		for _, p := range l.pts {
+			if (logY && p[1] <= 0) || p[0]-lastX > 1.5 {
+				if len(cur) > 0 {
+					segs = append(segs, cur)
+				}
+				cur = nil
+			}
 			if logY && p[1] <= 0 {
 				continue
 			}
-			pts = append(pts, fmt.Sprintf("%.1f,%.1f", X(p[0]), Y(p[1])))
+			cur = append(cur, fmt.Sprintf("%.1f,%.1f", X(p[0]), Y(p[1])))
+			lastX = p[0]
 		}
-		fmt.Fprintf(&b, "<polyline class=\"series\" data-series=\"%s\" fill=\"none\" stroke=\"%s\" stroke-width=\"1.3\" points=\"%s\"/>\n", html.EscapeString(l.name), l.color, strings.Join(pts, " "))
-		fmt.Fprintf(&b, "<rect x=\"%.0f\" y=\"%d\" width=\"10\" height=\"3\" fill=\"%s\"/><text x=\"%.0f\" y=\"%d\" font-size=\"10\">%s</text>\n", left+10+float64(i)*170, 12, l.color, left+24+float64(i)*170, 16, html.EscapeString(l.name))
+		if len(cur) > 0 {
+			segs = append(segs, cur)
+		}
+		for _, seg := range segs {
+			if len(seg) == 1 {
+				seg = append(seg, seg[0])
+			}
+			fmt.Fprintf(&b, "<polyline class=\"series\" data-series=\"%s\" fill=\"none\" stroke=\"%s\" stroke-width=\"1.3\" points=\"%s\"/>\n", html.EscapeString(l.name), l.color, strings.Join(seg, " "))
+		}
+		fmt.Fprintf(&b, "<rect x=\"%.0f\" y=\"%d\" width=\"10\" height=\"3\" fill=\"%s\"/><text x=\"%.0f\" y=\"%d\" font-size=\"10\">%s</text>\n", left+10+float64(i)*220, 12, l.color, left+24+float64(i)*220, 16, html.EscapeString(l.name))
 	}
 	b.WriteString("</svg>\n")
 	return b.String()
