@@ -180,8 +180,9 @@
 // asynchronous storage writes and the leader's parallel append (thesis §10.2.1),
 // ReadIndex reads, and snapshots sent in chunks by raft (a MsgSnap carries the whole
 // snapshot; brokers read snapshots with FetchSnapshot's chunks at the net layer).
-// Snapshots are encoded on the core's goroutine: at 200,000 partition replicas that
-// takes about 35 ms, well inside an election timeout.
+// Snapshots are encoded on the core's goroutine: at 100 brokers and 200,000
+// partition replicas (a 4.8 MB snapshot) that takes about 16 ms, and installing one
+// from the leader about 30 ms, well inside an election timeout.
 //
 // # How it is shown
 //
