@@ -116,3 +116,9 @@ soak:
 	$(BIN)/samsa-chaos run --samsa-bin $(BIN)/samsa --nodes $(CHAOS_NODES) --faults $(CHAOS_FAULTS) \
 		--duration $(SOAK) --gap 5s-15s --fault-len 2s-12s --quiet 60s --liveness 30s \
 		$(if $(SEED),--seed $(SEED)) --out $(CHAOS_OUT)/soak
+
+# The controller quorum's long campaigns: the deterministic simulation with thousands of
+# seeds (3 and 5 voters) and the raft storage's crash programs (about 20 minutes).
+.PHONY: test-long-quorum
+test-long-quorum:
+	SAMSA_LONG=1 $(GO) test -timeout 60m ./coordinator/controller/quorum
