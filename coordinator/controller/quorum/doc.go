@@ -198,6 +198,6 @@
 // disk, and the scale of 100 brokers and 200,000 partition replicas.
 //
 //	go test -race ./coordinator/controller/quorum                  # 250 seeds
-//	SAMSA_LONG=1 go test ./coordinator/controller/quorum           # thousands
+//	SAMSA_LONG=1 go test ./coordinator/controller/quorum           # thousands (make test-long-quorum)
 //	go test ./coordinator/controller/quorum -run '^TestSim$/voters=3' -seed N -simtrace -v
 package quorum
