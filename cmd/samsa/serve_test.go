@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/samsa-broker/samsa/coordinator/metadata"
 	"github.com/samsa-broker/samsa/net/node"
 )
 
@@ -248,5 +249,65 @@ func TestServeAddressInUse(t *testing.T) {
 		if !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: error %q, want %q", tc.args, err, tc.want)
 		}
+	}
+}
+
+// TestServeUpgradesSingleNodeLayout: a data directory of the single-node layout
+// before the raft log (<data.dir>/meta.properties without directory.id, the metadata
+// in a coordinator/metadata.Store under <data.dir>/meta) starts as the same cluster
+// with its topics and configs, imported into the raft log; the next start reads the
+// raft log. (The first start waits out the session the new controller gives the
+// imported broker registration: one broker.session.timeout.ms, shortened here.)
+func TestServeUpgradesSingleNodeLayout(t *testing.T) {
+	dir := t.TempDir()
+	const clusterID = "AAAAAAAAAAAAAAAAAAAAAQ"
+	if err := os.WriteFile(filepath.Join(dir, "meta.properties"), []byte("#\n#Mon Nov 30 10:00:00 UTC 2026\nversion=1\ncluster.id="+clusterID+"\nnode.id=1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	st, err := metadata.OpenStore(filepath.Join(dir, "meta"), metadata.StoreOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := []metadata.Record{&metadata.RegisterBrokerRecord{ID: 1, Epoch: 1, Endpoints: []metadata.Endpoint{{Name: "PLAINTEXT", Host: "127.0.0.1", Port: 1}}}}
+	recs = append(recs, metadata.CreateTopicRecords("kept", metadata.NewUUID(), [][]int32{{1}, {1}}, map[string]string{"retention.ms": "123456"})...)
+	if err := st.Append(recs...); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for round := range 2 {
+		s := startTestServer(t, dir, "--set", "broker.session.timeout.ms=1500", "--set", "broker.heartbeat.interval.ms=300")
+		cl, err := kgo.NewClient(kgo.SeedBrokers(s.Addr()), kgo.DefaultProduceTopic("kept"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		adm := kadm.NewClient(cl)
+		md, err := adm.Metadata(ctx, "kept")
+		if err != nil || md.Cluster != clusterID || len(md.Topics["kept"].Partitions) != 2 {
+			t.Fatalf("round %d: %v cluster %q topics %+v", round, err, md.Cluster, md.Topics)
+		}
+		rcs, err := adm.DescribeTopicConfigs(ctx, "kept")
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc, _ := rcs.On("kept", nil)
+		found := false
+		for _, c := range rc.Configs {
+			found = found || c.Key == "retention.ms" && c.Value != nil && *c.Value == "123456"
+		}
+		if !found {
+			t.Fatalf("round %d: the topic's config was not imported", round)
+		}
+		if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte{byte(round)}}).FirstErr(); err != nil {
+			t.Fatalf("round %d: produce: %v", round, err)
+		}
+		cancel()
+		cl.Close()
+		stopTestServer(t, s)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "meta.pre-raft")); err != nil {
+		t.Errorf("the imported store was not moved aside: %v", err)
 	}
 }

@@ -1,9 +1,21 @@
 // Package node wires one Samsa node from its configuration: the storage checks
-// (meta.properties), the engine, the metadata, the Kafka broker on its listeners, the
-// admin HTTP listener; start-up and shutdown in order. `samsa serve` runs one Node;
-// in-process multi-node tests run several.
+// (meta.properties), the controller role (the raft voter and the active controller),
+// the broker role (engine, metadata follower, broker lifecycle, Kafka broker on its
+// listeners), the admin HTTP listener; start-up and shutdown in order. `samsa serve`
+// runs one Node; in-process multi-node tests run several.
 //
 //	keys (server.properties, env, flags) ──FromKeys──▶ *Config ──Start──▶ *Node ──Shutdown
+//
+//	combined node (process.roles=broker,controller)
+//	┌──────────────────────────────────────────────────────────────────────────┐
+//	│ controllerRole: quorum.Quorum (raft, DiskStorage in metadata.log.dir)     │
+//	│                 controller.Controller over it (voter: the seam adapter)   │
+//	│      ▲ LocalChannel                         │ LogSource (committed log)   │
+//	│ brokerRole:  BrokerLifecycle ─────────────  MetadataFollower ─▶ published │
+//	│              (register, heartbeat,          images, in offset order, to   │
+//	│               controlled shutdown)          kafka.Broker + the lifecycle  │
+//	│              kafka.Broker on the broker listeners (engine: log.dirs)      │
+//	└──────────────────────────────────────────────────────────────────────────┘
 //
 // # Configuration
 //
@@ -41,18 +53,28 @@
 //
 // # What is wired
 //
-// This build runs a combined node that is the only voter: its metadata is the
-// single-node store (coordinator/metadata.Store) and the Kafka broker serves its
-// listeners as before. Start refuses, with ErrNotSupported and the missing part
-// named, a node of a quorum of several voters, a broker-only node and a
-// controller-only node: the raft quorum (coordinator/controller/quorum), the
-// Controller, BrokerLifecycle and MetadataFollower (coordinator/controller), the
-// replica manager (replication), the node-to-node client (net/peer) and the
-// controller listener's handler (net/kafka) are wired here as they land.
+// A combined node that is the only voter runs on the cluster's code: its metadata is
+// the raft log of a quorum of one, its broker registers with its own controller
+// through a LocalChannel, follows the committed log through a LogSource, and serves
+// once unfenced. A data directory of the single-node layout before the raft log is
+// imported into it at the first start (quorum.ImportLegacyStore); the new controller
+// gives the imported broker registration a session, which that first start waits out
+// (one broker.session.timeout.ms). A sole voter re-registers with its previous
+// incarnation id, so a restart after a crash does not wait for the old session: no
+// other process can hold its directories, which are locked.
+//
+// Start refuses, with ErrNotSupported naming the missing part (Missing), a node of a
+// quorum of several voters, a broker-only node and a controller-only node: they need
+// the controller listener's handler (net/kafka: raft messages between voters, the
+// brokers' registrations, heartbeats and metadata fetches), and replicated
+// partitions need the replica manager (replication). net/peer (the node-to-node
+// client) has landed and is wired with them.
 //
 // # Shutdown
 //
-// Shutdown drains the transport (no new connections, requests already read are
-// answered), stops the admin listener and the handlers' background state, then
-// closes the metadata and the logs with their clean-shutdown marker.
+// Shutdown: the broker's controlled shutdown (its leaderships move away before it
+// stops; bounded by broker.session.timeout.ms), the transport drains (no new
+// connections, requests already read are answered), the broker's background state,
+// the follower and the lifecycle stop; the admin listener; the controller and its
+// raft voter, whose log closes; the logs close with their clean-shutdown marker.
 package node

@@ -1,0 +1,272 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/samsa-broker/samsa/coordinator/controller"
+	"github.com/samsa-broker/samsa/coordinator/metadata"
+	"github.com/samsa-broker/samsa/engine"
+	"github.com/samsa-broker/samsa/net/kafka"
+	"github.com/samsa-broker/samsa/net/transport"
+)
+
+// brokerRole is a node's broker: the engine's logs, the metadata follower that keeps
+// the published image, the broker lifecycle (registration, heartbeats, controlled
+// shutdown), the Kafka broker and its transport on the broker listeners.
+//
+// Start-up, in order:
+//
+//  1. the follower fetches the committed metadata log (from the local voter on a
+//     combined node, over the network otherwise) and catches up with what was
+//     committed when it started (the broker must not reconcile its logs against an
+//     image older than them: it would delete the logs of topics it does not see);
+//  2. the Kafka broker is built over the caught-up image, and every later image
+//     reaches it (and the lifecycle) in offset order;
+//  3. the lifecycle registers the broker with the active controller and heartbeats;
+//  4. once the controller unfences it (RUNNING), the listeners accept clients.
+//
+// Steps 1 to 4 run on a goroutine of their own (ready), since on a cluster they wait
+// for the quorum; a sole voter's Start waits for them.
+type brokerRole struct {
+	cfg       *Config
+	log       *slog.Logger
+	eng       *engine.Manager
+	follower  *controller.MetadataFollower
+	lifecycle *controller.BrokerLifecycle
+	channel   controller.ControllerChannel
+	tr        transport.Transport
+	lns       map[string]net.Listener
+
+	pubMu  sync.Mutex // serializes deliveries of images to the broker and the lifecycle
+	broker *kafka.Broker
+
+	ctx    context.Context // ends at stop
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	ready  chan struct{} // closed once the listeners accept
+	err    error         // why start-up failed (after ready is closed without serving)
+}
+
+// advertisedEndpoint is what clients are told for listener l bound at bound.
+func advertisedEndpoint(cfg *Config, l Listener, bound *net.TCPAddr) metadata.Endpoint {
+	if a, ok := cfg.Advertised[l.Name]; ok {
+		return metadata.Endpoint{Name: l.Name, Host: a.Host, Port: int32(a.Port), SecurityProtocol: metadata.ProtocolPlaintext}
+	}
+	host := bound.IP.String()
+	if bound.IP.IsUnspecified() {
+		host = hostname()
+	}
+	return metadata.Endpoint{Name: l.Name, Host: host, Port: int32(bound.Port), SecurityProtocol: metadata.ProtocolPlaintext}
+}
+
+// brokerDeps are what the broker role is built over.
+type brokerDeps struct {
+	eng      *engine.Manager
+	lns      map[string]net.Listener // the bound broker listeners
+	source   controller.MetadataSource
+	channel  controller.ControllerChannel
+	caughtUp func(ctx context.Context) (uint64, error) // the offset to catch up with before serving
+	// incarnation to register with (zero: a new one). A sole voter passes the one it
+	// registered before: no other process can hold its directories (they are
+	// locked), so its controller need not wait out the previous process's session.
+	incarnation metadata.UUID
+	reg         *prometheus.Registry
+	fail     func(error)
+}
+
+func newBrokerRole(cfg *Config, clusterID string, d brokerDeps, log *slog.Logger) (*brokerRole, error) {
+	r := &brokerRole{cfg: cfg, log: log, eng: d.eng, channel: d.channel, lns: d.lns, ready: make(chan struct{})}
+	r.ctx, r.cancel = context.WithCancel(context.Background())
+	r.follower = controller.NewMetadataFollower(controller.FollowerConfig{Logger: log.With("component", "metadata-follower")})
+	var eps []metadata.Endpoint
+	for _, l := range cfg.BrokerListeners() {
+		eps = append(eps, advertisedEndpoint(cfg, l, d.lns[l.Name].Addr().(*net.TCPAddr)))
+	}
+	// The client listener first: the broker's endpoint where a client knows no other.
+	client, _ := cfg.ClientListener()
+	for i, e := range eps {
+		if e.Name == client.Name {
+			eps[0], eps[i] = eps[i], eps[0]
+		}
+	}
+	var err error
+	if r.lifecycle, err = controller.NewBrokerLifecycle(controller.LifecycleConfig{
+		NodeID: cfg.NodeID, ClusterID: clusterID, IncarnationID: d.incarnation, Listeners: eps, Rack: cfg.Rack,
+		HeartbeatInterval: cfg.HeartbeatInterval, RequestTimeout: cfg.SessionTimeout / 2,
+		Logger: log.With("component", "broker-lifecycle"),
+	}); err != nil {
+		return nil, err
+	}
+	r.follower.Subscribe(r.published)
+
+	var bound, adv []string
+	for _, l := range cfg.BrokerListeners() {
+		bound = append(bound, l.Name+"://"+d.lns[l.Name].Addr().String())
+	}
+	for _, e := range eps {
+		adv = append(adv, e.Name+"://"+net.JoinHostPort(e.Host, strconv.Itoa(int(e.Port))))
+	}
+	kcfg := kafka.Config{
+		NodeID: cfg.NodeID, ClusterID: clusterID, Host: eps[0].Host, Port: eps[0].Port, Rack: cfg.Rack, Listener: client.Name,
+		Static: cfg.Keys, Registerer: d.reg,
+		Derived: map[string]string{
+			"log.dirs":                 strings.Join(cfg.LogDirs, ","),
+			"metadata.log.dir":         cfg.MetadataDir,
+			"listeners":                strings.Join(bound, ","),
+			"advertised.listeners":     strings.Join(adv, ","),
+			"process.roles":            cfg.Roles.String(),
+			"controller.quorum.voters": voterList(cfg.Voters),
+		},
+	}
+
+	r.wg.Add(3)
+	go func() {
+		defer r.wg.Done()
+		r.follower.Run(r.ctx, d.source)
+	}()
+	go func() {
+		defer r.wg.Done()
+		if err := r.lifecycle.Run(r.ctx, d.channel); err != nil && !errors.Is(err, context.Canceled) {
+			log.Warn("broker lifecycle ended", "err", err)
+		}
+	}()
+	go func() {
+		defer r.wg.Done()
+		defer close(r.ready)
+		if err := r.start(kcfg, d); err != nil {
+			r.err = err
+			if r.ctx.Err() == nil {
+				d.fail(err)
+			}
+		}
+	}()
+	return r, nil
+}
+
+// published delivers a new image to the broker (once built) and the lifecycle.
+func (r *brokerRole) published(offset uint64, old, im *metadata.Image) {
+	r.pubMu.Lock()
+	defer r.pubMu.Unlock()
+	if r.broker != nil {
+		r.broker.MetadataChanged(offset, old, im)
+	}
+	r.lifecycle.MetadataApplied(offset, im)
+}
+
+// start runs steps 1 to 4 of start-up.
+func (r *brokerRole) start(kcfg kafka.Config, d brokerDeps) error {
+	waitLog := time.AfterFunc(5*time.Second, func() {
+		r.log.Warn("waiting for the controller quorum: the broker serves once it has caught up with the metadata and is unfenced",
+			"voters", voterList(r.cfg.Voters))
+	})
+	defer waitLog.Stop()
+	target, err := d.caughtUp(r.ctx)
+	if err != nil {
+		return err
+	}
+	if err := r.follower.WaitFor(r.ctx, target); err != nil {
+		return err
+	}
+	r.pubMu.Lock()
+	var kerr error
+	r.broker, kerr = kafka.NewBroker(kcfg, kafka.Deps{Engine: r.eng, Metadata: r.follower, Controller: r.channel, ControllerID: r.controllerID}, r.log.With("component", "kafka"))
+	if kerr == nil {
+		// Images published while the broker was being built.
+		off, im := r.follower.Image()
+		r.broker.MetadataChanged(off, nil, im)
+	}
+	r.pubMu.Unlock()
+	if kerr != nil {
+		return kerr
+	}
+	// High watermarks of logs recovered after a crash catch up once their data is
+	// durable, before any client asks.
+	r.broker.StartDataPath()
+	tcfg := transport.Config{MaxRequestBytes: r.cfg.MaxRequestBytes, IdleTimeout: r.cfg.IdleTimeout}
+	switch r.cfg.Transport {
+	case "std":
+		r.tr = transport.NewStd(tcfg, r.broker, r.log.With("component", "transport"))
+	case "reactor":
+		// Loops park in Go's poller without holding an OS thread each: locked loops
+		// cost two thread switches per wake-up, which lost on one connection here.
+		rc := transport.ReactorConfig{Config: tcfg, Workers: r.cfg.IOThreads, UnlockedLoops: true, Loops: r.cfg.NetLoops}
+		if r.tr, err = transport.NewReactor(rc, r.broker, r.log.With("component", "transport")); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("%w: transport %q (want std or reactor)", ErrConfig, r.cfg.Transport)
+	}
+	if !r.lifecycle.WaitState(r.ctx, controller.StateRunning) {
+		return r.ctx.Err()
+	}
+	for name, ln := range r.lns {
+		go func() {
+			if err := r.tr.Serve(ln); err != nil && !errors.Is(err, transport.ErrClosed) {
+				d.fail(fmt.Errorf("listener %s: %w", name, err))
+			}
+		}()
+	}
+	return nil
+}
+
+// controllerID is the active controller as the metadata fetches report it.
+func (r *brokerRole) controllerID() int32 {
+	id, _ := r.follower.Leader()
+	return id
+}
+
+// waitReady waits until the listeners accept (nil) or start-up failed.
+func (r *brokerRole) waitReady(ctx context.Context) error {
+	select {
+	case <-r.ready:
+		return r.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// stop shuts the broker down: a controlled shutdown first (the controller moves this
+// broker's leaderships away and says when it may stop; bounded by ctx and by the
+// session timeout), then the transport drains, then the broker's background state,
+// the follower and the lifecycle stop.
+func (r *brokerRole) stop(ctx context.Context) error {
+	var errs []error
+	if st := r.lifecycle.State(); st == controller.StateRunning || st == controller.StateRecovery {
+		r.log.Info("controlled shutdown: moving leaderships away")
+		r.lifecycle.BeginControlledShutdown()
+		sctx, cancel := context.WithTimeout(ctx, r.cfg.SessionTimeout)
+		ok := r.lifecycle.WaitState(sctx, controller.StateShuttingDown)
+		cancel()
+		if !ok {
+			r.log.Warn("controlled shutdown: the controller did not confirm in time; stopping anyway", "waited", r.cfg.SessionTimeout)
+		}
+	}
+	r.cancel()
+	<-r.ready
+	if r.tr != nil {
+		if err := r.tr.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("draining connections: %w", err))
+		}
+	}
+	for _, ln := range r.lns {
+		ln.Close() // those never served (start-up cut short); the others are closed already
+	}
+	r.pubMu.Lock()
+	if r.broker != nil {
+		r.broker.CloseDataPath()
+		r.broker.Close()
+	}
+	r.pubMu.Unlock()
+	r.wg.Wait()
+	return errors.Join(errs...)
+}
