@@ -81,7 +81,7 @@ type brokerDeps struct {
 	// locked), so its controller need not wait out the previous process's session.
 	incarnation metadata.UUID
 	reg         *prometheus.Registry
-	fail     func(error)
+	fail        func(error)
 }
 
 func newBrokerRole(cfg *Config, clusterID string, d brokerDeps, log *slog.Logger) (*brokerRole, error) {

@@ -435,4 +435,3 @@ func voterList(vs []Voter) string {
 	}
 	return strings.Join(parts, ",")
 }
-
