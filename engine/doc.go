@@ -94,8 +94,9 @@
 // # Concurrency
 //
 // Lock order: Log.appendMu → Log.flushMu → Log.mu → segment.idxMu, and
-// logDir.ckptMu → Manager.mu → logDir.mu (Manager.delMu and the failure
-// log's mutex are leaves).
+// logDir.ckptMu → Manager.mu → logDir.mu; Log.appendMu (and flushMu) →
+// logDir.ckptMu, as a truncation or DeleteRecordsBefore checkpoints
+// (Manager.delMu, the failure log's mutex and a CrashFS's locks are leaves).
 //
 //  1. Appends are serialised by Log.appendMu. Data is written with pwrite past
 //     the segment's published size; the size and then the log end offset are
