@@ -27,15 +27,19 @@ import (
 // Start-up, in order:
 //
 //  1. the follower fetches the committed metadata log (from the local voter on a
-//     combined node, over the network otherwise) and catches up with what was
-//     committed when it started (the broker must not reconcile its logs against an
-//     image older than them: it would delete the logs of topics it does not see);
-//  2. the Kafka broker is built over the caught-up image, and every later image
-//     reaches it (and the lifecycle) in offset order;
-//  3. the lifecycle registers the broker with the active controller and heartbeats;
-//  4. once the controller unfences it (RUNNING), the listeners accept clients.
+//     combined node, over the network otherwise), and the lifecycle registers the
+//     broker with the active controller and heartbeats;
+//  2. once the follower's image shows this registration, the Kafka broker is built
+//     over it, and every later image reaches it (and the lifecycle) in offset order.
+//     The broker reconciles its logs with the image it is built over, deleting the
+//     logs of partitions the image lacks, so that image must be at least as new as
+//     any the node applied before it stopped: the registration was committed by an
+//     active controller, after every entry of earlier terms, hence after every entry
+//     this node ever applied (a commit index read back from a crashed voter's storage
+//     may be older than what it had applied);
+//  3. once the controller unfences it (RUNNING), the listeners accept clients.
 //
-// Steps 1 to 4 run on a goroutine of their own (ready), since on a cluster they wait
+// Steps 1 to 3 run on a goroutine of their own (ready), since on a cluster they wait
 // for the quorum; a sole voter's Start waits for them.
 type brokerRole struct {
 	cfg       *Config
@@ -75,7 +79,6 @@ type brokerDeps struct {
 	lns      map[string]net.Listener // the bound broker listeners
 	source   controller.MetadataSource
 	channel  controller.ControllerChannel
-	caughtUp func(ctx context.Context) (uint64, error) // the offset to catch up with before serving
 	// incarnation to register with (zero: a new one). A sole voter passes the one it
 	// registered before: no other process can hold its directories (they are
 	// locked), so its controller need not wait out the previous process's session.
@@ -163,22 +166,35 @@ func (r *brokerRole) published(offset uint64, old, im *metadata.Image) {
 	r.lifecycle.MetadataApplied(offset, im)
 }
 
-// start runs steps 1 to 4 of start-up.
+// waitRegistered waits until the follower's image shows the lifecycle's current
+// registration (step 2).
+func (r *brokerRole) waitRegistered() error {
+	for {
+		off, im := r.follower.Image()
+		if epoch := r.lifecycle.Epoch(); epoch >= 0 {
+			if b, ok := im.Broker(r.cfg.NodeID); ok && b.Epoch == epoch {
+				return nil
+			}
+		}
+		// The registration's answer and its commit both publish an image.
+		if err := r.follower.WaitFor(r.ctx, off+1); err != nil {
+			return err
+		}
+	}
+}
+
+// start runs steps 2 and 3 of start-up.
 func (r *brokerRole) start(kcfg kafka.Config, d brokerDeps) error {
 	waitLog := time.AfterFunc(5*time.Second, func() {
 		r.log.Warn("waiting for the controller quorum: the broker serves once it has caught up with the metadata and is unfenced",
 			"voters", voterList(r.cfg.Voters))
 	})
 	defer waitLog.Stop()
-	target, err := d.caughtUp(r.ctx)
-	if err != nil {
-		return err
-	}
-	if err := r.follower.WaitFor(r.ctx, target); err != nil {
+	if err := r.waitRegistered(); err != nil {
 		return err
 	}
 	r.pubMu.Lock()
-	var kerr error
+	var err, kerr error
 	r.broker, kerr = kafka.NewBroker(kcfg, kafka.Deps{Engine: r.eng, Metadata: r.follower, Controller: r.channel, ControllerID: r.controllerID}, r.log.With("component", "kafka"))
 	if kerr == nil {
 		// Images published while the broker was being built.

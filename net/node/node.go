@@ -204,10 +204,6 @@ func (n *Node) startBroker(fsys vfs.FS) error {
 		eng: n.eng, lns: brokerLns, reg: n.reg, fail: n.fail, incarnation: incarnation,
 		source:  controller.LogSource{Log: local},
 		channel: controller.NewLocalChannel(n.ctl.ctl),
-		caughtUp: func(context.Context) (uint64, error) {
-			off, _ := local.Committed()
-			return off, nil
-		},
 	}, n.log)
 	return err
 }
