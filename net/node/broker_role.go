@@ -75,10 +75,10 @@ func advertisedEndpoint(cfg *Config, l Listener, bound *net.TCPAddr) metadata.En
 
 // brokerDeps are what the broker role is built over.
 type brokerDeps struct {
-	eng      *engine.Manager
-	lns      map[string]net.Listener // the bound broker listeners
-	source   controller.MetadataSource
-	channel  controller.ControllerChannel
+	eng     *engine.Manager
+	lns     map[string]net.Listener // the bound broker listeners
+	source  controller.MetadataSource
+	channel controller.ControllerChannel
 	// incarnation to register with (zero: a new one). A sole voter passes the one it
 	// registered before: no other process can hold its directories (they are
 	// locked), so its controller need not wait out the previous process's session.
