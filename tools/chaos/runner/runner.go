@@ -18,6 +18,7 @@ package runner
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"io"
 	"os"
@@ -350,7 +351,7 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	h.Header.Notes = r.notes
 	r.printf("checking %d operations", len(h.Ops))
 	res := chaos.Check(h, chaos.Options{Liveness: cfg.Liveness, Linear: chaos.LinearOptions{VisualizeDir: out}})
-	rep := report.Build(h, res, report.Extra{Schedule: sched.String(), Took: time.Since(r.start), Features: describeFeatures(feat)})
+	rep := report.Build(h, res, report.Extra{Schedule: sched.String(), Took: time.Since(r.start), Features: fingerprint(cfg.Bin) + "; " + describeFeatures(feat)})
 	if err := rep.WriteFiles(out); err != nil {
 		return nil, err
 	}
@@ -438,6 +439,18 @@ func ReplayCommand(cfg Config, kinds []nemesis.Kind) string {
 		args[9] = "none"
 	}
 	return strings.Join(args, " ")
+}
+
+// fingerprint names the binary by the start of its SHA-256.
+func fingerprint(bin string) string {
+	f, err := os.Open(bin)
+	if err != nil {
+		return "binary " + bin
+	}
+	defer f.Close()
+	h := sha256.New()
+	io.Copy(h, f)
+	return fmt.Sprintf("binary %s (sha256 %x)", bin, h.Sum(nil)[:6])
 }
 
 func describeFeatures(f cluster.Features) string {
