@@ -154,13 +154,21 @@ func (n *Node) note(line string) {
 		n.mu.unknown[kv["name"]] = true
 	case FaultSwitchesMsg:
 		n.mu.switches = SplitSwitches(kv["switches"])
-	case PowerLossCutMsg:
-		n.mu.cut = fmt.Sprintf("files cut %s, bytes lost %s, names undone %s", kv["files_cut"], kv["bytes_lost"], kv["names_undone"])
 	case "listening":
 		if !n.mu.started {
 			n.mu.started = true
 			close(n.mu.listening)
 		}
+	}
+	if strings.HasPrefix(kv["msg"], PowerLossCutPrefix) {
+		var parts []string
+		for k, v := range kv {
+			if k != "time" && k != "level" && k != "msg" && k != "journal" {
+				parts = append(parts, k+"="+v)
+			}
+		}
+		sort.Strings(parts)
+		n.mu.cut = kv["msg"] + " " + strings.Join(parts, " ")
 	}
 }
 
