@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -140,7 +141,7 @@ func TestSingleNodeLifecycle(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
 	defer cancel()
 	exits := make(chan Exit, 4)
-	c, err := New(ctx, Config{Bin: bin, Nodes: 1, Dir: t.TempDir(), OnExit: func(e Exit) { exits <- e }})
+	c, err := New(ctx, Config{Bin: bin, Nodes: 1, Dir: t.TempDir(), PowerLoss: true, OnExit: func(e Exit) { exits <- e }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,6 +183,11 @@ func TestSingleNodeLifecycle(t *testing.T) {
 	}
 	if n.Starts() != 2 {
 		t.Errorf("starts %d", n.Starts())
+	}
+	// A kill with the journal kept is a power loss: the broker says what it cut.
+	n.SawListening(5 * time.Second)
+	if supported := !slices.Contains(n.Unknown(), PowerLossKey); supported && !strings.HasPrefix(n.PowerLossCut(), PowerLossCutPrefix) {
+		t.Errorf("no power-loss report at the restart: %q", n.PowerLossCut())
 	}
 	end, err := adm.EndOffsets(ctx, "lc")
 	if err != nil || end[0]+end[1] != 1 {
