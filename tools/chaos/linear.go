@@ -3,6 +3,7 @@ package chaos
 import (
 	"fmt"
 	"hash/fnv"
+	"math"
 	"math/rand/v2"
 	"path/filepath"
 	"sort"
@@ -242,6 +243,9 @@ func checkLinear(c *checker, opt LinearOptions) LinearResult {
 	addWin := func(p int32, from int64) {
 		known := c.parts[p].known
 		lo, hi := known[0], known[len(known)-1]
+		if lo < 0 || hi > math.MaxInt64/2 {
+			return // offsets no log has: nothing to sample
+		}
 		from = max(lo, min(from, hi-opt.Width+1))
 		w := win{p, from, from + opt.Width}
 		if !seen[w] {

@@ -74,6 +74,9 @@ func Start(ctx context.Context, cfg Config) (*Workload, error) {
 	if cfg.Rate <= 0 {
 		cfg.Rate = 200
 	}
+	if cfg.Partitions <= 0 {
+		return nil, fmt.Errorf("workload: %d partitions", cfg.Partitions)
+	}
 	if cfg.Group == "" {
 		cfg.Group = "chaos-g"
 	}
@@ -194,7 +197,7 @@ func (w *Workload) newProducer(i int) (*producer, error) {
 func (p *producer) run(ctx context.Context) {
 	w := p.w
 	w.lifeOp(p.proc, "", chaos.FOpen, nil)
-	every := time.Duration(float64(time.Second) * float64(w.cfg.Producers) / w.cfg.Rate)
+	every := max(time.Microsecond, time.Duration(float64(time.Second)*float64(w.cfg.Producers)/w.cfg.Rate))
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	for {
