@@ -1,8 +1,9 @@
 // ApiVersions (key 18), versions 0-5.
 //
-// The advertised list is built from the handler table: every registered API with the
-// version range it serves, capped at what kmsg can encode, so registering a handler is
-// all it takes to advertise it.
+// The advertised list is built from the listener's handler table: every registered API
+// with the version range it serves, capped at what kmsg can encode, so registering a
+// handler is all it takes to advertise it. The broker listeners and the controller
+// listener have a table each; the controller's lists the private SamsaRaft (10000).
 //
 // A request at a version above the served range is answered, as Kafka (KIP-511) does,
 // with UNSUPPORTED_VERSION in the v0 body format plus the full key list, so the client
@@ -32,13 +33,18 @@ const apiVersionsKey = 18
 
 func init() {
 	register(API{Key: apiVersionsKey, MinVersion: 0, MaxVersion: 5, Handle: handleApiVersions})
+	registerController(API{Key: apiVersionsKey, MinVersion: 0, MaxVersion: 5, Control: handleControllerApiVersions})
 }
 
 type apiKeyEntry = kmsg.ApiVersionsResponseApiKey
 
-func buildApiVersions() []apiKeyEntry {
+// buildApiVersions is the broker listener's advertised table.
+func buildApiVersions() []apiKeyEntry { return tableApiVersions(brokerAPIs) }
+
+// tableApiVersions is what ApiVersions advertises for table t.
+func tableApiVersions(t *apiTable) []apiKeyEntry {
 	var keys []apiKeyEntry
-	for _, a := range servedAPIs() {
+	for _, a := range t.served() {
 		keys = append(keys, apiKeyEntry{ApiKey: a.Key, MinVersion: a.MinVersion, MaxVersion: a.MaxVersion})
 	}
 	return keys
@@ -47,9 +53,21 @@ func buildApiVersions() []apiKeyEntry {
 var softwareName = regexp.MustCompile(`^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$`)
 
 func handleApiVersions(b *Broker, r *Request) {
+	r.Respond(apiVersionsResponse(r, b.apiVersions, b.cfg.ClusterID, b.cfg.NodeID))
+}
+
+// handleControllerApiVersions is ApiVersions on the controller listener: its own table
+// (SamsaRaft included).
+func handleControllerApiVersions(h *ControllerHandler, r *Request) {
+	r.Respond(apiVersionsResponse(r, h.apiVersions, h.cfg.ClusterID, h.cfg.NodeID))
+}
+
+// apiVersionsResponse answers an ApiVersions request of a listener advertising keys,
+// on node nodeID of cluster clusterID.
+func apiVersionsResponse(r *Request, keys []apiKeyEntry, clusterID string, nodeID int32) *kmsg.ApiVersionsResponse {
 	req := r.Body.(*kmsg.ApiVersionsRequest)
 	resp := r.ResponseKind().(*kmsg.ApiVersionsResponse)
-	resp.ApiKeys = b.apiVersions
+	resp.ApiKeys = keys
 	resp.FinalizedFeaturesEpoch = -1
 	v := r.Header.Version
 	switch {
@@ -57,21 +75,21 @@ func handleApiVersions(b *Broker, r *Request) {
 		resp.ErrorCode = kerr.InvalidRequest.Code
 	case v >= 5 && (req.ClusterID == nil) != (req.NodeID == -1):
 		resp.ErrorCode = kerr.InvalidRequest.Code
-	case v >= 5 && req.ClusterID != nil && (*req.ClusterID != b.cfg.ClusterID || req.NodeID != b.cfg.NodeID):
+	case v >= 5 && req.ClusterID != nil && (*req.ClusterID != clusterID || req.NodeID != nodeID):
 		resp.ErrorCode = kerr.RebootstrapRequired.Code
 	}
-	r.Respond(resp)
+	return resp
 }
 
 // answerUnsupportedApiVersions answers an ApiVersions request at a version outside the
-// served range: v0 body, UNSUPPORTED_VERSION, and the keys we serve.
-func (b *Broker) answerUnsupportedApiVersions(tr transport.Request, h *Header) {
-	b.metrics.rejected.Inc()
+// served range: v0 body, UNSUPPORTED_VERSION, and the keys served (keys).
+func answerUnsupportedApiVersions(tr transport.Request, h *Header, m *metrics, keys []apiKeyEntry) {
+	m.rejected.Inc()
 	resp := kmsg.NewPtrApiVersionsResponse()
 	resp.ErrorCode = kerr.UnsupportedVersion.Code
-	resp.ApiKeys = b.apiVersions
+	resp.ApiKeys = keys
 	v0 := Header{Key: h.Key, Version: 0, CorrelationID: h.CorrelationID}
 	out := encodeResponse(&v0, resp)
-	b.metrics.bytesOut.Add(float64(out.Size() + 4))
+	m.bytesOut.Add(float64(out.Size() + 4))
 	tr.Ticket.Respond(out)
 }

@@ -5,8 +5,10 @@
 // IsFenced set), each at its endpoint of the advertised listener, and as ControllerID
 // the active controller when it is one of them, else the lowest live broker (which
 // forwards controller-bound requests), as Metadata does. EndpointType 2 (controllers,
-// KIP-919) is answered by the controller listener; a broker listener answers it, and
-// any other type, UNSUPPORTED_ENDPOINT_TYPE.
+// KIP-919) is answered by the controller listener (v1-2): every voter at its controller
+// listener (controller.quorum.voters) and as ControllerID the quorum's leader (-1
+// while there is none). Each listener answers the other's type, and any other type,
+// UNSUPPORTED_ENDPOINT_TYPE.
 //
 // Differences from Apache Kafka: cluster authorized operations are never computed
 // (INT32_MIN), as there is no authorizer.
@@ -20,6 +22,7 @@ import (
 
 func init() {
 	register(API{Key: 60, MinVersion: 0, MaxVersion: 2, Handle: handleDescribeCluster})
+	registerController(API{Key: 60, MinVersion: 1, MaxVersion: 2, Control: handleDescribeControllers})
 }
 
 func handleDescribeCluster(b *Broker, r *Request) {
@@ -42,6 +45,25 @@ func handleDescribeCluster(b *Broker, r *Request) {
 		}
 		host, port := b.endpoint(bi)
 		resp.Brokers = append(resp.Brokers, kmsg.DescribeClusterResponseBroker{NodeID: bi.ID, Host: host, Port: port, Rack: bi.Rack, IsFenced: bi.Fenced})
+	}
+	r.Respond(resp)
+}
+
+func handleDescribeControllers(h *ControllerHandler, r *Request) {
+	req := r.Body.(*kmsg.DescribeClusterRequest)
+	resp := r.ResponseKind().(*kmsg.DescribeClusterResponse)
+	resp.ClusterAuthorizedOperations = authorizedOpsUnknown
+	resp.EndpointType = req.EndpointType
+	if req.EndpointType != 2 {
+		resp.ErrorCode = kerr.UnsupportedEndpointType.Code
+		resp.ErrorMessage = stringPtr("a controller listener describes controllers (endpoint type 2); ask a broker listener for brokers")
+		r.Respond(resp)
+		return
+	}
+	resp.ClusterID = h.cfg.ClusterID
+	resp.ControllerID, _ = h.voter.Leader()
+	for _, v := range h.cfg.Voters {
+		resp.Brokers = append(resp.Brokers, kmsg.DescribeClusterResponseBroker{NodeID: v.ID, Host: v.Host, Port: v.Port})
 	}
 	r.Respond(resp)
 }

@@ -2,77 +2,136 @@ package kafka
 
 import (
 	"fmt"
+	"log/slog"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/valyala/bytebufferpool"
 
+	"github.com/samsa-broker/samsa/net/peer"
 	"github.com/samsa-broker/samsa/net/transport"
 )
 
-// maxAPIKey bounds the handler table; Kafka's keys are small and dense.
+// maxAPIKey bounds the dense part of a handler table; Kafka's keys are small and
+// dense. Private keys (SamsaRaft, 10000) live in the table's short private list.
 const maxAPIKey = 127
 
-// API is one served Kafka API: the handler table's entry.
+// API is one served Kafka API: a handler table's entry.
 type API struct {
 	Key        int16
 	MinVersion int16
 	MaxVersion int16 // capped at what kmsg knows
 	// Raw APIs get Request.Body == nil and decode Request.Raw themselves (hand-written
-	// hot-path decoders); the others get the body decoded by kmsg.
+	// hot-path decoders); the others get the body decoded by kmsg, or by Decode.
 	Raw bool
-	// Handle serves one request on the connection's read path and must answer it exactly
-	// once, now or later, with one of Request's answer methods.
+	// Decode decodes the body of an API kmsg does not know (a private key such as
+	// SamsaRaft); required for those, unused for the others. It must not keep body
+	// (the frame is recycled once the request is answered) and returns an error, never
+	// panics, on bad input.
+	Decode func(version int16, body []byte) (kmsg.Request, error)
+	// Handle serves one request of the broker listener on the connection's read path
+	// and must answer it exactly once, now or later, with one of Request's answer
+	// methods.
 	Handle func(b *Broker, r *Request)
+	// Control is Handle for the controller listener's table.
+	Control func(h *ControllerHandler, r *Request)
 }
 
-// apis is the handler table, filled by init functions (one file per API) and read-only
-// afterwards.
-var apis [maxAPIKey + 1]*API
+// apiTable is a listener's handler table, filled by init functions (one file per API)
+// and read-only afterwards.
+type apiTable struct {
+	name    string
+	dense   [maxAPIKey + 1]*API
+	private []*API // keys above maxAPIKey, sorted
+}
 
-// register adds api to the table. Called once per API from its file's init; a
-// duplicate or out-of-range key is a programming error and panics at start-up.
+// The two tables: the broker's client listeners and the controller listener.
+var (
+	brokerAPIs     = &apiTable{name: "broker"}
+	controllerAPIs = &apiTable{name: "controller"}
+)
+
+// register adds api to the broker listener's table. Called once per API from its
+// file's init; a duplicate or out-of-range key is a programming error and panics at
+// start-up.
 func register(api API) {
-	if api.Key < 0 || api.Key > maxAPIKey || api.Handle == nil {
+	if api.Handle == nil {
+		panic(fmt.Sprintf("kafka: api key %d registered without Handle", api.Key))
+	}
+	brokerAPIs.add(api)
+}
+
+// registerController adds api to the controller listener's table.
+func registerController(api API) {
+	if api.Control == nil {
+		panic(fmt.Sprintf("kafka: controller api key %d registered without Control", api.Key))
+	}
+	controllerAPIs.add(api)
+}
+
+func (t *apiTable) add(api API) {
+	if api.Key < 0 {
 		panic(fmt.Sprintf("kafka: bad api registration for key %d", api.Key))
 	}
-	if apis[api.Key] != nil {
-		panic(fmt.Sprintf("kafka: api key %d registered twice", api.Key))
+	if t.lookup(api.Key) != nil {
+		panic(fmt.Sprintf("kafka: api key %d registered twice in the %s table", api.Key, t.name))
 	}
 	proto := kmsg.RequestForKey(api.Key)
-	if proto == nil {
-		panic(fmt.Sprintf("kafka: api key %d unknown to kmsg", api.Key))
-	}
-	if api.MaxVersion > proto.MaxVersion() {
+	switch {
+	case proto == nil && api.Decode == nil:
+		panic(fmt.Sprintf("kafka: api key %d unknown to kmsg and without a decoder", api.Key))
+	case proto != nil && api.MaxVersion > proto.MaxVersion():
 		api.MaxVersion = proto.MaxVersion()
 	}
 	if api.MinVersion < 0 || api.MinVersion > api.MaxVersion {
 		panic(fmt.Sprintf("kafka: api key %d: bad version range %d..%d", api.Key, api.MinVersion, api.MaxVersion))
 	}
-	apis[api.Key] = &api
+	if api.Key <= maxAPIKey {
+		t.dense[api.Key] = &api
+		return
+	}
+	t.private = append(t.private, &api)
+	sort.Slice(t.private, func(i, j int) bool { return t.private[i].Key < t.private[j].Key })
 }
 
-// lookupAPI returns the served API for key, or nil.
-func lookupAPI(key int16) *API {
-	if key < 0 || key > maxAPIKey {
+// lookup returns the served API for key, or nil.
+func (t *apiTable) lookup(key int16) *API {
+	if key < 0 {
 		return nil
 	}
-	return apis[key]
+	if key <= maxAPIKey {
+		return t.dense[key]
+	}
+	for _, a := range t.private {
+		if a.Key == key {
+			return a
+		}
+	}
+	return nil
 }
 
-// servedAPIs lists the table sorted by key.
-func servedAPIs() []API {
+// served lists the table sorted by key.
+func (t *apiTable) served() []API {
 	var out []API
-	for _, a := range apis {
+	for _, a := range t.dense {
 		if a != nil {
 			out = append(out, *a)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	for _, a := range t.private {
+		out = append(out, *a)
+	}
 	return out
 }
+
+// lookupAPI returns the broker listener's API for key, or nil.
+func lookupAPI(key int16) *API { return brokerAPIs.lookup(key) }
+
+// servedAPIs lists the broker listener's table sorted by key.
+func servedAPIs() []API { return brokerAPIs.served() }
 
 // Request is one decoded request as a handler sees it. Handlers may keep it until they
 // answer it; Raw (and anything aliasing the frame) is invalid after the answer.
@@ -86,71 +145,99 @@ type Request struct {
 	Ticket   transport.Ticket
 	Received time.Time
 
-	b       *Broker
+	m       *metrics
 	api     *API
 	started time.Time
 }
 
 // Serve implements transport.Handler: it parses the header, checks the key and version
-// against the table, decodes the body and calls the API's handler, inline.
+// against the broker listener's table, decodes the body and calls the API's handler,
+// inline.
 func (b *Broker) Serve(tr transport.Request) {
-	b.metrics.bytesIn.Add(float64(len(tr.Frame) + 4))
-	h, err := parseFixedHeader(tr.Frame)
-	if err != nil {
-		b.reject(tr, &h, err)
+	api, r := parseRequest(tr, brokerAPIs, b.metrics, b.log, b.apiVersions)
+	if r == nil {
 		return
 	}
-	api := lookupAPI(h.Key)
-	if api == nil {
-		b.reject(tr, &h, fmt.Errorf("%w %d", ErrUnknownAPIKey, h.Key))
-		return
-	}
-	if h.Version < api.MinVersion || h.Version > api.MaxVersion {
-		if h.Key == apiVersionsKey {
-			b.answerUnsupportedApiVersions(tr, &h)
-			return
-		}
-		b.reject(tr, &h, fmt.Errorf("%w: key %d version %d (serving %d..%d)", ErrUnsupportedVersion, h.Key, h.Version, api.MinVersion, api.MaxVersion))
-		return
-	}
-	body, err := parseHeaderRest(&h, tr.Frame, isFlexible(h.Key, h.Version))
-	if err != nil {
-		b.reject(tr, &h, err)
-		return
-	}
-	r := &Request{Header: h, Raw: body, Conn: tr.Conn, Ticket: tr.Ticket, Received: tr.Received, b: b, api: api, started: time.Now()}
-	if !api.Raw {
-		req := kmsg.RequestForKey(h.Key)
-		req.SetVersion(h.Version)
-		if err := req.ReadFrom(body); err != nil {
-			b.reject(tr, &h, fmt.Errorf("%w: %s v%d: %v", ErrMalformedBody, kmsg.NameForKey(h.Key), h.Version, err))
-			return
-		}
-		r.Body = req
-	}
-	b.metrics.api[h.Key].requests.Inc()
-	b.call(api, r)
-}
-
-// call runs the handler, turning a handler panic (a bug) into a closed connection and
-// an error log instead of a dead broker.
-func (b *Broker) call(api *API, r *Request) {
-	defer func() {
-		if p := recover(); p != nil {
-			b.panics.Add(1)
-			b.log.Error("handler panicked; closing connection", "api", kmsg.NameForKey(api.Key),
-				"version", r.Header.Version, "client", r.Header.ClientID, "panic", p)
-			r.Conn.Close()
-			r.Ticket.CloseConn()
-		}
-	}()
+	defer recoverHandler(r, b.log, &b.panics)
 	api.Handle(b, r)
 }
 
+// parseRequest parses one frame against table t: header, key and version, body. It
+// returns the API and request to call, or a nil request when the frame was answered
+// here (its connection closed as a bad request, or an ApiVersions at an unsupported
+// version answered with the table, av).
+func parseRequest(tr transport.Request, t *apiTable, m *metrics, log *slog.Logger, av []apiKeyEntry) (*API, *Request) {
+	m.bytesIn.Add(float64(len(tr.Frame) + 4))
+	h, err := parseFixedHeader(tr.Frame)
+	if err != nil {
+		reject(tr, &h, m, log, err)
+		return nil, nil
+	}
+	api := t.lookup(h.Key)
+	if api == nil {
+		reject(tr, &h, m, log, fmt.Errorf("%w %d", ErrUnknownAPIKey, h.Key))
+		return nil, nil
+	}
+	if h.Version < api.MinVersion || h.Version > api.MaxVersion {
+		if h.Key == apiVersionsKey {
+			answerUnsupportedApiVersions(tr, &h, m, av)
+			return nil, nil
+		}
+		reject(tr, &h, m, log, fmt.Errorf("%w: key %d version %d (serving %d..%d)", ErrUnsupportedVersion, h.Key, h.Version, api.MinVersion, api.MaxVersion))
+		return nil, nil
+	}
+	body, err := parseHeaderRest(&h, tr.Frame, isFlexible(h.Key, h.Version))
+	if err != nil {
+		reject(tr, &h, m, log, err)
+		return nil, nil
+	}
+	r := &Request{Header: h, Raw: body, Conn: tr.Conn, Ticket: tr.Ticket, Received: tr.Received, m: m, api: api, started: time.Now()}
+	switch {
+	case api.Raw:
+	case api.Decode != nil:
+		req, err := api.Decode(h.Version, body)
+		if err != nil {
+			reject(tr, &h, m, log, fmt.Errorf("%w: key %d v%d: %v", ErrMalformedBody, h.Key, h.Version, err))
+			return nil, nil
+		}
+		r.Body = req
+	default:
+		req := kmsg.RequestForKey(h.Key)
+		req.SetVersion(h.Version)
+		if err := req.ReadFrom(body); err != nil {
+			reject(tr, &h, m, log, fmt.Errorf("%w: %s v%d: %v", ErrMalformedBody, kmsg.NameForKey(h.Key), h.Version, err))
+			return nil, nil
+		}
+		r.Body = req
+	}
+	m.requests(h.Key).Inc()
+	return api, r
+}
+
+// recoverHandler turns a handler panic (a bug) into a closed connection and an error
+// log instead of a dead node. Deferred around every handler call.
+func recoverHandler(r *Request, log *slog.Logger, panics *atomic.Int64) {
+	if p := recover(); p != nil {
+		panics.Add(1)
+		log.Error("handler panicked; closing connection", "api", apiName(r.Header.Key),
+			"version", r.Header.Version, "client", r.Header.ClientID, "panic", p)
+		r.Conn.Close()
+		r.Ticket.CloseConn()
+	}
+}
+
+// apiName is kmsg's name of key, or the private API's.
+func apiName(key int16) string {
+	if key == peer.SamsaRaftKey {
+		return "SamsaRaft"
+	}
+	return kmsg.NameForKey(key)
+}
+
 // reject closes the connection of a request that cannot be answered in its own schema.
-func (b *Broker) reject(tr transport.Request, h *Header, err error) {
-	b.metrics.rejected.Inc()
-	b.log.Debug("closing connection: bad request", "remote", tr.Conn.RemoteAddr(), "key", h.Key,
+func reject(tr transport.Request, h *Header, m *metrics, log *slog.Logger, err error) {
+	m.rejected.Inc()
+	log.Debug("closing connection: bad request", "remote", tr.Conn.RemoteAddr(), "key", h.Key,
 		"version", h.Version, "err", err)
 	tr.Ticket.CloseConn()
 }
@@ -193,8 +280,7 @@ func (r *Request) Respond(resp kmsg.Response) {
 // framing bytes plus file ranges); it must begin with the response header
 // (AppendResponseHeader).
 func (r *Request) RespondRaw(resp transport.Response) {
-	m := r.b.metrics
-	m.bytesOut.Add(float64(resp.Size() + 4))
+	r.m.bytesOut.Add(float64(resp.Size() + 4))
 	r.observe()
 	r.Ticket.Respond(resp)
 }
@@ -212,7 +298,7 @@ func (r *Request) CloseConn() {
 }
 
 func (r *Request) observe() {
-	r.b.metrics.api[r.Header.Key].latency.Observe(time.Since(r.Received).Seconds())
+	r.m.latency(r.Header.Key).Observe(time.Since(r.Received).Seconds())
 }
 
 // ResponseKind returns a new, empty response of the request's kind at its version.

@@ -2,42 +2,71 @@ package kafka
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-broker/samsa/net/transport"
 )
 
-// metrics are the broker's Prometheus collectors. Per-API collectors are resolved once
+// metrics are a listener's Prometheus collectors. Per-API collectors are resolved once
 // at construction so the request path does no label lookups.
 type metrics struct {
 	bytesIn, bytesOut prometheus.Counter
 	rejected          prometheus.Counter
 	connections       prometheus.Gauge
 	accepted          prometheus.Counter
-	api               [maxAPIKey + 1]struct {
-		requests prometheus.Counter
-		latency  prometheus.Observer
-	}
+	api               [maxAPIKey + 1]apiMetrics
+	private           map[int16]apiMetrics // keys above maxAPIKey
+	none              apiMetrics           // for a key outside the table (never served)
 }
 
-func newMetrics(reg prometheus.Registerer) *metrics {
-	m := &metrics{
-		bytesIn:     prometheus.NewCounter(prometheus.CounterOpts{Namespace: "samsa", Name: "bytes_in_total", Help: "Request bytes read, size prefixes included."}),
-		bytesOut:    prometheus.NewCounter(prometheus.CounterOpts{Namespace: "samsa", Name: "bytes_out_total", Help: "Response bytes queued for writing, size prefixes included."}),
-		rejected:    prometheus.NewCounter(prometheus.CounterOpts{Namespace: "samsa", Name: "requests_rejected_total", Help: "Requests whose connection was closed: unknown key, unsupported version, malformed."}),
-		connections: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "samsa", Name: "connections", Help: "Open client connections."}),
-		accepted:    prometheus.NewCounter(prometheus.CounterOpts{Namespace: "samsa", Name: "connections_accepted_total", Help: "Client connections accepted."}),
+type apiMetrics struct {
+	requests prometheus.Counter
+	latency  prometheus.Observer
+}
+
+func (m *metrics) lookup(key int16) *apiMetrics {
+	if key >= 0 && key <= maxAPIKey {
+		if a := &m.api[key]; a.requests != nil {
+			return a
+		}
+	} else if a, ok := m.private[key]; ok {
+		return &a
 	}
-	requests := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "samsa", Name: "requests_total", Help: "Requests decoded and handed to a handler, per API."}, []string{"api"})
+	return &m.none
+}
+
+func (m *metrics) requests(key int16) prometheus.Counter { return m.lookup(key).requests }
+func (m *metrics) latency(key int16) prometheus.Observer { return m.lookup(key).latency }
+
+// newMetrics builds the broker listener's collectors (samsa_*).
+func newMetrics(reg prometheus.Registerer) *metrics { return newTableMetrics(reg, "", brokerAPIs) }
+
+// newTableMetrics builds the collectors of a listener serving table t, named
+// samsa_<subsystem>_* (the broker listener's have no subsystem).
+func newTableMetrics(reg prometheus.Registerer, subsystem string, t *apiTable) *metrics {
+	ns := "samsa"
+	m := &metrics{
+		bytesIn:     prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: subsystem, Name: "bytes_in_total", Help: "Request bytes read, size prefixes included."}),
+		bytesOut:    prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: subsystem, Name: "bytes_out_total", Help: "Response bytes queued for writing, size prefixes included."}),
+		rejected:    prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: subsystem, Name: "requests_rejected_total", Help: "Requests whose connection was closed: unknown key, unsupported version, malformed."}),
+		connections: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: subsystem, Name: "connections", Help: "Open client connections."}),
+		accepted:    prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: subsystem, Name: "connections_accepted_total", Help: "Client connections accepted."}),
+		private:     map[int16]apiMetrics{},
+	}
+	requests := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: subsystem, Name: "requests_total", Help: "Requests decoded and handed to a handler, per API."}, []string{"api"})
 	latency := prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Namespace: "samsa", Name: "request_latency_seconds", Help: "Time from a request's last byte read to its answer, per API.",
+		Namespace: ns, Subsystem: subsystem, Name: "request_latency_seconds", Help: "Time from a request's last byte read to its answer, per API.",
 		Buckets: prometheus.ExponentialBuckets(50e-6, 2, 18), // 50µs .. ~6.5s
 	}, []string{"api"})
-	for _, a := range servedAPIs() {
-		name := kmsg.NameForKey(a.Key)
-		m.api[a.Key].requests = requests.WithLabelValues(name)
-		m.api[a.Key].latency = latency.WithLabelValues(name)
+	for _, a := range t.served() {
+		name := apiName(a.Key)
+		am := apiMetrics{requests: requests.WithLabelValues(name), latency: latency.WithLabelValues(name)}
+		if a.Key <= maxAPIKey {
+			m.api[a.Key] = am
+		} else {
+			m.private[a.Key] = am
+		}
 	}
+	m.none = apiMetrics{requests: prometheus.NewCounter(prometheus.CounterOpts{Name: "unused"}), latency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "unused"})}
 	if reg != nil {
 		for _, c := range []prometheus.Collector{m.bytesIn, m.bytesOut, m.rejected, m.connections, m.accepted, requests, latency} {
 			reg.MustRegister(c)

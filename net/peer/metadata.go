@@ -106,7 +106,7 @@ func (s *MetadataSource) Fetch(ctx context.Context, offset uint64, maxBytes int,
 		}
 		return b, &SnapshotNeededError{Offset: offset, SnapshotOffset: uint64(fp.SnapshotID.EndOffset - 1), SnapshotTerm: uint64(fp.SnapshotID.Epoch)}
 	}
-	if b.Entries, err = DecodeMetadataEntries(nil, fp.RecordBatches, offset); err != nil {
+	if b.Entries, err = DecodeMetadataEntries(nil, fp.RecordBatches, max(offset, 1)); err != nil { // offset 0 reads from 1
 		return b, err
 	}
 	if n := len(b.Entries); n > 0 && b.Entries[n-1].Offset >= b.HighWatermark {

@@ -1,0 +1,241 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.etcd.io/raft/v3/raftpb"
+
+	"github.com/samsa-broker/samsa/coordinator/controller"
+	"github.com/samsa-broker/samsa/coordinator/controller/quorum"
+	"github.com/samsa-broker/samsa/net/transport"
+)
+
+// ControllerConfig is a controller listener's identity.
+type ControllerConfig struct {
+	NodeID    int32
+	ClusterID string
+	// Listener is the controller listener's name (controller.listener.names' first;
+	// default "CONTROLLER").
+	Listener string
+	// Voters are the voters' controller listeners (controller.quorum.voters), for
+	// DescribeCluster with EndpointType 2.
+	Voters []VoterEndpoint
+	// Registerer receives the listener's metrics (samsa_controller_listener_*); nil
+	// keeps them unregistered.
+	Registerer prometheus.Registerer
+}
+
+// VoterEndpoint is a voter's controller listener.
+type VoterEndpoint struct {
+	ID   int32
+	Host string
+	Port int32
+}
+
+// ControllerService is the active-controller logic the listener hands requests to
+// (*coordinator/controller.Controller): Handle blocks until the change commits or ctx
+// ends, answers NOT_CONTROLLER while this voter is not the active controller, and
+// returns an error only for a request type it does not serve.
+type ControllerService interface {
+	Handle(ctx context.Context, req kmsg.Request) (kmsg.Response, error)
+}
+
+// Voter is what the listener needs of this node's voter (*quorum.Quorum): raft
+// messages in (Step never blocks), the committed log out (brokers' metadata fetches),
+// the quorum's leadership (DescribeCluster).
+type Voter interface {
+	Step(m *raftpb.Message)
+	ReadCommitted(from uint64, maxBytes int) (quorum.ReadResult, error)
+	Snapshot() (offset, term uint64, data []byte, err error)
+	WaitCommitted(ctx context.Context, after uint64) (uint64, error)
+	Leader() (int32, uint64)
+}
+
+var (
+	_ Voter                  = (*quorum.Quorum)(nil)
+	_ ControllerService      = (*controller.Controller)(nil)
+	_ transport.Handler      = (*ControllerHandler)(nil)
+	_ transport.ConnObserver = (*ControllerHandler)(nil)
+)
+
+// ControllerHandler serves the CONTROLLER listener of a voter (docs/CLUSTER.md, "The
+// paths between nodes"): raft messages between voters (SamsaRaft, key 10000), the
+// brokers' requests to the active controller (BrokerRegistration, BrokerHeartbeat,
+// AlterPartition, AllocateProducerIds), the admin requests brokers forward
+// (CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs,
+// IncrementalAlterConfigs, ElectLeaders, AlterPartitionReassignments,
+// ListPartitionReassignments) and DescribeQuorum, all answered by the Controller;
+// the brokers' metadata fetches (Fetch and FetchSnapshot of __cluster_metadata)
+// answered from the voter's committed log; DescribeCluster of the controllers; and
+// ApiVersions of this table. Its handler table is its own (registerController): an
+// API it does not list closes the connection, as Kafka does for an API a listener
+// does not serve.
+//
+// Requests that wait (the Controller's, long-poll metadata fetches) run on a
+// goroutine each, which Close ends and waits for; raft messages are stepped inline
+// (Step only queues). Safe for concurrent use, like Broker.
+type ControllerHandler struct {
+	cfg     ControllerConfig
+	log     *slog.Logger
+	metrics *metrics
+	ctrl    ControllerService
+	voter   Voter
+
+	apiVersions []apiKeyEntry
+	panics      atomic.Int64
+	raftDropped atomic.Int64 // SamsaRaft bodies that did not decode
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	closed atomic.Bool
+}
+
+// NewControllerHandler returns the controller listener's handler over ctrl and voter.
+// log may be nil.
+func NewControllerHandler(cfg ControllerConfig, ctrl ControllerService, voter Voter, log *slog.Logger) (*ControllerHandler, error) {
+	if ctrl == nil || voter == nil {
+		return nil, errors.New("kafka: the controller listener needs a controller and a voter")
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Listener == "" {
+		cfg.Listener = "CONTROLLER"
+	}
+	h := &ControllerHandler{cfg: cfg, log: log, ctrl: ctrl, voter: voter}
+	h.metrics = newTableMetrics(cfg.Registerer, "controller_listener", controllerAPIs)
+	h.apiVersions = tableApiVersions(controllerAPIs)
+	h.ctx, h.cancel = context.WithCancel(context.Background())
+	if cfg.Registerer != nil {
+		cfg.Registerer.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Namespace: "samsa", Subsystem: "controller_listener", Name: "raft_malformed_total",
+			Help: "SamsaRaft bodies that did not decode (the connection was closed).",
+		}, func() float64 { return float64(h.raftDropped.Load()) }))
+	}
+	return h, nil
+}
+
+// Serve implements transport.Handler.
+func (h *ControllerHandler) Serve(tr transport.Request) {
+	api, r := parseRequest(tr, controllerAPIs, h.metrics, h.log, h.apiVersions)
+	if r == nil {
+		return
+	}
+	defer recoverHandler(r, h.log, &h.panics)
+	api.Control(h, r)
+}
+
+// ConnOpened implements transport.ConnObserver.
+func (h *ControllerHandler) ConnOpened(transport.Conn) {
+	h.metrics.connections.Inc()
+	h.metrics.accepted.Inc()
+}
+
+// ConnClosed implements transport.ConnObserver.
+func (h *ControllerHandler) ConnClosed(transport.Conn) { h.metrics.connections.Dec() }
+
+// Close ends the requests still waiting (the Controller answers them
+// REQUEST_TIMED_OUT, metadata fetches answer what they have) and waits for them. Call
+// it after the listener's transport has drained and before stopping the controller.
+// Idempotent.
+func (h *ControllerHandler) Close() {
+	if h.closed.Swap(true) {
+		return
+	}
+	h.cancel()
+	h.wg.Wait()
+}
+
+// async runs fn on a goroutine Close waits for.
+func (h *ControllerHandler) async(fn func(ctx context.Context)) {
+	h.wg.Add(1)
+	go func() {
+		defer h.wg.Done()
+		fn(h.ctx)
+	}()
+}
+
+// controllerAPIKeys are the APIs the listener hands to the Controller as they are.
+var controllerAPIKeys = []struct {
+	key, min, max int16
+}{
+	{19, 0, 7}, // CreateTopics
+	{20, 0, 6}, // DeleteTopics
+	{33, 0, 2}, // AlterConfigs
+	{37, 0, 3}, // CreatePartitions
+	{43, 0, 2}, // ElectLeaders
+	{44, 0, 1}, // IncrementalAlterConfigs
+	{45, 0, 1}, // AlterPartitionReassignments
+	{46, 0, 0}, // ListPartitionReassignments
+	{55, 0, 2}, // DescribeQuorum
+	{56, 0, 3}, // AlterPartition
+	{62, 0, 4}, // BrokerRegistration
+	{63, 0, 2}, // BrokerHeartbeat
+	{67, 0, 0}, // AllocateProducerIds
+}
+
+func init() {
+	for _, a := range controllerAPIKeys {
+		registerController(API{Key: a.key, MinVersion: a.min, MaxVersion: a.max, Control: handleControllerRequest})
+	}
+}
+
+// handleControllerRequest hands r to the Controller on a goroutine of its own and
+// answers with its response, bounded by the request's TimeoutMillis where it has one
+// (else 30 s): past it the Controller answers REQUEST_TIMED_OUT (the change may still
+// commit).
+func handleControllerRequest(h *ControllerHandler, r *Request) {
+	req := r.Body
+	h.async(func(ctx context.Context) {
+		timeout := requestTimeout(req)
+		if timeout <= 0 {
+			timeout = defaultForwardTimeout
+		}
+		ctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		resp, err := h.ctrl.Handle(ctx, req)
+		if err != nil {
+			h.log.Warn("controller refused a request", "api", kmsg.NameForKey(req.Key()), "err", err)
+			resp = controller.ErrorResponse(req, kerr.InvalidRequest.Code, err.Error())
+		}
+		r.Respond(resp)
+	})
+}
+
+// requestTimeout is a request's own TimeoutMillis, for the APIs that carry one.
+func requestTimeout(req kmsg.Request) time.Duration {
+	var ms int32
+	switch r := req.(type) {
+	case *kmsg.CreateTopicsRequest:
+		ms = r.TimeoutMillis
+	case *kmsg.DeleteTopicsRequest:
+		ms = r.TimeoutMillis
+	case *kmsg.CreatePartitionsRequest:
+		ms = r.TimeoutMillis
+	case *kmsg.ElectLeadersRequest:
+		ms = r.TimeoutMillis
+	case *kmsg.AlterPartitionAssignmentsRequest:
+		ms = r.TimeoutMillis
+	case *kmsg.ListPartitionReassignmentsRequest:
+		ms = r.TimeoutMillis
+	}
+	return time.Duration(ms) * time.Millisecond
+}
+
+// checkClusterID answers INCONSISTENT_CLUSTER_ID to a request naming another cluster
+// (nil: any).
+func (h *ControllerHandler) checkClusterID(id *string) int16 {
+	if id != nil && h.cfg.ClusterID != "" && *id != h.cfg.ClusterID {
+		return kerr.InconsistentClusterID.Code
+	}
+	return 0
+}
