@@ -313,7 +313,7 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	if herr != nil {
 		r.note("the cluster could not be healed: %v", herr)
 	}
-	r.printf("faults done; quiet period of up to %s (producers stop at %s)", cfg.Quiet, cfg.Quiet/3)
+	r.printf("faults done; quiet period of up to %s (producers stop at %s)", cfg.Quiet, (cfg.Quiet / 3).Round(100*time.Millisecond))
 	qctx, qcancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.Quiet)
 	if ctx.Err() != nil {
 		qcancel()

@@ -148,6 +148,7 @@ func TestPlantedSkipFdatasync(t *testing.T) {
 	}
 	cfg := quick(t, bin, "power-loss")
 	cfg.Env = env
+	cfg.Duration, cfg.Quiet = 12*time.Second, 10*time.Second
 	out, err := Run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
