@@ -513,7 +513,8 @@ func clearPrevious(out string) error {
 	if pid := cluster.OwnerOf(out); pid != 0 {
 		return fmt.Errorf("runner: %s is in use by another run (pid %d)", out, pid)
 	}
-	cluster.CleanupMounts() // tmpfs mounts of a run that died
+	cluster.CleanupMounts()   // tmpfs mounts of a run that died
+	cluster.CleanupNetworks() // and its namespaces and bridge
 	for _, pat := range []string{"node*", "probe-*", "history.jsonl", "report.*", "schedule.txt", "clients.log", "porcupine-*.html"} {
 		ms, _ := filepath.Glob(filepath.Join(out, pat))
 		for _, m := range ms {
