@@ -141,7 +141,11 @@ func TestSingleNodeLifecycle(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
 	defer cancel()
 	exits := make(chan Exit, 4)
-	c, err := New(ctx, Config{Bin: bin, Nodes: 1, Dir: t.TempDir(), PowerLoss: true, OnExit: func(e Exit) { exits <- e }})
+	feat, err := Probe(ctx, bin, t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := New(ctx, Config{Bin: bin, Nodes: 1, Dir: t.TempDir(), PowerLoss: feat.PowerLoss, OnExit: func(e Exit) { exits <- e }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +190,7 @@ func TestSingleNodeLifecycle(t *testing.T) {
 	}
 	// A kill with the journal kept is a power loss: the broker says what it cut.
 	n.SawListening(5 * time.Second)
-	if supported := !slices.Contains(n.Unknown(), PowerLossKey); supported && !strings.HasPrefix(n.PowerLossCut(), PowerLossCutPrefix) {
+	if feat.PowerLoss && !slices.Contains(n.Unknown(), PowerLossKey) && !strings.HasPrefix(n.PowerLossCut(), PowerLossCutPrefix) {
 		t.Errorf("no power-loss report at the restart: %q", n.PowerLossCut())
 	}
 	end, err := adm.EndOffsets(ctx, "lc")
