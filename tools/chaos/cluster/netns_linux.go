@@ -320,17 +320,18 @@ func CleanupNetworks() ([]string, error) {
 		return nil, fmt.Errorf("cluster: ip netns list: %w", err)
 	}
 	for _, line := range strings.Split(string(out), "\n") {
-		name := strings.Fields(line + " ")[0:1]
-		if len(name) == 0 || !strings.HasPrefix(name[0], "samsa-chaos-") {
+		f := strings.Fields(line)
+		if len(f) == 0 || !strings.HasPrefix(f[0], "samsa-chaos-") {
 			continue
 		}
-		parts := strings.Split(strings.TrimPrefix(name[0], "samsa-chaos-"), "-")
+		name := f[0]
+		parts := strings.Split(strings.TrimPrefix(name, "samsa-chaos-"), "-")
 		pid, _ := strconv.Atoi(parts[0])
 		if pid == 0 || pidAlive(pid) {
 			continue
 		}
-		if err := ipCmd("netns", "del", name[0]); err == nil {
-			removed = append(removed, "netns "+name[0])
+		if err := ipCmd("netns", "del", name); err == nil {
+			removed = append(removed, "netns "+name)
 		}
 	}
 	out, err = exec.Command("ip", "-o", "link", "show", "type", "bridge").Output()

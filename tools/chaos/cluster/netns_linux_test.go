@@ -175,3 +175,43 @@ func TestDiskFillFree(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestCleanupNetworks removes what a dead run left (its pid is in the names) and
+// leaves what a live run owns.
+func TestCleanupNetworks(t *testing.T) {
+	needRoot(t)
+	if _, err := CleanupNetworks(); err != nil { // nothing of ours: nothing to do, no error
+		t.Fatal(err)
+	}
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	pid := dead.Process.Pid
+	deadNS := fmt.Sprintf("samsa-chaos-%d-1-n1", pid)
+	deadBr := fmt.Sprintf("sc%x1br", pid)
+	if err := ipCmd("netns", "add", deadNS); err != nil {
+		t.Skipf("network namespaces unavailable here: %v", err)
+	}
+	defer ipCmd("netns", "del", deadNS)
+	if err := ipCmd("link", "add", deadBr, "type", "bridge"); err != nil {
+		t.Fatal(err)
+	}
+	defer ipCmd("link", "del", deadBr)
+	live, err := NewNetwork(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Close()
+	removed, err := CleanupNetworks()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(removed, ";")
+	if !strings.Contains(got, "netns "+deadNS) || !strings.Contains(got, "bridge "+deadBr) {
+		t.Errorf("removed %v; want %s and %s", removed, deadNS, deadBr)
+	}
+	if strings.Contains(got, live.Namespace(1)) || strings.Contains(got, live.bridge) {
+		t.Errorf("removed a live run's network: %v", removed)
+	}
+}
