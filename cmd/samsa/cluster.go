@@ -160,7 +160,7 @@ func describeQuorum(ctx context.Context, cl *kgo.Client, w io.Writer) error {
 		return now.Sub(time.UnixMilli(ms)).Round(time.Millisecond).String() + " ago"
 	}
 	row := func(r kmsg.DescribeQuorumResponseTopicPartitionReplicaState, status string) {
-		if r.ReplicaID == qp.LeaderID {
+		if status == "voter" && r.ReplicaID == qp.LeaderID {
 			status = "leader"
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%s\t%s\n", r.ReplicaID, status, r.LogEndOffset, qp.HighWatermark-r.LogEndOffset,
