@@ -386,6 +386,9 @@ func (c *Controller) runLocked(o *op, out *callbacks) {
 		return
 	}
 	c.mu.pending = next
+	if c.log.Enabled(context.Background(), slog.LevelDebug) {
+		c.log.Debug("controller: proposing", "op", o.name(), "term", c.mu.term, "records", len(o.recs), "first", fmt.Sprintf("%T%+v", o.recs[0], o.recs[0]))
+	}
 	p := &proposal{ch: c.q.Propose(o.recs), term: c.mu.term, op: o}
 	select {
 	case r := <-p.ch:
@@ -511,6 +514,15 @@ func (c *Controller) activateLocked(term uint64) {
 	now := c.clock.Now()
 	c.mu.active, c.mu.term, c.mu.pending = true, term, im
 	c.mu.termCount, c.mu.quiescing, c.mu.activatedAt = 0, false, off
+	// Raft never makes a voter leader twice in one term, but should this voter's
+	// proposals of this term still be in flight, the committed image lacks them:
+	// wait for them before validating anything.
+	for _, p := range c.mu.inflight {
+		if p.term == term && p.res == nil {
+			c.mu.termCount++
+		}
+	}
+	c.mu.quiescing = c.mu.termCount > 0
 	c.mu.sessions = map[int32]*session{}
 	for _, b := range im.Brokers() {
 		c.mu.sessions[b.ID] = &session{epoch: b.Epoch, expires: now.Add(c.cfg.SessionTimeout), lastSeen: now,

@@ -23,7 +23,7 @@ type harness struct {
 	voter  *MemVoter
 	clock  *ManualClock
 	c      *Controller
-	nextID byte
+	nextID uint32
 }
 
 func newHarness(t testing.TB, mod func(*Config)) *harness {
@@ -36,7 +36,7 @@ func newHarness(t testing.TB, mod func(*Config)) *harness {
 	cfg := Config{NodeID: 1, ClusterID: "cluster-a", Clock: h.clock, SessionTimeout: 9 * time.Second,
 		NewTopicID: func() metadata.UUID {
 			h.nextID++
-			return metadata.UUID{0: 0x10, 1: h.nextID, 15: 0x80}
+			return metadata.UUID{0: 0x10, 1: byte(h.nextID), 2: byte(h.nextID >> 8), 3: byte(h.nextID >> 16), 15: 0x80}
 		}}
 	if mod != nil {
 		mod(&cfg)
@@ -999,5 +999,20 @@ func TestAutoRebalance(t *testing.T) {
 	}
 	if n := notLeading(); n != 0 {
 		t.Fatalf("%d partitions still off their preferred leader", n)
+	}
+}
+
+// TestTopicIDExhaustion: an id generator that only repeats itself makes the second
+// CreateTopics fail, not hang.
+func TestTopicIDExhaustion(t *testing.T) {
+	h := newHarness(t, func(c *Config) {
+		c.NewTopicID = func() metadata.UUID { return metadata.UUID{0: 1, 15: 0x80} }
+	})
+	h.join(1)
+	if got := h.createTopic("a", 1, 1); got.ErrorCode != 0 {
+		t.Fatal(code(got.ErrorCode))
+	}
+	if got := h.createTopic("b", 1, 1); got.ErrorCode != kerr.UnknownServerError.Code {
+		t.Fatalf("repeated id: %v", code(got.ErrorCode))
 	}
 }

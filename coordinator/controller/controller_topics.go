@@ -179,7 +179,10 @@ func (c *Controller) createTopicRecords(im *metadata.Image, s *topicSpec, used i
 		return nil, errf(kerr.InvalidTopicException, "topic %q collides with existing topic %q ('.' and '_' collide in metric names)", s.name, clash)
 	}
 	id := c.newTopic()
-	for _, taken := im.TopicByID(id); taken; _, taken = im.TopicByID(id) {
+	for tries := 0; !id.ValidTopicID() || topicIDTaken(im, id); tries++ {
+		if tries == 100 {
+			return nil, errf(kerr.UnknownServerError, "no free topic id after %d tries", tries)
+		}
 		id = c.newTopic()
 	}
 	withTopic, err := im.Apply(&metadata.TopicRecord{Name: s.name, ID: id})
@@ -195,6 +198,11 @@ func (c *Controller) createTopicRecords(im *metadata.Image, s *topicSpec, used i
 	out = append(out, recs[0])
 	out = append(out, parts...)
 	return append(out, recs[1:]...), nil
+}
+
+func topicIDTaken(im *metadata.Image, id metadata.UUID) bool {
+	_, ok := im.TopicByID(id)
+	return ok
 }
 
 // placementStart is the start index of a placement: the number of partitions the

@@ -383,8 +383,14 @@ func (b *BrokerLifecycle) onHeartbeatLocked(now time.Time, r *kmsg.BrokerHeartbe
 	b.fenced = r.IsFenced
 	switch b.state {
 	case StateRecovery:
-		if !r.IsFenced {
+		switch {
+		case !r.IsFenced:
 			b.setStateLocked(StateRunning)
+		case r.IsCaughtUp:
+			// Caught up yet kept fenced: the controller will not unfence this epoch
+			// (it fenced it for a lost session). A new registration will do.
+			b.log.Warn("broker lifecycle: caught up but kept fenced; registering again", "broker", b.cfg.NodeID, "epoch", b.epoch)
+			b.reregisterLocked(now)
 		}
 	case StateRunning:
 		if r.IsFenced && !wasFenced {

@@ -30,11 +30,18 @@ var (
 //
 // With SetAuto(true) every proposal commits at once and every voter applies it: a
 // one-voter quorum that needs no driving, for tests of code above the quorum.
+//
+// With SetLaggingViews(true) a voter learns of a new term only when it hears from
+// the new leader (CatchUp) or steps down (StepDown): until then a deposed leader
+// still believes it leads, may even be ready for writes, and accepts proposals that
+// can never commit (they fail with ErrMemLost once it learns). Otherwise every voter
+// learns of a term at once.
 type MemLog struct {
 	mu      sync.Mutex
 	term    uint64
 	leader  int32 // -1: none
 	auto    bool
+	lagging bool
 	entries []memEntry // committed entries after the snapshot, offsets consecutive
 	end     uint64     // the last committed offset
 	image   *metadata.Image
@@ -68,7 +75,7 @@ type memProposal struct {
 func NewMemLog(voters ...int32) *MemLog {
 	l := &MemLog{leader: -1, image: &metadata.Image{}, voters: map[int32]*MemVoter{}, log: slog.New(slog.DiscardHandler)}
 	for _, id := range voters {
-		l.voters[id] = &MemVoter{l: l, id: id, image: &metadata.Image{}, changed: make(chan struct{})}
+		l.voters[id] = &MemVoter{l: l, id: id, image: &metadata.Image{}, changed: make(chan struct{}), knownLeader: -1}
 	}
 	return l
 }
@@ -86,6 +93,13 @@ func NewSingleMemLog(id int32) (*MemLog, *MemVoter) {
 func (l *MemLog) SetAuto(on bool) {
 	l.mu.Lock()
 	l.auto = on
+	l.mu.Unlock()
+}
+
+// SetLaggingViews makes voters learn of new terms only by CatchUp or StepDown.
+func (l *MemLog) SetLaggingViews(on bool) {
+	l.mu.Lock()
+	l.lagging = on
 	l.mu.Unlock()
 }
 
@@ -159,6 +173,11 @@ func (l *MemLog) Elect(id int32, keep int) {
 	l.leader = id
 	if id >= 0 {
 		l.appendLocked(l.term, nil, nil)
+	}
+	for vid, v := range l.voters {
+		if !l.lagging || vid == id {
+			res = append(res, v.learnLocked(l.term, id)...)
+		}
 	}
 	auto := l.auto
 	l.mu.Unlock()
@@ -254,6 +273,51 @@ type MemVoter struct {
 	term    uint64 // term of the last applied entry
 	image   *metadata.Image
 	changed chan struct{} // closed when applied moves
+	// The leadership this voter believes in (see SetLaggingViews), and the
+	// proposals it accepted as a deposed leader.
+	knownTerm   uint64
+	knownLeader int32
+	doomed      []*memProposal
+}
+
+// learnLocked makes the voter believe in term's leader, failing the proposals it
+// accepted in earlier terms. l.mu held; takes v.mu.
+func (v *MemVoter) learnLocked(term uint64, leader int32) []resolvedProp {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if term < v.knownTerm || (term == v.knownTerm && v.knownLeader == leader) {
+		return nil
+	}
+	v.knownTerm, v.knownLeader = term, leader
+	var res []resolvedProp
+	for _, p := range v.doomed {
+		res = append(res, resolvedProp{p, ProposeResult{Err: fmt.Errorf("%w: term %d ended", ErrMemLost, p.term)}})
+	}
+	v.doomed = nil
+	return res
+}
+
+// StepDown makes the voter stop believing it (or anyone) leads, as a raft leader
+// that lost contact with a majority does. A leader that steps down ends its term's
+// leadership: the term has no leader any more (its pending proposals wait for the
+// next Elect, which may keep them), and the voter can lead again only in a later
+// term. It learns the current term at its next CatchUp.
+func (v *MemVoter) StepDown() {
+	v.l.mu.Lock()
+	if v.l.leader == v.id && v.l.term == v.knownTerm {
+		v.l.leader = -1
+	}
+	v.mu.Lock()
+	v.knownLeader = -1
+	doomed := v.doomed
+	v.doomed = nil
+	v.mu.Unlock()
+	v.l.mu.Unlock()
+	var res []resolvedProp
+	for _, p := range doomed {
+		res = append(res, resolvedProp{p, ProposeResult{Err: fmt.Errorf("%w: stepped down", ErrMemLost)}})
+	}
+	deliver(res)
 }
 
 var (
@@ -270,9 +334,16 @@ func (v *MemVoter) Propose(recs []metadata.Record) <-chan ProposeResult {
 	l := v.l
 	l.mu.Lock()
 	v.mu.Lock()
-	down := v.down
+	down, believes, term := v.down, v.knownLeader == v.id, v.knownTerm
+	if !down && believes && term < l.term && len(recs) > 0 {
+		// A deposed leader that does not know it yet: the entry can never commit.
+		v.doomed = append(v.doomed, &memProposal{voter: v.id, term: term, ch: ch})
+		v.mu.Unlock()
+		l.mu.Unlock()
+		return ch
+	}
 	v.mu.Unlock()
-	if l.leader != v.id || down {
+	if l.leader != v.id || down || !believes {
 		l.mu.Unlock()
 		ch <- ProposeResult{Err: ErrMemNotLeader}
 		return ch
@@ -302,16 +373,13 @@ func (v *MemVoter) Committed() (uint64, *metadata.Image) {
 
 // CurrentLeadership implements Quorum.
 func (v *MemVoter) CurrentLeadership() Leadership {
-	v.l.mu.Lock()
-	term, leader := v.l.term, v.l.leader
-	v.l.mu.Unlock()
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.down {
-		return Leadership{Leader: -1, Term: term}
+		return Leadership{Leader: -1, Term: v.knownTerm}
 	}
-	lead := Leadership{Leader: leader, Term: term, IsLeader: leader == v.id}
-	lead.ReadyForWrites = lead.IsLeader && v.term == term
+	lead := Leadership{Leader: v.knownLeader, Term: v.knownTerm, IsLeader: v.knownLeader == v.id}
+	lead.ReadyForWrites = lead.IsLeader && v.term == v.knownTerm
 	return lead
 }
 
@@ -338,18 +406,35 @@ func (v *MemVoter) Status() QuorumStatus {
 	return s
 }
 
-// Crash stops the voter: it proposes and applies nothing until Restart. What it has
-// applied is committed, hence durable: Restart resumes from it.
+// Crash stops the voter: it proposes and applies nothing until Restart, and a
+// leader's term loses its leader. What it has applied is committed, hence durable:
+// Restart resumes from it.
 func (v *MemVoter) Crash() {
+	v.l.mu.Lock()
+	if v.l.leader == v.id {
+		// Its term has no leader any more: a voter comes back a follower and leads
+		// again only in a later term. Its pending proposals wait for the next Elect.
+		v.l.leader = -1
+	}
+	v.l.mu.Unlock()
 	v.mu.Lock()
 	v.down = true
+	doomed := v.doomed
+	v.doomed = nil
 	v.mu.Unlock()
+	var res []resolvedProp
+	for _, p := range doomed {
+		res = append(res, resolvedProp{p, ProposeResult{Err: fmt.Errorf("%w: crashed", ErrMemLost)}})
+	}
+	deliver(res)
 }
 
-// Restart brings a crashed voter back.
+// Restart brings a crashed voter back. It remembers its term (raft's hard state)
+// but not who leads.
 func (v *MemVoter) Restart() {
 	v.mu.Lock()
 	v.down = false
+	v.knownLeader = -1
 	v.mu.Unlock()
 }
 
@@ -372,7 +457,9 @@ func (v *MemVoter) CatchUp(upTo uint64) uint64 {
 		l.mu.Unlock()
 		return v.applied
 	}
-	var res []resolvedProp
+	v.mu.Unlock()
+	res := v.learnLocked(l.term, l.leader)
+	v.mu.Lock()
 	moved := false
 	if v.applied < l.snap.offset && (len(l.entries) == 0 || l.entries[0].offset > v.applied+1) && upTo >= l.snap.offset {
 		im, err := metadata.DecodeSnapshot(l.snap.data)
@@ -397,7 +484,7 @@ func (v *MemVoter) CatchUp(upTo uint64) uint64 {
 			}
 		}
 		v.applied, v.term, moved = e.offset, e.term, true
-		if p := e.prop; p != nil && p.voter == v.id && !p.done {
+		if p := e.prop; p != nil && p.voter == v.id && !p.done && p.term == v.knownTerm {
 			p.done = true
 			r := ProposeResult{Offset: e.offset}
 			if err != nil {
@@ -481,4 +568,11 @@ func (v *MemVoter) waitApplied(after uint64, d time.Duration) bool {
 	defer cancel()
 	_, err := v.WaitCommitted(ctx, after)
 	return err == nil
+}
+
+// appliedOffset returns the voter's applied offset and term, for simulations.
+func (v *MemVoter) appliedOffset() (uint64, uint64) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.term, v.applied
 }

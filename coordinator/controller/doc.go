@@ -1,0 +1,87 @@
+// Package controller owns the cluster's control logic, KRaft's way: the active
+// controller that turns Kafka's control requests into metadata records proposed to
+// the quorum (coordinator/controller/quorum, behind the Quorum interface), and the
+// broker's side of it: its registration and heartbeats (BrokerLifecycle), its copy
+// of the committed metadata (MetadataFollower) and what each metadata change asks of
+// its replicas (ReplicaDelta, for the replication package). Placement, leader
+// election, fencing, ISR validation, controlled shutdown, the preferred-leader
+// rebalance and reassignment are pure functions over a metadata.Image
+// (placement.go, partition_change.go, partition_ops.go). It knows no sockets:
+// net/kafka's CONTROLLER listener calls Controller.Handle, net/peer implements
+// ControllerChannel and MetadataSource over the wire (docs/CLUSTER.md); LocalChannel,
+// LogSource and MemLog are the in-process versions for a combined node, tests and
+// simulations.
+//
+// # Request flow
+//
+//	broker / admin client           Controller (one per voter)              quorum
+//	─────────────────────  Submit   ┌────────────────────────────────┐
+//	BrokerRegistration  ──────────▶ │ refresh leadership             │
+//	BrokerHeartbeat                 │ not active? ─▶ NOT_CONTROLLER  │
+//	AlterPartition                  │ validate against pending image │
+//	CreateTopics, ...               │ records? ── no ─▶ answer after │
+//	                                │   │    the proposal it read    │
+//	                                │   yes: pending = pending+recs  │ Propose
+//	                                │        ─────────────────────────────────▶ raft
+//	                                │ Poll / Run: result observed    │ ◀── committed
+//	 ◀──────────── response ─────── │ answer (or NOT_CONTROLLER)     │     and applied
+//	                                └────────────────────────────────┘
+//
+// Handle is Submit plus waiting (REQUEST_TIMED_OUT when ctx ends first). A request's
+// records form one entry: they commit all or none.
+//
+// # The pending image
+//
+// While active, the controller keeps pending = the committed image with every
+// proposal of its term still in flight applied, and validates each request against
+// it, so that pipelined requests see each other (two CreateTopics of one name: the
+// second is TOPIC_ALREADY_EXISTS). A request that makes no records but read pending
+// state is answered only once the newest proposal in flight has committed (or with
+// NOT_CONTROLLER if it failed). The pending image is dropped when the voter stops
+// leading or its term changes, and rebuilt from the committed image when it is ready
+// for writes in a new term. If a proposal of the current term fails after it was
+// accepted (the quorum rejected it), pending cannot be trusted: requests wait until
+// every proposal of the term has resolved, then pending restarts from the committed
+// image. A proposal refused at once (not the leader, busy) is undone exactly.
+//
+// # Timers
+//
+// Every TickInterval (Clock.AfterFunc) the controller follows the quorum's
+// leadership, fences every unfenced broker whose session (broker.session.timeout.ms
+// since its last heartbeat) expired, moving its leaderships, and every
+// leader.imbalance.check.interval.seconds, with auto.leader.rebalance.enable, moves
+// leadership back to preferred replicas (at most 1,000 partitions at a time, brokers
+// above leader.imbalance.per.broker.percentage). A controller that becomes active
+// gives every registered broker a fresh session. The broker side: heartbeats every
+// broker.heartbeat.interval.ms; a request older than its timeout counts as failed.
+//
+// # Invariants
+//
+//  1. A controller proposes only while its voter leads and is ready for writes, and
+//     only records that apply to its pending image; a committed entry the state
+//     machine rejects is a bug (logged).
+//  2. A response reports success only for records that committed.
+//  3. Broker epochs grow: a registration takes max(MaxBrokerEpoch, committed offset)
+//     + 1, and every registration registers the broker fenced; a broker is unfenced
+//     only once its reported metadata offset reaches its registration's (or, for
+//     brokers registered before this controller became active, the activation's
+//     committed offset), and never again in an epoch whose session this controller
+//     declared lost.
+//  4. A fenced broker leads nothing and is in no ISR but as a partition's last member
+//     (the ISR never empties: Kafka's classic rule, no KIP-966 ELR); a leader is always
+//     in its ISR; a leader is elected from the ISR, the preferred replica first, and
+//     outside it only where the topic allows unclean election (then RECOVERING, ISR of
+//     one).
+//  5. A broker in controlled shutdown leads nothing; it is told to shut down only
+//     once every active broker has applied the records that moved its leaderships.
+//  6. The MetadataFollower publishes only images of prefixes of the committed log, in
+//     offset order (see its type). ReplicaDelta is a pure function of two images.
+//
+// # Not done
+//
+// The voter list is not checked at registration (BrokerRegistration carries no voter
+// list; docs/CLUSTER.md asks for the check). Unclean elections happen when a broker
+// is fenced or unfenced, and by ElectLeaders, not on a timer for partitions left
+// leaderless. UnregisterBroker is never proposed (a broker stays registered, fenced,
+// until it registers again).
+package controller
