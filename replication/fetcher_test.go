@@ -1,0 +1,208 @@
+package replication
+
+import (
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-broker/samsa/engine"
+)
+
+// logWithEpochs returns a memory log holding one record per entry of epochs, in order.
+func logWithEpochs(epochs ...int32) *memLog {
+	l := newMemLog(tp0(), false)
+	for _, e := range epochs {
+		if _, err := l.Append(makeBatch("x"), engine.AppendOptions{LeaderEpoch: e}); err != nil {
+			panic(err)
+		}
+	}
+	return l
+}
+
+func TestLastRecordEpoch(t *testing.T) {
+	l := logWithEpochs(0, 0, 2, 2)
+	if e := lastRecordEpoch(l); e != 2 {
+		t.Fatalf("last record epoch %d", e)
+	}
+	// This node led epoch 5 without appending: the cache names 5, the records end in 2.
+	l.AssignEpochStartOffset(5, l.LogEndOffset())
+	if e := lastRecordEpoch(l); e != 2 {
+		t.Fatalf("with an empty epoch 5 cached: %d", e)
+	}
+	if e := lastRecordEpoch(newMemLog(tp0(), false)); e != -1 {
+		t.Fatalf("empty log: %d", e)
+	}
+	one := logWithEpochs(3)
+	one.AssignEpochStartOffset(4, 1)
+	if e := lastRecordEpoch(one); e != 3 {
+		t.Fatalf("first epoch 3 with records: %d", e)
+	}
+}
+
+// followerFetcher returns a fetcher of a Manual Manager whose replica of tp0 follows
+// leader 2 in epoch over l.
+func followerFetcher(t *testing.T, l *memLog, epoch int32) (*Manager, *Fetcher) {
+	t.Helper()
+	store := newMemStore(false)
+	store.logs[tp0()], store.order = l, []*memLog{l}
+	m, err := NewManager(Config{NodeID: 1, Logs: store, Clock: newFakeClock(), Manual: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	if err := m.Apply(Delta{Followers: []PartitionState{stateOf(2, epoch, 0, []int32{1, 2}, []int32{1, 2}, 1)}}); err != nil {
+		t.Fatal(err)
+	}
+	fs := m.Fetchers()
+	if len(fs) != 1 {
+		t.Fatalf("%d fetchers", len(fs))
+	}
+	return m, fs[0]
+}
+
+// answer hands the fetcher's pending Fetch a one-partition answer built by fill.
+func answer(t *testing.T, m *Manager, f *Fetcher, fill func(*kmsg.FetchResponseTopicPartition)) *kmsg.FetchRequest {
+	t.Helper()
+	req, _ := f.Next(m.clock.Now())
+	if req.Fetch == nil {
+		t.Fatal("no fetch to answer")
+	}
+	resp := kmsg.NewPtrFetchResponse()
+	resp.Version = req.Fetch.Version
+	rt := kmsg.NewFetchResponseTopic()
+	rt.Topic, rt.TopicID = "t", [16]byte{1}
+	rp := kmsg.NewFetchResponseTopicPartition()
+	rp.HighWatermark, rp.LogStartOffset = -1, -1
+	fill(&rp)
+	rt.Partitions = append(rt.Partitions, rp)
+	resp.Topics = append(resp.Topics, rt)
+	f.HandleFetch(m.clock.Now(), req.Fetch, resp, nil)
+	return req.Fetch
+}
+
+// TestTruncationInRounds is KIP-279's case: the follower lacks the leader's epoch, so
+// the first answer cuts only its own later epoch, and the next fetch (now carrying an
+// earlier last epoch) finds the real divergence point.
+func TestTruncationInRounds(t *testing.T) {
+	// Follower: epoch 1 at 0..2, epoch 4 at 3..5. Leader: epoch 1 at 0..1, epoch 2 at
+	// 2..4, epoch 5 from 5.
+	l := logWithEpochs(1, 1, 1, 4, 4, 4)
+	m, f := followerFetcher(t, l, 5)
+	req := answer(t, m, f, func(rp *kmsg.FetchResponseTopicPartition) {
+		rp.DivergingEpoch.Epoch, rp.DivergingEpoch.EndOffset = 2, 5 // leader: largest <= 4 is 2, ends at 5
+	})
+	if p := req.Topics[0].Partitions[0]; p.LastFetchedEpoch != 4 || p.FetchOffset != 6 {
+		t.Fatalf("first fetch %+v", p)
+	}
+	if leo := l.LogEndOffset(); leo != 3 {
+		t.Fatalf("after the first round: log end %d, want 3 (epoch 4 cut)", leo)
+	}
+	req = answer(t, m, f, func(rp *kmsg.FetchResponseTopicPartition) {
+		rp.DivergingEpoch.Epoch, rp.DivergingEpoch.EndOffset = 1, 2 // leader's epoch 1 ends at 2
+	})
+	if p := req.Topics[0].Partitions[0]; p.LastFetchedEpoch != 1 || p.FetchOffset != 3 {
+		t.Fatalf("second fetch %+v", p)
+	}
+	if leo := l.LogEndOffset(); leo != 2 {
+		t.Fatalf("after the second round: log end %d, want 2", leo)
+	}
+}
+
+func TestFetcherFullSyncAndHW(t *testing.T) {
+	l := logWithEpochs(0, 0)
+	m, f := followerFetcher(t, l, 1)
+	answer(t, m, f, func(rp *kmsg.FetchResponseTopicPartition) {
+		rp.ErrorCode = 1 // OFFSET_OUT_OF_RANGE
+		rp.LogStartOffset, rp.HighWatermark = 10, 12
+	})
+	if l.LogStartOffset() != 10 || l.LogEndOffset() != 10 {
+		t.Fatalf("full sync: log [%d, %d)", l.LogStartOffset(), l.LogEndOffset())
+	}
+	b := makeBatch("y")
+	for i := range 2 {
+		bb := append([]byte(nil), b...)
+		putBase(bb, int64(10+i), 1)
+		req := answer(t, m, f, func(rp *kmsg.FetchResponseTopicPartition) {
+			rp.RecordBatches, rp.HighWatermark, rp.LogStartOffset = bb, 11, 10
+		})
+		if got := req.Topics[0].Partitions[0].FetchOffset; got != int64(10+i) {
+			t.Fatalf("fetch %d at %d", i, got)
+		}
+	}
+	if l.LogEndOffset() != 12 || l.HighWatermark() != 11 {
+		t.Fatalf("log end %d HW %d", l.LogEndOffset(), l.HighWatermark())
+	}
+}
+
+// putBase stamps a batch's base offset and leader epoch, as a leader does.
+func putBase(b []byte, base int64, epoch int32) {
+	for i := range 8 {
+		b[i] = byte(base >> (56 - 8*i))
+	}
+	for i := range 4 {
+		b[12+i] = byte(epoch >> (24 - 8*i))
+	}
+}
+
+func TestClientSessionIncremental(t *testing.T) {
+	var s clientSession
+	k := func(p int32) sessKey { return sessKey{topic: "t", id: [16]byte{1}, partition: p} }
+	w := func(p int32, off int64) want {
+		return want{key: k(p), w: sessWant{offset: off, maxBytes: 10, curEpoch: 1, last: 0}}
+	}
+
+	req := kmsg.NewPtrFetchRequest()
+	b := s.build(req, []want{w(0, 5), w(1, 7)})
+	if !b.full || req.SessionEpoch != 0 || len(req.Topics[0].Partitions) != 2 {
+		t.Fatalf("first request: full %v epoch %d", b.full, req.SessionEpoch)
+	}
+	s.commit(b, 42)
+
+	req = kmsg.NewPtrFetchRequest()
+	b = s.build(req, []want{w(0, 6), w(1, 7)}) // only partition 0 moved
+	if b.full || req.SessionID != 42 || req.SessionEpoch != 1 || len(req.Topics) != 1 || len(req.Topics[0].Partitions) != 1 ||
+		req.Topics[0].Partitions[0].Partition != 0 || len(req.ForgottenTopics) != 0 {
+		t.Fatalf("incremental request %+v", req)
+	}
+	s.commit(b, 42)
+
+	req = kmsg.NewPtrFetchRequest()
+	b = s.build(req, []want{w(0, 6)}) // partition 1 no longer fetched
+	if len(req.Topics) != 0 || len(req.ForgottenTopics) != 1 || req.ForgottenTopics[0].Partitions[0] != 1 || req.SessionEpoch != 2 {
+		t.Fatalf("forgetting request %+v", req)
+	}
+	s.reset()
+	req = kmsg.NewPtrFetchRequest()
+	if b = s.build(req, []want{w(0, 6)}); !b.full || req.SessionID != 42 || req.SessionEpoch != 0 {
+		t.Fatalf("after an error: full %v, id %d epoch %d (want the old id closed)", b.full, req.SessionID, req.SessionEpoch)
+	}
+	s.commit(b, 0) // the leader keeps no session: every request stays full
+	req = kmsg.NewPtrFetchRequest()
+	if b = s.build(req, []want{w(0, 6)}); !b.full || req.SessionID != 0 {
+		t.Fatalf("sessionless: full %v id %d", b.full, req.SessionID)
+	}
+}
+
+func TestThrottle(t *testing.T) {
+	th := NewThrottle(1000)
+	now := time.Unix(0, 0)
+	if ok, _ := th.Allow(now); !ok {
+		t.Fatal("a full bucket refuses")
+	}
+	th.Record(now, 3000)
+	ok, at := th.Allow(now)
+	if ok || at.Sub(now) < 1900*time.Millisecond || at.Sub(now) > 2100*time.Millisecond {
+		t.Fatalf("after 3 s worth: allow %v until %v", ok, at.Sub(now))
+	}
+	if ok, _ := th.Allow(now.Add(2100 * time.Millisecond)); !ok {
+		t.Fatal("refilled bucket refuses")
+	}
+}
+
+func TestFetcherIndexIsKafkas(t *testing.T) {
+	// Java: Utils.abs(31 * "orders".hashCode() + 3) % 4
+	if got := fetcherIndex(engine.TopicPartition{Topic: "orders", Partition: 3}, 4); got != 2 {
+		t.Fatalf("fetcher index %d", got)
+	}
+}
