@@ -8,9 +8,17 @@
 //	           duplicate answers its original offsets, a gap OUT_OF_ORDER_SEQUENCE_NUMBER,
 //	           an old epoch INVALID_PRODUCER_EPOCH; offsets, leader epoch and
 //	           LogAppendTime stamped in place
-//	        ─▶ Log.OnDurable(last offset), per partition; when every partition of the
-//	           request is durable: each HW moves to its last+1, then the fetches waiting
-//	           on those logs retry, then the answer is sent.
+//	        (leadership and, for acks=-1, min.insync.replicas are replication's: a
+//	        partition this node does not lead is NOT_LEADER_OR_FOLLOWER with the current
+//	        leader and its endpoint (KIP-951, v10+); fewer in-sync replicas than
+//	        min.insync.replicas is NOT_ENOUGH_REPLICAS, nothing appended)
+//	        ─▶ replication.Produce: Log.OnDurable(last offset), per partition; when every
+//	           partition of the request is durable: each HW moves (the leader's durable
+//	           end, capped by the ISR's fetch offsets), then the fetches waiting on those
+//	           logs retry, then acks=-1 waits for the HW to pass each partition's records
+//	           (in replication's purgatory, up to TimeoutMillis: REQUEST_TIMED_OUT;
+//	           NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank below
+//	           min.insync.replicas meanwhile), then the answer is sent.
 //
 // The HWs move together so that a waiting fetch woken by the first of them finds the
 // records of all the request's partitions, not one partition's: a consumer of n
@@ -19,12 +27,14 @@
 // Records are never decoded, and the request itself is decoded without allocating: the
 // API is Raw, and the handler decodes the frame with kmsg's UnsafeReadFrom into a
 // ProduceRequest pooled with the op (its slices are reused; its strings and record
-// bytes alias the frame, which stays valid until the answer). acks=0 answers nothing (a partition error closes the
-// connection, as Kafka does, so the producer notices); acks=1 and acks=-1 answer after
-// the group-committed fdatasync under the fsync policy, right after the append
-// otherwise. On one node the ISR is {self}, so acks=-1 is acks=1. The read path never
-// waits for the fsync: the answer is sent from the flusher's callback, so a producer's
-// pipelined requests share one fdatasync. Other acks values: INVALID_REQUIRED_ACKS.
+// bytes alias the frame, which stays valid until the answer). acks=0 answers nothing (a
+// partition error closes the connection, as Kafka does, so the producer notices); acks=1
+// answers after the group-committed fdatasync under the fsync policy, right after the
+// append otherwise; acks=-1 when the HW passes the records. On one node the ISR is
+// {self}, so acks=-1 is acks=1. The read path never waits for the fsync or the ISR: the
+// answer is sent from the flusher's callback (or whatever moved the HW), so a
+// producer's pipelined requests share one fdatasync. Other acks values:
+// INVALID_REQUIRED_ACKS.
 //
 // v13 (KIP-516) names topics by id (UNKNOWN_TOPIC_ID when unknown).
 //
@@ -35,88 +45,53 @@ package kafka
 
 import (
 	"fmt"
+	"slices"
 	"sync"
-	"sync/atomic"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-broker/samsa/engine"
+	"github.com/samsa-broker/samsa/replication"
 )
 
 func init() {
 	register(API{Key: 0, MinVersion: 0, MaxVersion: 13, Raw: true, Handle: handleProduce})
 }
 
-// produceOp is one Produce request waiting for its partitions to be durable. Ops are
-// pooled with their response and per-partition callbacks, so a request allocates
-// nothing here in steady state.
+// produceOp is one Produce request waiting for its partitions. Ops are pooled with
+// their response and their replication.Produce (whose per-partition callbacks are
+// bound once), so a request allocates nothing here in steady state. An op whose Produce
+// waited in replication's purgatory is not pooled again (the purgatory may still list
+// it).
 type produceOp struct {
 	req      kmsg.ProduceRequest // decoded from the frame; aliases it
 	r        *Request
-	dp       *dataPath
 	resp     kmsg.ProduceResponse
 	topics   []kmsg.ProduceResponseTopic
 	partBuf  []kmsg.ProduceResponseTopicPartition
-	cbs      []*produceCB
-	ncbs     int          // callbacks in use
-	noAnswer bool         // acks=0: answered at once, nothing to send later
-	pending  atomic.Int32 // partitions not yet durable, +1 while the handler runs
-}
-
-// produceCB is the durability callback of one partition; fn is bound once.
-type produceCB struct {
-	op      *produceOp
-	sp      *kmsg.ProduceResponseTopicPartition
-	l       *engine.Log
-	last    int64
-	durable bool
-	fn      func(error)
-}
-
-func (c *produceCB) onDurable(err error) {
-	if err != nil {
-		c.sp.ErrorCode = engineErr(err).Code
-	} else {
-		c.durable = true
-	}
-	c.op.done()
+	slots    []*kmsg.ProduceResponseTopicPartition // the answer of pr.Part(i)
+	pr       replication.Produce
+	fin      func() // op.finish, bound once
+	noAnswer bool   // acks=0: answered at once, nothing to send later
 }
 
 var produceOps = sync.Pool{New: func() any { return new(produceOp) }}
 
-// cb returns the i-th callback slot.
-func (op *produceOp) cb(i int) *produceCB {
-	for len(op.cbs) <= i {
-		c := &produceCB{}
-		c.fn = c.onDurable
-		op.cbs = append(op.cbs, c)
-	}
-	return op.cbs[i]
-}
-
-// done is called once per partition (and once by the handler); the last call answers
-// and recycles the op (Respond encodes synchronously).
-func (op *produceOp) done() {
-	if op.pending.Add(-1) != 0 {
-		return
-	}
-	cbs := op.cbs[:op.ncbs]
-	for _, c := range cbs {
-		if c.durable {
-			c.l.SetHighWatermark(c.last + 1)
+// finish runs once every partition is settled: it records the outcomes, answers and
+// recycles the op (Respond encodes synchronously).
+func (op *produceOp) finish() {
+	for i, sp := range op.slots {
+		if err := op.pr.Part(i).Err; err != nil {
+			sp.ErrorCode = engineErr(err).Code
 		}
-	}
-	for i, c := range cbs {
-		if c.durable && (i == 0 || c.l != cbs[i-1].l) {
-			op.dp.waits.CheckAndComplete(c.l)
-		}
-	}
-	for _, c := range cbs {
-		c.op, c.sp, c.l, c.durable = nil, nil, nil, false
 	}
 	if !op.noAnswer {
 		op.r.Respond(&op.resp)
+	}
+	if op.pr.Parked() {
+		return // left to the collector
 	}
 	op.release()
 }
@@ -124,9 +99,11 @@ func (op *produceOp) done() {
 func (op *produceOp) release() {
 	clear(op.topics)
 	clear(op.partBuf)
+	clear(op.slots)
+	op.slots = op.slots[:0]
 	op.clearRequest()
 	op.resp = kmsg.ProduceResponse{}
-	op.r, op.dp, op.noAnswer, op.ncbs = nil, nil, false, 0
+	op.r, op.noAnswer = nil, false
 	produceOps.Put(op)
 }
 
@@ -164,10 +141,13 @@ func handleProduce(b *Broker, r *Request) {
 		return
 	}
 	req := &op.req
-	op.r, op.dp, op.noAnswer = r, b.data(), req.Acks == 0
+	op.r, op.noAnswer = r, req.Acks == 0
+	if op.fin == nil {
+		op.fin = op.finish
+	}
 	op.resp.Default()
 	op.resp.SetVersion(v)
-	op.pending.Store(1)
+	op.pr.Begin(b.repl, req.Acks, time.Duration(req.TimeoutMillis)*time.Millisecond, op.fin)
 
 	var fixed *kerr.Error
 	switch {
@@ -202,38 +182,30 @@ func handleProduce(b *Broker, r *Request) {
 			sp.Partition, sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = rp.Partition, -1, -1, -1
 			sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = -1, -1
 			err := fixed
-			var l *engine.Log
-			var res engine.AppendResult
 			if err == nil {
-				l, res, err = b.producePartition(v, rt, rp)
+				err = b.producePartition(op, v, rt, rp, sp)
 			}
 			if err != nil {
 				failed = true
 				sp.ErrorCode = err.Code
-				continue
 			}
-			sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = res.BaseOffset, res.LogAppendTime, res.LogStartOffset
-			c := op.cb(op.ncbs)
-			op.ncbs++
-			c.op, c.sp, c.l, c.last = op, sp, l, res.LastOffset
-			op.pending.Add(1)
-			l.OnDurable(res.LastOffset, c.fn)
 		}
 	}
 	if req.Acks == 0 {
-		// The appends are made; durability and the HW follow in the callbacks, and
-		// the last of them recycles the op.
+		// The appends are made; durability and the HW follow in replication, whose
+		// completion recycles the op.
 		if failed {
 			r.CloseConn()
 		} else {
 			r.NoResponse()
 		}
 	}
-	op.done()
+	op.pr.Seal()
 }
 
-// producePartition validates and appends one partition's records.
-func (b *Broker) producePartition(v int16, rt *kmsg.ProduceRequestTopic, rp *kmsg.ProduceRequestTopicPartition) (*engine.Log, engine.AppendResult, *kerr.Error) {
+// producePartition validates and appends one partition's records, recording the part
+// in op. A partition this node does not lead gets the current leader in sp (KIP-951).
+func (b *Broker) producePartition(op *produceOp, v int16, rt *kmsg.ProduceRequestTopic, rp *kmsg.ProduceRequestTopicPartition, sp *kmsg.ProduceResponseTopicPartition) *kerr.Error {
 	var p Partition
 	var err error
 	if v >= 13 {
@@ -242,33 +214,66 @@ func (b *Broker) producePartition(v int16, rt *kmsg.ProduceRequestTopic, rp *kms
 		p, err = b.LookupPartition(rt.Topic, rp.Partition)
 	}
 	if err != nil {
-		return nil, engine.AppendResult{}, engineErr(err)
+		ke := engineErr(err)
+		if ke == kerr.NotLeaderForPartition && p.Topic != nil {
+			b.notLeader(op, v, p, sp)
+		}
+		return ke
 	}
 	recs := rp.Records
 	for pos := 0; pos+engine.BatchHeaderSize <= len(recs); {
 		// Byte 16 is the magic in batches v2 and in message sets v0/v1 alike.
 		if recs[pos+16] != 2 {
-			return nil, engine.AppendResult{}, kerr.UnsupportedVersion
+			return kerr.UnsupportedVersion
 		}
 		h, herr := engine.ParseBatchHeader(recs[pos:])
 		if herr != nil {
 			break // Append reports it
 		}
 		if v < 7 && h.Compression() == 4 {
-			return nil, engine.AppendResult{}, kerr.UnsupportedCompressionType
+			return kerr.UnsupportedCompressionType
 		}
 		if h.Transactional() || h.Control() {
-			return nil, engine.AppendResult{}, kerr.TransactionalIDAuthorizationFailed
+			return kerr.TransactionalIDAuthorizationFailed
 		}
 		pos += int(h.Size())
 	}
 	if len(recs) > 16 && len(recs) < engine.BatchHeaderSize && recs[16] != 2 {
-		return nil, engine.AppendResult{}, kerr.UnsupportedVersion
+		return kerr.UnsupportedVersion
 	}
-	res, err := p.Log.Append(recs, engine.AppendOptions{LeaderEpoch: p.Image.LeaderEpoch})
+	rep, ke := b.replicaOf(&p)
+	if ke != nil {
+		if ke == kerr.NotLeaderForPartition {
+			b.notLeader(op, v, p, sp)
+		}
+		return ke
+	}
+	i, err := op.pr.Append(rep, recs)
 	if err != nil {
 		b.log.Debug("produce refused", "topic", p.Topic.Name, "partition", rp.Partition, "err", err)
-		return nil, res, engineErr(err)
+		ke := engineErr(err)
+		if ke == kerr.NotLeaderForPartition {
+			b.notLeader(op, v, p, sp)
+		}
+		return ke
 	}
-	return p.Log, res, nil
+	res := op.pr.Part(i).Result
+	sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = res.BaseOffset, res.LogAppendTime, res.LogStartOffset
+	op.slots = append(op.slots, sp)
+	return nil
+}
+
+// notLeader fills the current leader of p into sp and, from v10, the leader's endpoint
+// into the response's NodeEndpoints (KIP-951).
+func (b *Broker) notLeader(op *produceOp, v int16, p Partition, sp *kmsg.ProduceResponseTopicPartition) {
+	id, epoch := b.leaderOf(engine.TopicPartition{Topic: p.Topic.Name, Partition: p.Index}, p.Image)
+	sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = id, epoch
+	if v < 10 || id < 0 || slices.ContainsFunc(op.resp.Brokers, func(br kmsg.ProduceResponseBroker) bool { return br.NodeID == id }) {
+		return
+	}
+	if bi, ok := b.meta.Image().Broker(id); ok {
+		br := kmsg.NewProduceResponseBroker()
+		br.NodeID, br.Host, br.Port, br.Rack = id, bi.Host, bi.Port, bi.Rack
+		op.resp.Brokers = append(op.resp.Brokers, br)
+	}
 }

@@ -11,7 +11,7 @@
 // Behaviour:
 //   - Per partition, in request (or session) order: the engine's Read from FetchOffset up
 //     to the high watermark (READ_COMMITTED: the last stable offset, which is the HW as
-//     no transactions exist; a follower, ReplicaID >= 0, reads up to the LEO), within
+//     no transactions exist), within
 //     PartitionMaxBytes and what is left of MaxBytes (capped at Kafka's fetch.max.bytes,
 //     55 MiB). Only whole batches are sent, from one segment per partition; the first
 //     partition with data gets at least one batch even when it exceeds the limits
@@ -21,6 +21,13 @@
 //   - KIP-320: CurrentLeaderEpoch newer than the partition's: UNKNOWN_LEADER_EPOCH,
 //     older: FENCED_LEADER_EPOCH. v12+: a LastFetchedEpoch that the log contradicts
 //     answers DivergingEpoch and no records.
+//   - A follower (ReplicaID >= 0, or ReplicaState from v15) is served through
+//     replication's FollowerFetch, per partition: it checks the leader epoch, answers a
+//     diverging epoch, records the follower's fetch offset (which may move the HW and
+//     grow the ISR) and says how far to read: up to the LEO. The bytes leave with the
+//     same framing and sendfile path as a consumer's. OFFSET_OUT_OF_RANGE to a follower
+//     carries the log start and HW, so one behind the log start can start over there.
+//     A follower's long poll is retried by every append to the logs it watches.
 //   - Long poll: when less than MinBytes is available and nothing failed, the fetch
 //     waits in the broker's purgatory, watched under every log it reads, for at most
 //     MaxWaitMs. Each append that moves a watched log's HW retries it; it is answered
@@ -42,6 +49,7 @@ import (
 	"github.com/samsa-broker/samsa/coordinator/metadata"
 	"github.com/samsa-broker/samsa/engine"
 	"github.com/samsa-broker/samsa/purgatory"
+	"github.com/samsa-broker/samsa/replication"
 )
 
 func init() {
@@ -64,6 +72,7 @@ type fetchPart struct {
 
 	// resolved when the request arrives
 	log                   *engine.Log
+	rep                   *replication.Partition // its replica here (this node leads it)
 	leaderID, leaderEpoch int32
 	err                   *kerr.Error
 
@@ -85,7 +94,9 @@ type fetchOp struct {
 	b         *Broker
 	r         *Request
 	v         int16
-	replica   bool
+	replica   bool  // a follower's fetch
+	replicaID int32 // the follower and its broker epoch (-1: unknown)
+	repEpoch  int64
 	isolation int8
 	minBytes  int32
 	maxBytes  int32
@@ -141,11 +152,11 @@ func handleFetch(b *Broker, r *Request) {
 	dp := b.data()
 	op.b, op.r, op.v, op.isolation, op.minBytes = b, r, v, req.IsolationLevel, req.MinBytes
 	op.maxBytes = min(req.MaxBytes, fetchMaxBytes)
-	replicaID := req.ReplicaID
+	replicaID, repEpoch := req.ReplicaID, int64(-1)
 	if v >= 15 {
-		replicaID = req.ReplicaState.ID
+		replicaID, repEpoch = req.ReplicaState.ID, req.ReplicaState.Epoch
 	}
-	op.replica = replicaID >= 0
+	op.replica, op.replicaID, op.repEpoch = replicaID >= 0, replicaID, repEpoch
 
 	sess, full, serr := dp.sessions.open(req, v, time.Now())
 	if serr != nil {
@@ -218,13 +229,25 @@ func (op *fetchOp) resolve(p *fetchPart) bool {
 		p.err = engineErr(err)
 		if part.Topic == nil {
 			p.leaderID, p.leaderEpoch = -1, -1
+		} else {
+			p.leaderID, p.leaderEpoch = op.b.leaderOf(engine.TopicPartition{Topic: part.Topic.Name, Partition: part.Index}, part.Image)
 		}
 		return false
 	}
-	if e := checkLeaderEpoch(p.curEpoch, part.Image.LeaderEpoch); e != nil {
-		p.err = e
+	rep, ke := op.b.replicaOf(&part)
+	if ke != nil {
+		p.err = ke
+		p.leaderID, p.leaderEpoch = op.b.leaderOf(engine.TopicPartition{Topic: part.Topic.Name, Partition: part.Index}, part.Image)
 		return false
 	}
+	p.rep = rep
+	if !op.replica {
+		if err := rep.CheckLeader(p.curEpoch); err != nil {
+			p.err = engineErr(err)
+			p.leaderID, p.leaderEpoch = op.b.leaderOf(rep.TopicPartition(), part.Image)
+			return false
+		}
+	} // a follower's epoch is FollowerFetch's to check, in gather
 	p.log = part.Log
 	return true
 }
@@ -251,15 +274,36 @@ func (op *fetchOp) gather() (bytes int64, done bool) {
 			continue
 		}
 		l := p.log
-		upTo := op.upTo(l)
-		p.hw = l.HighWatermark()
-		p.lso, p.logStart = p.hw, l.LogStartOffset()
-		if p.lastFetched >= 0 {
-			fe, end := l.EndOffsetForEpoch(p.lastFetched)
-			if fe >= 0 && (fe < p.lastFetched || end < p.offset) {
-				p.diverging, p.divEpoch, p.divEnd = true, fe, end
+		var upTo int64
+		if op.replica {
+			res, err := p.rep.FollowerFetch(op.replicaID, op.repEpoch, p.offset, p.lastFetched, p.curEpoch)
+			p.hw, p.logStart = res.HighWatermark, res.LogStartOffset
+			p.lso = p.hw
+			if err != nil {
+				p.code = engineErr(err).Code
+				if p.code == kerr.NotLeaderForPartition.Code {
+					p.leaderID, p.leaderEpoch = op.b.leaderOf(p.rep.TopicPartition(), metadata.PartitionImage{Leader: -1, LeaderEpoch: -1})
+				}
 				done = true
 				continue
+			}
+			if res.Diverging {
+				p.diverging, p.divEpoch, p.divEnd = true, res.DivergingEpoch, res.DivergingEndOffset
+				done = true
+				continue
+			}
+			upTo = res.LogEndOffset
+		} else {
+			upTo = op.upTo(l)
+			p.hw = l.HighWatermark()
+			p.lso, p.logStart = p.hw, l.LogStartOffset()
+			if p.lastFetched >= 0 {
+				fe, end := p.rep.EndOffsetForEpoch(p.lastFetched)
+				if fe >= 0 && (fe < p.lastFetched || end < p.offset) {
+					p.diverging, p.divEpoch, p.divEnd = true, fe, end
+					done = true
+					continue
+				}
 			}
 		}
 		limit := min(int64(p.maxBytes), remaining)

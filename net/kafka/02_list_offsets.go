@@ -14,7 +14,8 @@
 //	                   the HW; else offset -1, timestamp -1
 //
 // The answer's LeaderEpoch (v4+) is the leader epoch of the batch holding the offset,
-// from the log's epoch cache. CurrentLeaderEpoch is checked (KIP-320). v0 answers
+// from the log's epoch cache. Only the leader answers; CurrentLeaderEpoch is checked
+// against replication's epoch (KIP-320). v0 answers
 // OldStyleOffsets with the one offset found (MaxNumOffsets beyond 1 is not honoured:
 // Kafka's v0 listed segment base offsets, which no current client uses).
 //
@@ -34,7 +35,6 @@ func init() {
 func handleListOffsets(b *Broker, r *Request) {
 	req := r.Body.(*kmsg.ListOffsetsRequest)
 	resp := r.ResponseKind().(*kmsg.ListOffsetsResponse)
-	b.data() // the HW of logs opened behind the LEO catches up
 	resp.Topics = make([]kmsg.ListOffsetsResponseTopic, len(req.Topics))
 	for i := range req.Topics {
 		rt := &req.Topics[i]
@@ -63,8 +63,12 @@ func (b *Broker) listOffset(v int16, replicaID int32, topic string, rp *kmsg.Lis
 	if err != nil {
 		return engineErr(err)
 	}
-	if e := checkLeaderEpoch(rp.CurrentLeaderEpoch, p.Image.LeaderEpoch); e != nil {
-		return e
+	rep, ke := b.replicaOf(&p)
+	if ke != nil {
+		return ke
+	}
+	if err := rep.CheckLeader(rp.CurrentLeaderEpoch); err != nil {
+		return engineErr(err)
 	}
 	l := p.Log
 	hw := l.HighWatermark()
@@ -75,7 +79,7 @@ func (b *Broker) listOffset(v int16, replicaID int32, topic string, rp *kmsg.Lis
 	switch ts := rp.Timestamp; {
 	case ts == -1:
 		sp.Offset = hw
-		sp.LeaderEpoch = l.LatestEpoch()
+		sp.LeaderEpoch = rep.LatestEpoch()
 	case ts == -2 || ts == -4 && v >= 8:
 		sp.Offset = l.LogStartOffset()
 		sp.LeaderEpoch = epochOfOffset(l, sp.Offset)

@@ -6,8 +6,12 @@
 // offset. Fetches waiting on the partition are retried (their offset may now be out
 // of range).
 //
-// Differences from Apache Kafka: on one node there are no followers to wait for, so
-// TimeoutMillis is not used and the answer is immediate.
+// Only the leader answers. Followers raise their log start when their fetches bring
+// the leader's.
+//
+// Differences from Apache Kafka: the answer does not wait for the followers' log starts
+// (Kafka's low watermark across replicas): TimeoutMillis is not used and the answer is
+// immediate, once the leader's log start has moved.
 package kafka
 
 import (
@@ -35,6 +39,13 @@ func handleDeleteRecords(b *Broker, r *Request) {
 			sp.Partition, sp.LowWatermark = rp.Partition, -1
 			p, err := b.LookupPartition(rt.Topic, rp.Partition)
 			if err != nil {
+				sp.ErrorCode = engineErr(err).Code
+				continue
+			}
+			if rep, ke := b.replicaOf(&p); ke != nil {
+				sp.ErrorCode = ke.Code
+				continue
+			} else if err := rep.CheckLeader(-1); err != nil {
 				sp.ErrorCode = engineErr(err).Code
 				continue
 			}

@@ -3,9 +3,10 @@
 // Per partition: the largest leader epoch <= LeaderEpoch that the log's epoch cache
 // knows and the offset where the next epoch starts (the log end offset for the latest
 // epoch); -1/-1 when none is known. Consumers use it to detect log truncation after a
-// leader change (KIP-320); followers to find where to truncate. CurrentLeaderEpoch
-// (v2+) is checked: newer than the partition's is UNKNOWN_LEADER_EPOCH, older is
-// FENCED_LEADER_EPOCH.
+// leader change (KIP-320); followers to find where to truncate (the leader answers for
+// its own log, its log end for its latest epoch). Only the leader answers.
+// CurrentLeaderEpoch (v2+) is checked against replication's epoch: newer than the
+// partition's is UNKNOWN_LEADER_EPOCH, older is FENCED_LEADER_EPOCH.
 package kafka
 
 import (
@@ -34,11 +35,16 @@ func handleOffsetForLeaderEpoch(b *Broker, r *Request) {
 				sp.ErrorCode = engineErr(err).Code
 				continue
 			}
-			if e := checkLeaderEpoch(rp.CurrentLeaderEpoch, p.Image.LeaderEpoch); e != nil {
-				sp.ErrorCode = e.Code
+			rep, ke := b.replicaOf(&p)
+			if ke != nil {
+				sp.ErrorCode = ke.Code
 				continue
 			}
-			sp.LeaderEpoch, sp.EndOffset = p.Log.EndOffsetForEpoch(rp.LeaderEpoch)
+			if err := rep.CheckLeader(rp.CurrentLeaderEpoch); err != nil {
+				sp.ErrorCode = engineErr(err).Code
+				continue
+			}
+			sp.LeaderEpoch, sp.EndOffset = rep.EndOffsetForEpoch(rp.LeaderEpoch)
 		}
 	}
 	r.Respond(resp)

@@ -1,13 +1,22 @@
 package kafka
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"slices"
+	"strconv"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/samsa-broker/samsa/coordinator/controller"
+	"github.com/samsa-broker/samsa/coordinator/metadata"
 	"github.com/samsa-broker/samsa/engine"
 	"github.com/samsa-broker/samsa/purgatory"
+	"github.com/samsa-broker/samsa/replication"
 )
 
 // dataPath is the per-broker state of the data-path handlers (Produce, Fetch,
@@ -15,17 +24,18 @@ import (
 // fetch-session cache and the producer-id block. It hangs off Broker.dataPath, created
 // by the first data request or by StartDataPath at start-up.
 //
-// High watermark, one node (ISR = {self}):
+// The high watermark is replication's (Broker.repl, built by New): the leader's durable
+// end and its followers' fetch offsets move it, and its hooks retry the fetches waiting
+// here. On one node the ISR is {self}:
 //
-//	append ─▶ Log.OnDurable(last) ─▶ SetHighWatermark(last+1) ─▶ waits.CheckAndComplete(log)
+//	append ─▶ Log.OnDurable(last) ─▶ HW = the leader's durable end ─▶ waits.CheckAndComplete(log)
 //	          (fsync: after the group-committed fdatasync; none/interval: inline)
 //
 // A Produce request moves the HWs of all its partitions first and only then retries
-// the fetches waiting on them (00_produce.go), so one wake-up sees the whole request.
-//
-// so the HW, what consumers see, never passes data that is not durable under the fsync
-// policy, and equals the LEO right after the append otherwise. Logs opened with HW <
-// LEO (a restart) get the same treatment once, when the dataPath is created.
+// the fetches waiting on them (replication.Produce), so one wake-up sees the whole
+// request. The HW, what consumers see, never passes data that is not durable under the
+// fsync policy, and equals the LEO right after the append otherwise. Logs opened with
+// HW < LEO (a restart) catch up when New makes their replicas leaders.
 type dataPath struct {
 	// waits holds long-poll fetches, keyed by the logs they read.
 	waits    *purgatory.Purgatory[*engine.Log]
@@ -46,45 +56,191 @@ func (b *Broker) data() *dataPath {
 		dp.waits.Close()
 		return b.dataPath.Load()
 	}
-	for _, l := range b.eng.Logs() {
-		dp.catchUpHighWatermark(l)
-	}
 	return dp
 }
 
 // StartDataPath creates the data-path state now rather than on the first data
-// request, so the high watermarks of logs recovered behind their end (after a crash)
-// catch up as soon as their data is durable. CloseDataPath undoes it.
+// request. CloseDataPath undoes it.
 func (b *Broker) StartDataPath() { b.data() }
 
 // CloseDataPath expires pending long-poll fetches (they are answered with what the
-// logs hold) and stops the fetch purgatory's timer. Call it after the transport has
-// drained and before closing the engine. Idempotent; a later request recreates the
-// state.
+// logs hold), stops the fetch purgatory's timer and closes the replica manager (its
+// fetchers and timers; waiting acks=all produces answer REQUEST_TIMED_OUT). Call it
+// after the transport has drained and before closing the engine. Idempotent; a later
+// request recreates the fetch state (the replica manager keeps serving, without
+// goroutines).
 func (b *Broker) CloseDataPath() {
 	if dp := b.dataPath.Swap(nil); dp != nil {
 		dp.waits.Close()
 	}
-}
-
-// catchUpHighWatermark raises the HW of a log opened with HW < LEO to its LEO once
-// that is durable.
-func (dp *dataPath) catchUpHighWatermark(l *engine.Log) {
-	leo := l.LogEndOffset()
-	if l.HighWatermark() >= leo {
-		return
+	if b.repl != nil {
+		b.repl.Close()
 	}
-	l.OnDurable(leo-1, func(err error) {
-		if err == nil {
-			dp.advance(l, leo)
-		}
-	})
 }
 
-// advance moves l's HW to hw (never backwards) and retries the fetches waiting on l.
-func (dp *dataPath) advance(l *engine.Log, hw int64) {
-	l.SetHighWatermark(hw)
-	dp.waits.CheckAndComplete(l)
+// startReplication builds the broker's replica manager (NewBroker calls it, once) and
+// gives it the replicas the starting image places on this node
+// (controller.ReplicaDelta from the empty image). Its settings are the broker keys
+// (replica.lag.time.max.ms, num.replica.fetchers, replica.fetch.*,
+// follower.replication.throttled.rate); its ISR changes go to the controller channel.
+// It has no FetchClient: following another broker needs the node-to-node client
+// (net/peer), which the broker's dependencies do not carry yet, so a follower replica
+// stays idle (and the manager logs it).
+//
+// After start-up the manager follows the image the broker answers from: no delta is
+// applied to it on MetadataChanged yet (the wiring is to apply controller.ReplicaDelta
+// before it), so replicaOf applies a partition's image state when a request finds the
+// manager behind the image (a topic created or re-created since, a new leader epoch).
+func (b *Broker) startReplication() error {
+	_, im := b.source.Image()
+	l := b.layers(im, "")
+	self := b.cfg.NodeID
+	cfg := replication.Config{
+		NodeID: self,
+		BrokerEpoch: func() int64 {
+			if bi, ok := b.meta.Image().Broker(self); ok {
+				return bi.Epoch
+			}
+			return -1
+		},
+		Logs:               replication.EngineLogs(b.eng),
+		Logger:             b.log.With("component", "replication"),
+		ReplicaLagTimeMax:  time.Duration(l.BrokerInt("replica.lag.time.max.ms")) * time.Millisecond,
+		NumReplicaFetchers: int(l.BrokerInt("num.replica.fetchers")),
+		Fetcher: replication.FetcherConfig{
+			MaxBytes:         int32(l.BrokerInt("replica.fetch.max.bytes")),
+			ResponseMaxBytes: int32(l.BrokerInt("replica.fetch.response.max.bytes")),
+			MaxWait:          time.Duration(l.BrokerInt("replica.fetch.wait.max.ms")) * time.Millisecond,
+			MinBytes:         int32(l.BrokerInt("replica.fetch.min.bytes")),
+			Backoff:          time.Duration(l.BrokerInt("replica.fetch.backoff.ms")) * time.Millisecond,
+		},
+		FollowerThrottleRate: l.BrokerInt("follower.replication.throttled.rate"),
+		Hooks:                replication.Hooks{HighWatermarkMoved: b.logChanged, LeaderAppended: b.logChanged},
+	}
+	if !b.singleNode() {
+		cfg.ISR = controllerISR{b.ctrl}
+	}
+	m, err := replication.NewManager(cfg)
+	if err != nil {
+		return fmt.Errorf("kafka: replica manager: %w", err)
+	}
+	b.repl = m
+	if err := m.Apply(controller.ReplicaDelta(self, nil, im, b.cfg.Static)); err != nil {
+		b.log.Error("replicas", "err", err)
+	}
+	return nil
+}
+
+// singleNode reports whether the broker runs the single node's LocalController.
+func (b *Broker) singleNode() bool {
+	_, ok := b.ctrl.(*LocalController)
+	return ok
+}
+
+// controllerISR sends the replica manager's AlterPartition through the controller
+// channel.
+type controllerISR struct{ ch ControllerChannel }
+
+func (c controllerISR) AlterPartition(ctx context.Context, req *kmsg.AlterPartitionRequest) (*kmsg.AlterPartitionResponse, error) {
+	resp, err := c.ch.Request(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	r, ok := resp.(*kmsg.AlterPartitionResponse)
+	if !ok {
+		return nil, fmt.Errorf("kafka: %T for AlterPartition", resp)
+	}
+	return r, nil
+}
+
+// logChanged is replication's hook: a log's HW moved or its leader appended, so the
+// fetches waiting on it may complete.
+func (b *Broker) logChanged(l replication.Log) {
+	if dp := b.dataPath.Load(); dp != nil {
+		if el, ok := l.(*engine.Log); ok {
+			dp.waits.CheckAndComplete(el)
+		}
+	}
+}
+
+// imageState is the replica state of partition i of t in image im (as
+// controller.ReplicaDelta builds it).
+func (b *Broker) imageState(im *metadata.Image, t *metadata.TopicImage, i int32) replication.PartitionState {
+	pi := &t.Partitions[i]
+	l := b.layers(im, t.Name)
+	minISR, err := strconv.Atoi(l.TopicValue("min.insync.replicas"))
+	if err != nil || minISR < 1 {
+		minISR = 1
+	}
+	return replication.PartitionState{
+		Topic: t.Name, TopicID: t.ID, Partition: i,
+		Replicas: slices.Clone(pi.Replicas), ISR: slices.Clone(pi.ISR), Adding: slices.Clone(pi.Adding), Removing: slices.Clone(pi.Removing),
+		Leader: pi.Leader, LeaderEpoch: pi.LeaderEpoch, PartitionEpoch: pi.PartitionEpoch,
+		LeaderRecovering: pi.LeaderRecoveryState == metadata.LeaderRecovering,
+		MinISR:           minISR, LogConfig: l.LogConfig(),
+	}
+}
+
+// replicaOf returns this node's replica of p, resolved by LookupPartition (so the image
+// has this node lead it), when it leads the partition. When the replica manager does
+// not hold the partition as leader in the image's epoch over p's log (a topic created
+// or re-created since, a log created on first use), it applies the image's state first
+// (ignored if the manager is ahead of the image). Errors: NOT_LEADER_OR_FOLLOWER when
+// replication says another broker leads (it may be ahead of the image),
+// KAFKA_STORAGE_ERROR when the replica cannot be made (its log cannot be opened).
+func (b *Broker) replicaOf(p *Partition) (*replication.Partition, *kerr.Error) {
+	tp := engine.TopicPartition{Topic: p.Topic.Name, Partition: p.Index}
+	rp := b.repl.Partition(tp)
+	if rp != nil && rp.Log() == replication.Log(p.Log) && rp.LeaderEpoch() == p.Image.LeaderEpoch && rp.Role() == replication.RoleLeader {
+		return rp, nil
+	}
+	rp = b.applyImageLeader(p, tp)
+	switch {
+	case rp == nil:
+		return nil, kerr.KafkaStorageError
+	case rp.Role() != replication.RoleLeader:
+		return nil, kerr.NotLeaderForPartition
+	case rp.Log() != replication.Log(p.Log):
+		return nil, kerr.KafkaStorageError // the log went (a deletion racing this request)
+	}
+	return rp, nil
+}
+
+// applyImageLeader is replicaOf's slow path, under adminMu so that the image and the
+// engine's logs agree while it applies: the partition becomes a leader
+// replica, and replicas of partitions the image no longer has are stopped (their logs
+// are reconcileLogs' to delete). It returns the replica (nil if there is none).
+func (b *Broker) applyImageLeader(p *Partition, tp engine.TopicPartition) *replication.Partition {
+	b.adminMu.Lock()
+	defer b.adminMu.Unlock()
+	im := b.meta.Image()
+	t, ok := im.Topic(tp.Topic)
+	if !ok || t.ID != p.Topic.ID || int(tp.Partition) >= len(t.Partitions) || b.eng.Log(tp) != p.Log ||
+		t.Partitions[tp.Partition].Leader != b.cfg.NodeID {
+		return b.repl.Partition(tp)
+	}
+	d := replication.Delta{Leaders: []replication.PartitionState{b.imageState(im, t, tp.Partition)}}
+	for _, rp := range b.repl.Partitions() {
+		rtp := rp.TopicPartition()
+		if rt, ok := im.Topic(rtp.Topic); !ok || rt.ID != metadata.UUID(rp.TopicID()) || int(rtp.Partition) >= len(rt.Partitions) {
+			d.Stopped = append(d.Stopped, replication.Stop{TP: rtp})
+		}
+	}
+	if err := b.repl.Apply(d); err != nil {
+		b.log.Error("replica", "partition", tp.String(), "err", err)
+	}
+	return b.repl.Partition(tp)
+}
+
+// leaderOf returns the leader and leader epoch to tell a client that asked this node
+// for tp (KIP-951): replication's view when it has a replica, else the image's.
+func (b *Broker) leaderOf(tp engine.TopicPartition, im metadata.PartitionImage) (int32, int32) {
+	if rp := b.repl.Partition(tp); rp != nil && rp.Role() != replication.RoleLeader {
+		if id, epoch := rp.Leader(); epoch >= 0 {
+			return id, epoch
+		}
+	}
+	return im.Leader, im.LeaderEpoch
 }
 
 // pidBlock hands out producer ids from blocks the active controller allocates
@@ -111,7 +267,7 @@ func (p *pidBlock) get(b *Broker) (int64, error) {
 	return id, nil
 }
 
-// engineErr maps an engine error to the Kafka error of the data path.
+// engineErr maps an engine or replication error to the Kafka error of the data path.
 func engineErr(err error) *kerr.Error {
 	var ke *kerr.Error
 	switch {
@@ -119,6 +275,25 @@ func engineErr(err error) *kerr.Error {
 		return nil
 	case errors.As(err, &ke):
 		return ke
+	case errors.Is(err, replication.ErrNotLeader), errors.Is(err, replication.ErrUnknownReplica),
+		errors.Is(err, replication.ErrStaleBrokerEpoch):
+		return kerr.NotLeaderForPartition
+	case errors.Is(err, replication.ErrUnknownPartition):
+		return kerr.UnknownTopicOrPartition
+	case errors.Is(err, replication.ErrFencedLeaderEpoch):
+		return kerr.FencedLeaderEpoch
+	case errors.Is(err, replication.ErrUnknownLeaderEpoch):
+		return kerr.UnknownLeaderEpoch
+	case errors.Is(err, replication.ErrNotEnoughReplicas):
+		return kerr.NotEnoughReplicas
+	case errors.Is(err, replication.ErrNotEnoughReplicasAfterAppend):
+		return kerr.NotEnoughReplicasAfterAppend
+	case errors.Is(err, replication.ErrTimeout):
+		return kerr.RequestTimedOut
+	case errors.Is(err, replication.ErrOffsetOutOfRange):
+		return kerr.OffsetOutOfRange
+	case errors.Is(err, replication.ErrInvalidAcks):
+		return kerr.InvalidRequiredAcks
 	case errors.Is(err, engine.ErrUnsupportedMagic):
 		return kerr.UnsupportedVersion
 	case errors.Is(err, engine.ErrBatchTooLarge):

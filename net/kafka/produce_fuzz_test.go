@@ -3,8 +3,11 @@ package kafka
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-broker/samsa/engine"
 )
 
 // FuzzProduceRecords hands arbitrary bytes to the produce path of a real log: it must
@@ -28,7 +31,18 @@ func FuzzProduceRecords(f *testing.F) {
 		rp := &kmsg.ProduceRequestTopicPartition{Records: append([]byte{}, records...)}
 		l := tb.log("fuzz", 0)
 		before := l.LogEndOffset()
-		_, res, kerr := tb.b.producePartition(9, rt, rp)
+		op := produceOps.Get().(*produceOp)
+		op.noAnswer = true
+		if op.fin == nil {
+			op.fin = op.finish
+		}
+		op.pr.Begin(tb.b.repl, 1, time.Second, op.fin)
+		kerr := tb.b.producePartition(op, 9, rt, rp, &kmsg.ProduceResponseTopicPartition{})
+		var res engine.AppendResult
+		if kerr == nil {
+			res = op.pr.Part(op.pr.Len() - 1).Result
+		}
+		op.pr.Seal() // durable at once (SyncNone): answers nothing, recycles the op
 		after := l.LogEndOffset()
 		if kerr != nil {
 			if after != before {
@@ -42,7 +56,9 @@ func FuzzProduceRecords(f *testing.F) {
 		if res.BaseOffset != before || res.LastOffset != after-1 {
 			t.Fatalf("appended %d..%d, log end %d -> %d", res.BaseOffset, res.LastOffset, before, after)
 		}
-		l.SetHighWatermark(after)
+		if hw := l.HighWatermark(); hw != after {
+			t.Fatalf("HW %d after the append, log end %d", hw, after)
+		}
 		if _, err := l.ReadCopy(before, 1<<20, after, true, nil); err != nil {
 			t.Fatalf("reading back: %v", err)
 		}
