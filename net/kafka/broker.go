@@ -14,6 +14,7 @@ import (
 	"github.com/samsa-broker/samsa/coordinator/metadata"
 	"github.com/samsa-broker/samsa/engine"
 	"github.com/samsa-broker/samsa/net/transport"
+	"github.com/samsa-broker/samsa/replication"
 )
 
 // Config is the broker's identity and the request-level settings handlers consult.
@@ -95,6 +96,7 @@ type Broker struct {
 	offsets   offsetsTopic
 
 	dataPath atomic.Pointer[dataPath] // data-path state, created on first use (partition_state.go)
+	repl     *replication.Manager     // the replica manager: leadership, ISR, HW (partition_state.go)
 
 	ctx    context.Context // ends at Close: forwarded requests give up
 	cancel context.CancelFunc
@@ -139,6 +141,9 @@ func NewBroker(cfg Config, deps Deps, log *slog.Logger) (*Broker, error) {
 		return nil, err
 	}
 	b.meta.store(off, im)
+	if err := b.startReplication(); err != nil {
+		return nil, err
+	}
 	b.groups = newGroupState(b, im)
 	b.registerClusterMetrics(cfg.Registerer)
 	return b, nil
