@@ -183,13 +183,41 @@ func (r *brokerRole) waitRegistered() error {
 	}
 }
 
+// waitLogEvery: while the broker is not serving, a warning after max(2 heartbeats,
+// 1 s), then every waitLogEvery, naming its state and the voters, so that a broker
+// that reaches no controller says so.
+const waitLogEvery = 10 * time.Second
+
+// logWhileWaiting starts the warnings; the returned func stops them.
+func (r *brokerRole) logWhileWaiting() func() {
+	first := max(2*r.cfg.HeartbeatInterval, time.Second)
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTimer(first)
+		defer t.Stop()
+		since := time.Now()
+		for {
+			select {
+			case <-done:
+				return
+			case <-r.ctx.Done():
+				return
+			case <-t.C:
+			}
+			off, _ := r.follower.Image()
+			r.log.Warn("waiting for the controller quorum: the broker serves once it is registered, caught up with the metadata and unfenced",
+				"state", r.lifecycle.State().String(), "metadata_offset", off, "voters", voterList(r.cfg.Voters),
+				"waiting", time.Since(since).Round(time.Second).String())
+			t.Reset(waitLogEvery)
+		}
+	}()
+	return func() { close(done) }
+}
+
 // start runs steps 2 and 3 of start-up.
 func (r *brokerRole) start(kcfg kafka.Config, d brokerDeps) error {
-	waitLog := time.AfterFunc(5*time.Second, func() {
-		r.log.Warn("waiting for the controller quorum: the broker serves once it has caught up with the metadata and is unfenced",
-			"voters", voterList(r.cfg.Voters))
-	})
-	defer waitLog.Stop()
+	stopWaitLog := r.logWhileWaiting()
+	defer stopWaitLog()
 	if err := r.waitRegistered(); err != nil {
 		return err
 	}
