@@ -768,3 +768,60 @@ func runClusterStartUntilReady(t *testing.T, bin, dir string, nodes int, f func(
 	}
 	return bootstrap
 }
+
+// TestProcTopicsCommands: the operator commands against a three-node cluster: topics
+// with three replicas created, described (leaders, replicas, ISR on every broker),
+// altered and deleted through any broker; cluster describe lists the three brokers;
+// a reassignment moves a partition's replicas.
+func TestProcTopicsCommands(t *testing.T) {
+	needs(t, node.FeatureQuorum)
+	c := startProcCluster(t, combined(3))
+	if code, out := run1(t, topicsCmd, c.Node(2).Client, "create", "ops", "--partitions", "4", "--replication-factor", "3", "--config", "min.insync.replicas=2"); code != 0 {
+		t.Fatalf("create: %d %s", code, out)
+	}
+	part := regexp.MustCompile(`(?m)^\tTopic: ops\tPartition: (\d)\tLeader: ([123])\tReplicas: ([123],[123],[123])\tIsr: ([123,]+)\t`)
+	for _, id := range c.Brokers() {
+		eventually(t, 2*time.Second, fmt.Sprintf("describe through broker %d", id), func() error {
+			code, out := run1(t, topicsCmd, c.Node(id).Client, "describe", "ops")
+			if code != 0 || !strings.Contains(out, "PartitionCount: 4\tReplicationFactor: 3\tConfigs: min.insync.replicas=2") || len(part.FindAllString(out, -1)) != 4 {
+				return fmt.Errorf("exit %d:\n%s", code, out)
+			}
+			return nil
+		})
+	}
+	if code, out := run1(t, topicsCmd, c.Node(3).Client, "alter", "ops", "--partitions", "6"); code != 0 {
+		t.Fatalf("alter: %d %s", code, out)
+	}
+	eventually(t, 2*time.Second, "six partitions everywhere", func() error {
+		_, err := sameEverywhere(context.Background(), c.brokerAddrs(), "ops", 6)
+		return err
+	})
+	if code, out := run1(t, clusterCmd, c.Node(1).Client, "describe"); code != 0 || strings.Count(out, "  no\n") < 3 {
+		t.Fatalf("cluster describe: %d\n%s", code, out)
+	}
+	t.Run("reassign", func(t *testing.T) {
+		needs(t, node.FeatureReplication)
+		if code, out := run1(t, topicsCmd, c.Node(1).Client, "create", "moved", "--replica-assignment", "1:2"); code != 0 {
+			t.Fatalf("create: %d %s", code, out)
+		}
+		if code, out := run1(t, topicsCmd, c.Node(1).Client, "reassign", "--topic", "moved", "--partition", "0", "--replicas", "2,3"); code != 0 || !strings.Contains(out, "Reassigning moved-0.") {
+			t.Fatalf("reassign: %d %s", code, out)
+		}
+		eventually(t, 30*time.Second, "the reassignment done", func() error {
+			v, err := sameEverywhere(context.Background(), c.brokerAddrs(), "moved", 1)
+			if err != nil {
+				return err
+			}
+			if !slices.Equal(v[0].Replicas, []int32{2, 3}) {
+				return fmt.Errorf("replicas %v", v[0].Replicas)
+			}
+			if code, out := run1(t, topicsCmd, c.Node(1).Client, "reassign", "--list"); code != 0 || strings.Contains(out, "moved") {
+				return fmt.Errorf("still listed: %d %s", code, out)
+			}
+			return nil
+		})
+	})
+	if code, out := run1(t, topicsCmd, c.Node(1).Client, "delete", "ops"); code != 0 {
+		t.Fatalf("delete: %d %s", code, out)
+	}
+}
