@@ -127,10 +127,16 @@ func (l *EngineLog) Replay(p int32, fn func(Record) error) error {
 	if err != nil || ep == nil {
 		return err
 	}
-	off, end := ep.log.LogStartOffset(), ep.log.LogEndOffset()
+	return replayLog(ep.log, p, fn)
+}
+
+// replayLog calls fn with every record of log, partition p of __consumer_offsets, from
+// its start to its end.
+func replayLog(log *engine.Log, p int32, fn func(Record) error) error {
+	off, end := log.LogStartOffset(), log.LogEndOffset()
 	buf := make([]byte, 0, replayChunk)
 	for off < end {
-		b, err := ep.log.ReadCopy(off, replayChunk, end, true, buf[:0])
+		b, err := log.ReadCopy(off, replayChunk, end, true, buf[:0])
 		if err != nil {
 			return fmt.Errorf("group: replay %s-%d at %d: %w", OffsetsTopic, p, off, err)
 		}

@@ -20,6 +20,8 @@ package kafka
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-broker/samsa/engine"
 )
 
 func init() {
@@ -43,6 +45,7 @@ func handleDescribeLogDirs(b *Broker, r *Request) {
 			}
 		}
 	}
+	followerLag := b.followerLags()
 	for _, ds := range b.eng.DirStats() {
 		d := kmsg.NewDescribeLogDirsResponseDir()
 		d.Dir = ds.Path
@@ -62,9 +65,26 @@ func handleDescribeLogDirs(b *Broker, r *Request) {
 			t := &d.Topics[len(d.Topics)-1]
 			p := kmsg.NewDescribeLogDirsResponseDirTopicPartition()
 			p.Partition, p.Size, p.OffsetLag = ls.TP.Partition, ls.Size, ls.OffsetLag
+			if lag, ok := followerLag[ls.TP]; ok {
+				p.OffsetLag = lag
+			}
 			t.Partitions = append(t.Partitions, p)
 		}
 		resp.Dirs = append(resp.Dirs, d)
 	}
 	r.Respond(resp)
+}
+
+// followerLags is each followed partition's lag behind its leader, from the replica
+// manager's fetchers (empty without followers).
+func (b *Broker) followerLags() map[engine.TopicPartition]int64 {
+	if b.repl == nil {
+		return nil
+	}
+	lags := b.repl.Stats().FetcherLag
+	out := make(map[engine.TopicPartition]int64, len(lags))
+	for _, l := range lags {
+		out[l.TP] = max(l.Lag, 0)
+	}
+	return out
 }

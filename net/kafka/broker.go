@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/samsa-broker/samsa/coordinator/configs"
+	"github.com/samsa-broker/samsa/coordinator/controller"
 	"github.com/samsa-broker/samsa/coordinator/metadata"
 	"github.com/samsa-broker/samsa/engine"
 	"github.com/samsa-broker/samsa/net/transport"
@@ -60,6 +61,9 @@ type Deps struct {
 	// ControllerID returns the active controller's node id as last learned (-1:
 	// unknown); nil: always unknown. Metadata and DescribeCluster name it.
 	ControllerID func() int32
+	// Fetch reaches other brokers for this node's follower replicas (net/peer's
+	// ReplicaClient); nil: follower replicas stay idle (a single node has none).
+	Fetch replication.FetchClient
 }
 
 // Broker serves the Kafka protocol on a transport: it implements transport.Handler and
@@ -69,11 +73,11 @@ type Deps struct {
 // The broker reads metadata from its published image (Deps.Metadata) and writes none:
 // every change goes to the active controller (Deps.Controller), and the broker sees it
 // when its image does. MetadataChanged, which the wiring calls for every published
-// image in offset order, keeps the engine's logs, the group coordinator and waiting
-// requests in step with the image.
+// image in offset order, keeps the replica manager (and through it the engine's logs),
+// the group coordinator and waiting requests in step with the image.
 //
-// adminMu serializes changes of the engine's logs (MetadataChanged's reconciliation,
-// a log created on lookup) so that a log is never re-created for a topic being
+// adminMu serializes changes of replicas and logs (MetadataChanged's delta, a log or
+// replica created on lookup) so that a log is never re-created for a topic being
 // deleted.
 type Broker struct {
 	cfg          Config
@@ -84,6 +88,7 @@ type Broker struct {
 	meta         *brokerView  // the image as far as MetadataChanged processed it: what handlers read
 	ctrl         ControllerChannel
 	controllerID func() int32
+	fetch        replication.FetchClient // Deps.Fetch
 
 	apiVersions []apiKeyEntry // the table, as ApiVersions advertises it
 	panics      atomic.Int64  // handler panics recovered (bugs)
@@ -110,11 +115,10 @@ var (
 )
 
 // NewBroker returns a Broker over deps. It builds every piece of state the handlers use
-// (nothing is created on first request): the engine's logs are reconciled with the
-// image (partitions with a replica here get their logs, logs of topics the image no
-// longer has are deleted, live logs get their topic's configuration), the group
-// coordinator starts and loads the __consumer_offsets partitions this node leads. log
-// may be nil.
+// (nothing is created on first request): logs of partitions the image does not place
+// here are deleted, the replica manager takes this node's replicas of the image (their
+// logs created or reconfigured), the group coordinator starts and loads the
+// __consumer_offsets partitions this node leads. log may be nil.
 func NewBroker(cfg Config, deps Deps, log *slog.Logger) (*Broker, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -128,7 +132,8 @@ func NewBroker(cfg Config, deps Deps, log *slog.Logger) (*Broker, error) {
 	if cfg.Listener == "" {
 		cfg.Listener = "PLAINTEXT"
 	}
-	b := &Broker{cfg: cfg, log: log, eng: deps.Engine, source: deps.Metadata, meta: &brokerView{}, ctrl: deps.Controller, controllerID: deps.ControllerID}
+	b := &Broker{cfg: cfg, log: log, eng: deps.Engine, source: deps.Metadata, meta: &brokerView{}, ctrl: deps.Controller,
+		controllerID: deps.ControllerID, fetch: deps.Fetch}
 	if b.controllerID == nil {
 		b.controllerID = func() int32 { return -1 }
 	}
@@ -137,7 +142,7 @@ func NewBroker(cfg Config, deps Deps, log *slog.Logger) (*Broker, error) {
 	b.apiVersions = buildApiVersions()
 	b.dirs = newDirHealth(b.eng)
 	off, im := b.source.Image()
-	if err := b.reconcileLogs(nil, im); err != nil {
+	if err := b.removeStrayLogs(im); err != nil {
 		return nil, err
 	}
 	b.meta.store(off, im)
@@ -188,12 +193,17 @@ func (b *Broker) Logger() *slog.Logger { return b.log }
 
 // MetadataChanged tells the broker that its published image moved to im at offset.
 // The wiring calls it for every published image, in offset order, on one goroutine at
-// a time, after the replica manager applied the same change (old, the image before,
-// is not needed: the broker diffs against the last image it processed; an offset not
-// past that one is ignored). It keeps the engine's logs in step with the image, loads
-// and unloads the group coordinator's partitions as this node gains and loses their
-// leadership, then makes im the image handlers answer from and wakes requests waiting
-// for it. It does not block on the network.
+// a time (old, the image before, is not needed: the broker diffs against the last
+// image it processed; an offset not past that one is ignored). In order:
+//
+//  1. the replica manager applies what the change asks of this node's replicas
+//     (controller.ReplicaDelta: become leader, follower, stop; logs created, deleted,
+//     reconfigured);
+//  2. the group coordinator loads the __consumer_offsets partitions this node now
+//     leads and unloads those it no longer leads;
+//  3. im becomes the image handlers answer from, and requests waiting for it wake.
+//
+// It does not block on the network.
 func (b *Broker) MetadataChanged(offset uint64, _, im *metadata.Image) {
 	if b.closed.Load() {
 		return
@@ -202,9 +212,13 @@ func (b *Broker) MetadataChanged(offset uint64, _, im *metadata.Image) {
 	if offset <= cur.offset && cur.im != nil {
 		return
 	}
-	if err := b.reconcileLogs(cur.im, im); err != nil {
-		b.log.Error("reconciling logs with the metadata", "offset", offset, "err", err)
+	b.adminMu.Lock()
+	d := controller.ReplicaDelta(b.cfg.NodeID, cur.im, im, b.cfg.Static)
+	d.Offset = offset
+	if err := b.repl.Apply(d); err != nil {
+		b.log.Error("applying the metadata to the replicas", "offset", offset, "err", err)
 	}
+	b.adminMu.Unlock()
 	b.groups.follow(im)
 	b.meta.store(offset, im)
 	b.published.broadcast()

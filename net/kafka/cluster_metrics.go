@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/samsa-broker/samsa/replication"
 )
 
 // clusterCollector exports the cluster's state as this broker sees it, computed at
@@ -25,9 +27,7 @@ import (
 //	samsa_metadata_offset_lag                the committed metadata offset minus the applied one [last-applied-record-lag] (when the view knows the committed offset)
 //
 // The image-wide counts walk every partition, so a scrape's result is kept for a
-// second. Until the broker has its replica manager the leader and under-replicated
-// counts come from the image, and the ISR change counts, under-min-ISR and follower
-// lag (replication's Stats) are not reported.
+// second.
 type clusterCollector struct {
 	b *Broker
 
@@ -79,7 +79,8 @@ func (b *Broker) registerClusterMetrics(reg prometheus.Registerer) {
 
 // Describe implements prometheus.Collector.
 func (c *clusterCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.leaders, c.underReplicated, c.offline, c.brokers, c.active, c.applied, c.lag} {
+	for _, d := range []*prometheus.Desc{c.leaders, c.underReplicated, c.underMinISR, c.shrinks, c.expands,
+		c.followerLag, c.offline, c.brokers, c.active, c.applied, c.lag} {
 		ch <- d
 	}
 }
@@ -92,8 +93,18 @@ func (c *clusterCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
-	gauge(c.leaders, float64(ic.leaders))
-	gauge(c.underReplicated, float64(ic.underReplicated))
+	if b.repl != nil {
+		st := b.repl.Stats()
+		gauge(c.leaders, float64(st.Leaders))
+		gauge(c.underReplicated, float64(st.UnderReplicated))
+		gauge(c.underMinISR, float64(st.UnderMinISR))
+		ch <- prometheus.MustNewConstMetric(c.shrinks, prometheus.CounterValue, float64(st.ISRShrinks))
+		ch <- prometheus.MustNewConstMetric(c.expands, prometheus.CounterValue, float64(st.ISRExpands))
+		gauge(c.followerLag, float64(maxFollowerLag(st.Lags)))
+	} else {
+		gauge(c.leaders, float64(ic.leaders))
+		gauge(c.underReplicated, float64(ic.underReplicated))
+	}
 	gauge(c.offline, float64(ic.offline))
 	gauge(c.brokers, float64(ic.unfenced), "unfenced")
 	gauge(c.brokers, float64(ic.fenced), "fenced")
@@ -110,6 +121,14 @@ func (c *clusterCollector) Collect(ch chan<- prometheus.Metric) {
 			gauge(c.lag, 0)
 		}
 	}
+}
+
+func maxFollowerLag(lags []replication.FollowerLag) int64 {
+	var m int64
+	for _, l := range lags {
+		m = max(m, l.Lag)
+	}
+	return m
 }
 
 // counts walks the image (at most once a second).

@@ -12,7 +12,7 @@
 //	                Deps.Metadata (MetadataFollower; LocalController on one node)
 //	                       │ MetadataChanged(offset, old, new), in offset order
 //	                       ▼
-//	client ──▶ handlers ──reads──▶ broker's image ──▶ engine logs (reconcileLogs),
+//	client ──▶ handlers ──reads──▶ broker's image ──▶ replica manager (ReplicaDelta),
 //	             │                                     group coordinator (load/unload)
 //	             └─forward──▶ Deps.Controller (net/peer's ControllerChannel;
 //	                            LocalController on one node)
@@ -90,8 +90,8 @@
 //	errf(kerr.X, fmt, ...)           a Kafka error with a message; errCode/errMsg map
 //	                                 any error to the response's code and message
 //
-// Engine log changes that follow the image (reconcileLogs) and a log created on
-// lookup happen under b.adminMu.
+// Replica and log changes that follow the image (MetadataChanged's ReplicaDelta) and a
+// log or replica created on lookup happen under b.adminMu.
 //
 // Tests: startTestBroker(t) (testbroker_test.go) serves a real engine and metadata
 // store (the single-node path) from t.TempDir() on 127.0.0.1:0; tb.client(t)/tb.admin(t) give kgo/kadm

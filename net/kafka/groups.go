@@ -15,9 +15,12 @@ import (
 
 // groupState is the broker's group coordinator and the __consumer_offsets partitions it
 // serves: exactly those this node leads in the published image. Built with the broker;
-// follow (from MetadataChanged) loads a partition when this node becomes its leader
-// and unloads it (its groups answer NOT_COORDINATOR, their state is dropped) when it
-// stops leading it.
+// follow (from MetadataChanged, after the replica manager applied the change) loads a
+// partition when this node becomes its leader and unloads it (its groups answer
+// NOT_COORDINATOR, their state is dropped) when it stops leading it. The coordinator
+// writes through the replicated partition (group.ReplicatedLog: the leader's append,
+// acks=all), so committed offsets survive the loss of this broker: the next leader's
+// coordinator loads them from its replica.
 //
 // The coordinator maps a group to a partition by the topic's partition count, which is
 // offsets.topic.num.partitions until the topic exists; should the topic appear with
@@ -26,6 +29,9 @@ import (
 type groupState struct {
 	b   *Broker
 	log group.Log
+
+	followMu sync.Mutex      // serializes follow (MetadataChanged's and load retries')
+	last     *metadata.Image // the image follow last followed (under followMu)
 
 	mu struct {
 		sync.Mutex
@@ -37,7 +43,8 @@ type groupState struct {
 }
 
 func newGroupState(b *Broker, im *metadata.Image) *groupState {
-	g := &groupState{b: b, log: group.NewEngineLog(b.eng)}
+	timeout := time.Duration(b.groupInt(im, "offsets.commit.timeout.ms", group.DefaultCommitTimeout.Milliseconds())) * time.Millisecond
+	g := &groupState{b: b, log: group.NewReplicatedLog(b.repl, timeout)}
 	g.mu.loaded = map[int32]bool{}
 	n := int32(b.groupInt(im, "offsets.topic.num.partitions", 50))
 	if t, ok := im.Topic(group.OffsetsTopic); ok {
@@ -84,6 +91,23 @@ func (g *groupState) coordinator() *group.Coordinator {
 // follow loads the partitions this node now leads and unloads the ones it no longer
 // leads.
 func (g *groupState) follow(im *metadata.Image) {
+	g.followMu.Lock()
+	defer g.followMu.Unlock()
+	g.last = im
+	g.followLocked(im)
+}
+
+// refollow follows the last image again (a load retry).
+func (g *groupState) refollow() {
+	g.followMu.Lock()
+	defer g.followMu.Unlock()
+	if g.last != nil {
+		g.followLocked(g.last)
+	}
+}
+
+// followLocked is follow's body. Caller holds followMu.
+func (g *groupState) followLocked(im *metadata.Image) {
 	self := g.b.cfg.NodeID
 	g.mu.Lock()
 	if g.mu.closed {
@@ -123,14 +147,41 @@ func (g *groupState) follow(im *metadata.Image) {
 	for _, p := range unload {
 		c.UnloadPartition(p)
 	}
-	if len(load) > 0 {
-		logger := g.b.log
-		c.StartLoading(load, func(err error) {
+	for _, p := range load {
+		c.StartLoading([]int32{p}, func(err error) {
 			if err != nil {
-				logger.Error("loading __consumer_offsets", "err", err)
+				g.loadFailed(c, p, err)
 			}
 		})
 	}
+}
+
+// loadRetry is the wait before a partition whose load failed is loaded again.
+const loadRetry = time.Second
+
+// loadFailed forgets that p is loaded, so that it is loaded again: after loadRetry,
+// if this node still leads it (a replica not yet made leader by the replica manager,
+// a read error).
+func (g *groupState) loadFailed(c *group.Coordinator, p int32, err error) {
+	g.b.log.Warn("loading __consumer_offsets partition failed; retrying", "partition", p, "in", loadRetry, "err", err)
+	g.mu.Lock()
+	if g.mu.c == c {
+		delete(g.mu.loaded, p)
+	}
+	closed := g.mu.closed
+	g.mu.Unlock()
+	if closed {
+		return
+	}
+	g.b.async(func(ctx context.Context) {
+		t := time.NewTimer(loadRetry)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			g.refollow()
+		case <-ctx.Done():
+		}
+	})
 }
 
 func (g *groupState) close() {
