@@ -4,7 +4,7 @@
 // ControllerChannel (requests to the active controller, found among the voters) and
 // MetadataSource (Fetch and FetchSnapshot of __cluster_metadata), the raft Transport
 // of coordinator/controller/quorum (the private API SamsaRaft), and replication's
-// FetchClient (ReplicaClient) and ISRClient. It also holds the two
+// FetchClient (Fetcher) and ISRClient. It also holds the two
 // wire forms those paths add to Kafka's: the SamsaRaft request body and the framing of
 // metadata entries inside a Fetch response, shared with the server side (net/kafka).
 //
@@ -42,7 +42,7 @@
 //     ends first abandons its request only: the connection stays, the late response is
 //     dropped.
 //  4. Versions: a request is sent at the highest version both kmsg and the peer (its
-//     ApiVersions) support, and its Version field is set to it; the replica client
+//     ApiVersions) support, and its Version field is set to it; a replica fetcher
 //     sends at the version its caller chose, if the peer serves it. A response is
 //     decoded at the version its request was sent at.
 //
@@ -61,7 +61,7 @@
 //
 // # Goroutines
 //
-// A Client, a ControllerChannel, a MetadataSource, a RaftTransport, a ReplicaClient and an
+// A Client, a ControllerChannel, a MetadataSource, a RaftTransport, a Fetcher and an
 // ISRClient are safe for concurrent use. Each connection has one reader goroutine;
 // writes happen on the caller's goroutine under the connection's write lock. Each voter
 // a RaftTransport sends to has one sender goroutine draining a bounded queue.

@@ -3,77 +3,66 @@ package peer
 import (
 	"context"
 	"fmt"
-	"sync"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-broker/samsa/coordinator/controller"
+	"github.com/samsa-broker/samsa/replication"
 )
 
-// ReplicaClient sends replica fetchers' requests to source brokers (the partitions'
-// leaders, on their inter-broker listener): replication's FetchClient on the wire.
-// Requests go at the version the caller set (replication picks its Fetch version: from
-// v13 topics are named by id), ErrUnsupportedVersion when the source does not serve
-// it; Fetch's MaxWaitMillis is added to the request timeout.
-//
-// Each request in flight to a broker has a connection of its own (the lowest
-// FetchPurpose index free at the time), so the long polls of num.replica.fetchers
-// fetchers to one source never queue behind each other.
-type ReplicaClient struct {
-	c *Client
-
-	mu    sync.Mutex
-	inUse map[int32][]bool // per source broker, fetch connection i has a request in flight
+// Fetcher sends one replica fetcher's requests to its source broker (the partitions'
+// leader, on its inter-broker listener), on the fetcher's own connection (purpose
+// FetchPurpose(index)), so the long polls of num.replica.fetchers fetchers to one
+// source never queue behind each other: replication's FetchClient on the wire. A
+// request goes at the version its caller set when the source serves it, else at the
+// highest version both serve (the fetcher fills both topic names and ids, ReplicaID
+// and ReplicaState); the response's Version is the one it was read at. Fetch's
+// MaxWaitMillis is added to the request timeout.
+type Fetcher struct {
+	c       *Client
+	source  int32
+	purpose Purpose
 }
 
-// ReplicaClient returns the client's replica fetch client.
-func (c *Client) ReplicaClient() *ReplicaClient {
-	return &ReplicaClient{c: c, inUse: map[int32][]bool{}}
+var _ replication.FetchClient = (*Fetcher)(nil)
+
+// Fetcher returns fetcher index's client for source broker.
+func (c *Client) Fetcher(source int32, index int) *Fetcher {
+	return &Fetcher{c: c, source: source, purpose: FetchPurpose(index)}
 }
 
-func (rc *ReplicaClient) acquire(broker int32) int {
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	used := rc.inUse[broker]
-	for i, u := range used {
-		if !u {
-			used[i] = true
-			return i
-		}
-	}
-	rc.inUse[broker] = append(used, true)
-	return len(used)
+// FetchClient is Fetcher as replication's Config.Fetch wants it.
+func (c *Client) FetchClient(source int32, index int) replication.FetchClient {
+	return c.Fetcher(source, index)
 }
 
-func (rc *ReplicaClient) release(broker int32, i int) {
-	rc.mu.Lock()
-	rc.inUse[broker][i] = false
-	rc.mu.Unlock()
-}
+// Source is the broker the fetcher reads from.
+func (f *Fetcher) Source() int32 { return f.source }
 
-func (rc *ReplicaClient) request(ctx context.Context, broker int32, req kmsg.Request) (kmsg.Response, error) {
-	i := rc.acquire(broker)
-	defer rc.release(broker, i)
-	cn, err := rc.c.conn(ctx, Broker(broker), FetchPurpose(i))
+func (f *Fetcher) request(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	cn, err := f.c.conn(ctx, Broker(f.source), f.purpose)
 	if err != nil {
 		return nil, err
 	}
-	return cn.roundTripAt(ctx, req, req.GetVersion())
+	if r, ok := cn.versions[req.Key()]; ok && req.GetVersion() >= r.min && req.GetVersion() <= r.max {
+		return cn.roundTripAt(ctx, req, req.GetVersion())
+	}
+	return cn.roundTrip(ctx, req)
 }
 
-// Fetch sends a follower's Fetch to broker.
-func (rc *ReplicaClient) Fetch(ctx context.Context, broker int32, req *kmsg.FetchRequest) (*kmsg.FetchResponse, error) {
-	resp, err := rc.request(ctx, broker, req)
+// Fetch sends a follower's Fetch to the source broker.
+func (f *Fetcher) Fetch(ctx context.Context, req *kmsg.FetchRequest) (*kmsg.FetchResponse, error) {
+	resp, err := f.request(ctx, req)
 	if err != nil {
 		return nil, err
 	}
 	return resp.(*kmsg.FetchResponse), nil
 }
 
-// OffsetForLeaderEpoch asks broker where the follower's epochs end on the leader (for
-// logs that have no epoch to send in Fetch).
-func (rc *ReplicaClient) OffsetForLeaderEpoch(ctx context.Context, broker int32, req *kmsg.OffsetForLeaderEpochRequest) (*kmsg.OffsetForLeaderEpochResponse, error) {
-	resp, err := rc.request(ctx, broker, req)
+// OffsetForLeaderEpoch asks the source broker where the follower's epochs end on the
+// leader (for logs that have no epoch to send in Fetch).
+func (f *Fetcher) OffsetForLeaderEpoch(ctx context.Context, req *kmsg.OffsetForLeaderEpochRequest) (*kmsg.OffsetForLeaderEpochResponse, error) {
+	resp, err := f.request(ctx, req)
 	if err != nil {
 		return nil, err
 	}

@@ -10,9 +10,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// The replica client sends at the caller's version, and two long polls in flight to
-// one broker travel on two connections (neither waits for the other's answer).
-func TestReplicaClientVersionAndParallelPolls(t *testing.T) {
+// A fetcher sends at the caller's version (or the highest the source serves), and two
+// fetchers' long polls to one broker travel on two connections (neither waits for the
+// other's answer).
+func TestFetcherVersionAndParallelPolls(t *testing.T) {
 	release := make(chan struct{})
 	var versions sync.Map
 	var held atomic.Int32
@@ -34,18 +35,17 @@ func TestReplicaClientVersionAndParallelPolls(t *testing.T) {
 		}
 	})
 	c := newTestClient(t, Config{NodeID: 2, BrokerAddr: func(id int32) (string, bool) { return ts.addr(), id == 1 }})
-	rc := c.ReplicaClient()
 	first := make(chan error, 1)
 	go func() {
 		req := kmsg.NewPtrFetchRequest()
 		req.Version, req.MaxWaitMillis, req.SessionID = 15, 10000, 7
-		_, err := rc.Fetch(ctxT(t, 20*time.Second), 1, req)
+		_, err := c.Fetcher(1, 0).Fetch(ctxT(t, 20*time.Second), req)
 		first <- err
 	}()
 	eventually(t, 5*time.Second, "the first poll to park", func() bool { return held.Load() == 1 })
 	req := kmsg.NewPtrFetchRequest()
 	req.Version, req.MaxWaitMillis, req.SessionID = 15, 10000, 8
-	resp, err := rc.Fetch(ctxT(t, 5*time.Second), 1, req)
+	resp, err := c.FetchClient(1, 1).Fetch(ctxT(t, 5*time.Second), req)
 	if err != nil || resp.SessionID != 8 {
 		t.Fatalf("second poll while the first waits: %v %+v", err, resp)
 	}
@@ -64,10 +64,10 @@ func TestReplicaClientVersionAndParallelPolls(t *testing.T) {
 	}
 	ofe := kmsg.NewPtrOffsetForLeaderEpochRequest()
 	ofe.Version = 4
-	if _, err := rc.OffsetForLeaderEpoch(ctxT(t, 5*time.Second), 1, ofe); err != nil {
+	if _, err := c.Fetcher(1, 0).OffsetForLeaderEpoch(ctxT(t, 5*time.Second), ofe); err != nil {
 		t.Fatal(err)
 	}
-	// A version the broker does not serve fails without a round trip.
+	// A version the broker does not serve: the highest it does.
 	keys := defaultKeys()
 	for i := range keys {
 		if keys[i].ApiKey == 1 {
@@ -75,10 +75,15 @@ func TestReplicaClientVersionAndParallelPolls(t *testing.T) {
 		}
 	}
 	ts.setKeys(keys)
-	c2 := newTestClient(t, Config{NodeID: 2, BrokerAddr: func(id int32) (string, bool) { return ts.addr(), true }})
+	c2 := newTestClient(t, Config{NodeID: 2, BrokerAddr: func(id int32) (string, bool) { return ts.addr(), id == 1 }})
 	old := kmsg.NewPtrFetchRequest()
 	old.Version = 15
-	if _, err := c2.ReplicaClient().Fetch(ctxT(t, 5*time.Second), 1, old); !errors.Is(err, ErrUnsupportedVersion) {
-		t.Fatalf("v15 against a v12 broker: %v", err)
+	resp, err = c2.Fetcher(1, 0).Fetch(ctxT(t, 5*time.Second), old)
+	if err != nil || resp.GetVersion() != 12 {
+		t.Fatalf("v15 against a v12 broker: %v, answer v%d", err, resp.GetVersion())
+	}
+	// A broker the image does not know.
+	if _, err := c2.Fetcher(9, 0).Fetch(ctxT(t, 5*time.Second), kmsg.NewPtrFetchRequest()); !errors.Is(err, ErrUnknownNode) {
+		t.Fatalf("unknown broker: %v", err)
 	}
 }
