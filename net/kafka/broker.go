@@ -61,9 +61,10 @@ type Deps struct {
 	// ControllerID returns the active controller's node id as last learned (-1:
 	// unknown); nil: always unknown. Metadata and DescribeCluster name it.
 	ControllerID func() int32
-	// Fetch reaches other brokers for this node's follower replicas (net/peer's
-	// ReplicaClient); nil: follower replicas stay idle (a single node has none).
-	Fetch replication.FetchClient
+	// Fetch returns the client of replica fetcher index of a source broker, for this
+	// node's follower replicas (net/peer's Client.FetchClient); nil: follower replicas
+	// stay idle (a single node has none).
+	Fetch func(source int32, index int) replication.FetchClient
 }
 
 // Broker serves the Kafka protocol on a transport: it implements transport.Handler and
@@ -88,7 +89,7 @@ type Broker struct {
 	meta         *brokerView  // the image as far as MetadataChanged processed it: what handlers read
 	ctrl         ControllerChannel
 	controllerID func() int32
-	fetch        replication.FetchClient // Deps.Fetch
+	fetch        func(source int32, index int) replication.FetchClient // Deps.Fetch
 
 	apiVersions []apiKeyEntry // the table, as ApiVersions advertises it
 	panics      atomic.Int64  // handler panics recovered (bugs)
