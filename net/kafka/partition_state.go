@@ -82,15 +82,13 @@ func (b *Broker) CloseDataPath() {
 // gives it the replicas the starting image places on this node
 // (controller.ReplicaDelta from the empty image). Its settings are the broker keys
 // (replica.lag.time.max.ms, num.replica.fetchers, replica.fetch.*,
-// follower.replication.throttled.rate); its ISR changes go to the controller channel.
-// It has no FetchClient: following another broker needs the node-to-node client
-// (net/peer), which the broker's dependencies do not carry yet, so a follower replica
-// stays idle (and the manager logs it).
+// follower.replication.throttled.rate); its ISR changes go to the controller channel;
+// its followers fetch through Deps.Fetch (net/peer's ReplicaClient; nil: a follower
+// replica stays idle, and the manager logs it).
 //
-// After start-up the manager follows the image the broker answers from: no delta is
-// applied to it on MetadataChanged yet (the wiring is to apply controller.ReplicaDelta
-// before it), so replicaOf applies a partition's image state when a request finds the
-// manager behind the image (a topic created or re-created since, a new leader epoch).
+// After start-up MetadataChanged applies every image's controller.ReplicaDelta to it;
+// replicaOf still applies a partition's image state when a request finds the manager
+// behind the image (a log created on lookup).
 func (b *Broker) startReplication() error {
 	_, im := b.source.Image()
 	l := b.layers(im, "")
@@ -116,6 +114,7 @@ func (b *Broker) startReplication() error {
 		},
 		FollowerThrottleRate: l.BrokerInt("follower.replication.throttled.rate"),
 		Hooks:                replication.Hooks{HighWatermarkMoved: b.logChanged, LeaderAppended: b.logChanged},
+		Fetch:                b.fetch,
 	}
 	if !b.singleNode() {
 		cfg.ISR = controllerISR{b.ctrl}
@@ -209,7 +208,7 @@ func (b *Broker) replicaOf(p *Partition) (*replication.Partition, *kerr.Error) {
 // applyImageLeader is replicaOf's slow path, under adminMu so that the image and the
 // engine's logs agree while it applies: the partition becomes a leader
 // replica, and replicas of partitions the image no longer has are stopped (their logs
-// are reconcileLogs' to delete). It returns the replica (nil if there is none).
+// are deleted by MetadataChanged's delta). It returns the replica (nil if there is none).
 func (b *Broker) applyImageLeader(p *Partition, tp engine.TopicPartition) *replication.Partition {
 	b.adminMu.Lock()
 	defer b.adminMu.Unlock()
