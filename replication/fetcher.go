@@ -340,7 +340,9 @@ func (f *Fetcher) HandleFetch(now time.Time, req *kmsg.FetchRequest, resp *kmsg.
 	}
 	if err != nil || resp == nil {
 		f.sess.reset()
-		f.backoff = now.Add(backoff)
+		if resp == nil || resp.ErrorCode != kerr.FetchSessionIDNotFound.Code && resp.ErrorCode != kerr.InvalidFetchSessionEpoch.Code {
+			f.backoff = now.Add(backoff) // a lost session is simply opened again, at once
+		}
 		f.m.log.Debug("follower fetch failed", "source", f.key.Source, "err", err)
 		return
 	}

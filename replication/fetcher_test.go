@@ -206,3 +206,32 @@ func TestFetcherIndexIsKafkas(t *testing.T) {
 		t.Fatalf("fetcher index %d", got)
 	}
 }
+
+// TestFetcherThrottlesAddedReplicas: a replica being added by a reassignment (this node
+// in Adding) that is behind is left out of the fetches while the follower throttle is
+// spent; one in sync, or not being added, is fetched regardless.
+func TestFetcherThrottlesAddedReplicas(t *testing.T) {
+	store, clock := newMemStore(false), newFakeClock()
+	m, err := NewManager(Config{NodeID: 1, Logs: store, Clock: clock, Manual: true, FollowerThrottleRate: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	st := stateOf(2, 0, 0, []int32{2, 1}, []int32{2}, 1)
+	st.Adding = []int32{1}
+	m.Apply(Delta{Followers: []PartitionState{st}})
+	f := m.Fetchers()[0]
+	batch := makeBatch("0123456789012345678901234567890123456789")
+	putBase(batch, 0, 0)
+	answer(t, m, f, func(rp *kmsg.FetchResponseTopicPartition) {
+		rp.RecordBatches, rp.HighWatermark, rp.LogStartOffset = batch, 5, 0 // behind: the HW is 5
+	})
+	req, wake := f.Next(clock.Now())
+	if !req.Empty() || wake.IsZero() {
+		t.Fatalf("fetched past the throttle: %+v, wake %v", req, wake)
+	}
+	clock.t = wake
+	if req, _ := f.Next(clock.Now()); req.Fetch == nil {
+		t.Fatal("no fetch once the throttle refilled")
+	}
+}
