@@ -122,3 +122,9 @@ soak:
 .PHONY: test-long-quorum
 test-long-quorum:
 	SAMSA_LONG=1 $(GO) test -timeout 60m ./coordinator/controller/quorum
+
+# Replication's long campaign: the deterministic simulation over 3,000 seeds (plus the
+# named KIP-101/279 cases), about 20 s; SAMSA_SIM_SEEDS=n and SAMSA_SIM_FROM=k widen it.
+.PHONY: test-long-replication
+test-long-replication:
+	SAMSA_LONG=1 $(GO) test -timeout 60m -run 'TestSim' ./replication
