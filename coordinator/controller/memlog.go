@@ -213,22 +213,37 @@ func (l *MemLog) appendLocked(term uint64, data []byte, p *memProposal) {
 	}
 }
 
-// Compact takes a snapshot at the last committed offset and drops the entries it
-// covers. Voters behind it install the snapshot when they catch up.
+// Compact takes a snapshot at the furthest offset a voter has applied (its image;
+// as a raft voter snapshots only what it applied) and drops the entries it covers.
+// Voters behind it install the snapshot when they catch up.
 func (l *MemLog) Compact() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	data, err := metadata.EncodeSnapshot(nil, l.image)
+	var off, term uint64
+	var im *metadata.Image
+	for _, v := range l.voters {
+		v.mu.Lock()
+		if v.applied > off || im == nil {
+			off, term, im = v.applied, v.term, v.image
+		}
+		v.mu.Unlock()
+	}
+	if im == nil || off <= l.snap.offset {
+		return
+	}
+	data, err := metadata.EncodeSnapshot(nil, im)
 	if err != nil {
 		l.log.Error("memlog: snapshot", "err", err)
 		return
 	}
-	term := l.term
-	if n := len(l.entries); n > 0 {
-		term = l.entries[n-1].term
+	l.snap = memSnapshot{offset: off, term: term, data: data}
+	kept := l.entries[:0]
+	for _, e := range l.entries {
+		if e.offset > off {
+			kept = append(kept, e)
+		}
 	}
-	l.snap = memSnapshot{offset: l.end, term: term, data: data}
-	l.entries = nil
+	l.entries = kept
 }
 
 func (l *MemLog) catchUpAll() {

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"testing/cryptotest"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -34,17 +35,33 @@ import (
 // SAMSA_LONG=1 runs thousands of seeds; SAMSA_SIM_SEED=n runs one (with
 // SAMSA_SIM_TRACE=1 printing its events).
 
+// simConfigs are the runs of TestSimulation: 3 and 5 voters, over the model and over
+// the real raft quorum.
+// seeds is how many of each run in a plain go test (235 in all, about 35 s of CPU
+// under -race); SAMSA_LONG=1 runs 2,500 of each.
+var simConfigs = []simConfig{
+	{voters: 3, brokers: 4, duration: 25 * time.Second, seeds: 100},
+	{voters: 5, brokers: 5, duration: 25 * time.Second, seeds: 50},
+	{voters: 3, brokers: 4, duration: 25 * time.Second, raft: true, seeds: 60},
+	{voters: 5, brokers: 5, duration: 25 * time.Second, raft: true, seeds: 25},
+}
+
+func (c simConfig) name() string {
+	if c.raft {
+		return fmt.Sprintf("raft/voters=%d", c.voters)
+	}
+	return fmt.Sprintf("model/voters=%d", c.voters)
+}
+
 // simConfig sizes one run.
 type simConfig struct {
 	voters, brokers int
 	duration        time.Duration // of the faulty phase
+	raft            bool          // the real quorum (coordinator/controller/quorum) instead of MemLog
+	seeds           int
 }
 
 func TestSimulation(t *testing.T) {
-	seeds := 100
-	if os.Getenv("SAMSA_LONG") != "" {
-		seeds = 2500
-	}
 	var only int64 = -1
 	if s := os.Getenv("SAMSA_SIM_SEED"); s != "" {
 		n, err := strconv.ParseInt(s, 10, 64)
@@ -53,23 +70,30 @@ func TestSimulation(t *testing.T) {
 		}
 		only = n
 	}
-	for _, cfg := range []simConfig{{voters: 3, brokers: 4, duration: 25 * time.Second}, {voters: 5, brokers: 5, duration: 25 * time.Second}} {
-		t.Run(fmt.Sprintf("voters=%d", cfg.voters), func(t *testing.T) {
-			first, last := int64(1), int64(seeds)
+	for _, cfg := range simConfigs {
+		t.Run(cfg.name(), func(t *testing.T) {
+			first, last := int64(1), int64(cfg.seeds)
+			if os.Getenv("SAMSA_LONG") != "" {
+				last = 2500
+			}
 			if only >= 0 {
 				first, last = only, only
 			}
 			for seed := first; seed <= last; seed++ {
 				seed := seed
 				t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+					// etcd raft draws its randomized election timeouts from
+					// crypto/rand: a seeded global source makes them a function of
+					// the seed.
+					cryptotest.SetGlobalRandom(t, uint64(seed))
 					s := newSim(t, seed, cfg)
 					s.run()
 					if os.Getenv("SAMSA_SIM_STATS") != "" {
-						t.Logf("events %d, client ops %d (answered %d), log end %d", s.events, s.clientOps, s.clientAnswer, s.log.End())
+						t.Logf("events %d, client ops %d (answered %d), log end %d", s.events, s.clientOps, s.clientAnswer, s.refEnd)
 					}
 					if t.Failed() {
-						t.Logf("replay: SAMSA_SIM_SEED=%d SAMSA_SIM_TRACE=1 go test ./coordinator/controller -run 'TestSimulation/voters=%d/seed=%d$' -v",
-							seed, cfg.voters, seed)
+						t.Logf("replay: SAMSA_SIM_SEED=%d SAMSA_SIM_TRACE=1 go test ./coordinator/controller -run 'TestSimulation/%s/seed=%d$' -v",
+							seed, cfg.name(), seed)
 					}
 				})
 			}
@@ -98,7 +122,7 @@ type sim struct {
 	cfg   simConfig
 	rng   *rand.Rand
 	clock *ManualClock
-	log   *MemLog
+	qb    simBackend
 	trace bool
 
 	voterIDs []int32
@@ -111,9 +135,6 @@ type sim struct {
 	dupP     float64
 	faults   bool // the faulty phase: nemeses and workload run
 	healedAt time.Time
-
-	// The quorum model's election timer.
-	electionAt time.Time
 
 	// Checkers' state.
 	seen         map[uint64][]byte // every committed entry's data by offset
@@ -138,12 +159,13 @@ type leaderKey struct {
 }
 
 type simController struct {
-	id    int32
-	voter *MemVoter
-	c     *Controller
-	down  bool
-	// leaderSince: when this voter, believing it leads, last had a majority.
-	lastMajority time.Time
+	id   int32
+	q    Quorum
+	log  CommittedLog
+	c    *Controller
+	down bool
+	// read: the offset up to which the checker has read this voter's log.
+	read uint64
 }
 
 type simBroker struct {
@@ -180,10 +202,13 @@ func newSim(t *testing.T, seed int64, cfg simConfig) *sim {
 	for i := 1; i <= cfg.voters; i++ {
 		s.voterIDs = append(s.voterIDs, int32(voterBase+i))
 	}
-	s.log = NewMemLog(s.voterIDs...)
-	s.log.SetLaggingViews(true)
+	if cfg.raft {
+		s.qb = newRaftBackend(s)
+	} else {
+		s.qb = newModelBackend(s)
+	}
 	for _, id := range s.voterIDs {
-		sc := &simController{id: id, voter: s.log.Voter(id)}
+		sc := &simController{id: id}
 		s.ctrls[id] = sc
 		s.startController(sc)
 	}
@@ -248,9 +273,10 @@ func (s *sim) logger(node int32) *slog.Logger {
 }
 
 func (s *sim) startController(sc *simController) {
+	sc.q, sc.log = s.qb.voter(sc.id)
 	c, err := New(Config{NodeID: sc.id, ClusterID: "sim", Clock: s.clock, SessionTimeout: simSession, Logger: s.logger(sc.id),
 		RebalanceInterval: 10 * time.Second, NewTopicID: s.topicID, TickInterval: 250 * time.Millisecond,
-		Static: map[string]string{"default.replication.factor": "2"}}, sc.voter)
+		Static: map[string]string{"default.replication.factor": "2"}}, sc.q)
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -463,7 +489,7 @@ func (s *sim) fetchLoop(b *simBroker, gen int) {
 		off, _ := b.fol.Image()
 		voter := s.voterIDs[s.rng.IntN(len(s.voterIDs))]
 		s.send(b.id, voter, "fetch", func() {
-			v := s.ctrls[voter].voter
+			v := s.ctrls[voter].log
 			res, err := v.ReadCommitted(off+1, 16<<10)
 			if err != nil {
 				s.failf("read committed: %v", err)
@@ -471,7 +497,8 @@ func (s *sim) fetchLoop(b *simBroker, gen int) {
 			}
 			var snapOff uint64
 			var snap []byte
-			if res.SnapshotNeeded {
+			needSnap := res.SnapshotNeeded
+			if needSnap {
 				snapOff, _, snap, _ = v.Snapshot()
 			}
 			s.send(voter, b.id, "fetch response", func() {
@@ -480,7 +507,7 @@ func (s *sim) fetchLoop(b *simBroker, gen int) {
 				}
 				b.fetching = false
 				var err error
-				if snap != nil {
+				if needSnap {
 					err = b.fol.InstallSnapshot(snapOff, snap)
 				} else {
 					err = b.fol.Apply(MetadataBatch{Entries: res.Entries, HighWatermark: res.Committed + 1, Leader: res.Leader, Term: res.Term})
@@ -592,65 +619,22 @@ func (s *sim) majority(id int32) bool {
 	return n*2 > len(s.voterIDs)
 }
 
-func (s *sim) quorumStep() {
-	now := s.clock.Now()
-	term, leader := s.log.Term()
-	if leader >= 0 && !s.ctrls[leader].down && s.majority(leader) {
-		s.electionAt = time.Time{}
-		if n := s.log.PendingCount(); n > 0 {
-			s.log.Commit(s.rng.IntN(n + 1))
-		}
-		end := s.log.End()
-		for _, id := range s.voterIDs {
-			sc := s.ctrls[id]
-			if sc.down || s.cut(leader, id) {
-				continue
-			}
-			sc.lastMajority = now
-			upTo := end
-			if id != leader && s.rng.IntN(4) == 0 {
-				_, applied := sc.voter.appliedOffset()
-				upTo = applied + uint64(s.rng.IntN(int(end-applied)+1))
-			}
-			sc.voter.CatchUp(upTo)
-		}
-	} else {
-		if s.electionAt.IsZero() {
-			s.electionAt = now.Add(electionMin + time.Duration(s.rng.IntN(1000))*time.Millisecond)
-		} else if !now.Before(s.electionAt) {
-			var cands []int32
-			for _, id := range s.voterIDs {
-				if !s.ctrls[id].down && s.majority(id) {
-					cands = append(cands, id)
-				}
-			}
-			if len(cands) > 0 {
-				next := cands[s.rng.IntN(len(cands))]
-				keep := s.rng.IntN(s.log.PendingCount() + 1)
-				s.tracef("election: term %d leader %d (was %d), keeping %d of %d pending", term+1, next, leader, keep, s.log.PendingCount())
-				s.log.Elect(next, keep)
-				s.ctrls[next].voter.CatchUp(s.log.End())
-			}
-			s.electionAt = time.Time{}
-		}
-	}
-	// A voter that believes it leads but has had no majority for an election timeout
-	// steps down (raft's CheckQuorum).
-	for _, id := range s.voterIDs {
-		sc := s.ctrls[id]
-		if sc.down {
-			continue
-		}
-		if l := sc.voter.CurrentLeadership(); l.IsLeader && !s.majority(id) {
-			if sc.lastMajority.IsZero() {
-				sc.lastMajority = now
-			}
-			if now.Sub(sc.lastMajority) > electionMin {
-				s.tracef("voter %d steps down", id)
-				sc.voter.StepDown()
-			}
-		}
-	}
+func (s *sim) crashController(sc *simController) {
+	s.tracef("crash controller %d", sc.id)
+	sc.down = true
+	sc.c.Close()
+	s.qb.crash(sc.id)
+}
+
+func (s *sim) restartController(sc *simController) {
+	s.tracef("restart controller %d", sc.id)
+	sc.down = false
+	s.qb.restart(sc.id)
+	s.startController(sc)
+}
+
+// pollControllers lets every live controller observe its quorum.
+func (s *sim) pollControllers() {
 	for _, id := range s.voterIDs {
 		if sc := s.ctrls[id]; !sc.down {
 			sc.c.Poll()
@@ -658,20 +642,8 @@ func (s *sim) quorumStep() {
 	}
 }
 
-func (s *sim) crashController(sc *simController) {
-	s.tracef("crash controller %d", sc.id)
-	sc.down = true
-	sc.c.Close()
-	sc.voter.Crash()
-}
-
-func (s *sim) restartController(sc *simController) {
-	s.tracef("restart controller %d", sc.id)
-	sc.down = false
-	sc.voter.Restart()
-	sc.lastMajority = time.Time{}
-	s.startController(sc)
-}
+// latest returns the newest committed image the checker knows.
+func (s *sim) latest() *metadata.Image { return s.refImages[s.refEnd] }
 
 // ---- the workload and the nemesis ----
 
@@ -685,7 +657,7 @@ func (s *sim) clientRequest(req kmsg.Request) {
 }
 
 func (s *sim) workload() {
-	_, im := s.log.Image()
+	im := s.latest()
 	topics := im.Topics()
 	switch r := s.rng.IntN(100); {
 	case r < 40 && len(topics) < maxSimTopics:
@@ -806,26 +778,16 @@ func (s *sim) nemesis() {
 		s.dropP = []float64{0, 0.05, 0.2, 0.5}[s.rng.IntN(4)]
 		s.dupP = []float64{0, 0.05, 0.2}[s.rng.IntN(3)]
 		s.tracef("drop %.2f dup %.2f", s.dropP, s.dupP)
-	case r < 72:
-		// The leader loses its term (a new election among the live voters).
-		s.log.Elect(-1, s.rng.IntN(s.log.PendingCount()+1))
-		s.tracef("leader deposed")
-	case r < 78:
-		s.extendReference() // the checker reads every entry before it is compacted
-		s.log.Compact()
-		s.tracef("log compacted at %d", s.log.End())
+	default:
+		s.extendReference() // the checker reads every entry before a fault may compact it
+		s.qb.fault(r)
 	}
 }
 
 // ---- the run ----
 
 func (s *sim) run() {
-	var loop func()
-	loop = func() {
-		s.quorumStep()
-		s.after(quorumStep, loop)
-	}
-	s.after(quorumStep, loop)
+	s.qb.start()
 	s.faults = true
 	var work, nem func()
 	work = func() {
@@ -894,7 +856,7 @@ func (s *sim) heal() {
 	name := fmt.Sprintf("after-heal-%d", s.topicNames)
 	var again func()
 	again = func() {
-		if _, im := s.log.Image(); func() bool { _, ok := im.Topic(name); return ok }() {
+		if _, ok := s.latest().Topic(name); ok {
 			return
 		}
 		s.clientRequest(createTopic(name, 2, 2))
@@ -929,32 +891,72 @@ func (s *sim) checkResponse(req kmsg.Request, resp kmsg.Response) {
 	}
 }
 
-// extendReference follows the committed log: it records every new entry and the
-// reference image at its offset, and checks the log's own invariants on them.
+// extendReference follows the committed log as the voters have applied it: it
+// reads each voter's new entries, checks that no two voters (and no later read)
+// disagree on an offset — a committed entry never changes — and records every new
+// entry with the reference image at its offset, checking each image.
 func (s *sim) extendReference() {
-	end := s.log.End()
-	if end <= s.refEnd {
-		return
-	}
-	ents := s.log.Entries(s.refEnd + 1)
-	if len(ents) == 0 || ents[0].Offset != s.refEnd+1 {
-		s.failf("committed entries from %d are gone (compacted before the checker saw them?)", s.refEnd+1)
-		return
-	}
-	im := s.refImages[s.refEnd]
-	for _, e := range ents {
-		if e.Data != nil {
-			if next, err := applyEntry(im, e.Data); err == nil {
-				im = next
-			} else {
-				s.failf("committed entry %d rejected by the state machine: %v", e.Offset, err)
+	for _, id := range s.voterIDs {
+		sc := s.ctrls[id]
+		if sc.log == nil {
+			continue
+		}
+		for {
+			res, err := sc.log.ReadCommitted(sc.read+1, 1<<20)
+			if err != nil {
+				break // a stopped voter
+			}
+			if res.SnapshotNeeded {
+				if s.refEnd == 0 && res.SnapshotOffset == 1 {
+					// The raft log starts with its bootstrap snapshot at offset 1.
+					_, _, data, err := sc.log.Snapshot()
+					im, derr := metadata.DecodeSnapshot(data)
+					if err != nil || derr != nil {
+						s.failf("voter %d's bootstrap snapshot: %v %v", id, err, derr)
+						return
+					}
+					s.refImages[1], s.refEnd, s.seen[1] = im, 1, nil
+					s.checkImage(1, im)
+				}
+				// Compacted behind what the checker read of this voter: its image at
+				// its offset is checked against the reference in checkInvariants.
+				if res.SnapshotOffset > s.refEnd {
+					s.failf("voter %d compacted up to %d, beyond what any voter showed the checker (%d)", id, res.SnapshotOffset, s.refEnd)
+					return
+				}
+				sc.read = res.SnapshotOffset
+				continue
+			}
+			if len(res.Entries) == 0 {
+				break
+			}
+			for _, e := range res.Entries {
+				sc.read = e.Offset
+				if e.Offset <= s.refEnd {
+					if string(s.seen[e.Offset]) != string(e.Data) {
+						s.failf("voter %d's committed entry %d differs from the one seen before", id, e.Offset)
+					}
+					continue
+				}
+				if e.Offset != s.refEnd+1 {
+					s.failf("voter %d shows entry %d after %d", id, e.Offset, s.refEnd)
+					return
+				}
+				im := s.refImages[s.refEnd]
+				if e.Data != nil {
+					if next, err := applyEntry(im, e.Data); err == nil {
+						im = next
+					} else {
+						s.failf("committed entry %d rejected by the state machine: %v", e.Offset, err)
+					}
+				}
+				s.seen[e.Offset] = e.Data
+				s.refImages[e.Offset] = im
+				s.refEnd = e.Offset
+				s.checkImage(e.Offset, im)
 			}
 		}
-		s.seen[e.Offset] = e.Data
-		s.refImages[e.Offset] = im
-		s.checkImage(e.Offset, im)
 	}
-	s.refEnd = ents[len(ents)-1].Offset
 }
 
 // checkImage checks one committed image: a fenced broker leads nothing; every
@@ -992,14 +994,13 @@ func (s *sim) checkInvariants() {
 	if s.t.Failed() {
 		return
 	}
-	s.extendReference()
 	// At most one leader per term, among the voters' beliefs.
 	for _, id := range s.voterIDs {
 		sc := s.ctrls[id]
 		if sc.down {
 			continue
 		}
-		l := sc.voter.CurrentLeadership()
+		l := sc.q.CurrentLeadership()
 		if !l.IsLeader {
 			continue
 		}
@@ -1010,11 +1011,12 @@ func (s *sim) checkInvariants() {
 	}
 	// Committed entries never change; every voter's and broker's image is the image
 	// of a prefix of the committed log.
-	if s.events%256 == 0 {
-		s.checkLogUnchanged()
-	}
 	for _, id := range s.voterIDs {
-		off, im := s.ctrls[id].voter.Committed()
+		sc := s.ctrls[id]
+		if sc.down {
+			continue
+		}
+		off, im := sc.q.Committed()
 		if s.checked[id] == im {
 			continue
 		}
@@ -1044,16 +1046,6 @@ func (s *sim) checkInvariants() {
 	}
 }
 
-// checkLogUnchanged: every committed entry the log still holds is the one first
-// seen at its offset.
-func (s *sim) checkLogUnchanged() {
-	for _, e := range s.log.Entries(0) {
-		if d, ok := s.seen[e.Offset]; ok && string(d) != string(e.Data) {
-			s.failf("committed entry %d changed", e.Offset)
-		}
-	}
-}
-
 // sameCached compares images, fast when they are the same pointer.
 func (s *sim) sameCached(a, b *metadata.Image) bool {
 	return a == b || sameImages(a, b)
@@ -1063,7 +1055,7 @@ func (s *sim) sameCached(a, b *metadata.Image) bool {
 // with its lifecycle's epoch, unfenced, running and at the log's end; every
 // partition led; the topic created after the heal exists.
 func (s *sim) checkLiveness() {
-	s.checkLogUnchanged()
+	s.extendReference()
 	if s.t.Failed() {
 		return
 	}
@@ -1073,11 +1065,20 @@ func (s *sim) checkLiveness() {
 			active++
 		}
 	}
-	_, leader := s.log.Term()
+	var leader int32 = -1
+	var term uint64
+	for _, id := range s.voterIDs {
+		if l := s.ctrls[id].q.CurrentLeadership(); l.IsLeader && l.ReadyForWrites && l.Term >= term {
+			leader, term = id, l.Term
+		}
+	}
 	if active != 1 || leader < 0 || !s.ctrls[leader].c.Active() {
 		s.failf("after heal: %d active controllers, leader %d", active, leader)
 	}
-	end, im := s.log.Image()
+	end, im := s.refEnd, s.latest()
+	if off, _ := s.ctrls[leader].q.Committed(); leader >= 0 && off != end {
+		s.failf("after heal: the leader applied %d, the log is at %d", off, end)
+	}
 	for _, id := range sortedKeys(s.brokers) {
 		b := s.brokers[id]
 		br, ok := im.Broker(id)
