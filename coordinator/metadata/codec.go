@@ -89,6 +89,8 @@ func Encode(dst []byte, r Record) []byte {
 		dst = binary.BigEndian.AppendUint32(dst, uint32(r.ID))
 		dst = binary.BigEndian.AppendUint64(dst, uint64(r.Epoch))
 		dst = append(dst, byte(r.Fenced), byte(r.InControlledShutdown))
+	case securityRecord:
+		dst = appendSecurity(dst, r)
 	}
 	return finishFrame(dst, start)
 }
@@ -212,6 +214,8 @@ func Decode(b []byte) (Record, int, error) {
 		r = &UnregisterBrokerRecord{ID: d.int32(), Epoch: d.int64()}
 	case typeBrokerRegistrationChange:
 		r = &BrokerRegistrationChangeRecord{ID: d.int32(), Epoch: d.int64(), Fenced: d.int8(), InControlledShutdown: d.int8()}
+	case typeUserScramCredential, typeRemoveUserScramCredential, typeAccessControlEntry, typeRemoveAccessControlEntry:
+		r = decodeSecurity(typ, &d)
 	default:
 		return nil, 0, fmt.Errorf("%w: record type %d unknown", ErrCorrupt, body[1])
 	}

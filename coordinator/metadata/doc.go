@@ -1,6 +1,6 @@
 // Package metadata owns the cluster metadata, kept the KRaft way: an append-only log of
 // typed records (topics, partitions, configs, producer-id blocks, brokers and their
-// fencing) applied by a deterministic state machine (Image.Apply: no I/O, no clock) to
+// fencing, SCRAM credentials, ACLs) applied by a deterministic state machine (Image.Apply: no I/O, no clock) to
 // an immutable in-memory Image. The Store persists such a log under a directory, with
 // snapshots, and replays it on start (the single-node layout). On the controller quorum
 // (go.etcd.io/raft/v3, docs/CLUSTER.md) a raft entry holds exactly one entry frame, and
@@ -44,6 +44,19 @@
 //	 15  1  ProducerIDs      broker id int32, broker epoch int64, next producer id int64
 //	 17  1  BrokerRegistrationChange  id int32, epoch int64, fenced int8 (-1 unfence,
 //	                         0 keep, 1 fence), in controlled shutdown int8 (0 keep, 1 set)
+//	 11  1  UserScramCredential  name string, mechanism int8 (1 SHA-256, 2 SHA-512),
+//	                         salt bytes, stored key bytes, server key bytes, iterations
+//	                         int32  (bytes: a uvarint length then the bytes)
+//	 12  1  RemoveUserScramCredential  name string, mechanism int8
+//	 23  1  AccessControlEntry  id [16]byte, resource type int8, resource name string,
+//	                         pattern type int8, principal string, host string,
+//	                         operation int8, permission int8 (Kafka's enum values)
+//	 24  1  RemoveAccessControlEntry  id [16]byte
+//
+// Image.Apply's rules for the security records: a credential has a known mechanism,
+// keys of its hash's size and 4096 to 16384 iterations, and is never a password; an ACL
+// has a unique non-zero id, a concrete binding (ACLBinding.Validate) that no other ACL
+// has; a removal names what exists.
 //
 // Image.Apply's rules for the cluster's records: broker epochs only grow (see
 // RegisterBrokerRecord); a change names the broker's current epoch; a PartitionChange

@@ -10,7 +10,7 @@ import (
 )
 
 // Image is the cluster metadata after some prefix of the log: topics and their
-// partitions, configs, brokers and the next free producer id.
+// partitions, configs, brokers, the next free producer id, SCRAM credentials and ACLs.
 //
 // An Image is immutable once Apply returns it, and safe for concurrent readers. Slices
 // and maps it returns are shared with it: callers must not modify them. Apply copies
@@ -25,6 +25,7 @@ type Image struct {
 	configs        cowMap[configKey, map[string]string]
 	brokers        map[int32]BrokerImage
 	nextProducerID int64
+	sec            securityState // SCRAM credentials and ACLs (records_security.go)
 
 	sortedTopics atomic.Pointer[[]*TopicImage] // cache for Topics
 }
@@ -211,6 +212,7 @@ func (im *Image) Records() []Record {
 	if im.nextProducerID > 0 {
 		out = append(out, &ProducerIDsRecord{BrokerID: -1, NextProducerID: im.nextProducerID})
 	}
+	out = append(out, im.securityRecords()...)
 	return out
 }
 
@@ -238,6 +240,7 @@ type builder struct {
 	brokersCopied  bool
 	ownTopicImages map[*TopicImage]bool
 	ownConfigMaps  map[configKey]bool
+	secOwn         securityOwned
 }
 
 func newBuilder(im *Image) *builder {
@@ -247,6 +250,7 @@ func newBuilder(im *Image) *builder {
 		configs:        im.configs,
 		brokers:        im.brokers,
 		nextProducerID: im.nextProducerID,
+		sec:            im.sec,
 	}}
 }
 
@@ -301,6 +305,8 @@ func isNil(r Record) bool {
 		return r == nil
 	case *BrokerRegistrationChangeRecord:
 		return r == nil
+	case securityRecord:
+		return isNilSecurity(r)
 	}
 	return false
 }
@@ -367,6 +373,8 @@ func (b *builder) apply(r Record) error {
 		return nil
 	case *PartitionChangeRecord:
 		return b.partitionChange(r)
+	case securityRecord:
+		return b.applySecurity(r)
 	}
 	return fmt.Errorf("%w: unknown record type %T", ErrInvalidRecord, r)
 }
