@@ -66,6 +66,7 @@ type testVoter struct {
 
 type voterOptions struct {
 	snapshotEntries uint64
+	sessionTimeout  time.Duration // broker sessions (0: broker.session.timeout.ms)
 }
 
 // startVoters starts one voter per id, each on 127.0.0.1:0, wired to the others
@@ -95,7 +96,7 @@ func startVoters(t testing.TB, o voterOptions, ids ...int32) []*testVoter {
 			quorum.NewMemStorage(), v.cl.RaftTransport()); err != nil {
 			t.Fatal(err)
 		}
-		if v.ctrl, err = controller.New(controller.Config{NodeID: id, ClusterID: "test-cluster", Logger: testLogger(t), TickInterval: 10 * time.Millisecond}, quorumAdapter{v.q}); err != nil {
+		if v.ctrl, err = controller.New(controller.Config{NodeID: id, ClusterID: "test-cluster", Logger: testLogger(t), TickInterval: 10 * time.Millisecond, SessionTimeout: o.sessionTimeout}, quorumAdapter{v.q}); err != nil {
 			t.Fatal(err)
 		}
 		if v.h, err = NewControllerHandler(ControllerConfig{NodeID: id, ClusterID: "test-cluster", Voters: eps}, v.ctrl, v.q, testLogger(t)); err != nil {

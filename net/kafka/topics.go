@@ -150,18 +150,18 @@ func (b *Broker) createTopics(ctx context.Context, req *kmsg.CreateTopicsRequest
 		b.log.Warn("creating topics through the controller", "topics", len(req.Topics), "err", err)
 		return codes
 	}
-	created := false
+	exists := false
 	for _, t := range resp.(*kmsg.CreateTopicsResponse).Topics {
 		switch t.ErrorCode {
 		case 0:
-			created = true
 			b.log.Info("created topic", "topic", t.Topic, "partitions", t.NumPartitions, "replication_factor", t.ReplicationFactor)
-		case kerr.TopicAlreadyExists.Code:
+		case kerr.TopicAlreadyExists.Code: // created by another request, maybe on another broker
 			t.ErrorCode = 0
 		}
+		exists = exists || t.ErrorCode == 0
 		codes[t.Topic] = t.ErrorCode
 	}
-	if created {
+	if exists {
 		b.syncMetadata(ctx)
 	}
 	return codes
