@@ -128,3 +128,10 @@ test-long-quorum:
 .PHONY: test-long-replication
 test-long-replication:
 	SAMSA_LONG=1 $(GO) test -timeout 60m -run 'TestSim' ./replication
+
+# The controller's long campaign: the cluster simulation (controllers over the model
+# quorum and over the real raft voters, brokers, a faulty network) over 10,000 seeds,
+# about 3 minutes; SAMSA_SIM_SEED=n replays one.
+.PHONY: test-long-controller
+test-long-controller:
+	SAMSA_LONG=1 $(GO) test -timeout 60m -run 'TestSimulation' ./coordinator/controller
