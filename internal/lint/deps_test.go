@@ -37,8 +37,10 @@ var allowed = map[string][]string{
 	"coordinator/metadata": {},
 	// Kafka's config keys: definitions, validation, layering.
 	"coordinator/configs": {"engine/...", "coordinator/metadata"},
+	// The ACL authorizer and the CreateAcls/DescribeAcls/DeleteAcls rules over the image.
+	"coordinator/acl": {"coordinator/metadata"},
 	// The controller quorum and the broker's side of it.
-	"coordinator/controller":     {"engine/...", "purgatory", "replication/...", "coordinator/metadata", "coordinator/configs", "coordinator/controller/..."},
+	"coordinator/controller":     {"engine/...", "purgatory", "replication/...", "coordinator/metadata", "coordinator/configs", "coordinator/acl", "coordinator/controller/..."},
 	"coordinator/controller/...": {"engine/...", "purgatory", "replication/...", "coordinator/metadata", "coordinator/configs", "coordinator/controller/..."},
 	"coordinator/group":          {"engine/...", "purgatory", "replication/..."},
 	// Whole-cluster simulations may drive every coordinator and the replica state.
@@ -177,6 +179,9 @@ func TestRules(t *testing.T) {
 		{"coordinator/metadata", "engine", false},
 		{"coordinator/group", "coordinator/metadata", false},
 		{"coordinator/controller", "coordinator/metadata", true},
+		{"coordinator/controller", "coordinator/acl", true},
+		{"coordinator/acl", "coordinator/metadata", true},
+		{"coordinator/acl", "coordinator/configs", false},
 		{"replication", "coordinator/metadata", false},
 		{"net/kafka", "coordinator/group", true},
 		{"bench", "engine", false},
