@@ -115,11 +115,13 @@ var (
 	_ transport.ConnObserver = (*Broker)(nil)
 )
 
-// NewBroker returns a Broker over deps. It builds every piece of state the handlers use
-// (nothing is created on first request): logs of partitions the image does not place
-// here are deleted, the replica manager takes this node's replicas of the image (their
-// logs created or reconfigured), the group coordinator starts and loads the
-// __consumer_offsets partitions this node leads. log may be nil.
+// NewBroker returns a Broker over deps. deps.Metadata's image must be at least as new
+// as every image this node applied before it last stopped (the wiring waits for the
+// metadata follower to catch up with what was committed): logs of partitions that
+// image does not place here are deleted. It builds every piece of state the handlers
+// use (nothing is created on first request): the replica manager takes this node's
+// replicas of the image (their logs created or reconfigured), the group coordinator
+// starts and loads the __consumer_offsets partitions this node leads. log may be nil.
 func NewBroker(cfg Config, deps Deps, log *slog.Logger) (*Broker, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)

@@ -384,7 +384,7 @@ func TestClusterCoordinatorFollowsLeadership(t *testing.T) {
 	if o, ok := got.Lookup("t", 0); !ok || o.At != 42 {
 		t.Fatalf("offsets after the coordinator died: %+v", got)
 	}
-	_, im = c.brokers[(int(coord)%3)].follower.Image() // a live broker's image
+	_, im = c.brokers[(int(coord) % 3)].follower.Image() // a live broker's image
 	ot, _ = im.Topic(group.OffsetsTopic)
 	if l := ot.Partitions[p].Leader; l == coord || l < 0 {
 		t.Fatalf("partition %d still led by %d", p, l)

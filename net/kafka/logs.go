@@ -14,6 +14,9 @@ import (
 // under the same name: the replica manager then starts the new topic's log empty),
 // partitions it no longer has, replicas moved away. Everything after start-up follows
 // the image through the replica manager (MetadataChanged).
+//
+// The image must be at least as new as every image this node applied before it
+// stopped (NewBroker's contract): over an older one it would delete live logs.
 func (b *Broker) removeStrayLogs(im *metadata.Image) error {
 	b.adminMu.Lock()
 	defer b.adminMu.Unlock()

@@ -30,9 +30,10 @@ type testBroker struct {
 	t      testing.TB
 	opts   testBrokerOptions
 	dir    string
+	node   *singleNode
 	b      *Broker
 	eng    *engine.Manager
-	meta   *metadata.Store
+	meta   *brokerView // the broker's image (meta.Image())
 	tr     transport.Transport
 	addr   string
 	served chan error
@@ -104,12 +105,10 @@ func (tb *testBroker) start() {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tb.eng, tb.meta = openStores(t, tb.dir, tb.opts)
 	port := ln.Addr().(*net.TCPAddr).Port
-	tb.b, err = New(Config{NodeID: 1, ClusterID: "test-cluster", Host: "127.0.0.1", Port: int32(port), Static: tb.opts.Static}, tb.eng, tb.meta, testLogger(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	tb.node = startSingleNode(t, tb.dir, Config{NodeID: 1, ClusterID: "test-cluster", Host: "127.0.0.1", Port: int32(port), Static: tb.opts.Static},
+		singleNodeOptions{Sync: tb.opts.Sync, Now: tb.opts.Now})
+	tb.b, tb.eng, tb.meta = tb.node.b, tb.node.eng, tb.node.b.meta
 	tb.addr, tb.served = ln.Addr().String(), make(chan error, 1)
 	tb.tr, err = transport.New(testTransport(t), transport.ReactorConfig{UnlockedLoops: true}, tb.b, testLogger(t))
 	if err != nil {
@@ -132,16 +131,18 @@ func (tb *testBroker) stop() {
 		tb.t.Errorf("serve: %v", err)
 	}
 	tb.tr = nil
-	tb.b.Close()
 	if n := tb.b.panics.Load(); n != 0 {
 		tb.t.Errorf("%d handler panics", n)
 	}
-	if err := tb.meta.Close(); err != nil {
-		tb.t.Errorf("closing metadata: %v", err)
+	if err := tb.node.close(); err != nil {
+		tb.t.Errorf("closing the node: %v", err)
 	}
-	if err := tb.eng.Close(); err != nil {
-		tb.t.Errorf("closing engine: %v", err)
-	}
+}
+
+// image is the image the broker answers from.
+func (tb *testBroker) image() *metadata.Image {
+	_, im := tb.b.Image()
+	return im
 }
 
 // restart stops the broker and starts it again on the same data (a new port).

@@ -1,4 +1,4 @@
-package kafka_test
+package kafka
 
 import (
 	"context"
@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"path/filepath"
 	"runtime"
 	"testing"
 	"time"
@@ -16,10 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/samsa-broker/samsa/coordinator/configs"
-	"github.com/samsa-broker/samsa/coordinator/metadata"
 	"github.com/samsa-broker/samsa/engine"
-	"github.com/samsa-broker/samsa/net/kafka"
 	"github.com/samsa-broker/samsa/net/transport"
 )
 
@@ -37,29 +33,14 @@ func kafkaKinds() []string {
 
 func startKafka(t *testing.T, kind string) string {
 	t.Helper()
-	dir := t.TempDir()
-	meta, err := metadata.OpenStore(filepath.Join(dir, "meta"), metadata.StoreOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	eng, err := engine.Open(engine.Options{
-		Dirs: []string{filepath.Join(dir, "logs")}, Sync: engine.SyncFsync,
-		DefaultConfig: configs.DefaultTopicLogConfig(nil),
-	})
-	if err != nil {
-		meta.Close()
-		t.Fatal(err)
-	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
-	b, err := kafka.New(kafka.Config{NodeID: 1, ClusterID: "conformance", Host: "127.0.0.1", Port: int32(port)}, eng, meta, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr, err := transport.New(kind, transport.ReactorConfig{Loops: 2}, b, nil)
+	node := startSingleNode(t, t.TempDir(), Config{NodeID: 1, ClusterID: "conformance", Host: "127.0.0.1", Port: int32(port)},
+		singleNodeOptions{Sync: engine.SyncFsync})
+	tr, err := transport.New(kind, transport.ReactorConfig{Loops: 2}, node.b, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,8 +55,9 @@ func startKafka(t *testing.T, kind string) string {
 		if err := <-served; !errors.Is(err, transport.ErrClosed) {
 			t.Errorf("serve: %v", err)
 		}
-		meta.Close()
-		eng.Close()
+		if err := node.close(); err != nil {
+			t.Errorf("closing the node: %v", err)
+		}
 	})
 	return ln.Addr().String()
 }
