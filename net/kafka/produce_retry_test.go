@@ -76,26 +76,20 @@ func (p *cutProxy) cut() {
 // answers were lost are retried, and must not be written twice.
 func TestIdempotentRetriesThroughCutConnections(t *testing.T) {
 	dir := t.TempDir()
-	eng, meta := openStores(t, dir, testBrokerOptions{Sync: engine.SyncFsync})
 	bln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	proxy := newCutProxy(t, bln.Addr().String())
 	port := proxy.ln.Addr().(*net.TCPAddr).Port
-	b, err := New(Config{NodeID: 1, ClusterID: "test-cluster", Host: "127.0.0.1", Port: int32(port)}, eng, meta, testLogger(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := transport.NewStd(transport.Config{}, b, testLogger(t))
+	node := startSingleNode(t, dir, Config{NodeID: 1, ClusterID: "test-cluster", Host: "127.0.0.1", Port: int32(port)}, singleNodeOptions{Sync: engine.SyncFsync})
+	tr := transport.NewStd(transport.Config{}, node.b, testLogger(t))
 	go tr.Serve(bln)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		tr.Shutdown(ctx)
-		b.CloseDataPath()
-		meta.Close()
-		eng.Close()
+		node.close()
 	})
 	addr := proxy.ln.Addr().String()
 	newClient := func(opts ...kgo.Opt) *kgo.Client {
@@ -190,7 +184,7 @@ func TestIdempotentRetriesThroughCutConnections(t *testing.T) {
 	}
 	var total int64
 	for p := int32(0); p < 2; p++ {
-		total += eng.Log(engine.TopicPartition{Topic: "retry", Partition: p}).LogEndOffset()
+		total += node.eng.Log(engine.TopicPartition{Topic: "retry", Partition: p}).LogEndOffset()
 	}
 	if total != producers*per {
 		t.Fatalf("%d records in the logs, want %d (duplicates)", total, producers*per)
