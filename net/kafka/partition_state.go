@@ -116,9 +116,7 @@ func (b *Broker) startReplication() error {
 		Hooks:                replication.Hooks{HighWatermarkMoved: b.logChanged, LeaderAppended: b.logChanged},
 		Fetch:                b.fetch,
 	}
-	if !b.singleNode() {
-		cfg.ISR = controllerISR{b.ctrl}
-	}
+	cfg.ISR = controllerISR{b.ctrl}
 	m, err := replication.NewManager(cfg)
 	if err != nil {
 		return fmt.Errorf("kafka: replica manager: %w", err)
@@ -128,12 +126,6 @@ func (b *Broker) startReplication() error {
 		b.log.Error("replicas", "err", err)
 	}
 	return nil
-}
-
-// singleNode reports whether the broker runs the single node's LocalController.
-func (b *Broker) singleNode() bool {
-	_, ok := b.ctrl.(*LocalController)
-	return ok
 }
 
 // controllerISR sends the replica manager's AlterPartition through the controller
