@@ -19,8 +19,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-
-	"github.com/samsa-broker/samsa/net/node"
 )
 
 func quantiles(ds []time.Duration) (p50, p99, maxd time.Duration) {
@@ -34,7 +32,6 @@ func TestClusterBench(t *testing.T) {
 	if os.Getenv("SAMSA_CLUSTER_BENCH") != "1" {
 		t.Skip("set SAMSA_CLUSTER_BENCH=1 to measure the cluster's figures")
 	}
-	needs(t, node.FeatureQuorum)
 	t.Logf("machine: %d CPUs, %s/%s, %s", runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version())
 	c := startProcCluster(t, combined(3))
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)

@@ -21,8 +21,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/samsa-broker/samsa/net/node"
 )
 
 var testBin struct {
@@ -68,14 +66,6 @@ func samsaBin(t *testing.T) string {
 	return testBin.path
 }
 
-// needs skips t when this build does not wire one of the features.
-func needs(t *testing.T, fs ...node.Feature) {
-	t.Helper()
-	if m := node.Missing(fs...); len(m) > 0 {
-		t.Skip("needs " + strings.Join(m, "; "))
-	}
-}
-
 // startProcCluster creates, formats and starts a cluster of spec in a temporary
 // directory and waits until every broker is in Metadata. On failure of the test the
 // nodes' logs are printed; the nodes are killed at the end.
@@ -89,7 +79,7 @@ func startProcCluster(t *testing.T, spec procSpec) *procCluster {
 		c.KillAll()
 		if t.Failed() {
 			for _, n := range c.nodes {
-				t.Logf("node %d log (end):\n%s", n.ID, c.LogTail(n.ID, 40))
+				t.Logf("node %d log (end, without raft's own lines):\n%s", n.ID, c.logTail(n.ID, 80, "component=raft"))
 			}
 		}
 	})

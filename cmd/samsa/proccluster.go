@@ -411,7 +411,10 @@ func (c *procCluster) KillAll() {
 }
 
 // LogTail returns the last lines of node id's log.
-func (c *procCluster) LogTail(id int32, lines int) string {
+func (c *procCluster) LogTail(id int32, lines int) string { return c.logTail(id, lines, "") }
+
+// logTail returns the last lines of node id's log that do not contain skip ("": all).
+func (c *procCluster) logTail(id int32, lines int, skip string) string {
 	f, err := os.Open(filepath.Join(c.Node(id).Dir, "samsa.log"))
 	if err != nil {
 		return ""
@@ -421,6 +424,9 @@ func (c *procCluster) LogTail(id int32, lines int) string {
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
+		if skip != "" && strings.Contains(sc.Text(), skip) {
+			continue
+		}
 		all = append(all, sc.Text())
 		if len(all) > 4*lines {
 			all = all[len(all)-lines:]

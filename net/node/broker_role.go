@@ -18,6 +18,7 @@ import (
 	"github.com/samsa-broker/samsa/engine"
 	"github.com/samsa-broker/samsa/net/kafka"
 	"github.com/samsa-broker/samsa/net/transport"
+	"github.com/samsa-broker/samsa/replication"
 )
 
 // brokerRole is a node's broker: the engine's logs, the metadata follower that keeps
@@ -83,6 +84,7 @@ type brokerDeps struct {
 	// registered before: no other process can hold its directories (they are
 	// locked), so its controller need not wait out the previous process's session.
 	incarnation metadata.UUID
+	fetch       func(source int32, index int) replication.FetchClient // reaches other brokers for follower replicas
 	reg         *prometheus.Registry
 	fail        func(error)
 }
@@ -223,7 +225,7 @@ func (r *brokerRole) start(kcfg kafka.Config, d brokerDeps) error {
 	}
 	r.pubMu.Lock()
 	var err, kerr error
-	r.broker, kerr = kafka.NewBroker(kcfg, kafka.Deps{Engine: r.eng, Metadata: r.follower, Controller: r.channel, ControllerID: r.controllerID}, r.log.With("component", "kafka"))
+	r.broker, kerr = kafka.NewBroker(kcfg, kafka.Deps{Engine: r.eng, Metadata: r.follower, Controller: r.channel, ControllerID: r.controllerID, Fetch: d.fetch}, r.log.With("component", "kafka"))
 	if kerr == nil {
 		// Images published while the broker was being built.
 		off, im := r.follower.Image()

@@ -8,13 +8,17 @@
 //
 //	combined node (process.roles=broker,controller)
 //	┌──────────────────────────────────────────────────────────────────────────┐
-//	│ controllerRole: quorum.Quorum (raft, DiskStorage in metadata.log.dir)     │
-//	│                 controller.Controller over it (voter: the seam adapter)   │
-//	│      ▲ LocalChannel                         │ LogSource (committed log)   │
+//	│ controllerRole: quorum.Quorum (raft, DiskStorage in metadata.log.dir) ◀──┼── SamsaRaft
+//	│                 controller.Controller over it (voter: the seam adapter)  │   (other voters)
+//	│ CONTROLLER listener: kafka.ControllerHandler (raft, brokers' requests,   │◀─ brokers
+//	│                      metadata fetches)                                   │
+//	│      ▲ LocalChannel (sole voter) or         │ LogSource (its own voter's  │
+//	│      │ net/peer ControllerChannel           │ committed log)              │
 //	│ brokerRole:  BrokerLifecycle ─────────────  MetadataFollower ─▶ published │
 //	│              (register, heartbeat,          images, in offset order, to   │
 //	│               controlled shutdown)          kafka.Broker + the lifecycle  │
-//	│              kafka.Broker on the broker listeners (engine: log.dirs)      │
+//	│              kafka.Broker on the broker listeners (engine: log.dirs;      │
+//	│              its replica fetchers reach other brokers through net/peer)   │
 //	└──────────────────────────────────────────────────────────────────────────┘
 //
 // # Configuration
@@ -51,24 +55,26 @@
 //	<data.dir>/meta/meta.properties       metadata.log.dir
 //	<data.dir>/meta/*.log, *.snapshot      the single-node metadata store
 //
-// # What is wired
+// # The roles
 //
-// A combined node that is the only voter runs on the cluster's code: its metadata is
-// the raft log of a quorum of one, its broker registers with its own controller
-// through a LocalChannel, follows the committed log through a LogSource, and serves
-// once unfenced. A data directory of the single-node layout before the raft log is
-// imported into it at the first start (quorum.ImportLegacyStore); the new controller
-// gives the imported broker registration a session, which that first start waits out
-// (one broker.session.timeout.ms). A sole voter re-registers with its previous
-// incarnation id, so a restart after a crash does not wait for the old session: no
-// other process can hold its directories, which are locked.
+// A combined node that is the only voter runs without the network: its broker
+// registers with its own controller through a LocalChannel and follows the committed
+// log through a LogSource. A data directory of the single-node layout before the raft
+// log is imported into it at the first start (quorum.ImportLegacyStore); the new
+// controller gives the imported broker registration a session, which that first
+// start waits out (one broker.session.timeout.ms). A sole voter re-registers with its
+// previous incarnation id, so a restart after a crash does not wait for the old
+// session: no other process can hold its directories, which are locked.
 //
-// Start refuses, with ErrNotSupported naming the missing part (Missing), a node of a
-// quorum of several voters, a broker-only node and a controller-only node: they need
-// the controller listener's handler (net/kafka: raft messages between voters, the
-// brokers' registrations, heartbeats and metadata fetches), and replicated
-// partitions need the replica manager (replication). net/peer (the node-to-node
-// client) has landed and is wired with them.
+// A node of a cluster reaches the others through one net/peer client: its voter
+// sends raft messages with it (SamsaRaft on the CONTROLLER listener), its broker
+// sends the lifecycle's and the forwarded admin requests to the active controller
+// with it (ControllerChannel), a broker-only node fetches the committed log with it
+// (MetadataSource; a combined node reads its own voter's), and the replica fetchers
+// copy from other brokers with it (FetchClient). A controller serves its CONTROLLER
+// listener with net/kafka's ControllerHandler. A restarted broker of a cluster whose
+// previous process was killed waits for that process's session to expire before its
+// registration is accepted (Kafka's DUPLICATE_BROKER_REGISTRATION rule).
 //
 // # Shutdown
 //

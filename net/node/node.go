@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,13 +19,14 @@ import (
 
 	"github.com/samsa-broker/samsa/coordinator/configs"
 	"github.com/samsa-broker/samsa/coordinator/controller"
-	"github.com/samsa-broker/samsa/coordinator/metadata"
 	"github.com/samsa-broker/samsa/engine"
 	"github.com/samsa-broker/samsa/engine/vfs"
+	"github.com/samsa-broker/samsa/net/peer"
 )
 
-// ErrNotSupported: the configuration asks for a part of the cluster this build does
-// not wire yet (see the package doc, "What is wired").
+// ErrNotSupported: the configuration asks for what this build does not do (a broker
+// given controller.quorum.bootstrap.servers without controller.quorum.voters: voters
+// are reached by id).
 var ErrNotSupported = errors.New("node: not supported by this build")
 
 // Options are what Start needs besides the configuration.
@@ -50,8 +50,10 @@ type Node struct {
 	fs      *vfs.CrashFS // samsa.test.power.loss.journal; nil otherwise
 	eng     *engine.Manager
 	reg     *prometheus.Registry
-	ctl     *controllerRole // nil without the controller role
-	brk     *brokerRole     // nil without the broker role
+	peer    *peer.Client        // the other nodes
+	ctl     *controllerRole     // nil without the controller role
+	ctlLn   *controllerListener // the CONTROLLER listener; nil without one
+	brk     *brokerRole         // nil without the broker role
 	lns     map[string]net.Listener
 	admin   *http.Server
 	adminLn net.Listener
@@ -99,9 +101,6 @@ func Start(cfg *Config, opts Options) (_ *Node, err error) {
 	if n.clusterID, err = checkStorage(cfg, n.log); err != nil {
 		return nil, err
 	}
-	if err := checkSupported(cfg); err != nil {
-		return nil, err
-	}
 	fsys, err := n.openJournal()
 	if err != nil {
 		return nil, err
@@ -111,15 +110,29 @@ func Start(cfg *Config, opts Options) (_ *Node, err error) {
 	}
 	n.reg = prometheus.NewRegistry()
 	n.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	images := &imageRef{}
+	if n.peer, err = newPeer(cfg, n.clusterID, images, n.log); err != nil {
+		return nil, err
+	}
 	if cfg.Roles.Controller {
-		if n.ctl, err = startControllerRole(cfg, n.clusterID, fsys, noTransport{}, n.log, n.fail); err != nil {
+		var tr raftTransport = noTransport{}
+		if !cfg.SoleVoter() {
+			tr = n.peer.RaftTransport()
+		}
+		if n.ctl, err = startControllerRole(cfg, n.clusterID, fsys, tr, n.log, n.fail); err != nil {
 			return nil, err
+		}
+		if l, ok := cfg.ControllerListener(); ok {
+			if n.ctlLn, err = startControllerListener(cfg, n.clusterID, n.ctl, n.lns[l.Name], n.reg, n.log, n.fail); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if cfg.Roles.Broker {
 		if err := n.startBroker(fsys); err != nil {
 			return nil, err
 		}
+		images.f.Store(n.brk.follower)
 	}
 	if err := n.startAdmin(); err != nil {
 		return nil, err
@@ -169,6 +182,13 @@ func (n *Node) bind() error {
 		}
 		n.lns[l.Name] = ln
 	}
+	if l, ok := n.cfg.ControllerListener(); ok {
+		ln, err := n.listen("controller listener", l.Name, l.Addr())
+		if err != nil {
+			return err
+		}
+		n.lns[l.Name] = ln
+	}
 	if len(brokerLns) > 1 {
 		n.log.Warn("several broker listeners: Metadata advertises the inter-broker listener's address on all of them", "listeners", listenerNames(brokerLns), "advertised", n.cfg.InterBrokerListener)
 	}
@@ -189,22 +209,27 @@ func (n *Node) startBroker(fsys vfs.FS) error {
 		return fmt.Errorf("opening logs: %w", err)
 	}
 	registerEngineMetrics(n.reg, n.eng)
-	local := n.ctl.voter()
 	brokerLns := map[string]net.Listener{}
 	for _, l := range cfg.BrokerListeners() {
 		brokerLns[l.Name] = n.lns[l.Name]
 	}
-	var incarnation metadata.UUID
-	if _, im := local.Committed(); cfg.SoleVoter() {
+	d := brokerDeps{eng: n.eng, lns: brokerLns, reg: n.reg, fail: n.fail, fetch: n.peer.FetchClient}
+	switch {
+	case cfg.SoleVoter():
+		// Its own voter and controller, in process.
+		local := n.ctl.voter()
+		d.source, d.channel = controller.LogSource{Log: local}, controller.NewLocalChannel(n.ctl.ctl)
+		_, im := local.Committed()
 		if b, ok := im.Broker(cfg.NodeID); ok {
-			incarnation = b.IncarnationID
+			d.incarnation = b.IncarnationID
 		}
+	case cfg.Roles.Controller:
+		// Its own voter's committed log; the active controller wherever it is.
+		d.source, d.channel = controller.LogSource{Log: n.ctl.voter()}, n.peer.ControllerChannel()
+	default:
+		d.source, d.channel = n.peer.MetadataSource(), n.peer.ControllerChannel()
 	}
-	n.brk, err = newBrokerRole(cfg, n.clusterID, brokerDeps{
-		eng: n.eng, lns: brokerLns, reg: n.reg, fail: n.fail, incarnation: incarnation,
-		source:  controller.LogSource{Log: local},
-		channel: controller.NewLocalChannel(n.ctl.ctl),
-	}, n.log)
+	n.brk, err = newBrokerRole(cfg, n.clusterID, d, n.log)
 	return err
 }
 
@@ -332,10 +357,18 @@ func (n *Node) shutdown(ctx context.Context, graceful bool) error {
 				errs = append(errs, err)
 			}
 		}
+		if n.ctlLn != nil {
+			if err := n.ctlLn.stop(ctx); err != nil {
+				errs = append(errs, err)
+			}
+		}
 		if n.ctl != nil {
 			if err := n.ctl.stop(); err != nil {
 				errs = append(errs, err)
 			}
+		}
+		if n.peer != nil {
+			n.peer.Close()
 		}
 		if n.eng != nil {
 			if err := n.eng.Close(); err != nil {
@@ -350,74 +383,6 @@ func (n *Node) shutdown(ctx context.Context, graceful bool) error {
 		n.closeErr = errors.Join(errs...)
 	})
 	return n.closeErr
-}
-
-// Feature is a kind of node or cluster a configuration asks for.
-type Feature string
-
-// The features beyond one combined node.
-const (
-	// FeatureQuorum: a controller quorum of several voters (process.roles with
-	// controller, controller.quorum.voters naming more than this node).
-	FeatureQuorum Feature = "quorum"
-	// FeatureControllerOnly: process.roles=controller.
-	FeatureControllerOnly Feature = "controller-only"
-	// FeatureBrokerOnly: process.roles=broker, following the quorum over the network.
-	FeatureBrokerOnly Feature = "broker-only"
-	// FeatureReplication: partitions with replicas on several brokers (followers
-	// fetching from leaders, the ISR, acks=all across brokers).
-	FeatureReplication Feature = "replication"
-)
-
-// unwired names, per feature, the parts this build does not wire yet. A feature
-// without an entry runs.
-var unwired = map[Feature]string{
-	FeatureQuorum:         "the raft quorum (coordinator/controller/quorum), the Controller (coordinator/controller) and the controller listener's handler (net/kafka)",
-	FeatureControllerOnly: "the raft quorum (coordinator/controller/quorum), the Controller (coordinator/controller) and the controller listener's handler (net/kafka)",
-	FeatureBrokerOnly:     "the BrokerLifecycle and MetadataFollower (coordinator/controller) and the broker's routing on a published image (net/kafka)",
-	FeatureReplication:    "the replica manager (replication) wired into the broker (net/kafka) and the controller",
-}
-
-// Missing returns, for the features given, what this build does not wire yet (empty
-// when all of them run). Tests skip with it.
-func Missing(fs ...Feature) []string {
-	var out []string
-	for _, f := range fs {
-		if why, ok := unwired[f]; ok && !slices.Contains(out, why) {
-			out = append(out, why)
-		}
-	}
-	return out
-}
-
-// Features are the features cfg asks for.
-func (c *Config) Features() []Feature {
-	var out []Feature
-	switch {
-	case !c.Roles.Broker:
-		out = append(out, FeatureControllerOnly)
-	case !c.Roles.Controller:
-		out = append(out, FeatureBrokerOnly)
-	}
-	if !c.SoleVoter() {
-		out = append(out, FeatureQuorum)
-	}
-	return out
-}
-
-// checkSupported refuses what this build cannot run yet, with the reason.
-func checkSupported(cfg *Config) error {
-	for _, f := range cfg.Features() {
-		if why, ok := unwired[f]; ok {
-			what := map[Feature]string{
-				FeatureQuorum:         fmt.Sprintf("controller.quorum.voters names %d voters (%s): a quorum of several voters", len(cfg.Voters), voterList(cfg.Voters)),
-				FeatureControllerOnly: "process.roles=controller (a controller-only node)",
-				FeatureBrokerOnly:     "process.roles=broker (a broker-only node)",
-			}[f]
-			return fmt.Errorf("%w: %s needs %s; this build runs one combined node (a quorum of one)", ErrNotSupported, what, why)
-		}
-	}
-	return nil
 }
 
 func voterList(vs []Voter) string {

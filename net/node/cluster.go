@@ -1,0 +1,99 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/samsa-broker/samsa/coordinator/controller"
+	"github.com/samsa-broker/samsa/coordinator/metadata"
+	"github.com/samsa-broker/samsa/net/kafka"
+	"github.com/samsa-broker/samsa/net/peer"
+	"github.com/samsa-broker/samsa/net/transport"
+)
+
+// The paths between nodes (docs/CLUSTER.md): a node of a cluster reaches the others
+// through one net/peer client (voters by controller.quorum.voters, brokers by the
+// endpoints of the published image), and a controller serves its CONTROLLER listener
+// with net/kafka's ControllerHandler.
+
+// imageRef holds the broker's published image for net/peer's broker addresses (set
+// once the follower exists; nil on a controller-only node).
+type imageRef struct {
+	f atomic.Pointer[controller.MetadataFollower]
+}
+
+func (r *imageRef) image() *metadata.Image {
+	f := r.f.Load()
+	if f == nil {
+		return nil
+	}
+	_, im := f.Image()
+	return im
+}
+
+// newPeer returns the node's client of the other nodes.
+func newPeer(cfg *Config, clusterID string, images *imageRef, log *slog.Logger) (*peer.Client, error) {
+	voters := map[int32]string{}
+	for _, v := range cfg.Voters {
+		if v.Port == 0 {
+			continue // a sole voter without a controller listener: reached by nobody
+		}
+		if v.ID < 0 {
+			return nil, fmt.Errorf("%w: controller.quorum.bootstrap.servers without controller.quorum.voters: net/peer reaches voters by id; give controller.quorum.voters", ErrNotSupported)
+		}
+		voters[v.ID] = v.Addr()
+	}
+	pcfg := peer.Config{NodeID: cfg.NodeID, ClusterID: clusterID, Voters: voters, Logger: log.With("component", "peer")}
+	if cfg.Roles.Broker {
+		pcfg.BrokerAddr = peer.ImageBrokerAddrs(images.image, cfg.InterBrokerListener)
+	}
+	return peer.New(pcfg)
+}
+
+// controllerListener is a voter's CONTROLLER listener: its handler and transport.
+type controllerListener struct {
+	h  *kafka.ControllerHandler
+	tr transport.Transport
+	ln net.Listener
+}
+
+// startControllerListener serves ln with the controller listener's handler over the
+// role's controller and voter.
+func startControllerListener(cfg *Config, clusterID string, r *controllerRole, ln net.Listener, reg prometheus.Registerer, log *slog.Logger, fail func(error)) (*controllerListener, error) {
+	var voters []kafka.VoterEndpoint
+	for _, v := range cfg.Voters {
+		voters = append(voters, kafka.VoterEndpoint{ID: v.ID, Host: v.Host, Port: int32(v.Port)})
+	}
+	h, err := kafka.NewControllerHandler(kafka.ControllerConfig{
+		NodeID: cfg.NodeID, ClusterID: clusterID, Listener: cfg.ControllerListenerNames[0], Voters: voters, Registerer: reg,
+	}, r.ctl, r.q, log.With("component", "controller-listener"))
+	if err != nil {
+		return nil, err
+	}
+	c := &controllerListener{h: h, ln: ln, tr: transport.NewStd(transport.Config{MaxRequestBytes: cfg.MaxRequestBytes, IdleTimeout: cfg.IdleTimeout}, h, log.With("component", "controller-transport"))}
+	go func() {
+		if err := c.tr.Serve(ln); err != nil && !errors.Is(err, transport.ErrClosed) {
+			fail(fmt.Errorf("controller listener: %w", err))
+		}
+	}()
+	log.Info("controller listener", "addr", ln.Addr().String())
+	return c, nil
+}
+
+// stop stops accepting, answers what was read, and ends the handler's waiting
+// requests.
+func (c *controllerListener) stop(ctx context.Context) error {
+	err := c.tr.Shutdown(ctx)
+	c.h.Close()
+	c.ln.Close()
+	if err != nil {
+		return fmt.Errorf("controller listener: %w", err)
+	}
+	return nil
+}
