@@ -473,13 +473,21 @@ func produceTo(ctx context.Context, cl *kgo.Client, topic string, id [16]byte, p
 }
 
 // TestProcZombieLeader: SIGSTOP of a partition leader past the session timeout: it is
-// fenced and replaced; after SIGCONT it never acknowledges a write.
+// fenced and replaced; after SIGCONT it never acknowledges a write. The stopped node
+// is also the active controller (the partition's preferred replica is put there),
+// the harder case: the quorum elects another controller, which must reach the
+// brokers within their new sessions.
 func TestProcZombieLeader(t *testing.T) {
 	c := startProcCluster(t, specWith(combined(3), fastLifecycle))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if err := createTopic(ctx, c.Node(1).Client, "zombie", 1, 3, map[string]*string{"min.insync.replicas": kmsg.StringPtr("2")}); err != nil {
+	ctl, err := quorumLeader(ctx, c.Node(1).Client)
+	if err != nil {
 		t.Fatal(err)
+	}
+	assignment := fmt.Sprintf("%d:%d:%d", ctl, ctl%3+1, (ctl+1)%3+1)
+	if code, out := run1(t, topicsCmd, c.Node(1).Client, "create", "zombie", "--replica-assignment", assignment, "--config", "min.insync.replicas=2"); code != 0 {
+		t.Fatalf("create: %d %s", code, out)
 	}
 	var v map[int32]partitionView
 	eventually(t, 2*time.Second, "every broker shows the topic", func() (err error) {
@@ -487,6 +495,9 @@ func TestProcZombieLeader(t *testing.T) {
 		return err
 	})
 	zombie := v[0].Leader
+	if zombie != ctl {
+		t.Fatalf("the partition's leader is %d, not the controller %d (assignment %s)", zombie, ctl, assignment)
+	}
 	direct := client(t, c.Node(zombie).Client)
 	td, err := kadm.NewClient(direct).ListTopics(ctx, "zombie")
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/samsa-broker/samsa/coordinator/configs"
 	"github.com/samsa-broker/samsa/coordinator/controller"
+	"github.com/samsa-broker/samsa/coordinator/controller/quorum"
 	"github.com/samsa-broker/samsa/engine"
 	"github.com/samsa-broker/samsa/engine/vfs"
 	"github.com/samsa-broker/samsa/net/peer"
@@ -122,6 +123,10 @@ func Start(cfg *Config, opts Options) (_ *Node, err error) {
 		if n.ctl, err = startControllerRole(cfg, n.clusterID, fsys, tr, n.log, n.fail); err != nil {
 			return nil, err
 		}
+		// The broker's requests to the active controller go first where this voter
+		// knows the leader to be: a leader that stopped answering (SIGSTOP, a
+		// partition) is not waited on once the quorum has elected another.
+		n.ctl.q.SubscribeLeadership(func(l quorum.Leadership) { n.peer.NoteLeader(l.Leader) })
 		if l, ok := cfg.ControllerListener(); ok {
 			if n.ctlLn, err = startControllerListener(cfg, n.clusterID, n.ctl, n.lns[l.Name], n.reg, n.log, n.fail); err != nil {
 				return nil, err
