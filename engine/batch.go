@@ -35,6 +35,11 @@ const (
 	attrTimestampType   = 0x08
 	attrTransactional   = 0x10
 	attrControl         = 0x20
+	// attrDeleteHorizon (KIP-534) says that baseTimestamp holds the batch's
+	// delete horizon: the time after which the cleaner may remove its
+	// tombstones (or, for a control batch, the marker itself). The
+	// records' timestamp deltas stay relative to baseTimestamp.
+	attrDeleteHorizon = 0x40
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -76,6 +81,30 @@ func (h *BatchHeader) Control() bool { return h.Attributes&attrControl != 0 }
 
 // Idempotent reports whether the batch carries a producer id.
 func (h *BatchHeader) Idempotent() bool { return h.ProducerID >= 0 }
+
+// DeleteHorizon returns the batch's delete horizon (KIP-534), set by the log
+// cleaner the first time it keeps a tombstone or a transaction marker of the
+// batch.
+func (h *BatchHeader) DeleteHorizon() (ms int64, ok bool) {
+	if h.Attributes&attrDeleteHorizon == 0 {
+		return 0, false
+	}
+	return h.BaseTimestamp, true
+}
+
+// LastSequence is the sequence number of the batch's last offset, as Kafka
+// computes it: baseSequence + lastOffsetDelta (with wrap-around), which
+// stays right after compaction removed records of the batch.
+func (h *BatchHeader) LastSequence() int32 {
+	if h.BaseSequence < 0 {
+		return h.BaseSequence
+	}
+	s := int64(h.BaseSequence) + int64(h.LastOffsetDelta)
+	if s > math.MaxInt32 {
+		s -= math.MaxInt32 + 1
+	}
+	return int32(s)
+}
 
 // parseHeaderUnchecked decodes the fixed header fields of b (len(b) >= 61).
 func parseHeaderUnchecked(b []byte) BatchHeader {
@@ -141,7 +170,31 @@ func ValidateBatch(b []byte) (BatchHeader, error) {
 	return h, nil
 }
 
-// checkBatchContent checks what can be checked without decoding records.
+// validateStoredBatch is ValidateBatch for a batch that may have been
+// compacted (a follower's append, a stored batch): the record count may
+// be below lastOffsetDelta+1, down to zero (a batch emptied by the cleaner
+// that keeps its header), and the records' offsets may have holes.
+func validateStoredBatch(b []byte) (BatchHeader, error) {
+	h, err := ParseBatchHeader(b)
+	if err != nil {
+		return h, err
+	}
+	size := h.Size()
+	if int64(len(b)) < size {
+		return h, fmt.Errorf("%w: batch of %d bytes truncated to %d", ErrCorruptBatch, size, len(b))
+	}
+	if got := crc32.Checksum(b[offAttributes:size], castagnoli); got != h.CRC {
+		return h, fmt.Errorf("%w: crc %08x, computed %08x", ErrCorruptBatch, h.CRC, got)
+	}
+	if err := checkStoredBatchContent(&h, b[BatchHeaderSize:size]); err != nil {
+		return h, err
+	}
+	return h, nil
+}
+
+// checkBatchContent checks what can be checked without decoding records,
+// for a batch as a producer sends it: every offset of the batch holds a
+// record.
 func checkBatchContent(h *BatchHeader, records []byte) error {
 	if h.NumRecords <= 0 {
 		return fmt.Errorf("%w: record count %d", ErrInvalidRecord, h.NumRecords)
@@ -149,6 +202,24 @@ func checkBatchContent(h *BatchHeader, records []byte) error {
 	if h.LastOffsetDelta < 0 || int64(h.NumRecords) != int64(h.LastOffsetDelta)+1 {
 		return fmt.Errorf("%w: record count %d with last offset delta %d", ErrInvalidRecord, h.NumRecords, h.LastOffsetDelta)
 	}
+	return checkRecordFraming(h, records)
+}
+
+// checkStoredBatchContent is checkBatchContent for a batch that compaction
+// may have thinned: 0 <= count <= lastOffsetDelta+1.
+func checkStoredBatchContent(h *BatchHeader, records []byte) error {
+	if h.NumRecords < 0 || h.LastOffsetDelta < 0 || int64(h.NumRecords) > int64(h.LastOffsetDelta)+1 {
+		return fmt.Errorf("%w: record count %d with last offset delta %d", ErrInvalidRecord, h.NumRecords, h.LastOffsetDelta)
+	}
+	if h.NumRecords == 0 && len(records) != 0 {
+		return fmt.Errorf("%w: %d bytes of records in an empty batch", ErrInvalidRecord, len(records))
+	}
+	return checkRecordFraming(h, records)
+}
+
+// checkRecordFraming checks, for an uncompressed batch, that the record
+// lengths tile the payload exactly; and the codec and producer fields.
+func checkRecordFraming(h *BatchHeader, records []byte) error {
 	if h.Compression() == 0 {
 		// Each record starts with its length as a zig-zag varint.
 		p := 0
@@ -165,7 +236,9 @@ func checkBatchContent(h *BatchHeader, records []byte) error {
 	} else if h.Compression() > 4 {
 		return fmt.Errorf("%w: compression codec %d", ErrInvalidRecord, h.Compression())
 	}
-	if h.ProducerID >= 0 && (h.ProducerEpoch < 0 || h.BaseSequence < 0) {
+	// A transaction marker carries the producer id and epoch but no
+	// sequence (Kafka writes -1).
+	if h.ProducerID >= 0 && (h.ProducerEpoch < 0 || h.BaseSequence < 0 && !h.Control()) {
 		return fmt.Errorf("%w: producer %d with epoch %d sequence %d", ErrInvalidRecord, h.ProducerID, h.ProducerEpoch, h.BaseSequence)
 	}
 	return nil

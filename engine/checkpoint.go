@@ -21,6 +21,7 @@ const (
 	logStartOffsetFile = "log-start-offset-checkpoint"
 	leaderEpochFile    = "leader-epoch-checkpoint"
 	cleanShutdownFile  = ".kafka_cleanshutdown"
+	cleanerOffsetFile  = "cleaner-offset-checkpoint" // first dirty offset of each cleaned log
 )
 
 // Checkpoint files are text, version 0:

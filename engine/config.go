@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"log/slog"
+	"math"
 	"strings"
 	"time"
 
@@ -35,8 +36,34 @@ type LogConfig struct {
 	RetentionBytes     int64         // retention.bytes (-1 = no limit)
 	MaxMessageBytes    int32         // max.message.bytes (1048588)
 	TimestampType      TimestampType // message.timestamp.type
-	Compact            bool          // cleanup.policy contains compact (compaction is not implemented)
 	FileDeleteDelayMs  int64         // file.delete.delay.ms (60000)
+
+	// Compact is cleanup.policy containing compact: the log cleaner keeps
+	// the last record of each key (see Cleaner in the package doc).
+	Compact bool
+	// Delete is cleanup.policy containing delete. It is read only with
+	// Compact ("compact,delete": both apply); a log without Compact is
+	// always subject to retention.ms and retention.bytes. A compacted
+	// log without Delete keeps its segments whatever their age and size
+	// (segments below the log start offset still go).
+	Delete bool
+	// MinCleanableDirtyRatio is min.cleanable.dirty.ratio (0.5): the
+	// cleaner takes a log once the dirty part (not yet cleaned) is more
+	// than this fraction of the cleanable log.
+	MinCleanableDirtyRatio float64
+	// MinCompactionLagMs is min.compaction.lag.ms (0): a segment whose
+	// largest timestamp is younger than this is not cleaned.
+	MinCompactionLagMs int64
+	// MaxCompactionLagMs is max.compaction.lag.ms (MaxInt64): a log whose
+	// oldest dirty segment starts with a batch older than this is cleaned
+	// whatever its dirty ratio, and, with Compact, the active segment is
+	// rolled after this long (as after segment.ms) so that it can be.
+	MaxCompactionLagMs int64
+	// DeleteRetentionMs is delete.retention.ms (86400000): how long a
+	// tombstone, or a transaction marker whose transaction the cleaner has
+	// emptied, is kept after the cleaner first kept it (its batch's delete
+	// horizon, KIP-534).
+	DeleteRetentionMs int64
 }
 
 // DefaultLogConfig returns Apache Kafka's defaults.
@@ -51,6 +78,12 @@ func DefaultLogConfig() LogConfig {
 		MaxMessageBytes:    1048588,
 		TimestampType:      CreateTime,
 		FileDeleteDelayMs:  60000,
+
+		Delete:                 true,
+		MinCleanableDirtyRatio: 0.5,
+		MinCompactionLagMs:     0,
+		MaxCompactionLagMs:     math.MaxInt64,
+		DeleteRetentionMs:      24 * 3600 * 1000,
 	}
 }
 
@@ -92,7 +125,35 @@ func (c LogConfig) sanitized() LogConfig {
 	if c.FileDeleteDelayMs < 0 {
 		c.FileDeleteDelayMs = 0
 	}
+	if !(c.MinCleanableDirtyRatio >= 0) { // NaN too
+		c.MinCleanableDirtyRatio = d.MinCleanableDirtyRatio
+	}
+	if c.MinCleanableDirtyRatio > 1 {
+		c.MinCleanableDirtyRatio = 1
+	}
+	if c.MinCompactionLagMs < 0 {
+		c.MinCompactionLagMs = 0
+	}
+	if c.MaxCompactionLagMs <= 0 {
+		c.MaxCompactionLagMs = d.MaxCompactionLagMs
+	}
+	if c.DeleteRetentionMs < 0 {
+		c.DeleteRetentionMs = d.DeleteRetentionMs
+	}
 	return c
+}
+
+// deletes reports whether retention by time and size applies.
+func (c *LogConfig) deletes() bool { return !c.Compact || c.Delete }
+
+// rollMs is the age at which the active segment is rolled: segment.ms, or
+// max.compaction.lag.ms when lower on a compacted log (Kafka's
+// LogConfig.maxSegmentMs).
+func (c *LogConfig) rollMs() int64 {
+	if c.Compact && c.MaxCompactionLagMs < c.SegmentMs {
+		return c.MaxCompactionLagMs
+	}
+	return c.SegmentMs
 }
 
 const (
@@ -172,9 +233,77 @@ type Options struct {
 	// ScrubInterval is the pause between two passes of the scrubber
 	// (default 1h).
 	ScrubInterval time.Duration
+	// Cleaner configures the log cleaner (compaction of the logs whose
+	// LogConfig.Compact is set).
+	Cleaner CleanerOptions
 
 	// manualBackground (tests) starts no flusher, checkpointer, retention
 	// or scrubber goroutine: the test runs flusher rounds itself
 	// (Manager.flushRound), so that a seeded run replays exactly.
 	manualBackground bool
+}
+
+// CleanerOptions are the broker's log.cleaner.* keys. The zero value is
+// Kafka's defaults.
+type CleanerOptions struct {
+	// Disable is log.cleaner.enable=false: no cleaner goroutine runs
+	// (Manager.Compact still cleans on demand).
+	Disable bool
+	// Threads is log.cleaner.threads (1).
+	Threads int
+	// DedupeBufferSize is log.cleaner.dedupe.buffer.size (128 MiB): the
+	// memory of the key → offset maps, shared out between the threads
+	// (at least 1 KiB each).
+	DedupeBufferSize int64
+	// LoadFactor is log.cleaner.io.buffer.load.factor (0.9): how full an
+	// offset map is filled (at most 0.99).
+	LoadFactor float64
+	// IOBufferSize is log.cleaner.io.buffer.size (512 KiB): each thread's
+	// read buffer (and write buffer), grown to the largest batch met.
+	IOBufferSize int
+	// IOMaxBytesPerSecond is log.cleaner.io.max.bytes.per.second: the
+	// bytes read plus written by all threads per second (0 = no limit,
+	// Kafka's Double.MaxValue).
+	IOMaxBytesPerSecond float64
+	// Backoff is log.cleaner.backoff.ms (15 s): the sleep of a thread that
+	// found nothing to clean.
+	Backoff time.Duration
+	// MaxDecompressedBytes bounds what the records of one batch may take
+	// once decompressed (default 64 MiB; Kafka has no such bound): a
+	// batch beyond it makes its log uncleanable (CleanerStats tells).
+	MaxDecompressedBytes int
+}
+
+func (o CleanerOptions) sanitized() CleanerOptions {
+	if o.Threads <= 0 {
+		o.Threads = 1
+	}
+	if o.DedupeBufferSize <= 0 {
+		o.DedupeBufferSize = 128 << 20
+	}
+	if o.DedupeBufferSize/int64(o.Threads) < 1<<10 {
+		o.DedupeBufferSize = int64(o.Threads) << 10
+	}
+	if !(o.LoadFactor > 0) {
+		o.LoadFactor = 0.9
+	}
+	if o.LoadFactor > 0.99 {
+		o.LoadFactor = 0.99
+	}
+	if o.IOBufferSize <= 0 {
+		o.IOBufferSize = 512 << 10
+	}
+	if o.IOBufferSize < 4<<10 {
+		o.IOBufferSize = 4 << 10
+	}
+	if o.IOMaxBytesPerSecond < 0 {
+		o.IOMaxBytesPerSecond = 0
+	}
+	if o.Backoff <= 0 {
+		o.Backoff = 15 * time.Second
+	}
+	if o.MaxDecompressedBytes <= 0 {
+		o.MaxDecompressedBytes = 64 << 20
+	}
+	return o
 }

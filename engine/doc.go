@@ -1,12 +1,15 @@
 // Package engine owns every partition's records on local disk: segmented
 // partition logs in Apache Kafka's own on-disk layout, memory-mapped sparse
 // indexes, a group-commit flusher per log directory, crash recovery,
-// retention, idempotent-producer state and the leader-epoch cache.
+// retention, log compaction (the cleaner), idempotent-producer state and
+// the leader-epoch cache.
 //
 // It is a leaf package: it imports only the standard library,
-// golang.org/x/sys/unix, mmap-go, hdrhistogram-go and its own subpackages:
-// engine/vfs (the file-system seam, and the power-loss model CrashFS) and,
-// in tests, engine/vfs/errorfs (fault injection).
+// golang.org/x/sys/unix, mmap-go, hdrhistogram-go, the codecs
+// klauspost/compress (gzip, snappy, zstd) and pierrec/lz4 (in compress.go
+// only, for the cleaner) and its own subpackages: engine/vfs (the
+// file-system seam, and the power-loss model CrashFS) and, in tests,
+// engine/vfs/errorfs (fault injection).
 //
 // # Layout
 //
@@ -15,19 +18,25 @@
 //	  recovery-point-offset-checkpoint   "0\n<n>\n<topic> <partition> <offset>\n"...
 //	  replication-offset-checkpoint      (high watermarks, same format)
 //	  log-start-offset-checkpoint        (same format)
+//	  cleaner-offset-checkpoint          first dirty offset of each cleaned log (same format)
 //	  <topic>-<partition>/
 //	    00000000000000000000.log         record batches, exactly as Kafka stores them
 //	    00000000000000000000.index       offset index
 //	    00000000000000000000.timeindex   time index
 //	    00000000000000001234.snapshot    producer state at offset 1234
 //	    leader-epoch-checkpoint          "0\n<n>\n<epoch> <start offset>\n"...
+//	    <name>.cleaned                   a cleaned segment being written (log, index, timeindex)
+//	    <name>.swap                      ... written and synced, being swapped in
+//	    <name>.deleted                   a deleted or cleaned-away segment's file
 //	  <topic>-<partition>.<32 hex>-delete/   a deleted log, removed in the background
 //
 // File names carry the segment's base offset in 20 decimal digits. A file
-// renamed to "<name>.deleted" belongs to a deleted segment and is removed once no
-// reader pins it (or at the next Open). With Options.PowerLossJournal (tests
-// only) one more file, outside the log directories, journals what fdatasync
-// made durable (see "Power loss" below).
+// renamed to "<name>.deleted" belongs to a deleted segment (or one the
+// cleaner replaced) and is removed once no reader pins it (or at the next
+// Open). ".cleaned" and ".swap" are the cleaner's (see Compaction); Open
+// finishes or undoes a swap they show was cut. With Options.PowerLossJournal
+// (tests only) one more file, outside the log directories, journals what
+// fdatasync made durable (see "Power loss" below).
 //
 // # File system
 //
@@ -63,11 +72,21 @@
 //	+--------------+---------------+-----+-------+-------+---------------...
 //
 // length counts the bytes after the length field (total size - 12). The
-// CRC-32C (Castagnoli) covers attrs..end. The engine stamps baseOffset and the
-// partition leader epoch in place (both outside the CRC); with
-// message.timestamp.type=LogAppendTime it also sets the timestamp-type bit and
-// maxTimestamp and recomputes the CRC, as Kafka does. Records are never decoded
-// on the append or read path.
+// CRC-32C (Castagnoli) covers attrs..end. attrs: codec (bits 0-2: none,
+// gzip, snappy, lz4, zstd), timestamp type (3), transactional (4), control
+// (5), delete horizon (6: baseTimestamp is the batch's delete horizon,
+// KIP-534). The engine stamps baseOffset and the partition leader epoch in
+// place (both outside the CRC); with message.timestamp.type=LogAppendTime it
+// also sets the timestamp-type bit and maxTimestamp and recomputes the CRC,
+// as Kafka does. Records are never decoded on the append or read path: the
+// log cleaner alone decodes them (records.go draws their format).
+//
+// A producer's batch has count = lastOffsetDelta+1 (ValidateBatch holds a
+// leader's appends to it). A stored batch may have fewer records once
+// compacted, down to none (an empty batch: the header of a batch whose
+// records the cleaner removed but whose offsets and producer fields it
+// keeps): offsets have holes, inside batches and between them, and every
+// reader, recovery, the scrubber and a follower's append take them.
 //
 // # Indexes
 //
@@ -93,10 +112,13 @@
 //
 // # Concurrency
 //
-// Lock order: Log.appendMu → Log.flushMu → Log.mu → segment.idxMu, and
-// logDir.ckptMu → Manager.mu → logDir.mu; Log.appendMu (and flushMu) →
-// logDir.ckptMu, as a truncation or DeleteRecordsBefore checkpoints
-// (Manager.delMu, the failure log's mutex and a CrashFS's locks are leaves).
+// Lock order: Log.segMu → Log.appendMu → Log.flushMu → Log.mu →
+// segment.idxMu, and logDir.ckptMu → Manager.mu → logDir.mu; Log.segMu
+// and Log.appendMu (and flushMu) → logDir.ckptMu, as a truncation,
+// DeleteRecordsBefore or a cleaning pass checkpoints (Manager.delMu, the
+// cleaner's mutex, the failure log's mutex and a CrashFS's locks are
+// leaves; a truncation and DeleteLog wait on the cleaner's condition
+// holding no other lock).
 //
 //  1. Appends are serialised by Log.appendMu. Data is written with pwrite past
 //     the segment's published size; the size and then the log end offset are
@@ -122,6 +144,19 @@
 //     bad batch, and the scrubber before it records a finding, take
 //     appendMu (holding nothing else) to check that the bytes are still
 //     the log's: a finding raced by a truncation is dropped.
+//  8. The segment list changes only under appendMu and Log.mu (the append
+//     path reads it under appendMu alone); every change but an append's
+//     roll also holds Log.segMu: retention, DeleteRecordsBefore,
+//     truncation, Close and the cleaner's swap. So a cleaning pass, which
+//     reads and writes with no lock, meets no other change to the
+//     segments it replaces: its swap, under segMu, checks that they are
+//     still the log's (retention may have removed them since), and takes
+//     appendMu only for the instant of the list's replacement.
+//  9. The cleaner goroutines (Options.Cleaner.Threads) and Manager.Compact
+//     clean a log one at a time (cleaner.mu keeps its state: in progress,
+//     aborted, paused). A truncation and DeleteLog abort the log's pass and
+//     pause its cleaning before they take segMu (waiting for the pass to
+//     stop at its next batch), and resume it after.
 //
 // # Durability and recovery
 //
@@ -144,7 +179,11 @@
 // name is durable only with its directory. After a crash, a scanned segment
 // that ends short of the next segment's base lost its tail: the segments
 // after it go (nothing in them can have been acknowledged, since a flush
-// syncs every segment from the recovery point on before moving it).
+// syncs every segment from the recovery point on before moving it). For
+// that rule, segments stay contiguous in offsets through compaction (a
+// cleaned segment keeps the header of its last batch, so that it ends
+// where the segments it replaced ended) and on followers of a compacted
+// leader (a follower rolls at its log end, not at the next batch's base).
 //
 // # Damage
 //
@@ -186,6 +225,11 @@
 //     dirty pages, so a later success would prove nothing. Appends,
 //     truncations and durability waits on it fail; reads go on.
 //   - EIO on a read fails that read; nothing is recorded as damage.
+//   - A swap of a cleaned segment that fails past its commit point (the
+//     directory sync of its .swap names) takes the directory offline: the
+//     files are ahead of the segment list, and the next Open finishes the
+//     swap. Before it, the cleaned files are removed and the log is as it
+//     was.
 //
 // Manager.Stats counts the failures by kind; each is logged once per
 // partition (or directory) and kind per minute, with the number suppressed.
@@ -193,6 +237,73 @@
 // recovered, segments and bytes scanned, bytes truncated, segments
 // deleted, indexes rebuilt, tail bytes verified, damage found, time taken;
 // Open logs the same.
+//
+// # Compaction
+//
+// A log whose LogConfig.Compact is set (cleanup.policy=compact) is cleaned
+// as Kafka's LogCleaner does: the last record of each key survives, at its
+// offset. The log splits into a clean part (below its first dirty offset,
+// the cleaner checkpoint) and a dirty part; the cleanable segments are the
+// inactive ones wholly below the first uncleanable offset: the least of the
+// high watermark (the last stable offset, once transactions are served),
+// the active segment's base, the first dirty segment whose largest
+// timestamp is within min.compaction.lag.ms, and the first offset of a
+// transaction still open. Its dirty ratio is the dirty cleanable bytes
+// over all cleanable bytes.
+//
+// Each cleaner goroutine takes the compacted log with the highest dirty
+// ratio among those past min.cleanable.dirty.ratio, or past
+// max.compaction.lag.ms (its oldest dirty segment starts with a batch that
+// old) with something dirty, or sleeps log.cleaner.backoff.ms. A pass:
+//
+//  1. builds a key → offset map of the dirty cleanable records (a fixed
+//     table of 128-bit key hashes, its memory
+//     log.cleaner.dedupe.buffer.size shared between the threads; full, it
+//     ends the pass's range at the last batch mapped), skipping control
+//     batches and aborted transactional data;
+//  2. rewrites the cleanable segments below the map's end, from the log
+//     start, in groups of consecutive segments that fit segment.bytes and
+//     2^31 offsets; a group's cleaned segment takes its first segment's
+//     base. A record stays if it is past the map, or its key's latest (a
+//     record without a key goes), and, for a tombstone, while its batch's
+//     delete horizon has not passed: the first pass that keeps a mapped
+//     tombstone sets the horizon, now + delete.retention.ms. A batch that
+//     keeps all its records (and needs no horizon) is copied as it is;
+//     one thinned is rebuilt with its base offset, last offset delta,
+//     leader epoch and producer fields, compressed again with its codec
+//     (snappy in the framing it had); one emptied goes, unless it is its
+//     producer's last batch (its sequence and epoch must survive) or its
+//     group's last: then its header stays, with no records;
+//  3. swaps each cleaned segment in as soon as it is written (see
+//     cleaner_swap.go for the steps and what a crash at each leaves), and
+//     writes the cleaner checkpoint at the end.
+//
+// Transactions (Kafka's rules; they are not served yet, so only a
+// follower's append can bring such batches today): aborted data goes at
+// the first pass; a marker stays while its transaction has data, then
+// until its delete horizon. Kafka reads the aborted transactions from the
+// .txnindex; the engine, without one, derives them from the headers and
+// markers between the log start and the high watermark, in passes over
+// logs that hold transactional batches.
+//
+// The cleaner works below the high watermark only, where it may remove a
+// record for a later one of its key: it relies on truncations staying
+// above the high watermark (replication's rule), as a deeper cut could
+// remove the later record too.
+//
+// Nothing of a pass blocks appends or reads: it reads pinned segments
+// and writes new files with no lock held, and readers pinned to replaced
+// segments read them (through their descriptors) until they release
+// them. log.cleaner.io.max.bytes.per.second paces the threads' reads and
+// writes together. A pass meeting a batch that fails its CRC or does not
+// decode makes the log uncleanable (until it is truncated or reopened); an
+// I/O error retries it after the backoff. cleanup.policy=compact,delete
+// (Compact and Delete) applies retention as well; compact alone keeps
+// every segment but those below the log start offset, and rolls the
+// active segment once it is max.compaction.lag.ms old. Manager.CleanerStats
+// gives the cleaner's figures (bytes read and written, passes, the dirty
+// ratio, lag and compaction delay of each log); Manager.Compact cleans on
+// demand.
 //
 // # Power loss
 //
@@ -216,14 +327,36 @@
 //     batch per producer; the last five batches are rebuilt only for batches
 //     replayed from the log after the snapshot. A duplicate inside a
 //     multi-batch append is reported as ErrOutOfOrderSequence.
-//   - OffsetForTimestamp decodes uncompressed batches only (the engine carries
-//     no codecs); in a compressed batch it answers the batch's base offset.
+//   - OffsetForTimestamp decodes uncompressed batches only (the codecs are
+//     the cleaner's); in a compressed batch it answers the batch's base
+//     offset. It skips batches compaction emptied.
 //   - segment.ms counts from the clock time of a segment's first append (after
 //     a restart, from the time the log was opened).
 //   - Read excludes a batch whose last offset is at or beyond upTo, as Kafka
 //     does, so an upTo inside a batch hides that whole batch.
-//   - LogConfig.Compact is kept but compaction is not implemented; retention
-//     applies as configured (a compacted topic sets retention to -1).
+//   - Compaction. A pass cleans whole segments: Kafka may clean part of the
+//     segment holding the last stable offset. A cleaned segment keeps the
+//     header of its last batch (empty if need be); Kafka keeps the last
+//     batch of the whole pass only. A tombstone past the offset map of a
+//     pass whose map filled gets no delete horizon in that pass (Kafka sets
+//     one, which can let the tombstone go in the pass that removes its
+//     key's older values). A rebuilt batch keeps its baseTimestamp unless
+//     it gets a delete horizon (Kafka rebases it on the first record kept).
+//     Groups are bounded by segment.bytes and offsets, not by index size
+//     (inactive indexes have no fixed capacity here). The cleaned segment's
+//     modification time is its own (Kafka copies the replaced segment's):
+//     it matters only to time retention of batches without timestamps.
+//     Key hashes are two 64-bit maphash values (Kafka: MD5). The map counts
+//     a batch as taking its record count of slots. A batch that
+//     decompresses past CleanerOptions.MaxDecompressedBytes (64 MiB) makes
+//     its log uncleanable (Kafka has no bound). Aborted transactions are
+//     derived from the log (no .txnindex yet).
+//   - A record without a key in a compacted log is removed by the cleaner
+//     (Kafka refuses it at produce time; the engine decodes no record on
+//     append).
+//   - Retention applies to a log without Compact, or with Compact and
+//     Delete (compact,delete); a compacted log without Delete is never
+//     deleted by time or size.
 //   - TruncateTo is durable when it returns (the cut segment fdatasynced, the
 //     removal of later segments synced in the directory, the lowered
 //     recovery point checkpointed); Kafka checkpoints the recovery point but
@@ -231,12 +364,15 @@
 //   - Kafka takes a log directory offline on any I/O error; here ENOSPC on a
 //     write is undone and the directory stays online, and a read error fails
 //     only that read.
-//   - Offsets are taken as dense across segments after a crash (see
-//     Durability): a follower append that leaves a gap between segments
-//     (possible only against a compacted leader, and compaction is not
-//     implemented) loses the segments past the gap if a crash cuts the
-//     segment before it.
-//   - Additions: DirStat.TotalBytes/UsableBytes, Manager.EnforceRetention,
+//   - Segments are taken as contiguous in offsets after a crash (see
+//     Durability). A follower's batch more than 2^31 offsets past its log
+//     end (a compacted leader's hole that large) starts a segment at its
+//     own base, leaving a gap between segments: the segments past it are
+//     lost if a crash cuts the segment before it.
+//   - Additions: Manager.Compact, Manager.CleanerStats, Options.Cleaner
+//     (CleanerOptions), LogConfig.Delete, Stats.Cleaner*, Stats.UncleanableLogs,
+//     RecoveryStats.SwapsCompleted/SwapsDiscarded, BatchHeader.DeleteHorizon
+//     and LastSequence, DirStat.TotalBytes/UsableBytes, Manager.EnforceRetention,
 //     Log.Dir, Log.RecoveryPoint, Log.Flush, ErrUnexpectedAppendOffset (a
 //     follower batch below the log end), ErrNoLog, ErrLogDirOffline, ErrIO,
 //     ErrNoSpace, ErrInvalidConfig, ErrDumpMismatch, ValidateBatch,

@@ -129,7 +129,7 @@ func dumpLog(w io.Writer, path string, opts DumpOptions) (int, error) {
 		}
 		lastSeq := int32(-1)
 		if h.BaseSequence >= 0 {
-			lastSeq = lastSequence(h.BaseSequence, h.NumRecords)
+			lastSeq = h.LastSequence()
 		}
 		fmt.Fprintf(w, "baseOffset: %d lastOffset: %d count: %d baseSequence: %d lastSequence: %d producerId: %d producerEpoch: %d partitionLeaderEpoch: %d isTransactional: %t isControl: %t position: %d %s: %d size: %d magic: %d compresscodec: %s crc: %d isvalid: %t\n",
 			h.BaseOffset, h.LastOffset(), h.NumRecords, h.BaseSequence, lastSeq, h.ProducerID, h.ProducerEpoch,
@@ -144,7 +144,7 @@ func dumpLog(w io.Writer, path string, opts DumpOptions) (int, error) {
 		}
 		next = h.LastOffset() + 1
 		if ok && batch != nil {
-			if err := checkBatchContent(h, batch[BatchHeaderSize:]); err != nil {
+			if err := checkStoredBatchContent(h, batch[BatchHeaderSize:]); err != nil {
 				fmt.Fprintf(w, "Invalid batch content at %d: %v\n", pos, err)
 				problems++
 			} else if opts.Records && h.Compression() == 0 {

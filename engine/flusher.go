@@ -34,8 +34,9 @@ type logDir struct {
 	histMu sync.Mutex
 	hist   *hdrhistogram.Histogram // fdatasync latency, microseconds
 
-	ckptMu   sync.Mutex
-	lastCkpt [3]string // content last written, per checkpoint file (under ckptMu)
+	ckptMu      sync.Mutex
+	lastCkpt    [4]string // content last written, per checkpoint file (under ckptMu)
+	cleanerCkpt bool      // the cleaner checkpoint exists (under ckptMu, and at Open)
 }
 
 // waiter is one caller waiting for durability: either ch or done is set.

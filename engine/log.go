@@ -26,6 +26,11 @@ type Log struct {
 	logger *slog.Logger
 	cfg    atomic.Pointer[LogConfig]
 
+	// segMu serialises the changes to the segment list other than appends
+	// and rolls: retention, DeleteRecordsBefore, truncation, Close and
+	// the cleaner's swap. Appends never wait for it.
+	segMu sync.Mutex
+
 	appendMu sync.Mutex
 	prod     producerStates // under appendMu
 	epochs   *epochCache
@@ -46,6 +51,13 @@ type Log struct {
 	dirDirty      atomic.Bool // a segment file was created since the last sync of dir
 
 	flushMu sync.Mutex // one flush at a time
+
+	// The cleaner's: firstDirty is the cleaner checkpoint (the first
+	// offset not yet cleaned; -1 when unknown: the log start); cleanAbort
+	// asks the pass in progress to stop; cstate is under Manager.cl.mu.
+	firstDirty atomic.Int64
+	cleanAbort atomic.Bool
+	cstate     cleanState
 }
 
 // TopicPartition returns the log's partition.
@@ -236,6 +248,8 @@ const (
 // close releases every segment. A clean close fdatasyncs them, trims the
 // active segment's indexes and writes a producer snapshot at the log end.
 func (l *Log) close(mode closeMode) error {
+	l.segMu.Lock()
+	defer l.segMu.Unlock()
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	l.mu.Lock()

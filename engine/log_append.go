@@ -33,7 +33,14 @@ func (l *Log) Append(batches []byte, o AppendOptions) (AppendResult, error) {
 	cfg := l.cfg.Load()
 	nb := 0
 	for p := 0; p < len(batches); nb++ {
-		h, err := ValidateBatch(batches[p:])
+		var h BatchHeader
+		var err error
+		if o.Follower {
+			// A compacted leader sends batches with holes, or emptied.
+			h, err = validateStoredBatch(batches[p:])
+		} else {
+			h, err = ValidateBatch(batches[p:])
+		}
 		if err != nil {
 			return AppendResult{}, err
 		}
@@ -112,7 +119,16 @@ func (l *Log) Append(batches []byte, o AppendOptions) (AppendResult, error) {
 
 	seg := l.segs[len(l.segs)-1]
 	if l.needRoll(seg, cfg, len(batches), nb, first, next-1, now) {
-		if err := l.rollLocked(first); err != nil {
+		// A follower's batch may start past the log end (the leader's log
+		// is compacted): the new segment starts at the log end all the same,
+		// so that segments stay contiguous in offsets (recovery reads a gap
+		// between segments as a lost tail), unless the batch would then lie
+		// beyond the segment's 2^31 offsets.
+		rollAt := first
+		if o.Follower && first > leo && next-1-leo <= math.MaxInt32 {
+			rollAt = leo
+		}
+		if err := l.rollLocked(rollAt); err != nil {
 			l.m.reportIO(l.tp.String(), err, "op", "roll")
 			return AppendResult{}, ioFailure(fmt.Sprintf("append %s", l.tp), err)
 		}
@@ -159,6 +175,9 @@ func (l *Log) Append(batches []byte, o AppendOptions) (AppendResult, error) {
 			seg.noProducers = false
 			l.prod.update(&h)
 		}
+		if h.Transactional() || h.Control() {
+			seg.txn.Store(txnHas)
+		}
 		if h.PartitionLeaderEpoch > latest {
 			if _, err := l.epochs.assign(h.PartitionLeaderEpoch, h.BaseOffset); err != nil {
 				l.logger.Warn("leader epoch checkpoint", "tp", l.tp, "err", err)
@@ -194,7 +213,7 @@ func (l *Log) needRoll(seg *segment, cfg *LogConfig, n, nb int, first, last, now
 	if size+int64(n) > cfg.SegmentBytes {
 		return true
 	}
-	if seg.rollAtMs != 0 && now-seg.rollAtMs > cfg.SegmentMs {
+	if seg.rollAtMs != 0 && now-seg.rollAtMs > cfg.rollMs() {
 		return true
 	}
 	if last-seg.base > math.MaxInt32 {

@@ -228,7 +228,8 @@ func (l *Log) OffsetForTimestamp(ts int64) (offset, timestamp int64, ok bool, er
 				}
 				break // damaged: the rest of the segment is unreadable
 			}
-			if h.MaxTimestamp >= ts && h.LastOffset() >= logStart {
+			// A batch compaction emptied holds no record to answer with.
+			if h.MaxTimestamp >= ts && h.LastOffset() >= logStart && h.NumRecords > 0 {
 				putScanner(sc)
 				return l.offsetInBatch(s, pos, &h, ts, logStart)
 			}

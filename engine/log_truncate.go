@@ -14,6 +14,15 @@ func (l *Log) TruncateTo(offset int64) error {
 	if offset < 0 {
 		return fmt.Errorf("%w: truncate to %d", ErrOffsetOutOfRange, offset)
 	}
+	if offset >= l.leo.Load() && !l.isClosed() && l.ld.offlineErr() == nil {
+		return nil // nothing to cut (appends only raise the log end)
+	}
+	// The cleaner's pass over this log, if any, is stopped first (and its
+	// cleaned files dropped): it read what is being cut.
+	l.m.cl.abortAndPause(l)
+	defer l.m.cl.resume(l, true)
+	l.segMu.Lock()
+	defer l.segMu.Unlock()
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	// No flush may run across a truncation: it would move the recovery point
@@ -101,6 +110,10 @@ func (l *Log) TruncateTo(offset int64) error {
 	s.idxMu.Unlock()
 	s.bytesSinceIndex = pos - lastPos
 	s.rollAtMs = 0
+	s.firstTs.Store(unknownTimestamp)
+	if fd := l.firstDirty.Load(); fd > newEnd {
+		l.firstDirty.Store(newEnd) // Kafka's maybeTruncateCheckpoint
+	}
 
 	l.pruneDamage()
 	l.leo.Store(newEnd)
@@ -141,6 +154,10 @@ func (l *Log) TruncateFullyAndStartAt(offset int64) error {
 	if offset < 0 {
 		return fmt.Errorf("%w: start at %d", ErrOffsetOutOfRange, offset)
 	}
+	l.m.cl.abortAndPause(l)
+	defer l.m.cl.resume(l, true)
+	l.segMu.Lock()
+	defer l.segMu.Unlock()
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	l.flushMu.Lock() // as in TruncateTo
@@ -189,6 +206,7 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	l.recoveryPoint.Store(offset)
 	l.size.Store(0)
 	l.dirtyBytes.Store(0)
+	l.firstDirty.Store(-1)
 	l.mu.Unlock()
 	for _, o := range old {
 		l.m.scheduleDelete(o, 0)

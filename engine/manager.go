@@ -46,6 +46,8 @@ type Manager struct {
 
 	fail     failures
 	recovery RecoveryStats // written by Open only
+
+	cl *cleaner
 }
 
 // DirStat describes one log directory (DescribeLogDirs).
@@ -95,6 +97,7 @@ func Open(opts Options) (*Manager, error) {
 	if m.logger == nil {
 		m.logger = slog.New(slog.DiscardHandler)
 	}
+	m.cl = newCleaner(m, opts.Cleaner)
 	if opts.PowerLossJournal != "" {
 		cfs, err := vfs.OpenJournal(m.fs, opts.PowerLossJournal)
 		if err != nil {
@@ -156,6 +159,7 @@ func Open(opts Options) (*Manager, error) {
 		m.wg.Add(1)
 		go func() { defer m.wg.Done(); m.scrubber() }()
 	}
+	m.cl.start()
 	return m, nil
 }
 
@@ -186,9 +190,17 @@ func (m *Manager) loadDir(d *logDir) error {
 		return cp
 	}
 	rps, hws, lss := read(recoveryPointFile), read(replicationFile), read(logStartOffsetFile)
-	m.fs.Remove(filepath.Join(d.path, recoveryPointFile+tmpSuffix))
-	m.fs.Remove(filepath.Join(d.path, replicationFile+tmpSuffix))
-	m.fs.Remove(filepath.Join(d.path, logStartOffsetFile+tmpSuffix))
+	// The cleaner checkpoint is a hint (a log without an entry is cleaned
+	// from its start): a bad one is ignored without a recovery.
+	cleaned, err := readOffsetsCheckpoint(m.fs, filepath.Join(d.path, cleanerOffsetFile))
+	if err != nil {
+		m.logger.Warn("ignoring checkpoint", "dir", d.path, "file", cleanerOffsetFile, "err", err)
+		cleaned = nil
+	}
+	d.cleanerCkpt = vfs.Exists(m.fs, filepath.Join(d.path, cleanerOffsetFile))
+	for _, f := range []string{recoveryPointFile, replicationFile, logStartOffsetFile, cleanerOffsetFile} {
+		m.fs.Remove(filepath.Join(d.path, f+tmpSuffix))
+	}
 	ents, err := m.fs.ReadDir(d.path)
 	if err != nil {
 		return err
@@ -214,6 +226,9 @@ func (m *Manager) loadDir(d *logDir) error {
 		l, err := m.loadLog(d, path, tp, m.opts.DefaultConfig, clean, hasRP, rp, hws[tp], lss[tp])
 		if err != nil {
 			return fmt.Errorf("load %s: %w", path, err)
+		}
+		if off, ok := cleaned[tp]; ok {
+			l.firstDirty.Store(off)
 		}
 		m.logs[tp] = l
 	}
@@ -361,6 +376,7 @@ func (m *Manager) DeleteLog(tp TopicPartition) error {
 	}
 	delete(m.logs, tp)
 	m.mu.Unlock()
+	m.cl.abortAndPause(l) // for good: the log is gone
 	l.close(closeDelete)
 	var u [16]byte
 	rand.Read(u[:])
@@ -450,16 +466,23 @@ func (m *Manager) writeDirCheckpoints(d *logDir) error {
 	rp := make(map[TopicPartition]int64, len(logs))
 	hw := make(map[TopicPartition]int64, len(logs))
 	ls := make(map[TopicPartition]int64, len(logs))
+	cl := make(map[TopicPartition]int64)
 	for _, l := range logs {
 		rp[l.tp] = l.recoveryPoint.Load()
 		hw[l.tp] = l.hw.Load()
 		ls[l.tp] = l.logStart.Load()
+		if fd := l.firstDirty.Load(); fd >= 0 {
+			cl[l.tp] = fd
+		}
 	}
 	var err error
-	for i, f := range [3]struct {
+	for i, f := range [4]struct {
 		name string
 		m    map[TopicPartition]int64
-	}{{recoveryPointFile, rp}, {replicationFile, hw}, {logStartOffsetFile, ls}} {
+	}{{recoveryPointFile, rp}, {replicationFile, hw}, {logStartOffsetFile, ls}, {cleanerOffsetFile, cl}} {
+		if f.name == cleanerOffsetFile && len(f.m) == 0 && !d.cleanerCkpt {
+			continue // no compacted log has been cleaned in this directory
+		}
 		data := encodeOffsetsCheckpoint(f.m)
 		if string(data) == d.lastCkpt[i] {
 			continue // unchanged since the last write
@@ -471,6 +494,9 @@ func (m *Manager) writeDirCheckpoints(d *logDir) error {
 			continue
 		}
 		d.lastCkpt[i] = string(data)
+		if f.name == cleanerOffsetFile {
+			d.cleanerCkpt = true
+		}
 	}
 	return err
 }
@@ -527,6 +553,7 @@ func (m *Manager) Close() error {
 	m.closed = true
 	m.mu.Unlock()
 	close(m.stop)
+	m.cl.stop()
 	m.wg.Wait()
 	m.stopManualFlushers()
 	var first error
@@ -574,6 +601,7 @@ func (m *Manager) abandon() {
 	m.closed = true
 	m.mu.Unlock()
 	close(m.stop)
+	m.cl.stop()
 	m.wg.Wait()
 	m.stopManualFlushers()
 	for _, l := range m.Logs() {

@@ -76,7 +76,7 @@ type seqCheck struct {
 //   - an unknown producer is accepted at any sequence (Kafka >= 2.5: its
 //     state may have been removed with the segments that held it).
 func (ps *producerStates) check(h *BatchHeader, prev *seqCheck) (*batchMeta, error) {
-	last := lastSequence(h.BaseSequence, h.NumRecords)
+	last := h.LastSequence()
 	if prev.valid && prev.pid == h.ProducerID {
 		if h.ProducerEpoch < prev.epoch {
 			return nil, fmt.Errorf("%w: producer %d epoch %d below %d", ErrInvalidProducerEpoch, h.ProducerID, h.ProducerEpoch, prev.epoch)
@@ -126,7 +126,9 @@ func (ps *producerStates) expire(now int64) {
 	}
 }
 
-// update records the written batch h (offsets assigned).
+// update records the written batch h (offsets assigned). The sequence is
+// taken from the last offset delta, so that a batch thinned or emptied by
+// compaction gives the same state as the batch as written.
 func (ps *producerStates) update(h *BatchHeader) {
 	if h.ProducerID < 0 {
 		return
@@ -139,8 +141,14 @@ func (ps *producerStates) update(h *BatchHeader) {
 	if h.ProducerEpoch != e.epoch {
 		*e = producerEntry{epoch: h.ProducerEpoch}
 	}
+	if h.Control() {
+		// A transaction marker carries the epoch but no sequence: the
+		// producer's sequence goes on from its last data batch (Kafka's
+		// appendEndTxnMarker).
+		return
+	}
 	e.push(batchMeta{
-		firstSeq: h.BaseSequence, lastSeq: lastSequence(h.BaseSequence, h.NumRecords),
+		firstSeq: h.BaseSequence, lastSeq: h.LastSequence(),
 		firstOffset: h.BaseOffset, lastOffs: h.LastOffset(), timestamp: h.MaxTimestamp,
 	})
 }

@@ -32,10 +32,23 @@ func (m *Manager) loadLog(d *logDir, dir string, tp TopicPartition, cfg LogConfi
 	c := cfg.sanitized()
 	l := &Log{rec: RecoveryStats{Logs: 1}, tp: tp, dir: dir, m: m, ld: d, fs: m.fs, logger: m.logger.With("tp", tp.String()), prod: newProducerStates()}
 	l.cfg.Store(&c)
+	l.firstDirty.Store(-1)
 
 	ents, err := m.fs.ReadDir(dir)
 	if err != nil {
 		return nil, err
+	}
+	// A swap of cleaned segments that a crash cut is finished (or, before
+	// its commit point, undone) before anything else is read.
+	changed, err := finishSwaps(m.fs, dir, ents, &l.rec)
+	if err != nil {
+		return nil, fmt.Errorf("finish the swap of cleaned segments: %w", err)
+	}
+	if changed {
+		l.logger.Warn("interrupted swap of cleaned segments", "completed", l.rec.SwapsCompleted, "discarded", l.rec.SwapsDiscarded)
+		if ents, err = m.fs.ReadDir(dir); err != nil {
+			return nil, err
+		}
 	}
 	var bases []int64
 	logs := map[int64]bool{}
@@ -46,8 +59,7 @@ func (m *Manager) loadLog(d *logDir, dir string, tp TopicPartition, cfg LogConfi
 			continue
 		}
 		switch {
-		case strings.HasSuffix(name, deletedSuffix), strings.HasSuffix(name, tmpSuffix),
-			strings.HasSuffix(name, ".cleaned"), strings.HasSuffix(name, ".swap"):
+		case strings.HasSuffix(name, deletedSuffix), strings.HasSuffix(name, tmpSuffix):
 			m.fs.Remove(dir + "/" + name)
 		case strings.HasSuffix(name, logSuffix):
 			if b, ok := parseBase(name, logSuffix); ok {
@@ -417,7 +429,7 @@ func (l *Log) recoverSegmentKeeping(s *segment, active, keepDamaged bool, buf []
 	}
 	next := s.base
 	var pos int64
-	producers := false
+	producers, txn := false, false
 	for pos < size {
 		hb, err := w.at(pos, BatchHeaderSize)
 		if err != nil {
@@ -447,10 +459,19 @@ func (l *Log) recoverSegmentKeeping(s *segment, active, keepDamaged bool, buf []
 		if h.ProducerID >= 0 {
 			producers = true
 		}
+		if h.Transactional() || h.Control() {
+			txn = true
+		}
 		next = h.LastOffset() + 1
 		pos += h.Size()
 	}
 	s.noProducers = !producers
+	if txn {
+		s.txn.Store(txnHas)
+	} else {
+		s.txn.Store(txnNone)
+	}
+	s.firstTs.Store(unknownTimestamp)
 	l.rec.SegmentsScanned++
 	l.rec.BytesScanned += pos
 	l.rec.IndexesRebuilt++
@@ -503,7 +524,7 @@ func batchIntact(w *window, pos int64, h *BatchHeader) (bool, error) {
 		if crc32.Checksum(bb[offAttributes:], castagnoli) != h.CRC {
 			return false, nil
 		}
-		return checkBatchContent(h, bb[BatchHeaderSize:]) == nil, nil
+		return checkStoredBatchContent(h, bb[BatchHeaderSize:]) == nil, nil
 	}
 	// Larger than the buffer: stream the CRC.
 	var crc uint32
@@ -525,5 +546,5 @@ func batchIntact(w *window, pos int64, h *BatchHeader) (bool, error) {
 	if crc != h.CRC {
 		return false, nil
 	}
-	return h.NumRecords > 0 && int64(h.NumRecords) == int64(h.LastOffsetDelta)+1, nil
+	return h.NumRecords >= 0 && int64(h.NumRecords) <= int64(h.LastOffsetDelta)+1, nil
 }

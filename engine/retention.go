@@ -6,13 +6,16 @@ import (
 )
 
 // enforceRetention deletes the oldest segments that are wholly below the
-// high watermark and either wholly below the log start offset, older than
+// high watermark and either wholly below the log start offset, or (unless
+// the log is compacted without cleanup.policy delete) older than
 // retention.ms (by their largest timestamp) or beyond retention.bytes. An
 // expired, non-empty active segment is rolled first so it can go too.
 // Deleted segments are renamed *.deleted and removed file.delete.delay.ms
 // later, once no reader pins them. Producers silent for
 // producer.id.expiration.ms (1 day) are forgotten.
 func (l *Log) enforceRetention() (int, error) {
+	l.segMu.Lock()
+	defer l.segMu.Unlock()
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	if l.closed {
@@ -37,10 +40,10 @@ func (l *Log) enforceRetention() (int, error) {
 			break
 		}
 		del := !last && upper <= logStart
-		if !del && cfg.RetentionMs >= 0 && now-s.largestTimestamp(cfg) > cfg.RetentionMs {
+		if !del && cfg.deletes() && cfg.RetentionMs >= 0 && now-s.largestTimestamp(cfg) > cfg.RetentionMs {
 			del = true
 		}
-		if !del && cfg.RetentionBytes >= 0 && size-s.size.Load() >= cfg.RetentionBytes {
+		if !del && cfg.deletes() && cfg.RetentionBytes >= 0 && size-s.size.Load() >= cfg.RetentionBytes {
 			del = true
 		}
 		if !del {
@@ -102,6 +105,8 @@ func (l *Log) deleteOldestLocked(n int, cfg *LogConfig) error {
 // and deletes the segments wholly below it. offset must not exceed the high
 // watermark. It returns the new log start offset.
 func (l *Log) DeleteRecordsBefore(offset int64) (int64, error) {
+	l.segMu.Lock()
+	defer l.segMu.Unlock()
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	if l.closed {

@@ -67,6 +67,9 @@ type segment struct {
 
 	refs    atomic.Int32
 	deleted atomic.Bool
+
+	firstTs atomic.Int64 // max timestamp of the first batch, unknownTimestamp until read (firstBatchTimestamp)
+	txn     atomic.Int32 // txnUnknown, txnNone or txnHas: whether it holds transactional batches
 }
 
 func (s *segment) path(suffix string) string {
@@ -90,6 +93,8 @@ func createSegment(m *Manager, dir string, base int64, cfg *LogConfig) (*segment
 	s.next.Store(base)
 	s.maxTs.Store(-1)
 	s.offMax.Store(base)
+	s.firstTs.Store(unknownTimestamp)
+	s.txn.Store(txnNone)
 	for _, suf := range []string{indexSuffix, timeIndexSuffix} {
 		if err := fsys.Remove(s.path(suf)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			f.Close()
@@ -137,6 +142,7 @@ func openSegment(m *Manager, dir string, base int64) (*segment, error) {
 	s.next.Store(base)
 	s.maxTs.Store(unknownTimestamp)
 	s.offMax.Store(base)
+	s.firstTs.Store(unknownTimestamp)
 	s.refs.Store(1)
 	return s, nil
 }

@@ -21,6 +21,11 @@ type Stats struct {
 	IndexRebuilds  int64 // indexes rebuilt since Open (at Open or found wrong in use)
 	ScrubbedBytes  int64 // bytes whose CRCs the scrubber and Scrub checked
 	ScrubPasses    int64 // completed background scrub passes
+	// The log cleaner's (CleanerStats has the rest, and the figures per log).
+	CleanerPasses       int64 // passes completed
+	CleanerBytesRead    int64 // bytes read by the cleaner
+	CleanerBytesWritten int64 // bytes of cleaned segments written
+	UncleanableLogs     int64 // compacted logs the cleaner gave up on (damaged or undecodable data)
 }
 
 type failureKind int
@@ -126,6 +131,17 @@ func (m *Manager) Stats() Stats {
 		ScrubPasses:    m.fail.scrubPasses.Load(),
 	}
 	st.DamagedLogs = int64(len(m.Damaged()))
+	st.CleanerPasses = m.cl.stats.passes.Load()
+	st.CleanerBytesRead = m.cl.stats.bytesRead.Load()
+	st.CleanerBytesWritten = m.cl.stats.bytesWritten.Load()
+	logs := m.Logs()
+	m.cl.mu.Lock()
+	for _, l := range logs {
+		if l.cstate.uncleanable != nil {
+			st.UncleanableLogs++
+		}
+	}
+	m.cl.mu.Unlock()
 	return st
 }
 
@@ -142,6 +158,8 @@ type RecoveryStats struct {
 	IndexesRebuilt    int           // segments whose indexes were rebuilt
 	TailBytesVerified int64         // bytes of tail batches CRC-checked after a clean shutdown
 	DamagedBatches    int           // damage found and recorded (not cut) at Open
+	SwapsCompleted    int           // swaps of cleaned segments a crash cut, finished
+	SwapsDiscarded    int           // ... cut before their commit point, undone
 	Duration          time.Duration // wall time of Open's recovery (Manager only)
 }
 
@@ -156,6 +174,8 @@ func (r *RecoveryStats) add(o RecoveryStats) {
 	r.IndexesRebuilt += o.IndexesRebuilt
 	r.TailBytesVerified += o.TailBytesVerified
 	r.DamagedBatches += o.DamagedBatches
+	r.SwapsCompleted += o.SwapsCompleted
+	r.SwapsDiscarded += o.SwapsDiscarded
 }
 
 // Recovery returns what Open did.
