@@ -22,8 +22,9 @@ import (
 type Config struct {
 	NodeID    int32
 	ClusterID string
-	// Host and Port are this node's advertised client address: the single-node path
-	// (New) registers them; a cluster node's registration is its broker lifecycle's.
+	// Host, Port and Rack are this node's advertised client address and rack, as the
+	// launcher computed them (the registered endpoints, which Metadata advertises, are
+	// the broker lifecycle's).
 	Host string
 	Port int32
 	Rack *string
@@ -48,8 +49,7 @@ type Config struct {
 	Registerer prometheus.Registerer
 }
 
-// Deps are the broker's collaborators, built by the node's wiring (net/node) or by New
-// for a single node.
+// Deps are the broker's collaborators, built by the node's wiring (net/node).
 type Deps struct {
 	// Engine holds the partition logs.
 	Engine *engine.Manager
@@ -154,27 +154,6 @@ func NewBroker(cfg Config, deps Deps, log *slog.Logger) (*Broker, error) {
 	}
 	b.groups = newGroupState(b, im)
 	b.registerClusterMetrics(cfg.Registerer)
-	return b, nil
-}
-
-// New returns a Broker for a single node: its metadata is store, which a
-// LocalController serves as both the published image and the active controller. It
-// registers the node (its advertised address) in the store when that changed, then
-// builds the broker as NewBroker does. log may be nil.
-func New(cfg Config, eng *engine.Manager, store *metadata.Store, log *slog.Logger) (*Broker, error) {
-	if eng == nil || store == nil {
-		return nil, errors.New("kafka: New needs an engine and a metadata store")
-	}
-	lc, err := NewLocalController(store, metadata.BrokerImage{ID: cfg.NodeID, Host: cfg.Host, Port: cfg.Port, Rack: cfg.Rack}, cfg.Static, log)
-	if err != nil {
-		return nil, err
-	}
-	id := cfg.NodeID
-	b, err := NewBroker(cfg, Deps{Engine: eng, Metadata: lc, Controller: lc, ControllerID: func() int32 { return id }}, log)
-	if err != nil {
-		return nil, err
-	}
-	lc.Subscribe(b.MetadataChanged)
 	return b, nil
 }
 

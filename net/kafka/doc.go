@@ -9,13 +9,13 @@
 //
 // # The broker in a cluster
 //
-//	                Deps.Metadata (MetadataFollower; LocalController on one node)
+//	                Deps.Metadata (coordinator/controller's MetadataFollower)
 //	                       │ MetadataChanged(offset, old, new), in offset order
 //	                       ▼
 //	client ──▶ handlers ──reads──▶ broker's image ──▶ replica manager (ReplicaDelta),
 //	             │                                     group coordinator (load/unload)
 //	             └─forward──▶ Deps.Controller (net/peer's ControllerChannel;
-//	                            LocalController on one node)
+//	                            controller.LocalChannel on a combined node)
 //
 // Admin requests (CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs,
 // IncrementalAlterConfigs, ElectLeaders, AlterPartitionReassignments,
@@ -26,9 +26,9 @@
 // it here at once. The image handlers read is the last one MetadataChanged processed,
 // so the engine's logs and the coordinator's partitions always match it.
 //
-// New(cfg, engine, store, log) is the single node: a LocalController over the
-// coordinator/metadata.Store plays both roles. NewBroker(cfg, Deps, log) is the cluster
-// node's constructor.
+// NewBroker(cfg, Deps, log) builds a broker; net/node wires its dependencies, on a
+// single node too (a raft quorum of one). The controller listener of a voter is
+// ControllerHandler (controller_listener.go), with its own handler table.
 //
 // # The kernel, for handler authors
 //
@@ -93,8 +93,8 @@
 // Replica and log changes that follow the image (MetadataChanged's ReplicaDelta) and a
 // log or replica created on lookup happen under b.adminMu.
 //
-// Tests: startTestBroker(t) (testbroker_test.go) serves a real engine and metadata
-// store (the single-node path) from t.TempDir() on 127.0.0.1:0; tb.client(t)/tb.admin(t) give kgo/kadm
+// Tests: startTestBroker(t) (testbroker_test.go) serves a single node of the
+// cluster's real parts (singlenode_test.go) from t.TempDir() on 127.0.0.1:0; tb.client(t)/tb.admin(t) give kgo/kadm
 // clients, tb.raw(t) a hand-driven kmsg connection, tb.restart() a restart on the
 // same data.
 //

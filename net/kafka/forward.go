@@ -13,15 +13,14 @@ import (
 )
 
 // ControllerChannel sends a request to the active controller and returns its answer
-// (coordinator/controller's ControllerChannel: net/peer's over the network, the
-// controller listener's handler in process, LocalController on a single node). It
-// retries until ctx ends.
+// (coordinator/controller's ControllerChannel: net/peer's over the network,
+// controller.LocalChannel to the node's own controller). It retries until ctx ends.
 type ControllerChannel interface {
 	Request(ctx context.Context, req kmsg.Request) (kmsg.Response, error)
 }
 
 // MetadataView is the broker's published metadata: coordinator/controller's
-// MetadataFollower on a cluster node, LocalController on a single node. Image returns
+// MetadataFollower. Image returns
 // the published image (never nil) and its metadata offset. The broker reads it once,
 // at NewBroker; later images reach it through MetadataChanged.
 type MetadataView interface {

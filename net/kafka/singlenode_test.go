@@ -153,7 +153,18 @@ func openSingleNode(t testing.TB, dir string, cfg Config, o singleNodeOptions) (
 	if !n.lifecycle.WaitState(wctx, controller.StateRunning) {
 		return nil, errors.New("the broker was never unfenced")
 	}
-	return n, nil
+	// The controller's answer unfenced it; serve once the broker's own image shows it
+	// (with the leaderships its unfencing gave back), not before.
+	for {
+		_, im := n.b.Image()
+		if bi, ok := im.Broker(cfg.NodeID); ok && !bi.Fenced {
+			return n, nil
+		}
+		if wctx.Err() != nil {
+			return nil, errors.New("the broker's image never showed it unfenced")
+		}
+		time.Sleep(time.Millisecond) // polling a condition with a deadline
+	}
 }
 
 // close stops the node: the broker's background state, the controller, the quorum,

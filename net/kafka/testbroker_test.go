@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -16,7 +15,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/samsa-broker/samsa/coordinator/configs"
 	"github.com/samsa-broker/samsa/coordinator/metadata"
 	"github.com/samsa-broker/samsa/engine"
 	"github.com/samsa-broker/samsa/net/transport"
@@ -78,24 +76,6 @@ func startTestBroker(t testing.TB, opts ...testBrokerOptions) *testBroker {
 	tb.start()
 	t.Cleanup(tb.stop)
 	return tb
-}
-
-// openStores opens the engine and metadata store of dir.
-func openStores(t testing.TB, dir string, o testBrokerOptions) (*engine.Manager, *metadata.Store) {
-	t.Helper()
-	meta, err := metadata.OpenStore(filepath.Join(dir, "meta"), metadata.StoreOptions{Logger: testLogger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	eng, err := engine.Open(engine.Options{
-		Dirs: []string{filepath.Join(dir, "logs")}, Sync: o.Sync,
-		DefaultConfig: configs.DefaultTopicLogConfig(o.Static), Logger: testLogger(t), Now: o.Now,
-	})
-	if err != nil {
-		meta.Close()
-		t.Fatal(err)
-	}
-	return eng, meta
 }
 
 func (tb *testBroker) start() {

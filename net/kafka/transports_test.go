@@ -47,7 +47,8 @@ func startKafka(t *testing.T, kind string) string {
 	served := make(chan error, 1)
 	go func() { served <- tr.Serve(ln) }()
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		// Past a long-poll fetch's wait (franz-go's is 5 s): the drain answers it first.
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 		defer cancel()
 		if err := tr.Shutdown(ctx); err != nil {
 			t.Errorf("shutdown: %v", err)
