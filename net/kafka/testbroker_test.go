@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -39,9 +40,10 @@ type testBroker struct {
 
 // testBrokerOptions tune startTestBroker; the zero value is a default broker.
 type testBrokerOptions struct {
-	Static map[string]string // broker keys, as if from server.properties
-	Sync   engine.SyncPolicy // default SyncNone (tests do not need fdatasync)
-	Now    func() time.Time  // engine clock
+	Static     map[string]string     // broker keys, as if from server.properties
+	Sync       engine.SyncPolicy     // default SyncNone (tests do not need fdatasync)
+	Now        func() time.Time      // engine clock
+	Registerer prometheus.Registerer // the broker's metrics (nil: unregistered)
 }
 
 func testLogger(t testing.TB) *slog.Logger {
@@ -86,7 +88,7 @@ func (tb *testBroker) start() {
 		t.Fatal(err)
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
-	tb.node = startSingleNode(t, tb.dir, Config{NodeID: 1, ClusterID: "test-cluster", Host: "127.0.0.1", Port: int32(port), Static: tb.opts.Static},
+	tb.node = startSingleNode(t, tb.dir, Config{NodeID: 1, ClusterID: "test-cluster", Host: "127.0.0.1", Port: int32(port), Static: tb.opts.Static, Registerer: tb.opts.Registerer},
 		singleNodeOptions{Sync: tb.opts.Sync, Now: tb.opts.Now})
 	tb.b, tb.eng, tb.meta = tb.node.b, tb.node.eng, tb.node.b.meta
 	tb.addr, tb.served = ln.Addr().String(), make(chan error, 1)
