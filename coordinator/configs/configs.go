@@ -157,8 +157,10 @@ const (
 // reach the engine; the others are validated and stored (reported by DescribeConfigs).
 var TopicDefs = []*Def{
 	{Name: "cleanup.policy", Kind: KindList, Default: sp("delete"), Enum: []string{"delete", "compact"},
-		Synonyms: []Synonym{{"log.cleanup.policy", 1}}, Doc: "delete and/or compact (compaction is not implemented: compacted topics are retained whole)",
-		Apply: func(c *engine.LogConfig, v string) { c.Compact = strings.Contains(v, "compact") }},
+		Synonyms: []Synonym{{"log.cleanup.policy", 1}}, Doc: "delete (retention by time and size) and/or compact (the log cleaner keeps the last record per key)",
+		Apply: func(c *engine.LogConfig, v string) {
+			c.Compact, c.Delete = strings.Contains(v, "compact"), strings.Contains(v, "delete")
+		}},
 	{Name: "compression.type", Kind: KindString, Default: sp("producer"), Enum: []string{"uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"},
 		Synonyms: []Synonym{{"compression.type", 1}}, Doc: "stored; batches are kept as the producer compressed them"},
 	{Name: "retention.ms", Kind: KindLong, Default: sp(weekMs), Min: -1,
@@ -190,10 +192,16 @@ var TopicDefs = []*Def{
 	{Name: "flush.messages", Kind: KindLong, Default: sp(longMax), Min: 1, Synonyms: []Synonym{{"log.flush.interval.messages", 1}}, Doc: "stored; durability follows the broker's sync policy"},
 	{Name: "flush.ms", Kind: KindLong, Default: sp(longMax), Min: 0, Synonyms: []Synonym{{"log.flush.interval.ms", 1}}, Doc: "stored; durability follows the broker's sync policy"},
 	{Name: "unclean.leader.election.enable", Kind: KindBool, Default: sp("false"), Synonyms: []Synonym{{"unclean.leader.election.enable", 1}}, Doc: "elect a leader outside the ISR when no ISR member is alive (may lose acknowledged records)"},
-	{Name: "delete.retention.ms", Kind: KindLong, Default: sp("86400000"), Min: 0, Synonyms: []Synonym{{"log.cleaner.delete.retention.ms", 1}}, Doc: "stored"},
-	{Name: "min.compaction.lag.ms", Kind: KindLong, Default: sp("0"), Min: 0, Synonyms: []Synonym{{"log.cleaner.min.compaction.lag.ms", 1}}, Doc: "stored"},
-	{Name: "max.compaction.lag.ms", Kind: KindLong, Default: sp(longMax), Min: 1, Synonyms: []Synonym{{"log.cleaner.max.compaction.lag.ms", 1}}, Doc: "stored"},
-	{Name: "min.cleanable.dirty.ratio", Kind: KindDouble, Default: sp("0.5"), Min: 0, Max: 1, Synonyms: []Synonym{{"log.cleaner.min.cleanable.ratio", 1}}, Doc: "stored"},
+	{Name: "delete.retention.ms", Kind: KindLong, Default: sp("86400000"), Min: 0, Synonyms: []Synonym{{"log.cleaner.delete.retention.ms", 1}},
+		Doc: "how long a tombstone stays readable after the pass that first kept it", Apply: func(c *engine.LogConfig, v string) { c.DeleteRetentionMs = parseInt(v) }},
+	{Name: "min.compaction.lag.ms", Kind: KindLong, Default: sp("0"), Min: 0, Synonyms: []Synonym{{"log.cleaner.min.compaction.lag.ms", 1}},
+		Apply: func(c *engine.LogConfig, v string) { c.MinCompactionLagMs = parseInt(v) }},
+	{Name: "max.compaction.lag.ms", Kind: KindLong, Default: sp(longMax), Min: 1, Synonyms: []Synonym{{"log.cleaner.max.compaction.lag.ms", 1}},
+		Apply: func(c *engine.LogConfig, v string) { c.MaxCompactionLagMs = parseInt(v) }},
+	{Name: "min.cleanable.dirty.ratio", Kind: KindDouble, Default: sp("0.5"), Min: 0, Max: 1, Synonyms: []Synonym{{"log.cleaner.min.cleanable.ratio", 1}},
+		Apply: func(c *engine.LogConfig, v string) {
+			c.MinCleanableDirtyRatio, _ = strconv.ParseFloat(strings.TrimSpace(v), 64)
+		}},
 	{Name: "preallocate", Kind: KindBool, Default: sp("false"), Synonyms: []Synonym{{"log.preallocate", 1}}, Doc: "stored"},
 	{Name: "segment.jitter.ms", Kind: KindLong, Default: sp("0"), Min: 0, Synonyms: []Synonym{{"log.roll.jitter.ms", 1}, {"log.roll.jitter.hours", 3600000}}, Doc: "stored"},
 	{Name: "message.timestamp.before.max.ms", Kind: KindLong, Default: sp(longMax), Min: 0, Synonyms: []Synonym{{"log.message.timestamp.before.max.ms", 1}}, Doc: "stored"},
@@ -236,6 +244,13 @@ var BrokerDefs = []*Def{
 	{Name: "log.flush.interval.messages", Kind: KindLong, Default: sp(longMax), Min: 1},
 	{Name: "log.flush.interval.ms", Kind: KindLong, Min: 0, Doc: "with sync=interval: the flush interval (default 1000)"},
 	{Name: "unclean.leader.election.enable", Kind: KindBool, Default: sp("false")},
+	{Name: "log.cleaner.enable", Kind: KindBool, Default: sp("true"), ReadOnly: true},
+	{Name: "log.cleaner.threads", Kind: KindInt, Default: sp("1"), Min: 0, ReadOnly: true},
+	{Name: "log.cleaner.dedupe.buffer.size", Kind: KindLong, Default: sp("134217728"), Min: 1 << 20, ReadOnly: true},
+	{Name: "log.cleaner.io.buffer.size", Kind: KindInt, Default: sp("524288"), Min: 0, ReadOnly: true},
+	{Name: "log.cleaner.io.buffer.load.factor", Kind: KindDouble, Default: sp("0.9"), Min: 0, Max: 1, ReadOnly: true},
+	{Name: "log.cleaner.io.max.bytes.per.second", Kind: KindDouble, Default: sp("1.7976931348623157E308"), Min: 0, ReadOnly: true},
+	{Name: "log.cleaner.backoff.ms", Kind: KindLong, Default: sp("15000"), Min: 0, ReadOnly: true},
 	{Name: "log.cleaner.delete.retention.ms", Kind: KindLong, Default: sp("86400000"), Min: 0},
 	{Name: "log.cleaner.min.compaction.lag.ms", Kind: KindLong, Default: sp("0"), Min: 0},
 	{Name: "log.cleaner.max.compaction.lag.ms", Kind: KindLong, Default: sp(longMax), Min: 1},
