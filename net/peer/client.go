@@ -117,7 +117,8 @@ type Config struct {
 	RequestTimeout time.Duration
 	// WriteTimeout bounds writing one request (30 s).
 	WriteTimeout time.Duration
-	// MaxResponseBytes bounds one response frame (64 MiB): a larger size prefix closes
+	// MaxResponseBytes bounds one response frame (100 MiB, room for a metadata entry of
+	// metadata.MaxEntrySize or a full replica fetch): a larger size prefix closes
 	// the connection before anything is allocated.
 	MaxResponseBytes int32
 	// MaxInFlight bounds the unanswered requests of one connection (64); more wait.
@@ -141,7 +142,7 @@ const (
 	DefaultDialTimeout         = 10 * time.Second
 	DefaultRequestTimeout      = 30 * time.Second
 	DefaultWriteTimeout        = 30 * time.Second
-	DefaultMaxResponseBytes    = 64 << 20
+	DefaultMaxResponseBytes    = 100 << 20
 	DefaultMaxInFlight         = 64
 	DefaultReconnectBackoff    = 50 * time.Millisecond
 	DefaultReconnectBackoffMax = time.Second
