@@ -10,6 +10,7 @@
 // cluster does not have get UNKNOWN_TOPIC_OR_PARTITION, as in Kafka.
 //
 // Not served: v10+ (topic ids).
+
 package kafka
 
 import (

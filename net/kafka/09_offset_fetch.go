@@ -7,6 +7,7 @@
 // there are no transactional offset commits yet.
 //
 // Not served: v10+ (topic ids).
+
 package kafka
 
 import "github.com/twmb/franz-go/pkg/kmsg"

@@ -7,6 +7,7 @@
 // members (group.instance.id, KIP-345) get their place back without a rebalance; v9
 // static leaders learn they lead with SkipAssignment (KIP-814). Joins whose protocol
 // metadata exceeds 1 MiB get INVALID_REQUEST.
+
 package kafka
 
 import "github.com/twmb/franz-go/pkg/kmsg"

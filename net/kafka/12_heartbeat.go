@@ -4,6 +4,7 @@
 // generation to rejoin; ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID and (v3+)
 // FENCED_INSTANCE_ID fence stale members. As in Kafka 2.4+, a heartbeat between the
 // join answer and the sync answer (CompletingRebalance) succeeds.
+
 package kafka
 
 import "github.com/twmb/franz-go/pkg/kmsg"

@@ -3,6 +3,7 @@
 // v0-v2 remove one member by id; v3+ remove a batch of members named by member id
 // and/or group instance id (KIP-345), with an error per member. The group rebalances
 // without them at once.
+
 package kafka
 
 import "github.com/twmb/franz-go/pkg/kmsg"

@@ -4,6 +4,7 @@
 // until that assignment is durable in __consumer_offsets, then carries the member's
 // part. Followers of a Stable group get their assignment at once. v5+ checks the
 // protocol type and name against the group's (INCONSISTENT_GROUP_PROTOCOL).
+
 package kafka
 
 import "github.com/twmb/franz-go/pkg/kmsg"

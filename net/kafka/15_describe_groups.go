@@ -4,6 +4,7 @@
 // Stable groups, as Kafka. Unknown groups are reported Dead (from v6 with
 // GROUP_ID_NOT_FOUND). Authorized operations (v3+) report READ, DESCRIBE and DELETE:
 // there is no authorizer.
+
 package kafka
 
 import "github.com/twmb/franz-go/pkg/kmsg"

@@ -4,6 +4,7 @@
 // the state filter (v4+, KIP-518, case-insensitive) and the type filter (v5+,
 // KIP-848: every group here is "classic"). While partitions load the answer carries
 // COORDINATOR_LOAD_IN_PROGRESS with the groups known so far.
+
 package kafka
 
 import "github.com/twmb/franz-go/pkg/kmsg"

@@ -18,6 +18,7 @@
 // Differences from Apache Kafka: no features are advertised (SupportedFeatures and
 // FinalizedFeatures are empty, FinalizedFeaturesEpoch -1); clients treat that as a broker
 // without feature flags.
+
 package kafka
 
 import (

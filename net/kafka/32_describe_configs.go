@@ -17,6 +17,7 @@
 // Differences from Apache Kafka: BROKER_LOGGER and other resource types answer
 // INVALID_REQUEST; names asked for that Samsa does not know are left out, as Kafka
 // does with unknown names.
+
 package kafka
 
 import (

@@ -3,6 +3,7 @@
 // Deletes empty groups with their committed offsets (tombstones in
 // __consumer_offsets); answers once the tombstones are durable. Groups with members
 // get NON_EMPTY_GROUP, unknown ones GROUP_ID_NOT_FOUND.
+
 package kafka
 
 import "github.com/twmb/franz-go/pkg/kmsg"

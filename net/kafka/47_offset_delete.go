@@ -3,6 +3,7 @@
 // Deletes committed offsets of a group (KIP-496): allowed for an Empty group, and for
 // a consumer group's topics it does not subscribe to (others get
 // GROUP_SUBSCRIBED_TO_TOPIC); answers once the tombstones are durable.
+
 package kafka
 
 import "github.com/twmb/franz-go/pkg/kmsg"
