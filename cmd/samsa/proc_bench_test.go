@@ -33,7 +33,10 @@ func TestClusterBench(t *testing.T) {
 		t.Skip("set SAMSA_CLUSTER_BENCH=1 to measure the cluster's figures")
 	}
 	t.Logf("machine: %d CPUs, %s/%s, %s", runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version())
-	c := startProcCluster(t, combined(3))
+	// The engine preallocates each log's index files in full (segment.index.bytes, 10
+	// MiB each, two per log): 1,500 partitions with three replicas on one machine
+	// would take 90 GB. 1 MiB indexes keep the run within the disk.
+	c := startProcCluster(t, specWith(combined(3), map[string]string{"log.index.size.max.bytes": "1048576"}))
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 
