@@ -92,7 +92,7 @@ func benchTransport(b *testing.B, k transportKind, mode string, size, conns int)
 	}()
 	cs := make([]net.Conn, conns)
 	for i := range cs {
-		c, err := net.Dial("tcp", ln.Addr().String())
+		c, err := k.dialConn(ln.Addr().String())
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -3,6 +3,7 @@ package transport
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -12,15 +13,16 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 )
 
-// The conformance suite: every case runs against every transport (Std, the reactor
-// with a worker pool, the reactor serving on its loops, the reactor with loops not
-// locked to OS threads), through real loopback TCP,
+// The conformance suite: every case runs against every transport (Std, Std over TLS,
+// the reactor with a worker pool, the reactor serving on its loops, the reactor with
+// loops not locked to OS threads), through real loopback TCP,
 // with the testHandler of std_test.go.
 
 // servedTransport is what the suite needs of a transport.
@@ -32,21 +34,47 @@ type servedTransport interface {
 type transportKind struct {
 	name string
 	make func(cfg Config, h Handler) (servedTransport, error)
+	// tls is the client side of a kind that serves TLS (nil: plaintext).
+	tls *tls.Config
+}
+
+// dialConn connects to a transport of kind k (a TLS client, handshake done, for TLS
+// kinds).
+func (k transportKind) dialConn(addr string) (net.Conn, error) {
+	if k.tls == nil {
+		return net.Dial("tcp", addr)
+	}
+	return tls.DialWithDialer(&net.Dialer{Timeout: 10 * time.Second}, "tcp", addr, k.tls)
+}
+
+// dial is dialConn for tests: the connection closes at cleanup and has a 10s deadline.
+func (k transportKind) dial(t *testing.T, addr string) net.Conn {
+	t.Helper()
+	c, err := k.dialConn(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	return c
 }
 
 func transportKinds() []transportKind {
-	kinds := []transportKind{{"std", func(cfg Config, h Handler) (servedTransport, error) {
+	srvTLS, cliTLS := conformancePKI()
+	kinds := []transportKind{{name: "std", make: func(cfg Config, h Handler) (servedTransport, error) {
 		return NewStd(cfg, h, nil), nil
-	}}}
+	}}, {name: "std-tls", make: func(cfg Config, h Handler) (servedTransport, error) {
+		return tlsServed{NewStd(cfg, h, nil), srvTLS}, nil
+	}, tls: cliTLS}}
 	if runtime.GOOS == "linux" {
 		kinds = append(kinds,
-			transportKind{"reactor", func(cfg Config, h Handler) (servedTransport, error) {
+			transportKind{name: "reactor", make: func(cfg Config, h Handler) (servedTransport, error) {
 				return NewReactor(ReactorConfig{Config: cfg, Loops: 2, Workers: 4}, h, nil)
 			}},
-			transportKind{"reactor-onloop", func(cfg Config, h Handler) (servedTransport, error) {
+			transportKind{name: "reactor-onloop", make: func(cfg Config, h Handler) (servedTransport, error) {
 				return NewReactor(ReactorConfig{Config: cfg, Loops: 2, ServeOnLoop: true}, h, nil)
 			}},
-			transportKind{"reactor-unlocked", func(cfg Config, h Handler) (servedTransport, error) {
+			transportKind{name: "reactor-unlocked", make: func(cfg Config, h Handler) (servedTransport, error) {
 				return NewReactor(ReactorConfig{Config: cfg, Loops: 2, Workers: 4, UnlockedLoops: true}, h, nil)
 			}})
 	}
@@ -74,10 +102,11 @@ func testFile(t testing.TB, content []byte) *os.File {
 	return f
 }
 
-// confHandler adds two answers to testHandler's:
+// confHandler adds answers to testHandler's:
 //
 //	'b'  bigAnswer bytes from memory
 //	'F'  "big" + the whole of bigFile (sendfile)
+//	'L'  lift the connection's request size limit (SetMaxRequestBytes 0), then echo
 type confHandler struct {
 	*testHandler
 	bigAnswer []byte
@@ -91,6 +120,12 @@ func (h *confHandler) Serve(r Request) {
 			h.served.Add(1)
 			h.outstand.Add(1)
 			h.respond(r, Chunk{Bytes: h.bigAnswer})
+			return
+		case 'L':
+			SetMaxRequestBytes(r.Conn, 0)
+			h.served.Add(1)
+			h.outstand.Add(1)
+			h.respond(r, Chunk{Bytes: append([]byte(nil), r.Frame...)})
 			return
 		case 'F':
 			h.served.Add(1)
@@ -146,7 +181,7 @@ func (k transportKind) start(t *testing.T, cfg Config, setup ...func(*confHandle
 func TestConformanceOrderedAnswers(t *testing.T) {
 	forEachTransport(t, func(t *testing.T, k transportKind) {
 		_, h, addr := k.start(t, Config{})
-		c := dial(t, addr)
+		c := k.dial(t, addr)
 		for _, p := range []string{"d1", "n2", "e3", "d4", "e5"} {
 			send(t, c, p)
 		}
@@ -166,7 +201,7 @@ func TestConformanceSendfileExplicitOffset(t *testing.T) {
 		if _, err := h.file.Seek(7, io.SeekStart); err != nil {
 			t.Fatal(err)
 		}
-		c := dial(t, addr)
+		c := k.dial(t, addr)
 		send(t, c, "f")
 		send(t, c, "e1")
 		send(t, c, "f")
@@ -184,7 +219,7 @@ func TestConformanceSendfileExplicitOffset(t *testing.T) {
 func TestConformanceCloseAnswerFlushesEarlier(t *testing.T) {
 	forEachTransport(t, func(t *testing.T, k transportKind) {
 		_, _, addr := k.start(t, Config{})
-		c := dial(t, addr)
+		c := k.dial(t, addr)
 		send(t, c, "e1")
 		send(t, c, "c")
 		send(t, c, "e2")
@@ -199,13 +234,13 @@ func TestConformanceBadSizesCloseBeforeAllocating(t *testing.T) {
 	forEachTransport(t, func(t *testing.T, k transportKind) {
 		_, h, addr := k.start(t, Config{MaxRequestBytes: 1 << 10})
 		for _, size := range []int32{-1, -1 << 31, 1<<10 + 1, 1<<31 - 1} {
-			c := dial(t, addr)
+			c := k.dial(t, addr)
 			var b [4]byte
 			binary.BigEndian.PutUint32(b[:], uint32(size))
 			c.Write(b[:])
 			expectClosed(t, c)
 		}
-		good := dial(t, addr)
+		good := k.dial(t, addr)
 		send(t, good, "eok")
 		if got := recv(t, good); got != "eok" {
 			t.Fatalf("got %q", got)
@@ -216,13 +251,57 @@ func TestConformanceBadSizesCloseBeforeAllocating(t *testing.T) {
 	})
 }
 
+// SetMaxRequestBytes lowers a connection's limit (as the SASL handler does before
+// authentication) and lifts it again; other connections keep the configured one.
+func TestConformanceSetMaxRequestBytes(t *testing.T) {
+	forEachTransport(t, func(t *testing.T, k transportKind) {
+		var first atomic.Bool
+		_, h, addr := k.start(t, Config{MaxRequestBytes: 1 << 10}, func(h *confHandler) {
+			h.onOpen = func(c Conn) {
+				if !first.Swap(true) && !SetMaxRequestBytes(c, 8) {
+					panic("SetMaxRequestBytes not supported")
+				}
+			}
+		})
+		c := k.dial(t, addr)
+		send(t, c, "e1234567") // 8 bytes: at the limit
+		if got := recv(t, c); got != "e1234567" {
+			t.Fatalf("got %q", got)
+		}
+		send(t, c, "L1234567") // lifts the limit
+		if got := recv(t, c); got != "L1234567" {
+			t.Fatalf("got %q", got)
+		}
+		big := "e" + strings.Repeat("x", 512)
+		send(t, c, big)
+		if got := recv(t, c); got != big {
+			t.Fatal("a lifted limit still refused the request")
+		}
+		limited := k.dial(t, addr)
+		send(t, limited, big) // another connection: the configured 1 KiB limit
+		if got := recv(t, limited); got != big {
+			t.Fatal("the configured limit is not the connection's")
+		}
+		if h.served.Load() != 4 {
+			t.Fatalf("served %d", h.served.Load())
+		}
+		first.Store(false)
+		lowered := k.dial(t, addr)
+		send(t, lowered, "e12345678") // 9 bytes over a limit of 8: closed before allocating
+		expectClosed(t, lowered)
+		if SetMaxRequestBytes(nil, 1) {
+			t.Fatal("SetMaxRequestBytes of a nil Conn")
+		}
+	})
+}
+
 func TestConformanceTruncatedFrameThenClose(t *testing.T) {
 	forEachTransport(t, func(t *testing.T, k transportKind) {
 		s, h, addr := k.start(t, Config{})
-		c := dial(t, addr)
+		c := k.dial(t, addr)
 		c.Write([]byte{0, 0, 0, 100, 'e', 'x'})
 		c.Close()
-		good := dial(t, addr)
+		good := k.dial(t, addr)
 		send(t, good, "eok")
 		if got := recv(t, good); got != "eok" {
 			t.Fatalf("got %q", got)
@@ -239,9 +318,9 @@ func TestConformanceTruncatedFrameThenClose(t *testing.T) {
 func TestConformanceHalfFrameStalls(t *testing.T) {
 	forEachTransport(t, func(t *testing.T, k transportKind) {
 		_, h, addr := k.start(t, Config{IdleTimeout: 300 * time.Millisecond})
-		stalled := dial(t, addr)
+		stalled := k.dial(t, addr)
 		stalled.Write([]byte{0, 0, 0, 10, 'e', 'x', 'y'})
-		other := dial(t, addr)
+		other := k.dial(t, addr)
 		for range 5 {
 			send(t, other, "eok")
 			if got := recv(t, other); got != "eok" {
@@ -262,7 +341,7 @@ func TestConformanceHalfFrameStalls(t *testing.T) {
 func TestConformanceIdleTimeout(t *testing.T) {
 	forEachTransport(t, func(t *testing.T, k transportKind) {
 		_, h, addr := k.start(t, Config{IdleTimeout: 50 * time.Millisecond})
-		c := dial(t, addr)
+		c := k.dial(t, addr)
 		send(t, c, "d1") // an owed answer keeps the connection open past the idle time
 		waitFor(t, "deferred", func() bool { return h.numDeferred() == 1 })
 		// Let four idle periods pass: the connection must survive them (not a wait for
@@ -279,7 +358,7 @@ func TestConformanceIdleTimeout(t *testing.T) {
 func TestConformanceBackPressureInFlight(t *testing.T) {
 	forEachTransport(t, func(t *testing.T, k transportKind) {
 		_, h, addr := k.start(t, Config{MaxInFlight: 2})
-		c := dial(t, addr)
+		c := k.dial(t, addr)
 		for i := range 6 {
 			send(t, c, "d"+string(rune('0'+i)))
 		}
@@ -302,7 +381,7 @@ func TestConformanceBackPressureInFlight(t *testing.T) {
 func TestConformanceBackPressureQueuedBytes(t *testing.T) {
 	forEachTransport(t, func(t *testing.T, k transportKind) {
 		_, h, addr := k.start(t, Config{MaxQueuedBytes: 1})
-		c := dial(t, addr)
+		c := k.dial(t, addr)
 		big := "e" + string(bytes.Repeat([]byte("x"), 1<<20))
 		go func() {
 			for range 4 {
@@ -331,7 +410,7 @@ func TestConformanceSlowReaderBounded(t *testing.T) {
 		const answer = 256 << 10
 		cfg := Config{MaxQueuedBytes: 1 << 20, WriteTimeout: 30 * time.Second}
 		_, h, addr := k.start(t, cfg, func(h *confHandler) { h.bigAnswer = make([]byte, answer) })
-		slow := dial(t, addr)
+		slow := k.dial(t, addr)
 		if tc, ok := slow.(*net.TCPConn); ok {
 			tc.SetReadBuffer(16 << 10)
 		}
@@ -364,7 +443,7 @@ func TestConformanceSlowReaderBounded(t *testing.T) {
 			time.Sleep(100 * time.Millisecond) // a sampling period, not a wait for a condition
 			return false
 		})
-		other := dial(t, addr)
+		other := k.dial(t, addr)
 		send(t, other, "eok")
 		if got := recv(t, other); got != "eok" {
 			t.Fatalf("got %q", got)
@@ -375,7 +454,11 @@ func TestConformanceSlowReaderBounded(t *testing.T) {
 		if n := h.served.Load() - 1; n*answer > 64<<20 {
 			t.Fatalf("served %d answers of %d bytes to a client that never reads", n, answer)
 		}
-		slow.Close()
+		if tc, ok := slow.(*tls.Conn); ok {
+			tc.NetConn().Close() // tls.Conn.Close would wait 5s to send close_notify into a full socket
+		} else {
+			slow.Close()
+		}
 	})
 }
 
@@ -403,7 +486,7 @@ func TestConformancePipelinedManyConns(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				c, err := net.Dial("tcp", addr)
+				c, err := k.dialConn(addr)
 				if err != nil {
 					errs <- err
 					return
@@ -463,7 +546,7 @@ func TestConformanceLargeResponses(t *testing.T) {
 			content[i] = byte(i * 7)
 		}
 		_, _, addr := k.start(t, Config{}, func(h *confHandler) { h.bigFile = testFile(t, content) })
-		c := dial(t, addr)
+		c := k.dial(t, addr)
 		c.SetDeadline(time.Now().Add(30 * time.Second))
 		send(t, c, "F") // "F": the whole big file after a 3-byte header
 		send(t, c, "e-between")
@@ -487,7 +570,7 @@ func TestConformanceLargeResponses(t *testing.T) {
 func TestConformanceConnCloseDropsAndReleases(t *testing.T) {
 	forEachTransport(t, func(t *testing.T, k transportKind) {
 		s, h, addr := k.start(t, Config{})
-		c := dial(t, addr)
+		c := k.dial(t, addr)
 		send(t, c, "d1")
 		send(t, c, "d2")
 		waitFor(t, "deferred", func() bool { return h.numDeferred() == 2 })
@@ -515,8 +598,8 @@ func TestConformanceGracefulShutdown(t *testing.T) {
 		ln, _ := net.Listen("tcp", "127.0.0.1:0")
 		served := make(chan error, 1)
 		go func() { served <- s.Serve(ln) }()
-		c := dial(t, ln.Addr().String())
-		idle := dial(t, ln.Addr().String())
+		c := k.dial(t, ln.Addr().String())
+		idle := k.dial(t, ln.Addr().String())
 		send(t, c, "d1")
 		waitFor(t, "deferred", func() bool { return h.numDeferred() == 1 })
 		waitFor(t, "both connections", func() bool { return h.opened.Load() == 2 })
@@ -548,7 +631,7 @@ func TestConformanceGracefulShutdown(t *testing.T) {
 func TestConformanceShutdownDeadlineDropsAndReleases(t *testing.T) {
 	forEachTransport(t, func(t *testing.T, k transportKind) {
 		s, h, addr := k.start(t, Config{})
-		c := dial(t, addr)
+		c := k.dial(t, addr)
 		send(t, c, "d1")
 		send(t, c, "e2")
 		waitFor(t, "served", func() bool { return h.served.Load() == 2 })
@@ -568,7 +651,7 @@ func TestConformanceShutdownDeadlineDropsAndReleases(t *testing.T) {
 func TestConformanceDoubleAnswerReleased(t *testing.T) {
 	forEachTransport(t, func(t *testing.T, k transportKind) {
 		_, h, addr := k.start(t, Config{})
-		c := dial(t, addr)
+		c := k.dial(t, addr)
 		send(t, c, "d1")
 		waitFor(t, "deferred", func() bool { return h.numDeferred() == 1 })
 		h.mu.Lock()
@@ -590,7 +673,7 @@ func TestConformanceDoubleAnswerReleased(t *testing.T) {
 func TestConformanceManyConnections(t *testing.T) {
 	forEachTransport(t, func(t *testing.T, k transportKind) {
 		n := 2000
-		if testing.Short() {
+		if testing.Short() || k.tls != nil { // TLS: a handshake each, expensive under -race
 			n = 300
 		}
 		s, h, addr := k.start(t, Config{})
@@ -603,7 +686,7 @@ func TestConformanceManyConnections(t *testing.T) {
 			sem <- struct{}{}
 			go func() {
 				defer func() { <-sem; wg.Done() }()
-				c, err := net.Dial("tcp", addr)
+				c, err := k.dialConn(addr)
 				if err != nil {
 					failed.Add(1)
 					return

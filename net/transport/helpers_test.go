@@ -27,9 +27,15 @@ type testHandler struct {
 	maxOut    atomic.Int64
 	opened    atomic.Int64
 	closed    atomic.Int64
+	onOpen    func(Conn) // set before the transport serves
 }
 
-func (h *testHandler) ConnOpened(Conn) { h.opened.Add(1) }
+func (h *testHandler) ConnOpened(c Conn) {
+	h.opened.Add(1)
+	if h.onOpen != nil {
+		h.onOpen(c)
+	}
+}
 func (h *testHandler) ConnClosed(Conn) { h.closed.Add(1) }
 
 func (h *testHandler) respond(r Request, chunks ...Chunk) {

@@ -44,6 +44,7 @@ type rconn struct {
 	inReady  atomic.Bool  // queued on loop.ready
 	warmDone atomic.Bool  // the warmer finished: writing may resume
 	queued   atomic.Int64 // answered, unwritten response bytes (changed under mu)
+	maxReq   atomic.Int32 // SetMaxRequestBytes; 0: Config.MaxRequestBytes
 
 	mu struct {
 		sync.Mutex
@@ -87,6 +88,8 @@ func newRconn(r *Reactor, l *loop, fd int, local, remote net.Addr) *rconn {
 	c.mu.fdOpen = true
 	return c
 }
+
+func (c *rconn) setMaxRequestBytes(n int32) { c.maxReq.Store(n) }
 
 func (c *rconn) ID() uint64           { return c.id }
 func (c *rconn) LocalAddr() net.Addr  { return c.local }
@@ -248,7 +251,11 @@ func (c *rconn) consume(data []byte) bool {
 			}
 			c.hdrN = 0
 			size := int32(binary.BigEndian.Uint32(c.hdr[:]))
-			if size < 0 || size > c.r.cfg.MaxRequestBytes {
+			limit := c.r.cfg.MaxRequestBytes
+			if n := c.maxReq.Load(); n > 0 {
+				limit = n
+			}
+			if size < 0 || size > limit {
 				c.r.log.Debug("closing connection: bad request size", "remote", c.remote, "size", size)
 				c.finalize("bad size")
 				return false

@@ -2,6 +2,7 @@ package transport
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"io"
 	"log/slog"
@@ -18,6 +19,14 @@ import (
 // Std is the Transport on Go's standard net package: per connection, one goroutine
 // reads frames into pooled buffers and calls the Handler inline, and one goroutine
 // writes the answers in ticket order (writev for bytes, sendfile for file ranges).
+//
+// Std also serves TLS listeners (TLS.Listener): the reader completes the handshake
+// within HandshakeTimeout before anything else, and only then does the Handler hear of
+// the connection (ConnOpened), so TLSState is complete from the first call on; a
+// connection whose handshake fails is closed without the Handler ever seeing it. Over
+// TLS the writer gathers each batch of answers (bytes and file ranges alike, read with
+// pread) into 64 KiB buffers, so a response's size prefix, header and records leave in
+// full TLS records rather than one record per piece.
 //
 // Lock order: Std.mu before stdConn.mu; neither is held while calling the Handler,
 // a Releaser or a blocking syscall.
@@ -77,6 +86,7 @@ func (s *Std) Serve(ln net.Listener) error {
 
 func (s *Std) startConn(nc net.Conn) {
 	c := &stdConn{srv: s, nc: nc, id: s.nextID.Add(1), slots: make([]slot, s.cfg.MaxInFlight)}
+	c.tls, _ = nc.(*tls.Conn)
 	c.cond.L = &c.mu
 	s.mu.Lock()
 	if s.draining.Load() {
@@ -87,8 +97,8 @@ func (s *Std) startConn(nc net.Conn) {
 	s.mu.conns[c] = struct{}{}
 	s.wg.Add(1)
 	s.mu.Unlock()
-	if s.obs != nil {
-		s.obs.ConnOpened(c)
+	if c.tls == nil {
+		c.opened()
 	}
 	go c.readLoop()
 	go c.writeLoop()
@@ -160,10 +170,13 @@ type slot struct {
 // stdConn is one connection of Std. Request seq lives in slots[seq%len(slots)]; seqs in
 // [head, next) are in flight, and next-head <= len(slots) always.
 type stdConn struct {
-	srv   *Std
-	nc    net.Conn
-	id    uint64
-	exits atomic.Int32
+	srv    *Std
+	nc     net.Conn
+	tls    *tls.Conn // nc, when the listener is TLS
+	id     uint64
+	exits  atomic.Int32
+	open   atomic.Bool  // the Handler heard ConnOpened
+	maxReq atomic.Int32 // SetMaxRequestBytes; 0: Config.MaxRequestBytes
 
 	mu       sync.Mutex
 	cond     sync.Cond // on mu: wakes the writer (head answered) and the reader (room)
@@ -178,6 +191,23 @@ type stdConn struct {
 	bufs []([]byte)
 	nb   net.Buffers // flush's view of bufs while writev consumes it
 	rels []Releaser
+}
+
+// opened tells the observer of the connection.
+func (c *stdConn) opened() {
+	c.open.Store(true)
+	if c.srv.obs != nil {
+		c.srv.obs.ConnOpened(c)
+	}
+}
+
+func (c *stdConn) setMaxRequestBytes(n int32) { c.maxReq.Store(n) }
+
+func (c *stdConn) maxRequestBytes() int32 {
+	if n := c.maxReq.Load(); n > 0 {
+		return n
+	}
+	return c.srv.cfg.MaxRequestBytes
 }
 
 func (c *stdConn) ID() uint64           { return c.id }
@@ -259,7 +289,7 @@ func (c *stdConn) exit() {
 	s.mu.Lock()
 	delete(s.mu.conns, c)
 	s.mu.Unlock()
-	if s.obs != nil {
+	if s.obs != nil && c.open.Load() {
 		s.obs.ConnClosed(c)
 	}
 	s.wg.Done()
@@ -267,9 +297,39 @@ func (c *stdConn) exit() {
 
 func isTimeout(err error) bool { return errors.Is(err, os.ErrDeadlineExceeded) }
 
+// handshake completes a TLS connection's handshake within HandshakeTimeout; false
+// when it failed (the connection is closed).
+func (c *stdConn) handshake() bool {
+	ctx, cancel := context.WithTimeout(context.Background(), c.srv.cfg.HandshakeTimeout)
+	defer cancel()
+	done := make(chan struct{})
+	defer close(done)
+	go func() { // Shutdown aborts handshakes under way
+		select {
+		case <-c.srv.closing:
+			cancel()
+		case <-done:
+		}
+	}()
+	c.nc.SetDeadline(time.Now().Add(c.srv.cfg.HandshakeTimeout))
+	err := c.tls.HandshakeContext(ctx)
+	c.nc.SetDeadline(time.Time{})
+	if err != nil || c.srv.draining.Load() {
+		c.srv.log.Debug("closing connection: TLS handshake failed", "remote", c.nc.RemoteAddr(), "err", err)
+		c.close()
+		return false
+	}
+	c.opened()
+	return true
+}
+
 // readLoop reads frames and serves them inline, in order.
 func (c *stdConn) readLoop() {
 	defer c.exit()
+	if c.tls != nil && !c.handshake() {
+		c.stopReading()
+		return
+	}
 	var hdr [4]byte
 	for {
 		if !c.waitRoom() {
@@ -280,7 +340,7 @@ func (c *stdConn) readLoop() {
 		if !ok {
 			return
 		}
-		if size < 0 || size > c.srv.cfg.MaxRequestBytes {
+		if size < 0 || size > c.maxRequestBytes() {
 			c.srv.log.Debug("closing connection: bad request size", "remote", c.nc.RemoteAddr(), "size", size)
 			c.close()
 			return
@@ -458,6 +518,9 @@ func (c *stdConn) writeLoop() {
 
 // writeBatch writes the answers of seqs [start, end), which the writer owns.
 func (c *stdConn) writeBatch(start, end uint64) (closeAfter bool, err error) {
+	if c.tls != nil {
+		return c.writeBatchTLS(start, end)
+	}
 	L := uint64(len(c.slots))
 	c.nc.SetWriteDeadline(time.Now().Add(c.srv.cfg.WriteTimeout))
 	for seq := start; seq < end; seq++ {
