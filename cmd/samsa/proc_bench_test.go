@@ -6,7 +6,8 @@ package main
 //	SAMSA_CLUSTER_BENCH=1 go test ./cmd/samsa -run '^TestClusterBench$' -v -count=1 -timeout 20m
 //
 // Off unless SAMSA_CLUSTER_BENCH=1: it takes minutes and its figures are read, not
-// checked.
+// checked. SAMSA_CLUSTER_BENCH_TOPICS (500 CreateTopics timed), _PARTITIONS (1,000)
+// and _FAILOVERS (5 kills) shrink it for a quick check.
 
 import (
 	"context"
@@ -15,6 +16,7 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -28,10 +30,21 @@ func quantiles(ds []time.Duration) (p50, p99, maxd time.Duration) {
 	return at(0.50), at(0.99), s[len(s)-1]
 }
 
+// benchSize reads a size from the environment (def if unset or not a positive integer).
+func benchSize(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
+		return n
+	}
+	return def
+}
+
 func TestClusterBench(t *testing.T) {
 	if os.Getenv("SAMSA_CLUSTER_BENCH") != "1" {
 		t.Skip("set SAMSA_CLUSTER_BENCH=1 to measure the cluster's figures")
 	}
+	topics := benchSize("SAMSA_CLUSTER_BENCH_TOPICS", 500)
+	partitions := benchSize("SAMSA_CLUSTER_BENCH_PARTITIONS", 1000)
+	failovers := benchSize("SAMSA_CLUSTER_BENCH_FAILOVERS", 5)
 	t.Logf("machine: %d CPUs, %s/%s, %s", runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version())
 	// The engine preallocates each log's index files in full (segment.index.bytes, 10
 	// MiB each, two per log): 1,500 partitions with three replicas on one machine
@@ -54,7 +67,7 @@ func TestClusterBench(t *testing.T) {
 			}
 		}
 		var ds []time.Duration
-		for i := range 500 {
+		for i := range topics {
 			start := time.Now()
 			if err := createTopic(ctx, via, fmt.Sprintf("lat-%d", i), 1, 3, nil); err != nil {
 				t.Fatal(err)
@@ -66,23 +79,23 @@ func TestClusterBench(t *testing.T) {
 			via, leader, len(ds), p50.Round(10*time.Microsecond), p99.Round(10*time.Microsecond), mx.Round(10*time.Microsecond))
 	})
 
-	t.Run("1000-partitions-rf3", func(t *testing.T) {
+	t.Run("partitions-rf3", func(t *testing.T) {
 		start := time.Now()
-		if err := createTopic(ctx, c.Node(1).Client, "thousand", 1000, 3, nil); err != nil {
+		if err := createTopic(ctx, c.Node(1).Client, "thousand", int32(partitions), 3, nil); err != nil {
 			t.Fatal(err)
 		}
 		committed := time.Since(start)
-		eventually(t, 2*time.Minute, "every broker shows 1000 led partitions", func() error {
-			_, err := sameEverywhere(ctx, c.brokerAddrs(), "thousand", 1000)
+		eventually(t, 2*time.Minute, "every broker shows every partition led", func() error {
+			_, err := sameEverywhere(ctx, c.brokerAddrs(), "thousand", partitions)
 			return err
 		})
-		t.Logf("CreateTopics of 1000 partitions, RF 3: answered after %v; every broker's Metadata shows all 1000 with leaders after %v",
-			committed.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
+		t.Logf("CreateTopics of %d partitions, RF 3: answered after %v; every broker's Metadata shows all %d with leaders after %v",
+			partitions, committed.Round(time.Millisecond), partitions, time.Since(start).Round(time.Millisecond))
 	})
 
 	t.Run("controller-failover", func(t *testing.T) {
 		var ds []time.Duration
-		for round := range 5 {
+		for round := range failovers {
 			leader, err := quorumLeader(ctx, c.Node(1).Client)
 			if err != nil {
 				leader, err = quorumLeader(ctx, c.Node(2).Client)
