@@ -331,6 +331,9 @@ steps() {
 	step 'bin/samsa-bench run --spawn samsa --samsa-bin bin/samsa --workload backlog-drain --raw' \
 		'bin/samsa-bench run --spawn samsa --samsa-bin bin/samsa --workload backlog-drain --raw --duration 1s'
 	expect 'backlog filled'
+	step "SAMSA_CLUSTER_BENCH=1 go test ./cmd/samsa -run '^TestClusterBench\$' -v -count=1 -timeout 20m" \
+		"SAMSA_CLUSTER_BENCH=1 SAMSA_CLUSTER_BENCH_TOPICS=20 SAMSA_CLUSTER_BENCH_PARTITIONS=30 SAMSA_CLUSTER_BENCH_FAILOVERS=1 go test ./cmd/samsa -run '^TestClusterBench\$' -v -count=1 -timeout 20m"
+	expect 'controller failover'
 }
 
 # --- every documented command has a step, every step a documented command ------------
