@@ -311,6 +311,52 @@ var BrokerDefs = []*Def{
 	{Name: "transport", Kind: KindString, Default: sp("std"), Enum: []string{"std", "reactor"}, ReadOnly: true, Doc: "Samsa: network transport: std (Go's net) or reactor (epoll, Linux)"},
 	{Name: "data.dir", Kind: KindString, Default: sp("./data"), ReadOnly: true, Doc: "Samsa: <data.dir>/meta holds metadata, <data.dir>/logs the default log dir"},
 	{Name: "admin.listen", Kind: KindString, Default: sp("127.0.0.1:9644"), ReadOnly: true, Doc: "Samsa: HTTP address of /metrics and /debug/pprof/ (empty: off)"},
+	// Security: TLS listeners (net/transport.SSLConfig), SASL (net/auth), the
+	// authorizer (coordinator/acl), quotas and connection limits. These are the
+	// unprefixed keys; a listener's listener.name.<listener>.<key> form overrides each
+	// one for that listener (transport.ListenerLookup), and SASL's JAAS configuration is
+	// listener.name.<listener>.<mechanism>.sasl.jaas.config: callers strip the prefix
+	// before validating.
+	{Name: "ssl.keystore.type", Kind: KindString, Default: sp("PEM"), Enum: []string{"PEM", "JKS", "PKCS12"}, ReadOnly: true, Doc: "Samsa reads PEM stores only (JKS and PKCS12 are refused at start); unset means PEM, where Kafka's default is JKS"},
+	{Name: "ssl.keystore.location", Kind: KindString, ReadOnly: true, Doc: "PEM file of the private key and the certificate chain; reloaded when it changes"},
+	{Name: "ssl.keystore.password", Kind: KindPassword, ReadOnly: true, Doc: "refused with PEM stores, as in Kafka (use ssl.key.password)"},
+	{Name: "ssl.keystore.key", Kind: KindPassword, ReadOnly: true, Doc: "the private key as PEM text (with ssl.keystore.certificate.chain)"},
+	{Name: "ssl.keystore.certificate.chain", Kind: KindPassword, ReadOnly: true, Doc: "the certificate chain as PEM text"},
+	{Name: "ssl.key.password", Kind: KindPassword, ReadOnly: true, Doc: "password of an ENCRYPTED PRIVATE KEY (PKCS#8 PBES2: PBKDF2 with AES-CBC or DES-EDE3-CBC)"},
+	{Name: "ssl.truststore.type", Kind: KindString, Default: sp("PEM"), Enum: []string{"PEM", "JKS", "PKCS12"}, ReadOnly: true, Doc: "Samsa reads PEM only"},
+	{Name: "ssl.truststore.location", Kind: KindString, ReadOnly: true, Doc: "PEM file of CA certificates; reloaded when it changes (unset: the system's roots)"},
+	{Name: "ssl.truststore.password", Kind: KindPassword, ReadOnly: true, Doc: "refused with PEM stores, as in Kafka"},
+	{Name: "ssl.truststore.certificates", Kind: KindPassword, ReadOnly: true, Doc: "CA certificates as PEM text"},
+	{Name: "ssl.client.auth", Kind: KindString, Default: sp("none"), Enum: []string{"none", "requested", "required"}, ReadOnly: true},
+	{Name: "ssl.enabled.protocols", Kind: KindList, Default: sp("TLSv1.2,TLSv1.3"), Enum: []string{"tlsv1", "tlsv1.1", "tlsv1.2", "tlsv1.3"}, ReadOnly: true, Doc: "a contiguous range of versions (Go sets a minimum and a maximum)"},
+	{Name: "ssl.protocol", Kind: KindString, Default: sp("TLSv1.3"), Enum: []string{"TLSv1.2", "TLSv1.3", "TLS"}, ReadOnly: true, Doc: "the highest version node-to-node clients offer"},
+	{Name: "ssl.cipher.suites", Kind: KindList, ReadOnly: true, Doc: "IANA names Go implements; TLS 1.3 suites cannot be chosen in Go (naming none disables TLS 1.3, as in Java)"},
+	{Name: "ssl.endpoint.identification.algorithm", Kind: KindString, Default: sp("https"), ReadOnly: true, Doc: "node-to-node clients: https verifies the server's name, empty verifies the chain only"},
+	{Name: "ssl.principal.mapping.rules", Kind: KindString, Default: sp("DEFAULT"), ReadOnly: true, Doc: "RULE:pattern/replacement/[LU] rules or DEFAULT, applied to the client certificate's subject (RFC 2253)"},
+	{Name: "ssl.keymanager.algorithm", Kind: KindString, Default: sp("SunX509"), ReadOnly: true, Doc: compatOnly},
+	{Name: "ssl.trustmanager.algorithm", Kind: KindString, Default: sp("PKIX"), ReadOnly: true, Doc: compatOnly},
+	{Name: "samsa.ssl.reload.interval.ms", Kind: KindLong, Default: sp("10000"), Min: 0, ReadOnly: true, Doc: "Samsa: how often the key and trust store files are checked for changes (0: never)"},
+	{Name: "security.inter.broker.protocol", Kind: KindString, Default: sp("PLAINTEXT"), Enum: []string{"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"}, ReadOnly: true, Doc: "used when inter.broker.listener.name is unset"},
+	{Name: "sasl.enabled.mechanisms", Kind: KindList, Default: sp("SCRAM-SHA-256,SCRAM-SHA-512"), Enum: []string{"plain", "scram-sha-256", "scram-sha-512"}, ReadOnly: true, Doc: "Samsa serves PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512; Kafka's default GSSAPI is not served"},
+	{Name: "sasl.mechanism.inter.broker.protocol", Kind: KindString, Default: sp("PLAIN"), Enum: []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"}, ReadOnly: true, Doc: "Kafka's default GSSAPI is not served"},
+	{Name: "sasl.mechanism.controller.protocol", Kind: KindString, Default: sp("PLAIN"), Enum: []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"}, ReadOnly: true, Doc: "Kafka's default GSSAPI is not served"},
+	{Name: "sasl.jaas.config", Kind: KindPassword, ReadOnly: true, Doc: "one PlainLoginModule or ScramLoginModule entry: username/password the node sends as a client; user_<name>=\"password\" PLAIN users"},
+	{Name: "sasl.server.max.receive.size", Kind: KindInt, Default: sp("524288"), Min: 1, ReadOnly: true, Doc: "the largest request accepted before authentication"},
+	{Name: "connection.failed.authentication.delay.ms", Kind: KindInt, Default: sp("100"), Min: 0, ReadOnly: true, Doc: "how long the answer to a failed authentication waits before the connection closes (KIP-306)"},
+	{Name: "connections.max.reauth.ms", Kind: KindLong, Default: sp("0"), Min: 0, ReadOnly: true, Doc: "SASL session lifetime; clients re-authenticate before it ends (KIP-368); 0: sessions never expire"},
+	{Name: "principal.builder.class", Kind: KindString, ReadOnly: true, Doc: "only Kafka's default principal builder is implemented"},
+	{Name: "authorizer.class.name", Kind: KindString, Default: sp(""), ReadOnly: true, Doc: "org.apache.kafka.metadata.authorizer.StandardAuthorizer enables ACLs (Samsa's authorizer follows its semantics); empty: no authorization"},
+	{Name: "super.users", Kind: KindString, ReadOnly: true, Doc: "principals allowed everything, separated by ';' (User:admin;User:CN=broker)"},
+	{Name: "allow.everyone.if.no.acl.found", Kind: KindBool, Default: sp("false"), ReadOnly: true, Doc: "a resource no ACL applies to is open to everyone"},
+	{Name: "quota.window.num", Kind: KindInt, Default: sp("11"), Min: 1, ReadOnly: true, Doc: "samples kept for client quotas"},
+	{Name: "quota.window.size.seconds", Kind: KindInt, Default: sp("1"), Min: 1, ReadOnly: true, Doc: "length of one client quota sample"},
+	{Name: "controller.quota.window.num", Kind: KindInt, Default: sp("11"), Min: 1, ReadOnly: true, Doc: "samples kept for controller mutation quotas"},
+	{Name: "controller.quota.window.size.seconds", Kind: KindInt, Default: sp("1"), Min: 1, ReadOnly: true, Doc: "length of one controller mutation quota sample"},
+	{Name: "client.quota.callback.class", Kind: KindString, ReadOnly: true, Doc: "only Kafka's default quota callback is implemented"},
+	{Name: "max.connections", Kind: KindInt, Default: sp("2147483647"), Min: 0, ReadOnly: true, Doc: "connections a broker accepts in all"},
+	{Name: "max.connections.per.ip", Kind: KindInt, Default: sp("2147483647"), Min: 0, ReadOnly: true, Doc: "connections a broker accepts from one address"},
+	{Name: "max.connections.per.ip.overrides", Kind: KindString, Default: sp(""), ReadOnly: true, Doc: "host:count pairs separated by commas"},
+	{Name: "max.connection.creation.rate", Kind: KindInt, Default: sp("2147483647"), Min: 0, ReadOnly: true, Doc: "new connections per second a broker accepts"},
 }
 
 const compatOnly = "accepted for compatibility with Kafka's server.properties; no effect on Samsa"

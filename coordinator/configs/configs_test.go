@@ -4,6 +4,8 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/samsa-broker/samsa/coordinator/metadata"
 )
 
@@ -69,5 +71,51 @@ func TestLayersPrecedence(t *testing.T) {
 	}
 	if c := l.LogConfig(); c.RetentionMs != 3600000 {
 		t.Errorf("LogConfig retention = %d", c.RetentionMs)
+	}
+}
+
+// TestSecurityKeys: the security keys validate as Kafka's do, their defaults included.
+func TestSecurityKeys(t *testing.T) {
+	for _, d := range BrokerDefs {
+		if d.Default == nil {
+			continue
+		}
+		if _, err := d.Validate(*d.Default); err != nil {
+			t.Errorf("%s: default %q does not validate: %v", d.Name, *d.Default, err)
+		}
+	}
+	for _, c := range []struct {
+		key, value, want string
+		ok               bool
+	}{
+		{"ssl.client.auth", "REQUIRED", "required", true},
+		{"ssl.client.auth", "always", "", false},
+		{"ssl.keystore.type", "pem", "PEM", true},
+		{"ssl.keystore.type", "BKS", "", false},
+		{"ssl.enabled.protocols", "TLSv1.2, TLSv1.3", "TLSv1.2,TLSv1.3", true},
+		{"ssl.enabled.protocols", "SSLv3", "", false},
+		{"sasl.enabled.mechanisms", "PLAIN,SCRAM-SHA-512", "PLAIN,SCRAM-SHA-512", true},
+		{"sasl.enabled.mechanisms", "GSSAPI", "", false},
+		{"sasl.mechanism.inter.broker.protocol", "scram-sha-256", "SCRAM-SHA-256", true},
+		{"security.inter.broker.protocol", "sasl_ssl", "SASL_SSL", true},
+		{"connections.max.reauth.ms", "3600000", "3600000", true},
+		{"connections.max.reauth.ms", "-1", "", false},
+		{"connection.failed.authentication.delay.ms", "0", "0", true},
+		{"allow.everyone.if.no.acl.found", "TRUE", "true", true},
+		{"super.users", "User:admin;User:broker", "User:admin;User:broker", true},
+		{"ssl.key.password", "s3cret", "s3cret", true},
+		{"max.connections.per.ip", "100", "100", true},
+		{"quota.window.num", "0", "", false},
+		{"samsa.ssl.reload.interval.ms", "0", "0", true},
+	} {
+		got, known, err := ValidateBroker(c.key, c.value)
+		if !known || (err == nil) != c.ok || (c.ok && got != c.want) {
+			t.Errorf("ValidateBroker(%q, %q) = %q, %v, %v", c.key, c.value, got, known, err)
+		}
+	}
+	for _, k := range []string{"ssl.keystore.password", "ssl.key.password", "ssl.keystore.key", "ssl.truststore.password", "sasl.jaas.config"} {
+		if d := Broker(k); d == nil || d.Kind != KindPassword || d.Kind.Wire() != kmsg.ConfigTypePassword {
+			t.Errorf("%s is not a password", k)
+		}
 	}
 }
