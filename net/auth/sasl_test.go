@@ -403,3 +403,58 @@ func BenchmarkScramExchange(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkFailedAttempt is the broker's cost of one failed authentication (what an
+// authentication storm costs per attempt): SCRAM with a wrong proof (an unknown user
+// costs the same: no key derivation on the server), PLAIN checked against SCRAM
+// credentials (one PBKDF2 of the credential's iterations, bounded in concurrency), PLAIN
+// against a JAAS user table.
+func BenchmarkFailedAttempt(b *testing.B) {
+	store := storeOf(credImage(b, 4096, [2]string{"alice", "alice-secret"}))
+	b.Run("scram-sha-512", func(b *testing.B) {
+		srv := NewScram(metadata.ScramSHA512, store)
+		// A client-final for another exchange: fails at the nonce check.
+		final := []byte("c=biws,r=abcdefgh,p=" + base64.StdEncoding.EncodeToString(make([]byte, 64)))
+		b.ReportAllocs()
+		for b.Loop() {
+			ex := srv.Start()
+			if _, _, err := ex.Next([]byte("n,,n=alice,r=abcd")); err != nil {
+				b.Fatal(err)
+			}
+			if _, _, err := ex.Next(final); err == nil {
+				b.Fatal("authenticated")
+			}
+		}
+	})
+	b.Run("scram-sha-512-bad-proof", func(b *testing.B) {
+		m := NewScram(metadata.ScramSHA512, store).(*scramMech)
+		m.nonce = func() string { return "S" }
+		final := []byte("c=biws,r=abcdS,p=" + base64.StdEncoding.EncodeToString(make([]byte, 64)))
+		b.ReportAllocs()
+		for b.Loop() {
+			ex := m.Start()
+			ex.Next([]byte("n,,n=alice,r=abcd"))
+			if _, _, err := ex.Next(final); err == nil {
+				b.Fatal("authenticated")
+			}
+		}
+	})
+	b.Run("plain-over-scram", func(b *testing.B) {
+		srv := NewPlain(NewScramPlain(store, 0))
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, _, err := srv.Start().Next([]byte("\x00alice\x00wrong")); err == nil {
+				b.Fatal("authenticated")
+			}
+		}
+	})
+	b.Run("plain-jaas", func(b *testing.B) {
+		srv := NewPlain(NewStaticPlain(map[string]string{"alice": "alice-secret"}))
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, _, err := srv.Start().Next([]byte("\x00alice\x00wrong")); err == nil {
+				b.Fatal("authenticated")
+			}
+		}
+	})
+}
