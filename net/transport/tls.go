@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -122,7 +123,7 @@ func (t *TLS) ClientConfig(serverName string) (*tls.Config, error) {
 	st := t.cur.Load()
 	if t.cfg.Protocol != "" {
 		for _, v := range tlsVersions {
-			if v.name == t.cfg.Protocol && v.v < cfg.MaxVersion {
+			if strings.EqualFold(v.name, t.cfg.Protocol) && v.v < cfg.MaxVersion {
 				cfg.MaxVersion = v.v // ssl.protocol caps what the client offers
 			}
 		}

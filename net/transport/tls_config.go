@@ -50,7 +50,7 @@ type SSLConfig struct {
 	KeystoreKey              string
 	KeystorePassword         string
 	KeyPassword              string
-	HasKeyPassword           bool
+	HasKeyPassword           bool // ssl.key.password is set (and not empty)
 	TruststoreType           string
 	TruststoreLocation       string
 	TruststoreCertificates   string
@@ -109,7 +109,7 @@ func SSLConfigFromProps(get func(key string) (string, bool)) (SSLConfig, error) 
 		EndpointIdentification:   "https",
 		ReloadInterval:           DefaultTLSReloadInterval,
 	}
-	if v, ok := get("ssl.key.password"); ok {
+	if v, ok := get("ssl.key.password"); ok && v != "" {
 		c.KeyPassword, c.HasKeyPassword = v, true
 	}
 	if v, ok := get("ssl.endpoint.identification.algorithm"); ok {
