@@ -78,7 +78,7 @@ type ServerConfig struct {
 	MaxReauth time.Duration
 	// FailureDelay is connection.failed.authentication.delay.ms (KIP-306): how long the
 	// answer to a failed authentication is held before it is sent and the connection
-	// closed. Zero takes DefaultFailureDelay; negative: no delay.
+	// closed. 0: none (Kafka's default, DefaultFailureDelay, is the config key's).
 	FailureDelay time.Duration
 	// MaxReceiveSize is sasl.server.max.receive.size: the largest request accepted
 	// before authentication (default DefaultMaxReceiveSize).
@@ -97,10 +97,8 @@ type Server struct {
 
 // NewServer checks cfg and returns its server.
 func NewServer(cfg ServerConfig) (*Server, error) {
-	if cfg.FailureDelay == 0 {
-		cfg.FailureDelay = DefaultFailureDelay
-	} else if cfg.FailureDelay < 0 {
-		cfg.FailureDelay = 0
+	if cfg.FailureDelay < 0 {
+		return nil, fmt.Errorf("auth: connection.failed.authentication.delay.ms %v is negative", cfg.FailureDelay)
 	}
 	if cfg.MaxReceiveSize <= 0 {
 		cfg.MaxReceiveSize = DefaultMaxReceiveSize

@@ -189,8 +189,14 @@ func TestSessionFailures(t *testing.T) {
 	if err := s.Admit(keyMetadata, now); !errors.Is(err, ErrNotAuthenticated) || s.Authenticated() {
 		t.Fatal("a failed session admits requests")
 	}
-	if srv.FailureDelay() != DefaultFailureDelay || srv.MaxReceiveSize() != DefaultMaxReceiveSize {
+	if srv.FailureDelay() != 0 || srv.MaxReceiveSize() != DefaultMaxReceiveSize {
 		t.Fatal("defaults")
+	}
+	if s, _ := NewServer(ServerConfig{FailureDelay: DefaultFailureDelay}); s.FailureDelay() != 100*time.Millisecond {
+		t.Fatal("FailureDelay")
+	}
+	if _, err := NewServer(ServerConfig{FailureDelay: -1}); err == nil {
+		t.Fatal("negative connection.failed.authentication.delay.ms accepted")
 	}
 
 	// Tokens beyond sasl.server.max.receive.size.
