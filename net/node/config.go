@@ -75,7 +75,11 @@ type Sync struct {
 	DurableEnd bool
 }
 
-// Replication holds the replica manager's keys (Kafka's names).
+// Replication holds the replica manager's keys (Kafka's names), parsed and checked
+// against each other at start-up. The broker builds its replica manager from the
+// same keys (Config.Keys, through coordinator/configs' layers, so that dynamic
+// overrides apply); these typed values are the node's static view, for logs and
+// tests.
 type Replication struct {
 	LagTimeMax            time.Duration // replica.lag.time.max.ms
 	NumFetchers           int           // num.replica.fetchers

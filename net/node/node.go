@@ -70,9 +70,11 @@ type Node struct {
 //
 //  1. storage: meta.properties of every directory checked (formatting a sole combined
 //     voter, adopting an earlier single-node directory); the power-loss journal;
-//  2. the listeners bound (an address in use fails before anything serves);
+//  2. the listeners bound (an address in use fails before anything serves), the
+//     net/peer client of the other nodes;
 //  3. the controller role: the raft voter on metadata.log.dir (importing an earlier
-//     single-node metadata store) and the active controller beside it;
+//     single-node metadata store) and the active controller beside it, then the
+//     CONTROLLER listener's handler;
 //  4. the broker role: the engine (log.dirs), the metadata follower, the broker
 //     lifecycle, the Kafka broker (see brokerRole for its own order);
 //  5. the admin HTTP listener (/metrics, /debug/pprof/).
