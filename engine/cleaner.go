@@ -499,9 +499,10 @@ func (m *Manager) CleanerStats() CleanerStats {
 // cleanableOffsets).
 type cleanRange struct {
 	firstDirty int64
-	// upper is the first uncleanable offset: the least of the high
-	// watermark, the active segment's base and the base of the first
-	// dirty segment within min.compaction.lag.ms.
+	// upper is the first uncleanable offset: the least of the last
+	// stable offset (at most the high watermark), the active segment's
+	// base and the base of the first dirty segment within
+	// min.compaction.lag.ms.
 	upper int64
 	// cleanable is how many segments, from the first, lie wholly below
 	// upper: those a pass may rewrite.
@@ -534,7 +535,7 @@ func (l *Log) cleanableRangeOf(segs []*segment, now int64) (cleanRange, error) {
 		return r, ErrClosed
 	}
 	cfg := l.cfg.Load()
-	logStart, leo, hw := l.logStart.Load(), l.leo.Load(), l.hw.Load()
+	logStart, leo, lso := l.logStart.Load(), l.leo.Load(), l.LastStableOffset()
 	fd := l.firstDirty.Load()
 	if fd >= 0 && (fd < logStart || fd > leo) {
 		r.invalidCheckpoint = true
@@ -550,7 +551,7 @@ func (l *Log) cleanableRangeOf(segs []*segment, now int64) (cleanRange, error) {
 		}
 		return leo
 	}
-	upper := min(hw, segs[last].base)
+	upper := min(lso, segs[last].base)
 	if lag := cfg.MinCompactionLagMs; lag > 0 {
 		for i := 0; i < last; i++ {
 			if end(i) <= fd {

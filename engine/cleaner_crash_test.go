@@ -118,7 +118,7 @@ func newCleanCrash(t *testing.T, merge bool) *cleanCrash {
 	}
 	rng := rand.New(rand.NewSource(42))
 	// Idempotent batches need consecutive sequences: one producer, counted.
-	seq := int32(0)
+	seq, txnSeq := int32(0), int32(0)
 	writeSeq := func(n int) {
 		for i := 0; i < n; i++ {
 			k := fmt.Sprint("k", rng.Intn(12))
@@ -136,6 +136,20 @@ func newCleanCrash(t *testing.T, merge bool) *cleanCrash {
 			mustAppend(t, l, keyedBatch(t, recs, batchOpts{codec: i % 5, pid: pid, epoch: 3, seq: seq, baseTs: 100}))
 			if pid != 0 {
 				seq += int32(len(recs))
+			}
+			if i%15 == 7 {
+				// A transaction of producer 88, aborted every other time: its
+				// records go at the first pass, the abort markers stay with
+				// their entries in the cleaned segments' .txnindex.
+				abort := i%30 == 7
+				key := fmt.Sprint("t", rng.Intn(5))
+				if abort {
+					key = fmt.Sprint("x-", i) // aborted: not a key's last record
+				}
+				verified(t, l, 88, 0, txnSeq)
+				mustAppend(t, l, keyedBatch(t, []kv{{key: key, value: valueOf(key, i)}}, batchOpts{pid: 88, epoch: 0, seq: txnSeq, transactional: true, baseTs: 100}))
+				txnSeq++
+				mustAppend(t, l, AppendMarkerBatch(nil, Marker{ProducerID: 88, CoordinatorEpoch: 1, Commit: !abort, Timestamp: 100}))
 			}
 		}
 	}
@@ -219,6 +233,9 @@ func checkBetween(t *testing.T, what string, got, before, after map[int64]logRec
 	t.Helper()
 	last := map[string]int64{}
 	for o, r := range before {
+		if strings.HasPrefix(r.key, "x-") {
+			continue // an aborted transaction's: goes at the first pass
+		}
 		if cur, ok := last[r.key]; !ok || o > cur {
 			last[r.key] = o
 		}
@@ -237,6 +254,31 @@ func checkBetween(t *testing.T, what string, got, before, after map[int64]logRec
 	for k, o := range last {
 		if _, ok := got[o]; !ok {
 			t.Fatalf("%s: the last record of %q (offset %d) is gone", what, k, o)
+		}
+	}
+}
+
+// checkAbortIndex checks that every aborted record still in the log is
+// covered by an aborted transaction of its producer in the index (a
+// read_committed consumer would drop it), and that the index lists no
+// transaction the log does not show aborted.
+func (c *cleanCrash) checkAbortIndex(what string, got map[int64]logRecord) {
+	l := c.m.Log(c.tp)
+	for o, r := range got {
+		if !strings.HasPrefix(r.key, "x-") {
+			continue
+		}
+		covered := false
+		for _, a := range l.AbortedTransactions(o, o+1, nil) {
+			covered = covered || a.ProducerID == 88 && a.FirstOffset <= o && o < a.LastOffset
+		}
+		if !covered {
+			c.t.Fatalf("%s: aborted record at %d is in no aborted transaction of the index", what, o)
+		}
+	}
+	for _, a := range l.AbortedTransactions(l.LogStartOffset(), l.LogEndOffset(), nil) {
+		if r, ok := got[a.LastOffset]; !ok || r.batch.ProducerID != 88 || !r.batch.Control() {
+			c.t.Fatalf("%s: index entry %+v without its abort marker", what, a)
 		}
 	}
 }
@@ -274,6 +316,15 @@ func TestCleanerCrashAtEveryStep(t *testing.T) {
 			if len(after) >= len(before) {
 				t.Fatalf("the pass removed nothing: %d records before, %d after", len(before), len(after))
 			}
+			if n := len(ref.m.Log(ref.tp).AbortedTransactions(0, end, nil)); n == 0 {
+				t.Fatal("no aborted transaction in the index after the pass")
+			}
+			cleanedTo := ref.m.Log(ref.tp).firstDirty.Load()
+			for o, r := range after {
+				if strings.HasPrefix(r.key, "x-") && o < cleanedTo {
+					t.Fatalf("aborted record at %d kept by the pass (cleaned to %d)", o, cleanedTo)
+				}
+			}
 			ref.m.Close()
 			nested := 0
 			for k := 1; k <= ops; k++ {
@@ -294,6 +345,7 @@ func TestCleanerCrashAtEveryStep(t *testing.T) {
 					t.Fatalf("%s: log [%d, %d), want [%d, %d)", what, s, e, start, end)
 				}
 				checkBetween(t, what, got, before, after)
+				c.checkAbortIndex(what, got)
 				// A crash during the recovery that finished the swap.
 				if rec := c.m.Log(c.tp).Recovery(); snap != nil && rec.SwapsCompleted > 0 {
 					nested++
@@ -307,6 +359,7 @@ func TestCleanerCrashAtEveryStep(t *testing.T) {
 					t.Fatalf("%s: a new pass leaves %d records, an uninterrupted one %d", what, len(final), len(after))
 				}
 				checkBetween(t, what+", then a new pass", final, after, after)
+				c.checkAbortIndex(what+", then a new pass", final)
 				c.m.Close()
 			}
 			t.Logf("merge=%v: %d operations in the pass, %d crashes during recovery", merge, ops, nested)
@@ -335,6 +388,7 @@ func (c *cleanCrash) crashDuringRecovery(t *testing.T, what string, before, afte
 			t.Fatalf("%s: log [%d, %d), want [%d, %d)", w, s, e, start, end)
 		}
 		checkBetween(t, w, got, before, after)
+		cp.checkAbortIndex(w, got)
 		cp.m.Close()
 		if completed {
 			return

@@ -44,17 +44,20 @@ func (t *cleanerThread) offsetMap() *offsetMap {
 
 // pass is one cleaning of one log.
 type pass struct {
-	ctx       context.Context // ends when the pass is aborted or the Manager closes
-	t         *cleanerThread
-	l         *Log
-	cfg       *LogConfig
-	now       int64
-	segs      []*segment // the cleanable segments, pinned
-	ends      []int64    // ends[i]: the offset after segs[i] (the next segment's base)
-	sizes     []int64    // their sizes when the pass began
-	producers map[int64]int64
-	txns      txnScan
-	omap      *offsetMap
+	ctx         context.Context // ends when the pass is aborted or the Manager closes
+	t           *cleanerThread
+	l           *Log
+	cfg         *LogConfig
+	now         int64
+	segs        []*segment // the cleanable segments, pinned
+	ends        []int64    // ends[i]: the offset after segs[i] (the next segment's base)
+	sizes       []int64    // their sizes when the pass began
+	producers   map[int64]int64
+	abortedTxns []AbortedTxn // of the whole log, by first offset
+	omap        *offsetMap
+	// groupAborted collects the index entries of the abort markers the
+	// group being cleaned keeps.
+	groupAborted []AbortedTxn
 }
 
 // clean runs one pass over l (Kafka's Cleaner.doClean): build the offset
@@ -79,17 +82,7 @@ func (t *cleanerThread) clean(ctx context.Context, l *Log, now int64, force bool
 		return false, err
 	}
 	p.producers = l.producerLastOffsets()
-	if p.txns, err = p.scanTransactions(segs, l.hw.Load()); err != nil {
-		return false, err
-	}
-	// Not beyond the first transaction still open (Kafka: not beyond the
-	// last stable offset).
-	for n > 0 && segs[n].base > p.txns.ongoingFirst {
-		n--
-	}
-	if n == 0 {
-		return false, nil
-	}
+	p.abortedTxns = abortedOf(segs)
 	p.segs = segs[:n]
 	for i := range p.segs {
 		p.ends = append(p.ends, segs[i+1].base)
@@ -100,7 +93,7 @@ func (t *cleanerThread) clean(ctx context.Context, l *Log, now int64, force bool
 	if err != nil {
 		return false, err
 	}
-	tm := p.txns.meta()
+	tm := &txnMeta{aborted: p.abortedTxns}
 	for _, g := range p.groups(end) {
 		if err := p.cleanGroup(g[0], g[1], tm); err != nil {
 			return false, err
@@ -168,7 +161,7 @@ func (p *pass) pace(n int64) error {
 func (p *pass) buildOffsetMap(firstDirty int64) (int64, error) {
 	m := p.omap
 	m.clear()
-	tm := p.txns.meta()
+	tm := &txnMeta{aborted: p.abortedTxns}
 	for i, s := range p.segs {
 		if p.ends[i] <= firstDirty {
 			continue
@@ -292,11 +285,12 @@ const (
 // cleanedSeg is a cleaned segment written and synced under its .cleaned
 // names.
 type cleanedSeg struct {
-	base, next     int64 // its base (the group's first) and end (the group's)
-	size           int64
-	maxTs, offMax  int64
-	firstTs        int64
-	producers, txn bool
+	base, next    int64 // its base (the group's first) and end (the group's)
+	size          int64
+	maxTs, offMax int64
+	firstTs       int64
+	producers     bool
+	aborted       []AbortedTxn // its .txnindex (none: no file)
 }
 
 // cleanGroup rewrites the segments [from, to) into one cleaned segment
@@ -304,8 +298,10 @@ type cleanedSeg struct {
 func (p *pass) cleanGroup(from, to int, tm *txnMeta) (err error) {
 	l, t := p.l, p.t
 	base := p.segs[from].base
-	names := [3]string{segmentFileName(base, logSuffix), segmentFileName(base, indexSuffix), segmentFileName(base, timeIndexSuffix)}
+	names := [4]string{segmentFileName(base, logSuffix), segmentFileName(base, indexSuffix), segmentFileName(base, timeIndexSuffix),
+		segmentFileName(base, txnIndexSuffix)}
 	var files [3]vfs.File
+	p.groupAborted = p.groupAborted[:0]
 	defer func() {
 		for _, f := range files {
 			if f != nil {
@@ -314,11 +310,13 @@ func (p *pass) cleanGroup(from, to int, tm *txnMeta) (err error) {
 		}
 		if err != nil {
 			for _, n := range names {
-				l.fs.Remove(filepath.Join(l.dir, n+cleanedSuffix))
+				if n != "" {
+					l.fs.Remove(filepath.Join(l.dir, n+cleanedSuffix))
+				}
 			}
 		}
 	}()
-	for i, n := range names {
+	for i, n := range names[:3] {
 		if files[i], err = l.fs.OpenFile(filepath.Join(l.dir, n+cleanedSuffix), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644); err != nil {
 			return err
 		}
@@ -400,12 +398,18 @@ func (p *pass) cleanGroup(from, to int, tm *txnMeta) (err error) {
 			return err
 		}
 	}
+	if len(p.groupAborted) > 0 {
+		cs.aborted = append([]AbortedTxn(nil), p.groupAborted...)
+		if err := writeFileSynced(l.fs, filepath.Join(l.dir, names[3]+cleanedSuffix), encodeTxnIndex(cs.aborted)); err != nil {
+			return err
+		}
+	}
 	if err := p.aborted(); err != nil {
 		return err
 	}
 	// From here the swap owns the files: it removes them if it gives up
 	// before its commit point.
-	names = [3]string{}
+	names = [4]string{}
 	return l.swapCleaned(p.segs[from:to], p.sizes[from:to], cs)
 }
 
@@ -416,9 +420,6 @@ func (cs *cleanedSeg) note(h *BatchHeader) {
 	}
 	if h.ProducerID >= 0 {
 		cs.producers = true
-	}
-	if h.Transactional() || h.Control() {
-		cs.txn = true
 	}
 }
 
@@ -435,7 +436,11 @@ func (p *pass) filterBatch(h *BatchHeader, b []byte, keepHeader bool, tm *txnMet
 		if err != nil {
 			return out, err
 		}
-		canDiscard = tm.onControl(h, ct)
+		var kept *AbortedTxn
+		canDiscard, kept = tm.onControl(h, ct)
+		if kept != nil {
+			p.groupAborted = append(p.groupAborted, *kept)
+		}
 	} else {
 		canDiscard = tm.onBatch(h)
 	}

@@ -16,8 +16,9 @@ import (
 // step's crash outcome in brackets (what the next Open does; see
 // finishSwaps):
 //
-//  1. <B>.log.cleaned, .index.cleaned, .timeindex.cleaned are written
-//     and synced (cleanGroup). [removed]
+//  1. <B>.log.cleaned, .index.cleaned, .timeindex.cleaned (and
+//     .txnindex.cleaned when the cleaned segment keeps abort markers) are
+//     written and synced (cleanGroup). [removed]
 //  2. Under Log.segMu, the group is checked to be still the log's and
 //     unchanged; the .cleaned files are renamed .swap, indexes first, the
 //     log last. [a .swap with a .cleaned of the same base or below:
@@ -47,7 +48,11 @@ import (
 // some of it meanwhile).
 func (l *Log) swapCleaned(group []*segment, sizes []int64, cs *cleanedSeg) error {
 	base := cs.base
-	names := [3]string{segmentFileName(base, indexSuffix), segmentFileName(base, timeIndexSuffix), segmentFileName(base, logSuffix)}
+	names := []string{segmentFileName(base, indexSuffix), segmentFileName(base, timeIndexSuffix)}
+	if len(cs.aborted) > 0 {
+		names = append(names, segmentFileName(base, txnIndexSuffix))
+	}
+	names = append(names, segmentFileName(base, logSuffix)) // the log last
 	path := func(i int, suffix string) string { return filepath.Join(l.dir, names[i]+suffix) }
 	discard := func(suffix string) {
 		for i := range names {
@@ -113,11 +118,8 @@ func (l *Log) swapCleaned(group []*segment, sizes []int64, cs *cleanedSeg) error
 	ns.firstTs.Store(cs.firstTs)
 	ns.noProducers = !cs.producers
 	ns.idxSynced = true
-	if cs.txn {
-		ns.txn.Store(txnHas)
-	} else {
-		ns.txn.Store(txnNone)
-	}
+	ns.tix.entries = cs.aborted
+	ns.tix.fileEnts, ns.tix.synced = len(cs.aborted), len(cs.aborted)
 	var old int64
 	for _, sz := range sizes {
 		old += sz
@@ -206,7 +208,7 @@ func (l *Log) dropDamageOfLocked(group []*segment) {
 // segmentFileBase parses "<base><suffix>" for the three segment files; ok
 // is false for other names.
 func segmentFileBase(name string) (base int64, ok bool) {
-	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+	for _, suf := range segmentSuffixes {
 		if strings.HasSuffix(name, suf) {
 			return parseBase(name, suf)
 		}

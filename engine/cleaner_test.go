@@ -482,6 +482,17 @@ func TestCleanerTransactions(t *testing.T) {
 	if _, ok := got[am2]; !ok {
 		t.Fatal("abort marker removed before its delete horizon")
 	}
+	abortedIndexed := func() bool {
+		for _, a := range l.AbortedTransactions(0, l.LogEndOffset(), nil) {
+			if a.ProducerID == 2 && a.FirstOffset == a2 && a.LastOffset == am2 {
+				return true
+			}
+		}
+		return false
+	}
+	if !abortedIndexed() {
+		t.Fatal("the cleaned segment lost the index entry of the abort it keeps")
+	}
 	// Producer 2's aborted batch stays as an empty batch while it is the
 	// producer's last, and with it the marker (Kafka's rules). Once the
 	// producer moves on, the batch goes, then the marker gets its delete
@@ -496,9 +507,15 @@ func TestCleanerTransactions(t *testing.T) {
 	if _, ok := offsets()[am2]; !ok {
 		t.Fatal("abort marker removed in the pass that removed its data")
 	}
+	if !abortedIndexed() {
+		t.Fatal("index entry dropped in the pass that removed the last of its data")
+	}
 	compactNow(t, m) // the marker gets its horizon
 	if _, ok := offsets()[am2]; !ok {
 		t.Fatal("abort marker removed before its delete horizon")
+	}
+	if abortedIndexed() {
+		t.Fatal("index entry kept for an abort with no data left")
 	}
 	clk.advance(1001)
 	compactNow(t, m)

@@ -236,6 +236,12 @@ type Options struct {
 	// Cleaner configures the log cleaner (compaction of the logs whose
 	// LogConfig.Compact is set).
 	Cleaner CleanerOptions
+	// DisableTxnVerification turns off KIP-890's check that a
+	// transactional batch opening a transaction in a partition was
+	// verified with the coordinator (the broker's
+	// transaction.partition.verification.enable=false; Kafka's default,
+	// and the zero value here, is on).
+	DisableTxnVerification bool
 
 	// manualBackground (tests) starts no flusher, checkpointer, retention
 	// or scrubber goroutine: the test runs flusher rounds itself

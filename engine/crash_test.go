@@ -62,8 +62,8 @@ func newCrashRun(t testing.TB, seed int64) *crashRun {
 func (r *crashRun) fatalf(format string, args ...any) {
 	r.t.Helper()
 	n := len(r.trace)
-	r.t.Fatalf("seed %d, step %d: %s\nlast operations:\n%v\nreplay: SAMSA_CRASH_SEED=%d go test -run 'TestCrashRecovery' ./engine",
-		r.seed, r.step, fmt.Sprintf(format, args...), r.trace[max(0, n-20):], r.seed)
+	r.t.Fatalf("seed %d, step %d: %s\nlast operations:\n%v\nreplay: SAMSA_CRASH_SEED=%d go test -run 'CrashRecovery' ./engine",
+		r.seed, r.step, fmt.Sprintf(format, args...), r.trace[max(0, n-200):], r.seed)
 }
 
 func (r *crashRun) note(format string, args ...any) {

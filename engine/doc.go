@@ -1,8 +1,9 @@
 // Package engine owns every partition's records on local disk: segmented
 // partition logs in Apache Kafka's own on-disk layout, memory-mapped sparse
 // indexes, a group-commit flusher per log directory, crash recovery,
-// retention, log compaction (the cleaner), idempotent-producer state and
-// the leader-epoch cache.
+// retention, log compaction (the cleaner), idempotent and transactional
+// producer state (the last stable offset, the aborted-transaction index)
+// and the leader-epoch cache.
 //
 // It is a leaf package: it imports only the standard library,
 // golang.org/x/sys/unix, mmap-go, hdrhistogram-go, the codecs
@@ -23,9 +24,10 @@
 //	    00000000000000000000.log         record batches, exactly as Kafka stores them
 //	    00000000000000000000.index       offset index
 //	    00000000000000000000.timeindex   time index
+//	    00000000000000000000.txnindex    aborted transactions whose markers the segment holds (once it has one)
 //	    00000000000000001234.snapshot    producer state at offset 1234
 //	    leader-epoch-checkpoint          "0\n<n>\n<epoch> <start offset>\n"...
-//	    <name>.cleaned                   a cleaned segment being written (log, index, timeindex)
+//	    <name>.cleaned                   a cleaned segment being written (log, index, timeindex, txnindex)
 //	    <name>.swap                      ... written and synced, being swapped in
 //	    <name>.deleted                   a deleted or cleaned-away segment's file
 //	  <topic>-<partition>.<32 hex>-delete/   a deleted log, removed in the background
@@ -116,9 +118,9 @@
 // segment.idxMu, and logDir.ckptMu → Manager.mu → logDir.mu; Log.segMu
 // and Log.appendMu (and flushMu) → logDir.ckptMu, as a truncation,
 // DeleteRecordsBefore or a cleaning pass checkpoints (Manager.delMu, the
-// cleaner's mutex, the failure log's mutex and a CrashFS's locks are
-// leaves; a truncation and DeleteLog wait on the cleaner's condition
-// holding no other lock).
+// cleaner's mutex, the failure log's mutex, a segment's txnIndex.mu, the
+// log's txnTracker.mu and a CrashFS's locks are leaves; a truncation and
+// DeleteLog wait on the cleaner's condition holding no other lock).
 //
 //  1. Appends are serialised by Log.appendMu. Data is written with pwrite past
 //     the segment's published size; the size and then the log end offset are
@@ -245,11 +247,11 @@
 // offset. The log splits into a clean part (below its first dirty offset,
 // the cleaner checkpoint) and a dirty part; the cleanable segments are the
 // inactive ones wholly below the first uncleanable offset: the least of the
-// high watermark (the last stable offset, once transactions are served),
-// the active segment's base, the first dirty segment whose largest
-// timestamp is within min.compaction.lag.ms, and the first offset of a
-// transaction still open. Its dirty ratio is the dirty cleanable bytes
-// over all cleanable bytes.
+// last stable offset (at most the high watermark, and at most the first
+// offset of a transaction still open), the active segment's base and the
+// first dirty segment whose largest timestamp is within
+// min.compaction.lag.ms. Its dirty ratio is the dirty cleanable bytes over
+// all cleanable bytes.
 //
 // Each cleaner goroutine takes the compacted log with the highest dirty
 // ratio among those past min.cleanable.dirty.ratio, or past
@@ -278,13 +280,12 @@
 //     cleaner_swap.go for the steps and what a crash at each leaves), and
 //     writes the cleaner checkpoint at the end.
 //
-// Transactions (Kafka's rules; they are not served yet, so only a
-// follower's append can bring such batches today): aborted data goes at
-// the first pass; a marker stays while its transaction has data, then
-// until its delete horizon. Kafka reads the aborted transactions from the
-// .txnindex; the engine, without one, derives them from the headers and
-// markers between the log start and the high watermark, in passes over
-// logs that hold transactional batches.
+// Transactions (Kafka's rules): aborted data goes at the first pass; a
+// marker stays while its transaction has data, then until its delete
+// horizon. The aborted transactions come from the segments' .txnindex
+// files, as in Kafka; a cleaned segment's .txnindex keeps the entries of
+// the abort markers it keeps for data met in the pass (see
+// cleaner_txn.go).
 //
 // The cleaner works below the high watermark only, where it may remove a
 // record for a later one of its key: it relies on truncations staying
@@ -304,6 +305,23 @@
 // gives the cleaner's figures (bytes read and written, passes, the dirty
 // ratio, lag and compaction delay of each log); Manager.Compact cleans on
 // demand.
+//
+// # Transactions
+//
+// The producer state keeps, per producer, the first offset of its open
+// transaction and the coordinator epoch of its last marker; the log keeps
+// the transactions that bound the last stable offset (txnTracker); each
+// segment keeps the aborted transactions whose abort markers it holds
+// (txnindex.go draws the .txnindex). Leader appends are checked for
+// KIP-98's and KIP-890's rules (txn.go: the epoch bump per transaction,
+// markers only from the producer's epoch or later and a coordinator epoch
+// not below the last one, no non-transactional batch inside a
+// transaction, and a verification before a transactional batch may open
+// one); followers' appends and recovery apply them unchecked. Snapshots
+// carry the transaction fields of Kafka's layout. Recovery after a crash
+// rewrites the .txnindex of every segment it scans; truncation cuts it;
+// retention deletes it with its segment; the cleaner writes the cleaned
+// segment's.
 //
 // # Power loss
 //
@@ -326,7 +344,10 @@
 //     its state). Snapshots keep Kafka's layout, which holds only the last
 //     batch per producer; the last five batches are rebuilt only for batches
 //     replayed from the log after the snapshot. A duplicate inside a
-//     multi-batch append is reported as ErrOutOfOrderSequence.
+//     multi-batch append is reported as ErrOutOfOrderSequence. Transactions
+//     completed by a marker not yet below the high watermark (Kafka's
+//     unreplicated transactions) are known only from the batches replayed
+//     after the snapshot, as in Kafka.
 //   - OffsetForTimestamp decodes uncompressed batches only (the codecs are
 //     the cleaner's); in a compressed batch it answers the batch's base
 //     offset. It skips batches compaction emptied.
@@ -349,8 +370,22 @@
 //     Key hashes are two 64-bit maphash values (Kafka: MD5). The map counts
 //     a batch as taking its record count of slots. A batch that
 //     decompresses past CleanerOptions.MaxDecompressedBytes (64 MiB) makes
-//     its log uncleanable (Kafka has no bound). Aborted transactions are
-//     derived from the log (no .txnindex yet).
+//     its log uncleanable (Kafka has no bound).
+//   - Transactions. The engine cannot tell a client's leader append from
+//     the coordinator's: the produce handler must refuse control batches
+//     from clients (Kafka does it in the log). A .txnindex that does not
+//     hold together is rebuilt at Open from the producer state as of its
+//     segment (Kafka rebuilds the whole segment's indexes); a recovery
+//     fdatasyncs the indexes it rewrote before it returns (Kafka leaves
+//     them to the next flush). The entries of every segment are kept in
+//     memory. Logs written before the .txnindex existed (only followers
+//     could write transactional batches then) have no entries for the
+//     aborts they hold until a recovery rescans them. A compressed marker
+//     is read only from a follower's append or the log (Kafka writes them
+//     uncompressed; a leader append of one is refused). An append whose
+//     .txnindex write fails is undone whole (its batches cut off again,
+//     the producer state rebuilt from the log); Kafka takes the directory
+//     offline with the batches in the log.
 //   - A record without a key in a compacted log is removed by the cleaner
 //     (Kafka refuses it at produce time; the engine decodes no record on
 //     append).
@@ -369,6 +404,14 @@
 //     end (a compacted leader's hole that large) starts a segment at its
 //     own base, leaving a gap between segments: the segments past it are
 //     lost if a crash cuts the segment before it.
+//   - Additions (transactions): Log.LastStableOffset,
+//     Log.AbortedTransactions, Log.Producers, Log.OpenTransaction,
+//     Log.StartTxnVerification / CompleteTxnVerification (KIP-890 part 1;
+//     Kafka passes the guard along the append instead, which replication's
+//     append path here does not carry), Log.AppendMarker,
+//     AppendMarkerBatch, DecodeMarker, Marker, AbortedTxn, ProducerInfo,
+//     VerificationGuard, Options.DisableTxnVerification,
+//     ErrInvalidTxnState, ErrTransactionCoordinatorFenced.
 //   - Additions: Manager.Compact, Manager.CleanerStats, Options.Cleaner
 //     (CleanerOptions), LogConfig.Delete, Stats.Cleaner*, Stats.UncleanableLogs,
 //     RecoveryStats.SwapsCompleted/SwapsDiscarded, BatchHeader.DeleteHorizon

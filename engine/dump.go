@@ -32,8 +32,8 @@ var codecNames = [...]string{"none", "gzip", "snappy", "lz4", "zstd", "unknown(5
 
 // DumpSegment prints a segment file in the manner of Kafka's kafka-dump-log:
 // the batches of a .log (verifying each CRC), the entries of a .index or
-// .timeindex (verifying them against the .log beside it), or the producers
-// of a .snapshot. It returns an error wrapping ErrDumpMismatch when it found
+// .timeindex (verifying them against the .log beside it), the producers
+// of a .snapshot, or the aborted transactions of a .txnindex. It returns an error wrapping ErrDumpMismatch when it found
 // problems, after printing everything.
 func DumpSegment(w io.Writer, path string, opts DumpOptions) error {
 	bw := bufio.NewWriter(w)
@@ -51,8 +51,10 @@ func DumpSegment(w io.Writer, path string, opts DumpOptions) error {
 		problems, err = dumpIndex(bw, path, indexSuffix, opts)
 	case strings.HasSuffix(name, snapshotSuffix):
 		problems, err = dumpSnapshot(bw, path)
+	case strings.HasSuffix(name, txnIndexSuffix):
+		problems, err = dumpTxnIndex(bw, path)
 	default:
-		return fmt.Errorf("%w: %s is not a .log, .index, .timeindex or .snapshot file", ErrInvalidConfig, path)
+		return fmt.Errorf("%w: %s is not a .log, .index, .timeindex, .txnindex or .snapshot file", ErrInvalidConfig, path)
 	}
 	if err != nil {
 		return err
@@ -312,9 +314,37 @@ func dumpSnapshot(w io.Writer, path string) (int, error) {
 	for p := 10; p+snapshotEntrySize <= len(data); p += snapshotEntrySize {
 		pid := int64(binary.BigEndian.Uint64(data[p:]))
 		e := ps.m[pid]
-		lb := e.last()
-		fmt.Fprintf(w, "producerId: %d producerEpoch: %d firstSequence: %d lastSequence: %d firstOffset: %d lastOffset: %d lastTimestamp: %d\n",
-			pid, e.epoch, lb.firstSeq, lb.lastSeq, lb.firstOffset, lb.lastOffs, lb.timestamp)
+		lb := batchMeta{firstSeq: -1, lastSeq: -1, firstOffset: -1, lastOffs: -1, timestamp: e.lastTs}
+		if b := e.last(); b != nil {
+			lb = *b
+		}
+		fmt.Fprintf(w, "producerId: %d producerEpoch: %d coordinatorEpoch: %d currentTxnFirstOffset: %d firstSequence: %d lastSequence: %d firstOffset: %d lastOffset: %d lastTimestamp: %d\n",
+			pid, e.epoch, e.coordEpoch, e.txnFirst, lb.firstSeq, lb.lastSeq, lb.firstOffset, lb.lastOffs, lb.timestamp)
 	}
 	return 0, nil
+}
+
+// dumpTxnIndex prints the entries of a .txnindex (Kafka's dump prints
+// "version: 0 producerId: ..." per aborted transaction).
+func dumpTxnIndex(w io.Writer, path string) (int, error) {
+	data, err := vfs.ReadFile(vfs.Default, path)
+	if err != nil {
+		return 0, err
+	}
+	base, _ := baseOf(path, txnIndexSuffix)
+	entries, derr := decodeTxnIndex(data, base, -1)
+	for _, a := range entries {
+		fmt.Fprintf(w, "version: 0 producerId: %d firstOffset: %d lastOffset: %d lastStableOffset: %d\n",
+			a.ProducerID, a.FirstOffset, a.LastOffset, a.LastStableOffset)
+	}
+	problems := 0
+	if derr != nil {
+		fmt.Fprintf(w, "Unreadable entry: %v\n", derr)
+		problems++
+	}
+	if r := len(data) % txnEntrySize; r != 0 {
+		fmt.Fprintf(w, "Ragged tail of %d bytes\n", r)
+		problems++
+	}
+	return problems, nil
 }

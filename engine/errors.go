@@ -29,6 +29,15 @@ var (
 	// ErrInvalidProducerEpoch is a batch from a fenced producer epoch
 	// (Kafka: INVALID_PRODUCER_EPOCH).
 	ErrInvalidProducerEpoch = errors.New("engine: invalid producer epoch")
+	// ErrInvalidTxnState is a batch the producer's transaction state does
+	// not allow: a non-transactional batch from a producer with a
+	// transaction open, or a transactional one opening a transaction the
+	// coordinator did not verify (Kafka: INVALID_TXN_STATE).
+	ErrInvalidTxnState = errors.New("engine: invalid transaction state")
+	// ErrTransactionCoordinatorFenced is a transaction marker from an older
+	// coordinator epoch than the partition's last marker of that producer
+	// (Kafka: TRANSACTION_COORDINATOR_FENCED).
+	ErrTransactionCoordinatorFenced = errors.New("engine: transaction coordinator fenced")
 	// ErrOffsetOutOfRange is a read or a request below the log start offset or
 	// above the log end offset (Kafka: OFFSET_OUT_OF_RANGE).
 	ErrOffsetOutOfRange = errors.New("engine: offset out of range")

@@ -288,6 +288,9 @@ func (l *Log) flush() error {
 			err = e
 		}
 		l.ld.recordSync(time.Since(t0))
+		if e := s.syncTxn(); e != nil && err == nil {
+			err = e
+		}
 		if s != active && !s.idxSynced {
 			s.idxMu.Lock()
 			if s.oidx != nil {

@@ -32,7 +32,8 @@ type Log struct {
 	segMu sync.Mutex
 
 	appendMu sync.Mutex
-	prod     producerStates // under appendMu
+	prod     producerStates // under appendMu; prod.txns is &txns
+	txns     txnTracker     // open and unreplicated transactions (the LSO's bound)
 	epochs   *epochCache
 
 	mu     sync.RWMutex
@@ -278,6 +279,9 @@ func (l *Log) close(mode closeMode) error {
 				continue // synced when the recovery point passed it
 			}
 			if err := s.log.Datasync(); err != nil && first == nil {
+				first = err
+			}
+			if err := s.syncTxn(); err != nil && first == nil {
 				first = err
 			}
 		}

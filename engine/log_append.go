@@ -70,13 +70,19 @@ func (l *Log) Append(batches []byte, o AppendOptions) (AppendResult, error) {
 	}
 	leo := l.leo.Load()
 
-	// Idempotence, before anything is changed.
+	// Idempotence and transactions, before anything is changed.
 	if !o.Follower {
 		var sc seqCheck
+		rules := checkRules{verify: !l.m.opts.DisableTxnVerification}
 		for p := 0; p < len(batches); {
 			h := parseHeaderUnchecked(batches[p:])
-			if h.ProducerID >= 0 {
-				dup, err := l.prod.check(&h, &sc)
+			if h.Control() {
+				if err := l.checkLeaderMarker(&h, batches[p:p+int(h.Size())]); err != nil {
+					return AppendResult{}, err
+				}
+				sc = seqCheck{}
+			} else if h.ProducerID >= 0 {
+				dup, err := l.prod.check(&h, &sc, rules)
 				if err != nil {
 					return AppendResult{}, err
 				}
@@ -145,6 +151,13 @@ func (l *Log) Append(batches []byte, o AppendOptions) (AppendResult, error) {
 		seg.rollAtMs = now
 	}
 
+	// Producer state and the transaction index, before the new end is
+	// published: a flush that reads the new end finds the index entries
+	// of its markers written, and syncs them with the data.
+	if err := l.applyProducers(seg, batches); err != nil {
+		return AppendResult{}, l.undoTxnWrite(seg, pos, err)
+	}
+
 	// Publish: size, then LEO, then index entries (package doc, invariant 1).
 	seg.size.Store(pos + int64(len(batches)))
 	seg.next.Store(next)
@@ -171,13 +184,6 @@ func (l *Log) Append(batches []byte, o AppendOptions) (AppendResult, error) {
 	seg.idxMu.Unlock()
 	for p := 0; p < len(batches); {
 		h := parseHeaderUnchecked(batches[p:])
-		if h.ProducerID >= 0 {
-			seg.noProducers = false
-			l.prod.update(&h)
-		}
-		if h.Transactional() || h.Control() {
-			seg.txn.Store(txnHas)
-		}
 		if h.PartitionLeaderEpoch > latest {
 			if _, err := l.epochs.assign(h.PartitionLeaderEpoch, h.BaseOffset); err != nil {
 				l.logger.Warn("leader epoch checkpoint", "tp", l.tp, "err", err)
@@ -270,6 +276,107 @@ func beUint64(b []byte) uint64 {
 func (l *Log) undoWrite(seg *segment, pos int64, err error) error {
 	l.m.reportIO(l.tp.String(), err, "op", "write", "segment", seg.base, "position", pos)
 	if terr := seg.log.Truncate(pos); terr != nil {
+		l.m.reportIO(l.tp.String(), terr, "op", "truncate")
+		l.ld.setOffline(terr)
+		return fmt.Errorf("append %s: %w (undoing it: %w)", l.tp, l.ld.offlineErr(), err)
+	}
+	return ioFailure(fmt.Sprintf("append %s", l.tp), err)
+}
+
+// checkLeaderMarker checks a control batch of a leader append (the
+// coordinator's marker): a transactional batch of a producer holding one
+// uncompressed marker record, from an epoch and a coordinator epoch the
+// producer state accepts.
+func (l *Log) checkLeaderMarker(h *BatchHeader, b []byte) error {
+	if h.ProducerID < 0 || !h.Transactional() || h.NumRecords != 1 {
+		return fmt.Errorf("%w: a control batch must be one transaction marker of a producer", ErrInvalidRecord)
+	}
+	ctl, err := decodeControl(h, b, nil)
+	if err != nil {
+		return err
+	}
+	if !ctl.valid {
+		return fmt.Errorf("%w: control batch without a marker", ErrInvalidRecord)
+	}
+	return l.prod.checkMarker(h, ctl)
+}
+
+// applyProducers updates the producer state with the batches just written
+// to seg (offsets assigned) and adds the index entries of the aborts among
+// them. Called with appendMu held, before the batches are published.
+func (l *Log) applyProducers(seg *segment, batches []byte) error {
+	var aborted []AbortedTxn
+	var cod *codecs
+	defer func() {
+		if cod != nil {
+			cod.close()
+		}
+	}()
+	for p := 0; p < len(batches); {
+		h := parseHeaderUnchecked(batches[p:])
+		size := int(h.Size())
+		if h.ProducerID >= 0 {
+			seg.noProducers = false
+			var ctl controlInfo
+			if h.Control() {
+				var err error
+				if h.Compression() != codecNone && cod == nil {
+					cod = newCodecs(1 << 20)
+				}
+				if ctl, err = decodeControl(&h, batches[p:p+size], cod); err != nil {
+					// A follower's copy of a marker it cannot read: it changes no
+					// state (as an emptied one), and is reported.
+					l.logger.Warn("unreadable transaction marker", "offset", h.BaseOffset, "err", err)
+					ctl = controlInfo{}
+				}
+			}
+			if ct, ok := l.prod.update(&h, ctl); ok {
+				aborted = l.completeTxn(ct, aborted)
+			}
+		}
+		p += size
+	}
+	if len(aborted) == 0 {
+		return nil
+	}
+	created, err := seg.appendTxn(aborted)
+	if created {
+		l.dirDirty.Store(true)
+	}
+	return err
+}
+
+// completeTxn records the transaction ct a marker closed: an abort adds
+// its index entry to entries (nil: not collected), with the last stable
+// offset it leaves.
+func (l *Log) completeTxn(ct completedTxn, entries []AbortedTxn) []AbortedTxn {
+	if ct.abort {
+		entries = append(entries, AbortedTxn{ProducerID: ct.pid, FirstOffset: ct.first, LastOffset: ct.last,
+			LastStableOffset: l.txns.lsoAfter(ct.pid, ct.last)})
+	}
+	l.txns.complete(ct.pid, ct.first, ct.last)
+	return entries
+}
+
+// undoTxnWrite undoes an append whose transaction index write failed after
+// its batches were written (not yet published): the batches are cut off
+// again, the new index entries dropped, and the producer state rebuilt
+// from the log, so that the log is as it was. When the cut fails, the
+// directory goes offline.
+func (l *Log) undoTxnWrite(seg *segment, pos int64, err error) error {
+	l.m.reportIO(l.tp.String(), err, "op", "write", "file", "txnindex", "segment", seg.base)
+	n := 0
+	for _, a := range seg.tix.all() {
+		if a.LastOffset < l.leo.Load() {
+			n++
+		}
+	}
+	terr := seg.log.Truncate(pos)
+	if terr == nil {
+		terr = seg.dropTxnFrom(n)
+	}
+	l.rebuildProducerState(l.leo.Load(), math.MaxInt64) // reads only: no error
+	if terr != nil {
 		l.m.reportIO(l.tp.String(), terr, "op", "truncate")
 		l.ld.setOffline(terr)
 		return fmt.Errorf("append %s: %w (undoing it: %w)", l.tp, l.ld.offlineErr(), err)

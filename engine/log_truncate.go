@@ -76,6 +76,9 @@ func (l *Log) TruncateTo(offset int64) error {
 	if terr == nil {
 		terr = s.log.Datasync()
 	}
+	if terr == nil {
+		terr = s.truncateTxn(newEnd)
+	}
 	if derr == nil && len(gone) > 0 {
 		derr = l.fs.SyncDir(l.dir)
 	}
@@ -127,7 +130,7 @@ func (l *Log) TruncateTo(offset int64) error {
 		return err
 	}
 	removeSnapshots(l.fs, l.dir, 0, newEnd)
-	l.rebuildProducerState(newEnd)
+	l.rebuildProducerState(newEnd, math.MaxInt64) // reads only: no error
 	if ferr == nil {
 		ferr = l.checkpointLowerRecoveryPoint()
 	}
@@ -212,6 +215,7 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 		l.m.scheduleDelete(o, 0)
 	}
 	l.prod = newProducerStates()
+	l.prod.attach(&l.txns)
 	removeSnapshots(l.fs, l.dir, math.MaxInt64, -1)
 	if err := l.epochs.clear(); err != nil {
 		return err

@@ -31,6 +31,7 @@ const recoverBufSize = 1 << 20
 func (m *Manager) loadLog(d *logDir, dir string, tp TopicPartition, cfg LogConfig, clean, hasRP bool, rp, hw, ls int64) (*Log, error) {
 	c := cfg.sanitized()
 	l := &Log{rec: RecoveryStats{Logs: 1}, tp: tp, dir: dir, m: m, ld: d, fs: m.fs, logger: m.logger.With("tp", tp.String()), prod: newProducerStates()}
+	l.prod.attach(&l.txns)
 	l.cfg.Store(&c)
 	l.firstDirty.Store(-1)
 
@@ -52,6 +53,7 @@ func (m *Manager) loadLog(d *logDir, dir string, tp TopicPartition, cfg LogConfi
 	}
 	var bases []int64
 	logs := map[int64]bool{}
+	txnFiles := map[int64]bool{}
 	var indexes []string
 	for _, e := range ents {
 		name := e.Name()
@@ -66,17 +68,23 @@ func (m *Manager) loadLog(d *logDir, dir string, tp TopicPartition, cfg LogConfi
 				bases = append(bases, b)
 				logs[b] = true
 			}
-		case strings.HasSuffix(name, indexSuffix), strings.HasSuffix(name, timeIndexSuffix):
+		case strings.HasSuffix(name, indexSuffix), strings.HasSuffix(name, timeIndexSuffix), strings.HasSuffix(name, txnIndexSuffix):
 			indexes = append(indexes, name)
 		}
 	}
 	for _, name := range indexes {
 		suf := indexSuffix
-		if strings.HasSuffix(name, timeIndexSuffix) {
+		switch {
+		case strings.HasSuffix(name, timeIndexSuffix):
 			suf = timeIndexSuffix
+		case strings.HasSuffix(name, txnIndexSuffix):
+			suf = txnIndexSuffix
 		}
-		if b, ok := parseBase(name, suf); !ok || !logs[b] {
+		b, ok := parseBase(name, suf)
+		if !ok || !logs[b] {
 			m.fs.Remove(dir + "/" + name)
+		} else if suf == txnIndexSuffix {
+			txnFiles[b] = true
 		}
 	}
 	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
@@ -108,12 +116,17 @@ func (m *Manager) loadLog(d *logDir, dir string, tp TopicPartition, cfg LogConfi
 	}
 
 	recovered := false
+	// rebuildFrom is the base of the first segment whose transaction index
+	// is rebuilt from the log: the first one scanned after a crash, or
+	// one whose index does not hold together.
+	rebuildFrom := int64(math.MaxInt64)
 	if !clean {
 		start := 0
 		if hasRP {
 			l.segs = segs
 			start = l.segmentForLocked(rp)
 		}
+		rebuildFrom = segs[start].base
 		buf := make([]byte, recoverBufSize)
 		for i := start; i < len(segs); i++ {
 			last := i == len(segs)-1
@@ -200,8 +213,29 @@ func (m *Manager) loadLog(d *logDir, dir string, tp TopicPartition, cfg LogConfi
 		return fail(err)
 	}
 
+	for i, s := range segs {
+		if !txnFiles[s.base] || s.base >= rebuildFrom {
+			continue
+		}
+		end := leo
+		if i+1 < len(segs) {
+			end = segs[i+1].base
+		}
+		if err := s.loadTxnIndex(end); err != nil {
+			if !errors.Is(err, ErrCorrupt) {
+				return fail(ioFailure(fmt.Sprintf("transaction index of %s segment %d", tp, s.base), err))
+			}
+			l.logger.Warn("transaction index does not hold together; rebuilding it from the log", "base", s.base, "err", err)
+			l.rec.IndexesRebuilt++
+			rebuildFrom = s.base
+			break
+		}
+	}
+
 	removeSnapshots(m.fs, dir, 0, leo)
-	l.rebuildProducerState(leo)
+	if err := l.rebuildProducerState(leo, rebuildFrom); err != nil {
+		return fail(ioFailure(fmt.Sprintf("rebuild the transaction index of %s", tp), err))
+	}
 	removeSnapshots(m.fs, dir, segs[0].base, leo)
 	return l, nil
 }
@@ -215,15 +249,37 @@ func parseBase(name, suffix string) (int64, bool) {
 	return b, err == nil && b >= 0
 }
 
-// rebuildProducerState loads the newest snapshot at or below leo and replays
-// the batch headers after it.
-func (l *Log) rebuildProducerState(leo int64) {
-	ps, from := loadLatestSnapshot(l.fs, l.dir, leo)
+// rebuildProducerState loads the newest snapshot at or below upTo (and
+// rebuildFrom) and replays the batch headers after it, markers read
+// whole. The transaction indexes of the segments from rebuildFrom on
+// (MaxInt64: none) are rewritten from the markers replayed; those below
+// are taken as they are (durable, as everything below the recovery
+// point). The indexes rewritten are synced (with the directory) before it
+// returns: the recovery point may already lie past them. Called while
+// loading, or with appendMu held.
+func (l *Log) rebuildProducerState(upTo, rebuildFrom int64) error {
+	ps, from := loadLatestSnapshot(l.fs, l.dir, min(upTo, rebuildFrom))
+	ps.attach(&l.txns)
 	l.prod = ps
 	if from < 0 {
 		from = l.segs[0].base
 	}
+	var ioErr error
+	dirChanged := false
+	for _, s := range l.segs {
+		if s.base >= rebuildFrom {
+			removed, err := s.resetTxn()
+			ioErr = errors.Join(ioErr, err)
+			dirChanged = dirChanged || removed
+		}
+	}
 	cfg := l.cfg.Load()
+	var cod *codecs
+	defer func() {
+		if cod != nil {
+			cod.close()
+		}
+	}()
 	for _, s := range l.segs {
 		if s.next.Load() <= from || s.noProducers {
 			continue
@@ -233,18 +289,67 @@ func (l *Log) rebuildProducerState(leo int64) {
 		if s.base < from {
 			pos = s.lookupPos(from, sc, cfg)
 		}
+		var aborted []AbortedTxn
 		for pos < sc.limit {
 			h, err := sc.header(pos)
 			if err != nil {
 				break
 			}
-			if h.BaseOffset >= from {
-				l.prod.update(&h)
+			if h.BaseOffset >= from && h.ProducerID >= 0 {
+				var ctl controlInfo
+				if h.Control() {
+					ctl = l.readControl(s, pos, &h, &cod)
+				}
+				if ct, ok := l.prod.update(&h, ctl); ok {
+					if s.base >= rebuildFrom {
+						aborted = l.completeTxn(ct, aborted)
+					} else {
+						l.completeTxn(ct, nil)
+					}
+				}
 			}
 			pos += h.Size()
 		}
 		putScanner(sc)
+		if len(aborted) > 0 {
+			created, err := s.appendTxn(aborted)
+			if err == nil {
+				err = s.syncTxn()
+			}
+			ioErr = errors.Join(ioErr, err)
+			dirChanged = dirChanged || created
+		}
 	}
+	if dirChanged {
+		ioErr = errors.Join(ioErr, l.fs.SyncDir(l.dir))
+	}
+	return ioErr
+}
+
+// readControl reads the marker of the control batch h at pos of s; a
+// marker that cannot be read is logged and changes no state.
+func (l *Log) readControl(s *segment, pos int64, h *BatchHeader, cod **codecs) controlInfo {
+	if h.NumRecords == 0 {
+		return controlInfo{}
+	}
+	if h.Size() > 1<<20 {
+		l.logger.Warn("oversized control batch ignored", "offset", h.BaseOffset, "size", h.Size())
+		return controlInfo{}
+	}
+	b := make([]byte, h.Size())
+	if _, err := s.log.ReadAt(b, pos); err != nil {
+		l.logger.Warn("transaction marker unreadable", "offset", h.BaseOffset, "err", err)
+		return controlInfo{}
+	}
+	if h.Compression() != codecNone && *cod == nil {
+		*cod = newCodecs(1 << 20)
+	}
+	ctl, err := decodeControl(h, b, *cod)
+	if err != nil {
+		l.logger.Warn("transaction marker unreadable", "offset", h.BaseOffset, "err", err)
+		return controlInfo{}
+	}
+	return ctl
 }
 
 // openActive opens the active segment after a clean shutdown: indexes
@@ -429,7 +534,7 @@ func (l *Log) recoverSegmentKeeping(s *segment, active, keepDamaged bool, buf []
 	}
 	next := s.base
 	var pos int64
-	producers, txn := false, false
+	producers := false
 	for pos < size {
 		hb, err := w.at(pos, BatchHeaderSize)
 		if err != nil {
@@ -459,18 +564,10 @@ func (l *Log) recoverSegmentKeeping(s *segment, active, keepDamaged bool, buf []
 		if h.ProducerID >= 0 {
 			producers = true
 		}
-		if h.Transactional() || h.Control() {
-			txn = true
-		}
 		next = h.LastOffset() + 1
 		pos += h.Size()
 	}
 	s.noProducers = !producers
-	if txn {
-		s.txn.Store(txnHas)
-	} else {
-		s.txn.Store(txnNone)
-	}
 	s.firstTs.Store(unknownTimestamp)
 	l.rec.SegmentsScanned++
 	l.rec.BytesScanned += pos

@@ -19,6 +19,7 @@ const (
 	indexSuffix     = ".index"
 	timeIndexSuffix = ".timeindex"
 	snapshotSuffix  = ".snapshot"
+	txnIndexSuffix  = ".txnindex"
 	deletedSuffix   = ".deleted"
 	tmpSuffix       = ".tmp"
 )
@@ -69,8 +70,12 @@ type segment struct {
 	deleted atomic.Bool
 
 	firstTs atomic.Int64 // max timestamp of the first batch, unknownTimestamp until read (firstBatchTimestamp)
-	txn     atomic.Int32 // txnUnknown, txnNone or txnHas: whether it holds transactional batches
+
+	tix txnIndex // the aborted transactions whose markers it holds (.txnindex)
 }
+
+// segmentSuffixes are the files of a segment: its log and its indexes.
+var segmentSuffixes = [...]string{logSuffix, indexSuffix, timeIndexSuffix, txnIndexSuffix}
 
 func (s *segment) path(suffix string) string {
 	name := segmentFileName(s.base, suffix)
@@ -94,8 +99,7 @@ func createSegment(m *Manager, dir string, base int64, cfg *LogConfig) (*segment
 	s.maxTs.Store(-1)
 	s.offMax.Store(base)
 	s.firstTs.Store(unknownTimestamp)
-	s.txn.Store(txnNone)
-	for _, suf := range []string{indexSuffix, timeIndexSuffix} {
+	for _, suf := range []string{indexSuffix, timeIndexSuffix, txnIndexSuffix} {
 		if err := fsys.Remove(s.path(suf)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			f.Close()
 			return nil, err
@@ -112,7 +116,7 @@ func createSegment(m *Manager, dir string, base int64, cfg *LogConfig) (*segment
 		// Leave no half-made segment behind (a full disk, typically): the
 		// next roll creates it again.
 		f.Close()
-		for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+		for _, suf := range segmentSuffixes {
 			fsys.Remove(s.path(suf))
 		}
 		return nil, err
@@ -339,9 +343,10 @@ func (s *segment) release() {
 		s.oidx, s.tidx = nil, nil
 	}
 	s.idxMu.Unlock()
+	s.closeTxn()
 	s.log.Close()
 	if s.deleted.Load() {
-		for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+		for _, suf := range segmentSuffixes {
 			s.fs.Remove(s.path(suf))
 		}
 	}
@@ -355,7 +360,7 @@ func (s *segment) release() {
 // Open removes.
 func (s *segment) markDeleted() error {
 	var first error
-	for i, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+	for i, suf := range segmentSuffixes {
 		old := filepath.Join(s.dir, segmentFileName(s.base, suf))
 		err := s.fs.Rename(old, old+deletedSuffix)
 		if err == nil || errors.Is(err, os.ErrNotExist) || i > 0 {
@@ -372,7 +377,7 @@ func (s *segment) markDeleted() error {
 // unmarkDeleted undoes markDeleted (a roll or truncation that failed after
 // renaming).
 func (s *segment) unmarkDeleted() {
-	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+	for _, suf := range segmentSuffixes {
 		cur := filepath.Join(s.dir, segmentFileName(s.base, suf))
 		s.fs.Rename(cur+deletedSuffix, cur)
 	}
