@@ -411,7 +411,9 @@
 //     append path here does not carry), Log.AppendMarker,
 //     AppendMarkerBatch, DecodeMarker, Marker, AbortedTxn, ProducerInfo,
 //     VerificationGuard, Options.DisableTxnVerification,
-//     ErrInvalidTxnState, ErrTransactionCoordinatorFenced.
+//     ErrInvalidTxnState, ErrTransactionCoordinatorFenced; for the
+//     coordinators' internal topics, Record, ForEachRecord and
+//     AppendRecords (records_api.go; they decode records off the data path).
 //   - Additions: Manager.Compact, Manager.CleanerStats, Options.Cleaner
 //     (CleanerOptions), LogConfig.Delete, Stats.Cleaner*, Stats.UncleanableLogs,
 //     RecoveryStats.SwapsCompleted/SwapsDiscarded, BatchHeader.DeleteHorizon
