@@ -80,8 +80,10 @@
 // KIP-534). The engine stamps baseOffset and the partition leader epoch in
 // place (both outside the CRC); with message.timestamp.type=LogAppendTime it
 // also sets the timestamp-type bit and maxTimestamp and recomputes the CRC,
-// as Kafka does. Records are never decoded on the append or read path: the
-// log cleaner alone decodes them (records.go draws their format).
+// as Kafka does. Records are never decoded on the append or read path,
+// except the single record of a control batch (a transaction marker, read
+// on append and replay): the log cleaner alone decodes data records
+// (records.go draws their format).
 //
 // A producer's batch has count = lastOffsetDelta+1 (ValidateBatch holds a
 // leader's appends to it). A stored batch may have fewer records once
