@@ -237,8 +237,9 @@ func checkRecordFraming(h *BatchHeader, records []byte) error {
 		return fmt.Errorf("%w: compression codec %d", ErrInvalidRecord, h.Compression())
 	}
 	// A transaction marker carries the producer id and epoch but no
-	// sequence (Kafka writes -1).
-	if h.ProducerID >= 0 && (h.ProducerEpoch < 0 || h.BaseSequence < 0 && !h.Control()) {
+	// sequence (Kafka writes -1); so does a coordinator's transactional
+	// batch (the group coordinator's TxnOffsetCommit).
+	if h.ProducerID >= 0 && (h.ProducerEpoch < 0 || h.BaseSequence < 0 && !h.Control() && !h.Transactional()) {
 		return fmt.Errorf("%w: producer %d with epoch %d sequence %d", ErrInvalidRecord, h.ProducerID, h.ProducerEpoch, h.BaseSequence)
 	}
 	return nil

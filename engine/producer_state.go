@@ -143,7 +143,10 @@ type checkRules struct {
 //     transaction open is ErrInvalidTxnState; a transactional batch that
 //     would open one needs a verified verification (KIP-890), else
 //     ErrInvalidTxnState; while a verification is pending, a sequence
-//     above the lowest one it saw is ErrOutOfOrderSequence.
+//     above the lowest one it saw is ErrOutOfOrderSequence;
+//   - a transactional batch without a sequence (-1: a coordinator's, the
+//     group coordinator's TxnOffsetCommit) is held to the epoch and
+//     transaction rules only.
 func (ps *producerStates) check(h *BatchHeader, prev *seqCheck, rules checkRules) (*batchMeta, error) {
 	last := h.LastSequence()
 	if prev.valid && prev.pid == h.ProducerID {
@@ -166,7 +169,7 @@ func (ps *producerStates) check(h *BatchHeader, prev *seqCheck, rules checkRules
 		if h.ProducerEpoch < e.epoch {
 			return nil, fmt.Errorf("%w: producer %d epoch %d below %d", ErrInvalidProducerEpoch, h.ProducerID, h.ProducerEpoch, e.epoch)
 		}
-		if h.ProducerEpoch == e.epoch {
+		if h.ProducerEpoch == e.epoch && h.BaseSequence >= 0 {
 			for i := 0; i < e.n; i++ {
 				b := &e.batches[(e.head+i)%producerBatches]
 				if b.firstSeq == h.BaseSequence && b.lastSeq == last {
@@ -179,6 +182,14 @@ func (ps *producerStates) check(h *BatchHeader, prev *seqCheck, rules checkRules
 		if v := ps.verif[h.ProducerID]; v == nil || !v.verified {
 			return nil, fmt.Errorf("%w: producer %d: transactional batch in no transaction the coordinator verified", ErrInvalidTxnState, h.ProducerID)
 		}
+	}
+	if h.BaseSequence < 0 {
+		// A coordinator's transactional batch (TxnOffsetCommit): no
+		// sequence to check (Kafka's origin COORDINATOR).
+		if inTxn && !h.Transactional() {
+			return nil, fmt.Errorf("%w: producer %d: a non-transactional batch inside its transaction", ErrInvalidTxnState, h.ProducerID)
+		}
+		return nil, nil
 	}
 	if v := ps.verif[h.ProducerID]; v != nil && h.BaseSequence > v.lowestSeq {
 		return nil, fmt.Errorf("%w: producer %d sequence %d above %d, which waits for verification", ErrOutOfOrderSequence, h.ProducerID, h.BaseSequence, v.lowestSeq)

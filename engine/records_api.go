@@ -53,6 +53,22 @@ func ForEachRecord(b []byte, fn func(Record) error) error {
 // least one), base offset 0 and no producer, ready for Log.Append; the
 // first record's timestamp is the batch's base.
 func AppendRecords(dst []byte, recs []Record) ([]byte, error) {
+	return AppendProducerRecords(dst, BatchProducer{ID: -1, Epoch: -1, BaseSequence: -1}, recs)
+}
+
+// BatchProducer is the producer fields of a batch AppendProducerRecords
+// writes. A coordinator's transactional batch (the group coordinator's
+// TxnOffsetCommit) has BaseSequence -1: it is checked for its epoch and
+// transaction, not for sequences.
+type BatchProducer struct {
+	ID            int64
+	Epoch         int16
+	BaseSequence  int32
+	Transactional bool
+}
+
+// AppendProducerRecords is AppendRecords with p's producer fields.
+func AppendProducerRecords(dst []byte, p BatchProducer, recs []Record) ([]byte, error) {
 	if len(recs) == 0 {
 		return dst, fmt.Errorf("%w: a batch without records", ErrInvalidRecord)
 	}
@@ -63,8 +79,12 @@ func AppendRecords(dst []byte, recs []Record) ([]byte, error) {
 		maxTs = max(maxTs, r.Timestamp)
 		payload = appendRecord(payload, int64(i), r.Timestamp-base, r.Key, r.Value)
 	}
-	h := BatchHeader{PartitionLeaderEpoch: -1, LastOffsetDelta: int32(len(recs) - 1), ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}
-	return appendBatch(dst, &h, 0, base, maxTs, int32(len(recs)), payload), nil
+	h := BatchHeader{PartitionLeaderEpoch: -1, LastOffsetDelta: int32(len(recs) - 1), ProducerID: p.ID, ProducerEpoch: p.Epoch, BaseSequence: p.BaseSequence}
+	var attrs int16
+	if p.Transactional {
+		attrs = attrTransactional
+	}
+	return appendBatch(dst, &h, attrs, base, maxTs, int32(len(recs)), payload), nil
 }
 
 // appendRecord appends one record without headers (key and value nil:

@@ -200,6 +200,28 @@ func TestTxnStateRules(t *testing.T) {
 	if err := app(txnData(t, 4, 0, 0, 1, 5)); err != nil {
 		t.Fatal(err)
 	}
+	// A coordinator's transactional batch (TxnOffsetCommit) has no
+	// sequence: held to the epoch and transaction rules only.
+	offs := func(epoch int16) []byte {
+		b, err := AppendProducerRecords(nil, BatchProducer{ID: 5, Epoch: epoch, BaseSequence: -1, Transactional: true},
+			[]Record{{Key: []byte("k"), Value: []byte("v")}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	if err := app(offs(2)); !isErr(err, ErrInvalidTxnState) {
+		t.Fatalf("unverified coordinator batch: %v", err)
+	}
+	verified(t, l, 5, 2, -1)
+	for i := 0; i < 2; i++ {
+		if err := app(offs(2)); err != nil {
+			t.Fatalf("coordinator batch %d: %v", i, err)
+		}
+	}
+	if err := app(offs(1)); !isErr(err, ErrInvalidProducerEpoch) {
+		t.Fatalf("coordinator batch of an older epoch: %v", err)
+	}
 	// Verification can be switched off (transaction.partition.verification.enable=false).
 	m2, err := Open(Options{Dirs: []string{t.TempDir()}, Sync: SyncNone, DisableTxnVerification: true})
 	if err != nil {
