@@ -93,18 +93,21 @@ cluster:
 	$(BIN)/samsa cluster start --nodes $(NODES) --data-dir $(CLUSTER_DATA)
 
 # The fault harness (cmd/samsa-chaos, tools/chaos): a seeded 2-minute schedule (5 s warmup,
-# $(CHAOS_DURATION) of faults, up to 30 s of quiet) against as many nodes as the binary
-# can run (CHAOS_NODES=0: three once they form a cluster, else one), then the checker;
-# it fails on any anomaly. The schedule and the command that replays it are printed;
-# SEED=n replays one. Reports in $(CHAOS_OUT)/ci. `make soak SOAK=1h` runs a long
-# schedule with a fault every 5-15 s into $(CHAOS_OUT)/soak.
-CHAOS_NODES    ?= 0
+# $(CHAOS_DURATION) of faults, up to 30 s of quiet) against $(CHAOS_NODES) combined nodes, then the
+# checker; it fails on any anomaly. The schedule and the command that replays it are
+# printed; SEED=n replays one. Reports in $(CHAOS_OUT)/ci. `make soak SOAK=1h` runs a long
+# schedule with a fault every 5-15 s into $(CHAOS_OUT)/soak (each node's log dir a 1 GiB
+# tmpfs, room for an hour's records). `make chaos-damage` damages a stopped node's
+# segment files (flipped bytes, a torn tail, deleted indexes) on one node and on a
+# follower, and checks what is then served (RELIABILITY.md).
+CHAOS_NODES    ?= 3
 CHAOS_FAULTS   ?= auto
 CHAOS_DURATION ?= 85s
 CHAOS_OUT      ?= chaos-out
 SOAK           ?= 1h
+SOAK_DISK      ?= 1g
 SEED           ?=
-.PHONY: chaos soak
+.PHONY: chaos soak chaos-damage
 chaos:
 	$(GO) build -o $(BIN)/samsa ./cmd/samsa
 	$(GO) build -o $(BIN)/samsa-chaos ./cmd/samsa-chaos
@@ -114,8 +117,12 @@ soak:
 	$(GO) build -o $(BIN)/samsa ./cmd/samsa
 	$(GO) build -o $(BIN)/samsa-chaos ./cmd/samsa-chaos
 	$(BIN)/samsa-chaos run --samsa-bin $(BIN)/samsa --nodes $(CHAOS_NODES) --faults $(CHAOS_FAULTS) \
-		--duration $(SOAK) --gap 5s-15s --fault-len 2s-12s --quiet 60s --liveness 30s \
+		--duration $(SOAK) --gap 5s-15s --fault-len 2s-12s --quiet 60s --liveness 30s --disk-size $(SOAK_DISK) \
 		$(if $(SEED),--seed $(SEED)) --out $(CHAOS_OUT)/soak
+chaos-damage:
+	$(GO) build -o $(BIN)/samsa ./cmd/samsa
+	$(GO) build -o $(BIN)/samsa-chaos ./cmd/samsa-chaos
+	$(BIN)/samsa-chaos damage --samsa-bin $(BIN)/samsa --out $(CHAOS_OUT)/damage
 
 # The controller quorum's long campaigns: the deterministic simulation with thousands of
 # seeds (3 and 5 voters) and the raft storage's crash programs (about 20 minutes).

@@ -7,6 +7,7 @@
 //	                     [--duration 90s] [--quiet 30s] [--out DIR] ...
 //	samsa-chaos check    --history DIR/history.jsonl [--out DIR]
 //	samsa-chaos schedule --seed S --faults ... --nodes N --duration D   (print a schedule)
+//	samsa-chaos damage   [--samsa-bin bin/samsa] [--kinds all|flip-sealed,...] [--targets single,follower] [--out DIR]
 //	samsa-chaos cleanup  (remove namespaces, bridges and mounts of dead runs)
 //
 // The exit code is 0 when the history is valid, 1 when the checker found anomalies,
@@ -16,6 +17,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -29,6 +31,7 @@ import (
 
 	"github.com/samsa-broker/samsa/tools/chaos"
 	"github.com/samsa-broker/samsa/tools/chaos/cluster"
+	"github.com/samsa-broker/samsa/tools/chaos/damage"
 	"github.com/samsa-broker/samsa/tools/chaos/nemesis"
 	"github.com/samsa-broker/samsa/tools/chaos/report"
 	"github.com/samsa-broker/samsa/tools/chaos/runner"
@@ -38,6 +41,8 @@ const usage = `usage: samsa-chaos <command> [flags]
   run       start a cluster, load it, inject the seeded faults, check, report
   check     check a recorded history again and write its reports
   schedule  print the schedule a seed gives
+  damage    damage a stopped node's segment files (flipped byte, torn tail, deleted
+            index) and check what the cluster then serves
   cleanup   remove the namespaces, bridges and tmpfs mounts of runs that died
 Run "samsa-chaos <command> -h" for the flags.`
 
@@ -54,6 +59,8 @@ func main() {
 		code = checkCmd(os.Args[2:])
 	case "schedule":
 		code = scheduleCmd(os.Args[2:])
+	case "damage":
+		code = damageCmd(os.Args[2:])
 	case "cleanup":
 		code = cleanupCmd()
 	case "help", "-h", "--help":
@@ -124,7 +131,7 @@ func runCmd(args []string) int {
 	flen := durRange{2 * time.Second, 8 * time.Second}
 	disk := bytesFlag{256 << 20}
 	fs.StringVar(&cfg.Bin, "samsa-bin", "bin/samsa", "the samsa binary")
-	fs.IntVar(&cfg.Nodes, "nodes", 0, "nodes (0: 3 when the binary forms a cluster of 3, else 1)")
+	fs.IntVar(&cfg.Nodes, "nodes", 0, "nodes (0: 3 when the binary has cluster mode, `storage format`, else 1)")
 	fs.Int64Var(&cfg.Seed, "seed", 0, "schedule seed (0: chosen and printed)")
 	fs.StringVar(&cfg.Faults, "faults", "auto", "faults: auto, all, none, or a list of "+nemesis.JoinKinds(nemesis.AllKinds))
 	fs.DurationVar(&cfg.Warmup, "warmup", 5*time.Second, "load before the first fault")
@@ -283,4 +290,53 @@ func cleanupCmd() int {
 		fmt.Println("nothing to remove")
 	}
 	return 0
+}
+
+func damageCmd(args []string) int {
+	fs := flag.NewFlagSet("damage", flag.ContinueOnError)
+	bin := fs.String("samsa-bin", "bin/samsa", "the samsa binary")
+	kinds := fs.String("kinds", "all", "damages: all, or a list of flip-sealed, flip-tail, torn-tail, delete-index")
+	targets := fs.String("targets", "single,follower", "damaged replicas: single (a one-node cluster), follower (of a partition on 2 of 3 nodes)")
+	out := fs.String("out", "chaos-out/damage", "output directory")
+	stall := fs.Duration("stall", 10*time.Second, "a read without progress for this long has stalled")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	ks, err := damage.ParseKinds(*kinds)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	abs, err := filepath.Abs(*bin)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var rs []*damage.Result
+	code := 0
+	for _, t := range strings.Split(*targets, ",") {
+		for _, k := range ks {
+			dir := damage.Dir(*out, k, damage.Target(strings.TrimSpace(t)))
+			os.RemoveAll(dir)
+			r, err := damage.Run(ctx, damage.Config{Bin: abs, Kind: k, Target: damage.Target(strings.TrimSpace(t)), Dir: dir, Stall: *stall, Stdout: os.Stdout})
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "samsa-chaos damage: %s/%s: %v\n", k, t, err)
+				return 2
+			}
+			if !r.Pass {
+				code = 1
+			}
+			rs = append(rs, r)
+		}
+	}
+	var b strings.Builder
+	damage.Table(&b, rs)
+	fmt.Print("\n" + b.String())
+	os.WriteFile(filepath.Join(*out, "damage.txt"), []byte(b.String()), 0o644)
+	if js, err := json.MarshalIndent(rs, "", "  "); err == nil {
+		os.WriteFile(filepath.Join(*out, "damage.json"), js, 0o644)
+	}
+	return code
 }

@@ -1,0 +1,423 @@
+package damage
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/samsa-broker/samsa/tools/chaos/cluster"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
+)
+
+// Target is the replica damaged.
+type Target string
+
+const (
+	// Single: the only node of a one-node cluster.
+	Single Target = "single"
+	// Follower: the follower of a partition with two replicas in a cluster of three
+	// (the third node keeps the controller quorum's majority while the leader is down).
+	Follower Target = "follower"
+)
+
+// Config is one scenario.
+type Config struct {
+	Bin    string
+	Kind   Kind
+	Target Target
+	Dir    string // the scenario's directory (created)
+	// Records written before the damage (default 4000) and, in a cluster, after the
+	// damaged replica is back (default 500).
+	Before, After int
+	// Stall ends a read that makes no progress for this long (default 10s).
+	Stall  time.Duration
+	Stdout io.Writer
+}
+
+// Result is what a scenario found.
+type Result struct {
+	Scenario string  `json:"scenario"`
+	Applied  Applied `json:"applied"`
+	Acked    int     `json:"acked"`
+	// Damaged is the read from the damaged replica as leader; Consumer a franz-go
+	// consumer's read at that time; Final (cluster) the read once the other replica is
+	// back.
+	Damaged  *Read    `json:"damaged"`
+	Consumer Consumed `json:"consumer"`
+	Final    *Read    `json:"final,omitempty"`
+	// Lost: acknowledged values the last read did not return (Unavailable: those the
+	// read from the damaged replica did not return).
+	Lost        int      `json:"lost"`
+	Unavailable int      `json:"unavailable"`
+	Log         []string `json:"log"` // what the damaged node logged about the damage
+	Pass        bool     `json:"pass"`
+	Why         []string `json:"why"`   // what failed
+	Notes       []string `json:"notes"` // what is worth knowing but no failure
+	Took        time.Duration
+
+	ackedOffsets map[int64]string
+}
+
+const topic = "damage"
+
+// Run carries out one scenario. An error means it could not be carried out.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	if cfg.Before <= 0 {
+		cfg.Before = 4000
+	}
+	if cfg.After <= 0 {
+		cfg.After = 500
+	}
+	if cfg.Stall <= 0 {
+		cfg.Stall = 10 * time.Second
+	}
+	if cfg.Stdout == nil {
+		cfg.Stdout = io.Discard
+	}
+	start := time.Now()
+	res := &Result{Scenario: string(cfg.Kind) + "/" + string(cfg.Target)}
+	say := func(format string, args ...any) {
+		fmt.Fprintf(cfg.Stdout, "[%6.2fs] %s: %s\n", time.Since(start).Seconds(), res.Scenario, fmt.Sprintf(format, args...))
+	}
+	nodes := 1
+	if cfg.Target == Follower {
+		nodes = 3
+	} else if cfg.Target != Single {
+		return nil, fmt.Errorf("damage: unknown target %q (single, follower)", cfg.Target)
+	}
+	// Small segments, so that the first is sealed; small preallocated indexes.
+	c, err := cluster.New(ctx, cluster.Config{Bin: cfg.Bin, Nodes: nodes, Dir: cfg.Dir, SessionTimeout: 6 * time.Second,
+		Set: []string{"log.segment.bytes=65536", "log.index.size.max.bytes=262144"}})
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	if err := c.Start(ctx); err != nil {
+		return nil, err
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Bootstrap()...), kgo.MaxVersions(kversion.V2_8_0()), kgo.RetryTimeout(10*time.Second),
+		kgo.DialTimeout(2*time.Second), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerBatchCompression(kgo.NoCompression()),
+		kgo.ProducerLinger(5*time.Millisecond), kgo.ProducerBatchMaxBytes(8<<10), kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		return nil, fmt.Errorf("damage: client: %w", err)
+	}
+	defer cl.Close()
+	replicas := []int32{1}
+	if nodes == 3 {
+		replicas = []int32{1, 2}
+	}
+	if err := createTopic(ctx, cl, replicas); err != nil {
+		return nil, err
+	}
+	acked := map[int64]string{}
+	if err := produce(ctx, cl, "b", cfg.Before, acked); err != nil {
+		return nil, err
+	}
+	leader, victim := 1, 1
+	if nodes == 3 {
+		st, err := waitPartition(ctx, cl, func(st partState) bool { return st.leader >= 0 && len(st.isr) == 2 })
+		if err != nil {
+			return nil, err
+		}
+		leader = int(st.leader)
+		victim = int(replicas[0] + replicas[1] - st.leader)
+	}
+	say("%d records acknowledged; leader %d, damaging node %d", len(acked), leader, victim)
+	vn := c.Node(victim)
+	if err := vn.Stop(20 * time.Second); err != nil {
+		return nil, fmt.Errorf("damage: stopping node %d: %w", victim, err)
+	}
+	logFrom := logSize(vn.LogPath())
+	res.Applied, err = Apply(PartitionDir(vn.LogDir, topic, 0), cfg.Kind)
+	if err != nil {
+		return nil, err
+	}
+	say("node %d stopped cleanly; %s", victim, res.Applied.Detail)
+	if err := vn.Restart(ctx); err != nil {
+		return nil, fmt.Errorf("damage: restarting node %d: %w", victim, err)
+	}
+	if nodes == 3 {
+		if _, err := waitPartition(ctx, cl, func(st partState) bool { return len(st.isr) == 2 }); err != nil {
+			res.Why = append(res.Why, fmt.Sprintf("node %d did not rejoin the ISR: %v", victim, err))
+		}
+		if err := produce(ctx, cl, "a", cfg.After, acked); err != nil {
+			res.Why = append(res.Why, fmt.Sprintf("writes after the damaged replica came back: %v", err))
+		}
+		ln := c.Node(leader)
+		if err := ln.Stop(20 * time.Second); err != nil {
+			return nil, fmt.Errorf("damage: stopping node %d: %w", leader, err)
+		}
+		if _, err := waitPartition(ctx, cl, func(st partState) bool { return int(st.leader) == victim }); err != nil {
+			res.Why = append(res.Why, fmt.Sprintf("node %d did not become the leader: %v", victim, err))
+		}
+		say("%d records acknowledged; leader %d stopped, node %d leads", len(acked), leader, victim)
+	}
+	res.Acked, res.ackedOffsets = len(acked), acked
+	res.Damaged = rawRead(ctx, cl, victim, topic, 0, cfg.Stall)
+	say("read from node %d: %s", victim, res.Damaged.Outcome())
+	end := res.Damaged.End
+	if end < 0 {
+		end = maxKey(acked) + 1
+	}
+	res.Consumer = consume(ctx, c.Bootstrap(), topic, 0, end, cfg.Stall+5*time.Second)
+	say("franz-go consumer: %s", res.Consumer.Outcome(end))
+	res.Unavailable = missing(acked, res.Damaged.Values)
+	last := res.Damaged
+	if nodes == 3 {
+		if err := c.Node(leader).Restart(ctx); err != nil {
+			return nil, fmt.Errorf("damage: restarting node %d: %w", leader, err)
+		}
+		st, err := waitPartition(ctx, cl, func(st partState) bool { return st.leader >= 0 && len(st.isr) == 2 })
+		if err != nil {
+			res.Why = append(res.Why, fmt.Sprintf("node %d did not rejoin the ISR: %v", leader, err))
+		}
+		res.Final = rawRead(ctx, cl, int(st.leader), topic, 0, cfg.Stall)
+		say("node %d back; read from the leader %d: %s", leader, st.leader, res.Final.Outcome())
+		last = res.Final
+	}
+	res.Lost = missing(acked, last.Values)
+	res.Log = damageLines(vn.LogPath(), logFrom)
+	judge(res, cfg.Target)
+	res.Took = time.Since(start)
+	return res, nil
+}
+
+// judge fills Pass and Why: no read may stall or be served a corrupt batch; in a
+// cluster nothing acknowledged may be lost; on one node the damaged batch may be lost
+// (there is no other copy), but it must be refused with an error, not served.
+func judge(res *Result, t Target) {
+	for _, r := range []*Read{res.Damaged, res.Final} {
+		if r == nil {
+			continue
+		}
+		if r.Corrupt != "" {
+			res.Why = append(res.Why, fmt.Sprintf("node %d served a damaged batch: %s", r.Leader, r.Corrupt))
+		}
+		if r.Stalled {
+			res.Why = append(res.Why, fmt.Sprintf("the read from node %d stalled at offset %d of %d", r.Leader, r.Next, r.End))
+		}
+		if r.Err != "" {
+			res.Why = append(res.Why, fmt.Sprintf("the read from node %d failed: %s", r.Leader, r.Err))
+		}
+	}
+	// A consumer that waits without an error counts against the broker only when the
+	// broker gave it nothing to act on: franz-go retries the retriable CORRUPT_MESSAGE
+	// and KAFKA_STORAGE_ERROR without returning them (Notes says so).
+	if !res.Consumer.Done && res.Consumer.Errors == 0 {
+		if res.Damaged.ErrCode == "" {
+			res.Why = append(res.Why, fmt.Sprintf("a franz-go consumer hung at offset %d without an error", res.Consumer.Next))
+		} else {
+			res.Notes = append(res.Notes, fmt.Sprintf("the franz-go consumer waits at offset %d without returning an error: it retries %s, retriable in Kafka's protocol", res.Consumer.Next, res.Damaged.ErrCode))
+		}
+	}
+	if t == Follower {
+		if res.Unavailable > 0 {
+			res.Why = append(res.Why, fmt.Sprintf("%d acknowledged records not served while the damaged replica led", res.Unavailable))
+		}
+		if res.Lost > 0 {
+			res.Why = append(res.Why, fmt.Sprintf("%d acknowledged records lost on the cluster", res.Lost))
+		}
+	} else if d := res.Damaged; d.ErrCode != "" && res.Applied.First >= 0 && d.Next > res.Applied.First {
+		res.Why = append(res.Why, fmt.Sprintf("the refusal came at offset %d, past the damaged batch at %d", d.Next, res.Applied.First))
+	} else if d.Complete() && res.Lost > 0 {
+		// One copy only: a torn batch may go (logged); anything else read wrong or gone
+		// without an error is a failure.
+		beyond := 0
+		for o := range res.ackedOffsets {
+			if d.Values[o] != res.ackedOffsets[o] && (o < res.Applied.First || o > res.Applied.Last || res.Applied.Kind != TornTail) {
+				beyond++
+			}
+		}
+		if beyond > 0 {
+			res.Why = append(res.Why, fmt.Sprintf("%d acknowledged records gone without an error", beyond))
+		}
+	}
+	res.Pass = len(res.Why) == 0
+}
+
+func createTopic(ctx context.Context, cl *kgo.Client, replicas []int32) error {
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.TimeoutMillis = 20000
+	t := kmsg.NewCreateTopicsRequestTopic()
+	t.Topic = topic
+	t.NumPartitions, t.ReplicationFactor = -1, -1
+	a := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+	a.Partition, a.Replicas = 0, replicas
+	t.ReplicaAssignment = append(t.ReplicaAssignment, a)
+	req.Topics = append(req.Topics, t)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		resp, err := req.RequestWith(ctx, cl)
+		if err == nil {
+			err = kerr.ErrorForCode(resp.Topics[0].ErrorCode)
+		}
+		if err == nil || err == kerr.TopicAlreadyExists {
+			_, err = waitPartition(ctx, cl, func(st partState) bool { return st.leader >= 0 && len(st.isr) == len(replicas) })
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("damage: create topic: %w", err)
+		}
+		sleep(ctx, 300*time.Millisecond)
+	}
+}
+
+type partState struct {
+	leader int32
+	isr    []int32
+}
+
+// waitPartition polls Metadata for partition 0 until ok holds (60 s).
+func waitPartition(ctx context.Context, cl *kgo.Client, ok func(partState) bool) (partState, error) {
+	deadline := time.Now().Add(60 * time.Second)
+	var last partState
+	var lastErr error
+	for {
+		req := kmsg.NewPtrMetadataRequest()
+		t := kmsg.NewMetadataRequestTopic()
+		t.Topic = kmsg.StringPtr(topic)
+		req.Topics = append(req.Topics, t)
+		rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		resp, err := req.RequestWith(rctx, cl)
+		cancel()
+		lastErr = err
+		if err == nil && len(resp.Topics) == 1 && len(resp.Topics[0].Partitions) == 1 {
+			p := resp.Topics[0].Partitions[0]
+			last = partState{leader: p.Leader, isr: p.ISR}
+			if p.ErrorCode != 0 {
+				last.leader = -1
+			}
+			if ok(last) {
+				return last, nil
+			}
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return last, fmt.Errorf("damage: partition state leader %d, ISR %v (last error %v)", last.leader, last.isr, lastErr)
+		}
+		sleep(ctx, 200*time.Millisecond)
+	}
+}
+
+// produce writes n values "<tag>-<i>" padded to 100 bytes, acks=all, and records the
+// acknowledged offsets.
+func produce(ctx context.Context, cl *kgo.Client, tag string, n int, acked map[int64]string) error {
+	var mu sync.Mutex
+	var first error
+	var wg sync.WaitGroup
+	pad := strings.Repeat(".", 90)
+	for i := 0; i < n; i++ {
+		v := fmt.Sprintf("%s-%d-%s", tag, i, pad)
+		wg.Add(1)
+		cl.Produce(ctx, &kgo.Record{Partition: 0, Value: []byte(v)}, func(r *kgo.Record, err error) {
+			defer wg.Done()
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				if first == nil {
+					first = err
+				}
+				return
+			}
+			acked[r.Offset] = v
+		})
+	}
+	wg.Wait()
+	if first != nil {
+		return fmt.Errorf("damage: produce: %w", first)
+	}
+	return nil
+}
+
+// missing counts the acknowledged values a read did not return at their offsets.
+func missing(acked, read map[int64]string) int {
+	n := 0
+	for o, v := range acked {
+		if read[o] != v {
+			n++
+		}
+	}
+	return n
+}
+
+func maxKey(m map[int64]string) int64 {
+	k := int64(-1)
+	for o := range m {
+		k = max(k, o)
+	}
+	return k
+}
+
+func logSize(path string) int64 {
+	if st, err := os.Stat(path); err == nil {
+		return st.Size()
+	}
+	return 0
+}
+
+// damageLines are the node's log lines since from that speak of damage, corruption,
+// recovery or truncation (at most 12).
+func damageLines(path string, from int64) []string {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.NewSectionReader(f, from, 1<<30))
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, l := range strings.Split(string(b), "\n") {
+		low := strings.ToLower(l)
+		if slices.ContainsFunc([]string{"damage", "corrupt", "crc", "torn", "recover", "truncat", "rebuil", "index"}, func(w string) bool { return strings.Contains(low, w) }) &&
+			!slices.ContainsFunc([]string{"msg=configuration", "component=raft", "component=quorum"}, func(w string) bool { return strings.Contains(low, w) }) {
+			if len(l) > 400 {
+				l = l[:400] + "..."
+			}
+			out = append(out, l)
+			if len(out) == 12 {
+				break
+			}
+		}
+	}
+	return out
+}
+
+// Table prints results as a table, one scenario a line, then each one's details.
+func Table(w io.Writer, rs []*Result) {
+	fmt.Fprintf(w, "%-22s %-5s %-7s %-6s %-11s %s\n", "scenario", "pass", "acked", "lost", "unavailable", "read from the damaged replica")
+	for _, r := range rs {
+		fmt.Fprintf(w, "%-22s %-5v %-7d %-6d %-11d %s\n", r.Scenario, r.Pass, r.Acked, r.Lost, r.Unavailable, r.Damaged.Outcome())
+	}
+	for _, r := range rs {
+		fmt.Fprintf(w, "\n%s (%.0fs): %s\n", r.Scenario, r.Took.Seconds(), r.Applied.Detail)
+		fmt.Fprintf(w, "  damaged replica as leader: %s\n", r.Damaged.Outcome())
+		fmt.Fprintf(w, "  franz-go consumer: %s\n", r.Consumer.Outcome(r.Damaged.End))
+		if r.Final != nil {
+			fmt.Fprintf(w, "  after the other replica is back, from leader %d: %s\n", r.Final.Leader, r.Final.Outcome())
+		}
+		for _, why := range r.Why {
+			fmt.Fprintf(w, "  FAIL: %s\n", why)
+		}
+		for _, n := range r.Notes {
+			fmt.Fprintf(w, "  note: %s\n", n)
+		}
+		for _, l := range r.Log {
+			fmt.Fprintf(w, "  log: %s\n", l)
+		}
+	}
+}
+
+// Dir is the directory of one scenario under out.
+func Dir(out string, k Kind, t Target) string {
+	return filepath.Join(out, string(k)+"-"+string(t))
+}
