@@ -43,6 +43,8 @@ var allowed = map[string][]string{
 	"coordinator/controller":     {"engine/...", "purgatory", "replication/...", "coordinator/metadata", "coordinator/configs", "coordinator/acl", "coordinator/controller/..."},
 	"coordinator/controller/...": {"engine/...", "purgatory", "replication/...", "coordinator/metadata", "coordinator/configs", "coordinator/controller/..."},
 	"coordinator/group":          {"engine/...", "purgatory", "replication/..."},
+	// The transaction coordinator, and the leader's side of WriteTxnMarkers.
+	"coordinator/txn": {"engine/...", "purgatory", "replication/...", "coordinator/metadata", "coordinator/configs"},
 	// Whole-cluster simulations may drive every coordinator and the replica state.
 	"coordinator/sim": {"engine/...", "purgatory", "replication/...", "coordinator/..."},
 

@@ -1,0 +1,218 @@
+package txn
+
+import (
+	"math"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// EndTxn serves EndTxn (key 26): PrepareCommit or PrepareAbort is logged,
+// the client answered, and the markers written to every partition of the
+// transaction (MarkerChannel), then CompleteCommit or CompleteAbort
+// logged. Kafka's handleEndTransaction, with KIP-890 part 2 for clients
+// that send v5+ when Config.TransactionVersion is 2: the epoch is bumped
+// at every EndTxn (the answer carries the producer id and epoch of the
+// next transaction, a new producer id once the epoch is exhausted), the
+// markers carry the bumped epoch, a retry with the epoch before the bump
+// is recognised, and an abort with no transaction (Empty) succeeds and
+// bumps the epoch.
+//
+// Errors: INVALID_REQUEST, NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS,
+// COORDINATOR_NOT_AVAILABLE, INVALID_PRODUCER_ID_MAPPING (unknown id or
+// another producer id), PRODUCER_FENCED (INVALID_PRODUCER_EPOCH before v2),
+// CONCURRENT_TRANSACTIONS (a transition or the markers of the last end in
+// flight), INVALID_TXN_STATE (commit after abort, end with no
+// transaction). A retry of a completed end answers NONE.
+func (c *Coordinator) EndTxn(req *kmsg.EndTxnRequest, done func(*kmsg.EndTxnResponse)) {
+	resp := req.ResponseKind().(*kmsg.EndTxnResponse)
+	reply := func(code int16, pid int64, epoch int16) {
+		if code == kerr.ProducerFenced.Code && req.Version < 2 {
+			code = kerr.InvalidProducerEpoch.Code
+		}
+		resp.ErrorCode, resp.ProducerID, resp.ProducerEpoch = code, pid, epoch
+		done(resp)
+	}
+	if req.TransactionalID == "" {
+		reply(kerr.InvalidRequest.Code, -1, -1)
+		return
+	}
+	tv := int16(0)
+	if c.cfg.TransactionVersion >= 2 && req.Version >= 5 {
+		tv = 2
+	}
+	fresh := int64(-1)
+	for attempt := 0; attempt < 3; attempt++ {
+		var needPid bool
+		c.withLock(func(fx *effects) {
+			part, m, code := c.lookupLocked(req.TransactionalID)
+			switch {
+			case code != 0:
+				fx.add(func() { reply(code, -1, -1) })
+			case m == nil:
+				fx.add(func() { reply(kerr.InvalidProducerIDMapping.Code, -1, -1) })
+			default:
+				needPid = c.endTxnLocked(fx, part, m, req.ProducerID, req.ProducerEpoch, req.Commit, true, tv, &fresh, reply)
+			}
+		})
+		if !needPid {
+			return
+		}
+		pid, err := c.pids.NextProducerID()
+		if err != nil {
+			c.logger.Warn("no producer id for an exhausted epoch", "transactional_id", req.TransactionalID, "err", err)
+			reply(kerr.CoordinatorNotAvailable.Code, -1, -1)
+			return
+		}
+		fresh = pid
+	}
+	reply(kerr.ConcurrentTransactions.Code, -1, -1)
+}
+
+// endTxnLocked ends m's transaction (Kafka's endTransaction): from a
+// client's EndTxn, or, not from a client, a fence's abort (m pending
+// PrepareEpochFence, epoch the fenced one). Under transaction version 2
+// (tv, the request's) it follows Kafka's rules for it: an EndTxn bumps
+// the epoch, a retry carries the epoch before the bump, and an abort with
+// no transaction (Empty, or after a completed one) is an empty abort that
+// bumps the epoch. cb gets the answer (with the producer id and epoch for
+// the next transaction) outside the lock. It reports needPid when it
+// needs a fresh producer id it was not given.
+func (c *Coordinator) endTxnLocked(fx *effects, part *partition, m *txnMeta, pid int64, epoch int16, commit, fromClient bool,
+	tv int16, fresh *int64, cb func(code int16, pid int64, epoch int16)) (needPid bool) {
+	answer := func(code int16, pid int64, epoch int16) { fx.add(func() { cb(code, pid, epoch) }) }
+	fencing := m.pending == PrepareEpochFence
+	curPid, curEpoch := m.producerID, m.epoch
+	v2 := tv >= 2
+	// A retry of an end whose epoch bump overflowed to a new producer id.
+	retryOnOverflow := v2 && !fencing && m.prevProducerID == pid && epoch == math.MaxInt16-1 && m.epoch == 0
+	// A retry of an end that bumped the epoch (the client has the old one).
+	retryOnBump := v2 && !fencing && m.epoch == epoch+1
+	isRetry := retryOnBump || retryOnOverflow
+	var validEpoch bool
+	switch {
+	case !v2 || fencing:
+		validEpoch = (!fromClient || epoch == m.epoch) && epoch >= m.epoch
+	case m.state == PrepareCommit, m.state == PrepareAbort:
+		validEpoch = retryOnBump
+	case m.state == CompleteCommit, m.state == CompleteAbort:
+		validEpoch = isRetry || epoch == m.epoch
+	default:
+		validEpoch = epoch == m.epoch
+	}
+	// While a completion that moves to a new producer id is logged, the
+	// client may already use that id: it waits.
+	movingTo := m.markers != nil && m.markers.complete.producerID == pid && pid != m.producerID
+	switch {
+	case m.pending != noState && !fencing && movingTo:
+		answer(kerr.ConcurrentTransactions.Code, -1, -1)
+		return false
+	case m.producerID != pid && !retryOnOverflow:
+		answer(kerr.InvalidProducerIDMapping.Code, -1, -1)
+		return false
+	case !validEpoch:
+		answer(kerr.ProducerFenced.Code, -1, -1)
+		return false
+	case m.pending != noState && !fencing:
+		answer(kerr.ConcurrentTransactions.Code, -1, -1)
+		return false
+	}
+	invalid := func() {
+		c.logger.Debug("EndTxn in a state that does not take it", "transactional_id", m.id, "state", m.state, "commit", commit)
+		answer(kerr.InvalidTxnState.Code, -1, -1)
+	}
+	state := PrepareAbort
+	if commit {
+		state = PrepareCommit
+	}
+	switch m.state {
+	case Ongoing:
+	case Empty:
+		// Transaction version 2: an abort with nothing to abort bumps the
+		// epoch all the same (the client aborts when it cannot tell).
+		if commit || !v2 || fencing {
+			invalid()
+			return false
+		}
+	case CompleteCommit:
+		switch {
+		case commit && (isRetry || !v2):
+			answer(0, curPid, curEpoch)
+			return false
+		case commit, isRetry || !v2:
+			invalid()
+			return false
+		}
+		// Version 2: an empty abort.
+	case CompleteAbort:
+		switch {
+		case commit:
+			invalid()
+			return false
+		case isRetry || !v2:
+			answer(0, curPid, curEpoch)
+			return false
+		}
+		// Version 2: an empty abort.
+	case PrepareCommit:
+		if commit {
+			answer(kerr.ConcurrentTransactions.Code, -1, -1)
+		} else {
+			invalid()
+		}
+		return false
+	case PrepareAbort:
+		if !commit {
+			answer(kerr.ConcurrentTransactions.Code, -1, -1)
+		} else {
+			invalid()
+		}
+		return false
+	default:
+		c.logger.Error("transactional id in a state it is never left in", "transactional_id", m.id, "state", m.state)
+		answer(kerr.UnknownServerError.Code, -1, -1)
+		return false
+	}
+	nextPid := int64(noProducer)
+	if v2 && !fencing && epochExhausted(m.epoch) {
+		if *fresh < 0 {
+			return true
+		}
+		nextPid, *fresh = *fresh, -1
+	}
+	epochFence := false
+	if state == PrepareAbort && fencing {
+		// The fence's bump becomes the epoch the abort is logged with.
+		epochFence = true
+		m.pending = noState
+		m.epoch, m.lastEpoch = epoch, noProducer
+	}
+	t, err := m.prepareEnd(state, tv, nextPid, c.nowMs())
+	if err != nil {
+		c.logger.Error("EndTxn transition", "transactional_id", m.id, "err", err)
+		answer(kerr.UnknownServerError.Code, -1, -1)
+		return false
+	}
+	c.appendLocked(fx, part, m, t, nil, func(fx *effects, code int16) {
+		if code != 0 {
+			if epochFence {
+				if _, cur := c.currentLocked(part.id, part.epoch, m); cur {
+					// The bumped epoch may or may not be in the log: the next
+					// fence does not bump again.
+					m.failedFence = true
+				}
+			}
+			fx.add(func() { cb(code, -1, -1) })
+			return
+		}
+		ct, err := m.prepareComplete(c.nowMs())
+		if err != nil {
+			c.logger.Error("EndTxn completion", "transactional_id", m.id, "err", err)
+			fx.add(func() { cb(kerr.UnknownServerError.Code, -1, -1) })
+			return
+		}
+		fx.add(func() { cb(0, ct.producerID, ct.epoch) })
+		c.startMarkersLocked(fx, part, m, commit, ct)
+	})
+	return false
+}
