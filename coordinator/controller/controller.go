@@ -47,6 +47,19 @@ type Config struct {
 	Logger *slog.Logger
 	// SessionTimeout overrides broker.session.timeout.ms (0: the key).
 	SessionTimeout time.Duration
+	// HeartbeatInterval overrides broker.heartbeat.interval.ms (0: the key): the
+	// brokers' heartbeat interval, from which the grace after a closed heartbeat
+	// connection is derived (liveness.go).
+	HeartbeatInterval time.Duration
+	// CheckListener, when set, tries a connection to a broker's endpoint and says
+	// what it found (liveness.go: a broker whose endpoint accepted this controller
+	// once in its epoch and now refuses, with no heartbeat connection open, is gone).
+	// It is called on a goroutine of its own, never with the controller's lock held,
+	// with a ctx bounded by ListenerCheckTimeout. Nil: no checks (simulations).
+	CheckListener func(ctx context.Context, e metadata.Endpoint) ListenerState
+	// CheckListenerName names the endpoint CheckListener is given
+	// (inter.broker.listener.name; "": a broker's first endpoint).
+	CheckListenerName string
 	// RebalanceInterval overrides leader.imbalance.check.interval.seconds (0: the key).
 	RebalanceInterval time.Duration
 	// TickInterval is how often timers are checked (0: DefaultTickInterval).
@@ -77,10 +90,21 @@ type Controller struct {
 	clock    Clock
 	newTopic func() metadata.UUID
 	kick     chan struct{} // wakes Run: a proposal was added
+	// closeGrace: how long a broker whose heartbeat connection closed has to
+	// heartbeat on another before it is fenced (liveness.go).
+	closeGrace time.Duration
+	// checkCtx ends at Close: it bounds the listener checks.
+	checkCtx    context.Context
+	checkCancel context.CancelFunc
+	// inlineChecks runs listener checks on the goroutine that starts them, after the
+	// lock is released (deterministic tests).
+	inlineChecks bool
 
 	mu struct {
 		sync.Mutex
 		closed    bool
+		draining  bool          // Drain: no new requests
+		drained   chan struct{} // closed once draining with nothing in flight
 		active    bool
 		term      uint64
 		pending   *metadata.Image // committed image + this term's in-flight proposals
@@ -92,7 +116,16 @@ type Controller struct {
 		quiescing     bool
 		deferred      []deferredReq
 		sessions      map[int32]*session
-		activatedAt   uint64 // committed offset when this term's leadership began
+		activatedAt   uint64    // committed offset when this term's leadership began
+		activatedTime time.Time // when this term's leadership began
+		// closedConns are the heartbeat connections known closed, with when (pruned
+		// after a session timeout): a heartbeat that arrives on one after its close
+		// was noticed leaves its broker detached.
+		closedConns map[uint64]time.Time
+		// reach is what listener checks found of each registered broker epoch
+		// (liveness.go), kept by every voter's controller, active or not.
+		reach         map[brokerKey]*reachState
+		checks        int // listener checks running
 		nextRebalance time.Time
 		timer         Timer
 	}
@@ -125,6 +158,7 @@ type op struct {
 
 type deferredReq struct {
 	req  kmsg.Request
+	conn uint64
 	done func(kmsg.Response)
 }
 
@@ -142,9 +176,23 @@ type session struct {
 	// shutdownOffset is the offset of its controlled-shutdown records (noOffset until
 	// committed): it may shut down once every active broker has reached it.
 	shutdownOffset uint64
-	// lost: this controller fenced the broker for an expired session; it must
-	// register again (a new epoch) to be unfenced.
+	// lost: this controller fenced the broker for an expired session (or found it
+	// gone); it must register again (a new epoch) to be unfenced.
 	lost bool
+
+	// conn is the connection its last heartbeat or registration arrived on (0: in
+	// process, or not known).
+	conn uint64
+	// detached is since when the broker has had no heartbeat connection open to
+	// this controller: its connection closed (closed), or it has not heartbeated
+	// since this controller became active. Zero: attached.
+	detached time.Time
+	closed   bool
+	// checking: a listener check of the broker is under way; checked counts the
+	// checks made since it was detached, nextCheck is when the next is due.
+	checking  bool
+	checked   int
+	nextCheck time.Time
 }
 
 const noOffset = ^uint64(0)
@@ -179,11 +227,18 @@ func New(cfg Config, q Quorum) (*Controller, error) {
 	if cfg.RebalanceInterval <= 0 {
 		cfg.RebalanceInterval = time.Duration(l.BrokerInt("leader.imbalance.check.interval.seconds")) * time.Second
 	}
+	if cfg.HeartbeatInterval <= 0 {
+		cfg.HeartbeatInterval = time.Duration(l.BrokerInt("broker.heartbeat.interval.ms")) * time.Millisecond
+	}
 	c := &Controller{cfg: cfg, q: q, log: cfg.Logger, clock: cfg.Clock, newTopic: cfg.NewTopicID, kick: make(chan struct{}, 1)}
 	if c.newTopic == nil {
 		c.newTopic = metadata.NewUUID
 	}
+	c.closeGrace = CloseGrace(cfg.HeartbeatInterval)
+	c.checkCtx, c.checkCancel = context.WithCancel(context.Background())
 	c.mu.sessions = map[int32]*session{}
+	c.mu.closedConns = map[uint64]time.Time{}
+	c.mu.reach = map[brokerKey]*reachState{}
 	return c, nil
 }
 
@@ -206,10 +261,34 @@ func (c *Controller) Close() {
 	if c.mu.timer != nil {
 		c.mu.timer.Stop()
 	}
+	c.checkCancel()
 	var out callbacks
 	c.deactivateLocked(&out)
 	c.mu.Unlock()
 	out.run()
+}
+
+// Drain stops taking requests (later ones are answered NOT_CONTROLLER: the broker's
+// channel tries the other voters) and waits until every proposal in flight has
+// resolved, so that the requests waiting for them are answered with their outcome,
+// or until ctx ends. A node stopping calls it before it stops serving the CONTROLLER
+// listener: the listener must still carry the raft messages that commit them. It
+// needs Run (or Poll) to observe the proposals.
+func (c *Controller) Drain(ctx context.Context) {
+	c.mu.Lock()
+	c.mu.draining = true
+	if c.mu.drained == nil {
+		c.mu.drained = make(chan struct{})
+	}
+	var out callbacks
+	c.settleLocked(&out)
+	ch := c.mu.drained
+	c.mu.Unlock()
+	out.run()
+	select {
+	case <-ch:
+	case <-ctx.Done():
+	}
 }
 
 // Run is the controller's loop in a real process: it arms the timers and observes
@@ -292,11 +371,16 @@ func (cb callbacks) run() {
 // for refusals and reads, after the records commit for changes (Poll or Run observe
 // it). done is called exactly once, without the controller's lock held, and must
 // not block. Requests are processed in the order Submit is called.
-func (c *Controller) Submit(req kmsg.Request, done func(kmsg.Response)) {
+func (c *Controller) Submit(req kmsg.Request, done func(kmsg.Response)) { c.SubmitConn(0, req, done) }
+
+// SubmitConn is Submit for a request that arrived on connection conn of the
+// CONTROLLER listener (0: in process, or unknown): a broker's heartbeats are tied to
+// the connection they arrive on, whose close ConnClosed reports (liveness.go).
+func (c *Controller) SubmitConn(conn uint64, req kmsg.Request, done func(kmsg.Response)) {
 	c.mu.Lock()
 	var out callbacks
 	c.refreshLocked(&out)
-	c.submitLocked(req, done, &out)
+	c.submitLocked(req, conn, done, &out)
 	c.mu.Unlock()
 	out.run()
 }
@@ -306,11 +390,17 @@ func (c *Controller) Submit(req kmsg.Request, done func(kmsg.Response)) {
 // may still commit). It needs Run (or Poll) to observe the proposals. A request type
 // the controller does not serve returns ErrUnsupported.
 func (c *Controller) Handle(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	return c.HandleConn(ctx, 0, req)
+}
+
+// HandleConn is Handle for a request that arrived on connection conn (see
+// SubmitConn).
+func (c *Controller) HandleConn(ctx context.Context, conn uint64, req kmsg.Request) (kmsg.Response, error) {
 	if !Serves(req) {
 		return nil, fmt.Errorf("%w: api key %d", ErrUnsupported, req.Key())
 	}
 	ch := make(chan kmsg.Response, 1)
-	c.Submit(req, func(r kmsg.Response) { ch <- r })
+	c.SubmitConn(conn, req, func(r kmsg.Response) { ch <- r })
 	select {
 	case r := <-ch:
 		return r, nil
@@ -336,17 +426,17 @@ func (c *Controller) Leader() int32 {
 	return c.q.CurrentLeadership().Leader
 }
 
-func (c *Controller) submitLocked(req kmsg.Request, done func(kmsg.Response), out *callbacks) {
-	if c.mu.closed || !c.mu.active {
+func (c *Controller) submitLocked(req kmsg.Request, conn uint64, done func(kmsg.Response), out *callbacks) {
+	if c.mu.closed || c.mu.draining || !c.mu.active {
 		r := ErrorResponse(req, kerr.NotController.Code, "")
 		out.add(func() { done(r) })
 		return
 	}
 	if c.mu.quiescing {
-		c.mu.deferred = append(c.mu.deferred, deferredReq{req, done})
+		c.mu.deferred = append(c.mu.deferred, deferredReq{req, conn, done})
 		return
 	}
-	o := c.dispatchLocked(req)
+	o := c.dispatchLocked(req, conn)
 	o.req, o.done = req, done
 	c.runLocked(o, out)
 }
@@ -467,6 +557,13 @@ func (c *Controller) settleLocked(out *callbacks) {
 	}
 	clear(c.mu.inflight[len(kept):])
 	c.mu.inflight = kept
+	if c.mu.draining && len(kept) == 0 && c.mu.drained != nil {
+		select {
+		case <-c.mu.drained:
+		default:
+			close(c.mu.drained)
+		}
+	}
 	if c.mu.quiescing && c.mu.termCount == 0 && c.mu.active {
 		_, im := c.q.Committed()
 		c.mu.pending = im
@@ -474,7 +571,7 @@ func (c *Controller) settleLocked(out *callbacks) {
 		deferred := c.mu.deferred
 		c.mu.deferred = nil
 		for _, d := range deferred {
-			c.submitLocked(d.req, d.done, out)
+			c.submitLocked(d.req, d.conn, d.done, out)
 		}
 	}
 }
@@ -504,6 +601,7 @@ func (c *Controller) refreshLocked(out *callbacks) {
 	}
 	if !c.mu.active && lead.ReadyForWrites {
 		c.activateLocked(lead.Term)
+		c.checkDetachedLocked(out)
 	}
 }
 
@@ -524,9 +622,11 @@ func (c *Controller) activateLocked(term uint64) {
 	}
 	c.mu.quiescing = c.mu.termCount > 0
 	c.mu.sessions = map[int32]*session{}
+	c.mu.activatedTime = now
 	for _, b := range im.Brokers() {
+		// Detached until it heartbeats to this controller (liveness.go).
 		c.mu.sessions[b.ID] = &session{epoch: b.Epoch, expires: now.Add(c.cfg.SessionTimeout), lastSeen: now,
-			required: off, shutdownOffset: off}
+			required: off, shutdownOffset: off, detached: now, nextCheck: now}
 	}
 	c.mu.nextRebalance = now.Add(c.cfg.RebalanceInterval)
 	c.log.Info("controller: active", "node", c.cfg.NodeID, "term", term, "offset", off, "brokers", len(c.mu.sessions))
@@ -565,8 +665,11 @@ func (c *Controller) onTimer() {
 	}
 	c.settleLocked(&out)
 	c.refreshLocked(&out)
-	if c.mu.active && !c.mu.quiescing {
+	c.pruneLivenessLocked()
+	c.checkReachLocked(&out)
+	if c.mu.active && !c.mu.quiescing && !c.mu.draining {
 		c.expireSessionsLocked(&out)
+		c.checkDetachedLocked(&out)
 		c.maybeRebalanceLocked(&out)
 	}
 	c.mu.timer = c.clock.AfterFunc(c.cfg.TickInterval, c.onTimer)
@@ -574,33 +677,52 @@ func (c *Controller) onTimer() {
 	out.run()
 }
 
-// expireSessionsLocked fences every unfenced broker whose session expired.
+// expireSessionsLocked fences every unfenced broker whose session expired, or whose
+// heartbeat connection closed longer than closeGrace ago with no heartbeat since
+// (liveness.go).
 func (c *Controller) expireSessionsLocked(out *callbacks) {
 	now := c.clock.Now()
-	ids := make([]int32, 0, len(c.mu.sessions))
-	for id := range c.mu.sessions {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	for _, id := range ids {
+	for _, id := range c.sessionIDsLocked() {
 		s := c.mu.sessions[id]
 		b, ok := c.mu.pending.Broker(id)
 		if !ok || b.Epoch != s.epoch {
 			delete(c.mu.sessions, id)
 			continue
 		}
-		if b.Fenced || !now.After(s.expires) {
+		if b.Fenced {
 			continue
 		}
-		recs := FenceBrokerRecords(c.mu.pending, id, c.uncleanFunc(c.mu.pending))
-		if len(recs) == 0 {
-			continue
+		switch {
+		case now.After(s.expires):
+			c.fenceLostLocked(id, s, out, "controller: broker session expired: fencing it",
+				"last heartbeat", now.Sub(s.lastSeen))
+		case s.closed && now.After(s.detached.Add(c.closeGrace)):
+			c.fenceLostLocked(id, s, out, "controller: the broker's heartbeat connection closed and it has not heartbeated on another: fencing it",
+				"closed", now.Sub(s.detached), "grace", c.closeGrace)
 		}
-		s.lost = true
-		c.log.Warn("controller: broker session expired: fencing it", "broker", id, "epoch", b.Epoch,
-			"last heartbeat", now.Sub(s.lastSeen), "partition changes", len(recs)-1)
-		c.runLocked(&op{recs: recs, what: "fence broker " + strconv.Itoa(int(id))}, out)
 	}
+}
+
+// sessionIDsLocked returns the ids of the sessions, sorted.
+func (c *Controller) sessionIDsLocked() []int32 {
+	ids := make([]int32, 0, len(c.mu.sessions))
+	for id := range c.mu.sessions {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// fenceLostLocked fences broker id for the loss of its session s (it must register
+// again to be unfenced), logging msg with args.
+func (c *Controller) fenceLostLocked(id int32, s *session, out *callbacks, msg string, args ...any) {
+	recs := FenceBrokerRecords(c.mu.pending, id, c.uncleanFunc(c.mu.pending))
+	if len(recs) == 0 {
+		return
+	}
+	s.lost = true
+	c.log.Warn(msg, append([]any{"broker", id, "epoch", s.epoch, "partition changes", len(recs) - 1}, args...)...)
+	c.runLocked(&op{recs: recs, what: "fence broker " + strconv.Itoa(int(id))}, out)
 }
 
 // maybeRebalanceLocked runs the automatic preferred-leader rebalance when due.
@@ -634,13 +756,13 @@ func (c *Controller) uncleanFunc(im *metadata.Image) UncleanFunc {
 	}
 }
 
-// dispatchLocked builds the op of a request.
-func (c *Controller) dispatchLocked(req kmsg.Request) *op {
+// dispatchLocked builds the op of a request that arrived on connection conn.
+func (c *Controller) dispatchLocked(req kmsg.Request, conn uint64) *op {
 	switch r := req.(type) {
 	case *kmsg.BrokerRegistrationRequest:
-		return c.brokerRegistrationLocked(r)
+		return c.brokerRegistrationLocked(r, conn)
 	case *kmsg.BrokerHeartbeatRequest:
-		return c.brokerHeartbeatLocked(r)
+		return c.brokerHeartbeatLocked(r, conn)
 	case *kmsg.AlterPartitionRequest:
 		return c.alterPartitionLocked(r)
 	case *kmsg.AllocateProducerIDsRequest:

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"math"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -18,7 +19,7 @@ import (
 // broker registers fenced with epoch max(MaxBrokerEpoch, committed offset) + 1;
 // a re-registration also leaves the old incarnation's ISRs and leaderships
 // (RegisterBrokerRecords). Answered with the epoch once committed.
-func (c *Controller) brokerRegistrationLocked(r *kmsg.BrokerRegistrationRequest) *op {
+func (c *Controller) brokerRegistrationLocked(r *kmsg.BrokerRegistrationRequest, conn uint64) *op {
 	fail := func(code *kerr.Error) *op {
 		resp := r.ResponseKind().(*kmsg.BrokerRegistrationResponse)
 		resp.SetVersion(r.GetVersion())
@@ -46,7 +47,8 @@ func (c *Controller) brokerRegistrationLocked(r *kmsg.BrokerRegistrationRequest)
 	}
 	im := c.mu.pending
 	now := c.clock.Now()
-	if cur, ok := im.Broker(r.BrokerID); ok && cur.IncarnationID != metadata.UUID(r.IncarnationID) && c.liveSessionLocked(cur, now) {
+	if cur, ok := im.Broker(r.BrokerID); ok && cur.IncarnationID != metadata.UUID(r.IncarnationID) && c.liveSessionLocked(cur, now) &&
+		Predecessor(r) != cur.IncarnationID {
 		c.log.Warn("controller: registration refused: the broker id is registered with a live session",
 			"broker", r.BrokerID, "incarnation", metadata.UUID(r.IncarnationID), "registered incarnation", cur.IncarnationID)
 		return fail(kerr.DuplicateBrokerRegistration)
@@ -63,6 +65,7 @@ func (c *Controller) brokerRegistrationLocked(r *kmsg.BrokerRegistrationRequest)
 		return fail(kerr.InvalidRequest)
 	}
 	s := &session{epoch: epoch, expires: now.Add(c.cfg.SessionTimeout), lastSeen: now, required: noOffset, shutdownOffset: noOffset}
+	c.attachLocked(s, conn, now)
 	c.mu.sessions[r.BrokerID] = s
 	c.log.Info("controller: registering broker", "broker", r.BrokerID, "epoch", epoch, "incarnation", reg.IncarnationID)
 	return &op{recs: recs, finish: func(offset uint64) kmsg.Response {
@@ -74,10 +77,48 @@ func (c *Controller) brokerRegistrationLocked(r *kmsg.BrokerRegistrationRequest)
 	}}
 }
 
-// liveSessionLocked reports whether broker b is unfenced with an unexpired session.
+// PredecessorTag is Samsa's tagged field of BrokerRegistration (tags Kafka does not
+// define are ignored by Kafka's controllers): the 16-byte incarnation id of the
+// process the registering one succeeds on the same directories (which only one
+// process holds at a time). A registration naming the registered incarnation as its
+// predecessor replaces it at once, its session live or not: the predecessor's
+// process has ended. A copy of the directories started elsewhere names the same
+// predecessor, but only one of them finds it still registered.
+const PredecessorTag = 10000
+
+// Predecessor returns the incarnation id r's PredecessorTag names (zero: none).
+func Predecessor(r *kmsg.BrokerRegistrationRequest) metadata.UUID {
+	var id metadata.UUID
+	r.UnknownTags.Each(func(k uint32, v []byte) {
+		if k == PredecessorTag && len(v) == len(id) {
+			copy(id[:], v)
+		}
+	})
+	return id
+}
+
+// SetPredecessor sets r's PredecessorTag to id (zero: unset).
+func SetPredecessor(r *kmsg.BrokerRegistrationRequest, id metadata.UUID) {
+	if id != (metadata.UUID{}) {
+		r.UnknownTags.Set(PredecessorTag, slices.Clone(id[:]))
+	}
+}
+
+// liveSessionLocked reports whether broker b is unfenced with a live session: not
+// expired, and attached (liveness rules, package doc) — or detached since this
+// controller became active for less than CloseGrace. A session whose heartbeat
+// connection is known closed (the process was killed, or stopped after a controlled
+// shutdown that did not complete) is not live: its new incarnation registers at
+// once.
 func (c *Controller) liveSessionLocked(b metadata.BrokerImage, now time.Time) bool {
 	s := c.mu.sessions[b.ID]
-	return !b.Fenced && s != nil && s.epoch == b.Epoch && !now.After(s.expires)
+	if b.Fenced || s == nil || s.epoch != b.Epoch || now.After(s.expires) {
+		return false
+	}
+	if s.detached.IsZero() {
+		return true
+	}
+	return !s.closed && !now.After(s.detached.Add(c.closeGrace))
 }
 
 // brokerHeartbeatLocked is BrokerHeartbeat (63): it refreshes the broker's session
@@ -89,11 +130,14 @@ func (c *Controller) liveSessionLocked(b metadata.BrokerImage, now time.Time) bo
 //	  └────── WantFence ────┴──────── WantFence ───────┘
 //
 // "Caught up" is its reported metadata offset reaching its registration's. A
+// broker asking to shut down that leads nothing and is in no ISR is fenced and told
+// ShouldShutDown in the same answer. The heartbeat ties the session to the
+// connection it came on (liveness rules, package doc). A
 // broker this controller fenced for an expired session stays fenced until it
 // registers again (a new epoch: its old incarnation's requests are refused). An
 // unregistered broker is BROKER_ID_NOT_REGISTERED, another epoch
 // STALE_BROKER_EPOCH. Answered once the records (if any) commit.
-func (c *Controller) brokerHeartbeatLocked(r *kmsg.BrokerHeartbeatRequest) *op {
+func (c *Controller) brokerHeartbeatLocked(r *kmsg.BrokerHeartbeatRequest, conn uint64) *op {
 	resp := r.ResponseKind().(*kmsg.BrokerHeartbeatResponse)
 	resp.SetVersion(r.GetVersion())
 	resp.IsFenced = true
@@ -114,6 +158,7 @@ func (c *Controller) brokerHeartbeatLocked(r *kmsg.BrokerHeartbeatRequest) *op {
 		c.mu.sessions[b.ID] = s
 	}
 	s.expires, s.lastSeen = now.Add(c.cfg.SessionTimeout), now
+	c.attachLocked(s, conn, now)
 	if r.CurrentMetadataOffset > 0 {
 		s.offset = max(s.offset, uint64(r.CurrentMetadataOffset))
 	}
@@ -148,6 +193,14 @@ func (c *Controller) brokerHeartbeatLocked(r *kmsg.BrokerHeartbeatRequest) *op {
 		case r.WantShutdown:
 			recs, markShutdown = ControlledShutdownRecords(im, b.ID, unclean), true
 			s.shutdownOffset = noOffset
+			if len(recs) == 1 {
+				// It leads nothing and is in no ISR: no broker has anything to
+				// learn before it stops. Done at once.
+				recs, markShutdown = FenceBrokerRecords(im, b.ID, unclean), false
+				fencedAfter, shouldShutdown = true, true
+				c.log.Info("controller: controlled shutdown complete (the broker leads nothing and is in no ISR)", "broker", b.ID)
+				break
+			}
 			c.log.Info("controller: broker in controlled shutdown: moving its leaderships", "broker", b.ID, "partition changes", len(recs)-1)
 		}
 	}

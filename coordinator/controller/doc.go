@@ -48,12 +48,50 @@
 //
 // Every TickInterval (Clock.AfterFunc) the controller follows the quorum's
 // leadership, fences every unfenced broker whose session (broker.session.timeout.ms
-// since its last heartbeat) expired, moving its leaderships, and every
-// leader.imbalance.check.interval.seconds, with auto.leader.rebalance.enable, moves
-// leadership back to preferred replicas (at most 1,000 partitions at a time, brokers
-// above leader.imbalance.per.broker.percentage). A controller that becomes active
-// gives every registered broker a fresh session. The broker side: heartbeats every
-// broker.heartbeat.interval.ms; a request older than its timeout counts as failed.
+// since its last heartbeat) expired or that the liveness rules below find gone,
+// moving its leaderships, and every leader.imbalance.check.interval.seconds, with
+// auto.leader.rebalance.enable, moves leadership back to preferred replicas (at most
+// 1,000 partitions at a time, brokers above leader.imbalance.per.broker.percentage).
+// A controller that becomes active gives every registered broker a fresh session.
+// The broker side: heartbeats every broker.heartbeat.interval.ms (every
+// ShutdownPoll while in controlled shutdown, and at once when the image shows
+// another broker entering one); a request older than its timeout counts as failed.
+//
+// # Liveness: fencing before the session expires
+//
+// A broker is fenced for a lost session when one of these holds, and never
+// otherwise (fencing a live broker costs availability, never safety: it registers
+// again):
+//
+//  1. No heartbeat for broker.session.timeout.ms (Kafka's rule; it is the only one
+//     for a broker stopped by SIGSTOP, cut off by a partition or on a dead host:
+//     its connection stays open, or closes without the rest holding).
+//  2. Gone: it is detached — the CONTROLLER-listener connection its last heartbeat
+//     came on closed (ConnClosed; a killed process's connections are closed by its
+//     kernel at once), or it has not heartbeated to this controller since it became
+//     active — and a connection to its endpoint (CheckListenerName) is refused
+//     (ListenerRefuses), where this controller's first check of that registration
+//     had been accepted. A live process, even a stopped one, accepts (the kernel
+//     completes the handshake), so only a process that is gone is fenced this way;
+//     an endpoint the controller cannot reach (a timeout, an address only clients
+//     can use, one that refused from the start) is no evidence. The check is made at
+//     once, then 100 ms doubling to 1 s while the broker stays detached. Every
+//     voter's controller makes the first checks of the committed image's unfenced
+//     registrations, so that a new active controller can trust its own checks at
+//     once: the broker of a killed combined node that was also the active
+//     controller is fenced as its successor becomes active.
+//  3. Its heartbeat connection closed and no heartbeat came on another within
+//     CloseGrace(broker.heartbeat.interval.ms) = one interval + max(interval/2,
+//     1 s): a broker heartbeating normally sends its next heartbeat within one
+//     interval, on a new connection.
+//
+// A registration of another incarnation of a registered broker id is refused
+// (DUPLICATE_BROKER_REGISTRATION) while the registered one's session is live:
+// unexpired, unfenced and attached — or detached since this controller became active
+// for less than CloseGrace. Not live: fenced (after a controlled shutdown, too), its
+// heartbeat connection known closed, expired. A registration naming the registered
+// incarnation as its predecessor (PredecessorTag: a restart on the same directories)
+// is never refused. So a node restarted after a SIGKILL registers at once.
 //
 // # Invariants
 //
@@ -73,14 +111,17 @@
 //     outside it only where the topic allows unclean election (then RECOVERING, ISR of
 //     one).
 //  5. A broker in controlled shutdown leads nothing; it is told to shut down only
-//     once every active broker has applied the records that moved its leaderships.
+//     once every active broker has applied the records that moved its leaderships
+//     (at once when it led nothing and was in no ISR: it is fenced in the same
+//     answer).
 //  6. The MetadataFollower publishes only images of prefixes of the committed log, in
 //     offset order (see its type). ReplicaDelta is a pure function of two images.
 //
 // # Not done
 //
-// The voter list is not checked at registration (BrokerRegistration carries no voter
-// list; docs/CLUSTER.md asks for the check). Unclean elections happen when a broker
+// The voter list is not checked at registration (BrokerRegistration carries none):
+// net/peer checks it on every connection to a voter instead (docs/CLUSTER.md).
+// Unclean elections happen when a broker
 // is fenced or unfenced, and by ElectLeaders, not on a timer for partitions left
 // leaderless. UnregisterBroker is never proposed (a broker stays registered, fenced,
 // until it registers again).

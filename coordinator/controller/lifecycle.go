@@ -60,6 +60,10 @@ type LifecycleConfig struct {
 	ClusterID string
 	// IncarnationID identifies this process (zero: a random one).
 	IncarnationID metadata.UUID
+	// PredecessorID is the incarnation id of the process this one succeeds on the
+	// same directories (zero: none known), sent as the registration's PredecessorTag:
+	// a restart after a crash then registers at once.
+	PredecessorID metadata.UUID
 	// Listeners are the endpoints the broker registers (advertised.listeners; never
 	// the controller listener). At least one.
 	Listeners []metadata.Endpoint
@@ -71,6 +75,10 @@ type LifecycleConfig struct {
 	RequestTimeout time.Duration
 	// RetryBackoff after a failed request (0: min(HeartbeatInterval, 1 s)).
 	RetryBackoff time.Duration
+	// ShutdownPoll is the heartbeat interval while in PENDING_CONTROLLED_SHUTDOWN
+	// (0: min(HeartbeatInterval, 100 ms)): the controller says ShouldShutDown as
+	// soon as the brokers that took over its leaderships have applied the change.
+	ShutdownPoll time.Duration
 	// UnreachableLogInterval: while no controller answers, a warning every this long
 	// (0: 10 s).
 	UnreachableLogInterval time.Duration
@@ -105,9 +113,16 @@ type BrokerLifecycle struct {
 	sentAt    time.Time
 	nextAt    time.Time
 	failSince time.Time
+	answered  time.Time // when an active controller last answered
 	lastWarn  time.Time
 	wake      chan struct{}
 	changed   chan struct{} // closed on every state change
+	// stopping are the other brokers the last image showed in controlled shutdown;
+	// soon: one of them is new, so the next heartbeat goes as soon as possible (the
+	// controller lets a broker stop once every active one reported the offset that
+	// moved its leaderships).
+	stopping map[int32]int64
+	soon     bool
 }
 
 // NewBrokerLifecycle returns a lifecycle in STARTING.
@@ -127,6 +142,9 @@ func NewBrokerLifecycle(cfg LifecycleConfig) (*BrokerLifecycle, error) {
 	}
 	if cfg.RetryBackoff <= 0 {
 		cfg.RetryBackoff = min(cfg.HeartbeatInterval, time.Second)
+	}
+	if cfg.ShutdownPoll <= 0 {
+		cfg.ShutdownPoll = min(cfg.HeartbeatInterval, 100*time.Millisecond)
 	}
 	if cfg.UnreachableLogInterval <= 0 {
 		cfg.UnreachableLogInterval = 10 * time.Second
@@ -163,7 +181,9 @@ func (b *BrokerLifecycle) IncarnationID() metadata.UUID { return b.cfg.Incarnati
 // MetadataApplied reports the broker's published metadata (subscribe it to the
 // MetadataFollower). While the broker waits to be unfenced, an image showing its own
 // registration makes the next heartbeat go at once; while it runs, an image showing
-// it fenced makes it register again.
+// it fenced makes it register again; an image showing another broker newly in
+// controlled shutdown makes the next heartbeat go at once (that broker may stop
+// once every active broker has reported applying it).
 func (b *BrokerLifecycle) MetadataApplied(offset uint64, im *metadata.Image) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -176,6 +196,14 @@ func (b *BrokerLifecycle) MetadataApplied(offset uint64, im *metadata.Image) {
 	}
 	self, ok := im.Broker(b.cfg.NodeID)
 	mine := ok && self.Epoch == b.epoch
+	if b.noteStoppingLocked(im) && b.state == StateRunning {
+		if b.inFlight {
+			b.soon = true
+		} else {
+			b.nextAt = b.cfg.Clock.Now()
+			b.signalLocked()
+		}
+	}
 	switch {
 	case b.state == StateRecovery && mine && !b.inFlight:
 		b.nextAt = b.cfg.Clock.Now()
@@ -187,6 +215,27 @@ func (b *BrokerLifecycle) MetadataApplied(offset uint64, im *metadata.Image) {
 		b.reregisterLocked(b.cfg.Clock.Now())
 		b.signalLocked()
 	}
+}
+
+// noteStoppingLocked records the other brokers im shows in controlled shutdown and
+// reports whether one of them is new.
+func (b *BrokerLifecycle) noteStoppingLocked(im *metadata.Image) bool {
+	fresh := false
+	var now map[int32]int64
+	for _, o := range im.Brokers() {
+		if o.ID == b.cfg.NodeID || !o.InControlledShutdown || o.Fenced {
+			continue
+		}
+		if now == nil {
+			now = map[int32]int64{}
+		}
+		now[o.ID] = o.Epoch
+		if e, ok := b.stopping[o.ID]; !ok || e != o.Epoch {
+			fresh = true
+		}
+	}
+	b.stopping = now
+	return fresh
 }
 
 // BeginControlledShutdown asks the controller to move this broker's leaderships
@@ -275,6 +324,9 @@ func (b *BrokerLifecycle) Next(now time.Time) (kmsg.Request, uint64, time.Time) 
 		r.Version = 3
 		r.BrokerID, r.ClusterID, r.IncarnationID, r.Rack = b.cfg.NodeID, b.cfg.ClusterID, b.cfg.IncarnationID, b.cfg.Rack
 		r.PreviousBrokerEpoch = b.epoch
+		if b.cfg.PredecessorID != b.cfg.IncarnationID {
+			SetPredecessor(r, b.cfg.PredecessorID)
+		}
 		for _, e := range b.cfg.Listeners {
 			l := kmsg.NewBrokerRegistrationRequestListener()
 			l.Name, l.Host, l.Port, l.SecurityProtocol = e.Name, e.Host, uint16(e.Port), e.SecurityProtocol
@@ -314,7 +366,16 @@ func (b *BrokerLifecycle) OnResponse(now time.Time, seq uint64, resp kmsg.Respon
 	}
 }
 
+// LastAnswer is when an active controller last answered a registration or heartbeat
+// (zero: never).
+func (b *BrokerLifecycle) LastAnswer() time.Time {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.answered
+}
+
 func (b *BrokerLifecycle) okLocked(now time.Time) {
+	b.answered = now
 	if !b.failSince.IsZero() {
 		b.log.Info("broker lifecycle: the controller answers again", "broker", b.cfg.NodeID, "after", now.Sub(b.failSince))
 	}
@@ -379,6 +440,9 @@ func (b *BrokerLifecycle) onHeartbeatLocked(now time.Time, r *kmsg.BrokerHeartbe
 	b.okLocked(now)
 	b.caughtUp = r.IsCaughtUp
 	b.nextAt = now.Add(b.cfg.HeartbeatInterval)
+	if b.soon {
+		b.soon, b.nextAt = false, now
+	}
 	wasFenced := b.fenced
 	b.fenced = r.IsFenced
 	switch b.state {
@@ -400,6 +464,8 @@ func (b *BrokerLifecycle) onHeartbeatLocked(now time.Time, r *kmsg.BrokerHeartbe
 	case StatePendingControlledShutdown:
 		if r.ShouldShutdown {
 			b.setStateLocked(StateShuttingDown)
+		} else {
+			b.nextAt = now.Add(b.cfg.ShutdownPoll)
 		}
 	}
 }

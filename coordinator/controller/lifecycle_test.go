@@ -240,3 +240,55 @@ func TestLifecycleRunOverLocalChannel(t *testing.T) {
 		t.Fatalf("no controller: %v", err)
 	}
 }
+
+// TestControlledShutdownIsQuick: a broker's controlled shutdown completes about
+// ShutdownPoll after its leaderships moved, not a heartbeat interval later: the
+// broker that took them over heartbeats as soon as it applies the change, and the
+// stopping broker polls.
+func TestControlledShutdownIsQuick(t *testing.T) {
+	h := newHarness(t, nil)
+	type node struct {
+		b *BrokerLifecycle
+		f *MetadataFollower
+	}
+	var nodes []node
+	for _, id := range []int32{1, 2} {
+		b := newLifecycle(t, id, h.clock, nil)
+		f := NewMetadataFollower(FollowerConfig{Clock: h.clock})
+		f.Subscribe(func(off uint64, _, im *metadata.Image) { b.MetadataApplied(off, im) })
+		nodes = append(nodes, node{b, f})
+	}
+	driveAll := func() {
+		for range 3 {
+			for _, n := range nodes {
+				h.drive(n.b, n.f)
+			}
+		}
+	}
+	driveAll()
+	for _, n := range nodes {
+		if n.b.State() != StateRunning {
+			t.Fatalf("broker state %v", n.b.State())
+		}
+	}
+	if ct := h.createTopic("t", 4, 2); ct.ErrorCode != 0 {
+		t.Fatal(code(ct.ErrorCode))
+	}
+	h.clock.Advance(time.Second) // mid-way between heartbeats
+	driveAll()
+	if !LeadsAny(h.image(), 1) {
+		t.Fatal("broker 1 leads nothing")
+	}
+	start := h.clock.Now()
+	nodes[0].b.BeginControlledShutdown()
+	for nodes[0].b.State() != StateShuttingDown && h.clock.Now().Sub(start) < 5*time.Second {
+		driveAll()
+		h.clock.Advance(20 * time.Millisecond)
+	}
+	if took := h.clock.Now().Sub(start); nodes[0].b.State() != StateShuttingDown || took > 300*time.Millisecond {
+		t.Fatalf("controlled shutdown: state %v after %v (want SHUTTING_DOWN within 300 ms)", nodes[0].b.State(), took)
+	}
+	if LeadsAny(h.image(), 1) {
+		t.Fatal("broker 1 still leads")
+	}
+}
