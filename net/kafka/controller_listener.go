@@ -48,6 +48,17 @@ type ControllerService interface {
 	Handle(ctx context.Context, req kmsg.Request) (kmsg.Response, error)
 }
 
+// ConnAwareController is a ControllerService that ties brokers' heartbeats to the
+// connection they arrive on (*coordinator/controller.Controller): the listener hands
+// it BrokerRegistration and BrokerHeartbeat with their connection's id, and tells it
+// when a connection that carried one closes (a killed broker's connections are
+// closed by its kernel at once; the controller's liveness rules use it).
+type ConnAwareController interface {
+	ControllerService
+	HandleConn(ctx context.Context, conn uint64, req kmsg.Request) (kmsg.Response, error)
+	ConnClosed(conn uint64)
+}
+
 // Voter is what the listener needs of this node's voter (*quorum.Quorum): raft
 // messages in (Step never blocks), the committed log out (brokers' metadata fetches),
 // the quorum's leadership (DescribeCluster).
@@ -62,6 +73,7 @@ type Voter interface {
 var (
 	_ Voter                  = (*quorum.Quorum)(nil)
 	_ ControllerService      = (*controller.Controller)(nil)
+	_ ConnAwareController    = (*controller.Controller)(nil)
 	_ transport.Handler      = (*ControllerHandler)(nil)
 	_ transport.ConnObserver = (*ControllerHandler)(nil)
 )
@@ -81,7 +93,9 @@ var (
 //
 // Requests that wait (the Controller's, long-poll metadata fetches) run on a
 // goroutine each, which Close ends and waits for; raft messages are stepped inline
-// (Step only queues). Safe for concurrent use, like Broker.
+// (Step only queues). A ConnAwareController gets a broker's registration and
+// heartbeats with their connection's id, and hears when such a connection closes.
+// Safe for concurrent use, like Broker.
 type ControllerHandler struct {
 	cfg     ControllerConfig
 	log     *slog.Logger
@@ -97,6 +111,11 @@ type ControllerHandler struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	closed atomic.Bool
+
+	// hbConns are the connections that carried a BrokerRegistration or a
+	// BrokerHeartbeat (marked on the connection's read path, so before it can be
+	// reported closed); their close is reported to a ConnAwareController.
+	hbConns sync.Map // uint64 → struct{}
 }
 
 // NewControllerHandler returns the controller listener's handler over ctrl and voter.
@@ -140,8 +159,19 @@ func (h *ControllerHandler) ConnOpened(transport.Conn) {
 	h.metrics.accepted.Inc()
 }
 
-// ConnClosed implements transport.ConnObserver.
-func (h *ControllerHandler) ConnClosed(transport.Conn) { h.metrics.connections.Dec() }
+// ConnClosed implements transport.ConnObserver: a connection that carried a
+// broker's heartbeats is reported to a ConnAwareController.
+func (h *ControllerHandler) ConnClosed(c transport.Conn) {
+	h.metrics.connections.Dec()
+	if c == nil {
+		return
+	}
+	if _, ok := h.hbConns.LoadAndDelete(c.ID()); ok {
+		if ca, ok := h.ctrl.(ConnAwareController); ok {
+			ca.ConnClosed(c.ID())
+		}
+	}
+}
 
 // Close ends the requests still waiting (the Controller answers them
 // REQUEST_TIMED_OUT, metadata fetches answer what they have) and waits for them. Call
@@ -192,9 +222,18 @@ func init() {
 // handleControllerRequest hands r to the Controller on a goroutine of its own and
 // answers with its response, bounded by the request's TimeoutMillis where it has one
 // (else 30 s): past it the Controller answers REQUEST_TIMED_OUT (the change may still
-// commit).
+// commit). A broker's registration and heartbeats go with their connection's id to a
+// ConnAwareController.
 func handleControllerRequest(h *ControllerHandler, r *Request) {
 	req := r.Body
+	var conn uint64
+	if _, ok := h.ctrl.(ConnAwareController); ok && r.Conn != nil {
+		switch req.(type) {
+		case *kmsg.BrokerRegistrationRequest, *kmsg.BrokerHeartbeatRequest:
+			conn = r.Conn.ID()
+			h.hbConns.Store(conn, struct{}{})
+		}
+	}
 	h.async(func(ctx context.Context) {
 		timeout := requestTimeout(req)
 		if timeout <= 0 {
@@ -202,7 +241,15 @@ func handleControllerRequest(h *ControllerHandler, r *Request) {
 		}
 		ctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
-		resp, err := h.ctrl.Handle(ctx, req)
+		var (
+			resp kmsg.Response
+			err  error
+		)
+		if ca, ok := h.ctrl.(ConnAwareController); ok && conn != 0 {
+			resp, err = ca.HandleConn(ctx, conn, req)
+		} else {
+			resp, err = h.ctrl.Handle(ctx, req)
+		}
 		if err != nil {
 			h.log.Warn("controller refused a request", "api", kmsg.NameForKey(req.Key()), "err", err)
 			resp = controller.ErrorResponse(req, kerr.InvalidRequest.Code, err.Error())

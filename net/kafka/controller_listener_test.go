@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -67,6 +68,7 @@ type testVoter struct {
 type voterOptions struct {
 	snapshotEntries uint64
 	sessionTimeout  time.Duration // broker sessions (0: broker.session.timeout.ms)
+	checkListener   func(context.Context, metadata.Endpoint) controller.ListenerState
 }
 
 // startVoters starts one voter per id, each on 127.0.0.1:0, wired to the others
@@ -96,7 +98,8 @@ func startVoters(t testing.TB, o voterOptions, ids ...int32) []*testVoter {
 			quorum.NewMemStorage(), v.cl.RaftTransport()); err != nil {
 			t.Fatal(err)
 		}
-		if v.ctrl, err = controller.New(controller.Config{NodeID: id, ClusterID: "test-cluster", Logger: testLogger(t), TickInterval: 10 * time.Millisecond, SessionTimeout: o.sessionTimeout}, quorumAdapter{v.q}); err != nil {
+		if v.ctrl, err = controller.New(controller.Config{NodeID: id, ClusterID: "test-cluster", Logger: testLogger(t), TickInterval: 10 * time.Millisecond, SessionTimeout: o.sessionTimeout,
+			CheckListener: o.checkListener}, quorumAdapter{v.q}); err != nil {
 			t.Fatal(err)
 		}
 		if v.h, err = NewControllerHandler(ControllerConfig{NodeID: id, ClusterID: "test-cluster", Voters: eps}, v.ctrl, v.q, testLogger(t)); err != nil {
@@ -213,6 +216,46 @@ func TestControllerListenerQuorumOfThree(t *testing.T) {
 	if cl.Leader() == leader {
 		t.Fatalf("still asking the dead leader %d", leader)
 	}
+}
+
+// The connection a broker heartbeats on is reported to the controller when it
+// closes: a broker whose process is gone (its connections closed, its endpoint
+// refusing) is fenced at once, long before its session (9 s) expires.
+func TestControllerListenerReportsClosedHeartbeatConns(t *testing.T) {
+	var gone atomic.Bool
+	var checks atomic.Int32
+	vs := startVoters(t, voterOptions{checkListener: func(context.Context, metadata.Endpoint) controller.ListenerState {
+		checks.Add(1)
+		if gone.Load() {
+			return controller.ListenerRefuses
+		}
+		return controller.ListenerAccepts
+	}}, 1)
+	cl := brokerClient(t, vs)
+	ctx := testCtx(t)
+	resp, err := cl.ControllerChannel().Request(ctx, registration(7))
+	if err != nil {
+		t.Fatal(err)
+	}
+	epoch := resp.(*kmsg.BrokerRegistrationResponse).BrokerEpoch
+	unfenced := func() bool {
+		_, im := vs[0].q.Committed()
+		b, ok := im.Broker(7)
+		return ok && !b.Fenced
+	}
+	eventually(t, 10*time.Second, "broker 7 unfenced", func() bool {
+		off, _ := vs[0].q.Committed()
+		hb := kmsg.NewPtrBrokerHeartbeatRequest()
+		hb.BrokerID, hb.BrokerEpoch, hb.CurrentMetadataOffset = 7, epoch, int64(off)
+		if _, err := cl.ControllerChannel().Request(ctx, hb); err != nil {
+			t.Fatal(err)
+		}
+		return unfenced()
+	})
+	eventually(t, 10*time.Second, "the controller's first check of broker 7", func() bool { return checks.Load() > 0 })
+	gone.Store(true)
+	cl.Close() // the broker's process dies: its connections close
+	eventually(t, 2*time.Second, "broker 7 fenced once its heartbeat connection closed", func() bool { return !unfenced() })
 }
 
 // replayMetadata reads the whole committed log through src (snapshot first when the
