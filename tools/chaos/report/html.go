@@ -98,12 +98,20 @@ func (r *Report) WriteHTML(b *strings.Builder) {
 		{"max", "#d62728", r.pts(func(p Point) float64 { return p.Max })},
 	}))
 
-	fmt.Fprintf(b, "<h2>Faults (%d)</h2>\n<table>\n<tr><th>#</th><th>kind</th><th>nodes</th><th>start s</th><th>heal s</th><th>healed s</th><th>status</th><th>detail</th></tr>\n", len(r.Faults))
+	fmt.Fprintf(b, "<h2>Faults (%d)</h2>\n<p>no-ack: the longest time within the window without an acknowledged send; recover: from healed to the next acknowledgement.</p>\n<table>\n<tr><th>#</th><th>kind</th><th>nodes</th><th>start s</th><th>heal s</th><th>healed s</th><th>no-ack s</th><th>recover s</th><th>status</th><th>detail</th></tr>\n", len(r.Faults))
 	for _, f := range r.Faults {
-		fmt.Fprintf(b, "<tr><td class=\"n\">%d</td><td style=\"color:%s\">%s</td><td>%s</td><td class=\"n\">%.2f</td><td class=\"n\">%.2f</td><td class=\"n\">%.2f</td><td>%s</td><td>%s</td></tr>\n",
-			f.N, colorOf(f.Kind), esc(f.Kind), esc(fmt.Sprint(f.Nodes)), f.Start, f.Heal, f.End, esc(f.Status), esc(f.Detail))
+		fmt.Fprintf(b, "<tr><td class=\"n\">%d</td><td style=\"color:%s\">%s</td><td>%s</td><td class=\"n\">%.2f</td><td class=\"n\">%.2f</td><td class=\"n\">%.2f</td><td class=\"n\">%.1f</td><td class=\"n\">%.1f</td><td>%s</td><td>%s</td></tr>\n",
+			f.N, colorOf(f.Kind), esc(f.Kind), esc(fmt.Sprint(f.Nodes)), f.Start, f.Heal, f.End, f.NoAck, f.Recover, esc(f.Status), esc(f.Detail))
 	}
 	b.WriteString("</table>\n")
+	if len(r.Availability) > 0 {
+		b.WriteString("<h2>Availability per fault kind</h2>\n<table>\n<tr><th>kind</th><th>faults</th><th>mean window s</th><th>no-ack median s</th><th>no-ack max s</th><th>windows without any ack</th></tr>\n")
+		for _, a := range r.Availability {
+			fmt.Fprintf(b, "<tr><td style=\"color:%s\">%s</td><td class=\"n\">%d</td><td class=\"n\">%.1f</td><td class=\"n\">%.1f</td><td class=\"n\">%.1f</td><td class=\"n\">%d</td></tr>\n",
+				colorOf(a.Kind), esc(a.Kind), a.Count, a.MeanLen, a.NoAckMed, a.NoAckMax, a.Unhealthy)
+		}
+		b.WriteString("</table>\n")
+	}
 	if len(r.Events) > 0 {
 		b.WriteString("<h2>Events</h2>\n<table>\n<tr><th>time s</th><th>event</th></tr>\n")
 		for _, e := range r.Events {

@@ -38,6 +38,22 @@ type Fault struct {
 	End    float64 `json:"end"`   // healed
 	Status string  `json:"status"`
 	Detail string  `json:"detail"`
+	// NoAck is the longest time within [Start, End] with no send acknowledged (any
+	// partition, any producer), counted from the acknowledgement before the fault;
+	// Recover is the time from End to the first acknowledgement after it. Both in
+	// seconds; they measure availability, not safety.
+	NoAck   float64 `json:"no_ack_s"`
+	Recover float64 `json:"recover_s"`
+}
+
+// KindAvailability sums up NoAck per fault kind.
+type KindAvailability struct {
+	Kind      string  `json:"kind"`
+	Count     int     `json:"count"`
+	NoAckMed  float64 `json:"no_ack_median_s"`
+	NoAckMax  float64 `json:"no_ack_max_s"`
+	MeanLen   float64 `json:"mean_length_s"` // the faults' mean length (End - Start)
+	Unhealthy int     `json:"stalled_whole"` // faults with no acknowledgement at all in their window
 }
 
 // Event is something the harness saw (a node exiting on its own).
@@ -69,6 +85,8 @@ type Report struct {
 	Faults   []Fault       `json:"faults"`
 	Events   []Event       `json:"events"`
 	Series   []Point       `json:"series"`
+	// Availability per fault kind (from Faults' NoAck).
+	Availability []KindAvailability `json:"availability"`
 }
 
 // Build makes the report of a checked history.
@@ -97,12 +115,71 @@ func Build(h *chaos.History, res *chaos.Result, x Extra) *Report {
 		}
 	}
 	sort.Slice(r.Faults, func(i, j int) bool { return r.Faults[i].Start < r.Faults[j].Start })
+	availability(h, r)
 	r.Series = series(h)
 	r.Verdict = verdict(r, res)
 	return r
 }
 
 func sec(ns int64) float64 { return float64(ns) / 1e9 }
+
+// availability fills each fault's NoAck and Recover, and the per-kind summary.
+func availability(h *chaos.History, r *Report) {
+	var acks []float64
+	for _, op := range h.Ops {
+		if op.F == chaos.FSend && op.Status == chaos.OK {
+			acks = append(acks, sec(op.End))
+		}
+	}
+	sort.Float64s(acks)
+	byKind := map[string][]*Fault{}
+	for i := range r.Faults {
+		f := &r.Faults[i]
+		// The acknowledgement at or before Start, then every one up to End, then the
+		// first after End.
+		i0 := sort.SearchFloat64s(acks, f.Start)
+		prev := f.Start
+		if i0 > 0 {
+			prev = acks[i0-1]
+		}
+		gap := 0.0
+		next := -1.0
+		for j := i0; j < len(acks); j++ {
+			if acks[j] > f.End {
+				next = acks[j]
+				break
+			}
+			gap = max(gap, acks[j]-max(prev, f.Start))
+			prev = acks[j]
+		}
+		gap = max(gap, f.End-max(prev, f.Start))
+		f.NoAck = gap
+		if next >= 0 {
+			f.Recover = next - f.End
+		}
+		byKind[f.Kind] = append(byKind[f.Kind], f)
+	}
+	var kinds []string
+	for k := range byKind {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	for _, k := range kinds {
+		fs := byKind[k]
+		a := KindAvailability{Kind: k, Count: len(fs)}
+		var gaps []float64
+		for _, f := range fs {
+			gaps = append(gaps, f.NoAck)
+			a.MeanLen += f.End - f.Start
+			if f.NoAck >= f.End-f.Start-1e-9 {
+				a.Unhealthy++
+			}
+		}
+		sort.Float64s(gaps)
+		a.NoAckMed, a.NoAckMax, a.MeanLen = gaps[len(gaps)/2], gaps[len(gaps)-1], a.MeanLen/float64(len(fs))
+		r.Availability = append(r.Availability, a)
+	}
+}
 
 func series(h *chaos.History) []Point {
 	var last int64
@@ -218,9 +295,15 @@ func (r *Report) WriteText(w *strings.Builder) {
 			fmt.Fprintf(w, "  ... %d more %s\n", n-shown[k], k)
 		}
 	}
-	fmt.Fprintf(w, "\nfaults (%d):\n", len(r.Faults))
+	fmt.Fprintf(w, "\nfaults (%d; no-ack: the longest time in the window without an acknowledged send; then the time from healed to the next one):\n", len(r.Faults))
 	for _, f := range r.Faults {
-		fmt.Fprintf(w, "  %3d %-17s nodes %-8s %8.2fs .. heal %8.2fs .. %8.2fs  %-4s %s\n", f.N, f.Kind, fmt.Sprint(f.Nodes), f.Start, f.Heal, f.End, f.Status, f.Detail)
+		fmt.Fprintf(w, "  %3d %-17s nodes %-8s %8.2fs .. heal %8.2fs .. %8.2fs  no-ack %5.1fs +%4.1fs  %-4s %s\n", f.N, f.Kind, fmt.Sprint(f.Nodes), f.Start, f.Heal, f.End, f.NoAck, f.Recover, f.Status, f.Detail)
+	}
+	if len(r.Availability) > 0 {
+		fmt.Fprintf(w, "\navailability per fault kind: count, mean window s, no-ack median s, no-ack max s, windows without any acknowledgement\n")
+		for _, a := range r.Availability {
+			fmt.Fprintf(w, "  %-17s %4d %7.1f %7.1f %7.1f %4d\n", a.Kind, a.Count, a.MeanLen, a.NoAckMed, a.NoAckMax, a.Unhealthy)
+		}
 	}
 	if len(r.Events) > 0 {
 		fmt.Fprintf(w, "\nevents:\n")

@@ -106,3 +106,26 @@ func TestBuildValid(t *testing.T) {
 		t.Errorf("verdict %q", r.Verdict)
 	}
 }
+
+func TestAvailability(t *testing.T) {
+	s := int64(time.Second)
+	h := &chaos.History{Header: chaos.Header{Version: 1, Topic: "t", Partitions: 1, Nodes: 3}}
+	for i, at := range []int64{0, 1, 2, 7, 8} {
+		h.Ops = append(h.Ops, chaos.Op{ID: int64(i + 1), Proc: "p0", F: chaos.FSend, Status: chaos.OK, Seq: int64(i + 1), O: int64(i), V: "v", Start: at*s - s/10, End: at * s})
+	}
+	h.Ops = append(h.Ops, chaos.Op{ID: 9, Proc: "nemesis", F: chaos.FFault, Status: chaos.OK, Seq: 1, Start: 3 * s / 2, End: 5 * s,
+		Fault: &chaos.FaultInfo{Kind: "kill", Nodes: []int{1}, Heal: 4 * s}})
+	h.Ops = append(h.Ops, chaos.Op{ID: 10, Proc: "nemesis", F: chaos.FFault, Status: chaos.OK, Seq: 2, Start: 7*s + s/2, End: 7*s + 3*s/4,
+		Fault: &chaos.FaultInfo{Kind: "kill", Nodes: []int{2}, Heal: 7*s + s/2}})
+	r := Build(h, chaos.Check(h, chaos.Options{}), Extra{})
+	f := r.Faults[0]
+	if f.NoAck < 2.99 || f.NoAck > 3.01 || f.Recover < 1.99 || f.Recover > 2.01 {
+		t.Errorf("fault 1: no-ack %v recover %v, want 3 and 2", f.NoAck, f.Recover)
+	}
+	if g := r.Faults[1]; g.NoAck < 0.24 || g.NoAck > 0.26 {
+		t.Errorf("fault 2: no-ack %v, want 0.25 (the whole window)", g.NoAck)
+	}
+	if len(r.Availability) != 1 || r.Availability[0].Count != 2 || r.Availability[0].Unhealthy != 1 || r.Availability[0].NoAckMax < 2.99 {
+		t.Errorf("availability %+v", r.Availability)
+	}
+}
