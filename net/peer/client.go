@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -41,6 +44,9 @@ var (
 	// ErrWrongNode: the peer answered ApiVersions saying it belongs to another cluster
 	// or is another node (KIP-1242's REBOOTSTRAP_REQUIRED).
 	ErrWrongNode = errors.New("peer: peer is another node or cluster")
+	// ErrVoterSetMismatch: a voter's controller.quorum.voters names other voter ids
+	// than this node's (Config.CheckVoterSet): the connection was refused.
+	ErrVoterSetMismatch = errors.New("peer: the voter lists another voter set")
 )
 
 // Role is how a node is reached: a voter on its controller listener, a broker on its
@@ -51,6 +57,9 @@ type Role uint8
 const (
 	RoleVoter Role = iota + 1
 	RoleBroker
+	// roleBootstrap: controller.quorum.bootstrap.servers entry Node (an index), asked
+	// for the voters before their ids are known.
+	roleBootstrap
 )
 
 func (r Role) String() string {
@@ -59,6 +68,8 @@ func (r Role) String() string {
 		return "voter"
 	case RoleBroker:
 		return "broker"
+	case roleBootstrap:
+		return "bootstrap server"
 	}
 	return "role(" + strconv.Itoa(int(r)) + ")"
 }
@@ -83,10 +94,12 @@ type Purpose string
 
 // The purposes of this package's paths. Replica fetchers use FetchPurpose(i).
 const (
-	PurposeController Purpose = "controller" // broker → active controller
+	PurposeController Purpose = "controller" // broker → active controller: forwarded requests
+	PurposeHeartbeat  Purpose = "heartbeat"  // broker → active controller: registration, heartbeats
 	PurposeMetadata   Purpose = "metadata"   // broker → voter: metadata long polls
 	PurposeRaft       Purpose = "raft"       // voter → voter
 	PurposeISR        Purpose = "isr"        // leader → controller: AlterPartition
+	purposeBootstrap  Purpose = "bootstrap"  // broker → bootstrap server: the voters
 )
 
 // FetchPurpose is the purpose of replica fetcher i (num.replica.fetchers).
@@ -104,6 +117,19 @@ type Config struct {
 	// Voters is controller.quorum.voters: voter id → host:port of its controller
 	// listener.
 	Voters map[int32]string
+	// BootstrapServers is controller.quorum.bootstrap.servers (host:port of
+	// controller listeners), used when Voters is empty: the voters' ids and
+	// addresses are asked of them (DescribeCluster with EndpointType 2, KIP-919) at
+	// the first request to the voters, from the first that answers, and kept.
+	BootstrapServers []string
+	// CheckVoterSet: on every new connection to a voter, ask it for its voters
+	// (DescribeCluster, EndpointType 2) and refuse the connection
+	// (ErrVoterSetMismatch, logged as an error) when their ids differ from this
+	// client's: a node whose controller.quorum.voters differs from the quorum's
+	// neither registers its broker nor exchanges raft messages with the voters that
+	// disagree. Addresses may differ (names against addresses, NAT): ids may not. A
+	// voter that does not serve DescribeCluster v1+ is not checked.
+	CheckVoterSet bool
 	// BrokerAddr returns broker id's inter-broker listener address (host:port), read
 	// from the published metadata image at each dial (ImageBrokerAddrs). Nil: brokers
 	// cannot be reached.
@@ -129,6 +155,12 @@ type Config struct {
 	// RetryBackoff is the wait of a ControllerChannel between rounds over the voters
 	// (retry.backoff.ms, 100 ms).
 	RetryBackoff time.Duration
+	// VoterTimeout bounds how long a request that may be sent again (a broker's
+	// heartbeat or registration, a metadata fetch beyond its long poll) waits for one
+	// voter before the next is tried (controller.quorum.request.timeout.ms and
+	// controller.quorum.fetch.timeout.ms, 2 s): a voter that accepts connections but
+	// answers nothing (SIGSTOP, a partition) costs at most this.
+	VoterTimeout time.Duration
 	// RaftQueue bounds the raft messages queued for one voter (1024); more are dropped.
 	RaftQueue int
 	// Dial opens a connection (nil: a net.Dialer).
@@ -147,6 +179,7 @@ const (
 	DefaultReconnectBackoff    = 50 * time.Millisecond
 	DefaultReconnectBackoffMax = time.Second
 	DefaultRetryBackoff        = 100 * time.Millisecond
+	DefaultVoterTimeout        = 2 * time.Second
 	DefaultRaftQueue           = 1024
 )
 
@@ -162,6 +195,7 @@ func (c Config) withDefaults() Config {
 	def(&c.ReconnectBackoff, DefaultReconnectBackoff)
 	def(&c.ReconnectBackoffMax, DefaultReconnectBackoffMax)
 	def(&c.RetryBackoff, DefaultRetryBackoff)
+	def(&c.VoterTimeout, DefaultVoterTimeout)
 	if c.ReconnectBackoffMax < c.ReconnectBackoff {
 		c.ReconnectBackoffMax = c.ReconnectBackoff
 	}
@@ -190,7 +224,7 @@ type Client struct {
 	log      *slog.Logger
 	clientID string
 	fmt      *kmsg.RequestFormatter
-	voterIDs []int32 // sorted
+	voters   atomic.Pointer[voterSet] // nil until learned from the bootstrap servers
 	ctx      context.Context
 	cancel   context.CancelFunc
 
@@ -199,8 +233,33 @@ type Client struct {
 		slots  map[slotKey]*slot
 		closed bool
 	}
-	leader leaderHint // the active controller, as last learned
+	leader leaderHint // the active controller, as last learned; suspects
 	raft   raftState
+}
+
+// voterSet is the voters: controller.quorum.voters, or what the bootstrap servers
+// said. Never modified once stored.
+type voterSet struct {
+	ids   []int32 // sorted
+	addrs map[int32]string
+}
+
+func newVoterSet(addrs map[int32]string) *voterSet {
+	vs := &voterSet{addrs: addrs}
+	for id := range addrs {
+		vs.ids = append(vs.ids, id)
+	}
+	slices.Sort(vs.ids)
+	return vs
+}
+
+// String is the set as controller.quorum.voters spells it.
+func (vs *voterSet) String() string {
+	parts := make([]string, len(vs.ids))
+	for i, id := range vs.ids {
+		parts[i] = strconv.Itoa(int(id)) + "@" + vs.addrs[id]
+	}
+	return strings.Join(parts, ",")
 }
 
 type slotKey struct {
@@ -219,20 +278,39 @@ func New(cfg Config) (*Client, error) {
 			return nil, fmt.Errorf("peer: voter %d address %q: %w", id, addr, err)
 		}
 	}
+	for _, addr := range cfg.BootstrapServers {
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			return nil, fmt.Errorf("peer: bootstrap server %q: %w", addr, err)
+		}
+	}
 	c := &Client{cfg: cfg, log: cfg.Logger, clientID: "samsa-node-" + strconv.Itoa(int(cfg.NodeID))}
 	c.fmt = kmsg.NewRequestFormatter(kmsg.FormatterClientID(c.clientID))
-	for id := range cfg.Voters {
-		c.voterIDs = append(c.voterIDs, id)
+	if len(cfg.Voters) > 0 || len(cfg.BootstrapServers) == 0 {
+		c.voters.Store(newVoterSet(maps.Clone(cfg.Voters)))
 	}
-	slices.Sort(c.voterIDs)
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.mu.slots = map[slotKey]*slot{}
-	c.leader.set(-1)
+	c.leader.id = -1
 	return c, nil
 }
 
-// Voters returns the voter ids, sorted. The slice is shared: do not modify it.
-func (c *Client) Voters() []int32 { return c.voterIDs }
+// Voters returns the voter ids, sorted (nil while they are to be learned from the
+// bootstrap servers). The slice is shared: do not modify it.
+func (c *Client) Voters() []int32 {
+	if vs := c.voters.Load(); vs != nil {
+		return vs.ids
+	}
+	return nil
+}
+
+// VoterAddrs returns the voters' controller listeners by id (nil while they are to
+// be learned from the bootstrap servers). The map is shared: do not modify it.
+func (c *Client) VoterAddrs() map[int32]string {
+	if vs := c.voters.Load(); vs != nil {
+		return vs.addrs
+	}
+	return nil
+}
 
 // Close closes every connection and stops the raft senders; requests in flight and
 // later ones fail with ErrClosed. Idempotent.
@@ -260,8 +338,14 @@ func (c *Client) Close() error {
 func (c *Client) addr(to Target) (string, error) {
 	switch to.Role {
 	case RoleVoter:
-		if a, ok := c.cfg.Voters[to.Node]; ok {
-			return a, nil
+		if vs := c.voters.Load(); vs != nil {
+			if a, ok := vs.addrs[to.Node]; ok {
+				return a, nil
+			}
+		}
+	case roleBootstrap:
+		if to.Node >= 0 && int(to.Node) < len(c.cfg.BootstrapServers) {
+			return c.cfg.BootstrapServers[to.Node], nil
 		}
 	case RoleBroker:
 		if c.cfg.BrokerAddr != nil {
@@ -325,6 +409,8 @@ type slot struct {
 		retryAt  time.Time
 		lastErr  error
 		closed   bool
+		// mismatchLogged: when a voter-set mismatch of this target was last logged.
+		mismatchLogged time.Time
 	}
 }
 
@@ -444,13 +530,68 @@ func (s *slot) dial(ctx context.Context) (*conn, error) {
 		return nil, fmt.Errorf("%s at %s: %w", s.key.to, addr, err)
 	}
 	go cn.readLoop()
+	if s.key.to.Role == RoleVoter && s.c.cfg.CheckVoterSet {
+		if err := s.checkVoterSet(dctx, cn, addr); err != nil {
+			cn.fail(err)
+			return nil, err
+		}
+	}
 	return cn, nil
 }
 
-// leaderHint is the active controller as last learned (-1: unknown).
+// checkVoterSet asks the voter on cn for its voters and compares their ids with
+// this client's (Config.CheckVoterSet).
+func (s *slot) checkVoterSet(ctx context.Context, cn *conn, addr string) error {
+	if r, ok := cn.versions[60]; !ok || r.max < 1 {
+		return nil // it cannot say
+	}
+	req := kmsg.NewPtrDescribeClusterRequest()
+	req.EndpointType = 2
+	resp, err := cn.roundTrip(ctx, req)
+	if err != nil {
+		return fmt.Errorf("%s at %s: asking for its voters: %w", s.key.to, addr, err)
+	}
+	r := resp.(*kmsg.DescribeClusterResponse)
+	ours := s.c.voters.Load()
+	if r.ErrorCode != 0 || ours == nil {
+		return nil
+	}
+	theirs := map[int32]string{}
+	for _, b := range r.Brokers {
+		theirs[b.NodeID] = net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
+	}
+	tv := newVoterSet(theirs)
+	if slices.Equal(tv.ids, ours.ids) {
+		return nil
+	}
+	err = fmt.Errorf("%w: %s at %s has controller.quorum.voters=%s, this node has controller.quorum.voters=%s: every node must list the same voters (fix the node whose list is wrong)",
+		ErrVoterSetMismatch, s.key.to, addr, tv, ours)
+	s.mu.Lock()
+	logNow := time.Since(s.mu.mismatchLogged) >= mismatchLogEvery
+	if logNow {
+		s.mu.mismatchLogged = time.Now()
+	}
+	s.mu.Unlock()
+	if logNow {
+		s.c.log.Error("the voter lists other voters than this node: connection refused", "to", s.key.to.String(), "addr", addr,
+			"its_voters", tv.String(), "our_voters", ours.String())
+	}
+	return err
+}
+
+// mismatchLogEvery spaces the errors logged for one voter whose voter set differs.
+const mismatchLogEvery = 30 * time.Second
+
+// leaderHint is the active controller as last learned (-1: unknown), with the
+// highest quorum term learned, and the suspects: voters that left a request
+// unanswered (a deadline passed, the connection failed), asked last until they
+// answer or a newer term names them leader. A voter that accepts connections but
+// answers nothing (SIGSTOP) therefore holds up one request, not every later one.
 type leaderHint struct {
-	mu sync.Mutex
-	id int32
+	mu       sync.Mutex
+	id       int32
+	term     uint64
+	suspects map[int32]uint64 // voter → the term learned when it was suspected
 }
 
 func (h *leaderHint) get() int32 {
@@ -465,6 +606,20 @@ func (h *leaderHint) set(id int32) {
 	h.mu.Unlock()
 }
 
+// setTerm records id as the leader of term, unless a later term is known; a
+// suspect named leader of a later term than it was suspected in is cleared.
+func (h *leaderHint) setTerm(id int32, term uint64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if term < h.term {
+		return
+	}
+	h.id, h.term = id, term
+	if t, ok := h.suspects[id]; ok && term > t {
+		delete(h.suspects, id)
+	}
+}
+
 // clearIf forgets the hint if it still names id.
 func (h *leaderHint) clearIf(id int32) {
 	h.mu.Lock()
@@ -472,6 +627,54 @@ func (h *leaderHint) clearIf(id int32) {
 		h.id = -1
 	}
 	h.mu.Unlock()
+}
+
+// unanswered: voter id left a request unanswered: the hint forgets it and it is
+// asked last.
+func (h *leaderHint) unanswered(id int32) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.id == id {
+		h.id = -1
+	}
+	if h.suspects == nil {
+		h.suspects = map[int32]uint64{}
+	}
+	h.suspects[id] = h.term
+}
+
+// answered: voter id answered a request.
+func (h *leaderHint) answered(id int32) {
+	h.mu.Lock()
+	if _, ok := h.suspects[id]; ok {
+		delete(h.suspects, id)
+	}
+	h.mu.Unlock()
+}
+
+// order is the order of one round over ids: the hint first unless suspected, then
+// the voters not suspected by id, then the suspects by id.
+func (h *leaderHint) order(ids []int32) []int32 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make([]int32, 0, len(ids))
+	_, hintSuspect := h.suspects[h.id]
+	if h.id >= 0 && !hintSuspect && slices.Contains(ids, h.id) {
+		out = append(out, h.id)
+	}
+	for _, v := range ids {
+		if _, s := h.suspects[v]; !s && v != h.id {
+			out = append(out, v)
+		}
+	}
+	for _, v := range ids {
+		if _, s := h.suspects[v]; s || (v == h.id && hintSuspect) {
+			if !slices.Contains(out, v) {
+				out = append(out, v)
+			}
+		}
+	}
+	return out
 }
 
 // Leader returns the active controller as this client last learned it (from metadata
@@ -485,9 +688,28 @@ func (c *Client) NoteLeader(id int32) {
 		c.leader.set(-1)
 		return
 	}
-	if _, ok := c.cfg.Voters[id]; ok {
+	if c.isVoter(id) {
 		c.leader.set(id)
 	}
+}
+
+// NoteLeaderTerm records id as the quorum's leader in term (what a voter or a
+// metadata fetch reports): ignored when a later term is known or id is not a voter;
+// -1 forgets the hint. A suspected voter named leader of a later term than it was
+// suspected in is asked first again.
+func (c *Client) NoteLeaderTerm(id int32, term uint64) {
+	if id == -1 || c.isVoter(id) {
+		c.leader.setTerm(id, term)
+	}
+}
+
+func (c *Client) isVoter(id int32) bool {
+	vs := c.voters.Load()
+	if vs == nil {
+		return false
+	}
+	_, ok := vs.addrs[id]
+	return ok
 }
 
 // ImageBrokerAddrs returns a Config.BrokerAddr reading broker endpoints from the

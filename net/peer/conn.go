@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"sync"
 	"time"
 
@@ -107,7 +108,8 @@ func (cn *conn) handshake(ctx context.Context) error {
 	req.Version = min(req.MaxVersion(), 5)
 	req.ClientSoftwareName, req.ClientSoftwareVersion = "samsa", "1"
 	req.NodeID = -1
-	if cfg.ClusterID != "" && req.Version >= 5 {
+	if cfg.ClusterID != "" && req.Version >= 5 && cn.s.key.to.Role != roleBootstrap {
+		// A bootstrap server's id is not known yet: its answer names its cluster.
 		req.ClusterID, req.NodeID = &cfg.ClusterID, cn.s.key.to.Node
 	}
 	br := bufio.NewReaderSize(cn.nc, 4096)
@@ -249,16 +251,20 @@ func (cn *conn) roundTripAt(ctx context.Context, req kmsg.Request, v int16) (kms
 		return nil, err
 	}
 	timeout := cn.s.c.cfg.RequestTimeout + longPoll(req)
-	t := time.NewTimer(timeout)
-	defer t.Stop()
+	// The timeout holds whether or not the caller waits that long (invariant 3): an
+	// abandoned call still unanswered then fails the connection, so a peer that
+	// answers nothing is not kept as if it were alive.
+	t := time.AfterFunc(timeout, func() {
+		if cn.isPending(c) {
+			cn.fail(fmt.Errorf("%w: %s did not answer %s within %v", ErrTimeout, cn.s.key.to, kmsg.NameForKey(req.Key()), timeout))
+		}
+	})
 	var res result
 	select {
 	case res = <-c.done:
+		t.Stop()
 	case <-ctx.Done():
 		return nil, ctx.Err() // abandoned: the late response is dropped
-	case <-t.C:
-		cn.fail(fmt.Errorf("%w: %s did not answer %s within %v", ErrTimeout, cn.s.key.to, kmsg.NameForKey(req.Key()), timeout))
-		return nil, cn.err()
 	}
 	if res.err != nil {
 		return nil, res.err
@@ -271,6 +277,13 @@ func (cn *conn) roundTripAt(ctx context.Context, req kmsg.Request, v int16) (kms
 		return nil, err
 	}
 	return resp, nil
+}
+
+// isPending reports whether c still waits for its response on cn.
+func (cn *conn) isPending(c *call) bool {
+	cn.mu.Lock()
+	defer cn.mu.Unlock()
+	return slices.Contains(cn.mu.pending, c)
 }
 
 // longPoll is the wait a request asks the peer for, added to its timeout.

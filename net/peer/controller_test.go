@@ -3,6 +3,9 @@ package peer
 import (
 	"context"
 	"errors"
+	"net"
+	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -11,27 +14,87 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// voterSet is three test voters of which the one named by active answers requests;
+// testVoterSet is three test voters of which the one named by active answers requests;
 // the others answer NOT_CONTROLLER, as the controller listener of a voter that is not
 // the active controller does.
-type voterSet struct {
+//
+// A voter marked silent answers nothing (a stopped process whose connections stay
+// open); DescribeCluster (EndpointType 2) names the voters listed (default: the set
+// itself).
+type testVoterSet struct {
 	servers map[int32]*testServer
 	active  atomic.Int32
 	hits    map[int32]*atomic.Int64
+	silent  map[int32]*silence
+	listed  atomic.Pointer[map[int32]string]
 }
 
-func startVoters(t *testing.T, ids ...int32) *voterSet {
-	vs := &voterSet{servers: map[int32]*testServer{}, hits: map[int32]*atomic.Int64{}}
+// silence holds a voter's answers while on (a stopped process), releasing them when
+// turned off (SIGCONT).
+type silence struct {
+	mu      sync.Mutex
+	on      bool
+	release chan struct{}
+}
+
+func (s *silence) Store(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case on && !s.on:
+		s.on, s.release = true, make(chan struct{})
+	case !on && s.on:
+		s.on = false
+		close(s.release)
+	}
+}
+
+// held returns the channel to wait on before answering, nil when not silent.
+func (s *silence) held() chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.on {
+		return nil
+	}
+	return s.release
+}
+
+func startVoters(t *testing.T, ids ...int32) *testVoterSet {
+	vs := &testVoterSet{servers: map[int32]*testServer{}, hits: map[int32]*atomic.Int64{}, silent: map[int32]*silence{}}
 	vs.active.Store(-1)
 	for _, id := range ids {
 		vs.hits[id] = new(atomic.Int64)
-		vs.servers[id] = startTestServer(t, func(s *served) {
+		vs.silent[id] = new(silence)
+		var serve func(s *served)
+		serve = func(s *served) {
 			vs.hits[id].Add(1)
+			if held := vs.silent[id].held(); held != nil {
+				// Answered once the voter is no longer silent (SIGCONT).
+				go func() {
+					<-held
+					vs.hits[id].Add(-1)
+					serve(s)
+				}()
+				return
+			}
 			code := int16(0)
 			if vs.active.Load() != id {
 				code = kerr.NotController.Code
 			}
 			switch req := s.req.(type) {
+			case *kmsg.DescribeClusterRequest:
+				resp := kmsg.NewPtrDescribeClusterResponse()
+				resp.EndpointType, resp.ClusterID, resp.ControllerID = req.EndpointType, "test-cluster", vs.active.Load()
+				listed := vs.addrs()
+				if l := vs.listed.Load(); l != nil {
+					listed = *l
+				}
+				for lid, addr := range listed {
+					host, port, _ := net.SplitHostPort(addr)
+					p, _ := strconv.Atoi(port)
+					resp.Brokers = append(resp.Brokers, kmsg.DescribeClusterResponseBroker{NodeID: lid, Host: host, Port: int32(p)})
+				}
+				s.respond(resp)
 			case *kmsg.BrokerHeartbeatRequest:
 				resp := kmsg.NewPtrBrokerHeartbeatResponse()
 				resp.ErrorCode = code
@@ -52,12 +115,13 @@ func startVoters(t *testing.T, ids ...int32) *voterSet {
 			default:
 				s.tr.Ticket.CloseConn()
 			}
-		})
+		}
+		vs.servers[id] = startTestServer(t, serve)
 	}
 	return vs
 }
 
-func (vs *voterSet) addrs() map[int32]string {
+func (vs *testVoterSet) addrs() map[int32]string {
 	m := map[int32]string{}
 	for id, ts := range vs.servers {
 		m[id] = ts.addr()

@@ -14,7 +14,27 @@
 // (reached on its CONTROLLER listener, addresses from controller.quorum.voters) or a
 // broker (its inter-broker listener, address from the published image). Purposes keep
 // slow traffic off fast traffic: a metadata long poll does not delay a heartbeat, a
-// raft snapshot does not delay a vote.
+// raft snapshot does not delay a vote, a forwarded CreateTopics does not delay a
+// heartbeat (the broker lifecycle has the heartbeat purpose to itself, so the close of
+// that connection tells the active controller the broker is gone).
+//
+// # Finding the voters and the active controller
+//
+// The voters are controller.quorum.voters; a broker-only node given
+// controller.quorum.bootstrap.servers instead asks them for the voters (DescribeCluster
+// with EndpointType 2, KIP-919) before its first request to the voters, and keeps the
+// first answer of its cluster. With CheckVoterSet, every new connection to a voter asks
+// it for its voters the same way and is refused (ErrVoterSetMismatch, logged with both
+// lists) when their ids differ from this node's.
+//
+// Requests to the active controller go to the leader hint first (the voter that last
+// answered as active, or the leader a metadata fetch or the local voter reported for
+// the newest term), then the others by id. A voter that leaves a request unanswered —
+// the caller's deadline passed, VoterTimeout passed (heartbeats, registrations,
+// metadata fetches, which may be sent again: a voter that accepts connections but
+// answers nothing, such as a SIGSTOPped process, costs them at most VoterTimeout), or
+// its connection failed — is dropped from the hint and asked last, until it answers
+// again or a later term names it leader.
 //
 //	Request ─▶ slot(target, purpose) ─▶ connected? ─no─▶ in backoff? ─yes─▶ ErrBackoff
 //	                                     │ yes             │ no
@@ -40,7 +60,8 @@
 //     Fetch); past it the connection is closed, as Kafka's NetworkClient does, since a
 //     peer that answers nothing holds up every request behind it. A caller whose ctx
 //     ends first abandons its request only: the connection stays, the late response is
-//     dropped.
+//     dropped — and if it never comes, the abandoned request's timeout still closes
+//     the connection.
 //  4. Versions: a request is sent at the highest version both kmsg and the peer (its
 //     ApiVersions) support, and its Version field is set to it; a replica fetcher
 //     sends at the version its caller chose, if the peer serves it. A response is

@@ -99,7 +99,7 @@ func (s *MetadataSource) Fetch(ctx context.Context, offset uint64, maxBytes int,
 		return b, fmt.Errorf("%w: metadata high watermark %d", ErrMalformedResponse, fp.HighWatermark)
 	}
 	b.HighWatermark = uint64(fp.HighWatermark)
-	s.c.NoteLeader(b.Leader)
+	s.c.NoteLeaderTerm(b.Leader, b.Term)
 	if fp.SnapshotID.EndOffset >= 0 {
 		if fp.SnapshotID.EndOffset == 0 || fp.SnapshotID.Epoch < 0 {
 			return b, fmt.Errorf("%w: snapshot id %d/%d", ErrMalformedResponse, fp.SnapshotID.EndOffset, fp.SnapshotID.Epoch)
@@ -163,7 +163,7 @@ func (s *MetadataSource) snapshotOnce(ctx context.Context) (uint64, []byte, erro
 		if fp.ErrorCode != 0 {
 			return 0, nil, fmt.Errorf("peer: fetch snapshot: %w", kerr.ErrorForCode(fp.ErrorCode))
 		}
-		s.c.NoteLeader(fp.CurrentLeader.LeaderID)
+		s.c.NoteLeaderTerm(fp.CurrentLeader.LeaderID, uint64(max(fp.CurrentLeader.LeaderEpoch, 0)))
 		switch {
 		case fp.SnapshotID.EndOffset <= 0 || fp.SnapshotID.Epoch < 0:
 			return 0, nil, fmt.Errorf("%w: fetch snapshot: snapshot id %d/%d", ErrMalformedResponse, fp.SnapshotID.EndOffset, fp.SnapshotID.Epoch)
@@ -188,7 +188,8 @@ func (s *MetadataSource) snapshotOnce(ctx context.Context) (uint64, []byte, erro
 }
 
 // voterRequest sends a metadata request to the known leader, else the voters in turn,
-// until one answers or ctx ends.
+// until one answers or ctx ends; a voter that has not answered within VoterTimeout
+// (beyond the long poll) is left for the next.
 func (s *MetadataSource) voterRequest(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
-	return s.c.toVoters(ctx, PurposeMetadata, req, nil)
+	return s.c.toVoters(ctx, PurposeMetadata, req, nil, s.c.cfg.VoterTimeout)
 }

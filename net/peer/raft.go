@@ -114,7 +114,7 @@ func (c *Client) raftQueue(to int32) chan *raftpb.Message {
 	if to == c.cfg.NodeID {
 		return nil
 	}
-	if _, ok := c.cfg.Voters[to]; !ok {
+	if !c.isVoter(to) {
 		return nil
 	}
 	rs := &c.raft

@@ -82,7 +82,7 @@ func (c *Client) ISRClient() *ISRClient { return &ISRClient{c: c} }
 
 // AlterPartition sends req to the active controller and returns its answer.
 func (ic *ISRClient) AlterPartition(ctx context.Context, req *kmsg.AlterPartitionRequest) (*kmsg.AlterPartitionResponse, error) {
-	resp, err := ic.c.toVoters(ctx, PurposeISR, req, controller.NotController)
+	resp, err := ic.c.toVoters(ctx, PurposeISR, req, controller.NotController, 0)
 	if err != nil {
 		return nil, err
 	}
