@@ -79,11 +79,17 @@ type brokerDeps struct {
 	eng     *engine.Manager
 	lns     map[string]net.Listener // the bound broker listeners
 	source  controller.MetadataSource
-	channel controller.ControllerChannel
+	channel controller.ControllerChannel // forwarded requests
+	// heartbeats carries the lifecycle's registration and heartbeats (nil: channel):
+	// on a cluster, a connection of its own, whose close tells the controller.
+	heartbeats controller.ControllerChannel
 	// incarnation to register with (zero: a new one). A sole voter passes the one it
 	// registered before: no other process can hold its directories (they are
 	// locked), so its controller need not wait out the previous process's session.
 	incarnation metadata.UUID
+	// predecessor is the incarnation id of the node's previous broker process, if
+	// known (takeIncarnation).
+	predecessor metadata.UUID
 	fetch       func(source int32, index int) replication.FetchClient // reaches other brokers for follower replicas
 	reg         *prometheus.Registry
 	fail        func(error)
@@ -106,7 +112,7 @@ func newBrokerRole(cfg *Config, clusterID string, d brokerDeps, log *slog.Logger
 	}
 	var err error
 	if r.lifecycle, err = controller.NewBrokerLifecycle(controller.LifecycleConfig{
-		NodeID: cfg.NodeID, ClusterID: clusterID, IncarnationID: d.incarnation, Listeners: eps, Rack: cfg.Rack,
+		NodeID: cfg.NodeID, ClusterID: clusterID, IncarnationID: d.incarnation, PredecessorID: d.predecessor, Listeners: eps, Rack: cfg.Rack,
 		HeartbeatInterval: cfg.HeartbeatInterval, RequestTimeout: cfg.SessionTimeout / 2,
 		Logger: log.With("component", "broker-lifecycle"),
 	}); err != nil {
@@ -125,13 +131,15 @@ func newBrokerRole(cfg *Config, clusterID string, d brokerDeps, log *slog.Logger
 		NodeID: cfg.NodeID, ClusterID: clusterID, Host: eps[0].Host, Port: eps[0].Port, Rack: cfg.Rack, Listener: client.Name,
 		Static: cfg.Keys, Registerer: d.reg,
 		Derived: map[string]string{
-			"log.dirs":                 strings.Join(cfg.LogDirs, ","),
-			"metadata.log.dir":         cfg.MetadataDir,
-			"listeners":                strings.Join(bound, ","),
-			"advertised.listeners":     strings.Join(adv, ","),
-			"process.roles":            cfg.Roles.String(),
-			"controller.quorum.voters": voterList(cfg.Voters),
+			"log.dirs":             strings.Join(cfg.LogDirs, ","),
+			"metadata.log.dir":     cfg.MetadataDir,
+			"listeners":            strings.Join(bound, ","),
+			"advertised.listeners": strings.Join(adv, ","),
+			"process.roles":        cfg.Roles.String(),
 		},
+	}
+	if len(cfg.Voters) > 0 && cfg.Voters[0].ID >= 0 {
+		kcfg.Derived["controller.quorum.voters"] = voterList(cfg.Voters)
 	}
 
 	r.wg.Add(3)
@@ -139,9 +147,13 @@ func newBrokerRole(cfg *Config, clusterID string, d brokerDeps, log *slog.Logger
 		defer r.wg.Done()
 		r.follower.Run(r.ctx, d.source)
 	}()
+	hb := d.heartbeats
+	if hb == nil {
+		hb = d.channel
+	}
 	go func() {
 		defer r.wg.Done()
-		if err := r.lifecycle.Run(r.ctx, d.channel); err != nil && !errors.Is(err, context.Canceled) {
+		if err := r.lifecycle.Run(r.ctx, hb); err != nil && !errors.Is(err, context.Canceled) {
 			log.Warn("broker lifecycle ended", "err", err)
 		}
 	}()
@@ -281,6 +293,43 @@ func (r *brokerRole) waitReady(ctx context.Context) error {
 	}
 }
 
+// waitControlledShutdown waits until the controller lets the broker stop, at most
+// broker.session.timeout.ms, and less when no active controller answers for
+// noControllerWait (nothing can move the broker's leaderships without one: the last
+// voters of a cluster stopping all at once have no quorum left).
+func (r *brokerRole) waitControlledShutdown(ctx context.Context) {
+	start := time.Now()
+	grace := r.noControllerWait()
+	for {
+		wctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+		ok := r.lifecycle.WaitState(wctx, controller.StateShuttingDown)
+		cancel()
+		if ok {
+			return
+		}
+		since := start
+		if a := r.lifecycle.LastAnswer(); a.After(since) {
+			since = a
+		}
+		switch {
+		case ctx.Err() != nil, time.Since(start) >= r.cfg.SessionTimeout:
+			r.log.Warn("controlled shutdown: the controller did not confirm in time; stopping anyway", "waited", time.Since(start).Round(time.Millisecond))
+			return
+		case time.Since(since) >= grace:
+			r.log.Warn("controlled shutdown: no active controller answers; stopping without its confirmation (a controller elected meanwhile fences this broker)",
+				"waited", time.Since(start).Round(time.Millisecond), "without_answer", time.Since(since).Round(time.Millisecond))
+			return
+		}
+	}
+}
+
+// noControllerWait is how long a controlled shutdown waits without an answer from an
+// active controller: time for the quorum to elect one (two election timeouts) and
+// half a second.
+func (r *brokerRole) noControllerWait() time.Duration {
+	return 2*r.cfg.ElectionTimeout + 500*time.Millisecond
+}
+
 // stop shuts the broker down: a controlled shutdown first (the controller moves this
 // broker's leaderships away and says when it may stop; bounded by ctx and by the
 // session timeout), then the transport drains, then the broker's background state,
@@ -290,12 +339,7 @@ func (r *brokerRole) stop(ctx context.Context) error {
 	if st := r.lifecycle.State(); st == controller.StateRunning || st == controller.StateRecovery {
 		r.log.Info("controlled shutdown: moving leaderships away")
 		r.lifecycle.BeginControlledShutdown()
-		sctx, cancel := context.WithTimeout(ctx, r.cfg.SessionTimeout)
-		ok := r.lifecycle.WaitState(sctx, controller.StateShuttingDown)
-		cancel()
-		if !ok {
-			r.log.Warn("controlled shutdown: the controller did not confirm in time; stopping anyway", "waited", r.cfg.SessionTimeout)
-		}
+		r.waitControlledShutdown(ctx)
 	}
 	r.cancel()
 	<-r.ready

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"strconv"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -37,19 +39,25 @@ func (r *imageRef) image() *metadata.Image {
 	return im
 }
 
-// newPeer returns the node's client of the other nodes.
+// newPeer returns the node's client of the other nodes. A broker-only node given
+// controller.quorum.bootstrap.servers (voters with id -1) learns the voters from
+// them; every connection to a voter checks that the voter lists the same voter ids.
 func newPeer(cfg *Config, clusterID string, images *imageRef, log *slog.Logger) (*peer.Client, error) {
 	voters := map[int32]string{}
+	var bootstrap []string
 	for _, v := range cfg.Voters {
 		if v.Port == 0 {
 			continue // a sole voter without a controller listener: reached by nobody
 		}
 		if v.ID < 0 {
-			return nil, fmt.Errorf("%w: controller.quorum.bootstrap.servers without controller.quorum.voters: net/peer reaches voters by id; give controller.quorum.voters", ErrNotSupported)
+			bootstrap = append(bootstrap, v.Addr())
+			continue
 		}
 		voters[v.ID] = v.Addr()
 	}
-	pcfg := peer.Config{NodeID: cfg.NodeID, ClusterID: clusterID, Voters: voters, Logger: log.With("component", "peer")}
+	pcfg := peer.Config{NodeID: cfg.NodeID, ClusterID: clusterID, Voters: voters, BootstrapServers: bootstrap,
+		CheckVoterSet: true, VoterTimeout: cfg.getMs("controller.quorum.fetch.timeout.ms"),
+		Logger: log.With("component", "peer")}
 	if cfg.Roles.Broker {
 		pcfg.BrokerAddr = peer.ImageBrokerAddrs(images.image, cfg.InterBrokerListener)
 	}
@@ -96,4 +104,21 @@ func (c *controllerListener) stop(ctx context.Context) error {
 		return fmt.Errorf("controller listener: %w", err)
 	}
 	return nil
+}
+
+// checkListener tries a TCP connection to e (the controller's listener checks of
+// brokers, coordinator/controller's liveness rules): accepted, refused (nothing
+// listens there: ECONNREFUSED), or no verdict (a timeout, an unreachable network, a
+// name that does not resolve).
+func checkListener(ctx context.Context, e metadata.Endpoint) controller.ListenerState {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", net.JoinHostPort(e.Host, strconv.Itoa(int(e.Port))))
+	switch {
+	case err == nil:
+		c.Close()
+		return controller.ListenerAccepts
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return controller.ListenerRefuses
+	}
+	return controller.ListenerUnknown
 }

@@ -202,3 +202,55 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// TestBrokerOnlyBootstrapServers: a broker-only node given
+// controller.quorum.bootstrap.servers (one of which nobody serves) instead of
+// controller.quorum.voters learns the voters from them, joins and serves.
+func TestBrokerOnlyBootstrapServers(t *testing.T) {
+	nodes := inProcessCluster(t, 3, nil)
+	addrs := freeAddrs(t, 2)
+	cfg, err := FromKeys(map[string]string{
+		"process.roles": "broker", "node.id": "4", "controller.listener.names": "CONTROLLER",
+		"controller.quorum.bootstrap.servers": addrs[1] + "," + nodes[1].ListenerAddr("CONTROLLER"),
+		"listeners":                           "PLAINTEXT://" + addrs[0], "data.dir": t.TempDir(), "admin.listen": "", "sync": "none",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Format(cfg, nodes[0].ClusterID(), false); err != nil {
+		t.Fatal(err)
+	}
+	var logs syncBuffer
+	n, err := Start(cfg, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		n.Shutdown(ctx)
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := n.Ready(ctx); err != nil {
+		t.Fatalf("%v\n%s", err, logs.String())
+	}
+	if !strings.Contains(logs.String(), "learned the controller quorum's voters") {
+		t.Errorf("no word of the voters learned:\n%s", logs.String())
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(n.Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	waitFor(t, 5*time.Second, "node 4 lists the four brokers", func() error {
+		md, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl.SeedBrokers()[0])
+		if err != nil {
+			return err
+		}
+		if len(md.Brokers) != 4 || md.ControllerID < 1 || md.ControllerID > 3 {
+			return fmt.Errorf("brokers %d, controller %d", len(md.Brokers), md.ControllerID)
+		}
+		return nil
+	})
+}

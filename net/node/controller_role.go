@@ -95,10 +95,17 @@ func startControllerRole(cfg *Config, clusterID string, fsys vfs.FS, tr raftTran
 		l.Name, l.Host, l.Port = cfg.ControllerListenerNames[0], v.Host, uint16(v.Port)
 		listeners[v.ID] = append(listeners[v.ID], l)
 	}
-	if r.ctl, err = controller.New(controller.Config{
+	ccfg := controller.Config{
 		NodeID: cfg.NodeID, ClusterID: clusterID, Static: cfg.Keys, SessionTimeout: cfg.SessionTimeout,
-		Logger: log.With("component", "controller"), VoterListeners: listeners,
-	}, voter{r.q}); err != nil {
+		HeartbeatInterval: cfg.HeartbeatInterval, Logger: log.With("component", "controller"), VoterListeners: listeners,
+	}
+	if !cfg.SoleVoter() {
+		// A cluster's brokers are other processes: a broker whose heartbeat
+		// connection closed and whose inter-broker listener refuses connections is
+		// gone (coordinator/controller's liveness rules).
+		ccfg.CheckListener, ccfg.CheckListenerName = checkListener, cfg.InterBrokerListener
+	}
+	if r.ctl, err = controller.New(ccfg, voter{r.q}); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -25,7 +25,7 @@
 //
 // Kafka's KRaft keys (docs/CLUSTER.md, "Configuration"): process.roles, node.id,
 // controller.quorum.voters (or controller.quorum.bootstrap.servers on a broker-only
-// node), listeners, advertised.listeners, controller.listener.names,
+// node: the voters are asked of them), listeners, advertised.listeners, controller.listener.names,
 // inter.broker.listener.name, listener.security.protocol.map (PLAINTEXT only),
 // log.dirs, metadata.log.dir, broker.heartbeat.interval.ms,
 // broker.session.timeout.ms, broker.rack, the replica.* keys and sync. FromKeys
@@ -54,6 +54,7 @@
 //	<data.dir>/logs/<topic>-<partition>/   partition logs
 //	<data.dir>/meta/meta.properties       metadata.log.dir
 //	<data.dir>/meta/*.log, *.snapshot      the single-node metadata store
+//	<metadata.log.dir>/broker.incarnation  a cluster node's last broker incarnation id
 //
 // # The roles
 //
@@ -72,15 +73,30 @@
 // with it (ControllerChannel), a broker-only node fetches the committed log with it
 // (MetadataSource; a combined node reads its own voter's), and the replica fetchers
 // copy from other brokers with it (FetchClient). A controller serves its CONTROLLER
-// listener with net/kafka's ControllerHandler. A restarted broker of a cluster whose
-// previous process was killed waits for that process's session to expire before its
-// registration is accepted (Kafka's DUPLICATE_BROKER_REGISTRATION rule).
+// listener with net/kafka's ControllerHandler, and checks the inter-broker listener
+// of a broker whose heartbeat connection closed (coordinator/controller's liveness
+// rules: one that refuses is gone, and fenced at once). The broker lifecycle has a
+// connection of its own to the active controller (peer's HeartbeatChannel); every
+// connection to a voter checks that the voter lists the same voter ids as this node
+// (a node with another list says so in an error, names both lists, and neither
+// registers nor exchanges raft messages with those voters). A broker-only node given
+// controller.quorum.bootstrap.servers learns the voters from them.
+//
+// A cluster node's broker records its incarnation id in broker.incarnation and names
+// the previous one as its predecessor when it registers: it holds the node's log dirs
+// (locked), so the previous process has ended, and a restart after a crash registers
+// at once instead of waiting for that process's session to expire (Kafka's
+// DUPLICATE_BROKER_REGISTRATION rule still refuses another process with the same
+// node.id on other directories).
 //
 // # Shutdown
 //
 // Shutdown: the broker's controlled shutdown (its leaderships move away before it
-// stops; bounded by broker.session.timeout.ms), the transport drains (no new
+// stops; bounded by broker.session.timeout.ms, and by two election timeouts and half
+// a second without an answer from an active controller), the transport drains (no new
 // connections, requests already read are answered), the broker's background state,
-// the follower and the lifecycle stop; the admin listener; the controller and its
-// raft voter, whose log closes; the logs close with their clean-shutdown marker.
+// the follower and the lifecycle stop; the admin listener; the controller drains (its
+// proposals in flight commit while the CONTROLLER listener still carries raft
+// messages), then the listener, then the controller and its raft voter, whose log
+// closes; the logs close with their clean-shutdown marker.
 package node

@@ -20,15 +20,11 @@ import (
 	"github.com/samsa-broker/samsa/coordinator/configs"
 	"github.com/samsa-broker/samsa/coordinator/controller"
 	"github.com/samsa-broker/samsa/coordinator/controller/quorum"
+	"github.com/samsa-broker/samsa/coordinator/metadata"
 	"github.com/samsa-broker/samsa/engine"
 	"github.com/samsa-broker/samsa/engine/vfs"
 	"github.com/samsa-broker/samsa/net/peer"
 )
-
-// ErrNotSupported: the configuration asks for what this build does not do (a broker
-// given controller.quorum.bootstrap.servers without controller.quorum.voters: voters
-// are reached by id).
-var ErrNotSupported = errors.New("node: not supported by this build")
 
 // Options are what Start needs besides the configuration.
 type Options struct {
@@ -128,7 +124,7 @@ func Start(cfg *Config, opts Options) (_ *Node, err error) {
 		// The broker's requests to the active controller go first where this voter
 		// knows the leader to be: a leader that stopped answering (SIGSTOP, a
 		// partition) is not waited on once the quorum has elected another.
-		n.ctl.q.SubscribeLeadership(func(l quorum.Leadership) { n.peer.NoteLeader(l.Leader) })
+		n.ctl.q.SubscribeLeadership(func(l quorum.Leadership) { n.peer.NoteLeaderTerm(l.Leader, l.Term) })
 		if l, ok := cfg.ControllerListener(); ok {
 			if n.ctlLn, err = startControllerListener(cfg, n.clusterID, n.ctl, n.lns[l.Name], n.reg, n.log, n.fail); err != nil {
 				return nil, err
@@ -232,9 +228,17 @@ func (n *Node) startBroker(fsys vfs.FS) error {
 		}
 	case cfg.Roles.Controller:
 		// Its own voter's committed log; the active controller wherever it is.
-		d.source, d.channel = controller.LogSource{Log: n.ctl.voter()}, n.peer.ControllerChannel()
+		d.source, d.channel, d.heartbeats = controller.LogSource{Log: n.ctl.voter()}, n.peer.ControllerChannel(), n.peer.HeartbeatChannel()
 	default:
-		d.source, d.channel = n.peer.MetadataSource(), n.peer.ControllerChannel()
+		d.source, d.channel, d.heartbeats = n.peer.MetadataSource(), n.peer.ControllerChannel(), n.peer.HeartbeatChannel()
+	}
+	if !cfg.SoleVoter() {
+		// Its registration names its previous process's as its predecessor: it
+		// holds the log dirs, so that process has ended.
+		d.incarnation = metadata.NewUUID()
+		if d.predecessor, err = takeIncarnation(cfg.MetadataDir, d.incarnation); err != nil {
+			return err
+		}
 	}
 	n.brk, err = newBrokerRole(cfg, n.clusterID, d, n.log)
 	return err
@@ -337,7 +341,9 @@ func (n *Node) AdminAddr() string {
 //     drains (no new connections; requests already read are answered), then the
 //     broker's background state (long polls, groups), the follower and the lifecycle;
 //  2. the admin listener;
-//  3. the controller: it stops answering, the raft voter stops, its log closes;
+//  3. the controller: it stops taking requests and waits (at most drainTimeout) for
+//     its proposals in flight, while the CONTROLLER listener still carries raft
+//     messages; then the listener drains; then the raft voter stops, its log closes;
 //  4. the logs close (writing the clean-shutdown marker), then the power-loss
 //     journal.
 //
@@ -356,13 +362,27 @@ func (n *Node) shutdown(ctx context.Context, graceful bool) error {
 				errs = append(errs, err)
 			}
 		}
-		for _, ln := range n.lns {
-			ln.Close()
+		ctlName := ""
+		if l, ok := n.cfg.ControllerListener(); ok && n.ctlLn != nil {
+			ctlName = l.Name // closed by ctlLn.stop, after the controller drained
+		}
+		for name, ln := range n.lns {
+			if name != ctlName {
+				ln.Close()
+			}
 		}
 		if n.admin != nil {
 			if err := n.admin.Shutdown(ctx); err != nil {
 				errs = append(errs, err)
 			}
+		}
+		if n.ctl != nil {
+			// The proposals in flight commit (or fail) while the listener still
+			// carries raft messages: draining it first would leave the requests that
+			// wait for them unanswered until this voter lost its quorum.
+			dctx, cancel := context.WithTimeout(ctx, drainTimeout)
+			n.ctl.ctl.Drain(dctx)
+			cancel()
 		}
 		if n.ctlLn != nil {
 			if err := n.ctlLn.stop(ctx); err != nil {
@@ -392,14 +412,24 @@ func (n *Node) shutdown(ctx context.Context, graceful bool) error {
 	return n.closeErr
 }
 
+// voterList is vs as controller.quorum.voters spells it; bootstrap servers (id -1)
+// are their addresses alone.
+// drainTimeout bounds how long a stopping controller waits for its proposals in
+// flight (without a quorum they fail once the voter steps down, after an election
+// timeout).
+const drainTimeout = 5 * time.Second
+
 func voterList(vs []Voter) string {
 	parts := make([]string, len(vs))
 	for i, v := range vs {
-		if v.Port == 0 {
+		switch {
+		case v.ID < 0:
+			parts[i] = v.Addr()
+		case v.Port == 0:
 			parts[i] = strconv.Itoa(int(v.ID))
-			continue
+		default:
+			parts[i] = strconv.Itoa(int(v.ID)) + "@" + v.Addr()
 		}
-		parts[i] = strconv.Itoa(int(v.ID)) + "@" + v.Addr()
 	}
 	return strings.Join(parts, ",")
 }

@@ -324,3 +324,26 @@ func contains(ss []string, s string) bool {
 	}
 	return false
 }
+
+// incarnationFile, in metadata.log.dir, holds the incarnation id of the node's last
+// broker process: the next one names it as its predecessor when it registers
+// (coordinator/controller's PredecessorTag), so that a restart after a crash does not
+// wait for the dead process's session to expire. Only the process holding the node's
+// log dirs (locked while the engine has them open) reads and writes it.
+const incarnationFile = "broker.incarnation"
+
+// takeIncarnation returns the incarnation id recorded in dir (zero if none, or
+// unreadable) and records next in its place.
+func takeIncarnation(dir string, next metadata.UUID) (metadata.UUID, error) {
+	var prev metadata.UUID
+	path := filepath.Join(dir, incarnationFile)
+	if b, err := os.ReadFile(path); err == nil {
+		if id, err := metadata.ParseUUID(strings.TrimSpace(string(b))); err == nil {
+			prev = id
+		}
+	}
+	if err := writeSynced(path, []byte(next.String()+"\n")); err != nil {
+		return prev, fmt.Errorf("%w: recording the broker's incarnation: %w", ErrStorage, err)
+	}
+	return prev, nil
+}
