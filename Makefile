@@ -136,6 +136,15 @@ test-long-quorum:
 test-long-replication:
 	SAMSA_LONG=1 $(GO) test -timeout 60m -run 'TestSim' ./replication
 
+# The transactions' long campaigns: the engine's transactional crash workload and the
+# cleaner's crash at every step (both with transactions), and the transaction
+# coordinator's simulation and reference model over many seeds, about 2 minutes;
+# SAMSA_CRASH_SEED=n and SAMSA_TXN_SEED=n replay one.
+.PHONY: test-long-txn
+test-long-txn:
+	SAMSA_LONG=1 $(GO) test -timeout 60m -run 'TestTxnCrashRecovery|TestCleanerCrashAtEveryStep|TestCleanerTransactions' ./engine
+	SAMSA_LONG=1 $(GO) test -timeout 60m -run 'TestCoordinatorSimulation|TestStateMachineModel' ./coordinator/txn
+
 # The controller's long campaign: the cluster simulation (controllers over the model
 # quorum and over the real raft voters, brokers, a faulty network) over 10,000 seeds,
 # about 3 minutes; SAMSA_SIM_SEED=n replays one.
