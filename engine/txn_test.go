@@ -3,15 +3,18 @@ package engine
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strconv"
+	"syscall"
 	"testing"
 
 	"github.com/samsa-broker/samsa/engine/vfs"
+	"github.com/samsa-broker/samsa/engine/vfs/errorfs"
 )
 
 // txnData builds a transactional batch of n records for pid.
@@ -668,4 +671,42 @@ func FuzzProducerSnapshot(f *testing.F) {
 			t.Fatalf("re-encoded snapshot reads %+v (%v), want %+v", again.m, err, got.m)
 		}
 	})
+}
+
+// TestTxnIndexWriteFailureIsUndone: an abort whose .txnindex write fails
+// is undone whole (the marker cut off, the transaction still open, the
+// directory online); once the disk takes writes again the abort goes in.
+func TestTxnIndexWriteFailureIsUndone(t *testing.T) {
+	dir := t.TempDir()
+	efs := errorfs.New(vfs.Default, 1)
+	m := openFS(t, []string{dir}, SyncFsync, efs)
+	defer m.Close()
+	l, _ := m.CreateLog(TopicPartition{"tix", 0}, DefaultLogConfig())
+	verified(t, l, 1, 0, 0)
+	d := mustAppend(t, l, txnData(t, 1, 0, 0, 2, 1))
+	leo, size := l.LogEndOffset(), l.Size()
+	id := efs.Add(errorfs.Rule{Ops: errorfs.OpWrite, Path: "*.txnindex", Errno: syscall.ENOSPC})
+	if _, err := l.Append(marker(1, 0, 1, false), AppendOptions{}); !errors.Is(err, ErrNoSpace) {
+		t.Fatalf("abort with a full disk: %v", err)
+	}
+	if l.LogEndOffset() != leo || l.Size() != size {
+		t.Fatalf("log changed: LEO %d size %d, want %d %d", l.LogEndOffset(), l.Size(), leo, size)
+	}
+	if first, ok := l.OpenTransaction(1); !ok || first != d.BaseOffset {
+		t.Fatalf("transaction not open after the undone abort: %d %v", first, ok)
+	}
+	if got := l.AbortedTransactions(0, math.MaxInt64, nil); len(got) != 0 {
+		t.Fatalf("index entries of an undone abort: %+v", got)
+	}
+	efs.RemoveRule(id)
+	r := mustAppend(t, l, marker(1, 0, 1, false))
+	if r.BaseOffset != leo {
+		t.Fatalf("abort at %d, want %d", r.BaseOffset, leo)
+	}
+	if got := l.AbortedTransactions(0, math.MaxInt64, nil); len(got) != 1 || got[0].LastOffset != leo {
+		t.Fatalf("aborted %+v", got)
+	}
+	if st := m.Stats(); st.DirsOffline != 0 {
+		t.Fatalf("directory offline: %+v", st)
+	}
 }
