@@ -136,6 +136,11 @@ func New(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	if cfg.Dir, err = filepath.Abs(cfg.Dir); err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
+	if strings.ContainsAny(cfg.Dir, ", \t\n") {
+		// log.dirs and controller.quorum.voters are comma-separated lists in a
+		// properties file: a node would take the path for several.
+		return nil, fmt.Errorf("cluster: the run directory %q holds a comma or a space, which log.dirs (a comma-separated list) cannot", cfg.Dir)
+	}
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}

@@ -289,3 +289,10 @@ func TestBadConfig(t *testing.T) {
 		t.Error("a missing binary started")
 	}
 }
+
+func TestNewRefusesCommaInDir(t *testing.T) {
+	_, err := New(context.Background(), Config{Bin: "/bin/true", Nodes: 1, Dir: filepath.Join(t.TempDir(), "a,b")})
+	if err == nil || !strings.Contains(err.Error(), "comma") {
+		t.Fatalf("a run directory with a comma: %v", err)
+	}
+}
