@@ -12,7 +12,12 @@ package main
 // start runs N combined nodes (broker and controller each) as child processes of
 // this one, on 127.0.0.1 with free ports, each with a properties file under DIR,
 // formatted with one cluster id; it prints the bootstrap servers and, on Ctrl-C or
-// SIGTERM, stops every node (SIGTERM: a controlled shutdown) and waits for them.
+// SIGTERM, stops every node (SIGTERM: a controlled shutdown) and waits for them. A
+// node that exits on its own (a crash, or killed to watch a failover) is reported
+// with its exit status and log, and the others keep running; it can be started
+// again by hand with `samsa serve --config DIR/node-<id>/server.properties` (it then
+// runs on its own: Ctrl-C of `samsa cluster start` does not stop it). The exit status
+// is 1 when a node exited on its own, or when every node did.
 
 import (
 	"context"
@@ -21,6 +26,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"syscall"
@@ -43,7 +49,10 @@ const clusterUsage = `usage: samsa cluster <command> [flags]
       --bootstrap-server host:port,... (default 127.0.0.1:9092), --timeout 30s
   start                     run a local cluster: N combined nodes as child processes
                             on 127.0.0.1 (free ports), prints the bootstrap servers,
-                            stops them all on Ctrl-C
+                            stops them all on Ctrl-C; a node that exits (killed to
+                            watch a failover) is reported and the others keep
+                            running; start it again with the printed
+                            samsa serve --config node-<id>/server.properties
       --nodes N (default 3), --data-dir DIR (default ./cluster-data),
       --timeout 60s (how long to wait for the cluster to form)`
 
@@ -214,8 +223,8 @@ func runClusterStart(args []string) int {
 		code = 1
 	}
 	for _, n := range c.nodes {
-		fmt.Printf("node %d: kafka %s, controller %s, admin http://%s, config %s, log %s\n",
-			n.ID, n.Client, n.Controller, n.Admin, n.ConfigFile, filepath.Join(n.Dir, "samsa.log"))
+		fmt.Printf("node %d: pid %d, kafka %s, controller %s, admin http://%s, config %s, log %s\n",
+			n.ID, c.Pid(n.ID), n.Client, n.Controller, n.Admin, n.ConfigFile, filepath.Join(n.Dir, "samsa.log"))
 	}
 	if code == 0 {
 		rctx, cancel := context.WithTimeout(ctx, *timeout)
@@ -229,26 +238,63 @@ func runClusterStart(args []string) int {
 		}
 	}
 	if code == 0 {
-		exited := make(chan int32, len(c.nodes))
-		for _, n := range c.nodes {
-			go func() {
-				c.Wait(context.Background(), n.ID)
-				exited <- n.ID
-			}()
-		}
-		select {
-		case <-ctx.Done():
-			fmt.Println("stopping the nodes")
-		case id := <-exited:
-			fmt.Fprintf(os.Stderr, "samsa cluster start: node %d exited: %v\n%s\nstopping the others\n", id, c.Wait(context.Background(), id), c.LogTail(id, 15))
-			code = 1
-		}
+		code = superviseNodes(ctx, c, bin)
 	}
 	if err := c.StopAll(30 * time.Second); err != nil {
 		fmt.Fprintln(os.Stderr, "samsa cluster start:", err)
 		code = 1
 	}
 	return code
+}
+
+// superviseNodes waits for ctx (Ctrl-C, SIGTERM) while the nodes run, reporting
+// each node that exits on its own and keeping the others; it returns 1 if one did,
+// and returns at once (1) when none is left.
+func superviseNodes(ctx context.Context, c *procCluster, bin string) int {
+	exited := make(chan int32, len(c.nodes))
+	for _, n := range c.nodes {
+		go func() {
+			c.Wait(context.Background(), n.ID)
+			exited <- n.ID
+		}()
+	}
+	code, alive := 0, len(c.nodes)
+	for alive > 0 {
+		select {
+		case <-ctx.Done():
+			fmt.Println("stopping the nodes")
+			return code
+		case id := <-exited:
+			if ctx.Err() != nil {
+				continue // stopping anyway
+			}
+			alive--
+			code = 1
+			n := c.Node(id)
+			fmt.Fprintf(os.Stderr, "samsa cluster start: node %d exited (%s); its log is %s:\n%s\n",
+				id, exitStatus(c.Wait(context.Background(), id)), filepath.Join(n.Dir, "samsa.log"), c.LogTail(id, 15))
+			if alive > 0 {
+				fmt.Fprintf(os.Stderr, "samsa cluster start: the other %d nodes keep running (Ctrl-C stops them); to start node %d again: %s serve --config %s\n",
+					alive, id, bin, n.ConfigFile)
+			}
+		}
+	}
+	fmt.Fprintln(os.Stderr, "samsa cluster start: every node exited")
+	return 1
+}
+
+// exitStatus describes a child's exit.
+func exitStatus(err error) string {
+	if err == nil {
+		return "exit status 0"
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return fmt.Sprintf("killed by signal %d, %s", int(ws.Signal()), ws.Signal())
+		}
+	}
+	return err.Error()
 }
 
 // checkClusterDir refuses a directory made for another number of nodes.

@@ -130,3 +130,64 @@ func TestClusterBench(t *testing.T) {
 			len(ds), ds[0].Round(time.Millisecond), ds[len(ds)/2].Round(time.Millisecond), ds[len(ds)-1].Round(time.Millisecond))
 	})
 }
+
+// TestClusterBenchLeaderFailover measures issue 10's failover time: SIGKILL of a
+// partition leader under acks=all load to the producer's next acknowledgement (the
+// longest time without one after the kill), over SAMSA_CLUSTER_BENCH_KILLS kills (10),
+// each on a fresh cluster of three combined nodes with default settings, half of them
+// of a leader that is also the active controller. The producer is franz-go with
+// MetadataMinAge 100 ms (see leaderKill), then, when Debian's confluent-kafka-python
+// is there, librdkafka with its defaults.
+//
+//	SAMSA_CLUSTER_BENCH=1 go test ./cmd/samsa -run '^TestClusterBenchLeaderFailover$' -v -count=1 -timeout 30m
+func TestClusterBenchLeaderFailover(t *testing.T) {
+	if os.Getenv("SAMSA_CLUSTER_BENCH") != "1" {
+		t.Skip("set SAMSA_CLUSTER_BENCH=1 to measure the cluster's figures")
+	}
+	kills := benchSize("SAMSA_CLUSTER_BENCH_KILLS", 10)
+	t.Logf("machine: %d CPUs, %s/%s, %s", runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version())
+	clients := []struct {
+		name string
+		load func(t *testing.T) func(bootstrap, topic string) *loadProducer
+	}{
+		{"franz-go (MetadataMinAge 100 ms)", func(t *testing.T) func(string, string) *loadProducer { return nil }},
+	}
+	if py := rdkafkaPython(); py != "" {
+		clients = append(clients, struct {
+			name string
+			load func(t *testing.T) func(bootstrap, topic string) *loadProducer
+		}{"librdkafka (defaults)", func(t *testing.T) func(string, string) *loadProducer {
+			return func(bootstrap, topic string) *loadProducer { return startRdkafkaLoad(t, py, bootstrap, topic) }
+		}})
+	}
+	for _, cl := range clients {
+		var all, plain, withCtl []time.Duration
+		for i := range kills {
+			which, kind := leaderNotController, "leader"
+			if i%2 == 1 {
+				which, kind = leaderAndController, "leader and controller"
+			}
+			var r killResult
+			t.Run(fmt.Sprintf("kill-%d", i), func(t *testing.T) {
+				r = leaderKill(t, nil, which, cl.load(t), cl.name != "librdkafka (defaults)")
+			})
+			t.Logf("%s, kill %d (%s): no acknowledgement for %v", cl.name, i, kind, r.gap.Round(time.Millisecond))
+			all = append(all, r.gap)
+			if which == leaderNotController {
+				plain = append(plain, r.gap)
+			} else {
+				withCtl = append(withCtl, r.gap)
+			}
+		}
+		summary := func(ds []time.Duration) string {
+			if len(ds) == 0 {
+				return "-"
+			}
+			s := slices.Clone(ds)
+			slices.Sort(s)
+			return fmt.Sprintf("n=%d min %v median %v max %v", len(s), s[0].Round(time.Millisecond), s[len(s)/2].Round(time.Millisecond), s[len(s)-1].Round(time.Millisecond))
+		}
+		t.Logf("%s: leader SIGKILL to the next acknowledgement: all %s; leader only %s; leader and controller %s",
+			cl.name, summary(all), summary(plain), summary(withCtl))
+	}
+}

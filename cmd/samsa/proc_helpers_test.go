@@ -5,6 +5,7 @@ package main
 // acknowledged, and an outside reader that checks it.
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -177,9 +179,9 @@ type ack struct {
 // loadProducer produces numbered records to topic (acks=all, idempotent: franz-go's
 // defaults) from one goroutine and remembers every acknowledged one.
 type loadProducer struct {
-	cl   *kgo.Client
-	stop context.CancelFunc
-	done chan struct{}
+	stop  func()        // ends producing; what is in flight is still answered
+	abort func()        // fails what is still in flight
+	done  chan struct{} // closed when the producer has ended
 
 	mu     sync.Mutex
 	acks   []ack
@@ -192,7 +194,7 @@ func startLoad(t *testing.T, bootstrap, topic string, opts ...kgo.Opt) *loadProd
 	cl := client(t, bootstrap, append([]kgo.Opt{kgo.DefaultProduceTopic(topic), kgo.MaxBufferedRecords(200),
 		kgo.ProducerLinger(time.Millisecond), kgo.RecordPartitioner(kgo.RoundRobinPartitioner())}, opts...)...)
 	ctx, cancel := context.WithCancel(context.Background())
-	lp := &loadProducer{cl: cl, stop: cancel, done: make(chan struct{})}
+	lp := &loadProducer{stop: cancel, abort: cl.Close, done: make(chan struct{})}
 	go func() {
 		defer close(lp.done)
 		var wg sync.WaitGroup
@@ -222,6 +224,93 @@ func startLoad(t *testing.T, bootstrap, topic string, opts ...kgo.Opt) *loadProd
 	return lp
 }
 
+// rdkafkaProducer is a librdkafka producer (confluent-kafka-python) with every
+// setting at its default but bootstrap.servers: numbered records to a topic, at most
+// 200 unanswered, each delivery written to stdout as "ok PARTITION OFFSET VALUE
+// UNIX_NANOS" (or "err ERROR"); it stops producing when stdin closes and flushes.
+const rdkafkaProducer = `
+import select, sys, time
+from confluent_kafka import Producer
+p = Producer({"bootstrap.servers": sys.argv[1]})
+topic = sys.argv[2]
+out = sys.stdout
+def delivered(err, msg):
+    if err is None:
+        out.write("ok %d %d %s %d\n" % (msg.partition(), msg.offset(), msg.value().decode(), time.time_ns()))
+    else:
+        out.write("err %s\n" % err)
+i = 0
+while True:
+    r, _, _ = select.select([sys.stdin], [], [], 0)
+    if r and not sys.stdin.read(1):
+        break
+    if len(p) < 200:
+        p.produce(topic, ("v-%08d" % i).encode(), callback=delivered)
+        i += 1
+    p.poll(0.001)
+    out.flush()
+p.flush(30)
+out.flush()
+`
+
+// rdkafkaPython is the Python that has confluent_kafka (Debian's), or "".
+func rdkafkaPython() string {
+	const py = "/usr/bin/python3"
+	if err := exec.Command(py, "-c", "import confluent_kafka").Run(); err != nil {
+		return ""
+	}
+	return py
+}
+
+// startRdkafkaLoad is startLoad with rdkafkaProducer as the producer.
+func startRdkafkaLoad(t *testing.T, py, bootstrap, topic string) *loadProducer {
+	t.Helper()
+	cmd := exec.Command(py, "-c", rdkafkaProducer, bootstrap, topic)
+	cmd.SysProcAttr = childSysProcAttr()
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lp := &loadProducer{stop: func() { stdin.Close() }, abort: func() { cmd.Process.Kill() }, done: make(chan struct{})}
+	t.Cleanup(func() { cmd.Process.Kill() })
+	go func() {
+		defer close(lp.done)
+		sc := bufio.NewScanner(stdout)
+		last := time.Now()
+		for sc.Scan() {
+			f := strings.Fields(sc.Text())
+			lp.mu.Lock()
+			if len(f) == 5 && f[0] == "ok" {
+				p, _ := strconv.Atoi(f[1])
+				off, _ := strconv.ParseInt(f[2], 10, 64)
+				ns, _ := strconv.ParseInt(f[4], 10, 64)
+				at := time.Unix(0, ns)
+				lp.maxGap = max(lp.maxGap, at.Sub(last))
+				last = at
+				lp.acks = append(lp.acks, ack{Partition: int32(p), Offset: off, Value: f[3], At: at})
+			} else {
+				lp.errs = append(lp.errs, errors.New(sc.Text()))
+			}
+			lp.mu.Unlock()
+		}
+		if err := cmd.Wait(); err != nil && stderr.Len() > 0 {
+			lp.mu.Lock()
+			lp.errs = append(lp.errs, fmt.Errorf("%v: %s", err, stderr.String()))
+			lp.mu.Unlock()
+		}
+	}()
+	return lp
+}
+
 // acked returns how many records were acknowledged so far.
 func (lp *loadProducer) acked() int {
 	lp.mu.Lock()
@@ -241,6 +330,21 @@ func (lp *loadProducer) waitAcked(t *testing.T, n int, within time.Duration) tim
 	})
 }
 
+// waitPartitionAcked waits until a record of partition p is acknowledged after since.
+func (lp *loadProducer) waitPartitionAcked(t *testing.T, p int32, since time.Time, within time.Duration) {
+	t.Helper()
+	eventually(t, within, fmt.Sprintf("a record of partition %d acknowledged", p), func() error {
+		lp.mu.Lock()
+		defer lp.mu.Unlock()
+		for i := len(lp.acks) - 1; i >= 0 && lp.acks[i].At.After(since); i-- {
+			if lp.acks[i].Partition == p {
+				return nil
+			}
+		}
+		return errors.New("none yet")
+	})
+}
+
 // finish stops producing and returns the acknowledged records, the longest gap
 // between acknowledgements and the errors seen.
 //
@@ -251,7 +355,7 @@ func (lp *loadProducer) finish() ([]ack, time.Duration, []error) {
 	select {
 	case <-lp.done:
 	case <-time.After(30 * time.Second):
-		lp.cl.Close()
+		lp.abort()
 		<-lp.done
 	}
 	lp.mu.Lock()

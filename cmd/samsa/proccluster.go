@@ -328,6 +328,17 @@ func (c *procCluster) Running(id int32) bool {
 	}
 }
 
+// Pid is node id's process id (0 if it never started).
+func (c *procCluster) Pid(id int32) int {
+	n := c.Node(id)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.cmd == nil || n.cmd.Process == nil {
+		return 0
+	}
+	return n.cmd.Process.Pid
+}
+
 // Signal sends sig to node id's process.
 func (c *procCluster) Signal(id int32, sig syscall.Signal) error {
 	n := c.Node(id)

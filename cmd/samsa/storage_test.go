@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -60,12 +59,11 @@ metadata.log.dir=%s
 	if err := storageInfo(&out, file); err != nil || strings.Count(out.String(), id) != 3 {
 		t.Fatalf("info: %v\n%s", err, out.String())
 	}
-	// Formatted: the storage check passes; what stops it now is the build.
+	// Formatted: the storage check passes and the node starts (its broker serves
+	// once a quorum forms, which this test does not run).
 	n, err := startNode(cfg, slog.New(slog.DiscardHandler))
-	switch {
-	case err == nil:
-		stopTestServer(t, n)
-	case !errors.Is(err, node.ErrNotSupported):
+	if err != nil {
 		t.Fatalf("formatted cluster node: %v", err)
 	}
+	stopTestServer(t, n)
 }
