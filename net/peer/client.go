@@ -232,6 +232,8 @@ type Client struct {
 		sync.Mutex
 		slots  map[slotKey]*slot
 		closed bool
+		// mismatchLogged: when a voter-set mismatch was last logged, by voter.
+		mismatchLogged map[int32]time.Time
 	}
 	leader leaderHint // the active controller, as last learned; suspects
 	raft   raftState
@@ -409,8 +411,6 @@ type slot struct {
 		retryAt  time.Time
 		lastErr  error
 		closed   bool
-		// mismatchLogged: when a voter-set mismatch of this target was last logged.
-		mismatchLogged time.Time
 	}
 }
 
@@ -566,13 +566,7 @@ func (s *slot) checkVoterSet(ctx context.Context, cn *conn, addr string) error {
 	}
 	err = fmt.Errorf("%w: %s at %s has controller.quorum.voters=%s, this node has controller.quorum.voters=%s: every node must list the same voters (fix the node whose list is wrong)",
 		ErrVoterSetMismatch, s.key.to, addr, tv, ours)
-	s.mu.Lock()
-	logNow := time.Since(s.mu.mismatchLogged) >= mismatchLogEvery
-	if logNow {
-		s.mu.mismatchLogged = time.Now()
-	}
-	s.mu.Unlock()
-	if logNow {
+	if s.c.logMismatch(s.key.to.Node) {
 		s.c.log.Error("the voter lists other voters than this node: connection refused", "to", s.key.to.String(), "addr", addr,
 			"its_voters", tv.String(), "our_voters", ours.String())
 	}
@@ -581,6 +575,21 @@ func (s *slot) checkVoterSet(ctx context.Context, cn *conn, addr string) error {
 
 // mismatchLogEvery spaces the errors logged for one voter whose voter set differs.
 const mismatchLogEvery = 30 * time.Second
+
+// logMismatch reports whether a voter-set mismatch of voter id is to be logged now
+// (once per mismatchLogEvery and voter, whatever the purpose of the connection).
+func (c *Client) logMismatch(id int32) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.mu.mismatchLogged == nil {
+		c.mu.mismatchLogged = map[int32]time.Time{}
+	}
+	if time.Since(c.mu.mismatchLogged[id]) < mismatchLogEvery {
+		return false
+	}
+	c.mu.mismatchLogged[id] = time.Now()
+	return true
+}
 
 // leaderHint is the active controller as last learned (-1: unknown), with the
 // highest quorum term learned, and the suspects: voters that left a request
