@@ -108,5 +108,6 @@
 //     the whole id (Kafka: a Java regular expression).
 //   - The coordinator's appends wait for the in-sync replicas up to
 //     ReplicatedLog's timeout (Kafka: the transaction's timeout).
+//
 // How the broker wires this package: WIRING.md in this directory.
 package txn
