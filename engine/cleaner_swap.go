@@ -93,10 +93,9 @@ func (l *Log) swapCleaned(group []*segment, sizes []int64, cs *cleanedSeg) error
 		if err := s.ensureIndexes(cfg); err != nil {
 			l.logger.Warn("indexes of a cleaned-away segment", "base", s.base, "err", err)
 		}
-		s.idxMu.Lock() // no index is opened by name while the files move
-		err := s.markDeleted()
-		s.idxMu.Unlock()
-		if err != nil {
+		// markDeleted holds idxMu: no index is opened by name while the
+		// files move.
+		if err := s.markDeleted(); err != nil {
 			return l.swapFailed(err)
 		}
 	}

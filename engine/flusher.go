@@ -291,7 +291,7 @@ func (l *Log) flush() error {
 		if e := s.syncTxn(); e != nil && err == nil {
 			err = e
 		}
-		if s != active && !s.idxSynced {
+		if s != active && !s.idxSynced && !s.deleted.Load() {
 			s.idxMu.Lock()
 			if s.oidx != nil {
 				if e := s.oidx.syncLocked(); e != nil && err == nil {

@@ -13,19 +13,38 @@ import (
 // mmapIndex is a file of fixed-size entries mapped into memory: the common
 // part of the offset index and the time index.
 //
+// It holds no file descriptor: the file is opened for the few operations
+// that need one (mapping, growing, trimming, fsync) and closed again, so an
+// index costs a mapping, not a descriptor (as Kafka's, which closes its
+// RandomAccessFile once mapped). A partition's active segment then holds
+// one descriptor, its .log.
+//
+// A writable index grows on demand: it starts with no space (an idle
+// partition's indexes are empty files) and, when an append needs room, is
+// fallocated to twice its size (at least indexGrowMin, at most maxEntries
+// entries) and mapped again. The space is reserved by fallocate before the
+// mapping reaches it, so a write through the mapping never meets a hole (a
+// sparse page on a full disk would raise SIGBUS); a full disk fails the
+// growth, before the append writes anything, with ENOSPC.
+//
 // Invariants (the caller holds segment.idxMu: shared for reads, exclusive for
 // every other method):
-//  1. entries*entrySize <= len(mm); entries past that are garbage.
-//  2. A writable index is preallocated and mapped read-write at its maximum
-//     size; a read-only one is mapped at exactly its file size (nil if empty).
+//  1. entries <= capEntries <= maxEntries and capEntries*entrySize <= len(mm);
+//     entries past `entries` are garbage.
+//  2. A writable index is allocated and mapped read-write at capEntries; a
+//     read-only one is mapped at exactly its file size (nil if empty), with
+//     capEntries = maxEntries = entries.
 //  3. No slice of mm outlives the lock: readers copy values out.
+//  4. path is the file's current name (segment.markDeleted renames it under
+//     the exclusive lock).
 type mmapIndex struct {
+	fs         vfs.FS
 	path       string
-	f          vfs.File
 	mm         mmap.MMap
 	entrySize  int
 	entries    int
-	maxEntries int
+	capEntries int // allocated and mapped
+	maxEntries int // the most a writable index may grow to (segment.index.bytes)
 	writable   bool
 
 	// sum holds the key of every sumEvery-th entry (sum[j] = key(j*sumEvery)):
@@ -35,6 +54,10 @@ type mmapIndex struct {
 	sum   []int64
 	sumOK bool
 }
+
+// indexGrowMin is the first allocation of a writable index (one page): 512
+// offset-index entries, about 2 MiB of log at index.interval.bytes 4096.
+const indexGrowMin = 4096
 
 const sumEvery = 64
 
@@ -99,17 +122,17 @@ func (x *mmapIndex) searchLocked(t int64, from int) int {
 
 // openIndex opens (creating it if missing) the index at path. The entry count
 // is the file size in whole entries; the caller checks or rebuilds it. A
-// writable index is preallocated to maxBytes. sound is false when the file was
+// writable index may grow to maxBytes. sound is false when the file was
 // missing or not a whole number of entries.
 func openIndex(fsys vfs.FS, path string, entrySize int, maxBytes int32, writable bool) (x *mmapIndex, sound bool, err error) {
 	f, err := fsys.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, false, err
 	}
-	x = &mmapIndex{path: path, f: f, entrySize: entrySize}
+	defer f.Close()
+	x = &mmapIndex{fs: fsys, path: path, entrySize: entrySize}
 	fi, err := f.Stat()
 	if err != nil {
-		f.Close()
 		return nil, false, err
 	}
 	// A file created just now has mode 0644 and size 0; one that existed
@@ -117,18 +140,32 @@ func openIndex(fsys vfs.FS, path string, entrySize int, maxBytes int32, writable
 	sound = fi.Size()%int64(entrySize) == 0
 	x.entries = int(fi.Size() / int64(entrySize))
 	if writable {
-		err = x.mapWritableLocked(maxBytes)
+		err = x.mapWritableFile(f, fi.Size(), maxBytes)
 	} else {
-		err = x.mapReadOnlyLocked()
+		err = x.mapReadOnlyFile(f, fi.Size())
 	}
 	if err != nil {
-		f.Close()
+		x.emptyLocked()
 		return nil, false, err
 	}
 	// The summary is built by the caller once the entries are checked
-	// (rebuildSumLocked): an unchecked file may be 10 MiB of preallocated
-	// zeros, not worth faulting in.
+	// (rebuildSumLocked): an unchecked file may be megabytes of
+	// preallocated zeros, not worth faulting in.
 	return x, sound, nil
+}
+
+// openFile opens the index file for one operation; the caller closes it.
+func (x *mmapIndex) openFile() (vfs.File, int64, error) {
+	f, err := x.fs.OpenFile(x.path, os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, 0, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, err
+	}
+	return f, fi.Size(), nil
 }
 
 func (x *mmapIndex) unmapLocked() error {
@@ -145,22 +182,27 @@ func (x *mmapIndex) unmapLocked() error {
 // segment's start, and appends skip it) until it is rebuilt.
 func (x *mmapIndex) emptyLocked() {
 	x.unmapLocked()
-	x.entries, x.maxEntries, x.writable = 0, 0, false
+	x.entries, x.capEntries, x.maxEntries, x.writable = 0, 0, 0, false
 	x.sum, x.sumOK = x.sum[:0], true
 }
 
-// mapWritableLocked preallocates the file to maxBytes (rounded down to whole
-// entries, never below the current entries) and maps it read-write. On
-// failure the index is left empty (emptyLocked).
+// mapWritableLocked makes the index writable, growing to at most maxBytes
+// (rounded down to whole entries, never below the current entries), with
+// room allocated and mapped for its entries (and no more than growth needs).
+// On failure the index is left empty (emptyLocked).
 func (x *mmapIndex) mapWritableLocked(maxBytes int32) error {
-	err := x.mapWritable(maxBytes)
+	f, size, err := x.openFile()
+	if err == nil {
+		err = x.mapWritableFile(f, size, maxBytes)
+		f.Close()
+	}
 	if err != nil {
 		x.emptyLocked()
 	}
 	return err
 }
 
-func (x *mmapIndex) mapWritable(maxBytes int32) error {
+func (x *mmapIndex) mapWritableFile(f vfs.File, size int64, maxBytes int32) error {
 	if err := x.unmapLocked(); err != nil {
 		return err
 	}
@@ -171,59 +213,107 @@ func (x *mmapIndex) mapWritable(maxBytes int32) error {
 	if maxEntries < 1 {
 		maxEntries = 1
 	}
-	size := int64(maxEntries * x.entrySize)
-	if err := preallocate(x.f, size); err != nil {
-		return err
+	x.maxEntries = maxEntries
+	x.capEntries = 0
+	x.writable = true
+	// Space beyond the entries (a file preallocated in full by an
+	// earlier version, or zeros a crash left) is given back.
+	capEntries := 0
+	if x.entries > 0 {
+		capEntries = x.grownCap(x.entries)
 	}
-	fi, err := x.f.Stat()
-	if err != nil {
-		return err
-	}
-	if fi.Size() > size {
-		if err := x.f.Truncate(size); err != nil {
+	if size > int64(capEntries*x.entrySize) {
+		if err := f.Truncate(int64(capEntries * x.entrySize)); err != nil {
 			return err
 		}
 	}
-	mm, err := mapFile(x.f, int(size), mmap.RDWR)
+	return x.allocLocked(f, capEntries)
+}
+
+// grownCap is the capacity, in entries, an index needing room for n entries
+// grows to: twice the current one (at least indexGrowMin bytes), enough for
+// n, at most maxEntries.
+func (x *mmapIndex) grownCap(n int) int {
+	b := max(2*x.capEntries*x.entrySize, indexGrowMin)
+	for b < n*x.entrySize {
+		b *= 2
+	}
+	return max(min(b/x.entrySize, x.maxEntries), n)
+}
+
+// allocLocked reserves the file's blocks up to capEntries entries (an
+// fallocate: no hole for the mapping to fault on) and maps that much
+// read-write. On failure the old mapping and capacity stay.
+func (x *mmapIndex) allocLocked(f vfs.File, capEntries int) error {
+	if capEntries <= x.capEntries && x.mm != nil {
+		return nil
+	}
+	size := int64(capEntries * x.entrySize)
+	if size == 0 {
+		return nil
+	}
+	if err := preallocate(f, size); err != nil {
+		return err
+	}
+	mm, err := mapFile(f, int(size), mmap.RDWR)
 	if err != nil {
 		return fmt.Errorf("mmap %s: %w", x.path, err)
 	}
+	if err := x.unmapLocked(); err != nil {
+		mm.Unmap()
+		return err
+	}
 	x.mm = mm
-	x.maxEntries = maxEntries
-	x.writable = true
+	x.capEntries = capEntries
 	return nil
+}
+
+// reserveLocked makes room for n more entries in a writable index, growing
+// it when needed (up to maxEntries: fullFor says when even that is not
+// enough). Nothing changes on failure (ENOSPC on a full disk, typically):
+// the index keeps its entries and its mapping.
+func (x *mmapIndex) reserveLocked(n int) error {
+	if !x.writable || x.entries+n <= x.capEntries || x.capEntries >= x.maxEntries {
+		return nil
+	}
+	f, _, err := x.openFile()
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return x.allocLocked(f, x.grownCap(min(x.entries+n, x.maxEntries)))
 }
 
 // mapReadOnlyLocked truncates the file to its entries and maps it read-only.
 // On failure the index is left empty (emptyLocked).
 func (x *mmapIndex) mapReadOnlyLocked() error {
-	err := x.mapReadOnly()
+	f, size, err := x.openFile()
+	if err == nil {
+		err = x.mapReadOnlyFile(f, size)
+		f.Close()
+	}
 	if err != nil {
 		x.emptyLocked()
 	}
 	return err
 }
 
-func (x *mmapIndex) mapReadOnly() error {
+func (x *mmapIndex) mapReadOnlyFile(f vfs.File, fileSize int64) error {
 	if err := x.unmapLocked(); err != nil {
 		return err
 	}
 	size := int64(x.entries * x.entrySize)
-	fi, err := x.f.Stat()
-	if err != nil {
-		return err
-	}
-	if fi.Size() != size {
-		if err := x.f.Truncate(size); err != nil {
+	if fileSize != size {
+		if err := f.Truncate(size); err != nil {
 			return err
 		}
 	}
 	x.writable = false
-	x.maxEntries = x.entries
+	x.maxEntries, x.capEntries = x.entries, x.entries
 	if size == 0 {
 		return nil
 	}
-	mm, err := mapFile(x.f, int(size), mmap.RDONLY)
+	mm, err := mapFile(f, int(size), mmap.RDONLY)
 	if err != nil {
 		return fmt.Errorf("mmap %s: %w", x.path, err)
 	}
@@ -231,13 +321,20 @@ func (x *mmapIndex) mapReadOnly() error {
 	return nil
 }
 
-// full reports whether n more entries would not fit.
+// fullFor reports whether n more entries would not fit even at the
+// index's largest size (the segment must roll).
 func (x *mmapIndex) fullFor(n int) bool { return x.writable && x.entries+n > x.maxEntries }
 
-// appendLocked copies e (one entry) after the last entry. The index must be
-// writable and not full.
+// appendLocked copies e (one entry) after the last entry, growing the index
+// when it has no room left (Append reserves the room before it writes, so
+// that a full disk fails the append instead). It does nothing (and says
+// false) when the index is not writable, is full or cannot grow: an entry
+// less costs a longer scan, never a wrong answer.
 func (x *mmapIndex) appendLocked(e []byte) bool {
-	if !x.writable || x.entries >= x.maxEntries {
+	if !x.writable {
+		return false
+	}
+	if x.entries >= x.capEntries && (x.reserveLocked(1) != nil || x.entries >= x.capEntries) {
 		return false
 	}
 	copy(x.mm[x.entries*x.entrySize:], e)
@@ -249,25 +346,35 @@ func (x *mmapIndex) appendLocked(e []byte) bool {
 }
 
 // rewriteLocked replaces the content with data (whole entries) and maps it
-// again, writable (at maxBytes) or read-only.
+// again, writable (growing to at most maxBytes) or read-only.
 func (x *mmapIndex) rewriteLocked(data []byte, writable bool, maxBytes int32) error {
 	if err := x.unmapLocked(); err != nil {
 		return err
 	}
-	// No truncation first: the mapping below trims or preallocates, and
+	x.capEntries = 0
+	f, size, err := x.openFile()
+	if err != nil {
+		x.emptyLocked()
+		return err
+	}
+	defer f.Close()
+	// No truncation first: the mapping below trims or allocates, and
 	// bytes past the entries are never read.
 	if len(data) > 0 {
-		if _, err := x.f.WriteAt(data, 0); err != nil {
+		if _, err := f.WriteAt(data, 0); err != nil {
 			x.emptyLocked()
 			return err
 		}
+		size = max(size, int64(len(data)))
 	}
 	x.entries = len(data) / x.entrySize
-	var err error
 	if writable {
-		err = x.mapWritableLocked(maxBytes)
+		err = x.mapWritableFile(f, size, maxBytes)
 	} else {
-		err = x.mapReadOnlyLocked()
+		err = x.mapReadOnlyFile(f, size)
+	}
+	if err != nil {
+		x.emptyLocked()
 	}
 	x.rebuildSumLocked()
 	return err
@@ -280,19 +387,30 @@ func (x *mmapIndex) syncLocked() error {
 			return err
 		}
 	}
-	return x.f.Sync()
+	return x.fsyncFile()
 }
 
-// closeLocked trims a writable index to its entries, unmaps and closes.
+// fsyncFile fsyncs the index file (through a descriptor opened for it: the
+// inode's dirty pages are synced whichever descriptor asks).
+func (x *mmapIndex) fsyncFile() error {
+	f, _, err := x.openFile()
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	if e := f.Close(); err == nil {
+		err = e
+	}
+	return err
+}
+
+// closeLocked trims a writable index to its entries and unmaps it.
 func (x *mmapIndex) closeLocked() error {
 	var err error
 	if x.writable {
 		err = x.mapReadOnlyLocked()
 	}
 	if e := x.unmapLocked(); err == nil {
-		err = e
-	}
-	if e := x.f.Close(); err == nil {
 		err = e
 	}
 	return err

@@ -294,10 +294,10 @@ func (l *Log) close(mode closeMode) error {
 			if err := act.trimIndexesLocked(); err != nil && first == nil {
 				first = err
 			}
-			if err := act.oidx.f.Sync(); err != nil && first == nil {
+			if err := act.oidx.fsyncFile(); err != nil && first == nil {
 				first = err
 			}
-			if err := act.tidx.f.Sync(); err != nil && first == nil {
+			if err := act.tidx.fsyncFile(); err != nil && first == nil {
 				first = err
 			}
 		}

@@ -143,6 +143,23 @@ func (l *Log) Append(batches []byte, o AppendOptions) (AppendResult, error) {
 			return AppendResult{}, fmt.Errorf("%w: offsets %d..%d span more than a segment", ErrInvalidRecord, first, next-1)
 		}
 	}
+	// Room for the index entries this append may add (one per batch, and
+	// the time index's entry at roll or close), before anything is
+	// written: a full disk fails the growth of an index, not the append
+	// half-way.
+	interval := int64(cfg.IndexIntervalBytes)
+	if n := indexEntriesFor(batches, seg.bytesSinceIndex, interval); n > 0 {
+		seg.idxMu.Lock()
+		ierr := seg.oidx.reserveLocked(n)
+		if ierr == nil {
+			ierr = seg.tidx.reserveLocked(n + 1)
+		}
+		seg.idxMu.Unlock()
+		if ierr != nil {
+			l.m.reportIO(l.tp.String(), ierr, "op", "index grow")
+			return AppendResult{}, ioFailure(fmt.Sprintf("append %s", l.tp), ierr)
+		}
+	}
 	pos := seg.size.Load()
 	if _, err := seg.log.WriteAt(batches, pos); err != nil {
 		return AppendResult{}, l.undoWrite(seg, pos, err)
@@ -164,7 +181,6 @@ func (l *Log) Append(batches []byte, o AppendOptions) (AppendResult, error) {
 	l.size.Add(int64(len(batches)))
 	l.leo.Store(next)
 
-	interval := int64(cfg.IndexIntervalBytes)
 	latest := l.epochs.latest()
 	seg.idxMu.Lock()
 	for p := 0; p < len(batches); {
@@ -207,6 +223,23 @@ func (l *Log) Append(batches []byte, o AppendOptions) (AppendResult, error) {
 		res.LogAppendTime = now
 	}
 	return res, nil
+}
+
+// indexEntriesFor is the number of offset-index entries an append of
+// batches adds to a segment bytesSinceIndex past its last entry (the rule
+// of the loop that adds them).
+func indexEntriesFor(batches []byte, bytesSinceIndex, interval int64) int {
+	n := 0
+	for p := 0; p < len(batches); {
+		if bytesSinceIndex > interval {
+			n++
+			bytesSinceIndex = 0
+		}
+		size := int64(int32(beUint32(batches[p+offLength:]))) + logOverhead
+		bytesSinceIndex += size
+		p += int(size)
+	}
+	return n
 }
 
 // needRoll reports whether an append of n bytes in nb batches with offsets

@@ -359,6 +359,11 @@ func (s *segment) release() {
 // Open would take it for data. Failing index renames leave orphans, which
 // Open removes.
 func (s *segment) markDeleted() error {
+	// Under idxMu, so that an index operation opening its file (they hold
+	// no descriptor) finds it under its current name.
+	s.idxMu.Lock()
+	defer s.idxMu.Unlock()
+	defer s.renamedIndexesLocked()
 	var first error
 	for i, suf := range segmentSuffixes {
 		old := filepath.Join(s.dir, segmentFileName(s.base, suf))
@@ -377,11 +382,23 @@ func (s *segment) markDeleted() error {
 // unmarkDeleted undoes markDeleted (a roll or truncation that failed after
 // renaming).
 func (s *segment) unmarkDeleted() {
+	s.idxMu.Lock()
+	defer s.idxMu.Unlock()
+	defer s.renamedIndexesLocked()
 	for _, suf := range segmentSuffixes {
 		cur := filepath.Join(s.dir, segmentFileName(s.base, suf))
 		s.fs.Rename(cur+deletedSuffix, cur)
 	}
 	s.deleted.Store(false)
+}
+
+// renamedIndexesLocked points the loaded indexes at their files' names
+// after markDeleted or unmarkDeleted.
+func (s *segment) renamedIndexesLocked() {
+	if s.oidx != nil {
+		s.oidx.path = s.path(indexSuffix)
+		s.tidx.path = s.path(timeIndexSuffix)
+	}
 }
 
 // indexBuilder computes index entries for a sequence of batches, with the same
