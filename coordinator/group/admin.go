@@ -32,17 +32,29 @@ func (c *Coordinator) DescribeGroups(req *kmsg.DescribeGroupsRequest) *kmsg.Desc
 		found := code == 0 && g != nil && g.describe(&out)
 		if code == 0 && !found && req.Version >= 6 {
 			out.ErrorCode = kerr.GroupIDNotFound.Code
+			if g != nil && g.kindLocked() != kindClassic {
+				msg := "Group " + id + " is not a classic group."
+				out.ErrorMessage = &msg
+			}
 		}
 		r.Groups = append(r.Groups, out)
 	}
 	return r
 }
 
-// describe fills out from the group; false when the group is Dead.
+// kindLocked returns the group's kind, taking its lock.
+func (g *group) kindLocked() groupKind {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.kind
+}
+
+// describe fills out from the group; false when the group is Dead or not classic
+// (consumer and share groups have their own describe APIs).
 func (g *group) describe(out *kmsg.DescribeGroupsResponseGroup) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.state == stateDead {
+	if g.state == stateDead || g.kind != kindClassic {
 		return false
 	}
 	out.State = g.state.String()
@@ -64,13 +76,11 @@ func (g *group) describe(out *kmsg.DescribeGroupsResponseGroup) bool {
 }
 
 // ListGroups handles ListGroups (v0+) with the state filter (v4+, case-insensitive)
-// and the type filter (v5+; every group here is "classic").
+// and the type filter (v5+: classic, consumer, share). Consumer and share groups
+// report their own states (Empty, Assigning, Reconciling, Stable; Empty, Stable).
 func (c *Coordinator) ListGroups(req *kmsg.ListGroupsRequest) *kmsg.ListGroupsResponse {
 	r := kmsg.NewPtrListGroupsResponse()
 	r.Version = req.Version
-	if len(req.TypesFilter) > 0 && !containsFold(req.TypesFilter, "classic") {
-		return r
-	}
 	c.mu.Lock()
 	gs := make([]*group, 0, len(c.mu.groups))
 	for _, g := range c.mu.groups {
@@ -85,13 +95,24 @@ func (c *Coordinator) ListGroups(req *kmsg.ListGroupsRequest) *kmsg.ListGroupsRe
 	sort.Slice(gs, func(i, j int) bool { return gs[i].id < gs[j].id })
 	for _, g := range gs {
 		g.mu.Lock()
-		st, pt := g.state, g.protocolType
+		st, pt, kind := g.state, g.protocolType, g.kind
+		name := st.String()
+		switch {
+		case st == stateDead:
+		case kind == kindConsumer:
+			name = g.cg.stateName()
+		case kind == kindShare:
+			name = g.sg.stateName()
+		}
 		g.mu.Unlock()
-		if st == stateDead || (len(req.StatesFilter) > 0 && !containsFold(req.StatesFilter, st.String())) {
+		if st == stateDead || (len(req.StatesFilter) > 0 && !containsFold(req.StatesFilter, name)) {
+			continue
+		}
+		if len(req.TypesFilter) > 0 && !containsFold(req.TypesFilter, kind.String()) {
 			continue
 		}
 		lg := kmsg.NewListGroupsResponseGroup()
-		lg.Group, lg.ProtocolType, lg.GroupState, lg.GroupType = g.id, pt, st.String(), "classic"
+		lg.Group, lg.ProtocolType, lg.GroupState, lg.GroupType = g.id, pt, name, kind.String()
 		r.Groups = append(r.Groups, lg)
 	}
 	return r
@@ -141,13 +162,19 @@ func (c *Coordinator) DeleteGroups(req *kmsg.DeleteGroupsRequest, cb func(*kmsg.
 		left++
 		mu.Unlock()
 		g.with(func(fx *effects) {
-			switch g.state {
-			case stateDead:
+			nonEmpty := false
+			switch g.kind {
+			case kindConsumer:
+				nonEmpty = len(g.cg.members) > 0
+			case kindShare:
+				nonEmpty = len(g.sg.members) > 0
+			}
+			switch {
+			case g.state == stateDead:
 				out.ErrorCode = kerr.GroupIDNotFound.Code
 				done()
 				return
-			case stateEmpty:
-			default:
+			case g.state != stateEmpty || nonEmpty:
 				out.ErrorCode = kerr.NonEmptyGroup.Code
 				done()
 				return
@@ -156,7 +183,18 @@ func (c *Coordinator) DeleteGroups(req *kmsg.DeleteGroupsRequest, cb func(*kmsg.
 			for tp := range g.offsets {
 				recs = append(recs, g.offsetTombstone(tp))
 			}
-			recs = append(recs, g.groupTombstone())
+			switch g.kind {
+			case kindConsumer:
+				recs = append(recs, g.consumerTombstonesLocked()...)
+			case kindShare:
+				recs = append(recs, g.shareTombstonesLocked()...)
+				if hook := g.c.cfg.ShareGroupDeleted; hook != nil {
+					id := g.id
+					fx.add(func() { hook(id) })
+				}
+			default:
+				recs = append(recs, g.groupTombstone())
+			}
 			g.offsets = map[topicPartition]OffsetValue{}
 			g.transition(stateDead)
 			g.stopTimersLocked()

@@ -42,6 +42,32 @@ type Config struct {
 	// NewMemberID makes a member id from a prefix (client id or instance id); the
 	// default appends "-" and a random UUID, as Kafka does.
 	NewMemberID func(prefix string) string
+
+	// Consumer groups (KIP-848). ConsumerSessionTimeout
+	// (group.consumer.session.timeout.ms, 45 s): a member not heard from for that long
+	// is removed. ConsumerHeartbeatInterval (group.consumer.heartbeat.interval.ms,
+	// 5 s) is handed to members. ConsumerMaxSize (group.consumer.max.size) caps
+	// members; 0 means no cap. ConsumerAssignors (group.consumer.assignors, "uniform"
+	// then "range"): the server assignors served, the first the default.
+	// MigrationPolicy (group.consumer.migration.policy, "bidirectional") is recorded:
+	// the conversion of an empty group between the classic and the consumer protocol
+	// (offline migration) happens whatever it says, as in Kafka; the conversion of a
+	// group with members (online migration) is not done.
+	ConsumerSessionTimeout    time.Duration
+	ConsumerHeartbeatInterval time.Duration
+	ConsumerMaxSize           int
+	ConsumerAssignors         []string
+	MigrationPolicy           string
+
+	// Share groups (KIP-932): ShareSessionTimeout (group.share.session.timeout.ms,
+	// 45 s), ShareHeartbeatInterval (group.share.heartbeat.interval.ms, 5 s),
+	// ShareMaxSize (group.share.max.size, 200).
+	ShareSessionTimeout    time.Duration
+	ShareHeartbeatInterval time.Duration
+	ShareMaxSize           int
+	// ShareGroupDeleted (may be nil) is called, with no lock held, when DeleteGroups
+	// deletes a share group, so that its share-partition state can be deleted too.
+	ShareGroupDeleted func(group string)
 }
 
 func (c *Config) fill() {
@@ -80,6 +106,27 @@ func (c *Config) fill() {
 	if c.NewMemberID == nil {
 		c.NewMemberID = randomMemberID
 	}
+	if c.ConsumerSessionTimeout <= 0 {
+		c.ConsumerSessionTimeout = 45 * time.Second
+	}
+	if c.ConsumerHeartbeatInterval <= 0 {
+		c.ConsumerHeartbeatInterval = 5 * time.Second
+	}
+	if len(c.ConsumerAssignors) == 0 {
+		c.ConsumerAssignors = []string{AssignorUniform, AssignorRange}
+	}
+	if c.MigrationPolicy == "" {
+		c.MigrationPolicy = "bidirectional"
+	}
+	if c.ShareSessionTimeout <= 0 {
+		c.ShareSessionTimeout = 45 * time.Second
+	}
+	if c.ShareHeartbeatInterval <= 0 {
+		c.ShareHeartbeatInterval = 5 * time.Second
+	}
+	if c.ShareMaxSize <= 0 {
+		c.ShareMaxSize = 200
+	}
 }
 
 func randomMemberID(prefix string) string {
@@ -108,6 +155,7 @@ type Coordinator struct {
 	clock     Clock
 	ownsClock *WheelClock // set when the coordinator made its own clock
 	logger    *slog.Logger
+	topics    topicsHolder // the cluster's topics (SetTopics)
 
 	mu struct {
 		sync.Mutex
@@ -359,6 +407,8 @@ func (g *group) stopTimersLocked() {
 	for id := range g.pending {
 		g.pending[id]++ // invalidates pending-member timers
 	}
+	g.stopConsumerTimersLocked()
+	g.stopShareTimersLocked()
 }
 
 func (c *Coordinator) expiryTick() {

@@ -139,6 +139,17 @@ type group struct {
 	offsets        map[topicPartition]OffsetValue
 	pendingCommits map[topicPartition]int    // in-flight commits per partition
 	deleted        map[topicPartition]uint64 // bumped when an offset with commits in flight is deleted
+
+	// kind is the group's protocol; cg holds a consumer group's state (KIP-848), sg a
+	// share group's (KIP-932). A consumer or share group keeps state at stateEmpty
+	// (stateDead once dropped): the classic states above are not its.
+	kind groupKind
+	cg   *consumerState
+	sg   *shareState
+	// pendingWrites counts the group's appends not yet answered by the Log; answers
+	// that wrote nothing wait in writeWaiters until it is zero (writeThenLocked).
+	pendingWrites int
+	writeWaiters  []func()
 }
 
 func newGroup(c *Coordinator, id string, partition int32) *group {

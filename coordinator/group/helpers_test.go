@@ -181,6 +181,9 @@ func (h *harness) start(tweak func(*Config)) {
 	if tweak != nil {
 		tweak(&cfg)
 	}
+	if h.c != nil {
+		h.c.Close() // the partitions move: the old coordinator's timers must not write on
+	}
 	h.c = New(cfg, h.log)
 	for p := int32(0); p < h.c.NumPartitions(); p++ {
 		if err := h.c.LoadPartition(p); err != nil {

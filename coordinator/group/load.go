@@ -79,8 +79,12 @@ func (c *Coordinator) LoadPartition(p int32) error {
 func (c *Coordinator) load(p int32) error {
 	offsets := map[string]map[topicPartition]OffsetValue{}
 	metas := map[string]GroupValue{}
-	skipped := 0
+	metaSeq := map[string]int{} // replay position of each group's last GroupMetadata record
+	consumers := map[string]*loadedConsumer{}
+	shares := map[string]*loadedShare{}
+	skipped, seq := 0, 0
 	err := c.log.Replay(p, func(rec Record) error {
+		seq++
 		k, err := DecodeKey(rec.Key)
 		if err != nil {
 			if !errors.Is(err, ErrUnknownVersion) {
@@ -107,6 +111,7 @@ func (c *Coordinator) load(p int32) error {
 			}
 			m[tp] = v
 		case KeyGroup:
+			metaSeq[k.Group] = seq
 			if rec.Value == nil {
 				delete(metas, k.Group)
 				return nil
@@ -117,6 +122,26 @@ func (c *Coordinator) load(p int32) error {
 				return nil
 			}
 			metas[k.Group] = v
+		case KeyConsumerGroup, KeyConsumerPartitionMetadata, KeyConsumerMember, KeyConsumerTargetMetadata,
+			KeyConsumerTargetMember, KeyConsumerCurrentAssignment, KeyConsumerRegex:
+			l := consumers[k.Group]
+			if l == nil {
+				l = newLoadedConsumer()
+				consumers[k.Group] = l
+			}
+			if !l.apply(k, rec.Value, seq) {
+				skipped++
+			}
+		case KeySharePartitionMetadata, KeyShareMember, KeyShareGroup, KeyShareTargetMetadata,
+			KeyShareTargetMember, KeyShareCurrentAssignment:
+			l := shares[k.Group]
+			if l == nil {
+				l = newLoadedShare()
+				shares[k.Group] = l
+			}
+			if !l.apply(k, rec.Value, seq) {
+				skipped++
+			}
 		}
 		return nil
 	})
@@ -132,17 +157,50 @@ func (c *Coordinator) load(p int32) error {
 		c.logger.Warn("skipped undecodable __consumer_offsets records", "partition", p, "count", skipped)
 	}
 
+	// A group id's kind is that of its latest group-level record: a migration deletes
+	// the other kind's records first, so at most one is live.
 	var loaded []*group
-	for id, v := range metas {
-		g := newGroup(c, id, p)
-		g.restore(v)
-		if o := offsets[id]; o != nil {
-			g.offsets = o
+	seen := map[string]bool{}
+	for id, l := range consumers {
+		if !l.live || l.seq < metaSeq[id] {
+			continue
 		}
+		if s := shares[id]; s != nil && s.live && s.seq > l.seq {
+			continue
+		}
+		g := newGroup(c, id, p)
+		g.restoreConsumer(l)
+		seen[id] = true
 		loaded = append(loaded, g)
 	}
+	for id, l := range shares {
+		if !l.live || l.seq < metaSeq[id] || seen[id] {
+			continue
+		}
+		if cl := consumers[id]; cl != nil && cl.live && cl.seq > l.seq {
+			continue
+		}
+		g := newGroup(c, id, p)
+		g.restoreShare(l)
+		seen[id] = true
+		loaded = append(loaded, g)
+	}
+	for id, v := range metas {
+		if seen[id] {
+			continue
+		}
+		g := newGroup(c, id, p)
+		g.restore(v)
+		seen[id] = true
+		loaded = append(loaded, g)
+	}
+	for _, g := range loaded {
+		if o := offsets[g.id]; o != nil {
+			g.offsets = o
+		}
+	}
 	for id, o := range offsets {
-		if _, ok := metas[id]; ok || len(o) == 0 {
+		if seen[id] || len(o) == 0 {
 			continue
 		}
 		g := newGroup(c, id, p) // offsets only: a simple (standalone) consumer's group
@@ -162,8 +220,15 @@ func (c *Coordinator) load(p int32) error {
 	c.mu.Unlock()
 	for _, g := range loaded {
 		g.with(func(*effects) {
-			for _, m := range g.members {
-				g.armSessionLocked(m, m.sessionTimeout)
+			switch g.kind {
+			case kindConsumer:
+				g.startConsumerTimersLocked()
+			case kindShare:
+				g.startShareTimersLocked()
+			default:
+				for _, m := range g.members {
+					g.armSessionLocked(m, m.sessionTimeout)
+				}
 			}
 		})
 	}

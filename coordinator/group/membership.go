@@ -62,6 +62,21 @@ func (c *Coordinator) JoinGroup(req *kmsg.JoinGroupRequest, clientID, clientHost
 			fx.add(func() { fail(kerr.CoordinatorNotAvailable.Code) })
 			return
 		}
+		switch g.kind {
+		case kindConsumer:
+			if len(g.cg.members) > 0 {
+				// A classic member cannot join a consumer group with members: the
+				// online migration of KIP-848 is not served.
+				fx.add(func() { fail(kerr.InconsistentGroupProtocol.Code) })
+				return
+			}
+			var recs []Record
+			g.convertToClassicLocked(&recs)
+			g.writeThenLocked(fx, recs, nil)
+		case kindShare:
+			fx.add(func() { fail(kerr.InconsistentGroupProtocol.Code) })
+			return
+		}
 		if !g.supportsProtocols(req.ProtocolType, req.Protocols) {
 			fx.add(func() { fail(kerr.InconsistentGroupProtocol.Code) })
 			return
@@ -634,6 +649,9 @@ func (g *group) syncLocked(fx *effects, req *kmsg.SyncGroupRequest, cb func(*kms
 	if g.state == stateDead {
 		return kerr.CoordinatorNotAvailable.Code
 	}
+	if g.kind != kindClassic {
+		return kerr.UnknownMemberID.Code
+	}
 	if code := g.validateMember(req.MemberID, req.InstanceID); code != 0 {
 		return code
 	}
@@ -729,6 +747,8 @@ func (c *Coordinator) Heartbeat(req *kmsg.HeartbeatRequest) *kmsg.HeartbeatRespo
 		switch {
 		case g.state == stateDead:
 			r.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		case g.kind != kindClassic:
+			r.ErrorCode = kerr.UnknownMemberID.Code
 		case g.validateMember(req.MemberID, req.InstanceID) != 0:
 			r.ErrorCode = g.validateMember(req.MemberID, req.InstanceID)
 		case req.Generation != g.generation:
@@ -785,6 +805,12 @@ func (c *Coordinator) LeaveGroup(req *kmsg.LeaveGroupRequest) *kmsg.LeaveGroupRe
 	g.with(func(fx *effects) {
 		if g.state == stateDead {
 			r.ErrorCode = kerr.CoordinatorNotAvailable.Code
+			return
+		}
+		if g.kind != kindClassic {
+			for i := range leaving {
+				r.Members[i].ErrorCode = kerr.UnknownMemberID.Code
+			}
 			return
 		}
 		for i, l := range leaving {

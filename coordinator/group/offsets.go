@@ -51,19 +51,68 @@ func (c *Coordinator) OffsetCommit(req *kmsg.OffsetCommitRequest, cb func(*kmsg.
 		}
 	}
 	g.with(func(fx *effects) {
-		code := g.validateCommitLocked(generation, memberID, req.InstanceID)
-		if code == 0 && g.state == stateCompletingRebalance {
-			code = kerr.RebalanceInProgress.Code
+		var code int16
+		var perPart func(topic string, partition int32) int16
+		switch {
+		case g.state == stateDead:
+			code = kerr.CoordinatorNotAvailable.Code
+		case g.kind == kindConsumer:
+			code, perPart = g.validateConsumerCommitLocked(req.Version, generation, memberID)
+		case g.kind == kindShare:
+			code = kerr.GroupIDNotFound.Code // share groups keep no committed offsets
+		default:
+			code = g.validateCommitLocked(generation, memberID, req.InstanceID)
+			if code == 0 && g.state == stateCompletingRebalance {
+				code = kerr.RebalanceInProgress.Code
+			}
 		}
 		if code != 0 {
 			fx.add(func() { cb(all(code)) })
 			return
 		}
-		if m := g.members[memberID]; m != nil {
+		if m := g.members[memberID]; m != nil && g.kind == kindClassic {
 			g.armSessionLocked(m, m.sessionTimeout)
 		}
-		g.storeOffsetsLocked(fx, req, r, cb)
+		g.storeOffsetsLocked(fx, req, r, perPart, cb)
 	})
+}
+
+// validateConsumerCommitLocked checks a commit to a consumer group. Without a member id
+// and with a negative epoch it is an admin's commit, allowed while the group has no
+// members. A member commits with OffsetCommit v9+ and its member epoch, or an earlier
+// one: KIP-1251's rule (Kafka 4.3), under which a commit whose epoch is ahead of the
+// member's is STALE_MEMBER_EPOCH, and so is, per partition, a commit older than the
+// epoch at which the member was given that partition. (Kafka 4.0 required the member's
+// current epoch exactly; clients that commit while their heartbeat is in flight then
+// fail spuriously.)
+func (g *group) validateConsumerCommitLocked(version int16, epoch int32, memberID string) (int16, func(string, int32) int16) {
+	cg := g.cg
+	if memberID == "" && epoch < 0 {
+		if len(cg.members) > 0 {
+			return kerr.UnknownMemberID.Code, nil
+		}
+		return 0, nil
+	}
+	m := cg.members[memberID]
+	switch {
+	case m == nil:
+		return kerr.UnknownMemberID.Code, nil
+	case version < 9:
+		return kerr.UnsupportedVersion.Code, nil
+	case epoch > m.epoch:
+		return kerr.StaleMemberEpoch.Code, nil
+	}
+	im := g.c.topics.load()
+	return 0, func(topic string, p int32) int16 {
+		t, ok := im.byName[topic]
+		if !ok {
+			return 0
+		}
+		if at, ok := m.assignedAt[tpKey{t.ID, p}]; ok && epoch < at {
+			return kerr.StaleMemberEpoch.Code
+		}
+		return 0
+	}
 }
 
 func (g *group) validateCommitLocked(generation int32, memberID string, instanceID *string) int16 {
@@ -85,7 +134,7 @@ func (g *group) validateCommitLocked(generation int32, memberID string, instance
 	return 0
 }
 
-func (g *group) storeOffsetsLocked(fx *effects, req *kmsg.OffsetCommitRequest, r *kmsg.OffsetCommitResponse, cb func(*kmsg.OffsetCommitResponse)) {
+func (g *group) storeOffsetsLocked(fx *effects, req *kmsg.OffsetCommitRequest, r *kmsg.OffsetCommitResponse, perPart func(string, int32) int16, cb func(*kmsg.OffsetCommitResponse)) {
 	now := g.c.clock.Now().UnixMilli()
 	type pending struct {
 		tp     topicPartition
@@ -105,6 +154,12 @@ func (g *group) storeOffsetsLocked(fx *effects, req *kmsg.OffsetCommitRequest, r
 			if len(md) > g.c.cfg.MaxOffsetMetadata {
 				*code = kerr.OffsetMetadataTooLarge.Code
 				continue
+			}
+			if perPart != nil {
+				if c := perPart(t.Topic, p.Partition); c != 0 {
+					*code = c
+					continue
+				}
 			}
 			v := OffsetValue{Version: 3, Offset: p.Offset, LeaderEpoch: -1, Metadata: md, CommitTimestamp: now, ExpireTimestamp: -1}
 			if req.Version >= 6 {
@@ -169,7 +224,7 @@ func (c *Coordinator) OffsetFetch(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetc
 			for _, t := range rg.Topics {
 				want = append(want, fetchTopic{t.Topic, t.Partitions})
 			}
-			code, got := c.fetchOffsets(rg.Group, want, rg.Topics == nil)
+			code, got := c.fetchOffsets(rg.Group, want, rg.Topics == nil, rg.MemberID, rg.MemberEpoch)
 			out.ErrorCode = code
 			for _, t := range got {
 				ot := kmsg.OffsetFetchResponseGroupTopic{Topic: t.topic}
@@ -187,7 +242,7 @@ func (c *Coordinator) OffsetFetch(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetc
 	for _, t := range req.Topics {
 		want = append(want, fetchTopic{t.Topic, t.Partitions})
 	}
-	code, got := c.fetchOffsets(req.Group, want, req.Topics == nil && req.Version >= 2)
+	code, got := c.fetchOffsets(req.Group, want, req.Topics == nil && req.Version >= 2, nil, -1)
 	if req.Version >= 2 {
 		r.ErrorCode = code
 	}
@@ -221,7 +276,10 @@ type fetchedTopic struct {
 
 // fetchOffsets returns the group's committed offsets for want (or all of them),
 // with the group-level error code; requested partitions are echoed even on error.
-func (c *Coordinator) fetchOffsets(id string, want []fetchTopic, all bool) (int16, []fetchedTopic) {
+// memberID and memberEpoch (OffsetFetch v9+; nil before) are checked against a consumer
+// group's member: UNKNOWN_MEMBER_ID, or STALE_MEMBER_EPOCH unless the epoch is the
+// member's; an empty member id with a negative epoch is an admin's fetch.
+func (c *Coordinator) fetchOffsets(id string, want []fetchTopic, all bool, memberID *string, memberEpoch int32) (int16, []fetchedTopic) {
 	none := OffsetValue{Offset: -1, LeaderEpoch: -1}
 	echo := func(code int16) (int16, []fetchedTopic) {
 		out := make([]fetchedTopic, 0, len(want))
@@ -246,6 +304,15 @@ func (c *Coordinator) fetchOffsets(id string, want []fetchTopic, all bool) (int1
 	defer g.mu.Unlock()
 	if g.state == stateDead {
 		return echo(0)
+	}
+	if g.kind == kindConsumer && memberID != nil && !(*memberID == "" && memberEpoch < 0) {
+		m := g.cg.members[*memberID]
+		switch {
+		case m == nil:
+			return echo(kerr.UnknownMemberID.Code)
+		case memberEpoch != m.epoch:
+			return echo(kerr.StaleMemberEpoch.Code)
+		}
 	}
 	if all {
 		byTopic := map[string]int{}
@@ -296,9 +363,9 @@ func (c *Coordinator) OffsetDelete(req *kmsg.OffsetDeleteRequest, cb func(*kmsg.
 	}
 	g.with(func(fx *effects) {
 		switch {
-		case g.state == stateDead:
+		case g.state == stateDead, g.kind == kindShare:
 			r.ErrorCode = kerr.GroupIDNotFound.Code
-		case g.state != stateEmpty && g.protocolType != "consumer":
+		case g.kind == kindClassic && g.state != stateEmpty && g.protocolType != "consumer":
 			r.ErrorCode = kerr.NonEmptyGroup.Code
 		}
 		if r.ErrorCode != 0 {
@@ -310,6 +377,9 @@ func (c *Coordinator) OffsetDelete(req *kmsg.OffsetDeleteRequest, cb func(*kmsg.
 		for i, t := range req.Topics {
 			r.Topics[i].Topic = t.Topic
 			subscribed := g.state != stateEmpty && g.subscribedTo(t.Topic)
+			if g.kind == kindConsumer {
+				_, subscribed = g.subscribedNamesLocked()[t.Topic]
+			}
 			for _, p := range t.Partitions {
 				rp := kmsg.OffsetDeleteResponseTopicPartition{Partition: p.Partition}
 				tp := topicPartition{t.Topic, p.Partition}
@@ -358,9 +428,17 @@ func (c *Coordinator) ExpireOffsets() {
 			if g.state == stateDead {
 				return
 			}
+			if g.kind == kindShare {
+				return // share groups keep no committed offsets
+			}
 			var base func(OffsetValue) int64
 			var keep map[string]struct{}
 			switch {
+			case g.kind == kindConsumer:
+				// Offsets of topics no member subscribes to expire a retention period
+				// after their commit (Kafka's rule for consumer groups).
+				base = func(v OffsetValue) int64 { return v.CommitTimestamp }
+				keep = g.subscribedNamesLocked()
 			case g.protocolType != "" && g.state == stateEmpty:
 				base = func(v OffsetValue) int64 {
 					if g.hasStateTime {
@@ -390,13 +468,16 @@ func (c *Coordinator) ExpireOffsets() {
 					}
 				}
 			}
-			if g.state == stateEmpty && len(g.offsets) == 0 && len(g.pendingCommits) == 0 && len(g.pending) == 0 {
+			noMembers := g.kind != kindConsumer || len(g.cg.members) == 0
+			if g.state == stateEmpty && noMembers && len(g.offsets) == 0 && len(g.pendingCommits) == 0 && len(g.pending) == 0 {
+				if g.kind == kindConsumer {
+					recs = append(recs, g.consumerTombstonesLocked()...)
+				} else if g.generation > 0 {
+					recs = append(recs, g.groupTombstone())
+				}
 				g.transition(stateDead)
 				g.stopTimersLocked()
 				g.c.dropGroupLocked(g)
-				if g.generation > 0 {
-					recs = append(recs, g.groupTombstone())
-				}
 			}
 			if len(recs) > 0 {
 				g.c.logger.Info("expired offsets", "group", g.id, "records", len(recs))

@@ -12,7 +12,7 @@ var (
 	// ErrCorrupt means a key, value or batch is malformed (short, bad length, bad CRC).
 	ErrCorrupt = errors.New("group: corrupt record")
 	// ErrUnknownVersion means a key or value carries a schema version this package
-	// does not read (for example the consumer-group records of KIP-848).
+	// does not read (for example the streams-group records of KIP-1071).
 	ErrUnknownVersion = errors.New("group: unknown record schema version")
 )
 
@@ -26,13 +26,16 @@ const (
 	KeyGroup
 )
 
-// Key is a decoded __consumer_offsets key. Topic and Partition are set for KeyOffset.
+// Key is a decoded __consumer_offsets key. Topic and Partition are set for KeyOffset,
+// Member for the member records of consumer and share groups, Regex for KeyConsumerRegex.
 type Key struct {
 	Kind      KeyKind
 	Version   int16
 	Group     string
 	Topic     string
 	Partition int32
+	Member    string
+	Regex     string
 }
 
 // OffsetValue is an OffsetCommitValue. LeaderEpoch is -1 when unknown (and in
@@ -85,7 +88,7 @@ func AppendGroupKey(dst []byte, group string) []byte {
 	return appendString(dst, group)
 }
 
-// DecodeKey decodes a __consumer_offsets key. Keys of versions other than 0, 1 and 2
+// DecodeKey decodes a __consumer_offsets key. Keys of versions (record types) above 16
 // return ErrUnknownVersion with the version set in the returned Key.
 func DecodeKey(b []byte) (Key, error) {
 	r := reader{b: b}
@@ -103,6 +106,12 @@ func DecodeKey(b []byte) (Key, error) {
 	case 2:
 		k.Kind = KeyGroup
 		k.Group = r.string()
+	case recConsumerGroupMetadata, recConsumerPartitionMetadata, recConsumerMemberMetadata,
+		recConsumerTargetMetadata, recConsumerTargetMember, recConsumerCurrentAssignment,
+		recSharePartitionMetadata, recShareMemberMetadata, recShareGroupMetadata,
+		recShareTargetMetadata, recShareTargetMember, recShareCurrentAssignment,
+		recShareStatePartitionMetadata, recConsumerRegularExpression:
+		decodeTypedKey(&r, &k)
 	default:
 		return k, fmt.Errorf("%w: key version %d", ErrUnknownVersion, k.Version)
 	}

@@ -41,8 +41,12 @@ func TestKeyRoundTrip(t *testing.T) {
 	if err != nil || k != (Key{Kind: KeyGroup, Version: 2, Group: "grp"}) {
 		t.Fatalf("group key: %+v %v", k, err)
 	}
-	if _, err := DecodeKey([]byte{0, 3, 0, 1, 'x'}); !errors.Is(err, ErrUnknownVersion) {
-		t.Fatalf("key v3: %v", err)
+	k, err = DecodeKey([]byte{0, 3, 0, 1, 'x'})
+	if err != nil || k != (Key{Kind: KeyConsumerGroup, Version: 3, Group: "x"}) {
+		t.Fatalf("key v3: %+v %v", k, err)
+	}
+	if _, err := DecodeKey([]byte{0, 17, 0, 1, 'x'}); !errors.Is(err, ErrUnknownVersion) {
+		t.Fatalf("key v17 (streams): %v", err)
 	}
 	if _, err := DecodeKey([]byte{0, 1, 0, 9, 'x'}); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("short key: %v", err)

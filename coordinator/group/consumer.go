@@ -1,0 +1,657 @@
+package group
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	"regexp"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// groupKind is the protocol a group follows. A group id names one group of one kind at
+// a time; an empty group changes kind when a member of the other protocol arrives
+// (offline migration).
+type groupKind int8
+
+const (
+	kindClassic  groupKind = iota // JoinGroup/SyncGroup (the zero value: groups start classic)
+	kindConsumer                  // ConsumerGroupHeartbeat (KIP-848)
+	kindShare                     // ShareGroupHeartbeat (KIP-932)
+)
+
+// String is the group type as ListGroups v5+ reports it.
+func (k groupKind) String() string {
+	switch k {
+	case kindConsumer:
+		return "consumer"
+	case kindShare:
+		return "share"
+	}
+	return "classic"
+}
+
+// memberState is a consumer-group member's reconciliation state, with Kafka's byte
+// values (MemberState) as CurrentMemberAssignment records store them.
+type memberState int8
+
+const (
+	msStable     memberState = 0 // reconciled with its target
+	msUnrevoked  memberState = 1 // must give up partitions before moving to a newer epoch
+	msUnreleased memberState = 2 // at the newest epoch, waiting for others to release partitions
+	msUnknown    memberState = 127
+)
+
+// Member epochs with a meaning of their own.
+const (
+	leaveEpoch       = -1 // ConsumerGroupHeartbeat: the member leaves
+	staticLeaveEpoch = -2 // a static member leaves for now; its instance keeps its place
+)
+
+// cmember is a member of a consumer group. Guarded by the group's mu.
+type cmember struct {
+	id               string
+	instanceID       *string
+	rackID           *string
+	clientID         string
+	clientHost       string
+	names            []string // subscribed topic names, sorted
+	regex            *string  // subscribed topic regex
+	assignor         *string  // server assignor the member asked for
+	rebalanceTimeout time.Duration
+
+	epoch, prevEpoch int32
+	state            memberState
+	assigned         assignment // partitions the member owns (or will own)
+	pending          assignment // partitions it must revoke
+	// assignedAt is the member epoch at which each assigned partition was given to it
+	// (memory only: 0 after a load), for the offset-commit fence of KIP-1251.
+	assignedAt map[tpKey]int32
+
+	hbSeq, revokeSeq uint64
+	hbTimer          Timer
+	revokeTimer      Timer
+}
+
+// consumerState is a consumer group's state: the group epoch, its members, the target
+// assignment of the last assignment epoch, and which member holds each partition.
+//
+// Invariants (under the group's mu):
+//
+//  1. assignmentEpoch <= epoch; a member's epoch <= assignmentEpoch, or is -2 (left
+//     for now).
+//  2. owners holds exactly the partitions in some member's assigned or pending set,
+//     each with that member; no partition is in two members' sets.
+//  3. target has an entry for every member once the group has been assigned at the
+//     member's join epoch or later, and none for others.
+//  4. static maps each instance id to the member holding it.
+type consumerState struct {
+	epoch           int32
+	assignmentEpoch int32
+	members         map[string]*cmember
+	static          map[string]string // instance id -> member id
+	target          map[string]assignment
+	owners          map[tpKey]string // partition -> member holding it
+	subMeta         map[string]PartitionMetadataTopic
+	topicsVersion   uint64 // topic image version subMeta and regexes were computed at
+	refreshed       bool   // topicsVersion is meaningful
+	regexes         map[string]*regexResolution
+	stateTime       time.Time
+}
+
+// regexResolution is what a subscribed regular expression matched.
+type regexResolution struct {
+	topics    []string // sorted
+	version   int64    // topic image version it was resolved at
+	timestamp int64
+}
+
+func newConsumerState(now time.Time) *consumerState {
+	return &consumerState{
+		members:   map[string]*cmember{},
+		static:    map[string]string{},
+		target:    map[string]assignment{},
+		owners:    map[tpKey]string{},
+		subMeta:   map[string]PartitionMetadataTopic{},
+		regexes:   map[string]*regexResolution{},
+		stateTime: now,
+	}
+}
+
+// consumerGroupState is the group state ConsumerGroupDescribe and ListGroups report.
+func (cg *consumerState) stateName() string {
+	active := 0
+	reconciling := false
+	for _, m := range cg.members {
+		active++
+		if m.epoch == staticLeaveEpoch {
+			continue
+		}
+		if m.epoch != cg.assignmentEpoch || m.state != msStable {
+			reconciling = true
+		}
+	}
+	switch {
+	case active == 0:
+		return "Empty"
+	case cg.epoch > cg.assignmentEpoch:
+		return "Assigning"
+	case reconciling:
+		return "Reconciling"
+	}
+	return "Stable"
+}
+
+// newConsumerMemberID is a member id as Kafka's v0 server or a v1 client makes one: a
+// random UUID, base64url without padding (22 characters).
+func newConsumerMemberID() string {
+	var u [16]byte
+	_, _ = rand.Read(u[:])
+	return base64.RawURLEncoding.EncodeToString(u[:])
+}
+
+// compileRegex compiles a subscribed topic regex. Kafka matches it (RE2/J) against whole
+// topic names; Go's regexp is RE2.
+func compileRegex(s string) (*regexp.Regexp, error) {
+	return regexp.Compile(`^(?:` + s + `)$`)
+}
+
+// validateConsumerHeartbeat checks a request's shape as Kafka does before it reaches the
+// group.
+func (c *Coordinator) validateConsumerHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest) (int16, string) {
+	bad := func(msg string) (int16, string) { return kerr.InvalidRequest.Code, msg }
+	switch {
+	case req.Group == "":
+		return kerr.InvalidGroupID.Code, "GroupId can't be empty."
+	case req.InstanceID != nil && *req.InstanceID == "":
+		return bad("InstanceId can't be empty.")
+	case req.RackID != nil && *req.RackID == "":
+		return bad("RackId can't be empty.")
+	}
+	switch e := req.MemberEpoch; {
+	case e > 0 || e == leaveEpoch:
+		if req.MemberID == "" {
+			return bad("MemberId can't be empty.")
+		}
+	case e == 0:
+		if req.Version >= 1 && req.MemberID == "" {
+			return bad("MemberId can't be empty.")
+		}
+		if req.RebalanceTimeoutMillis == -1 {
+			return bad("RebalanceTimeoutMs must be provided in first request.")
+		}
+		if req.Topics == nil || len(req.Topics) > 0 {
+			return bad("TopicPartitions must be empty when (re-)joining.")
+		}
+		if len(req.SubscribedTopicNames) == 0 && (req.SubscribedTopicRegex == nil || *req.SubscribedTopicRegex == "") {
+			return bad("SubscribedTopicNames or SubscribedTopicRegex must be set in first request.")
+		}
+	case e == staticLeaveEpoch:
+		if req.MemberID == "" {
+			return bad("MemberId can't be empty.")
+		}
+		if req.InstanceID == nil {
+			return bad("InstanceId can't be null.")
+		}
+	default:
+		return bad("MemberEpoch is invalid.")
+	}
+	if req.SubscribedTopicRegex != nil && *req.SubscribedTopicRegex != "" {
+		if _, err := compileRegex(*req.SubscribedTopicRegex); err != nil {
+			return kerr.InvalidRegularExpression.Code, fmt.Sprintf("SubscribedTopicRegex %s is not a valid regular expression: %v.", *req.SubscribedTopicRegex, err)
+		}
+	}
+	if a := req.ServerAssignor; a != nil && !slices.Contains(c.cfg.ConsumerAssignors, *a) {
+		return kerr.UnsupportedAssignor.Code, fmt.Sprintf("ServerAssignor %s is not supported. Supported assignors: %v.", *a, c.cfg.ConsumerAssignors)
+	}
+	return 0, ""
+}
+
+// ConsumerGroupHeartbeat handles ConsumerGroupHeartbeat (v0-v1, KIP-848): a member joins
+// (epoch 0), heartbeats (its epoch), leaves (-1) or, when static, leaves for now (-2).
+// The coordinator updates the member's subscription, bumps the group epoch when the
+// subscriptions or the subscribed topics change, computes a new target assignment with
+// the server assignor when the group epoch moved past the assignment epoch, and
+// reconciles the member towards its target (revoke first, then assign partitions
+// released by their previous owners). cb is called once, after the records of the
+// change are durable in __consumer_offsets (at once for an error; after earlier writes
+// of the group for a heartbeat that changed nothing).
+func (c *Coordinator) ConsumerGroupHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, clientID, clientHost string, cb func(*kmsg.ConsumerGroupHeartbeatResponse)) {
+	fail := func(code int16, msg string) {
+		r := kmsg.NewPtrConsumerGroupHeartbeatResponse()
+		r.Version, r.ErrorCode = req.Version, code
+		if msg == "" {
+			msg = kerr.ErrorForCode(code).Error()
+		}
+		r.ErrorMessage = &msg
+		cb(r)
+	}
+	if code, msg := c.validateConsumerHeartbeat(req); code != 0 {
+		fail(code, msg)
+		return
+	}
+	g, code := c.lookup(req.Group, req.MemberEpoch == 0)
+	if code != 0 {
+		fail(code, "")
+		return
+	}
+	if g == nil {
+		fail(kerr.GroupIDNotFound.Code, fmt.Sprintf("Consumer group %s not found.", req.Group))
+		return
+	}
+	g.with(func(fx *effects) {
+		var recs []Record
+		r, code, msg := g.consumerHeartbeatLocked(fx, req, clientID, clientHost, &recs)
+		if code != 0 {
+			// recs holds what happened before the error (a converted empty group).
+			g.writeThenLocked(fx, recs, func(error) { fail(code, msg) })
+			return
+		}
+		r.Version = req.Version
+		g.writeThenLocked(fx, recs, func(err error) {
+			if err != nil {
+				fail(appendErrorCode(err, false), "")
+				return
+			}
+			cb(r)
+		})
+	})
+}
+
+func (g *group) consumerHeartbeatLocked(fx *effects, req *kmsg.ConsumerGroupHeartbeatRequest, clientID, clientHost string, recs *[]Record) (*kmsg.ConsumerGroupHeartbeatResponse, int16, string) {
+	if g.state == stateDead {
+		return nil, kerr.CoordinatorNotAvailable.Code, ""
+	}
+	switch g.kind {
+	case kindClassic:
+		if req.MemberEpoch != 0 || !g.classicEmptyLocked() {
+			return nil, kerr.GroupIDNotFound.Code, fmt.Sprintf("Group %s is not a consumer group.", g.id)
+		}
+		g.convertToConsumerLocked(recs)
+	case kindShare:
+		return nil, kerr.GroupIDNotFound.Code, fmt.Sprintf("Group %s is not a consumer group.", g.id)
+	}
+	switch req.MemberEpoch {
+	case leaveEpoch, staticLeaveEpoch:
+		return g.consumerLeaveLocked(fx, req, recs)
+	}
+	m, created, code, msg := g.consumerMemberLocked(req, recs)
+	if code != 0 {
+		return nil, code, msg
+	}
+	cg := g.cg
+	before := m.assigned.clone()
+
+	// 1. The member's subscription; the group epoch moves when it changed, or when the
+	// topics it subscribes to changed since the group last looked.
+	changed, subChanged := m.update(req, clientID, clientHost)
+	if changed || created {
+		*recs = append(*recs, g.memberMetadataRecord(m))
+	}
+	bump := subChanged || created
+	if g.refreshSubscriptionLocked(bump, recs) {
+		bump = true
+	}
+	if bump {
+		cg.epoch++
+		*recs = append(*recs, g.epochRecord())
+	}
+	// 2. A new target assignment when the group epoch moved past the assignment's.
+	if cg.epoch > cg.assignmentEpoch {
+		g.computeTargetLocked(recs)
+	}
+	// 3. The member's current assignment, towards its target.
+	owned, ownedSet := req.Topics, req.Topics != nil
+	if code, msg := g.reconcileLocked(fx, m, owned, ownedSet, recs); code != 0 {
+		return nil, code, msg
+	}
+	g.armConsumerSessionLocked(m)
+
+	r := kmsg.NewPtrConsumerGroupHeartbeatResponse()
+	id := m.id
+	r.MemberID = &id
+	r.MemberEpoch = m.epoch
+	r.HeartbeatIntervalMillis = int32(g.c.cfg.ConsumerHeartbeatInterval / time.Millisecond)
+	full := req.MemberEpoch == 0 || (req.RebalanceTimeoutMillis != -1 && (req.SubscribedTopicNames != nil || req.SubscribedTopicRegex != nil) && req.Topics != nil)
+	if full || !before.equal(m.assigned) {
+		r.Assignment = heartbeatAssignment(m.assigned)
+	}
+	return r, 0, ""
+}
+
+// heartbeatAssignment is the Assignment field of a heartbeat answer: the member's
+// assigned partitions (not those it still has to revoke).
+func heartbeatAssignment(a assignment) *kmsg.ConsumerGroupHeartbeatResponseAssignment {
+	out := &kmsg.ConsumerGroupHeartbeatResponseAssignment{Topics: []kmsg.ConsumerGroupHeartbeatResponseAssignmentTopic{}}
+	for _, tp := range assignmentRecordForm(a) {
+		t := kmsg.NewConsumerGroupHeartbeatResponseAssignmentTopic()
+		t.TopicID, t.Partitions = tp.TopicID, tp.Partitions
+		out.Topics = append(out.Topics, t)
+	}
+	return out
+}
+
+// consumerMemberLocked finds or creates the member a join or heartbeat names, fencing
+// stale epochs and instance ids as Kafka does.
+func (g *group) consumerMemberLocked(req *kmsg.ConsumerGroupHeartbeatRequest, recs *[]Record) (m *cmember, created bool, code int16, msg string) {
+	cg := g.cg
+	memberID := req.MemberID
+	full := func() bool {
+		max := g.c.cfg.ConsumerMaxSize
+		return max > 0 && len(cg.members) >= max
+	}
+	if req.MemberEpoch == 0 {
+		if memberID == "" {
+			memberID = newConsumerMemberID() // v0: the server names the member
+		}
+		if req.InstanceID != nil {
+			inst := *req.InstanceID
+			cur, ok := cg.static[inst]
+			switch {
+			case !ok:
+			case cur == memberID:
+				return cg.members[cur], false, 0, ""
+			default:
+				old := cg.members[cur]
+				if old.epoch != staticLeaveEpoch {
+					return nil, false, kerr.UnreleasedInstanceID.Code, fmt.Sprintf("Static member %s with instance id %s cannot join the group because the instance id is owned by %s member.", memberID, inst, cur)
+				}
+				if cg.members[memberID] != nil {
+					return nil, false, kerr.UnreleasedInstanceID.Code, fmt.Sprintf("Member id %s is already in use.", memberID)
+				}
+				return g.replaceStaticMemberLocked(old, memberID, recs), false, 0, ""
+			}
+		}
+		if m := cg.members[memberID]; m != nil {
+			// The member rejoins in place (it lost its state, or an answer): it keeps
+			// its assignment, which the answer delivers again.
+			if m.instanceID != nil && (req.InstanceID == nil || *req.InstanceID != *m.instanceID) {
+				return nil, false, kerr.FencedInstanceID.Code, fmt.Sprintf("Member %s is held by instance id %s.", memberID, *m.instanceID)
+			}
+			return m, false, 0, ""
+		}
+		if full() {
+			return nil, false, kerr.GroupMaxSizeReached.Code, fmt.Sprintf("The consumer group has reached its maximum capacity of %d members.", g.c.cfg.ConsumerMaxSize)
+		}
+		m := &cmember{id: memberID, state: msStable, assigned: assignment{}, pending: assignment{}, assignedAt: map[tpKey]int32{}}
+		if req.InstanceID != nil {
+			inst := *req.InstanceID
+			m.instanceID = &inst
+			cg.static[inst] = memberID
+		}
+		cg.members[memberID] = m
+		g.c.logger.Info("member joins the consumer group", "group", g.id, "member", memberID)
+		return m, true, 0, ""
+	}
+	if req.InstanceID != nil {
+		cur, ok := cg.static[*req.InstanceID]
+		if !ok {
+			return nil, false, kerr.UnknownMemberID.Code, fmt.Sprintf("Instance id %s is unknown.", *req.InstanceID)
+		}
+		if cur != memberID {
+			return nil, false, kerr.FencedInstanceID.Code, fmt.Sprintf("Static member %s with instance id %s was fenced by member %s.", memberID, *req.InstanceID, cur)
+		}
+	}
+	m = cg.members[memberID]
+	if m == nil {
+		return nil, false, kerr.UnknownMemberID.Code, fmt.Sprintf("Member %s is not a member of group %s.", memberID, g.id)
+	}
+	switch {
+	case req.MemberEpoch > m.epoch:
+		return nil, false, kerr.FencedMemberEpoch.Code, fmt.Sprintf("The consumer group member has a greater member epoch (%d) than the one known by the group coordinator (%d). The member must abandon all its partitions and rejoin.", req.MemberEpoch, m.epoch)
+	case req.MemberEpoch < m.epoch:
+		if req.MemberEpoch != m.prevEpoch || !ownedSubset(req.Topics, m.assigned) {
+			return nil, false, kerr.FencedMemberEpoch.Code, fmt.Sprintf("The consumer group member has a smaller member epoch (%d) than the one known by the group coordinator (%d). The member must abandon all its partitions and rejoin.", req.MemberEpoch, m.epoch)
+		}
+	}
+	return m, false, 0, ""
+}
+
+// ownedSubset reports whether the owned partitions a request lists (nil: not listed)
+// are all in a.
+func ownedSubset(owned []kmsg.ConsumerGroupHeartbeatRequestTopic, a assignment) bool {
+	if owned == nil {
+		return false
+	}
+	for _, t := range owned {
+		for _, p := range t.Partitions {
+			if !a.has(t.TopicID, p) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// update applies the request's non-null fields to m. changed: anything of the member's
+// metadata changed (a MemberMetadata record is due); subChanged: its subscription
+// (names or regex) changed.
+func (m *cmember) update(req *kmsg.ConsumerGroupHeartbeatRequest, clientID, clientHost string) (changed, subChanged bool) {
+	set := func(dst **string, v *string) {
+		if v == nil || (*dst != nil && **dst == *v) {
+			return
+		}
+		s := *v
+		*dst = &s
+		changed = true
+	}
+	set(&m.instanceID, req.InstanceID)
+	set(&m.rackID, req.RackID)
+	set(&m.assignor, req.ServerAssignor)
+	if req.RebalanceTimeoutMillis != -1 {
+		if d := millis(req.RebalanceTimeoutMillis); d != m.rebalanceTimeout {
+			m.rebalanceTimeout, changed = d, true
+		}
+	}
+	if req.SubscribedTopicNames != nil {
+		names := slices.Clone(req.SubscribedTopicNames)
+		slices.Sort(names)
+		names = slices.Compact(names)
+		if !slices.Equal(names, m.names) {
+			m.names, changed, subChanged = names, true, true
+		}
+	}
+	if req.SubscribedTopicRegex != nil {
+		var re *string
+		if *req.SubscribedTopicRegex != "" {
+			s := *req.SubscribedTopicRegex
+			re = &s
+		}
+		if (re == nil) != (m.regex == nil) || (re != nil && *re != *m.regex) {
+			m.regex, changed, subChanged = re, true, true
+		}
+	}
+	if clientID != m.clientID || clientHost != m.clientHost {
+		m.clientID, m.clientHost, changed = clientID, clientHost, true
+	}
+	return changed, subChanged
+}
+
+// replaceStaticMemberLocked: a static member that left for now (epoch -2) is back under
+// a new member id: the new member takes its place, its target and its partitions, from
+// epoch 0 (it reconciles to the target at once, keeping what it held).
+func (g *group) replaceStaticMemberLocked(old *cmember, newID string, recs *[]Record) *cmember {
+	cg := g.cg
+	n := &cmember{
+		id: newID, instanceID: old.instanceID, rackID: old.rackID, clientID: old.clientID, clientHost: old.clientHost,
+		names: old.names, regex: old.regex, assignor: old.assignor, rebalanceTimeout: old.rebalanceTimeout,
+		state: msStable, assigned: old.assigned.clone(), pending: assignment{}, assignedAt: map[tpKey]int32{},
+	}
+	target, hasTarget := cg.target[old.id]
+	*recs = append(*recs, g.memberTombstones(old.id)...)
+	g.dropConsumerMemberLocked(old)
+	cg.members[newID] = n
+	cg.static[*n.instanceID] = newID
+	n.assigned.each(func(id [16]byte, p int32) { cg.owners[tpKey{id, p}] = newID })
+	*recs = append(*recs, g.memberMetadataRecord(n))
+	if hasTarget {
+		cg.target[newID] = target
+		*recs = append(*recs, g.targetMemberRecord(newID, target))
+	}
+	*recs = append(*recs, g.currentAssignmentRecord(n))
+	g.c.logger.Info("static member rejoins the consumer group", "group", g.id, "instance", *n.instanceID, "member", newID, "replaces", old.id)
+	return n
+}
+
+// consumerLeaveLocked handles epochs -1 (leave) and -2 (a static member leaves for now).
+func (g *group) consumerLeaveLocked(fx *effects, req *kmsg.ConsumerGroupHeartbeatRequest, recs *[]Record) (*kmsg.ConsumerGroupHeartbeatResponse, int16, string) {
+	cg := g.cg
+	var m *cmember
+	if req.InstanceID != nil {
+		cur, ok := cg.static[*req.InstanceID]
+		if !ok {
+			return nil, kerr.UnknownMemberID.Code, fmt.Sprintf("Instance id %s is unknown.", *req.InstanceID)
+		}
+		if cur != req.MemberID {
+			return nil, kerr.FencedInstanceID.Code, fmt.Sprintf("Static member %s with instance id %s was fenced by member %s.", req.MemberID, *req.InstanceID, cur)
+		}
+		m = cg.members[cur]
+	} else if m = cg.members[req.MemberID]; m == nil {
+		return nil, kerr.UnknownMemberID.Code, fmt.Sprintf("Member %s is not a member of group %s.", req.MemberID, g.id)
+	}
+	r := kmsg.NewPtrConsumerGroupHeartbeatResponse()
+	id := m.id
+	r.MemberID, r.MemberEpoch = &id, req.MemberEpoch
+	if req.MemberEpoch == staticLeaveEpoch {
+		g.c.logger.Info("static member leaves the consumer group for now", "group", g.id, "member", m.id)
+		g.setMemberAssignmentLocked(m, staticLeaveEpoch, m.epoch, msStable, m.assigned, assignment{})
+		g.stopRevokeTimer(m)
+		*recs = append(*recs, g.currentAssignmentRecord(m))
+		g.armConsumerSessionLocked(m)
+		return r, 0, ""
+	}
+	g.c.logger.Info("member leaves the consumer group", "group", g.id, "member", m.id)
+	g.fenceConsumerMemberLocked(m, recs)
+	return r, 0, ""
+}
+
+// fenceConsumerMemberLocked removes m (it left, its session expired, it did not revoke
+// in time): its records are deleted, the subscription metadata recomputed without it,
+// and the group epoch bumped, so that the next heartbeat computes a new target.
+func (g *group) fenceConsumerMemberLocked(m *cmember, recs *[]Record) {
+	cg := g.cg
+	*recs = append(*recs, g.memberTombstones(m.id)...)
+	g.dropConsumerMemberLocked(m)
+	g.refreshSubscriptionLocked(true, recs)
+	cg.epoch++
+	*recs = append(*recs, g.epochRecord())
+	if len(cg.members) == 0 {
+		cg.stateTime = g.c.clock.Now()
+	}
+}
+
+// dropConsumerMemberLocked forgets m: timers, partitions, target, instance id.
+func (g *group) dropConsumerMemberLocked(m *cmember) {
+	cg := g.cg
+	if m.hbTimer != nil {
+		m.hbTimer.Stop()
+	}
+	m.hbSeq++
+	g.stopRevokeTimer(m)
+	g.releaseLocked(m)
+	delete(cg.members, m.id)
+	delete(cg.target, m.id)
+	if m.instanceID != nil && cg.static[*m.instanceID] == m.id {
+		delete(cg.static, *m.instanceID)
+	}
+}
+
+// releaseLocked removes m's partitions from the owners map.
+func (g *group) releaseLocked(m *cmember) {
+	cg := g.cg
+	free := func(id [16]byte, p int32) {
+		if cg.owners[tpKey{id, p}] == m.id {
+			delete(cg.owners, tpKey{id, p})
+		}
+	}
+	m.assigned.each(free)
+	m.pending.each(free)
+}
+
+// armConsumerSessionLocked (re)starts m's session: without a heartbeat within the
+// session timeout the member is fenced.
+func (g *group) armConsumerSessionLocked(m *cmember) {
+	if m.hbTimer != nil {
+		m.hbTimer.Stop()
+	}
+	m.hbSeq++
+	seq := m.hbSeq
+	m.hbTimer = g.after(g.c.cfg.ConsumerSessionTimeout, func(fx *effects) {
+		if g.kind != kindConsumer || g.state == stateDead || g.cg.members[m.id] != m || m.hbSeq != seq {
+			return
+		}
+		g.c.logger.Info("consumer group member session expired", "group", g.id, "member", m.id)
+		var recs []Record
+		g.fenceConsumerMemberLocked(m, &recs)
+		g.writeThenLocked(fx, recs, nil)
+	})
+}
+
+// armRevokeTimerLocked starts m's rebalance timeout as it enters UNREVOKED_PARTITIONS:
+// a member that has not revoked by then is fenced.
+func (g *group) armRevokeTimerLocked(m *cmember) {
+	g.stopRevokeTimer(m)
+	seq, epoch := m.revokeSeq, m.epoch
+	d := m.rebalanceTimeout
+	if d <= 0 {
+		d = g.c.cfg.ConsumerSessionTimeout
+	}
+	m.revokeTimer = g.after(d, func(fx *effects) {
+		if g.kind != kindConsumer || g.state == stateDead || g.cg.members[m.id] != m || m.revokeSeq != seq {
+			return
+		}
+		if m.state != msUnrevoked || m.epoch != epoch {
+			return
+		}
+		g.c.logger.Info("consumer group member did not revoke its partitions within the rebalance timeout", "group", g.id, "member", m.id)
+		var recs []Record
+		g.fenceConsumerMemberLocked(m, &recs)
+		g.writeThenLocked(fx, recs, nil)
+	})
+}
+
+func (g *group) stopRevokeTimer(m *cmember) {
+	if m.revokeTimer != nil {
+		m.revokeTimer.Stop()
+		m.revokeTimer = nil
+	}
+	m.revokeSeq++
+}
+
+// writeThenLocked appends recs (if any) and then calls done (may be nil) with the
+// outcome, with no lock held. With no records, done waits only for the group's earlier
+// writes, so that an answer never reports state that is not durable yet.
+func (g *group) writeThenLocked(fx *effects, recs []Record, done func(error)) {
+	if len(recs) == 0 {
+		if done == nil {
+			return
+		}
+		if g.pendingWrites == 0 {
+			fx.add(func() { done(nil) })
+			return
+		}
+		g.writeWaiters = append(g.writeWaiters, func() { done(nil) })
+		return
+	}
+	g.pendingWrites++
+	g.appendLocked(fx, recs, func(err error) {
+		if err != nil {
+			g.c.logger.Warn("group write failed", "group", g.id, "err", err)
+		}
+		g.with(func(fx *effects) {
+			g.pendingWrites--
+			if done != nil {
+				fx.add(func() { done(err) })
+			}
+			if g.pendingWrites == 0 {
+				for _, w := range g.writeWaiters {
+					fx.add(w)
+				}
+				g.writeWaiters = nil
+			}
+		})
+	})
+}

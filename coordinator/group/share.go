@@ -1,0 +1,597 @@
+package group
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Share groups (KIP-932): the membership half, which lives with the group coordinator.
+// Members heartbeat with ShareGroupHeartbeat; the coordinator assigns partitions with
+// the "simple" assignor and a member takes its target at once (share groups have no
+// revocation: a partition may be read by several members, records are handed out one
+// by one by the partition's leader). Which records a member holds, and for how long, is
+// the share partition's business (coordinator/share), not the coordinator's.
+//
+// The simple assignor: for each subscribed topic with P partitions and the n members
+// subscribed to it (in member id order), partition p goes to member p mod n when
+// n <= P (every partition to one member, counts within one), else member j reads
+// partition j mod P (every member gets one, partitions shared). Kafka 4.1's assignor
+// also balances but may pick other partitions.
+
+// AssignorSimple is the share groups' assignor.
+const AssignorSimple = "simple"
+
+// smember is a share-group member. Guarded by the group's mu.
+type smember struct {
+	id               string
+	rackID           *string
+	clientID         string
+	clientHost       string
+	names            []string
+	epoch, prevEpoch int32
+	assigned         assignment
+	hbSeq            uint64
+	hbTimer          Timer
+}
+
+// shareState is a share group's membership state. Invariants: assignmentEpoch <= epoch;
+// each member's epoch <= assignmentEpoch; target has an entry for every member assigned
+// at its join epoch or later.
+type shareState struct {
+	epoch           int32
+	assignmentEpoch int32
+	members         map[string]*smember
+	target          map[string]assignment
+	subMeta         map[string]PartitionMetadataTopic
+	topicsVersion   uint64
+	refreshed       bool
+	stateTime       time.Time
+}
+
+func newShareState(now time.Time) *shareState {
+	return &shareState{
+		members:   map[string]*smember{},
+		target:    map[string]assignment{},
+		subMeta:   map[string]PartitionMetadataTopic{},
+		stateTime: now,
+	}
+}
+
+func (sg *shareState) stateName() string {
+	if len(sg.members) == 0 {
+		return "Empty"
+	}
+	return "Stable"
+}
+
+// ShareGroupHeartbeat handles ShareGroupHeartbeat (v1, KIP-932): a member joins (epoch
+// 0), heartbeats or leaves (-1). cb is called once, after the change is durable.
+func (c *Coordinator) ShareGroupHeartbeat(req *kmsg.ShareGroupHeartbeatRequest, clientID, clientHost string, cb func(*kmsg.ShareGroupHeartbeatResponse)) {
+	fail := func(code int16, msg string) {
+		r := kmsg.NewPtrShareGroupHeartbeatResponse()
+		r.Version, r.ErrorCode = req.Version, code
+		if msg == "" {
+			msg = kerr.ErrorForCode(code).Error()
+		}
+		r.ErrorMessage = &msg
+		cb(r)
+	}
+	switch {
+	case req.GroupID == "":
+		fail(kerr.InvalidGroupID.Code, "GroupId can't be empty.")
+		return
+	case req.RackID != nil && *req.RackID == "":
+		fail(kerr.InvalidRequest.Code, "RackId can't be empty.")
+		return
+	case req.MemberID == "":
+		fail(kerr.InvalidRequest.Code, "MemberId can't be empty.")
+		return
+	case req.MemberEpoch == 0 && len(req.SubscribedTopicNames) == 0:
+		fail(kerr.InvalidRequest.Code, "SubscribedTopicNames must be set in first request.")
+		return
+	case req.MemberEpoch < leaveEpoch:
+		fail(kerr.InvalidRequest.Code, "MemberEpoch is invalid.")
+		return
+	}
+	g, code := c.lookup(req.GroupID, req.MemberEpoch == 0)
+	if code != 0 {
+		fail(code, "")
+		return
+	}
+	if g == nil {
+		fail(kerr.GroupIDNotFound.Code, fmt.Sprintf("Share group %s not found.", req.GroupID))
+		return
+	}
+	g.with(func(fx *effects) {
+		var recs []Record
+		r, code, msg := g.shareHeartbeatLocked(req, clientID, clientHost, &recs)
+		if code != 0 {
+			g.writeThenLocked(fx, recs, func(error) { fail(code, msg) })
+			return
+		}
+		r.Version = req.Version
+		g.writeThenLocked(fx, recs, func(err error) {
+			if err != nil {
+				fail(appendErrorCode(err, false), "")
+				return
+			}
+			cb(r)
+		})
+	})
+}
+
+// freshClassicLocked reports whether g is a classic group that never held anything: a
+// share group may take its id (Kafka lets a share group take only a free id).
+func (g *group) freshClassicLocked() bool {
+	return g.classicEmptyLocked() && g.generation == 0 && g.protocolType == "" && len(g.offsets) == 0 && len(g.pendingCommits) == 0
+}
+
+func (g *group) shareHeartbeatLocked(req *kmsg.ShareGroupHeartbeatRequest, clientID, clientHost string, recs *[]Record) (*kmsg.ShareGroupHeartbeatResponse, int16, string) {
+	if g.state == stateDead {
+		return nil, kerr.CoordinatorNotAvailable.Code, ""
+	}
+	switch g.kind {
+	case kindClassic:
+		if req.MemberEpoch != 0 || !g.freshClassicLocked() {
+			return nil, kerr.GroupIDNotFound.Code, fmt.Sprintf("Group %s is not a share group.", g.id)
+		}
+		g.kind = kindShare
+		g.protocolType = "share"
+		g.sg = newShareState(g.c.clock.Now())
+	case kindConsumer:
+		return nil, kerr.GroupIDNotFound.Code, fmt.Sprintf("Group %s is not a share group.", g.id)
+	}
+	sg := g.sg
+	m := sg.members[req.MemberID]
+	if req.MemberEpoch == leaveEpoch {
+		if m == nil {
+			return nil, kerr.UnknownMemberID.Code, fmt.Sprintf("Member %s is not a member of group %s.", req.MemberID, g.id)
+		}
+		g.c.logger.Info("member leaves the share group", "group", g.id, "member", m.id)
+		g.fenceShareMemberLocked(m, recs)
+		r := kmsg.NewPtrShareGroupHeartbeatResponse()
+		id := m.id
+		r.MemberID, r.MemberEpoch = &id, leaveEpoch
+		return r, 0, ""
+	}
+	created := false
+	switch {
+	case m == nil && req.MemberEpoch == 0:
+		if max := g.c.cfg.ShareMaxSize; max > 0 && len(sg.members) >= max {
+			return nil, kerr.GroupMaxSizeReached.Code, fmt.Sprintf("The share group has reached its maximum capacity of %d members.", max)
+		}
+		m = &smember{id: req.MemberID, assigned: assignment{}}
+		sg.members[m.id] = m
+		created = true
+		g.c.logger.Info("member joins the share group", "group", g.id, "member", m.id)
+	case m == nil:
+		return nil, kerr.UnknownMemberID.Code, fmt.Sprintf("Member %s is not a member of group %s.", req.MemberID, g.id)
+	case req.MemberEpoch == 0:
+		// rejoin in place: it gets its assignment again
+	case req.MemberEpoch > m.epoch || (req.MemberEpoch < m.epoch && req.MemberEpoch != m.prevEpoch):
+		return nil, kerr.FencedMemberEpoch.Code, fmt.Sprintf("The share group member has a member epoch (%d) other than the one known by the group coordinator (%d). The member must abandon all its partitions and rejoin.", req.MemberEpoch, m.epoch)
+	}
+	before := m.assigned.clone()
+	changed, subChanged := created, created
+	if req.RackID != nil && (m.rackID == nil || *m.rackID != *req.RackID) {
+		r := *req.RackID
+		m.rackID, changed = &r, true
+	}
+	if req.SubscribedTopicNames != nil {
+		names := slices.Clone(req.SubscribedTopicNames)
+		slices.Sort(names)
+		names = slices.Compact(names)
+		if !slices.Equal(names, m.names) {
+			m.names, changed, subChanged = names, true, true
+		}
+	}
+	if clientID != m.clientID || clientHost != m.clientHost {
+		m.clientID, m.clientHost, changed = clientID, clientHost, true
+	}
+	if changed {
+		*recs = append(*recs, g.shareMemberRecord(m))
+	}
+	bump := subChanged
+	if g.refreshShareSubscriptionLocked(bump, recs) {
+		bump = true
+	}
+	if bump {
+		sg.epoch++
+		*recs = append(*recs, g.rec(recShareGroupMetadata, "", appendEpochValue(nil, sg.epoch)))
+	}
+	if sg.epoch > sg.assignmentEpoch {
+		g.computeShareTargetLocked(recs)
+	}
+	if m.epoch != sg.assignmentEpoch {
+		m.prevEpoch, m.epoch = m.epoch, sg.assignmentEpoch
+		m.assigned = sg.target[m.id].clone()
+		if m.assigned == nil {
+			m.assigned = assignment{}
+		}
+		*recs = append(*recs, g.shareCurrentRecord(m))
+	}
+	g.armShareSessionLocked(m)
+	r := kmsg.NewPtrShareGroupHeartbeatResponse()
+	id := m.id
+	r.MemberID, r.MemberEpoch = &id, m.epoch
+	r.HeartbeatIntervalMillis = int32(g.c.cfg.ShareHeartbeatInterval / time.Millisecond)
+	if req.MemberEpoch == 0 || req.SubscribedTopicNames != nil || !before.equal(m.assigned) {
+		r.Assignment = &kmsg.ShareGroupHeartbeatResponseAssignment{TopicPartitions: []kmsg.ShareGroupHeartbeatResponseAssignmentTopicPartition{}}
+		for _, tp := range assignmentRecordForm(m.assigned) {
+			t := kmsg.NewShareGroupHeartbeatResponseAssignmentTopicPartition()
+			t.TopicID, t.Partitions = tp.TopicID, tp.Partitions
+			r.Assignment.TopicPartitions = append(r.Assignment.TopicPartitions, t)
+		}
+	}
+	return r, 0, ""
+}
+
+// refreshShareSubscriptionLocked recomputes the share group's subscribed topic metadata;
+// true when it changed.
+func (g *group) refreshShareSubscriptionLocked(force bool, recs *[]Record) bool {
+	sg := g.sg
+	im := g.c.topics.load()
+	if !force && sg.refreshed && sg.topicsVersion == im.version {
+		return false
+	}
+	meta := map[string]PartitionMetadataTopic{}
+	for _, m := range sg.members {
+		for _, n := range m.names {
+			if t, ok := im.byName[n]; ok {
+				meta[n] = PartitionMetadataTopic{TopicID: t.ID, TopicName: n, NumPartitions: t.Partitions}
+			}
+		}
+	}
+	sg.topicsVersion, sg.refreshed = im.version, true
+	if equalMeta(meta, sg.subMeta) {
+		return false
+	}
+	sg.subMeta = meta
+	*recs = append(*recs, g.partitionMetadataRecord(recSharePartitionMetadata, meta))
+	return true
+}
+
+// computeShareTargetLocked runs the simple assignor for the group epoch.
+func (g *group) computeShareTargetLocked(recs *[]Record) {
+	sg := g.sg
+	ids := make([]string, 0, len(sg.members))
+	for id := range sg.members {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	out := make(map[string]assignment, len(ids))
+	for _, id := range ids {
+		out[id] = assignment{}
+	}
+	topics := make([]PartitionMetadataTopic, 0, len(sg.subMeta))
+	for _, t := range sg.subMeta {
+		topics = append(topics, t)
+	}
+	sort.Slice(topics, func(i, j int) bool { return topics[i].TopicName < topics[j].TopicName })
+	for _, t := range topics {
+		var subs []string
+		for _, id := range ids {
+			if slices.Contains(sg.members[id].names, t.TopicName) {
+				subs = append(subs, id)
+			}
+		}
+		n, parts := int32(len(subs)), t.NumPartitions
+		if n == 0 || parts == 0 {
+			continue
+		}
+		if n <= parts {
+			for p := int32(0); p < parts; p++ {
+				out[subs[p%n]].add(t.TopicID, p)
+			}
+		} else {
+			for j, id := range subs {
+				out[id].add(t.TopicID, int32(j)%parts)
+			}
+		}
+	}
+	for _, id := range ids {
+		if old, ok := sg.target[id]; ok && old.equal(out[id]) {
+			continue
+		}
+		sg.target[id] = out[id]
+		*recs = append(*recs, g.rec(recShareTargetMember, id, appendTargetMemberValue(nil, assignmentRecordForm(out[id]))))
+	}
+	sg.assignmentEpoch = sg.epoch
+	*recs = append(*recs, g.rec(recShareTargetMetadata, "", appendEpochValue(nil, sg.assignmentEpoch)))
+}
+
+func (g *group) shareMemberRecord(m *smember) Record {
+	v := ConsumerMemberValue{RackID: m.rackID, ClientID: m.clientID, ClientHost: m.clientHost, SubscribedTopicNames: m.names}
+	if v.SubscribedTopicNames == nil {
+		v.SubscribedTopicNames = []string{}
+	}
+	return g.rec(recShareMemberMetadata, m.id, appendShareMemberValue(nil, &v))
+}
+
+func (g *group) shareCurrentRecord(m *smember) Record {
+	v := CurrentAssignmentValue{MemberEpoch: m.epoch, PreviousMemberEpoch: m.prevEpoch, State: int8(msStable), Assigned: assignmentRecordForm(m.assigned)}
+	return g.rec(recShareCurrentAssignment, m.id, appendCurrentAssignmentValue(nil, &v, true))
+}
+
+func (g *group) shareMemberTombstones(id string) []Record {
+	return []Record{
+		g.rec(recShareCurrentAssignment, id, nil),
+		g.rec(recShareTargetMember, id, nil),
+		g.rec(recShareMemberMetadata, id, nil),
+	}
+}
+
+// shareTombstonesLocked deletes every record of the share group.
+func (g *group) shareTombstonesLocked() []Record {
+	sg := g.sg
+	ids := make([]string, 0, len(sg.members))
+	for id := range sg.members {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	var recs []Record
+	for _, id := range ids {
+		recs = append(recs, g.shareMemberTombstones(id)...)
+	}
+	recs = append(recs,
+		g.rec(recShareTargetMetadata, "", nil),
+		g.rec(recSharePartitionMetadata, "", nil),
+		g.rec(recShareGroupMetadata, "", nil))
+	return recs
+}
+
+// fenceShareMemberLocked removes m and bumps the group epoch.
+func (g *group) fenceShareMemberLocked(m *smember, recs *[]Record) {
+	sg := g.sg
+	if m.hbTimer != nil {
+		m.hbTimer.Stop()
+	}
+	m.hbSeq++
+	delete(sg.members, m.id)
+	delete(sg.target, m.id)
+	*recs = append(*recs, g.shareMemberTombstones(m.id)...)
+	g.refreshShareSubscriptionLocked(true, recs)
+	sg.epoch++
+	*recs = append(*recs, g.rec(recShareGroupMetadata, "", appendEpochValue(nil, sg.epoch)))
+	if len(sg.members) == 0 {
+		sg.stateTime = g.c.clock.Now()
+	}
+}
+
+func (g *group) armShareSessionLocked(m *smember) {
+	if m.hbTimer != nil {
+		m.hbTimer.Stop()
+	}
+	m.hbSeq++
+	seq := m.hbSeq
+	m.hbTimer = g.after(g.c.cfg.ShareSessionTimeout, func(fx *effects) {
+		if g.kind != kindShare || g.state == stateDead || g.sg.members[m.id] != m || m.hbSeq != seq {
+			return
+		}
+		g.c.logger.Info("share group member session expired", "group", g.id, "member", m.id)
+		var recs []Record
+		g.fenceShareMemberLocked(m, &recs)
+		g.writeThenLocked(fx, recs, nil)
+	})
+}
+
+func (g *group) startShareTimersLocked() {
+	for _, m := range g.sg.members {
+		g.armShareSessionLocked(m)
+	}
+}
+
+func (g *group) stopShareTimersLocked() {
+	if g.sg == nil {
+		return
+	}
+	for _, m := range g.sg.members {
+		if m.hbTimer != nil {
+			m.hbTimer.Stop()
+		}
+		m.hbSeq++
+	}
+}
+
+// ShareGroupDescribe handles ShareGroupDescribe (v1).
+func (c *Coordinator) ShareGroupDescribe(req *kmsg.ShareGroupDescribeRequest) *kmsg.ShareGroupDescribeResponse {
+	r := kmsg.NewPtrShareGroupDescribeResponse()
+	r.Version = req.Version
+	im := c.topics.load()
+	for _, id := range req.GroupIDs {
+		out := kmsg.NewShareGroupDescribeResponseGroup()
+		out.GroupID = id
+		if req.IncludeAuthorizedOperations {
+			out.AuthorizedOperations = groupOperations
+		}
+		g, code := c.lookup(id, false)
+		switch {
+		case code != 0:
+			out.ErrorCode = code
+		case g == nil:
+			out.ErrorCode = kerr.GroupIDNotFound.Code
+			msg := fmt.Sprintf("Group %s not found.", id)
+			out.ErrorMessage = &msg
+		default:
+			g.mu.Lock()
+			if g.kind != kindShare || g.state == stateDead {
+				out.ErrorCode = kerr.GroupIDNotFound.Code
+				msg := fmt.Sprintf("Group %s is not a share group.", id)
+				out.ErrorMessage = &msg
+			} else {
+				sg := g.sg
+				out.GroupState, out.GroupEpoch, out.AssignmentEpoch, out.Assignor = sg.stateName(), sg.epoch, sg.assignmentEpoch, AssignorSimple
+				ids := make([]string, 0, len(sg.members))
+				for mid := range sg.members {
+					ids = append(ids, mid)
+				}
+				sort.Strings(ids)
+				for _, mid := range ids {
+					m := sg.members[mid]
+					dm := kmsg.NewShareGroupDescribeResponseGroupMember()
+					dm.MemberID, dm.RackID, dm.MemberEpoch, dm.ClientID, dm.ClientHost = m.id, m.rackID, m.epoch, m.clientID, m.clientHost
+					dm.SubscribedTopicNames = slices.Clone(m.names)
+					for _, tp := range assignmentRecordForm(m.assigned) {
+						t := kmsg.NewShareGroupDescribeResponseGroupMemberAssignmentTopicPartition()
+						t.TopicID, t.Partitions = tp.TopicID, tp.Partitions
+						t.Topic = im.byID[tp.TopicID].Name
+						dm.Assignment.TopicPartitions = append(dm.Assignment.TopicPartitions, t)
+					}
+					out.Members = append(out.Members, dm)
+				}
+			}
+			g.mu.Unlock()
+		}
+		r.Groups = append(r.Groups, out)
+	}
+	return r
+}
+
+// ShareGroupTopics returns the topics a share group subscribes to (its members'
+// subscriptions), for the share-group offset admin APIs; ok is false when group is not
+// a share group here, with the error code to answer (0 when it does not exist).
+func (c *Coordinator) ShareGroupTopics(group string) (topics []string, code int16, ok bool) {
+	g, code := c.lookup(group, false)
+	if code != 0 || g == nil {
+		return nil, code, false
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.kind != kindShare || g.state == stateDead {
+		return nil, 0, false
+	}
+	set := map[string]bool{}
+	for _, m := range g.sg.members {
+		for _, n := range m.names {
+			set[n] = true
+		}
+	}
+	for n := range set {
+		topics = append(topics, n)
+	}
+	sort.Strings(topics)
+	return topics, 0, true
+}
+
+// ShareGroupEmpty reports whether group is a share group without members (AlterShare
+// GroupOffsets and DeleteShareGroupOffsets need that); code is the error to answer when
+// it cannot be said (not coordinator, loading) or GROUP_ID_NOT_FOUND.
+func (c *Coordinator) ShareGroupEmpty(group string) (empty bool, code int16) {
+	g, code := c.lookup(group, false)
+	if code != 0 {
+		return false, code
+	}
+	if g == nil {
+		return false, kerr.GroupIDNotFound.Code
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.kind != kindShare || g.state == stateDead {
+		return false, kerr.GroupIDNotFound.Code
+	}
+	return len(g.sg.members) == 0, 0
+}
+
+// loadedShare gathers one share group's records during a replay.
+type loadedShare struct {
+	seq         int
+	epoch       int32
+	live        bool
+	subMeta     []PartitionMetadataTopic
+	members     map[string]ConsumerMemberValue
+	targetEpoch int32
+	targets     map[string][]TopicPartitions
+	current     map[string]CurrentAssignmentValue
+}
+
+func newLoadedShare() *loadedShare {
+	return &loadedShare{
+		members: map[string]ConsumerMemberValue{},
+		targets: map[string][]TopicPartitions{},
+		current: map[string]CurrentAssignmentValue{},
+	}
+}
+
+func (l *loadedShare) apply(k Key, value []byte, seq int) bool {
+	del := value == nil
+	var err error
+	switch k.Kind {
+	case KeyShareGroup:
+		if del {
+			*l = *newLoadedShare()
+			l.seq = seq
+			return true
+		}
+		l.epoch, err = DecodeEpochValue(value)
+		l.live, l.seq = err == nil, seq
+	case KeySharePartitionMetadata:
+		l.subMeta = nil
+		if !del {
+			l.subMeta, err = DecodePartitionMetadataValue(value)
+		}
+	case KeyShareMember:
+		if del {
+			delete(l.members, k.Member)
+			return true
+		}
+		var v ConsumerMemberValue
+		if v, err = DecodeShareMemberValue(value); err == nil {
+			l.members[k.Member] = v
+		}
+	case KeyShareTargetMetadata:
+		l.targetEpoch = 0
+		if !del {
+			l.targetEpoch, err = DecodeEpochValue(value)
+		}
+	case KeyShareTargetMember:
+		if del {
+			delete(l.targets, k.Member)
+			return true
+		}
+		var v []TopicPartitions
+		if v, err = DecodeTargetMemberValue(value); err == nil {
+			l.targets[k.Member] = v
+		}
+	case KeyShareCurrentAssignment:
+		if del {
+			delete(l.current, k.Member)
+			return true
+		}
+		var v CurrentAssignmentValue
+		if v, err = DecodeCurrentAssignmentValue(value, true); err == nil {
+			l.current[k.Member] = v
+		}
+	}
+	return err == nil
+}
+
+func (g *group) restoreShare(l *loadedShare) {
+	g.kind = kindShare
+	g.protocolType = "share"
+	sg := newShareState(g.c.clock.Now())
+	g.sg = sg
+	sg.epoch, sg.assignmentEpoch = l.epoch, l.targetEpoch
+	for _, t := range l.subMeta {
+		sg.subMeta[t.TopicName] = t
+	}
+	for id, v := range l.members {
+		m := &smember{id: id, rackID: v.RackID, clientID: v.ClientID, clientHost: v.ClientHost,
+			names: append([]string(nil), v.SubscribedTopicNames...), assigned: assignment{}}
+		sort.Strings(m.names)
+		if cur, ok := l.current[id]; ok {
+			m.epoch, m.prevEpoch = cur.MemberEpoch, cur.PreviousMemberEpoch
+			m.assigned = assignmentFromRecord(cur.Assigned)
+		}
+		sg.members[id] = m
+	}
+	for id, tps := range l.targets {
+		if sg.members[id] != nil {
+			sg.target[id] = assignmentFromRecord(tps)
+		}
+	}
+}
