@@ -334,6 +334,9 @@ steps() {
 	step "SAMSA_CLUSTER_BENCH=1 go test ./cmd/samsa -run '^TestClusterBench\$' -v -count=1 -timeout 20m" \
 		"SAMSA_CLUSTER_BENCH=1 SAMSA_CLUSTER_BENCH_TOPICS=20 SAMSA_CLUSTER_BENCH_PARTITIONS=30 SAMSA_CLUSTER_BENCH_FAILOVERS=1 go test ./cmd/samsa -run '^TestClusterBench\$' -v -count=1 -timeout 20m"
 	expect 'controller failover'
+	step "SAMSA_CLUSTER_BENCH=1 go test ./cmd/samsa -run '^TestClusterBenchLeaderFailover\$' -v -count=1 -timeout 30m" \
+		"SAMSA_CLUSTER_BENCH=1 SAMSA_CLUSTER_BENCH_KILLS=1 go test ./cmd/samsa -run '^TestClusterBenchLeaderFailover\$' -v -count=1 -timeout 30m"
+	expect 'no acknowledgement for'
 }
 
 # --- every documented command has a step, every step a documented command ------------
