@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -256,6 +257,8 @@ var BrokerDefs = []*Def{
 	{Name: "log.cleaner.max.compaction.lag.ms", Kind: KindLong, Default: sp(longMax), Min: 1},
 	{Name: "log.cleaner.min.cleanable.ratio", Kind: KindDouble, Default: sp("0.5"), Min: 0, Max: 1},
 	{Name: "log.preallocate", Kind: KindBool, Default: sp("false")},
+	{Name: "samsa.log.scrub.bytes.per.second", Kind: KindLong, Default: sp("0"), Min: 0, ReadOnly: true, Doc: "Samsa: the background scrubber checks the CRC of every batch of every log at this rate and refuses damaged ranges with CORRUPT_MESSAGE (0: off; `samsa scrub` checks on demand)"},
+	{Name: "samsa.log.scrub.interval.ms", Kind: KindLong, Default: sp("3600000"), Min: 1, ReadOnly: true, Doc: "Samsa: the pause between two passes of the scrubber"},
 	{Name: "log.message.timestamp.before.max.ms", Kind: KindLong, Default: sp(longMax), Min: 0},
 	{Name: "log.message.timestamp.after.max.ms", Kind: KindLong, Default: sp(longMax), Min: 0},
 	// Group coordinator (10_find_coordinator.go); read when the coordinator starts.
@@ -305,6 +308,7 @@ var BrokerDefs = []*Def{
 	{Name: "socket.receive.buffer.bytes", Kind: KindInt, Default: sp("102400"), Min: -1, ReadOnly: true, Doc: compatOnly},
 	{Name: "num.recovery.threads.per.data.dir", Kind: KindInt, Default: sp("2"), Min: 1, ReadOnly: true, Doc: compatOnly},
 	{Name: "offsets.topic.replication.factor", Kind: KindShort, Default: sp("3"), Min: -1, ReadOnly: true, Doc: "__consumer_offsets' replication factor (capped at the number of brokers)"},
+	{Name: "transaction.partition.verification.enable", Kind: KindBool, Default: sp("true"), ReadOnly: true, Doc: "KIP-890: a partition leader checks with the transaction coordinator that a transactional batch opening a transaction was added to it"},
 	{Name: "transaction.state.log.replication.factor", Kind: KindShort, Default: sp("3"), Min: 1, ReadOnly: true, Doc: compatOnly},
 	{Name: "transaction.state.log.min.isr", Kind: KindInt, Default: sp("2"), Min: 1, ReadOnly: true, Doc: compatOnly},
 	{Name: "sync", Kind: KindString, Default: sp("fsync"), Enum: []string{"fsync", "replicated", "interval", "none"}, ReadOnly: true, Doc: "Samsa: when appends are acknowledged durable (fsync: after the group-committed fdatasync; replicated: rely on the ISR, flush in the background)"},
@@ -564,4 +568,35 @@ func BrokerKeys() []string {
 func DefaultTopicLogConfig(static map[string]string) engine.LogConfig {
 	l := Layers{Static: static}
 	return l.LogConfig()
+}
+
+// EngineOptions sets the broker-wide parts of the engine's options that come from
+// keys of the node's properties (static): the log cleaner's log.cleaner.* keys, the
+// scrubber's samsa.log.scrub.* keys and transaction.partition.verification.enable.
+// Values were validated at start-up; an unset key takes its default.
+func EngineOptions(static map[string]string, o *engine.Options) {
+	l := Layers{Static: static}
+	b := func(k string) bool { return strings.EqualFold(strings.TrimSpace(l.BrokerValue(k)), "true") }
+	f := func(k string) float64 {
+		v, _ := strconv.ParseFloat(strings.TrimSpace(l.BrokerValue(k)), 64)
+		return v
+	}
+	o.Cleaner = engine.CleanerOptions{
+		Disable:             !b("log.cleaner.enable"),
+		Threads:             int(l.BrokerInt("log.cleaner.threads")),
+		DedupeBufferSize:    l.BrokerInt("log.cleaner.dedupe.buffer.size"),
+		LoadFactor:          f("log.cleaner.io.buffer.load.factor"),
+		IOBufferSize:        int(l.BrokerInt("log.cleaner.io.buffer.size")),
+		IOMaxBytesPerSecond: f("log.cleaner.io.max.bytes.per.second"),
+		Backoff:             time.Duration(l.BrokerInt("log.cleaner.backoff.ms")) * time.Millisecond,
+	}
+	if o.Cleaner.IOMaxBytesPerSecond >= math.MaxFloat64 {
+		o.Cleaner.IOMaxBytesPerSecond = 0 // Kafka's Double.MaxValue: no limit
+	}
+	if o.Cleaner.Threads == 0 {
+		o.Cleaner.Disable = true // Kafka: no cleaner threads, no cleaning
+	}
+	o.ScrubBytesPerSecond = l.BrokerInt("samsa.log.scrub.bytes.per.second")
+	o.ScrubInterval = time.Duration(l.BrokerInt("samsa.log.scrub.interval.ms")) * time.Millisecond
+	o.DisableTxnVerification = !b("transaction.partition.verification.enable")
 }

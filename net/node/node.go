@@ -202,13 +202,15 @@ func (n *Node) bind() error {
 func (n *Node) startBroker(fsys vfs.FS) error {
 	cfg := n.cfg
 	var err error
-	if n.eng, err = engine.Open(engine.Options{
+	eopts := engine.Options{
 		Dirs: cfg.LogDirs, Sync: cfg.Sync.Engine, FlushInterval: cfg.FlushInterval,
 		RetentionCheckInterval: cfg.RetentionCheckInterval,
 		DefaultConfig:          configs.DefaultTopicLogConfig(cfg.Keys),
 		Logger:                 n.log.With("component", "engine"),
 		FS:                     fsys,
-	}); err != nil {
+	}
+	configs.EngineOptions(cfg.Keys, &eopts)
+	if n.eng, err = engine.Open(eopts); err != nil {
 		return fmt.Errorf("opening logs: %w", err)
 	}
 	registerEngineMetrics(n.reg, n.eng)
