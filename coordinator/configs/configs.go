@@ -270,6 +270,23 @@ var BrokerDefs = []*Def{
 	{Name: "offsets.retention.check.interval.ms", Kind: KindLong, Default: sp("600000"), Min: 1, ReadOnly: true},
 	{Name: "offset.metadata.max.bytes", Kind: KindInt, Default: sp("4096"), ReadOnly: true},
 	{Name: "offsets.topic.num.partitions", Kind: KindInt, Default: sp("50"), Min: 1, ReadOnly: true},
+	// KIP-848 consumer groups and KIP-932 share groups (net/kafka/groups.go), Kafka 4's
+	// names and defaults; read when the coordinator starts.
+	{Name: "group.coordinator.rebalance.protocols", Kind: KindList, Default: sp("classic,consumer"), Enum: []string{"classic", "consumer", "share", "streams"}, ReadOnly: true, Doc: "consumer: ConsumerGroupHeartbeat and ConsumerGroupDescribe are served (classic is always served; share and streams groups are not served yet)"},
+	{Name: "group.consumer.heartbeat.interval.ms", Kind: KindInt, Default: sp("5000"), Min: 1, ReadOnly: true},
+	{Name: "group.consumer.min.heartbeat.interval.ms", Kind: KindInt, Default: sp("5000"), Min: 1, ReadOnly: true},
+	{Name: "group.consumer.max.heartbeat.interval.ms", Kind: KindInt, Default: sp("15000"), Min: 1, ReadOnly: true},
+	{Name: "group.consumer.session.timeout.ms", Kind: KindInt, Default: sp("45000"), Min: 1, ReadOnly: true},
+	{Name: "group.consumer.min.session.timeout.ms", Kind: KindInt, Default: sp("45000"), Min: 1, ReadOnly: true},
+	{Name: "group.consumer.max.session.timeout.ms", Kind: KindInt, Default: sp("60000"), Min: 1, ReadOnly: true},
+	{Name: "group.consumer.max.size", Kind: KindInt, Default: sp("2147483647"), Min: 1, ReadOnly: true},
+	{Name: "group.consumer.assignors", Kind: KindList, Default: sp("org.apache.kafka.coordinator.group.assignor.UniformAssignor,org.apache.kafka.coordinator.group.assignor.RangeAssignor"), ReadOnly: true, Doc: "uniform and range, by class name or by name; the first is the default (other names are ignored)"},
+	{Name: "group.consumer.migration.policy", Kind: KindString, Default: sp("bidirectional"), Enum: []string{"disabled", "downgrade", "upgrade", "bidirectional"}, ReadOnly: true, Doc: "empty groups convert between the classic and the consumer protocol whatever it says; groups with members are not converted (online migration is not served)"},
+	{Name: "group.share.heartbeat.interval.ms", Kind: KindInt, Default: sp("5000"), Min: 1, ReadOnly: true, Doc: "no effect: share groups are not served yet"},
+	{Name: "group.share.session.timeout.ms", Kind: KindInt, Default: sp("45000"), Min: 1, ReadOnly: true, Doc: "no effect: share groups are not served yet"},
+	{Name: "group.share.max.size", Kind: KindShort, Default: sp("200"), Min: 10, Max: 1000, ReadOnly: true, Doc: "no effect: share groups are not served yet"},
+	{Name: "group.share.record.lock.duration.ms", Kind: KindInt, Default: sp("30000"), Min: 1000, Max: 3600000, ReadOnly: true, Doc: "no effect: share groups are not served yet"},
+	{Name: "group.share.delivery.count.limit", Kind: KindInt, Default: sp("5"), Min: 2, Max: 10, ReadOnly: true, Doc: "no effect: share groups are not served yet"},
 	// The cluster (docs/CLUSTER.md): roles, the controller quorum, listeners, the broker
 	// lifecycle and replication.
 	{Name: "process.roles", Kind: KindList, ReadOnly: true, Enum: []string{"broker", "controller"}, Doc: "broker, controller or broker,controller (unset: a combined single node)"},
