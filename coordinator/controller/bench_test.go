@@ -98,6 +98,7 @@ func BenchmarkFailover(b *testing.B) {
 		leaders += len(d.Leaders)
 	}
 	n := float64(b.N)
+	b.ReportMetric(float64((build+apply+encode+replay+delta).Microseconds())/n/1000, "ms/failover")
 	b.ReportMetric(float64(recs)/n, "records/op")
 	b.ReportMetric(float64(bytes)/n, "entry-bytes/op")
 	b.ReportMetric(float64(build.Microseconds())/n, "build-µs/op")
@@ -162,6 +163,7 @@ func BenchmarkFailoverThroughController(b *testing.B) {
 		b.StartTimer()
 	}
 	b.ReportMetric(float64(recs)/float64(b.N), "entry-bytes/op")
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/1000, "ms/failover")
 }
 
 // BenchmarkSnapshotCatchUp is a broker catching up from a snapshot of the scale
@@ -182,6 +184,8 @@ func BenchmarkSnapshotCatchUp(b *testing.B) {
 		d := ReplicaDelta(int32(i%scaleBrokers+1), nil, got, nil)
 		replicas += len(d.Leaders) + len(d.Followers)
 	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/1000, "ms/catch-up")
+	b.ReportMetric(float64(heap)/(1<<20), "MiB/image")
 	b.ReportMetric(float64(replicas)/float64(b.N), "replicas/op")
 	b.ReportMetric(float64(len(snap)), "snapshot-bytes")
 	b.ReportMetric(float64(heap), "image-heap-bytes")

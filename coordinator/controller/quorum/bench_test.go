@@ -176,7 +176,7 @@ func BenchmarkScaleSnapshot(b *testing.B) {
 			keep = append(keep, im)
 		}
 		after := heapInUse()
-		b.ReportMetric(float64(after-before)/float64(b.N)/(1<<20), "image-MiB")
+		b.ReportMetric(float64(after-before)/float64(b.N)/(1<<20), "MiB/image")
 		runtime.KeepAlive(keep)
 	})
 }
@@ -245,7 +245,7 @@ func BenchmarkSimSnapshotCatchUp(b *testing.B) {
 		snapBytes = len(data)
 	}
 	b.ReportMetric(float64(install.Milliseconds())/float64(b.N), "install-ms")
-	b.ReportMetric(float64(catchUp.Milliseconds())/float64(b.N), "sim-catchup-ms")
+	b.ReportMetric(float64(catchUp.Milliseconds())/float64(b.N), "ms/catch-up")
 	b.ReportMetric(float64(snapBytes), "snapshot-bytes")
 }
 
