@@ -785,6 +785,16 @@ func (c *Controller) dispatchLocked(req kmsg.Request, conn uint64) *op {
 		return c.listReassignmentsLocked(r)
 	case *kmsg.DescribeQuorumRequest:
 		return c.describeQuorumLocked(r)
+	case *kmsg.CreateACLsRequest:
+		return c.createACLsLocked(r)
+	case *kmsg.DeleteACLsRequest:
+		return c.deleteACLsLocked(r)
+	case *kmsg.DescribeACLsRequest:
+		return c.describeACLsLocked(r)
+	case *kmsg.AlterUserSCRAMCredentialsRequest:
+		return c.alterScramLocked(r)
+	case *kmsg.DescribeUserSCRAMCredentialsRequest:
+		return c.describeScramLocked(r)
 	}
 	return &op{resp: ErrorResponse(req, kerr.UnsupportedVersion.Code, "not a controller API")}
 }
@@ -796,7 +806,9 @@ func Serves(req kmsg.Request) bool {
 		*kmsg.AllocateProducerIDsRequest, *kmsg.CreateTopicsRequest, *kmsg.DeleteTopicsRequest,
 		*kmsg.CreatePartitionsRequest, *kmsg.AlterConfigsRequest, *kmsg.IncrementalAlterConfigsRequest,
 		*kmsg.ElectLeadersRequest, *kmsg.AlterPartitionAssignmentsRequest, *kmsg.ListPartitionReassignmentsRequest,
-		*kmsg.DescribeQuorumRequest:
+		*kmsg.DescribeQuorumRequest,
+		*kmsg.CreateACLsRequest, *kmsg.DeleteACLsRequest, *kmsg.DescribeACLsRequest,
+		*kmsg.AlterUserSCRAMCredentialsRequest, *kmsg.DescribeUserSCRAMCredentialsRequest:
 		return true
 	}
 	return false

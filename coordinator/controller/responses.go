@@ -99,6 +99,44 @@ func ErrorResponse(req kmsg.Request, code int16, msg string) kmsg.Response {
 		if v >= 2 {
 			out.ErrorMessage = m
 		}
+	case *kmsg.CreateACLsRequest:
+		out := resp.(*kmsg.CreateACLsResponse)
+		for range r.Creations {
+			rr := kmsg.NewCreateACLsResponseResult()
+			rr.ErrorCode, rr.ErrorMessage = code, m
+			out.Results = append(out.Results, rr)
+		}
+	case *kmsg.DeleteACLsRequest:
+		out := resp.(*kmsg.DeleteACLsResponse)
+		for range r.Filters {
+			rr := kmsg.NewDeleteACLsResponseResult()
+			rr.ErrorCode, rr.ErrorMessage = code, m
+			out.Results = append(out.Results, rr)
+		}
+	case *kmsg.DescribeACLsRequest:
+		out := resp.(*kmsg.DescribeACLsResponse)
+		out.ErrorCode, out.ErrorMessage = code, m
+	case *kmsg.AlterUserSCRAMCredentialsRequest:
+		out := resp.(*kmsg.AlterUserSCRAMCredentialsResponse)
+		seen := map[string]bool{}
+		add := func(user string) {
+			if seen[user] {
+				return
+			}
+			seen[user] = true
+			rr := kmsg.NewAlterUserSCRAMCredentialsResponseResult()
+			rr.User, rr.ErrorCode, rr.ErrorMessage = user, code, m
+			out.Results = append(out.Results, rr)
+		}
+		for _, d := range r.Deletions {
+			add(d.Name)
+		}
+		for _, u := range r.Upsertions {
+			add(u.Name)
+		}
+	case *kmsg.DescribeUserSCRAMCredentialsRequest:
+		out := resp.(*kmsg.DescribeUserSCRAMCredentialsResponse)
+		out.ErrorCode, out.ErrorMessage = code, m
 	}
 	return resp
 }
@@ -147,6 +185,16 @@ func NotController(resp kmsg.Response) bool {
 		return allCodes(len(r.Resources), func(i int) int16 { return r.Resources[i].ErrorCode })
 	case *kmsg.IncrementalAlterConfigsResponse:
 		return allCodes(len(r.Resources), func(i int) int16 { return r.Resources[i].ErrorCode })
+	case *kmsg.CreateACLsResponse:
+		return allCodes(len(r.Results), func(i int) int16 { return r.Results[i].ErrorCode })
+	case *kmsg.DeleteACLsResponse:
+		return allCodes(len(r.Results), func(i int) int16 { return r.Results[i].ErrorCode })
+	case *kmsg.DescribeACLsResponse:
+		return r.ErrorCode == nc
+	case *kmsg.AlterUserSCRAMCredentialsResponse:
+		return allCodes(len(r.Results), func(i int) int16 { return r.Results[i].ErrorCode })
+	case *kmsg.DescribeUserSCRAMCredentialsResponse:
+		return r.ErrorCode == nc
 	}
 	return false
 }
