@@ -150,12 +150,38 @@ func handleProduce(b *Broker, r *Request) {
 	op.pr.Begin(b.repl, req.Acks, time.Duration(req.TimeoutMillis)*time.Millisecond, op.fin)
 
 	var fixed *kerr.Error
-	switch {
-	case req.TransactionID != nil:
-		fixed = kerr.TransactionalIDAuthorizationFailed
-	case req.Acks != 0 && req.Acks != 1 && req.Acks != -1:
+	if req.Acks != 0 && req.Acks != 1 && req.Acks != -1 {
 		fixed = kerr.InvalidRequiredAcks
 	}
+	if req.TransactionID != nil && fixed == nil {
+		b.produceTransactional(op) // produce_txn.go
+		return
+	}
+	b.layoutProduce(op)
+	failed := false
+	for i := range req.Topics {
+		rt := &req.Topics[i]
+		st := &op.topics[i]
+		for j := range rt.Partitions {
+			rp := &rt.Partitions[j]
+			sp := &st.Partitions[j]
+			err := fixed
+			if err == nil {
+				err = b.producePartition(op, v, rt, rp, sp)
+			}
+			if err != nil {
+				failed = true
+				sp.ErrorCode = err.Code
+			}
+		}
+	}
+	op.sealProduce(failed)
+}
+
+// layoutProduce sizes op's answer to its request: a topic per request topic, a
+// partition per request partition, each without an offset yet.
+func (b *Broker) layoutProduce(op *produceOp) {
+	req := &op.req
 	nparts := 0
 	for i := range req.Topics {
 		nparts += len(req.Topics[i].Partitions)
@@ -168,7 +194,6 @@ func handleProduce(b *Broker, r *Request) {
 	}
 	op.topics, op.partBuf = op.topics[:len(req.Topics)], op.partBuf[:nparts]
 	op.resp.Topics = op.topics
-	failed := false
 	k := 0
 	for i := range req.Topics {
 		rt := &req.Topics[i]
@@ -177,37 +202,57 @@ func handleProduce(b *Broker, r *Request) {
 		st.Partitions = op.partBuf[k : k+len(rt.Partitions) : k+len(rt.Partitions)]
 		k += len(rt.Partitions)
 		for j := range rt.Partitions {
-			rp := &rt.Partitions[j]
 			sp := &st.Partitions[j]
-			sp.Partition, sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = rp.Partition, -1, -1, -1
+			sp.Partition, sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = rt.Partitions[j].Partition, -1, -1, -1
 			sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = -1, -1
-			err := fixed
-			if err == nil {
-				err = b.producePartition(op, v, rt, rp, sp)
-			}
-			if err != nil {
-				failed = true
-				sp.ErrorCode = err.Code
-			}
 		}
 	}
-	if req.Acks == 0 {
-		// The appends are made; durability and the HW follow in replication, whose
-		// completion recycles the op.
+}
+
+// sealProduce ends the handler's part of op once every partition was appended or
+// failed: acks=0 answers now (nothing, or a closed connection when a partition
+// failed), and the op proceeds in replication, whose completion answers and recycles
+// it.
+func (op *produceOp) sealProduce(failed bool) {
+	if op.req.Acks == 0 {
 		if failed {
-			r.CloseConn()
+			op.r.CloseConn()
 		} else {
-			r.NoResponse()
+			op.r.NoResponse()
 		}
 	}
 	op.pr.Seal()
 }
 
-// producePartition validates and appends one partition's records, recording the part
-// in op. A partition this node does not lead gets the current leader in sp (KIP-951).
+// producePartition validates and appends one partition's records of a request
+// without a transactional id, recording the part in op.
 func (b *Broker) producePartition(op *produceOp, v int16, rt *kmsg.ProduceRequestTopic, rp *kmsg.ProduceRequestTopicPartition, sp *kmsg.ProduceResponseTopicPartition) *kerr.Error {
+	p, rep, _, ke := b.produceTarget(op, v, rt, rp, sp, false)
+	if ke != nil {
+		return ke
+	}
+	return b.produceAppend(op, v, p, rep, rp.Records, sp)
+}
+
+// txnBatch is the first transactional batch of a partition's records.
+type txnBatch struct {
+	ok       bool
+	pid      int64
+	epoch    int16
+	sequence int32
+}
+
+// produceTarget resolves the partition of rp and checks its records' batch headers:
+// magic 2, zstd from v7, no control batch and no producer batch without a sequence
+// (INVALID_RECORD: only coordinators write those), transactional batches only in a
+// transactional request (else TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as Kafka). It
+// returns this node's leader replica and the first transactional batch. A partition
+// this node does not lead gets the current leader in sp (KIP-951).
+func (b *Broker) produceTarget(op *produceOp, v int16, rt *kmsg.ProduceRequestTopic, rp *kmsg.ProduceRequestTopicPartition,
+	sp *kmsg.ProduceResponseTopicPartition, transactional bool) (Partition, *replication.Partition, txnBatch, *kerr.Error) {
 	var p Partition
 	var err error
+	var first txnBatch
 	if v >= 13 {
 		p, err = b.LookupPartitionByID(rt.TopicID, rp.Partition)
 	} else {
@@ -218,39 +263,54 @@ func (b *Broker) producePartition(op *produceOp, v int16, rt *kmsg.ProduceReques
 		if ke == kerr.NotLeaderForPartition && p.Topic != nil {
 			b.notLeader(op, v, p, sp)
 		}
-		return ke
+		return p, nil, first, ke
 	}
 	recs := rp.Records
 	for pos := 0; pos+engine.BatchHeaderSize <= len(recs); {
 		// Byte 16 is the magic in batches v2 and in message sets v0/v1 alike.
 		if recs[pos+16] != 2 {
-			return kerr.UnsupportedVersion
+			return p, nil, first, kerr.UnsupportedVersion
 		}
 		h, herr := engine.ParseBatchHeader(recs[pos:])
 		if herr != nil {
 			break // Append reports it
 		}
 		if v < 7 && h.Compression() == 4 {
-			return kerr.UnsupportedCompressionType
+			return p, nil, first, kerr.UnsupportedCompressionType
 		}
-		if h.Transactional() || h.Control() {
-			return kerr.TransactionalIDAuthorizationFailed
+		if h.Control() || h.ProducerID >= 0 && h.BaseSequence < 0 {
+			return p, nil, first, kerr.InvalidRecord
+		}
+		if h.Transactional() {
+			switch {
+			case !transactional:
+				return p, nil, first, kerr.TransactionalIDAuthorizationFailed
+			case h.ProducerID < 0:
+				return p, nil, first, kerr.InvalidRecord
+			case !first.ok:
+				first = txnBatch{ok: true, pid: h.ProducerID, epoch: h.ProducerEpoch, sequence: h.BaseSequence}
+			}
 		}
 		pos += int(h.Size())
 	}
 	if len(recs) > 16 && len(recs) < engine.BatchHeaderSize && recs[16] != 2 {
-		return kerr.UnsupportedVersion
+		return p, nil, first, kerr.UnsupportedVersion
 	}
 	rep, ke := b.replicaOf(&p)
 	if ke != nil {
 		if ke == kerr.NotLeaderForPartition {
 			b.notLeader(op, v, p, sp)
 		}
-		return ke
+		return p, nil, first, ke
 	}
+	return p, rep, first, nil
+}
+
+// produceAppend appends recs to rep, recording the part in op.
+func (b *Broker) produceAppend(op *produceOp, v int16, p Partition, rep *replication.Partition, recs []byte, sp *kmsg.ProduceResponseTopicPartition) *kerr.Error {
 	i, err := op.pr.Append(rep, recs)
 	if err != nil {
-		b.log.Debug("produce refused", "topic", p.Topic.Name, "partition", rp.Partition, "err", err)
+		b.log.Debug("produce refused", "topic", p.Topic.Name, "partition", p.Index, "err", err)
 		ke := engineErr(err)
 		if ke == kerr.NotLeaderForPartition {
 			b.notLeader(op, v, p, sp)

@@ -84,6 +84,7 @@ type fetchPart struct {
 	divEpoch          int32
 	divEnd            int64
 	include           bool
+	aborted           []engine.AbortedTxn // READ_COMMITTED: the aborted transactions overlapping the records
 }
 
 // fetchOp is one Fetch request, answered at once or from the purgatory.
@@ -252,12 +253,16 @@ func (op *fetchOp) resolve(p *fetchPart) bool {
 	return true
 }
 
-// upTo is the offset reads stop at.
+// upTo is the offset reads stop at: a follower's, the log end; READ_COMMITTED's, the
+// last stable offset; READ_UNCOMMITTED's, the high watermark.
 func (op *fetchOp) upTo(l *engine.Log) int64 {
-	if op.replica {
+	switch {
+	case op.replica:
 		return l.LogEndOffset()
+	case op.isolation == 1:
+		return l.LastStableOffset()
 	}
-	return l.HighWatermark() // = LSO: no transactions
+	return l.HighWatermark()
 }
 
 // gather reads every partition, pinning slices. done reports a condition that answers
@@ -267,7 +272,7 @@ func (op *fetchOp) gather() (bytes int64, done bool) {
 	minOne := true
 	for i := range op.parts {
 		p := &op.parts[i]
-		p.code, p.hw, p.lso, p.logStart, p.diverging = 0, -1, -1, -1, false
+		p.code, p.hw, p.lso, p.logStart, p.diverging, p.aborted = 0, -1, -1, -1, false, p.aborted[:0]
 		if p.err != nil {
 			p.code = p.err.Code
 			done = true
@@ -294,9 +299,11 @@ func (op *fetchOp) gather() (bytes int64, done bool) {
 			}
 			upTo = res.LogEndOffset
 		} else {
-			upTo = op.upTo(l)
-			p.hw = l.HighWatermark()
-			p.lso, p.logStart = p.hw, l.LogStartOffset()
+			p.hw, p.lso = l.HighWatermark(), l.LastStableOffset()
+			upTo, p.logStart = p.hw, l.LogStartOffset()
+			if op.isolation == 1 {
+				upTo = p.lso
+			}
 			if p.lastFetched >= 0 {
 				fe, end := p.rep.EndOffsetForEpoch(p.lastFetched)
 				if fe >= 0 && (fe < p.lastFetched || end < p.offset) {
@@ -324,6 +331,11 @@ func (op *fetchOp) gather() (bytes int64, done bool) {
 			minOne = false
 			remaining -= int64(s.Size)
 			bytes += int64(s.Size)
+			if op.isolation == 1 && !op.replica {
+				// Bounded by the LSO rather than the end of the records sent (which the
+				// slice does not name): a superset, which clients ignore past their data.
+				p.aborted = l.AbortedTransactions(p.offset, upTo, p.aborted)
+			}
 		}
 	}
 	return bytes, done
@@ -515,7 +527,14 @@ func (op *fetchOp) appendPartition(fr *fetchResp, b []byte, p *fetchPart) []byte
 		b = appendI64(b, p.logStart)
 	}
 	if op.isolation == 1 {
-		b = appendArrayLen(b, flex, 0)
+		b = appendArrayLen(b, flex, len(p.aborted))
+		for _, a := range p.aborted {
+			b = appendI64(b, a.ProducerID)
+			b = appendI64(b, a.FirstOffset)
+			if flex {
+				b = append(b, 0)
+			}
+		}
 	} else {
 		b = appendArrayLen(b, flex, -1)
 	}

@@ -2,8 +2,8 @@
 //
 // Per partition, by Timestamp:
 //
-//	-1 latest          the high watermark (READ_COMMITTED: the LSO, the same here; a
-//	                   replica, ReplicaID >= 0: the log end offset)
+//	-1 latest          the high watermark (READ_COMMITTED, v2+: the last stable offset;
+//	                   a replica, ReplicaID >= 0: the log end offset)
 //	-2 earliest        the log start offset
 //	-3 max timestamp   (KIP-734, v7+) the last offset of the batch with the largest
 //	                   timestamp, and that timestamp
@@ -11,7 +11,7 @@
 //	-5 latest tiered   (v9+) no tiered storage: offset -1, timestamp -1
 //	-6 earliest pending upload (v11+) no tiered storage: offset -1, timestamp -1
 //	t >= 0             the first offset whose record timestamp is >= t, if it is below
-//	                   the HW; else offset -1, timestamp -1
+//	                   the HW (READ_COMMITTED: the LSO); else offset -1, timestamp -1
 //
 // The answer's LeaderEpoch (v4+) is the leader epoch of the batch holding the offset,
 // from the log's epoch cache. Only the leader answers; CurrentLeaderEpoch is checked
@@ -46,7 +46,7 @@ func handleListOffsets(b *Broker, r *Request) {
 			sp := &st.Partitions[j]
 			*sp = kmsg.NewListOffsetsResponseTopicPartition()
 			sp.Partition = rp.Partition
-			if err := b.listOffset(r.Header.Version, req.ReplicaID, rt.Topic, rp, sp); err != nil {
+			if err := b.listOffset(r.Header.Version, req.ReplicaID, req.IsolationLevel, rt.Topic, rp, sp); err != nil {
 				sp.ErrorCode = err.Code
 				continue
 			}
@@ -58,7 +58,7 @@ func handleListOffsets(b *Broker, r *Request) {
 	r.Respond(resp)
 }
 
-func (b *Broker) listOffset(v int16, replicaID int32, topic string, rp *kmsg.ListOffsetsRequestTopicPartition, sp *kmsg.ListOffsetsResponseTopicPartition) *kerr.Error {
+func (b *Broker) listOffset(v int16, replicaID int32, isolation int8, topic string, rp *kmsg.ListOffsetsRequestTopicPartition, sp *kmsg.ListOffsetsResponseTopicPartition) *kerr.Error {
 	p, err := b.LookupPartition(topic, rp.Partition)
 	if err != nil {
 		return engineErr(err)
@@ -71,9 +71,13 @@ func (b *Broker) listOffset(v int16, replicaID int32, topic string, rp *kmsg.Lis
 		return engineErr(err)
 	}
 	l := p.Log
+	// hw is the end of what the asker may read (Kafka's lastFetchableOffset).
 	hw := l.HighWatermark()
-	if replicaID >= 0 {
+	switch {
+	case replicaID >= 0:
 		hw = l.LogEndOffset()
+	case isolation == 1:
+		hw = l.LastStableOffset()
 	}
 	sp.Timestamp, sp.Offset, sp.LeaderEpoch = -1, -1, -1
 	switch ts := rp.Timestamp; {

@@ -12,9 +12,14 @@
 // meanwhile; a broker that is asked for a group it does not coordinate answers
 // NOT_COORDINATOR (groups.go).
 //
-// Differences from Apache Kafka: there is no transaction coordinator yet, so
-// transaction keys (key type 1) get COORDINATOR_NOT_AVAILABLE; share-group keys get
-// INVALID_REQUEST. Group settings come from the broker keys
+// A transactional id (key type 1) is answered the same way with the leader of its
+// __transaction_state partition (abs(javaHash(id)) mod the partition count), the topic
+// created on first use (transaction.state.log.num.partitions, default 50;
+// transaction.state.log.replication.factor, default 3, capped at the live brokers;
+// min.insync.replicas transaction.state.log.min.isr, default 2, capped at the
+// replication factor; compacted).
+//
+// Differences from Apache Kafka: share-group keys get INVALID_REQUEST. Group settings come from the broker keys
 // group.initial.rebalance.delay.ms, group.min.session.timeout.ms,
 // group.max.session.timeout.ms, group.max.size, offsets.retention.minutes,
 // offsets.retention.check.interval.ms, offset.metadata.max.bytes and
@@ -31,6 +36,7 @@ import (
 
 	"github.com/samsa-broker/samsa/coordinator/group"
 	"github.com/samsa-broker/samsa/coordinator/metadata"
+	"github.com/samsa-broker/samsa/coordinator/txn"
 )
 
 func init() {
@@ -54,6 +60,17 @@ func handleFindCoordinator(b *Broker, r *Request) {
 	keys := req.CoordinatorKeys
 	if req.Version < 4 {
 		keys = []string{req.CoordinatorKey}
+	}
+	if _, ok := b.meta.Image().Topic(txn.StateTopic); !ok && req.CoordinatorType == 1 {
+		b.async(func(ctx context.Context) {
+			ctx, cancel := context.WithTimeout(ctx, defaultForwardTimeout)
+			defer cancel()
+			if err := b.ensureTxnTopic(ctx); err != nil {
+				b.log.Warn("creating __transaction_state", "err", err)
+			}
+			r.Respond(b.findCoordinatorResponse(req, keys))
+		})
+		return
 	}
 	if _, ok := b.meta.Image().Topic(group.OffsetsTopic); !ok && req.CoordinatorType == 0 {
 		b.async(func(ctx context.Context) {
@@ -99,8 +116,8 @@ func (b *Broker) findCoordinatorResponse(req *kmsg.FindCoordinatorRequest, keys 
 func (b *Broker) findCoordinator(im *metadata.Image, keyType int8, key string) (int32, string, int32, int16) {
 	switch keyType {
 	case 0: // group
-	case 1: // transaction
-		return -1, "", -1, kerr.CoordinatorNotAvailable.Code
+	case 1: // transaction (txns.go)
+		return b.findTxnCoordinator(im, key)
 	default:
 		return -1, "", -1, kerr.InvalidRequest.Code
 	}

@@ -223,8 +223,17 @@ func TestFindCoordinator(t *testing.T) {
 	}
 	req = kmsg.NewPtrFindCoordinatorRequest()
 	req.Version, req.CoordinatorType, req.CoordinatorKeys = 4, 1, []string{"txn"}
-	if r := rc.roundTrip(req).(*kmsg.FindCoordinatorResponse); r.Coordinators[0].ErrorCode != kerr.CoordinatorNotAvailable.Code {
-		t.Fatalf("transaction key: %+v", r)
+	// The transaction coordinator: this node, once __transaction_state is loaded
+	// (COORDINATOR_NOT_AVAILABLE until then, which clients retry).
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		r := rc.roundTrip(req).(*kmsg.FindCoordinatorResponse)
+		c := r.Coordinators[0]
+		if c.ErrorCode == 0 && c.NodeID == 1 && c.Port > 0 {
+			break
+		}
+		if c.ErrorCode != kerr.CoordinatorNotAvailable.Code || time.Now().After(deadline) {
+			t.Fatalf("transaction key: %+v", r)
+		}
 	}
 	// __consumer_offsets now exists, internal, compacted, 50 partitions
 	td, err := tb.admin(t).ListTopicsWithInternal(testCtx(t), "__consumer_offsets")

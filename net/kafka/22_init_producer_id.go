@@ -1,4 +1,13 @@
-// InitProducerId (key 22), versions 0-5, for idempotent producers.
+// InitProducerId (key 22), versions 0-5, for idempotent and transactional producers.
+//
+// With a transactional id the request goes to the transaction coordinator
+// (coordinator/txn's InitProducerID, from a goroutine of its own: a new id may wait for
+// a producer-id block): NOT_COORDINATOR unless this broker leads the id's
+// __transaction_state partition, a new producer id or the epoch bumped (fencing the
+// previous producer of the id, aborting its open transaction: CONCURRENT_TRANSACTIONS
+// until that abort is done), PRODUCER_FENCED (INVALID_PRODUCER_EPOCH before v4) for a
+// KIP-360 retry naming a stale epoch; answered once the new state is durable in
+// __transaction_state (acks=all).
 //
 // Without a transactional id the request is accepted blindly, as Kafka does: a new
 // producer id with epoch 0 (also when v3+ names an existing id and epoch: a fresh id
@@ -9,9 +18,8 @@
 // next block on a goroutine of its own; COORDINATOR_NOT_AVAILABLE when the controller
 // cannot be reached.
 //
-// Differences from Apache Kafka: transactions are not served. A transactional id is
-// answered TRANSACTIONAL_ID_AUTHORIZATION_FAILED (fatal for the client, so a
-// transactional producer fails fast instead of retrying forever).
+// Differences from Apache Kafka: no authorization (WRITE on the transactional id,
+// IDEMPOTENT_WRITE on the cluster) is checked.
 
 package kafka
 
@@ -32,8 +40,15 @@ func handleInitProducerID(b *Broker, r *Request) {
 	resp := r.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
 	if req.TransactionalID != nil {
-		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
-		r.Respond(resp)
+		b.async(func(context.Context) {
+			c := b.txnCoordinatorOr(func(code int16) {
+				resp.ErrorCode = code
+				r.Respond(resp)
+			})
+			if c != nil {
+				c.InitProducerID(req, func(resp *kmsg.InitProducerIDResponse) { r.Respond(resp) })
+			}
+		})
 		return
 	}
 	b.async(func(context.Context) {

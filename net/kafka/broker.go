@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-broker/samsa/coordinator/configs"
 	"github.com/samsa-broker/samsa/coordinator/controller"
@@ -65,6 +66,15 @@ type Deps struct {
 	// node's follower replicas (net/peer's Client.FetchClient); nil: follower replicas
 	// stay idle (a single node has none).
 	Fetch func(source int32, index int) replication.FetchClient
+	// Peer sends req to broker's inter-broker listener and returns its answer
+	// (net/peer's Client.Request to peer.Broker(broker)): the transaction
+	// coordinator's WriteTxnMarkers to the leaders of other brokers' partitions and a
+	// partition leader's transaction verification (AddPartitionsToTxn v4 VerifyOnly)
+	// at the transaction coordinator of another broker. It may block until ctx ends;
+	// the broker calls it from goroutines of its own. nil: a single node (everything
+	// is local); on a cluster, markers for and verifications at other brokers then
+	// fail and are retried (markers) or answered NOT_ENOUGH_REPLICAS (produce).
+	Peer func(ctx context.Context, broker int32, req kmsg.Request) (kmsg.Response, error)
 }
 
 // Broker serves the Kafka protocol on a transport: it implements transport.Handler and
@@ -89,17 +99,21 @@ type Broker struct {
 	meta         *brokerView  // the image as far as MetadataChanged processed it: what handlers read
 	ctrl         ControllerChannel
 	controllerID func() int32
-	fetch        func(source int32, index int) replication.FetchClient // Deps.Fetch
+	fetch        func(source int32, index int) replication.FetchClient                            // Deps.Fetch
+	peer         func(ctx context.Context, broker int32, req kmsg.Request) (kmsg.Response, error) // Deps.Peer
 
 	apiVersions []apiKeyEntry // the table, as ApiVersions advertises it
 	panics      atomic.Int64  // handler panics recovered (bugs)
 
 	adminMu sync.Mutex
 
-	dirs      *dirHealth  // failed log directories, cached (03_metadata.go reads it)
-	groups    *groupState // the group coordinator (groups.go)
-	published notifier    // closed and renewed by MetadataChanged
+	dirs      *dirHealth       // failed log directories, cached (03_metadata.go reads it)
+	groups    *groupState      // the group coordinator (groups.go)
+	txns      *txnState        // the transaction coordinator (txns.go)
+	txnProd   txnProduceQueues // transactional produce requests in verification (00_produce.go)
+	published notifier         // closed and renewed by MetadataChanged
 	offsets   offsetsTopic
+	txnTopic  offsetsTopic // the creation of __transaction_state
 
 	dataPath atomic.Pointer[dataPath] // data-path state, created on first use (partition_state.go)
 	repl     *replication.Manager     // the replica manager: leadership, ISR, HW (partition_state.go)
@@ -121,7 +135,8 @@ var (
 // image does not place here are deleted. It builds every piece of state the handlers
 // use (nothing is created on first request): the replica manager takes this node's
 // replicas of the image (their logs created or reconfigured), the group coordinator
-// starts and loads the __consumer_offsets partitions this node leads. log may be nil.
+// starts and loads the __consumer_offsets partitions this node leads, and the
+// transaction coordinator those of __transaction_state. log may be nil.
 func NewBroker(cfg Config, deps Deps, log *slog.Logger) (*Broker, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -136,7 +151,7 @@ func NewBroker(cfg Config, deps Deps, log *slog.Logger) (*Broker, error) {
 		cfg.Listener = "PLAINTEXT"
 	}
 	b := &Broker{cfg: cfg, log: log, eng: deps.Engine, source: deps.Metadata, meta: &brokerView{}, ctrl: deps.Controller,
-		controllerID: deps.ControllerID, fetch: deps.Fetch}
+		controllerID: deps.ControllerID, fetch: deps.Fetch, peer: deps.Peer}
 	if b.controllerID == nil {
 		b.controllerID = func() int32 { return -1 }
 	}
@@ -153,6 +168,7 @@ func NewBroker(cfg Config, deps Deps, log *slog.Logger) (*Broker, error) {
 		return nil, err
 	}
 	b.groups = newGroupState(b, im)
+	b.txns = newTxnState(b, im)
 	b.registerClusterMetrics(cfg.Registerer)
 	return b, nil
 }
@@ -182,7 +198,9 @@ func (b *Broker) Logger() *slog.Logger { return b.log }
 //     (controller.ReplicaDelta: become leader, follower, stop; logs created, deleted,
 //     reconfigured);
 //  2. the group coordinator loads the __consumer_offsets partitions this node now
-//     leads and unloads those it no longer leads;
+//     leads and unloads those it no longer leads; the transaction coordinator does the
+//     same with __transaction_state's (a partition led at a newer leader epoch is
+//     loaded again, at that coordinator epoch);
 //  3. im becomes the image handlers answer from, and requests waiting for it wake.
 //
 // It does not block on the network.
@@ -202,6 +220,7 @@ func (b *Broker) MetadataChanged(offset uint64, _, im *metadata.Image) {
 	}
 	b.adminMu.Unlock()
 	b.groups.follow(im)
+	b.txns.follow(im)
 	b.meta.store(offset, im)
 	b.published.broadcast()
 }
@@ -215,6 +234,7 @@ func (b *Broker) Close() {
 		return
 	}
 	b.cancel()
+	b.txns.close()
 	b.wg.Wait()
 	b.groups.close()
 }

@@ -297,6 +297,10 @@ func engineErr(err error) *kerr.Error {
 		return kerr.OutOfOrderSequenceNumber
 	case errors.Is(err, engine.ErrInvalidProducerEpoch):
 		return kerr.InvalidProducerEpoch
+	case errors.Is(err, engine.ErrInvalidTxnState):
+		return kerr.InvalidTxnState
+	case errors.Is(err, engine.ErrTransactionCoordinatorFenced):
+		return kerr.TransactionCoordinatorFenced
 	case errors.Is(err, engine.ErrOffsetOutOfRange):
 		return kerr.OffsetOutOfRange
 	case errors.Is(err, engine.ErrClosed), errors.Is(err, engine.ErrNoLog):

@@ -239,14 +239,39 @@ func TestProducerIDsNeverRepeatAcrossRestarts(t *testing.T) {
 	}
 	tb.b.CloseDataPath()
 	tb.restart()
-	if third := get(); third <= second {
+	third := get()
+	if third <= second {
 		t.Fatalf("after restart: id %d, already handed out up to %d", third, second)
+	}
+	// A transactional id's producer id comes from the same blocks (the transaction
+	// coordinator allocates through the controller too). FindCoordinator creates
+	// __transaction_state; until its partition is loaded InitProducerId answers
+	// NOT_COORDINATOR or COORDINATOR_LOAD_IN_PROGRESS.
+	rc := tb.raw(t)
+	fc := kmsg.NewPtrFindCoordinatorRequest()
+	fc.SetVersion(3)
+	fc.CoordinatorType, fc.CoordinatorKey = 1, "txn"
+	if r := rc.roundTrip(fc).(*kmsg.FindCoordinatorResponse); r.ErrorCode != 0 && r.ErrorCode != kerr.CoordinatorNotAvailable.Code {
+		t.Fatalf("find coordinator: %v", kerr.ErrorForCode(r.ErrorCode))
 	}
 	txn := kmsg.NewPtrInitProducerIDRequest()
 	txn.SetVersion(4)
 	txn.TransactionalID = strPtr("txn")
-	if r := tb.raw(t).roundTrip(txn).(*kmsg.InitProducerIDResponse); r.ErrorCode != kerr.TransactionalIDAuthorizationFailed.Code {
+	txn.TransactionTimeoutMillis = 60000
+	var r *kmsg.InitProducerIDResponse
+	eventually(t, 10*time.Second, "the transaction coordinator", func() bool {
+		r = rc.roundTrip(txn).(*kmsg.InitProducerIDResponse)
+		switch r.ErrorCode {
+		case kerr.NotCoordinator.Code, kerr.CoordinatorLoadInProgress.Code:
+			return false
+		case 0:
+			return true
+		}
 		t.Fatalf("transactional id: %v", kerr.ErrorForCode(r.ErrorCode))
+		return false
+	})
+	if r.ProducerID <= third {
+		t.Fatalf("transactional id: producer id %d, already handed out up to %d", r.ProducerID, third)
 	}
 }
 

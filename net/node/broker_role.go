@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-broker/samsa/coordinator/controller"
 	"github.com/samsa-broker/samsa/coordinator/metadata"
@@ -76,8 +77,11 @@ func advertisedEndpoint(cfg *Config, l Listener, bound *net.TCPAddr) metadata.En
 
 // brokerDeps are what the broker role is built over.
 type brokerDeps struct {
-	eng     *engine.Manager
-	lns     map[string]net.Listener // the bound broker listeners
+	eng *engine.Manager
+	lns map[string]net.Listener // the bound broker listeners
+	// peer sends a request to another broker's inter-broker listener (kafka.Deps.Peer);
+	// nil on a single node.
+	peer    func(ctx context.Context, broker int32, req kmsg.Request) (kmsg.Response, error)
 	source  controller.MetadataSource
 	channel controller.ControllerChannel // forwarded requests
 	// heartbeats carries the lifecycle's registration and heartbeats (nil: channel):
@@ -237,7 +241,7 @@ func (r *brokerRole) start(kcfg kafka.Config, d brokerDeps) error {
 	}
 	r.pubMu.Lock()
 	var err, kerr error
-	r.broker, kerr = kafka.NewBroker(kcfg, kafka.Deps{Engine: r.eng, Metadata: r.follower, Controller: r.channel, ControllerID: r.controllerID, Fetch: d.fetch}, r.log.With("component", "kafka"))
+	r.broker, kerr = kafka.NewBroker(kcfg, kafka.Deps{Engine: r.eng, Metadata: r.follower, Controller: r.channel, ControllerID: r.controllerID, Fetch: d.fetch, Peer: d.peer}, r.log.With("component", "kafka"))
 	if kerr == nil {
 		// Images published while the broker was being built.
 		off, im := r.follower.Image()

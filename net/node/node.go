@@ -16,6 +16,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-broker/samsa/coordinator/configs"
 	"github.com/samsa-broker/samsa/coordinator/controller"
@@ -235,6 +236,10 @@ func (n *Node) startBroker(fsys vfs.FS) error {
 		d.source, d.channel, d.heartbeats = n.peer.MetadataSource(), n.peer.ControllerChannel(), n.peer.HeartbeatChannel()
 	}
 	if !cfg.SoleVoter() {
+		peers := n.peer
+		d.peer = func(ctx context.Context, broker int32, req kmsg.Request) (kmsg.Response, error) {
+			return peers.Request(ctx, peer.Broker(broker), peer.PurposeTxn, req)
+		}
 		// Its registration names its previous process's as its predecessor: it
 		// holds the log dirs, so that process has ended.
 		d.incarnation = metadata.NewUUID()

@@ -99,6 +99,7 @@ const (
 	PurposeMetadata   Purpose = "metadata"   // broker → voter: metadata long polls
 	PurposeRaft       Purpose = "raft"       // voter → voter
 	PurposeISR        Purpose = "isr"        // leader → controller: AlterPartition
+	PurposeTxn        Purpose = "txn"        // broker → broker: transaction markers and verification
 	purposeBootstrap  Purpose = "bootstrap"  // broker → bootstrap server: the voters
 )
 

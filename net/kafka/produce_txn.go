@@ -1,0 +1,287 @@
+package kafka
+
+import (
+	"context"
+	"strings"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-broker/samsa/coordinator/txn"
+	"github.com/samsa-broker/samsa/engine"
+	"github.com/samsa-broker/samsa/replication"
+)
+
+// Transactional Produce (a request with a transactional id): KIP-890 part 1's
+// verification before a producer's first transactional batch in a partition.
+//
+//	per partition: produceTarget ─▶ first transactional batch (pid, epoch, sequence)
+//	    ─▶ Log.StartTxnVerification: needed only when the producer has no transaction
+//	       open in the partition (and transaction.partition.verification.enable)
+//	all partitions that need it, one question to the transaction coordinator:
+//	    this node's (Coordinator.VerifyPartitions, inline) or another broker's
+//	    (AddPartitionsToTxn v4 VerifyOnly over Deps.Peer, from a goroutine)
+//	    ─▶ NONE: Log.CompleteTxnVerification(guard); else the partition's error:
+//	       PRODUCER_FENCED → INVALID_PRODUCER_EPOCH, TRANSACTION_ABORTABLE →
+//	       INVALID_TXN_STATE before Produce v11, NOT_COORDINATOR,
+//	       COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS,
+//	       CONCURRENT_TRANSACTIONS and an unreachable coordinator → NOT_ENOUGH_REPLICAS
+//	       (retriable, no metadata refresh: Kafka's mapping)
+//	    ─▶ the appends, in request order, as for any produce.
+//
+// The requests of one transactional id are processed one at a time, in arrival
+// order: one that arrives while another waits for its verification waits behind it
+// (Kafka gets the same order by reading a connection's next request only once the
+// previous one is answered). A request whose verification is not needed is appended
+// inline, on the read path, as a non-transactional one; the engine's checks (epoch,
+// sequence, a batch that would open a transaction without a verification:
+// INVALID_TXN_STATE) apply to every transactional batch.
+
+// txnProduceQueues holds the transactional ids with a produce request in process,
+// and the requests waiting behind it.
+type txnProduceQueues struct {
+	mu sync.Mutex
+	m  map[string][]*produceOp
+}
+
+// enter reports whether op may be processed now; false: it is queued behind the
+// request of its id in process, which runs it when done.
+func (q *txnProduceQueues) enter(id string, op *produceOp) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if waiting, busy := q.m[id]; busy {
+		q.m[id] = append(waiting, op)
+		return false
+	}
+	if q.m == nil {
+		q.m = map[string][]*produceOp{}
+	}
+	q.m[strings.Clone(id)] = nil // the id aliases the request's frame
+	return true
+}
+
+// leave ends the request of id in process and returns the next one (nil when none
+// waits; the id is then free).
+func (q *txnProduceQueues) leave(id string) *produceOp {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	waiting := q.m[id]
+	if len(waiting) == 0 {
+		delete(q.m, id)
+		return nil
+	}
+	next := waiting[0]
+	waiting[0] = nil
+	q.m[id] = waiting[1:]
+	return next
+}
+
+// txnPart is one partition of a transactional request being processed.
+type txnPart struct {
+	rt    *kmsg.ProduceRequestTopic
+	rp    *kmsg.ProduceRequestTopicPartition
+	sp    *kmsg.ProduceResponseTopicPartition
+	p     Partition
+	rep   *replication.Partition
+	err   *kerr.Error
+	first txnBatch
+	guard engine.VerificationGuard
+	check bool // waited for the coordinator's verification
+}
+
+// produceTransactional processes op, a request with a transactional id, now or once
+// the requests of its id ahead of it are done.
+func (b *Broker) produceTransactional(op *produceOp) {
+	id := *op.req.TransactionID
+	if !b.txnProd.enter(id, op) {
+		return
+	}
+	b.runTransactional(op)
+}
+
+// runTransactional processes op and, when it is done, the requests of its id that
+// queued behind it, on this goroutine; it returns at the first that waits for a
+// verification from another broker (its answer goes on).
+func (b *Broker) runTransactional(op *produceOp) {
+	for op != nil {
+		id := strings.Clone(*op.req.TransactionID)
+		if !b.verifyTransactional(op) {
+			return
+		}
+		op = b.txnProd.leave(id)
+	}
+}
+
+// verifyTransactional lays out op's answer, resolves its partitions and starts the
+// verification they need. It reports true when op is done (appended or failed,
+// sealed); false when it waits for another broker's coordinator, whose answer
+// completes it and goes on with its id's queue. The transactional batches of a
+// request must all come from one producer id and epoch (else
+// INVALID_PRODUCER_ID_MAPPING for the others, as Kafka refuses a request with several).
+func (b *Broker) verifyTransactional(op *produceOp) bool {
+	req, v := &op.req, op.r.Header.Version
+	id := *req.TransactionID
+	b.layoutProduce(op)
+	parts := make([]txnPart, 0, len(op.partBuf))
+	var check []txn.TopicPartition
+	var producer txnBatch
+	for i := range req.Topics {
+		rt := &req.Topics[i]
+		for j := range rt.Partitions {
+			tp := txnPart{rt: rt, rp: &rt.Partitions[j], sp: &op.topics[i].Partitions[j]}
+			tp.p, tp.rep, tp.first, tp.err = b.produceTarget(op, v, rt, tp.rp, tp.sp, true)
+			switch {
+			case tp.err != nil || !tp.first.ok:
+			case producer.ok && (tp.first.pid != producer.pid || tp.first.epoch != producer.epoch):
+				tp.err = kerr.InvalidProducerIDMapping
+			default:
+				producer = tp.first
+				g, needed := tp.p.Log.StartTxnVerification(tp.first.pid, tp.first.epoch, tp.first.sequence)
+				if needed {
+					tp.guard, tp.check = g, true
+					check = append(check, txn.TopicPartition{Topic: tp.p.Topic.Name, Partition: tp.p.Index})
+				}
+			}
+			parts = append(parts, tp)
+		}
+	}
+	if len(check) == 0 {
+		b.appendTransactional(op, parts)
+		return true
+	}
+	if c := b.txns.coordinator(); c != nil && c.Status(id) == 0 {
+		b.applyVerification(op, parts, c.VerifyPartitions(id, producer.pid, producer.epoch, check))
+		b.appendTransactional(op, parts)
+		return true
+	}
+	coord := b.txnCoordinatorOf(id)
+	if coord < 0 || coord == b.cfg.NodeID || b.peer == nil {
+		// No coordinator in the image, or this node is named but has not loaded the
+		// partition yet: retriable.
+		b.applyVerification(op, parts, nil)
+		b.appendTransactional(op, parts)
+		return true
+	}
+	vreq := verifyRequest(id, producer, check)
+	id = vreq.Transactions[0].TransactionalID // a copy: op's frame goes once op is answered
+	b.async(func(ctx context.Context) {
+		ctx, cancel := context.WithTimeout(ctx, markerTimeout)
+		resp, err := b.peer(ctx, coord, vreq)
+		cancel()
+		if err != nil {
+			b.log.Debug("transaction verification failed", "transactional_id", id, "coordinator", coord, "err", err)
+		}
+		b.applyVerification(op, parts, verifyCodes(resp, err))
+		b.appendTransactional(op, parts)
+		b.runTransactional(b.txnProd.leave(id))
+	})
+	return false
+}
+
+// applyVerification applies the coordinator's codes to the partitions that waited
+// for them (one missing: COORDINATOR_NOT_AVAILABLE), with the mapping above.
+func (b *Broker) applyVerification(op *produceOp, parts []txnPart, codes map[txn.TopicPartition]int16) {
+	for i := range parts {
+		tp := &parts[i]
+		if !tp.check {
+			continue
+		}
+		code, ok := codes[txn.TopicPartition{Topic: tp.p.Topic.Name, Partition: tp.p.Index}]
+		if !ok {
+			code = kerr.CoordinatorNotAvailable.Code
+		}
+		switch code {
+		case 0:
+			// false: a marker or batch of the producer came meanwhile; the append then
+			// says whether a transaction is open.
+			tp.p.Log.CompleteTxnVerification(tp.first.pid, tp.guard)
+			continue
+		case kerr.ProducerFenced.Code:
+			tp.err = kerr.InvalidProducerEpoch
+		case kerr.TransactionAbortable.Code:
+			tp.err = kerr.TransactionAbortable
+			if op.r.Header.Version <= 10 {
+				tp.err = kerr.InvalidTxnState
+			}
+		case kerr.NotCoordinator.Code, kerr.CoordinatorNotAvailable.Code, kerr.CoordinatorLoadInProgress.Code,
+			kerr.ConcurrentTransactions.Code, kerr.RequestTimedOut.Code, kerr.NetworkException.Code:
+			tp.err = kerr.NotEnoughReplicas
+		default:
+			if ke, ok := kerr.ErrorForCode(code).(*kerr.Error); ok {
+				tp.err = ke
+			} else {
+				tp.err = kerr.UnknownServerError
+			}
+		}
+		b.log.Debug("transactional produce not verified", "transactional_id", *op.req.TransactionID, "topic", tp.p.Topic.Name,
+			"partition", tp.p.Index, "code", code)
+	}
+}
+
+// appendTransactional appends the partitions that passed, in request order, and
+// seals op.
+func (b *Broker) appendTransactional(op *produceOp, parts []txnPart) {
+	v := op.r.Header.Version
+	failed := false
+	for i := range parts {
+		tp := &parts[i]
+		err := tp.err
+		if err == nil {
+			err = b.produceAppend(op, v, tp.p, tp.rep, tp.rp.Records, tp.sp)
+		}
+		if err != nil {
+			failed = true
+			tp.sp.ErrorCode = err.Code
+		}
+	}
+	op.sealProduce(failed)
+}
+
+// verifyRequest asks the coordinator whether tps are in id's transaction of
+// producer: AddPartitionsToTxn v4 with VerifyOnly.
+func verifyRequest(id string, producer txnBatch, tps []txn.TopicPartition) *kmsg.AddPartitionsToTxnRequest {
+	req := kmsg.NewPtrAddPartitionsToTxnRequest()
+	req.SetVersion(4)
+	tr := kmsg.NewAddPartitionsToTxnRequestTransaction()
+	tr.TransactionalID, tr.ProducerID, tr.ProducerEpoch, tr.VerifyOnly = strings.Clone(id), producer.pid, producer.epoch, true
+	for _, tp := range tps {
+		j := -1
+		for n := range tr.Topics {
+			if tr.Topics[n].Topic == tp.Topic {
+				j = n
+			}
+		}
+		if j < 0 {
+			t := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
+			t.Topic = tp.Topic
+			tr.Topics = append(tr.Topics, t)
+			j = len(tr.Topics) - 1
+		}
+		tr.Topics[j].Partitions = append(tr.Topics[j].Partitions, tp.Partition)
+	}
+	req.Transactions = []kmsg.AddPartitionsToTxnRequestTransaction{tr}
+	return req
+}
+
+// verifyCodes reads a verification answer: per partition its code (none when the
+// request failed or the answer carries a top-level error).
+func verifyCodes(resp kmsg.Response, err error) map[txn.TopicPartition]int16 {
+	ar, ok := resp.(*kmsg.AddPartitionsToTxnResponse)
+	if err != nil || !ok {
+		return nil
+	}
+	out := map[txn.TopicPartition]int16{}
+	for _, tr := range ar.Transactions {
+		for _, t := range tr.Topics {
+			for _, p := range t.Partitions {
+				code := p.ErrorCode
+				if ar.ErrorCode != 0 {
+					code = ar.ErrorCode
+				}
+				out[txn.TopicPartition{Topic: t.Topic, Partition: p.Partition}] = code
+			}
+		}
+	}
+	return out
+}
