@@ -318,6 +318,7 @@ func (b *Broker) produceAppend(op *produceOp, v int16, p Partition, rep *replica
 		return ke
 	}
 	res := op.pr.Part(i).Result
+	b.metrics.produced(p.Topic.Name, len(recs), res) // metrics.go
 	sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = res.BaseOffset, res.LogAppendTime, res.LogStartOffset
 	op.slots = append(op.slots, sp)
 	return nil

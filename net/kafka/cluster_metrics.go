@@ -2,11 +2,14 @@ package kafka
 
 import (
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/samsa-broker/samsa/engine"
 	"github.com/samsa-broker/samsa/replication"
 )
 
@@ -75,6 +78,74 @@ func (b *Broker) registerClusterMetrics(reg prometheus.Registerer) {
 		lag:             d("metadata_offset_lag", "The committed metadata offset minus the one this broker applied."),
 	}
 	reg.MustRegister(c)
+	reg.MustRegister(&groupCollector{b: b,
+		committed: d("group_committed_offset", "The group's committed offset of the partition (groups this node coordinates).", "group", "topic", "partition"),
+		lag:       d("group_lag", "The partition's high watermark minus the group's committed offset, for partitions with a log on this node [kafka-consumer-groups LAG].", "group", "topic", "partition"),
+		members:   d("group_members", "Members of the group (groups this node coordinates).", "group", "state"),
+	})
+}
+
+// groupCollector exports, at scrape time, the committed offsets and the lag of the
+// groups this node coordinates (the groups of the __consumer_offsets partitions it
+// leads), as ListGroups and OffsetFetch would answer them:
+//
+//	samsa_group_committed_offset{group,topic,partition}
+//	samsa_group_lag{group,topic,partition}   high watermark - committed offset, at least 0
+//	samsa_group_members{group,state}
+//
+// The lag is computed only for partitions whose log is on this node (the high
+// watermark of this replica, which on a follower may trail the leader's): a group
+// committing offsets of a partition this node holds no replica of has its committed
+// offset exported without a lag series. The lag of a partition without a committed
+// offset is not exported (Kafka's tool prints "-").
+type groupCollector struct {
+	b                       *Broker
+	committed, lag, members *prometheus.Desc
+}
+
+// Describe implements prometheus.Collector.
+func (c *groupCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.committed
+	ch <- c.lag
+	ch <- c.members
+}
+
+// Collect implements prometheus.Collector.
+func (c *groupCollector) Collect(ch chan<- prometheus.Metric) {
+	if c.b.groups == nil {
+		return
+	}
+	co := c.b.groups.coordinator()
+	if co == nil {
+		return
+	}
+	lreq := kmsg.NewPtrListGroupsRequest()
+	lreq.Version = 4
+	for _, g := range co.ListGroups(lreq).Groups {
+		dreq := kmsg.NewPtrDescribeGroupsRequest()
+		dreq.Groups = []string{g.Group}
+		if dr := co.DescribeGroups(dreq); len(dr.Groups) == 1 && dr.Groups[0].ErrorCode == 0 {
+			ch <- prometheus.MustNewConstMetric(c.members, prometheus.GaugeValue, float64(len(dr.Groups[0].Members)), g.Group, g.GroupState)
+		}
+		freq := kmsg.NewPtrOffsetFetchRequest()
+		freq.Version, freq.Group, freq.Topics = 7, g.Group, nil
+		fr := co.OffsetFetch(freq)
+		if fr.ErrorCode != 0 {
+			continue
+		}
+		for _, t := range fr.Topics {
+			for _, p := range t.Partitions {
+				if p.ErrorCode != 0 || p.Offset < 0 {
+					continue
+				}
+				part := strconv.Itoa(int(p.Partition))
+				ch <- prometheus.MustNewConstMetric(c.committed, prometheus.GaugeValue, float64(p.Offset), g.Group, t.Topic, part)
+				if l := c.b.eng.Log(engine.TopicPartition{Topic: t.Topic, Partition: p.Partition}); l != nil {
+					ch <- prometheus.MustNewConstMetric(c.lag, prometheus.GaugeValue, float64(max(l.HighWatermark()-p.Offset, 0)), g.Group, t.Topic, part)
+				}
+			}
+		}
+	}
 }
 
 // Describe implements prometheus.Collector.
@@ -150,6 +221,9 @@ func (b *Broker) imageCounts() imageCounts {
 		} else {
 			ic.unfenced++
 		}
+	}
+	if b.metrics != nil && b.metrics.topics != nil {
+		b.metrics.topics.forget(func(topic string) bool { _, ok := im.Topic(topic); return ok })
 	}
 	for _, t := range im.Topics() {
 		for i := range t.Partitions {

@@ -1,8 +1,13 @@
 package kafka
 
 import (
+	"net"
+	"strings"
+	"sync"
+
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/samsa-broker/samsa/engine"
 	"github.com/samsa-broker/samsa/net/transport"
 )
 
@@ -16,6 +21,11 @@ type metrics struct {
 	api               [maxAPIKey + 1]apiMetrics
 	private           map[int16]apiMetrics // keys above maxAPIKey
 	none              apiMetrics           // for a key outside the table (never served)
+
+	// The broker listener's only (nil on the controller listener's).
+	topics        *topicMetrics
+	listenerConns *prometheus.GaugeVec // open connections per listener name
+	listenerNames sync.Map             // local address -> *prometheus.Gauge child, resolved on first connection
 }
 
 type apiMetrics struct {
@@ -37,8 +47,135 @@ func (m *metrics) lookup(key int16) *apiMetrics {
 func (m *metrics) requests(key int16) prometheus.Counter { return m.lookup(key).requests }
 func (m *metrics) latency(key int16) prometheus.Observer { return m.lookup(key).latency }
 
-// newMetrics builds the broker listener's collectors (samsa_*).
-func newMetrics(reg prometheus.Registerer) *metrics { return newTableMetrics(reg, "", brokerAPIs) }
+// newMetrics builds the broker listener's collectors (samsa_*), with the per-topic
+// and per-listener ones.
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := newTableMetrics(reg, "", brokerAPIs)
+	m.topics = newTopicMetrics(reg)
+	m.listenerConns = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "samsa", Name: "listener_connections",
+		Help: "Open client connections per broker listener (its name in listeners) [SocketServer connection-count]."}, []string{"listener"})
+	if reg != nil {
+		reg.MustRegister(m.listenerConns)
+	}
+	return m
+}
+
+// topicMetrics count the data path per topic, as Kafka's BrokerTopicMetrics do
+// (kafka.server:type=BrokerTopicMetrics,name=BytesInPerSec,topic=T and the others):
+//
+//	samsa_topic_bytes_in_total{topic}               record-batch bytes appended by produce requests [BytesInPerSec]
+//	samsa_topic_messages_in_total{topic}            records appended by produce requests [MessagesInPerSec]
+//	samsa_topic_bytes_out_total{topic}              record bytes sent to consumers [BytesOutPerSec]
+//	samsa_topic_replication_bytes_out_total{topic}  record bytes sent to follower replicas [ReplicationBytesOutPerSec]
+//
+// Idempotent retries answered from the producer state count no records (nothing is
+// written) but their bytes, as Kafka's do. A deleted topic's series are dropped by
+// the cluster collector's image walk (cluster_metrics.go).
+type topicMetrics struct {
+	bytesIn, msgsIn, bytesOut, replOut *prometheus.CounterVec
+	byTopic                            sync.Map // topic -> *topicCounters
+}
+
+type topicCounters struct {
+	bytesIn, msgsIn, bytesOut, replOut prometheus.Counter
+}
+
+func newTopicMetrics(reg prometheus.Registerer) *topicMetrics {
+	c := func(name, help string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "samsa", Subsystem: "topic", Name: name, Help: help}, []string{"topic"})
+	}
+	t := &topicMetrics{
+		bytesIn:  c("bytes_in_total", "Record-batch bytes appended by produce requests, per topic [BrokerTopicMetrics BytesInPerSec]."),
+		msgsIn:   c("messages_in_total", "Records appended by produce requests, per topic [BrokerTopicMetrics MessagesInPerSec]."),
+		bytesOut: c("bytes_out_total", "Record bytes sent in fetch responses to consumers, per topic [BrokerTopicMetrics BytesOutPerSec]."),
+		replOut:  c("replication_bytes_out_total", "Record bytes sent in fetch responses to follower replicas, per topic [BrokerTopicMetrics ReplicationBytesOutPerSec]."),
+	}
+	if reg != nil {
+		reg.MustRegister(t.bytesIn, t.msgsIn, t.bytesOut, t.replOut)
+	}
+	return t
+}
+
+func (t *topicMetrics) counters(topic string) *topicCounters {
+	if c, ok := t.byTopic.Load(topic); ok {
+		return c.(*topicCounters)
+	}
+	c := &topicCounters{
+		bytesIn: t.bytesIn.WithLabelValues(topic), msgsIn: t.msgsIn.WithLabelValues(topic),
+		bytesOut: t.bytesOut.WithLabelValues(topic), replOut: t.replOut.WithLabelValues(topic),
+	}
+	got, _ := t.byTopic.LoadOrStore(topic, c)
+	return got.(*topicCounters)
+}
+
+// forget drops the series of the topics keep does not report.
+func (t *topicMetrics) forget(keep func(topic string) bool) {
+	t.byTopic.Range(func(k, _ any) bool {
+		topic := k.(string)
+		if !keep(topic) {
+			t.byTopic.Delete(topic)
+			for _, v := range []*prometheus.CounterVec{t.bytesIn, t.msgsIn, t.bytesOut, t.replOut} {
+				v.DeleteLabelValues(topic)
+			}
+		}
+		return true
+	})
+}
+
+// produced counts a produce request's append of n bytes to topic (res its result).
+func (m *metrics) produced(topic string, n int, res engine.AppendResult) {
+	if m.topics == nil {
+		return
+	}
+	c := m.topics.counters(topic)
+	c.bytesIn.Add(float64(n))
+	if !res.Duplicate && res.LastOffset >= res.BaseOffset {
+		c.msgsIn.Add(float64(res.LastOffset - res.BaseOffset + 1))
+	}
+}
+
+// fetched counts n record bytes of topic sent in a fetch response, to a follower
+// replica or a consumer.
+func (m *metrics) fetched(topic string, replica bool, n int64) {
+	if m.topics == nil || n <= 0 {
+		return
+	}
+	c := m.topics.counters(topic)
+	if replica {
+		c.replOut.Add(float64(n))
+	} else {
+		c.bytesOut.Add(float64(n))
+	}
+}
+
+// listenerGauge is the connection gauge of the listener bound at addr, named from the
+// broker's bound listeners (Config.Derived["listeners"], NAME://host:port, as the
+// node wiring fills it); a listener it cannot name is labelled by its address.
+func (b *Broker) listenerGauge(addr net.Addr) prometheus.Gauge {
+	m := b.metrics
+	if m.listenerConns == nil || addr == nil {
+		return nil
+	}
+	key := addr.String()
+	if g, ok := m.listenerNames.Load(key); ok {
+		return g.(prometheus.Gauge)
+	}
+	name := key
+	_, port, _ := net.SplitHostPort(key)
+	for _, l := range strings.Split(b.cfg.Derived["listeners"], ",") {
+		n, hp, ok := strings.Cut(strings.TrimSpace(l), "://")
+		if !ok {
+			continue
+		}
+		h, p, err := net.SplitHostPort(hp)
+		if hp == key || err == nil && p == port && (h == "" || net.ParseIP(h) != nil && net.ParseIP(h).IsUnspecified()) {
+			name = n
+			break
+		}
+	}
+	g, _ := m.listenerNames.LoadOrStore(key, m.listenerConns.WithLabelValues(name))
+	return g.(prometheus.Gauge)
+}
 
 // newTableMetrics builds the collectors of a listener serving table t, named
 // samsa_<subsystem>_* (the broker listener's have no subsystem).
@@ -76,10 +213,18 @@ func newTableMetrics(reg prometheus.Registerer, subsystem string, t *apiTable) *
 }
 
 // ConnOpened implements transport.ConnObserver.
-func (b *Broker) ConnOpened(transport.Conn) {
+func (b *Broker) ConnOpened(c transport.Conn) {
 	b.metrics.connections.Inc()
 	b.metrics.accepted.Inc()
+	if g := b.listenerGauge(c.LocalAddr()); g != nil {
+		g.Inc()
+	}
 }
 
 // ConnClosed implements transport.ConnObserver.
-func (b *Broker) ConnClosed(transport.Conn) { b.metrics.connections.Dec() }
+func (b *Broker) ConnClosed(c transport.Conn) {
+	b.metrics.connections.Dec()
+	if g := b.listenerGauge(c.LocalAddr()); g != nil {
+		g.Dec()
+	}
+}
