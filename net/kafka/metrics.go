@@ -148,6 +148,14 @@ func (m *metrics) fetched(topic string, replica bool, n int64) {
 	}
 }
 
+// countFetched counts n record bytes of topic in op's answer (an op framed without a
+// broker, as the framing tests do, counts nothing).
+func (op *fetchOp) countFetched(topic string, n int32) {
+	if op.b != nil && op.b.metrics != nil {
+		op.b.metrics.fetched(topic, op.replica, int64(n))
+	}
+}
+
 // listenerGauge is the connection gauge of the listener bound at addr, named from the
 // broker's bound listeners (Config.Derived["listeners"], NAME://host:port, as the
 // node wiring fills it); a listener it cannot name is labelled by its address.
