@@ -6,7 +6,12 @@
 // commit with their generation (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID,
 // FENCED_INSTANCE_ID, REBALANCE_IN_PROGRESS fence stale ones); a commit with
 // generation -1 and no member id (a "simple" consumer) is accepted while the group has
-// no members. v2-v4 retention times set an explicit expiry. Partitions of topics the
+// no members. Members of a consumer group (KIP-848) commit with v9+, their member id
+// and member epoch as the generation: an epoch ahead of the member's, or, per
+// partition, older than the epoch the partition was assigned at, is
+// STALE_MEMBER_EPOCH (the rule as Kafka 4.3 relaxed it; 4.0 required the current epoch),
+// an unknown member UNKNOWN_MEMBER_ID, v8 or older UNSUPPORTED_VERSION. v2-v4
+// retention times set an explicit expiry. Partitions of topics the
 // cluster does not have get UNKNOWN_TOPIC_OR_PARTITION, as in Kafka.
 //
 // Not served: v10+ (topic ids).

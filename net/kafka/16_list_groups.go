@@ -1,9 +1,12 @@
 // ListGroups (key 16), versions 0-5.
 //
-// Every classic group of the __consumer_offsets partitions this broker leads, with
-// the state filter (v4+, KIP-518, case-insensitive) and the type filter (v5+,
-// KIP-848: every group here is "classic"). While partitions load the answer carries
-// COORDINATOR_LOAD_IN_PROGRESS with the groups known so far.
+// Every group of the __consumer_offsets partitions this broker leads, with the state
+// filter (v4+, KIP-518, case-insensitive) and the type filter (v5+, KIP-848: "classic"
+// or "consumer", case-insensitive), as Kafka 4: a consumer group (KIP-848) reports
+// type "consumer", protocol type "consumer" and its own states (Empty, Assigning,
+// Reconciling, Stable); a classic group type "classic" and the classic states. While
+// partitions load the answer carries COORDINATOR_LOAD_IN_PROGRESS with the groups
+// known so far.
 
 package kafka
 

@@ -2,7 +2,9 @@ package kafka
 
 import (
 	"context"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -33,6 +35,14 @@ type groupState struct {
 	followMu sync.Mutex      // serializes follow (MetadataChanged's and load retries')
 	last     *metadata.Image // the image follow last followed (under followMu)
 
+	// consumerProtocol: group.coordinator.rebalance.protocols holds "consumer", so
+	// ConsumerGroupHeartbeat and ConsumerGroupDescribe are served (read at start).
+	consumerProtocol bool
+	// topics is the topic list last handed to the coordinator and topicsVersion its
+	// version (SetTopics' version grows only when the list changed). Under followMu.
+	topics        []group.TopicInfo
+	topicsVersion uint64
+
 	mu struct {
 		sync.Mutex
 		c       *group.Coordinator
@@ -45,12 +55,14 @@ type groupState struct {
 func newGroupState(b *Broker, im *metadata.Image) *groupState {
 	timeout := time.Duration(b.groupInt(im, "offsets.commit.timeout.ms", group.DefaultCommitTimeout.Milliseconds())) * time.Millisecond
 	g := &groupState{b: b, log: group.NewReplicatedLog(b.repl, timeout)}
+	g.consumerProtocol = slices.Contains(b.groupList(im, "group.coordinator.rebalance.protocols", "classic,consumer"), "consumer")
 	g.mu.loaded = map[int32]bool{}
 	n := int32(b.groupInt(im, "offsets.topic.num.partitions", 50))
 	if t, ok := im.Topic(group.OffsetsTopic); ok {
 		n = int32(len(t.Partitions))
 	}
 	g.mu.c = g.newCoordinator(im, n)
+	g.setTopicsLocked(g.mu.c, im, true) // not shared yet: followMu is not needed
 	g.follow(im)
 	return g
 }
@@ -75,7 +87,54 @@ func (g *groupState) newCoordinator(im *metadata.Image, n int32) *group.Coordina
 		RetentionCheckInterval: ms("offsets.retention.check.interval.ms", 600000),
 		MaxOffsetMetadata:      int(b.groupInt(im, "offset.metadata.max.bytes", 4096)),
 		Logger:                 b.log.With("component", "groups"),
+
+		ConsumerSessionTimeout:    ms("group.consumer.session.timeout.ms", 45000),
+		ConsumerHeartbeatInterval: ms("group.consumer.heartbeat.interval.ms", 5000),
+		ConsumerMaxSize:           int(b.groupInt(im, "group.consumer.max.size", 0)),
+		ConsumerAssignors:         g.consumerAssignors(im),
+		MigrationPolicy:           strings.ToLower(b.brokerValue(im, "group.consumer.migration.policy")),
 	}, g.log)
+}
+
+// consumerAssignors maps group.consumer.assignors (Kafka's class names, or the
+// assignors' names) to the coordinator's assignor names, dropping those it does not
+// have (nil: the coordinator's default, uniform then range).
+func (g *groupState) consumerAssignors(im *metadata.Image) []string {
+	var out []string
+	for _, a := range g.b.groupList(im, "group.consumer.assignors", "") {
+		name := strings.ToLower(a)
+		switch a {
+		case "org.apache.kafka.coordinator.group.assignor.UniformAssignor":
+			name = group.AssignorUniform
+		case "org.apache.kafka.coordinator.group.assignor.RangeAssignor":
+			name = group.AssignorRange
+		}
+		if name != group.AssignorUniform && name != group.AssignorRange {
+			g.b.log.Warn("ignoring an unknown consumer group assignor", "key", "group.consumer.assignors", "assignor", a)
+			continue
+		}
+		if !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// setTopicsLocked hands the image's topics to c (for consumer groups' subscriptions)
+// when they changed since the last call, or always when force is set (a new
+// coordinator). Caller holds followMu.
+func (g *groupState) setTopicsLocked(c *group.Coordinator, im *metadata.Image, force bool) {
+	ts := im.Topics()
+	topics := make([]group.TopicInfo, 0, len(ts))
+	for _, t := range ts {
+		topics = append(topics, group.TopicInfo{Name: t.Name, ID: t.ID, Partitions: int32(len(t.Partitions))})
+	}
+	if !force && slices.Equal(topics, g.topics) {
+		return
+	}
+	g.topics = topics
+	g.topicsVersion++
+	c.SetTopics(g.topicsVersion, topics)
 }
 
 // coordinator returns the coordinator (nil after close).
@@ -115,6 +174,7 @@ func (g *groupState) followLocked(im *metadata.Image) {
 		return
 	}
 	c := g.mu.c
+	prev := c
 	t, ok := im.Topic(group.OffsetsTopic)
 	var unload, load []int32
 	if !ok || t.ID != g.mu.topicID {
@@ -144,6 +204,7 @@ func (g *groupState) followLocked(im *metadata.Image) {
 		}
 	}
 	g.mu.Unlock()
+	g.setTopicsLocked(c, im, c != prev)
 	for _, p := range unload {
 		c.UnloadPartition(p)
 	}
@@ -194,6 +255,25 @@ func (g *groupState) close() {
 	c := g.mu.c
 	g.mu.Unlock()
 	c.Close()
+}
+
+// groupList is a list-valued broker key's items (def when unset), trimmed and
+// lower-cased where Kafka compares them so (protocol names).
+func (b *Broker) groupList(im *metadata.Image, key, def string) []string {
+	v := b.brokerValue(im, key)
+	if v == "" {
+		v = def
+	}
+	var out []string
+	for _, it := range strings.Split(v, ",") {
+		if it = strings.TrimSpace(it); it != "" {
+			if key == "group.coordinator.rebalance.protocols" {
+				it = strings.ToLower(it)
+			}
+			out = append(out, it)
+		}
+	}
+	return out
 }
 
 func (b *Broker) groupInt(im *metadata.Image, key string, def int64) int64 {

@@ -1,0 +1,251 @@
+package kafka
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// cgConsumer is a franz-go group consumer on the consumer protocol (KIP-848:
+// kgo.ServerSideBalancer, ConsumerGroupHeartbeat v1) that processes each poll, commits
+// it and only then lets the group take partitions away (BlockRebalanceOnPoll), so that
+// every record is processed once across members joining and leaving.
+type cgConsumer struct {
+	name string
+	cl   *kgo.Client
+	done chan struct{}
+}
+
+// cgRecord is one record a consumer processed.
+type cgRecord struct {
+	by, value string
+}
+
+func startCGConsumer(t *testing.T, tb *testBroker, name, group, topic string, out chan<- cgRecord) *cgConsumer {
+	t.Helper()
+	cl, err := kgo.NewClient(
+		kgo.SeedBrokers(tb.addr),
+		kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
+		kgo.ServerSideBalancer(),
+		kgo.DisableAutoCommit(), kgo.BlockRebalanceOnPoll(),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxWait(100*time.Millisecond),
+		kgo.ClientID(name),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &cgConsumer{name: name, cl: cl, done: make(chan struct{})}
+	go func() {
+		defer close(c.done)
+		for {
+			fs := cl.PollFetches(context.Background())
+			if fs.IsClientClosed() {
+				return
+			}
+			fs.EachRecord(func(r *kgo.Record) { out <- cgRecord{by: name, value: string(r.Value)} })
+			if err := cl.CommitUncommittedOffsets(context.Background()); err != nil && err != kgo.ErrClientClosed {
+				t.Logf("%s: commit: %v", name, err)
+			}
+			cl.AllowRebalance()
+		}
+	}()
+	return c
+}
+
+// close leaves the group (ConsumerGroupHeartbeat with epoch -1) and stops the poller.
+func (c *cgConsumer) close() {
+	c.cl.Close()
+	<-c.done
+}
+
+// produceValues produces values from..to-1 (as decimal strings) round-robin over the
+// topic's partitions.
+func produceValues(t *testing.T, cl *kgo.Client, topic string, from, to int) {
+	t.Helper()
+	var recs []*kgo.Record
+	for i := from; i < to; i++ {
+		recs = append(recs, &kgo.Record{Topic: topic, Partition: int32(i % 6), Value: []byte(strconv.Itoa(i))})
+	}
+	if err := cl.ProduceSync(testCtx(t), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// collect reads records from in until every value in from..to-1 was seen; a value
+// seen twice fails the test.
+func collect(t *testing.T, in <-chan cgRecord, seen map[string]string, from, to int) {
+	t.Helper()
+	timeout := time.NewTimer(30 * time.Second)
+	defer timeout.Stop()
+	missing := func() int {
+		n := 0
+		for i := from; i < to; i++ {
+			if _, ok := seen[strconv.Itoa(i)]; !ok {
+				n++
+			}
+		}
+		return n
+	}
+	for missing() > 0 {
+		select {
+		case r := <-in:
+			if by, dup := seen[r.value]; dup {
+				t.Fatalf("record %s processed twice (by %s and by %s)", r.value, by, r.by)
+			}
+			seen[r.value] = r.by
+		case <-timeout.C:
+			t.Fatalf("timed out: %d of the records %d..%d not consumed", missing(), from, to-1)
+		}
+	}
+}
+
+// perMember counts who processed each of the values from..to-1.
+func perMember(seen map[string]string, from, to int) map[string]int {
+	by := map[string]int{}
+	for i := from; i < to; i++ {
+		by[seen[strconv.Itoa(i)]]++
+	}
+	return by
+}
+
+func describeConsumerGroup(t *testing.T, cl *kgo.Client, group string) kmsg.ConsumerGroupDescribeResponseGroup {
+	t.Helper()
+	req := kmsg.NewPtrConsumerGroupDescribeRequest()
+	req.Groups = []string{group}
+	resp, err := req.RequestWith(testCtx(t), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Groups) != 1 {
+		t.Fatalf("describe: %d groups", len(resp.Groups))
+	}
+	return resp.Groups[0]
+}
+
+// stableWith reports whether the group is Stable with exactly the named clients as
+// members, every partition of the 6 assigned to exactly one of them.
+func stableWith(t *testing.T, cl *kgo.Client, group string, clients ...string) bool {
+	g := describeConsumerGroup(t, cl, group)
+	if g.ErrorCode != 0 || g.State != "Stable" || len(g.Members) != len(clients) {
+		return false
+	}
+	want := map[string]bool{}
+	for _, c := range clients {
+		want[c] = true
+	}
+	owned := map[int32]int{}
+	for _, m := range g.Members {
+		if !want[m.ClientID] || m.MemberEpoch != g.Epoch {
+			return false
+		}
+		for _, tp := range m.Assignment.TopicPartitions {
+			for _, p := range tp.Partitions {
+				owned[p]++
+			}
+		}
+	}
+	for p := int32(0); p < 6; p++ {
+		if owned[p] != 1 {
+			return false
+		}
+	}
+	return true
+}
+
+// TestConsumerGroupProtocolFranzGo runs franz-go consumers on the KIP-848 protocol over
+// TCP: one member, a second joining, a third joining and the first leaving; every
+// record is processed exactly once across the reassignments, the group is described
+// as Kafka 4 describes it, and the committed offsets survive a broker restart.
+func TestConsumerGroupProtocolFranzGo(t *testing.T) {
+	tb := startTestBroker(t, testBrokerOptions{Static: map[string]string{
+		"group.consumer.heartbeat.interval.ms": "100",
+	}})
+	const group, topic = "cg-848", "cg-848-topic"
+	adm := tb.admin(t)
+	mustCreate(t, adm, topic, 6, nil)
+	producer := tb.client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	obs := tb.client(t)
+
+	recs := make(chan cgRecord, 1024)
+	seen := map[string]string{}
+
+	a := startCGConsumer(t, tb, "a", group, topic, recs)
+	produceValues(t, producer, topic, 0, 100)
+	collect(t, recs, seen, 0, 100)
+	eventually(t, 20*time.Second, "a alone and stable", func() bool { return stableWith(t, obs, group, "a") })
+
+	b := startCGConsumer(t, tb, "b", group, topic, recs)
+	eventually(t, 20*time.Second, "a and b stable", func() bool { return stableWith(t, obs, group, "a", "b") })
+	produceValues(t, producer, topic, 100, 200)
+	collect(t, recs, seen, 100, 200)
+	if n := perMember(seen, 100, 200); n["a"] != 50 || n["b"] != 50 {
+		t.Fatalf("records 100..199 per member %v: want 50 each for a and b", n)
+	}
+
+	c := startCGConsumer(t, tb, "c", group, topic, recs)
+	produceValues(t, producer, topic, 200, 250)
+	a.close() // leaves while c joins
+	produceValues(t, producer, topic, 250, 300)
+	collect(t, recs, seen, 200, 300)
+	eventually(t, 20*time.Second, "b and c stable", func() bool { return stableWith(t, obs, group, "b", "c") })
+	produceValues(t, producer, topic, 300, 400)
+	collect(t, recs, seen, 300, 400)
+
+	if by := perMember(seen, 300, 400); by["b"] != 50 || by["c"] != 50 {
+		t.Fatalf("records per member %v: b and c should have consumed half each of 300..399; group %+v", by, describeConsumerGroup(t, obs, group))
+	}
+
+	// ListGroups v5 and DescribeGroups v6 report it as Kafka 4 does.
+	lreq := kmsg.NewPtrListGroupsRequest()
+	lreq.TypesFilter = []string{"consumer"}
+	lresp, err := lreq.RequestWith(testCtx(t), obs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lresp.Groups) != 1 || lresp.Groups[0].Group != group || lresp.Groups[0].GroupType != "consumer" ||
+		lresp.Groups[0].ProtocolType != "consumer" || lresp.Groups[0].GroupState != "Stable" {
+		t.Fatalf("ListGroups(consumer): %+v", lresp.Groups)
+	}
+	dreq := kmsg.NewPtrDescribeGroupsRequest()
+	dreq.Groups = []string{group}
+	dresp, err := dreq.RequestWith(testCtx(t), obs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := dresp.Groups[0]; g.ErrorCode != kerr.GroupIDNotFound.Code || g.State != "Dead" {
+		t.Fatalf("DescribeGroups of a consumer group: code %d state %q, want GROUP_ID_NOT_FOUND and Dead", g.ErrorCode, g.State)
+	}
+
+	b.close()
+	c.close()
+	eventually(t, 20*time.Second, "the group empty", func() bool {
+		g := describeConsumerGroup(t, obs, group)
+		return g.ErrorCode == 0 && g.State == "Empty" && len(g.Members) == 0
+	})
+
+	// The committed offsets survive a restart: a new member starts after record 399.
+	tb.restart()
+	producer2 := tb.client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	produceValues(t, producer2, topic, 400, 450)
+	d := startCGConsumer(t, tb, "d", group, topic, recs)
+	defer d.close()
+	collect(t, recs, seen, 400, 450)
+	obs2 := tb.client(t)
+	eventually(t, 20*time.Second, "d alone and stable", func() bool { return stableWith(t, obs2, group, "d") })
+	g := describeConsumerGroup(t, obs2, group)
+	if g.AssignorName != "uniform" {
+		t.Fatalf("assignor %q, want uniform", g.AssignorName)
+	}
+	// Nothing of before the restart came again.
+	select {
+	case r := <-recs:
+		t.Fatalf("record %s (by %s) after every record was consumed", r.value, r.by)
+	default:
+	}
+}

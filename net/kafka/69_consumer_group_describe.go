@@ -1,0 +1,44 @@
+// ConsumerGroupDescribe (key 69), versions 0-1 (KIP-848).
+//
+// Each consumer group's state (Empty, Assigning, Reconciling, Stable), group and
+// assignment epochs, server assignor, and members: epochs, client, subscribed names
+// and regex, current assignment (what the member owns, not what it still withdraws)
+// and target assignment. A group that does not exist, or is not a consumer group,
+// answers GROUP_ID_NOT_FOUND, as Kafka. Authorized operations report READ, DESCRIBE
+// and DELETE: there is no authorizer.
+//
+// Served only when group.coordinator.rebalance.protocols holds "consumer".
+
+package kafka
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() {
+	register(API{Key: 69, MinVersion: 0, MaxVersion: 1, Handle: handleConsumerGroupDescribe})
+}
+
+func handleConsumerGroupDescribe(b *Broker, r *Request) {
+	req := r.Body.(*kmsg.ConsumerGroupDescribeRequest)
+	fail := func(code int16) {
+		resp := kmsg.NewPtrConsumerGroupDescribeResponse()
+		resp.Version = req.Version
+		for _, g := range req.Groups {
+			dg := kmsg.NewConsumerGroupDescribeResponseGroup()
+			dg.Group, dg.ErrorCode = g, code
+			resp.Groups = append(resp.Groups, dg)
+		}
+		r.Respond(resp)
+	}
+	if !b.groups.consumerProtocol {
+		fail(kerr.UnsupportedVersion.Code)
+		return
+	}
+	c := b.groupCoordinatorOr(fail)
+	if c == nil {
+		return
+	}
+	r.Respond(c.ConsumerGroupDescribe(req))
+}
