@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"sort"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -231,8 +233,14 @@ func simulateConsumer(t *testing.T, seed uint64, steps int) {
 			}
 			h.setTopics(version, topics)
 		case x < 90:
+			// The coordinator moves: what the new one loads from __consumer_offsets is
+			// exactly the group the old one had.
+			before := cgSnapshot(cg())
 			h.start(func(c *Config) { c.ConsumerSessionTimeout = 20 * time.Second })
 			h.setTopics(version, topics)
+			if after := cgSnapshot(cg()); after != before {
+				t.Fatalf("seed %d step %d: the reloaded group differs from the one written\nbefore: %s\nafter:  %s", seed, step, before, after)
+			}
 		default:
 			if !m.alive || m.c.epoch <= 0 || len(m.c.owned) == 0 {
 				continue
@@ -297,4 +305,62 @@ func simulateConsumer(t *testing.T, seed uint64, steps int) {
 	if len(owned) != want {
 		t.Fatalf("seed %d: %d partitions owned after settling, want %d (%v)", seed, len(owned), want, topics)
 	}
+}
+
+// cgSnapshot renders what a consumer group's records must carry (group and assignment
+// epochs, subscription metadata, regex resolutions, and per member its metadata,
+// epochs, state, partitions and target) in a canonical order, for comparison across a
+// reload. Memory-only state (timers, per-partition assignment epochs) is left out.
+func cgSnapshot(s *consumerState) string {
+	if s == nil {
+		return "<no consumer group>"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "epoch=%d assignment=%d", s.epoch, s.assignmentEpoch)
+	names := make([]string, 0, len(s.subMeta))
+	for n := range s.subMeta {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(&b, " topic(%s %x %d)", n, s.subMeta[n].TopicID[15], s.subMeta[n].NumPartitions)
+	}
+	res := make([]string, 0, len(s.regexes))
+	for re := range s.regexes {
+		res = append(res, re)
+	}
+	sort.Strings(res)
+	for _, re := range res {
+		fmt.Fprintf(&b, " regex(%s %v)", re, s.regexes[re].topics)
+	}
+	ids := make([]string, 0, len(s.members))
+	for id := range s.members {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	str := func(p *string) string {
+		if p == nil {
+			return "-"
+		}
+		return *p
+	}
+	for _, id := range ids {
+		m := s.members[id]
+		fmt.Fprintf(&b, " member(%s inst=%s names=%v regex=%s assignor=%s rt=%v epoch=%d prev=%d state=%d assigned=%v pending=%v",
+			id, str(m.instanceID), m.names, str(m.regex), str(m.assignor), m.rebalanceTimeout, m.epoch, m.prevEpoch, m.state,
+			assignmentRecordForm(m.assigned), assignmentRecordForm(m.pending))
+		if tgt, ok := s.target[id]; ok {
+			fmt.Fprintf(&b, " target=%v", assignmentRecordForm(tgt))
+		}
+		b.WriteString(")")
+	}
+	if len(s.static) > 0 {
+		insts := make([]string, 0, len(s.static))
+		for inst, id := range s.static {
+			insts = append(insts, inst+"="+id)
+		}
+		sort.Strings(insts)
+		fmt.Fprintf(&b, " static=%v", insts)
+	}
+	return b.String()
 }
