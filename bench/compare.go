@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -226,7 +227,7 @@ func Compare(ctx context.Context, cfg CompareConfig) ([]*Result, error) {
 	}
 	if cfg.Spawn.SamsaBin == "" {
 		for _, t := range cfg.Targets {
-			if t == TargetSamsa {
+			if base, _, _ := strings.Cut(t, "@"); base == TargetSamsa || base == TargetSamsaCluster {
 				dir, err := os.MkdirTemp(cfg.Spawn.WorkDir, "samsa-bin-")
 				if err != nil {
 					return nil, fmt.Errorf("%w: %w", ErrTarget, err)
@@ -291,8 +292,14 @@ func runOne(ctx context.Context, cfg CompareConfig, spec, name string, round int
 			src = nil
 		}
 	}
+	w := cfg.Workload
+	if t.replicationFactor > 0 && t.replicationFactor != w.ReplicationFactor {
+		wc := *w
+		wc.ReplicationFactor = t.replicationFactor
+		w = &wc
+	}
 	var prof *Profiler
-	rc := RunConfig{Workload: cfg.Workload, Brokers: t.Brokers, Target: name, Progress: cfg.Progress,
+	rc := RunConfig{Workload: w, Brokers: t.Brokers, Target: name, Progress: cfg.Progress,
 		Logger: cfg.Logger, Broker: src}
 	if cfg.Profile && t.AdminURL != "" {
 		prof = &Profiler{AdminURL: t.AdminURL, Dir: cfg.ProfileDir, Prefix: fmt.Sprintf("%s-r%d-", name, round),
@@ -325,7 +332,7 @@ func runOne(ctx context.Context, cfg CompareConfig, spec, name string, round int
 	}
 	if cfg.Raw || cfg.RawOnly {
 		rcfg := cfg.RawConfig
-		rcfg.Workload, rcfg.Brokers, rcfg.Target, rcfg.Progress, rcfg.Broker = cfg.Workload, t.Brokers, name, cfg.Progress, src
+		rcfg.Workload, rcfg.Brokers, rcfg.Target, rcfg.Progress, rcfg.Broker = w, t.Brokers, name, cfg.Progress, src
 		raw, err := RunRaw(ctx, rcfg)
 		if err != nil {
 			out = append(out, fail("raw", err))

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
 	"sync"
 	"time"
 
@@ -216,7 +217,11 @@ func runID() string {
 func createTopics(ctx context.Context, ka *kadm.Client, topics []string, w *Workload) error {
 	cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	resp, err := ka.CreateTopics(cctx, int32(w.PartitionsPerTopic), int16(w.ReplicationFactor), nil, topics...)
+	var configs map[string]*string
+	if w.MinInsyncReplicas > 0 && w.MinInsyncReplicas <= w.ReplicationFactor {
+		configs = map[string]*string{"min.insync.replicas": kadm.StringPtr(strconv.Itoa(w.MinInsyncReplicas))}
+	}
+	resp, err := ka.CreateTopics(cctx, int32(w.PartitionsPerTopic), int16(w.ReplicationFactor), configs, topics...)
 	if err != nil {
 		return fmt.Errorf("%w: create topics: %w", ErrRun, err)
 	}

@@ -140,10 +140,18 @@ type Target struct {
 	tmpDir  string
 	cluster *kfake.Cluster
 	metrics *MetricsUsage
+	// pids are the nodes of a samsa-cluster target (PID is then 0: the cost is theirs).
+	pids []int
+	// replicationFactor, when positive, is the replication factor of the topics a
+	// run on this target creates (samsa-cluster@rf=N).
+	replicationFactor int
 }
 
 // Usage reads the broker process's CPU and peak RSS.
 func (t *Target) Usage() (Usage, error) {
+	if len(t.pids) > 0 && t.PID == 0 {
+		return ProcsUsage(t.pids).Usage()
+	}
 	if t.PID == 0 {
 		return Usage{}, fmt.Errorf("%w: %s is not a local process", ErrTarget, t.Name)
 	}
@@ -157,6 +165,8 @@ func (t *Target) UsageSource() UsageSource {
 	switch {
 	case t.PID != 0:
 		return ProcUsage(t.PID)
+	case len(t.pids) > 0:
+		return ProcsUsage(t.pids)
 	case t.AdminURL != "":
 		if t.metrics == nil || t.metrics.URL != strings.TrimSuffix(t.AdminURL, "/") {
 			t.metrics = NewMetricsUsage(t.AdminURL)
@@ -166,13 +176,19 @@ func (t *Target) UsageSource() UsageSource {
 	return nil
 }
 
-// StartTarget starts or names a target: samsa, kfake, kfake-proc, or a list of
-// host:port separated by commas or '+'. samsa@k=v@k2=v2 spawns samsa with extra
+// StartTarget starts or names a target: samsa, samsa-cluster (see
+// TargetSamsaCluster), kfake, kfake-proc, or a list of host:port separated by commas
+// or '+'. samsa@k=v@k2=v2 spawns samsa with extra
 // flags --k=v --k2=v2 (e.g. samsa@sync=none against samsa@sync=fsync). For samsa, SamsaBin must be set or the broker
 // is built first (use BuildSamsa once and pass SamsaBin to spawn it many times).
 func StartTarget(ctx context.Context, spec string, o SpawnOptions) (*Target, error) {
 	if err := o.defaults(); err != nil {
 		return nil, err
+	}
+	if cs, ok, err := parseClusterSpec(spec); err != nil {
+		return nil, err
+	} else if ok {
+		return startCluster(ctx, spec, cs, o)
 	}
 	if base, extra, ok := strings.Cut(spec, "@"); ok && base == TargetSamsa {
 		// samsa@sync=none@transport=std: the same broker with extra serve flags.

@@ -35,6 +35,11 @@ type Workload struct {
 	Topics             int `yaml:"topics" json:"topics"`
 	PartitionsPerTopic int `yaml:"partitionsPerTopic" json:"partitionsPerTopic"`
 	ReplicationFactor  int `yaml:"replicationFactor" json:"replicationFactor"`
+	// MinInsyncReplicas, when positive, is the created topics' min.insync.replicas,
+	// set only on topics whose replication factor is at least that large (a topic of
+	// replication factor 1 beside one of 3 in a comparison keeps the broker's
+	// default); 0 leaves the broker's default.
+	MinInsyncReplicas int `yaml:"minInsyncReplicas" json:"minInsyncReplicas,omitempty"`
 
 	MessageSize int `yaml:"messageSize" json:"messageSize"`
 	// RandomBytesRatio is the share (0..1) of each payload that is random; the rest
@@ -323,6 +328,8 @@ func (w *Workload) Validate() error {
 		return bad("partitionsPerTopic %d: total partitions must be in 1..%d", w.PartitionsPerTopic, maxPartitions)
 	case w.ReplicationFactor < 1 || w.ReplicationFactor > 32:
 		return bad("replicationFactor %d not in 1..32", w.ReplicationFactor)
+	case w.MinInsyncReplicas < 0 || w.MinInsyncReplicas > 32:
+		return bad("minInsyncReplicas %d not in 0..32", w.MinInsyncReplicas)
 	case w.MessageSize < minMessageSize || w.MessageSize > maxMessageSize:
 		return bad("messageSize %d not in %d..%d (the first 16 bytes carry timestamps)", w.MessageSize, minMessageSize, maxMessageSize)
 	case w.RandomBytesRatio < 0 || w.RandomBytesRatio > 1 || math.IsNaN(w.RandomBytesRatio):

@@ -1,7 +1,7 @@
 // Command samsa-bench measures Kafka-compatible brokers over the wire: throughput,
 // tail latency and broker CPU cost, side by side, with a regression gate.
 //
-//	samsa-bench run      --workload max-throughput-100b --spawn samsa|kfake|kfake-proc | --brokers host:port,...
+//	samsa-bench run      --workload max-throughput-100b --spawn samsa|samsa-cluster|kfake|kfake-proc | --brokers host:port,...
 //	samsa-bench compare  --workload ... --targets samsa,kfake,host:port --rounds 3
 //	samsa-bench limits   --dir /data/dir
 //	samsa-bench regress  --baseline origin/main --workload ... --rounds 3 --threshold 0.10
@@ -71,7 +71,7 @@ func main() {
 
 func usage() {
 	fmt.Fprint(os.Stderr, `usage: samsa-bench <command> [flags]
-  run        run a workload against one target (--spawn samsa|kfake|kfake-proc or --brokers)
+  run        run a workload against one target (--spawn samsa|samsa-cluster|kfake|kfake-proc or --brokers)
   compare    run a workload against several targets, A B A B for --rounds rounds
   limits     measure this machine's disk, fdatasync, loopback and sendfile limits
   regress    gate: baseline git ref vs working tree, exit 1 on regression
@@ -106,6 +106,8 @@ type common struct {
 	withLimits bool
 	loaderProf string
 	summary    bool
+	rf         int
+	minISR     int
 }
 
 type multiFlag []string
@@ -118,6 +120,8 @@ func (c *common) register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.duration, "duration", 0, "override the workload's duration")
 	fs.DurationVar(&c.warmup, "warmup", -1, "override the workload's warm-up")
 	fs.IntVar(&c.rate, "rate", -1, "override the producer rate (msg/s in total; 0 = max)")
+	fs.IntVar(&c.rf, "replication-factor", 0, "override the workload's replication factor of the topics it creates (samsa-cluster@rf=N sets it for one target)")
+	fs.IntVar(&c.minISR, "min-insync-replicas", -1, "min.insync.replicas of the created topics whose replication factor is at least this (0: the broker's default; default: the workload's)")
 	fs.StringVar(&c.out, "out", "", "report directory (default bench-out/<time>)")
 	fs.StringVar(&c.samsaBin, "samsa-bin", "", "prebuilt samsa binary (default: go build ./cmd/samsa)")
 	fs.Var(&c.samsaArgs, "samsa-arg", "extra flag for `samsa serve` (repeatable)")
@@ -167,6 +171,12 @@ func (c *common) load() (*bench.Workload, error) {
 	if c.rate >= 0 {
 		w.ProducerRate = c.rate
 	}
+	if c.rf > 0 {
+		w.ReplicationFactor = c.rf
+	}
+	if c.minISR >= 0 {
+		w.MinInsyncReplicas = c.minISR
+	}
 	return w, w.Validate()
 }
 
@@ -200,12 +210,12 @@ func runCmd(args []string, compare bool) int {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	var c common
 	c.register(fs)
-	spawn := fs.String("spawn", "", "start a target: samsa, samsa@flag=value..., kfake, kfake-proc or kfake-null")
+	spawn := fs.String("spawn", "", "start a target: samsa, samsa@flag=value..., samsa-cluster[@nodes=N][@rf=N] (N combined nodes through `samsa cluster start`, default 3), kfake, kfake-proc or kfake-null")
 	brokers := fs.String("brokers", "", "a running broker: host:port,host:port")
 	var admins, pids multiFlag
 	fs.Var(&admins, "admin", "admin `URL` (http://host:port) of a running target: /metrics for its CPU and RSS, /debug/pprof for --profile; with several targets, TARGET=URL (repeatable)")
 	fs.Var(&pids, "pid", "process id of a running target on this machine: its CPU and peak RSS from /proc; with several targets, TARGET=PID (repeatable)")
-	targets := fs.String("targets", "", "compare: targets, comma separated (samsa, kfake, kfake-proc, kfake-null, host:port, host:port+host:port)")
+	targets := fs.String("targets", "", "compare: targets, comma separated (samsa, samsa-cluster@rf=3, kfake, kfake-proc, kfake-null, host:port, host:port+host:port)")
 	rounds := fs.Int("rounds", 1, "compare: A B A B rounds")
 	if err := fs.Parse(args); err != nil {
 		return 2
