@@ -543,7 +543,7 @@ func (op *fetchOp) appendPartition(fr *fetchResp, b []byte, p *fetchPart) []byte
 	}
 	b = appendBytesLen(b, flex, p.slice.Size)
 	if p.slice.Size > 0 {
-		op.countFetched(p.topic, p.slice.Size) // metrics.go
+		op.countFetched(p) // metrics.go
 		if nb, ok := fr.copyIn(b, p.slice); ok {
 			b = nb
 			p.slice.Release()

@@ -148,12 +148,14 @@ func (m *metrics) fetched(topic string, replica bool, n int64) {
 	}
 }
 
-// countFetched counts n record bytes of topic in op's answer (an op framed without a
-// broker, as the framing tests do, counts nothing).
-func (op *fetchOp) countFetched(topic string, n int32) {
-	if op.b != nil && op.b.metrics != nil {
-		op.b.metrics.fetched(topic, op.replica, int64(n))
+// countFetched counts the record bytes of p in op's answer under p's topic (the
+// log's: from v13 a fetch names topics by id). An op framed without a broker, as the
+// framing tests do, counts nothing.
+func (op *fetchOp) countFetched(p *fetchPart) {
+	if op.b == nil || op.b.metrics == nil || p.log == nil {
+		return
 	}
+	op.b.metrics.fetched(p.log.TopicPartition().Topic, op.replica, int64(p.slice.Size))
 }
 
 // listenerGauge is the connection gauge of the listener bound at addr, named from the
