@@ -34,6 +34,8 @@ type logDir struct {
 	histMu sync.Mutex
 	hist   *hdrhistogram.Histogram // fdatasync latency, microseconds
 
+	fsyncHist fsyncHist // the same latencies in FsyncBuckets (stats_fsync.go)
+
 	ckptMu      sync.Mutex
 	lastCkpt    [4]string // content last written, per checkpoint file (under ckptMu)
 	cleanerCkpt bool      // the cleaner checkpoint exists (under ckptMu, and at Open)
@@ -240,6 +242,7 @@ func (d *logDir) failWaiters(err error) {
 }
 
 func (d *logDir) recordSync(dur time.Duration) {
+	d.fsyncHist.observe(dur)
 	us := dur.Microseconds()
 	if us < 1 {
 		us = 1
