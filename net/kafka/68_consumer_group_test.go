@@ -48,7 +48,9 @@ func startCGConsumer(t *testing.T, tb *testBroker, name, group, topic string, ou
 			if fs.IsClientClosed() {
 				return
 			}
-			fs.EachRecord(func(r *kgo.Record) { out <- cgRecord{by: name, value: string(r.Value)} })
+			fs.EachRecord(func(r *kgo.Record) {
+				out <- cgRecord{by: name, value: string(r.Value)}
+			})
 			if err := cl.CommitUncommittedOffsets(context.Background()); err != nil && err != kgo.ErrClientClosed {
 				t.Logf("%s: commit: %v", name, err)
 			}
@@ -112,6 +114,25 @@ func perMember(seen map[string]string, from, to int) map[string]int {
 		by[seen[strconv.Itoa(i)]]++
 	}
 	return by
+}
+
+// checkOwners checks that each of the values from..to-1 (produced to partition
+// value mod 6) was processed by the member the stable group assigns its partition to.
+func checkOwners(t *testing.T, cl *kgo.Client, group string, seen map[string]string, from, to int) {
+	t.Helper()
+	owner := map[int32]string{}
+	for _, m := range describeConsumerGroup(t, cl, group).Members {
+		for _, tp := range m.Assignment.TopicPartitions {
+			for _, p := range tp.Partitions {
+				owner[p] = m.ClientID
+			}
+		}
+	}
+	for i := from; i < to; i++ {
+		if by, want := seen[strconv.Itoa(i)], owner[int32(i%6)]; by != want {
+			t.Fatalf("record %d of partition %d processed by %q, its owner is %q (owners %v)", i, i%6, by, want, owner)
+		}
+	}
 }
 
 func describeConsumerGroup(t *testing.T, cl *kgo.Client, group string) kmsg.ConsumerGroupDescribeResponseGroup {
@@ -184,9 +205,7 @@ func TestConsumerGroupProtocolFranzGo(t *testing.T) {
 	eventually(t, 20*time.Second, "a and b stable", func() bool { return stableWith(t, obs, group, "a", "b") })
 	produceValues(t, producer, topic, 100, 200)
 	collect(t, recs, seen, 100, 200)
-	if n := perMember(seen, 100, 200); n["a"] != 50 || n["b"] != 50 {
-		t.Fatalf("records 100..199 per member %v: want 50 each for a and b", n)
-	}
+	checkOwners(t, obs, group, seen, 100, 200)
 
 	c := startCGConsumer(t, tb, "c", group, topic, recs)
 	produceValues(t, producer, topic, 200, 250)
@@ -197,9 +216,7 @@ func TestConsumerGroupProtocolFranzGo(t *testing.T) {
 	produceValues(t, producer, topic, 300, 400)
 	collect(t, recs, seen, 300, 400)
 
-	if by := perMember(seen, 300, 400); by["b"] != 50 || by["c"] != 50 {
-		t.Fatalf("records per member %v: b and c should have consumed half each of 300..399; group %+v", by, describeConsumerGroup(t, obs, group))
-	}
+	checkOwners(t, obs, group, seen, 300, 400)
 
 	// ListGroups v5 and DescribeGroups v6 report it as Kafka 4 does.
 	lreq := kmsg.NewPtrListGroupsRequest()
@@ -247,5 +264,135 @@ func TestConsumerGroupProtocolFranzGo(t *testing.T) {
 	case r := <-recs:
 		t.Fatalf("record %s (by %s) after every record was consumed", r.value, r.by)
 	default:
+	}
+}
+
+// startClassicConsumer is a franz-go group consumer on the classic protocol
+// (JoinGroup/SyncGroup, cooperative-sticky), committing each poll like startCGConsumer.
+func startClassicConsumer(t *testing.T, tb *testBroker, name, group, topic string, out chan<- cgRecord) *cgConsumer {
+	t.Helper()
+	cl, err := kgo.NewClient(
+		kgo.SeedBrokers(tb.addr),
+		kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
+		kgo.DisableAutoCommit(), kgo.BlockRebalanceOnPoll(),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxWait(100*time.Millisecond),
+		kgo.HeartbeatInterval(100*time.Millisecond),
+		kgo.ClientID(name),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &cgConsumer{name: name, cl: cl, done: make(chan struct{})}
+	go func() {
+		defer close(c.done)
+		for {
+			fs := cl.PollFetches(context.Background())
+			if fs.IsClientClosed() {
+				return
+			}
+			fs.EachRecord(func(r *kgo.Record) {
+				out <- cgRecord{by: name, value: string(r.Value)}
+			})
+			if err := cl.CommitUncommittedOffsets(context.Background()); err != nil && err != kgo.ErrClientClosed {
+				t.Logf("%s: commit: %v", name, err)
+			}
+			cl.AllowRebalance()
+		}
+	}()
+	return c
+}
+
+// TestConsumerGroupClassicCoexistence: one group id, the classic protocol and the
+// consumer protocol in turn, as Kafka 4 lets them: a consumer-protocol member cannot
+// join a classic group that has members (GROUP_ID_NOT_FOUND), a classic member cannot
+// join a consumer group that has members (INCONSISTENT_GROUP_PROTOCOL: Kafka 4 would
+// take it in as a classic member of the consumer group; Samsa does not), and once
+// empty the group converts either way keeping its committed offsets (offline
+// migration), each record processed once throughout.
+func TestConsumerGroupClassicCoexistence(t *testing.T) {
+	tb := startTestBroker(t, testBrokerOptions{Static: map[string]string{
+		"group.consumer.heartbeat.interval.ms": "100",
+		"group.initial.rebalance.delay.ms":     "0",
+	}})
+	const group, topic = "cg-mixed", "cg-mixed-topic"
+	mustCreate(t, tb.admin(t), topic, 6, nil)
+	producer := tb.client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	obs := tb.client(t)
+	recs := make(chan cgRecord, 1024)
+	seen := map[string]string{}
+
+	joinHeartbeat := func() *kmsg.ConsumerGroupHeartbeatResponse {
+		req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+		req.Version = 1
+		req.Group, req.MemberID, req.MemberEpoch = group, "raw-member-0000000000", 0
+		req.RebalanceTimeoutMillis = 30000
+		req.SubscribedTopicNames = []string{topic}
+		req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+		resp, err := req.RequestWith(testCtx(t), obs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	classicJoin := func() *kmsg.JoinGroupResponse {
+		req := kmsg.NewPtrJoinGroupRequest()
+		req.Group, req.MemberID, req.ProtocolType = group, "", "consumer"
+		req.SessionTimeoutMillis, req.RebalanceTimeoutMillis = 10000, 10000
+		p := kmsg.NewJoinGroupRequestProtocol()
+		p.Name, p.Metadata = "range", (&kmsg.ConsumerMemberMetadata{Topics: []string{topic}}).AppendTo(nil)
+		req.Protocols = []kmsg.JoinGroupRequestProtocol{p}
+		resp, err := req.RequestWith(testCtx(t), obs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+
+	// 1. Classic.
+	a := startClassicConsumer(t, tb, "classic-a", group, topic, recs)
+	produceValues(t, producer, topic, 0, 60)
+	collect(t, recs, seen, 0, 60)
+	if r := joinHeartbeat(); r.ErrorCode != kerr.GroupIDNotFound.Code {
+		t.Fatalf("ConsumerGroupHeartbeat to a classic group with a member: %v, want GROUP_ID_NOT_FOUND", kerr.ErrorForCode(r.ErrorCode))
+	}
+	a.close()
+
+	// 2. The empty classic group becomes a consumer group and keeps its offsets.
+	b := startCGConsumer(t, tb, "consumer-b", group, topic, recs)
+	produceValues(t, producer, topic, 60, 120)
+	collect(t, recs, seen, 60, 120)
+	eventually(t, 20*time.Second, "b alone and stable", func() bool { return stableWith(t, obs, group, "consumer-b") })
+	if r := classicJoin(); r.ErrorCode != kerr.InconsistentGroupProtocol.Code {
+		t.Fatalf("JoinGroup to a consumer group with a member: %v, want INCONSISTENT_GROUP_PROTOCOL", kerr.ErrorForCode(r.ErrorCode))
+	}
+	lreq := kmsg.NewPtrListGroupsRequest()
+	lresp, err := lreq.RequestWith(testCtx(t), obs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lresp.Groups) != 1 || lresp.Groups[0].GroupType != "consumer" {
+		t.Fatalf("ListGroups after the migration: %+v", lresp.Groups)
+	}
+	b.close()
+
+	// 3. And back: the empty consumer group becomes classic, offsets kept.
+	c := startClassicConsumer(t, tb, "classic-c", group, topic, recs)
+	defer c.close()
+	produceValues(t, producer, topic, 120, 180)
+	collect(t, recs, seen, 120, 180)
+	if n := perMember(seen, 120, 180); n["classic-c"] != 60 {
+		t.Fatalf("records 120..179 per member %v, want all by classic-c", n)
+	}
+	g := describeConsumerGroup(t, obs, group)
+	if g.ErrorCode != kerr.GroupIDNotFound.Code {
+		t.Fatalf("ConsumerGroupDescribe of the classic group again: %v, want GROUP_ID_NOT_FOUND", kerr.ErrorForCode(g.ErrorCode))
+	}
+	lresp, err = lreq.RequestWith(testCtx(t), obs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lresp.Groups) != 1 || lresp.Groups[0].GroupType != "classic" || lresp.Groups[0].ProtocolType != "consumer" {
+		t.Fatalf("ListGroups after migrating back: %+v", lresp.Groups)
 	}
 }
