@@ -396,3 +396,43 @@ func TestConsumerGroupClassicCoexistence(t *testing.T) {
 		t.Fatalf("ListGroups after migrating back: %+v", lresp.Groups)
 	}
 }
+
+// TestConsumerGroupConfigKeys: group.consumer.assignors picks the default server
+// assignor (Kafka's class names accepted), group.consumer.heartbeat.interval.ms is
+// handed to members, and without "consumer" in group.coordinator.rebalance.protocols
+// the consumer protocol is refused as by a broker without it.
+func TestConsumerGroupConfigKeys(t *testing.T) {
+	tb := startTestBroker(t, testBrokerOptions{Static: map[string]string{
+		"group.consumer.assignors":             "org.apache.kafka.coordinator.group.assignor.RangeAssignor,uniform",
+		"group.consumer.heartbeat.interval.ms": "1234",
+	}})
+	const topic = "cg-keys"
+	mustCreate(t, tb.admin(t), topic, 4, nil)
+	cl := tb.client(t)
+	join := func(cl *kgo.Client) *kmsg.ConsumerGroupHeartbeatResponse {
+		req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+		req.Version = 1
+		req.Group, req.MemberID, req.MemberEpoch = "cg-keys-group", "member-one-0000000000", 0
+		req.RebalanceTimeoutMillis = 30000
+		req.SubscribedTopicNames = []string{topic}
+		req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+		resp, err := req.RequestWith(testCtx(t), cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	r := join(cl)
+	if r.ErrorCode != 0 || r.HeartbeatIntervalMillis != 1234 || r.MemberEpoch != 1 || r.Assignment == nil ||
+		len(r.Assignment.Topics) != 1 || len(r.Assignment.Topics[0].Partitions) != 4 {
+		t.Fatalf("join: %+v", r)
+	}
+	if g := describeConsumerGroup(t, cl, "cg-keys-group"); g.AssignorName != "range" {
+		t.Fatalf("assignor %q, want range (the first of group.consumer.assignors)", g.AssignorName)
+	}
+
+	off := startTestBroker(t, testBrokerOptions{Static: map[string]string{"group.coordinator.rebalance.protocols": "classic"}})
+	if r := join(off.client(t)); r.ErrorCode != kerr.UnsupportedVersion.Code {
+		t.Fatalf("consumer protocol disabled: %v, want UNSUPPORTED_VERSION", kerr.ErrorForCode(r.ErrorCode))
+	}
+}

@@ -96,26 +96,18 @@ func (g *groupState) newCoordinator(im *metadata.Image, n int32) *group.Coordina
 	}, g.log)
 }
 
-// consumerAssignors maps group.consumer.assignors (Kafka's class names, or the
-// assignors' names) to the coordinator's assignor names, dropping those it does not
-// have (nil: the coordinator's default, uniform then range).
+// consumerAssignors is group.consumer.assignors (Kafka's class names, or the
+// assignors' names) as the coordinator names them; nil (the coordinator's default,
+// uniform then range) when it names an assignor Samsa does not have, with a warning.
 func (g *groupState) consumerAssignors(im *metadata.Image) []string {
-	var out []string
-	for _, a := range g.b.groupList(im, "group.consumer.assignors", "") {
-		name := strings.ToLower(a)
-		switch a {
-		case "org.apache.kafka.coordinator.group.assignor.UniformAssignor":
-			name = group.AssignorUniform
-		case "org.apache.kafka.coordinator.group.assignor.RangeAssignor":
-			name = group.AssignorRange
-		}
-		if name != group.AssignorUniform && name != group.AssignorRange {
-			g.b.log.Warn("ignoring an unknown consumer group assignor", "key", "group.consumer.assignors", "assignor", a)
-			continue
-		}
-		if !slices.Contains(out, name) {
-			out = append(out, name)
-		}
+	v := g.b.brokerValue(im, "group.consumer.assignors")
+	if v == "" {
+		return nil
+	}
+	out, err := group.ParseAssignors(v)
+	if err != nil {
+		g.b.log.Warn("ignoring group.consumer.assignors", "value", v, "err", err)
+		return nil
 	}
 	return out
 }
