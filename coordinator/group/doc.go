@@ -1,6 +1,8 @@
-// Package group owns the classic consumer-group coordinator: the membership state
-// machine (JoinGroup, SyncGroup, Heartbeat, LeaveGroup), committed offsets, and the
-// records the coordinator keeps in the internal compacted topic __consumer_offsets.
+// Package group owns the group coordinator: the classic membership state machine
+// (JoinGroup, SyncGroup, Heartbeat, LeaveGroup), the consumer groups of KIP-848
+// (ConsumerGroupHeartbeat, ConsumerGroupDescribe: consumer.go, consumer_reconcile.go),
+// committed offsets, and the records the coordinator keeps in the internal compacted
+// topic __consumer_offsets.
 //
 // The coordinator does no network I/O. Requests arrive as kmsg request structs and
 // answers leave through callbacks, so a join that must wait for the rest of the group
@@ -33,6 +35,53 @@
 //  3. A member has at most one parked join callback and one parked sync callback.
 //  4. A static member's instance id maps to exactly one member id (staticMembers).
 //  5. Offsets in memory are exactly those whose records the Log acknowledged.
+//
+// # Consumer groups (KIP-848)
+//
+// A group id names one group of one kind: classic, consumer or share. Consumer
+// groups' members heartbeat with their member epoch; the coordinator keeps the group
+// epoch (bumped when a subscription, or the partitions of a subscribed topic, change:
+// SetTopics hands it the cluster's topics), computes the target assignment of that
+// epoch with a server assignor (assignor.go: uniform, range) and moves each member
+// towards its target on its heartbeats (consumer_reconcile.go):
+//
+//	           new target: partitions to give up        member's heartbeat no longer
+//	+--------+  ----------------------------->  +------------+  lists them     +------------+
+//	| STABLE |                                  | UNREVOKED  |  ------------>  | UNRELEASED |
+//	+--------+  <-----------------------------  | (same      |                 | (new epoch,|
+//	    ^        nothing to give up, all free   |  epoch)    |                 |  waiting)  |
+//	    |                                       +------------+                 +------------+
+//	    +----------------------------------------------------------------------------+
+//	                      the partitions its target has are all released
+//
+// A member that does not revoke within its rebalance timeout, or does not heartbeat
+// within group.consumer.session.timeout.ms, is fenced (removed, group epoch bumped).
+// Group states: Empty, Assigning (group epoch > assignment epoch), Reconciling (some
+// member not at the assignment epoch or not STABLE), Stable. Invariants are listed on
+// consumerState (consumer.go).
+//
+// Classic and consumer groups share the id space. An empty group converts when a
+// member of the other protocol arrives (offline migration), keeping its committed
+// offsets; a classic group with members answers a ConsumerGroupHeartbeat
+// GROUP_ID_NOT_FOUND, a consumer group with members answers a JoinGroup
+// INCONSISTENT_GROUP_PROTOCOL. Not done: Kafka 4's online migration (a classic member
+// joining a consumer group with members, served through JoinGroup/SyncGroup as a
+// member of the consumer group, and the upgrade of a classic group with members);
+// group-level configs (IncrementalAlterConfigs on GROUP resources); rack-aware
+// assignment. OffsetCommit v9+ by a consumer-group member carries its member epoch
+// (offsets.go: validateConsumerCommitLocked); OffsetFetch v9+ too.
+//
+// # Share groups (KIP-932): not served
+//
+// share.go holds a share group's membership half: ShareGroupHeartbeat and
+// ShareGroupDescribe over the coordinator (the "simple" assignor, member epochs,
+// sessions), its records (types 9 to 14) and their replay. It is not served by
+// net/kafka and has no tests of its own beyond the records' round trips. Missing: the
+// share-partition state (share-partition start offset, in-flight records with
+// acquisition locks and delivery counts, group.share.record.lock.duration.ms,
+// group.share.delivery.count.limit) and its durable store (Kafka's
+// __share_group_state), ShareFetch and ShareAcknowledge, the share-group offset admin
+// APIs.
 //
 // # __consumer_offsets records
 //
@@ -67,6 +116,9 @@
 //	member: string member_id | nullable group_instance_id (v3+) | string client_id |
 //	        string client_host | int32 rebalance_timeout (v1+) | int32 session_timeout |
 //	        bytes subscription | bytes assignment
+//
+// Consumer and share groups' records (key types 3 to 16) are drawn in
+// schema_consumer.go: Kafka 4.0's layouts, so either coordinator reads the other's.
 //
 // A record with a null value (a tombstone) deletes its key: an offset, or a group.
 // The coordinator writes OffsetCommitValue v3 (v1 when the commit carries an explicit
