@@ -49,12 +49,20 @@
 // ISR changes (isr.go): a follower not in the ISR that fetches at or past the HW and the
 // start of this leader epoch is proposed in; one that has not caught up for
 // replica.lag.time.max.ms (a follower at the leader's log end is caught up however long
-// ago it fetched, as in Kafka) is proposed out. One proposal per partition at a time,
+// ago it fetched, as in Kafka) is proposed out; one in the ISR that fetches below the
+// HW has lost records it held (a damaged range cut, unsynced writes lost) and is
+// proposed out at that fetch. One proposal per partition at a time,
 // sent through the ISRClient with the partition epoch; the leader never applies the
 // answer, only what Apply brings from the committed metadata. The ISR never becomes
 // empty (the leader stays in its own); when the controller fences the last member it
 // stays in the ISR and the partition has no leader until it returns: Kafka's classic
-// rule, not KIP-966's eligible leader replicas. The HW keeps moving below
+// rule, not KIP-966's eligible leader replicas.
+//
+// Damage (fetcher.go): before each fetch a follower whose log records a damaged range
+// (engine: found at open or by the scrubber) truncates to its first damaged offset and
+// fetches the rest again from the leader. A leader with damage keeps leading (its
+// damaged range is refused with CORRUPT_MESSAGE): giving up leadership for it is not
+// built. The HW keeps moving below
 // min.insync.replicas; acks=all is refused there instead (below).
 //
 // acks (produce.go): acks=0 and 1 are settled once the leader's append is durable by

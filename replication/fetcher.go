@@ -255,6 +255,7 @@ func (f *Fetcher) fetchRequestLocked(now time.Time) (Request, time.Time) {
 			continue
 		}
 		l := fp.p.log
+		f.repairDamage(fp)
 		last := int32(-1)
 		if !cfg.UseOffsetForLeaderEpoch {
 			last = lastRecordEpoch(l)
@@ -524,4 +525,30 @@ func fetcherIndex(tp engine.TopicPartition, n int) int {
 		}
 	}
 	return int(v) % n
+}
+
+// damageLog is implemented by logs that record damaged ranges (*engine.Log: found at
+// open or by the scrubber; reads of them fail with engine.ErrCorrupt).
+type damageLog interface {
+	FirstDamagedOffset() (int64, bool)
+}
+
+// repairDamage cuts a follower's log back to its first damaged offset, so that the
+// fetch that follows copies the leader's records from there (an incremental sync of
+// the damaged range and everything after it). It costs one atomic load when the log
+// has no damage.
+func (f *Fetcher) repairDamage(fp *fetchPart) {
+	dl, ok := fp.p.log.(damageLog)
+	if !ok {
+		return
+	}
+	off, damaged := dl.FirstDamagedOffset()
+	if !damaged {
+		return
+	}
+	f.m.log.Warn("follower log damaged; truncating to fetch it again from the leader",
+		"partition", fp.tp.String(), "first_damaged_offset", off, "log_end", fp.p.log.LogEndOffset())
+	if err := fp.p.truncateAsFollower(fp.epoch, off); err != nil && !errors.Is(err, ErrNotLeader) {
+		f.m.log.Error("follower truncation of a damaged range", "partition", fp.tp.String(), "err", err)
+	}
 }

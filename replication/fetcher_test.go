@@ -235,3 +235,23 @@ func TestFetcherThrottlesAddedReplicas(t *testing.T) {
 		t.Fatal("no fetch once the throttle refilled")
 	}
 }
+
+// TestFollowerRepairsDamage: a follower whose log has a damaged range cuts it (and
+// what follows) before its next fetch, and fetches from there.
+func TestFollowerRepairsDamage(t *testing.T) {
+	l := logWithEpochs(1, 1, 1, 1, 1, 1)
+	l.mu.Lock()
+	l.damagedAt, l.hasDamage = 2, true
+	l.mu.Unlock()
+	m, f := followerFetcher(t, l, 1)
+	req, _ := f.Next(m.clock.Now())
+	if req.Fetch == nil {
+		t.Fatal("no fetch")
+	}
+	if p := req.Fetch.Topics[0].Partitions[0]; p.FetchOffset != 2 {
+		t.Fatalf("fetch at %d, want 2 (the first damaged offset)", p.FetchOffset)
+	}
+	if _, damaged := l.FirstDamagedOffset(); damaged || l.LogEndOffset() != 2 {
+		t.Fatalf("after repair: log end %d, damaged %v", l.LogEndOffset(), damaged)
+	}
+}

@@ -37,6 +37,17 @@ type memLog struct {
 	simVer     *int64 // the simulation's global change count, bumped with ver
 	// kick asks the node to run its flusher soon (fsync: a waiter is queued).
 	kick func()
+	// damagedAt is the first offset recorded as damaged (as the engine's scrubber or
+	// open does) when hasDamage; truncation to it or below clears it.
+	damagedAt int64
+	hasDamage bool
+}
+
+// FirstDamagedOffset is engine.Log's: the first offset recorded as damaged.
+func (l *memLog) FirstDamagedOffset() (int64, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.damagedAt, l.hasDamage
 }
 
 type memBatch struct {
@@ -230,6 +241,9 @@ func (l *memLog) TruncateTo(off int64) error {
 		return engine.ErrOffsetOutOfRange
 	}
 	l.mu.Lock()
+	if l.hasDamage && off <= l.damagedAt {
+		l.hasDamage = false
+	}
 	if off >= l.leo {
 		l.mu.Unlock()
 		return nil // as the engine: the epoch cache is left as it is

@@ -346,7 +346,16 @@ func (p *Partition) FollowerFetch(replicaID int32, brokerEpoch, fetchOffset int6
 		return res, ErrStaleBrokerEpoch
 	}
 	leo := res.LogEndOffset
+	// An in-sync replica fetching below the HW has lost records it held (the HW
+	// counts only what every ISR member reported): a follower that cut a damaged
+	// range or lost unsynced writes in a power cut. It leaves the ISR at once rather
+	// than after replica.lag.time.max.ms, so it is not elected with a shorter log.
+	lost := fetchOffset < res.HighWatermark && slices.Contains(p.isr, replicaID) && replicaID != p.m.cfg.NodeID
+	if lost {
+		f.lastCaughtUp = time.Time{}
+	}
 	switch {
+	case lost:
 	case fetchOffset >= leo:
 		f.lastCaughtUp = later(f.lastCaughtUp, now)
 	case f.lastFetchLEO >= 0 && fetchOffset >= f.lastFetchLEO:
@@ -365,6 +374,11 @@ func (p *Partition) FollowerFetch(replicaID int32, brokerEpoch, fetchOffset int6
 	p.mu.RUnlock()
 	if moved {
 		p.m.announce(p)
+	}
+	if lost && p.m.proposesISR() {
+		p.m.log.Warn("an in-sync replica fetches below the high watermark; removing it from the ISR",
+			"partition", p.tp.String(), "replica", replicaID, "fetch_offset", fetchOffset, "hw", res.HighWatermark)
+		p.m.maybeShrink(p, now)
 	}
 	if expand {
 		p.m.proposeExpand(p, epoch, replicaID)

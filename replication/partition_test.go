@@ -74,10 +74,6 @@ func TestHighWatermarkIsTheISRMinimum(t *testing.T) {
 	if res, _ := p.FollowerFetch(2, 5, 2, 0, 0); res.HighWatermark != 2 {
 		t.Fatalf("HW %d after replica 2 fetched at 2", res.HighWatermark)
 	}
-	// A fetch at a lower offset (a retried request) never moves the HW back.
-	if res, _ := p.FollowerFetch(2, 5, 1, 0, 0); res.HighWatermark != 2 {
-		t.Fatalf("HW %d after an older fetch", res.HighWatermark)
-	}
 	// Replica 3, outside the ISR, catches up: an expansion is proposed, and while it is
 	// pending the HW counts replica 3 too (the maximal ISR).
 	if _, err := p.FollowerFetch(3, 7, 2, 0, 0); err != nil {
@@ -94,6 +90,11 @@ func TestHighWatermarkIsTheISRMinimum(t *testing.T) {
 	req := m.TakeAlterPartition()
 	if req == nil || len(req.Topics[0].Partitions[0].NewISR) != 3 || req.Topics[0].Partitions[0].NewEpochISR[2].BrokerEpoch != 7 {
 		t.Fatalf("expansion request %+v", req)
+	}
+	// A fetch at a lower offset (a late retried request, or a replica that lost
+	// records: TestInSyncReplicaBelowHWLeavesAtOnce) never moves the HW back.
+	if res, _ := p.FollowerFetch(2, 5, 1, 0, 0); res.HighWatermark != 2 {
+		t.Fatalf("HW %d after an older fetch", res.HighWatermark)
 	}
 }
 
@@ -268,5 +269,36 @@ func TestShrinkProposal(t *testing.T) {
 	clock.advance(time.Second)
 	if m.TakeAlterPartition() == nil {
 		t.Fatal("not resent after the backoff")
+	}
+}
+
+// TestInSyncReplicaBelowHWLeavesAtOnce: an ISR member whose fetch falls below the HW
+// (it cut a damaged range, or lost unsynced writes) is proposed out of the ISR at that
+// fetch, not after replica.lag.time.max.ms.
+func TestInSyncReplicaBelowHWLeavesAtOnce(t *testing.T) {
+	m, _, _ := newTestManager(t, false)
+	m.Apply(Delta{Leaders: []PartitionState{stateOf(1, 0, 4, []int32{1, 2, 3}, []int32{1, 2, 3}, 1)}})
+	p := m.Partition(tp0())
+	produce(m, p, 1, "a")
+	produce(m, p, 1, "b")
+	p.FollowerFetch(2, 1, 2, 0, 0)
+	p.FollowerFetch(3, 1, 2, 0, 0)
+	if hw := p.Log().HighWatermark(); hw != 2 {
+		t.Fatalf("HW %d", hw)
+	}
+	if m.TakeAlterPartition() != nil {
+		t.Fatal("a proposal with every replica caught up")
+	}
+	p.FollowerFetch(3, 1, 1, 0, 0) // replica 3 now holds only offset 0
+	req := m.TakeAlterPartition()
+	if req == nil {
+		t.Fatal("no shrink proposed")
+	}
+	rp := req.Topics[0].Partitions[0]
+	if len(rp.NewEpochISR) != 2 || rp.NewEpochISR[0].BrokerID != 1 || rp.NewEpochISR[1].BrokerID != 2 {
+		t.Fatalf("proposal %+v", rp.NewEpochISR)
+	}
+	if hw := p.Log().HighWatermark(); hw != 2 {
+		t.Fatalf("HW moved back to %d", hw)
 	}
 }
