@@ -157,6 +157,8 @@ type Coordinator struct {
 	logger    *slog.Logger
 	topics    topicsHolder // the cluster's topics (SetTopics)
 
+	txnOffsets txnOffsets // TxnOffsetCommit's offsets waiting for their marker (txn_offsets.go)
+
 	mu struct {
 		sync.Mutex
 		groups      map[string]*group

@@ -1,0 +1,278 @@
+package group
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-broker/samsa/engine"
+	"github.com/samsa-broker/samsa/replication"
+)
+
+// Transactional offset commits (TxnOffsetCommit, KIP-98):
+//
+//	TxnOffsetCommit ─▶ validate (group, generation/member) ─▶ TxnLog.AppendTxn: one
+//	    transactional batch of the producer (id, epoch) on the group's partition,
+//	    durable ─▶ the offsets pending under (partition, producer id) ─▶ answered
+//	the transaction's marker on that partition (CompleteTxnOffsets, called by the
+//	    broker's marker writer once the marker is durable): COMMIT makes the pending
+//	    offsets the group's committed ones, ABORT drops them.
+//
+// Pending offsets are not served by OffsetFetch (it answers the last committed
+// ones). Not done yet: a partition loaded again (Replay) applies a transactional
+// offset record at once, as if its transaction committed, without waiting for its
+// marker (Replay does not hand out producer ids or markers); OffsetFetch's
+// RequireStable (UNSTABLE_OFFSET_COMMIT while offsets are pending) is not answered.
+
+// TxnLog is a Log that can also append a producer's transactional batch (base
+// sequence -1: checked for its epoch and transaction, not for sequences), with
+// Append's contract for done. ReplicatedLog implements it.
+type TxnLog interface {
+	AppendTxn(p int32, producerID int64, epoch int16, recs []Record, done func(error))
+}
+
+// txnOffsets are the transactional offsets waiting for their marker.
+type txnOffsets struct {
+	mu sync.Mutex
+	m  map[txnOffsetsKey]map[string]map[topicPartition]OffsetValue // → group → offsets
+}
+
+type txnOffsetsKey struct {
+	partition  int32
+	producerID int64
+}
+
+func (t *txnOffsets) add(p int32, pid int64, group string, offs map[topicPartition]OffsetValue) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.m == nil {
+		t.m = map[txnOffsetsKey]map[string]map[topicPartition]OffsetValue{}
+	}
+	k := txnOffsetsKey{p, pid}
+	gs := t.m[k]
+	if gs == nil {
+		gs = map[string]map[topicPartition]OffsetValue{}
+		t.m[k] = gs
+	}
+	o := gs[group]
+	if o == nil {
+		o = map[topicPartition]OffsetValue{}
+		gs[group] = o
+	}
+	for tp, v := range offs {
+		o[tp] = v
+	}
+}
+
+func (t *txnOffsets) take(p int32, pid int64) map[string]map[topicPartition]OffsetValue {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	k := txnOffsetsKey{p, pid}
+	gs := t.m[k]
+	delete(t.m, k)
+	return gs
+}
+
+// TxnOffsetCommit handles TxnOffsetCommit (v0+): the offsets are written in the
+// producer's transaction and become the group's committed offsets when the
+// transaction commits (CompleteTxnOffsets). The caller has verified (KIP-890) that
+// the group's partition is in the producer's transaction. A group not known is
+// created (as Kafka). A member names its generation (classic groups) or member epoch
+// (consumer groups) from v3; without a member (generation -1, no member id) the
+// commit is accepted whatever the group's members. cb is called once, after the
+// records are durable. Errors per partition: NOT_COORDINATOR,
+// COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, ILLEGAL_GENERATION,
+// UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID, STALE_MEMBER_EPOCH, OFFSET_METADATA_TOO_LARGE,
+// GROUP_ID_NOT_FOUND (a share group), and the Log's (INVALID_PRODUCER_EPOCH,
+// INVALID_TXN_STATE are mapped by the Log's caller through errors it wraps).
+func (c *Coordinator) TxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest, cb func(*kmsg.TxnOffsetCommitResponse, error)) {
+	r := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
+	r.Topics = make([]kmsg.TxnOffsetCommitResponseTopic, len(req.Topics))
+	for i, t := range req.Topics {
+		rt := &r.Topics[i]
+		rt.Topic = t.Topic
+		rt.Partitions = make([]kmsg.TxnOffsetCommitResponseTopicPartition, len(t.Partitions))
+		for j, p := range t.Partitions {
+			rt.Partitions[j].Partition = p.Partition
+		}
+	}
+	all := func(code int16) *kmsg.TxnOffsetCommitResponse {
+		for i := range r.Topics {
+			for j := range r.Topics[i].Partitions {
+				r.Topics[i].Partitions[j].ErrorCode = code
+			}
+		}
+		return r
+	}
+	tl, ok := c.log.(TxnLog)
+	if !ok {
+		cb(all(kerr.CoordinatorNotAvailable.Code), nil)
+		return
+	}
+	generation, memberID := req.Generation, req.MemberID
+	if req.Version < 3 {
+		generation, memberID = -1, ""
+	}
+	g, code := c.lookup(req.Group, true)
+	if code != 0 {
+		cb(all(code), nil)
+		return
+	}
+	g.with(func(fx *effects) {
+		var code int16
+		var perPart func(topic string, partition int32) int16
+		anonymous := generation < 0 && memberID == "" && (req.Version < 3 || req.InstanceID == nil)
+		switch {
+		case g.state == stateDead:
+			code = kerr.CoordinatorNotAvailable.Code
+		case g.kind == kindShare:
+			code = kerr.GroupIDNotFound.Code
+		case anonymous:
+		case g.kind == kindConsumer:
+			code, perPart = g.validateConsumerCommitLocked(9, generation, memberID)
+		default:
+			code = g.validateCommitLocked(generation, memberID, req.InstanceID)
+		}
+		if code != 0 {
+			fx.add(func() { cb(all(code), nil) })
+			return
+		}
+		now := g.c.clock.Now().UnixMilli()
+		offs := map[topicPartition]OffsetValue{}
+		var recs []Record
+		var codes []*int16
+		for i, t := range req.Topics {
+			for j, p := range t.Partitions {
+				pc := &r.Topics[i].Partitions[j].ErrorCode
+				md := ""
+				if p.Metadata != nil {
+					md = *p.Metadata
+				}
+				if len(md) > g.c.cfg.MaxOffsetMetadata {
+					*pc = kerr.OffsetMetadataTooLarge.Code
+					continue
+				}
+				if perPart != nil {
+					if c := perPart(t.Topic, p.Partition); c != 0 {
+						*pc = c
+						continue
+					}
+				}
+				v := OffsetValue{Version: 3, Offset: p.Offset, LeaderEpoch: -1, Metadata: md, CommitTimestamp: now, ExpireTimestamp: -1}
+				if req.Version >= 2 {
+					v.LeaderEpoch = p.LeaderEpoch
+				}
+				tp := topicPartition{t.Topic, p.Partition}
+				offs[tp] = v
+				codes = append(codes, pc)
+				recs = append(recs, Record{Timestamp: now, Key: AppendOffsetKey(nil, g.id, tp.topic, tp.partition), Value: AppendOffsetValue(nil, v)})
+			}
+		}
+		if len(recs) == 0 {
+			fx.add(func() { cb(r, nil) })
+			return
+		}
+		p, id := g.partition, g.id
+		g.appendTxnLocked(fx, tl, req.ProducerID, req.ProducerEpoch, recs, func(err error) {
+			code := appendErrorCode(err, true)
+			if err == nil {
+				c.txnOffsets.add(p, req.ProducerID, id, offs)
+			}
+			for _, pc := range codes {
+				*pc = code
+			}
+			cb(r, err)
+		})
+	})
+}
+
+// appendTxnLocked is appendLocked for a producer's transactional batch.
+func (g *group) appendTxnLocked(fx *effects, tl TxnLog, pid int64, epoch int16, recs []Record, done func(error)) {
+	var st struct {
+		sync.Mutex
+		returned, called bool
+		err              error
+	}
+	tl.AppendTxn(g.partition, pid, epoch, recs, func(err error) {
+		st.Lock()
+		if !st.returned {
+			st.called, st.err = true, err
+			st.Unlock()
+			return
+		}
+		st.Unlock()
+		done(err)
+	})
+	st.Lock()
+	st.returned = true
+	called, err := st.called, st.err
+	st.Unlock()
+	if called {
+		fx.add(func() { done(err) })
+	}
+}
+
+// CompleteTxnOffsets applies the marker of producer id pid on partition p, durable
+// in its log: commit makes the producer's pending offsets there the groups'
+// committed offsets, abort drops them. Safe from any goroutine.
+func (c *Coordinator) CompleteTxnOffsets(p int32, pid int64, commit bool) {
+	gs := c.txnOffsets.take(p, pid)
+	if !commit || len(gs) == 0 {
+		return
+	}
+	for id, offs := range gs {
+		c.mu.Lock()
+		g := c.mu.groups[id]
+		c.mu.Unlock()
+		if g == nil || g.partition != p {
+			continue
+		}
+		g.with(func(*effects) {
+			if g.state == stateDead {
+				return
+			}
+			for tp, v := range offs {
+				g.offsets[tp] = v
+			}
+		})
+	}
+}
+
+// AppendTxn implements TxnLog: the producer's transactional batch, appended as the
+// leader with acks=all, as Append.
+func (l *ReplicatedLog) AppendTxn(p int32, producerID int64, epoch int16, recs []Record, done func(error)) {
+	r, err := l.leader(p)
+	if err != nil {
+		done(err)
+		return
+	}
+	ers := make([]engine.Record, len(recs))
+	for i, rec := range recs {
+		ers[i] = engine.Record{Timestamp: rec.Timestamp, Key: rec.Key, Value: rec.Value}
+	}
+	batch, err := engine.AppendProducerRecords(nil, engine.BatchProducer{ID: producerID, Epoch: epoch, BaseSequence: -1, Transactional: true}, ers)
+	if err != nil {
+		done(fmt.Errorf("group: transactional offsets batch: %w", err))
+		return
+	}
+	part := l.part(p)
+	pa := &pendingAppend{done: done}
+	pr := new(replication.Produce)
+	var appendErr error
+	part.mu.Lock()
+	part.queue = append(part.queue, pa)
+	pr.Begin(l.m, -1, l.timeout, func() {
+		err := appendErr
+		if pr.Len() > 0 {
+			err = pr.Part(0).Err
+		}
+		part.finish(pa, replicatedErr(err))
+	})
+	if _, err := pr.Append(r, batch); err != nil {
+		appendErr = err
+	}
+	part.mu.Unlock()
+	pr.Seal()
+}
