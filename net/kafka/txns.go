@@ -64,6 +64,7 @@ const markerTimeout = 30 * time.Second
 
 func newTxnState(b *Broker, im *metadata.Image) *txnState {
 	s := &txnState{b: b, log: txn.NewReplicatedLog(b.repl, 0), writer: txn.NewMarkerWriter(b.repl, markerTimeout, nil)}
+	s.writer.OnOffsetsMarker = b.completeTxnOffsets // 28_txn_offset_commit.go
 	s.markers = &txn.Markers{Self: b.cfg.NodeID, Image: b.meta.Image, Local: s.writer, Remote: b.sendMarkers}
 	s.mu.loaded = map[int32]int32{}
 	n := int32(b.groupInt(im, "transaction.state.log.num.partitions", 50))

@@ -1,0 +1,164 @@
+// TxnOffsetCommit (key 28), versions 0-4, to the group coordinator.
+//
+// A transactional producer's offsets for a group (consume-transform-produce) are
+// written to the group's __consumer_offsets partition as a transactional batch of the
+// producer (coordinator/group's TxnOffsetCommit) and become the group's committed
+// offsets only when the transaction's COMMIT marker reaches that partition (the
+// marker writer calls the group coordinator, txns.go); an ABORT drops them. Before
+// the producer's first batch there in a transaction the partition's membership of the
+// transaction is verified with the transaction coordinator, as a Produce's (KIP-890
+// part 1; AddOffsetsToTxn added it): locally, or with AddPartitionsToTxn v4
+// VerifyOnly over Deps.Peer. Errors per partition: the group coordinator's
+// (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE,
+// ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID, OFFSET_METADATA_TOO_LARGE),
+// INVALID_PRODUCER_EPOCH (fenced), INVALID_TXN_STATE (no transaction open, or the
+// partition not in it), UNKNOWN_TOPIC_OR_PARTITION for partitions of topics the
+// cluster does not have.
+//
+// Differences from Apache Kafka: no authorization; v5 (KIP-890 part 2, the
+// partition added on the producer's behalf) is not served; offsets pending in a
+// transaction are not reported by OffsetFetch's RequireStable
+// (UNSTABLE_OFFSET_COMMIT), and a coordinator that loads the partition again
+// applies them without waiting for their marker (coordinator/group's
+// txn_offsets.go).
+
+package kafka
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-broker/samsa/coordinator/group"
+	"github.com/samsa-broker/samsa/coordinator/txn"
+)
+
+func init() {
+	register(API{Key: 28, MinVersion: 0, MaxVersion: 4, Handle: handleTxnOffsetCommit})
+}
+
+func handleTxnOffsetCommit(b *Broker, r *Request) {
+	req := r.Body.(*kmsg.TxnOffsetCommitRequest)
+	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
+	resp.Topics = make([]kmsg.TxnOffsetCommitResponseTopic, len(req.Topics))
+	known := *req
+	known.Topics = nil
+	im := b.meta.Image()
+	for i, t := range req.Topics {
+		rt := &resp.Topics[i]
+		rt.Topic = t.Topic
+		rt.Partitions = make([]kmsg.TxnOffsetCommitResponseTopicPartition, len(t.Partitions))
+		ti, ok := im.Topic(t.Topic)
+		kt := kmsg.TxnOffsetCommitRequestTopic{Topic: t.Topic}
+		for j, p := range t.Partitions {
+			rt.Partitions[j].Partition = p.Partition
+			if !ok || p.Partition < 0 || int(p.Partition) >= len(ti.Partitions) {
+				rt.Partitions[j].ErrorCode = kerr.UnknownTopicOrPartition.Code
+				continue
+			}
+			rt.Partitions[j].ErrorCode = -1 // filled from the coordinator's answer
+			kt.Partitions = append(kt.Partitions, p)
+		}
+		if len(kt.Partitions) > 0 {
+			known.Topics = append(known.Topics, kt)
+		}
+	}
+	fill := func(code func() int16) {
+		for i := range resp.Topics {
+			for j := range resp.Topics[i].Partitions {
+				if resp.Topics[i].Partitions[j].ErrorCode == -1 {
+					resp.Topics[i].Partitions[j].ErrorCode = code()
+				}
+			}
+		}
+		r.Respond(resp)
+	}
+	all := func(code int16) { fill(func() int16 { return code }) }
+	if len(known.Topics) == 0 {
+		r.Respond(resp)
+		return
+	}
+	c := b.groupCoordinatorOr(all)
+	if c == nil {
+		return
+	}
+	commit := func() {
+		c.TxnOffsetCommit(&known, func(kr *kmsg.TxnOffsetCommitResponse, err error) {
+			if ke := engineErr(err); ke == kerr.InvalidProducerEpoch || ke == kerr.InvalidTxnState {
+				all(ke.Code)
+				return
+			}
+			// known keeps the request's order: walk both in step.
+			var codes []int16
+			for _, t := range kr.Topics {
+				for _, p := range t.Partitions {
+					codes = append(codes, p.ErrorCode)
+				}
+			}
+			fill(func() int16 {
+				if len(codes) == 0 {
+					return kerr.UnknownServerError.Code
+				}
+				c := codes[0]
+				codes = codes[1:]
+				return c
+			})
+		})
+	}
+	p := c.PartitionFor(req.Group)
+	part, err := b.LookupPartition(group.OffsetsTopic, p)
+	if err != nil || part.Log == nil {
+		commit() // the coordinator answers (NOT_COORDINATOR)
+		return
+	}
+	guard, needed := part.Log.StartTxnVerification(req.ProducerID, req.ProducerEpoch, -1)
+	if !needed {
+		commit()
+		return
+	}
+	tp := txn.TopicPartition{Topic: group.OffsetsTopic, Partition: p}
+	verified := func(codes map[txn.TopicPartition]int16) {
+		code, ok := codes[tp]
+		switch {
+		case !ok:
+			code = kerr.CoordinatorNotAvailable.Code
+		case code == 0:
+			part.Log.CompleteTxnVerification(req.ProducerID, guard)
+			commit()
+			return
+		case code == kerr.ProducerFenced.Code:
+			code = kerr.InvalidProducerEpoch.Code
+		case code == kerr.TransactionAbortable.Code:
+			code = kerr.InvalidTxnState.Code
+		case code == kerr.NotCoordinator.Code, code == kerr.CoordinatorLoadInProgress.Code, code == kerr.ConcurrentTransactions.Code:
+			code = kerr.CoordinatorNotAvailable.Code
+		}
+		all(code)
+	}
+	id := req.TransactionalID
+	if tc := b.txns.coordinator(); tc != nil && tc.Status(id) == 0 {
+		verified(tc.VerifyPartitions(id, req.ProducerID, req.ProducerEpoch, []txn.TopicPartition{tp}))
+		return
+	}
+	coord := b.txnCoordinatorOf(id)
+	if coord < 0 || coord == b.cfg.NodeID || b.peer == nil {
+		verified(nil) // retriable: COORDINATOR_NOT_AVAILABLE
+		return
+	}
+	vreq := verifyRequest(id, txnBatch{ok: true, pid: req.ProducerID, epoch: req.ProducerEpoch}, []txn.TopicPartition{tp})
+	b.async(func(ctx context.Context) {
+		ctx, cancel := context.WithTimeout(ctx, markerTimeout)
+		resp, err := b.peer(ctx, coord, vreq)
+		cancel()
+		verified(verifyCodes(resp, err))
+	})
+}
+
+// completeTxnOffsets is the marker writer's OnOffsetsMarker: a marker durable on
+// partition p of __consumer_offsets commits or drops producer pid's pending offsets.
+func (b *Broker) completeTxnOffsets(p int32, pid int64, commit bool) {
+	if c := b.groups.coordinator(); c != nil {
+		c.CompleteTxnOffsets(p, pid, commit)
+	}
+}

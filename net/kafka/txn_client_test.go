@@ -1,0 +1,313 @@
+package kafka
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Transactions with franz-go's kgo over real TCP against one node: commits and
+// aborts seen by read_committed and read_uncommitted consumers, the last stable
+// offset, fencing of a producer by a newer one with its transactional id, the
+// transaction timeout, and consume-transform-produce with GroupTransactSession
+// (TxnOffsetCommit).
+
+// txnTestBroker is a single node with small internal topics and a quick scan for
+// timed-out transactions.
+func txnTestBroker(t *testing.T) *testBroker {
+	t.Helper()
+	return startTestBroker(t, testBrokerOptions{Static: map[string]string{
+		"transaction.state.log.num.partitions":                        "3",
+		"offsets.topic.num.partitions":                                "3",
+		"group.initial.rebalance.delay.ms":                            "0",
+		"transaction.abort.timed.out.transaction.cleanup.interval.ms": "100",
+	}})
+}
+
+// txnProducer is a transactional producer writing to topic.
+func txnProducer(t *testing.T, tb *testBroker, id, topic string, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	return tb.client(t, append([]kgo.Opt{kgo.TransactionalID(id), kgo.DefaultProduceTopic(topic),
+		kgo.RecordPartitioner(kgo.RoundRobinPartitioner())}, opts...)...)
+}
+
+// transact produces values in one transaction and commits or aborts it.
+func transact(t *testing.T, cl *kgo.Client, commit bool, values ...string) {
+	t.Helper()
+	ctx := testCtx(t)
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range values {
+		if err := cl.ProduceSync(ctx, kgo.StringRecord(v)).FirstErr(); err != nil {
+			t.Fatalf("producing %s: %v", v, err)
+		}
+	}
+	if err := cl.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+		t.Fatalf("ending the transaction (commit %v): %v", commit, err)
+	}
+}
+
+// consumeUntil reads topic from its start with isolation level iso until done holds
+// for the values read so far (in order per partition), and returns them.
+func consumeUntil(t *testing.T, tb *testBroker, topic string, iso kgo.IsolationLevel, done func([]string) bool) []string {
+	t.Helper()
+	cl := tb.client(t, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchIsolationLevel(iso), kgo.FetchMaxWait(200*time.Millisecond))
+	ctx, cancel := context.WithTimeout(testCtx(t), 20*time.Second)
+	defer cancel()
+	var got []string
+	for !done(got) {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("consuming %s: have %v", topic, got)
+		}
+		fs.EachError(func(_ string, _ int32, err error) { t.Fatalf("consuming %s: %v", topic, err) })
+		fs.EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
+	}
+	return got
+}
+
+func seq(prefix string, from, to int) []string {
+	var out []string
+	for i := from; i < to; i++ {
+		out = append(out, fmt.Sprintf("%s-%d", prefix, i))
+	}
+	return out
+}
+
+func hasAll(want ...string) func([]string) bool {
+	return func(got []string) bool {
+		for _, w := range want {
+			if !slices.Contains(got, w) {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+func TestTxnCommitAbortIsolation(t *testing.T) {
+	tb := txnTestBroker(t)
+	adm := tb.admin(t)
+	mustCreate(t, adm, "iso", 1, nil)
+	p := txnProducer(t, tb, "iso-txn", "iso")
+	transact(t, p, true, seq("c", 0, 5)...)
+	transact(t, p, false, seq("a", 0, 5)...)
+	transact(t, p, true, seq("c", 5, 10)...)
+
+	committed := consumeUntil(t, tb, "iso", kgo.ReadCommitted(), hasAll("c-9"))
+	if want := seq("c", 0, 10); !slices.Equal(committed, want) {
+		t.Fatalf("read_committed: %v, want %v", committed, want)
+	}
+	all := consumeUntil(t, tb, "iso", kgo.ReadUncommitted(), func(got []string) bool { return len(got) >= 15 })
+	if want := append(append(seq("c", 0, 5), seq("a", 0, 5)...), seq("c", 5, 10)...); !slices.Equal(all, want) {
+		t.Fatalf("read_uncommitted: %v, want %v", all, want)
+	}
+
+	// An open transaction holds the last stable offset at its first record:
+	// read_committed's end stops there, read_uncommitted's does not.
+	ctx := testCtx(t)
+	if err := p.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.ProduceSync(ctx, kgo.StringRecord("open")).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	ends := func() (stable, high int64) {
+		t.Helper()
+		c, err := adm.ListCommittedOffsets(ctx, "iso")
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := adm.ListEndOffsets(ctx, "iso")
+		if err != nil {
+			t.Fatal(err)
+		}
+		co, _ := c.Lookup("iso", 0)
+		eo, _ := e.Lookup("iso", 0)
+		return co.Offset, eo.Offset
+	}
+	// 15 records and 3 markers before the open transaction's record at 18.
+	if stable, high := ends(); stable != 18 || high != 19 {
+		t.Fatalf("open transaction: last stable offset %d, high watermark %d; want 18, 19", stable, high)
+	}
+	if err := p.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	// EndTxn is answered once PrepareCommit is durable; the marker follows.
+	eventually(t, 10*time.Second, "the commit marker", func() bool {
+		stable, high := ends()
+		if high > 20 || stable > high {
+			t.Fatalf("after the commit: last stable offset %d, high watermark %d; want 20, 20", stable, high)
+		}
+		return stable == 20 && high == 20
+	})
+	if got := consumeUntil(t, tb, "iso", kgo.ReadCommitted(), hasAll("open")); len(got) != 11 {
+		t.Fatalf("read_committed after the last commit: %v", got)
+	}
+}
+
+func TestTxnProducerFencing(t *testing.T) {
+	tb := txnTestBroker(t)
+	mustCreate(t, tb.admin(t), "fence", 1, nil)
+	ctx := testCtx(t)
+	old := txnProducer(t, tb, "fence-txn", "fence")
+	if err := old.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := old.ProduceSync(ctx, kgo.StringRecord("zombie-1")).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	// The new producer's InitProducerId bumps the epoch and aborts the open
+	// transaction of the old one.
+	young := txnProducer(t, tb, "fence-txn", "fence")
+	transact(t, young, true, "young-1")
+
+	err := old.ProduceSync(ctx, kgo.StringRecord("zombie-2")).FirstErr()
+	if err == nil {
+		t.Fatal("the fenced producer's produce succeeded")
+	}
+	if cerr := old.EndTransaction(ctx, kgo.TryCommit); cerr == nil {
+		t.Fatalf("the fenced producer's commit succeeded (its produce failed with %v)", err)
+	}
+	got := consumeUntil(t, tb, "fence", kgo.ReadCommitted(), hasAll("young-1"))
+	if !slices.Equal(got, []string{"young-1"}) {
+		t.Fatalf("read_committed: %v, want only the new producer's record", got)
+	}
+	// The zombie's first record is in the log, aborted.
+	if got := consumeUntil(t, tb, "fence", kgo.ReadUncommitted(), hasAll("young-1")); !slices.Contains(got, "zombie-1") || slices.Contains(got, "zombie-2") {
+		t.Fatalf("read_uncommitted: %v, want zombie-1 (aborted) and not zombie-2 (refused)", got)
+	}
+}
+
+func TestTxnTimeoutAborts(t *testing.T) {
+	tb := txnTestBroker(t)
+	adm := tb.admin(t)
+	mustCreate(t, adm, "timeout", 1, nil)
+	ctx := testCtx(t)
+	p := txnProducer(t, tb, "slow-txn", "timeout", kgo.TransactionTimeout(300*time.Millisecond))
+	if err := p.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.ProduceSync(ctx, kgo.StringRecord("expired")).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	// The coordinator's scan aborts the transaction once its timeout passed.
+	eventually(t, 10*time.Second, "the timed-out transaction to be aborted", func() bool {
+		d, err := adm.DescribeTransactions(ctx, "slow-txn")
+		if err != nil {
+			return false
+		}
+		s, ok := d["slow-txn"]
+		return ok && s.Err == nil && s.State == "CompleteAbort"
+	})
+	if err := p.EndTransaction(ctx, kgo.TryCommit); err == nil {
+		t.Fatal("committing a transaction the coordinator aborted succeeded")
+	}
+	other := txnProducer(t, tb, "fast-txn", "timeout")
+	transact(t, other, true, "in-time")
+	if got := consumeUntil(t, tb, "timeout", kgo.ReadCommitted(), hasAll("in-time")); !slices.Equal(got, []string{"in-time"}) {
+		t.Fatalf("read_committed: %v, want only the committed record", got)
+	}
+}
+
+// TestTxnGroupTransactSession: a consume-transform-produce loop whose offsets are
+// committed in its transactions; its first transaction is aborted and its input read
+// again. Every input record appears in the output exactly once for read_committed,
+// and the group's committed offsets are those of the committed transactions.
+func TestTxnGroupTransactSession(t *testing.T) {
+	tb := txnTestBroker(t)
+	adm := tb.admin(t)
+	mustCreate(t, adm, "ctp-in", 2, nil)
+	mustCreate(t, adm, "ctp-out", 2, nil)
+	ctx := testCtx(t)
+	const n = 40
+	in := tb.client(t, kgo.DefaultProduceTopic("ctp-in"), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	for _, v := range seq("in", 0, n) {
+		if err := in.ProduceSync(ctx, kgo.StringRecord(v)).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	sess, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(tb.addr), kgo.TransactionalID("ctp-txn"),
+		kgo.ConsumerGroup("ctp"), kgo.ConsumeTopics("ctp-in"), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DefaultProduceTopic("ctp-out"),
+		kgo.RequireStableFetchOffsets(), kgo.FetchMaxWait(200*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	loopCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	committed, aborted := 0, false
+	for committed < n {
+		fs := sess.PollFetches(loopCtx)
+		if loopCtx.Err() != nil {
+			t.Fatalf("transform loop: %d of %d committed", committed, n)
+		}
+		fs.EachError(func(_ string, _ int32, err error) { t.Fatalf("fetch: %v", err) })
+		recs := fs.Records()
+		if len(recs) == 0 {
+			continue
+		}
+		if err := sess.Begin(); err != nil {
+			t.Fatal(err)
+		}
+		commit := aborted // the first transaction is aborted, its output written
+		aborted = true
+		for _, r := range recs {
+			out := kgo.StringRecord(strings.Replace(string(r.Value), "in", "out", 1))
+			sess.Produce(loopCtx, out, func(_ *kgo.Record, err error) {
+				if err != nil {
+					t.Errorf("produce: %v", err)
+				}
+			})
+		}
+		if !commit {
+			if err := sess.Client().Flush(loopCtx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ok, err := sess.End(loopCtx, kgo.TransactionEndTry(commit))
+		if err != nil {
+			t.Fatalf("ending the transaction: %v", err)
+		}
+		if ok {
+			committed += len(recs)
+		}
+	}
+
+	got := consumeUntil(t, tb, "ctp-out", kgo.ReadCommitted(), func(got []string) bool { return len(got) >= n })
+	slices.Sort(got)
+	want := seq("out", 0, n)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("output for read_committed: %v, want every input once", got)
+	}
+	offs, err := adm.FetchOffsets(ctx, "ctp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := int64(0)
+	offs.Each(func(o kadm.OffsetResponse) {
+		if o.Err != nil {
+			t.Errorf("offset %s/%d: %v", o.Topic, o.Partition, o.Err)
+		}
+		sum += o.At
+	})
+	// Each input partition holds n/2 records, no markers.
+	if sum != n {
+		t.Fatalf("committed offsets sum to %d, want %d", sum, n)
+	}
+	// read_uncommitted sees the aborted first transaction's output too.
+	if all := consumeUntil(t, tb, "ctp-out", kgo.ReadUncommitted(), func(got []string) bool { return len(got) > n }); len(all) <= n {
+		t.Fatal("no aborted output")
+	}
+}
