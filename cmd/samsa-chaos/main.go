@@ -148,6 +148,8 @@ func runCmd(args []string) int {
 	fs.IntVar(&parts, "partitions", 4, "partitions")
 	fs.IntVar(&cfg.Producers, "producers", 2, "producers")
 	fs.Float64Var(&cfg.Rate, "rate", 200, "sends per second, all producers")
+	fs.DurationVar(&cfg.ProduceTimeout, "produce-timeout", 0, "the producers' request timeout: how long a broker may hold an acks=all produce (0: 10s)")
+	fs.DurationVar(&cfg.MetadataMaxAge, "metadata-max-age", 0, "how often the clients refresh their metadata unprompted (0: 5s)")
 	fs.IntVar(&cfg.GroupConsumers, "group-consumers", 2, "consumers in the group (-1: none)")
 	fs.IntVar(&cfg.AssignedConsumers, "assigned-consumers", 1, "consumers of every partition outside a group (-1: none)")
 	fs.Var(&env, "env", "KEY=VALUE for every node (repeatable), e.g. SAMSA_FAULT_SKIP_FDATASYNC=1")

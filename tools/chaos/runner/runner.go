@@ -61,6 +61,10 @@ type Config struct {
 	Rate              float64
 	GroupConsumers    int
 	AssignedConsumers int
+	// ProduceTimeout is the producers' request timeout, MetadataMaxAge the clients'
+	// metadata refresh period (workload.Config); 0: 10 s and 5 s.
+	ProduceTimeout time.Duration
+	MetadataMaxAge time.Duration
 	// Env for every node, NodeEnv for one (e.g. a fault switch); Set adds config keys.
 	Env     []string
 	NodeEnv map[int][]string
@@ -297,7 +301,7 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	}
 	defer clientLog.Close()
 	wl, err := workload.Start(ctx, workload.Config{Brokers: c.Bootstrap(), Topic: cfg.Topic, Partitions: cfg.Partitions, Producers: cfg.Producers,
-		Rate: cfg.Rate, GroupConsumers: cfg.GroupConsumers, AssignedConsumers: cfg.AssignedConsumers, Seed: cfg.Seed, History: hist, ClientLog: clientLog})
+		Rate: cfg.Rate, ProduceTimeout: cfg.ProduceTimeout, MetadataMaxAge: cfg.MetadataMaxAge, GroupConsumers: cfg.GroupConsumers, AssignedConsumers: cfg.AssignedConsumers, Seed: cfg.Seed, History: hist, ClientLog: clientLog})
 	if err != nil {
 		return nil, err
 	}
@@ -425,6 +429,12 @@ func ReplayCommand(cfg Config, kinds []nemesis.Kind) string {
 		"--warmup", cfg.Warmup.String(), "--liveness", cfg.Liveness.String(), "--session-timeout", cfg.SessionTimeout.String(),
 		"--partitions", fmt.Sprint(cfg.Partitions), "--rate", fmt.Sprint(cfg.Rate), "--producers", fmt.Sprint(cfg.Producers),
 		"--group-consumers", fmt.Sprint(cfg.GroupConsumers), "--assigned-consumers", fmt.Sprint(cfg.AssignedConsumers), "--netns", cfg.Netns}
+	if cfg.ProduceTimeout > 0 {
+		args = append(args, "--produce-timeout", cfg.ProduceTimeout.String())
+	}
+	if cfg.MetadataMaxAge > 0 {
+		args = append(args, "--metadata-max-age", cfg.MetadataMaxAge.String())
+	}
 	for _, e := range cfg.Env {
 		args = append(args, "--env", e)
 	}

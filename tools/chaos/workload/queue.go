@@ -11,6 +11,7 @@
 package workload
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -36,6 +37,13 @@ type Config struct {
 	// producer's unanswered sends (the loop waits when it is reached).
 	Rate     float64
 	InFlight int
+	// ProduceTimeout is the produce requests' timeout: how long a broker may hold an
+	// acks=all produce waiting for its ISR before answering REQUEST_TIMED_OUT (the
+	// client then retries); 0 means 10 s.
+	ProduceTimeout time.Duration
+	// MetadataMaxAge is how often every client refreshes its metadata when nothing
+	// tells it to sooner (an error such as NOT_LEADER_OR_FOLLOWER does); 0 means 5 s.
+	MetadataMaxAge time.Duration
 	// GroupConsumers join Group; AssignedConsumers read every partition.
 	GroupConsumers    int
 	Group             string
@@ -147,7 +155,7 @@ func (l lockedWriter) Write(b []byte) (int, error) {
 func (w *Workload) common(proc string) []kgo.Opt {
 	return []kgo.Opt{
 		kgo.SeedBrokers(w.cfg.Brokers...),
-		kgo.MetadataMaxAge(5 * time.Second),
+		kgo.MetadataMaxAge(cmp.Or(w.cfg.MetadataMaxAge, 5*time.Second)),
 		kgo.MetadataMinAge(250 * time.Millisecond),
 		kgo.DialTimeout(3 * time.Second),
 		kgo.RequestTimeoutOverhead(5 * time.Second),
@@ -185,7 +193,7 @@ func (w *Workload) newProducer(i int) (*producer, error) {
 		kgo.ProducerLinger(2*time.Millisecond),
 		kgo.MaxBufferedRecords(2*w.cfg.InFlight),
 		kgo.UnknownTopicRetries(-1),
-		kgo.ProduceRequestTimeout(10*time.Second),
+		kgo.ProduceRequestTimeout(cmp.Or(w.cfg.ProduceTimeout, 10*time.Second)),
 	)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
