@@ -45,6 +45,7 @@ test-kcat:
 test-python:
 	$(GO) build -o $(BIN)/samsa ./cmd/samsa
 	/usr/bin/python3 tests/python_clients.py $(BIN)/samsa
+	/usr/bin/python3 tests/python_txn.py $(BIN)/samsa
 
 # `make run` refuses a taken port with the reason; every command of README.md and
 # BENCHMARKS.md runs from a fresh clone (verbatim or in a short form).
