@@ -211,6 +211,11 @@ var controllerAPIKeys = []struct {
 	{62, 0, 4}, // BrokerRegistration
 	{63, 0, 2}, // BrokerHeartbeat
 	{67, 0, 0}, // AllocateProducerIds
+	{29, 0, 3}, // DescribeAcls
+	{30, 0, 3}, // CreateAcls
+	{31, 0, 3}, // DeleteAcls
+	{50, 0, 0}, // DescribeUserScramCredentials
+	{51, 0, 0}, // AlterUserScramCredentials
 }
 
 func init() {

@@ -148,6 +148,14 @@ type Request struct {
 	m       *metrics
 	api     *API
 	started time.Time
+
+	// sec is the connection's security (authz_listener.go); nil on a listener served
+	// by the Broker itself (no authentication, no authorizer).
+	sec *connSecurity
+	// amend, set by the authorization (authz.go), edits the handler's answer before
+	// it is encoded: refused items added back with their error, items the principal
+	// may not see removed.
+	amend func(kmsg.Response)
 }
 
 // Serve implements transport.Handler: it parses the header, checks the key and version
@@ -273,13 +281,27 @@ func encodeResponse(h *Header, resp kmsg.Response) transport.Response {
 // Respond encodes resp at the request's version with the right response header into a
 // pooled buffer and answers the ticket.
 func (r *Request) Respond(resp kmsg.Response) {
-	r.RespondRaw(encodeResponse(&r.Header, resp))
+	if r.amend != nil {
+		r.amend(resp)
+	}
+	r.respondEncoded(encodeResponse(&r.Header, resp))
 }
 
 // RespondRaw answers with a hand-framed response (for example Fetch: header and
 // framing bytes plus file ranges); it must begin with the response header
 // (AppendResponseHeader).
 func (r *Request) RespondRaw(resp transport.Response) {
+	if r.amend != nil {
+		var ok bool
+		if resp, ok = r.amendRaw(resp); !ok {
+			r.CloseConn()
+			return
+		}
+	}
+	r.respondEncoded(resp)
+}
+
+func (r *Request) respondEncoded(resp transport.Response) {
 	r.m.bytesOut.Add(float64(resp.Size() + 4))
 	r.observe()
 	r.Ticket.Respond(resp)

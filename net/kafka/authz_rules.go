@@ -1,0 +1,528 @@
+package kafka
+
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-broker/samsa/coordinator/metadata"
+)
+
+// The per-API rules of authz.go, in key order.
+
+// authzProduce: WRITE on the transactional id of a transactional request (refused
+// whole), WRITE on each topic (split).
+func authzProduce(az *authz) bool {
+	p, ok := az.decode().(*kmsg.ProduceRequest)
+	if !ok {
+		return true
+	}
+	errTopic := func(t *kmsg.ProduceRequestTopic, code int16) kmsg.ProduceResponseTopic {
+		rt := kmsg.NewProduceResponseTopic()
+		rt.Topic, rt.TopicID = t.Topic, t.TopicID
+		for _, pp := range t.Partitions {
+			rp := kmsg.NewProduceResponseTopicPartition()
+			rp.Partition, rp.ErrorCode, rp.BaseOffset, rp.LogStartOffset = pp.Partition, code, -1, -1
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		return rt
+	}
+	txnDenied := p.TransactionID != nil && !az.txnID(opWrite, *p.TransactionID)
+	var allowed []kmsg.ProduceRequestTopic
+	var refused []kmsg.ProduceResponseTopic
+	for i := range p.Topics {
+		t := &p.Topics[i]
+		switch {
+		case txnDenied:
+			refused = append(refused, errTopic(t, codeTxn))
+		case !az.topicOK(opWrite, t.Topic, t.TopicID):
+			refused = append(refused, errTopic(t, codeTopic))
+		default:
+			allowed = append(allowed, *t)
+		}
+	}
+	if len(refused) == 0 {
+		return true
+	}
+	if len(allowed) == 0 {
+		if p.Acks == 0 {
+			az.r.NoResponse()
+			return false
+		}
+		resp := az.r.ResponseKind().(*kmsg.ProduceResponse)
+		resp.Topics = refused
+		az.r.Respond(resp)
+		return false
+	}
+	p.Topics = allowed
+	az.replaceRaw(p)
+	az.r.amend = func(resp kmsg.Response) {
+		r := resp.(*kmsg.ProduceResponse)
+		r.Topics = append(r.Topics, refused...)
+	}
+	return true
+}
+
+// authzFetch: CLUSTER_ACTION for a follower's fetch (every partition refused), READ on
+// each topic for a consumer's (split).
+func authzFetch(az *authz) bool {
+	f, ok := az.decode().(*kmsg.FetchRequest)
+	if !ok {
+		return true
+	}
+	replica := f.ReplicaID >= 0 || (f.Version >= 15 && f.ReplicaState.ID >= 0)
+	clusterDenied := replica && !az.cluster(opClusterAction)
+	var allowed []kmsg.FetchRequestTopic
+	var refused []kmsg.FetchResponseTopic
+	for i := range f.Topics {
+		t := &f.Topics[i]
+		if !clusterDenied && (replica || az.topicOK(opRead, t.Topic, t.TopicID)) {
+			allowed = append(allowed, *t)
+			continue
+		}
+		rt := kmsg.NewFetchResponseTopic()
+		rt.Topic, rt.TopicID = t.Topic, t.TopicID
+		for _, pp := range t.Partitions {
+			rp := kmsg.NewFetchResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = pp.Partition, codeTopic
+			rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = -1, -1, -1
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		refused = append(refused, rt)
+	}
+	if len(refused) == 0 {
+		return true
+	}
+	if len(allowed) == 0 {
+		resp := az.r.ResponseKind().(*kmsg.FetchResponse)
+		resp.Topics = refused
+		az.r.Respond(resp)
+		return false
+	}
+	f.Topics = allowed
+	az.replaceRaw(f)
+	az.r.amend = func(resp kmsg.Response) {
+		r := resp.(*kmsg.FetchResponse)
+		r.Topics = append(r.Topics, refused...)
+	}
+	return true
+}
+
+// authzListOffsets: DESCRIBE on each topic (amended).
+func authzListOffsets(az *authz) bool {
+	az.r.amend = func(resp kmsg.Response) {
+		r := resp.(*kmsg.ListOffsetsResponse)
+		for i := range r.Topics {
+			t := &r.Topics[i]
+			if az.topic(opDescribe, t.Topic) {
+				continue
+			}
+			for j := range t.Partitions {
+				p := &t.Partitions[j]
+				*p = kmsg.ListOffsetsResponseTopicPartition{Partition: p.Partition, ErrorCode: codeTopic, Timestamp: -1, Offset: -1, LeaderEpoch: -1}
+			}
+		}
+	}
+	return true
+}
+
+// authzMetadata: all topics: those the principal may not DESCRIBE are left out; named
+// topics: TOPIC_AUTHORIZATION_FAILED for those it may not DESCRIBE, and for missing
+// ones it would auto-create without CREATE on the cluster or the topic (split, so
+// nothing refused is created).
+func authzMetadata(az *authz) bool {
+	m := az.r.Body.(*kmsg.MetadataRequest)
+	all := m.Topics == nil || (m.Version == 0 && len(m.Topics) == 0)
+	if all {
+		az.r.amend = func(resp kmsg.Response) {
+			r := resp.(*kmsg.MetadataResponse)
+			kept := r.Topics[:0]
+			for _, t := range r.Topics {
+				if t.Topic != nil && az.topic(opDescribe, *t.Topic) {
+					kept = append(kept, t)
+				}
+			}
+			r.Topics = kept
+		}
+		return true
+	}
+	autoCreate := m.Version < 4 || m.AllowAutoTopicCreation
+	clusterCreate := autoCreate && az.cluster(opCreate)
+	var allowed []kmsg.MetadataRequestTopic
+	var refused []kmsg.MetadataResponseTopic
+	for _, t := range m.Topics {
+		name := ""
+		if t.Topic != nil {
+			name = *t.Topic
+		}
+		name = az.topicName(name, t.TopicID)
+		ok := name == "" || az.topic(opDescribe, name)
+		if ok && autoCreate && name != "" && !clusterCreate {
+			if _, exists := az.im.Topic(name); !exists && !az.topic(opCreate, name) {
+				ok = false
+			}
+		}
+		if ok {
+			allowed = append(allowed, t)
+			continue
+		}
+		rt := kmsg.NewMetadataResponseTopic()
+		rt.Topic, rt.TopicID, rt.ErrorCode = t.Topic, t.TopicID, codeTopic
+		refused = append(refused, rt)
+	}
+	if len(refused) == 0 {
+		return true
+	}
+	m.Topics = allowed
+	if m.Version == 0 && len(allowed) == 0 {
+		m.Topics = nil // v0: an empty list is every topic; answer none of them
+		az.r.amend = func(resp kmsg.Response) { resp.(*kmsg.MetadataResponse).Topics = refused }
+		return true
+	}
+	if m.Topics == nil {
+		m.Topics = []kmsg.MetadataRequestTopic{}
+	}
+	az.r.amend = func(resp kmsg.Response) {
+		r := resp.(*kmsg.MetadataResponse)
+		r.Topics = append(r.Topics, refused...)
+	}
+	return true
+}
+
+// authzOffsetCommit: READ on the group (refused whole), READ on each topic (split).
+func authzOffsetCommit(az *authz) bool {
+	c := az.r.Body.(*kmsg.OffsetCommitRequest)
+	groupDenied := !az.group(opRead, c.Group)
+	var allowed []kmsg.OffsetCommitRequestTopic
+	var refused []kmsg.OffsetCommitResponseTopic
+	for _, t := range c.Topics {
+		code := codeGroup
+		if !groupDenied {
+			if az.topicOK(opRead, t.Topic, t.TopicID) {
+				allowed = append(allowed, t)
+				continue
+			}
+			code = codeTopic
+		}
+		rt := kmsg.NewOffsetCommitResponseTopic()
+		rt.Topic, rt.TopicID = t.Topic, t.TopicID
+		for _, p := range t.Partitions {
+			rt.Partitions = append(rt.Partitions, kmsg.OffsetCommitResponseTopicPartition{Partition: p.Partition, ErrorCode: code})
+		}
+		refused = append(refused, rt)
+	}
+	if len(refused) == 0 && !groupDenied {
+		return true
+	}
+	if len(allowed) == 0 {
+		resp := az.r.ResponseKind().(*kmsg.OffsetCommitResponse)
+		resp.Topics = refused
+		az.r.Respond(resp)
+		return false
+	}
+	c.Topics = allowed
+	az.r.amend = func(resp kmsg.Response) {
+		r := resp.(*kmsg.OffsetCommitResponse)
+		r.Topics = append(r.Topics, refused...)
+	}
+	return true
+}
+
+// authzOffsetFetch: DESCRIBE on each group (v8+: per group; before: the whole
+// request), DESCRIBE on each topic (named: its partitions refused; all: left out).
+func authzOffsetFetch(az *authz) bool {
+	f := az.r.Body.(*kmsg.OffsetFetchRequest)
+	if f.Version < 8 && !az.group(opDescribe, f.Group) {
+		resp := az.r.ResponseKind().(*kmsg.OffsetFetchResponse)
+		resp.ErrorCode = codeGroup
+		for _, t := range f.Topics {
+			rt := kmsg.NewOffsetFetchResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewOffsetFetchResponseTopicPartition()
+				rp.Partition, rp.Offset, rp.ErrorCode = p, -1, codeGroup
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		az.r.Respond(resp)
+		return false
+	}
+	named := map[string]bool{} // groups (v8+) whose request named topics; "" before v8
+	if f.Version < 8 {
+		named[""] = f.Topics != nil
+	}
+	for _, g := range f.Groups {
+		named[g.Group] = g.Topics != nil
+	}
+	az.r.amend = func(resp kmsg.Response) {
+		r := resp.(*kmsg.OffsetFetchResponse)
+		kept := r.Topics[:0]
+		for _, t := range r.Topics {
+			if az.topic(opDescribe, t.Topic) {
+				kept = append(kept, t)
+				continue
+			}
+			if named[""] {
+				for j := range t.Partitions {
+					p := &t.Partitions[j]
+					p.Offset, p.LeaderEpoch, p.Metadata, p.ErrorCode = -1, -1, nil, codeTopic
+				}
+				kept = append(kept, t)
+			}
+		}
+		r.Topics = kept
+		for i := range r.Groups {
+			g := &r.Groups[i]
+			if !az.group(opDescribe, g.Group) {
+				g.Topics, g.ErrorCode = nil, codeGroup
+				continue
+			}
+			kt := g.Topics[:0]
+			for _, t := range g.Topics {
+				name := az.topicName(t.Topic, t.TopicID)
+				if name == "" || az.topic(opDescribe, name) {
+					kt = append(kt, t)
+					continue
+				}
+				if named[g.Group] {
+					for j := range t.Partitions {
+						p := &t.Partitions[j]
+						p.Offset, p.LeaderEpoch, p.Metadata, p.ErrorCode = -1, -1, nil, codeTopic
+					}
+					kt = append(kt, t)
+				}
+			}
+			g.Topics = kt
+		}
+	}
+	return true
+}
+
+// authzFindCoordinator: DESCRIBE on the group or transactional id of each key
+// (amended: a refused key gets its error and no coordinator).
+func authzFindCoordinator(az *authz) bool {
+	f := az.r.Body.(*kmsg.FindCoordinatorRequest)
+	ok := func(key string) (bool, int16) {
+		switch f.CoordinatorType {
+		case 0:
+			return az.group(opDescribe, key), codeGroup
+		case 1:
+			return az.txnID(opDescribe, key), codeTxn
+		case 2:
+			return az.group(opRead, key), codeGroup
+		}
+		return true, 0
+	}
+	if f.Version < 4 {
+		if allowed, code := ok(f.CoordinatorKey); !allowed {
+			resp := az.r.ResponseKind().(*kmsg.FindCoordinatorResponse)
+			resp.ErrorCode, resp.NodeID, resp.Port = code, -1, -1
+			az.r.Respond(resp)
+			return false
+		}
+		return true
+	}
+	az.r.amend = func(resp kmsg.Response) {
+		r := resp.(*kmsg.FindCoordinatorResponse)
+		for i := range r.Coordinators {
+			c := &r.Coordinators[i]
+			if allowed, code := ok(c.Key); !allowed {
+				*c = kmsg.FindCoordinatorResponseCoordinator{Key: c.Key, NodeID: -1, Port: -1, ErrorCode: code}
+			}
+		}
+	}
+	return true
+}
+
+// authzDescribeGroups: DESCRIBE on each group (amended).
+func authzDescribeGroups(az *authz) bool {
+	az.r.amend = func(resp kmsg.Response) {
+		r := resp.(*kmsg.DescribeGroupsResponse)
+		for i := range r.Groups {
+			g := &r.Groups[i]
+			if !az.group(opDescribe, g.Group) {
+				ng := kmsg.NewDescribeGroupsResponseGroup()
+				ng.Group, ng.ErrorCode = g.Group, codeGroup
+				*g = ng
+			}
+		}
+	}
+	return true
+}
+
+// authzListGroups: DESCRIBE on the cluster lists every group; otherwise only the
+// groups the principal may DESCRIBE.
+func authzListGroups(az *authz) bool {
+	if az.cluster(opDescribe) {
+		return true
+	}
+	az.r.amend = func(resp kmsg.Response) {
+		r := resp.(*kmsg.ListGroupsResponse)
+		kept := r.Groups[:0]
+		for _, g := range r.Groups {
+			if az.group(opDescribe, g.Group) {
+				kept = append(kept, g)
+			}
+		}
+		r.Groups = kept
+	}
+	return true
+}
+
+// authzCreateTopics: CREATE on the cluster, else on each topic (split).
+func authzCreateTopics(az *authz) bool {
+	if az.cluster(opCreate) {
+		return true
+	}
+	c := az.r.Body.(*kmsg.CreateTopicsRequest)
+	var allowed []kmsg.CreateTopicsRequestTopic
+	var refused []kmsg.CreateTopicsResponseTopic
+	for _, t := range c.Topics {
+		if az.topic(opCreate, t.Topic) {
+			allowed = append(allowed, t)
+			continue
+		}
+		rt := kmsg.NewCreateTopicsResponseTopic()
+		rt.Topic, rt.ErrorCode, rt.NumPartitions, rt.ReplicationFactor = t.Topic, codeTopic, -1, -1
+		refused = append(refused, rt)
+	}
+	return az.split(len(allowed), len(refused), func() { c.Topics = allowed }, func(resp kmsg.Response) {
+		r := resp.(*kmsg.CreateTopicsResponse)
+		r.Topics = append(r.Topics, refused...)
+	})
+}
+
+// authzDeleteTopics: DELETE on each topic (split); a topic the principal may not
+// delete is TOPIC_AUTHORIZATION_FAILED whether or not it exists.
+func authzDeleteTopics(az *authz) bool {
+	d := az.r.Body.(*kmsg.DeleteTopicsRequest)
+	var refused []kmsg.DeleteTopicsResponseTopic
+	refuse := func(name *string, id [16]byte) {
+		rt := kmsg.NewDeleteTopicsResponseTopic()
+		rt.Topic, rt.TopicID, rt.ErrorCode = name, id, codeTopic
+		refused = append(refused, rt)
+	}
+	var names []string
+	for _, n := range d.TopicNames {
+		if az.topic(opDelete, n) {
+			names = append(names, n)
+		} else {
+			refuse(&n, [16]byte{})
+		}
+	}
+	var topics []kmsg.DeleteTopicsRequestTopic
+	for _, t := range d.Topics {
+		name := ""
+		if t.Topic != nil {
+			name = *t.Topic
+		}
+		if az.topicOK(opDelete, name, t.TopicID) {
+			topics = append(topics, t)
+		} else {
+			refuse(t.Topic, t.TopicID)
+		}
+	}
+	return az.split(len(names)+len(topics), len(refused), func() { d.TopicNames, d.Topics = names, topics }, func(resp kmsg.Response) {
+		r := resp.(*kmsg.DeleteTopicsResponse)
+		r.Topics = append(r.Topics, refused...)
+	})
+}
+
+// authzInitProducerID: WRITE on the transactional id; without one (idempotence),
+// IDEMPOTENT_WRITE on the cluster or WRITE on some topic (KIP-679).
+func authzInitProducerID(az *authz) bool {
+	p := az.r.Body.(*kmsg.InitProducerIDRequest)
+	var code int16
+	switch {
+	case p.TransactionalID != nil:
+		if !az.txnID(opWrite, *p.TransactionalID) {
+			code = codeTxn
+		}
+	case !az.cluster(opIdempotentWrite) && !az.a.AuthorizeByResourceType(az.ctx, opWrite, metadata.ACLResourceTopic):
+		code = codeCluster
+	}
+	if code == 0 {
+		return true
+	}
+	resp := az.r.ResponseKind().(*kmsg.InitProducerIDResponse)
+	resp.ErrorCode, resp.ProducerID, resp.ProducerEpoch = code, -1, -1
+	az.r.Respond(resp)
+	return false
+}
+
+// authzAddOffsetsToTxn: WRITE on the transactional id, READ on the group.
+func authzAddOffsetsToTxn(az *authz) bool {
+	a := az.r.Body.(*kmsg.AddOffsetsToTxnRequest)
+	switch {
+	case !az.txnID(opWrite, a.TransactionalID):
+		az.refuseAll(codeTxn)
+	case !az.group(opRead, a.Group):
+		az.refuseAll(codeGroup)
+	default:
+		return true
+	}
+	return false
+}
+
+// authzDescribeConfigs: DESCRIBE_CONFIGS on the cluster (broker resources), the topic
+// or the group of each resource (amended: a refused resource has no configs).
+func authzDescribeConfigs(az *authz) bool {
+	az.r.amend = func(resp kmsg.Response) {
+		r := resp.(*kmsg.DescribeConfigsResponse)
+		for i := range r.Resources {
+			res := &r.Resources[i]
+			var ok bool
+			var code int16
+			switch res.ResourceType {
+			case kmsg.ConfigResourceTypeTopic:
+				ok, code = az.topic(opDescribeConfigs, res.ResourceName), codeTopic
+			case kmsg.ConfigResourceTypeGroupConfig:
+				ok, code = az.group(opDescribeConfigs, res.ResourceName), codeGroup
+			default:
+				ok, code = az.cluster(opDescribeConfigs), codeCluster
+			}
+			if !ok {
+				res.ErrorCode, res.ErrorMessage, res.Configs = code, nil, nil
+			}
+		}
+	}
+	return true
+}
+
+// authzDeleteGroups: DELETE on each group (split).
+func authzDeleteGroups(az *authz) bool {
+	d := az.r.Body.(*kmsg.DeleteGroupsRequest)
+	var allowed []string
+	var refused []kmsg.DeleteGroupsResponseGroup
+	for _, g := range d.Groups {
+		if az.group(opDelete, g) {
+			allowed = append(allowed, g)
+			continue
+		}
+		rg := kmsg.NewDeleteGroupsResponseGroup()
+		rg.Group, rg.ErrorCode = g, codeGroup
+		refused = append(refused, rg)
+	}
+	return az.split(len(allowed), len(refused), func() { d.Groups = allowed }, func(resp kmsg.Response) {
+		r := resp.(*kmsg.DeleteGroupsResponse)
+		r.Groups = append(r.Groups, refused...)
+	})
+}
+
+// split finishes a split of a decoded (not Raw) request: nothing refused passes it as
+// it is; nothing allowed answers the refusals alone (the handler is not called);
+// otherwise keep narrows the request to the allowed items and add puts the refused
+// ones into the answer.
+func (az *authz) split(allowed, refused int, keep func(), add func(kmsg.Response)) bool {
+	if refused == 0 {
+		return true
+	}
+	if allowed == 0 {
+		resp := az.r.ResponseKind()
+		add(resp)
+		az.r.Respond(resp)
+		return false
+	}
+	keep()
+	az.r.amend = add
+	return true
+}
