@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// TestProcTxnAcrossBrokers: on three combined nodes, a transaction whose partitions
+// are led by brokers other than its coordinator commits (the coordinator's
+// WriteTxnMarkers go to the other leaders over their inter-broker listeners), an
+// aborted one leaves nothing for read_committed consumers, and every broker's
+// partitions reach their last stable offset.
+func TestProcTxnAcrossBrokers(t *testing.T) {
+	c := startProcCluster(t, specWith(combined(3), map[string]string{
+		"transaction.state.log.num.partitions": "3",
+		"offsets.topic.num.partitions":         "3",
+	}))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	const topic, parts = "xtxn", 6
+	if err := createTopic(ctx, c.Node(1).Client, topic, parts, 3, nil); err != nil {
+		t.Fatal(err)
+	}
+	var view map[int32]partitionView
+	eventually(t, 10*time.Second, "every broker agrees on "+topic, func() error {
+		var err error
+		view, err = sameEverywhere(ctx, c.brokerAddrs(), topic, parts)
+		return err
+	})
+
+	p := client(t, c.Bootstrap(), kgo.TransactionalID("xtxn-producer"), kgo.DefaultProduceTopic(topic),
+		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	transact := func(commit bool, prefix string, n int) {
+		t.Helper()
+		if err := p.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		for i := range n {
+			if err := p.ProduceSync(ctx, kgo.StringRecord(fmt.Sprintf("%s-%d", prefix, i))).FirstErr(); err != nil {
+				t.Fatalf("produce: %v", err)
+			}
+		}
+		if err := p.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+			t.Fatalf("end transaction (commit %v): %v", commit, err)
+		}
+	}
+	transact(true, "first", 4*parts)
+	transact(false, "aborted", 2*parts)
+	transact(true, "last", parts)
+
+	adm := kadm.NewClient(client(t, c.Bootstrap()))
+	d, err := adm.DescribeTransactions(ctx, "xtxn-producer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	coord := d["xtxn-producer"].Coordinator
+	remote := 0
+	for _, pv := range view {
+		if pv.Leader != coord {
+			remote++
+		}
+	}
+	if remote == 0 {
+		t.Fatalf("every partition of %s is led by the coordinator %d: %+v", topic, coord, view)
+	}
+	t.Logf("coordinator %d; %d of %d partitions led by other brokers", coord, remote, parts)
+
+	// read_committed, from the start, until the last transaction's records.
+	cons := client(t, c.Bootstrap(), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.FetchMaxWait(200*time.Millisecond))
+	var got []string
+	readCtx, readCancel := context.WithTimeout(ctx, 20*time.Second)
+	defer readCancel()
+	for len(got) < 5*parts {
+		fs := cons.PollFetches(readCtx)
+		if readCtx.Err() != nil {
+			t.Fatalf("read_committed: %d of %d records: %v", len(got), 5*parts, got)
+		}
+		fs.EachError(func(_ string, _ int32, err error) { t.Fatalf("fetch: %v", err) })
+		fs.EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
+	}
+	var want []string
+	for i := range 4 * parts {
+		want = append(want, fmt.Sprintf("first-%d", i))
+	}
+	for i := range parts {
+		want = append(want, fmt.Sprintf("last-%d", i))
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("read_committed: %v, want %v", got, want)
+	}
+	for _, v := range got {
+		if strings.HasPrefix(v, "aborted") {
+			t.Fatalf("read_committed saw aborted record %s", v)
+		}
+	}
+	// Every partition's last stable offset reaches its end: every marker is there.
+	eventually(t, 10*time.Second, "every partition stable", func() error {
+		stable, err := adm.ListCommittedOffsets(ctx, topic)
+		if err != nil {
+			return err
+		}
+		end, err := adm.ListEndOffsets(ctx, topic)
+		if err != nil {
+			return err
+		}
+		for part := range int32(parts) {
+			s, _ := stable.Lookup(topic, part)
+			e, _ := end.Lookup(topic, part)
+			// 7 records (4 + 2 + 1) and 3 markers per partition.
+			if s.Err != nil || e.Err != nil || s.Offset != 10 || e.Offset != 10 {
+				return fmt.Errorf("partition %d: stable %d (%v), end %d (%v), want 10", part, s.Offset, s.Err, e.Offset, e.Err)
+			}
+		}
+		return nil
+	})
+}
