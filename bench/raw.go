@@ -173,7 +173,7 @@ func RunRaw(ctx context.Context, cfg RawConfig) (*Result, error) {
 	defer adm.Close()
 	ka := kadm.NewClient(adm)
 	topic := "samsa-bench-raw-" + runID()
-	if err := createTopics(ctx, ka, []string{topic}, w); err != nil {
+	if err := createTopics(ctx, adm, []string{topic}, w); err != nil {
 		return nil, err
 	}
 	defer func() {

@@ -15,6 +15,7 @@ import (
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // ErrRun is wrapped by errors that stop a run.
@@ -157,7 +158,7 @@ func Run(ctx context.Context, cfg RunConfig) (*Result, error) {
 	for i := 0; i < w.Topics; i++ {
 		r.topics = append(r.topics, fmt.Sprintf("%s-%s-%d", cfg.TopicPrefix, id, i))
 	}
-	if err := createTopics(ctx, ka, r.topics, w); err != nil {
+	if err := createTopics(ctx, adm, r.topics, w); err != nil {
 		return nil, err
 	}
 	if !cfg.KeepTopics {
@@ -214,7 +215,8 @@ func runID() string {
 	return hex.EncodeToString(b[:])
 }
 
-func createTopics(ctx context.Context, ka *kadm.Client, topics []string, w *Workload) error {
+func createTopics(ctx context.Context, cl *kgo.Client, topics []string, w *Workload) error {
+	ka := kadm.NewClient(cl)
 	cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	var configs map[string]*string
@@ -230,22 +232,18 @@ func createTopics(ctx context.Context, ka *kadm.Client, topics []string, w *Work
 			return fmt.Errorf("%w: create topic %s: %w", ErrRun, t.Topic, t.Err)
 		}
 	}
-	// Wait until metadata shows every partition with a leader.
+	// Wait until metadata shows every partition with a leader, and, in a cluster,
+	// until every broker does: one that has not applied the new topics yet answers a
+	// produce to them with UNKNOWN_TOPIC_OR_PARTITION.
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		md, err := ka.Metadata(cctx, topics...)
-		ready := err == nil
-		if ready {
-			for _, t := range topics {
-				td, ok := md.Topics[t]
-				if !ok || td.Err != nil || len(td.Partitions) != w.PartitionsPerTopic {
-					ready = false
+		ready := err == nil && topicsReady(md.Topics, topics, w.PartitionsPerTopic)
+		if ready && len(md.Brokers) > 1 {
+			for _, b := range md.Brokers {
+				if berr := brokerKnows(cctx, b.NodeID, cl.Broker(int(b.NodeID)), topics, w.PartitionsPerTopic); berr != nil {
+					ready, err = false, berr
 					break
-				}
-				for _, p := range td.Partitions {
-					if p.Leader < 0 || p.Err != nil {
-						ready = false
-					}
 				}
 			}
 		}
@@ -261,6 +259,54 @@ func createTopics(ctx context.Context, ka *kadm.Client, topics []string, w *Work
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// topicsReady: every topic of md has its partitions, each with a leader.
+func topicsReady(md kadm.TopicDetails, topics []string, partitions int) bool {
+	for _, t := range topics {
+		td, ok := md[t]
+		if !ok || td.Err != nil || len(td.Partitions) != partitions {
+			return false
+		}
+		for _, p := range td.Partitions {
+			if p.Leader < 0 || p.Err != nil {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// brokerKnows asks one broker (only it) for the topics' metadata: nil once it shows
+// each with its partitions, every one with a leader.
+func brokerKnows(ctx context.Context, id int32, b *kgo.Broker, topics []string, partitions int) error {
+	req := kmsg.NewPtrMetadataRequest()
+	for _, t := range topics {
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(t)
+		req.Topics = append(req.Topics, rt)
+	}
+	resp, err := req.RequestWith(ctx, b)
+	if err != nil {
+		return err
+	}
+	have := map[string]bool{}
+	for _, t := range resp.Topics {
+		if t.Topic == nil || t.ErrorCode != 0 || len(t.Partitions) != partitions {
+			continue
+		}
+		led := true
+		for _, p := range t.Partitions {
+			led = led && p.ErrorCode == 0 && p.Leader >= 0
+		}
+		have[*t.Topic] = led
+	}
+	for _, t := range topics {
+		if !have[t] {
+			return fmt.Errorf("broker %d does not show topic %s with %d led partitions yet", id, t, partitions)
+		}
+	}
+	return nil
 }
 
 // startConsumers creates and starts every consumer, then waits (bounded) until each
