@@ -271,6 +271,10 @@ steps() {
 	step 'bin/dumplog -print-data-log data/logs/lines-0/00000000000000000000.log | head'
 	expect 'baseOffset|offset'
 	own stop_bg
+	# samsa scrub (RELIABILITY.md, tools/chaos/FINDINGS.md) over the log dirs of the
+	# broker just stopped
+	own run_form bash 'bin/samsa scrub --log-dirs data/logs'
+	expect '^no damage found$'
 	step 'bin/samsa serve -h'
 	here 'make run' "serving 'make run RUN_DURATION=1s RUN_WARMUP=0s'"
 	expect 'broker CPU and RSS from /proc/'
