@@ -241,6 +241,30 @@ serving() {
 	}
 }
 
+# wait_bg_log REGEX: until the newest background command's output has a line matching
+# REGEX (90 s at most).
+wait_bg_log() {
+	local log=$tmp/bg-$((${#bg_pids[@]} - 1)).log i
+	for i in $(seq 1 900); do
+		grep -qE -- "$1" "$log" && return 0
+		sleep 0.1
+	done
+	tail -n 20 "$log" >&2
+	fail "the background command printed no line matching /$1/ within 90 s"
+}
+# wait_describe BOOTSTRAP TOPIC REGEX COUNT: until samsa topics describe TOPIC, asked
+# at BOOTSTRAP, prints COUNT partition lines matching REGEX (60 s at most).
+wait_describe() {
+	local i out=""
+	for i in $(seq 1 600); do
+		out=$(bin/samsa topics describe "$2" --bootstrap-server "$1" 2>&1 || true)
+		[ "$(grep -E 'Partition: ' <<<"$out" | grep -cE -- "$3" || true)" -ge "$4" ] && return 0
+		sleep 0.1
+	done
+	echo "$out" >&2
+	fail "topics describe $2 at $1: not $4 partitions matching /$3/ within 60 s"
+}
+
 short='--duration 1s --warmup 0s'
 # Short forms in time: every broker these commands start forms consumer groups at once
 # instead of after Kafka's 3 s group.initial.rebalance.delay.ms.
@@ -285,6 +309,42 @@ steps() {
 	step 'make fuzz' 'make fuzz FUZZPKGS=./bench FUZZTIME=1x'
 	expect '^ok .*/bench'
 	step 'make lint'
+
+	# README.md, Cluster: three nodes from deploy/cluster/, an RF 3 topic, a node killed
+	here 'id=$(bin/samsa storage random-uuid)'
+	here 'bin/samsa storage format --config deploy/cluster/node-1.properties --cluster-id $id'
+	expect '^Formatting log directory data/node-1/logs for cluster '
+	here 'bin/samsa storage format --config deploy/cluster/node-2.properties --cluster-id $id'
+	here 'bin/samsa storage format --config deploy/cluster/node-3.properties --cluster-id $id'
+	here 'bin/samsa serve --config deploy/cluster/node-1.properties & node1=$!'
+	here 'bin/samsa serve --config deploy/cluster/node-2.properties & node2=$!'
+	here 'bin/samsa serve --config deploy/cluster/node-3.properties & node3=$!'
+	own wait_kafka 127.0.0.1:9092
+	own wait_kafka 127.0.0.1:9192
+	own wait_kafka 127.0.0.1:9292
+	step 'bin/samsa cluster describe'
+	expect '^3 +127\.0\.0\.1 +9292 '
+	step 'bin/samsa topics create orders --partitions 3 --replication-factor 3'
+	expect 'Created topic orders'
+	step 'seq 1 1000 | kcat -b 127.0.0.1:9092 -P -t orders -X acks=all'
+	step 'bin/samsa topics describe orders'
+	expect 'PartitionCount: 3.*ReplicationFactor: 3'
+	here 'kill -9 $node1'
+	own wait_describe 127.0.0.1:9192 orders 'Leader: [23].*Offline: 1' 3
+	step 'bin/samsa topics describe orders --bootstrap-server 127.0.0.1:9192'
+	expect 'Offline: 1'
+	step 'kcat -b 127.0.0.1:9192 -C -t orders -o beginning -e -q | wc -l'
+	expect '^1000$'
+	here 'bin/samsa serve --config deploy/cluster/node-1.properties & node1=$!'
+	own wait_kafka 127.0.0.1:9092
+	own wait_describe 127.0.0.1:9192 orders 'Isr: [123],[123],[123]\s' 3
+	here 'kill $node1 $node2 $node3' 'kill $node1 $node2 $node3 && wait $node1 $node2 $node3'
+	here 'make cluster' 'bg "make cluster CLUSTER_DATA=$tmp/cluster-data"'
+	own wait_bg_log 'cluster .* ready: --bootstrap-server 127\.0\.0\.1:[0-9]+,127\.0\.0\.1:[0-9]+,127\.0\.0\.1:[0-9]+'
+	own stop_bg
+	# README.md, Metrics
+	step 'go test -run TestMetrics ./net/node'
+	expect '^ok '
 
 	# BENCHMARKS.md
 	step 'bin/samsa-bench limits --dir /tmp/bench' 'bin/samsa-bench limits --dir /tmp/bench --size-mb 8'
