@@ -257,7 +257,7 @@ var BrokerDefs = []*Def{
 	{Name: "log.cleaner.max.compaction.lag.ms", Kind: KindLong, Default: sp(longMax), Min: 1},
 	{Name: "log.cleaner.min.cleanable.ratio", Kind: KindDouble, Default: sp("0.5"), Min: 0, Max: 1},
 	{Name: "log.preallocate", Kind: KindBool, Default: sp("false")},
-	{Name: "samsa.log.scrub.bytes.per.second", Kind: KindLong, Default: sp("0"), Min: 0, ReadOnly: true, Doc: "Samsa: the background scrubber checks the CRC of every batch of every log at this rate and refuses damaged ranges with CORRUPT_MESSAGE (0: off; `samsa scrub` checks on demand)"},
+	{Name: "samsa.log.scrub.bytes.per.second", Kind: KindLong, Default: sp("8388608"), Min: 0, ReadOnly: true, Doc: "Samsa: the background scrubber checks the CRC of every batch of every log at this rate, a pass at start-up and then every samsa.log.scrub.interval.ms; a damaged range is refused with CORRUPT_MESSAGE and a follower fetches it again from its leader (0: off; `samsa scrub` checks a stopped node)"},
 	{Name: "samsa.log.scrub.interval.ms", Kind: KindLong, Default: sp("3600000"), Min: 1, ReadOnly: true, Doc: "Samsa: the pause between two passes of the scrubber"},
 	{Name: "log.message.timestamp.before.max.ms", Kind: KindLong, Default: sp(longMax), Min: 0},
 	{Name: "log.message.timestamp.after.max.ms", Kind: KindLong, Default: sp(longMax), Min: 0},

@@ -15,7 +15,7 @@ func TestEngineOptions(t *testing.T) {
 		o.Cleaner.Backoff != 15*time.Second {
 		t.Fatalf("defaults: %+v", o.Cleaner)
 	}
-	if o.ScrubBytesPerSecond != 0 || o.ScrubInterval != time.Hour || o.DisableTxnVerification {
+	if o.ScrubBytesPerSecond != 8<<20 || o.ScrubInterval != time.Hour || o.DisableTxnVerification {
 		t.Fatalf("defaults: scrub %d every %v, txn verification off %v", o.ScrubBytesPerSecond, o.ScrubInterval, o.DisableTxnVerification)
 	}
 	EngineOptions(map[string]string{
