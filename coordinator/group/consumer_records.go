@@ -105,8 +105,8 @@ func (g *group) classicEmptyLocked() bool {
 func (g *group) convertToConsumerLocked(recs *[]Record) {
 	if g.generation > 0 || g.protocolType != "" {
 		*recs = append(*recs, g.groupTombstone())
+		g.c.logger.Info("empty classic group becomes a consumer group", "group", g.id)
 	}
-	g.c.logger.Info("empty classic group becomes a consumer group", "group", g.id)
 	g.stopTimersLocked()
 	g.kind = kindConsumer
 	g.cg = newConsumerState(g.c.clock.Now())
