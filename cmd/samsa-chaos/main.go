@@ -301,6 +301,8 @@ func damageCmd(args []string) int {
 	targets := fs.String("targets", "single,follower", "damaged replicas: single (a one-node cluster), follower (of a partition on 2 of 3 nodes)")
 	out := fs.String("out", "chaos-out/damage", "output directory")
 	stall := fs.Duration("stall", 10*time.Second, "a read without progress for this long has stalled")
+	var set multi
+	fs.Var(&set, "set", "key=value config for every node (repeatable), e.g. samsa.log.scrub.bytes.per.second=10485760")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -322,7 +324,7 @@ func damageCmd(args []string) int {
 		for _, k := range ks {
 			dir := damage.Dir(*out, k, damage.Target(strings.TrimSpace(t)))
 			os.RemoveAll(dir)
-			r, err := damage.Run(ctx, damage.Config{Bin: abs, Kind: k, Target: damage.Target(strings.TrimSpace(t)), Dir: dir, Stall: *stall, Stdout: os.Stdout})
+			r, err := damage.Run(ctx, damage.Config{Bin: abs, Kind: k, Target: damage.Target(strings.TrimSpace(t)), Dir: dir, Stall: *stall, Set: set, Stdout: os.Stdout})
 			if err != nil {
 				fmt.Fprintf(os.Stderr, "samsa-chaos damage: %s/%s: %v\n", k, t, err)
 				return 2

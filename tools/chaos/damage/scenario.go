@@ -39,7 +39,9 @@ type Config struct {
 	// damaged replica is back (default 500).
 	Before, After int
 	// Stall ends a read that makes no progress for this long (default 10s).
-	Stall  time.Duration
+	Stall time.Duration
+	// Set adds key=value config for every node (after the scenario's own).
+	Set    []string
 	Stdout io.Writer
 }
 
@@ -96,7 +98,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	// Small segments, so that the first is sealed; small preallocated indexes.
 	c, err := cluster.New(ctx, cluster.Config{Bin: cfg.Bin, Nodes: nodes, Dir: cfg.Dir, SessionTimeout: 6 * time.Second,
-		Set: []string{"log.segment.bytes=65536", "log.index.size.max.bytes=262144"}})
+		Set: append([]string{"log.segment.bytes=65536", "log.index.size.max.bytes=262144"}, cfg.Set...)})
 	if err != nil {
 		return nil, err
 	}
