@@ -274,13 +274,13 @@ var BrokerDefs = []*Def{
 	// names and defaults; read when the coordinator starts.
 	{Name: "group.coordinator.rebalance.protocols", Kind: KindList, Default: sp("classic,consumer"), Enum: []string{"classic", "consumer", "share", "streams"}, ReadOnly: true, Doc: "consumer: ConsumerGroupHeartbeat and ConsumerGroupDescribe are served (classic is always served; share and streams groups are not served yet)"},
 	{Name: "group.consumer.heartbeat.interval.ms", Kind: KindInt, Default: sp("5000"), Min: 1, ReadOnly: true},
-	{Name: "group.consumer.min.heartbeat.interval.ms", Kind: KindInt, Default: sp("5000"), Min: 1, ReadOnly: true},
-	{Name: "group.consumer.max.heartbeat.interval.ms", Kind: KindInt, Default: sp("15000"), Min: 1, ReadOnly: true},
+	{Name: "group.consumer.min.heartbeat.interval.ms", Kind: KindInt, Default: sp("5000"), Min: 1, ReadOnly: true, Doc: groupOverridesOnly},
+	{Name: "group.consumer.max.heartbeat.interval.ms", Kind: KindInt, Default: sp("15000"), Min: 1, ReadOnly: true, Doc: groupOverridesOnly},
 	{Name: "group.consumer.session.timeout.ms", Kind: KindInt, Default: sp("45000"), Min: 1, ReadOnly: true},
-	{Name: "group.consumer.min.session.timeout.ms", Kind: KindInt, Default: sp("45000"), Min: 1, ReadOnly: true},
-	{Name: "group.consumer.max.session.timeout.ms", Kind: KindInt, Default: sp("60000"), Min: 1, ReadOnly: true},
+	{Name: "group.consumer.min.session.timeout.ms", Kind: KindInt, Default: sp("45000"), Min: 1, ReadOnly: true, Doc: groupOverridesOnly},
+	{Name: "group.consumer.max.session.timeout.ms", Kind: KindInt, Default: sp("60000"), Min: 1, ReadOnly: true, Doc: groupOverridesOnly},
 	{Name: "group.consumer.max.size", Kind: KindInt, Default: sp("2147483647"), Min: 1, ReadOnly: true},
-	{Name: "group.consumer.assignors", Kind: KindList, Default: sp("org.apache.kafka.coordinator.group.assignor.UniformAssignor,org.apache.kafka.coordinator.group.assignor.RangeAssignor"), ReadOnly: true, Doc: "uniform and range, by class name or by name; the first is the default (other names are ignored)"},
+	{Name: "group.consumer.assignors", Kind: KindList, Default: sp("org.apache.kafka.coordinator.group.assignor.UniformAssignor,org.apache.kafka.coordinator.group.assignor.RangeAssignor"), ReadOnly: true, Doc: "uniform and range, by class name or by name; the first is the default (a value naming another assignor is ignored with a warning: uniform, range)"},
 	{Name: "group.consumer.migration.policy", Kind: KindString, Default: sp("bidirectional"), Enum: []string{"disabled", "downgrade", "upgrade", "bidirectional"}, ReadOnly: true, Doc: "empty groups convert between the classic and the consumer protocol whatever it says; groups with members are not converted (online migration is not served)"},
 	{Name: "group.share.heartbeat.interval.ms", Kind: KindInt, Default: sp("5000"), Min: 1, ReadOnly: true, Doc: "no effect: share groups are not served yet"},
 	{Name: "group.share.session.timeout.ms", Kind: KindInt, Default: sp("45000"), Min: 1, ReadOnly: true, Doc: "no effect: share groups are not served yet"},
@@ -381,6 +381,10 @@ var BrokerDefs = []*Def{
 }
 
 const compatOnly = "accepted for compatibility with Kafka's server.properties; no effect on Samsa"
+
+// groupOverridesOnly documents the bounds Kafka puts on a group's own settings:
+// Samsa serves no group-level configs (GROUP resources), so they bound nothing.
+const groupOverridesOnly = "bounds a group's own setting in Kafka; no effect on Samsa: group-level configs are not served"
 
 var (
 	topicDefs  = indexDefs(TopicDefs)
