@@ -127,12 +127,13 @@ func (l *EngineLog) Replay(p int32, fn func(Record) error) error {
 	if err != nil || ep == nil {
 		return err
 	}
-	return replayLog(ep.log, p, fn)
+	return replayLog(ep.log, p, fn, &txnReplay{}) // open transactions' records are not kept
 }
 
 // replayLog calls fn with every record of log, partition p of __consumer_offsets, from
-// its start to its end.
-func replayLog(log *engine.Log, p int32, fn func(Record) error) error {
+// its start to its end; a transaction's records at its COMMIT marker, never those
+// of an aborted one, and those still open in st (txn_offsets.go).
+func replayLog(log *engine.Log, p int32, fn func(Record) error, st *txnReplay) error {
 	off, end := log.LogStartOffset(), log.LogEndOffset()
 	buf := make([]byte, 0, replayChunk)
 	for off < end {
@@ -144,13 +145,7 @@ func replayLog(log *engine.Log, p int32, fn func(Record) error) error {
 		if len(b) == 0 || next <= off {
 			break
 		}
-		from := off
-		if err := DecodeBatches(b, func(r Record) error {
-			if r.Offset < from {
-				return nil
-			}
-			return fn(r)
-		}); err != nil {
+		if err := st.decode(b, off, fn); err != nil {
 			return fmt.Errorf("group: replay %s-%d at %d: %w", OffsetsTopic, p, off, err)
 		}
 		off, buf = next, b

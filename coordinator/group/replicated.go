@@ -36,6 +36,8 @@ type ReplicatedLog struct {
 
 	mu    sync.Mutex
 	parts map[int32]*replicatedPart
+
+	replayed replayedTxns // the transactions each partition's last replay left open (txn_offsets.go)
 }
 
 type replicatedPart struct {
@@ -144,5 +146,10 @@ func (l *ReplicatedLog) Replay(p int32, fn func(Record) error) error {
 	if !ok {
 		return fmt.Errorf("group: replay %s-%d: the replica's log is a %T, not an engine log", OffsetsTopic, p, r.Log())
 	}
-	return replayLog(el, p, fn)
+	st := &txnReplay{}
+	if err := replayLog(el, p, fn, st); err != nil {
+		return err
+	}
+	l.replayed.set(p, st.open)
+	return nil
 }

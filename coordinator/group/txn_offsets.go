@@ -1,6 +1,8 @@
 package group
 
 import (
+	"bytes"
+	"encoding/binary"
 	"fmt"
 	"sync"
 
@@ -21,10 +23,12 @@ import (
 //	    offsets the group's committed ones, ABORT drops them.
 //
 // Pending offsets are not served by OffsetFetch (it answers the last committed
-// ones). Not done yet: a partition loaded again (Replay) applies a transactional
-// offset record at once, as if its transaction committed, without waiting for its
-// marker (Replay does not hand out producer ids or markers); OffsetFetch's
-// RequireStable (UNSTABLE_OFFSET_COMMIT while offsets are pending) is not answered.
+// ones). A partition's replay (replayLog) holds transactional records back until
+// their marker: committed ones are applied at the marker's place, aborted ones
+// never; those still open at the log's end wait in the ReplicatedLog for their marker
+// (CompleteTxnOffsets). Not done: OffsetFetch's RequireStable (UNSTABLE_OFFSET_COMMIT
+// while offsets are pending) is not answered; a group unknown when a replayed
+// transaction's marker comes (loaded from no other record) gets none of its offsets.
 
 // TxnLog is a Log that can also append a producer's transactional batch (base
 // sequence -1: checked for its epoch and transaction, not for sequences), with
@@ -219,10 +223,27 @@ func (g *group) appendTxnLocked(fx *effects, tl TxnLog, pid int64, epoch int16, 
 // committed offsets, abort drops them. Safe from any goroutine.
 func (c *Coordinator) CompleteTxnOffsets(p int32, pid int64, commit bool) {
 	gs := c.txnOffsets.take(p, pid)
-	if !commit || len(gs) == 0 {
+	var replayed []Record
+	if rl, ok := c.log.(interface {
+		takeReplayedTxn(p int32, pid int64) []Record
+	}); ok {
+		replayed = rl.takeReplayedTxn(p, pid)
+	}
+	if !commit || len(gs) == 0 && len(replayed) == 0 {
 		return
 	}
+	// The replayed records (written before the partition was loaded) first, then
+	// those committed since.
+	updates := replayedOffsets(replayed)
 	for id, offs := range gs {
+		if updates[id] == nil {
+			updates[id] = map[topicPartition]*OffsetValue{}
+		}
+		for tp, v := range offs {
+			updates[id][tp] = &v
+		}
+	}
+	for id, offs := range updates {
 		c.mu.Lock()
 		g := c.mu.groups[id]
 		c.mu.Unlock()
@@ -234,7 +255,11 @@ func (c *Coordinator) CompleteTxnOffsets(p int32, pid int64, commit bool) {
 				return
 			}
 			for tp, v := range offs {
-				g.offsets[tp] = v
+				if v == nil {
+					delete(g.offsets, tp)
+				} else {
+					g.offsets[tp] = *v
+				}
 			}
 		})
 	}
@@ -275,4 +300,132 @@ func (l *ReplicatedLog) AppendTxn(p int32, producerID int64, epoch int16, recs [
 	}
 	part.mu.Unlock()
 	pr.Seal()
+}
+
+// txnReplay holds back, during a replay, the records of transactional batches until
+// their producer's marker (Kafka's loader does the same): a COMMIT hands them on at
+// the marker's place in the log, an ABORT drops them; those of transactions still
+// open at the log's end stay in open, for CompleteTxnOffsets once their marker comes.
+type txnReplay struct {
+	open map[int64][]Record // by producer id; Key and Value are copies
+}
+
+// decode is DecodeBatches over buf, a read of the log from offset from on (batches,
+// or records of a batch, below from were handled by the previous read), with the
+// transactional batches held back.
+func (s *txnReplay) decode(buf []byte, from int64, fn func(Record) error) error {
+	fromOn := func(r Record) error {
+		if r.Offset < from {
+			return nil
+		}
+		return fn(r)
+	}
+	for len(buf) >= batchHeaderLen {
+		length := int64(int32(binary.BigEndian.Uint32(buf[8:])))
+		if length < batchHeaderLen-12 || int64(len(buf)) < 12+length {
+			return DecodeBatches(buf, fromOn) // it reports the corruption, or ends at a cut batch
+		}
+		b := buf[:12+length]
+		buf = buf[12+length:]
+		base := int64(binary.BigEndian.Uint64(b))
+		attrs := binary.BigEndian.Uint16(b[batchAttrsOffset:])
+		pid := int64(binary.BigEndian.Uint64(b[43:]))
+		switch {
+		case attrs&0x20 != 0: // a control batch: a transaction marker
+			if base < from {
+				continue
+			}
+			m, ok, err := engine.DecodeMarker(b)
+			if err != nil {
+				return fmt.Errorf("%w: transaction marker at %d: %w", ErrCorrupt, base, err)
+			}
+			if !ok {
+				continue
+			}
+			recs := s.open[m.ProducerID]
+			delete(s.open, m.ProducerID)
+			if m.Commit {
+				for _, r := range recs {
+					if err := fn(r); err != nil {
+						return err
+					}
+				}
+			}
+		case attrs&0x10 != 0 && pid >= 0: // transactional records
+			if err := DecodeBatches(b, func(r Record) error {
+				if r.Offset < from {
+					return nil
+				}
+				r.Key = bytes.Clone(r.Key)
+				if r.Value != nil {
+					r.Value = append([]byte{}, r.Value...)
+				}
+				if s.open == nil {
+					s.open = map[int64][]Record{}
+				}
+				s.open[pid] = append(s.open[pid], r)
+				return nil
+			}); err != nil {
+				return err
+			}
+		default:
+			if err := DecodeBatches(b, fromOn); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// replayedTxns keeps, per partition, the transactional records its last replay left
+// open (ReplicatedLog's).
+type replayedTxns struct {
+	mu sync.Mutex
+	m  map[int32]map[int64][]Record
+}
+
+func (r *replayedTxns) set(p int32, open map[int64][]Record) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.m == nil {
+		r.m = map[int32]map[int64][]Record{}
+	}
+	r.m[p] = open
+}
+
+func (r *replayedTxns) take(p int32, pid int64) []Record {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	recs := r.m[p][pid]
+	delete(r.m[p], pid)
+	return recs
+}
+
+// takeReplayedTxn returns (and forgets) the records of producer pid's transaction
+// that the last replay of p found open.
+func (l *ReplicatedLog) takeReplayedTxn(p int32, pid int64) []Record { return l.replayed.take(p, pid) }
+
+// replayedOffsets decodes the offset records of recs, replayed and left open, by
+// group.
+func replayedOffsets(recs []Record) map[string]map[topicPartition]*OffsetValue {
+	out := map[string]map[topicPartition]*OffsetValue{}
+	for _, rec := range recs {
+		k, err := DecodeKey(rec.Key)
+		if err != nil || k.Kind != KeyOffset {
+			continue
+		}
+		var v *OffsetValue
+		if rec.Value != nil {
+			ov, err := DecodeOffsetValue(rec.Value)
+			if err != nil {
+				continue
+			}
+			v = &ov
+		}
+		if out[k.Group] == nil {
+			out[k.Group] = map[topicPartition]*OffsetValue{}
+		}
+		out[k.Group][topicPartition{k.Topic, k.Partition}] = v
+	}
+	return out
 }
