@@ -291,23 +291,43 @@ func TestTxnGroupTransactSession(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("output for read_committed: %v, want every input once", got)
 	}
-	offs, err := adm.FetchOffsets(ctx, "ctp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum := int64(0)
-	offs.Each(func(o kadm.OffsetResponse) {
-		if o.Err != nil {
-			t.Errorf("offset %s/%d: %v", o.Topic, o.Partition, o.Err)
+	committedSum := func(adm *kadm.Client) int64 {
+		t.Helper()
+		offs, err := adm.FetchOffsets(ctx, "ctp")
+		if err != nil {
+			t.Fatal(err)
 		}
-		sum += o.At
-	})
+		sum := int64(0)
+		offs.Each(func(o kadm.OffsetResponse) {
+			if o.Err != nil {
+				t.Errorf("offset %s/%d: %v", o.Topic, o.Partition, o.Err)
+			}
+			sum += o.At
+		})
+		return sum
+	}
 	// Each input partition holds n/2 records, no markers.
-	if sum != n {
+	if sum := committedSum(adm); sum != n {
 		t.Fatalf("committed offsets sum to %d, want %d", sum, n)
 	}
 	// read_uncommitted sees the aborted first transaction's output too.
 	if all := consumeUntil(t, tb, "ctp-out", kgo.ReadUncommitted(), func(got []string) bool { return len(got) > n }); len(all) <= n {
 		t.Fatal("no aborted output")
 	}
+	// After a restart the group's partition is replayed: the transactional offsets
+	// are applied at their commit markers.
+	sess.Close()
+	tb.restart()
+	eventually(t, 10*time.Second, "the group's offsets after a restart", func() bool {
+		offs, err := tb.admin(t).FetchOffsets(ctx, "ctp")
+		if err != nil || offs.Error() != nil {
+			return false // the coordinator is loading
+		}
+		sum := int64(0)
+		offs.Each(func(o kadm.OffsetResponse) { sum += o.At })
+		if sum != n {
+			t.Fatalf("after a restart the committed offsets sum to %d, want %d", sum, n)
+		}
+		return true
+	})
 }
