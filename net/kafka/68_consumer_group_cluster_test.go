@@ -151,3 +151,89 @@ func TestClusterConsumerGroupFollowsLeadership(t *testing.T) {
 		t.Fatalf("offset fetch with another epoch: %v %+v", err, fr)
 	}
 }
+
+// TestClusterConsumerGroupFranzGoCoordinatorDies: two franz-go consumers on the
+// consumer protocol on three nodes; the broker that coordinates their group dies while
+// they consume; they find the new coordinator, keep their group, and every record is
+// processed at least once (a record processed but not yet committed when the
+// coordinator died may be processed again).
+func TestClusterConsumerGroupFranzGoCoordinatorDies(t *testing.T) {
+	c := startCluster(t, map[string]string{"offsets.topic.num.partitions": "3", "group.consumer.heartbeat.interval.ms": "100"})
+	ctx := testCtx(t)
+	cl := clusterClient(t, c, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	const groupID, topic = "g848-franz", "t848-franz"
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 6, 3, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	recs := make(chan cgRecord, 4096)
+	start := func(name string) *kgo.Client {
+		k, err := kgo.NewClient(kgo.SeedBrokers(c.bootstrap()...),
+			kgo.ConsumerGroup(groupID), kgo.ConsumeTopics(topic), kgo.ServerSideBalancer(),
+			kgo.DisableAutoCommit(), kgo.BlockRebalanceOnPoll(),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond), kgo.ClientID(name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for {
+				fs := k.PollFetches(context.Background())
+				if fs.IsClientClosed() {
+					return
+				}
+				fs.EachRecord(func(r *kgo.Record) { recs <- cgRecord{by: name, value: string(r.Value)} })
+				_ = k.CommitUncommittedOffsets(context.Background()) // a commit lost with the coordinator is retried by the next poll
+				k.AllowRebalance()
+			}
+		}()
+		t.Cleanup(func() { k.Close(); <-done })
+		return k
+	}
+	atLeastOnce := func(seen map[string]int, from, to int) {
+		t.Helper()
+		timeout := time.NewTimer(45 * time.Second)
+		defer timeout.Stop()
+		for i := from; i < to; {
+			if seen[strconv.Itoa(i)] > 0 {
+				i++
+				continue
+			}
+			select {
+			case r := <-recs:
+				seen[r.value]++
+			case <-timeout.C:
+				t.Fatalf("record %d never consumed", i)
+			}
+		}
+	}
+	seen := map[string]int{}
+	start("x")
+	start("y")
+	produceValues(t, cl, topic, 0, 120)
+	atLeastOnce(seen, 0, 120)
+
+	_, im := c.brokers[0].follower.Image()
+	ot, _ := im.Topic(group.OffsetsTopic)
+	coord := ot.Partitions[group.PartitionFor(groupID, int32(len(ot.Partitions)))].Leader
+	var liveAddrs []string
+	for _, b := range c.brokers {
+		if b.id == coord {
+			b.stop()
+		} else {
+			liveAddrs = append(liveAddrs, b.addr)
+		}
+	}
+	cl2, err := kgo.NewClient(kgo.SeedBrokers(liveAddrs...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl2.Close()
+	produceValues(t, cl2, topic, 120, 240)
+	atLeastOnce(seen, 120, 240)
+	for v, n := range seen {
+		if n > 1 {
+			t.Logf("record %s processed %d times (the coordinator's death)", v, n)
+		}
+	}
+}
