@@ -401,6 +401,22 @@ steps() {
 	step "SAMSA_CLUSTER_BENCH=1 go test ./cmd/samsa -run '^TestClusterBenchLeaderFailover\$' -v -count=1 -timeout 30m" \
 		"SAMSA_CLUSTER_BENCH=1 SAMSA_CLUSTER_BENCH_KILLS=1 go test ./cmd/samsa -run '^TestClusterBenchLeaderFailover\$' -v -count=1 -timeout 30m"
 	expect 'no acknowledgement for'
+	# BENCHMARKS.md, Cluster: replication through samsa-bench, full sync, scale in the simulation
+	step 'bin/samsa-bench compare --targets samsa-cluster@rf=1,samsa-cluster@rf=3 --samsa-bin bin/samsa --min-insync-replicas 2 --workload max-throughput-100b --rounds 3 --duration 10s --warmup 3s --raw' \
+		'bin/samsa-bench compare --targets samsa-cluster@rf=1,samsa-cluster@rf=3 --samsa-bin bin/samsa --min-insync-replicas 2 --workload max-throughput-100b --rounds 1 --duration 1s --warmup 0s --raw'
+	expect 'samsa-cluster@rf=3 +RAW +1 +[0-9]'
+	step 'bin/samsa-bench compare --targets samsa-cluster@rf=1,samsa-cluster@rf=3 --samsa-bin bin/samsa --min-insync-replicas 2 --workload latency-20k --rounds 2 --duration 15s --warmup 3s' \
+		'bin/samsa-bench compare --targets samsa-cluster@rf=1,samsa-cluster@rf=3 --samsa-bin bin/samsa --min-insync-replicas 2 --workload latency-20k --rounds 1 --duration 1s --warmup 0s'
+	expect 'samsa-cluster@rf=3 +client +1 +[0-9]'
+	step "SAMSA_CLUSTER_BENCH=1 go test ./cmd/samsa -run '^TestClusterBenchFullSync\$' -v -count=1 -timeout 30m" \
+		"SAMSA_CLUSTER_BENCH=1 SAMSA_CLUSTER_BENCH_SYNC_MIB=16 SAMSA_CLUSTER_BENCH_SYNCS=2 go test ./cmd/samsa -run '^TestClusterBenchFullSync\$' -v -count=1 -timeout 30m"
+	expect 'full sync of 16 MiB'
+	step "go test -run '^\$' -bench 'Failover|SnapshotCatchUp' -benchtime 10x -count 6 ./coordinator/controller" \
+		"go test -run '^\$' -bench 'Failover|SnapshotCatchUp' -benchtime 1x -count 1 ./coordinator/controller"
+	expect 'ms/catch-up'
+	step "go test -run '^\$' -bench 'ScaleSnapshot|SimSnapshotCatchUp' -benchtime 3x -count 6 ./coordinator/controller/quorum" \
+		"go test -run '^\$' -bench 'ScaleSnapshot|SimSnapshotCatchUp' -benchtime 1x -count 1 ./coordinator/controller/quorum"
+	expect 'MiB/image'
 }
 
 # --- every documented command has a step, every step a documented command ------------
