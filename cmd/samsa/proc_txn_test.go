@@ -16,7 +16,10 @@ import (
 // are led by brokers other than its coordinator commits (the coordinator's
 // WriteTxnMarkers go to the other leaders over their inter-broker listeners), an
 // aborted one leaves nothing for read_committed consumers, and every broker's
-// partitions reach their last stable offset.
+// partitions reach their last stable offset. Then a consume-transform-produce loop
+// (GroupTransactSession) copies the topic exactly once, its offsets committed in its
+// transactions (TxnOffsetCommit, verified with the transaction coordinator of
+// another broker when it is not the group's).
 func TestProcTxnAcrossBrokers(t *testing.T) {
 	c := startProcCluster(t, specWith(combined(3), map[string]string{
 		"transaction.state.log.num.partitions": "3",
@@ -123,4 +126,67 @@ func TestProcTxnAcrossBrokers(t *testing.T) {
 		}
 		return nil
 	})
+
+	// Consume-transform-produce into another topic, the offsets in the transactions.
+	if err := createTopic(ctx, c.Node(2).Client, topic+"-out", parts, 3, nil); err != nil {
+		t.Fatal(err)
+	}
+	sess, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(strings.Split(c.Bootstrap(), ",")...),
+		kgo.TransactionalID("xtxn-copier"), kgo.ConsumerGroup("xtxn-group"), kgo.ConsumeTopics(topic),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.DefaultProduceTopic(topic+"-out"), kgo.FetchMaxWait(200*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	copied := 0
+	loopCtx, loopCancel := context.WithTimeout(ctx, 20*time.Second)
+	defer loopCancel()
+	for copied < 5*parts {
+		fs := sess.PollFetches(loopCtx)
+		if loopCtx.Err() != nil {
+			t.Fatalf("copy loop: %d of %d copied", copied, 5*parts)
+		}
+		recs := fs.Records()
+		if len(recs) == 0 {
+			continue
+		}
+		if err := sess.Begin(); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			sess.Produce(loopCtx, kgo.StringRecord("copy-"+string(r.Value)), nil)
+		}
+		ok, err := sess.End(loopCtx, kgo.TryCommit)
+		if err != nil {
+			t.Fatalf("copy transaction: %v", err)
+		}
+		if ok {
+			copied += len(recs)
+		}
+	}
+	offs, err := adm.FetchOffsets(ctx, "xtxn-group")
+	if err != nil {
+		t.Fatal(err)
+	}
+	offs.Each(func(o kadm.OffsetResponse) {
+		// Past each partition's last record (offset 8; its marker is 9).
+		if o.Err != nil || o.At < 9 {
+			t.Errorf("group offset %s/%d: %d (%v), want 9 or 10", o.Topic, o.Partition, o.At, o.Err)
+		}
+	})
+	out := client(t, c.Bootstrap(), kgo.ConsumeTopics(topic+"-out"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.FetchMaxWait(200*time.Millisecond))
+	var copies []string
+	for len(copies) < 5*parts {
+		fs := out.PollFetches(readCtx)
+		if readCtx.Err() != nil {
+			t.Fatalf("reading the copies: %d of %d", len(copies), 5*parts)
+		}
+		fs.EachRecord(func(r *kgo.Record) { copies = append(copies, strings.TrimPrefix(string(r.Value), "copy-")) })
+	}
+	slices.Sort(copies)
+	if !slices.Equal(copies, want) {
+		t.Fatalf("copies for read_committed: %v, want each committed record once: %v", copies, want)
+	}
 }
