@@ -51,7 +51,7 @@ var allowed = map[string][]string{
 	// Transports know nothing of Kafka's APIs.
 	"net/transport": {},
 	// The protocol adapter and the node-to-node client may use everything below net.
-	"net/kafka":    {"engine/...", "purgatory", "replication/...", "coordinator/...", "net/transport", "net/peer", "internal/..."},
+	"net/kafka":    {"engine/...", "purgatory", "replication/...", "coordinator/...", "net/transport", "net/peer", "net/auth", "internal/..."},
 	"net/peer":     {"engine/...", "purgatory", "replication/...", "coordinator/...", "net/transport"},
 	"net/...":      {"engine/...", "purgatory", "replication/...", "coordinator/...", "net/...", "internal/..."},
 	"internal/...": {},
