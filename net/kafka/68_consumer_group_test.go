@@ -422,7 +422,11 @@ func TestConsumerGroupConfigKeys(t *testing.T) {
 		}
 		return resp
 	}
-	r := join(cl)
+	var r *kmsg.ConsumerGroupHeartbeatResponse
+	eventually(t, 10*time.Second, "__consumer_offsets and its coordinator", func() bool {
+		r = join(cl)
+		return r.ErrorCode != kerr.CoordinatorLoadInProgress.Code && r.ErrorCode != kerr.CoordinatorNotAvailable.Code && r.ErrorCode != kerr.NotCoordinator.Code
+	})
 	if r.ErrorCode != 0 || r.HeartbeatIntervalMillis != 1234 || r.MemberEpoch != 1 || r.Assignment == nil ||
 		len(r.Assignment.Topics) != 1 || len(r.Assignment.Topics[0].Partitions) != 4 {
 		t.Fatalf("join: %+v", r)
@@ -432,7 +436,12 @@ func TestConsumerGroupConfigKeys(t *testing.T) {
 	}
 
 	off := startTestBroker(t, testBrokerOptions{Static: map[string]string{"group.coordinator.rebalance.protocols": "classic"}})
-	if r := join(off.client(t)); r.ErrorCode != kerr.UnsupportedVersion.Code {
+	offCl := off.client(t)
+	eventually(t, 10*time.Second, "an answer from the coordinator", func() bool {
+		r = join(offCl)
+		return r.ErrorCode != kerr.CoordinatorLoadInProgress.Code && r.ErrorCode != kerr.CoordinatorNotAvailable.Code && r.ErrorCode != kerr.NotCoordinator.Code
+	})
+	if r.ErrorCode != kerr.UnsupportedVersion.Code {
 		t.Fatalf("consumer protocol disabled: %v, want UNSUPPORTED_VERSION", kerr.ErrorForCode(r.ErrorCode))
 	}
 }
