@@ -264,6 +264,18 @@ wait_describe() {
 	echo "$out" >&2
 	fail "topics describe $2 at $1: not $4 partitions matching /$3/ within 60 s"
 }
+# wait_count BOOTSTRAP TOPIC N: until kcat reads N records of TOPIC to its end (the
+# partitions' high watermarks), 30 s at most: after a failover the new leaders' high
+# watermarks reach the acknowledged records once the remaining followers fetched.
+wait_count() {
+	local i got=0
+	for i in $(seq 1 300); do
+		got=$(kcat -b "$1" -C -t "$2" -o beginning -e -q 2>/dev/null | wc -l || true)
+		[ "$got" -ge "$3" ] && return 0
+		sleep 0.1
+	done
+	fail "kcat read $got of $3 records of $2 at $1 within 30 s"
+}
 
 short='--duration 1s --warmup 0s'
 # Short forms in time: every broker these commands start forms consumer groups at once
@@ -333,6 +345,7 @@ steps() {
 	own wait_describe 127.0.0.1:9192 orders 'Leader: [23].*Offline: 1' 3
 	step 'bin/samsa topics describe orders --bootstrap-server 127.0.0.1:9192'
 	expect 'Offline: 1'
+	own wait_count 127.0.0.1:9192 orders 1000
 	step 'kcat -b 127.0.0.1:9192 -C -t orders -o beginning -e -q | wc -l'
 	expect '^1000$'
 	here 'bin/samsa serve --config deploy/cluster/node-1.properties & node1=$!'
