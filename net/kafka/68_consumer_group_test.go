@@ -26,17 +26,17 @@ type cgRecord struct {
 	by, value string
 }
 
-func startCGConsumer(t *testing.T, tb *testBroker, name, group, topic string, out chan<- cgRecord) *cgConsumer {
+func startCGConsumer(t *testing.T, tb *testBroker, name, group, topic string, out chan<- cgRecord, opts ...kgo.Opt) *cgConsumer {
 	t.Helper()
-	cl, err := kgo.NewClient(
+	cl, err := kgo.NewClient(append([]kgo.Opt{
 		kgo.SeedBrokers(tb.addr),
 		kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
 		kgo.ServerSideBalancer(),
 		kgo.DisableAutoCommit(), kgo.BlockRebalanceOnPoll(),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.FetchMaxWait(100*time.Millisecond),
+		kgo.FetchMaxWait(100 * time.Millisecond),
 		kgo.ClientID(name),
-	)
+	}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,6 +184,18 @@ func stableWith(t *testing.T, cl *kgo.Client, group string, clients ...string) b
 // record is processed exactly once across the reassignments, the group is described
 // as Kafka 4 describes it, and the committed offsets survive a broker restart.
 func TestConsumerGroupProtocolFranzGo(t *testing.T) {
+	for _, c := range []struct {
+		assignor string
+		bal      kgo.GroupBalancer
+	}{
+		{"uniform", kgo.CooperativeStickyBalancer()}, // franz-go asks for uniform
+		{"range", kgo.RangeBalancer()},               // and for range
+	} {
+		t.Run(c.assignor, func(t *testing.T) { testConsumerGroupProtocolFranzGo(t, c.assignor, kgo.Balancers(c.bal)) })
+	}
+}
+
+func testConsumerGroupProtocolFranzGo(t *testing.T, assignor string, bal kgo.Opt) {
 	tb := startTestBroker(t, testBrokerOptions{Static: map[string]string{
 		"group.consumer.heartbeat.interval.ms": "100",
 	}})
@@ -196,18 +208,18 @@ func TestConsumerGroupProtocolFranzGo(t *testing.T) {
 	recs := make(chan cgRecord, 1024)
 	seen := map[string]string{}
 
-	a := startCGConsumer(t, tb, "a", group, topic, recs)
+	a := startCGConsumer(t, tb, "a", group, topic, recs, bal)
 	produceValues(t, producer, topic, 0, 100)
 	collect(t, recs, seen, 0, 100)
 	eventually(t, 20*time.Second, "a alone and stable", func() bool { return stableWith(t, obs, group, "a") })
 
-	b := startCGConsumer(t, tb, "b", group, topic, recs)
+	b := startCGConsumer(t, tb, "b", group, topic, recs, bal)
 	eventually(t, 20*time.Second, "a and b stable", func() bool { return stableWith(t, obs, group, "a", "b") })
 	produceValues(t, producer, topic, 100, 200)
 	collect(t, recs, seen, 100, 200)
 	checkOwners(t, obs, group, seen, 100, 200)
 
-	c := startCGConsumer(t, tb, "c", group, topic, recs)
+	c := startCGConsumer(t, tb, "c", group, topic, recs, bal)
 	produceValues(t, producer, topic, 200, 250)
 	a.close() // leaves while c joins
 	produceValues(t, producer, topic, 250, 300)
@@ -250,14 +262,14 @@ func TestConsumerGroupProtocolFranzGo(t *testing.T) {
 	tb.restart()
 	producer2 := tb.client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	produceValues(t, producer2, topic, 400, 450)
-	d := startCGConsumer(t, tb, "d", group, topic, recs)
+	d := startCGConsumer(t, tb, "d", group, topic, recs, bal)
 	defer d.close()
 	collect(t, recs, seen, 400, 450)
 	obs2 := tb.client(t)
 	eventually(t, 20*time.Second, "d alone and stable", func() bool { return stableWith(t, obs2, group, "d") })
 	g := describeConsumerGroup(t, obs2, group)
-	if g.AssignorName != "uniform" {
-		t.Fatalf("assignor %q, want uniform", g.AssignorName)
+	if g.AssignorName != assignor {
+		t.Fatalf("assignor %q, want %s", g.AssignorName, assignor)
 	}
 	// Nothing of before the restart came again.
 	select {
