@@ -410,10 +410,35 @@ func indexDefs(defs []*Def) map[string]*Def {
 func ValidateBroker(key, value string) (canonical string, known bool, err error) {
 	d := brokerDefs[key]
 	if d == nil {
+		d = listenerDef(key)
+	}
+	if d == nil {
 		return value, false, nil
 	}
 	v, err := d.Validate(value)
 	return v, true, err
+}
+
+// listenerDef is the definition a listener-prefixed key is validated with:
+// listener.name.<listener>.<key> is <key>'s, listener.name.<listener>.<mechanism>.sasl.jaas.config
+// is sasl.jaas.config's (Kafka's per-listener overrides); nil for other keys.
+func listenerDef(key string) *Def {
+	rest, ok := strings.CutPrefix(key, "listener.name.")
+	if !ok {
+		return nil
+	}
+	_, sub, ok := strings.Cut(rest, ".")
+	if !ok {
+		return nil
+	}
+	if d := brokerDefs[sub]; d != nil && (strings.HasPrefix(sub, "ssl.") || strings.HasPrefix(sub, "sasl.") ||
+		strings.HasPrefix(sub, "connections.max.reauth.ms")) {
+		return d
+	}
+	if _, jaas, ok := strings.Cut(sub, "."); ok && jaas == "sasl.jaas.config" {
+		return brokerDefs["sasl.jaas.config"]
+	}
+	return nil
 }
 
 // BrokerDefault returns Kafka's default for a broker key, if it has one.
