@@ -52,6 +52,8 @@ type brokerRole struct {
 	channel   controller.ControllerChannel
 	tr        transport.Transport
 	lns       map[string]net.Listener
+	sec       *nodeSecurity         // the listeners' TLS, SASL and the authorizer (security.go)
+	secTrs    []transport.Transport // the Std transports of secured listeners
 
 	pubMu  sync.Mutex // serializes deliveries of images to the broker and the lifecycle
 	broker *kafka.Broker
@@ -66,13 +68,13 @@ type brokerRole struct {
 // advertisedEndpoint is what clients are told for listener l bound at bound.
 func advertisedEndpoint(cfg *Config, l Listener, bound *net.TCPAddr) metadata.Endpoint {
 	if a, ok := cfg.Advertised[l.Name]; ok {
-		return metadata.Endpoint{Name: l.Name, Host: a.Host, Port: int32(a.Port), SecurityProtocol: metadata.ProtocolPlaintext}
+		return metadata.Endpoint{Name: l.Name, Host: a.Host, Port: int32(a.Port), SecurityProtocol: protocolID(l.Protocol)}
 	}
 	host := bound.IP.String()
 	if bound.IP.IsUnspecified() {
 		host = hostname()
 	}
-	return metadata.Endpoint{Name: l.Name, Host: host, Port: int32(bound.Port), SecurityProtocol: metadata.ProtocolPlaintext}
+	return metadata.Endpoint{Name: l.Name, Host: host, Port: int32(bound.Port), SecurityProtocol: protocolID(l.Protocol)}
 }
 
 // brokerDeps are what the broker role is built over.
@@ -100,7 +102,11 @@ type brokerDeps struct {
 }
 
 func newBrokerRole(cfg *Config, clusterID string, d brokerDeps, log *slog.Logger) (*brokerRole, error) {
-	r := &brokerRole{cfg: cfg, log: log, eng: d.eng, channel: d.channel, lns: d.lns, ready: make(chan struct{})}
+	sec, serr := newNodeSecurity(cfg, log)
+	if serr != nil {
+		return nil, serr
+	}
+	r := &brokerRole{cfg: cfg, log: log, eng: d.eng, channel: d.channel, lns: d.lns, sec: sec, ready: make(chan struct{})}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	r.follower = controller.NewMetadataFollower(controller.FollowerConfig{Logger: log.With("component", "metadata-follower")})
 	var eps []metadata.Endpoint
@@ -272,8 +278,23 @@ func (r *brokerRole) start(kcfg kafka.Config, d brokerDeps) error {
 		return r.ctx.Err()
 	}
 	for name, ln := range r.lns {
+		tr := r.tr
+		if !r.sec.plain(name) {
+			h, err := r.sec.handler(name, r.broker)
+			if err != nil {
+				return fmt.Errorf("listener %s: %w", name, err)
+			}
+			if t := r.sec.listeners[name].tls; t != nil {
+				if ln, err = t.Listener(ln); err != nil {
+					return fmt.Errorf("listener %s: %w", name, err)
+				}
+				t.Watch()
+			}
+			tr = transport.NewStd(tcfg, h, r.log.With("component", "transport", "listener", name))
+			r.secTrs = append(r.secTrs, tr)
+		}
 		go func() {
-			if err := r.tr.Serve(ln); err != nil && !errors.Is(err, transport.ErrClosed) {
+			if err := tr.Serve(ln); err != nil && !errors.Is(err, transport.ErrClosed) {
 				d.fail(fmt.Errorf("listener %s: %w", name, err))
 			}
 		}()
@@ -352,6 +373,12 @@ func (r *brokerRole) stop(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("draining connections: %w", err))
 		}
 	}
+	for _, tr := range r.secTrs {
+		if err := tr.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("draining connections: %w", err))
+		}
+	}
+	r.sec.close()
 	for _, ln := range r.lns {
 		ln.Close() // those never served (start-up cut short); the others are closed already
 	}

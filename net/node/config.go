@@ -376,9 +376,6 @@ func (c *Config) deriveListeners() error {
 				return errorf("listener %s has no security protocol: add %s:PLAINTEXT to listener.security.protocol.map", l.Name, l.Name)
 			}
 		}
-		if proto != "PLAINTEXT" {
-			return errorf("listener %s uses security protocol %s: only PLAINTEXT is served (SSL and SASL are not supported yet)", l, proto)
-		}
 		l.Protocol = proto
 		if other, dup := ports[l.Port]; dup && l.Port != 0 {
 			return errorf("listeners %s and %s bind the same port %d", other, l.Name, l.Port)

@@ -1,0 +1,205 @@
+package node
+
+import (
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/samsa-broker/samsa/coordinator/acl"
+	"github.com/samsa-broker/samsa/coordinator/metadata"
+	"github.com/samsa-broker/samsa/net/auth"
+	"github.com/samsa-broker/samsa/net/kafka"
+	"github.com/samsa-broker/samsa/net/transport"
+)
+
+// The security of the broker listeners, from Kafka's keys:
+//
+//	listeners, listener.security.protocol.map    each listener's protocol (config.go)
+//	[listener.name.<l>.]ssl.*                    TLS of SSL and SASL_SSL listeners
+//	                                             (transport.SSLConfigFromProps)
+//	[listener.name.<l>.]sasl.enabled.mechanisms  PLAIN, SCRAM-SHA-256, SCRAM-SHA-512
+//	listener.name.<l>.<mech>.sasl.jaas.config    PLAIN: user_<name>="password" options
+//	                                             are the PLAIN users; without them PLAIN
+//	                                             checks passwords against the SCRAM
+//	                                             credentials of the metadata image
+//	connections.max.reauth.ms, connection.failed.authentication.delay.ms,
+//	sasl.server.max.receive.size, ssl.principal.mapping.rules
+//	authorizer.class.name                        Kafka's StandardAuthorizer (or
+//	                                             AclAuthorizer) name: ACLs enforced
+//	super.users, allow.everyone.if.no.acl.found
+//
+// A listener that is PLAINTEXT on a node without an authorizer is served by the
+// broker itself on the node's transport; every other one by a kafka.SecureListener
+// on a Std transport of its own (TLS is served by Std only: transport=reactor with an
+// SSL or SASL_SSL listener is refused at start-up).
+//
+// Not done yet: TLS and SASL between nodes. The controller listener must be PLAINTEXT,
+// and a secured inter-broker listener is refused unless the node is a sole combined
+// node (which has no peers), because net/peer dials plaintext without SASL.
+
+// authorizerNames are the authorizer.class.name values that enable the authorizer.
+var authorizerNames = map[string]bool{
+	"org.apache.kafka.metadata.authorizer.StandardAuthorizer": true,
+	"kafka.security.authorizer.AclAuthorizer":                 true,
+	"samsa": true,
+}
+
+// listenerSecurity is one broker listener's configured security.
+type listenerSecurity struct {
+	l     Listener
+	proto auth.SecurityProtocol
+	tls   *transport.TLS // SSL and SASL_SSL
+	sasl  []string       // mechanisms, SASL protocols
+	plain *auth.StaticPlain
+}
+
+// nodeSecurity is the security of a broker's listeners.
+type nodeSecurity struct {
+	authorizer *acl.Authorizer // nil: none
+	listeners  map[string]*listenerSecurity
+	server     auth.ServerConfig // shared settings; Mechanisms per listener
+}
+
+// lookup is Kafka's per-listener lookup of key over cfg's keys.
+func lookup(cfg *Config, listener string) func(string) (string, bool) {
+	return func(key string) (string, bool) {
+		if v, ok := cfg.Keys["listener.name."+strings.ToLower(listener)+"."+key]; ok {
+			return v, true
+		}
+		v, ok := cfg.Keys[key]
+		return v, ok
+	}
+}
+
+// newNodeSecurity reads the security of cfg's broker listeners; errors are start-up
+// errors (ErrConfig).
+func newNodeSecurity(cfg *Config, log *slog.Logger) (*nodeSecurity, error) {
+	s := &nodeSecurity{listeners: map[string]*listenerSecurity{}}
+	if name := strings.TrimSpace(cfg.Get("authorizer.class.name")); name != "" {
+		if !authorizerNames[name] {
+			return nil, fmt.Errorf("%w: authorizer.class.name %q: only org.apache.kafka.metadata.authorizer.StandardAuthorizer is served", ErrConfig, name)
+		}
+		supers, err := acl.ParseSuperUsers(cfg.Get("super.users"))
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+		}
+		s.authorizer = acl.New(acl.Config{SuperUsers: supers, AllowIfNoACL: cfg.Get("allow.everyone.if.no.acl.found") == "true"})
+	}
+	rules, err := auth.ParseMappingRules(cfg.Get("ssl.principal.mapping.rules"))
+	if err != nil {
+		return nil, fmt.Errorf("%w: ssl.principal.mapping.rules: %v", ErrConfig, err)
+	}
+	ms := func(key string) time.Duration { return time.Duration(cfg.getInt(key)) * time.Millisecond }
+	maxRecv, _ := strconv.Atoi(cfg.Get("sasl.server.max.receive.size"))
+	s.server = auth.ServerConfig{MaxReauth: ms("connections.max.reauth.ms"), FailureDelay: ms("connection.failed.authentication.delay.ms"),
+		MaxReceiveSize: maxRecv, Principals: auth.PrincipalBuilder{Rules: rules}}
+
+	if l, ok := cfg.Listener(firstOr(cfg.ControllerListenerNames)); ok && cfg.Roles.Controller && l.Protocol != "PLAINTEXT" {
+		return nil, fmt.Errorf("%w: controller listener %s is %s: only PLAINTEXT controller listeners are served so far", ErrConfig, l.Name, l.Protocol)
+	}
+	for _, l := range cfg.BrokerListeners() {
+		p, ok := auth.ParseSecurityProtocol(l.Protocol)
+		if !ok {
+			return nil, fmt.Errorf("%w: listener %s: security protocol %q", ErrConfig, l.Name, l.Protocol)
+		}
+		if p != auth.Plaintext && l.Name == cfg.InterBrokerListener && !(cfg.Combined() && cfg.SoleVoter()) {
+			return nil, fmt.Errorf("%w: inter-broker listener %s is %s: TLS and SASL between nodes are not served yet (use a PLAINTEXT inter-broker listener beside the secured client listener)", ErrConfig, l.Name, p)
+		}
+		ls := &listenerSecurity{l: l, proto: p}
+		get := lookup(cfg, l.Name)
+		if p.TLS() {
+			if cfg.Transport == "reactor" {
+				return nil, fmt.Errorf("%w: listener %s is %s but transport=reactor serves plaintext only: set transport=std", ErrConfig, l.Name, p)
+			}
+			sc, err := transport.SSLConfigFromProps(get)
+			if err != nil {
+				return nil, fmt.Errorf("%w: listener %s: %v", ErrConfig, l.Name, err)
+			}
+			if ls.tls, err = transport.NewTLS(sc, log.With("listener", l.Name)); err != nil {
+				return nil, fmt.Errorf("%w: listener %s: %v", ErrConfig, l.Name, err)
+			}
+		}
+		if p.SASL() {
+			mechs, ok := get("sasl.enabled.mechanisms")
+			if !ok {
+				mechs = cfg.Get("sasl.enabled.mechanisms")
+			}
+			for _, m := range strings.Split(mechs, ",") {
+				if m = strings.ToUpper(strings.TrimSpace(m)); m != "" {
+					ls.sasl = append(ls.sasl, m)
+				}
+			}
+			if jaas, ok := cfg.Keys["listener.name."+strings.ToLower(l.Name)+".plain.sasl.jaas.config"]; ok {
+				j, err := auth.ParseJAAS(jaas)
+				if err != nil {
+					return nil, fmt.Errorf("%w: listener %s PLAIN sasl.jaas.config: %v", ErrConfig, l.Name, err)
+				}
+				if len(j.Users()) > 0 {
+					if ls.plain, err = auth.StaticPlainFromJAAS(j); err != nil {
+						return nil, fmt.Errorf("%w: listener %s: %v", ErrConfig, l.Name, err)
+					}
+				}
+			}
+			if _, err := auth.Mechanisms(ls.sasl, nil, nil); err != nil {
+				return nil, fmt.Errorf("%w: listener %s sasl.enabled.mechanisms: %v", ErrConfig, l.Name, err)
+			}
+		}
+		s.listeners[l.Name] = ls
+	}
+	return s, nil
+}
+
+func firstOr(names []string) string {
+	if len(names) == 0 {
+		return ""
+	}
+	return names[0]
+}
+
+// plain reports whether listener name is served by the broker itself (PLAINTEXT, no
+// authorizer).
+func (s *nodeSecurity) plain(name string) bool {
+	ls := s.listeners[name]
+	return s.authorizer == nil && (ls == nil || ls.proto == auth.Plaintext)
+}
+
+// handler builds the SecureListener of listener name over b, SCRAM credentials read
+// from b's image.
+func (s *nodeSecurity) handler(name string, b *kafka.Broker) (*kafka.SecureListener, error) {
+	ls := s.listeners[name]
+	cfg := s.server
+	if ls.proto.SASL() {
+		store := auth.ImageCredentials(func() *metadata.Image { _, im := b.Image(); return im })
+		var plain auth.PlainAuthenticator
+		if ls.plain != nil {
+			plain = ls.plain
+		}
+		mechs, err := auth.Mechanisms(ls.sasl, store, plain)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Mechanisms = mechs
+	}
+	srv, err := auth.NewServer(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return kafka.NewSecureListener(b, kafka.ListenerSecurity{Name: name, Protocol: ls.proto, Auth: srv, Authorizer: s.authorizer})
+}
+
+// protocolID is the metadata.Endpoint id of a listener's protocol name.
+func protocolID(name string) int16 {
+	p, _ := auth.ParseSecurityProtocol(name)
+	return int16(p)
+}
+
+// close stops the TLS stores' watchers.
+func (s *nodeSecurity) close() {
+	for _, ls := range s.listeners {
+		if ls.tls != nil {
+			ls.tls.Close()
+		}
+	}
+}

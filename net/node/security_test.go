@@ -1,0 +1,159 @@
+package node
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"math/big"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+)
+
+// testPEM returns a CA pool and a server certificate and key (PEM) for 127.0.0.1.
+func testPEM(t *testing.T) (*x509.CertPool, string, string) {
+	t.Helper()
+	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA"}, IsCA: true,
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, _ := x509.ParseCertificate(caDER)
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "localhost"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), KeyUsage: x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, _ := x509.MarshalPKCS8PrivateKey(key)
+	pool := x509.NewCertPool()
+	pool.AddCert(ca)
+	return pool, string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})),
+		string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}))
+}
+
+func saslSSLClient(t *testing.T, addr string, pool *x509.CertPool, m sasl.Mechanism, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.SASL(m), kgo.RetryTimeout(5 * time.Second),
+		kgo.DialTLSConfig(&tls.Config{RootCAs: pool, ServerName: "127.0.0.1"})}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+// TestSecuritySASLSSLNode starts a node the way a Kafka operator configures one: a
+// SASL_SSL listener (PLAIN users in the listener's JAAS configuration, SCRAM
+// credentials from the metadata log), Kafka's StandardAuthorizer name and super.users.
+func TestSecuritySASLSSLNode(t *testing.T) {
+	pool, cert, key := testPEM(t)
+	cfg, err := FromKeys(map[string]string{
+		"listeners":                                     "SASL_SSL://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
+		"listener.security.protocol.map":                "SASL_SSL:SASL_SSL,CONTROLLER:PLAINTEXT",
+		"inter.broker.listener.name":                    "SASL_SSL",
+		"sasl.enabled.mechanisms":                       "PLAIN,SCRAM-SHA-512",
+		"listener.name.sasl_ssl.plain.sasl.jaas.config": `org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="admin-secret" user_admin="admin-secret";`,
+		"ssl.keystore.type":                             "PEM",
+		"ssl.keystore.certificate.chain":                cert,
+		"ssl.keystore.key":                              key,
+		"authorizer.class.name":                         "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+		"super.users":                                   "User:admin",
+		"connection.failed.authentication.delay.ms":     "10",
+		"data.dir":                                      t.TempDir(), "admin.listen": "",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nd, err := Start(cfg, Options{Logger: discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if err := nd.Shutdown(ctx); err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := nd.Ready(ctx); err != nil {
+		t.Fatal(err)
+	}
+	addr := nd.Addr()
+	admin := kadm.NewClient(saslSSLClient(t, addr, pool, plain.Auth{User: "admin", Pass: "admin-secret"}.AsMechanism()))
+	if _, err := admin.CreateTopic(ctx, 1, 1, nil, "orders"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := admin.AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{{User: "alice", Mechanism: kadm.ScramSha512, Iterations: 4096, Password: "alice-secret"},
+		{User: "bob", Mechanism: kadm.ScramSha512, Iterations: 4096, Password: "bob-secret"}})
+	if err != nil || res.AllFailed() {
+		t.Fatalf("credentials: %v %+v", err, res)
+	}
+	acls, err := admin.CreateACLs(ctx, kadm.NewACLs().Allow("User:alice").Topics("orders").Operations(kadm.OpWrite).ResourcePatternType(kadm.ACLPatternLiteral))
+	if err != nil || acls[0].Err != nil {
+		t.Fatalf("ACLs: %v %+v", err, acls)
+	}
+	alice := saslSSLClient(t, addr, pool, scram.Auth{User: "alice", Pass: "alice-secret"}.AsSha512Mechanism(), kgo.DisableIdempotentWrite())
+	if err := alice.ProduceSync(ctx, &kgo.Record{Topic: "orders", Value: []byte("1")}).FirstErr(); err != nil {
+		t.Fatalf("alice: %v", err)
+	}
+	bob := saslSSLClient(t, addr, pool, scram.Auth{User: "bob", Pass: "bob-secret"}.AsSha512Mechanism(), kgo.DisableIdempotentWrite())
+	if err := bob.ProduceSync(ctx, &kgo.Record{Topic: "orders", Value: []byte("1")}).FirstErr(); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Fatalf("bob: %v, want TOPIC_AUTHORIZATION_FAILED", err)
+	}
+	wrong := saslSSLClient(t, addr, pool, scram.Auth{User: "alice", Pass: "wrong"}.AsSha512Mechanism())
+	if err := wrong.Ping(ctx); !errors.Is(err, kerr.SaslAuthenticationFailed) {
+		t.Fatalf("wrong password: %v, want SASL_AUTHENTICATION_FAILED", err)
+	}
+}
+
+func TestSecurityRefusedAtStart(t *testing.T) {
+	_, cert, key := testPEM(t)
+	for _, tc := range []struct {
+		name string
+		keys map[string]string
+		want string
+	}{
+		{"TLS on the reactor", map[string]string{"listeners": "SSL://127.0.0.1:0,CONTROLLER://127.0.0.1:0", "transport": "reactor",
+			"listener.security.protocol.map": "SSL:SSL,CONTROLLER:PLAINTEXT", "inter.broker.listener.name": "SSL",
+			"ssl.keystore.certificate.chain": cert, "ssl.keystore.key": key}, "transport=reactor serves plaintext only"},
+		{"an unknown authorizer", map[string]string{"listeners": "PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
+			"authorizer.class.name": "com.example.Authorizer"}, "authorizer.class.name"},
+		{"an SSL listener without a key store", map[string]string{"listeners": "SSL://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
+			"listener.security.protocol.map": "SSL:SSL,CONTROLLER:PLAINTEXT", "inter.broker.listener.name": "SSL"}, "listener SSL"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.keys["data.dir"], tc.keys["admin.listen"] = t.TempDir(), ""
+			cfg, err := FromKeys(tc.keys)
+			if err == nil {
+				var nd *Node
+				if nd, err = Start(cfg, Options{Logger: discard}); err == nil {
+					nd.Shutdown(context.Background())
+				}
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err %v, want one naming %q", err, tc.want)
+			}
+		})
+	}
+}
