@@ -147,3 +147,67 @@ func BenchmarkHeartbeat(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkConsumerJoin measures the consumer protocol's answer to BenchmarkRebalance:
+// a member joins a Stable consumer group of n members subscribed to a topic of 256
+// partitions, and every member heartbeats in turn (each taking its new assignment and
+// giving up revoked partitions at once, as a client whose revocation callback returns
+// at once) until the group is Stable again with every member at the new epoch. Reported:
+// the coordinator's time for those heartbeats (ms/reconcile) and the heartbeat rounds
+// they took (rounds/reconcile; in a real group a round lasts
+// group.consumer.heartbeat.interval.ms, or less: clients heartbeat at once after a
+// revocation). The newcomer then leaves, untimed, so each iteration starts alike.
+func BenchmarkConsumerJoin(b *testing.B) {
+	for _, n := range []int{10, 50, 200} {
+		b.Run(fmt.Sprintf("members=%d", n), func(b *testing.B) {
+			h := newHarness(b, nil)
+			h.setTopics(1, map[string]int32{"t": 256})
+			ms := make([]*cgClient, n)
+			for i := range ms {
+				ms[i] = h.cgClient("g", fmt.Sprintf("member-%04d-0000000000", i), "t")
+			}
+			settle := func(cs []*cgClient) int {
+				for round := 1; ; round++ {
+					for _, c := range cs {
+						if r := c.hb(); r.ErrorCode != 0 {
+							b.Fatalf("heartbeat of %s: %d", c.id, r.ErrorCode)
+						}
+					}
+					d := h.describeConsumer("g")
+					stable := d.State == "Stable"
+					for _, m := range d.Members {
+						stable = stable && m.MemberEpoch == d.Epoch
+					}
+					if stable {
+						return round
+					}
+					if round > 100 {
+						b.Fatalf("no Stable group after %d rounds: %+v", round, d)
+					}
+				}
+			}
+			settle(ms)
+			b.ReportAllocs()
+			b.ResetTimer()
+			var total time.Duration
+			rounds := 0
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				joiner := h.cgClient("g", fmt.Sprintf("joiner-%08d-000000000", i), "t")
+				b.StartTimer()
+				start := time.Now()
+				rounds += settle(append([]*cgClient{joiner}, ms...))
+				total += time.Since(start)
+				b.StopTimer()
+				joiner.leave()
+				settle(ms)
+				h.log.mu.Lock()
+				h.log.parts = map[int32][]byte{} // keep the in-memory log from growing without bound
+				h.log.mu.Unlock()
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(total.Microseconds())/float64(b.N)/1000, "ms/reconcile")
+			b.ReportMetric(float64(rounds)/float64(b.N), "rounds/reconcile")
+		})
+	}
+}
