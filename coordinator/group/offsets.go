@@ -215,6 +215,7 @@ func (g *group) storeOffsetsLocked(fx *effects, req *kmsg.OffsetCommitRequest, r
 func (c *Coordinator) OffsetFetch(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetchResponse {
 	r := kmsg.NewPtrOffsetFetchResponse()
 	r.Version = req.Version
+	defer c.markUnstableOffsets(req, r) // RequireStable (txn_offsets.go)
 	if req.Version >= 8 {
 		r.Groups = make([]kmsg.OffsetFetchResponseGroup, len(req.Groups))
 		for i, rg := range req.Groups {

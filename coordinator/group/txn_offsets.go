@@ -26,9 +26,10 @@ import (
 // ones). A partition's replay (replayLog) holds transactional records back until
 // their marker: committed ones are applied at the marker's place, aborted ones
 // never; those still open at the log's end wait in the ReplicatedLog for their marker
-// (CompleteTxnOffsets). Not done: OffsetFetch's RequireStable (UNSTABLE_OFFSET_COMMIT
-// while offsets are pending) is not answered; a group unknown when a replayed
-// transaction's marker comes (loaded from no other record) gets none of its offsets.
+// (CompleteTxnOffsets). OffsetFetch's RequireStable (v7+) answers
+// UNSTABLE_OFFSET_COMMIT for a partition with offsets pending. Not done: a group
+// unknown when a replayed transaction's marker comes (loaded from no other record)
+// gets none of its offsets.
 
 // TxnLog is a Log that can also append a producer's transactional batch (base
 // sequence -1: checked for its epoch and transaction, not for sequences), with
@@ -426,6 +427,78 @@ func replayedOffsets(recs []Record) map[string]map[topicPartition]*OffsetValue {
 			out[k.Group] = map[topicPartition]*OffsetValue{}
 		}
 		out[k.Group][topicPartition{k.Topic, k.Partition}] = v
+	}
+	return out
+}
+
+// markUnstableOffsets is OffsetFetch's RequireStable (v7+, KIP-447): a partition
+// with transactional offsets of the group waiting for their marker answers
+// UNSTABLE_OFFSET_COMMIT (retriable; offset -1) instead of its last committed offset.
+func (c *Coordinator) markUnstableOffsets(req *kmsg.OffsetFetchRequest, r *kmsg.OffsetFetchResponse) {
+	if req.Version < 7 || !req.RequireStable {
+		return
+	}
+	unstable := c.unstableOffsets()
+	if len(unstable) == 0 {
+		return
+	}
+	mark := func(group, topic string, p int32, code *int16, offset *int64, epoch *int32, md **string) {
+		if unstable[unstableKey{group, topicPartition{topic, p}}] {
+			*code, *offset, *epoch, *md = kerr.UnstableOffsetCommit.Code, -1, -1, nil
+		}
+	}
+	if req.Version >= 8 {
+		for i := range r.Groups {
+			g := &r.Groups[i]
+			for j := range g.Topics {
+				t := &g.Topics[j]
+				for k := range t.Partitions {
+					p := &t.Partitions[k]
+					mark(g.Group, t.Topic, p.Partition, &p.ErrorCode, &p.Offset, &p.LeaderEpoch, &p.Metadata)
+				}
+			}
+		}
+		return
+	}
+	for j := range r.Topics {
+		t := &r.Topics[j]
+		for k := range t.Partitions {
+			p := &t.Partitions[k]
+			mark(req.Group, t.Topic, p.Partition, &p.ErrorCode, &p.Offset, &p.LeaderEpoch, &p.Metadata)
+		}
+	}
+}
+
+type unstableKey struct {
+	group string
+	tp    topicPartition
+}
+
+// unstableOffsets returns the (group, partition)s with transactional offsets waiting
+// for their marker: committed through this coordinator, or left open by a replay.
+func (c *Coordinator) unstableOffsets() map[unstableKey]bool {
+	out := map[unstableKey]bool{}
+	c.txnOffsets.mu.Lock()
+	for _, gs := range c.txnOffsets.m {
+		for g, offs := range gs {
+			for tp := range offs {
+				out[unstableKey{g, tp}] = true
+			}
+		}
+	}
+	c.txnOffsets.mu.Unlock()
+	if rl, ok := c.log.(*ReplicatedLog); ok {
+		rl.replayed.mu.Lock()
+		for _, open := range rl.replayed.m {
+			for _, recs := range open {
+				for g, offs := range replayedOffsets(recs) {
+					for tp := range offs {
+						out[unstableKey{g, tp}] = true
+					}
+				}
+			}
+		}
+		rl.replayed.mu.Unlock()
 	}
 	return out
 }

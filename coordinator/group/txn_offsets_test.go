@@ -3,6 +3,9 @@ package group
 import (
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/samsa-broker/samsa/engine"
 )
 
@@ -95,5 +98,74 @@ func TestReplayHoldsTransactionalOffsets(t *testing.T) {
 	offs := replayedOffsets(st.open[9])
 	if v := offs["g"][topicPartition{"t", 3}]; v == nil || v.Offset != 9 {
 		t.Fatalf("the open transaction's offset: %+v", offs)
+	}
+}
+
+// txnMemLog is memLog taking transactional batches too (their producer is not kept).
+type txnMemLog struct{ *memLog }
+
+func (l txnMemLog) AppendTxn(p int32, _ int64, _ int16, recs []Record, done func(error)) {
+	l.Append(p, recs, done)
+}
+
+// TestTxnOffsetCommitPendingUntilMarker: transactional offsets are served only once
+// their transaction commits; meanwhile RequireStable answers UNSTABLE_OFFSET_COMMIT;
+// an abort drops them.
+func TestTxnOffsetCommitPendingUntilMarker(t *testing.T) {
+	c := New(Config{Clock: newFakeClock(), Logger: quietLogger(), InitialRebalanceDelay: -1}, txnMemLog{newMemLog()})
+	defer c.Close()
+	for p := int32(0); p < c.NumPartitions(); p++ {
+		if err := c.LoadPartition(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	commit := func(pid int64, partition int32, offset int64) {
+		t.Helper()
+		req := kmsg.NewPtrTxnOffsetCommitRequest()
+		req.SetVersion(3)
+		req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch, req.Generation = "tx", "g", pid, 0, -1
+		rt := kmsg.NewTxnOffsetCommitRequestTopic()
+		rt.Topic = "t"
+		rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+		rp.Partition, rp.Offset = partition, offset
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		var resp *kmsg.TxnOffsetCommitResponse
+		c.TxnOffsetCommit(req, func(r *kmsg.TxnOffsetCommitResponse, err error) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp = r
+		})
+		if resp == nil || resp.Topics[0].Partitions[0].ErrorCode != 0 {
+			t.Fatalf("TxnOffsetCommit: %+v", resp)
+		}
+	}
+	fetch := func(partition int32, stable bool) kmsg.OffsetFetchResponseTopicPartition {
+		t.Helper()
+		req := kmsg.NewPtrOffsetFetchRequest()
+		req.SetVersion(7)
+		req.Group, req.RequireStable = "g", stable
+		rt := kmsg.NewOffsetFetchRequestTopic()
+		rt.Topic, rt.Partitions = "t", []int32{partition}
+		req.Topics = append(req.Topics, rt)
+		return c.OffsetFetch(req).Topics[0].Partitions[0]
+	}
+	p := c.PartitionFor("g")
+	commit(7, 0, 5)
+	if got := fetch(0, false); got.Offset != -1 || got.ErrorCode != 0 {
+		t.Fatalf("before the marker: %+v", got)
+	}
+	if got := fetch(0, true); got.ErrorCode != kerr.UnstableOffsetCommit.Code {
+		t.Fatalf("before the marker, RequireStable: %+v", got)
+	}
+	c.CompleteTxnOffsets(p, 7, true)
+	if got := fetch(0, true); got.Offset != 5 || got.ErrorCode != 0 {
+		t.Fatalf("after the commit marker: %+v", got)
+	}
+	commit(8, 1, 6)
+	c.CompleteTxnOffsets(p, 8, false)
+	if got := fetch(1, true); got.Offset != -1 || got.ErrorCode != 0 {
+		t.Fatalf("after the abort marker: %+v", got)
 	}
 }
