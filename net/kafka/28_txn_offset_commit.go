@@ -15,12 +15,13 @@
 // partition not in it), UNKNOWN_TOPIC_OR_PARTITION for partitions of topics the
 // cluster does not have.
 //
+// Until their marker the offsets are pending: OffsetFetch answers the last committed
+// ones, or UNSTABLE_OFFSET_COMMIT with RequireStable (v7+); a coordinator that loads
+// the partition again applies them at their COMMIT marker, never after an ABORT
+// (coordinator/group's txn_offsets.go).
+//
 // Differences from Apache Kafka: no authorization; v5 (KIP-890 part 2, the
-// partition added on the producer's behalf) is not served; offsets pending in a
-// transaction are not reported by OffsetFetch's RequireStable
-// (UNSTABLE_OFFSET_COMMIT), and a coordinator that loads the partition again
-// applies them without waiting for their marker (coordinator/group's
-// txn_offsets.go).
+// partition added on the producer's behalf) is not served.
 
 package kafka
 
