@@ -457,3 +457,86 @@ func TestConsumerGroupConfigKeys(t *testing.T) {
 		t.Fatalf("consumer protocol disabled: %v, want UNSUPPORTED_VERSION", kerr.ErrorForCode(r.ErrorCode))
 	}
 }
+
+// TestConsumerGroupRegexFranzGo: a franz-go consumer on the consumer protocol
+// subscribes with a regular expression, which the broker resolves
+// (SubscribedTopicRegex): a topic created after the member joined, and matching, is
+// assigned to it; a topic that does not match is not.
+func TestConsumerGroupRegexFranzGo(t *testing.T) {
+	tb := startTestBroker(t, testBrokerOptions{Static: map[string]string{
+		"group.consumer.heartbeat.interval.ms": "100",
+	}})
+	adm := tb.admin(t)
+	mustCreate(t, adm, "re-orders", 2, nil)
+	mustCreate(t, adm, "other", 1, nil)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(tb.addr),
+		kgo.ConsumerGroup("cg-regex"), kgo.ConsumeRegex(), kgo.ConsumeTopics("re-.*"), kgo.ServerSideBalancer(),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond),
+		kgo.MetadataMinAge(50*time.Millisecond), kgo.MetadataMaxAge(200*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	producer := tb.client(t)
+	got := make(chan string, 64)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			fs := cl.PollFetches(context.Background())
+			if fs.IsClientClosed() {
+				return
+			}
+			fs.EachRecord(func(r *kgo.Record) { got <- r.Topic + "/" + string(r.Value) })
+		}
+	}()
+	defer func() { cl.Close(); <-done }()
+	want := func(vals ...string) {
+		t.Helper()
+		timeout := time.NewTimer(20 * time.Second)
+		defer timeout.Stop()
+		need := map[string]bool{}
+		for _, v := range vals {
+			need[v] = true
+		}
+		for len(need) > 0 {
+			select {
+			case v := <-got:
+				if !need[v] {
+					t.Fatalf("consumed %s, want only %v", v, vals)
+				}
+				delete(need, v)
+			case <-timeout.C:
+				t.Fatalf("not consumed: %v", need)
+			}
+		}
+	}
+	produce := func(topic, v string) {
+		t.Helper()
+		if err := producer.ProduceSync(testCtx(t), &kgo.Record{Topic: topic, Value: []byte(v)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	produce("re-orders", "1")
+	produce("other", "x")
+	want("re-orders/1")
+	mustCreate(t, adm, "re-payments", 3, nil)
+	produce("re-payments", "2")
+	want("re-payments/2")
+	g := describeConsumerGroup(t, producer, "cg-regex")
+	// franz-go matches anywhere in a name and so sends ".*(?:(?:re-.*)).*" (the broker
+	// matches whole names, as Kafka).
+	if len(g.Members) != 1 || g.Members[0].SubscribedTopicRegex == nil || *g.Members[0].SubscribedTopicRegex != ".*(?:(?:re-.*)).*" {
+		t.Fatalf("described: %+v", g)
+	}
+	n := 0
+	for _, tp := range g.Members[0].Assignment.TopicPartitions {
+		if tp.Topic != "re-orders" && tp.Topic != "re-payments" {
+			t.Fatalf("assigned %s", tp.Topic)
+		}
+		n += len(tp.Partitions)
+	}
+	if n != 5 {
+		t.Fatalf("%d partitions assigned, want 5: %+v", n, g.Members[0].Assignment)
+	}
+}
