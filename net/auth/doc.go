@@ -12,7 +12,9 @@
 //
 // Conformance points that Kafka's CVEs taught, each tested:
 //   - SCRAM: the nonce of the client-final message must equal the nonce of the
-//     server-first message, client part and server part (CVE-2024-56128).
+//     server-first message, client part and server part (CVE-2024-56128); the one
+//     other form accepted is librdkafka's before 2.6.1 (its client nonce, then the
+//     server-first nonce whole: librdkafka#4895), as Kafka 3.8.1 to 3.9 accept it.
 //   - PLAIN and SCRAM: an authorization id different from the authentication id is
 //     refused (CVE-2017-12610 class: a client must not act as someone else).
 //   - Secrets (proofs, stored keys, PLAIN password digests) are compared in constant

@@ -76,6 +76,7 @@ type scramExchange struct {
 	clientBare  string
 	serverFirst string
 	nonce       string
+	cnonce      string
 	cred        metadata.ScramCredential
 	known       bool
 }
@@ -168,6 +169,7 @@ func (e *scramExchange) first(msg []byte) ([]byte, error) {
 		e.known = false
 		e.cred = fakeCredential(e.m.secret[:], user, e.m.mech)
 	}
+	e.cnonce = cnonce
 	e.nonce = cnonce + e.m.nonce()
 	e.serverFirst = "r=" + e.nonce + ",s=" + base64.StdEncoding.EncodeToString(e.cred.Salt) + ",i=" + strconv.Itoa(int(e.cred.Iterations))
 	return []byte(e.serverFirst), nil
@@ -217,8 +219,13 @@ func (e *scramExchange) final(msg []byte) ([]byte, error) {
 		return nil, err
 	}
 	// CVE-2024-56128: the whole nonce, the client's part and the server's, must be the
-	// one of server-first.
-	if subtle.ConstantTimeCompare([]byte(nonce), []byte(e.nonce)) != 1 {
+	// one of server-first. One other form is accepted, exactly: librdkafka before 2.6.1
+	// (kcat, confluent-kafka on Debian 12) sends its own nonce twice, cnonce + the
+	// server-first nonce (librdkafka#4895); Kafka 3.8.1 to 3.9 accept it too. It still
+	// carries this exchange's server nonce whole, after the client's own nonce, so it
+	// cannot be replayed from another exchange; any other prefix or suffix is refused.
+	legacy := subtle.ConstantTimeCompare([]byte(nonce), []byte(e.cnonce+e.nonce)) == 1
+	if subtle.ConstantTimeCompare([]byte(nonce), []byte(e.nonce)) != 1 && !legacy {
 		return nil, failf("Invalid client nonce in the final client message.")
 	}
 	cbData, err := base64.StdEncoding.Strict().DecodeString(cb)
