@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -538,5 +539,61 @@ func TestConsumerGroupRegexFranzGo(t *testing.T) {
 	}
 	if n != 5 {
 		t.Fatalf("%d partitions assigned, want 5: %+v", n, g.Members[0].Assignment)
+	}
+}
+
+// TestConsumerGroupStaticFranzGo: static members (group.instance.id) on the consumer
+// protocol: a static member that stops leaves for now (member epoch -2), and the one
+// that starts again with its instance id takes its place and its partitions back
+// without a new group epoch (no reassignment of the others).
+func TestConsumerGroupStaticFranzGo(t *testing.T) {
+	tb := startTestBroker(t, testBrokerOptions{Static: map[string]string{
+		"group.consumer.heartbeat.interval.ms": "100",
+	}})
+	const group, topic = "cg-static", "cg-static-topic"
+	mustCreate(t, tb.admin(t), topic, 6, nil)
+	obs := tb.client(t)
+	recs := make(chan cgRecord, 1024)
+	defer close(recs) // after the consumers stopped (deferred later, run earlier)
+	go func() { // the records are not checked here
+		for range recs {
+		}
+	}()
+	byInstance := func() (map[string][]int32, int32) {
+		g := describeConsumerGroup(t, obs, group)
+		out := map[string][]int32{}
+		for _, m := range g.Members {
+			if m.InstanceID == nil {
+				t.Fatalf("member %s without its instance id", m.MemberID)
+			}
+			for _, tp := range m.Assignment.TopicPartitions {
+				out[*m.InstanceID] = append(out[*m.InstanceID], tp.Partitions...)
+			}
+		}
+		return out, g.Epoch
+	}
+	a := startCGConsumer(t, tb, "sa", group, topic, recs, kgo.InstanceID("inst-a"))
+	b := startCGConsumer(t, tb, "sb", group, topic, recs, kgo.InstanceID("inst-b"))
+	defer b.close()
+	eventually(t, 20*time.Second, "a and b stable", func() bool { return stableWith(t, obs, group, "sa", "sb") })
+	before, epoch := byInstance()
+	a.close()
+	a2 := startCGConsumer(t, tb, "sa", group, topic, recs, kgo.InstanceID("inst-a"))
+	defer a2.close()
+	eventually(t, 20*time.Second, "a's instance back and stable", func() bool {
+		if !stableWith(t, obs, group, "sa", "sb") {
+			return false
+		}
+		d := describeConsumerGroup(t, obs, group)
+		for _, m := range d.Members {
+			if m.MemberEpoch < 0 {
+				return false
+			}
+		}
+		return true
+	})
+	after, epoch2 := byInstance()
+	if epoch2 != epoch || !slices.Equal(after["inst-a"], before["inst-a"]) || !slices.Equal(after["inst-b"], before["inst-b"]) {
+		t.Fatalf("before: epoch %d %v; after the static member came back: epoch %d %v", epoch, before, epoch2, after)
 	}
 }
