@@ -92,7 +92,7 @@ func run(broker, caFile, user, pass, topic string, scrams, acls []string) error 
 		if err != nil {
 			return err
 		}
-		b := kadm.NewACLs().Allow(f[0]+":"+f[1]).Operations(op).ResourcePatternType(kadm.ACLPatternLiteral)
+		b := kadm.NewACLs().Allow(f[0] + ":" + f[1]).Operations(op).ResourcePatternType(kadm.ACLPatternLiteral)
 		switch f[2] {
 		case "topic":
 			b = b.Topics(f[3])
