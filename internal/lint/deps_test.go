@@ -61,6 +61,8 @@ var allowed = map[string][]string{
 	"bench/...":       {"bench/..."},
 	"tools/chaos":     {},
 	"tools/chaos/...": {"tools/chaos/..."},
+	// tests/sasl_ssl.sh's admin client.
+	"tests/sasl_admin": {},
 	// dump-log reads segment files the way the engine writes them; it uses the engine's
 	// exported inspection code rather than a second parser.
 	"tools/dumplog": {"engine/..."},
