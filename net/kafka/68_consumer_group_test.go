@@ -554,8 +554,10 @@ func TestConsumerGroupStaticFranzGo(t *testing.T) {
 	mustCreate(t, tb.admin(t), topic, 6, nil)
 	obs := tb.client(t)
 	recs := make(chan cgRecord, 1024)
-	defer close(recs) // after the consumers stopped (deferred later, run earlier)
-	go func() { // the records are not checked here
+	// Closed after the consumers stopped (deferred later, run earlier); the records are
+	// not checked here.
+	defer close(recs)
+	go func() {
 		for range recs {
 		}
 	}()
