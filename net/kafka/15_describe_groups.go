@@ -5,7 +5,7 @@
 // GROUP_ID_NOT_FOUND). A consumer group (KIP-848) is described by
 // ConsumerGroupDescribe: here it is Dead, from v6 with GROUP_ID_NOT_FOUND and "Group
 // <id> is not a classic group.", as Kafka 4 answers. Authorized operations (v3+)
-// report READ, DESCRIBE and DELETE: there is no authorizer.
+// report READ, DESCRIBE and DELETE, not computed from the ACLs.
 
 package kafka
 

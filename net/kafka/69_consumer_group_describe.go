@@ -4,8 +4,9 @@
 // assignment epochs, server assignor, and members: epochs, client, subscribed names
 // and regex, current assignment (what the member owns, not what it still withdraws)
 // and target assignment. A group that does not exist, or is not a consumer group,
-// answers GROUP_ID_NOT_FOUND, as Kafka. Authorized operations report READ, DESCRIBE
-// and DELETE: there is no authorizer.
+// answers GROUP_ID_NOT_FOUND, as Kafka. With ACLs, a group the principal may not
+// describe answers GROUP_AUTHORIZATION_FAILED (authz_rules_more.go); authorized
+// operations, when asked, report READ, DESCRIBE and DELETE, not computed from the ACLs.
 //
 // Served only when group.coordinator.rebalance.protocols holds "consumer".
 
