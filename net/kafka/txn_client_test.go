@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -330,4 +331,138 @@ func TestTxnGroupTransactSession(t *testing.T) {
 		}
 		return true
 	})
+}
+
+// TestTxnGroupTransactSessionRebalance: two consume-transform-produce members of one
+// group, the second joining while the first is copying (a rebalance moves partitions
+// with their transactional offsets): every input record appears exactly once in the
+// output read with read_committed.
+func TestTxnGroupTransactSessionRebalance(t *testing.T) {
+	tb := txnTestBroker(t)
+	adm := tb.admin(t)
+	mustCreate(t, adm, "reb-in", 4, nil)
+	mustCreate(t, adm, "reb-out", 4, nil)
+	ctx := testCtx(t)
+	const n = 400
+	in := tb.client(t, kgo.DefaultProduceTopic("reb-in"), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	var recs []*kgo.Record
+	for _, v := range seq("in", 0, n) {
+		recs = append(recs, kgo.StringRecord(v))
+	}
+	if err := in.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+
+	loopCtx, cancel := context.WithTimeout(ctx, 40*time.Second)
+	defer cancel()
+	pollCtx, stop := context.WithCancel(loopCtx) // cancelled once everything is copied
+	defer stop()
+	var mu sync.Mutex
+	copied, byMember := 0, map[string]int{}
+	// The first member commits once, then waits (outside a transaction) until the
+	// second, joining meanwhile, has taken partitions and committed, so that the
+	// rebalance falls in the middle of the copy; then both go on.
+	aCommitted, bCommitted := make(chan struct{}), make(chan struct{})
+	// copyLoop runs one member until everything is copied; its session is closed when
+	// it returns.
+	copyLoop := func(id string, committed chan struct{}, waitFor chan struct{}) error {
+		first := true
+		defer func() {
+			if first {
+				close(committed) // never committed: do not keep the other waiting
+			}
+		}()
+		sess, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(tb.addr), kgo.TransactionalID(id),
+			kgo.ConsumerGroup("reb"), kgo.ConsumeTopics("reb-in"), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DefaultProduceTopic("reb-out"),
+			kgo.RequireStableFetchOffsets(), kgo.FetchMaxWait(100*time.Millisecond), kgo.FetchMaxPartitionBytes(2000))
+		if err != nil {
+			return err
+		}
+		defer sess.Close()
+		for {
+			mu.Lock()
+			all := copied >= n
+			mu.Unlock()
+			if all {
+				return nil
+			}
+			fs := sess.PollRecords(pollCtx, 25) // many transactions, not one
+			if pollCtx.Err() != nil {
+				mu.Lock()
+				have := copied
+				mu.Unlock()
+				if have < n {
+					return fmt.Errorf("%s: %d of %d copied when the time ran out", id, have, n)
+				}
+				return nil
+			}
+			recs := fs.Records()
+			if len(recs) == 0 {
+				continue
+			}
+			if err := sess.Begin(); err != nil {
+				return err
+			}
+			for _, r := range recs {
+				sess.Produce(loopCtx, kgo.StringRecord(strings.Replace(string(r.Value), "in", "out", 1)), nil)
+			}
+			ok, err := sess.End(loopCtx, kgo.TryCommit)
+			if err != nil {
+				return fmt.Errorf("%s: ending a transaction: %w", id, err)
+			}
+			if ok {
+				mu.Lock()
+				copied += len(recs)
+				byMember[id] += len(recs)
+				if copied >= n {
+					stop()
+				}
+				mu.Unlock()
+				if first {
+					first = false
+					close(committed)
+					if waitFor != nil {
+						select {
+						case <-waitFor:
+						case <-loopCtx.Done():
+						}
+					}
+				}
+			}
+		}
+	}
+	member := func(id string, committed chan struct{}, waitFor chan struct{}, done chan<- error) {
+		done <- copyLoop(id, committed, waitFor)
+	}
+	errs := make(chan error, 2)
+	go member("reb-a", aCommitted, bCommitted, errs)
+	select {
+	case <-aCommitted:
+	case err := <-errs:
+		t.Fatal(err)
+	}
+	go member("reb-b", bCommitted, nil, errs)
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if byMember["reb-a"] == 0 || byMember["reb-b"] == 0 {
+		t.Fatalf("copied per member: %v; want both to have copied", byMember)
+	}
+
+	got := consumeUntil(t, tb, "reb-out", kgo.ReadCommitted(), func(got []string) bool { return len(got) >= n })
+	seen := map[string]int{}
+	for _, v := range got {
+		seen[v]++
+	}
+	for _, v := range seq("out", 0, n) {
+		if seen[v] != 1 {
+			t.Errorf("%s appears %d times in the output", v, seen[v])
+		}
+	}
+	if len(got) != n {
+		t.Fatalf("%d output records for %d input records", len(got), n)
+	}
 }
