@@ -341,7 +341,8 @@ func TestClusterBenchFullSync(t *testing.T) {
 			return 0
 		}
 		early++
-		t.Logf("sync %d: FAULT: node 3 joined the ISR holding %d bytes of segments, the leader %d", i, got, leaderBytes)
+		t.Logf("sync %d: FAULT: node 3 joined the ISR holding %d bytes of segments, the leader %d; the leader's log (end, without raft's lines):\n%s",
+			i, got, leaderBytes, c.logTail(1, 30, "component=raft"))
 		return eventually(t, 10*time.Minute, "node 3's copy complete", func() error {
 			if got := logBytes(partDir); got != leaderBytes {
 				return fmt.Errorf("%d of %d bytes", got, leaderBytes)
