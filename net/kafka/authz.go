@@ -31,11 +31,12 @@ import (
 //     items the principal may not see (Metadata of all topics, ListGroups, ...) are
 //     removed (Kafka's filtering of unauthorised topics).
 //
-// An API of the broker's table that has a row but no rule here is allowed to super
-// users only; other principals have the connection closed (fail closed), which is
-// logged. Not done yet: KIP-430's authorized-operations fields are left as the
-// handlers fill them (not computed from the ACLs); CreateTopics does not yet hide the
-// configs of a created topic the principal may not DescribeConfigs.
+// The rules are in authz_rules.go and authz_rules_more.go; rows that name only the
+// cluster are decided by clusterRow. An API of the broker's table with a row but no
+// rule is allowed to super users only; other principals have the connection closed
+// (fail closed), which is logged. Not done yet: KIP-430's authorized-operations fields
+// are left as the handlers fill them (not computed from the ACLs); CreateTopics does
+// not yet hide the configs of a created topic the principal may not DescribeConfigs.
 
 // authzCheck is the rule of one API: it reports whether the handler runs (r possibly
 // split and amended) or the request was answered here.
