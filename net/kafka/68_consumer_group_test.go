@@ -599,3 +599,50 @@ func TestConsumerGroupStaticFranzGo(t *testing.T) {
 		t.Fatalf("before: epoch %d %v; after the static member came back: epoch %d %v", epoch, before, epoch2, after)
 	}
 }
+
+// TestConsumerGroupMemberDies: a member that stops heartbeating (a crashed consumer,
+// driven here with raw requests) is fenced after group.consumer.session.timeout.ms and
+// its partitions go to the franz-go consumer that stays, which then consumes them.
+func TestConsumerGroupMemberDies(t *testing.T) {
+	tb := startTestBroker(t, testBrokerOptions{Static: map[string]string{
+		"group.consumer.heartbeat.interval.ms": "100",
+		"group.consumer.session.timeout.ms":    "1000",
+	}})
+	const group, topic = "cg-dies", "cg-dies-topic"
+	mustCreate(t, tb.admin(t), topic, 6, nil)
+	obs := tb.client(t)
+	join := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	join.Version = 1
+	join.Group, join.MemberID, join.MemberEpoch = group, "doomed-member-000000000", 0
+	join.RebalanceTimeoutMillis = 30000
+	join.SubscribedTopicNames = []string{topic}
+	join.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	var r *kmsg.ConsumerGroupHeartbeatResponse
+	eventually(t, 10*time.Second, "the doomed member's join", func() bool {
+		var err error
+		r, err = join.RequestWith(testCtx(t), obs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.ErrorCode != kerr.CoordinatorLoadInProgress.Code && r.ErrorCode != kerr.NotCoordinator.Code
+	})
+	if r.ErrorCode != 0 || r.Assignment == nil || len(r.Assignment.Topics[0].Partitions) != 6 {
+		t.Fatalf("join: %+v", r)
+	}
+	// It never heartbeats again. A franz-go consumer joins and, once the doomed member
+	// is fenced, owns everything and reads every partition.
+	recs := make(chan cgRecord, 1024)
+	producer := tb.client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	produceValues(t, producer, topic, 0, 60)
+	s := startCGConsumer(t, tb, "survivor", group, topic, recs)
+	defer s.close()
+	seen := map[string]string{}
+	collect(t, recs, seen, 0, 60)
+	eventually(t, 20*time.Second, "the survivor alone and stable", func() bool { return stableWith(t, obs, group, "survivor") })
+	hb := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	hb.Version = 1
+	hb.Group, hb.MemberID, hb.MemberEpoch, hb.RebalanceTimeoutMillis = group, join.MemberID, r.MemberEpoch, -1
+	if r2, err := hb.RequestWith(testCtx(t), obs); err != nil || r2.ErrorCode != kerr.UnknownMemberID.Code {
+		t.Fatalf("the fenced member's heartbeat: %v %+v, want UNKNOWN_MEMBER_ID", err, r2)
+	}
+}
