@@ -325,6 +325,24 @@ func TestSecurityRefusesBeforeAuthenticationAndGarbage(t *testing.T) {
 		t.Fatalf("GSSAPI: %v %v", kerr.ErrorForCode(r.ErrorCode), r.SupportedMechanisms)
 	}
 
+	// A version-0 handshake: the PLAIN token as a raw frame, answered by an empty raw
+	// frame; then requests are served.
+	rc = tlsRaw(t, addr, ca)
+	hs0 = kmsg.NewPtrSASLHandshakeRequest()
+	hs0.Mechanism = "PLAIN"
+	if r := rc.recv(hs0, rc.send(hs0)).(*kmsg.SASLHandshakeResponse); r.ErrorCode != 0 {
+		t.Fatal(kerr.ErrorForCode(r.ErrorCode))
+	}
+	tok := []byte("\x00alice\x00alice-secret")
+	rc.write(append([]byte{0, 0, 0, byte(len(tok))}, tok...))
+	if b, err := rc.readFrame(); err != nil || len(b) != 0 {
+		t.Fatalf("raw PLAIN token answered %q, %v", b, err)
+	}
+	md.SetVersion(9)
+	if r := rc.recv(md, rc.send(md)).(*kmsg.MetadataResponse); len(r.Brokers) != 1 {
+		t.Fatalf("metadata after a v0 authentication: %+v", r)
+	}
+
 	// The broker still serves an authenticated client.
 	cl := tb.secureClient(t, addr, ca, scram.Auth{User: "alice", Pass: "alice-secret"}.AsSha512Mechanism())
 	if err := cl.Ping(context.Background()); err != nil {
