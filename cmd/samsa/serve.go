@@ -39,7 +39,7 @@ The cluster's keys (Kafka's KRaft names):
   advertised.listeners           what clients and followers are told
   controller.listener.names      e.g. CONTROLLER
   inter.broker.listener.name     default PLAINTEXT
-  listener.security.protocol.map NAME:PROTOCOL,... (only PLAINTEXT is served)
+  listener.security.protocol.map NAME:PROTOCOL,... (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL: docs/SECURITY.md)
   log.dirs, metadata.log.dir     partition logs; the metadata (default <data.dir>/meta)
   broker.heartbeat.interval.ms, broker.session.timeout.ms, broker.rack
   sync                           fsync, replicated, interval, none
