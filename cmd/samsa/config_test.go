@@ -89,7 +89,7 @@ func TestConfigRejectsBadValues(t *testing.T) {
 		{file: "auto.create.topics.enable=yes\n", want: "auto.create.topics.enable"},
 		{args: []string{"--listen", "nonsense"}, want: "listeners"},
 		{args: []string{"--set", "log.retention.ms"}, want: "key=value"},
-		{file: "listeners=SSL://127.0.0.1:9093\n", want: "PLAINTEXT"},
+		{file: "listener.security.protocol.map=PLAINTEXT:TLS\n", want: "unknown security protocol TLS"},
 	} {
 		args := tc.args
 		if tc.file != "" {
