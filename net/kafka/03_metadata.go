@@ -84,7 +84,7 @@ func (b *Broker) metadataResponse(r *Request, req *kmsg.MetadataRequest, all boo
 		if bi.Fenced {
 			continue
 		}
-		host, port := b.endpoint(bi)
+		host, port := b.endpointFor(r, bi)
 		resp.Brokers = append(resp.Brokers, kmsg.MetadataResponseBroker{NodeID: bi.ID, Host: host, Port: port, Rack: bi.Rack})
 	}
 	resp.ControllerID = b.advertisedController(im)

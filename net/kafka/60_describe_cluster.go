@@ -43,7 +43,7 @@ func handleDescribeCluster(b *Broker, r *Request) {
 		if bi.Fenced && !(r.Header.Version >= 2 && req.IncludeFencedBrokers) {
 			continue
 		}
-		host, port := b.endpoint(bi)
+		host, port := b.endpointFor(r, bi)
 		resp.Brokers = append(resp.Brokers, kmsg.DescribeClusterResponseBroker{NodeID: bi.ID, Host: host, Port: port, Rack: bi.Rack, IsFenced: bi.Fenced})
 	}
 	r.Respond(resp)

@@ -8,7 +8,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/samsa-broker/samsa/coordinator/acl"
+	"github.com/samsa-broker/samsa/coordinator/metadata"
 	"github.com/samsa-broker/samsa/net/auth"
 	"github.com/samsa-broker/samsa/net/transport"
 )
@@ -146,7 +149,34 @@ func (l *SecureListener) Serve(tr transport.Request) {
 	if !l.b.authorize(r) {
 		return
 	}
+	if h.Key == findCoordinatorKey {
+		l.advertiseListener(r)
+	}
 	api.Handle(l.b, r)
+}
+
+const findCoordinatorKey = 10
+
+// advertiseListener makes FindCoordinator's answer name the coordinators' endpoints
+// of this listener (Metadata and DescribeCluster call endpointFor themselves).
+func (l *SecureListener) advertiseListener(r *Request) {
+	prev := r.amend
+	r.amend = func(resp kmsg.Response) {
+		if prev != nil {
+			prev(resp)
+		}
+		_, im := l.b.Image()
+		fc := resp.(*kmsg.FindCoordinatorResponse)
+		if bi, ok := im.Broker(fc.NodeID); ok && fc.ErrorCode == 0 {
+			fc.Host, fc.Port = l.b.endpointFor(r, bi)
+		}
+		for i := range fc.Coordinators {
+			c := &fc.Coordinators[i]
+			if bi, ok := im.Broker(c.NodeID); ok && c.ErrorCode == 0 {
+				c.Host, c.Port = l.b.endpointFor(r, bi)
+			}
+		}
+	}
 }
 
 // rawToken answers a raw SASL token (after a version-0 SaslHandshake) with a raw frame.
@@ -189,4 +219,16 @@ func failureReason(err error) string {
 		return f.Reason
 	}
 	return fmt.Sprint(err)
+}
+
+// endpointFor is the address a client of r's listener is told for broker bi: bi's
+// endpoint of that listener (Kafka advertises the listener a request arrived on), else
+// the broker's configured one (endpoint).
+func (b *Broker) endpointFor(r *Request, bi metadata.BrokerImage) (string, int32) {
+	if r.sec != nil && r.sec.l.sec.Name != "" {
+		if e, ok := bi.Endpoint(r.sec.l.sec.Name); ok {
+			return e.Host, e.Port
+		}
+	}
+	return b.endpoint(bi)
 }
