@@ -12,6 +12,7 @@ import (
 	"errors"
 	"math/big"
 	"net"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -156,4 +157,69 @@ func TestSecurityRefusedAtStart(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSecurityTwoListeners: a PLAINTEXT inter-broker listener and a SASL_SSL one for
+// clients; a client of the SASL_SSL listener is advertised that listener's endpoint
+// (Metadata, FindCoordinator), so a consumer group works over it end to end.
+func TestSecurityTwoListeners(t *testing.T) {
+	pool, cert, key := testPEM(t)
+	cfg, err := FromKeys(map[string]string{
+		"listeners":                                             "INTERNAL://127.0.0.1:0,EXTERNAL://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
+		"listener.security.protocol.map":                        "INTERNAL:PLAINTEXT,EXTERNAL:SASL_SSL,CONTROLLER:PLAINTEXT",
+		"inter.broker.listener.name":                            "INTERNAL",
+		"sasl.enabled.mechanisms":                               "PLAIN",
+		"listener.name.external.plain.sasl.jaas.config":         `org.apache.kafka.common.security.plain.PlainLoginModule required user_app="app-secret";`,
+		"listener.name.external.ssl.keystore.certificate.chain": cert,
+		"listener.name.external.ssl.keystore.key":               key,
+		"group.initial.rebalance.delay.ms":                      "0", "offsets.topic.num.partitions": "1",
+		"data.dir": t.TempDir(), "admin.listen": "",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nd, err := Start(cfg, Options{Logger: discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if err := nd.Shutdown(ctx); err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := nd.Ready(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ext := nd.ListenerAddr("EXTERNAL")
+	app := plain.Auth{User: "app", Pass: "app-secret"}.AsMechanism()
+	prod := saslSSLClient(t, ext, pool, app, kgo.DefaultProduceTopic("t"), kgo.AllowAutoTopicCreation())
+	if err := prod.ProduceSync(ctx, &kgo.Record{Value: []byte("v")}).FirstErr(); err != nil {
+		t.Fatalf("produce over EXTERNAL: %v", err)
+	}
+	md, err := kadm.NewClient(prod).BrokerMetadata(ctx)
+	if err != nil || len(md.Brokers) != 1 || md.Brokers[0].Port != int32(mustPort(t, ext)) {
+		t.Fatalf("brokers advertised over EXTERNAL: %v %+v (listener %s)", err, md.Brokers, ext)
+	}
+	cons := saslSSLClient(t, ext, pool, app, kgo.ConsumerGroup("g"), kgo.ConsumeTopics("t"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	fs := cons.PollFetches(ctx)
+	if err := fs.Err(); err != nil || fs.NumRecords() != 1 {
+		t.Fatalf("group consume over EXTERNAL: %v, %d records", err, fs.NumRecords())
+	}
+}
+
+func mustPort(t *testing.T, addr string) int {
+	t.Helper()
+	_, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := strconv.Atoi(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
