@@ -3,8 +3,9 @@
 // Committed offsets, leader epochs (v5+) and metadata from the coordinator's memory;
 // partitions without a commit answer offset -1. A null topic list (v2+) returns every
 // committed offset of the group; v8+ fetches a batch of groups (KIP-709). Offsets of a
-// commit are visible only once it is durable, so RequireStable (v7+) needs no wait:
-// there are no transactional offset commits yet. v9+ members of a consumer group
+// commit are visible only once it is durable; with RequireStable (v7+) a partition
+// whose transactional offsets wait for their marker answers UNSTABLE_OFFSET_COMMIT,
+// as Kafka (TxnOffsetCommit, see coordinator/group). v9+ members of a consumer group
 // (KIP-848) fetch with their member id and epoch: another epoch is
 // STALE_MEMBER_EPOCH, an unknown member UNKNOWN_MEMBER_ID, as Kafka 4.
 //
