@@ -19,7 +19,9 @@ import (
 // partitions reach their last stable offset. Then a consume-transform-produce loop
 // (GroupTransactSession) copies the topic exactly once, its offsets committed in its
 // transactions (TxnOffsetCommit, verified with the transaction coordinator of
-// another broker when it is not the group's).
+// another broker when it is not the group's). Last, the transaction coordinator is
+// SIGKILLed with a transaction open: a new producer of the id, served by the new
+// coordinator, fences and aborts it and commits its own.
 func TestProcTxnAcrossBrokers(t *testing.T) {
 	c := startProcCluster(t, specWith(combined(3), map[string]string{
 		"transaction.state.log.num.partitions": "3",
@@ -189,4 +191,56 @@ func TestProcTxnAcrossBrokers(t *testing.T) {
 	if !slices.Equal(copies, want) {
 		t.Fatalf("copies for read_committed: %v, want each committed record once: %v", copies, want)
 	}
+
+	// SIGKILL of the transaction coordinator while a transaction is open: the new
+	// leader of the id's __transaction_state partition loads its state, a new producer
+	// of the id fences the open transaction (aborted) and commits its own.
+	opener := client(t, c.Bootstrap(), kgo.TransactionalID("xtxn-failover"), kgo.DefaultProduceTopic(topic),
+		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	if err := opener.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range parts {
+		if err := opener.ProduceSync(ctx, kgo.StringRecord(fmt.Sprintf("open-%d", i))).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, err = adm.DescribeTransactions(ctx, "xtxn-failover")
+	if err != nil {
+		t.Fatal(err)
+	}
+	victim := d["xtxn-failover"].Coordinator
+	c.Kill(victim)
+	survivors := strings.Join(c.brokerAddrs(victim), ",")
+	young := client(t, survivors, kgo.TransactionalID("xtxn-failover"), kgo.DefaultProduceTopic(topic),
+		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	if err := young.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range parts {
+		if err := young.ProduceSync(ctx, kgo.StringRecord(fmt.Sprintf("after-%d", i))).FirstErr(); err != nil {
+			t.Fatalf("produce after the coordinator's SIGKILL: %v", err)
+		}
+	}
+	if err := young.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatalf("commit after the coordinator's SIGKILL: %v", err)
+	}
+	after := client(t, survivors, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.FetchMaxWait(200*time.Millisecond))
+	failCtx, failCancel := context.WithTimeout(ctx, 20*time.Second)
+	defer failCancel()
+	var final []string
+	for len(final) < 6*parts {
+		fs := after.PollFetches(failCtx)
+		if failCtx.Err() != nil {
+			t.Fatalf("read_committed after the failover: %d of %d: %v", len(final), 6*parts, final)
+		}
+		fs.EachRecord(func(r *kgo.Record) { final = append(final, string(r.Value)) })
+	}
+	for _, v := range final {
+		if strings.HasPrefix(v, "open-") || strings.HasPrefix(v, "aborted-") {
+			t.Fatalf("read_committed after the failover saw %s", v)
+		}
+	}
+	t.Logf("coordinator %d killed; %d committed records read after the failover", victim, len(final))
 }
