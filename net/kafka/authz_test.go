@@ -78,6 +78,13 @@ func newTestCA(t testing.TB) testCA {
 // when p is SSL or SASL_SSL, with authorizer az; it returns the listener's address.
 func (tb *testBroker) secureListener(t testing.TB, p auth.SecurityProtocol, ca testCA, az *acl.Authorizer) string {
 	t.Helper()
+	_, addr := tb.secureListenerL(t, p, ca, az)
+	return addr
+}
+
+// secureListenerL is secureListener that also returns the listener.
+func (tb *testBroker) secureListenerL(t testing.TB, p auth.SecurityProtocol, ca testCA, az *acl.Authorizer) (*SecureListener, string) {
+	t.Helper()
 	store := auth.ImageCredentials(func() *metadata.Image { _, im := tb.b.Image(); return im })
 	mechs, err := auth.Mechanisms([]string{auth.MechPlain, auth.MechScramSHA256, auth.MechScramSHA512}, store, nil)
 	if err != nil {
@@ -118,7 +125,7 @@ func (tb *testBroker) secureListener(t testing.TB, p auth.SecurityProtocol, ca t
 		tr.Shutdown(ctx)
 		<-done
 	})
-	return ln.Addr().String()
+	return l, ln.Addr().String()
 }
 
 // secureClient is a franz-go client of tb's secure listener addr over TLS (ca) with

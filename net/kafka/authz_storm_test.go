@@ -1,0 +1,127 @@
+package kafka
+
+import (
+	"context"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/samsa-broker/samsa/coordinator/acl"
+	"github.com/samsa-broker/samsa/net/auth"
+)
+
+// TestSecurityFailedAuthenticationStorm: 200 connections fail PLAIN authentication (8
+// at a time) while an authenticated SCRAM client keeps being served; afterwards the
+// listener holds no state for the failed connections. The 10,000-attempt
+// campaign is not run here (it would take the package's time budget).
+func TestSecurityFailedAuthenticationStorm(t *testing.T) {
+	tb := startTestBroker(t)
+	tb.setScram(t, "alice", "alice-secret")
+	l, addr := tb.secureListenerL(t, auth.SASLPlaintext, testCA{}, acl.New(acl.Config{SuperUsers: []string{"User:alice"}}))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.SASL(scram.Auth{User: "alice", Pass: "alice-secret"}.AsSha512Mechanism()),
+		kgo.Dialer(func(ctx context.Context, network, host string) (net.Conn, error) {
+			if host == tb.addr {
+				host = addr
+			}
+			var d net.Dialer
+			return d.DialContext(ctx, network, host)
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx := context.Background()
+	if err := cl.Ping(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	const attempts, parallel = 200, 8
+	var wg sync.WaitGroup
+	work := make(chan int)
+	failures := make(chan string, attempts)
+	for range parallel {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range work {
+				c, err := net.Dial("tcp", addr)
+				if err != nil {
+					failures <- err.Error()
+					continue
+				}
+				c.SetDeadline(time.Now().Add(10 * time.Second))
+				rc := &rawConn{t: t, c: c}
+				hs := kmsg.NewPtrSASLHandshakeRequest()
+				hs.SetVersion(1)
+				hs.Mechanism = "PLAIN"
+				rc.send(hs)
+				if b, err := rc.readFrame(); err != nil || len(b) == 0 {
+					failures <- "handshake unanswered"
+					c.Close()
+					continue
+				}
+				sa := kmsg.NewPtrSASLAuthenticateRequest()
+				sa.SetVersion(1)
+				sa.SASLAuthBytes = []byte("\x00alice\x00wrong")
+				rc.send(sa)
+				b, err := rc.readFrame()
+				resp := kmsg.NewPtrSASLAuthenticateResponse()
+				resp.SetVersion(1)
+				if err != nil || len(b) < 4 || resp.ReadFrom(b[4:]) != nil || resp.ErrorCode != kerr.SaslAuthenticationFailed.Code {
+					failures <- "no SASL_AUTHENTICATION_FAILED"
+				}
+				c.Close()
+			}
+		}()
+	}
+	done, stopPing := make(chan struct{}), make(chan struct{})
+	var served int
+	go func() {
+		defer close(done)
+		for {
+			if err := cl.Ping(ctx); err != nil {
+				failures <- "authenticated client: " + err.Error()
+				return
+			}
+			served++
+			select {
+			case <-time.After(5 * time.Millisecond):
+			case <-stopPing:
+				return
+			}
+		}
+	}()
+	for i := range attempts {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	close(stopPing)
+	<-done
+	close(failures)
+	for f := range failures {
+		t.Fatal(f)
+	}
+	if served == 0 {
+		t.Fatal("the authenticated client was not served during the storm")
+	}
+	// Every failed connection's state goes when it closes (the client closed each).
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		n := 0
+		l.conns.Range(func(any, any) bool { n++; return true })
+		if n <= 2 { // the authenticated client's connections
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d connections' security state kept after the storm", n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
