@@ -93,7 +93,11 @@
 //  3. A follower's fetch offset counts only if its fetch was made in this leader epoch,
 //     carried no diverging epoch, lay within [log start, log end], and came from the
 //     broker's newest incarnation seen (KIP-903: an older broker epoch is refused).
-//     Follower states are reset on every new leadership.
+//     It is recorded once, when the fetch arrives (FollowerFetch): a long poll
+//     completing from the purgatory is answered with FollowerReread, which records
+//     nothing, as its offset may predate the replica's removal and re-addition by a
+//     reassignment within this leader epoch. Follower states are reset on every new
+//     leadership, and a replica's when it leaves the replicas.
 //  4. An acks=all produce is answered OK only while this node leads in the epoch it
 //     appended in and the HW has passed its records.
 //  5. The ISR the HW is computed over is never smaller than the committed one: a

@@ -86,7 +86,8 @@ type isrChange struct {
 //	    the leader's durable end and the fetch offsets of the maximal ISR;
 //	(3) a follower fetch offset counts only if the fetch was made in this leader epoch,
 //	    carried no diverging epoch, was within [log start, LEO] and came from the
-//	    broker's newest incarnation seen;
+//	    broker's newest incarnation seen, and only when it arrives (FollowerFetch,
+//	    not FollowerReread);
 //	(4) an acks=all produce is answered OK only while this node still leads in the
 //	    epoch it appended in, with the HW past the records.
 type Partition struct {
@@ -302,7 +303,26 @@ type FetchResult struct {
 // ErrStaleBrokerEpoch, ErrOffsetOutOfRange (the result then still carries the log
 // start, HW and log end, so the follower can tell whether to start over at the log
 // start). The net layer sends the bytes from fetchOffset up to LogEndOffset.
+//
+// Call it once per fetch, when the request arrives; a fetch parked in the purgatory
+// (a long poll) is answered with FollowerReread.
 func (p *Partition) FollowerFetch(replicaID int32, brokerEpoch, fetchOffset int64, lastFetchedEpoch, currentLeaderEpoch int32) (FetchResult, error) {
+	return p.followerFetch(replicaID, brokerEpoch, fetchOffset, lastFetchedEpoch, currentLeaderEpoch, true)
+}
+
+// FollowerReread serves a follower's fetch again when it completes from the purgatory
+// (a long poll woken by an append or its MaxWait): the checks of FollowerFetch, and the
+// HW, log start and log end of now, but it records nothing. The fetch offset it
+// carries is the follower's log end when the request arrived, possibly before the
+// replica was removed and added again by a reassignment within this leader epoch (its
+// log deleted meanwhile); counting it would put the replica in the ISR without the
+// records (Kafka's readFromLog with updateFetchState false, for the same reason). The
+// follower's state moves on with its next fetch.
+func (p *Partition) FollowerReread(replicaID int32, brokerEpoch, fetchOffset int64, lastFetchedEpoch, currentLeaderEpoch int32) (FetchResult, error) {
+	return p.followerFetch(replicaID, brokerEpoch, fetchOffset, lastFetchedEpoch, currentLeaderEpoch, false)
+}
+
+func (p *Partition) followerFetch(replicaID int32, brokerEpoch, fetchOffset int64, lastFetchedEpoch, currentLeaderEpoch int32, record bool) (FetchResult, error) {
 	now := p.m.clock.Now()
 	p.mu.RLock()
 	if p.role != RoleLeader {
@@ -344,6 +364,11 @@ func (p *Partition) FollowerFetch(replicaID int32, brokerEpoch, fetchOffset int6
 		p.hwMu.Unlock()
 		p.mu.RUnlock()
 		return res, ErrStaleBrokerEpoch
+	}
+	if !record {
+		p.hwMu.Unlock()
+		p.mu.RUnlock()
+		return res, nil
 	}
 	leo := res.LogEndOffset
 	// An in-sync replica fetching below the HW has lost records it held (the HW

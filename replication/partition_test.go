@@ -302,3 +302,74 @@ func TestInSyncReplicaBelowHWLeavesAtOnce(t *testing.T) {
 		t.Fatalf("HW moved back to %d", hw)
 	}
 }
+
+// TestReaddedReplicaStaleParkedFetch is the Manager side of
+// TestSimReassignStaleParkedFetch, as net/kafka drives it: replica 3's long poll at the
+// log end arrives (FollowerFetch), a reassignment removes replica 3 and another adds it
+// back in the same leader epoch (its log deleted), replica 3 fetches from 0, and only
+// then the parked fetch completes (FollowerReread, with its old offset). Nothing but
+// the new fetch counts: no expansion is proposed and replica 3 is not in the maximal
+// ISR; FollowerReread still refuses what FollowerFetch refuses.
+func TestReaddedReplicaStaleParkedFetch(t *testing.T) {
+	m, _, _ := newTestManager(t, false)
+	if err := m.Apply(Delta{Leaders: []PartitionState{stateOf(1, 4, 0, []int32{1, 2, 3}, []int32{1, 2, 3}, 2)}}); err != nil {
+		t.Fatal(err)
+	}
+	p := m.Partition(tp0())
+	for _, v := range []string{"a", "b", "c"} {
+		if _, err := produce(m, p, 1, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, r := range []int32{2, 3} {
+		if _, err := p.FollowerFetch(r, 10+int64(r), 3, 4, 4); err != nil { // the long poll arrives
+			t.Fatal(err)
+		}
+	}
+	if hw := p.Log().HighWatermark(); hw != 3 {
+		t.Fatalf("HW %d", hw)
+	}
+	removed := stateOf(1, 4, 1, []int32{1, 2}, []int32{1, 2}, 2)
+	if err := m.Apply(Delta{Leaders: []PartitionState{removed}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.FollowerReread(3, 13, 3, 4, 4); !errors.Is(err, ErrUnknownReplica) {
+		t.Fatalf("a removed replica's parked fetch: %v, want ErrUnknownReplica", err)
+	}
+	readded := stateOf(1, 4, 2, []int32{1, 2, 3}, []int32{1, 2}, 2)
+	readded.Adding = []int32{3}
+	if err := m.Apply(Delta{Leaders: []PartitionState{readded}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.FollowerFetch(3, 13, 0, -1, 4); err != nil { // its new, empty log
+		t.Fatal(err)
+	}
+	res, err := p.FollowerReread(3, 13, 3, 4, 4) // the parked fetch completes
+	if err != nil || res.HighWatermark != 3 || res.LogEndOffset != 3 {
+		t.Fatalf("the parked fetch's answer: %+v, %v", res, err)
+	}
+	st := p.State()
+	if st.PendingISR != nil || len(st.MaximalISR) != 2 {
+		t.Fatalf("the parked fetch counted: pending %v, maximal ISR %v", st.PendingISR, st.MaximalISR)
+	}
+	if req := m.TakeAlterPartition(); req != nil {
+		t.Fatalf("an expansion was proposed: %+v", req.Topics[0].Partitions)
+	}
+	// What FollowerFetch refuses, FollowerReread refuses.
+	if _, err := p.FollowerReread(3, 13, 3, 4, 3); !errors.Is(err, ErrFencedLeaderEpoch) {
+		t.Fatalf("an older leader epoch: %v", err)
+	}
+	if _, err := p.FollowerReread(3, 12, 3, 4, 4); !errors.Is(err, ErrStaleBrokerEpoch) {
+		t.Fatalf("an older broker epoch: %v", err)
+	}
+	if _, err := p.FollowerReread(3, 13, 9, -1, 4); !errors.Is(err, ErrOffsetOutOfRange) {
+		t.Fatalf("past the log end: %v", err)
+	}
+	// Its own fetches bring replica 3 in once it has caught up.
+	if _, err := p.FollowerFetch(3, 13, 3, 4, 4); err != nil {
+		t.Fatal(err)
+	}
+	if req := m.TakeAlterPartition(); req == nil || len(req.Topics[0].Partitions[0].NewISR) != 3 {
+		t.Fatalf("no expansion once replica 3 caught up: %+v", req)
+	}
+}

@@ -25,6 +25,7 @@ type simCtrl struct {
 type ctrlPart struct {
 	tp             engine.TopicPartition
 	replicas, isr  []int32
+	adding         []int32 // being added by a reassignment (reassign)
 	leader         int32
 	leaderEpoch    int32
 	partitionEpoch int32
@@ -74,7 +75,7 @@ func (c *simCtrl) notSoleISR(id int32) bool {
 
 func (c *simCtrl) state(cp *ctrlPart) PartitionState {
 	return PartitionState{Topic: cp.tp.Topic, TopicID: c.s.topicID, Partition: cp.tp.Partition,
-		Replicas: slices.Clone(cp.replicas), ISR: slices.Clone(cp.isr), Leader: cp.leader, LeaderEpoch: cp.leaderEpoch,
+		Replicas: slices.Clone(cp.replicas), ISR: slices.Clone(cp.isr), Adding: slices.Clone(cp.adding), Leader: cp.leader, LeaderEpoch: cp.leaderEpoch,
 		PartitionEpoch: cp.partitionEpoch, MinISR: c.s.cfg.minISR}
 }
 
@@ -236,8 +237,35 @@ func (c *simCtrl) alterOne(from int32, topic string, p kmsg.AlterPartitionReques
 		return kerr.InvalidRequest.Code
 	}
 	cp.isr = isr
+	if !slices.ContainsFunc(cp.adding, func(r int32) bool { return !slices.Contains(isr, r) }) {
+		cp.adding = nil // the reassignment completes: every replica it adds is in the ISR
+	}
 	cp.partitionEpoch++
 	rp.ISR, rp.PartitionEpoch = cp.isr, cp.partitionEpoch
 	c.publish(cp)
 	return 0
+}
+
+// reassign moves tp to the replicas target within its leader epoch, as a reassignment
+// does (only the partition epoch moves): replicas that target drops leave the replicas
+// and the ISR at once and are stopped with their logs deleted; the new ones are adding,
+// outside the ISR until their leader's AlterPartition brings them in. The leader must
+// stay a replica.
+func (c *simCtrl) reassign(tp engine.TopicPartition, target []int32) {
+	cp := c.part(tp)
+	removed := slices.DeleteFunc(slices.Clone(cp.replicas), func(r int32) bool { return slices.Contains(target, r) })
+	var adding []int32
+	for _, r := range target {
+		if !slices.Contains(cp.replicas, r) {
+			adding = append(adding, r)
+		}
+	}
+	cp.replicas = slices.Clone(target)
+	cp.isr = slices.DeleteFunc(slices.Clone(cp.isr), func(r int32) bool { return !slices.Contains(target, r) })
+	cp.adding = adding
+	cp.partitionEpoch++
+	c.publish(cp)
+	for _, id := range removed {
+		c.s.sendMeta(id, Delta{Stopped: []Stop{{TP: tp, Delete: true}}})
+	}
 }

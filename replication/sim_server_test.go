@@ -111,7 +111,7 @@ func (srv *simServer) fetch(replica int32, req *kmsg.FetchRequest, reply func(*k
 		parts, full = sess.parts, false
 	}
 	pf := &parkedFetch{replica: replica, req: req, sess: sess, parts: parts, full: full, reply: reply}
-	resp, bytes, errs := srv.serve(pf)
+	resp, bytes, errs := srv.serve(pf, false)
 	if bytes > 0 || errs || req.MaxWaitMillis <= 0 {
 		reply(resp)
 		return
@@ -128,7 +128,7 @@ func (srv *simServer) fetch(replica int32, req *kmsg.FetchRequest, reply func(*k
 func (srv *simServer) finish(pf *parkedFetch) {
 	pf.done = true
 	srv.parked = slices.DeleteFunc(srv.parked, func(x *parkedFetch) bool { return x == pf })
-	resp, _, _ := srv.serve(pf)
+	resp, _, _ := srv.serve(pf, true)
 	pf.reply(resp)
 }
 
@@ -149,8 +149,9 @@ func (srv *simServer) recheck() {
 }
 
 // serve builds the answer: every partition in a full answer, the changed ones in an
-// incremental one.
-func (srv *simServer) serve(pf *parkedFetch) (*kmsg.FetchResponse, int, bool) {
+// incremental one. again: a parked fetch completing (FollowerReread: its fetch offsets
+// were recorded when it arrived), as net/kafka answers one from its purgatory.
+func (srv *simServer) serve(pf *parkedFetch, again bool) (*kmsg.FetchResponse, int, bool) {
 	resp := kmsg.NewPtrFetchResponse()
 	resp.Version = pf.req.Version
 	if pf.sess != nil {
@@ -170,7 +171,11 @@ func (srv *simServer) serve(pf *parkedFetch) (*kmsg.FetchResponse, int, bool) {
 		if p == nil {
 			rp.ErrorCode = kerr.NotLeaderForPartition.Code
 		} else {
-			res, err := p.FollowerFetch(pf.replica, pf.req.ReplicaState.Epoch, sp.offset, sp.last, sp.cur)
+			fetch := p.FollowerFetch
+			if again {
+				fetch = p.FollowerReread
+			}
+			res, err := fetch(pf.replica, pf.req.ReplicaState.Epoch, sp.offset, sp.last, sp.cur)
 			rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = res.HighWatermark, res.HighWatermark, res.LogStartOffset
 			switch {
 			case err != nil:
