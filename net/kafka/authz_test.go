@@ -31,6 +31,9 @@ import (
 
 // testCA is a certificate authority and a server certificate for 127.0.0.1.
 type testCA struct {
+	caCert *x509.Certificate
+	caKey  *ecdsa.PrivateKey
+
 	pool            *x509.CertPool
 	certPEM, keyPEM string // the server's
 	caPEM           string
@@ -68,7 +71,7 @@ func newTestCA(t testing.TB) testCA {
 	}
 	pool := x509.NewCertPool()
 	pool.AddCert(caCert)
-	return testCA{pool: pool,
+	return testCA{caCert: caCert, caKey: caKey, pool: pool,
 		certPEM: string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})),
 		keyPEM:  string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})),
 		caPEM:   string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}))}
@@ -85,12 +88,40 @@ func (tb *testBroker) secureListener(t testing.TB, p auth.SecurityProtocol, ca t
 // secureListenerL is secureListener that also returns the listener.
 func (tb *testBroker) secureListenerL(t testing.TB, p auth.SecurityProtocol, ca testCA, az *acl.Authorizer) (*SecureListener, string) {
 	t.Helper()
+	return tb.secureListenerProps(t, p, ca, az, nil)
+}
+
+// clientCert issues a client certificate with common name cn.
+func (ca testCA) clientCert(t testing.TB, cn string) tls.Certificate {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn, Organization: []string{"samsa"}},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.caCert, &key.PublicKey, ca.caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+}
+
+// secureListenerProps is secureListenerL with more ssl.* keys and principal mapping
+// rules (props["ssl.principal.mapping.rules"]).
+func (tb *testBroker) secureListenerProps(t testing.TB, p auth.SecurityProtocol, ca testCA, az *acl.Authorizer, extra map[string]string) (*SecureListener, string) {
+	t.Helper()
+	rules, err := auth.ParseMappingRules(extra["ssl.principal.mapping.rules"])
+	if err != nil {
+		t.Fatal(err)
+	}
 	store := auth.ImageCredentials(func() *metadata.Image { _, im := tb.b.Image(); return im })
 	mechs, err := auth.Mechanisms([]string{auth.MechPlain, auth.MechScramSHA256, auth.MechScramSHA512}, store, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := auth.NewServer(auth.ServerConfig{Mechanisms: mechs, FailureDelay: 10 * time.Millisecond})
+	srv, err := auth.NewServer(auth.ServerConfig{Mechanisms: mechs, FailureDelay: 10 * time.Millisecond, Principals: auth.PrincipalBuilder{Rules: rules}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,6 +135,9 @@ func (tb *testBroker) secureListenerL(t testing.TB, p auth.SecurityProtocol, ca 
 	}
 	if p.TLS() {
 		props := map[string]string{"ssl.keystore.type": "PEM", "ssl.keystore.certificate.chain": ca.certPEM, "ssl.keystore.key": ca.keyPEM}
+		for k, v := range extra {
+			props[k] = v
+		}
 		cfg, err := transport.SSLConfigFromProps(transport.ListenerLookup(props, p.String()))
 		if err != nil {
 			t.Fatal(err)
