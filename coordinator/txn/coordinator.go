@@ -160,8 +160,11 @@ func New(cfg Config, log Log, markers MarkerChannel, pids ProducerIDs) *Coordina
 	cfg.fill()
 	c := &Coordinator{cfg: cfg, log: log, markers: markers, pids: pids, clock: cfg.Clock, logger: cfg.Logger}
 	c.mu.parts = map[int32]*partition{}
+	// Under the lock: a timer that fires at once re-arms itself under it.
+	c.mu.Lock()
 	c.mu.abortTimer = c.clock.AfterFunc(cfg.AbortInterval, c.abortTick)
 	c.mu.expireTimer = c.clock.AfterFunc(cfg.ExpirationInterval, c.expireTick)
+	c.mu.Unlock()
 	return c
 }
 
