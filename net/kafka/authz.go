@@ -34,9 +34,10 @@ import (
 // The rules are in authz_rules.go and authz_rules_more.go; rows that name only the
 // cluster are decided by clusterRow. An API of the broker's table with a row but no
 // rule is allowed to super users only; other principals have the connection closed
-// (fail closed), which is logged. Not done yet: KIP-430's authorized-operations fields
-// are left as the handlers fill them (not computed from the ACLs); CreateTopics does
-// not yet hide the configs of a created topic the principal may not DescribeConfigs.
+// (fail closed), which is logged. KIP-430's authorized-operations fields of Metadata,
+// DescribeCluster and DescribeGroups are filled from the ACLs (authz_listener.go). Not
+// done yet: CreateTopics does not hide the configs of a created topic the principal
+// may not DescribeConfigs.
 
 // authzCheck is the rule of one API: it reports whether the handler runs (r possibly
 // split and amended) or the request was answered here.

@@ -152,7 +152,69 @@ func (l *SecureListener) Serve(tr transport.Request) {
 	if h.Key == findCoordinatorKey {
 		l.advertiseListener(r)
 	}
+	if l.sec.Authorizer != nil {
+		l.authorizedOperations(r, cs.ctx)
+	}
 	api.Handle(l.b, r)
+}
+
+// authorizedOperations fills KIP-430's authorized-operations fields of Metadata,
+// DescribeCluster and DescribeGroups when the request asks for them: the operations
+// the principal may perform, from the authorizer (Authorizer.AuthorizedOperations).
+// Refused items (TOPIC_AUTHORIZATION_FAILED, ...) keep Kafka's "unknown" value.
+func (l *SecureListener) authorizedOperations(r *Request, ctx acl.Context) {
+	a := l.sec.Authorizer
+	var fill func(kmsg.Response)
+	switch req := r.Body.(type) {
+	case *kmsg.MetadataRequest:
+		if !req.IncludeClusterAuthorizedOperations && !req.IncludeTopicAuthorizedOperations {
+			return
+		}
+		fill = func(resp kmsg.Response) {
+			m := resp.(*kmsg.MetadataResponse)
+			if req.IncludeClusterAuthorizedOperations {
+				m.AuthorizedOperations = a.AuthorizedOperations(ctx, metadata.ACLResourceCluster, acl.ClusterName)
+			}
+			if req.IncludeTopicAuthorizedOperations {
+				for i := range m.Topics {
+					if t := &m.Topics[i]; t.ErrorCode == 0 && t.Topic != nil {
+						t.AuthorizedOperations = a.AuthorizedOperations(ctx, metadata.ACLResourceTopic, *t.Topic)
+					}
+				}
+			}
+		}
+	case *kmsg.DescribeClusterRequest:
+		if !req.IncludeClusterAuthorizedOperations {
+			return
+		}
+		fill = func(resp kmsg.Response) {
+			d := resp.(*kmsg.DescribeClusterResponse)
+			if d.ErrorCode == 0 {
+				d.ClusterAuthorizedOperations = a.AuthorizedOperations(ctx, metadata.ACLResourceCluster, acl.ClusterName)
+			}
+		}
+	case *kmsg.DescribeGroupsRequest:
+		if !req.IncludeAuthorizedOperations {
+			return
+		}
+		fill = func(resp kmsg.Response) {
+			d := resp.(*kmsg.DescribeGroupsResponse)
+			for i := range d.Groups {
+				if g := &d.Groups[i]; g.ErrorCode == 0 {
+					g.AuthorizedOperations = a.AuthorizedOperations(ctx, metadata.ACLResourceGroup, g.Group)
+				}
+			}
+		}
+	default:
+		return
+	}
+	prev := r.amend
+	r.amend = func(resp kmsg.Response) {
+		if prev != nil {
+			prev(resp)
+		}
+		fill(resp)
+	}
 }
 
 const findCoordinatorKey = 10

@@ -87,6 +87,24 @@ func TestAuthzMatrix(t *testing.T) {
 		}
 	}
 
+	// KIP-430: the topic's authorized operations, from the ACLs.
+	mr = kmsg.NewPtrMetadataRequest()
+	mr.IncludeTopicAuthorizedOperations = true
+	mr.Topics = []kmsg.MetadataRequestTopic{{Topic: kmsg.StringPtr("described")}, {Topic: kmsg.StringPtr("pre-a")}}
+	mresp, err = mr.RequestWith(ctx, cl)
+	if err != nil || len(mresp.Topics) != 2 {
+		t.Fatalf("metadata with authorized operations: %v %+v", err, mresp)
+	}
+	for _, mt := range mresp.Topics {
+		want := int32(1 << 8) // DESCRIBE
+		if *mt.Topic == "pre-a" {
+			want |= 1 << 4 // WRITE
+		}
+		if mt.AuthorizedOperations != want {
+			t.Errorf("authorized operations of %s: %b, want %b", *mt.Topic, mt.AuthorizedOperations, want)
+		}
+	}
+
 	// Produce: prefixed allow, deny beside it.
 	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "pre-a", Value: []byte("x")}).FirstErr(); err != nil {
 		t.Fatalf("produce pre-a: %v", err)
