@@ -281,7 +281,13 @@ func (op *fetchOp) gather() (bytes int64, done bool) {
 		l := p.log
 		var upTo int64
 		if op.replica {
-			res, err := p.rep.FollowerFetch(op.replicaID, op.repEpoch, p.offset, p.lastFetched, p.curEpoch)
+			// A parked fetch completing was recorded when it arrived; its offset may
+			// predate a removal and re-addition of the replica (FollowerReread).
+			fetch := p.rep.FollowerFetch
+			if op.parked {
+				fetch = p.rep.FollowerReread
+			}
+			res, err := fetch(op.replicaID, op.repEpoch, p.offset, p.lastFetched, p.curEpoch)
 			p.hw, p.logStart = res.HighWatermark, res.LogStartOffset
 			p.lso = p.hw
 			if err != nil {
