@@ -122,6 +122,20 @@ type metricsWorkload struct {
 // that every query of the Grafana dashboard (deploy/grafana/samsa.json) names series
 // and labels the broker exports.
 func TestMetrics(t *testing.T) {
+	nd, w := metricsWorkloadNode(t)
+	var fams map[string]*dto.MetricFamily
+	waitFor(t, 10*time.Second, "/metrics shows the workload", func() error {
+		fams = scrape(t, nd.AdminAddr())
+		return checkFamilies(fams, w)
+	})
+	t.Run("dashboard", func(t *testing.T) { checkDashboard(t, "../../deploy/grafana/samsa.json", fams) })
+}
+
+// metricsWorkloadNode starts a single node (shut down at the end of the test) and runs
+// the workload against it: topic metrics-t with two partitions, 37 records produced
+// to partition 0 and 20 to 1, all read by group metrics-g, which commits 30 and 20.
+func metricsWorkloadNode(t *testing.T) (*Node, metricsWorkload) {
+	t.Helper()
 	dir := t.TempDir()
 	cfg, err := FromKeys(map[string]string{
 		"listeners": "PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0", "data.dir": dir, "admin.listen": "127.0.0.1:0",
@@ -154,7 +168,7 @@ func TestMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer prod.Close()
+	t.Cleanup(prod.Close) // its connections stay open for the scrape
 	if _, err := kadm.NewClient(prod).CreateTopic(ctx, 2, 1, nil, w.topic); err != nil {
 		t.Fatal(err)
 	}
@@ -212,12 +226,7 @@ func TestMetrics(t *testing.T) {
 	}
 	cons.Close() // the group is left empty, its offsets kept
 
-	var fams map[string]*dto.MetricFamily
-	waitFor(t, 10*time.Second, "/metrics shows the workload", func() error {
-		fams = scrape(t, nd.AdminAddr())
-		return checkFamilies(fams, w)
-	})
-	t.Run("dashboard", func(t *testing.T) { checkDashboard(t, "../../deploy/grafana/samsa.json", fams) })
+	return nd, w
 }
 
 // checkFamilies checks every family the workload moved, and the cluster's.
