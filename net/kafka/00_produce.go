@@ -312,6 +312,7 @@ func (b *Broker) produceAppend(op *produceOp, v int16, p Partition, rep *replica
 	if err != nil {
 		b.log.Debug("produce refused", "topic", p.Topic.Name, "partition", p.Index, "err", err)
 		ke := engineErr(err)
+		b.metrics.produceFailed(p.Topic.Name, ke) // metrics.go
 		if ke == kerr.NotLeaderForPartition {
 			b.notLeader(op, v, p, sp)
 		}

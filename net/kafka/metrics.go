@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/samsa-broker/samsa/engine"
 	"github.com/samsa-broker/samsa/net/transport"
@@ -73,7 +74,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 // the cluster collector's image walk (cluster_metrics.go).
 type topicMetrics struct {
 	bytesIn, msgsIn, bytesOut, replOut *prometheus.CounterVec
-	byTopic                            sync.Map // topic -> *topicCounters
+	failedProduce                      *prometheus.CounterVec // topic, error
+	byTopic                            sync.Map               // topic -> *topicCounters
 }
 
 type topicCounters struct {
@@ -89,9 +91,11 @@ func newTopicMetrics(reg prometheus.Registerer) *topicMetrics {
 		msgsIn:   c("messages_in_total", "Records appended by produce requests, per topic [BrokerTopicMetrics MessagesInPerSec]."),
 		bytesOut: c("bytes_out_total", "Record bytes sent in fetch responses to consumers, per topic [BrokerTopicMetrics BytesOutPerSec]."),
 		replOut:  c("replication_bytes_out_total", "Record bytes sent in fetch responses to follower replicas, per topic [BrokerTopicMetrics ReplicationBytesOutPerSec]."),
+		failedProduce: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "samsa", Subsystem: "topic", Name: "failed_produce_requests_total",
+			Help: "Produce appends the partition log refused, per topic and Kafka error [BrokerTopicMetrics FailedProduceRequestsPerSec]."}, []string{"topic", "error"}),
 	}
 	if reg != nil {
-		reg.MustRegister(t.bytesIn, t.msgsIn, t.bytesOut, t.replOut)
+		reg.MustRegister(t.bytesIn, t.msgsIn, t.bytesOut, t.replOut, t.failedProduce)
 	}
 	return t
 }
@@ -117,6 +121,7 @@ func (t *topicMetrics) forget(keep func(topic string) bool) {
 			for _, v := range []*prometheus.CounterVec{t.bytesIn, t.msgsIn, t.bytesOut, t.replOut} {
 				v.DeleteLabelValues(topic)
 			}
+			t.failedProduce.DeletePartialMatch(prometheus.Labels{"topic": topic})
 		}
 		return true
 	})
@@ -132,6 +137,14 @@ func (m *metrics) produced(topic string, n int, res engine.AppendResult) {
 	if !res.Duplicate && res.LastOffset >= res.BaseOffset {
 		c.msgsIn.Add(float64(res.LastOffset - res.BaseOffset + 1))
 	}
+}
+
+// produceFailed counts an append to topic the log refused with ke.
+func (m *metrics) produceFailed(topic string, ke *kerr.Error) {
+	if m.topics == nil || ke == nil {
+		return
+	}
+	m.topics.failedProduce.WithLabelValues(topic, ke.Message).Inc()
 }
 
 // fetched counts n record bytes of topic sent in a fetch response, to a follower

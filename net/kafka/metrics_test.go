@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/samsa-broker/samsa/engine"
 )
@@ -54,12 +55,23 @@ func TestTopicMetrics(t *testing.T) {
 			t.Errorf("%s: %v, want %v", c.topic, got, c.want)
 		}
 	}
+	m.produceFailed("a", kerr.KafkaStorageError)
+	m.produceFailed("a", kerr.KafkaStorageError)
+	if got := metricValue(t, tm.failedProduce.WithLabelValues("a", "KAFKA_STORAGE_ERROR")); got != 2 {
+		t.Errorf("failed produces: %v, want 2", got)
+	}
 	tm.forget(func(topic string) bool { return topic == "b" })
 	ch := make(chan prometheus.Metric, 10)
 	tm.bytesIn.Collect(ch)
 	close(ch)
 	if n := len(ch); n != 1 {
 		t.Errorf("after a's deletion, %d bytes-in series, want 1 (b)", n)
+	}
+	fch := make(chan prometheus.Metric, 10)
+	tm.failedProduce.Collect(fch)
+	close(fch)
+	if len(fch) != 0 {
+		t.Errorf("after a's deletion, %d failed-produce series, want none", len(fch))
 	}
 	if _, ok := tm.byTopic.Load("a"); ok {
 		t.Error("a is still cached")

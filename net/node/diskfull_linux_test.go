@@ -75,7 +75,8 @@ func usable(t *testing.T, dir string) int64 {
 // TestFullDisk runs a node whose log dir is a small tmpfs: filled up, a produce is
 // refused with KAFKA_STORAGE_ERROR (not a timeout), the node logs the cause once with
 // the partition however many produces fail, and counts it in
-// samsa_engine_storage_errors_total{kind="no_space"}; once space is freed the same
+// samsa_engine_storage_errors_total{kind="no_space"} and
+// samsa_topic_failed_produce_requests_total; once space is freed the same
 // node takes writes again and serves every acknowledged record; it restarts on the
 // disk with little space left and serves them still.
 func TestFullDisk(t *testing.T) {
@@ -178,6 +179,9 @@ func TestFullDisk(t *testing.T) {
 	fams := scrape(t, nd.AdminAddr())
 	if m, ok := series(fams, "samsa_engine_storage_errors_total", "kind", "no_space"); !ok || value(m) < float64(refused) {
 		t.Errorf("samsa_engine_storage_errors_total{kind=no_space} = %v, want at least %d", m, refused)
+	}
+	if m, ok := series(fams, "samsa_topic_failed_produce_requests_total", "topic", topic, "error", "KAFKA_STORAGE_ERROR"); !ok || value(m) != float64(refused) {
+		t.Errorf("samsa_topic_failed_produce_requests_total{topic=%s,error=KAFKA_STORAGE_ERROR} = %v, want %d", topic, m, refused)
 	}
 	if m, ok := series(fams, "samsa_log_dir_offline", "dir", logDir); !ok || value(m) != 0 {
 		t.Errorf("samsa_log_dir_offline{dir=%s} = %v: a full directory stays online", logDir, m)
