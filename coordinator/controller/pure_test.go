@@ -538,3 +538,62 @@ func TestReassignmentShapes(t *testing.T) {
 		t.Fatalf("cancelled: %+v", p)
 	}
 }
+
+// TestReassignmentRemoveThenReaddKeepsTheReplicaOut walks the sequence of
+// TestClusterBenchFullSync on the controller's side: {1,2,3} with 3 in the ISR is
+// reassigned to {1,2} (3 leaves the replicas and the ISR at once), then to {1,2,3}
+// again. Node 3 comes back as an adding replica outside the ISR, in the same leader
+// epoch with a newer partition epoch; an expansion the leader proposed against an
+// earlier partition epoch is refused (INVALID_UPDATE_VERSION), and a cancel takes 3 out
+// without putting it anywhere else. Only an AlterPartition on the current partition
+// epoch brings 3 in, and that completes the reassignment.
+func TestReassignmentRemoveThenReaddKeepsTheReplicaOut(t *testing.T) {
+	im := withTopic(t, imageWith(t, brokers(1, 2, 3)...), "t",
+		testPartition{replicas: []int32{1, 2, 3}, isr: []int32{1, 2, 3}, leader: 1})
+	before := part(t, im, "t", 0)
+	rec, err := reassignChange(im, topic(t, im, "t"), 0, []int32{1, 2}, true, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	im = mustApply(t, im, rec)
+	removed := part(t, im, "t", 0)
+	if !reflect.DeepEqual(removed.Replicas, []int32{1, 2}) || !reflect.DeepEqual(removed.ISR, []int32{1, 2}) || removed.Adding != nil {
+		t.Fatalf("removal: %+v", removed)
+	}
+	rec, err = reassignChange(im, topic(t, im, "t"), 0, []int32{1, 2, 3}, true, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	im = mustApply(t, im, rec)
+	p := part(t, im, "t", 0)
+	if !reflect.DeepEqual(p.Replicas, []int32{1, 2, 3}) || !reflect.DeepEqual(p.ISR, []int32{1, 2}) ||
+		!reflect.DeepEqual(p.Adding, []int32{3}) || p.Leader != 1 || p.LeaderEpoch != before.LeaderEpoch {
+		t.Fatalf("re-added: %+v", p)
+	}
+	if p.PartitionEpoch <= removed.PartitionEpoch || removed.PartitionEpoch <= before.PartitionEpoch {
+		t.Fatalf("partition epochs %d, %d, %d: not increasing", before.PartitionEpoch, removed.PartitionEpoch, p.PartitionEpoch)
+	}
+	expand := func(pe int32) alterPartitionInput {
+		return alterPartitionInput{brokerID: 1, leaderEpoch: p.LeaderEpoch, partitionEpoch: pe,
+			isr: []isrMember{{1, -1}, {2, -1}, {3, -1}}, version: 3}
+	}
+	for _, pe := range []int32{before.PartitionEpoch, removed.PartitionEpoch} {
+		if _, code := alterPartitionChange(im, topic(t, im, "t"), 0, expand(pe)); code != kerr.InvalidUpdateVersion {
+			t.Fatalf("an expansion on partition epoch %d (now %d): %v, want INVALID_UPDATE_VERSION", pe, p.PartitionEpoch, code)
+		}
+	}
+	rec, err = cancelReassignChange(im, topic(t, im, "t"), 0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := part(t, mustApply(t, im, rec), "t", 0); !reflect.DeepEqual(c.ISR, []int32{1, 2}) || !reflect.DeepEqual(c.Replicas, []int32{1, 2}) {
+		t.Fatalf("cancelled: %+v", c)
+	}
+	ch, code := alterPartitionChange(im, topic(t, im, "t"), 0, expand(p.PartitionEpoch))
+	if code != nil {
+		t.Fatal(code)
+	}
+	if done := part(t, mustApply(t, im, ch), "t", 0); !reflect.DeepEqual(done.ISR, []int32{1, 2, 3}) || done.Adding != nil || done.Removing != nil {
+		t.Fatalf("joined: %+v", done)
+	}
+}
