@@ -12,6 +12,7 @@ import (
 	"errors"
 	"math/big"
 	"net"
+	"strconv"
 	"testing"
 	"time"
 
@@ -121,7 +122,16 @@ func (tb *testBroker) secureListenerProps(t testing.TB, p auth.SecurityProtocol,
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := auth.NewServer(auth.ServerConfig{Mechanisms: mechs, FailureDelay: 10 * time.Millisecond, Principals: auth.PrincipalBuilder{Rules: rules}})
+	var reauth time.Duration
+	if v := extra["connections.max.reauth.ms"]; v != "" {
+		ms, err := strconv.Atoi(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reauth = time.Duration(ms) * time.Millisecond
+	}
+	srv, err := auth.NewServer(auth.ServerConfig{Mechanisms: mechs, FailureDelay: 10 * time.Millisecond, MaxReauth: reauth,
+		Principals: auth.PrincipalBuilder{Rules: rules}})
 	if err != nil {
 		t.Fatal(err)
 	}
