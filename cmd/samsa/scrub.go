@@ -21,7 +21,7 @@ package main
 // broker's next start would; the cut is printed. There is no read-only mode yet: copy
 // the directories first to keep the bytes. The cleaner, retention and the background
 // scrubber do not run. The online counterpart is the broker's background scrubber,
-// samsa.log.scrub.bytes.per.second (0, off, by default) and samsa.log.scrub.interval.ms.
+// samsa.log.scrub.bytes.per.second (0: off) and samsa.log.scrub.interval.ms.
 
 import (
 	"context"
@@ -55,8 +55,7 @@ directory missing or in use by a running broker, an I/O error). Opening the
 directories is what a broker start does, writes included: a tail the engine finds
 broken is cut (and said so), as the next start would cut it; copy the directories
 first to keep the bytes. A running broker checks its logs with its background
-scrubber (samsa.log.scrub.bytes.per.second, 0 = off by default;
-samsa.log.scrub.interval.ms).`
+scrubber (samsa.log.scrub.bytes.per.second, 0: off; samsa.log.scrub.interval.ms).`
 
 func runScrub(args []string) int {
 	fs := flag.NewFlagSet("scrub", flag.ContinueOnError)
