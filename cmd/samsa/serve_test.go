@@ -163,10 +163,14 @@ func TestServeEndToEnd(t *testing.T) {
 	if !found {
 		t.Fatal("topic config lost across restart")
 	}
-	offs, err := adm.FetchOffsets(ctx, "g")
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The group coordinator answers once __consumer_offsets is led and loaded again
+	// (COORDINATOR_NOT_AVAILABLE / COORDINATOR_LOAD_IN_PROGRESS until then, which
+	// clients retry).
+	var offs kadm.OffsetResponses
+	eventually(t, 20*time.Second, "the group coordinator after the restart", func() error {
+		offs, err = adm.FetchOffsets(ctx, "g")
+		return err
+	})
 	var committed int64
 	offs.Each(func(o kadm.OffsetResponse) { committed += o.At })
 	if committed != 30 {
