@@ -197,9 +197,14 @@ func verifyBatches(s *segment, pos, limit, next, end int64, buf []byte, pace fun
 		}
 		return r.next
 	}
+	// untrusted is the index in r.damage of the batch just before, whose CRC failed:
+	// the CRC covers its lastOffsetDelta, so its offsets are not to be believed. The
+	// next batch may start anywhere from r.next, and its base bounds that damage.
+	untrusted := -1
 	for pos < limit {
 		hb, err := w.at(pos, BatchHeaderSize)
 		var h BatchHeader
+		var order error
 		if err == nil {
 			h, err = ParseBatchHeader(hb)
 			switch {
@@ -209,13 +214,31 @@ func verifyBatches(s *segment, pos, limit, next, end int64, buf []byte, pace fun
 				err = errTruncated
 			case h.BaseOffset < r.next || h.LastOffsetDelta < 0 || h.LastOffset() >= end ||
 				h.LastOffset()-s.base > 1<<31-1:
-				err = fmt.Errorf("%w: batch offsets %d..%d out of order (expected from %d, below %d)",
+				order = fmt.Errorf("%w: batch offsets %d..%d out of order (expected from %d, below %d)",
 					ErrCorruptBatch, h.BaseOffset, h.LastOffset(), r.next, end)
 			}
 		} else if errors.Is(err, io.ErrUnexpectedEOF) {
 			err = errTruncated
 		} else {
 			return r, err
+		}
+		intact := false
+		if err == nil {
+			if pace != nil {
+				if err := pace(h.Size()); err != nil {
+					return r, err
+				}
+			}
+			var ierr error
+			if intact, ierr = batchIntact(w, pos, &h); ierr != nil {
+				return r, ierr
+			}
+			// Offsets out of order in a batch whose CRC holds: the framing broke
+			// (a batch from elsewhere, or a flipped base offset, which the CRC does
+			// not cover). In one whose CRC fails they are part of the damage.
+			if intact && order != nil {
+				err = order
+			}
 		}
 		if err != nil {
 			r.damage = append(r.damage, Damage{Segment: s.base, Pos: pos, Size: limit - pos,
@@ -224,22 +247,23 @@ func verifyBatches(s *segment, pos, limit, next, end int64, buf []byte, pace fun
 			r.end = limit
 			return r, nil
 		}
-		if pace != nil {
-			if err := pace(h.Size()); err != nil {
-				return r, err
-			}
-		}
-		ok, err := batchIntact(w, pos, &h)
-		if err != nil {
-			return r, err
-		}
-		if !ok {
-			r.damage = append(r.damage, Damage{Segment: s.base, Pos: pos, Size: h.Size(),
-				FirstOffset: r.next, LastOffset: h.LastOffset(),
-				Err: fmt.Errorf("%w: batch %d..%d fails its CRC or record framing", ErrCorruptBatch, h.BaseOffset, h.LastOffset())})
-		}
-		r.next = h.LastOffset() + 1
 		r.checked += h.Size()
+		if !intact {
+			last := h.LastOffset()
+			if order != nil || last < r.next {
+				last = lastOff()
+			}
+			r.damage = append(r.damage, Damage{Segment: s.base, Pos: pos, Size: h.Size(),
+				FirstOffset: r.next, LastOffset: last,
+				Err: fmt.Errorf("%w: batch %d..%d fails its CRC or record framing", ErrCorruptBatch, h.BaseOffset, h.LastOffset())})
+			untrusted = len(r.damage) - 1
+		} else {
+			if untrusted >= 0 && h.BaseOffset > r.damage[untrusted].FirstOffset {
+				r.damage[untrusted].LastOffset = h.BaseOffset - 1
+			}
+			untrusted = -1
+			r.next = h.LastOffset() + 1
+		}
 		pos += h.Size()
 		r.end = pos
 	}

@@ -314,3 +314,53 @@ func parseBaseOf(t *testing.T, path string) int64 {
 	}
 	return b
 }
+
+// A flipped byte in the lastOffsetDelta of a batch near the tail of a cleanly
+// closed segment (the CRC covers it) damages that batch only: Open records it,
+// keeps the intact batches after it and their offsets, and serves them.
+func TestOpenKeepsBatchesAfterDamagedOffsets(t *testing.T) {
+	dir := t.TempDir()
+	tp := TopicPartition{"offs", 0}
+	pdir := fillClosed(t, dir, tp, 30)
+	files := segmentFiles(t, pdir)
+	act := files[len(files)-1]
+	pos, h := batchAt(t, act, 27)
+	if h.BaseOffset != 27 || h.LastOffset() != 27 {
+		t.Fatalf("batch %d..%d", h.BaseOffset, h.LastOffset())
+	}
+	// lastOffsetDelta is at byte 23 of the header (big-endian int32): its high bits
+	// turn 0 into a large delta.
+	flipByte(t, act, pos+24)
+	m := openSmall(t, dir, Options{})
+	defer m.Close()
+	l := m.Log(tp)
+	if l.LogEndOffset() != 30 {
+		t.Fatalf("LEO %d, want 30: the batches after the damaged one were cut", l.LogEndOffset())
+	}
+	ds := l.Damage()
+	if len(ds) != 1 || ds[0].FirstOffset != 27 || ds[0].LastOffset != 27 || ds[0].FoundBy != foundByOpen {
+		t.Fatalf("damage %+v", ds)
+	}
+	if _, err := l.ReadCopy(27, 1<<20, 30, true, nil); !errors.Is(err, ErrCorruptBatch) {
+		t.Fatalf("read of the damaged batch: %v", err)
+	}
+	for _, off := range []int64{28, 29} {
+		got, err := l.ReadCopy(off, 1<<20, 30, true, nil)
+		if err != nil || len(got) == 0 {
+			t.Fatalf("read at %d after the damage: %d bytes, %v", off, len(got), err)
+		}
+		if hh, err := ValidateBatch(got); err != nil || hh.BaseOffset != off {
+			t.Fatalf("read at %d served batch %d: %v", off, hh.BaseOffset, err)
+		}
+	}
+	// A scrub finds the same single range.
+	rep, err := l.Scrub(context.Background())
+	if err != nil || len(rep.Damage) != 1 || rep.Damage[0].FirstOffset != 27 || rep.Damage[0].LastOffset != 27 {
+		t.Fatalf("scrub: %+v %v", rep.Damage, err)
+	}
+	// Appends continue after the log end.
+	mustAppend(t, l, makeBatch(testBatch{}))
+	if l.LogEndOffset() != 31 {
+		t.Fatalf("LEO %d after an append", l.LogEndOffset())
+	}
+}

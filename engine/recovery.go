@@ -535,6 +535,7 @@ func (l *Log) recoverSegmentKeeping(s *segment, active, keepDamaged bool, buf []
 	next := s.base
 	var pos int64
 	producers := false
+	var pending *Damage // a damaged batch kept, recorded once the batch after it bounds it
 	for pos < size {
 		hb, err := w.at(pos, BatchHeaderSize)
 		if err != nil {
@@ -544,21 +545,49 @@ func (l *Log) recoverSegmentKeeping(s *segment, active, keepDamaged bool, buf []
 			break
 		}
 		h, err := ParseBatchHeader(hb)
-		if err != nil || pos+h.Size() > size || h.BaseOffset < next || h.LastOffsetDelta < 0 ||
-			h.LastOffset()-s.base > math.MaxInt32 || h.LastOffset() >= segEnd {
+		if err != nil || pos+h.Size() > size {
+			break
+		}
+		outOfOrder := h.BaseOffset < next || h.LastOffsetDelta < 0 || h.LastOffset()-s.base > math.MaxInt32 || h.LastOffset() >= segEnd
+		if outOfOrder && !keepDamaged {
 			break
 		}
 		ok, err := batchIntact(w, pos, &h)
 		if err != nil {
 			return false, err
 		}
-		if !ok && !keepDamaged {
+		if (!ok && !keepDamaged) || (ok && outOfOrder) {
 			break
 		}
 		if !ok {
-			l.recordDamage(Damage{Segment: s.base, Pos: pos, Size: h.Size(), FirstOffset: next, LastOffset: h.LastOffset(),
-				FoundBy: foundByOpen, Err: fmt.Errorf("%w: batch %d..%d fails its CRC or record framing", ErrCorruptBatch, h.BaseOffset, h.LastOffset())})
+			// Kept as damage. The CRC covers lastOffsetDelta, so this header's
+			// offsets are not believed: it adds no index entry and does not move
+			// next (the batch after it may start from next; verifyBatches bounds
+			// the damage by it). A damaged last batch moves next past its header's
+			// last offset, when that is ahead, so no offset it may hold is reused.
+			last := h.LastOffset()
+			if outOfOrder || last < next {
+				last = next
+			}
+			if pending != nil {
+				l.recordDamage(*pending)
+			}
+			pending = &Damage{Segment: s.base, Pos: pos, Size: h.Size(), FirstOffset: next, LastOffset: last,
+				FoundBy: foundByOpen, Err: fmt.Errorf("%w: batch %d..%d fails its CRC or record framing", ErrCorruptBatch, h.BaseOffset, h.LastOffset())}
 			l.rec.DamagedBatches++
+			pos += h.Size()
+			if pos >= size {
+				next = max(next, last+1)
+			}
+			continue
+		}
+		if pending != nil {
+			// The damage ends where this intact batch starts.
+			if h.BaseOffset > pending.FirstOffset {
+				pending.LastOffset = h.BaseOffset - 1
+			}
+			l.recordDamage(*pending)
+			pending = nil
 		}
 		b.add(&h, pos)
 		if h.ProducerID >= 0 {
@@ -566,6 +595,9 @@ func (l *Log) recoverSegmentKeeping(s *segment, active, keepDamaged bool, buf []
 		}
 		next = h.LastOffset() + 1
 		pos += h.Size()
+	}
+	if pending != nil {
+		l.recordDamage(*pending)
 	}
 	s.noProducers = !producers
 	s.firstTs.Store(unknownTimestamp)
