@@ -1012,9 +1012,13 @@ func TestProcClusterStartKeepsTheOthers(t *testing.T) {
 			}
 			return nil
 		})
-		if code, out := run1(t, topicsCmd, addrs[0], "list"); code != 0 || !strings.Contains(out, "after\n") || !strings.Contains(out, "before\n") {
-			t.Fatalf("list through node 1: %d %q", code, out)
-		}
+		// Node 1 follows the metadata the controller committed (within the 1 s).
+		eventually(t, time.Second, "both topics listed through node 1", func() error {
+			if code, out := run1(t, topicsCmd, addrs[0], "list"); code != 0 || !strings.Contains(out, "after\n") || !strings.Contains(out, "before\n") {
+				return fmt.Errorf("list through node 1: %d %q", code, out)
+			}
+			return nil
+		})
 	})
 }
 
