@@ -120,8 +120,11 @@ type Broker struct {
 
 	ctx    context.Context // ends at Close: forwarded requests give up
 	cancel context.CancelFunc
-	wg     sync.WaitGroup // goroutines of forwarded requests
-	closed atomic.Bool
+	wg     sync.WaitGroup // goroutines of forwarded requests (async)
+	// asyncMu guards asyncDone, set by Close before it waits for wg.
+	asyncMu   sync.Mutex
+	asyncDone bool
+	closed    atomic.Bool
 }
 
 var (
@@ -235,6 +238,9 @@ func (b *Broker) Close() {
 	}
 	b.cancel()
 	b.txns.close()
+	b.asyncMu.Lock()
+	b.asyncDone = true
+	b.asyncMu.Unlock()
 	b.wg.Wait()
 	b.groups.close()
 }

@@ -156,9 +156,16 @@ func (b *Broker) awaitOffset(ctx context.Context, offset uint64) error {
 }
 
 // async runs fn on a goroutine the broker waits for in Close; fn's ctx ends when the
-// broker closes.
+// broker closes. Once Close has begun waiting, fn does not run (an Add racing the
+// WaitGroup's Wait is a data race).
 func (b *Broker) async(fn func(ctx context.Context)) {
+	b.asyncMu.Lock()
+	if b.asyncDone {
+		b.asyncMu.Unlock()
+		return
+	}
 	b.wg.Add(1)
+	b.asyncMu.Unlock()
 	go func() {
 		defer b.wg.Done()
 		fn(b.ctx)
