@@ -22,7 +22,10 @@ import (
 // and heartbeats on at its epoch, and the offset it committed with its member epoch is
 // there.
 func TestClusterConsumerGroupFollowsLeadership(t *testing.T) {
-	c := startCluster(t, map[string]string{"offsets.topic.num.partitions": "3", "group.consumer.heartbeat.interval.ms": "100", "replica.lag.time.max.ms": "1000"})
+	// replica.lag.time.max.ms at Kafka's default: a follower slowed by a loaded machine
+	// must not leave the ISR of the group's partition before its leader dies (no
+	// replica in sync would then be left to lead it).
+	c := startCluster(t, map[string]string{"offsets.topic.num.partitions": "3", "group.consumer.heartbeat.interval.ms": "100", "replica.lag.time.max.ms": "30000"})
 	ctx := testCtx(t)
 	cl := clusterClient(t, c)
 	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 4, 3, nil, "t848"); err != nil {
@@ -105,11 +108,27 @@ func TestClusterConsumerGroupFollowsLeadership(t *testing.T) {
 	fc := kmsg.NewPtrFindCoordinatorRequest()
 	fc.Version, fc.CoordinatorKey = 3, groupID
 	var newCoord string
-	eventually(t, 20*time.Second, "a new coordinator", func() bool {
+	for deadline := time.Now().Add(20 * time.Second); ; {
 		r := rc.roundTrip(fc).(*kmsg.FindCoordinatorResponse)
 		newCoord = net.JoinHostPort(r.Host, strconv.Itoa(int(r.Port)))
-		return r.ErrorCode == 0 && r.NodeID != coord
-	})
+		if r.ErrorCode == 0 && r.NodeID != coord {
+			break
+		}
+		if time.Now().After(deadline) {
+			var live *clusterBroker
+			for _, b := range c.brokers {
+				if b.id != coord {
+					live = b
+				}
+			}
+			_, im := live.follower.Image()
+			ot, _ := im.Topic(group.OffsetsTopic)
+			pt := ot.Partitions[group.PartitionFor(groupID, int32(len(ot.Partitions)))]
+			t.Fatalf("no new coordinator after broker %d stopped: FindCoordinator %+v; the group's partition in broker %d's image: leader %d, ISR %v, replicas %v",
+				coord, r, live.id, pt.Leader, pt.ISR, pt.Replicas)
+		}
+		time.Sleep(2 * time.Millisecond) // polling a condition with a deadline
+	}
 	cconn, err := net.Dial("tcp", newCoord)
 	if err != nil {
 		t.Fatal(err)
