@@ -1162,6 +1162,18 @@ func TestProcTopicsCommands(t *testing.T) {
 		if code, out := run1(t, topicsCmd, c.Node(1).Client, "create", "moved", "--replica-assignment", "1:2"); code != 0 {
 			t.Fatalf("create: %d %s", code, out)
 		}
+		// Records on replicas 1 and 2 before the move: broker 3, new to the partition,
+		// copies them all (a full sync) before replica 1 leaves.
+		const records = 2000
+		pcl := client(t, c.Bootstrap(), kgo.RequiredAcks(kgo.AllISRAcks()))
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		for i := range records {
+			pcl.Produce(ctx, &kgo.Record{Topic: "moved", Value: []byte(strconv.Itoa(i))}, nil)
+		}
+		if err := pcl.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
 		if code, out := run1(t, topicsCmd, c.Node(1).Client, "reassign", "--topic", "moved", "--partition", "0", "--replicas", "2,3"); code != 0 || !strings.Contains(out, "Reassigning moved-0.") {
 			t.Fatalf("reassign: %d %s", code, out)
 		}
@@ -1178,8 +1190,32 @@ func TestProcTopicsCommands(t *testing.T) {
 			}
 			return nil
 		})
+		// Every record, served by the new replica set only. (A new leader's high
+		// watermark catches up with its log once the other replica fetches: until
+		// then the end offset trails, as in Kafka.)
+		c.Kill(1)
+		adm := kadm.NewClient(client(t, c.Node(2).Client))
+		eventually(t, 20*time.Second, "the high watermark at every record", func() error {
+			ends, err := adm.ListEndOffsets(ctx, "moved")
+			if err == nil {
+				err = ends.Error()
+			}
+			if err != nil {
+				return err
+			}
+			if o, _ := ends.Lookup("moved", 0); o.Offset < records {
+				return fmt.Errorf("end offset %d", o.Offset)
+			}
+			return nil
+		})
+		log := readAll(t, c.Node(2).Client, "moved")
+		for i := range records {
+			if log[0][int64(i)] != strconv.Itoa(i) {
+				t.Fatalf("after the move: offset %d holds %q, want %d (%d records read)", i, log[0][int64(i)], i, len(log[0]))
+			}
+		}
 	})
-	if code, out := run1(t, topicsCmd, c.Node(1).Client, "delete", "ops"); code != 0 {
+	if code, out := run1(t, topicsCmd, c.Node(2).Client, "delete", "ops"); code != 0 {
 		t.Fatalf("delete: %d %s", code, out)
 	}
 }
