@@ -112,16 +112,9 @@ func TestSecurityFailedAuthenticationStorm(t *testing.T) {
 		t.Fatal("the authenticated client was not served during the storm")
 	}
 	// Every failed connection's state goes when it closes (the client closed each).
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	eventually(t, 10*time.Second, "no failed connection's security state kept after the storm", func() bool {
 		n := 0
 		l.conns.Range(func(any, any) bool { n++; return true })
-		if n <= 2 { // the authenticated client's connections
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d connections' security state kept after the storm", n)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return n <= 2 // the authenticated client's connections
+	})
 }
