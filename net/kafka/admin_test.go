@@ -472,6 +472,10 @@ func TestLookupPartition(t *testing.T) {
 	adm := tb.admin(t)
 	created := mustCreate(t, adm, "look", 2, map[string]*string{"segment.bytes": kadm.StringPtr("1048576")})
 	// A log the metadata has and the engine lacks is created on lookup, configured.
+	// The broker opens a new topic's logs as the metadata change applies, which may
+	// come after CreateTopics answers: wait for it, then take the log away.
+	tp := engine.TopicPartition{Topic: "look", Partition: 1}
+	eventually(t, 10*time.Second, "the engine opening look-1", func() bool { return tb.eng.Log(tp) != nil })
 	if err := tb.eng.DeleteLog(engine.TopicPartition{Topic: "look", Partition: 1}); err != nil {
 		t.Fatal(err)
 	}
