@@ -416,6 +416,7 @@ func (op *fetchOp) respond() { op.respondWith(0) }
 
 // respondWith frames the answer and sends it.
 func (op *fetchOp) respondWith(code int16) {
+	op.countErrors(code)
 	fr := op.frame(code)
 	op.r.RespondRaw(fr.response())
 }
@@ -585,4 +586,17 @@ func (op *fetchOp) appendPartition(fr *fetchResp, b []byte, p *fetchPart) []byte
 		b = append(b, 0)
 	}
 	return b
+}
+
+// countErrors adds the answer's codes to samsa_request_errors_total: the top-level
+// one and every partition's (the answer is framed by hand, so the reflective count
+// of Request.Respond does not see it).
+func (op *fetchOp) countErrors(code int16) {
+	a := op.r.m.lookup(op.r.Header.Key)
+	a.countError(code)
+	for i := range op.parts {
+		if e := op.parts[i].err; e != nil {
+			a.countError(e.Code)
+		}
+	}
 }

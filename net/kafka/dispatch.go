@@ -148,6 +148,10 @@ type Request struct {
 	m       *metrics
 	api     *API
 	started time.Time
+	// local is how long the handler ran (ns since started) once it returned with
+	// the answer still to come, or -1 once the answer left inside it; the first of
+	// the two to happen sets it (observe).
+	local atomic.Int64
 
 	// sec is the connection's security (authz_listener.go); nil on a listener served
 	// by the Broker itself (no authentication, no authorizer).
@@ -225,6 +229,7 @@ func parseRequest(tr transport.Request, t *apiTable, m *metrics, log *slog.Logge
 // recoverHandler turns a handler panic (a bug) into a closed connection and an error
 // log instead of a dead node. Deferred around every handler call.
 func recoverHandler(r *Request, log *slog.Logger, panics *atomic.Int64) {
+	r.handlerReturned()
 	if p := recover(); p != nil {
 		panics.Add(1)
 		log.Error("handler panicked; closing connection", "api", apiName(r.Header.Key),
@@ -284,6 +289,7 @@ func (r *Request) Respond(resp kmsg.Response) {
 	if r.amend != nil {
 		r.amend(resp)
 	}
+	r.m.lookup(r.Header.Key).countErrors(resp)
 	r.respondEncoded(encodeResponse(&r.Header, resp))
 }
 
@@ -319,8 +325,34 @@ func (r *Request) CloseConn() {
 	r.Ticket.CloseConn()
 }
 
+// observe records the request's times, as Kafka's RequestMetrics split them: queue
+// (last byte read to the handler's start), local (the handler's own run) and remote
+// (parked after the handler returned: waiting for replicas, for data, for a
+// controller or coordinator), and the total.
 func (r *Request) observe() {
-	r.m.latency(r.Header.Key).Observe(time.Since(r.Received).Seconds())
+	a := r.m.lookup(r.Header.Key)
+	now := time.Now()
+	a.latency.Observe(now.Sub(r.Received).Seconds())
+	a.queue.Observe(r.started.Sub(r.Received).Seconds())
+	ran := now.Sub(r.started)
+	if r.local.CompareAndSwap(0, -1) { // answered inside the handler
+		a.local.Observe(ran.Seconds())
+		a.remote.Observe(0)
+		return
+	}
+	local := time.Duration(r.local.Load())
+	a.local.Observe(local.Seconds())
+	a.remote.Observe((ran - local).Seconds())
+}
+
+// handlerReturned marks the end of the handler's run (deferred with recoverHandler),
+// unless the answer already left.
+func (r *Request) handlerReturned() {
+	d := int64(time.Since(r.started))
+	if d <= 0 {
+		d = 1
+	}
+	r.local.CompareAndSwap(0, d)
 }
 
 // ResponseKind returns a new, empty response of the request's kind at its version.

@@ -30,8 +30,11 @@ type metrics struct {
 }
 
 type apiMetrics struct {
-	requests prometheus.Counter
-	latency  prometheus.Observer
+	requests             prometheus.Counter
+	latency              prometheus.Observer
+	queue, local, remote prometheus.Observer
+	name                 string
+	errors               *prometheus.CounterVec // api, error (shared by the table)
 }
 
 func (m *metrics) lookup(key int16) *apiMetrics {
@@ -46,7 +49,6 @@ func (m *metrics) lookup(key int16) *apiMetrics {
 }
 
 func (m *metrics) requests(key int16) prometheus.Counter { return m.lookup(key).requests }
-func (m *metrics) latency(key int16) prometheus.Observer { return m.lookup(key).latency }
 
 // newMetrics builds the broker listener's collectors (samsa_*), with the per-topic
 // and per-listener ones.
@@ -213,22 +215,32 @@ func newTableMetrics(reg prometheus.Registerer, subsystem string, t *apiTable) *
 		private:     map[int16]apiMetrics{},
 	}
 	requests := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: subsystem, Name: "requests_total", Help: "Requests decoded and handed to a handler, per API."}, []string{"api"})
-	latency := prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Namespace: ns, Subsystem: subsystem, Name: "request_latency_seconds", Help: "Time from a request's last byte read to its answer, per API.",
-		Buckets: prometheus.ExponentialBuckets(50e-6, 2, 18), // 50µs .. ~6.5s
-	}, []string{"api"})
+	buckets := prometheus.ExponentialBuckets(50e-6, 2, 18) // 50µs .. ~6.5s
+	hist := func(name, help string) *prometheus.HistogramVec {
+		return prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Subsystem: subsystem, Name: name, Help: help, Buckets: buckets}, []string{"api"})
+	}
+	latency := hist("request_latency_seconds", "Time from a request's last byte read to its answer, per API [RequestMetrics TotalTimeMs].")
+	queue := hist("request_queue_seconds", "Time from a request's last byte read to its handler's start, per API [RequestMetrics RequestQueueTimeMs].")
+	local := hist("request_local_seconds", "Time the request's handler ran, per API [RequestMetrics LocalTimeMs].")
+	remote := hist("request_remote_seconds", "Time an answer waited after its handler returned (replicas, new data, the controller, a coordinator), per API [RequestMetrics RemoteTimeMs].")
+	errs := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: subsystem, Name: "request_errors_total",
+		Help: "Error codes in answers, per API and code, one per partition, group or resource that carries one; NONE is not counted [RequestMetrics ErrorsPerSec]."}, []string{"api", "error"})
 	for _, a := range t.served() {
 		name := apiName(a.Key)
-		am := apiMetrics{requests: requests.WithLabelValues(name), latency: latency.WithLabelValues(name)}
+		am := apiMetrics{requests: requests.WithLabelValues(name), latency: latency.WithLabelValues(name),
+			queue: queue.WithLabelValues(name), local: local.WithLabelValues(name), remote: remote.WithLabelValues(name),
+			name: name, errors: errs}
 		if a.Key <= maxAPIKey {
 			m.api[a.Key] = am
 		} else {
 			m.private[a.Key] = am
 		}
 	}
-	m.none = apiMetrics{requests: prometheus.NewCounter(prometheus.CounterOpts{Name: "unused"}), latency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "unused"})}
+	unused := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "unused"})
+	m.none = apiMetrics{requests: prometheus.NewCounter(prometheus.CounterOpts{Name: "unused"}), latency: unused,
+		queue: unused, local: unused, remote: unused, name: "unknown", errors: errs}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.bytesIn, m.bytesOut, m.rejected, m.connections, m.accepted, requests, latency} {
+		for _, c := range []prometheus.Collector{m.bytesIn, m.bytesOut, m.rejected, m.connections, m.accepted, requests, latency, queue, local, remote, errs} {
 			reg.MustRegister(c)
 		}
 	}
