@@ -204,9 +204,9 @@ func TestClusterRoutingAndAdmin(t *testing.T) {
 	}
 	var ref *kmsg.MetadataResponse
 	for _, b := range c.brokers {
-		// Every broker's image has the topic within a second.
+		// Every broker's image has the topic soon (a loaded machine may take seconds).
 		var m *kmsg.MetadataResponse
-		eventually(t, time.Second, fmt.Sprintf("broker %d to know the topic", b.id), func() bool {
+		eventually(t, 10*time.Second, fmt.Sprintf("broker %d to know the topic", b.id), func() bool {
 			m = metadataOf(t, b.addr, "replicated")
 			return m.Topics[0].ErrorCode == 0
 		})
@@ -266,7 +266,7 @@ func TestClusterRoutingAndAdmin(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, b := range c.brokers {
-		eventually(t, time.Second, fmt.Sprintf("broker %d to see 8 partitions", b.id), func() bool {
+		eventually(t, 10*time.Second, fmt.Sprintf("broker %d to see 8 partitions", b.id), func() bool {
 			return len(metadataOf(t, b.addr, "replicated").Topics[0].Partitions) == 8
 		})
 	}
@@ -293,7 +293,7 @@ func TestClusterRoutingAndAdmin(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, b := range c.brokers {
-		eventually(t, time.Second, fmt.Sprintf("broker %d to forget the topic", b.id), func() bool {
+		eventually(t, 10*time.Second, fmt.Sprintf("broker %d to forget the topic", b.id), func() bool {
 			return metadataOf(t, b.addr, "replicated").Topics[0].ErrorCode == kerr.UnknownTopicOrPartition.Code
 		})
 	}
