@@ -30,6 +30,7 @@ var Kinds = []string{
 	KLost, KUnseen, KDuplicate, KInconsistent, KPhantom, KFutureRead,
 	KNonmonotonicSnd, KNonmonotonicPol, KPollSkip, KRealtime, KCommitBackwards,
 	KLivenessSend, KLivenessRead, KNonlinearizable,
+	KAbortedRead, KTxnLost, KTxnPartial,
 }
 
 // ProcFinal is the process of the final drain: it reads every partition from its
@@ -86,7 +87,9 @@ type Result struct {
 	Counts    map[string]int `json:"counts"`
 	Anomalies []Anomaly      `json:"anomalies"`
 	Stats     Stats          `json:"stats"`
-	Linear    LinearResult   `json:"linear"`
+	// Txn counts the transactional workload's operations (zero without it).
+	Txn    TxnStats     `json:"txn"`
+	Linear LinearResult `json:"linear"`
 	// LastHeal is when the last fault finished healing (ns since start); the
 	// liveness checks start there. 0 when the run had no faults.
 	LastHeal int64 `json:"last_heal"`
@@ -193,6 +196,7 @@ func Check(h *History, opt Options) *Result {
 	c.realtime()
 	c.commits()
 	c.liveness()
+	c.checkTxn()
 	c.res.Linear = checkLinear(c, opt.Linear)
 	sort.SliceStable(c.res.Anomalies, func(i, j int) bool {
 		a, b := c.res.Anomalies[i], c.res.Anomalies[j]
@@ -304,6 +308,9 @@ func (c *checker) index() {
 				c.res.LastHeal = op.End
 			}
 		case FEvent:
+			if op.Proc == ProcFinalTxn {
+				continue // the transactional drain's marks (checkTxn)
+			}
 			if op.Proc == ProcFinal && op.V == "end-offsets" {
 				for p, e := range op.Offs {
 					c.finalEnd[p] = e

@@ -7,7 +7,7 @@
 //	tools/chaos            history (this file's package), checker, linearizability
 //	tools/chaos/cluster    N `samsa serve` processes: configs, ports, namespaces, signals
 //	tools/chaos/nemesis    the seeded fault schedule and the faults themselves
-//	tools/chaos/workload   the queue workload: producers and consumers that record
+//	tools/chaos/workload   the queue and transactional workloads: clients that record
 //	tools/chaos/report     verdict, anomaly table, counts, HTML page with SVG charts
 //	tools/chaos/runner     one run end to end: start, load, faults, quiet, check, report
 //
@@ -63,6 +63,18 @@
 //	                     bound to read, or never read
 //	nonlinearizable      porcupine found no linearization of a sampled window of a
 //	                     partition's log against the model of an append-only log
+//
+// The transactional workload (workload/txn.go) writes to a topic of its own: "txn"
+// ops (one per transaction, its records and its outcome: ok committed, fail aborted,
+// info unknown) and "txn-poll" ops (read_committed consumers, and the final
+// read_committed drain, process final-txn). On them (check_txn.go):
+//
+//	aborted-read         a read_committed poll returned a record of an aborted transaction
+//	txn-lost             a record of a committed transaction the final drain did not return
+//	txn-partial          the final drain returned some but not all records of one
+//	                     transaction (whatever its outcome)
+//
+// with duplicate, inconsistent-offsets and phantom judged on that topic too.
 //
 // Each anomaly names the partition, offset, value, process, time and operation ids.
 package chaos

@@ -30,6 +30,18 @@ const (
 	FEvent  Func = "event"  // something the harness saw (a node exited on its own, ...)
 )
 
+// The operations of the transactional workload, on a topic of its own (the queue
+// checks ignore them; checkTxn judges them).
+const (
+	// FTxn is one transaction of a transactional producer: Recs are the records it
+	// produced ([partition, offset acknowledged or -1, value]); ok: committed (the
+	// EndTxn commit was answered), fail: aborted (by choice or after a failed
+	// produce, the abort answered), info: unknown.
+	FTxn Func = "txn"
+	// FTxnPoll is a read_committed consumer's poll of the transactional topic.
+	FTxnPoll Func = "txn-poll"
+)
+
 // Status says whether an operation took effect.
 type Status string
 

@@ -139,3 +139,21 @@ func (a *Admin) EndOffsets(ctx context.Context, topic string) (map[int32]int64, 
 	offs.Each(func(o kadm.ListedOffset) { out[o.Partition] = o.Offset })
 	return out, nil
 }
+
+// StableOffsets is the last stable offset of every partition of topic: what a
+// read_committed consumer may read up to (the high watermark once no transaction is
+// open).
+func (a *Admin) StableOffsets(ctx context.Context, topic string) (map[int32]int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	offs, err := a.adm.ListCommittedOffsets(ctx, topic)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: stable offsets: %w", err)
+	}
+	if err := offs.Error(); err != nil {
+		return nil, fmt.Errorf("cluster: stable offsets: %w", err)
+	}
+	out := map[int32]int64{}
+	offs.Each(func(o kadm.ListedOffset) { out[o.Partition] = o.Offset })
+	return out, nil
+}

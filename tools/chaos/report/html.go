@@ -61,6 +61,8 @@ func (r *Report) WriteHTML(b *strings.Builder) {
 		{"operations", st.Ops}, {"sends", st.Sends}, {"acknowledged", st.Acked}, {"unknown outcome", st.Indeterminate}, {"failed", st.Failed},
 		{"polls", st.Polls}, {"records read", st.Reads}, {"distinct values read", st.DistinctRead}, {"acknowledged values read", st.AckedRead},
 		{"commits", st.Commits}, {"commits ok", st.CommitsOK}, {"faults", st.Faults}, {"events", st.Events},
+		{"transactions", r.Result.Txn.Txns}, {"transactions committed", r.Result.Txn.Committed}, {"transactions aborted", r.Result.Txn.Aborted},
+		{"transactions unknown", r.Result.Txn.Unknown}, {"records read read_committed", r.Result.Txn.Reads},
 	} {
 		fmt.Fprintf(b, "<tr><th>%s</th><td class=\"n\">%d</td></tr>\n", kv[0], kv[1])
 	}

@@ -240,6 +240,9 @@ func verdict(r *Report, res *chaos.Result) string {
 	}
 	what := fmt.Sprintf("seed %d, %s, %d faults, %.0fs; %d sends: %d acknowledged, %d unknown; %d records read (%d acknowledged values); %s",
 		r.Seed, nodes, st.Faults, r.Took, st.Sends, st.Acked, st.Indeterminate+st.Failed, st.Reads, st.AckedRead, lin)
+	if tx := res.Txn; tx.Txns > 0 {
+		what += fmt.Sprintf("; %d transactions: %d committed, %d aborted, %d unknown", tx.Txns, tx.Committed, tx.Aborted, tx.Unknown)
+	}
 	if res.Valid {
 		return "chaos: VALID (no anomalies): " + what
 	}
@@ -280,6 +283,10 @@ func (r *Report) WriteText(w *strings.Builder) {
 	st := r.Result.Stats
 	fmt.Fprintf(w, "\ncounts: %d ops, %d sends (%d acknowledged, %d unknown, %d failed), %d polls returning %d records (%d distinct values, %d acknowledged ones), %d commits (%d ok), %d faults, %d events\n",
 		st.Ops, st.Sends, st.Acked, st.Indeterminate, st.Failed, st.Polls, st.Reads, st.DistinctRead, st.AckedRead, st.Commits, st.CommitsOK, st.Faults, st.Events)
+	if tx := r.Result.Txn; tx.Txns > 0 {
+		fmt.Fprintf(w, "transactions: %d (%d committed, %d aborted, %d unknown) of %d records; %d records read by read_committed consumers; final drain complete: %v\n",
+			tx.Txns, tx.Committed, tx.Aborted, tx.Unknown, tx.Records, tx.Reads, tx.Drained)
+	}
 	fmt.Fprintf(w, "liveness bound %.1fs from the last heal at %.3fs\n", float64(r.Result.Liveness)/1e9, float64(r.Result.LastHeal)/1e9)
 	fmt.Fprintf(w, "\nanomalies (%s):\n", r.Result.Summary())
 	if len(r.Result.Anomalies) == 0 {

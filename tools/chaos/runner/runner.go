@@ -61,6 +61,13 @@ type Config struct {
 	Rate              float64
 	GroupConsumers    int
 	AssignedConsumers int
+	// The transactional workload on topic Topic+"-txn" (Partitions partitions):
+	// TxnProducers transactional producers at TxnRate transactions per second in
+	// all, TxnConsumers read_committed consumers. 0 takes 1, 1 and 10/s; -1 turns
+	// it off.
+	TxnProducers int
+	TxnConsumers int
+	TxnRate      float64
 	// ProduceTimeout is the producers' request timeout, MetadataMaxAge the clients'
 	// metadata refresh period (workload.Config); 0: 10 s and 5 s.
 	ProduceTimeout time.Duration
@@ -123,6 +130,19 @@ func (c *Config) Defaults() {
 		c.AssignedConsumers = 0
 	} else if c.AssignedConsumers == 0 {
 		c.AssignedConsumers = 1
+	}
+	if c.TxnProducers < 0 {
+		c.TxnProducers = 0
+	} else if c.TxnProducers == 0 {
+		c.TxnProducers = 1
+	}
+	if c.TxnConsumers < 0 {
+		c.TxnConsumers = 0
+	} else if c.TxnConsumers == 0 {
+		c.TxnConsumers = 1
+	}
+	if c.TxnRate <= 0 {
+		c.TxnRate = 10
 	}
 	if c.Out == "" {
 		c.Out = "chaos-out"
@@ -291,6 +311,11 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	defer adm.Close()
 	tctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	err = adm.CreateTopic(tctx, cfg.Topic, cfg.Partitions, int16(min(3, cfg.Nodes)))
+	txnTopic := ""
+	if err == nil && cfg.TxnProducers > 0 {
+		txnTopic = cfg.Topic + "-txn"
+		err = adm.CreateTopic(tctx, txnTopic, cfg.Partitions, int16(min(3, cfg.Nodes)))
+	}
 	cancel()
 	if err != nil {
 		return nil, err
@@ -301,7 +326,9 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	}
 	defer clientLog.Close()
 	wl, err := workload.Start(ctx, workload.Config{Brokers: c.Bootstrap(), Topic: cfg.Topic, Partitions: cfg.Partitions, Producers: cfg.Producers,
-		Rate: cfg.Rate, ProduceTimeout: cfg.ProduceTimeout, MetadataMaxAge: cfg.MetadataMaxAge, GroupConsumers: cfg.GroupConsumers, AssignedConsumers: cfg.AssignedConsumers, Seed: cfg.Seed, History: hist, ClientLog: clientLog})
+		Rate: cfg.Rate, ProduceTimeout: cfg.ProduceTimeout, MetadataMaxAge: cfg.MetadataMaxAge, GroupConsumers: cfg.GroupConsumers, AssignedConsumers: cfg.AssignedConsumers,
+		TxnTopic: txnTopic, TxnPartitions: cfg.Partitions, TxnProducers: cfg.TxnProducers, TxnConsumers: cfg.TxnConsumers, TxnRate: cfg.TxnRate,
+		Seed: cfg.Seed, History: hist, ClientLog: clientLog})
 	if err != nil {
 		return nil, err
 	}
@@ -310,8 +337,8 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	nemMu.Unlock()
 
 	stopProgress := r.progress(wl)
-	r.printf("workload: %d producers at %.0f/s, %d group members, %d assigned consumers, %d partitions; warmup %s",
-		cfg.Producers, cfg.Rate, cfg.GroupConsumers, cfg.AssignedConsumers, cfg.Partitions, cfg.Warmup)
+	r.printf("workload: %d producers at %.0f/s, %d group members, %d assigned consumers, %d partitions; %d transactional producers at %.0f/s, %d read_committed consumers; warmup %s",
+		cfg.Producers, cfg.Rate, cfg.GroupConsumers, cfg.AssignedConsumers, cfg.Partitions, cfg.TxnProducers, cfg.TxnRate, cfg.TxnConsumers, cfg.Warmup)
 	sleep(ctx, cfg.Warmup)
 	phase := time.Now()
 	herr := nem.Run(ctx, sched, phase)
@@ -340,6 +367,13 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 		r.note("final read: no end offsets: %v", err)
 	} else if err := wl.FinalDrain(fctx, end); err != nil {
 		r.note("final read: %v", err)
+	}
+	if txnTopic != "" {
+		if stable, err := adm.StableOffsets(fctx, txnTopic); err != nil {
+			r.note("final read_committed read: no stable offsets: %v", err)
+		} else if err := wl.FinalTxnDrain(fctx, stable); err != nil {
+			r.note("%v", err)
+		}
 	}
 	fcancel()
 	if err := c.Close(); err != nil {
@@ -421,6 +455,14 @@ func (r *run) chooseKinds(cfg *Config, feat cluster.Features) ([]nemesis.Kind, e
 	return kinds, nil
 }
 
+// offIfZero is a count as the command line says it: -1 for none (0 asks the default).
+func offIfZero(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
+}
+
 // ReplayCommand is the samsa-chaos command line that replays cfg's schedule.
 func ReplayCommand(cfg Config, kinds []nemesis.Kind) string {
 	args := []string{"samsa-chaos", "run", "--samsa-bin", cfg.Bin, "--seed", fmt.Sprint(cfg.Seed), "--nodes", fmt.Sprint(cfg.Nodes),
@@ -428,7 +470,9 @@ func ReplayCommand(cfg Config, kinds []nemesis.Kind) string {
 		"--gap", cfg.GapMin.String() + "-" + cfg.GapMax.String(), "--fault-len", cfg.DurMin.String() + "-" + cfg.DurMax.String(),
 		"--warmup", cfg.Warmup.String(), "--liveness", cfg.Liveness.String(), "--session-timeout", cfg.SessionTimeout.String(),
 		"--partitions", fmt.Sprint(cfg.Partitions), "--rate", fmt.Sprint(cfg.Rate), "--producers", fmt.Sprint(cfg.Producers),
-		"--group-consumers", fmt.Sprint(cfg.GroupConsumers), "--assigned-consumers", fmt.Sprint(cfg.AssignedConsumers), "--netns", cfg.Netns}
+		"--group-consumers", fmt.Sprint(cfg.GroupConsumers), "--assigned-consumers", fmt.Sprint(cfg.AssignedConsumers),
+		"--txn-producers", fmt.Sprint(offIfZero(cfg.TxnProducers)), "--txn-consumers", fmt.Sprint(offIfZero(cfg.TxnConsumers)),
+		"--txn-rate", fmt.Sprint(cfg.TxnRate), "--netns", cfg.Netns}
 	if cfg.ProduceTimeout > 0 {
 		args = append(args, "--produce-timeout", cfg.ProduceTimeout.String())
 	}
@@ -490,7 +534,8 @@ func (r *run) progress(wl *workload.Workload) func() {
 				return
 			case <-t.C:
 				p := wl.Progress()
-				r.printf("progress: %d sent, %d acknowledged, %d records read; readers behind in partitions: %v", p.Sent, p.Acked, p.Read, p.Behind)
+				r.printf("progress: %d sent, %d acknowledged, %d records read; readers behind in partitions: %v; transactions %d committed, %d aborted, %d unknown, %d records read_committed",
+					p.Sent, p.Acked, p.Read, p.Behind, p.Committed, p.Aborted, p.TxnUnknown, p.TxnRead)
 			}
 		}
 	}()

@@ -49,7 +49,15 @@ type Config struct {
 	Group             string
 	AssignedConsumers int
 	Seed              int64
-	History           *chaos.Writer
+	// The transactional workload (txn.go), on a topic of its own; off when
+	// TxnTopic is empty. TxnRate is transactions per second of all its producers
+	// together (0: 20).
+	TxnTopic      string
+	TxnPartitions int32
+	TxnProducers  int
+	TxnConsumers  int
+	TxnRate       float64
+	History       *chaos.Writer
 	// ClientLog receives the clients' warnings (nil: none).
 	ClientLog io.Writer
 }
@@ -71,6 +79,8 @@ type Workload struct {
 		acked    int64
 		sent     int64
 		read     int64
+		txns     map[chaos.Status]int64 // transactions by outcome
+		txnRead  int64                  // records read by read_committed consumers
 	}
 }
 
@@ -91,6 +101,7 @@ func Start(ctx context.Context, cfg Config) (*Workload, error) {
 	w := &Workload{cfg: cfg}
 	w.mu.maxAcked = map[int32]int64{}
 	w.mu.maxRead = map[string]map[int32]int64{}
+	w.mu.txns = map[chaos.Status]int64{}
 	pctx, pstop := context.WithCancel(context.WithoutCancel(ctx))
 	cctx, cstop := context.WithCancel(context.WithoutCancel(ctx))
 	w.prodStop, w.consStop = pstop, cstop
@@ -121,6 +132,16 @@ func Start(ctx context.Context, cfg Config) (*Workload, error) {
 		}
 		w.consWG.Add(1)
 		go func() { defer w.consWG.Done(); c.run(cctx) }()
+	}
+	if cfg.TxnTopic != "" {
+		if cfg.TxnPartitions <= 0 {
+			w.abort()
+			return nil, fmt.Errorf("workload: %d transactional partitions", cfg.TxnPartitions)
+		}
+		if err := w.startTxn(pctx, cctx); err != nil {
+			w.abort()
+			return nil, err
+		}
 	}
 	return w, nil
 }
@@ -447,6 +468,9 @@ func (w *Workload) StopConsumers() {
 // Progress is a snapshot of the counts.
 type Progress struct {
 	Sent, Acked, Read int64
+	// Transactions committed, aborted and unknown; records read by read_committed
+	// consumers.
+	Committed, Aborted, TxnUnknown, TxnRead int64
 	// Behind is, per reader, how many partitions it has not read up to the highest
 	// acknowledged offset.
 	Behind map[string]int
@@ -456,7 +480,8 @@ type Progress struct {
 func (w *Workload) Progress() Progress {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	pr := Progress{Sent: w.mu.sent, Acked: w.mu.acked, Read: w.mu.read, Behind: map[string]int{}}
+	pr := Progress{Sent: w.mu.sent, Acked: w.mu.acked, Read: w.mu.read, Behind: map[string]int{},
+		Committed: w.mu.txns[chaos.OK], Aborted: w.mu.txns[chaos.Fail], TxnUnknown: w.mu.txns[chaos.Info], TxnRead: w.mu.txnRead}
 	var readers []string
 	if w.cfg.GroupConsumers > 0 {
 		readers = append(readers, "group:"+w.cfg.Group)
