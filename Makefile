@@ -153,6 +153,14 @@ test-long-txn:
 	SAMSA_LONG=1 $(GO) test -timeout 60m -run 'TestTxnCrashRecovery|TestCleanerCrashAtEveryStep|TestCleanerTransactions' ./engine
 	SAMSA_LONG=1 $(GO) test -timeout 60m -run 'TestCoordinatorSimulation|TestStateMachineModel' ./coordinator/txn
 
+# __consumer_offsets under an hour's commit loop (1,000 offset records a second, 1 MiB
+# segments): its size on disk every 30 s, bounded by the cleaner (BENCHMARKS.md);
+# OFFSETS_SOAK=10m shortens it.
+OFFSETS_SOAK ?= 1h
+.PHONY: soak-offsets
+soak-offsets:
+	SAMSA_OFFSETS_SOAK=$(OFFSETS_SOAK) $(GO) test -count=1 -timeout 0 -v -run 'TestConsumerOffsetsBounded' ./net/node
+
 # The controller's long campaign: the cluster simulation (controllers over the model
 # quorum and over the real raft voters, brokers, a faulty network) over 10,000 seeds,
 # about 3 minutes; SAMSA_SIM_SEED=n replays one.
