@@ -12,7 +12,10 @@
 // drops the producer's pending transactional offsets there (once TxnOffsetCommit is
 // served).
 //
-// Differences from Apache Kafka: no authorization (CLUSTER_ACTION) is checked.
+// Authorization (on a listener with an authorizer, authz_rules_more.go): ALTER or
+// CLUSTER_ACTION on the cluster, as Kafka checks it (KIP-664: the ALTER of an operator
+// aborting a hanging transaction with kafka-transactions.sh abort or samsa
+// transactions abort); a refusal is CLUSTER_AUTHORIZATION_FAILED on every partition.
 
 package kafka
 

@@ -183,6 +183,17 @@ func TestAuthzMatrix(t *testing.T) {
 		t.Fatalf("transactional init producer id: %v %+v", err, r)
 	}
 
+	// WriteTxnMarkers from an admin client (an operator aborting a hanging
+	// transaction) without ALTER or CLUSTER_ACTION on the cluster: every partition
+	// CLUSTER_AUTHORIZATION_FAILED, and the connection stays open.
+	wm := kmsg.NewPtrWriteTxnMarkersRequest()
+	wm.Markers = []kmsg.WriteTxnMarkersRequestMarker{{ProducerID: 7, ProducerEpoch: 0,
+		Topics: []kmsg.WriteTxnMarkersRequestMarkerTopic{{Topic: "pre-a", Partitions: []int32{0}}}}}
+	if r, err := wm.RequestWith(ctx, cl); err != nil || len(r.Markers) != 1 || len(r.Markers[0].Topics) != 1 ||
+		r.Markers[0].ProducerID != 7 || r.Markers[0].Topics[0].Partitions[0].ErrorCode != kerr.ClusterAuthorizationFailed.Code {
+		t.Fatalf("write txn markers: %v %+v", err, r)
+	}
+
 	// Groups: no ACL, refused.
 	fc := kmsg.NewPtrFindCoordinatorRequest()
 	fc.CoordinatorKeys = []string{"g"}

@@ -13,6 +13,7 @@ func init() {
 	authzRules[21] = authzDeleteRecords
 	authzRules[23] = authzOffsetForLeaderEpoch
 	authzRules[24] = authzAddPartitionsToTxn
+	authzRules[27] = authzWriteTxnMarkers
 	authzRules[33] = authzAlterConfigs
 	authzRules[37] = authzCreatePartitions
 	authzRules[44] = authzIncrementalAlterConfigs
@@ -288,4 +289,33 @@ func authzConsumerGroupDescribe(az *authz) bool {
 		}
 	}
 	return true
+}
+
+// authzWriteTxnMarkers: ALTER or CLUSTER_ACTION on the cluster (KIP-664: ALTER lets an
+// operator's admin client abort a hanging transaction), refused whole with
+// CLUSTER_AUTHORIZATION_FAILED on every partition of every marker, as Kafka's
+// WriteTxnMarkersRequest.getErrorResponse answers.
+func authzWriteTxnMarkers(az *authz) bool {
+	if az.cluster(opAlter) || az.cluster(opClusterAction) {
+		return true
+	}
+	req := az.r.Body.(*kmsg.WriteTxnMarkersRequest)
+	resp := req.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
+	for _, m := range req.Markers {
+		rm := kmsg.NewWriteTxnMarkersResponseMarker()
+		rm.ProducerID = m.ProducerID
+		for _, t := range m.Topics {
+			rt := kmsg.NewWriteTxnMarkersResponseMarkerTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewWriteTxnMarkersResponseMarkerTopicPartition()
+				rp.Partition, rp.ErrorCode = p, codeCluster
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			rm.Topics = append(rm.Topics, rt)
+		}
+		resp.Markers = append(resp.Markers, rm)
+	}
+	az.r.Respond(resp)
+	return false
 }
