@@ -13,13 +13,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// adminCmd is what the operator commands (cluster, topics) share: the flag set with
-// --bootstrap-server and --timeout, and the client.
+// adminCmd is what the operator commands (cluster, topics, transactions, acls, users)
+// share: the flag set with --bootstrap-server, --command-config and --timeout, and the
+// client.
 type adminCmd struct {
 	name      string // "topics create", for messages
 	usage     string
 	fs        *flag.FlagSet
 	bootstrap string
+	config    string // --command-config: Kafka client properties (clientconfig.go)
 	timeout   time.Duration
 }
 
@@ -27,6 +29,7 @@ func newAdminCmd(name, usage string) *adminCmd {
 	a := &adminCmd{name: name, usage: usage, fs: flag.NewFlagSet(name, flag.ContinueOnError)}
 	a.fs.SetOutput(io.Discard)
 	a.fs.StringVar(&a.bootstrap, "bootstrap-server", "127.0.0.1:9092", "brokers to connect to (host:port,...)")
+	a.fs.StringVar(&a.config, "command-config", "", "Kafka client properties: security.protocol, sasl.*, ssl.* (clientconfig.go)")
 	a.fs.DurationVar(&a.timeout, "timeout", 30*time.Second, "how long the command may take")
 	return a
 }
@@ -45,7 +48,16 @@ func (a *adminCmd) parse(args []string) ([]string, bool) {
 // run connects and calls f with a context bounded by --timeout; it returns the exit
 // code.
 func (a *adminCmd) run(f func(ctx context.Context, cl *kgo.Client, adm *kadm.Client) error) int {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(a.bootstrap, ",")...))
+	opts := []kgo.Opt{kgo.SeedBrokers(strings.Split(a.bootstrap, ",")...)}
+	if a.config != "" {
+		more, err := loadClientConfig(a.config, os.Stderr)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "samsa %s: %v\n", a.name, err)
+			return 1
+		}
+		opts = append(opts, more...)
+	}
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "samsa %s: %v\n", a.name, err)
 		return 1
