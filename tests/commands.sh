@@ -306,6 +306,33 @@ steps() {
 	step 'bin/dumplog -index-sanity-check data/logs/lines-0/00000000000000000000.log'
 	step 'bin/dumplog -print-data-log data/logs/lines-0/00000000000000000000.log | head'
 	expect 'baseOffset|offset'
+	# README.md, transactions and users: a confluent-kafka producer leaves a
+	# transaction open on lines-0, after the quickstart's 100000 records
+	own /usr/bin/python3 - <<'PY'
+from confluent_kafka import Producer
+p = Producer({"bootstrap.servers": "127.0.0.1:9092", "transactional.id": "loader", "transaction.timeout.ms": 600000})
+p.init_transactions(30)
+p.begin_transaction()
+p.produce("lines", b"left open", partition=0)
+if p.flush(30) != 0:
+    raise SystemExit("the transactional record was not delivered")
+PY
+	step 'bin/samsa transactions list'
+	expect '^loader +1 +[0-9]+ +Ongoing$'
+	step 'bin/samsa transactions describe --transactional-id loader'
+	expect 'Ongoing +600000 +[0-9]+ +[0-9]+ +lines-0$'
+	step 'bin/samsa transactions describe-producers --topic lines --partition 0'
+	expect ' 100000$'
+	step 'bin/samsa transactions find-hanging --broker-id 1 --max-transaction-timeout 0'
+	expect '^Topic +Partition +ProducerId'
+	step 'bin/samsa transactions abort --topic lines --partition 0 --start-offset 100000'
+	expect '^Aborted the transaction of producer [0-9]+ .* on lines-0'
+	step 'bin/samsa users set --user alice --mechanism SCRAM-SHA-512 --password alice-secret'
+	expect '^Set the SCRAM-SHA-512 credential of user alice'
+	step 'bin/samsa users list'
+	expect '^alice +SCRAM-SHA-512=iterations=4096$'
+	step 'bin/samsa users delete --user alice'
+	expect '^Deleted the SCRAM-SHA-512 credential of user alice'
 	own stop_bg
 	# samsa scrub (RELIABILITY.md, tools/chaos/FINDINGS.md) over the log dirs of the
 	# broker just stopped

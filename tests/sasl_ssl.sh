@@ -5,7 +5,8 @@
 # SCRAM-SHA-512 credentials created over the wire (AlterUserScramCredentials), Kafka's
 # StandardAuthorizer with super.users and ACLs (CreateAcls).
 #
-# Checks: the super user (PLAIN) creates a topic, a SCRAM user, an ACL; the SCRAM user
+# Checks: the super user (PLAIN) creates a topic, a SCRAM user, an ACL, and lists and
+# changes them with samsa's users and acls commands (--command-config); the SCRAM user
 # produces with kcat and consumes with confluent-kafka; a user without ACLs is refused
 # (TOPIC_AUTHORIZATION_FAILED); a wrong password fails authentication; the broker keeps
 # serving.
@@ -106,6 +107,25 @@ check() { # name, expected, actual
 	-acl User:alice:topic:orders:WRITE -acl User:alice:topic:orders:READ -acl User:alice:group:alice-g:READ \
 	|| fail "admin setup"
 check "super user: topic, SCRAM credential, ACLs" 0 0
+
+# samsa's operator commands with Kafka client properties (--command-config): the super
+# user over SASL_SSL with PLAIN, the CA as a PEM trust store.
+cat >"$tmp/admin.properties" <<EOF
+security.protocol=SASL_SSL
+sasl.mechanism=PLAIN
+sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required \\
+    username="admin" password="admin-secret";
+ssl.truststore.type=PEM
+ssl.truststore.location=$tmp/ca.pem
+EOF
+sa() { "$tmp/samsa" "$@" --bootstrap-server "$broker" --command-config "$tmp/admin.properties" --timeout 20s; }
+out=$(sa users list 2>&1) || fail "samsa users list: $out"
+check "samsa users list (--command-config, SASL_SSL)" 1 "$(grep -cE '^alice +SCRAM-SHA-512=iterations=[0-9]+$' <<<"$out")"
+out=$(sa acls list --topic orders 2>&1) || fail "samsa acls list: $out"
+check "samsa acls list shows alice's WRITE" 1 "$(grep -c 'principal=User:alice, host=\*, operation=WRITE, permissionType=ALLOW' <<<"$out")"
+out=$(sa acls create --allow-principal User:carol --operation Read --topic orders 2>&1) || fail "samsa acls create: $out"
+out=$(sa acls delete --topic orders --allow-principal User:carol 2>&1) || fail "samsa acls delete: $out"
+check "samsa acls create, then delete, carol's ACL" "1 ACLs removed." "$(tail -n 1 <<<"$out")"
 
 # alice produces with kcat over SCRAM-SHA-512.
 alice_conf=$(kc alice alice-secret SCRAM-SHA-512)
