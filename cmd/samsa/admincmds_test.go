@@ -597,3 +597,29 @@ func TestClientConfig(t *testing.T) {
 		}
 	}
 }
+
+func TestChunkTopicsSet(t *testing.T) {
+	s := kadm.TopicsSet{}
+	s.Add("b", 1, 0)
+	s.Add("a", 2, 0, 1)
+	for _, c := range []struct {
+		n    int
+		want string
+	}{
+		{1, "a-0 | a-1 | a-2 | b-0 | b-1"},
+		{2, "a-0,a-1 | a-2,b-0 | b-1"},
+		{5, "a-0,a-1,a-2,b-0,b-1"},
+		{500, "a-0,a-1,a-2,b-0,b-1"},
+	} {
+		var parts []string
+		for _, ch := range chunkTopicsSet(s, c.n) {
+			parts = append(parts, formatTopicsSet(ch))
+		}
+		if got := strings.Join(parts, " | "); got != c.want {
+			t.Errorf("chunks of %d: %s, want %s", c.n, got, c.want)
+		}
+	}
+	if got := chunkTopicsSet(kadm.TopicsSet{}, 500); len(got) != 0 {
+		t.Errorf("chunks of nothing: %v", got)
+	}
+}

@@ -293,6 +293,31 @@ func hangingSearch(ctx context.Context, adm *kadm.Client, o *txnOpts) (kadm.Topi
 	return s, nil
 }
 
+// describeProducersBatch bounds the partitions of one DescribeProducers round (Kafka's
+// tool asks 500 at a time, so that a broker with many partitions is not sent one
+// giant request).
+const describeProducersBatch = 500
+
+// chunkTopicsSet splits s into sets of at most n partitions, in topic and partition
+// order.
+func chunkTopicsSet(s kadm.TopicsSet, n int) []kadm.TopicsSet {
+	var out []kadm.TopicsSet
+	cur, size := kadm.TopicsSet{}, 0
+	for _, t := range s.Sorted() {
+		for _, p := range t.Partitions {
+			if size == n {
+				out, cur, size = append(out, cur), kadm.TopicsSet{}, 0
+			}
+			cur.Add(t.Topic, p)
+			size++
+		}
+	}
+	if size > 0 {
+		out = append(out, cur)
+	}
+	return out
+}
+
 // openTxn is a producer's open transaction in a partition.
 type openTxn struct {
 	topic     string
@@ -310,8 +335,8 @@ func txnFindHanging(ctx context.Context, adm *kadm.Client, w io.Writer, o *txnOp
 	}
 	maxMs := int64(o.maxTimeout) * 60_000
 	var candidates []openTxn
-	if len(search) > 0 {
-		described, err := adm.DescribeProducers(ctx, search)
+	for _, chunk := range chunkTopicsSet(search, describeProducersBatch) {
+		described, err := adm.DescribeProducers(ctx, chunk)
 		if err != nil {
 			return err
 		}
