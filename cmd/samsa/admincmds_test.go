@@ -257,8 +257,8 @@ func TestTransactionsCommands(t *testing.T) {
 	}
 }
 
-// testPKI writes a CA (ca.pem) and a key store for 127.0.0.1 (keystore.pem: the PKCS#8
-// key and the certificate) into dir.
+// testPKI writes a CA (ca.pem), a key store for 127.0.0.1 (keystore.pem: the PKCS#8
+// key and the certificate) and a client's (client.pem, subject CN=ops) into dir.
 func testPKI(t *testing.T, dir string) {
 	t.Helper()
 	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -286,6 +286,50 @@ func testPKI(t *testing.T, dir string) {
 	}
 	if err := os.WriteFile(filepath.Join(dir, "ca.pem"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), 0o644); err != nil {
 		t.Fatal(err)
+	}
+	ckey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	client := &x509.Certificate{SerialNumber: big.NewInt(3), Subject: pkix.Name{CommonName: "ops"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+	cder, err := x509.CreateCertificate(rand.Reader, client, caCert, &ckey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c8, _ := x509.MarshalPKCS8PrivateKey(ckey)
+	cs := append(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cder}), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: c8})...)
+	if err := os.WriteFile(filepath.Join(dir, "client.pem"), cs, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCommandConfigMutualTLS: --command-config with an SSL listener that requires a
+// client certificate: the key store's certificate is sent, the trust store checks the
+// broker (with or without its name); without the key store the broker refuses.
+func TestCommandConfigMutualTLS(t *testing.T) {
+	dir := t.TempDir()
+	testPKI(t, dir)
+	props := filepath.Join(dir, "server.properties")
+	os.WriteFile(props, []byte("listeners=SSL://127.0.0.1:0,CONTROLLER://127.0.0.1:0\n"+
+		"listener.security.protocol.map=SSL:SSL,CONTROLLER:PLAINTEXT\ninter.broker.listener.name=SSL\ncontroller.listener.names=CONTROLLER\n"+
+		"ssl.keystore.type=PEM\nssl.keystore.location="+filepath.Join(dir, "keystore.pem")+"\n"+
+		"ssl.truststore.type=PEM\nssl.truststore.location="+filepath.Join(dir, "ca.pem")+"\nssl.client.auth=required\n"), 0o644)
+	s := startTestServer(t, filepath.Join(dir, "data"), "--config", props)
+	defer stopTestServer(t, s)
+	ca := filepath.Join(dir, "ca.pem")
+	for _, c := range []struct {
+		name, props string
+		code        int
+	}{
+		{"client certificate", "security.protocol=SSL\nssl.keystore.type=PEM\nssl.keystore.location=" + filepath.Join(dir, "client.pem") + "\nssl.truststore.location=" + ca + "\n", 0},
+		{"no name check", "security.protocol=SSL\nssl.keystore.location=" + filepath.Join(dir, "client.pem") + "\nssl.truststore.location=" + ca + "\nssl.endpoint.identification.algorithm=\n", 0},
+		{"no client certificate", "security.protocol=SSL\nssl.truststore.location=" + ca + "\n", 1},
+		{"untrusted broker", "security.protocol=SSL\nssl.keystore.location=" + filepath.Join(dir, "client.pem") + "\nssl.truststore.location=" + filepath.Join(dir, "client.pem") + "\n", 1},
+	} {
+		f := filepath.Join(dir, "client.properties")
+		os.WriteFile(f, []byte(c.props), 0o600)
+		if code, out := run1(t, topicsCmd, s.Addr(), "list", "--command-config", f, "--timeout", "3s"); code != c.code {
+			t.Errorf("%s: exit %d, want %d\n%s", c.name, code, c.code, out)
+		}
 	}
 }
 
