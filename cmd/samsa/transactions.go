@@ -79,7 +79,6 @@ type txnOpts struct {
 	brokerID      int
 	maxTimeout    int
 	startOffset   int64
-	producerID    int64
 	producerEpoch int
 	coordEpoch    int
 }
