@@ -9,8 +9,13 @@ package main
 //	      [--resource-pattern-type literal|prefixed]
 //	samsa acls delete resources [--allow-principal P | --deny-principal P | --principal P]...
 //	      [--operation OP]... [--host H]... [--resource-pattern-type T]
+//	samsa acls create|delete ... --producer [--idempotent] | --consumer
 //
 // resources: --topic T, --group G, --transactional-id X (each repeatable), --cluster.
+// --producer and --consumer are kafka-acls.sh's shortcuts in place of --operation:
+// --producer is WRITE, DESCRIBE and CREATE on the topics and WRITE and DESCRIBE on the
+// transactional ids (with --idempotent also IDEMPOTENT_WRITE on the cluster);
+// --consumer is READ and DESCRIBE on the topics and READ on the groups.
 // As in kafka-acls.sh: create adds every combination of resource, principal, host
 // (default *) and operation (default All); --resource-pattern-type is literal by
 // default, and list and delete also take match (the ACLs that apply to the named
@@ -49,6 +54,10 @@ const aclsUsage = `usage: samsa acls <command> [flags]
                             All), --host H (default *; --allow-host, --deny-host)
   delete                    the ACLs of the resources matching the principals, hosts
                             and operations given (all of them if none is)
+  create, delete: --producer (WRITE, DESCRIBE, CREATE on --topic; WRITE, DESCRIBE on
+                            --transactional-id; --idempotent: IDEMPOTENT_WRITE on the
+                            cluster) or --consumer (READ, DESCRIBE on --topic; READ on
+                            --group) instead of --operation
 resources: --topic T, --group G, --transactional-id X (repeatable), --cluster;
   --resource-pattern-type literal (default), prefixed; list, delete: also match, any
 common flags: --bootstrap-server host:port,... (default 127.0.0.1:9092),
@@ -61,6 +70,8 @@ type aclsOpts struct {
 	topics, groups, txnIDs  repeated
 	cluster                 bool
 	pattern                 string
+	producer, consumer      bool
+	idempotent              bool
 }
 
 func runAcls(args []string) int { return aclsMain(args, os.Stdout) }
@@ -90,6 +101,9 @@ func aclsMain(args []string, out io.Writer) int {
 	fs.Var(&o.txnIDs, "transactional-id", "transactional id resource (repeatable)")
 	fs.BoolVar(&o.cluster, "cluster", false, "the cluster resource")
 	fs.StringVar(&o.pattern, "resource-pattern-type", "literal", "literal, prefixed; list, delete: also match, any")
+	fs.BoolVar(&o.producer, "producer", false, "create, delete: a producer's ACLs on the topics and transactional ids")
+	fs.BoolVar(&o.idempotent, "idempotent", false, "with --producer: IDEMPOTENT_WRITE on the cluster too")
+	fs.BoolVar(&o.consumer, "consumer", false, "create, delete: a consumer's ACLs on the topics and groups")
 	pos, ok := a.parse(args[1:])
 	if !ok {
 		return 2
@@ -118,6 +132,7 @@ type aclResource struct {
 	typ     kmsg.ACLResourceType
 	name    *string // nil: any name (filters only)
 	pattern kmsg.ACLResourcePatternType
+	ops     []kmsg.ACLOperation // create, delete: the operations on it
 }
 
 // aclEntry is one ACL's principal, host, operation and permission.
@@ -164,6 +179,73 @@ func (o *aclsOpts) resources(pt kmsg.ACLResourcePatternType) []aclResource {
 		out = append(out, aclResource{typ: kmsg.ACLResourceTypeCluster, name: kmsg.StringPtr("kafka-cluster"), pattern: pt})
 	}
 	return out
+}
+
+// plan is create's and delete's resources with their operations: --operation's (def
+// when none is given) on each, or --producer's and --consumer's.
+func (o *aclsOpts) plan(pt kmsg.ACLResourcePatternType, def kmsg.ACLOperation) ([]aclResource, error) {
+	if !o.producer && !o.consumer {
+		if o.idempotent {
+			return nil, errors.New("--idempotent goes with --producer")
+		}
+		ops, err := parseOps(o.ops, def)
+		if err != nil {
+			return nil, err
+		}
+		res := o.resources(pt)
+		for i := range res {
+			res[i].ops = ops
+		}
+		return res, nil
+	}
+	switch {
+	case len(o.ops) > 0:
+		return nil, errors.New("--producer and --consumer replace --operation")
+	case len(o.topics) == 0:
+		return nil, errors.New("--producer and --consumer need --topic")
+	case o.consumer && len(o.groups) == 0:
+		return nil, errors.New("--consumer needs --group")
+	case o.cluster:
+		return nil, errors.New("--producer and --consumer take no --cluster (--idempotent: IDEMPOTENT_WRITE on it)")
+	case o.idempotent && !o.producer:
+		return nil, errors.New("--idempotent goes with --producer")
+	}
+	const (
+		read, write, create = kmsg.ACLOperationRead, kmsg.ACLOperationWrite, kmsg.ACLOperationCreate
+		describe, idem      = kmsg.ACLOperationDescribe, kmsg.ACLOperationIdempotentWrite
+	)
+	var res []aclResource
+	for _, r := range o.resources(pt) {
+		var ops []kmsg.ACLOperation
+		if o.producer {
+			switch r.typ {
+			case kmsg.ACLResourceTypeTopic:
+				ops = append(ops, write, describe, create)
+			case kmsg.ACLResourceTypeTransactionalId:
+				ops = append(ops, write, describe)
+			}
+		}
+		if o.consumer {
+			switch r.typ {
+			case kmsg.ACLResourceTypeTopic:
+				ops = append(ops, read)
+				if !o.producer {
+					ops = append(ops, describe)
+				}
+			case kmsg.ACLResourceTypeGroup:
+				ops = append(ops, read)
+			}
+		}
+		if len(ops) > 0 {
+			r.ops = ops
+			res = append(res, r)
+		}
+	}
+	if o.idempotent {
+		res = append(res, aclResource{typ: kmsg.ACLResourceTypeCluster, name: kmsg.StringPtr("kafka-cluster"), pattern: kmsg.ACLResourcePatternTypeLiteral,
+			ops: []kmsg.ACLOperation{idem}})
+	}
+	return res, nil
 }
 
 func parseOps(ss []string, def kmsg.ACLOperation) ([]kmsg.ACLOperation, error) {
@@ -233,27 +315,28 @@ func aclsCreate(ctx context.Context, cl *kgo.Client, w io.Writer, o *aclsOpts) e
 	if err != nil {
 		return err
 	}
-	res := o.resources(pt)
-	if len(res) == 0 {
+	if len(o.resources(pt)) == 0 {
 		return errors.New("create needs a resource: --topic, --group, --transactional-id or --cluster")
 	}
 	if len(o.principals) > 0 {
 		return errors.New("create takes --allow-principal or --deny-principal, not --principal")
 	}
-	ops, err := parseOps(o.ops, kmsg.ACLOperationAll)
+	res, err := o.plan(pt, kmsg.ACLOperationAll)
 	if err != nil {
 		return err
 	}
-	entries, err := o.entries(ops)
-	if err != nil {
-		return err
-	}
-	if len(entries) == 0 {
-		return errors.New("create needs --allow-principal or --deny-principal")
+	entriesOf := make([][]aclEntry, len(res))
+	for i, r := range res {
+		if entriesOf[i], err = o.entries(r.ops); err != nil {
+			return err
+		}
+		if len(entriesOf[i]) == 0 {
+			return errors.New("create needs --allow-principal or --deny-principal")
+		}
 	}
 	req := kmsg.NewPtrCreateACLsRequest()
-	for _, r := range res {
-		for _, e := range entries {
+	for i, r := range res {
+		for _, e := range entriesOf[i] {
 			c := kmsg.NewCreateACLsRequestCreation()
 			c.ResourceType, c.ResourceName, c.ResourcePatternType = r.typ, *r.name, r.pattern
 			c.Principal, c.Host, c.Operation, c.PermissionType = e.principal, e.host, e.op, e.perm
@@ -269,9 +352,9 @@ func aclsCreate(ctx context.Context, cl *kgo.Client, w io.Writer, o *aclsOpts) e
 	}
 	var errs []error
 	i := 0
-	for _, r := range res {
+	for ri, r := range res {
 		fmt.Fprintf(w, "Adding ACLs for resource `%s`:\n", formatResource(r.typ, *r.name, r.pattern))
-		for _, e := range entries {
+		for _, e := range entriesOf[ri] {
 			rr := resp.Results[i]
 			i++
 			line := "\t" + formatEntry(e.principal, e.host, e.op, e.perm)
@@ -302,7 +385,7 @@ func aclsList(ctx context.Context, cl *kgo.Client, w io.Writer, o *aclsOpts) err
 	if len(res) == 0 {
 		res = []aclResource{{typ: kmsg.ACLResourceTypeAny, pattern: kmsg.ACLResourcePatternTypeAny}}
 	}
-	if len(o.allow) > 0 || len(o.deny) > 0 || len(o.ops) > 0 || len(o.hosts) > 0 {
+	if len(o.allow) > 0 || len(o.deny) > 0 || len(o.ops) > 0 || len(o.hosts) > 0 || o.producer || o.consumer || o.idempotent {
 		return errors.New("list filters on resources and --principal only")
 	}
 	if err := checkPrincipals(o.principals); err != nil {
@@ -378,11 +461,10 @@ func aclsDelete(ctx context.Context, cl *kgo.Client, w io.Writer, o *aclsOpts) e
 	if err != nil {
 		return err
 	}
-	res := o.resources(pt)
-	if len(res) == 0 {
+	if len(o.resources(pt)) == 0 {
 		return errors.New("delete needs a resource: --topic, --group, --transactional-id or --cluster")
 	}
-	ops, err := parseOps(o.ops, kmsg.ACLOperationAny)
+	res, err := o.plan(pt, kmsg.ACLOperationAny)
 	if err != nil {
 		return err
 	}
@@ -418,7 +500,7 @@ func aclsDelete(ctx context.Context, cl *kgo.Client, w io.Writer, o *aclsOpts) e
 	for _, r := range res {
 		for _, p := range pfs {
 			for _, h := range hosts {
-				for _, op := range ops {
+				for _, op := range r.ops {
 					f := kmsg.NewDeleteACLsRequestFilter()
 					f.ResourceType, f.ResourceName, f.ResourcePatternType = r.typ, r.name, r.pattern
 					f.Principal, f.Host, f.Operation, f.PermissionType = p.p, h, op, p.perm

@@ -581,6 +581,51 @@ ssl.truststore.location=`+ca+"\n"), 0o600)
 	if code, _ := as(adminConf, usersCmd, "delete", "--user", "bob"); code != 1 {
 		t.Fatalf("users delete of a user without credentials: exit %d", code)
 	}
+
+	// kafka-acls.sh's --producer and --consumer shortcuts, made and removed.
+	code, out = as(adminConf, aclsCmd, "create", "--allow-principal", "User:dave", "--producer", "--idempotent", "--topic", "orders", "--transactional-id", "dave-tx")
+	for _, want := range []string{
+		"`ResourcePattern(resourceType=TOPIC, name=orders, patternType=LITERAL)`:\n" +
+			"\t(principal=User:dave, host=*, operation=WRITE, permissionType=ALLOW)\n" +
+			"\t(principal=User:dave, host=*, operation=DESCRIBE, permissionType=ALLOW)\n" +
+			"\t(principal=User:dave, host=*, operation=CREATE, permissionType=ALLOW)\n",
+		"`ResourcePattern(resourceType=TRANSACTIONAL_ID, name=dave-tx, patternType=LITERAL)`:\n" +
+			"\t(principal=User:dave, host=*, operation=WRITE, permissionType=ALLOW)\n" +
+			"\t(principal=User:dave, host=*, operation=DESCRIBE, permissionType=ALLOW)\n",
+		"`ResourcePattern(resourceType=CLUSTER, name=kafka-cluster, patternType=LITERAL)`:\n" +
+			"\t(principal=User:dave, host=*, operation=IDEMPOTENT_WRITE, permissionType=ALLOW)\n",
+	} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Fatalf("acls create --producer: %d\n%s\nwant\n%s", code, out, want)
+		}
+	}
+	if code, out := as(adminConf, aclsCmd, "create", "--allow-principal", "User:dave", "--consumer", "--topic", "orders", "--group", "dave-g"); code != 0 ||
+		!strings.Contains(out, "name=dave-g, patternType=LITERAL)`:\n\t(principal=User:dave, host=*, operation=READ, permissionType=ALLOW)\n") ||
+		!strings.Contains(out, "(principal=User:dave, host=*, operation=READ, permissionType=ALLOW)\n\t(principal=User:dave, host=*, operation=DESCRIBE, permissionType=ALLOW)\n") {
+		t.Fatalf("acls create --consumer: %d\n%s", code, out)
+	}
+	for _, bad := range [][]string{
+		{"create", "--allow-principal", "User:dave", "--consumer", "--topic", "orders"},
+		{"create", "--allow-principal", "User:dave", "--producer", "--group", "g"},
+		{"create", "--allow-principal", "User:dave", "--producer", "--topic", "orders", "--operation", "Read"},
+		{"create", "--allow-principal", "User:dave", "--idempotent", "--topic", "orders"},
+		{"list", "--producer"},
+	} {
+		if code, _ := as(adminConf, aclsCmd, bad...); code != 1 {
+			t.Fatalf("acls %q: exit %d", bad, code)
+		}
+	}
+	if code, out := as(adminConf, aclsCmd, "delete", "--allow-principal", "User:dave", "--producer", "--idempotent", "--topic", "orders", "--transactional-id", "dave-tx"); code != 0 ||
+		!strings.HasSuffix(out, "\n6 ACLs removed.\n") {
+		t.Fatalf("acls delete --producer: %d\n%s", code, out)
+	}
+	if code, out := as(adminConf, aclsCmd, "delete", "--allow-principal", "User:dave", "--consumer", "--topic", "orders", "--group", "dave-g"); code != 0 ||
+		!strings.HasSuffix(out, "\n2 ACLs removed.\n") {
+		t.Fatalf("acls delete --consumer: %d\n%s", code, out)
+	}
+	if code, out := as(adminConf, aclsCmd, "list", "--principal", "User:dave"); code != 0 || out != "" {
+		t.Fatalf("dave's ACLs after the deletes: %d\n%s", code, out)
+	}
 }
 
 func tlsTo(t *testing.T, caFile string) *tls.Config {
