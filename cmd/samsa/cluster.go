@@ -46,7 +46,8 @@ func init() {
 const clusterUsage = `usage: samsa cluster <command> [flags]
   describe                  brokers (host, port, rack, fenced), the active
                             controller and the metadata quorum
-      --bootstrap-server host:port,... (default 127.0.0.1:9092), --timeout 30s
+      --bootstrap-server host:port,... (default 127.0.0.1:9092),
+      --command-config FILE (Kafka client properties), --timeout 30s
   start                     run a local cluster: N combined nodes as child processes
                             on 127.0.0.1 (free ports), prints the bootstrap servers,
                             stops them all on Ctrl-C; a node that exits (killed to

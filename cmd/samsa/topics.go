@@ -60,7 +60,8 @@ const topicsUsage = `usage: samsa topics <command> [flags]
                             "replicas":[1,2,3]}]}) or --topic T --partition P
                             --replicas 1,2,3; --cancel to cancel them; --list to
                             show the reassignments in progress
-common flags: --bootstrap-server host:port,... (default 127.0.0.1:9092), --timeout 30s`
+common flags: --bootstrap-server host:port,... (default 127.0.0.1:9092),
+  --command-config FILE (Kafka client properties), --timeout 30s`
 
 type topicsOpts struct {
 	partitions, rf     int
