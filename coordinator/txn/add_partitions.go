@@ -2,6 +2,7 @@ package txn
 
 import (
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -171,7 +172,24 @@ func (c *Coordinator) AddOffsetsToTxn(req *kmsg.AddOffsetsToTxnRequest, done fun
 // addPartitions adds tps to id's transaction (Kafka's
 // handleAddPartitionsToTransaction); cb gets one code for all, with no
 // lock held.
+//
+// While the producer's previous transaction is ending (its markers being
+// written, its completion logged), Kafka answers CONCURRENT_TRANSACTIONS at
+// once and the client tries again after its backoff (20 ms in the Java
+// client and in franz-go): for a producer running transactions back to back
+// that backoff, not the markers, bounds its rate. Here the request waits
+// for the end instead, up to addWaitMax, and is then served as if it had
+// just arrived (answered CONCURRENT_TRANSACTIONS if the end is still not
+// done): the same answers, sooner.
 func (c *Coordinator) addPartitions(id string, pid int64, epoch int16, tps []TopicPartition, cb func(code int16)) {
+	c.addPartitionsOnce(id, pid, epoch, tps, true, cb)
+}
+
+// addWaitMax bounds how long an AddPartitionsToTxn waits for the previous
+// transaction's end before it is answered CONCURRENT_TRANSACTIONS.
+const addWaitMax = 200 * time.Millisecond
+
+func (c *Coordinator) addPartitionsOnce(id string, pid int64, epoch int16, tps []TopicPartition, mayWait bool, cb func(code int16)) {
 	if id == "" {
 		cb(kerr.InvalidRequest.Code)
 		return
@@ -198,6 +216,10 @@ func (c *Coordinator) addPartitions(id string, pid int64, epoch int16, tps []Top
 			answer(kerr.ProducerFenced.Code)
 			return
 		case m.pending != noState, m.state == PrepareCommit, m.state == PrepareAbort:
+			if run := m.markers; mayWait && run != nil {
+				c.waitEndLocked(run, func() { c.addPartitionsOnce(id, pid, epoch, tps, false, cb) })
+				return
+			}
 			answer(kerr.ConcurrentTransactions.Code)
 			return
 		}
@@ -222,6 +244,41 @@ func (c *Coordinator) addPartitions(id string, pid int64, epoch int16, tps []Top
 		}
 		c.appendLocked(fx, part, m, t, nil, func(fx *effects, code int16) { fx.add(func() { cb(code) }) })
 	})
+}
+
+// waitEndLocked runs again once run, a transaction's end, is over (its
+// completion logged, or given up), or after addWaitMax, whichever comes
+// first; again runs once, with no lock held.
+func (c *Coordinator) waitEndLocked(run *markerRun, again func()) {
+	w := &endWaiter{again: again}
+	w.timer = c.clock.AfterFunc(addWaitMax, func() {
+		c.withLock(func(fx *effects) { w.fire(fx) })
+	})
+	run.waiters = append(run.waiters, w)
+}
+
+// endWaiter is a request waiting for a transaction's end.
+type endWaiter struct {
+	again func()
+	timer Timer
+	fired bool // guarded by Coordinator.mu
+}
+
+func (w *endWaiter) fire(fx *effects) {
+	if w.fired {
+		return
+	}
+	w.fired = true
+	w.timer.Stop()
+	fx.add(w.again)
+}
+
+// endedLocked releases the requests waiting for run's end.
+func (run *markerRun) endedLocked(fx *effects) {
+	for _, w := range run.waiters {
+		w.fire(fx)
+	}
+	run.waiters = nil
 }
 
 // VerifyPartitions answers a partition leader's verification (KIP-890

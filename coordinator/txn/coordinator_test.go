@@ -457,3 +457,53 @@ func TestStatusWhileLoading(t *testing.T) {
 	c.mu.Unlock()
 	wantCode(t, "loading", c.Status("x"), kerr.CoordinatorLoadInProgress.Code)
 }
+
+// An AddPartitionsToTxn of the next transaction, sent while the last one's markers
+// are still being written, waits for its end and is then served (instead of
+// CONCURRENT_TRANSACTIONS and a client backoff); if the end does not come within
+// addWaitMax it is answered CONCURRENT_TRANSACTIONS.
+func TestAddWaitsForTheLastTransactionsEnd(t *testing.T) {
+	h := newHarness(t, nil)
+	pid := h.init("tx", 10_000, -1, -1).ProducerID
+	wantCode(t, "add", h.add("tx", pid, 0, tpA), 0)
+	h.markers.manual = true
+	wantCode(t, "commit", h.end("tx", pid, 0, true, 3).ErrorCode, 0)
+
+	// addAsync sends the next transaction's AddPartitionsToTxn; the code is set
+	// once it is answered.
+	addAsync := func() *int16 {
+		req := kmsg.NewPtrAddPartitionsToTxnRequest()
+		req.Version, req.TransactionalID, req.ProducerID, req.ProducerEpoch = 3, "tx", pid, 0
+		rt := kmsg.NewAddPartitionsToTxnRequestTopic()
+		rt.Topic, rt.Partitions = tpB.Topic, []int32{tpB.Partition}
+		req.Topics = append(req.Topics, rt)
+		code := int16(-100) // unanswered
+		h.c.AddPartitionsToTxn(req, nil, func(resp *kmsg.AddPartitionsToTxnResponse) {
+			code = resp.Topics[0].Partitions[0].ErrorCode
+		})
+		return &code
+	}
+	const unanswered = -100
+	got := addAsync()
+	if *got != unanswered {
+		t.Fatalf("answered %v while the markers are being written", kerr.ErrorForCode(*got))
+	}
+	h.markers.answer(h.markers.take(), nil) // the marker, then the completion is logged
+	if *got != 0 {
+		t.Fatalf("after the end: %v", kerr.ErrorForCode(*got))
+	}
+	if d := h.describe("tx"); d.State != "Ongoing" || len(d.Topics) != 1 {
+		t.Fatalf("the next transaction: %+v", d)
+	}
+
+	// Markers that never get written: CONCURRENT_TRANSACTIONS after addWaitMax.
+	wantCode(t, "commit", h.end("tx", pid, 0, true, 3).ErrorCode, 0)
+	got = addAsync()
+	if *got != unanswered {
+		t.Fatalf("answered %v at once", kerr.ErrorForCode(*got))
+	}
+	h.clock.advance(addWaitMax)
+	if *got != kerr.ConcurrentTransactions.Code {
+		t.Fatalf("after the wait: %v", kerr.ErrorForCode(*got))
+	}
+}

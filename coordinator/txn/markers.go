@@ -39,6 +39,9 @@ type markerRun struct {
 	retry       Timer
 	completing  bool
 	stopped     bool
+	// waiters are AddPartitionsToTxn requests of the producer's next
+	// transaction, served again when this one ends (waitEndLocked).
+	waiters []*endWaiter
 }
 
 // startMarkersLocked starts writing the markers of m, in PrepareCommit or
@@ -163,6 +166,7 @@ func (c *Coordinator) markersAnsweredLocked(fx *effects, run *markerRun, tps []T
 				run.retry.Stop()
 			}
 			m.markers = nil
+			run.endedLocked(fx)
 			return
 		default:
 			retry = true
@@ -215,7 +219,9 @@ func (c *Coordinator) writeCompletionLocked(fx *effects, part *partition, run *m
 			if m.markers == run {
 				m.markers = nil
 			}
+			run.endedLocked(fx)
 		case notCoordinator(code):
+			run.endedLocked(fx)
 		default:
 			c.logger.Info("transaction completion not logged; retrying", "transactional_id", m.id, "error", kerr.ErrorForCode(code))
 			c.clock.AfterFunc(c.cfg.RetryBackoff, func() {

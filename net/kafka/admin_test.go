@@ -14,7 +14,7 @@ import (
 	"github.com/samsa-broker/samsa/engine"
 )
 
-func testCtx(t *testing.T) context.Context {
+func testCtx(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	t.Cleanup(cancel)
 	return ctx
@@ -24,7 +24,7 @@ func (tb *testBroker) log(topic string, p int32) *engine.Log {
 	return tb.eng.Log(engine.TopicPartition{Topic: topic, Partition: p})
 }
 
-func mustCreate(t *testing.T, adm *kadm.Client, topic string, partitions int32, configs map[string]*string) kadm.CreateTopicResponse {
+func mustCreate(t testing.TB, adm *kadm.Client, topic string, partitions int32, configs map[string]*string) kadm.CreateTopicResponse {
 	t.Helper()
 	r, err := adm.CreateTopic(testCtx(t), partitions, 1, configs, topic)
 	if err != nil {
