@@ -17,13 +17,15 @@
 // invalid names INVALID_TOPIC_EXCEPTION. When auto.create.topics.enable is true and the
 // request allows it (always before v4; AllowAutoTopicCreation from v4), an unknown
 // topic asked by name is created through the active controller (a CreateTopics with
-// num.partitions and default.replication.factor) and the request is answered once this
-// broker's image has it, from a goroutine of its own.
+// num.partitions and default.replication.factor) and the request is answered, from a
+// goroutine of its own, once this broker's image has it: as Kafka does, the answer
+// reports such a topic LEADER_NOT_AVAILABLE (or the error its creation met), not its
+// new partitions, and the client's next Metadata request finds them. A request for a
+// topic that was just deleted therefore never shows it again in the same answer as
+// if it had not been.
 //
-// Differences from Apache Kafka: an auto-created topic is reported with its partitions
-// as soon as this broker's image has it (Kafka answers LEADER_NOT_AVAILABLE for the
-// first request). Authorized operations are not computed (INT32_MIN: "not
-// requested/unknown"), as there is no authorizer.
+// Authorized operations (KIP-430) are filled in by the SecureListener when an
+// authorizer is configured; otherwise INT32_MIN ("not requested/unknown").
 
 package kafka
 
@@ -110,14 +112,18 @@ func (b *Broker) metadataResponse(r *Request, req *kmsg.MetadataRequest, all boo
 			}
 		default:
 			name := *rt.Topic
+			if c, tried := created[name]; tried {
+				// Auto-created by this request: LEADER_NOT_AVAILABLE, as Kafka answers.
+				if c == 0 {
+					c = kerr.LeaderNotAvailable.Code
+				}
+				resp.Topics = append(resp.Topics, kmsg.MetadataResponseTopic{Topic: rt.Topic, ErrorCode: c, AuthorizedOperations: authorizedOpsUnknown})
+				continue
+			}
 			if t, ok = im.Topic(name); !ok {
 				code := kerr.UnknownTopicOrPartition.Code
 				if validTopicName(name) != nil {
 					code = kerr.InvalidTopicException.Code
-				} else if c, tried := created[name]; tried && c != 0 {
-					code = c
-				} else if tried {
-					code = kerr.LeaderNotAvailable.Code // created, not yet in this image
 				}
 				resp.Topics = append(resp.Topics, kmsg.MetadataResponseTopic{Topic: rt.Topic, ErrorCode: code, AuthorizedOperations: authorizedOpsUnknown})
 				continue

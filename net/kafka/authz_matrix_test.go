@@ -87,6 +87,34 @@ func TestAuthzMatrix(t *testing.T) {
 		}
 	}
 
+	// DescribeTopicPartitions: all topics, the describable ones; named, the hidden one
+	// refused.
+	dtp := kmsg.NewPtrDescribeTopicPartitionsRequest()
+	dresp, err := dtp.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dnames := map[string]bool{}
+	for _, dt := range dresp.Topics {
+		dnames[*dt.Topic] = true
+	}
+	if !dnames["described"] || dnames["hidden"] || !dnames["pre-a"] || len(dnames) != 3 {
+		t.Fatalf("DescribeTopicPartitions lists %v", dnames)
+	}
+	dtp.Topics = []kmsg.DescribeTopicPartitionsRequestTopic{{Topic: "described"}, {Topic: "hidden"}}
+	if dresp, err = dtp.RequestWith(ctx, cl); err != nil || len(dresp.Topics) != 2 {
+		t.Fatalf("named DescribeTopicPartitions: %v %+v", err, dresp)
+	}
+	for _, dt := range dresp.Topics {
+		want := int16(0)
+		if *dt.Topic == "hidden" {
+			want = kerr.TopicAuthorizationFailed.Code
+		}
+		if dt.ErrorCode != want || (want != 0 && len(dt.Partitions) != 0) {
+			t.Fatalf("DescribeTopicPartitions of %s: %v, %d partitions", *dt.Topic, kerr.ErrorForCode(dt.ErrorCode), len(dt.Partitions))
+		}
+	}
+
 	// KIP-430: the topic's authorized operations, from the ACLs.
 	mr = kmsg.NewPtrMetadataRequest()
 	mr.IncludeTopicAuthorizedOperations = true
