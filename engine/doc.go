@@ -388,9 +388,10 @@
 //     .txnindex write fails is undone whole (its batches cut off again,
 //     the producer state rebuilt from the log); Kafka takes the directory
 //     offline with the batches in the log.
-//   - A record without a key in a compacted log is removed by the cleaner
-//     (Kafka refuses it at produce time; the engine decodes no record on
-//     append).
+//   - A record without a key in a compacted log is removed by the cleaner.
+//     The broker's produce handler refuses such records, as Kafka does
+//     (net/kafka, KIP-467); the engine decodes no record on append, so a
+//     follower's or an internal writer's keyless record still lands.
 //   - Retention applies to a log without Compact, or with Compact and
 //     Delete (compact,delete); a compacted log without Delete is never
 //     deleted by time or size.

@@ -38,14 +38,19 @@
 //
 // v13 (KIP-516) names topics by id (UNKNOWN_TOPIC_ID when unknown).
 //
-// Differences from Apache Kafka: transactions are not served: a request with a
-// transactional id gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED on every partition;
-// produce never creates topics; record-level errors (ErrorRecords) are not reported.
+// Records without a key on a compacted topic are refused with INVALID_RECORD and
+// their record errors (KIP-467, keylessRecords): the one case where records are
+// decoded. Transactional produces are checked in produce_txn.go.
+//
+// Differences from Apache Kafka: produce never creates topics; record errors are
+// reported only for keyless records on compacted topics (Kafka also reports, per
+// record, invalid timestamps and such).
 package kafka
 
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -296,6 +301,11 @@ func (b *Broker) produceTarget(op *produceOp, v int16, rt *kmsg.ProduceRequestTo
 	if len(recs) > 16 && len(recs) < engine.BatchHeaderSize && recs[16] != 2 {
 		return p, nil, first, kerr.UnsupportedVersion
 	}
+	if p.Log != nil && p.Log.Config().Compact && !isInternalTopic(p.Topic.Name) {
+		if ke := keylessRecords(p, recs, sp); ke != nil {
+			return p, nil, first, ke
+		}
+	}
 	rep, ke := b.replicaOf(&p)
 	if ke != nil {
 		if ke == kerr.NotLeaderForPartition {
@@ -304,6 +314,43 @@ func (b *Broker) produceTarget(op *produceOp, v int16, rt *kmsg.ProduceRequestTo
 		return p, nil, first, ke
 	}
 	return p, rep, first, nil
+}
+
+// keylessRecords refuses records without a key on a compacted topic, as Kafka's
+// LogValidator does (KIP-467): INVALID_RECORD, each such record named in sp's
+// RecordErrors by its index in its batch, and the partition's ErrorMessage. This is
+// the one place the produce path decodes records, and only for compacted topics (a
+// compressed batch is decompressed to look). A batch that does not decode is left
+// to Log.Append, which reports it.
+func keylessRecords(p Partition, recs []byte, sp *kmsg.ProduceResponseTopicPartition) *kerr.Error {
+	var errs []kmsg.ProduceResponseTopicPartitionErrorRecord
+	for pos := 0; pos+engine.BatchHeaderSize <= len(recs); {
+		h, err := engine.ParseBatchHeader(recs[pos:])
+		if err != nil || pos+int(h.Size()) > len(recs) {
+			break
+		}
+		i := int32(0)
+		engine.ForEachRecord(recs[pos:pos+int(h.Size())], func(r engine.Record) error {
+			if r.Key == nil {
+				msg := fmt.Sprintf("Compacted topic cannot accept message without key in topic partition %s-%d.", p.Topic.Name, p.Index)
+				errs = append(errs, kmsg.ProduceResponseTopicPartitionErrorRecord{RelativeOffset: i, ErrorMessage: &msg})
+			}
+			i++
+			return nil
+		})
+		pos += int(h.Size())
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	shown := errs[:min(3, len(errs))]
+	var list []string
+	for _, e := range shown {
+		list = append(list, fmt.Sprintf("%d: %s", e.RelativeOffset, *e.ErrorMessage))
+	}
+	msg := fmt.Sprintf("One or more records have been rejected due to %d record errors in total, and only showing the first three errors at most: [%s]", len(errs), strings.Join(list, ", "))
+	sp.ErrorRecords, sp.ErrorMessage = errs, &msg
+	return kerr.InvalidRecord
 }
 
 // produceAppend appends recs to rep, recording the part in op.
