@@ -55,8 +55,10 @@ type brokerRole struct {
 	sec       *nodeSecurity         // the listeners' TLS, SASL and the authorizer (security.go)
 	secTrs    []transport.Transport // the Std transports of secured listeners
 
-	pubMu  sync.Mutex // serializes deliveries of images to the broker and the lifecycle
-	broker *kafka.Broker
+	pubMu sync.Mutex // serializes deliveries of images to the broker and the lifecycle
+	// delivered is closed and renewed (under pubMu) after each image the broker took.
+	delivered chan struct{}
+	broker    *kafka.Broker
 
 	ctx    context.Context // ends at stop
 	cancel context.CancelFunc
@@ -186,6 +188,10 @@ func (r *brokerRole) published(offset uint64, old, im *metadata.Image) {
 	defer r.pubMu.Unlock()
 	if r.broker != nil {
 		r.broker.MetadataChanged(offset, old, im)
+		if r.delivered != nil {
+			close(r.delivered)
+		}
+		r.delivered = make(chan struct{})
 	}
 	r.lifecycle.MetadataApplied(offset, im)
 }
@@ -203,6 +209,30 @@ func (r *brokerRole) waitRegistered() error {
 		// The registration's answer and its commit both publish an image.
 		if err := r.follower.WaitFor(r.ctx, off+1); err != nil {
 			return err
+		}
+	}
+}
+
+// waitUnfenced waits until the image the broker answers from shows it unfenced: the
+// controller unfences it (RUNNING) before this broker has applied that record, and a
+// client served in between would be told of no broker at all (Metadata lists only
+// unfenced brokers, and no controller).
+func (r *brokerRole) waitUnfenced() error {
+	for {
+		r.pubMu.Lock()
+		_, im := r.broker.Image()
+		if r.delivered == nil {
+			r.delivered = make(chan struct{})
+		}
+		ch := r.delivered
+		r.pubMu.Unlock()
+		if b, ok := im.Broker(r.cfg.NodeID); ok && !b.Fenced {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-r.ctx.Done():
+			return r.ctx.Err()
 		}
 	}
 }
@@ -276,6 +306,9 @@ func (r *brokerRole) start(kcfg kafka.Config, d brokerDeps) error {
 	}
 	if !r.lifecycle.WaitState(r.ctx, controller.StateRunning) {
 		return r.ctx.Err()
+	}
+	if err := r.waitUnfenced(); err != nil {
+		return err
 	}
 	for name, ln := range r.lns {
 		tr := r.tr

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/sys/unix"
@@ -130,6 +131,12 @@ func TestFullDisk(t *testing.T) {
 	}
 	cl := client(nd.Addr())
 	defer func() { cl.Close() }()
+	// The topic exists before the first produce: the Metadata request that auto-creates
+	// a topic is answered LEADER_NOT_AVAILABLE for it (as Kafka's is), which a
+	// producer without retries would take as its answer.
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, nil, topic); err != nil {
+		t.Fatal(err)
+	}
 	payload := []byte(strings.Repeat("x", 100<<10))
 	acked := 0
 	produce := func() error {
