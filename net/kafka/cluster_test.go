@@ -74,6 +74,14 @@ func startCluster(t *testing.T, static map[string]string) *testCluster {
 			t.Fatalf("broker %d never unfenced", b.id)
 		}
 	}
+	// RUNNING is the controller's word; the brokers answer from their images, which
+	// show the unfencing a moment later.
+	for _, b := range c.brokers {
+		eventually(t, 10*time.Second, fmt.Sprintf("broker %d's image to show three unfenced brokers", b.id), func() bool {
+			_, im := b.b.Image()
+			return len(im.UnfencedBrokers()) == 3
+		})
+	}
 	return c
 }
 
