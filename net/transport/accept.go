@@ -8,14 +8,17 @@ import (
 	"time"
 )
 
-// acceptLoop accepts connections on ln and hands each to take, for both transports.
+// acceptLoop accepts connections on ln and hands each to take, for both transports,
+// after the connection limits of lim (nil: none) admitted it; take must call release
+// once the connection has ended (acceptLoop calls it when take fails).
 // It returns ErrClosed once draining is set (or closing is closed while it backs off),
 // and ln's error when ln was closed. Other accept errors (EMFILE, ECONNABORTED, ...)
 // are transient: it backs off like net/http does, 5 ms doubling to 1 s. A take error
 // that stop reports as fatal ends the loop with that error; others are logged.
-func acceptLoop(ln net.Listener, draining *atomic.Bool, closing <-chan struct{}, log *slog.Logger,
-	take func(net.Conn) error, stop func(error) bool) error {
+func acceptLoop(ln net.Listener, draining *atomic.Bool, closing <-chan struct{}, log *slog.Logger, lim *Limiter,
+	take func(nc net.Conn, release func()) error, stop func(error) bool) error {
 	var backoff time.Duration
+	name := listenerName(ln)
 	for {
 		nc, err := ln.Accept()
 		if err != nil {
@@ -41,7 +44,12 @@ func acceptLoop(ln net.Listener, draining *atomic.Bool, closing <-chan struct{},
 			continue
 		}
 		backoff = 0
-		if err := take(nc); err != nil {
+		release, ok := admit(lim, name, nc, closing)
+		if !ok {
+			continue
+		}
+		if err := take(nc, release); err != nil {
+			release()
 			if stop(err) {
 				return err
 			}

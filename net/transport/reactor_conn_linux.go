@@ -45,6 +45,8 @@ type rconn struct {
 	warmDone atomic.Bool  // the warmer finished: writing may resume
 	queued   atomic.Int64 // answered, unwritten response bytes (changed under mu)
 	maxReq   atomic.Int32 // SetMaxRequestBytes; 0: Config.MaxRequestBytes
+	muted    atomic.Int64 // Mute: no request is read before this (unix ns)
+	release  func()       // the Limiter's slot
 
 	mu struct {
 		sync.Mutex
@@ -64,7 +66,8 @@ type rconn struct {
 	cur        *bytebufferpool.ByteBuffer // frame being read
 	curSize    int
 	stash      *bytebufferpool.ByteBuffer // read, unparsed bytes held back by back-pressure
-	paused     bool                       // reading stopped by back-pressure
+	paused     bool                       // reading stopped by back-pressure (or a Mute)
+	inMuted    bool                       // on loop.muted
 	finalized  bool
 	wantWrite  bool // a write hit EAGAIN: continue on EPOLLOUT
 	stallSince time.Time
@@ -90,6 +93,26 @@ func newRconn(r *Reactor, l *loop, fd int, local, remote net.Addr) *rconn {
 }
 
 func (c *rconn) setMaxRequestBytes(n int32) { c.maxReq.Store(n) }
+
+func (c *rconn) mute(until int64) { extendMute(&c.muted, until) }
+
+// mutedNow: is reading muted (Mute)? A muted connection goes on the loop's muted list,
+// which the loop wakes up for when the earliest mute ends. Loop only.
+func (c *rconn) mutedNow() bool {
+	u := c.muted.Load()
+	if u == 0 || c.loop.now.UnixNano() >= u {
+		return false
+	}
+	l := c.loop
+	if !c.inMuted {
+		c.inMuted = true
+		l.muted = append(l.muted, c)
+	}
+	if t := time.Unix(0, u); l.nextUnmute.IsZero() || t.Before(l.nextUnmute) {
+		l.nextUnmute = t
+	}
+	return true
+}
 
 func (c *rconn) ID() uint64           { return c.id }
 func (c *rconn) LocalAddr() net.Addr  { return c.local }
@@ -158,6 +181,14 @@ func (c *rconn) serveQueued() {
 			c.mu.Unlock()
 			return
 		}
+		if u := c.muted.Load(); u != 0 && time.Now().UnixNano() < u {
+			// Requests read before the Mute wait for it too: the loop puts the
+			// connection back on the run queue when the mute ends.
+			c.mu.serving = false
+			c.mu.Unlock()
+			c.loop.post(func(p *loopInbox) { p.muted = append(p.muted, c) })
+			return
+		}
 		seq := c.mu.served
 		c.mu.served++
 		s := c.slotLocked(seq)
@@ -169,7 +200,7 @@ func (c *rconn) serveQueued() {
 
 // hasRoom: may another request be read (invariant 6)? Loop only.
 func (c *rconn) hasRoom() bool {
-	return c.mu.next-c.mu.head < uint64(c.r.cfg.MaxInFlight) && c.queued.Load() <= c.r.cfg.MaxQueuedBytes
+	return c.mu.next-c.mu.head < uint64(c.r.cfg.MaxInFlight) && c.queued.Load() <= c.r.cfg.MaxQueuedBytes && !c.mutedNow()
 }
 
 // partial: is a frame half read? Loop only.
@@ -345,6 +376,20 @@ func (c *rconn) growRingLocked() {
 		ring[seq%uint64(len(ring))] = old[seq%uint64(len(old))]
 	}
 	c.mu.ring = ring
+}
+
+// serveUnserved puts a connection with read, unserved requests back on the run
+// queue (after a Mute held them). Loop only.
+func (c *rconn) serveUnserved() {
+	c.mu.Lock()
+	schedule := !c.mu.closed && !c.mu.serving && c.mu.served < c.mu.next
+	if schedule {
+		c.mu.serving = true
+	}
+	c.mu.Unlock()
+	if schedule {
+		c.r.serveQ.push(c)
+	}
 }
 
 // resume restarts reading after back-pressure eased: the stash first, then the socket.
@@ -711,6 +756,9 @@ func (c *rconn) finalize(why string) {
 	c.r.log.Debug("connection closed", "remote", c.remote, "why", why)
 	if c.r.obs != nil {
 		c.r.obs.ConnClosed(c)
+	}
+	if c.release != nil {
+		c.release()
 	}
 	c.r.conns.Done()
 }

@@ -119,7 +119,7 @@ func (r *Reactor) Serve(ln net.Listener) error {
 		delete(r.mu.lns, ln)
 		r.mu.Unlock()
 	}()
-	return acceptLoop(ln, &r.draining, r.closing, r.log, r.adopt, func(err error) bool {
+	return acceptLoop(ln, &r.draining, r.closing, r.log, r.cfg.Limiter, r.adopt, func(err error) bool {
 		if errors.Is(err, ErrUnsupportedConn) {
 			ln.Close()
 			return true
@@ -129,7 +129,9 @@ func (r *Reactor) Serve(ln net.Listener) error {
 }
 
 // adopt moves an accepted connection's socket out of Go's poller onto a loop.
-func (r *Reactor) adopt(nc net.Conn) error {
+// release is the Limiter's slot; it is called once the connection ends (or here, when
+// it is not adopted after all: a nil error without adoption releases it too).
+func (r *Reactor) adopt(nc net.Conn, release func()) error {
 	defer nc.Close()
 	sc, ok := nc.(syscall.Conn)
 	if !ok {
@@ -155,10 +157,12 @@ func (r *Reactor) adopt(nc net.Conn) error {
 	}
 	l := r.pickLoop()
 	c := newRconn(r, l, fd, nc.LocalAddr(), nc.RemoteAddr())
+	c.release = release
 	r.mu.Lock()
 	if r.draining.Load() {
 		r.mu.Unlock()
 		unix.Close(fd)
+		release()
 		return nil
 	}
 	r.conns.Add(1)
@@ -336,6 +340,7 @@ const (
 type loopInbox struct {
 	conns    []*rconn // new connections to register
 	ready    []*rconn // connections to write (head answered), close or resume
+	muted    []*rconn // connections whose worker stopped serving for a Mute
 	drain    bool     // Shutdown began
 	closeAll bool     // Shutdown's deadline passed
 	stop     bool     // every connection is gone: exit
@@ -371,6 +376,10 @@ type loop struct {
 	noProbe  bool // preadv2(RWF_NOWAIT) unsupported: treat every range as cached
 	probeBuf [1]byte
 	now      time.Time
+	// muted are the connections whose reading a Mute paused; nextUnmute is the
+	// earliest end of their mutes (zero: none).
+	muted      []*rconn
+	nextUnmute time.Time
 }
 
 // loopReadBuf is the size of a loop's read buffer; frames left to read beyond it go
@@ -499,7 +508,11 @@ func (l *loop) run() {
 		if pending {
 			n, err = unix.EpollWait(l.epfd, l.events, 0)
 		} else {
-			n, err = l.park(nextSweep)
+			until := nextSweep
+			if !l.nextUnmute.IsZero() && l.nextUnmute.Before(until) {
+				until = l.nextUnmute
+			}
+			n, err = l.park(until)
 		}
 		l.state.Store(loopAwake)
 		l.now = time.Now()
@@ -532,6 +545,9 @@ func (l *loop) run() {
 		if l.runInbox() {
 			return
 		}
+		if !l.nextUnmute.IsZero() && !l.now.Before(l.nextUnmute) {
+			l.unmute()
+		}
 		if !l.now.Before(nextSweep) {
 			l.sweep()
 			nextSweep = l.now.Add(tick)
@@ -542,9 +558,15 @@ func (l *loop) run() {
 // runInbox handles what other goroutines posted; true when the loop must exit.
 func (l *loop) runInbox() bool {
 	l.mu.Lock()
-	l.inbox, l.mu.loopInbox = l.mu.loopInbox, loopInbox{conns: l.inbox.conns[:0], ready: l.inbox.ready[:0]}
+	l.inbox, l.mu.loopInbox = l.mu.loopInbox, loopInbox{conns: l.inbox.conns[:0], ready: l.inbox.ready[:0], muted: l.inbox.muted[:0]}
 	l.mu.Unlock()
 	in := &l.inbox
+	for i, c := range in.muted {
+		in.muted[i] = nil
+		if !c.finalized && !c.mutedNow() {
+			c.serveUnserved()
+		}
+	}
 	for i, c := range in.conns {
 		l.register(c)
 		in.conns[i] = nil
@@ -568,6 +590,24 @@ func (l *loop) runInbox() bool {
 		return true
 	}
 	return false
+}
+
+// unmute resumes the muted connections whose mute ended.
+func (l *loop) unmute() {
+	list := l.muted
+	l.muted, l.nextUnmute = nil, time.Time{}
+	for _, c := range list {
+		c.inMuted = false
+	}
+	for _, c := range list {
+		if c.finalized || c.mutedNow() { // mutedNow puts a still muted c back on the list
+			continue
+		}
+		c.serveUnserved()
+		if c.paused && c.hasRoom() {
+			c.resume()
+		}
+	}
 }
 
 func (l *loop) closeAll() {

@@ -79,19 +79,20 @@ func (s *Std) Serve(ln net.Listener) error {
 		delete(s.mu.lns, ln)
 		s.mu.Unlock()
 	}()
-	return acceptLoop(ln, &s.draining, s.closing, s.log,
-		func(nc net.Conn) error { s.startConn(nc); return nil },
+	return acceptLoop(ln, &s.draining, s.closing, s.log, s.cfg.Limiter,
+		func(nc net.Conn, release func()) error { s.startConn(nc, release); return nil },
 		func(error) bool { return false })
 }
 
-func (s *Std) startConn(nc net.Conn) {
-	c := &stdConn{srv: s, nc: nc, id: s.nextID.Add(1), slots: make([]slot, s.cfg.MaxInFlight)}
+func (s *Std) startConn(nc net.Conn, release func()) {
+	c := &stdConn{srv: s, nc: nc, id: s.nextID.Add(1), slots: make([]slot, s.cfg.MaxInFlight), release: release}
 	c.tls, _ = nc.(*tls.Conn)
 	c.cond.L = &c.mu
 	s.mu.Lock()
 	if s.draining.Load() {
 		s.mu.Unlock()
 		nc.Close()
+		release()
 		return
 	}
 	s.mu.conns[c] = struct{}{}
@@ -170,13 +171,15 @@ type slot struct {
 // stdConn is one connection of Std. Request seq lives in slots[seq%len(slots)]; seqs in
 // [head, next) are in flight, and next-head <= len(slots) always.
 type stdConn struct {
-	srv    *Std
-	nc     net.Conn
-	tls    *tls.Conn // nc, when the listener is TLS
-	id     uint64
-	exits  atomic.Int32
-	open   atomic.Bool  // the Handler heard ConnOpened
-	maxReq atomic.Int32 // SetMaxRequestBytes; 0: Config.MaxRequestBytes
+	srv     *Std
+	nc      net.Conn
+	tls     *tls.Conn // nc, when the listener is TLS
+	id      uint64
+	exits   atomic.Int32
+	open    atomic.Bool  // the Handler heard ConnOpened
+	maxReq  atomic.Int32 // SetMaxRequestBytes; 0: Config.MaxRequestBytes
+	muted   atomic.Int64 // Mute: no request is read before this (unix ns)
+	release func()       // the Limiter's slot
 
 	mu       sync.Mutex
 	cond     sync.Cond // on mu: wakes the writer (head answered) and the reader (room)
@@ -202,6 +205,32 @@ func (c *stdConn) opened() {
 }
 
 func (c *stdConn) setMaxRequestBytes(n int32) { c.maxReq.Store(n) }
+
+func (c *stdConn) mute(until int64) { extendMute(&c.muted, until) }
+
+// waitMuted waits out a Mute; false when the transport is draining or the connection
+// closed meanwhile.
+func (c *stdConn) waitMuted() bool {
+	for {
+		d := time.Until(time.Unix(0, c.muted.Load()))
+		if d <= 0 {
+			return true
+		}
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-c.srv.closing:
+			t.Stop()
+			return false
+		}
+		c.mu.Lock()
+		closed := c.closed
+		c.mu.Unlock()
+		if closed {
+			return false
+		}
+	}
+}
 
 func (c *stdConn) maxRequestBytes() int32 {
 	if n := c.maxReq.Load(); n > 0 {
@@ -292,6 +321,7 @@ func (c *stdConn) exit() {
 	if s.obs != nil && c.open.Load() {
 		s.obs.ConnClosed(c)
 	}
+	c.release()
 	s.wg.Done()
 }
 
@@ -332,7 +362,7 @@ func (c *stdConn) readLoop() {
 	}
 	var hdr [4]byte
 	for {
-		if !c.waitRoom() {
+		if !c.waitRoom() || !c.waitMuted() {
 			c.stopReading()
 			return
 		}
@@ -419,8 +449,11 @@ func (c *stdConn) readSize(hdr []byte) (int32, bool) {
 }
 
 // firstBodyAlloc bounds the first allocation for a frame: a client that claims a large
-// size must send the bytes before the buffer grows to hold them.
-const firstBodyAlloc = 1 << 20
+// size must send the bytes before the buffer grows to hold them (it doubles as they
+// arrive, so a frame holds at most twice what was received, or firstBodyAlloc). A
+// connection that sends a size prefix and stalls costs this much until the idle
+// timeout closes it.
+const firstBodyAlloc = 64 << 10
 
 // readBody reads size bytes into a pooled buffer, growing it as bytes arrive.
 func (c *stdConn) readBody(size int) (*bytebufferpool.ByteBuffer, bool) {

@@ -145,5 +145,8 @@ func (s tlsServed) Serve(ln net.Listener) error {
 	if err != nil {
 		return err
 	}
+	if name := listenerName(ln); name != "" {
+		tl = NamedListener(tl, name)
+	}
 	return s.Std.Serve(tl)
 }

@@ -271,6 +271,10 @@ type Config struct {
 	WriteTimeout time.Duration
 	// HandshakeTimeout bounds a TLS handshake (Std over a TLS listener; default 10s).
 	HandshakeTimeout time.Duration
+	// Limiter, if set, applies connection limits at accept (limits.go); one Limiter
+	// may be shared by several transports. Name listeners with NamedListener for its
+	// per-listener limits.
+	Limiter *Limiter
 }
 
 // Defaults of Config.
