@@ -432,7 +432,7 @@ func listenerDef(key string) *Def {
 		return nil
 	}
 	if d := brokerDefs[sub]; d != nil && (strings.HasPrefix(sub, "ssl.") || strings.HasPrefix(sub, "sasl.") ||
-		strings.HasPrefix(sub, "connections.max.reauth.ms")) {
+		strings.HasPrefix(sub, "connections.max.reauth.ms") || sub == "max.connections" || sub == "max.connection.creation.rate") {
 		return d
 	}
 	if _, jaas, ok := strings.Cut(sub, "."); ok && jaas == "sasl.jaas.config" {

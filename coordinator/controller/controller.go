@@ -795,6 +795,10 @@ func (c *Controller) dispatchLocked(req kmsg.Request, conn uint64) *op {
 		return c.alterScramLocked(r)
 	case *kmsg.DescribeUserSCRAMCredentialsRequest:
 		return c.describeScramLocked(r)
+	case *kmsg.AlterClientQuotasRequest:
+		return c.alterQuotasLocked(r)
+	case *kmsg.DescribeClientQuotasRequest:
+		return c.describeQuotasLocked(r)
 	}
 	return &op{resp: ErrorResponse(req, kerr.UnsupportedVersion.Code, "not a controller API")}
 }
@@ -808,7 +812,8 @@ func Serves(req kmsg.Request) bool {
 		*kmsg.ElectLeadersRequest, *kmsg.AlterPartitionAssignmentsRequest, *kmsg.ListPartitionReassignmentsRequest,
 		*kmsg.DescribeQuorumRequest,
 		*kmsg.CreateACLsRequest, *kmsg.DeleteACLsRequest, *kmsg.DescribeACLsRequest,
-		*kmsg.AlterUserSCRAMCredentialsRequest, *kmsg.DescribeUserSCRAMCredentialsRequest:
+		*kmsg.AlterUserSCRAMCredentialsRequest, *kmsg.DescribeUserSCRAMCredentialsRequest,
+		*kmsg.AlterClientQuotasRequest, *kmsg.DescribeClientQuotasRequest:
 		return true
 	}
 	return false

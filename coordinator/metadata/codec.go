@@ -214,7 +214,7 @@ func Decode(b []byte) (Record, int, error) {
 		r = &UnregisterBrokerRecord{ID: d.int32(), Epoch: d.int64()}
 	case typeBrokerRegistrationChange:
 		r = &BrokerRegistrationChangeRecord{ID: d.int32(), Epoch: d.int64(), Fenced: d.int8(), InControlledShutdown: d.int8()}
-	case typeUserScramCredential, typeRemoveUserScramCredential, typeAccessControlEntry, typeRemoveAccessControlEntry:
+	case typeUserScramCredential, typeRemoveUserScramCredential, typeAccessControlEntry, typeRemoveAccessControlEntry, typeClientQuota:
 		r = decodeSecurity(typ, &d)
 	default:
 		return nil, 0, fmt.Errorf("%w: record type %d unknown", ErrCorrupt, body[1])

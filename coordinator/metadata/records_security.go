@@ -410,8 +410,9 @@ type scramKey struct {
 
 // securityState is the part of an Image the security records change.
 type securityState struct {
-	scram cowMap[scramKey, ScramCredential]
-	acls  *ACLSet // nil: none
+	scram  cowMap[scramKey, ScramCredential]
+	acls   *ACLSet       // nil: none
+	quotas *ClientQuotas // nil: none (records_quota.go)
 }
 
 // securityOwned tracks what a batch copied of securityState.
@@ -420,6 +421,10 @@ type securityOwned struct {
 	aclsCopied bool
 	aclByID    uint32
 	aclByBind  uint32
+	// quotas: the batch's copy of the quota set, and the entities whose key maps it
+	// copied.
+	quotasCopied bool
+	quotaMaps    map[QuotaEntity]bool
 }
 
 // securityRecord is implemented by the four security record types (the one case the
@@ -448,6 +453,8 @@ func isNilSecurity(r securityRecord) bool {
 	case *AccessControlEntryRecord:
 		return r == nil
 	case *RemoveAccessControlEntryRecord:
+		return r == nil
+	case *ClientQuotaRecord:
 		return r == nil
 	}
 	return true
@@ -501,7 +508,7 @@ func (im *Image) securityRecords() []Record {
 	for _, a := range im.ACLs().All() {
 		out = append(out, &AccessControlEntryRecord{ID: a.ID, ACLBinding: a.ACLBinding})
 	}
-	return out
+	return append(out, im.quotaRecords()...)
 }
 
 // mutableACLs returns the batch's own copy of the ACL set.
@@ -561,6 +568,8 @@ func (b *builder) applySecurity(r securityRecord) error {
 		s.byID.del(r.ID, &b.secOwn.aclByID)
 		s.byBinding.del(bind, &b.secOwn.aclByBind)
 		return nil
+	case *ClientQuotaRecord:
+		return b.applyQuota(r)
 	}
 	return fmt.Errorf("%w: unknown record type %T", ErrInvalidRecord, r)
 }
@@ -588,6 +597,8 @@ func appendSecurity(dst []byte, r securityRecord) []byte {
 		dst = append(dst, byte(r.Operation), byte(r.Permission))
 	case *RemoveAccessControlEntryRecord:
 		dst = append(dst, r.ID[:]...)
+	case *ClientQuotaRecord:
+		dst = appendQuota(dst, r)
 	}
 	return dst
 }
@@ -610,6 +621,8 @@ func decodeSecurity(typ recordType, d *decoder) Record {
 		return r
 	case typeRemoveAccessControlEntry:
 		return &RemoveAccessControlEntryRecord{ID: d.uuid()}
+	case typeClientQuota:
+		return decodeQuota(d)
 	}
 	d.fail("security record type")
 	return nil

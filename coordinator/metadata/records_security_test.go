@@ -42,6 +42,7 @@ func sampleSecurityRecords(t testing.TB) []Record {
 		aclRec(2, ACLBinding{ResourceType: ACLResourceCluster, ResourceName: "kafka-cluster", PatternType: ACLPatternPrefixed,
 			Principal: "User:*", Host: "10.0.0.1", Operation: ACLOpAll, Permission: ACLPermissionDeny}),
 		&RemoveAccessControlEntryRecord{ID: UUID{0: 0xac, 15: 1}},
+		&ClientQuotaRecord{Entity: QuotaEntity{User: QuotaDefault, ClientID: QuotaName("app")}, Key: QuotaProducerByteRate, Value: 1024},
 	}
 }
 

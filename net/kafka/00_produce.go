@@ -152,6 +152,7 @@ func handleProduce(b *Broker, r *Request) {
 	}
 	op.resp.Default()
 	op.resp.SetVersion(v)
+	op.resp.ThrottleMillis = b.throttleProduce(r, len(r.Raw)) // quotas.go
 	op.pr.Begin(b.repl, req.Acks, time.Duration(req.TimeoutMillis)*time.Millisecond, op.fin)
 
 	var fixed *kerr.Error

@@ -35,10 +35,13 @@
 //   - v7+: incremental fetch sessions (KIP-227, fetch_session.go).
 //
 // Differences from Apache Kafka: no aborted-transaction index (AbortedTransactions is
-// empty for READ_COMMITTED); no preferred read replica (-1); no quotas (throttle 0).
+// empty for READ_COMMITTED); no preferred read replica (-1). A consumer over its
+// consumer_byte_rate quota gets its records with throttle_time_ms set and its connection
+// muted (quotas.go); Kafka answers an empty response instead.
 package kafka
 
 import (
+	"encoding/binary"
 	"fmt"
 	"sync"
 	"time"
@@ -90,21 +93,23 @@ type fetchPart struct {
 // fetchOp is one Fetch request, answered at once or from the purgatory.
 type fetchOp struct {
 	purgatory.Delayed
-	req       kmsg.FetchRequest // decoded from the frame; aliases it
-	logs      []*engine.Log     // the logs a parked fetch is watched under
-	b         *Broker
-	r         *Request
-	v         int16
-	replica   bool  // a follower's fetch
-	replicaID int32 // the follower and its broker epoch (-1: unknown)
-	repEpoch  int64
-	isolation int8
-	minBytes  int32
-	maxBytes  int32
-	sess      *fetchSession
-	full      bool
-	parked    bool // watched in the purgatory: completion may run on a flusher
-	parts     []fetchPart
+	req        kmsg.FetchRequest // decoded from the frame; aliases it
+	logs       []*engine.Log     // the logs a parked fetch is watched under
+	b          *Broker
+	r          *Request
+	v          int16
+	replica    bool  // a follower's fetch
+	replicaID  int32 // the follower and its broker epoch (-1: unknown)
+	repEpoch   int64
+	isolation  int8
+	minBytes   int32
+	maxBytes   int32
+	sess       *fetchSession
+	full       bool
+	parked     bool // watched in the purgatory: completion may run on a flusher
+	parts      []fetchPart
+	quota      quotaClient // the consumer, for consumer_byte_rate (quotas.go)
+	throttleAt int         // where frame wrote throttle_time_ms
 }
 
 var fetchOps = sync.Pool{New: func() any { return new(fetchOp) }}
@@ -158,6 +163,7 @@ func handleFetch(b *Broker, r *Request) {
 		replicaID, repEpoch = req.ReplicaState.ID, req.ReplicaState.Epoch
 	}
 	op.replica, op.replicaID, op.repEpoch = replicaID >= 0, replicaID, repEpoch
+	op.quota = quotaClientOf(r)
 
 	sess, full, serr := dp.sessions.open(req, v, time.Now())
 	if serr != nil {
@@ -418,7 +424,13 @@ func (op *fetchOp) respond() { op.respondWith(0) }
 func (op *fetchOp) respondWith(code int16) {
 	op.countErrors(code)
 	fr := op.frame(code)
-	op.r.RespondRaw(fr.response())
+	resp := fr.response()
+	if !op.replica {
+		if t := op.b.throttleFetch(op.r, op.quota, resp.Size()+4); t > 0 {
+			binary.BigEndian.PutUint32(fr.bb.B[op.throttleAt:], uint32(t))
+		}
+	}
+	op.r.RespondRaw(resp)
 }
 
 // frame writes the answer (see fetch_frame.go), handing the gathered slices to it.
@@ -426,7 +438,8 @@ func (op *fetchOp) frame(code int16) *fetchResp {
 	v, flex := op.v, op.v >= 12
 	fr := getFetchResp()
 	b := AppendResponseHeader(fr.bb.B[:0], &op.r.Header)
-	b = appendI32(b, 0) // throttle
+	op.throttleAt = len(b)
+	b = appendI32(b, 0) // throttle (respondWith fills it in)
 	if v >= 7 {
 		b = appendI16(b, code)
 		var sid int32

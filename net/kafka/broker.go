@@ -115,6 +115,7 @@ type Broker struct {
 	offsets   offsetsTopic
 	txnTopic  offsetsTopic // the creation of __transaction_state
 
+	quotas   *quotaManager            // client byte-rate quotas (quotas.go)
 	dataPath atomic.Pointer[dataPath] // data-path state, created on first use (partition_state.go)
 	repl     *replication.Manager     // the replica manager: leadership, ISR, HW (partition_state.go)
 
@@ -160,6 +161,7 @@ func NewBroker(cfg Config, deps Deps, log *slog.Logger) (*Broker, error) {
 	}
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	b.metrics = newMetrics(cfg.Registerer)
+	b.quotas = newQuotaManager(cfg.Static, cfg.Registerer)
 	b.apiVersions = buildApiVersions()
 	b.dirs = newDirHealth(b.eng)
 	off, im := b.source.Image()

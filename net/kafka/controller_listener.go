@@ -216,6 +216,8 @@ var controllerAPIKeys = []struct {
 	{31, 0, 3}, // DeleteAcls
 	{50, 0, 0}, // DescribeUserScramCredentials
 	{51, 0, 0}, // AlterUserScramCredentials
+	{48, 0, 1}, // DescribeClientQuotas
+	{49, 0, 1}, // AlterClientQuotas
 }
 
 func init() {

@@ -290,7 +290,8 @@ func (r *brokerRole) start(kcfg kafka.Config, d brokerDeps) error {
 	// High watermarks of logs recovered after a crash catch up once their data is
 	// durable, before any client asks.
 	r.broker.StartDataPath()
-	tcfg := transport.Config{MaxRequestBytes: r.cfg.MaxRequestBytes, IdleTimeout: r.cfg.IdleTimeout}
+	tcfg := transport.Config{MaxRequestBytes: r.cfg.MaxRequestBytes, IdleTimeout: r.cfg.IdleTimeout,
+		Limiter: newConnLimiter(r.cfg, d.reg, r.broker.IPConnectionRate, r.log.With("component", "connection-limits"))}
 	switch r.cfg.Transport {
 	case "std":
 		r.tr = transport.NewStd(tcfg, r.broker, r.log.With("component", "transport"))
@@ -326,6 +327,7 @@ func (r *brokerRole) start(kcfg kafka.Config, d brokerDeps) error {
 			tr = transport.NewStd(tcfg, h, r.log.With("component", "transport", "listener", name))
 			r.secTrs = append(r.secTrs, tr)
 		}
+		ln = transport.NamedListener(ln, name) // for the per-listener connection limits
 		go func() {
 			if err := tr.Serve(ln); err != nil && !errors.Is(err, transport.ErrClosed) {
 				d.fail(fmt.Errorf("listener %s: %w", name, err))

@@ -13,6 +13,7 @@ import (
 
 	"github.com/samsa-broker/samsa/coordinator/configs"
 	"github.com/samsa-broker/samsa/engine"
+	"github.com/samsa-broker/samsa/net/transport"
 )
 
 // ErrConfig is wrapped by every configuration error.
@@ -143,6 +144,7 @@ type Config struct {
 	RetentionCheckInterval time.Duration
 	MaxRequestBytes        int32
 	IdleTimeout            time.Duration
+	ConnLimits             transport.ConnLimits // max.connections* (limits.go)
 	AutoCreateTopics       bool
 	NumPartitions          int32
 	ReplicationFactor      int16
@@ -715,5 +717,5 @@ func (c *Config) deriveRest() error {
 	c.NumPartitions = int32(c.getInt("num.partitions"))
 	c.ReplicationFactor = int16(c.getInt("default.replication.factor"))
 	c.PowerLossJournal = c.Get("samsa.test.power.loss.journal")
-	return nil
+	return c.deriveConnLimits()
 }

@@ -43,14 +43,15 @@ const (
 	ThrottledCreation = "max.connection.creation.rate" // waited, not refused
 )
 
-// ConnLimits are the limits of a Limiter. A value <= 0 in MaxConns, MaxConnsPerIP and
-// the rates means no limit; Kafka's defaults (2147483647) are no limit in effect.
+// ConnLimits are the limits of a Limiter. A zero count or rate means no limit (Kafka's
+// defaults, 2147483647, are no limit in effect); a count of NoConnections allows none
+// (Kafka's 0).
 type ConnLimits struct {
 	// MaxConns is max.connections: connections of every listener together
 	// (Protected listeners excepted).
 	MaxConns int
 	// MaxConnsPerIP is max.connections.per.ip, PerIPOverrides its
-	// max.connections.per.ip.overrides (an IP address's own limit, 0 allowed).
+	// max.connections.per.ip.overrides (an IP address's own limit; 0 there allows none).
 	MaxConnsPerIP  int
 	PerIPOverrides map[string]int
 	// MaxCreationRate is max.connection.creation.rate: connections accepted per second
@@ -63,6 +64,12 @@ type ConnLimits struct {
 	// (connections per second; ok false: none). Called at each accept.
 	IPCreationRate func(ip string) (rate float64, ok bool)
 }
+
+// NoConnections is the count that allows no connection at all.
+const NoConnections = -1
+
+// allows reports whether a count of n stays within limit max (0: none).
+func allows(max, n int) bool { return max == 0 || n < max }
 
 // ListenerLimits are one listener's limits.
 type ListenerLimits struct {
@@ -219,16 +226,18 @@ func (l *Limiter) Admit(listener string, remote net.Addr) (release func(), err e
 	now := l.now()
 	l.mu.Lock()
 	reason := ""
-	ipMax, hasIPMax := l.lim.PerIPOverrides[ip]
-	if !hasIPMax && l.lim.MaxConnsPerIP > 0 {
-		ipMax, hasIPMax = l.lim.MaxConnsPerIP, true
+	ipMax, ok := l.lim.PerIPOverrides[ip]
+	if !ok {
+		ipMax = l.lim.MaxConnsPerIP
+	} else if ipMax == 0 {
+		ipMax = NoConnections // an override of 0 allows none, as in Kafka
 	}
 	switch {
-	case !ll.Protected && l.lim.MaxConns > 0 && l.mu.total >= l.lim.MaxConns:
+	case !ll.Protected && !allows(l.lim.MaxConns, l.mu.total):
 		reason = RefusedBroker
-	case ll.MaxConns > 0 && l.mu.perLn[listener] >= ll.MaxConns:
+	case !allows(ll.MaxConns, l.mu.perLn[listener]):
 		reason = RefusedListener
-	case hasIPMax && l.mu.perIP[ip] >= ipMax:
+	case !allows(ipMax, l.mu.perIP[ip]):
 		reason = RefusedPerIP
 	}
 	if reason == "" && l.lim.IPCreationRate != nil {

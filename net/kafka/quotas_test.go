@@ -1,0 +1,254 @@
+package kafka
+
+import (
+	"bytes"
+	"context"
+	"math/rand/v2"
+	"net"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/samsa-broker/samsa/coordinator/acl"
+	"github.com/samsa-broker/samsa/coordinator/metadata"
+	"github.com/samsa-broker/samsa/net/auth"
+)
+
+func strp(s string) *string { return &s }
+
+func quotaEntity(parts ...string) kadm.ClientQuotaEntity {
+	var e kadm.ClientQuotaEntity
+	for i := 0; i < len(parts); i += 2 {
+		c := kadm.ClientQuotaEntityComponent{Type: parts[i]}
+		if parts[i+1] != "<default>" {
+			c.Name = strp(parts[i+1])
+		}
+		e = append(e, c)
+	}
+	return e
+}
+
+func alterQuotas(t *testing.T, adm *kadm.Client, entries ...kadm.AlterClientQuotaEntry) kadm.AlteredClientQuotas {
+	t.Helper()
+	res, err := adm.AlterClientQuotas(context.Background(), entries)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// DescribeClientQuotas and AlterClientQuotas through kadm: entities by name and by
+// default, Kafka's filter semantics, invalid entities and keys refused per entity,
+// validate-only, removal; the quotas are ClientQuotaRecords in the image.
+func TestClientQuotasAdmin(t *testing.T) {
+	tb := startTestBroker(t)
+	adm := tb.admin(t)
+	ctx := context.Background()
+	res := alterQuotas(t, adm,
+		kadm.AlterClientQuotaEntry{Entity: quotaEntity("user", "alice"), Ops: []kadm.AlterClientQuotaOp{{Key: "producer_byte_rate", Value: 1048576}, {Key: "request_percentage", Value: 25.5}}},
+		kadm.AlterClientQuotaEntry{Entity: quotaEntity("user", "<default>", "client-id", "app"), Ops: []kadm.AlterClientQuotaOp{{Key: "consumer_byte_rate", Value: 2048}}},
+		kadm.AlterClientQuotaEntry{Entity: quotaEntity("client-id", "<default>"), Ops: []kadm.AlterClientQuotaOp{{Key: "producer_byte_rate", Value: 4096}}},
+		kadm.AlterClientQuotaEntry{Entity: quotaEntity("ip", "10.1.2.3"), Ops: []kadm.AlterClientQuotaOp{{Key: "connection_creation_rate", Value: 7}}},
+		kadm.AlterClientQuotaEntry{Entity: quotaEntity("ip", "10.0.0.1", "user", "bob"), Ops: []kadm.AlterClientQuotaOp{{Key: "connection_creation_rate", Value: 1}}},
+		kadm.AlterClientQuotaEntry{Entity: quotaEntity("user", "carol"), Ops: []kadm.AlterClientQuotaOp{{Key: "bogus_rate", Value: 1}}},
+		kadm.AlterClientQuotaEntry{Entity: quotaEntity("user", "dave"), Ops: []kadm.AlterClientQuotaOp{{Key: "producer_byte_rate", Value: -5}}},
+		kadm.AlterClientQuotaEntry{Entity: quotaEntity("ip", "not-an-address"), Ops: []kadm.AlterClientQuotaOp{{Key: "connection_creation_rate", Value: 1}}},
+	)
+	for i, r := range res {
+		if wantErr := i >= 4; (r.Err != nil) != wantErr {
+			t.Errorf("entry %d %v: %v %s", i, r.Entity, r.Err, r.ErrMessage)
+		} else if wantErr && r.Err != kerr.InvalidRequest {
+			t.Errorf("entry %d %v: %v, want INVALID_REQUEST", i, r.Entity, r.Err)
+		}
+	}
+	q := tb.image().ClientQuotas()
+	if q.Len() != 4 || q.Of(metadata.QuotaEntity{User: metadata.QuotaName("alice")})["producer_byte_rate"] != 1048576 {
+		t.Fatalf("image quotas: %d entities, alice %v", q.Len(), q.Of(metadata.QuotaEntity{User: metadata.QuotaName("alice")}))
+	}
+
+	describe := func(strict bool, comps ...kadm.DescribeClientQuotaComponent) kadm.DescribedClientQuotas {
+		t.Helper()
+		d, err := adm.DescribeClientQuotas(ctx, strict, comps)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	if d := describe(false); len(d) != 4 {
+		t.Fatalf("describe all: %v", d)
+	}
+	d := describe(false, kadm.DescribeClientQuotaComponent{Type: "user", MatchName: strp("alice"), MatchType: kmsg.QuotasMatchTypeExact})
+	if len(d) != 1 || len(d[0].Values) != 2 || d[0].Values[0].Key != "producer_byte_rate" || d[0].Values[1].Value != 25.5 {
+		t.Fatalf("describe user=alice: %+v", d)
+	}
+	// Any user: alice and <default>,app; strict leaves out the one with a client id.
+	if d := describe(false, kadm.DescribeClientQuotaComponent{Type: "user", MatchType: kmsg.QuotasMatchTypeAny}); len(d) != 2 {
+		t.Fatalf("describe any user: %v", d)
+	}
+	if d := describe(true, kadm.DescribeClientQuotaComponent{Type: "user", MatchType: kmsg.QuotasMatchTypeAny}); len(d) != 1 || d[0].Entity.String() != "{user=alice}" {
+		t.Fatalf("describe any user, strict: %v", d)
+	}
+	if d := describe(false, kadm.DescribeClientQuotaComponent{Type: "client-id", MatchType: kmsg.QuotasMatchTypeDefault}); len(d) != 1 || d[0].Entity.String() != "{client-id=<default>}" {
+		t.Fatalf("describe default client id: %v", d)
+	}
+	if d := describe(false, kadm.DescribeClientQuotaComponent{Type: "ip", MatchType: kmsg.QuotasMatchTypeAny}); len(d) != 1 || d[0].Values[0].Value != 7 {
+		t.Fatalf("describe ips: %v", d)
+	}
+	// A filter mixing ip with user is INVALID_REQUEST.
+	if _, err := adm.DescribeClientQuotas(ctx, false, []kadm.DescribeClientQuotaComponent{{Type: "ip", MatchType: kmsg.QuotasMatchTypeAny}, {Type: "user", MatchType: kmsg.QuotasMatchTypeAny}}); err == nil {
+		t.Fatal("ip with user in a filter was accepted")
+	}
+
+	// Validate-only writes nothing; removal drops the key (and the entity with its last key).
+	if res, err := adm.ValidateAlterClientQuotas(ctx, []kadm.AlterClientQuotaEntry{{Entity: quotaEntity("user", "erin"), Ops: []kadm.AlterClientQuotaOp{{Key: "producer_byte_rate", Value: 10}}}}); err != nil || res[0].Err != nil {
+		t.Fatalf("validate: %v %+v", err, res)
+	}
+	alterQuotas(t, adm, kadm.AlterClientQuotaEntry{Entity: quotaEntity("client-id", "<default>"), Ops: []kadm.AlterClientQuotaOp{{Key: "producer_byte_rate", Remove: true}}},
+		kadm.AlterClientQuotaEntry{Entity: quotaEntity("user", "alice"), Ops: []kadm.AlterClientQuotaOp{{Key: "request_percentage", Remove: true}, {Key: "consumer_byte_rate", Remove: true}}})
+	if d := describe(false); len(d) != 3 {
+		t.Fatalf("after removal: %v", d)
+	}
+	if d := describe(false, kadm.DescribeClientQuotaComponent{Type: "user", MatchName: strp("alice"), MatchType: kmsg.QuotasMatchTypeExact}); len(d) != 1 || len(d[0].Values) != 1 {
+		t.Fatalf("alice after removal: %v", d)
+	}
+	if r, ok := tb.b.IPConnectionRate("10.1.2.3"); !ok || r != 7 {
+		t.Fatal("ip quota not seen by the connection limiter")
+	}
+}
+
+// throttleHook counts the throttle times a kgo client was given.
+type throttleHook struct {
+	n     atomic.Int64
+	total atomic.Int64 // ms
+}
+
+func (h *throttleHook) OnBrokerThrottle(_ kgo.BrokerMetadata, d time.Duration, _ bool) {
+	if d > 0 {
+		h.n.Add(1)
+		h.total.Add(d.Milliseconds())
+	}
+}
+
+// A producer over its producer_byte_rate is answered with throttle_time_ms (kgo's
+// hook sees it) and held to about its quota; a producer with another client id is
+// not throttled. A consumer over its consumer_byte_rate likewise.
+func TestClientQuotasThrottle(t *testing.T) {
+	tb := startTestBroker(t, testBrokerOptions{Static: map[string]string{"quota.window.num": "2", "quota.window.size.seconds": "1"}})
+	adm := tb.admin(t)
+	ctx := context.Background()
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "quota"); err != nil {
+		t.Fatal(err)
+	}
+	const rate = 100_000
+	alterQuotas(t, adm,
+		kadm.AlterClientQuotaEntry{Entity: quotaEntity("client-id", "slow"), Ops: []kadm.AlterClientQuotaOp{{Key: "producer_byte_rate", Value: rate}}},
+		kadm.AlterClientQuotaEntry{Entity: quotaEntity("user", "<default>", "client-id", "slow-consumer"), Ops: []kadm.AlterClientQuotaOp{{Key: "consumer_byte_rate", Value: rate}}})
+
+	const total = 200_000
+	value := make([]byte, 10_000)
+	for i := range value { // incompressible: kgo compresses batches
+		value[i] = byte(rand.Uint32())
+	}
+	produce := func(clientID string) (*throttleHook, time.Duration) {
+		var h throttleHook
+		cl := tb.client(t, kgo.ClientID(clientID), kgo.WithHooks(&h), kgo.DefaultProduceTopic("quota"))
+		start := time.Now()
+		for range total / len(value) {
+			if err := cl.ProduceSync(ctx, &kgo.Record{Value: value}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return &h, time.Since(start)
+	}
+	fast, _ := produce("fast")
+	if fast.n.Load() != 0 {
+		t.Fatalf("a client without a quota was throttled %d times", fast.n.Load())
+	}
+	slow, took := produce("slow")
+	if slow.n.Load() == 0 {
+		t.Fatal("a producer over producer_byte_rate saw no throttle time")
+	}
+	// The rate bound, with a wide margin: the first ~rate bytes pass at once (the
+	// window is at least one second), the rest at about the quota; three times the
+	// quota is far above what the throttling lets through.
+	if achieved := float64(total) / took.Seconds(); achieved > 3*rate {
+		t.Fatalf("throttled producer achieved %.0f B/s against a quota of %d B/s", achieved, rate)
+	}
+
+	consume := func(clientID string) (*throttleHook, time.Duration) {
+		var h throttleHook
+		cl := tb.client(t, kgo.ClientID(clientID), kgo.WithHooks(&h), kgo.ConsumeTopics("quota"),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxPartitionBytes(20_000), kgo.FetchMaxBytes(20_000))
+		start := time.Now()
+		n := 0
+		for n < total/len(value) {
+			fs := cl.PollFetches(ctx)
+			if err := fs.Err(); err != nil {
+				t.Fatal(err)
+			}
+			n += fs.NumRecords()
+		}
+		return &h, time.Since(start)
+	}
+	h, took := consume("slow-consumer")
+	t.Logf("throttled: producer %d times (%d ms), consumer %d times (%d ms)", slow.n.Load(), slow.total.Load(), h.n.Load(), h.total.Load())
+	if h.n.Load() == 0 {
+		t.Fatal("a consumer over consumer_byte_rate saw no throttle time")
+	}
+	if achieved := float64(total) / took.Seconds(); achieved > 3*rate {
+		t.Fatalf("throttled consumer achieved %.0f B/s against a quota of %d B/s", achieved, rate)
+	}
+}
+
+// Requests over socket.request.max.bytes (2 GiB, 100 MiB + 1, a negative size) are
+// refused by closing the connection before anything is read or allocated, and the
+// broker keeps serving. Before SASL authentication the bound is
+// sasl.server.max.receive.size; an authenticated client sends larger requests.
+func TestRequestSizeBounds(t *testing.T) {
+	tb := startTestBroker(t)
+	for _, prefix := range [][]byte{{0x7f, 0xff, 0xff, 0xff}, {0x06, 0x40, 0x00, 0x01}, {0x80, 0, 0, 0}} {
+		rc := tb.raw(t)
+		rc.write(prefix)
+		rc.expectClosed()
+	}
+	av := kmsg.NewPtrApiVersionsRequest()
+	if r := tb.raw(t).roundTrip(av).(*kmsg.ApiVersionsResponse); r.ErrorCode != 0 {
+		t.Fatal(kerr.ErrorForCode(r.ErrorCode))
+	}
+
+	tb.setScram(t, "alice", "alice-secret")
+	_, addr := tb.secureListenerL(t, auth.SASLPlaintext, testCA{}, acl.New(acl.Config{SuperUsers: []string{"User:alice"}}))
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	pre := &rawConn{t: t, c: c}
+	pre.write([]byte{0x00, 0x08, 0x00, 0x01}) // 524289 bytes claimed, none sent
+	pre.expectClosed()
+
+	var d net.Dialer
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.SASL(scram.Auth{User: "alice", Pass: "alice-secret"}.AsSha512Mechanism()),
+		kgo.DefaultProduceTopic("big"), kgo.AllowAutoTopicCreation(), kgo.ProducerBatchMaxBytes(2<<20),
+		kgo.Dialer(func(ctx context.Context, network, host string) (net.Conn, error) {
+			if host == tb.addr {
+				host = addr
+			}
+			return d.DialContext(ctx, network, host)
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	big := bytes.Repeat([]byte{'b'}, 600<<10)
+	if err := cl.ProduceSync(context.Background(), &kgo.Record{Value: big}).FirstErr(); err != nil {
+		t.Fatalf("a 600 KiB produce after authentication: %v", err)
+	}
+}
