@@ -34,6 +34,11 @@
 //  5. A size prefix < 0 or > MaxRequestBytes closes the connection before any allocation.
 //  6. While a connection's answered-but-unwritten bytes exceed MaxQueuedBytes, or it has
 //     MaxInFlight unanswered tickets, its next request is not read.
+//  7. A connection a Limiter refuses (Config.Limiter: max.connections, per listener, per
+//     IP, an IP's creation rate) is closed at accept, before the Handler hears of it;
+//     an admitted connection's slot is returned exactly once, when it has ended.
+//  8. After Mute(c, d), no request of c is handed to Serve before d has passed (the
+//     reactor holds back requests it had already read, too); answers still leave.
 //
 // TLS (SSL and SASL_SSL listeners) is served by Std only: TLS (tls.go) builds Go's
 // crypto/tls configuration from Kafka's ssl.* keys (PEM stores, ssl.client.auth,
