@@ -252,3 +252,45 @@ func TestRequestSizeBounds(t *testing.T) {
 		t.Fatalf("a 600 KiB produce after authentication: %v", err)
 	}
 }
+
+// A client that ignores throttle_time_ms (raw produce requests pipelined without
+// waiting) is held back by the broker itself: each throttled answer mutes the
+// connection, so its next request is read only after the throttle time, and the
+// achieved rate stays near the quota.
+func TestClientQuotasMuteHoldsBackIgnoringClient(t *testing.T) {
+	tb := startTestBroker(t, testBrokerOptions{Static: map[string]string{"quota.window.num": "2", "quota.window.size.seconds": "1"}})
+	adm := tb.admin(t)
+	if _, err := adm.CreateTopic(context.Background(), 1, 1, nil, "mute"); err != nil {
+		t.Fatal(err)
+	}
+	const rate = 100_000
+	alterQuotas(t, adm, kadm.AlterClientQuotaEntry{Entity: quotaEntity("client-id", "raw-test"), Ops: []kadm.AlterClientQuotaOp{{Key: "producer_byte_rate", Value: rate}}})
+	rc := tb.raw(t)
+	rc.c.SetDeadline(time.Now().Add(30 * time.Second))
+	const n = 25
+	req := produceReq("mute", 1, appendBatch(nil, batchSpec{pid: -1, n: 1, valueBytes: 10_000}))
+	req.SetVersion(9)
+	var frames []byte
+	for i := range n {
+		frames = append(frames, kmsg.NewRequestFormatter(kmsg.FormatterClientID("raw-test")).AppendRequest(nil, req, int32(i+1))...)
+	}
+	start := time.Now()
+	go rc.c.Write(frames) // every request at once; the broker's muting paces the reads
+	throttled := 0
+	for i := range n {
+		resp := rc.recv(req, int32(i+1)).(*kmsg.ProduceResponse)
+		if resp.Topics[0].Partitions[0].ErrorCode != 0 {
+			t.Fatal(kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode))
+		}
+		if resp.ThrottleMillis > 0 {
+			throttled++
+		}
+	}
+	took := time.Since(start)
+	if throttled == 0 {
+		t.Fatal("no answer carried a throttle time")
+	}
+	if achieved := float64(len(frames)) / took.Seconds(); achieved > 3*rate {
+		t.Fatalf("a client ignoring throttle times achieved %.0f B/s against a quota of %d B/s", achieved, rate)
+	}
+}
