@@ -164,6 +164,7 @@ func handleFetch(b *Broker, r *Request) {
 	}
 	op.replica, op.replicaID, op.repEpoch = replicaID >= 0, replicaID, repEpoch
 	op.quota = quotaClientOf(r)
+	r.quotaExempt = op.replica // a follower's fetch is outside the request quota
 
 	sess, full, serr := dp.sessions.open(req, v, time.Now())
 	if serr != nil {

@@ -155,7 +155,7 @@ func (l *SecureListener) Serve(tr transport.Request) {
 	if l.sec.Authorizer != nil {
 		l.authorizedOperations(r, cs.ctx)
 	}
-	api.Handle(l.b, r)
+	l.b.handle(api, r) // quotas.go
 }
 
 // authorizedOperations fills KIP-430's authorized-operations fields of Metadata,

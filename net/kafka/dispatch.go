@@ -160,6 +160,11 @@ type Request struct {
 	// it is encoded: refused items added back with their error, items the principal
 	// may not see removed.
 	amend func(kmsg.Response)
+
+	// throttle is the request quota's throttle time for the answer (quotas.go);
+	// quotaExempt, set by a handler, keeps the request's time out of the request quota.
+	throttle    int32
+	quotaExempt bool
 }
 
 // Serve implements transport.Handler: it parses the header, checks the key and version
@@ -171,7 +176,7 @@ func (b *Broker) Serve(tr transport.Request) {
 		return
 	}
 	defer recoverHandler(r, b.log, &b.panics)
-	api.Handle(b, r)
+	b.handle(api, r) // quotas.go
 }
 
 // parseRequest parses one frame against table t: header, key and version, body. It
@@ -288,6 +293,9 @@ func encodeResponse(h *Header, resp kmsg.Response) transport.Response {
 func (r *Request) Respond(resp kmsg.Response) {
 	if r.amend != nil {
 		r.amend(resp)
+	}
+	if r.throttle > 0 {
+		raiseThrottle(resp, r.throttle) // quotas.go
 	}
 	r.m.lookup(r.Header.Key).countErrors(resp)
 	r.respondEncoded(encodeResponse(&r.Header, resp))

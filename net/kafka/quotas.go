@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-broker/samsa/coordinator/configs"
 	"github.com/samsa-broker/samsa/coordinator/metadata"
@@ -38,11 +39,19 @@ import (
 // connection_creation_rate is the transport's (transport.ConnLimits.IPCreationRate),
 // enforced at accept.
 //
+// request_percentage (KIP-124) is the share of one handler thread a client may use:
+// the time each request spends in its handler on the read path (handle) is recorded
+// in units of 1% of a second; a request whose client is over its quota when it
+// arrives gets that throttle time in its answer (any API with a throttle_time_ms) and
+// mutes the connection. Exempt, as in Kafka: ApiVersions, the SASL APIs, follower
+// fetches and the inter-broker WriteTxnMarkers.
+//
 // Differences from Kafka: a throttled Fetch still carries its records (Kafka answers
 // an empty response), and requests of versions before KIP-219 are not delayed by the
-// broker (the connection is muted all the same, which bounds the rate).
-// request_percentage and controller_mutation_rate are stored and described but not
-// enforced.
+// broker (the connection is muted all the same, which bounds the rate). The request
+// time counts the handler's synchronous part only (not a forwarded request's wait for
+// the controller, nor the network threads' time, which Kafka adds).
+// controller_mutation_rate is stored and described but not enforced.
 
 // quotaManager measures and throttles the byte rates of produce and fetch clients.
 // Safe for concurrent use.
@@ -154,11 +163,106 @@ func (m *quotaManager) record(q *metadata.ClientQuotas, key string, c quotaClien
 	s.record(now, v)
 	t := s.throttle(now, limit)
 	m.mu.Unlock()
+	m.count(key, t)
+	return t
+}
+
+func (m *quotaManager) count(key string, t time.Duration) {
 	if t > 0 {
 		m.throttleMs.WithLabelValues(key).Add(float64(t.Milliseconds()))
 		m.throttled.WithLabelValues(key).Inc()
 	}
+}
+
+// peek is the throttle time c is owed for key in q now, without recording anything.
+func (m *quotaManager) peek(q *metadata.ClientQuotas, key string, c quotaClient) time.Duration {
+	if q.Len() == 0 {
+		return 0
+	}
+	limit, sk, ok := quotaOf(q, key, c)
+	if !ok {
+		return 0
+	}
+	now := m.now()
+	m.mu.Lock()
+	var t time.Duration
+	if s := m.mu.sensors[sk]; s != nil {
+		t = s.throttle(now, limit)
+	}
+	m.mu.Unlock()
+	m.count(key, t)
 	return t
+}
+
+// add records v in the sensor sk (created if need be) without computing a throttle.
+func (m *quotaManager) add(sk quotaSensorKey, v float64) {
+	now := m.now()
+	m.mu.Lock()
+	s := m.mu.sensors[sk]
+	if s == nil {
+		s = newRateSensor(m.samples, m.window, now)
+		m.mu.sensors[sk] = s
+		m.scanLocked(now)
+	}
+	s.record(now, v)
+	m.mu.Unlock()
+}
+
+// requestQuotaExempt: APIs outside the request quota (authentication, the
+// inter-broker WriteTxnMarkers, private APIs).
+func requestQuotaExempt(key int16) bool {
+	switch key {
+	case 17, 18, 27, 36:
+		return true
+	}
+	return key > maxAPIKey
+}
+
+// handle runs api's handler on r under the request quota: a client over its
+// request_percentage gets the throttle time in the answer and its connection muted
+// (Fetch decides when it answers: a follower's fetch is exempt), and the handler's
+// time is recorded.
+func (b *Broker) handle(api *API, r *Request) {
+	if requestQuotaExempt(r.Header.Key) {
+		api.Handle(b, r)
+		return
+	}
+	_, im := b.Image()
+	q := im.ClientQuotas()
+	if q.Len() == 0 {
+		api.Handle(b, r)
+		return
+	}
+	c := quotaClientOf(r)
+	_, sk, ok := quotaOf(q, metadata.QuotaRequestPercentage, c)
+	if !ok {
+		api.Handle(b, r)
+		return
+	}
+	if r.Header.Key != fetchKey {
+		r.throttle = b.throttle(r, b.quotas.peek(q, metadata.QuotaRequestPercentage, c))
+	}
+	start := time.Now()
+	api.Handle(b, r)
+	if !r.quotaExempt {
+		b.quotas.add(sk, float64(time.Since(start))/float64(10*time.Millisecond)) // 1% of a second
+	}
+}
+
+// fetchKey is Fetch's api key.
+const fetchKey = 1
+
+// raiseThrottle sets resp's throttle time to t unless it is higher already.
+func raiseThrottle(resp kmsg.Response, t int32) {
+	tr, ok := resp.(interface {
+		kmsg.ThrottleResponse
+		SetThrottle(int32)
+	})
+	if ok {
+		if cur, _ := tr.Throttle(); cur < t {
+			tr.SetThrottle(t)
+		}
+	}
 }
 
 // scanLocked drops sensors unused for an hour (Kafka's inactive sensor expiry), at
@@ -185,10 +289,13 @@ func (b *Broker) throttleProduce(r *Request, n int) int32 {
 }
 
 // throttleFetch records a fetch response of n bytes to c and mutes r's connection
-// when it is over consumer_byte_rate; it returns the throttle time in ms.
+// when it is over consumer_byte_rate or its request_percentage; it returns the
+// throttle time in ms.
 func (b *Broker) throttleFetch(r *Request, c quotaClient, n int64) int32 {
 	_, im := b.Image()
-	t := b.quotas.record(im.ClientQuotas(), metadata.QuotaConsumerByteRate, c, float64(n))
+	q := im.ClientQuotas()
+	t := b.quotas.record(q, metadata.QuotaConsumerByteRate, c, float64(n))
+	t = max(t, b.quotas.peek(q, metadata.QuotaRequestPercentage, c))
 	return b.throttle(r, t)
 }
 

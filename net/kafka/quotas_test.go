@@ -351,3 +351,39 @@ func TestHalfOpenFloodBeforeAuthentication(t *testing.T) {
 		t.Fatalf("%d half-open connections grew heap and stacks by %d KiB (%d KiB each)", n, (after-before)>>10, (after-before)/n>>10)
 	}
 }
+
+// request_percentage (KIP-124): once a client has used more handler time than its
+// share, its next request's answer carries a throttle time (and its connection is
+// muted); another client id is not throttled, and ApiVersions is exempt.
+func TestClientQuotasRequestPercentage(t *testing.T) {
+	tb := startTestBroker(t, testBrokerOptions{Static: map[string]string{"quota.window.num": "2", "quota.window.size.seconds": "1"}})
+	adm := tb.admin(t)
+	// 0.0001% of a second is 1 µs: the first request uses more than that.
+	alterQuotas(t, adm, kadm.AlterClientQuotaEntry{Entity: quotaEntity("client-id", "raw-test"), Ops: []kadm.AlterClientQuotaOp{{Key: "request_percentage", Value: 0.0001}}})
+	rc := tb.raw(t)
+	md := kmsg.NewPtrMetadataRequest()
+	md.SetVersion(12)
+	if r := rc.roundTrip(md).(*kmsg.MetadataResponse); r.ThrottleMillis != 0 {
+		t.Fatalf("first request throttled %d ms", r.ThrottleMillis)
+	}
+	av := kmsg.NewPtrApiVersionsRequest()
+	av.SetVersion(3)
+	if r := rc.roundTrip(av).(*kmsg.ApiVersionsResponse); r.ThrottleMillis != 0 {
+		t.Fatalf("ApiVersions throttled %d ms", r.ThrottleMillis)
+	}
+	if r := rc.roundTrip(md).(*kmsg.MetadataResponse); r.ThrottleMillis <= 0 {
+		t.Fatal("a client over request_percentage got no throttle time")
+	}
+	// Another client id on its own connection: no quota, no throttle.
+	c, err := net.Dial("tcp", tb.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	other := &rawConn{t: t, c: c}
+	other.write(kmsg.NewRequestFormatter(kmsg.FormatterClientID("other")).AppendRequest(nil, md, 1))
+	if r := other.recv(md, 1).(*kmsg.MetadataResponse); r.ThrottleMillis != 0 {
+		t.Fatalf("a client without a quota throttled %d ms", r.ThrottleMillis)
+	}
+}
