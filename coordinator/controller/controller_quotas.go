@@ -3,6 +3,7 @@ package controller
 import (
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -40,9 +41,12 @@ func quotaEntity(n int, part func(i int) (typ string, name *string)) (metadata.Q
 		if p.Set {
 			return e, fmt.Errorf("%w: entity type %s given twice", errQuota, typ)
 		}
-		if name == nil {
+		switch {
+		case name == nil:
 			*p = metadata.QuotaDefault
-		} else {
+		case p == &e.IP && net.ParseIP(*name) != nil:
+			*p = metadata.QuotaName(net.ParseIP(*name).String()) // one spelling per address
+		default:
 			*p = metadata.QuotaName(*name)
 		}
 	}

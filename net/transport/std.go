@@ -211,6 +211,9 @@ func (c *stdConn) mute(until int64) { extendMute(&c.muted, until) }
 // waitMuted waits out a Mute; false when the transport is draining or the connection
 // closed meanwhile.
 func (c *stdConn) waitMuted() bool {
+	if c.muted.Load() == 0 {
+		return true // never muted
+	}
 	for {
 		d := time.Until(time.Unix(0, c.muted.Load()))
 		if d <= 0 {
@@ -321,7 +324,9 @@ func (c *stdConn) exit() {
 	if s.obs != nil && c.open.Load() {
 		s.obs.ConnClosed(c)
 	}
-	c.release()
+	if c.release != nil {
+		c.release()
+	}
 	s.wg.Done()
 }
 
