@@ -192,7 +192,7 @@ func (h *muteHandler) Serve(r Request) {
 	h.served = append(h.served, time.Now())
 	h.mu.Unlock()
 	if len(r.Frame) > 0 && r.Frame[0] == 'm' {
-		if !Mute(r.Conn, 300*time.Millisecond) {
+		if !Mute(r.Conn, 150*time.Millisecond) {
 			panic("Mute not supported")
 		}
 		r.Frame = []byte("e-muted") // echoed
@@ -229,8 +229,8 @@ func TestConformanceMute(t *testing.T) {
 		}
 		// The mute's own guarantee, a lower bound: the pipelined request was not
 		// served before 300 ms had passed since the muting one.
-		if gap := h.served[2].Sub(h.served[0]); gap < 300*time.Millisecond {
-			t.Fatalf("the request after a 300 ms mute was served %v after it", gap)
+		if gap := h.served[2].Sub(h.served[0]); gap < 150*time.Millisecond {
+			t.Fatalf("the request after a 150 ms mute was served %v after it", gap)
 		}
 	})
 }
@@ -251,7 +251,7 @@ func heapAndStacks() uint64 {
 func TestConformanceHalfOpenFlood(t *testing.T) {
 	forEachTransport(t, func(t *testing.T, k transportKind) {
 		const n = 200
-		cfg := Config{IdleTimeout: 700 * time.Millisecond, HandshakeTimeout: 700 * time.Millisecond}
+		cfg := Config{IdleTimeout: 400 * time.Millisecond, HandshakeTimeout: 400 * time.Millisecond}
 		s, h, addr := k.start(t, cfg)
 		before := heapAndStacks()
 		conns := make([]net.Conn, 0, n)
