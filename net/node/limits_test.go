@@ -88,6 +88,7 @@ func TestConnLimitsNode(t *testing.T) {
 				"listeners":                              "PLAINTEXT://127.0.0.1:0,EXTERNAL://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
 				"listener.security.protocol.map":         "PLAINTEXT:PLAINTEXT,EXTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT",
 				"listener.name.external.max.connections": "1",
+				"connections.max.idle.ms":                "500",
 				"transport":                              kind,
 				"data.dir":                               t.TempDir(), "admin.listen": "127.0.0.1:0",
 			})
@@ -143,6 +144,27 @@ func TestConnLimitsNode(t *testing.T) {
 			}
 			if m, ok := series(fams, "samsa_connections_refused_total", "listener", "PLAINTEXT", "reason", transport.RefusedIPRate); !ok || value(m) < 1 {
 				t.Fatalf("ip-rate refusals not counted: %v", m)
+			}
+			// connections.max.idle.ms: with the ip quota removed, a connection stalled
+			// inside a size prefix is accepted, then closed when idle.
+			if res, err := adm.AlterClientQuotas(ctx, []kadm.AlterClientQuotaEntry{{Entity: kadm.ClientQuotaEntity{{Type: "ip", Name: &one}},
+				Ops: []kadm.AlterClientQuotaOp{{Key: "connection_creation_rate", Remove: true}}}}); err != nil || res[0].Err != nil {
+				t.Fatalf("removing the ip quota: %v %+v", err, res)
+			}
+			if !rawAPIVersions(t, nd.Addr()) {
+				t.Fatal("a connection was refused after the ip quota was removed")
+			}
+			stalled, err := net.Dial("tcp", nd.Addr())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer stalled.Close()
+			stalled.SetDeadline(time.Now().Add(20 * time.Second))
+			stalled.Write([]byte{0, 0, 0})
+			if n, err := stalled.Read(make([]byte, 1)); err == nil {
+				t.Fatalf("a stalled connection got %d bytes", n)
+			} else if ne, ok := err.(net.Error); ok && ne.Timeout() {
+				t.Fatal("a connection stalled in a size prefix was not closed by connections.max.idle.ms=500")
 			}
 		})
 	}
