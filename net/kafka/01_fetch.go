@@ -93,23 +93,26 @@ type fetchPart struct {
 // fetchOp is one Fetch request, answered at once or from the purgatory.
 type fetchOp struct {
 	purgatory.Delayed
-	req        kmsg.FetchRequest // decoded from the frame; aliases it
-	logs       []*engine.Log     // the logs a parked fetch is watched under
-	b          *Broker
-	r          *Request
-	v          int16
-	replica    bool  // a follower's fetch
-	replicaID  int32 // the follower and its broker epoch (-1: unknown)
-	repEpoch   int64
-	isolation  int8
-	minBytes   int32
-	maxBytes   int32
-	sess       *fetchSession
-	full       bool
-	parked     bool // watched in the purgatory: completion may run on a flusher
-	parts      []fetchPart
-	quota      quotaClient // the consumer, for consumer_byte_rate (quotas.go)
-	throttleAt int         // where frame wrote throttle_time_ms
+	req       kmsg.FetchRequest // decoded from the frame; aliases it
+	logs      []*engine.Log     // the logs a parked fetch is watched under
+	b         *Broker
+	r         *Request
+	v         int16
+	replica   bool  // a follower's fetch
+	replicaID int32 // the follower and its broker epoch (-1: unknown)
+	repEpoch  int64
+	isolation int8
+	minBytes  int32
+	maxBytes  int32
+	sess      *fetchSession
+	full      bool
+	parked    bool // watched in the purgatory: completion may run on a flusher
+	parts     []fetchPart
+
+	// quotas.go: the consumer, for consumer_byte_rate, and where frame wrote
+	// throttle_time_ms.
+	quota      quotaClient
+	throttleAt int
 }
 
 var fetchOps = sync.Pool{New: func() any { return new(fetchOp) }}

@@ -115,7 +115,7 @@ type Broker struct {
 	offsets   offsetsTopic
 	txnTopic  offsetsTopic // the creation of __transaction_state
 
-	quotas   *quotaManager            // client byte-rate quotas (quotas.go)
+	quotas   *quotaManager            // client quotas (quotas.go)
 	dataPath atomic.Pointer[dataPath] // data-path state, created on first use (partition_state.go)
 	repl     *replication.Manager     // the replica manager: leadership, ISR, HW (partition_state.go)
 
