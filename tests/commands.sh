@@ -333,6 +333,10 @@ PY
 	expect '^alice +SCRAM-SHA-512=iterations=4096$'
 	step 'bin/samsa users delete --user alice'
 	expect '^Deleted the SCRAM-SHA-512 credential of user alice'
+	step 'bin/samsa quotas alter --user alice --add-config producer_byte_rate=1048576,consumer_byte_rate=2097152'
+	expect "^Completed updating quotas of user 'alice'"
+	step 'bin/samsa quotas describe'
+	expect "^user 'alice' +consumer_byte_rate=2097152,producer_byte_rate=1048576$"
 	own stop_bg
 	# samsa scrub (RELIABILITY.md, tools/chaos/FINDINGS.md) over the log dirs of the
 	# broker just stopped
