@@ -23,6 +23,7 @@ package kafka
 
 import (
 	"regexp"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -41,6 +42,18 @@ type apiKeyEntry = kmsg.ApiVersionsResponseApiKey
 
 // buildApiVersions is the broker listener's advertised table.
 func buildApiVersions() []apiKeyEntry { return tableApiVersions(brokerAPIs) }
+
+// withoutKeys is entries less the APIs of keys: served by a handler, but turned off by
+// the broker's configuration, and then not advertised.
+func withoutKeys(entries []apiKeyEntry, keys ...int16) []apiKeyEntry {
+	out := make([]apiKeyEntry, 0, len(entries))
+	for _, e := range entries {
+		if !slices.Contains(keys, e.ApiKey) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
 
 // tableApiVersions is what ApiVersions advertises for table t.
 func tableApiVersions(t *apiTable) []apiKeyEntry {

@@ -23,8 +23,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
+const consumerGroupHeartbeatKey = 68
+
 func init() {
-	register(API{Key: 68, MinVersion: 0, MaxVersion: 1, Handle: handleConsumerGroupHeartbeat})
+	register(API{Key: consumerGroupHeartbeatKey, MinVersion: 0, MaxVersion: 1, Handle: handleConsumerGroupHeartbeat})
 }
 
 func handleConsumerGroupHeartbeat(b *Broker, r *Request) {

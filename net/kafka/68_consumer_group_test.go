@@ -457,14 +457,25 @@ func TestConsumerGroupConfigKeys(t *testing.T) {
 		t.Fatalf("assignor %q, want range (the first of group.consumer.assignors)", g.AssignorName)
 	}
 
+	// With the protocol off, ApiVersions does not advertise 68 and 69 (as Kafka 4), and
+	// a client that sends one anyway is answered UNSUPPORTED_VERSION.
 	off := startTestBroker(t, testBrokerOptions{Static: map[string]string{"group.coordinator.rebalance.protocols": "classic"}})
-	offCl := off.client(t)
-	eventually(t, 10*time.Second, "an answer from the coordinator", func() bool {
-		r = join(offCl)
-		return r.ErrorCode != kerr.CoordinatorLoadInProgress.Code && r.ErrorCode != kerr.CoordinatorNotAvailable.Code && r.ErrorCode != kerr.NotCoordinator.Code
-	})
-	if r.ErrorCode != kerr.UnsupportedVersion.Code {
-		t.Fatalf("consumer protocol disabled: %v, want UNSUPPORTED_VERSION", kerr.ErrorForCode(r.ErrorCode))
+	for _, key := range []int16{consumerGroupHeartbeatKey, consumerGroupDescribeKey} {
+		if slices.ContainsFunc(off.b.apiVersions, func(e apiKeyEntry) bool { return e.ApiKey == key }) {
+			t.Errorf("ApiVersions lists %d with the consumer protocol off", key)
+		}
+		if !slices.ContainsFunc(tb.b.apiVersions, func(e apiKeyEntry) bool { return e.ApiKey == key }) {
+			t.Errorf("ApiVersions does not list %d with the consumer protocol on", key)
+		}
+	}
+	req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	req.Version = 1
+	req.Group, req.MemberID, req.MemberEpoch = "cg-keys-group", "member-one-0000000000", 0
+	req.RebalanceTimeoutMillis = 30000
+	req.SubscribedTopicNames = []string{topic}
+	req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	if resp := off.raw(t).roundTrip(req).(*kmsg.ConsumerGroupHeartbeatResponse); resp.ErrorCode != kerr.UnsupportedVersion.Code {
+		t.Fatalf("consumer protocol disabled: %v, want UNSUPPORTED_VERSION", kerr.ErrorForCode(resp.ErrorCode))
 	}
 }
 

@@ -17,8 +17,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
+const consumerGroupDescribeKey = 69
+
 func init() {
-	register(API{Key: 69, MinVersion: 0, MaxVersion: 1, Handle: handleConsumerGroupDescribe})
+	register(API{Key: consumerGroupDescribeKey, MinVersion: 0, MaxVersion: 1, Handle: handleConsumerGroupDescribe})
 }
 
 func handleConsumerGroupDescribe(b *Broker, r *Request) {

@@ -173,6 +173,11 @@ func NewBroker(cfg Config, deps Deps, log *slog.Logger) (*Broker, error) {
 		return nil, err
 	}
 	b.groups = newGroupState(b, im)
+	if !b.groups.consumerProtocol {
+		// Kafka 4 without "consumer" in group.coordinator.rebalance.protocols does not
+		// advertise the consumer protocol's APIs.
+		b.apiVersions = withoutKeys(b.apiVersions, consumerGroupHeartbeatKey, consumerGroupDescribeKey)
+	}
 	b.txns = newTxnState(b, im)
 	b.registerClusterMetrics(cfg.Registerer)
 	return b, nil
