@@ -21,7 +21,9 @@ import (
 // transactions (TxnOffsetCommit, verified with the transaction coordinator of
 // another broker when it is not the group's). Last, the transaction coordinator is
 // SIGKILLed with a transaction open: a new producer of the id, served by the new
-// coordinator, fences and aborts it and commits its own.
+// coordinator, fences and aborts it and commits its own. Then, with the node back, a
+// second copy loop loses its transaction coordinator mid-transaction
+// (copyUnderCoordinatorKill) and still copies every record exactly once.
 func TestProcTxnAcrossBrokers(t *testing.T) {
 	c := startProcCluster(t, specWith(combined(3), map[string]string{
 		"transaction.state.log.num.partitions": "3",
@@ -243,4 +245,103 @@ func TestProcTxnAcrossBrokers(t *testing.T) {
 		}
 	}
 	t.Logf("coordinator %d killed; %d committed records read after the failover", victim, len(final))
+	if err := c.Start(victim); err != nil {
+		t.Fatal(err)
+	}
+	copyUnderCoordinatorKill(t, c)
+}
+
+// copyUnderCoordinatorKill: a consume-transform-produce loop (GroupTransactSession)
+// copies 300 records while the broker holding its transaction coordinator is
+// SIGKILLed after the first 100: every input record is in the output exactly once
+// for read_committed consumers (the transactions the kill broke are aborted, their
+// input read again from the committed offsets).
+func copyUnderCoordinatorKill(t *testing.T, c *procCluster) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	if err := c.WaitReady(ctx, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	const in, out, n = "eos-in", "eos-out", 300
+	for _, topic := range []string{in, out} {
+		if err := createTopic(ctx, c.Node(1).Client, topic, 3, 3, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	prod := client(t, c.Bootstrap(), kgo.DefaultProduceTopic(in), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	var recs []*kgo.Record
+	for i := range n {
+		recs = append(recs, kgo.StringRecord(fmt.Sprintf("eos-%03d", i)))
+	}
+	if err := prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	sess, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(strings.Split(c.Bootstrap(), ",")...),
+		kgo.TransactionalID("eos-copier"), kgo.ConsumerGroup("eos-group"), kgo.ConsumeTopics(in),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.DefaultProduceTopic(out), kgo.FetchMaxWait(200*time.Millisecond), kgo.FetchMaxPartitionBytes(2048),
+		kgo.SessionTimeout(6*time.Second), kgo.TransactionTimeout(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	adm := kadm.NewClient(prod)
+	copied, aborted, killed := 0, 0, int32(-1)
+	for copied < n {
+		fs := sess.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("copy loop: %d of %d copied, %d transactions aborted", copied, n, aborted)
+		}
+		got := fs.Records()
+		if len(got) == 0 {
+			continue
+		}
+		if err := sess.Begin(); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range got {
+			sess.Produce(ctx, kgo.StringRecord("copy-"+string(r.Value)), nil)
+		}
+		if killed < 0 && copied >= n/3 {
+			// The copies of this transaction are sent (maybe not all acknowledged),
+			// its end is not: the coordinator dies with it open.
+			d, err := adm.DescribeTransactions(ctx, "eos-copier")
+			if err != nil {
+				t.Fatal(err)
+			}
+			killed = d["eos-copier"].Coordinator
+			c.Kill(killed)
+			t.Logf("transaction coordinator %d killed with a transaction open, after %d copies", killed, copied)
+		}
+		ok, err := sess.End(ctx, kgo.TryCommit)
+		if err != nil {
+			t.Fatalf("copy transaction after %d copies: %v", copied, err)
+		}
+		if ok {
+			copied += len(got)
+		} else {
+			aborted++
+		}
+	}
+	survivors := strings.Join(c.brokerAddrs(killed), ",")
+	reader := client(t, survivors, kgo.ConsumeTopics(out), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.FetchMaxWait(200*time.Millisecond))
+	seen := map[string]int{}
+	total := 0
+	for total < n {
+		fs := reader.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("reading the copies: %d of %d", total, n)
+		}
+		fs.EachRecord(func(r *kgo.Record) { seen[string(r.Value)]++; total++ })
+	}
+	for i := range n {
+		if k := fmt.Sprintf("copy-eos-%03d", i); seen[k] != 1 {
+			t.Errorf("%s copied %d times for read_committed", k, seen[k])
+		}
+	}
+	if total != n {
+		t.Errorf("%d copies read, want %d", total, n)
+	}
+	t.Logf("%d records copied exactly once across the SIGKILL of coordinator %d (%d transactions aborted)", n, killed, aborted)
 }
