@@ -43,6 +43,9 @@ var allowed = map[string][]string{
 	"coordinator/controller":     {"engine/...", "purgatory", "replication/...", "coordinator/metadata", "coordinator/configs", "coordinator/acl", "coordinator/controller/..."},
 	"coordinator/controller/...": {"engine/...", "purgatory", "replication/...", "coordinator/metadata", "coordinator/configs", "coordinator/controller/..."},
 	"coordinator/group":          {"engine/...", "purgatory", "replication/..."},
+	// Share-partition state (KIP-932) and its share coordinator, over the group
+	// package's replicated-log seam.
+	"coordinator/share": {"engine/...", "purgatory", "replication/...", "coordinator/group"},
 	// The transaction coordinator, and the leader's side of WriteTxnMarkers.
 	"coordinator/txn": {"engine/...", "purgatory", "replication/...", "coordinator/metadata", "coordinator/configs"},
 	// Whole-cluster simulations may drive every coordinator and the replica state.
