@@ -272,7 +272,7 @@ var BrokerDefs = []*Def{
 	{Name: "offsets.topic.num.partitions", Kind: KindInt, Default: sp("50"), Min: 1, ReadOnly: true},
 	// KIP-848 consumer groups and KIP-932 share groups (net/kafka/groups.go), Kafka 4's
 	// names and defaults; read when the coordinator starts.
-	{Name: "group.coordinator.rebalance.protocols", Kind: KindList, Default: sp("classic,consumer"), Enum: []string{"classic", "consumer", "share", "streams"}, ReadOnly: true, Doc: "consumer: ConsumerGroupHeartbeat and ConsumerGroupDescribe are served (classic is always served; share and streams groups are not served yet)"},
+	{Name: "group.coordinator.rebalance.protocols", Kind: KindList, Default: sp("classic,consumer"), Enum: []string{"classic", "consumer", "share", "streams"}, ReadOnly: true, Doc: "consumer: ConsumerGroupHeartbeat and ConsumerGroupDescribe are served; share: share groups are served (as group.share.enable=true; classic is always served; streams groups are not served yet)"},
 	{Name: "group.consumer.heartbeat.interval.ms", Kind: KindInt, Default: sp("5000"), Min: 1, ReadOnly: true},
 	{Name: "group.consumer.min.heartbeat.interval.ms", Kind: KindInt, Default: sp("5000"), Min: 1, ReadOnly: true, Doc: groupOverridesOnly},
 	{Name: "group.consumer.max.heartbeat.interval.ms", Kind: KindInt, Default: sp("15000"), Min: 1, ReadOnly: true, Doc: groupOverridesOnly},
@@ -282,11 +282,19 @@ var BrokerDefs = []*Def{
 	{Name: "group.consumer.max.size", Kind: KindInt, Default: sp("2147483647"), Min: 1, ReadOnly: true},
 	{Name: "group.consumer.assignors", Kind: KindList, Default: sp("org.apache.kafka.coordinator.group.assignor.UniformAssignor,org.apache.kafka.coordinator.group.assignor.RangeAssignor"), ReadOnly: true, Doc: "uniform and range, by class name or by name; the first is the default (a value naming another assignor is ignored with a warning: uniform, range)"},
 	{Name: "group.consumer.migration.policy", Kind: KindString, Default: sp("bidirectional"), Enum: []string{"disabled", "downgrade", "upgrade", "bidirectional"}, ReadOnly: true, Doc: "empty groups convert between the classic and the consumer protocol whatever it says; groups with members are not converted (online migration is not served)"},
-	{Name: "group.share.heartbeat.interval.ms", Kind: KindInt, Default: sp("5000"), Min: 1, ReadOnly: true, Doc: "no effect: share groups are not served yet"},
-	{Name: "group.share.session.timeout.ms", Kind: KindInt, Default: sp("45000"), Min: 1, ReadOnly: true, Doc: "no effect: share groups are not served yet"},
-	{Name: "group.share.max.size", Kind: KindShort, Default: sp("200"), Min: 10, Max: 1000, ReadOnly: true, Doc: "no effect: share groups are not served yet"},
-	{Name: "group.share.record.lock.duration.ms", Kind: KindInt, Default: sp("30000"), Min: 1000, Max: 3600000, ReadOnly: true, Doc: "no effect: share groups are not served yet"},
-	{Name: "group.share.delivery.count.limit", Kind: KindInt, Default: sp("5"), Min: 2, Max: 10, ReadOnly: true, Doc: "no effect: share groups are not served yet"},
+	{Name: "group.share.enable", Kind: KindBool, Default: sp("false"), ReadOnly: true, Doc: "Kafka 4.1's switch for the share groups preview (KIP-932): ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch, ShareAcknowledge and the share coordinator are served and advertised (Kafka also enables them with the share.version feature, which Samsa does not have)"},
+	{Name: "group.share.heartbeat.interval.ms", Kind: KindInt, Default: sp("5000"), Min: 1, ReadOnly: true},
+	{Name: "group.share.session.timeout.ms", Kind: KindInt, Default: sp("45000"), Min: 1, ReadOnly: true},
+	{Name: "group.share.max.size", Kind: KindShort, Default: sp("200"), Min: 10, Max: 1000, ReadOnly: true},
+	{Name: "group.share.record.lock.duration.ms", Kind: KindInt, Default: sp("30000"), Min: 1000, Max: 3600000, ReadOnly: true},
+	{Name: "group.share.delivery.count.limit", Kind: KindInt, Default: sp("5"), Min: 2, Max: 10, ReadOnly: true},
+	{Name: "group.share.partition.max.record.locks", Kind: KindInt, Default: sp("2000"), Min: 100, Max: 10000, ReadOnly: true},
+	{Name: "group.share.max.share.sessions", Kind: KindInt, Default: sp("2000"), Min: 1, ReadOnly: true},
+	{Name: "share.auto.offset.reset", Kind: KindString, Default: sp("latest"), Enum: []string{"latest", "earliest"}, ReadOnly: true, Doc: "Kafka: a group config; Samsa (group configs are not served): the broker-wide value for every share group's new share partitions (by_duration is not served)"},
+	{Name: "share.coordinator.state.topic.num.partitions", Kind: KindInt, Default: sp("50"), Min: 1, ReadOnly: true},
+	{Name: "share.coordinator.state.topic.replication.factor", Kind: KindShort, Default: sp("3"), Min: 1, ReadOnly: true},
+	{Name: "share.coordinator.state.topic.min.isr", Kind: KindShort, Default: sp("2"), Min: 1, ReadOnly: true},
+	{Name: "share.coordinator.state.topic.segment.bytes", Kind: KindInt, Default: sp("104857600"), Min: 1, ReadOnly: true},
 	// The cluster (docs/CLUSTER.md): roles, the controller quorum, listeners, the broker
 	// lifecycle and replication.
 	{Name: "process.roles", Kind: KindList, ReadOnly: true, Enum: []string{"broker", "controller"}, Doc: "broker, controller or broker,controller (unset: a combined single node)"},

@@ -134,19 +134,24 @@ func (l *EngineLog) Replay(p int32, fn func(Record) error) error {
 // its start to its end; a transaction's records at its COMMIT marker, never those
 // of an aborted one, and those still open in st (txn_offsets.go).
 func replayLog(log *engine.Log, p int32, fn func(Record) error, st *txnReplay) error {
+	return replayTopicLog(log, OffsetsTopic, p, fn, st)
+}
+
+// replayTopicLog is replayLog over partition p of topic.
+func replayTopicLog(log *engine.Log, topic string, p int32, fn func(Record) error, st *txnReplay) error {
 	off, end := log.LogStartOffset(), log.LogEndOffset()
 	buf := make([]byte, 0, replayChunk)
 	for off < end {
 		b, err := log.ReadCopy(off, replayChunk, end, true, buf[:0])
 		if err != nil {
-			return fmt.Errorf("group: replay %s-%d at %d: %w", OffsetsTopic, p, off, err)
+			return fmt.Errorf("group: replay %s-%d at %d: %w", topic, p, off, err)
 		}
 		next := batchesEnd(b)
 		if len(b) == 0 || next <= off {
 			break
 		}
 		if err := st.decode(b, off, fn); err != nil {
-			return fmt.Errorf("group: replay %s-%d at %d: %w", OffsetsTopic, p, off, err)
+			return fmt.Errorf("group: replay %s-%d at %d: %w", topic, p, off, err)
 		}
 		off, buf = next, b
 	}

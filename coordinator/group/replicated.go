@@ -32,6 +32,7 @@ const DefaultCommitTimeout = 5 * time.Second
 // whichever goroutine moved the HW; a queue per partition restores the order).
 type ReplicatedLog struct {
 	m       *replication.Manager
+	topic   string // OffsetsTopic, or another internal topic (NewReplicatedTopicLog)
 	timeout time.Duration
 
 	mu    sync.Mutex
@@ -48,10 +49,17 @@ type replicatedPart struct {
 // NewReplicatedLog returns the Log over m's replicas; timeout bounds the wait for the
 // in-sync replicas (0: DefaultCommitTimeout).
 func NewReplicatedLog(m *replication.Manager, timeout time.Duration) *ReplicatedLog {
+	return NewReplicatedTopicLog(m, OffsetsTopic, timeout)
+}
+
+// NewReplicatedTopicLog is NewReplicatedLog over the partitions of another internal
+// topic of the same kind (compacted, records framed by AppendBatch), such as
+// __share_group_state: the same leader append, acks=all, ordering and errors.
+func NewReplicatedTopicLog(m *replication.Manager, topic string, timeout time.Duration) *ReplicatedLog {
 	if timeout <= 0 {
 		timeout = DefaultCommitTimeout
 	}
-	return &ReplicatedLog{m: m, timeout: timeout, parts: map[int32]*replicatedPart{}}
+	return &ReplicatedLog{m: m, topic: topic, timeout: timeout, parts: map[int32]*replicatedPart{}}
 }
 
 func (l *ReplicatedLog) part(p int32) *replicatedPart {
@@ -67,7 +75,7 @@ func (l *ReplicatedLog) part(p int32) *replicatedPart {
 
 // leader returns this node's leader replica of partition p.
 func (l *ReplicatedLog) leader(p int32) (*replication.Partition, error) {
-	tp := engine.TopicPartition{Topic: OffsetsTopic, Partition: p}
+	tp := engine.TopicPartition{Topic: l.topic, Partition: p}
 	r := l.m.Partition(tp)
 	if r == nil || r.Role() != replication.RoleLeader {
 		return nil, fmt.Errorf("%w: %s", ErrNotLeader, tp)
@@ -144,10 +152,10 @@ func (l *ReplicatedLog) Replay(p int32, fn func(Record) error) error {
 	}
 	el, ok := r.Log().(*engine.Log)
 	if !ok {
-		return fmt.Errorf("group: replay %s-%d: the replica's log is a %T, not an engine log", OffsetsTopic, p, r.Log())
+		return fmt.Errorf("group: replay %s-%d: the replica's log is a %T, not an engine log", l.topic, p, r.Log())
 	}
 	st := &txnReplay{}
-	if err := replayLog(el, p, fn, st); err != nil {
+	if err := replayTopicLog(el, l.topic, p, fn, st); err != nil {
 		return err
 	}
 	l.replayed.set(p, st.open)

@@ -4,29 +4,29 @@
 // A share partition is a share group's view of one topic partition. Its leader (the
 // data partition's leader) hands records out one by one to the group's members:
 //
-//	 log:   ... | done (acked/archived) |  in flight  | never delivered ...
-//	                                    ^ start (SPSO) ^ end
-//	 in flight: per offset a state (available, acquired, acknowledged, archived),
-//	            a delivery count, and while acquired its member and lock deadline
+//		 log:   ... | done (acked/archived) |  in flight  | never delivered ...
+//		                                    ^ start (SPSO) ^ end
+//		 in flight: per offset a state (available, acquired, acknowledged, archived),
+//		            a delivery count, and while acquired its member and lock deadline
 //
-//   - Partition (partition.go) is that state: a pure state machine over offsets, with
-//     no I/O and no clock (every operation takes now), tested with a fake clock.
-//     Acquisition raises the delivery count and sets a lock of
-//     group.share.record.lock.duration.ms; accept acknowledges, release makes the
-//     record available again, reject (and a gap) archives; an expired lock releases;
-//     a record whose delivery count reached group.share.delivery.count.limit is
-//     archived instead of released. At most group.share.partition.max.record.locks
-//     offsets are in flight. The start moves past every done record at the head.
-//   - Manager (manager.go) holds the share partitions this broker leads: it loads a
-//     share partition's state from its share coordinator the first time it is used
-//     under a leader epoch (or writes its initial state: share.auto.offset.reset),
-//     runs the lock timers, and writes every durable change back, one write in flight
-//     per share partition, before it tells the caller the change is done.
-//   - Store (store.go) is the share coordinator: the state of every share partition
-//     whose record lives in a partition of __share_group_state this broker leads,
-//     loaded by replaying that partition, written through a group.Log (on a cluster,
-//     the leader's acks=all append on the replicated partition), so a state survives
-//     the loss of its broker. The record layout is drawn in schema.go.
+//	  - Partition (partition.go) is that state: a pure state machine over offsets, with
+//	    no I/O and no clock (every operation takes now), tested with a fake clock.
+//	    Acquisition raises the delivery count and sets a lock of
+//	    group.share.record.lock.duration.ms; accept acknowledges, release makes the
+//	    record available again, reject (and a gap) archives; an expired lock releases;
+//	    a record whose delivery count reached group.share.delivery.count.limit is
+//	    archived instead of released. At most group.share.partition.max.record.locks
+//	    offsets are in flight. The start moves past every done record at the head.
+//	  - Manager (manager.go) holds the share partitions this broker leads: it loads a
+//	    share partition's state from its share coordinator the first time it is used
+//	    under a leader epoch (or writes its initial state: share.auto.offset.reset),
+//	    runs the lock timers, and writes every durable change back, one write in flight
+//	    per share partition, before it tells the caller the change is done.
+//	  - Store (store.go) is the share coordinator: the state of every share partition
+//	    whose record lives in a partition of __share_group_state this broker leads,
+//	    loaded by replaying that partition, written through a group.Log (on a cluster,
+//	    the leader's acks=all append on the replicated partition), so a state survives
+//	    the loss of its broker. The record layout is drawn in schema.go.
 //
 // What is durable: the start offset, the acknowledged and archived records above it,
 // and delivery counts as of the last write (every acknowledgement, start move and

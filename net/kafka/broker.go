@@ -107,13 +107,15 @@ type Broker struct {
 
 	adminMu sync.Mutex
 
-	dirs      *dirHealth       // failed log directories, cached (03_metadata.go reads it)
-	groups    *groupState      // the group coordinator (groups.go)
-	txns      *txnState        // the transaction coordinator (txns.go)
-	txnProd   txnProduceQueues // transactional produce requests in verification (00_produce.go)
-	published notifier         // closed and renewed by MetadataChanged
-	offsets   offsetsTopic
-	txnTopic  offsetsTopic // the creation of __transaction_state
+	dirs       *dirHealth       // failed log directories, cached (03_metadata.go reads it)
+	groups     *groupState      // the group coordinator (groups.go)
+	txns       *txnState        // the transaction coordinator (txns.go)
+	shares     *shareState      // share groups' share partitions and share coordinator (shares.go)
+	txnProd    txnProduceQueues // transactional produce requests in verification (00_produce.go)
+	published  notifier         // closed and renewed by MetadataChanged
+	offsets    offsetsTopic
+	txnTopic   offsetsTopic // the creation of __transaction_state
+	shareTopic offsetsTopic // the creation of __share_group_state
 
 	quotas   *quotaManager            // client quotas (quotas.go)
 	dataPath atomic.Pointer[dataPath] // data-path state, created on first use (partition_state.go)
@@ -179,6 +181,10 @@ func NewBroker(cfg Config, deps Deps, log *slog.Logger) (*Broker, error) {
 		b.apiVersions = withoutKeys(b.apiVersions, consumerGroupHeartbeatKey, consumerGroupDescribeKey)
 	}
 	b.txns = newTxnState(b, im)
+	b.shares = newShareState(b, im)
+	if !b.shares.enabled {
+		b.apiVersions = withoutShareAPIs(b.apiVersions)
+	}
 	b.registerClusterMetrics(cfg.Registerer)
 	return b, nil
 }
@@ -231,6 +237,7 @@ func (b *Broker) MetadataChanged(offset uint64, _, im *metadata.Image) {
 	b.adminMu.Unlock()
 	b.groups.follow(im)
 	b.txns.follow(im)
+	b.shares.follow(im)
 	b.meta.store(offset, im)
 	b.published.broadcast()
 }
@@ -245,6 +252,7 @@ func (b *Broker) Close() {
 	}
 	b.cancel()
 	b.txns.close()
+	b.shares.close()
 	b.asyncMu.Lock()
 	b.asyncDone = true
 	b.asyncMu.Unlock()

@@ -93,6 +93,10 @@ func (g *groupState) newCoordinator(im *metadata.Image, n int32) *group.Coordina
 		ConsumerMaxSize:           int(b.groupInt(im, "group.consumer.max.size", 0)),
 		ConsumerAssignors:         g.consumerAssignors(im),
 		MigrationPolicy:           strings.ToLower(b.brokerValue(im, "group.consumer.migration.policy")),
+
+		ShareSessionTimeout:    ms("group.share.session.timeout.ms", 45000),
+		ShareHeartbeatInterval: ms("group.share.heartbeat.interval.ms", 5000),
+		ShareMaxSize:           int(b.groupInt(im, "group.share.max.size", 200)),
 	}, g.log)
 }
 
@@ -331,12 +335,19 @@ type offsetsTopic struct {
 // offsets.topic.replication.factor replicas capped at the live brokers, compacted,
 // never deleted by retention) if it has not. It blocks: call it off the read path.
 func (b *Broker) ensureOffsetsTopic(ctx context.Context) error {
+	return b.ensureInternalTopic(ctx, &b.offsets, group.OffsetsTopic, offsetsTopicRequest)
+}
+
+// ensureInternalTopic returns once the image has the internal topic name, creating it
+// through the active controller with mk's request if it has not; gate makes it one
+// creation at a time for the whole broker. It blocks: call it off the read path.
+func (b *Broker) ensureInternalTopic(ctx context.Context, gate *offsetsTopic, name string, mk func(*Broker, *metadata.Image) *kmsg.CreateTopicsRequest) error {
 	for {
 		im := b.meta.Image()
-		if _, ok := im.Topic(group.OffsetsTopic); ok {
+		if _, ok := im.Topic(name); ok {
 			return nil
 		}
-		o := &b.offsets
+		o := gate
 		o.mu.Lock()
 		if ch := o.creating; ch != nil {
 			o.mu.Unlock()
@@ -351,16 +362,16 @@ func (b *Broker) ensureOffsetsTopic(ctx context.Context) error {
 		o.creating = ch
 		o.mu.Unlock()
 
-		code := b.createTopics(ctx, offsetsTopicRequest(b, im))[group.OffsetsTopic]
+		code := b.createTopics(ctx, mk(b, im))[name]
 
 		o.mu.Lock()
 		o.creating = nil
 		close(ch)
 		o.mu.Unlock()
-		if code != 0 {
+		if code != 0 && code != kerr.TopicAlreadyExists.Code {
 			return kerr.ErrorForCode(code)
 		}
-		if _, ok := b.meta.Image().Topic(group.OffsetsTopic); ok {
+		if _, ok := b.meta.Image().Topic(name); ok {
 			return nil
 		}
 		return kerr.CoordinatorNotAvailable

@@ -38,9 +38,11 @@ import (
 // HW < LEO (a restart) catch up when New makes their replicas leaders.
 type dataPath struct {
 	// waits holds long-poll fetches, keyed by the logs they read.
-	waits    *purgatory.Purgatory[*engine.Log]
-	sessions *fetchSessions
-	pids     pidBlock
+	waits *purgatory.Purgatory[*engine.Log]
+	// shareWaits holds long-poll share fetches (78_share_fetch.go), keyed alike.
+	shareWaits *purgatory.Purgatory[*engine.Log]
+	sessions   *fetchSessions
+	pids       pidBlock
 }
 
 // data returns the broker's data-path state, creating it on first use.
@@ -49,11 +51,13 @@ func (b *Broker) data() *dataPath {
 		return dp
 	}
 	dp := &dataPath{
-		waits:    purgatory.New[*engine.Log]("fetch", purgatory.Options{}),
-		sessions: newFetchSessions(maxFetchSessions),
+		waits:      purgatory.New[*engine.Log]("fetch", purgatory.Options{}),
+		shareWaits: purgatory.New[*engine.Log]("share-fetch", purgatory.Options{}),
+		sessions:   newFetchSessions(maxFetchSessions),
 	}
 	if !b.dataPath.CompareAndSwap(nil, dp) {
 		dp.waits.Close()
+		dp.shareWaits.Close()
 		return b.dataPath.Load()
 	}
 	return dp
@@ -72,6 +76,7 @@ func (b *Broker) StartDataPath() { b.data() }
 func (b *Broker) CloseDataPath() {
 	if dp := b.dataPath.Swap(nil); dp != nil {
 		dp.waits.Close()
+		dp.shareWaits.Close()
 	}
 	if b.repl != nil {
 		b.repl.Close()
@@ -150,6 +155,7 @@ func (b *Broker) logChanged(l replication.Log) {
 	if dp := b.dataPath.Load(); dp != nil {
 		if el, ok := l.(*engine.Log); ok {
 			dp.waits.CheckAndComplete(el)
+			dp.shareWaits.CheckAndComplete(el)
 		}
 	}
 }

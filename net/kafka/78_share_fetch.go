@@ -1,0 +1,530 @@
+// ShareFetch (key 78), versions 1-2 (KIP-932; v2: KIP-1206's ShareAcquireMode and
+// KIP-1222's IsRenewAck).
+//
+// A share group member fetches records of the partitions it was assigned from their
+// leader, which hands each record to one member at a time (coordinator/share): the
+// answer carries the record batches read and AcquiredRecords, the offset ranges this
+// member now holds, each with its delivery count, for AcquisitionLockTimeoutMillis
+// (group.share.record.lock.duration.ms).
+//
+// Behaviour:
+//   - Share sessions (shares_session.go): ShareSessionEpoch 0 opens the member's
+//     session on this broker with the request's partitions (acknowledgements there are
+//     refused: INVALID_REQUEST), later epochs must follow the previous answer's
+//     (INVALID_SHARE_SESSION_EPOCH, SHARE_SESSION_NOT_FOUND) and add Topics and remove
+//     ForgottenTopicsData, -1 closes it (acknowledgements only; what the member still
+//     holds is released). Every partition of the session is fetched.
+//   - Piggybacked acknowledgements (AcknowledgementBatches) are applied first, per
+//     partition (AcknowledgeErrorCode: INVALID_RECORD_STATE for a record the member
+//     does not hold, INVALID_REQUEST for a malformed batch), and the answer waits until
+//     they are durable in __share_group_state.
+//   - Acquisition: from the partition's next acquirable offset (a released or expired
+//     record, else the first never delivered), the log's whole batches up to the high
+//     watermark within MaxBytes; at most MaxRecords records over the whole answer
+//     (500 when 0); at most group.share.partition.max.record.locks in flight per
+//     partition. A share partition used for the first time on this leader reads its
+//     state from its share coordinator first (its records come in a later answer).
+//   - Long poll: when nothing was acquired and no acknowledgement was carried, the
+//     fetch waits in the broker's share purgatory, watched under the logs of its
+//     partitions, for at most MaxWaitMs; an append, a released or expired lock, or a
+//     loaded state retries it. MinBytes counts as "any record".
+//   - A partition this broker does not lead answers NOT_LEADER_OR_FOLLOWER with the
+//     current leader and its endpoint (KIP-951).
+//
+// Differences from Apache Kafka: records are read under READ_UNCOMMITTED whatever
+// share.isolation.level says (group configs are not served); ShareAcquireMode is
+// always record-limit (MaxRecords is never exceeded, even to keep a batch whole);
+// the answer copies record bytes (no sendfile).
+
+package kafka
+
+import (
+	"encoding/binary"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-broker/samsa/coordinator/metadata"
+	"github.com/samsa-broker/samsa/coordinator/share"
+	"github.com/samsa-broker/samsa/engine"
+	"github.com/samsa-broker/samsa/purgatory"
+)
+
+func init() {
+	register(API{Key: 78, MinVersion: 1, MaxVersion: 2, Handle: handleShareFetch})
+}
+
+// shareDefaultMaxRecords is MaxRecords when a request leaves it 0 (the Java client's
+// max.poll.records default).
+const shareDefaultMaxRecords = 500
+
+// sharePart is one partition of a share fetch or acknowledgement.
+type sharePart struct {
+	key         share.Key
+	log         *engine.Log
+	epoch       int32 // the leader epoch it is served under
+	code        int16 // partition error
+	leaderID    int32
+	leaderEpoch int32
+
+	acks    []share.AckBatch
+	hasAcks bool
+	ackCode int16
+
+	records  []byte
+	acquired []share.Range
+}
+
+// resolve finds p's log on this node, its leader; false (p.code set) when this node
+// cannot serve it.
+func (b *Broker) shareResolve(p *sharePart) bool {
+	p.leaderID, p.leaderEpoch = -1, -1
+	part, err := b.LookupPartitionByID(metadata.UUID(p.key.TopicID), p.key.Partition)
+	if err != nil {
+		p.code = engineErr(err).Code
+		if part.Topic != nil {
+			p.leaderID, p.leaderEpoch = b.leaderOf(engine.TopicPartition{Topic: part.Topic.Name, Partition: part.Index}, part.Image)
+		}
+		return false
+	}
+	if _, ke := b.replicaOf(&part); ke != nil {
+		p.code = ke.Code
+		p.leaderID, p.leaderEpoch = b.leaderOf(engine.TopicPartition{Topic: part.Topic.Name, Partition: part.Index}, part.Image)
+		return false
+	}
+	p.log, p.epoch = part.Log, part.Image.LeaderEpoch
+	return true
+}
+
+// shareAckCode maps an acknowledgement's outcome to its code.
+func shareAckCode(err error) int16 {
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, share.ErrInvalidRequest):
+		return kerr.InvalidRequest.Code
+	case errors.Is(err, share.ErrInvalidRecordState), errors.Is(err, share.ErrNotReady):
+		return kerr.InvalidRecordState.Code
+	}
+	return kerr.RequestTimedOut.Code // not durable: the client may retry
+}
+
+// shareAcknowledge applies the acknowledgements of parts (those with hasAcks) and
+// calls done once all are durable or failed, each part's ackCode set.
+func (b *Broker) shareAcknowledge(member string, parts []*sharePart, allowRenew bool, done func()) {
+	var mu sync.Mutex
+	left := 1
+	finish := func() {
+		mu.Lock()
+		left--
+		last := left == 0
+		mu.Unlock()
+		if last {
+			done()
+		}
+	}
+	for _, p := range parts {
+		if !p.hasAcks {
+			continue
+		}
+		if p.log == nil && p.code == 0 && !b.shareResolve(p) {
+			p.ackCode = p.code
+			continue
+		}
+		if p.code != 0 {
+			p.ackCode = p.code
+			continue
+		}
+		mu.Lock()
+		left++
+		mu.Unlock()
+		b.shares.mgr.Acknowledge(p.key, p.epoch, member, p.acks, allowRenew, func(err error) {
+			p.ackCode = shareAckCode(err)
+			finish()
+		})
+	}
+	finish()
+}
+
+// shareAckBatches converts a request's batches; false when one is malformed.
+func shareAckBatches[T any](in []T, get func(*T) (int64, int64, []int8)) ([]share.AckBatch, bool) {
+	out := make([]share.AckBatch, 0, len(in))
+	for i := range in {
+		first, last, types := get(&in[i])
+		if last < first || len(types) == 0 || (len(types) != 1 && int64(len(types)) != last-first+1) {
+			return nil, false
+		}
+		ts := make([]share.AckType, len(types))
+		for j, t := range types {
+			ts[j] = share.AckType(t)
+		}
+		out = append(out, share.AckBatch{First: first, Last: last, Types: ts})
+	}
+	return out, true
+}
+
+// shareFetchOp is one ShareFetch, answered at once or from the share purgatory.
+type shareFetchOp struct {
+	purgatory.Delayed
+	b          *Broker
+	r          *Request
+	req        *kmsg.ShareFetchRequest
+	member     string
+	parts      []*sharePart // the session's, fetched
+	ackOnly    []*sharePart // acknowledged but not fetched (forgotten, or the final epoch)
+	maxRecords int
+	maxBytes   int32
+	final      bool
+	once       sync.Once
+}
+
+func handleShareFetch(b *Broker, r *Request) {
+	req := r.Body.(*kmsg.ShareFetchRequest)
+	fail := func(code int16) {
+		resp := kmsg.NewPtrShareFetchResponse()
+		resp.Version, resp.ErrorCode = req.Version, code
+		r.Respond(resp)
+	}
+	if !b.shares.enabled {
+		fail(kerr.UnsupportedVersion.Code)
+		return
+	}
+	var groupID, member string
+	if req.GroupID != nil {
+		groupID = *req.GroupID
+	}
+	if req.MemberID != nil {
+		member = *req.MemberID
+	}
+	if groupID == "" {
+		fail(kerr.InvalidGroupID.Code)
+		return
+	}
+	if member == "" || len(member) > 36 {
+		fail(kerr.InvalidRequest.Code)
+		return
+	}
+	renew := req.Version >= 2 && req.IsRenewAck
+	if renew && (req.MaxBytes != 0 || req.MinBytes != 0 || req.MaxRecords != 0 || req.MaxWaitMillis != 0) {
+		fail(kerr.InvalidRequest.Code)
+		return
+	}
+	op := &shareFetchOp{b: b, r: r, req: req, member: member}
+	op.maxRecords = int(req.MaxRecords)
+	if op.maxRecords <= 0 {
+		op.maxRecords = shareDefaultMaxRecords
+	}
+	op.maxBytes = min(req.MaxBytes, fetchMaxBytes)
+	if op.maxBytes <= 0 {
+		op.maxBytes = fetchMaxBytes
+	}
+
+	// The request's partitions, with their acknowledgements.
+	var reqParts []*sharePart
+	byKey := map[share.Key]*sharePart{}
+	for i := range req.Topics {
+		t := &req.Topics[i]
+		for j := range t.Partitions {
+			rp := &t.Partitions[j]
+			k := share.Key{Group: groupID, TopicID: t.TopicID, Partition: rp.Partition}
+			if byKey[k] != nil {
+				fail(kerr.InvalidRequest.Code)
+				return
+			}
+			p := &sharePart{key: k}
+			if len(rp.AcknowledgementBatches) > 0 {
+				acks, ok := shareAckBatches(rp.AcknowledgementBatches, func(a *kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch) (int64, int64, []int8) {
+					return a.FirstOffset, a.LastOffset, a.AcknowledgeTypes
+				})
+				if !ok {
+					p.hasAcks, p.ackCode = true, kerr.InvalidRequest.Code
+				} else {
+					p.acks, p.hasAcks = acks, true
+				}
+			}
+			byKey[k] = p
+			reqParts = append(reqParts, p)
+		}
+	}
+	var forget []share.Key
+	for _, ft := range req.ForgottenTopicsData {
+		for _, pn := range ft.Partitions {
+			forget = append(forget, share.Key{Group: groupID, TopicID: ft.TopicID, Partition: pn})
+		}
+	}
+	keys := make([]share.Key, len(reqParts))
+	for i, p := range reqParts {
+		keys[i] = p.key
+	}
+
+	// The session.
+	sk := shareSessionKey{group: groupID, member: member}
+	now := time.Now()
+	var sessionKeys, released []share.Key
+	switch epoch := req.ShareSessionEpoch; {
+	case epoch == 0:
+		for _, p := range reqParts {
+			if p.hasAcks {
+				fail(kerr.InvalidRequest.Code)
+				return
+			}
+		}
+		_, replaced, code := b.shares.ses.open(sk, keys, now)
+		released = replaced
+		if code != 0 {
+			b.shareRelease(member, released)
+			fail(code)
+			return
+		}
+		sessionKeys = keys
+	case epoch == -1:
+		parts, code := b.shares.ses.close(sk)
+		if code != 0 {
+			fail(code)
+			return
+		}
+		op.final = true
+		released = parts
+	default:
+		parts, removed, code := b.shares.ses.next(sk, epoch, keys, forget, now)
+		if code != 0 {
+			fail(code)
+			return
+		}
+		sessionKeys, released = parts, removed
+	}
+	if !op.final && !renew {
+		for _, k := range sessionKeys {
+			p := byKey[k]
+			if p == nil {
+				p = &sharePart{key: k}
+				byKey[k] = p
+			}
+			op.parts = append(op.parts, p)
+		}
+	}
+	for _, p := range reqParts {
+		if p.hasAcks && !containsPart(op.parts, p) {
+			op.ackOnly = append(op.ackOnly, p)
+		}
+	}
+	all := append(append([]*sharePart(nil), op.parts...), op.ackOnly...)
+	b.shareAcknowledge(member, all, renew, func() {
+		// Released after the acknowledgements: a final request's acks settle first.
+		b.shareRelease(member, released)
+		op.fetchOrPark()
+	})
+}
+
+func containsPart(ps []*sharePart, p *sharePart) bool {
+	for _, q := range ps {
+		if q == p {
+			return true
+		}
+	}
+	return false
+}
+
+// shareRelease releases what member holds in the share partitions keys.
+func (b *Broker) shareRelease(member string, keys []share.Key) {
+	for _, k := range keys {
+		b.shares.mgr.ReleaseMember(k, member)
+	}
+}
+
+// fetchOrPark acquires and answers, or parks the fetch when it has nothing to say.
+func (op *shareFetchOp) fetchOrPark() {
+	acquired := op.gather()
+	hadAcks := len(op.ackOnly) > 0
+	var logs []*engine.Log
+	failed := false
+	for _, p := range op.parts {
+		hadAcks = hadAcks || p.hasAcks
+		failed = failed || p.code != 0
+		if p.log != nil {
+			logs = append(logs, p.log)
+		}
+	}
+	if acquired > 0 || hadAcks || failed || op.req.MaxWaitMillis <= 0 || len(logs) == 0 {
+		op.respond()
+		return
+	}
+	op.Init(op, time.Duration(op.req.MaxWaitMillis)*time.Millisecond)
+	op.b.data().shareWaits.TryCompleteElseWatch(op, logs...)
+}
+
+// gather acquires records for the member in every fetched partition, returning how
+// many it acquired.
+func (op *shareFetchOp) gather() int {
+	b := op.b
+	mgr := b.shares.mgr
+	left, bytesLeft := op.maxRecords, op.maxBytes
+	n := 0
+	for _, p := range op.parts {
+		if p.code != 0 || left <= 0 || bytesLeft <= 0 {
+			continue
+		}
+		if p.log == nil && !b.shareResolve(p) {
+			continue
+		}
+		l := p.log
+		initial := b.shares.initialStart(l)
+		if _, err := mgr.NextFetchOffset(p.key, p.epoch, initial); err != nil {
+			continue // loading: a later answer
+		}
+		mgr.MoveStart(p.key, p.epoch, l.LogStartOffset())
+		from, err := mgr.NextFetchOffset(p.key, p.epoch, initial)
+		hw := l.HighWatermark()
+		if err != nil || from < 0 || from >= hw {
+			continue
+		}
+		buf, err := l.ReadCopy(from, bytesLeft, hw, n == 0, nil)
+		if err != nil {
+			if errors.Is(err, engine.ErrOffsetOutOfRange) {
+				continue // the log start moved past it meanwhile: the next fetch
+			}
+			p.code = engineErr(err).Code
+			continue
+		}
+		to := batchesEnd(buf)
+		if to <= from {
+			continue
+		}
+		got, err := mgr.Acquire(p.key, p.epoch, op.member, from, to, left)
+		if err != nil || len(got) == 0 {
+			continue
+		}
+		for _, g := range got {
+			left -= int(g.Last - g.First + 1)
+			n += int(g.Last - g.First + 1)
+		}
+		p.records, p.acquired = trimBatches(buf, got[len(got)-1].Last), got
+		bytesLeft -= int32(len(p.records))
+	}
+	return n
+}
+
+// batchesEnd returns one past the last offset of the last whole record batch in b.
+func batchesEnd(b []byte) int64 {
+	end := int64(-1)
+	for len(b) >= 61 {
+		n := int64(int32(binary.BigEndian.Uint32(b[8:]))) + 12
+		if n < 61 || n > int64(len(b)) {
+			break
+		}
+		end = int64(binary.BigEndian.Uint64(b)) + int64(int32(binary.BigEndian.Uint32(b[23:]))) + 1
+		b = b[n:]
+	}
+	return end
+}
+
+// trimBatches drops the whole batches of b that start after last.
+func trimBatches(b []byte, last int64) []byte {
+	off := 0
+	for off+61 <= len(b) {
+		if int64(binary.BigEndian.Uint64(b[off:])) > last {
+			break
+		}
+		n := int(int32(binary.BigEndian.Uint32(b[off+8:]))) + 12
+		if n < 61 || off+n > len(b) {
+			break
+		}
+		off += n
+	}
+	return b[:off]
+}
+
+// TryComplete implements purgatory.Operation: a fetched partition has something to
+// acquire (or its state finished loading, or a partition failed).
+func (op *shareFetchOp) TryComplete() bool {
+	mgr := op.b.shares.mgr
+	for _, p := range op.parts {
+		if p.log == nil {
+			continue
+		}
+		from, err := mgr.NextFetchOffset(p.key, p.epoch, op.b.shares.initialStart(p.log))
+		if err == nil && from >= 0 && from < p.log.HighWatermark() {
+			return op.ForceComplete()
+		}
+	}
+	return false
+}
+
+// OnComplete implements purgatory.Operation: acquire again and answer, off the
+// goroutine that completed it (an engine flusher or a timer).
+func (op *shareFetchOp) OnComplete() {
+	go func() {
+		op.gather()
+		op.respond()
+	}()
+}
+
+// OnExpiration implements purgatory.Operation.
+func (op *shareFetchOp) OnExpiration() {}
+
+func (op *shareFetchOp) respond() {
+	op.once.Do(func() {
+		b := op.b
+		resp := kmsg.NewPtrShareFetchResponse()
+		resp.Version = op.req.Version
+		resp.AcquisitionLockTimeoutMillis = int32(b.shares.mgr.LockDuration() / time.Millisecond)
+		topicIdx := map[[16]byte]int{}
+		endpoints := map[int32]bool{}
+		add := func(p *sharePart) {
+			if p.code == 0 && !p.hasAcks && len(p.acquired) == 0 {
+				return
+			}
+			i, ok := topicIdx[p.key.TopicID]
+			if !ok {
+				i = len(resp.Topics)
+				topicIdx[p.key.TopicID] = i
+				t := kmsg.NewShareFetchResponseTopic()
+				t.TopicID = p.key.TopicID
+				resp.Topics = append(resp.Topics, t)
+			}
+			rp := kmsg.NewShareFetchResponseTopicPartition()
+			rp.Partition, rp.ErrorCode, rp.AcknowledgeErrorCode = p.key.Partition, p.code, p.ackCode
+			rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = -1, -1
+			if p.code == kerr.NotLeaderForPartition.Code || p.code == kerr.FencedLeaderEpoch.Code {
+				rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = p.leaderID, p.leaderEpoch
+				if p.leaderID >= 0 && !endpoints[p.leaderID] {
+					if host, port, rack, ok := b.LeaderEndpoint(p.leaderID); ok {
+						endpoints[p.leaderID] = true
+						resp.NodeEndpoints = append(resp.NodeEndpoints, kmsg.ShareFetchResponseNodeEndpoint{NodeID: p.leaderID, Host: host, Port: port, Rack: rack})
+					}
+				}
+			}
+			if len(p.acquired) > 0 {
+				rp.Records = p.records
+				for _, g := range p.acquired {
+					rp.AcquiredRecords = append(rp.AcquiredRecords, kmsg.ShareFetchResponseTopicPartitionAcquiredRecord{FirstOffset: g.First, LastOffset: g.Last, DeliveryCount: g.DeliveryCount})
+				}
+			}
+			resp.Topics[i].Partitions = append(resp.Topics[i].Partitions, rp)
+		}
+		for _, p := range op.parts {
+			add(p)
+		}
+		for _, p := range op.ackOnly {
+			add(p)
+		}
+		op.r.Respond(resp)
+	})
+}
+
+// withoutShareAPIs is the advertised table without the share-group APIs (share groups
+// not enabled: Kafka 4.1 without share.version does not advertise them either).
+func withoutShareAPIs(keys []apiKeyEntry) []apiKeyEntry {
+	out := make([]apiKeyEntry, 0, len(keys))
+	for _, k := range keys {
+		switch k.ApiKey {
+		case 76, 77, 78, 79, 84, 85, 90, 91, 92:
+			continue
+		}
+		out = append(out, k)
+	}
+	return out
+}

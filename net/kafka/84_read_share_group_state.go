@@ -1,0 +1,59 @@
+// ReadShareGroupState (key 84), version 0 (KIP-932): inter-broker.
+//
+// A share partition's leader reads the partition's state from its share coordinator,
+// the leader of the key's __share_group_state partition (shares.go). Per partition:
+// the start offset and state batches, or StateEpoch -1 and StartOffset -1 when the
+// share partition has no state yet; NOT_COORDINATOR when this broker does not lead the
+// state partition, COORDINATOR_LOAD_IN_PROGRESS while it loads it. CLUSTER_ACTION
+// with ACLs.
+//
+// Differences from Apache Kafka: an uninitialized share partition is not an error
+// (Kafka answers it through InitializeShareGroupState, which is not served); the
+// leader epoch of the request is not checked (writes are fenced by theirs).
+
+package kafka
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-broker/samsa/coordinator/share"
+)
+
+func init() {
+	register(API{Key: 84, MinVersion: 0, MaxVersion: 0, Handle: handleReadShareGroupState})
+}
+
+func handleReadShareGroupState(b *Broker, r *Request) {
+	req := r.Body.(*kmsg.ReadShareGroupStateRequest)
+	resp := kmsg.NewPtrReadShareGroupStateResponse()
+	resp.Version = req.Version
+	st := b.shares.store()
+	for _, t := range req.Topics {
+		rt := kmsg.NewReadShareGroupStateResponseTopic()
+		rt.TopicID = t.TopicID
+		for _, p := range t.Partitions {
+			rp := kmsg.NewReadShareGroupStateResponseTopicPartition()
+			rp.Partition, rp.StateEpoch, rp.StartOffset = p.Partition, -1, -1
+			switch {
+			case !b.shares.enabled:
+				rp.ErrorCode = kerr.UnsupportedVersion.Code
+			case st == nil:
+				rp.ErrorCode = kerr.NotCoordinator.Code
+			default:
+				snap, found, err := st.Read(share.Key{Group: req.GroupID, TopicID: t.TopicID, Partition: p.Partition})
+				rp.ErrorCode = storeCode(err)
+				if err == nil && found {
+					rp.StateEpoch, rp.StartOffset = snap.StateEpoch, snap.StartOffset
+					for _, sb := range snap.Batches {
+						rp.StateBatches = append(rp.StateBatches, kmsg.ReadShareGroupStateResponseTopicPartitionStateBatch{
+							FirstOffset: sb.First, LastOffset: sb.Last, DeliveryState: int8(sb.State), DeliveryCount: sb.Count})
+					}
+				}
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	r.Respond(resp)
+}

@@ -1,0 +1,120 @@
+package kafka
+
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// The share groups' rules of authz.go (KIP-932), as Kafka checks them: READ on the
+// group for ShareGroupHeartbeat, ShareFetch and ShareAcknowledge (the whole request
+// refused with GROUP_AUTHORIZATION_FAILED), READ on each topic of ShareFetch and
+// ShareAcknowledge (split: refused partitions answer TOPIC_AUTHORIZATION_FAILED),
+// DESCRIBE on each group of ShareGroupDescribe (amended). ReadShareGroupState and
+// WriteShareGroupState are CLUSTER_ACTION rows (clusterRow). Not done: Kafka also
+// asks DESCRIBE on the subscribed topics of a ShareGroupHeartbeat and leaves the
+// undescribable ones out of the subscription.
+
+func init() {
+	authzRules[76] = oneGroupRule(opRead, func(r *kmsg.ShareGroupHeartbeatRequest) string { return r.GroupID })
+	authzRules[77] = authzShareGroupDescribe
+	authzRules[78] = authzShareFetch
+	authzRules[79] = authzShareAcknowledge
+}
+
+func strOr(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// authzShareGroupDescribe: DESCRIBE on each group (amended).
+func authzShareGroupDescribe(az *authz) bool {
+	az.r.amend = func(resp kmsg.Response) {
+		r := resp.(*kmsg.ShareGroupDescribeResponse)
+		for i := range r.Groups {
+			g := &r.Groups[i]
+			if !az.group(opDescribe, g.GroupID) {
+				ng := kmsg.NewShareGroupDescribeResponseGroup()
+				ng.GroupID, ng.ErrorCode = g.GroupID, codeGroup
+				*g = ng
+			}
+		}
+	}
+	return true
+}
+
+// authzShareFetch: READ on the group (refused whole), READ on each topic (split).
+func authzShareFetch(az *authz) bool {
+	req := az.r.Body.(*kmsg.ShareFetchRequest)
+	if !az.group(opRead, strOr(req.GroupID)) {
+		az.refuseAll(codeGroup)
+		return false
+	}
+	var allowed []kmsg.ShareFetchRequestTopic
+	var refused []kmsg.ShareFetchResponseTopic
+	for _, t := range req.Topics {
+		if az.topicOK(opRead, "", t.TopicID) {
+			allowed = append(allowed, t)
+			continue
+		}
+		rt := kmsg.NewShareFetchResponseTopic()
+		rt.TopicID = t.TopicID
+		for _, p := range t.Partitions {
+			rp := kmsg.NewShareFetchResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = p.Partition, codeTopic
+			if len(p.AcknowledgementBatches) > 0 {
+				rp.AcknowledgeErrorCode = codeTopic
+			}
+			rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = -1, -1
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		refused = append(refused, rt)
+	}
+	if len(refused) == 0 {
+		return true
+	}
+	// Unlike other splits, a request left without topics still runs: it carries the
+	// session's epoch, which must move on.
+	req.Topics = allowed
+	az.r.amend = func(resp kmsg.Response) {
+		r := resp.(*kmsg.ShareFetchResponse)
+		r.Topics = append(r.Topics, refused...)
+	}
+	return true
+}
+
+// authzShareAcknowledge: READ on the group (refused whole), READ on each topic
+// (split).
+func authzShareAcknowledge(az *authz) bool {
+	req := az.r.Body.(*kmsg.ShareAcknowledgeRequest)
+	if !az.group(opRead, strOr(req.GroupID)) {
+		az.refuseAll(codeGroup)
+		return false
+	}
+	var allowed []kmsg.ShareAcknowledgeRequestTopic
+	var refused []kmsg.ShareAcknowledgeResponseTopic
+	for _, t := range req.Topics {
+		if az.topicOK(opRead, "", t.TopicID) {
+			allowed = append(allowed, t)
+			continue
+		}
+		rt := kmsg.NewShareAcknowledgeResponseTopic()
+		rt.TopicID = t.TopicID
+		for _, p := range t.Partitions {
+			rp := kmsg.NewShareAcknowledgeResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = p.Partition, codeTopic
+			rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = -1, -1
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		refused = append(refused, rt)
+	}
+	if len(refused) == 0 {
+		return true
+	}
+	req.Topics = allowed
+	az.r.amend = func(resp kmsg.Response) {
+		r := resp.(*kmsg.ShareAcknowledgeResponse)
+		r.Topics = append(r.Topics, refused...)
+	}
+	return true
+}

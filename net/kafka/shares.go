@@ -1,0 +1,429 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-broker/samsa/coordinator/group"
+	"github.com/samsa-broker/samsa/coordinator/metadata"
+	"github.com/samsa-broker/samsa/coordinator/share"
+	"github.com/samsa-broker/samsa/engine"
+)
+
+// shareState is the broker's side of share groups (KIP-932), built with the broker:
+//
+//   - the share coordinator (share.Store) of the __share_group_state partitions this
+//     node leads, loaded and unloaded as leadership moves (follow, like groupState
+//     does for __consumer_offsets), written through group.ReplicatedLog over that
+//     topic (acks=all);
+//   - the share partitions this node leads (share.Manager), whose state is read from
+//     and written to the key's share coordinator: the local Store, or the leader of
+//     the key's state partition over ReadShareGroupState/WriteShareGroupState (84/85);
+//   - the share sessions of ShareFetch and ShareAcknowledge (shareSessions).
+//
+// Served only when enabled (group.share.enable=true, Kafka 4.1's switch for the
+// preview, or "share" in group.coordinator.rebalance.protocols, Kafka 4.0's); Kafka 4.1
+// also enables them with the share.version feature, which Samsa does not have.
+type shareState struct {
+	b       *Broker
+	enabled bool
+	log     group.Log
+	mgr     *share.Manager
+	ses     *shareSessions
+	reset   string // share.auto.offset.reset: latest or earliest
+
+	followMu sync.Mutex
+
+	mu struct {
+		sync.Mutex
+		store   *share.Store
+		topicID metadata.UUID
+		loaded  map[int32]bool
+		closed  bool
+	}
+}
+
+// shareWriteTimeout bounds a share partition's write to its share coordinator (and a
+// read's retries): the acknowledgement waiting for it is then answered with an error.
+const shareWriteTimeout = 10 * time.Second
+
+func newShareState(b *Broker, im *metadata.Image) *shareState {
+	s := &shareState{b: b, log: group.NewReplicatedTopicLog(b.repl, share.StateTopic, 0)}
+	s.enabled = b.brokerValue(im, "group.share.enable") == "true" ||
+		slices.Contains(b.groupList(im, "group.coordinator.rebalance.protocols", "classic,consumer"), "share")
+	s.reset = strings.ToLower(b.brokerValue(im, "share.auto.offset.reset"))
+	if s.reset != "earliest" {
+		s.reset = "latest"
+	}
+	s.mu.loaded = map[int32]bool{}
+	s.mgr = share.NewManager(share.ManagerConfig{
+		Partition: share.Config{
+			LockDuration:  time.Duration(b.groupInt(im, "group.share.record.lock.duration.ms", 30000)) * time.Millisecond,
+			DeliveryLimit: int(b.groupInt(im, "group.share.delivery.count.limit", 5)),
+			MaxInFlight:   int(b.groupInt(im, "group.share.partition.max.record.locks", 2000)),
+		},
+		Persister: sharePersister{s},
+		Available: s.wake,
+		Logger:    b.log.With("component", "share"),
+	})
+	s.ses = newShareSessions(int(b.groupInt(im, "group.share.max.share.sessions", 2000)))
+	s.follow(im)
+	return s
+}
+
+// store returns the share coordinator for the image's __share_group_state (nil before
+// the topic exists or after close).
+func (s *shareState) store() *share.Store {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mu.closed {
+		return nil
+	}
+	return s.mu.store
+}
+
+// follow loads the __share_group_state partitions this node now leads and unloads
+// the others, and drops the share partitions of data partitions it no longer leads.
+// Called from MetadataChanged.
+func (s *shareState) follow(im *metadata.Image) {
+	if !s.enabled {
+		return
+	}
+	s.followMu.Lock()
+	defer s.followMu.Unlock()
+	self := s.b.cfg.NodeID
+	s.mgr.Drop(func(k share.Key) bool {
+		t, ok := im.TopicByID(metadata.UUID(k.TopicID))
+		return ok && int(k.Partition) < len(t.Partitions) && t.Partitions[k.Partition].Leader == self
+	})
+	s.mu.Lock()
+	if s.mu.closed {
+		s.mu.Unlock()
+		return
+	}
+	t, ok := im.Topic(share.StateTopic)
+	if !ok {
+		s.mu.store = nil
+		clear(s.mu.loaded)
+		s.mu.Unlock()
+		return
+	}
+	st := s.mu.store
+	if st == nil || t.ID != s.mu.topicID || st.NumPartitions() != int32(len(t.Partitions)) {
+		st = share.NewStore(s.log, int32(len(t.Partitions)), nil)
+		s.mu.store, s.mu.topicID = st, t.ID
+		clear(s.mu.loaded)
+	}
+	var load, unload []int32
+	for p := range t.Partitions {
+		leads := t.Partitions[p].Leader == self
+		switch {
+		case leads && !s.mu.loaded[int32(p)]:
+			s.mu.loaded[int32(p)] = true
+			load = append(load, int32(p))
+		case !leads && s.mu.loaded[int32(p)]:
+			delete(s.mu.loaded, int32(p))
+			unload = append(unload, int32(p))
+		}
+	}
+	s.mu.Unlock()
+	for _, p := range unload {
+		st.Unload(p)
+	}
+	for _, p := range load {
+		s.b.async(func(ctx context.Context) { s.loadState(ctx, st, p) })
+	}
+}
+
+// loadState replays state partition p into st, retrying while this node leads it (the
+// replica manager may not have made it leader yet).
+func (s *shareState) loadState(ctx context.Context, st *share.Store, p int32) {
+	for {
+		err := st.Load(p)
+		if err == nil {
+			return
+		}
+		s.b.log.Debug("loading __share_group_state partition failed; retrying", "partition", p, "err", err)
+		st.Unload(p)
+		select {
+		case <-time.After(100 * time.Millisecond):
+		case <-ctx.Done():
+			return
+		}
+		s.mu.Lock()
+		still := s.mu.store == st && s.mu.loaded[p] && !s.mu.closed
+		s.mu.Unlock()
+		if !still {
+			return
+		}
+	}
+}
+
+func (s *shareState) close() {
+	s.mu.Lock()
+	s.mu.closed = true
+	s.mu.Unlock()
+	s.mgr.Close()
+}
+
+// wake retries the parked share fetches reading k's partition (records of k may be
+// acquirable now).
+func (s *shareState) wake(k share.Key) {
+	im := s.b.meta.Image()
+	t, ok := im.TopicByID(metadata.UUID(k.TopicID))
+	if !ok {
+		return
+	}
+	dp := s.b.dataPath.Load()
+	if l := s.b.eng.Log(engine.TopicPartition{Topic: t.Name, Partition: k.Partition}); l != nil && dp != nil {
+		dp.shareWaits.CheckAndComplete(l)
+	}
+}
+
+// initialStart is where a share partition without state starts: the log's end (the
+// high watermark) under share.auto.offset.reset=latest, its start under earliest.
+func (s *shareState) initialStart(l *engine.Log) func() (int64, error) {
+	return func() (int64, error) {
+		if s.reset == "earliest" {
+			return l.LogStartOffset(), nil
+		}
+		return l.HighWatermark(), nil
+	}
+}
+
+// ensureStateTopic creates __share_group_state through the controller on first use
+// (share.coordinator.state.topic.num.partitions, default 50;
+// share.coordinator.state.topic.replication.factor, default 3, capped at the live
+// brokers; share.coordinator.state.topic.min.isr, default 2, capped at the replication
+// factor; compacted, never deleted by retention).
+func (b *Broker) ensureShareStateTopic(ctx context.Context) error {
+	return b.ensureInternalTopic(ctx, &b.shareTopic, share.StateTopic, shareStateTopicRequest)
+}
+
+func shareStateTopicRequest(b *Broker, im *metadata.Image) *kmsg.CreateTopicsRequest {
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.TimeoutMillis = int32(defaultForwardTimeout.Milliseconds())
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic = share.StateTopic
+	rt.NumPartitions = int32(b.groupInt(im, "share.coordinator.state.topic.num.partitions", 50))
+	rf := b.groupInt(im, "share.coordinator.state.topic.replication.factor", 3)
+	if live := int64(len(im.UnfencedBrokers())); rf > live {
+		rf = live
+	}
+	rf = max(rf, 1)
+	rt.ReplicationFactor = int16(rf)
+	minISR := min(max(b.groupInt(im, "share.coordinator.state.topic.min.isr", 2), 1), rf)
+	for _, kv := range [][2]string{
+		{"cleanup.policy", "compact"},
+		{"segment.bytes", strconv.FormatInt(b.groupInt(im, "share.coordinator.state.topic.segment.bytes", 104857600), 10)},
+		{"min.insync.replicas", strconv.FormatInt(minISR, 10)},
+		{"retention.ms", "-1"},
+		{"retention.bytes", "-1"},
+	} {
+		c := kmsg.NewCreateTopicsRequestTopicConfig()
+		c.Name, c.Value = kv[0], stringPtr(kv[1])
+		rt.Configs = append(rt.Configs, c)
+	}
+	req.Topics = []kmsg.CreateTopicsRequestTopic{rt}
+	return req
+}
+
+// errBrokerClosing fails share-state reads and writes asked of a closing broker.
+var errBrokerClosing = errors.New("share state: broker closing")
+
+// asyncOr is async, calling closed instead of fn when the broker is closing.
+func (b *Broker) asyncOr(closed func(), fn func(ctx context.Context)) {
+	b.asyncMu.Lock()
+	if b.asyncDone {
+		b.asyncMu.Unlock()
+		closed()
+		return
+	}
+	b.wg.Add(1)
+	b.asyncMu.Unlock()
+	go func() {
+		defer b.wg.Done()
+		fn(b.ctx)
+	}()
+}
+
+// errRetry marks a persister attempt to be retried (no coordinator yet, loading).
+var errRetry = errors.New("share coordinator not available")
+
+// sharePersister is the Manager's Persister: the share coordinator of a key is the
+// leader of its __share_group_state partition; this node's Store when it leads it,
+// else that broker over ReadShareGroupState/WriteShareGroupState. Transient failures
+// (no topic yet, no leader, loading, a leader moving) are retried for up to
+// shareWriteTimeout.
+type sharePersister struct{ s *shareState }
+
+func (p sharePersister) Read(k share.Key, done func(share.Snapshot, bool, error)) {
+	b := p.s.b
+	b.asyncOr(func() { done(share.Snapshot{}, false, errBrokerClosing) }, func(ctx context.Context) {
+		ctx, cancel := context.WithTimeout(ctx, shareWriteTimeout)
+		defer cancel()
+		var snap share.Snapshot
+		var found bool
+		err := p.retry(ctx, k, func(leader int32, st *share.Store) error {
+			if st != nil {
+				var err error
+				snap, found, err = st.Read(k)
+				return storeErr(err)
+			}
+			req := kmsg.NewPtrReadShareGroupStateRequest()
+			req.GroupID = k.Group
+			rt := kmsg.NewReadShareGroupStateRequestTopic()
+			rt.TopicID = k.TopicID
+			rp := kmsg.NewReadShareGroupStateRequestTopicPartition()
+			rp.Partition, rp.LeaderEpoch = k.Partition, -1
+			rt.Partitions = append(rt.Partitions, rp)
+			req.Topics = append(req.Topics, rt)
+			resp, err := b.peer(ctx, leader, req)
+			if err != nil {
+				return fmt.Errorf("%w: %w", errRetry, err)
+			}
+			r := resp.(*kmsg.ReadShareGroupStateResponse)
+			if len(r.Topics) != 1 || len(r.Topics[0].Partitions) != 1 {
+				return errors.New("malformed ReadShareGroupState answer")
+			}
+			rpp := r.Topics[0].Partitions[0]
+			if err := codeErr(rpp.ErrorCode); err != nil {
+				return err
+			}
+			found = rpp.StateEpoch >= 0
+			snap = share.Snapshot{StateEpoch: rpp.StateEpoch, StartOffset: rpp.StartOffset}
+			for _, sb := range rpp.StateBatches {
+				snap.Batches = append(snap.Batches, share.Batch{First: sb.FirstOffset, Last: sb.LastOffset, State: share.State(sb.DeliveryState), Count: sb.DeliveryCount})
+			}
+			return nil
+		})
+		done(snap, found, err)
+	})
+}
+
+func (p sharePersister) Write(k share.Key, snap *share.Snapshot, done func(error)) {
+	b := p.s.b
+	b.asyncOr(func() { done(errBrokerClosing) }, func(ctx context.Context) {
+		ctx, cancel := context.WithTimeout(ctx, shareWriteTimeout)
+		defer cancel()
+		done(p.retry(ctx, k, func(leader int32, st *share.Store) error {
+			if st != nil {
+				ch := make(chan error, 1)
+				st.Write(k, snap, func(err error) { ch <- err })
+				return storeErr(<-ch)
+			}
+			req := kmsg.NewPtrWriteShareGroupStateRequest()
+			req.GroupID = k.Group
+			rt := kmsg.NewWriteShareGroupStateRequestTopic()
+			rt.TopicID = k.TopicID
+			rp := kmsg.NewWriteShareGroupStateRequestTopicPartition()
+			rp.Partition, rp.StateEpoch, rp.LeaderEpoch, rp.StartOffset = k.Partition, snap.StateEpoch, snap.LeaderEpoch, snap.StartOffset
+			for _, sb := range snap.Batches {
+				rp.StateBatches = append(rp.StateBatches, kmsg.WriteShareGroupStateRequestTopicPartitionStateBatch{
+					FirstOffset: sb.First, LastOffset: sb.Last, DeliveryState: int8(sb.State), DeliveryCount: sb.Count})
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+			req.Topics = append(req.Topics, rt)
+			resp, err := b.peer(ctx, leader, req)
+			if err != nil {
+				return fmt.Errorf("%w: %w", errRetry, err)
+			}
+			r := resp.(*kmsg.WriteShareGroupStateResponse)
+			if len(r.Topics) != 1 || len(r.Topics[0].Partitions) != 1 {
+				return errors.New("malformed WriteShareGroupState answer")
+			}
+			return codeErr(r.Topics[0].Partitions[0].ErrorCode)
+		}))
+	})
+}
+
+// retry runs attempt against k's share coordinator until it succeeds, fails for
+// good, or ctx ends: st is this node's Store when it leads k's state partition, else
+// nil and leader names the broker to ask.
+func (p sharePersister) retry(ctx context.Context, k share.Key, attempt func(leader int32, st *share.Store) error) error {
+	var last error
+	for {
+		err := p.once(ctx, k, attempt)
+		if err == nil || !errors.Is(err, errRetry) {
+			return err
+		}
+		last = err
+		select {
+		case <-time.After(50 * time.Millisecond):
+		case <-ctx.Done():
+			return fmt.Errorf("share state of %s: %w (last: %w)", k, ctx.Err(), last)
+		}
+	}
+}
+
+func (p sharePersister) once(ctx context.Context, k share.Key, attempt func(leader int32, st *share.Store) error) error {
+	b := p.s.b
+	im := b.meta.Image()
+	t, ok := im.Topic(share.StateTopic)
+	if !ok {
+		if err := b.ensureShareStateTopic(ctx); err != nil {
+			return fmt.Errorf("%w: creating %s: %w", errRetry, share.StateTopic, err)
+		}
+		return errRetry
+	}
+	leader := t.Partitions[share.PartitionFor(k, int32(len(t.Partitions)))].Leader
+	switch {
+	case leader < 0:
+		return fmt.Errorf("%w: no leader", errRetry)
+	case leader != b.cfg.NodeID:
+		if b.peer == nil {
+			return fmt.Errorf("%w: share coordinator %d is another broker and this node has no peer client", errRetry, leader)
+		}
+		return attempt(leader, nil)
+	}
+	st := p.s.store()
+	if st == nil || st.NumPartitions() != int32(len(t.Partitions)) {
+		return fmt.Errorf("%w: share coordinator not started", errRetry)
+	}
+	return attempt(leader, st)
+}
+
+// storeErr marks a Store's transient errors for a retry.
+func storeErr(err error) error {
+	switch {
+	case errors.Is(err, share.ErrNotCoordinator), errors.Is(err, share.ErrLoading), errors.Is(err, group.ErrNotLeader):
+		return fmt.Errorf("%w: %w", errRetry, err)
+	}
+	return err
+}
+
+// codeErr is a peer's answer code as an error (retriable ones marked for a retry).
+func codeErr(code int16) error {
+	switch code {
+	case 0:
+		return nil
+	case kerr.NotCoordinator.Code, kerr.CoordinatorLoadInProgress.Code, kerr.CoordinatorNotAvailable.Code, kerr.NotLeaderForPartition.Code:
+		return fmt.Errorf("%w: %w", errRetry, kerr.ErrorForCode(code))
+	}
+	return kerr.ErrorForCode(code)
+}
+
+// storeCode maps a Store's error to the code ReadShareGroupState and
+// WriteShareGroupState answer.
+func storeCode(err error) int16 {
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, share.ErrNotCoordinator), errors.Is(err, group.ErrNotLeader):
+		return kerr.NotCoordinator.Code
+	case errors.Is(err, share.ErrLoading):
+		return kerr.CoordinatorLoadInProgress.Code
+	case errors.Is(err, share.ErrFenced):
+		return kerr.FencedLeaderEpoch.Code
+	}
+	return kerr.CoordinatorNotAvailable.Code
+}

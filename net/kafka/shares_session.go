@@ -1,0 +1,144 @@
+package kafka
+
+import (
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/samsa-broker/samsa/coordinator/share"
+)
+
+// shareSessions are the share sessions of this broker (KIP-932's share fetch
+// sessions): per (group, member), the partitions the member fetches here and the
+// epoch its next request must carry. ShareFetch at epoch 0 opens (or replaces) the
+// member's session with the request's partitions; later requests carry the epoch
+// the previous answer moved to (epoch+1, wrapping to 1) and add partitions (Topics)
+// or remove them (ForgottenTopicsData); epoch -1 closes it. What a member holds on a
+// partition leaving its session is released.
+//
+// At most max sessions are kept (group.share.max.share.sessions, 2000); a new one
+// beyond that evicts the least recently used session idle for longer than
+// shareSessionIdle, else it is refused with SHARE_SESSION_LIMIT_REACHED. Safe for
+// concurrent use; a session's requests are serialized by the client (one in flight
+// per broker).
+type shareSessions struct {
+	max int
+
+	mu       sync.Mutex
+	sessions map[shareSessionKey]*shareSession
+}
+
+type shareSessionKey struct{ group, member string }
+
+type shareSession struct {
+	key   shareSessionKey
+	epoch int32 // the epoch the next request must carry
+	parts []share.Key
+	used  time.Time
+}
+
+// shareSessionIdle is how long a session must be unused before a new one may evict it.
+const shareSessionIdle = time.Minute
+
+func newShareSessions(max int) *shareSessions {
+	if max <= 0 {
+		max = 2000
+	}
+	return &shareSessions{max: max, sessions: map[shareSessionKey]*shareSession{}}
+}
+
+// nextEpoch is the epoch after e (Kafka: wraps to 1).
+func nextEpoch(e int32) int32 {
+	if e == 1<<31-1 {
+		return 1
+	}
+	return e + 1
+}
+
+// open starts a session for key with parts, replacing the member's previous one
+// (whose partitions are returned so its records are released).
+func (ss *shareSessions) open(key shareSessionKey, parts []share.Key, now time.Time) (s *shareSession, replaced []share.Key, code int16) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if old := ss.sessions[key]; old != nil {
+		replaced = old.parts
+		delete(ss.sessions, key)
+	}
+	if len(ss.sessions) >= ss.max {
+		var lru *shareSession
+		for _, c := range ss.sessions {
+			if now.Sub(c.used) >= shareSessionIdle && (lru == nil || c.used.Before(lru.used)) {
+				lru = c
+			}
+		}
+		if lru == nil {
+			return nil, replaced, kerr.ShareSessionLimitReached.Code
+		}
+		delete(ss.sessions, lru.key)
+	}
+	s = &shareSession{key: key, epoch: 1, used: now}
+	s.add(parts)
+	ss.sessions[key] = s
+	return s, replaced, 0
+}
+
+// next checks epoch against key's session and moves it on, adding and removing
+// partitions; removed lists what left it.
+func (ss *shareSessions) next(key shareSessionKey, epoch int32, add, forget []share.Key, now time.Time) (parts, removed []share.Key, code int16) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	s := ss.sessions[key]
+	switch {
+	case s == nil:
+		return nil, nil, kerr.ShareSessionNotFound.Code
+	case s.epoch != epoch:
+		return nil, nil, kerr.InvalidShareSessionEpoch.Code
+	}
+	s.epoch = nextEpoch(s.epoch)
+	s.used = now
+	s.add(add)
+	for _, k := range forget {
+		for i, p := range s.parts {
+			if p == k {
+				s.parts = append(s.parts[:i], s.parts[i+1:]...)
+				removed = append(removed, k)
+				break
+			}
+		}
+	}
+	return append([]share.Key(nil), s.parts...), removed, 0
+}
+
+// close ends key's session, returning its partitions (code: no session).
+func (ss *shareSessions) close(key shareSessionKey) (parts []share.Key, code int16) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	s := ss.sessions[key]
+	if s == nil {
+		return nil, kerr.ShareSessionNotFound.Code
+	}
+	delete(ss.sessions, key)
+	return s.parts, 0
+}
+
+// check reports whether key's session expects epoch (ShareAcknowledge), moving it on.
+func (ss *shareSessions) check(key shareSessionKey, epoch int32, now time.Time) int16 {
+	_, _, code := ss.next(key, epoch, nil, nil, now)
+	return code
+}
+
+func (s *shareSession) add(parts []share.Key) {
+	for _, k := range parts {
+		dup := false
+		for _, p := range s.parts {
+			if p == k {
+				dup = true
+				break
+			}
+		}
+		if !dup {
+			s.parts = append(s.parts, k)
+		}
+	}
+}
