@@ -26,11 +26,12 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 func init() {
-	register("groups", "consumer groups: list, describe, lag, reset-offsets, delete", runGroups)
+	register("groups", "consumer and share groups: list, describe, lag, reset-offsets, delete", runGroups)
 }
 
 const groupsUsage = `usage: samsa groups <command> [flags]
@@ -155,9 +156,13 @@ func groupsList(ctx context.Context, adm *kadm.Client, w io.Writer, states []str
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "GROUP\tSTATE\tPROTOCOL TYPE")
+	fmt.Fprintln(tw, "GROUP\tTYPE\tSTATE\tPROTOCOL TYPE")
 	for _, g := range listed.Sorted() {
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", g.Group, g.State, g.ProtocolType)
+		typ := g.GroupType
+		if typ == "" {
+			typ = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", g.Group, typ, g.State, g.ProtocolType)
 	}
 	return tw.Flush()
 }
@@ -170,6 +175,12 @@ func groupsDescribe(ctx context.Context, adm *kadm.Client, w io.Writer, group st
 	d, ok := described[group]
 	if !ok {
 		return fmt.Errorf("group %q not in the answer", group)
+	}
+	if errors.Is(d.Err, kerr.GroupIDNotFound) {
+		// Not a classic group: a share group (KIP-932) has its own describe API.
+		if sd, err := adm.DescribeShareGroups(ctx, group); err == nil && sd[group].Err == nil {
+			return describeShareGroup(w, sd[group])
+		}
 	}
 	if d.Err != nil {
 		return d.Err
@@ -184,6 +195,30 @@ func groupsDescribe(ctx context.Context, adm *kadm.Client, w io.Writer, group st
 			inst = *m.InstanceID
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", m.MemberID, inst, m.ClientID, m.ClientHost, formatAssignment(m))
+	}
+	return tw.Flush()
+}
+
+// describeShareGroup prints a share group: its epochs, assignor and members.
+func describeShareGroup(w io.Writer, d kadm.DescribedShareGroup) error {
+	fmt.Fprintf(w, "group %s: type share, state %s, group epoch %d, assignment epoch %d, assignor %q, coordinator %d\n",
+		d.GroupID, d.GroupState, d.GroupEpoch, d.AssignmentEpoch, d.Assignor, d.Coordinator.NodeID)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "MEMBER\tEPOCH\tCLIENT\tHOST\tASSIGNMENT")
+	for _, m := range d.Members {
+		var parts []string
+		for _, tp := range m.Assignment.Sorted() {
+			ps := make([]string, len(tp.Partitions))
+			for i, p := range tp.Partitions {
+				ps[i] = strconv.Itoa(int(p))
+			}
+			parts = append(parts, tp.Topic+":"+strings.Join(ps, ","))
+		}
+		as := strings.Join(parts, " ")
+		if as == "" {
+			as = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", m.MemberID, m.MemberEpoch, m.ClientID, m.ClientHost, as)
 	}
 	return tw.Flush()
 }

@@ -125,7 +125,9 @@ func startClusterBroker(t *testing.T, id int32, voters map[int32]string, static 
 	mu.Lock()
 	cb.b, err = NewBroker(Config{NodeID: id, ClusterID: "test-cluster", Host: "127.0.0.1", Port: port, Static: static},
 		Deps{Engine: cb.eng, Metadata: cb.follower, Controller: cb.cl.ControllerChannel(), ControllerID: func() int32 { l, _ := cb.follower.Leader(); return l },
-			Fetch: cb.cl.FetchClient}, testLogger(t))
+			Fetch: cb.cl.FetchClient, Peer: func(ctx context.Context, broker int32, req kmsg.Request) (kmsg.Response, error) {
+				return cb.cl.Request(ctx, peer.Broker(broker), peer.PurposeTxn, req)
+			}}, testLogger(t))
 	if err == nil {
 		off, im := cb.follower.Image()
 		cb.b.MetadataChanged(off, nil, im)
