@@ -307,6 +307,7 @@ var APIs = []API{
 	clusterOnly(kmsg.WriteShareGroupState, opClusterAction),
 	clusterOnly(kmsg.DeleteShareGroupState, opClusterAction),
 	clusterOnly(kmsg.ReadShareGroupStateSummary, opClusterAction),
+	api(kmsg.DescribeShareGroupOffsets, eachGroup(opDescribe), eachTopic(opDescribe)),
 	{Key: SamsaRaftKey, Name: "SamsaRaft", Requirements: []Requirement{onCluster(opClusterAction)},
 		Note: "Samsa's private raft transport on the CONTROLLER listener: voters only"},
 }

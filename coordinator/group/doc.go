@@ -71,17 +71,17 @@
 // assignment. OffsetCommit v9+ by a consumer-group member carries its member epoch
 // (offsets.go: validateConsumerCommitLocked); OffsetFetch v9+ too.
 //
-// # Share groups (KIP-932): not served
+// # Share groups (KIP-932)
 //
 // share.go holds a share group's membership half: ShareGroupHeartbeat and
 // ShareGroupDescribe over the coordinator (the "simple" assignor, member epochs,
-// sessions), its records (types 9 to 14) and their replay. It is not served by
-// net/kafka and has no tests of its own beyond the records' round trips. Missing: the
-// share-partition state (share-partition start offset, in-flight records with
-// acquisition locks and delivery counts, group.share.record.lock.duration.ms,
-// group.share.delivery.count.limit) and its durable store (Kafka's
-// __share_group_state), ShareFetch and ShareAcknowledge, the share-group offset admin
-// APIs.
+// sessions), its records (types 9 to 14) and their replay; net/kafka serves them when
+// group.share.enable is set. Which records a member holds (the share-partition state:
+// start offset, in-flight records, acquisition locks, delivery counts) and its durable
+// store, __share_group_state, are coordinator/share's. ShareGroupTopics and
+// ShareGroupEmpty are for the share-group offset admin APIs, which are not served yet;
+// ShareGroupDeleted is not wired (deleting a share group leaves its share-partition
+// state in __share_group_state).
 //
 // # __consumer_offsets records
 //

@@ -146,6 +146,17 @@ func TestShareConsumersGetDistinctRecords(t *testing.T) {
 	if err != nil || len(lr.Groups) != 1 || lr.Groups[0].GroupType != "share" {
 		t.Fatalf("ListGroups of type share: %+v %v", lr, err)
 	}
+	// DescribeShareGroupOffsets: the start offset, nothing left to deliver.
+	oreq := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
+	oreq.Version = 1
+	oreq.Groups = []kmsg.DescribeShareGroupOffsetsRequestGroup{{GroupID: "sg"}}
+	or, err := oreq.RequestWith(ctx, tb.client(t))
+	if err != nil || len(or.Groups) != 1 || len(or.Groups[0].Topics) != 1 || len(or.Groups[0].Topics[0].Partitions) != 1 {
+		t.Fatalf("DescribeShareGroupOffsets: %+v %v", or, err)
+	}
+	if p := or.Groups[0].Topics[0].Partitions[0]; p.ErrorCode != 0 || p.StartOffset != n || p.Lag != 0 {
+		t.Fatalf("DescribeShareGroupOffsets partition: %+v", p)
+	}
 	dreq := kmsg.NewPtrShareGroupDescribeRequest()
 	dreq.GroupIDs = []string{"sg"}
 	dr, err := dreq.RequestWith(ctx, tb.client(t))

@@ -8,7 +8,8 @@ import (
 // group for ShareGroupHeartbeat, ShareFetch and ShareAcknowledge (the whole request
 // refused with GROUP_AUTHORIZATION_FAILED), READ on each topic of ShareFetch and
 // ShareAcknowledge (split: refused partitions answer TOPIC_AUTHORIZATION_FAILED),
-// DESCRIBE on each group of ShareGroupDescribe (amended). ReadShareGroupState and
+// DESCRIBE on each group of ShareGroupDescribe (amended), DESCRIBE on each group and
+// topic of DescribeShareGroupOffsets (amended). ReadShareGroupState and
 // WriteShareGroupState are CLUSTER_ACTION rows (clusterRow). Not done: Kafka also
 // asks DESCRIBE on the subscribed topics of a ShareGroupHeartbeat and leaves the
 // undescribable ones out of the subscription.
@@ -18,6 +19,7 @@ func init() {
 	authzRules[77] = authzShareGroupDescribe
 	authzRules[78] = authzShareFetch
 	authzRules[79] = authzShareAcknowledge
+	authzRules[90] = authzDescribeShareGroupOffsets
 }
 
 func strOr(s *string) string {
@@ -115,6 +117,46 @@ func authzShareAcknowledge(az *authz) bool {
 	az.r.amend = func(resp kmsg.Response) {
 		r := resp.(*kmsg.ShareAcknowledgeResponse)
 		r.Topics = append(r.Topics, refused...)
+	}
+	return true
+}
+
+// authzDescribeShareGroupOffsets: DESCRIBE on each group and on each topic (amended:
+// a refused group answers GROUP_AUTHORIZATION_FAILED, a refused topic's partitions
+// TOPIC_AUTHORIZATION_FAILED; with every topic asked, refused topics are left out).
+func authzDescribeShareGroupOffsets(az *authz) bool {
+	req := az.r.Body.(*kmsg.DescribeShareGroupOffsetsRequest)
+	all := map[string]bool{}
+	for _, g := range req.Groups {
+		all[g.GroupID] = g.Topics == nil
+	}
+	az.r.amend = func(resp kmsg.Response) {
+		r := resp.(*kmsg.DescribeShareGroupOffsetsResponse)
+		for i := range r.Groups {
+			g := &r.Groups[i]
+			if !az.group(opDescribe, g.GroupID) {
+				ng := kmsg.NewDescribeShareGroupOffsetsResponseGroup()
+				ng.GroupID, ng.ErrorCode = g.GroupID, codeGroup
+				*g = ng
+				continue
+			}
+			kept := g.Topics[:0]
+			for _, t := range g.Topics {
+				if az.topic(opDescribe, t.Topic) {
+					kept = append(kept, t)
+					continue
+				}
+				if all[g.GroupID] {
+					continue
+				}
+				for j := range t.Partitions {
+					t.Partitions[j] = kmsg.DescribeShareGroupOffsetsResponseGroupTopicPartition{Partition: t.Partitions[j].Partition,
+						StartOffset: -1, LeaderEpoch: -1, Lag: -1, ErrorCode: codeTopic}
+				}
+				kept = append(kept, t)
+			}
+			g.Topics = kept
+		}
 	}
 	return true
 }

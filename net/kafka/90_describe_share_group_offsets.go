@@ -1,0 +1,141 @@
+// DescribeShareGroupOffsets (key 90), versions 0-1 (KIP-932; v1: KIP-1226's Lag).
+//
+// Asked of a share group's coordinator: per topic partition, the share-partition
+// start offset (SPSO) and the leader epoch of the share partition's last write, read
+// from the share partition's share coordinator (__share_group_state); StartOffset -1
+// for a partition the group has no state for. With Topics null, the topics the group's
+// members subscribe to. v1's Lag is the partition's high watermark (as this broker's
+// replica knows it) minus the start offset minus the records above it already
+// acknowledged or archived; -1 when this broker has no replica of the partition or
+// the partition has no state. A group that is not a share group answers
+// GROUP_ID_NOT_FOUND. With ACLs: DESCRIBE on the group and on each topic
+// (authz_rules_share.go).
+//
+// Differences from Apache Kafka: with Topics null, the subscribed topics rather than
+// every topic the group has state for; Lag from this broker's replica's high
+// watermark (Kafka asks the partition's leader).
+
+package kafka
+
+import (
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-broker/samsa/coordinator/share"
+	"github.com/samsa-broker/samsa/engine"
+)
+
+func init() {
+	register(API{Key: 90, MinVersion: 0, MaxVersion: 1, Handle: handleDescribeShareGroupOffsets})
+}
+
+func handleDescribeShareGroupOffsets(b *Broker, r *Request) {
+	req := r.Body.(*kmsg.DescribeShareGroupOffsetsRequest)
+	resp := kmsg.NewPtrDescribeShareGroupOffsetsResponse()
+	resp.Version = req.Version
+	fail := func(code int16) {
+		for _, g := range req.Groups {
+			rg := kmsg.NewDescribeShareGroupOffsetsResponseGroup()
+			rg.GroupID, rg.ErrorCode = g.GroupID, code
+			resp.Groups = append(resp.Groups, rg)
+		}
+		r.Respond(resp)
+	}
+	if !b.shares.enabled {
+		fail(kerr.UnsupportedVersion.Code)
+		return
+	}
+	c := b.groupCoordinatorOr(fail)
+	if c == nil {
+		return
+	}
+	im := b.meta.Image()
+	type read struct {
+		p   *kmsg.DescribeShareGroupOffsetsResponseGroupTopicPartition
+		key share.Key
+		log *engine.Log
+	}
+	var reads []read
+	resp.Groups = make([]kmsg.DescribeShareGroupOffsetsResponseGroup, len(req.Groups))
+	for i, g := range req.Groups {
+		rg := &resp.Groups[i]
+		*rg = kmsg.NewDescribeShareGroupOffsetsResponseGroup()
+		rg.GroupID = g.GroupID
+		topics, code, ok := c.ShareGroupTopics(g.GroupID)
+		if !ok {
+			if code == 0 {
+				code = kerr.GroupIDNotFound.Code
+			}
+			rg.ErrorCode = code
+			continue
+		}
+		asked := g.Topics
+		if asked == nil {
+			for _, name := range topics {
+				if t, ok := im.Topic(name); ok {
+					rt := kmsg.NewDescribeShareGroupOffsetsRequestGroupTopic()
+					rt.Topic = name
+					for p := range t.Partitions {
+						rt.Partitions = append(rt.Partitions, int32(p))
+					}
+					asked = append(asked, rt)
+				}
+			}
+		}
+		rg.Topics = make([]kmsg.DescribeShareGroupOffsetsResponseGroupTopic, len(asked))
+		for j, at := range asked {
+			rt := &rg.Topics[j]
+			*rt = kmsg.NewDescribeShareGroupOffsetsResponseGroupTopic()
+			rt.Topic = at.Topic
+			t, known := im.Topic(at.Topic)
+			if known {
+				rt.TopicID = [16]byte(t.ID)
+			}
+			rt.Partitions = make([]kmsg.DescribeShareGroupOffsetsResponseGroupTopicPartition, len(at.Partitions))
+			for k, pn := range at.Partitions {
+				rp := &rt.Partitions[k]
+				*rp = kmsg.NewDescribeShareGroupOffsetsResponseGroupTopicPartition()
+				rp.Partition, rp.StartOffset, rp.LeaderEpoch, rp.Lag = pn, -1, -1, -1
+				if !known || pn < 0 || int(pn) >= len(t.Partitions) {
+					rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+					continue
+				}
+				reads = append(reads, read{p: rp, key: share.Key{Group: g.GroupID, TopicID: [16]byte(t.ID), Partition: pn},
+					log: b.eng.Log(engine.TopicPartition{Topic: t.Name, Partition: pn})})
+			}
+		}
+	}
+	if len(reads) == 0 {
+		r.Respond(resp)
+		return
+	}
+	var mu sync.Mutex
+	left := len(reads)
+	for _, rd := range reads {
+		sharePersister{b.shares}.Read(rd.key, func(snap share.Snapshot, found bool, err error) {
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err != nil:
+				rd.p.ErrorCode = kerr.CoordinatorNotAvailable.Code
+			case found:
+				rd.p.StartOffset, rd.p.LeaderEpoch = snap.StartOffset, snap.LeaderEpoch
+				if rd.log != nil {
+					done := int64(0)
+					for _, sb := range snap.Batches {
+						if sb.State == share.Acknowledged || sb.State == share.Archived {
+							done += sb.Last - sb.First + 1
+						}
+					}
+					rd.p.Lag = max(rd.log.HighWatermark()-snap.StartOffset-done, 0)
+				}
+			}
+			left--
+			if left == 0 {
+				r.Respond(resp)
+			}
+		})
+	}
+}
