@@ -13,7 +13,8 @@
 //     refused: INVALID_REQUEST), later epochs must follow the previous answer's
 //     (INVALID_SHARE_SESSION_EPOCH, SHARE_SESSION_NOT_FOUND) and add Topics and remove
 //     ForgottenTopicsData, -1 closes it (acknowledgements only; what the member still
-//     holds is released). Every partition of the session is fetched.
+//     holds is released), and so does the close of the connection that opened it.
+//     Every partition of the session is fetched.
 //   - Piggybacked acknowledgements (AcknowledgementBatches) are applied first, per
 //     partition (AcknowledgeErrorCode: INVALID_RECORD_STATE for a record the member
 //     does not hold, INVALID_REQUEST for a malformed batch), and the answer waits until
@@ -272,7 +273,7 @@ func handleShareFetch(b *Broker, r *Request) {
 				return
 			}
 		}
-		_, replaced, code := b.shares.ses.open(sk, keys, now)
+		_, replaced, code := b.shares.ses.open(sk, r.Conn, keys, now)
 		released = replaced
 		if code != 0 {
 			b.shareRelease(member, released)

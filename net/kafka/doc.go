@@ -13,7 +13,9 @@
 //	                       │ MetadataChanged(offset, old, new), in offset order
 //	                       ▼
 //	client ──▶ handlers ──reads──▶ broker's image ──▶ replica manager (ReplicaDelta),
-//	             │                                     group coordinator (load/unload)
+//	             │                                     group coordinator (load/unload),
+//	             │                                     share coordinator and share
+//	             │                                     partitions (shares.go)
 //	             └─forward──▶ Deps.Controller (net/peer's ControllerChannel;
 //	                            controller.LocalChannel on a combined node)
 //

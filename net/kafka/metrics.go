@@ -258,6 +258,7 @@ func (b *Broker) ConnOpened(c transport.Conn) {
 
 // ConnClosed implements transport.ConnObserver.
 func (b *Broker) ConnClosed(c transport.Conn) {
+	b.shares.connClosed(c)
 	b.metrics.connections.Dec()
 	if g := b.listenerGauge(c.LocalAddr()); g != nil {
 		g.Dec()

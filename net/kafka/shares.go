@@ -17,6 +17,7 @@ import (
 	"github.com/samsa-broker/samsa/coordinator/metadata"
 	"github.com/samsa-broker/samsa/coordinator/share"
 	"github.com/samsa-broker/samsa/engine"
+	"github.com/samsa-broker/samsa/net/transport"
 )
 
 // shareState is the broker's side of share groups (KIP-932), built with the broker:
@@ -165,6 +166,16 @@ func (s *shareState) loadState(ctx context.Context, st *share.Store, p int32) {
 		if !still {
 			return
 		}
+	}
+}
+
+// connClosed ends the share sessions conn opened, releasing what their members hold.
+func (s *shareState) connClosed(conn transport.Conn) {
+	if s == nil {
+		return // a Broker built without NewBroker (tests of its parts)
+	}
+	for _, ss := range s.ses.closeConn(conn) {
+		s.b.shareRelease(ss.key.member, ss.parts)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/samsa-broker/samsa/coordinator/share"
+	"github.com/samsa-broker/samsa/net/transport"
 )
 
 // shareSessions are the share sessions of this broker (KIP-932's share fetch
@@ -33,7 +34,8 @@ type shareSessionKey struct{ group, member string }
 
 type shareSession struct {
 	key   shareSessionKey
-	epoch int32 // the epoch the next request must carry
+	conn  transport.Conn // the connection that opened it (nil: unknown)
+	epoch int32          // the epoch the next request must carry
 	parts []share.Key
 	used  time.Time
 }
@@ -58,7 +60,7 @@ func nextEpoch(e int32) int32 {
 
 // open starts a session for key with parts, replacing the member's previous one
 // (whose partitions are returned so its records are released).
-func (ss *shareSessions) open(key shareSessionKey, parts []share.Key, now time.Time) (s *shareSession, replaced []share.Key, code int16) {
+func (ss *shareSessions) open(key shareSessionKey, conn transport.Conn, parts []share.Key, now time.Time) (s *shareSession, replaced []share.Key, code int16) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	if old := ss.sessions[key]; old != nil {
@@ -77,7 +79,7 @@ func (ss *shareSessions) open(key shareSessionKey, parts []share.Key, now time.T
 		}
 		delete(ss.sessions, lru.key)
 	}
-	s = &shareSession{key: key, epoch: 1, used: now}
+	s = &shareSession{key: key, conn: conn, epoch: 1, used: now}
 	s.add(parts)
 	ss.sessions[key] = s
 	return s, replaced, 0
@@ -120,6 +122,23 @@ func (ss *shareSessions) close(key shareSessionKey) (parts []share.Key, code int
 	}
 	delete(ss.sessions, key)
 	return s.parts, 0
+}
+
+// closeConn ends the sessions conn opened (Kafka ties a share session to its
+// connection), returning each one's member and partitions.
+func (ss *shareSessions) closeConn(conn transport.Conn) (closed []*shareSession) {
+	if conn == nil {
+		return nil
+	}
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	for k, s := range ss.sessions {
+		if s.conn == conn {
+			delete(ss.sessions, k)
+			closed = append(closed, s)
+		}
+	}
+	return closed
 }
 
 // check reports whether key's session expects epoch (ShareAcknowledge), moving it on.
