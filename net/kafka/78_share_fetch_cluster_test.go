@@ -1,12 +1,14 @@
 package kafka
 
 import (
+	"errors"
 	"maps"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/samsa-broker/samsa/coordinator/share"
@@ -24,9 +26,15 @@ func TestClusterShareStateSurvivesLeaderLoss(t *testing.T) {
 	c := startCluster(t, static)
 	ctx := testCtx(t)
 	cl := clusterClient(t, c)
-	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 3, nil, "cs"); err != nil {
-		t.Fatal(err)
-	}
+	// A loaded machine may see a broker fenced for a moment just after the start:
+	// the creation is retried while fewer than three are unfenced.
+	eventually(t, 15*time.Second, "the topic created with three replicas", func() bool {
+		_, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 3, nil, "cs")
+		if err != nil && !errors.Is(err, kerr.InvalidReplicationFactor) {
+			t.Fatal(err)
+		}
+		return err == nil
+	})
 	const n = 40
 	produceN(t, cl, "cs", 0, n)
 
