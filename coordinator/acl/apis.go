@@ -308,6 +308,8 @@ var APIs = []API{
 	clusterOnly(kmsg.DeleteShareGroupState, opClusterAction),
 	clusterOnly(kmsg.ReadShareGroupStateSummary, opClusterAction),
 	api(kmsg.DescribeShareGroupOffsets, eachGroup(opDescribe), eachTopic(opDescribe)),
+	api(kmsg.AlterShareGroupOffsets, oneGroup(opRead), eachTopic(opRead)),
+	api(kmsg.DeleteShareGroupOffsets, oneGroup(opDelete), eachTopic(opRead)),
 	{Key: SamsaRaftKey, Name: "SamsaRaft", Requirements: []Requirement{onCluster(opClusterAction)},
 		Note: "Samsa's private raft transport on the CONTROLLER listener: voters only"},
 }

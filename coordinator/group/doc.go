@@ -79,7 +79,7 @@
 // group.share.enable is set. Which records a member holds (the share-partition state:
 // start offset, in-flight records, acquisition locks, delivery counts) and its durable
 // store, __share_group_state, are coordinator/share's. ShareGroupTopics and
-// ShareGroupEmpty are for the share-group offset admin APIs, which are not served yet;
+// ShareGroupEmpty serve the share-group offset admin APIs (net/kafka 90-92);
 // ShareGroupDeleted is not wired (deleting a share group leaves its share-partition
 // state in __share_group_state).
 //

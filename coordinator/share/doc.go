@@ -35,6 +35,8 @@
 //
 // Differences from Kafka: a write carries the whole state of the share partition
 // (Kafka writes deltas, ShareUpdate records, between snapshots); the share
-// coordinator fences a write whose data-partition leader epoch is older than the
-// stored one, and keeps no state epoch of its own (StateEpoch is always 0).
+// coordinator fences a write whose state epoch is older than the stored one (a reset
+// of the state by AlterShareGroupOffsets or DeleteShareGroupOffsets bumps it), or equal
+// with an older data-partition leader epoch; a reset to start -1 stands for Kafka's
+// deleted state.
 package share

@@ -62,10 +62,12 @@ type Manager struct {
 type spart struct {
 	key         Key
 	leaderEpoch int32
+	stateEpoch  int32 // of the state read; writes carry it
 	ready       bool
 	p           *Partition
 
 	writing  bool
+	evict    bool          // Evict asked while a write was in flight: evicted after it
 	pending  []func(error) // waiting for the next write
 	inflight []func(error) // waiting for the write in flight
 
@@ -117,15 +119,21 @@ func (m *Manager) load(s *spart, initial func() (int64, error)) {
 			m.loadFailed(s, err)
 			return
 		}
-		if found {
+		if found && snap.StartOffset >= 0 {
 			p := Restore(m.cfg.Partition, snap.StartOffset, snap.Batches)
 			m.mu.Lock()
 			if m.parts[s.key] == s {
-				s.p, s.ready = p, true
+				s.p, s.ready, s.stateEpoch = p, true, snap.StateEpoch
 			}
 			m.mu.Unlock()
 			m.notify(s.key)
 			return
+		}
+		// No state, or a reset one (start -1, DeleteShareGroupOffsets): initialized at
+		// the state epoch found.
+		stateEpoch := int32(0)
+		if found {
+			stateEpoch = snap.StateEpoch
 		}
 		start, err := initial()
 		if err != nil {
@@ -133,7 +141,7 @@ func (m *Manager) load(s *spart, initial func() (int64, error)) {
 			return
 		}
 		p := NewPartition(m.cfg.Partition, start)
-		snap = Snapshot{LeaderEpoch: s.leaderEpoch, StartOffset: start}
+		snap = Snapshot{StateEpoch: stateEpoch, LeaderEpoch: s.leaderEpoch, StartOffset: start}
 		m.cfg.Persister.Write(s.key, &snap, func(err error) {
 			if err != nil {
 				m.loadFailed(s, err)
@@ -141,7 +149,7 @@ func (m *Manager) load(s *spart, initial func() (int64, error)) {
 			}
 			m.mu.Lock()
 			if m.parts[s.key] == s {
-				s.p, s.ready = p, true
+				s.p, s.ready, s.stateEpoch = p, true, stateEpoch
 			}
 			m.mu.Unlock()
 			m.notify(s.key)
@@ -202,6 +210,7 @@ func (m *Manager) Acquire(k Key, leaderEpoch int32, member string, from, to int6
 	}
 	out := s.p.Acquire(member, from, to, max, m.cfg.Clock.Now())
 	if len(out) > 0 {
+		s.evict = false
 		m.armLocked(s)
 	}
 	return out, nil
@@ -288,6 +297,24 @@ func (m *Manager) Drop(keep func(Key) bool) {
 	}
 }
 
+// Evict forgets k if nothing of it is in memory only (no record acquired, no write
+// waiting): no share session uses it any more, and its durable state is read again
+// when one does, so a reset of the state meanwhile (AlterShareGroupOffsets,
+// DeleteShareGroupOffsets, which need a group without members) is seen.
+func (m *Manager) Evict(k Key) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.parts[k]
+	if s == nil || !s.ready || s.p.Acquired("") > 0 {
+		return
+	}
+	if s.writing || len(s.pending) > 0 {
+		s.evict = true
+		return
+	}
+	m.dropLocked(s)
+}
+
 func (m *Manager) dropLocked(s *spart) {
 	if s.timer != nil {
 		s.timer.Stop()
@@ -326,7 +353,7 @@ func (m *Manager) persistLocked(s *spart, done func(error)) {
 
 func (m *Manager) writeLocked(s *spart) {
 	start, batches := s.p.Snapshot()
-	snap := &Snapshot{LeaderEpoch: s.leaderEpoch, StartOffset: start, Batches: batches, WriteTime: m.cfg.Clock.Now().UnixMilli()}
+	snap := &Snapshot{StateEpoch: s.stateEpoch, LeaderEpoch: s.leaderEpoch, StartOffset: start, Batches: batches, WriteTime: m.cfg.Clock.Now().UnixMilli()}
 	s.writing = true
 	s.inflight, s.pending = s.pending, nil
 	// Off the lock: a Persister may call done before Write returns. One write per
@@ -354,6 +381,8 @@ func (m *Manager) written(s *spart, err error) {
 		m.writeLocked(s)
 	case len(s.pending) > 0:
 		later, s.pending = s.pending, nil
+	case s.evict && m.parts[s.key] == s && s.p.Acquired("") == 0:
+		m.dropLocked(s)
 	}
 	m.mu.Unlock()
 	for _, w := range waiters {

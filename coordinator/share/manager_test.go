@@ -333,3 +333,52 @@ func TestManagerWritesCoalesceAndFailuresReload(t *testing.T) {
 		t.Fatalf("after the failed write the fetch offset is %d, want 3", off)
 	}
 }
+
+// A reset of the state (a higher state epoch, as AlterShareGroupOffsets writes) fences
+// the writes of a leader still holding the older state: its acknowledgement fails, it
+// reads the new state, and a start of -1 (DeleteShareGroupOffsets) is initialized
+// afresh; an evicted share partition is read again.
+func TestManagerStateEpochFencingAndEvict(t *testing.T) {
+	h := newHarness(t, &memLog{})
+	k := Key{Group: "g", Partition: 3}
+	h.ready(k, 0, 0)
+	h.m.Acquire(k, 0, "m1", 0, 4, 0)
+	write := func(s *Snapshot) error {
+		ch := make(chan error, 1)
+		h.store.Write(k, s, func(err error) { ch <- err })
+		return <-ch
+	}
+	if err := write(&Snapshot{StateEpoch: 1, StartOffset: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.ack(k, 0, "m1", AckBatch{0, 0, []AckType{AckAccept}}); err == nil {
+		t.Fatal("an ack of the older state epoch was written")
+	}
+	if err := write(&Snapshot{StateEpoch: 0, StartOffset: 9}); !errors.Is(err, ErrFencedState) {
+		t.Fatalf("a write of an older state epoch: %v", err)
+	}
+	if off := h.ready(k, 0, 0); off != 2 {
+		t.Fatalf("after the reset the fetch offset is %d, want 2", off)
+	}
+	// Deleted (start -1): initialized from initial() at the stored state epoch.
+	if err := write(&Snapshot{StateEpoch: 2, StartOffset: -1}); err != nil {
+		t.Fatal(err)
+	}
+	h.m.Evict(k)
+	if _, _, ok := h.m.Describe(k); ok {
+		t.Fatal("still held after Evict")
+	}
+	if off := h.ready(k, 0, 7); off != 7 {
+		t.Fatalf("after the delete the fetch offset is %d, want 7", off)
+	}
+	eventually(t, "the initialized state written", func() bool {
+		snap, _, _ := h.store.Read(k)
+		return snap.StateEpoch == 2 && snap.StartOffset == 7
+	})
+	// Evict keeps a share partition with records acquired.
+	h.m.Acquire(k, 0, "m2", 7, 8, 0)
+	h.m.Evict(k)
+	if _, _, ok := h.m.Describe(k); !ok {
+		t.Fatal("evicted with a record acquired")
+	}
+}

@@ -47,6 +47,10 @@ var (
 	// ErrFenced: a write from a data partition leader older than the one that last
 	// wrote (its leader epoch is lower): a deposed leader.
 	ErrFenced = errors.New("share: write from a fenced leader epoch")
+	// ErrFencedState: a write of a state epoch older than the stored one: the state
+	// was reset since the writer read it (AlterShareGroupOffsets,
+	// DeleteShareGroupOffsets).
+	ErrFencedState = errors.New("share: write of a fenced state epoch")
 )
 
 // NewStore returns a share coordinator over log, whose topic has n partitions.
@@ -151,12 +155,18 @@ func (s *Store) Read(k Key) (snap Snapshot, found bool, err error) {
 }
 
 // Write replaces k's state with snap (nil: deletes it) and calls done once it is
-// durable, or with an error (ErrNotCoordinator, ErrLoading, ErrFenced, or the log's).
+// durable, or with an error (ErrNotCoordinator, ErrLoading, ErrFenced, ErrFencedState,
+// or the log's). A write is fenced when its state epoch is older than the stored one,
+// or equal with an older leader epoch.
 func (s *Store) Write(k Key, snap *Snapshot, done func(error)) {
 	s.mu.Lock()
 	sp, err := s.partLocked(k)
 	if err == nil && snap != nil {
-		if cur := sp.state[k]; cur != nil && snap.LeaderEpoch < cur.LeaderEpoch {
+		switch cur := sp.state[k]; {
+		case cur == nil:
+		case snap.StateEpoch < cur.StateEpoch:
+			err = fmt.Errorf("%w: %d < %d", ErrFencedState, snap.StateEpoch, cur.StateEpoch)
+		case snap.StateEpoch == cur.StateEpoch && snap.LeaderEpoch < cur.LeaderEpoch:
 			err = fmt.Errorf("%w: %d < %d", ErrFenced, snap.LeaderEpoch, cur.LeaderEpoch)
 		}
 	}

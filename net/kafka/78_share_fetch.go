@@ -329,10 +329,14 @@ func containsPart(ps []*sharePart, p *sharePart) bool {
 	return false
 }
 
-// shareRelease releases what member holds in the share partitions keys.
+// shareRelease releases what member holds in the share partitions keys, and evicts
+// from memory those no share session uses any more (share.Manager.Evict).
 func (b *Broker) shareRelease(member string, keys []share.Key) {
 	for _, k := range keys {
 		b.shares.mgr.ReleaseMember(k, member)
+	}
+	for _, k := range b.shares.ses.unused(keys) {
+		b.shares.mgr.Evict(k)
 	}
 }
 

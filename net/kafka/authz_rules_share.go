@@ -9,7 +9,9 @@ import (
 // refused with GROUP_AUTHORIZATION_FAILED), READ on each topic of ShareFetch and
 // ShareAcknowledge (split: refused partitions answer TOPIC_AUTHORIZATION_FAILED),
 // DESCRIBE on each group of ShareGroupDescribe (amended), DESCRIBE on each group and
-// topic of DescribeShareGroupOffsets (amended). ReadShareGroupState and
+// topic of DescribeShareGroupOffsets (amended), READ (Alter) or DELETE (Delete) on the
+// group and READ on each topic of AlterShareGroupOffsets and DeleteShareGroupOffsets
+// (split). ReadShareGroupState and
 // WriteShareGroupState are CLUSTER_ACTION rows (clusterRow). Not done: Kafka also
 // asks DESCRIBE on the subscribed topics of a ShareGroupHeartbeat and leaves the
 // undescribable ones out of the subscription.
@@ -20,6 +22,8 @@ func init() {
 	authzRules[78] = authzShareFetch
 	authzRules[79] = authzShareAcknowledge
 	authzRules[90] = authzDescribeShareGroupOffsets
+	authzRules[91] = authzAlterShareGroupOffsets
+	authzRules[92] = authzDeleteShareGroupOffsets
 }
 
 func strOr(s *string) string {
@@ -159,4 +163,55 @@ func authzDescribeShareGroupOffsets(az *authz) bool {
 		}
 	}
 	return true
+}
+
+// authzAlterShareGroupOffsets: READ on the group (refused whole), READ on each topic
+// (split).
+func authzAlterShareGroupOffsets(az *authz) bool {
+	req := az.r.Body.(*kmsg.AlterShareGroupOffsetsRequest)
+	if !az.group(opRead, req.GroupID) {
+		az.refuseAll(codeGroup)
+		return false
+	}
+	var allowed []kmsg.AlterShareGroupOffsetsRequestTopic
+	var refused []kmsg.AlterShareGroupOffsetsResponseTopic
+	for _, t := range req.Topics {
+		if az.topic(opRead, t.Topic) {
+			allowed = append(allowed, t)
+			continue
+		}
+		rt := kmsg.NewAlterShareGroupOffsetsResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rt.Partitions = append(rt.Partitions, kmsg.AlterShareGroupOffsetsResponseTopicPartition{Partition: p.Partition, ErrorCode: codeTopic})
+		}
+		refused = append(refused, rt)
+	}
+	return az.split(len(allowed), len(refused), func() { req.Topics = allowed }, func(resp kmsg.Response) {
+		r := resp.(*kmsg.AlterShareGroupOffsetsResponse)
+		r.Topics = append(r.Topics, refused...)
+	})
+}
+
+// authzDeleteShareGroupOffsets: DELETE on the group (refused whole), READ on each
+// topic (split).
+func authzDeleteShareGroupOffsets(az *authz) bool {
+	req := az.r.Body.(*kmsg.DeleteShareGroupOffsetsRequest)
+	if !az.group(opDelete, req.GroupID) {
+		az.refuseAll(codeGroup)
+		return false
+	}
+	var allowed []kmsg.DeleteShareGroupOffsetsRequestTopic
+	var refused []kmsg.DeleteShareGroupOffsetsResponseTopic
+	for _, t := range req.Topics {
+		if az.topic(opRead, t.Topic) {
+			allowed = append(allowed, t)
+			continue
+		}
+		refused = append(refused, kmsg.DeleteShareGroupOffsetsResponseTopic{Topic: t.Topic, ErrorCode: codeTopic})
+	}
+	return az.split(len(allowed), len(refused), func() { req.Topics = allowed }, func(resp kmsg.Response) {
+		r := resp.(*kmsg.DeleteShareGroupOffsetsResponse)
+		r.Topics = append(r.Topics, refused...)
+	})
 }

@@ -435,6 +435,8 @@ func storeCode(err error) int16 {
 		return kerr.CoordinatorLoadInProgress.Code
 	case errors.Is(err, share.ErrFenced):
 		return kerr.FencedLeaderEpoch.Code
+	case errors.Is(err, share.ErrFencedState):
+		return kerr.FencedStateEpoch.Code
 	}
 	return kerr.CoordinatorNotAvailable.Code
 }

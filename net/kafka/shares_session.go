@@ -141,6 +141,31 @@ func (ss *shareSessions) closeConn(conn transport.Conn) (closed []*shareSession)
 	return closed
 }
 
+// unused returns the keys no session lists.
+func (ss *shareSessions) unused(keys []share.Key) []share.Key {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	var out []share.Key
+	for _, k := range keys {
+		used := false
+		for _, s := range ss.sessions {
+			for _, p := range s.parts {
+				if p == k {
+					used = true
+					break
+				}
+			}
+			if used {
+				break
+			}
+		}
+		if !used {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
 // check reports whether key's session expects epoch (ShareAcknowledge), moving it on.
 func (ss *shareSessions) check(key shareSessionKey, epoch int32, now time.Time) int16 {
 	_, _, code := ss.next(key, epoch, nil, nil, now)

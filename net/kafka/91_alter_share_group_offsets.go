@@ -1,0 +1,136 @@
+// AlterShareGroupOffsets (key 91), version 0 (KIP-932).
+//
+// Asked of a share group's coordinator: sets the share-partition start offset of each
+// named partition, discarding its in-flight state, by writing a new state at the next
+// state epoch to the partition's share coordinator (__share_group_state). The group
+// must have no members (NON_EMPTY_GROUP otherwise); a group that is not a share group
+// here answers GROUP_ID_NOT_FOUND, a topic or partition the image does not know
+// UNKNOWN_TOPIC_OR_PARTITION. With ACLs: READ on the group, READ on each topic
+// (authz_rules_share.go).
+//
+// A share partition's leader keeps its state in memory while a share session uses it
+// and forgets it when none does (so a group without members is read afresh); a leader
+// that still holds an older state (a member gone from the group whose session lives
+// on) has its next write fenced (FENCED_STATE_EPOCH) and reads the new state then.
+// Differences from Apache Kafka: the start offset is not checked against the log.
+
+package kafka
+
+import (
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-broker/samsa/coordinator/share"
+)
+
+func init() {
+	register(API{Key: 91, MinVersion: 0, MaxVersion: 0, Handle: handleAlterShareGroupOffsets})
+}
+
+func handleAlterShareGroupOffsets(b *Broker, r *Request) {
+	req := r.Body.(*kmsg.AlterShareGroupOffsetsRequest)
+	resp := kmsg.NewPtrAlterShareGroupOffsetsResponse()
+	resp.Version = req.Version
+	fail := func(code int16) {
+		resp.ErrorCode = code
+		r.Respond(resp)
+	}
+	if !b.shares.enabled {
+		fail(kerr.UnsupportedVersion.Code)
+		return
+	}
+	c := b.groupCoordinatorOr(fail)
+	if c == nil {
+		return
+	}
+	if empty, code := c.ShareGroupEmpty(req.GroupID); code != 0 {
+		fail(code)
+		return
+	} else if !empty {
+		fail(kerr.NonEmptyGroup.Code)
+		return
+	}
+	im := b.meta.Image()
+	type write struct {
+		p     *kmsg.AlterShareGroupOffsetsResponseTopicPartition
+		key   share.Key
+		start int64
+	}
+	var writes []write
+	resp.Topics = make([]kmsg.AlterShareGroupOffsetsResponseTopic, len(req.Topics))
+	for i, rt := range req.Topics {
+		out := &resp.Topics[i]
+		*out = kmsg.NewAlterShareGroupOffsetsResponseTopic()
+		out.Topic = rt.Topic
+		t, known := im.Topic(rt.Topic)
+		if known {
+			out.TopicID = [16]byte(t.ID)
+		}
+		out.Partitions = make([]kmsg.AlterShareGroupOffsetsResponseTopicPartition, len(rt.Partitions))
+		for j, rp := range rt.Partitions {
+			op := &out.Partitions[j]
+			*op = kmsg.NewAlterShareGroupOffsetsResponseTopicPartition()
+			op.Partition = rp.Partition
+			switch {
+			case !known || rp.Partition < 0 || int(rp.Partition) >= len(t.Partitions):
+				op.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case rp.StartOffset < 0:
+				op.ErrorCode = kerr.InvalidRequest.Code
+			default:
+				writes = append(writes, write{p: op, key: share.Key{Group: req.GroupID, TopicID: [16]byte(t.ID), Partition: rp.Partition}, start: rp.StartOffset})
+			}
+		}
+	}
+	b.resetShareStates(len(writes), func(i int) (share.Key, int64) { return writes[i].key, writes[i].start }, func(i int, code int16) {
+		writes[i].p.ErrorCode = code
+	}, func() { r.Respond(resp) })
+}
+
+// resetShareStates writes, for each of n share partitions, a state that starts at
+// start (-1: uninitialized, to be initialized by share.auto.offset.reset on next use)
+// with nothing in flight, at the state epoch after the stored one, so a leader's older
+// state is fenced; set records each outcome, done runs once all are set.
+func (b *Broker) resetShareStates(n int, item func(i int) (share.Key, int64), set func(i int, code int16), done func()) {
+	if n == 0 {
+		done()
+		return
+	}
+	var mu sync.Mutex
+	left := n
+	finish := func(i int, code int16) {
+		mu.Lock()
+		set(i, code)
+		left--
+		last := left == 0
+		mu.Unlock()
+		if last {
+			done()
+		}
+	}
+	p := sharePersister{b.shares}
+	for i := 0; i < n; i++ {
+		k, start := item(i)
+		p.Read(k, func(cur share.Snapshot, found bool, err error) {
+			if err != nil {
+				finish(i, kerr.CoordinatorNotAvailable.Code)
+				return
+			}
+			snap := &share.Snapshot{StartOffset: start}
+			if found {
+				snap.StateEpoch, snap.LeaderEpoch = cur.StateEpoch+1, cur.LeaderEpoch
+			} else if start < 0 {
+				finish(i, 0) // nothing to delete
+				return
+			}
+			p.Write(k, snap, func(err error) {
+				code := int16(0)
+				if err != nil {
+					code = kerr.CoordinatorNotAvailable.Code
+				}
+				finish(i, code)
+			})
+		})
+	}
+}

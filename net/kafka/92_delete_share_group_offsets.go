@@ -1,0 +1,74 @@
+// DeleteShareGroupOffsets (key 92), version 0 (KIP-932).
+//
+// Asked of a share group's coordinator: forgets the share-partition state of every
+// partition of each named topic, so that the group's next use of it starts where
+// share.auto.offset.reset says. The state is not deleted from __share_group_state but
+// reset: a start offset of -1 at the next state epoch (a leader holding the older
+// state has its next write fenced, as for AlterShareGroupOffsets). The group must
+// have no members (NON_EMPTY_GROUP); a topic the image does not know answers
+// UNKNOWN_TOPIC_OR_PARTITION. With ACLs: DELETE on the group, READ on each topic
+// (authz_rules_share.go).
+
+package kafka
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-broker/samsa/coordinator/share"
+)
+
+func init() {
+	register(API{Key: 92, MinVersion: 0, MaxVersion: 0, Handle: handleDeleteShareGroupOffsets})
+}
+
+func handleDeleteShareGroupOffsets(b *Broker, r *Request) {
+	req := r.Body.(*kmsg.DeleteShareGroupOffsetsRequest)
+	resp := kmsg.NewPtrDeleteShareGroupOffsetsResponse()
+	resp.Version = req.Version
+	fail := func(code int16) {
+		resp.ErrorCode = code
+		r.Respond(resp)
+	}
+	if !b.shares.enabled {
+		fail(kerr.UnsupportedVersion.Code)
+		return
+	}
+	c := b.groupCoordinatorOr(fail)
+	if c == nil {
+		return
+	}
+	if empty, code := c.ShareGroupEmpty(req.GroupID); code != 0 {
+		fail(code)
+		return
+	} else if !empty {
+		fail(kerr.NonEmptyGroup.Code)
+		return
+	}
+	im := b.meta.Image()
+	type reset struct {
+		topic int
+		key   share.Key
+	}
+	var resets []reset
+	resp.Topics = make([]kmsg.DeleteShareGroupOffsetsResponseTopic, len(req.Topics))
+	for i, rt := range req.Topics {
+		out := &resp.Topics[i]
+		*out = kmsg.NewDeleteShareGroupOffsetsResponseTopic()
+		out.Topic = rt.Topic
+		t, ok := im.Topic(rt.Topic)
+		if !ok {
+			out.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			continue
+		}
+		out.TopicID = [16]byte(t.ID)
+		for p := range t.Partitions {
+			resets = append(resets, reset{topic: i, key: share.Key{Group: req.GroupID, TopicID: [16]byte(t.ID), Partition: int32(p)}})
+		}
+	}
+	b.resetShareStates(len(resets), func(i int) (share.Key, int64) { return resets[i].key, -1 }, func(i int, code int16) {
+		if out := &resp.Topics[resets[i].topic]; out.ErrorCode == 0 {
+			out.ErrorCode = code
+		}
+	}, func() { r.Respond(resp) })
+}
