@@ -91,12 +91,12 @@ func NewManager(cfg ManagerConfig) *Manager {
 // AcquisitionLockTimeoutMillis).
 func (m *Manager) LockDuration() time.Duration { return m.cfg.Partition.LockDuration }
 
-// Start returns k's share partition ready under leaderEpoch, or ErrNotReady after
+// startLocked returns k's share partition ready under leaderEpoch, or ErrNotReady after
 // starting its load (reading its state; when it has none, start() gives the initial
 // start offset, per share.auto.offset.reset, and that state is written first). A
 // share partition held under another leader epoch is dropped and loaded again (the
 // leadership moved away and back: another leader may have changed the state).
-func (m *Manager) start(k Key, leaderEpoch int32, initial func() (int64, error)) (*spart, error) {
+func (m *Manager) startLocked(k Key, leaderEpoch int32, initial func() (int64, error)) (*spart, error) {
 	s := m.parts[k]
 	if s != nil && s.leaderEpoch == leaderEpoch {
 		if !s.ready {
@@ -178,7 +178,7 @@ func (m *Manager) notify(k Key) {
 func (m *Manager) NextFetchOffset(k Key, leaderEpoch int32, initial func() (int64, error)) (int64, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	s, err := m.start(k, leaderEpoch, initial)
+	s, err := m.startLocked(k, leaderEpoch, initial)
 	if err != nil {
 		return -1, err
 	}

@@ -211,7 +211,7 @@ func (s *shareState) initialStart(l *engine.Log) func() (int64, error) {
 	}
 }
 
-// ensureStateTopic creates __share_group_state through the controller on first use
+// ensureShareStateTopic creates __share_group_state through the controller on first use
 // (share.coordinator.state.topic.num.partitions, default 50;
 // share.coordinator.state.topic.replication.factor, default 3, capped at the live
 // brokers; share.coordinator.state.topic.min.isr, default 2, capped at the replication
