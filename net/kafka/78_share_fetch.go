@@ -520,16 +520,6 @@ func (op *shareFetchOp) respond() {
 	})
 }
 
-// withoutShareAPIs is the advertised table without the share-group APIs (share groups
-// not enabled: Kafka 4.1 without share.version does not advertise them either).
-func withoutShareAPIs(keys []apiKeyEntry) []apiKeyEntry {
-	out := make([]apiKeyEntry, 0, len(keys))
-	for _, k := range keys {
-		switch k.ApiKey {
-		case 76, 77, 78, 79, 84, 85, 90, 91, 92:
-			continue
-		}
-		out = append(out, k)
-	}
-	return out
-}
+// shareAPIKeys are the share-group APIs, left out of ApiVersions while share groups
+// are not enabled (Kafka 4.1 without share.version does not advertise them either).
+var shareAPIKeys = []int16{76, 77, 78, 79, 84, 85, 90, 91, 92}

@@ -183,7 +183,7 @@ func NewBroker(cfg Config, deps Deps, log *slog.Logger) (*Broker, error) {
 	b.txns = newTxnState(b, im)
 	b.shares = newShareState(b, im)
 	if !b.shares.enabled {
-		b.apiVersions = withoutShareAPIs(b.apiVersions)
+		b.apiVersions = withoutKeys(b.apiVersions, shareAPIKeys...)
 	}
 	b.registerClusterMetrics(cfg.Registerer)
 	return b, nil
