@@ -90,8 +90,12 @@ func startProcCluster(t *testing.T, spec procSpec) *procCluster {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if err := c.WaitReady(ctx, c.Brokers()[0], nil); err != nil {
-		t.Fatal(err)
+	// Every broker's Metadata lists them all: each answers from its own image, which
+	// shows another broker's unfencing a moment after the controller's.
+	for _, via := range c.Brokers() {
+		if err := c.WaitReady(ctx, via, nil); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return c
 }
