@@ -381,6 +381,13 @@ ssl.truststore.location=`+ca+"\n"), 0o600)
 	if code, _ := run1(t, usersCmd, addr, "list", "--timeout", "2s"); code != 1 {
 		t.Fatalf("users list without --command-config: exit %d", code)
 	}
+	// groups takes them too.
+	if code := runGroups([]string{"list", "--bootstrap-server", addr, "--command-config", adminConf, "--timeout", "10s"}); code != 0 {
+		t.Fatalf("groups list with --command-config: exit %d", code)
+	}
+	if code := runGroups([]string{"list", "--bootstrap-server", addr, "--timeout", "2s"}); code != 1 {
+		t.Fatalf("groups list without --command-config: exit %d", code)
+	}
 
 	// users: set (SCRAM-SHA-512 from the command line, SCRAM-SHA-256 from a file),
 	// list, describe; no output holds a password or a salt.

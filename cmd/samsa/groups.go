@@ -42,7 +42,8 @@ const groupsUsage = `usage: samsa groups <command> [flags]
                             --to-earliest --to-latest --to-offset N --to-datetime T
                             (RFC 3339 or 2006-01-02T15:04:05.000); --execute to apply
   delete GROUP...           delete empty groups and their offsets
-common flags: --bootstrap-server host:port (default 127.0.0.1:9092), --timeout 30s`
+common flags: --bootstrap-server host:port (default 127.0.0.1:9092),
+  --command-config FILE (Kafka client properties), --timeout 30s`
 
 // repeated is a flag that may be given several times.
 type repeated []string
@@ -52,6 +53,7 @@ func (m *repeated) Set(v string) error { *m = append(*m, v); return nil }
 
 type groupsOpts struct {
 	bootstrap  string
+	config     string // --command-config: Kafka client properties (clientconfig.go)
 	timeout    time.Duration
 	states     repeated
 	topics     repeated
@@ -76,6 +78,7 @@ func runGroups(args []string) int {
 	fs := flag.NewFlagSet("groups "+sub, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&o.bootstrap, "bootstrap-server", "127.0.0.1:9092", "a broker to connect to")
+	fs.StringVar(&o.config, "command-config", "", "Kafka client properties: security.protocol, sasl.*, ssl.* (clientconfig.go)")
 	fs.DurationVar(&o.timeout, "timeout", 30*time.Second, "how long the command may take")
 	fs.Var(&o.states, "state", "list: only groups in this state (repeatable)")
 	fs.Var(&o.topics, "topic", "reset-offsets: topic, or topic:p,p,... (repeatable)")
@@ -90,7 +93,16 @@ func runGroups(args []string) int {
 		fmt.Fprintf(os.Stderr, "samsa groups %s: %v\n%s\n", sub, err, groupsUsage)
 		return 2
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(o.bootstrap, ",")...))
+	opts := []kgo.Opt{kgo.SeedBrokers(strings.Split(o.bootstrap, ",")...)}
+	if o.config != "" {
+		more, err := loadClientConfig(o.config, os.Stderr)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "samsa groups %s: %v\n", sub, err)
+			return 1
+		}
+		opts = append(opts, more...)
+	}
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "samsa groups:", err)
 		return 1
