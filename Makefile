@@ -153,6 +153,13 @@ test-long-txn:
 	SAMSA_LONG=1 $(GO) test -timeout 60m -run 'TestTxnCrashRecovery|TestCleanerCrashAtEveryStep|TestCleanerTransactions' ./engine
 	SAMSA_LONG=1 $(GO) test -timeout 60m -run 'TestCoordinatorSimulation|TestStateMachineModel' ./coordinator/txn
 
+# The security campaign: 10,000 failed SASL authentications, 64 at a time, while an
+# authenticated client is served; the listener keeps no state and the heap stays
+# bounded (about 30 s).
+.PHONY: test-long-security
+test-long-security:
+	SAMSA_LONG=1 $(GO) test -count=1 -v -run 'TestSecurityFailedAuthenticationStorm' ./net/kafka
+
 # __consumer_offsets under an hour's commit loop (1,000 offset records a second, 1 MiB
 # segments): its size on disk every 30 s, bounded by the cleaner (BENCHMARKS.md);
 # OFFSETS_SOAK=10m shortens it.
