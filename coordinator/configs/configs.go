@@ -1,5 +1,7 @@
 // Package configs owns Kafka's configuration keys as Samsa serves them: every broker and
-// topic key Samsa knows, with Kafka's names, types, defaults and bounds; validation to
+// topic key Apache Kafka 4 defines (Samsa's own definitions in this file; the others,
+// accepted without effect, generated from Kafka's documentation: kafka_keys.go), with
+// Kafka's names, types, defaults and bounds; validation to
 // a canonical value; and the layering Kafka applies (topic override, dynamic per-node,
 // dynamic cluster default, static server.properties, default), with the synonyms
 // DescribeConfigs reports. The broker's launcher, the protocol handlers and the
@@ -38,6 +40,7 @@ const (
 	KindDouble
 	KindList
 	KindPassword
+	KindClass // a Java class name: validated as a string
 )
 
 // Wire is the kind as DescribeConfigs v3+ reports it.
@@ -57,6 +60,8 @@ func (k Kind) Wire() kmsg.ConfigType {
 		return kmsg.ConfigTypeList
 	case KindPassword:
 		return kmsg.ConfigTypePassword
+	case KindClass:
+		return kmsg.ConfigTypeClass
 	}
 	return kmsg.ConfigTypeString
 }
@@ -83,6 +88,9 @@ type Def struct {
 	Apply func(c *engine.LogConfig, v string)
 	// ReadOnly (broker keys): not alterable at run time.
 	ReadOnly bool
+	// NoEffect: accepted, validated, stored and reported as Kafka does, but nothing in
+	// Samsa reads it (kafka_keys.go; the generated keys and the compatOnly ones).
+	NoEffect bool
 }
 
 func sp(s string) *string { return &s }
@@ -206,7 +214,7 @@ var TopicDefs = []*Def{
 	{Name: "preallocate", Kind: KindBool, Default: sp("false"), Synonyms: []Synonym{{"log.preallocate", 1}}, Doc: "stored"},
 	{Name: "segment.jitter.ms", Kind: KindLong, Default: sp("0"), Min: 0, Synonyms: []Synonym{{"log.roll.jitter.ms", 1}, {"log.roll.jitter.hours", 3600000}}, Doc: "stored"},
 	{Name: "message.timestamp.before.max.ms", Kind: KindLong, Default: sp(longMax), Min: 0, Synonyms: []Synonym{{"log.message.timestamp.before.max.ms", 1}}, Doc: "stored"},
-	{Name: "message.timestamp.after.max.ms", Kind: KindLong, Default: sp(longMax), Min: 0, Synonyms: []Synonym{{"log.message.timestamp.after.max.ms", 1}}, Doc: "stored"},
+	{Name: "message.timestamp.after.max.ms", Kind: KindLong, Default: sp("3600000"), Min: 0, Synonyms: []Synonym{{"log.message.timestamp.after.max.ms", 1}}, Doc: "stored"},
 }
 
 // BrokerDefs are the broker keys Samsa knows (Kafka's names; a few of Samsa's
@@ -220,7 +228,7 @@ var BrokerDefs = []*Def{
 	{Name: "listeners", Kind: KindString, Default: sp("PLAINTEXT://127.0.0.1:9092"), ReadOnly: true},
 	{Name: "advertised.listeners", Kind: KindString, ReadOnly: true},
 	{Name: "num.partitions", Kind: KindInt, Default: sp("1"), Min: 1},
-	{Name: "default.replication.factor", Kind: KindShort, Default: sp("1"), Min: 1},
+	{Name: "default.replication.factor", Kind: KindInt, Default: sp("1"), Min: 1, Max: math.MaxInt16},
 	{Name: "auto.create.topics.enable", Kind: KindBool, Default: sp("true")},
 	{Name: "socket.request.max.bytes", Kind: KindInt, Default: sp("104857600"), Min: 1, ReadOnly: true},
 	{Name: "connections.max.idle.ms", Kind: KindLong, Default: sp("600000"), Min: 1, ReadOnly: true},
@@ -260,7 +268,7 @@ var BrokerDefs = []*Def{
 	{Name: "samsa.log.scrub.bytes.per.second", Kind: KindLong, Default: sp("8388608"), Min: 0, ReadOnly: true, Doc: "Samsa: the background scrubber checks the CRC of every batch of every log at this rate, a pass at start-up and then every samsa.log.scrub.interval.ms; a damaged range is refused with CORRUPT_MESSAGE and a follower fetches it again from its leader (0: off; `samsa scrub` checks a stopped node)"},
 	{Name: "samsa.log.scrub.interval.ms", Kind: KindLong, Default: sp("3600000"), Min: 1, ReadOnly: true, Doc: "Samsa: the pause between two passes of the scrubber"},
 	{Name: "log.message.timestamp.before.max.ms", Kind: KindLong, Default: sp(longMax), Min: 0},
-	{Name: "log.message.timestamp.after.max.ms", Kind: KindLong, Default: sp(longMax), Min: 0},
+	{Name: "log.message.timestamp.after.max.ms", Kind: KindLong, Default: sp("3600000"), Min: 0},
 	// Group coordinator (10_find_coordinator.go); read when the coordinator starts.
 	{Name: "group.initial.rebalance.delay.ms", Kind: KindInt, Default: sp("3000"), Min: 0, ReadOnly: true},
 	{Name: "group.min.session.timeout.ms", Kind: KindInt, Default: sp("6000"), Min: 0, ReadOnly: true},
@@ -373,7 +381,7 @@ var BrokerDefs = []*Def{
 	{Name: "sasl.server.max.receive.size", Kind: KindInt, Default: sp("524288"), Min: 1, ReadOnly: true, Doc: "the largest request accepted before authentication"},
 	{Name: "connection.failed.authentication.delay.ms", Kind: KindInt, Default: sp("100"), Min: 0, ReadOnly: true, Doc: "how long the answer to a failed authentication waits before the connection closes (KIP-306)"},
 	{Name: "connections.max.reauth.ms", Kind: KindLong, Default: sp("0"), Min: 0, ReadOnly: true, Doc: "SASL session lifetime; clients re-authenticate before it ends (KIP-368); 0: sessions never expire"},
-	{Name: "principal.builder.class", Kind: KindString, ReadOnly: true, Doc: "only Kafka's default principal builder is implemented"},
+	{Name: "principal.builder.class", Kind: KindClass, Default: sp("org.apache.kafka.common.security.authenticator.DefaultKafkaPrincipalBuilder"), ReadOnly: true, Doc: "only Kafka's default principal builder is implemented"},
 	{Name: "authorizer.class.name", Kind: KindString, Default: sp(""), ReadOnly: true, Doc: "org.apache.kafka.metadata.authorizer.StandardAuthorizer enables ACLs (Samsa's authorizer follows its semantics); empty: no authorization"},
 	{Name: "super.users", Kind: KindString, ReadOnly: true, Doc: "principals allowed everything, separated by ';' (User:admin;User:CN=broker)"},
 	{Name: "allow.everyone.if.no.acl.found", Kind: KindBool, Default: sp("false"), ReadOnly: true, Doc: "a resource no ACL applies to is open to everyone"},

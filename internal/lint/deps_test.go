@@ -37,6 +37,8 @@ var allowed = map[string][]string{
 	"coordinator/metadata": {},
 	// Kafka's config keys: definitions, validation, layering.
 	"coordinator/configs": {"engine/...", "coordinator/metadata"},
+	// Its generator, from Kafka's documentation (go generate): the standard library only.
+	"coordinator/configs/internal/kafkadoc": {},
 	// The ACL authorizer and the CreateAcls/DescribeAcls/DeleteAcls rules over the image.
 	"coordinator/acl": {"coordinator/metadata"},
 	// The controller quorum and the broker's side of it.

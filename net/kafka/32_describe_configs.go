@@ -1,6 +1,7 @@
 // DescribeConfigs (key 32), versions 0-4.
 //
-// TOPIC resources: every topic key Samsa knows (configs.go), or those named, with the
+// TOPIC resources: every topic key Kafka 4 defines (coordinator/configs: those Samsa
+// does not act on say so in their documentation), or those named, with the
 // effective value and its source: the topic override (DYNAMIC_TOPIC_CONFIG), else the
 // first broker synonym set (DYNAMIC_BROKER_CONFIG for this node, DYNAMIC_DEFAULT_BROKER_
 // CONFIG for the cluster default, STATIC_BROKER_CONFIG from server.properties/env/flags,
@@ -10,8 +11,8 @@
 //
 // BROKER resources: named by this node's id: every broker key with its value and
 // source; named "": the cluster-wide dynamic defaults only. Another id:
-// INVALID_REQUEST. Read-only keys are flagged; none is sensitive (Samsa has no
-// password keys). Synonyms (v1+) when IncludeSynonyms, in precedence order; types and
+// INVALID_REQUEST. Read-only keys are flagged; password keys are sensitive (no
+// value). Synonyms (v1+) when IncludeSynonyms, in precedence order; types and
 // documentation (v3+) when IncludeDocumentation.
 //
 // Differences from Apache Kafka: BROKER_LOGGER and other resource types answer
