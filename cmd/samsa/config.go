@@ -58,7 +58,8 @@ var flagKeys = []struct {
 
 // loadConfig resolves the configuration from args, env (os.Environ form) and the file
 // args name. Unknown keys, from any source (file, SAMSA_ variables, --set), are warned
-// about on log and ignored; bad values of known keys are errors.
+// about on log and ignored; keys Samsa accepts without effect are logged; bad values of
+// known keys are errors.
 func loadConfig(args, env []string, log *slog.Logger, usageOut io.Writer) (*serverConfig, error) {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(usageOut)
@@ -90,6 +91,9 @@ func loadConfig(args, env []string, log *slog.Logger, usageOut io.Writer) (*serv
 		if !known {
 			log.Warn("unknown config key ignored", "key", key, "from", src)
 			return nil
+		}
+		if d := configs.Broker(key); d != nil && d.NoEffect {
+			log.Info("config key accepted without effect in Samsa (docs/CONFIG.md)", "key", key, "from", src)
 		}
 		c.set[key], c.source[key] = canon, src
 		return nil
