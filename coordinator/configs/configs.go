@@ -91,6 +91,8 @@ type Def struct {
 	// NoEffect: accepted, validated, stored and reported as Kafka does, but nothing in
 	// Samsa reads it (kafka_keys.go; the generated keys and the compatOnly ones).
 	NoEffect bool
+	// Check, if set, is a further check of the canonical value: why it is invalid, or "".
+	Check func(canonical string) string
 }
 
 func sp(s string) *string { return &s }
@@ -99,6 +101,16 @@ func parseInt(v string) int64 { n, _ := strconv.ParseInt(strings.TrimSpace(v), 1
 
 // Validate checks v against d and returns the canonical value.
 func (d *Def) Validate(v string) (string, error) {
+	c, err := d.validate(v)
+	if err == nil && d.Check != nil {
+		if why := d.Check(c); why != "" {
+			return "", fmt.Errorf("%w: invalid value %q for configuration %s: %s", ErrInvalidConfig, v, d.Name, why)
+		}
+	}
+	return c, err
+}
+
+func (d *Def) validate(v string) (string, error) {
 	bad := func(why string) (string, error) {
 		return "", fmt.Errorf("%w: invalid value %q for configuration %s: %s", ErrInvalidConfig, v, d.Name, why)
 	}

@@ -2,7 +2,9 @@ package configs
 
 import (
 	"math"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -74,6 +76,7 @@ func (k *KafkaKey) def() *Def {
 	if k.Synonym != "" {
 		d.Synonyms = []Synonym{{Name: k.Synonym, Scale: 1}}
 	}
+	d.Check = validCheck(k.Valid)
 	d.Doc = NoEffectDoc + ". Kafka: " + k.Doc
 	if k.Removed != "" {
 		d.Doc = NoEffectDoc + "; deprecated: Kafka " + k.Removed + " removed it, accepted here as Kafka " +
@@ -188,4 +191,56 @@ func Difference(topic bool, name string) string {
 		return topicDifferences[name]
 	}
 	return brokerDifferences[name]
+}
+
+var (
+	reRangeOr = regexp.MustCompile(`^\[(-?[0-9]+),\.\.\.,(-?[0-9]+)\] or (-?[0-9]+)$`) // "[1,...,9] or -1"
+	reReplica = regexp.MustCompile(`^[0-9]+:[0-9]+$`)
+)
+
+// validCheck is the check of the forms of Kafka's "Valid Values" that bounds and Enum
+// do not express (kafkadoc maps the others), nil for none.
+func validCheck(valid string) func(string) string {
+	switch valid {
+	case "non-empty string":
+		return func(v string) string {
+			if strings.TrimSpace(v) == "" {
+				return "must be non-empty"
+			}
+			return ""
+		}
+	case "non-empty list":
+		return func(v string) string {
+			if strings.Trim(v, ", ") == "" {
+				return "must be a non-empty list"
+			}
+			return ""
+		}
+	case "[partitionId]:[brokerId],[partitionId]:[brokerId],...":
+		// Kafka's ThrottledReplicaListValidator: "*", or partition:broker pairs.
+		return func(v string) string {
+			if strings.TrimSpace(v) == "*" || v == "" {
+				return ""
+			}
+			for _, it := range strings.Split(v, ",") {
+				if !reReplica.MatchString(strings.TrimSpace(it)) {
+					return "must be * or a list of [partitionId]:[brokerId]"
+				}
+			}
+			return ""
+		}
+	}
+	if m := reRangeOr.FindStringSubmatch(valid); m != nil {
+		lo, _ := strconv.ParseInt(m[1], 10, 64)
+		hi, _ := strconv.ParseInt(m[2], 10, 64)
+		or, _ := strconv.ParseInt(m[3], 10, 64)
+		return func(v string) string {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || (n != or && (n < lo || n > hi)) {
+				return "must be " + valid
+			}
+			return ""
+		}
+	}
+	return nil
 }

@@ -18,8 +18,9 @@
 //
 // The simple forms of "Valid Values" become bounds or an enumeration: [a,...],
 // [a,...,b], [x, y, z] ("(case insensitive) [...]" too; a version list also takes each
-// version without its -IVn suffix, as Kafka 3's ApiVersionValidator did). Other forms
-// (non-empty string, [1,...,9] or -1, ...) are kept as text only. Defaults drop Kafka's
+// version without its -IVn suffix, as Kafka 3's ApiVersionValidator did). The other
+// forms (non-empty string, [1,...,9] or -1, ...) are kept as text, which the package
+// checks at run time (validCheck). Defaults drop Kafka's
 // unit note ("604800000 (7 days)"); null and no default become nil.
 //
 // Run it with `go generate` in coordinator/configs, with KAFKA_SITE set to a checkout
@@ -119,7 +120,7 @@ func defaultValue(s string) string {
 }
 
 // bounds maps the simple forms of Kafka's "Valid Values": [a,...], [a,...,b] and
-// [x, y, z]. Others (non-empty string, [1,...,9] or -1, ...) are kept as text only.
+// [x, y, z]. Others (non-empty string, [1,...,9] or -1, ...) are left to validCheck.
 func bounds(kind, valid string) (lo, hi, enum string) {
 	lo = "noMin"
 	num := func(s string) (string, bool) {
