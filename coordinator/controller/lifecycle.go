@@ -101,22 +101,27 @@ type BrokerLifecycle struct {
 	cfg LifecycleConfig
 	log *slog.Logger
 
-	mu        sync.Mutex
-	state     BrokerState
-	epoch     int64 // -1: not registered
-	offset    uint64
-	fenced    bool
-	caughtUp  bool
-	shutdown  bool // controlled shutdown asked
-	seq       uint64
-	inFlight  bool
-	sentAt    time.Time
-	nextAt    time.Time
-	failSince time.Time
-	answered  time.Time // when an active controller last answered
-	lastWarn  time.Time
-	wake      chan struct{}
-	changed   chan struct{} // closed on every state change
+	mu    sync.Mutex
+	state BrokerState
+	epoch int64 // -1: not registered
+	// unfencedSeen is the epoch an applied image last showed unfenced (-1: none). An
+	// image showing this broker fenced means a lost session only after one showed it
+	// unfenced: the controller unfences it (the heartbeat's answer) before the broker
+	// has applied that record, and the images in between still show it fenced.
+	unfencedSeen int64
+	offset       uint64
+	fenced       bool
+	caughtUp     bool
+	shutdown     bool // controlled shutdown asked
+	seq          uint64
+	inFlight     bool
+	sentAt       time.Time
+	nextAt       time.Time
+	failSince    time.Time
+	answered     time.Time // when an active controller last answered
+	lastWarn     time.Time
+	wake         chan struct{}
+	changed      chan struct{} // closed on every state change
 	// stopping are the other brokers the last image showed in controlled shutdown;
 	// soon: one of them is new, so the next heartbeat goes as soon as possible (the
 	// controller lets a broker stop once every active one reported the offset that
@@ -155,7 +160,7 @@ func NewBrokerLifecycle(cfg LifecycleConfig) (*BrokerLifecycle, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	b := &BrokerLifecycle{cfg: cfg, log: cfg.Logger, state: StateStarting, epoch: -1, fenced: true,
+	b := &BrokerLifecycle{cfg: cfg, log: cfg.Logger, state: StateStarting, epoch: -1, unfencedSeen: -1, fenced: true,
 		wake: make(chan struct{}, 1), changed: make(chan struct{})}
 	b.nextAt = cfg.Clock.Now()
 	return b, nil
@@ -196,6 +201,9 @@ func (b *BrokerLifecycle) MetadataApplied(offset uint64, im *metadata.Image) {
 	}
 	self, ok := im.Broker(b.cfg.NodeID)
 	mine := ok && self.Epoch == b.epoch
+	if mine && !self.Fenced {
+		b.unfencedSeen = b.epoch
+	}
 	if b.noteStoppingLocked(im) && b.state == StateRunning {
 		if b.inFlight {
 			b.soon = true
@@ -208,7 +216,7 @@ func (b *BrokerLifecycle) MetadataApplied(offset uint64, im *metadata.Image) {
 	case b.state == StateRecovery && mine && !b.inFlight:
 		b.nextAt = b.cfg.Clock.Now()
 		b.signalLocked()
-	case b.state == StateRunning && mine && self.Fenced:
+	case b.state == StateRunning && mine && self.Fenced && b.unfencedSeen == b.epoch:
 		b.log.Warn("broker lifecycle: the metadata shows this broker fenced (session lost?); registering again", "broker", b.cfg.NodeID, "epoch", b.epoch)
 		b.inFlight = false // an answer to the request in flight no longer matters
 		b.seq++

@@ -292,3 +292,36 @@ func TestControlledShutdownIsQuick(t *testing.T) {
 		t.Fatal("broker 1 still leads")
 	}
 }
+
+// TestLifecycleStaleFencedImage: the controller unfences the broker (its heartbeat's
+// answer) before the broker applies that record, so the images it applies meanwhile
+// still show it fenced at its epoch. Those do not send it back to register; an image
+// showing it fenced after one showed it unfenced does (a lost session).
+func TestLifecycleStaleFencedImage(t *testing.T) {
+	clock := NewManualClock(t0)
+	b := newLifecycle(t, 1, clock, nil)
+	_, seq, _ := b.Next(clock.Now())
+	reg := kmsg.NewPtrBrokerRegistrationResponse()
+	reg.BrokerEpoch = 6
+	b.OnResponse(clock.Now(), seq, reg, nil)
+	_, hseq, _ := b.Next(clock.Now())
+	hb := kmsg.NewPtrBrokerHeartbeatResponse()
+	hb.IsCaughtUp, hb.IsFenced = true, false
+	b.OnResponse(clock.Now(), hseq, hb, nil)
+	if b.State() != StateRunning {
+		t.Fatalf("after the unfencing heartbeat: %v", b.State())
+	}
+	image := func(fenced bool) *metadata.Image {
+		return mustApply(t, &metadata.Image{}, &metadata.RegisterBrokerRecord{ID: 1, Epoch: 6, Fenced: fenced,
+			Endpoints: []metadata.Endpoint{{Name: "PLAINTEXT", Host: "h", Port: 9001}}})
+	}
+	b.MetadataApplied(10, image(true))
+	if b.State() != StateRunning {
+		t.Fatalf("a stale image (fenced, before the unfencing record) sent it to %v", b.State())
+	}
+	b.MetadataApplied(11, image(false))
+	b.MetadataApplied(12, image(true))
+	if b.State() != StateStarting {
+		t.Fatalf("fenced after being shown unfenced: %v, want STARTING (register again)", b.State())
+	}
+}
