@@ -164,8 +164,13 @@ type Config struct {
 	VoterTimeout time.Duration
 	// RaftQueue bounds the raft messages queued for one voter (1024); more are dropped.
 	RaftQueue int
-	// Dial opens a connection (nil: a net.Dialer).
+	// Dial opens a connection (nil: a net.Dialer); TLS and SASL, when the target's
+	// Security asks for them, run over what it returns.
 	Dial func(ctx context.Context, addr string) (net.Conn, error)
+	// VoterSecurity is how voters' controller listeners (and the bootstrap servers)
+	// are reached, BrokerSecurity how brokers' inter-broker listeners are: TLS and
+	// SASL (security.go). Zero: PLAINTEXT.
+	VoterSecurity, BrokerSecurity Security
 	// Logger receives connection events (nil: discard).
 	Logger *slog.Logger
 }
@@ -238,6 +243,7 @@ type Client struct {
 	}
 	leader leaderHint // the active controller, as last learned; suspects
 	raft   raftState
+	reauth atomic.Int64 // re-authentications that succeeded (security.go)
 }
 
 // voterSet is the voters: controller.quorum.voters, or what the bootstrap servers
@@ -412,8 +418,13 @@ type slot struct {
 		retryAt  time.Time
 		lastErr  error
 		closed   bool
+		// authLogged: when an authentication failure was last logged as an error.
+		authLogged time.Time
 	}
 }
+
+// authLogInterval spaces the error logs of a slot's failing authentications.
+const authLogInterval = 30 * time.Second
 
 func (s *slot) get(ctx context.Context) (*conn, error) {
 	for {
@@ -458,7 +469,7 @@ func (s *slot) get(ctx context.Context) (*conn, error) {
 			cn.fail(ErrClosed)
 			return nil, ErrClosed
 		case err == nil:
-			s.mu.conn, s.mu.failures, s.mu.lastErr = cn, 0, nil
+			s.mu.conn, s.mu.failures, s.mu.lastErr, s.mu.authLogged = cn, 0, nil, time.Time{}
 			s.mu.Unlock()
 			return cn, nil
 		case ctx.Err() != nil && s.c.ctx.Err() == nil:
@@ -469,8 +480,20 @@ func (s *slot) get(ctx context.Context) (*conn, error) {
 			s.mu.failures++
 			s.mu.lastErr = err
 			s.mu.retryAt = time.Now().Add(s.backoffLocked())
+			now := time.Now()
+			logAuth := errors.Is(err, ErrAuthentication) && (s.mu.authLogged.IsZero() || now.Sub(s.mu.authLogged) >= authLogInterval)
+			if logAuth {
+				s.mu.authLogged = now
+			}
 			s.mu.Unlock()
-			s.c.log.Debug("peer dial failed", "to", s.key.to.String(), "purpose", string(s.key.purpose), "err", err)
+			if logAuth {
+				// Retrying will not help until the configuration changes: say so
+				// (every authLogInterval while it lasts).
+				s.c.log.Error("peer authentication failed; retrying (check the listener's ssl.* stores and the sasl.jaas.config credentials)",
+					"to", s.key.to.String(), "purpose", string(s.key.purpose), "err", err)
+			} else {
+				s.c.log.Debug("peer dial failed", "to", s.key.to.String(), "purpose", string(s.key.purpose), "err", err)
+			}
 			return nil, err
 		}
 	}
@@ -525,12 +548,30 @@ func (s *slot) dial(ctx context.Context) (*conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: dial %s at %s: %w", ErrConnection, s.key.to, addr, err)
 	}
+	sec := s.c.security(s.key.to.Role)
+	if sec.TLS != nil {
+		tc, err := startTLS(dctx, sec, nc, addr)
+		if err != nil {
+			nc.Close()
+			return nil, fmt.Errorf("%s at %s: %w", s.key.to, addr, err)
+		}
+		nc = tc
+	}
 	cn := newConn(s, nc)
 	if err := cn.handshake(dctx); err != nil {
 		nc.Close()
 		return nil, fmt.Errorf("%s at %s: %w", s.key.to, addr, err)
 	}
 	go cn.readLoop()
+	if sec.SASL != nil {
+		expiry, err := cn.authenticate(dctx, sec.SASL, addr)
+		if err != nil {
+			err = fmt.Errorf("%s at %s: %w", s.key.to, addr, err)
+			cn.fail(err)
+			return nil, err
+		}
+		cn.scheduleReauth(sec.SASL, addr, expiry)
+	}
 	if s.key.to.Role == RoleVoter && s.c.cfg.CheckVoterSet {
 		if err := s.checkVoterSet(dctx, cn, addr); err != nil {
 			cn.fail(err)

@@ -32,11 +32,15 @@ type conn struct {
 	wmu  sync.Mutex
 	corr int32
 	wbuf []byte
+	// reauthing is closed when the running re-authentication ends; nil: none runs.
+	// Guarded by wmu.
+	reauthing chan struct{}
 
 	mu struct {
 		sync.Mutex
 		pending []*call
 		err     error
+		reauth  *time.Timer // the next re-authentication (security.go); nil: none
 	}
 }
 
@@ -85,6 +89,9 @@ func (cn *conn) fail(err error) {
 	cn.mu.err = err
 	pending := cn.mu.pending
 	cn.mu.pending = nil
+	if cn.mu.reauth != nil {
+		cn.mu.reauth.Stop()
+	}
 	close(cn.dead)
 	cn.mu.Unlock()
 	cn.nc.Close()
@@ -184,17 +191,40 @@ func (cn *conn) version(key, kmax int16) (int16, error) {
 
 // send writes req (its version already set) with a fresh correlation id; with
 // wantResponse it queues a call for the answer, waiting for an in-flight slot first.
+//
+// While the connection re-authenticates (KIP-368), only the SASL requests are
+// written; the others wait for its end, so none reaches the peer between the expiry
+// of the old session and the start of the new one (which the peer would answer by
+// closing the connection).
 func (cn *conn) send(ctx context.Context, req kmsg.Request, wantResponse bool) (*call, error) {
-	if wantResponse {
+	sasl := req.Key() == 17 || req.Key() == 36
+	for {
+		if wantResponse {
+			select {
+			case cn.slots <- struct{}{}:
+			case <-cn.dead:
+				return nil, cn.err()
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		cn.wmu.Lock()
+		g := cn.reauthing
+		if g == nil || sasl {
+			break
+		}
+		cn.wmu.Unlock()
+		if wantResponse {
+			<-cn.slots
+		}
 		select {
-		case cn.slots <- struct{}{}:
+		case <-g:
 		case <-cn.dead:
 			return nil, cn.err()
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
 	}
-	cn.wmu.Lock()
 	defer cn.wmu.Unlock()
 	cn.corr++
 	var c *call
