@@ -9,7 +9,8 @@
 // authenticated connection with connections.max.reauth.ms set, a v1 handshake of the
 // same mechanism begins a re-authentication (KIP-368). On a listener without SASL (or
 // a broker served without a SecureListener) it is UNSUPPORTED_SASL_MECHANISM with no
-// mechanisms listed.
+// mechanisms listed. The controller listener serves it the same way
+// (controller_security.go).
 
 package kafka
 
@@ -25,6 +26,7 @@ import (
 
 func init() {
 	register(API{Key: 17, MinVersion: 0, MaxVersion: 1, Handle: handleSaslHandshake})
+	registerController(API{Key: 17, MinVersion: 0, MaxVersion: 1, Control: func(_ *ControllerHandler, r *Request) { handleSaslHandshake(nil, r) }})
 }
 
 func handleSaslHandshake(b *Broker, r *Request) {

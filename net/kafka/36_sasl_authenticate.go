@@ -28,6 +28,7 @@ import (
 
 func init() {
 	register(API{Key: 36, MinVersion: 0, MaxVersion: 2, Handle: handleSaslAuthenticate})
+	registerController(API{Key: 36, MinVersion: 0, MaxVersion: 2, Control: func(_ *ControllerHandler, r *Request) { handleSaslAuthenticate(nil, r) }})
 }
 
 // saslCloseGrace is how long after a refusal's answer its connection is closed.

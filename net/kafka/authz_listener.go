@@ -119,25 +119,8 @@ func (l *SecureListener) state(c transport.Conn) (*connSecurity, error) {
 
 // Serve implements transport.Handler.
 func (l *SecureListener) Serve(tr transport.Request) {
-	cs, err := l.state(tr.Conn)
-	if err != nil {
-		tr.Ticket.CloseConn()
-		return
-	}
-	now := l.sec.Now()
-	if cs.session.ExpectsRawToken() {
-		cs.rawToken(tr, now)
-		return
-	}
-	h, err := parseFixedHeader(tr.Frame)
-	if err != nil {
-		reject(tr, &h, l.b.metrics, l.log, err)
-		return
-	}
-	if err := cs.session.Admit(h.Key, now); err != nil {
-		l.log.Debug("closing connection: request before authentication", "remote", tr.Conn.RemoteAddr(), "key", h.Key, "err", err)
-		l.b.metrics.rejected.Inc()
-		tr.Ticket.CloseConn()
+	cs := l.admit(tr, l.b.metrics)
+	if cs == nil {
 		return
 	}
 	api, r := parseRequest(tr, brokerAPIs, l.b.metrics, l.log, l.b.apiVersions)
@@ -149,13 +132,43 @@ func (l *SecureListener) Serve(tr transport.Request) {
 	if !l.b.authorize(r) {
 		return
 	}
-	if h.Key == findCoordinatorKey {
+	if r.Header.Key == findCoordinatorKey {
 		l.advertiseListener(r)
 	}
 	if l.sec.Authorizer != nil {
 		l.authorizedOperations(r, cs.ctx)
 	}
 	l.b.handle(api, r) // quotas.go
+}
+
+// admit runs tr through its connection's session before the request is parsed: a
+// raw SASL token is answered here, a request the session does not admit closes the
+// connection (counted in m). It returns the connection's state when the request is
+// to be served, nil when it was handled. The controller listener's handler
+// (controller_security.go) shares it.
+func (l *SecureListener) admit(tr transport.Request, m *metrics) *connSecurity {
+	cs, err := l.state(tr.Conn)
+	if err != nil {
+		tr.Ticket.CloseConn()
+		return nil
+	}
+	now := l.sec.Now()
+	if cs.session.ExpectsRawToken() {
+		cs.rawToken(tr, now)
+		return nil
+	}
+	h, err := parseFixedHeader(tr.Frame)
+	if err != nil {
+		reject(tr, &h, m, l.log, err)
+		return nil
+	}
+	if err := cs.session.Admit(h.Key, now); err != nil {
+		l.log.Debug("closing connection: request before authentication", "remote", tr.Conn.RemoteAddr(), "key", h.Key, "err", err)
+		m.rejected.Inc()
+		tr.Ticket.CloseConn()
+		return nil
+	}
+	return cs
 }
 
 // authorizedOperations fills KIP-430's authorized-operations fields of Metadata,

@@ -31,6 +31,10 @@ type ControllerConfig struct {
 	// Registerer receives the listener's metrics (samsa_controller_listener_*); nil
 	// keeps them unregistered.
 	Registerer prometheus.Registerer
+	// Security, when set, is the listener's protocol and authentication (SSL,
+	// SASL_PLAINTEXT, SASL_SSL; no Authorizer): see controller_security.go. Nil:
+	// PLAINTEXT, every connection served.
+	Security *ListenerSecurity
 }
 
 // VoterEndpoint is a voter's controller listener.
@@ -104,6 +108,7 @@ type ControllerHandler struct {
 	voter   Voter
 
 	apiVersions []apiKeyEntry
+	sec         *SecureListener // the connections' sessions; nil: PLAINTEXT
 	panics      atomic.Int64
 	raftDropped atomic.Int64 // SamsaRaft bodies that did not decode
 
@@ -133,6 +138,12 @@ func NewControllerHandler(cfg ControllerConfig, ctrl ControllerService, voter Vo
 	h := &ControllerHandler{cfg: cfg, log: log, ctrl: ctrl, voter: voter}
 	h.metrics = newTableMetrics(cfg.Registerer, "controller_listener", controllerAPIs)
 	h.apiVersions = tableApiVersions(controllerAPIs)
+	if cfg.Security != nil {
+		var err error
+		if h.sec, err = newControllerSessions(h, *cfg.Security); err != nil {
+			return nil, err
+		}
+	}
 	h.ctx, h.cancel = context.WithCancel(context.Background())
 	if cfg.Registerer != nil {
 		cfg.Registerer.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
@@ -145,18 +156,28 @@ func NewControllerHandler(cfg ControllerConfig, ctrl ControllerService, voter Vo
 
 // Serve implements transport.Handler.
 func (h *ControllerHandler) Serve(tr transport.Request) {
+	var cs *connSecurity
+	if h.sec != nil {
+		if cs = h.sec.admit(tr, h.metrics); cs == nil {
+			return
+		}
+	}
 	api, r := parseRequest(tr, controllerAPIs, h.metrics, h.log, h.apiVersions)
 	if r == nil {
 		return
 	}
+	r.sec = cs
 	defer recoverHandler(r, h.log, &h.panics)
 	api.Control(h, r)
 }
 
 // ConnOpened implements transport.ConnObserver.
-func (h *ControllerHandler) ConnOpened(transport.Conn) {
+func (h *ControllerHandler) ConnOpened(c transport.Conn) {
 	h.metrics.connections.Inc()
 	h.metrics.accepted.Inc()
+	if h.sec != nil {
+		h.secureConnOpened(c)
+	}
 }
 
 // ConnClosed implements transport.ConnObserver: a connection that carried a
@@ -165,6 +186,9 @@ func (h *ControllerHandler) ConnClosed(c transport.Conn) {
 	h.metrics.connections.Dec()
 	if c == nil {
 		return
+	}
+	if h.sec != nil {
+		h.sec.conns.Delete(c.ID())
 	}
 	if _, ok := h.hbConns.LoadAndDelete(c.ID()); ok {
 		if ca, ok := h.ctrl.(ConnAwareController); ok {
