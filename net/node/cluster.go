@@ -42,7 +42,7 @@ func (r *imageRef) image() *metadata.Image {
 // newPeer returns the node's client of the other nodes. A broker-only node given
 // controller.quorum.bootstrap.servers (voters with id -1) learns the voters from
 // them; every connection to a voter checks that the voter lists the same voter ids.
-func newPeer(cfg *Config, clusterID string, images *imageRef, log *slog.Logger) (*peer.Client, error) {
+func newPeer(cfg *Config, clusterID string, images *imageRef, sec *internode, log *slog.Logger) (*peer.Client, error) {
 	voters := map[int32]string{}
 	var bootstrap []string
 	for _, v := range cfg.Voters {
@@ -57,6 +57,7 @@ func newPeer(cfg *Config, clusterID string, images *imageRef, log *slog.Logger) 
 	}
 	pcfg := peer.Config{NodeID: cfg.NodeID, ClusterID: clusterID, Voters: voters, BootstrapServers: bootstrap,
 		CheckVoterSet: true, VoterTimeout: cfg.getMs("controller.quorum.fetch.timeout.ms"),
+		VoterSecurity: sec.voter, BrokerSecurity: sec.broker,
 		Logger: log.With("component", "peer")}
 	if cfg.Roles.Broker {
 		pcfg.BrokerAddr = peer.ImageBrokerAddrs(images.image, cfg.InterBrokerListener)
@@ -73,16 +74,33 @@ type controllerListener struct {
 
 // startControllerListener serves ln with the controller listener's handler over the
 // role's controller and voter.
-func startControllerListener(cfg *Config, clusterID string, r *controllerRole, ln net.Listener, reg prometheus.Registerer, log *slog.Logger, fail func(error)) (*controllerListener, error) {
+// A secured controller listener (sec.ctl) is served by the Std transport over TLS
+// (SSL, SASL_SSL) and with SASL sessions (SASL_*), SCRAM credentials read from the
+// voter's committed image.
+func startControllerListener(cfg *Config, clusterID string, r *controllerRole, ln net.Listener, sec *internode, reg prometheus.Registerer, log *slog.Logger, fail func(error)) (*controllerListener, error) {
 	var voters []kafka.VoterEndpoint
 	for _, v := range cfg.Voters {
 		voters = append(voters, kafka.VoterEndpoint{ID: v.ID, Host: v.Host, Port: int32(v.Port)})
 	}
+	server, err := serverConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	ls, err := sec.controllerSecurity(server, func() *metadata.Image { _, im := r.q.Committed(); return im })
+	if err != nil {
+		return nil, fmt.Errorf("%w: controller listener: %v", ErrConfig, err)
+	}
 	h, err := kafka.NewControllerHandler(kafka.ControllerConfig{
 		NodeID: cfg.NodeID, ClusterID: clusterID, Listener: cfg.ControllerListenerNames[0], Voters: voters, Registerer: reg,
+		Security: ls,
 	}, r.ctl, r.q, log.With("component", "controller-listener"))
 	if err != nil {
 		return nil, err
+	}
+	if sec.ctl != nil && sec.ctl.tls != nil {
+		if ln, err = sec.ctl.tls.Listener(ln); err != nil {
+			return nil, fmt.Errorf("%w: controller listener: %v", ErrConfig, err)
+		}
 	}
 	c := &controllerListener{h: h, ln: ln, tr: transport.NewStd(transport.Config{MaxRequestBytes: cfg.MaxRequestBytes, IdleTimeout: cfg.IdleTimeout}, h, log.With("component", "controller-transport"))}
 	go func() {
@@ -90,7 +108,11 @@ func startControllerListener(cfg *Config, clusterID string, r *controllerRole, l
 			fail(fmt.Errorf("controller listener: %w", err))
 		}
 	}()
-	log.Info("controller listener", "addr", ln.Addr().String())
+	proto := "PLAINTEXT"
+	if sec.ctl != nil {
+		proto = sec.ctl.proto.String()
+	}
+	log.Info("controller listener", "addr", ln.Addr().String(), "protocol", proto)
 	return c, nil
 }
 

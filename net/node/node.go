@@ -49,6 +49,7 @@ type Node struct {
 	eng     *engine.Manager
 	reg     *prometheus.Registry
 	peer    *peer.Client        // the other nodes
+	inter   *internode          // TLS and SASL between nodes (internode.go)
 	ctl     *controllerRole     // nil without the controller role
 	ctlLn   *controllerListener // the CONTROLLER listener; nil without one
 	brk     *brokerRole         // nil without the broker role
@@ -111,7 +112,10 @@ func Start(cfg *Config, opts Options) (_ *Node, err error) {
 	n.reg = prometheus.NewRegistry()
 	n.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	images := &imageRef{}
-	if n.peer, err = newPeer(cfg, n.clusterID, images, n.log); err != nil {
+	if n.inter, err = newInternode(cfg, n.log); err != nil {
+		return nil, err
+	}
+	if n.peer, err = newPeer(cfg, n.clusterID, images, n.inter, n.log); err != nil {
 		return nil, err
 	}
 	if cfg.Roles.Controller {
@@ -127,7 +131,7 @@ func Start(cfg *Config, opts Options) (_ *Node, err error) {
 		// partition) is not waited on once the quorum has elected another.
 		n.ctl.q.SubscribeLeadership(func(l quorum.Leadership) { n.peer.NoteLeaderTerm(l.Leader, l.Term) })
 		if l, ok := cfg.ControllerListener(); ok {
-			if n.ctlLn, err = startControllerListener(cfg, n.clusterID, n.ctl, n.lns[l.Name], n.reg, n.log, n.fail); err != nil {
+			if n.ctlLn, err = startControllerListener(cfg, n.clusterID, n.ctl, n.lns[l.Name], n.inter, n.reg, n.log, n.fail); err != nil {
 				return nil, err
 			}
 		}
@@ -404,6 +408,7 @@ func (n *Node) shutdown(ctx context.Context, graceful bool) error {
 		if n.peer != nil {
 			n.peer.Close()
 		}
+		n.inter.close()
 		if n.eng != nil {
 			if err := n.eng.Close(); err != nil {
 				errs = append(errs, fmt.Errorf("closing logs: %w", err))

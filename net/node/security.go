@@ -53,6 +53,9 @@ type listenerSecurity struct {
 	tls   *transport.TLS // SSL and SASL_SSL
 	sasl  []string       // mechanisms, SASL protocols
 	plain *auth.StaticPlain
+	// maxReauth is listener.name.<l>.connections.max.reauth.ms, when set: the
+	// listener's own session lifetime.
+	maxReauth *time.Duration
 }
 
 // nodeSecurity is the security of a broker's listeners.
@@ -87,68 +90,88 @@ func newNodeSecurity(cfg *Config, log *slog.Logger) (*nodeSecurity, error) {
 		}
 		s.authorizer = acl.New(acl.Config{SuperUsers: supers, AllowIfNoACL: cfg.Get("allow.everyone.if.no.acl.found") == "true"})
 	}
-	rules, err := auth.ParseMappingRules(cfg.Get("ssl.principal.mapping.rules"))
-	if err != nil {
-		return nil, fmt.Errorf("%w: ssl.principal.mapping.rules: %v", ErrConfig, err)
-	}
-	ms := func(key string) time.Duration { return time.Duration(cfg.getInt(key)) * time.Millisecond }
-	maxRecv, _ := strconv.Atoi(cfg.Get("sasl.server.max.receive.size"))
-	s.server = auth.ServerConfig{MaxReauth: ms("connections.max.reauth.ms"), FailureDelay: ms("connection.failed.authentication.delay.ms"),
-		MaxReceiveSize: maxRecv, Principals: auth.PrincipalBuilder{Rules: rules}}
-
-	if l, ok := cfg.Listener(firstOr(cfg.ControllerListenerNames)); ok && cfg.Roles.Controller && l.Protocol != "PLAINTEXT" {
-		return nil, fmt.Errorf("%w: controller listener %s is %s: only PLAINTEXT controller listeners are served so far", ErrConfig, l.Name, l.Protocol)
+	var err error
+	if s.server, err = serverConfig(cfg); err != nil {
+		return nil, err
 	}
 	for _, l := range cfg.BrokerListeners() {
-		p, ok := auth.ParseSecurityProtocol(l.Protocol)
-		if !ok {
-			return nil, fmt.Errorf("%w: listener %s: security protocol %q", ErrConfig, l.Name, l.Protocol)
-		}
-		if p != auth.Plaintext && l.Name == cfg.InterBrokerListener && !(cfg.Combined() && cfg.SoleVoter()) {
-			return nil, fmt.Errorf("%w: inter-broker listener %s is %s: TLS and SASL between nodes are not served yet (use a PLAINTEXT inter-broker listener beside the secured client listener)", ErrConfig, l.Name, p)
-		}
-		ls := &listenerSecurity{l: l, proto: p}
-		get := lookup(cfg, l.Name)
-		if p.TLS() {
-			if cfg.Transport == "reactor" {
-				return nil, fmt.Errorf("%w: listener %s is %s but transport=reactor serves plaintext only: set transport=std", ErrConfig, l.Name, p)
-			}
-			sc, err := transport.SSLConfigFromProps(get)
-			if err != nil {
-				return nil, fmt.Errorf("%w: listener %s: %v", ErrConfig, l.Name, err)
-			}
-			if ls.tls, err = transport.NewTLS(sc, log.With("listener", l.Name)); err != nil {
-				return nil, fmt.Errorf("%w: listener %s: %v", ErrConfig, l.Name, err)
-			}
-		}
-		if p.SASL() {
-			mechs, ok := get("sasl.enabled.mechanisms")
-			if !ok {
-				mechs = cfg.Get("sasl.enabled.mechanisms")
-			}
-			for _, m := range strings.Split(mechs, ",") {
-				if m = strings.ToUpper(strings.TrimSpace(m)); m != "" {
-					ls.sasl = append(ls.sasl, m)
-				}
-			}
-			if jaas, ok := cfg.Keys["listener.name."+strings.ToLower(l.Name)+".plain.sasl.jaas.config"]; ok {
-				j, err := auth.ParseJAAS(jaas)
-				if err != nil {
-					return nil, fmt.Errorf("%w: listener %s PLAIN sasl.jaas.config: %v", ErrConfig, l.Name, err)
-				}
-				if len(j.Users()) > 0 {
-					if ls.plain, err = auth.StaticPlainFromJAAS(j); err != nil {
-						return nil, fmt.Errorf("%w: listener %s: %v", ErrConfig, l.Name, err)
-					}
-				}
-			}
-			if _, err := auth.Mechanisms(ls.sasl, nil, nil); err != nil {
-				return nil, fmt.Errorf("%w: listener %s sasl.enabled.mechanisms: %v", ErrConfig, l.Name, err)
-			}
+		ls, err := readListenerSecurity(cfg, l, log)
+		if err != nil {
+			return nil, err
 		}
 		s.listeners[l.Name] = ls
 	}
 	return s, nil
+}
+
+// serverConfig is the authentication settings every secured listener shares (its
+// mechanisms are the listener's own).
+func serverConfig(cfg *Config) (auth.ServerConfig, error) {
+	rules, err := auth.ParseMappingRules(cfg.Get("ssl.principal.mapping.rules"))
+	if err != nil {
+		return auth.ServerConfig{}, fmt.Errorf("%w: ssl.principal.mapping.rules: %v", ErrConfig, err)
+	}
+	ms := func(key string) time.Duration { return time.Duration(cfg.getInt(key)) * time.Millisecond }
+	maxRecv, _ := strconv.Atoi(cfg.Get("sasl.server.max.receive.size"))
+	return auth.ServerConfig{MaxReauth: ms("connections.max.reauth.ms"), FailureDelay: ms("connection.failed.authentication.delay.ms"),
+		MaxReceiveSize: maxRecv, Principals: auth.PrincipalBuilder{Rules: rules}}, nil
+}
+
+// readListenerSecurity reads the security of listener l (a broker listener or the
+// controller listener) from cfg's keys; errors are start-up errors (ErrConfig).
+func readListenerSecurity(cfg *Config, l Listener, log *slog.Logger) (*listenerSecurity, error) {
+	p, ok := auth.ParseSecurityProtocol(l.Protocol)
+	if !ok {
+		return nil, fmt.Errorf("%w: listener %s: security protocol %q", ErrConfig, l.Name, l.Protocol)
+	}
+	ls := &listenerSecurity{l: l, proto: p}
+	get := lookup(cfg, l.Name)
+	if v, ok := cfg.Keys["listener.name."+strings.ToLower(l.Name)+".connections.max.reauth.ms"]; ok {
+		ms, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil || ms < 0 {
+			return nil, fmt.Errorf("%w: listener.name.%s.connections.max.reauth.ms %q", ErrConfig, strings.ToLower(l.Name), v)
+		}
+		d := time.Duration(ms) * time.Millisecond
+		ls.maxReauth = &d
+	}
+	if p.TLS() {
+		if cfg.Transport == "reactor" {
+			return nil, fmt.Errorf("%w: listener %s is %s but transport=reactor serves plaintext only: set transport=std", ErrConfig, l.Name, p)
+		}
+		sc, err := transport.SSLConfigFromProps(get)
+		if err != nil {
+			return nil, fmt.Errorf("%w: listener %s: %v", ErrConfig, l.Name, err)
+		}
+		if ls.tls, err = transport.NewTLS(sc, log.With("listener", l.Name)); err != nil {
+			return nil, fmt.Errorf("%w: listener %s: %v", ErrConfig, l.Name, err)
+		}
+	}
+	if p.SASL() {
+		mechs, ok := get("sasl.enabled.mechanisms")
+		if !ok {
+			mechs = cfg.Get("sasl.enabled.mechanisms")
+		}
+		for _, m := range strings.Split(mechs, ",") {
+			if m = strings.ToUpper(strings.TrimSpace(m)); m != "" {
+				ls.sasl = append(ls.sasl, m)
+			}
+		}
+		if jaas, ok := cfg.Keys["listener.name."+strings.ToLower(l.Name)+".plain.sasl.jaas.config"]; ok {
+			j, err := auth.ParseJAAS(jaas)
+			if err != nil {
+				return nil, fmt.Errorf("%w: listener %s PLAIN sasl.jaas.config: %v", ErrConfig, l.Name, err)
+			}
+			if len(j.Users()) > 0 {
+				if ls.plain, err = auth.StaticPlainFromJAAS(j); err != nil {
+					return nil, fmt.Errorf("%w: listener %s: %v", ErrConfig, l.Name, err)
+				}
+			}
+		}
+		if _, err := auth.Mechanisms(ls.sasl, nil, nil); err != nil {
+			return nil, fmt.Errorf("%w: listener %s sasl.enabled.mechanisms: %v", ErrConfig, l.Name, err)
+		}
+	}
+	return ls, nil
 }
 
 func firstOr(names []string) string {
@@ -169,24 +192,33 @@ func (s *nodeSecurity) plain(name string) bool {
 // from b's image.
 func (s *nodeSecurity) handler(name string, b *kafka.Broker) (*kafka.SecureListener, error) {
 	ls := s.listeners[name]
-	cfg := s.server
+	srv, err := ls.authServer(s.server, func() *metadata.Image { _, im := b.Image(); return im })
+	if err != nil {
+		return nil, err
+	}
+	return kafka.NewSecureListener(b, kafka.ListenerSecurity{Name: name, Protocol: ls.proto, Auth: srv, Authorizer: s.authorizer})
+}
+
+// authServer is the listener's authentication over the shared settings: its SASL
+// mechanisms (PLAIN users from its JAAS configuration, else SCRAM credentials read
+// from image) and its own session lifetime, if set.
+func (ls *listenerSecurity) authServer(shared auth.ServerConfig, image func() *metadata.Image) (*auth.Server, error) {
+	cfg := shared
+	if ls.maxReauth != nil {
+		cfg.MaxReauth = *ls.maxReauth
+	}
 	if ls.proto.SASL() {
-		store := auth.ImageCredentials(func() *metadata.Image { _, im := b.Image(); return im })
 		var plain auth.PlainAuthenticator
 		if ls.plain != nil {
 			plain = ls.plain
 		}
-		mechs, err := auth.Mechanisms(ls.sasl, store, plain)
+		mechs, err := auth.Mechanisms(ls.sasl, auth.ImageCredentials(image), plain)
 		if err != nil {
 			return nil, err
 		}
 		cfg.Mechanisms = mechs
 	}
-	srv, err := auth.NewServer(cfg)
-	if err != nil {
-		return nil, err
-	}
-	return kafka.NewSecureListener(b, kafka.ListenerSecurity{Name: name, Protocol: ls.proto, Auth: srv, Authorizer: s.authorizer})
+	return auth.NewServer(cfg)
 }
 
 // protocolID is the metadata.Endpoint id of a listener's protocol name.
