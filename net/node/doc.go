@@ -26,14 +26,14 @@
 // Kafka's KRaft keys (docs/CLUSTER.md, "Configuration"): process.roles, node.id,
 // controller.quorum.voters (or controller.quorum.bootstrap.servers on a broker-only
 // node: the voters are asked of them), listeners, advertised.listeners, controller.listener.names,
-// inter.broker.listener.name, listener.security.protocol.map (PLAINTEXT only),
+// inter.broker.listener.name, listener.security.protocol.map (security.go, internode.go),
 // log.dirs, metadata.log.dir, broker.heartbeat.interval.ms,
 // broker.session.timeout.ms, broker.rack, the replica.* keys and sync. FromKeys
 // refuses, naming the key to fix: a controller whose node.id is not a voter; a
 // broker-only node that is a voter; a controller without its controller listener; a
 // voter list that names this node at another port (or address) than its controller
-// listener binds; a node id listed twice; a listener on SSL or SASL; a heartbeat
-// interval not below the session timeout.
+// listener binds; a node id listed twice; a heartbeat interval not below the session
+// timeout.
 //
 // process.roles unset is a combined single node: broker and controller, the only
 // voter, which formats its directories itself (today's `samsa serve`, `make run`).

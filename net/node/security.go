@@ -35,9 +35,18 @@ import (
 // on a Std transport of its own (TLS is served by Std only: transport=reactor with an
 // SSL or SASL_SSL listener is refused at start-up).
 //
-// Not done yet: TLS and SASL between nodes. The controller listener must be PLAINTEXT,
-// and a secured inter-broker listener is refused unless the node is a sole combined
-// node (which has no peers), because net/peer dials plaintext without SASL.
+// Between nodes (internode.go): the inter-broker and controller listeners take any
+// of the four protocols; net/peer dials them with TLS and SASL per
+//
+//	sasl.mechanism.inter.broker.protocol         what this node authenticates with on
+//	sasl.mechanism.controller.protocol           the inter-broker / controller listener
+//	listener.name.<l>.<mech>.sasl.jaas.config    username="..." password="...": the
+//	                                             credentials it sends (else
+//	                                             sasl.jaas.config)
+//	listener.name.<l>.connections.max.reauth.ms  a listener's own session lifetime
+//
+// and a controller serves its CONTROLLER listener with the listener's security
+// (readListenerSecurity, authServer), authenticated but not authorized.
 
 // authorizerNames are the authorizer.class.name values that enable the authorizer.
 var authorizerNames = map[string]bool{

@@ -16,7 +16,9 @@
 // slow traffic off fast traffic: a metadata long poll does not delay a heartbeat, a
 // raft snapshot does not delay a vote, a forwarded CreateTopics does not delay a
 // heartbeat (the broker lifecycle has the heartbeat purpose to itself, so the close of
-// that connection tells the active controller the broker is gone).
+// that connection tells the active controller the broker is gone). Each role's
+// listener is reached with its Security (security.go): TLS at the dial, SASL after
+// ApiVersions, re-authentication before the session expires (KIP-368).
 //
 // # Finding the voters and the active controller
 //
@@ -39,7 +41,7 @@
 //	Request ─▶ slot(target, purpose) ─▶ connected? ─no─▶ in backoff? ─yes─▶ ErrBackoff
 //	                                     │ yes             │ no
 //	                                     ▼                 ▼
-//	                                   send  ◀── dial + ApiVersions handshake
+//	                                   send  ◀── dial (+ TLS) + ApiVersions (+ SASL)
 //	                                     │       (failure: backoff 50 ms doubling to 1 s, ±20%)
 //	                                     ▼
 //	     correlation id n, queued in order ─▶ written ─▶ reader matches response n
