@@ -115,8 +115,9 @@ func secureKeys(m *testMTLS, ctlPass, brokerPass string) map[string]string {
 // min.insync.replicas=3 takes acks=all produces, and every replica holds every record
 // (replica fetches over TLS with SCRAM-SHA-512). Plaintext to the controller
 // listener gets no Kafka answer, a TLS connection that has not authenticated is
-// closed at its first controller request, and a broker with wrong passwords cannot
-// register and says why in its log.
+// closed at its first controller request, a broker with wrong passwords cannot
+// register, and one with a wrong inter-broker password registers but cannot fetch;
+// both say why in their logs.
 func TestInterNodeSASLSSL(t *testing.T) {
 	m := newTestMTLS(t)
 	const n = 3
@@ -281,10 +282,12 @@ func TestInterNodeSASLSSL(t *testing.T) {
 			t.Fatal("the connection stayed open after a request before authentication")
 		}
 	})
-	t.Run("wrong passwords", func(t *testing.T) {
+	// startBroker starts broker-only node id with these passwords, logging into logs.
+	startBroker := func(t *testing.T, id int32, ctlPass, brokerPass string, logs *syncBuffer) *Node {
+		t.Helper()
 		own := freeAddrs(t, 2)
-		keys := secureKeys(m, "wrong", "wrong")
-		keys["process.roles"], keys["node.id"] = "broker", "4"
+		keys := secureKeys(m, ctlPass, brokerPass)
+		keys["process.roles"], keys["node.id"] = "broker", strconv.Itoa(int(id))
 		keys["controller.quorum.voters"] = strings.Join(voters, ",")
 		keys["listeners"] = "INTERNAL://" + own[0] + ",CLIENT://" + own[1]
 		keys["data.dir"] = t.TempDir()
@@ -292,19 +295,23 @@ func TestInterNodeSASLSSL(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := Format(cfg, id, false); err != nil {
+		if _, err := Format(cfg, nodes[0].ClusterID(), false); err != nil {
 			t.Fatal(err)
 		}
-		var logs syncBuffer
-		bad, err := Start(cfg, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		nd, err := Start(cfg, Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer func() {
+		t.Cleanup(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			bad.Shutdown(ctx)
-		}()
+			nd.Shutdown(ctx)
+		})
+		return nd
+	}
+	t.Run("wrong passwords", func(t *testing.T) {
+		var logs syncBuffer
+		bad := startBroker(t, 4, "wrong", "wrong", &logs)
 		waitFor(t, 10*time.Second, "the refused broker's log", func() error {
 			s := logs.String()
 			if !strings.Contains(s, "peer authentication failed") || !strings.Contains(s, "SASL_AUTHENTICATION_FAILED") {
@@ -313,7 +320,7 @@ func TestInterNodeSASLSSL(t *testing.T) {
 			return nil
 		})
 		rctx, rcancel := context.WithTimeout(ctx, 300*time.Millisecond)
-		err = bad.Ready(rctx)
+		err := bad.Ready(rctx)
 		rcancel()
 		if err == nil {
 			t.Fatal("a broker with wrong passwords is ready")
@@ -321,6 +328,49 @@ func TestInterNodeSASLSSL(t *testing.T) {
 		_, im := nodes[0].brk.follower.Image()
 		if _, ok := im.Broker(4); ok {
 			t.Fatal("the broker with wrong passwords registered")
+		}
+	})
+	t.Run("wrong inter-broker password", func(t *testing.T) {
+		// It registers (its controller password is right) but cannot fetch: its
+		// replica stays empty and out of the ISR, and its log says why.
+		var logs syncBuffer
+		bad := startBroker(t, 5, "ctl-secret", "wrong", &logs)
+		if err := bad.Ready(ctx); err != nil {
+			t.Fatal(err)
+		}
+		req := kmsg.NewPtrCreateTopicsRequest()
+		rt := kmsg.NewCreateTopicsRequestTopic()
+		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "on5", -1, -1
+		ra := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+		ra.Partition, ra.Replicas = 0, []int32{1, 5}
+		rt.ReplicaAssignment = append(rt.ReplicaAssignment, ra)
+		req.Topics = append(req.Topics, rt)
+		req.TimeoutMillis = 10000
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil || resp.Topics[0].ErrorCode != 0 {
+			t.Fatalf("create on5: %v %+v", err, resp)
+		}
+		one, err := kgo.NewClient(kgo.SeedBrokers(nodes[0].ListenerAddr("CLIENT")), kgo.SASL(admin), kgo.DialTLSConfig(m.clientConfig()),
+			kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer one.Close()
+		if err := one.ProduceSync(ctx, &kgo.Record{Topic: "on5", Value: []byte("x")}).FirstErr(); err != nil {
+			t.Fatalf("produce to on5 (acks=1): %v", err)
+		}
+		waitFor(t, 10*time.Second, "the fetcher's authentication failure in the log", func() error {
+			s := logs.String()
+			if !strings.Contains(s, "peer authentication failed") || !strings.Contains(s, `to="broker 1" purpose=fetch-`) {
+				return fmt.Errorf("log so far:\n%s", s)
+			}
+			return nil
+		})
+		if l := nodes[0].eng.Log(engine.TopicPartition{Topic: "on5"}); l == nil || l.LogEndOffset() != 1 {
+			t.Fatalf("the leader's replica: %v", l)
+		}
+		if l := bad.eng.Log(engine.TopicPartition{Topic: "on5"}); l != nil && l.LogEndOffset() != 0 {
+			t.Fatalf("the replica of a broker that cannot authenticate holds %d records", l.LogEndOffset())
 		}
 	})
 }
