@@ -69,6 +69,10 @@ type voterOptions struct {
 	snapshotEntries uint64
 	sessionTimeout  time.Duration // broker sessions (0: broker.session.timeout.ms)
 	checkListener   func(context.Context, metadata.Endpoint) controller.ListenerState
+	// security, when set, secures the controller listeners; peerSecurity is how the
+	// voters dial each other then.
+	security     *ListenerSecurity
+	peerSecurity peer.Security
 }
 
 // startVoters starts one voter per id, each on 127.0.0.1:0, wired to the others
@@ -91,7 +95,7 @@ func startVoters(t testing.TB, o voterOptions, ids ...int32) []*testVoter {
 		v := &testVoter{id: id, addr: addrs[id]}
 		var err error
 		if v.cl, err = peer.New(peer.Config{NodeID: id, ClusterID: "test-cluster", Voters: addrs, Logger: testLogger(t),
-			ReconnectBackoff: 5 * time.Millisecond, ReconnectBackoffMax: 50 * time.Millisecond}); err != nil {
+			ReconnectBackoff: 5 * time.Millisecond, ReconnectBackoffMax: 50 * time.Millisecond, VoterSecurity: o.peerSecurity}); err != nil {
 			t.Fatal(err)
 		}
 		if v.q, err = quorum.New(quorum.Config{NodeID: id, Voters: ids, TickInterval: 10 * time.Millisecond, SnapshotEntries: o.snapshotEntries, Logger: testLogger(t)},
@@ -102,7 +106,7 @@ func startVoters(t testing.TB, o voterOptions, ids ...int32) []*testVoter {
 			CheckListener: o.checkListener}, quorumAdapter{v.q}); err != nil {
 			t.Fatal(err)
 		}
-		if v.h, err = NewControllerHandler(ControllerConfig{NodeID: id, ClusterID: "test-cluster", Voters: eps}, v.ctrl, v.q, testLogger(t)); err != nil {
+		if v.h, err = NewControllerHandler(ControllerConfig{NodeID: id, ClusterID: "test-cluster", Voters: eps, Security: o.security}, v.ctrl, v.q, testLogger(t)); err != nil {
 			t.Fatal(err)
 		}
 		v.tr = transport.NewStd(transport.Config{}, v.h, testLogger(t))

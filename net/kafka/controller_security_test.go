@@ -1,0 +1,138 @@
+package kafka
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"io"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+
+	"github.com/samsa-broker/samsa/net/auth"
+	"github.com/samsa-broker/samsa/net/peer"
+)
+
+// TestControllerListenerSASL: three voters whose controller listeners are
+// SASL_PLAINTEXT (PLAIN users, 500 ms sessions) form a quorum over authenticated
+// connections that re-authenticate; a broker with the right password registers, one
+// with a wrong password fails with peer.ErrAuthentication; a client of the legacy v0
+// handshake (raw tokens) is served; a request before authentication closes the
+// connection.
+func TestControllerListenerSASL(t *testing.T) {
+	users := auth.NewStaticPlain(map[string]string{"voter": "voter-secret", "broker": "broker-secret"})
+	mechs, err := auth.Mechanisms([]string{auth.MechPlain}, nil, users)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := auth.NewServer(auth.ServerConfig{Mechanisms: mechs, MaxReauth: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vs := startVoters(t, voterOptions{
+		security:     &ListenerSecurity{Protocol: auth.SASLPlaintext, Auth: srv},
+		peerSecurity: peer.Security{SASL: plain.Auth{User: "voter", Pass: "voter-secret"}.AsMechanism()},
+	}, 1, 2, 3)
+	addrs := map[int32]string{}
+	for _, v := range vs {
+		addrs[v.id] = v.addr
+	}
+	broker := func(pass string) *peer.Client {
+		cl, err := peer.New(peer.Config{NodeID: 100, ClusterID: "test-cluster", Voters: addrs, Logger: testLogger(t),
+			ReconnectBackoff: 5 * time.Millisecond, ReconnectBackoffMax: 50 * time.Millisecond, RetryBackoff: 10 * time.Millisecond,
+			VoterTimeout: time.Second, VoterSecurity: peer.Security{SASL: plain.Auth{User: "broker", Pass: pass}.AsMechanism()}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cl.Close() })
+		return cl
+	}
+	ctx := testCtx(t)
+	resp, err := broker("broker-secret").ControllerChannel().Request(ctx, registration(7))
+	if err != nil || resp.(*kmsg.BrokerRegistrationResponse).ErrorCode != 0 {
+		t.Fatalf("registration: %v %+v", err, resp)
+	}
+	eventually(t, 10*time.Second, "the voters re-authenticate", func() bool {
+		for _, v := range vs {
+			if v.cl.Reauthentications() == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	if _, err := broker("wrong").Request(ctx, peer.Voter(1), peer.PurposeHeartbeat, registration(8)); !errors.Is(err, peer.ErrAuthentication) {
+		t.Fatalf("registration with a wrong password: %v", err)
+	}
+
+	// SaslHandshake v0, then the PLAIN token as a raw frame, then requests.
+	c, err := net.Dial("tcp", vs[0].addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	br := bufio.NewReader(c)
+	f := kmsg.NewRequestFormatter()
+	hs := kmsg.NewPtrSASLHandshakeRequest()
+	hs.Version, hs.Mechanism = 0, auth.MechPlain
+	write(t, c, f.AppendRequest(nil, hs, 1))
+	if r := readResponse(t, br, 1); len(r) < 2 || binary.BigEndian.Uint16(r) != 0 {
+		t.Fatalf("SaslHandshake v0 answer %x", r)
+	}
+	token := []byte("\x00broker\x00broker-secret")
+	write(t, c, binary.BigEndian.AppendUint32(nil, uint32(len(token))))
+	write(t, c, token)
+	var hdr [4]byte
+	if _, err := io.ReadFull(br, hdr[:]); err != nil || binary.BigEndian.Uint32(hdr[:]) != 0 {
+		t.Fatalf("raw token answer: %x %v", hdr, err)
+	}
+	dc := kmsg.NewPtrDescribeClusterRequest()
+	dc.Version, dc.EndpointType = 1, 2
+	write(t, c, f.AppendRequest(nil, dc, 2))
+	if r := readResponse(t, br, 2); len(r) == 0 {
+		t.Fatal("no DescribeCluster answer after a raw-token authentication")
+	}
+
+	// Before authentication, a controller request closes the connection.
+	c2, err := net.Dial("tcp", vs[0].addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	c2.SetDeadline(time.Now().Add(10 * time.Second))
+	write(t, c2, f.AppendRequest(nil, registration(9), 1))
+	if _, err := io.ReadFull(c2, hdr[:]); err == nil {
+		t.Fatal("a BrokerRegistration before authentication was answered")
+	} else if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		t.Fatal("the connection stayed open after a request before authentication")
+	}
+}
+
+func write(t *testing.T, c net.Conn, b []byte) {
+	t.Helper()
+	if _, err := c.Write(b); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// readResponse reads one response frame with correlation id corr and returns its
+// body (v0 header: after the correlation id).
+func readResponse(t *testing.T, r io.Reader, corr int32) []byte {
+	t.Helper()
+	var hdr [8]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		t.Fatal(err)
+	}
+	n := binary.BigEndian.Uint32(hdr[:])
+	if got := int32(binary.BigEndian.Uint32(hdr[4:])); got != corr || n < 4 || n > 1<<20 {
+		t.Fatalf("response size %d correlation id %d (want %d)", n, got, corr)
+	}
+	body := make([]byte, n-4)
+	if _, err := io.ReadFull(r, body); err != nil {
+		t.Fatal(err)
+	}
+	return body
+}
