@@ -560,6 +560,11 @@ func (s *slot) dial(ctx context.Context) (*conn, error) {
 	cn := newConn(s, nc)
 	if err := cn.handshake(dctx); err != nil {
 		nc.Close()
+		if sec.TLS != nil && tlsRefused(err) {
+			// TLS 1.3: a server refuses the client's certificate after the
+			// client's side of the handshake ended, at the first read.
+			err = fmt.Errorf("%w: %w", ErrAuthentication, err)
+		}
 		return nil, fmt.Errorf("%s at %s: %w", s.key.to, addr, err)
 	}
 	go cn.readLoop()

@@ -68,14 +68,22 @@ func startTLS(ctx context.Context, sec Security, nc net.Conn, addr string) (net.
 	}
 	tc := tls.Client(nc, cfg)
 	if err := tc.HandshakeContext(ctx); err != nil {
-		var ce *tls.CertificateVerificationError
-		var ae tls.AlertError
-		if errors.As(err, &ce) || errors.As(err, &ae) {
+		if tlsRefused(err) {
 			return nil, fmt.Errorf("%w: TLS handshake: %w", ErrAuthentication, err)
 		}
 		return nil, fmt.Errorf("%w: TLS handshake: %w", ErrConnection, err)
 	}
 	return tc, nil
+}
+
+// tlsRefused reports whether err is a TLS refusal: this side did not verify the
+// peer's certificate, or the peer sent an alert (it did not verify ours, or the
+// versions or suites do not meet).
+func tlsRefused(err error) bool {
+	var ce *tls.CertificateVerificationError
+	var ae tls.AlertError
+	var oe *net.OpError // crypto/tls reports a peer's alert as a "remote error"
+	return errors.As(err, &ce) || errors.As(err, &ae) || (errors.As(err, &oe) && oe.Op == "remote error")
 }
 
 // authenticate runs one SASL exchange of m on cn (after its ApiVersions handshake,

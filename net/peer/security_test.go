@@ -279,6 +279,19 @@ func TestSecurityRefused(t *testing.T) {
 	if n := ss.served.Load(); n != 0 {
 		t.Fatalf("%d requests served without authentication", n)
 	}
+	t.Run("untrusted client certificate", func(t *testing.T) {
+		mtls := &tls.Config{Certificates: []tls.Certificate{ca.issue(t, "server")}, ClientCAs: newTestCA(t).pool, ClientAuth: tls.RequireAndVerifyClientCert}
+		ts, _ := startSASLServer(t, mtls, auth.ServerConfig{Mechanisms: mechs})
+		c, err := New(Config{NodeID: 2, Voters: map[int32]string{1: ts.addr()}, Logger: testLogger(),
+			VoterSecurity: Security{TLS: ca.clientTLS(cert), SASL: plain.Auth{User: "node", Pass: "node-secret"}.AsMechanism()}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if err := metadataRequest(context.Background(), c); !errors.Is(err, ErrAuthentication) || !strings.Contains(err.Error(), "certificate") {
+			t.Fatalf("err = %v, want ErrAuthentication naming the certificate", err)
+		}
+	})
 	// The right credentials pass.
 	c, err := New(Config{NodeID: 2, Voters: map[int32]string{1: ts.addr()}, Logger: testLogger(),
 		VoterSecurity: Security{TLS: ca.clientTLS(cert), SASL: plain.Auth{User: "node", Pass: "node-secret"}.AsMechanism()}})
