@@ -105,17 +105,26 @@ func newInternode(cfg *Config, log *slog.Logger) (_ *internode, err error) {
 			return nil, err
 		}
 	}
-	if cfg.Roles.Broker && !cfg.SoleVoter() {
-		if l, ok := cfg.Listener(cfg.InterBrokerListener); ok {
-			ls, err := readListenerSecurity(cfg, l, log)
-			if err != nil {
-				return nil, err
+	if cfg.Roles.Broker {
+		brokerSec := func() (peer.Security, error) {
+			if l, ok := cfg.Listener(cfg.InterBrokerListener); ok {
+				ls, err := readListenerSecurity(cfg, l, log)
+				if err != nil {
+					return peer.Security{}, err
+				}
+				if err := mechanismEnabled(cfg, ls, "sasl.mechanism.inter.broker.protocol"); err != nil {
+					return peer.Security{}, err
+				}
 			}
-			if err := mechanismEnabled(cfg, ls, "sasl.mechanism.inter.broker.protocol"); err != nil {
-				return nil, err
-			}
+			return in.dialSecurity(cfg, cfg.InterBrokerListener, "sasl.mechanism.inter.broker.protocol", log)
 		}
-		if in.broker, err = in.dialSecurity(cfg, cfg.InterBrokerListener, "sasl.mechanism.inter.broker.protocol", log); err != nil {
+		switch in.broker, err = brokerSec(); {
+		case err != nil && cfg.SoleVoter():
+			// A sole voter dials other brokers only if broker-only nodes join it:
+			// its own listener's configuration is no reason to refuse to start.
+			log.Info("no security to dial other brokers with; there are none until broker-only nodes join this sole voter", "err", err)
+			in.broker, err = peer.Security{}, nil
+		case err != nil:
 			return nil, err
 		}
 	}

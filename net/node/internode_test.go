@@ -439,6 +439,14 @@ func TestInterNodeConfigErrors(t *testing.T) {
 		t.Fatalf("security between nodes: %+v", in)
 	}
 	in.close()
+	// A sole voter dials no broker unless broker-only nodes join: a SASL inter-broker
+	// listener without client credentials does not stop it.
+	sole := base(map[string]string{"controller.quorum.voters": "1@127.0.0.1:9093", "listener.name.internal.scram-sha-512.sasl.jaas.config": ""})
+	if in, err := newInternode(sole, discard); err != nil {
+		t.Fatalf("a sole voter: %v", err)
+	} else {
+		in.close()
+	}
 	for _, tc := range []struct {
 		name string
 		edit map[string]string
