@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/sasl"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
@@ -244,4 +245,17 @@ func (in *internode) close() {
 	if in.ctl != nil && in.ctl.tls != nil {
 		in.ctl.tls.Close()
 	}
+}
+
+// registerPeerMetrics exports the authentication counters of c, the node's client of
+// the other nodes.
+func registerPeerMetrics(reg prometheus.Registerer, c *peer.Client) {
+	reg.MustRegister(
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "samsa", Subsystem: "peer", Name: "reauthentications_total",
+			Help: "Sessions of connections to other nodes renewed on the connection (KIP-368)."},
+			func() float64 { return float64(c.Reauthentications()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "samsa", Subsystem: "peer", Name: "authentication_failures_total",
+			Help: "Connections to other nodes whose TLS handshake or SASL authentication (or re-authentication) failed."},
+			func() float64 { return float64(c.AuthenticationFailures()) }),
+	)
 }

@@ -329,6 +329,9 @@ func TestInterNodeSASLSSL(t *testing.T) {
 		if _, ok := im.Broker(4); ok {
 			t.Fatal("the broker with wrong passwords registered")
 		}
+		if bad.peer.AuthenticationFailures() == 0 {
+			t.Fatal("samsa_peer_authentication_failures_total counts nothing")
+		}
 	})
 	t.Run("wrong inter-broker password", func(t *testing.T) {
 		// It registers (its controller password is right) but cannot fetch: its

@@ -118,6 +118,7 @@ func Start(cfg *Config, opts Options) (_ *Node, err error) {
 	if n.peer, err = newPeer(cfg, n.clusterID, images, n.inter, n.log); err != nil {
 		return nil, err
 	}
+	registerPeerMetrics(n.reg, n.peer)
 	if cfg.Roles.Controller {
 		var tr raftTransport = noTransport{}
 		if !cfg.SoleVoter() {

@@ -244,6 +244,8 @@ type Client struct {
 	leader leaderHint // the active controller, as last learned; suspects
 	raft   raftState
 	reauth atomic.Int64 // re-authentications that succeeded (security.go)
+	// authFailures: dials and re-authentications that failed with ErrAuthentication.
+	authFailures atomic.Int64
 }
 
 // voterSet is the voters: controller.quorum.voters, or what the bootstrap servers
@@ -481,7 +483,11 @@ func (s *slot) get(ctx context.Context) (*conn, error) {
 			s.mu.lastErr = err
 			s.mu.retryAt = time.Now().Add(s.backoffLocked())
 			now := time.Now()
-			logAuth := errors.Is(err, ErrAuthentication) && (s.mu.authLogged.IsZero() || now.Sub(s.mu.authLogged) >= authLogInterval)
+			authFailed := errors.Is(err, ErrAuthentication)
+			if authFailed {
+				s.c.authFailures.Add(1)
+			}
+			logAuth := authFailed && (s.mu.authLogged.IsZero() || now.Sub(s.mu.authLogged) >= authLogInterval)
 			if logAuth {
 				s.mu.authLogged = now
 			}

@@ -193,6 +193,7 @@ func (cn *conn) reauthenticate(m sasl.Mechanism, addr string, deadline time.Time
 		if !errors.Is(err, ErrAuthentication) {
 			err = fmt.Errorf("%w: re-authentication: %w", ErrAuthentication, err)
 		}
+		cn.s.c.authFailures.Add(1)
 		cn.s.c.log.Warn("peer re-authentication failed; closing the connection", "to", cn.s.key.to.String(), "purpose", string(cn.s.key.purpose), "err", err)
 		cn.fail(err)
 		return
@@ -205,3 +206,7 @@ func (cn *conn) reauthenticate(m sasl.Mechanism, addr string, deadline time.Time
 // Reauthentications is the number of connections' sessions renewed so far (KIP-368
 // re-authentications that succeeded).
 func (c *Client) Reauthentications() int64 { return c.reauth.Load() }
+
+// AuthenticationFailures is the number of dials and re-authentications that failed
+// with ErrAuthentication so far.
+func (c *Client) AuthenticationFailures() int64 { return c.authFailures.Load() }
