@@ -14,6 +14,7 @@ import (
 
 	"github.com/samsa-broker/samsa/net/auth"
 	"github.com/samsa-broker/samsa/net/peer"
+	"github.com/samsa-broker/samsa/net/transport"
 )
 
 // TestControllerListenerSASL: three voters whose controller listeners are
@@ -135,4 +136,59 @@ func readResponse(t *testing.T, r io.Reader, corr int32) []byte {
 		t.Fatal(err)
 	}
 	return body
+}
+
+// FuzzSecuredControllerListener feeds frame sequences to one connection of a
+// SASL_PLAINTEXT controller listener: the session admits, answers or closes, and no
+// handler panics.
+func FuzzSecuredControllerListener(f *testing.F) {
+	fm := kmsg.NewRequestFormatter(kmsg.FormatterClientID("fuzz"))
+	frame := func(r kmsg.Request, v int16) []byte {
+		r.SetVersion(v)
+		return fm.AppendRequest(nil, r, 1)[4:]
+	}
+	hs := kmsg.NewPtrSASLHandshakeRequest()
+	hs.Mechanism = auth.MechPlain
+	sa := kmsg.NewPtrSASLAuthenticateRequest()
+	sa.SASLAuthBytes = []byte("\x00u\x00pw")
+	dc := kmsg.NewPtrDescribeClusterRequest()
+	dc.EndpointType = 2
+	f.Add(joinFrames(frame(hs, 1), frame(sa, 1), frame(dc, 1)))
+	f.Add(joinFrames(frame(hs, 0), []byte("\x00u\x00pw"), frame(dc, 1)))
+	f.Add(joinFrames(frame(hs, 1), []byte("garbage"), frame(registration(3), 0)))
+	f.Add(joinFrames(frame(registration(3), 0)))
+	for _, s := range controllerSeedFrames(f) {
+		f.Add(joinFrames(frame(hs, 1), frame(sa, 2), s))
+	}
+	users := auth.NewStaticPlain(map[string]string{"u": "pw"})
+	mechs, err := auth.Mechanisms([]string{auth.MechPlain}, nil, users)
+	if err != nil {
+		f.Fatal(err)
+	}
+	srv, err := auth.NewServer(auth.ServerConfig{Mechanisms: mechs, MaxReauth: time.Hour})
+	if err != nil {
+		f.Fatal(err)
+	}
+	vs := startVoters(f, voterOptions{snapshotEntries: 4, security: &ListenerSecurity{Protocol: auth.SASLPlaintext, Auth: srv}}, 1)
+	h := vs[0].h
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c := newFakeConn()
+		h.ConnOpened(c)
+		defer h.ConnClosed(c)
+		for i, fr := range fuzzFrames(data) {
+			if len(fr) >= 2 && binary.BigEndian.Uint16(fr) == 1 {
+				continue // a metadata fetch may park
+			}
+			h.Serve(transport.Request{Conn: c, Ticket: transport.NewTicket(c, uint64(i)), Frame: fr})
+			c.mu.Lock()
+			closed := c.answers[uint64(i)] == transport.CloseConn || c.closed
+			c.mu.Unlock()
+			if closed {
+				break
+			}
+		}
+		if n := h.panics.Load(); n != 0 {
+			t.Fatalf("%d handler panics", n)
+		}
+	})
 }
