@@ -67,6 +67,8 @@ var allowed = map[string][]string{
 	"bench/...":       {"bench/..."},
 	"tools/chaos":     {},
 	"tools/chaos/...": {"tools/chaos/..."},
+	// The pipelines of examples/ (examples/benthos is a module of its own): clients.
+	"examples/...": {"examples/..."},
 	// tests/sasl_ssl.sh's admin client.
 	"tests/sasl_admin": {},
 	// dump-log reads segment files the way the engine writes them; it uses the engine's
