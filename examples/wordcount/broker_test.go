@@ -22,12 +22,13 @@ import (
 
 // startBroker starts a single-node broker with its data in a temporary directory and
 // returns its Kafka address once it listens; the broker is killed at the end of the
-// test, and its log printed if the test failed.
-func startBroker(t *testing.T) string {
+// test, and its log printed if the test failed. extra are more serve flags.
+func startBroker(t *testing.T, extra ...string) string {
 	t.Helper()
 	bin := samsaBin(t)
-	cmd := exec.Command(bin, "serve", "--data-dir", t.TempDir(), "--listen", "127.0.0.1:0", "--admin-listen", "",
-		"--sync", "none", "--set", "group.initial.rebalance.delay.ms=0", "--set", "offsets.topic.num.partitions=3")
+	args := append([]string{"serve", "--data-dir", t.TempDir(), "--listen", "127.0.0.1:0", "--admin-listen", "",
+		"--sync", "none", "--set", "group.initial.rebalance.delay.ms=0", "--set", "offsets.topic.num.partitions=3"}, extra...)
+	cmd := exec.Command(bin, args...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -106,8 +106,15 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	defer sess.Close()
+	crashed := false
+	defer func() {
+		if !crashed {
+			sess.Close() // a static member: it does not leave the group
+		}
+	}()
 
+	// Cancelling ctx stops the processor between transactions: a transaction
+	// begun is ended (committed, or aborted on failure) under a context of its own.
 	for txn := 1; ; txn++ {
 		fs := sess.PollRecords(ctx, cfg.MaxPollRecords)
 		if ctx.Err() != nil || fs.IsClientClosed() {
@@ -139,11 +146,11 @@ func Run(ctx context.Context, cfg Config) error {
 			recs = append(recs, &kgo.Record{Topic: cfg.Changelog, Key: []byte(w), Value: v},
 				&kgo.Record{Topic: cfg.Output, Key: []byte(w), Value: v})
 		}
-		produceErr := sess.ProduceSync(ctx, recs...).FirstErr()
-		if ctx.Err() != nil {
-			return nil
-		}
+		txnCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		produceErr := sess.ProduceSync(txnCtx, recs...).FirstErr()
 		if cfg.beforeCommit != nil && cfg.beforeCommit(txn, len(recs)) {
+			cancel()
+			crashed = true
 			sess.Client().Close()
 			return errCrashed
 		}
@@ -152,7 +159,8 @@ func Run(ctx context.Context, cfg Config) error {
 			cfg.Logger.Warn("aborting: a produce failed", "err", produceErr)
 			how = kgo.TryAbort
 		}
-		committed, err := sess.End(ctx, how)
+		committed, err := sess.End(txnCtx, how)
+		cancel()
 		if err != nil {
 			return fmt.Errorf("ending transaction %d: %w", txn, err)
 		}
