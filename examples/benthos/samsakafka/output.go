@@ -18,6 +18,7 @@ const (
 	fieldMaxMessageBytes = "max_message_bytes"
 	fieldMetadata        = "metadata"
 	fieldBatching        = "batching"
+	fieldAutoCreate      = "allow_auto_topic_creation"
 )
 
 func outputSpec() *service.ConfigSpec {
@@ -44,6 +45,9 @@ as the Java client places them.`).
 			service.NewStringField(fieldClientID).
 				Description("The client id sent to the broker.").
 				Default("benthos").Advanced(),
+			service.NewBoolField(fieldAutoCreate).
+				Description("Ask the broker to create a topic that does not exist (with its defaults) when writing to it.").
+				Default(true).Advanced(),
 			service.NewBoolField(fieldIdempotentWrite).
 				Description("Produce idempotently (a producer id and sequence numbers).").
 				Default(true).Advanced(),
@@ -103,6 +107,10 @@ func newOutput(conf *service.ParsedConfig, _ *service.Resources) (service.BatchO
 	if err != nil {
 		return nil, policy, 0, err
 	}
+	autoCreate, err := conf.FieldBool(fieldAutoCreate)
+	if err != nil {
+		return nil, policy, 0, err
+	}
 	comp, err := conf.FieldString(fieldCompression)
 	if err != nil {
 		return nil, policy, 0, err
@@ -139,6 +147,9 @@ func newOutput(conf *service.ParsedConfig, _ *service.Resources) (service.BatchO
 	}
 	if !idempotent {
 		out.opts = append(out.opts, kgo.DisableIdempotentWrite())
+	}
+	if autoCreate {
+		out.opts = append(out.opts, kgo.AllowAutoTopicCreation())
 	}
 	return out, policy, maxInFlight, nil
 }
