@@ -337,6 +337,25 @@ PY
 	expect "^Completed updating quotas of user 'alice'"
 	step 'bin/samsa quotas describe'
 	expect "^user 'alice' +consumer_byte_rate=2097152,producer_byte_rate=1048576$"
+	# README.md, Pipelines, with the quickstart's broker
+	skip 'make test-pipelines' 'make test runs it (its test: line); the lines below run the pipelines'
+	step '(cd examples/benthos && go build -o ../../bin/samsa-benthos ./cmd/samsa-benthos)'
+	here 'bin/samsa-benthos run examples/benthos/pipeline.yaml &' 'bg "bin/samsa-benthos run examples/benthos/pipeline.yaml"'
+	step "echo '{\"id\":1,\"customer\":\"ada\",\"price_cents\":250,\"quantity\":3}' | kcat -b 127.0.0.1:9092 -P -t orders -k order-1"
+	own wait_count 127.0.0.1:9092 orders-enriched 1
+	step 'kcat -b 127.0.0.1:9092 -C -t orders-enriched -o beginning -c 1 -q'
+	expect '"customer":"ADA".*"total_cents":750'
+	own stop_bg
+	here 'go run ./examples/wordcount/cmd/wordcount &' 'bg "go run ./examples/wordcount/cmd/wordcount"'
+	own wait_bg_log 'restored the counts from the changelog'
+	step "echo 'the cat and the hat' | kcat -b 127.0.0.1:9092 -P -t sentences"
+	own wait_count 127.0.0.1:9092 word-counts 4
+	step "kcat -b 127.0.0.1:9092 -C -t word-counts -o beginning -c 4 -q -f '%k %s\\n'"
+	expect '^the 2$'
+	expect '^hat 1$'
+	own stop_bg
+	step 'go test -run TestWordCountExactlyOnce ./examples/wordcount' 'SAMSA_BIN=$PWD/bin/samsa go test -run TestWordCountExactlyOnce ./examples/wordcount'
+	expect '^ok '
 	own stop_bg
 	# samsa scrub (RELIABILITY.md, tools/chaos/FINDINGS.md) over the log dirs of the
 	# broker just stopped
