@@ -80,6 +80,11 @@ type batchInput struct {
 	tracks  map[topicPartition]*tracker
 	flight  int // records handed out, not yet acknowledged
 	closing bool
+	// gen counts revocations; forgot holds the gen at which each partition was last
+	// revoked, so that records polled before a revocation and queued after it are
+	// dropped (the partition's next owner reads them from the committed offset).
+	gen    uint64
+	forgot map[topicPartition]uint64
 }
 
 type topicPartition struct {
@@ -146,7 +151,7 @@ func newInput(conf *service.ParsedConfig, mgr *service.Resources) (service.Batch
 	if err != nil {
 		return nil, fmt.Errorf("fetch_max_bytes: %w", err)
 	}
-	in := &batchInput{log: mgr.Logger(), limit: limit, tracks: map[topicPartition]*tracker{}}
+	in := &batchInput{log: mgr.Logger(), limit: limit, tracks: map[topicPartition]*tracker{}, forgot: map[topicPartition]uint64{}}
 	in.cond = sync.NewCond(&in.mu)
 	offset := kgo.NewOffset().AtEnd()
 	if oldest {
@@ -211,7 +216,7 @@ func (in *batchInput) ReadBatch(ctx context.Context) (service.MessageBatch, serv
 		in.cond.Wait()
 	}
 	for len(in.queue) == 0 {
-		cl, room := in.cl, in.limit-in.flight
+		cl, room, gen := in.cl, in.limit-in.flight, in.gen
 		in.mu.Unlock()
 		fetches := cl.PollRecords(ctx, room) // never more in flight than the limit
 		if fetches.IsClientClosed() {
@@ -224,8 +229,12 @@ func (in *batchInput) ReadBatch(ctx context.Context) (service.MessageBatch, serv
 			in.log.Warnf("fetch from %s/%d: %v", topic, partition, err)
 		})
 		in.mu.Lock()
+		if in.cl == nil || in.closing {
+			in.mu.Unlock()
+			return nil, nil, service.ErrNotConnected
+		}
 		fetches.EachPartition(func(p kgo.FetchTopicPartition) {
-			if len(p.Records) > 0 {
+			if len(p.Records) > 0 && in.forgot[topicPartition{p.Topic, p.Partition}] <= gen {
 				fp := p.FetchPartition
 				in.queue = append(in.queue, &fp)
 			}
@@ -297,12 +306,14 @@ func (in *batchInput) lost(_ context.Context, _ *kgo.Client, lost map[string][]i
 func (in *batchInput) forget(parts map[string][]int32) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
+	in.gen++
 	gone := map[topicPartition]bool{}
 	for topic, ps := range parts {
 		for _, p := range ps {
 			tp := topicPartition{topic, p}
 			gone[tp] = true
 			delete(in.tracks, tp)
+			in.forgot[tp] = in.gen
 		}
 	}
 	kept := in.queue[:0]

@@ -38,7 +38,8 @@ func orderOf(i int) order {
 // mapping, samsa_kafka output) against a real Samsa broker: 3,000 orders are in
 // topic orders before the pipeline starts; it is stopped abruptly while it copies
 // them (batches in flight, offsets not committed) and started again (the same
-// consumer group), and 500 more orders are produced while the second one runs. Every order must arrive in orders-enriched, transformed, with
+// consumer group) with a second pipeline of the group joining it (a rebalance), and
+// 500 more orders are produced meanwhile. Every order must arrive in orders-enriched, transformed, with
 // its key; duplicates are allowed (at least once) and counted; the group's committed
 // offsets reach the end of orders.
 func TestPipeline(t *testing.T) {
@@ -166,8 +167,12 @@ func TestPipeline(t *testing.T) {
 	stop(true)
 	t.Logf("the first pipeline was stopped abruptly after %d of %d orders", distinct(), first)
 
+	// Two pipelines of the group: the second one's join revokes partitions of the
+	// first (a rebalance while orders keep coming).
 	stop = start()
-	produce(first, first+second)
+	produce(first, first+second/2)
+	stop2 := start()
+	produce(first+second/2, first+second)
 	eventually(t, 90*time.Second, "every order arrives", func() error {
 		if n := distinct(); n < first+second {
 			return fmt.Errorf("%d of %d orders in %s", n, first+second, out)
@@ -175,6 +180,7 @@ func TestPipeline(t *testing.T) {
 		return nil
 	})
 	stop(false)
+	stop2(false)
 
 	// Everything acknowledged was committed: the group's offsets are at the end.
 	ends, err := adm.ListEndOffsets(ctx, in)
