@@ -354,8 +354,6 @@ PY
 	expect '^the 2$'
 	expect '^hat 1$'
 	own stop_bg
-	step 'go test -run TestWordCountExactlyOnce ./examples/wordcount' 'SAMSA_BIN=$PWD/bin/samsa go test -run TestWordCountExactlyOnce ./examples/wordcount'
-	expect '^ok '
 	own stop_bg
 	# samsa scrub (RELIABILITY.md, tools/chaos/FINDINGS.md) over the log dirs of the
 	# broker just stopped
