@@ -448,6 +448,12 @@ PY
 	expect '^BenchmarkInsertCancel'
 	step 'go test -run XXX -bench . -benchtime 2s ./coordinator/group/' 'go test -run XXX -bench . -benchtime 1x ./coordinator/group/'
 	expect '^Benchmark'
+	step 'go test -run XXX -bench TxnThroughput -benchmem -benchtime 3s ./net/kafka' 'go test -run XXX -bench TxnThroughput -benchmem -benchtime 2x ./net/kafka'
+	expect '^BenchmarkTxnThroughput/transactional'
+	step "go test -run XXX -bench 'BenchmarkCleaner\$/codec=(none|zstd)|BenchmarkCleanerRawReadWrite' -benchtime 3x ./engine" \
+		"go test -run XXX -bench 'BenchmarkCleaner\$/codec=(none|zstd)|BenchmarkCleanerRawReadWrite' -benchtime 1x ./engine"
+	expect '^BenchmarkCleanerRawReadWrite'
+	skip 'make soak-offsets' 'an hour of commits; its test runs shortened by hand with OFFSETS_SOAK (BENCHMARKS.md has the hour)'
 	step 'go test -run XXX -bench GroupRebalanceTCP -benchtime 20x ./net/kafka' 'go test -run XXX -bench GroupRebalanceTCP/members=10 -benchtime 1x ./net/kafka'
 	expect '^BenchmarkGroupRebalanceTCP'
 	step "go test -run XXX -bench 'Append|ApplyCreate|Replay' -benchtime=2s ./coordinator/metadata" \
