@@ -15,9 +15,9 @@
 // else INVALID_REQUEST (as Kafka). v5 (KIP-1242): ClusterID and NodeID are both set or
 // both unset (else INVALID_REQUEST); set and not ours: REBOOTSTRAP_REQUIRED.
 //
-// Differences from Apache Kafka: no features are advertised (SupportedFeatures and
-// FinalizedFeatures are empty, FinalizedFeaturesEpoch -1); clients treat that as a broker
-// without feature flags.
+// v3+ on the broker listeners: the feature flags (KIP-584) that change what a client
+// does, as a Kafka 4 broker reports them (Broker.features). The controller listener
+// reports none (FinalizedFeaturesEpoch -1).
 
 package kafka
 
@@ -67,7 +67,40 @@ func tableApiVersions(t *apiTable) []apiKeyEntry {
 var softwareName = regexp.MustCompile(`^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$`)
 
 func handleApiVersions(b *Broker, r *Request) {
-	r.Respond(apiVersionsResponse(r, b.apiVersions, b.cfg.ClusterID, b.cfg.NodeID))
+	resp := apiVersionsResponse(r, b.apiVersions, b.cfg.ClusterID, b.cfg.NodeID)
+	if r.Header.Version >= 3 {
+		b.features(resp)
+	}
+	r.Respond(resp)
+}
+
+// features fills the feature flags of KIP-584 as a Kafka 4 broker reports them, for
+// the features whose level changes what a client does: group.version 1 (the consumer
+// protocol, KIP-848) when it is served, share.version 1 when share groups are on,
+// kraft.version 0 (a static voter set), and transaction.version 0: transaction
+// version 2 (KIP-890 part 2) is not served, so clients keep to version 1. A feature at
+// level 0 is supported but not finalized, as Kafka lists it. The epoch is the
+// metadata offset the broker answers from. metadata.version is not reported: Samsa's
+// metadata log is not Kafka's, and no client acts on its level.
+func (b *Broker) features(resp *kmsg.ApiVersionsResponse) {
+	type feature struct {
+		name     string
+		max, lvl int16
+	}
+	group, share := int16(0), int16(0)
+	if b.groups.consumerProtocol {
+		group = 1
+	}
+	if b.shares != nil && b.shares.enabled {
+		share = 1
+	}
+	for _, f := range []feature{{"group.version", 1, group}, {"kraft.version", 0, 0}, {"share.version", 1, share}, {"transaction.version", 0, 0}} {
+		resp.SupportedFeatures = append(resp.SupportedFeatures, kmsg.ApiVersionsResponseSupportedFeature{Name: f.name, MinVersion: 0, MaxVersion: f.max})
+		if f.lvl > 0 {
+			resp.FinalizedFeatures = append(resp.FinalizedFeatures, kmsg.ApiVersionsResponseFinalizedFeature{Name: f.name, MinVersionLevel: f.lvl, MaxVersionLevel: f.lvl})
+		}
+	}
+	resp.FinalizedFeaturesEpoch = int64(b.meta.Offset())
 }
 
 // handleControllerApiVersions is ApiVersions on the controller listener: its own table

@@ -35,6 +35,28 @@ func TestApiVersionsRaw(t *testing.T) {
 			if max := kmsg.RequestForKey(k.ApiKey).MaxVersion(); k.MaxVersion > max {
 				t.Fatalf("key %d advertised up to v%d, kmsg knows v%d", k.ApiKey, k.MaxVersion, max)
 			}
+			// GetTelemetrySubscriptions and PushTelemetry (KIP-714): a Kafka broker
+			// without a client metrics receiver does not advertise them, and clients
+			// then do not ask.
+			if k.ApiKey == 71 || k.ApiKey == 72 {
+				t.Fatalf("v%d: client telemetry API %d advertised", v, k.ApiKey)
+			}
+		}
+		// Feature flags (v3+): the consumer protocol finalized at group.version 1,
+		// transaction version 2 not offered (clients keep to version 1), share groups off.
+		if v < 3 {
+			continue
+		}
+		sup := map[string]int16{}
+		for _, f := range resp.SupportedFeatures {
+			sup[f.Name] = f.MaxVersion
+		}
+		fin := map[string]int16{}
+		for _, f := range resp.FinalizedFeatures {
+			fin[f.Name] = f.MaxVersionLevel
+		}
+		if sup["group.version"] != 1 || sup["transaction.version"] != 0 || fin["group.version"] != 1 || len(fin) != 1 || resp.FinalizedFeaturesEpoch < 0 {
+			t.Fatalf("v%d features: supported %v, finalized %v at epoch %d", v, sup, fin, resp.FinalizedFeaturesEpoch)
 		}
 	}
 }
