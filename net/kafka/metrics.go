@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"net"
+	"time"
 	"strings"
 	"sync"
 
@@ -217,7 +218,11 @@ func newTableMetrics(reg prometheus.Registerer, subsystem string, t *apiTable) *
 	requests := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: subsystem, Name: "requests_total", Help: "Requests decoded and handed to a handler, per API."}, []string{"api"})
 	buckets := prometheus.ExponentialBuckets(50e-6, 2, 18) // 50µs .. ~6.5s
 	hist := func(name, help string) *prometheus.HistogramVec {
-		return prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Subsystem: subsystem, Name: name, Help: help, Buckets: buckets}, []string{"api"})
+		// Classic buckets for every scraper, and a native (sparse, exponential)
+		// histogram beside them for a Prometheus that scrapes protobuf with
+		// native histograms on: buckets 10% apart, at most 160 per series.
+		return prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Subsystem: subsystem, Name: name, Help: help, Buckets: buckets,
+			NativeHistogramBucketFactor: 1.1, NativeHistogramMaxBucketNumber: 160, NativeHistogramMinResetDuration: time.Hour}, []string{"api"})
 	}
 	latency := hist("request_latency_seconds", "Time from a request's last byte read to its answer, per API [RequestMetrics TotalTimeMs].")
 	queue := hist("request_queue_seconds", "Time from a request's last byte read to its handler's start, per API [RequestMetrics RequestQueueTimeMs].")
