@@ -2,9 +2,9 @@ package kafka
 
 import (
 	"net"
-	"time"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kerr"
