@@ -150,9 +150,9 @@ type Manager struct {
 
 	applyMu sync.Mutex // serialises Apply and Close
 
-	partsMu sync.Mutex                                           // writers of parts and sorted
-	parts   atomic.Pointer[map[engine.TopicPartition]*Partition] // copy on write
-	sorted  atomic.Pointer[[]*Partition]                         // by topic, partition
+	partsMu sync.Mutex                   // writers of parts and sorted
+	parts   partMap                      // copy on write, per shard
+	sorted  atomic.Pointer[[]*Partition] // by topic, partition; nil once parts changed (rebuilt on demand)
 
 	fetchMu  sync.Mutex
 	fetchers map[FetcherKey]*Fetcher
@@ -194,8 +194,6 @@ func NewManager(cfg Config) (*Manager, error) {
 	if on := m.faults.active(); on != "" {
 		m.log.Warn("fault switches active", "switches", on)
 	}
-	empty := map[engine.TopicPartition]*Partition{}
-	m.parts.Store(&empty)
 	m.sorted.Store(&[]*Partition{})
 	if cfg.FollowerThrottleRate > 0 && cfg.FollowerThrottleRate < 1<<62 { // Kafka's default, Long.MAX_VALUE: none
 		m.throttle = NewThrottle(cfg.FollowerThrottleRate)
@@ -225,53 +223,38 @@ func (m *Manager) brokerEpoch() int64 {
 }
 
 // Partition returns this node's replica of tp, or nil. It takes no lock.
-func (m *Manager) Partition(tp engine.TopicPartition) *Partition {
-	return (*m.parts.Load())[tp]
-}
+func (m *Manager) Partition(tp engine.TopicPartition) *Partition { return m.parts.get(tp) }
 
 // Partitions returns every replica, sorted by topic and partition. The slice is shared:
-// do not modify it.
-func (m *Manager) Partitions() []*Partition { return *m.sorted.Load() }
+// do not modify it. After replicas were added or removed, the first call sorts them
+// again (O(n log n)); the others take no lock.
+func (m *Manager) Partitions() []*Partition {
+	if s := m.sorted.Load(); s != nil {
+		return *s
+	}
+	m.partsMu.Lock()
+	defer m.partsMu.Unlock()
+	if s := m.sorted.Load(); s != nil {
+		return *s
+	}
+	s := m.parts.sorted()
+	m.sorted.Store(&s)
+	return s
+}
 
 func (m *Manager) putPartition(p *Partition) {
 	m.partsMu.Lock()
 	defer m.partsMu.Unlock()
-	old := *m.parts.Load()
-	nm := make(map[engine.TopicPartition]*Partition, len(old)+1)
-	for k, v := range old {
-		nm[k] = v
-	}
-	nm[p.tp] = p
-	m.parts.Store(&nm)
-	s := slices.Clone(*m.sorted.Load())
-	i, found := slices.BinarySearchFunc(s, p.tp, cmpPartTP)
-	if found {
-		s[i] = p
-	} else {
-		s = slices.Insert(s, i, p)
-	}
-	m.sorted.Store(&s)
+	m.parts.set(p)
+	m.sorted.Store(nil)
 }
 
 func (m *Manager) dropPartition(p *Partition) {
 	m.partsMu.Lock()
 	defer m.partsMu.Unlock()
-	old := *m.parts.Load()
-	if old[p.tp] != p {
-		return
+	if m.parts.del(p) {
+		m.sorted.Store(nil)
 	}
-	nm := make(map[engine.TopicPartition]*Partition, len(old))
-	for k, v := range old {
-		if k != p.tp {
-			nm[k] = v
-		}
-	}
-	m.parts.Store(&nm)
-	s := slices.Clone(*m.sorted.Load())
-	if i, found := slices.BinarySearchFunc(s, p.tp, cmpPartTP); found {
-		s = slices.Delete(s, i, i+1)
-	}
-	m.sorted.Store(&s)
 }
 
 func cmpPartTP(p *Partition, tp engine.TopicPartition) int { return cmpTP(p.tp, tp) }
