@@ -46,6 +46,13 @@ type mmapIndex struct {
 	capEntries int // allocated and mapped
 	maxEntries int // the most a writable index may grow to (segment.index.bytes)
 	writable   bool
+	// dirty: the entries changed since the index was opened or last
+	// fsynced. An index whose entries did not change (an idle partition's)
+	// is not synced again. Growing and trimming the room past the entries
+	// does not make it dirty: should a crash keep a size that was not
+	// synced, the zeros past the entries fail the check at the next open
+	// and the index is rebuilt (a scan, never a wrong answer).
+	dirty bool
 
 	// sum holds the key of every sumEvery-th entry (sum[j] = key(j*sumEvery)):
 	// a small, cache-resident first level for the binary search, so a lookup
@@ -81,6 +88,9 @@ func (x *mmapIndex) rebuildSumLocked() {
 
 // setEntriesLocked drops entries from n on (n <= entries).
 func (x *mmapIndex) setEntriesLocked(n int) {
+	if n != x.entries {
+		x.dirty = true
+	}
 	x.entries = n
 	if x.sumOK {
 		x.sum = x.sum[:(n+sumEvery-1)/sumEvery]
@@ -338,6 +348,7 @@ func (x *mmapIndex) appendLocked(e []byte) bool {
 		return false
 	}
 	copy(x.mm[x.entries*x.entrySize:], e)
+	x.dirty = true
 	if x.sumOK && x.entries%sumEvery == 0 {
 		x.sum = append(x.sum, x.key(x.entries))
 	}
@@ -352,6 +363,7 @@ func (x *mmapIndex) rewriteLocked(data []byte, writable bool, maxBytes int32) er
 		return err
 	}
 	x.capEntries = 0
+	x.dirty = true
 	f, size, err := x.openFile()
 	if err != nil {
 		x.emptyLocked()
@@ -380,8 +392,12 @@ func (x *mmapIndex) rewriteLocked(data []byte, writable bool, maxBytes int32) er
 	return err
 }
 
-// syncLocked makes the entries durable.
+// syncLocked makes the entries durable (nothing to do when the index has not
+// changed since it was opened or last synced).
 func (x *mmapIndex) syncLocked() error {
+	if !x.dirty {
+		return nil
+	}
 	if x.mm != nil && x.writable {
 		if err := x.mm.Flush(); err != nil {
 			return err
@@ -401,7 +417,19 @@ func (x *mmapIndex) fsyncFile() error {
 	if e := f.Close(); err == nil {
 		err = e
 	}
+	if err == nil {
+		x.dirty = false
+	}
 	return err
+}
+
+// fsyncIfDirtyLocked fsyncs the file when it changed since it was opened or
+// last synced.
+func (x *mmapIndex) fsyncIfDirtyLocked() error {
+	if !x.dirty {
+		return nil
+	}
+	return x.fsyncFile()
 }
 
 // closeLocked trims a writable index to its entries and unmaps it.

@@ -1,8 +1,10 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"sort"
 	"sync"
@@ -33,8 +35,13 @@ type Log struct {
 
 	appendMu sync.Mutex
 	prod     producerStates // under appendMu; prod.txns is &txns
-	txns     txnTracker     // open and unreplicated transactions (the LSO's bound)
-	epochs   *epochCache
+	// snapAt is the offset of the producer snapshot on disk that holds
+	// exactly prod (-1: none is known to). Under appendMu. A clean close
+	// writes no snapshot when snapAt is the log end: Kafka's rule too
+	// (ProducerStateManager takes one only past the last snapshot's offset).
+	snapAt int64
+	txns   txnTracker // open and unreplicated transactions (the LSO's bound)
+	epochs *epochCache
 
 	mu     sync.RWMutex
 	segs   []*segment // sorted by base; never empty while open
@@ -229,6 +236,8 @@ func (l *Log) rollLocked(base int64) error {
 	}
 	if err := l.prod.writeSnapshot(l.fs, l.dir, base); err != nil {
 		l.logger.Warn("producer snapshot", "tp", l.tp, "err", err)
+	} else {
+		l.snapAt = base
 	}
 	l.mu.Lock()
 	l.segs = append(l.segs, s)
@@ -274,12 +283,18 @@ func (l *Log) close(mode closeMode) error {
 	}
 	if mode == closeClean {
 		rp := l.recoveryPoint.Load()
+		// Nothing unsynced (what the flusher checks too): an idle log's
+		// close costs no fdatasync.
+		synced := l.leo.Load() <= rp && l.dirtyBytes.Load() == 0
 		for _, s := range segs {
-			if s.next.Load() <= rp && s != segs[len(segs)-1] {
+			last := s == segs[len(segs)-1]
+			if s.next.Load() <= rp && !last {
 				continue // synced when the recovery point passed it
 			}
-			if err := s.log.Datasync(); err != nil && first == nil {
-				first = err
+			if !last || !synced {
+				if err := s.log.Datasync(); err != nil && first == nil {
+					first = err
+				}
 			}
 			if err := s.syncTxn(); err != nil && first == nil {
 				first = err
@@ -294,17 +309,21 @@ func (l *Log) close(mode closeMode) error {
 			if err := act.trimIndexesLocked(); err != nil && first == nil {
 				first = err
 			}
-			if err := act.oidx.fsyncFile(); err != nil && first == nil {
+			if err := act.oidx.fsyncIfDirtyLocked(); err != nil && first == nil {
 				first = err
 			}
-			if err := act.tidx.fsyncFile(); err != nil && first == nil {
+			if err := act.tidx.fsyncIfDirtyLocked(); err != nil && first == nil {
 				first = err
 			}
 		}
 		act.idxMu.Unlock()
 		leo := l.leo.Load()
-		if err := l.prod.writeSnapshot(l.fs, l.dir, leo); err != nil && first == nil {
-			first = err
+		if l.needsSnapshot(leo, segs[0].base) {
+			if err := l.prod.writeSnapshot(l.fs, l.dir, leo); err != nil && first == nil {
+				first = err
+			} else if err == nil {
+				l.snapAt = leo
+			}
 		}
 		if first == nil {
 			l.recoveryPoint.Store(leo)
@@ -312,6 +331,24 @@ func (l *Log) close(mode closeMode) error {
 	}
 	releaseAll(segs)
 	return first
+}
+
+// needsSnapshot says whether a clean close at log end leo must write the
+// producer snapshot: not when the one on disk at leo holds the state, nor
+// when the log holds nothing (leo is its first segment's base), the state
+// is empty and no snapshot is at leo (opening it again rebuilds the same
+// empty state from no records). An idle partition's close then costs no
+// file write and no fsync. Caller holds appendMu.
+func (l *Log) needsSnapshot(leo, firstBase int64) bool {
+	if l.snapAt == leo {
+		return false
+	}
+	if leo == firstBase && l.prod.empty() {
+		if _, err := l.fs.Stat(snapshotPath(l.dir, leo)); errors.Is(err, os.ErrNotExist) {
+			return false
+		}
+	}
+	return true
 }
 
 func (l *Log) String() string { return fmt.Sprintf("Log(%s at %s)", l.tp, filepath.Base(l.dir)) }

@@ -217,6 +217,7 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	l.prod = newProducerStates()
 	l.prod.attach(&l.txns)
 	removeSnapshots(l.fs, l.dir, math.MaxInt64, -1)
+	l.snapAt = -1
 	if err := l.epochs.clear(); err != nil {
 		return err
 	}

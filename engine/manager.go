@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/samsa-broker/samsa/engine/vfs"
@@ -146,6 +147,7 @@ func Open(opts Options) (*Manager, error) {
 		"segments_scanned", r.SegmentsScanned, "bytes_scanned", r.BytesScanned, "bytes_truncated", r.BytesTruncated,
 		"segments_deleted", r.SegmentsDeleted, "indexes_rebuilt", r.IndexesRebuilt,
 		"tail_bytes_verified", r.TailBytesVerified, "damaged_batches", r.DamagedBatches, "took", r.Duration)
+	m.checkFileLimit()
 	if opts.manualBackground {
 		return m, nil
 	}
@@ -225,12 +227,13 @@ func (m *Manager) loadDir(d *logDir) error {
 		rp, hasRP := rps[tp]
 		l, err := m.loadLog(d, path, tp, m.opts.DefaultConfig, clean, hasRP, rp, hws[tp], lss[tp])
 		if err != nil {
-			return fmt.Errorf("load %s: %w", path, err)
+			return fmt.Errorf("load %s: %w", path, tooManyFiles(err, len(m.logs)))
 		}
 		if off, ok := cleaned[tp]; ok {
 			l.firstDirty.Store(off)
 		}
 		m.logs[tp] = l
+		d.nlogs++
 	}
 	if clean {
 		if err := m.fs.Remove(marker); err != nil {
@@ -333,16 +336,15 @@ func (m *Manager) CreateLog(tp TopicPartition, cfg LogConfig) (*Log, error) {
 		l.SetConfig(cfg)
 		return l, nil
 	}
-	count := map[*logDir]int{}
-	for _, l := range m.logs {
-		count[l.ld]++
+	if err := m.checkCreateLocked(); err != nil {
+		return nil, err
 	}
 	var best *logDir
 	for _, d := range m.dirs {
 		d.mu.Lock()
 		off := d.err != nil
 		d.mu.Unlock()
-		if !off && (best == nil || count[d] < count[best]) {
+		if !off && (best == nil || d.nlogs < best.nlogs) {
 			best = d
 		}
 	}
@@ -351,17 +353,18 @@ func (m *Manager) CreateLog(tp TopicPartition, cfg LogConfig) (*Log, error) {
 	}
 	path := filepath.Join(best.path, tp.String())
 	if err := m.fs.MkdirAll(path, 0o755); err != nil {
-		return nil, err
+		return nil, tooManyFiles(err, len(m.logs))
 	}
 	l, err := m.loadLog(best, path, tp, cfg, true, false, 0, 0, 0)
 	if err != nil {
-		return nil, err
+		return nil, tooManyFiles(err, len(m.logs))
 	}
 	l.rec = RecoveryStats{}
 	if err := m.fs.SyncDir(best.path); err != nil {
 		return nil, err
 	}
 	m.logs[tp] = l
+	best.nlogs++
 	return l, nil
 }
 
@@ -375,6 +378,7 @@ func (m *Manager) DeleteLog(tp TopicPartition) error {
 		return fmt.Errorf("%w: %s", ErrNoLog, tp)
 	}
 	delete(m.logs, tp)
+	l.ld.nlogs--
 	m.mu.Unlock()
 	m.cl.abortAndPause(l) // for good: the log is gone
 	l.close(closeDelete)
@@ -556,17 +560,7 @@ func (m *Manager) Close() error {
 	m.cl.stop()
 	m.wg.Wait()
 	m.stopManualFlushers()
-	var first error
-	dirErr := map[*logDir]bool{}
-	for _, l := range m.Logs() {
-		if err := l.close(closeClean); err != nil {
-			m.logger.Error("close log", "tp", l.tp, "err", err)
-			dirErr[l.ld] = true
-			if first == nil {
-				first = err
-			}
-		}
-	}
+	first, dirErr := m.closeLogs(m.Logs())
 	m.finishDeletes(true)
 	m.bg.Wait()
 	for _, d := range m.dirs {
@@ -588,6 +582,44 @@ func (m *Manager) Close() error {
 	}
 	m.unlock()
 	return first
+}
+
+// closeLogs closes logs cleanly, flushParallel at a time (their syncs go to
+// the file system together, as a flusher round's do). It returns the first
+// error and the directories of the logs that failed.
+func (m *Manager) closeLogs(logs []*Log) (error, map[*logDir]bool) {
+	var mu sync.Mutex
+	var first error
+	dirErr := map[*logDir]bool{}
+	var next atomic.Int64
+	work := func() {
+		for {
+			i := next.Add(1) - 1
+			if i >= int64(len(logs)) {
+				return
+			}
+			l := logs[i]
+			if err := l.close(closeClean); err != nil {
+				m.logger.Error("close log", "tp", l.tp, "err", err)
+				mu.Lock()
+				dirErr[l.ld] = true
+				if first == nil {
+					first = err
+				}
+				mu.Unlock()
+			}
+		}
+	}
+	var wg sync.WaitGroup
+	for range min(len(logs), flushParallel) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			work()
+		}()
+	}
+	wg.Wait()
+	return first, dirErr
 }
 
 // abandon stops the goroutines and closes the files without flushing,

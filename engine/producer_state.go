@@ -94,6 +94,9 @@ type producerStates struct {
 	txns  *txnTracker
 }
 
+// empty says whether the state holds no producer.
+func (ps *producerStates) empty() bool { return len(ps.m) == 0 && len(ps.verif) == 0 }
+
 func newProducerStates() producerStates {
 	return producerStates{m: make(map[int64]*producerEntry), verif: map[int64]*verifyEntry{}, txns: &txnTracker{}}
 }
@@ -240,17 +243,20 @@ const producerExpirationMs = 24 * 3600 * 1000
 // expire drops producers whose newest batch or marker is older than
 // now-producerExpirationMs, unless they have a transaction open, and
 // verifications that old.
-func (ps *producerStates) expire(now int64) {
+func (ps *producerStates) expire(now int64) (changed bool) {
 	for pid, e := range ps.m {
 		if e.txnFirst < 0 && now-e.lastTs >= producerExpirationMs {
 			delete(ps.m, pid)
+			changed = true
 		}
 	}
 	for pid, v := range ps.verif {
 		if now-v.created >= producerExpirationMs {
 			delete(ps.verif, pid)
+			changed = true
 		}
 	}
+	return changed
 }
 
 // completedTxn is a transaction a marker ended.

@@ -30,7 +30,7 @@ const recoverBufSize = 1 << 20
 // rebuilt from the newest snapshot plus the batches after it.
 func (m *Manager) loadLog(d *logDir, dir string, tp TopicPartition, cfg LogConfig, clean, hasRP bool, rp, hw, ls int64) (*Log, error) {
 	c := cfg.sanitized()
-	l := &Log{rec: RecoveryStats{Logs: 1}, tp: tp, dir: dir, m: m, ld: d, fs: m.fs, logger: m.logger.With("tp", tp.String()), prod: newProducerStates()}
+	l := &Log{rec: RecoveryStats{Logs: 1}, tp: tp, dir: dir, m: m, ld: d, fs: m.fs, logger: m.logger.With("tp", tp.String()), prod: newProducerStates(), snapAt: -1}
 	l.prod.attach(&l.txns)
 	l.cfg.Store(&c)
 	l.firstDirty.Store(-1)
@@ -261,6 +261,10 @@ func (l *Log) rebuildProducerState(upTo, rebuildFrom int64) error {
 	ps, from := loadLatestSnapshot(l.fs, l.dir, min(upTo, rebuildFrom))
 	ps.attach(&l.txns)
 	l.prod = ps
+	l.snapAt = -1
+	if from >= 0 && from == upTo {
+		l.snapAt = from // nothing to replay: the snapshot is the state
+	}
 	if from < 0 {
 		from = l.segs[0].base
 	}

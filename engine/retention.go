@@ -23,7 +23,9 @@ func (l *Log) enforceRetention() (int, error) {
 	}
 	cfg := l.cfg.Load()
 	now := l.m.nowMs()
-	l.prod.expire(now)
+	if l.prod.expire(now) {
+		l.snapAt = -1
+	}
 	hw := l.hw.Load()
 	leo := l.leo.Load()
 	logStart := l.logStart.Load()
@@ -98,6 +100,9 @@ func (l *Log) deleteOldestLocked(n int, cfg *LogConfig) error {
 		err = e
 	}
 	removeSnapshots(l.fs, l.dir, first, math.MaxInt64)
+	if l.snapAt < first {
+		l.snapAt = -1
+	}
 	return err
 }
 

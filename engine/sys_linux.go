@@ -1,10 +1,13 @@
 package engine
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -52,4 +55,57 @@ func diskSpace(path string) (total, usable int64) {
 		return -1, -1
 	}
 	return int64(st.Blocks) * st.Bsize, int64(st.Bavail) * st.Bsize
+}
+
+// FileLimit returns the process's open-file limit: RLIMIT_NOFILE's soft value,
+// which `ulimit -n` shows (Go raises it to the hard value at start-up), or 0
+// when unknown or unlimited.
+func FileLimit() uint64 {
+	var r unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &r); err != nil || r.Cur == unix.RLIM_INFINITY {
+		return 0
+	}
+	return r.Cur
+}
+
+// OpenFiles returns how many descriptors the process holds (/proc/self/fd),
+// or -1 when unknown.
+func OpenFiles() int {
+	f, err := os.Open("/proc/self/fd")
+	if err != nil {
+		return -1
+	}
+	defer f.Close()
+	n := 0
+	for {
+		names, err := f.Readdirnames(4096)
+		n += len(names)
+		if err != nil {
+			break
+		}
+	}
+	return n - 1 // the descriptor reading the directory
+}
+
+// MapCount returns the process's memory mappings (/proc/self/maps lines), or
+// -1 when unknown.
+func MapCount() int64 {
+	b, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		return -1
+	}
+	return int64(bytes.Count(b, []byte{'\n'}))
+}
+
+// MapLimit returns vm.max_map_count, or 0 when unknown.
+func MapLimit() int64 {
+	b, err := os.ReadFile("/proc/sys/vm/max_map_count")
+	if err != nil {
+		return 0
+	}
+	v, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil {
+		return 0
+	}
+	return v
 }

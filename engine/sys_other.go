@@ -26,3 +26,15 @@ func (nopCloser) Close() error { return nil }
 func lockDir(fsys vfs.FS, dir string) (unlock io.Closer, err error) { return nopCloser{}, nil }
 
 func diskSpace(path string) (total, usable int64) { return -1, -1 }
+
+// FileLimit is 0 (unknown) off Linux.
+func FileLimit() uint64 { return 0 }
+
+// OpenFiles is -1 (unknown) off Linux.
+func OpenFiles() int { return -1 }
+
+// MapCount is -1 (unknown) off Linux.
+func MapCount() int64 { return -1 }
+
+// MapLimit is 0 (unknown) off Linux.
+func MapLimit() int64 { return 0 }
