@@ -14,7 +14,10 @@
 // topic id. TimeoutMillis bounds the wait for the controller (REQUEST_TIMED_OUT past
 // it); a controller that cannot be reached answers NOT_CONTROLLER.
 //
-// Differences from Apache Kafka: none known for the fields above.
+// A request whose new partitions this broker could not open under its open file limit
+// fails whole with POLICY_VIOLATION and a message naming the limit (file_headroom.go).
+//
+// Differences from Apache Kafka: the open-file check above (Kafka has none).
 
 package kafka
 
@@ -30,5 +33,8 @@ func init() {
 
 func handleCreateTopics(b *Broker, r *Request) {
 	req := r.Body.(*kmsg.CreateTopicsRequest)
+	if b.refuseForFiles(r, b.createTopicsReplicas(req)) {
+		return
+	}
 	b.forward(r, forwarded{timeout: time.Duration(req.TimeoutMillis) * time.Millisecond, write: !req.ValidateOnly})
 }

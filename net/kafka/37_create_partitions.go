@@ -9,7 +9,10 @@
 // after validation. New partitions get leader epoch 0. TimeoutMillis bounds the wait
 // for the controller.
 //
-// Differences from Apache Kafka: none known.
+// New partitions this broker could not open under its open file limit fail the whole
+// request with POLICY_VIOLATION (file_headroom.go).
+//
+// Differences from Apache Kafka: that open-file check (Kafka has none).
 
 package kafka
 
@@ -25,5 +28,8 @@ func init() {
 
 func handleCreatePartitions(b *Broker, r *Request) {
 	req := r.Body.(*kmsg.CreatePartitionsRequest)
+	if b.refuseForFiles(r, b.createPartitionsReplicas(req)) {
+		return
+	}
 	b.forward(r, forwarded{timeout: time.Duration(req.TimeoutMillis) * time.Millisecond, write: !req.ValidateOnly})
 }
