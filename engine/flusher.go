@@ -357,6 +357,9 @@ func (l *Log) flush() error {
 	releaseAll(segs)
 	// A new segment's name is durable only with its directory: without it
 	// a power loss could take the file, synced data and all.
+	if err == nil {
+		err = l.epochs.persistIfDirty()
+	}
 	if err == nil && l.dirDirty.Swap(false) {
 		if err = l.fs.SyncDir(l.dir); err != nil {
 			l.dirDirty.Store(true)

@@ -42,6 +42,9 @@ type Log struct {
 	snapAt int64
 	txns   txnTracker // open and unreplicated transactions (the LSO's bound)
 	epochs *epochCache
+	// recEpochs are the leader epochs the recovery scans of loadLog met, in
+	// order (each with its first offset), assigned once the cache is loaded.
+	recEpochs []epochEntry
 
 	mu     sync.RWMutex
 	segs   []*segment // sorted by base; never empty while open
@@ -207,7 +210,7 @@ func (l *Log) rollLocked(base int64) error {
 	if old.size.Load() == 0 && old.base == base {
 		return nil
 	}
-	s, err := createSegment(l.m, l.dir, base, cfg)
+	s, err := createSegment(l.m, l.dir, base, cfg, false)
 	if err != nil {
 		return fmt.Errorf("roll %s at %d: %w", l.tp, base, err)
 	}
@@ -317,6 +320,9 @@ func (l *Log) close(mode closeMode) error {
 			}
 		}
 		act.idxMu.Unlock()
+		if err := l.epochs.persistIfDirty(); err != nil && first == nil {
+			first = err
+		}
 		leo := l.leo.Load()
 		if l.needsSnapshot(leo, segs[0].base) {
 			if err := l.prod.writeSnapshot(l.fs, l.dir, leo); err != nil && first == nil {

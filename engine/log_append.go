@@ -201,9 +201,7 @@ func (l *Log) Append(batches []byte, o AppendOptions) (AppendResult, error) {
 	for p := 0; p < len(batches); {
 		h := parseHeaderUnchecked(batches[p:])
 		if h.PartitionLeaderEpoch > latest {
-			if _, err := l.epochs.assign(h.PartitionLeaderEpoch, h.BaseOffset); err != nil {
-				l.logger.Warn("leader epoch checkpoint", "tp", l.tp, "err", err)
-			}
+			l.epochs.assignLater(h.PartitionLeaderEpoch, h.BaseOffset) // written by the next flush
 			latest = h.PartitionLeaderEpoch
 		}
 		p += int(h.Size())

@@ -184,7 +184,7 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 			derr = err
 		}
 	}
-	s, err := createSegment(l.m, l.dir, offset, cfg)
+	s, err := createSegment(l.m, l.dir, offset, cfg, false)
 	if err != nil {
 		lost := false
 		for _, o := range old {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -322,22 +323,73 @@ func validTopic(t string) bool {
 }
 
 // CreateLog creates the log of tp in the directory with the fewest logs. For
-// an existing log it applies cfg and returns the log.
+// an existing log it applies cfg and returns the log. The new log's directory
+// entry is durable when it returns.
 func (m *Manager) CreateLog(tp TopicPartition, cfg LogConfig) (*Log, error) {
-	if !validTopic(tp.Topic) || tp.Partition < 0 {
-		return nil, fmt.Errorf("%w: topic partition %q %d", ErrInvalidConfig, tp.Topic, tp.Partition)
+	logs, err := m.CreateLogs([]NewLog{{TP: tp, Config: cfg}})
+	if err != nil {
+		return nil, err
+	}
+	return logs[0], nil
+}
+
+// NewLog is one log of CreateLogs.
+type NewLog struct {
+	TP     TopicPartition
+	Config LogConfig
+}
+
+// CreateLogs is CreateLog for several logs, with one sync of each log
+// directory for all the directories it created in it (CreateLog syncs once
+// per log: a topic of 10,000 partitions created one log at a time is 10,000
+// syncs of the log directory). It returns the logs in the order asked, or the
+// first error: the logs created before it stay (their entries synced).
+func (m *Manager) CreateLogs(want []NewLog) ([]*Log, error) {
+	for _, n := range want {
+		if !validTopic(n.TP.Topic) || n.TP.Partition < 0 {
+			return nil, fmt.Errorf("%w: topic partition %q %d", ErrInvalidConfig, n.TP.Topic, n.TP.Partition)
+		}
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
 		return nil, ErrClosed
 	}
+	out := make([]*Log, 0, len(want))
+	var created []*logDir
+	var first error
+	for _, n := range want {
+		l, d, err := m.createLogLocked(n.TP, n.Config)
+		if err != nil {
+			first = err
+			break
+		}
+		if d != nil && !slices.Contains(created, d) {
+			created = append(created, d)
+		}
+		out = append(out, l)
+	}
+	for _, d := range created {
+		if err := m.fs.SyncDir(d.path); err != nil && first == nil {
+			first = err
+		}
+	}
+	if first != nil {
+		return nil, first
+	}
+	return out, nil
+}
+
+// createLogLocked creates the log of tp (or applies cfg to the existing one)
+// without syncing the log directory; d is the directory it created the log
+// in (nil for an existing log). The caller holds m.mu.
+func (m *Manager) createLogLocked(tp TopicPartition, cfg LogConfig) (*Log, *logDir, error) {
 	if l := m.logs[tp]; l != nil {
 		l.SetConfig(cfg)
-		return l, nil
+		return l, nil, nil
 	}
 	if err := m.checkCreateLocked(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var best *logDir
 	for _, d := range m.dirs {
@@ -349,23 +401,20 @@ func (m *Manager) CreateLog(tp TopicPartition, cfg LogConfig) (*Log, error) {
 		}
 	}
 	if best == nil {
-		return nil, ErrLogDirOffline
+		return nil, nil, ErrLogDirOffline
 	}
 	path := filepath.Join(best.path, tp.String())
 	if err := m.fs.MkdirAll(path, 0o755); err != nil {
-		return nil, tooManyFiles(err, len(m.logs))
+		return nil, nil, tooManyFiles(err, len(m.logs))
 	}
 	l, err := m.loadLog(best, path, tp, cfg, true, false, 0, 0, 0)
 	if err != nil {
-		return nil, tooManyFiles(err, len(m.logs))
+		return nil, nil, tooManyFiles(err, len(m.logs))
 	}
 	l.rec = RecoveryStats{}
-	if err := m.fs.SyncDir(best.path); err != nil {
-		return nil, err
-	}
 	m.logs[tp] = l
 	best.nlogs++
-	return l, nil
+	return l, best, nil
 }
 
 // DeleteLog removes the log of tp: its directory is renamed to

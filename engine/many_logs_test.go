@@ -17,9 +17,10 @@ type syncCountFS struct {
 	vfs.FS
 	root string
 
-	mu    sync.Mutex
-	syncs map[string]int // partition directory name → syncs of it or its files
-	snaps map[string]int // partition directory name → snapshots created
+	mu        sync.Mutex
+	syncs     map[string]int // partition directory name → syncs of it or its files
+	snaps     map[string]int // partition directory name → snapshots created
+	rootSyncs int            // syncs of the log directory itself
 }
 
 func newSyncCountFS(root string) *syncCountFS {
@@ -76,6 +77,11 @@ func (c *syncCountFS) OpenFile(name string, flag int, perm os.FileMode) (vfs.Fil
 }
 
 func (c *syncCountFS) SyncDir(dir string) error {
+	if filepath.Clean(dir) == filepath.Clean(c.root) {
+		c.mu.Lock()
+		c.rootSyncs++
+		c.mu.Unlock()
+	}
 	c.count(false, dir)
 	return c.FS.SyncDir(dir)
 }
@@ -243,5 +249,146 @@ func TestParallelFlushRoundIsDurable(t *testing.T) {
 			t.Fatalf("partition %d after the power cut: %v, want end %d", i, l, want[i])
 		}
 		readAll(t, l)
+	}
+}
+
+// CreateLogs syncs each log directory once for all the logs it creates in it
+// (CreateLog once per log), and what it returned survives a power cut, empty
+// or not.
+func TestCreateLogsShareOneDirectorySync(t *testing.T) {
+	dir := t.TempDir()
+	cfs := newSyncCountFS(dir)
+	m, err := Open(Options{Dirs: []string{dir}, Sync: SyncFsync, FS: cfs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rootSyncs := func() int {
+		cfs.mu.Lock()
+		defer cfs.mu.Unlock()
+		n := cfs.rootSyncs
+		cfs.rootSyncs = 0
+		return n
+	}
+	rootSyncs() // Open's own
+	var want []NewLog
+	for i := 0; i < 100; i++ {
+		want = append(want, NewLog{TP: TopicPartition{Topic: "new", Partition: int32(i)}, Config: DefaultLogConfig()})
+	}
+	logs, err := m.CreateLogs(want)
+	if err != nil || len(logs) != 100 {
+		t.Fatalf("CreateLogs: %d logs, %v", len(logs), err)
+	}
+	for i, l := range logs {
+		if l.TopicPartition() != want[i].TP {
+			t.Fatalf("log %d is %s", i, l.TopicPartition())
+		}
+	}
+	if n := rootSyncs(); n != 1 {
+		t.Fatalf("%d syncs of the log directory for 100 new logs, want 1", n)
+	}
+	// Existing logs: nothing created, nothing synced.
+	if again, err := m.CreateLogs(want[:10]); err != nil || again[3] != logs[3] {
+		t.Fatalf("CreateLogs of existing logs: %v", err)
+	}
+	if n := rootSyncs(); n != 0 {
+		t.Fatalf("%d syncs of the log directory for existing logs", n)
+	}
+	m.Close()
+
+	dir = t.TempDir()
+	fs := vfs.NewCrashFS(vfs.Default)
+	m, err = Open(Options{Dirs: []string{dir}, Sync: SyncFsync, FS: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs, err = m.CreateLogs(want[:20])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 20; i += 2 {
+		r := mustAppend(t, logs[i], makeBatch(testBatch{records: 2}))
+		if err := logs[i].WaitDurable(r.LastOffset); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := fs.Crash(); err != nil {
+		t.Fatal(err)
+	}
+	m.abandon()
+	fs.Restart()
+	m, err = Open(Options{Dirs: []string{dir}, Sync: SyncFsync, FS: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	for i := 0; i < 20; i++ {
+		l := m.Log(want[i].TP)
+		wantEnd := int64(0)
+		if i%2 == 0 {
+			wantEnd = 2
+		}
+		if l == nil || l.LogEndOffset() != wantEnd {
+			t.Fatalf("partition %d after the power cut: %v, want end %d", i, l, wantEnd)
+		}
+	}
+}
+
+// The first record of a new leader epoch writes no leader-epoch checkpoint on
+// the append path: the flush that makes it durable does (before the recovery
+// point passes it). A process that dies before writing it loses no epoch:
+// recovery assigns the epochs of the batches it keeps.
+func TestEpochCheckpointWrittenByFlush(t *testing.T) {
+	dir := t.TempDir()
+	cfs := newSyncCountFS(dir)
+	m, err := Open(Options{Dirs: []string{dir}, Sync: SyncNone, FS: cfs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp := TopicPartition{Topic: "ep", Partition: 0}
+	l, err := m.CreateLog(tp, DefaultLogConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfs.reset()
+	for epoch := int32(1); epoch <= 3; epoch++ {
+		if _, err := l.Append(makeBatch(testBatch{records: 2}), AppendOptions{LeaderEpoch: epoch}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if syncs, _ := cfs.reset(); syncs[tp.String()] != 0 {
+		t.Fatalf("appends in 3 new epochs synced %d times", syncs[tp.String()])
+	}
+	if e, end := l.EndOffsetForEpoch(2); e != 2 || end != 4 {
+		t.Fatalf("EndOffsetForEpoch(2) = %d, %d; want 2, 4", e, end)
+	}
+	ckpt := filepath.Join(l.Dir(), leaderEpochFile)
+	if _, err := os.Stat(ckpt); !os.IsNotExist(err) {
+		t.Fatalf("checkpoint written by the appends: %v", err)
+	}
+	// Killed before any flush: the epochs come back from the batch headers.
+	m.abandon()
+	m, err = Open(Options{Dirs: []string{dir}, Sync: SyncNone})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l = m.Log(tp)
+	for epoch, want := range map[int32]int64{1: 2, 2: 4, 3: 6} {
+		if e, end := l.EndOffsetForEpoch(epoch); e != epoch || end != want {
+			t.Fatalf("after a crash, EndOffsetForEpoch(%d) = %d, %d; want %d, %d", epoch, e, end, epoch, want)
+		}
+	}
+	// A new epoch, then a flush: the checkpoint holds it.
+	if _, err := l.Append(makeBatch(testBatch{records: 1}), AppendOptions{LeaderEpoch: 7}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(ckpt)
+	if err != nil || !strings.Contains(string(b), "7 6") {
+		t.Fatalf("checkpoint after the flush: %q, %v (want the entry 7 6)", b, err)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
 	}
 }

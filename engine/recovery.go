@@ -55,11 +55,13 @@ func (m *Manager) loadLog(d *logDir, dir string, tp TopicPartition, cfg LogConfi
 	logs := map[int64]bool{}
 	txnFiles := map[int64]bool{}
 	var indexes []string
+	snapshots := false // the directory holds producer snapshots
 	for _, e := range ents {
 		name := e.Name()
 		if e.IsDir() {
 			continue
 		}
+		snapshots = snapshots || strings.HasSuffix(name, snapshotSuffix)
 		switch {
 		case strings.HasSuffix(name, deletedSuffix), strings.HasSuffix(name, tmpSuffix):
 			m.fs.Remove(dir + "/" + name)
@@ -106,7 +108,7 @@ func (m *Manager) loadLog(d *logDir, dir string, tp TopicPartition, cfg LogConfi
 	}
 	created := false
 	if len(segs) == 0 {
-		s, err := createSegment(m, dir, max(ls, 0), &c)
+		s, err := createSegment(m, dir, max(ls, 0), &c, true)
 		if err != nil {
 			return fail(err)
 		}
@@ -212,6 +214,17 @@ func (m *Manager) loadLog(d *logDir, dir string, tp TopicPartition, cfg LogConfi
 	if err := l.epochs.truncateFromStart(start); err != nil {
 		return fail(err)
 	}
+	// The epochs of the records a recovery kept, which the checkpoint may
+	// lack (the append path leaves its writing to the next flush).
+	for _, e := range l.recEpochs {
+		if e.start < leo && e.epoch > l.epochs.latest() {
+			l.epochs.assignLater(e.epoch, e.start)
+		}
+	}
+	l.recEpochs = nil
+	if err := l.epochs.persistIfDirty(); err != nil {
+		return fail(ioFailure(fmt.Sprintf("leader epoch checkpoint of %s", tp), err))
+	}
 
 	for i, s := range segs {
 		if !txnFiles[s.base] || s.base >= rebuildFrom {
@@ -232,6 +245,11 @@ func (m *Manager) loadLog(d *logDir, dir string, tp TopicPartition, cfg LogConfi
 		}
 	}
 
+	if created && !snapshots {
+		// A new, empty log: the state is empty, as a rebuild would find it
+		// (no snapshot, no record), without listing the directory three times.
+		return l, nil
+	}
 	removeSnapshots(m.fs, dir, 0, leo)
 	if err := l.rebuildProducerState(leo, rebuildFrom); err != nil {
 		return fail(ioFailure(fmt.Sprintf("rebuild the transaction index of %s", tp), err))
@@ -596,6 +614,9 @@ func (l *Log) recoverSegmentKeeping(s *segment, active, keepDamaged bool, buf []
 		b.add(&h, pos)
 		if h.ProducerID >= 0 {
 			producers = true
+		}
+		if n := len(l.recEpochs); h.PartitionLeaderEpoch >= 0 && (n == 0 || h.PartitionLeaderEpoch > l.recEpochs[n-1].epoch) {
+			l.recEpochs = append(l.recEpochs, epochEntry{h.PartitionLeaderEpoch, h.BaseOffset})
 		}
 		next = h.LastOffset() + 1
 		pos += h.Size()

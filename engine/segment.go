@@ -87,7 +87,11 @@ func (s *segment) path(suffix string) string {
 
 // createSegment creates an empty segment (replacing stale files of the same
 // base) with writable, preallocated indexes.
-func createSegment(m *Manager, dir string, base int64, cfg *LogConfig) (*segment, error) {
+//
+// noStale says the caller knows no index file of base exists (loadLog has
+// just removed the orphans of a directory holding no segment): the removals
+// are skipped.
+func createSegment(m *Manager, dir string, base int64, cfg *LogConfig, noStale bool) (*segment, error) {
 	fsys := m.fs
 	s := &segment{base: base, dir: dir, fs: fsys, fail: &m.fail}
 	f, err := fsys.OpenFile(s.path(logSuffix), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
@@ -100,6 +104,9 @@ func createSegment(m *Manager, dir string, base int64, cfg *LogConfig) (*segment
 	s.offMax.Store(base)
 	s.firstTs.Store(unknownTimestamp)
 	for _, suf := range []string{indexSuffix, timeIndexSuffix, txnIndexSuffix} {
+		if noStale {
+			break
+		}
 		if err := fsys.Remove(s.path(suf)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			f.Close()
 			return nil, err

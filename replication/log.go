@@ -56,6 +56,16 @@ type LogStore interface {
 	DeleteLog(tp engine.TopicPartition) error
 }
 
+// LogBatchOpener is implemented by a LogStore that opens many logs at once for
+// less than one at a time (the engine's: one sync of a log directory for every log
+// it creates there). Apply calls it, when the LogStore has it, with the partitions
+// of a delta that have no replica yet; it then opens each with OpenLog as before
+// (which finds it open). An error is not returned by Apply: the OpenLog that
+// follows reports it for its partition.
+type LogBatchOpener interface {
+	OpenLogs(tps []engine.TopicPartition, cfgs []engine.LogConfig) error
+}
+
 // EngineLogs returns the LogStore of an engine.
 func EngineLogs(m *engine.Manager) LogStore { return engineLogs{m} }
 
@@ -67,6 +77,15 @@ func (e engineLogs) OpenLog(tp engine.TopicPartition, cfg engine.LogConfig) (Log
 		return nil, err
 	}
 	return l, nil
+}
+
+func (e engineLogs) OpenLogs(tps []engine.TopicPartition, cfgs []engine.LogConfig) error {
+	want := make([]engine.NewLog, len(tps))
+	for i := range tps {
+		want[i] = engine.NewLog{TP: tps[i], Config: cfgs[i]}
+	}
+	_, err := e.m.CreateLogs(want)
+	return err
 }
 
 func (e engineLogs) DeleteLog(tp engine.TopicPartition) error {

@@ -280,6 +280,7 @@ func (m *Manager) Apply(d Delta) error {
 			errs = append(errs, err)
 		}
 	}
+	m.openNewLogs(&d)
 	for i := range d.Leaders {
 		if err := m.becomeLeader(&d.Leaders[i]); err != nil {
 			errs = append(errs, err)
@@ -292,6 +293,31 @@ func (m *Manager) Apply(d Delta) error {
 	}
 	m.dropIdleFetchers()
 	return errors.Join(errs...)
+}
+
+// openNewLogs opens, in one batch when the LogStore can (LogBatchOpener), the logs
+// of the partitions of d that have no replica yet: a new topic's, or every one at
+// start-up.
+func (m *Manager) openNewLogs(d *Delta) {
+	bo, ok := m.cfg.Logs.(LogBatchOpener)
+	if !ok {
+		return
+	}
+	var tps []engine.TopicPartition
+	var cfgs []engine.LogConfig
+	for _, sts := range [2][]PartitionState{d.Leaders, d.Followers} {
+		for i := range sts {
+			if tp := sts[i].TP(); m.Partition(tp) == nil {
+				tps, cfgs = append(tps, tp), append(cfgs, sts[i].LogConfig)
+			}
+		}
+	}
+	if len(tps) < 2 {
+		return
+	}
+	if err := bo.OpenLogs(tps, cfgs); err != nil {
+		m.log.Debug("opening logs in a batch", "logs", len(tps), "err", err)
+	}
 }
 
 // partitionFor returns the replica st describes, creating it (and opening its log).

@@ -141,3 +141,49 @@ func BenchmarkPartitionLookup(b *testing.B) {
 		i++
 	}
 }
+
+// batchStore is a memStore that counts OpenLogs batches.
+type batchStore struct {
+	*memStore
+	batches [][]engine.TopicPartition
+}
+
+func (b *batchStore) OpenLogs(tps []engine.TopicPartition, cfgs []engine.LogConfig) error {
+	b.batches = append(b.batches, slices.Clone(tps))
+	for i, tp := range tps {
+		if _, err := b.OpenLog(tp, cfgs[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Apply opens the logs of a delta's new partitions in one batch when the LogStore
+// can (the engine then syncs its directory once for all), and only the new ones.
+func TestApplyOpensNewLogsInOneBatch(t *testing.T) {
+	store := &batchStore{memStore: newMemStore(false)}
+	m, err := NewManager(Config{NodeID: 1, Logs: store, Clock: newFakeClock(), Manual: true, ReplicaLagTimeMax: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if err := m.Apply(manyLeaders(2, 50)); err != nil {
+		t.Fatal(err)
+	}
+	if len(store.batches) != 1 || len(store.batches[0]) != 100 {
+		t.Fatalf("batches %d (first of %d), want one of 100", len(store.batches), len(store.batches[0]))
+	}
+	d := manyLeaders(3, 50) // t0 and t1 again, t2 new
+	for i := range d.Leaders {
+		d.Leaders[i].LeaderEpoch = 1
+	}
+	if err := m.Apply(d); err != nil {
+		t.Fatal(err)
+	}
+	if len(store.batches) != 2 || len(store.batches[1]) != 50 || store.batches[1][0].Topic != "t2" {
+		t.Fatalf("second batch %v, want t2's 50 partitions", store.batches[1:])
+	}
+	if n := len(m.Partitions()); n != 150 {
+		t.Fatalf("%d replicas, want 150", n)
+	}
+}
