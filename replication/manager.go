@@ -292,7 +292,18 @@ func (m *Manager) Apply(d Delta) error {
 		}
 	}
 	m.dropIdleFetchers()
-	return errors.Join(errs...)
+	return joinFew(errs)
+}
+
+// joinFew joins errs, keeping the first few whole and counting the rest: a delta of
+// 10,000 partitions whose logs cannot be opened (the open file limit, a full disk) is
+// one readable error, not 10,000 lines.
+func joinFew(errs []error) error {
+	const keep = 5
+	if len(errs) <= keep {
+		return errors.Join(errs...)
+	}
+	return errors.Join(append(errs[:keep:keep], fmt.Errorf("replication: and %d more partitions failed", len(errs)-keep))...)
 }
 
 // openNewLogs opens, in one batch when the LogStore can (LogBatchOpener), the logs

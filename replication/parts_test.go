@@ -1,8 +1,10 @@
 package replication
 
 import (
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -185,5 +187,19 @@ func TestApplyOpensNewLogsInOneBatch(t *testing.T) {
 	}
 	if n := len(m.Partitions()); n != 150 {
 		t.Fatalf("%d replicas, want 150", n)
+	}
+}
+
+func TestJoinFewKeepsTheFirstErrors(t *testing.T) {
+	var errs []error
+	for i := 0; i < 1000; i++ {
+		errs = append(errs, fmt.Errorf("partition %d: %w", i, engine.ErrTooManyOpenFiles))
+	}
+	err := joinFew(errs)
+	if !errors.Is(err, engine.ErrTooManyOpenFiles) || !strings.Contains(err.Error(), "and 995 more") || strings.Contains(err.Error(), "partition 7:") {
+		t.Fatalf("joinFew: %v", err)
+	}
+	if err := joinFew(errs[:2]); !strings.Contains(err.Error(), "partition 1:") {
+		t.Fatalf("joinFew of 2: %v", err)
 	}
 }
