@@ -8,7 +8,7 @@ import (
 )
 
 func TestBuiltinWorkloadsParse(t *testing.T) {
-	want := []string{"backlog-drain", "fanout", "latency-100k", "latency-20k", "max-throughput-100b", "omb-1topic-100p-1kb"}
+	want := []string{"backlog-drain", "fanout", "latency-100k", "latency-20k", "max-throughput-100b", "omb-1topic-100p-1kb", "partitions-10k"}
 	have := map[string]bool{}
 	for _, n := range BuiltinWorkloads() {
 		have[n] = true

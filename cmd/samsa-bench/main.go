@@ -48,6 +48,8 @@ func main() {
 		code = limitsCmd(os.Args[2:])
 	case "regress":
 		code = regressCmd(os.Args[2:])
+	case "partitions":
+		code = partitionsCmd(os.Args[2:])
 	case "workloads":
 		for _, n := range bench.BuiltinWorkloads() {
 			w, err := bench.LoadWorkload(n)
@@ -75,6 +77,7 @@ func usage() {
   compare    run a workload against several targets, A B A B for --rounds rounds
   limits     measure this machine's disk, fdatasync, loopback and sendfile limits
   regress    gate: baseline git ref vs working tree, exit 1 on regression
+  partitions many partitions on one broker it starts: create, idle cost, Metadata, restart
   workloads  list the built-in workloads
   kfake-serve --listen host:port   serve franz-go's kfake (used by --spawn kfake-proc)
 'samsa-bench <command> -h' lists a command's flags.
