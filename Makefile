@@ -9,7 +9,7 @@ FUZZTIME  ?= 30s
 # Packages tested with the race detector by `make test`.
 PKGS      ?= ./...
 
-.PHONY: all build run test test-go test-kcat test-python test-commands test-pipelines bench regress fuzz lint clean
+.PHONY: all build run test test-go test-kcat test-python test-commands test-pipelines bench bench-partitions regress fuzz lint clean
 
 all: build
 
@@ -68,6 +68,24 @@ test-pipelines:
 BENCH_ARGS ?=
 bench: build
 	$(BIN)/samsa-bench run --spawn samsa --samsa-bin $(BIN)/samsa --workload max-throughput-100b $(BENCH_ARGS)
+
+# The "10,000 partitions per node" figures of BENCHMARKS.md: for each layout of
+# PARTITIONS_LAYOUTS (topics x partitions), PARTITIONS_ROUNDS rounds on a fresh broker
+# (PARTITIONS_BIN) of: create, idle descriptors, RSS, goroutines, disk and CPU, Metadata,
+# a record produced to and read from every partition, shutdown, restart and recovery
+# after SIGKILL; then the partitions-10k workload (50,000 msg/s over 10,000 partitions).
+# Not part of `make test`: a run takes about 15 minutes.
+PARTITIONS_LAYOUTS ?= 10x1000 1x10000
+PARTITIONS_ROUNDS  ?= 3
+PARTITIONS_BIN     ?= $(BIN)/samsa
+PARTITIONS_OUT     ?= bench-out/partitions
+bench-partitions: build
+	for l in $(PARTITIONS_LAYOUTS); do \
+		$(BIN)/samsa-bench partitions --samsa-bin $(PARTITIONS_BIN) --layout $$l --rounds $(PARTITIONS_ROUNDS) \
+			--out $(PARTITIONS_OUT) || exit 1; \
+	done
+	$(BIN)/samsa-bench run --spawn samsa --samsa-bin $(PARTITIONS_BIN) --workload partitions-10k \
+		--out $(PARTITIONS_OUT)/partitions-10k
 
 # Throughput-regression gate: the broker built at $(BASE) against the working tree, A B A B;
 # exits non-zero when the median throughput or p99 is more than 10% worse.
