@@ -484,6 +484,19 @@ PY
 	step "go test -run '^\$' -bench 'ScaleSnapshot|SimSnapshotCatchUp' -benchtime 3x -count 6 ./coordinator/controller/quorum" \
 		"go test -run '^\$' -bench 'ScaleSnapshot|SimSnapshotCatchUp' -benchtime 1x -count 1 ./coordinator/controller/quorum"
 	expect 'MiB/image'
+	# BENCHMARKS.md, 10,000 partitions per node
+	skip 'make bench-partitions' 'about 15 minutes; the two partitions lines below run its first part in a short form'
+	step 'bin/samsa-bench partitions --samsa-bin bin/samsa --layout 10x1000 --rounds 3 --out bench-out/partitions' \
+		'bin/samsa-bench partitions --samsa-bin bin/samsa --layout 2x20 --rounds 1 --idle 1s --out bench-out/partitions'
+	expect 'restart: all writable'
+	step 'bin/samsa-bench partitions --samsa-bin bin/samsa --layout 1x10000 --rounds 3 --out bench-out/partitions' \
+		'bin/samsa-bench partitions --samsa-bin bin/samsa --layout 1x40 --rounds 1 --idle 1s --no-restart --out bench-out/partitions'
+	expect 'fds per partition'
+	skip 'scripts/partitions-cluster.sh bin/samsa' 'three nodes and 30,000 replicas: several minutes'
+	skip 'bin/samsa-bench run --spawn samsa --samsa-bin bin/samsa --workload partitions-10k' '10,000 partitions at 50,000 msg/s: minutes'
+	step "go test -run '^\$' -bench BenchmarkApplyNewPartitions -benchtime 2x ./replication" \
+		"go test -run '^\$' -bench 'BenchmarkApplyNewPartitions/1000\$' -benchtime 1x ./replication"
+	expect 'ns/partition'
 }
 
 # --- every documented command has a step, every step a documented command ------------
