@@ -15,8 +15,8 @@ import (
 // Group commit: appenders queue their log (queueFlush) and, under the fsync
 // policy, a waiter (addWaiter). One flusher goroutine per directory takes
 // everything queued, fdatasyncs each dirty segment file of each queued log
-// once (several logs at a time: flushLogs), advances the logs' recovery points, and releases every waiter whose
-// offset is now durable. Whatever is queued meanwhile goes in the next round,
+// once (several logs at a time: flushLogs), advances the logs' recovery
+// points, and releases every waiter whose offset is now durable. Whatever is queued meanwhile goes in the next round,
 // so one fdatasync covers every appender that arrived during the previous.
 type logDir struct {
 	path  string
@@ -355,11 +355,13 @@ func (l *Log) flush() error {
 		}
 	}
 	releaseAll(segs)
-	// A new segment's name is durable only with its directory: without it
-	// a power loss could take the file, synced data and all.
+	// The leader-epoch checkpoint of an epoch that began since the last
+	// flush (the append path leaves it to us: assignLater).
 	if err == nil {
 		err = l.epochs.persistIfDirty()
 	}
+	// A new segment's name is durable only with its directory: without it
+	// a power loss could take the file, synced data and all.
 	if err == nil && l.dirDirty.Swap(false) {
 		if err = l.fs.SyncDir(l.dir); err != nil {
 			l.dirDirty.Store(true)
