@@ -343,23 +343,28 @@ type NewLog struct {
 // directory for all the directories it created in it (CreateLog syncs once
 // per log: a topic of 10,000 partitions created one log at a time is 10,000
 // syncs of the log directory). It returns the logs in the order asked, or the
-// first error: the logs created before it stay (their entries synced).
+// first error: the logs created before it stay (their entries synced). Each
+// log is visible to Log as soon as it is made, before the sync.
 func (m *Manager) CreateLogs(want []NewLog) ([]*Log, error) {
 	for _, n := range want {
 		if !validTopic(n.TP.Topic) || n.TP.Partition < 0 {
 			return nil, fmt.Errorf("%w: topic partition %q %d", ErrInvalidConfig, n.TP.Topic, n.TP.Partition)
 		}
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.closed {
-		return nil, ErrClosed
-	}
 	out := make([]*Log, 0, len(want))
 	var created []*logDir
 	var first error
 	for _, n := range want {
-		l, d, err := m.createLogLocked(n.TP, n.Config)
+		// The lock is taken per log: a batch of 10,000 does not hold up
+		// the lookups of the produce and fetch paths (Log) while it runs.
+		m.mu.Lock()
+		var l *Log
+		var d *logDir
+		err := ErrClosed
+		if !m.closed {
+			l, d, err = m.createLogLocked(n.TP, n.Config)
+		}
+		m.mu.Unlock()
 		if err != nil {
 			first = err
 			break
