@@ -410,7 +410,10 @@ func Restore(cfg Config, start int64, batches []Batch) *Partition {
 			continue
 		}
 		first := max(b.First, p.start)
-		if first-p.start > int64(p.cfg.MaxInFlight)*4 || b.Last-first > int64(p.cfg.MaxInFlight)*4 {
+		// Distances as unsigned: first >= p.start and b.Last >= first, so they are
+		// exact even where the signed subtraction of a damaged record's offsets
+		// would overflow (a negative start, a huge last offset).
+		if lim := uint64(p.cfg.MaxInFlight) * 4; uint64(first)-uint64(p.start) > lim || uint64(b.Last)-uint64(first) > lim {
 			break // a window far beyond the limits: not ours to allocate
 		}
 		for p.End() < first {

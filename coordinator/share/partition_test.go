@@ -2,6 +2,7 @@ package share
 
 import (
 	"errors"
+	"math"
 	"slices"
 	"testing"
 	"time"
@@ -211,4 +212,22 @@ func FuzzDecodeValue(f *testing.F) {
 			t.Fatalf("restored a window of %d", p.End()-p.Start())
 		}
 	})
+}
+
+// Restore of damaged offsets (a negative start, offsets whose signed distance
+// overflows) allocates nothing beyond its limits: the window is refused.
+func TestRestoreOverflowingOffsets(t *testing.T) {
+	for _, c := range []struct {
+		start int64
+		b     Batch
+	}{
+		{math.MinInt64 / 2 * 3 / 2, Batch{First: math.MaxInt64 / 2, Last: math.MaxInt64 / 2, State: Acknowledged}},
+		{0, Batch{First: 0, Last: math.MaxInt64, State: Archived}},
+		{-1, Batch{First: math.MinInt64, Last: math.MaxInt64, State: Available}},
+	} {
+		p := Restore(testCfg(), c.start, []Batch{c.b})
+		if n := len(p.recs); n > testCfg().MaxInFlight*8 {
+			t.Fatalf("start %d, batch %+v: %d records in flight", c.start, c.b, n)
+		}
+	}
 }

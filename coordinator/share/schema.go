@@ -120,6 +120,9 @@ func DecodeValue(b []byte) (Snapshot, error) {
 	s.LeaderEpoch = int32(binary.BigEndian.Uint32(b[6:]))
 	s.StartOffset = int64(binary.BigEndian.Uint64(b[10:]))
 	s.WriteTime = int64(binary.BigEndian.Uint64(b[18:]))
+	if s.StartOffset < -1 { // -1: the state was deleted
+		return s, fmt.Errorf("%w: start offset %d", ErrCorrupt, s.StartOffset)
+	}
 	n := binary.BigEndian.Uint32(b[26:])
 	b = b[30:]
 	if n > maxBatches || uint64(len(b)) != uint64(n)*batchLen {
