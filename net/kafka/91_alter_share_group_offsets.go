@@ -37,19 +37,7 @@ func handleAlterShareGroupOffsets(b *Broker, r *Request) {
 		resp.ErrorCode = code
 		r.Respond(resp)
 	}
-	if !b.shares.enabled {
-		fail(kerr.UnsupportedVersion.Code)
-		return
-	}
-	c := b.groupCoordinatorOr(fail)
-	if c == nil {
-		return
-	}
-	if empty, code := c.ShareGroupEmpty(req.GroupID); code != 0 {
-		fail(code)
-		return
-	} else if !empty {
-		fail(kerr.NonEmptyGroup.Code)
+	if !b.emptyShareGroup(req.GroupID, fail) {
 		return
 	}
 	im := b.meta.Image()
@@ -133,4 +121,29 @@ func (b *Broker) resetShareStates(n int, item func(i int) (share.Key, int64), se
 			})
 		})
 	}
+}
+
+// emptyShareGroup checks what AlterShareGroupOffsets and DeleteShareGroupOffsets both
+// require before they touch share state: share groups on (else UNSUPPORTED_VERSION),
+// this broker the group's coordinator, and the group without members
+// (NON_EMPTY_GROUP). It reports false once it has answered with fail.
+func (b *Broker) emptyShareGroup(group string, fail func(int16)) bool {
+	if !b.shares.enabled {
+		fail(kerr.UnsupportedVersion.Code)
+		return false
+	}
+	c := b.groupCoordinatorOr(fail)
+	if c == nil {
+		return false
+	}
+	empty, code := c.ShareGroupEmpty(group)
+	switch {
+	case code != 0:
+		fail(code)
+		return false
+	case !empty:
+		fail(kerr.NonEmptyGroup.Code)
+		return false
+	}
+	return true
 }

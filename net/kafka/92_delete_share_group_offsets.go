@@ -30,19 +30,7 @@ func handleDeleteShareGroupOffsets(b *Broker, r *Request) {
 		resp.ErrorCode = code
 		r.Respond(resp)
 	}
-	if !b.shares.enabled {
-		fail(kerr.UnsupportedVersion.Code)
-		return
-	}
-	c := b.groupCoordinatorOr(fail)
-	if c == nil {
-		return
-	}
-	if empty, code := c.ShareGroupEmpty(req.GroupID); code != 0 {
-		fail(code)
-		return
-	} else if !empty {
-		fail(kerr.NonEmptyGroup.Code)
+	if !b.emptyShareGroup(req.GroupID, fail) {
 		return
 	}
 	im := b.meta.Image()
