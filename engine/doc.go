@@ -262,6 +262,12 @@
 //     swap. Before it, the cleaned files are removed and the log is as it
 //     was.
 //
+// Manager.UnwritableDirs lists the directories that cannot take appends
+// now: offline ones, and full ones (an append failed with ErrNoSpace) until
+// statfs shows SpaceRecovered bytes usable again. A broker in a cluster asks
+// to be fenced while the list is not empty (coordinator/controller's
+// BrokerLifecycle), as Kafka moves the leaderships of a failed directory.
+//
 // Manager.Stats counts the failures by kind; each is logged once per
 // partition (or directory) and kind per minute, with the number suppressed.
 // Manager.Recovery (and Log.Recovery) say what Open did: logs clean and

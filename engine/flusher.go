@@ -24,6 +24,7 @@ type logDir struct {
 	nlogs int // logs in the directory (under Manager.mu)
 
 	offline atomic.Bool // err is set (read without mu on the append path)
+	noSpace atomic.Bool // an append found the file system full (UnwritableDirs)
 
 	mu      sync.Mutex
 	dirty   []*Log

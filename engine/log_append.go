@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"math"
 )
@@ -30,6 +31,14 @@ type AppendResult struct {
 //
 // In steady state it allocates nothing.
 func (l *Log) Append(batches []byte, o AppendOptions) (AppendResult, error) {
+	res, err := l.append(batches, o)
+	if err != nil && errors.Is(err, ErrNoSpace) {
+		l.ld.noteNoSpace()
+	}
+	return res, err
+}
+
+func (l *Log) append(batches []byte, o AppendOptions) (AppendResult, error) {
 	cfg := l.cfg.Load()
 	nb := 0
 	for p := 0; p < len(batches); nb++ {

@@ -50,6 +50,8 @@ type Manager struct {
 	recovery RecoveryStats // written by Open only
 
 	cl *cleaner
+
+	space func(path string) (total, usable int64) // diskSpace; tests replace it
 }
 
 // DirStat describes one log directory (DescribeLogDirs).
@@ -89,6 +91,7 @@ func Open(opts Options) (*Manager, error) {
 		logs:    make(map[TopicPartition]*Log),
 		stop:    make(chan struct{}),
 		pending: make(map[*segment]*time.Timer),
+		space:   diskSpace,
 	}
 	if m.now == nil {
 		m.now = time.Now

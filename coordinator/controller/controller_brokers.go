@@ -190,6 +190,7 @@ func (c *Controller) brokerHeartbeatLocked(r *kmsg.BrokerHeartbeatRequest, conn 
 		switch {
 		case r.WantFence:
 			recs, fencedAfter = FenceBrokerRecords(im, b.ID, unclean), true
+			c.log.Warn("controller: broker asked to be fenced: moving its leaderships, taking it out of the ISRs", "broker", b.ID, "epoch", b.Epoch, "partition changes", max(len(recs)-1, 0))
 		case r.WantShutdown:
 			recs, markShutdown = ControlledShutdownRecords(im, b.ID, unclean), true
 			s.shutdownOffset = noOffset

@@ -82,8 +82,22 @@ type LifecycleConfig struct {
 	// UnreachableLogInterval: while no controller answers, a warning every this long
 	// (0: 10 s).
 	UnreachableLogInterval time.Duration
-	Clock                  Clock
-	Logger                 *slog.Logger
+	// StorageFailed reports whether the broker's storage cannot take writes now (a
+	// log directory full or offline: engine.Manager.UnwritableDirs). While it does,
+	// and the last applied image shows another broker that may lead (unfenced, not
+	// in controlled shutdown), the heartbeats ask to be fenced (WantFence): the
+	// controller moves this broker's leaderships to other ISR members and takes it
+	// out of the ISRs, so that acks=all writes go on without it. Once it no longer
+	// does, the heartbeats stop asking and the controller unfences the broker; its
+	// followers catch up and their leaders add it back to the ISRs. Kafka takes a
+	// failed log directory offline and stops a broker that has none left; this
+	// keeps the broker serving reads and rejoining by itself. Nil: never. Run
+	// checks it every StoragePoll and before each heartbeat.
+	StorageFailed func() bool
+	// StoragePoll is how often Run checks StorageFailed (0: 500 ms).
+	StoragePoll time.Duration
+	Clock       Clock
+	Logger      *slog.Logger
 }
 
 // BrokerLifecycle is a broker's side of its registration with the controller:
@@ -128,6 +142,12 @@ type BrokerLifecycle struct {
 	// moved its leaderships).
 	stopping map[int32]int64
 	soon     bool
+
+	// Asking to be fenced while the storage fails (LifecycleConfig.StorageFailed).
+	storageBad bool // the last check's answer
+	others     int  // other brokers the last image showed unfenced and not shutting down
+	fenceAsked bool // the heartbeat in flight (or the last one) asked WantFence
+	selfFenced bool // fenced on this broker's own request: not a lost session
 }
 
 // NewBrokerLifecycle returns a lifecycle in STARTING.
@@ -153,6 +173,9 @@ func NewBrokerLifecycle(cfg LifecycleConfig) (*BrokerLifecycle, error) {
 	}
 	if cfg.UnreachableLogInterval <= 0 {
 		cfg.UnreachableLogInterval = 10 * time.Second
+	}
+	if cfg.StoragePoll <= 0 {
+		cfg.StoragePoll = 500 * time.Millisecond
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = SystemClock{}
@@ -201,8 +224,16 @@ func (b *BrokerLifecycle) MetadataApplied(offset uint64, im *metadata.Image) {
 	}
 	self, ok := im.Broker(b.cfg.NodeID)
 	mine := ok && self.Epoch == b.epoch
-	if mine && !self.Fenced {
+	if mine && !self.Fenced && !b.fenceAsked {
+		// While it asks to be fenced, an image showing it unfenced predates the
+		// fence: the fence that follows is no lost session.
 		b.unfencedSeen = b.epoch
+	}
+	b.others = 0
+	for _, o := range im.Brokers() {
+		if o.ID != b.cfg.NodeID && !o.Fenced && !o.InControlledShutdown {
+			b.others++
+		}
 	}
 	if b.noteStoppingLocked(im) && b.state == StateRunning {
 		if b.inFlight {
@@ -216,7 +247,7 @@ func (b *BrokerLifecycle) MetadataApplied(offset uint64, im *metadata.Image) {
 	case b.state == StateRecovery && mine && !b.inFlight:
 		b.nextAt = b.cfg.Clock.Now()
 		b.signalLocked()
-	case b.state == StateRunning && mine && self.Fenced && b.unfencedSeen == b.epoch:
+	case b.state == StateRunning && mine && self.Fenced && b.unfencedSeen == b.epoch && !b.selfFenced:
 		b.log.Warn("broker lifecycle: the metadata shows this broker fenced (session lost?); registering again", "broker", b.cfg.NodeID, "epoch", b.epoch)
 		b.inFlight = false // an answer to the request in flight no longer matters
 		b.seq++
@@ -346,6 +377,16 @@ func (b *BrokerLifecycle) Next(now time.Time) (kmsg.Request, uint64, time.Time) 
 		r.Version = 1
 		r.BrokerID, r.BrokerEpoch, r.CurrentMetadataOffset = b.cfg.NodeID, b.epoch, int64(b.offset)
 		r.WantShutdown = b.shutdown
+		r.WantFence = b.storageBad && b.others > 0 && !b.shutdown
+		if r.WantFence && !b.selfFenced {
+			b.log.Warn("broker lifecycle: the storage cannot take writes; asking the controller to fence this broker (its leaderships move, it leaves the ISRs) until it can",
+				"broker", b.cfg.NodeID, "epoch", b.epoch)
+			b.selfFenced, b.unfencedSeen = true, -1
+		}
+		if !r.WantFence && b.fenceAsked {
+			b.log.Info("broker lifecycle: the storage takes writes again; asking to be unfenced", "broker", b.cfg.NodeID, "epoch", b.epoch)
+		}
+		b.fenceAsked = r.WantFence
 		req = r
 	}
 	return req, b.seq, now.Add(b.cfg.RequestTimeout)
@@ -458,6 +499,9 @@ func (b *BrokerLifecycle) onHeartbeatLocked(now time.Time, r *kmsg.BrokerHeartbe
 		switch {
 		case !r.IsFenced:
 			b.setStateLocked(StateRunning)
+			b.selfFenced = false
+		case b.fenceAsked:
+			// Kept fenced on its own request: it waits for its storage.
 		case r.IsCaughtUp:
 			// Caught up yet kept fenced: the controller will not unfence this epoch
 			// (it fenced it for a lost session). A new registration will do.
@@ -465,7 +509,19 @@ func (b *BrokerLifecycle) onHeartbeatLocked(now time.Time, r *kmsg.BrokerHeartbe
 			b.reregisterLocked(now)
 		}
 	case StateRunning:
-		if r.IsFenced && !wasFenced {
+		switch {
+		case !r.IsFenced:
+			if !b.fenceAsked {
+				b.selfFenced = false
+			}
+		case b.fenceAsked:
+			// Fenced, as it asked.
+		case b.selfFenced && r.IsCaughtUp:
+			// It stopped asking, is caught up and is kept fenced: the controller
+			// will not unfence this epoch. A new registration will do.
+			b.log.Warn("broker lifecycle: caught up but kept fenced after asking to be unfenced; registering again", "broker", b.cfg.NodeID, "epoch", b.epoch)
+			b.reregisterLocked(now)
+		case !wasFenced && !b.selfFenced:
 			b.log.Warn("broker lifecycle: fenced by the controller (session lost?); registering again", "broker", b.cfg.NodeID, "epoch", b.epoch)
 			b.reregisterLocked(now)
 		}
@@ -481,10 +537,30 @@ func (b *BrokerLifecycle) onHeartbeatLocked(now time.Time, r *kmsg.BrokerHeartbe
 func (b *BrokerLifecycle) reregisterLocked(now time.Time) {
 	b.setStateLocked(StateStarting)
 	b.fenced, b.caughtUp = true, false
+	b.selfFenced, b.fenceAsked = false, false
 	b.nextAt = now
 	if b.shutdown {
 		// Shutting down anyway: a broker without a live registration may just stop.
 		b.setStateLocked(StateShuttingDown)
+	}
+}
+
+// setStorage takes the answer of LifecycleConfig.StorageFailed. A change that
+// changes what the heartbeat asks makes the next one go at once.
+func (b *BrokerLifecycle) setStorage(now time.Time, bad bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if bad == b.storageBad {
+		return
+	}
+	b.storageBad = bad
+	want := bad && b.others > 0 && !b.shutdown
+	if want != b.fenceAsked && (b.state == StateRunning || b.state == StateRecovery) {
+		if b.inFlight {
+			b.soon = true
+		} else {
+			b.nextAt = now
+		}
 	}
 }
 
@@ -498,6 +574,9 @@ func (b *BrokerLifecycle) Run(ctx context.Context, ch ControllerChannel) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
+		if b.cfg.StorageFailed != nil {
+			b.setStorage(clock.Now(), b.cfg.StorageFailed())
+		}
 		req, seq, at := b.Next(clock.Now())
 		if req != nil {
 			rctx, cancel := context.WithTimeout(ctx, b.cfg.RequestTimeout)
@@ -506,8 +585,12 @@ func (b *BrokerLifecycle) Run(ctx context.Context, ch ControllerChannel) error {
 			b.OnResponse(clock.Now(), seq, resp, err)
 			continue
 		}
+		wait := at.Sub(clock.Now())
+		if b.cfg.StorageFailed != nil && (at.IsZero() || wait > b.cfg.StoragePoll) {
+			wait = b.cfg.StoragePoll
+		}
 		fired := make(chan struct{})
-		t := clock.AfterFunc(at.Sub(clock.Now()), func() { close(fired) })
+		t := clock.AfterFunc(wait, func() { close(fired) })
 		select {
 		case <-ctx.Done():
 		case <-fired:

@@ -126,7 +126,10 @@ func newBrokerRole(cfg *Config, clusterID string, d brokerDeps, log *slog.Logger
 	if r.lifecycle, err = controller.NewBrokerLifecycle(controller.LifecycleConfig{
 		NodeID: cfg.NodeID, ClusterID: clusterID, IncarnationID: d.incarnation, PredecessorID: d.predecessor, Listeners: eps, Rack: cfg.Rack,
 		HeartbeatInterval: cfg.HeartbeatInterval, RequestTimeout: cfg.SessionTimeout / 2,
-		Logger: log.With("component", "broker-lifecycle"),
+		// A full or offline log directory: fenced (its leaderships move, it leaves
+		// the ISRs) until it takes writes again.
+		StorageFailed: func() bool { return len(d.eng.UnwritableDirs()) > 0 },
+		Logger:        log.With("component", "broker-lifecycle"),
 	}); err != nil {
 		return nil, err
 	}

@@ -39,6 +39,17 @@ func freeAddrs(t *testing.T, n int) []string {
 // with one cluster id; they are shut down at the end of the test.
 func inProcessCluster(t *testing.T, n int, extra map[string]string) []*Node {
 	t.Helper()
+	return inProcessClusterWith(t, n, func(_ int, keys map[string]string) {
+		for k, v := range extra {
+			keys[k] = v
+		}
+	})
+}
+
+// inProcessClusterWith is inProcessCluster with each node's keys set by keys (i: the
+// node's index, its id minus one).
+func inProcessClusterWith(t *testing.T, n int, set func(i int, keys map[string]string)) []*Node {
+	t.Helper()
 	addrs := freeAddrs(t, 2*n)
 	var voters []string
 	for i := range n {
@@ -54,9 +65,7 @@ func inProcessCluster(t *testing.T, n int, extra map[string]string) []*Node {
 			"listeners": "PLAINTEXT://" + addrs[2*i] + ",CONTROLLER://" + addrs[2*i+1],
 			"data.dir":  dir, "admin.listen": "", "sync": "none",
 		}
-		for k, v := range extra {
-			keys[k] = v
-		}
+		set(i, keys)
 		cfg, err := FromKeys(keys)
 		if err != nil {
 			t.Fatal(err)
