@@ -322,6 +322,13 @@ func (q *Quorum) publish() {
 		q.pub.applied, q.pub.image = q.applied, q.image
 		close(q.pub.changed)
 		q.pub.changed = make(chan struct{})
+		// The Status must not lag what the subscribers and the proposers learn
+		// below: a broker's metadata barrier (DescribeQuorum's high watermark,
+		// right after its write was answered) would otherwise wait for an older
+		// offset. publishStatus refreshes the rest at the end of HandleReady.
+		st := &q.pub.status
+		st.AppliedIndex = q.applied
+		st.CommitIndex = max(st.CommitIndex, q.applied)
 	}
 	leadChanged := lead != q.pub.leadership
 	q.pub.leadership = lead

@@ -84,3 +84,34 @@ func TestSingleVoterLeadsAtOnceAndCommits(t *testing.T) {
 		t.Fatalf("read from 2: %+v %v", res, err)
 	}
 }
+
+// TestStatusNotBehindResults: when a subscriber sees an applied offset, and so when a
+// proposer gets its result, Status already reports a commit index at least that
+// high (a broker's metadata barrier reads it right after its write is answered).
+func TestStatusNotBehindResults(t *testing.T) {
+	q, err := New(Config{NodeID: 1, Voters: []int32{1}}, NewMemStorage(), dropTransport{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var behind []string
+	q.Subscribe(func(off uint64, _ *metadata.Image) {
+		if st := q.Status(); st.CommitIndex < off || st.AppliedIndex < off {
+			behind = append(behind, fmt.Sprintf("offset %d published with status commit %d applied %d", off, st.CommitIndex, st.AppliedIndex))
+		}
+	})
+	if err := q.HandleReady(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		ch := q.Propose([]metadata.Record{topic(fmt.Sprint("t", i))})
+		if err := q.HandleReady(); err != nil {
+			t.Fatal(err)
+		}
+		if r := result(t, ch); r.Err != nil {
+			t.Fatal(r.Err)
+		}
+	}
+	if len(behind) > 0 {
+		t.Fatalf("status behind the published offsets: %v", behind)
+	}
+}
