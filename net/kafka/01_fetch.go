@@ -35,9 +35,16 @@
 //   - v7+: incremental fetch sessions (KIP-227, fetch_session.go).
 //
 // Differences from Apache Kafka: no aborted-transaction index (AbortedTransactions is
-// empty for READ_COMMITTED); no preferred read replica (-1). A consumer over its
-// consumer_byte_rate quota gets its records with throttle_time_ms set and its connection
-// muted (quotas.go); Kafka answers an empty response instead.
+// empty for READ_COMMITTED); no preferred read replica (-1).
+//
+// Quotas (quotas.go), as KafkaApis: a consumer's MaxBytes is capped by its
+// consumer_byte_rate (quota × (samples − 1) × sample window) and MinBytes by MaxBytes;
+// the answer's size (estimated before framing, as Kafka measures it before any
+// conversion) is recorded against the quota, and a consumer over it (or over its
+// request_percentage) is answered with throttle_time_ms and no partitions (the top-level
+// error, if any; an incremental session's id, whose memory of what was sent stays as
+// it was; a session the request opened is dropped and the answer names none), those
+// bytes taken back out of the rate, and its connection muted for the throttle time.
 package kafka
 
 import (
@@ -113,6 +120,7 @@ type fetchOp struct {
 	// throttle_time_ms.
 	quota      quotaClient
 	throttleAt int
+	throttled  bool // the answer carries no partitions
 }
 
 var fetchOps = sync.Pool{New: func() any { return new(fetchOp) }}
@@ -167,6 +175,10 @@ func handleFetch(b *Broker, r *Request) {
 	}
 	op.replica, op.replicaID, op.repEpoch = replicaID >= 0, replicaID, repEpoch
 	op.quota = quotaClientOf(r)
+	if !op.replica {
+		op.maxBytes = min(op.maxBytes, b.fetchQuotaBytes(op.quota)) // quotas.go
+		op.minBytes = min(op.minBytes, op.maxBytes)
+	}
 	r.quotaExempt = op.replica // a follower's fetch is outside the request quota
 
 	sess, full, serr := dp.sessions.open(req, v, time.Now())
@@ -424,17 +436,38 @@ func (op *fetchOp) respondError(code int16) {
 
 func (op *fetchOp) respond() { op.respondWith(0) }
 
-// respondWith frames the answer and sends it.
+// respondWith frames the answer and sends it; a consumer over its quota gets an
+// empty one (quotas.go).
 func (op *fetchOp) respondWith(code int16) {
 	op.countErrors(code)
-	fr := op.frame(code)
-	resp := fr.response()
+	var t int32
 	if !op.replica {
-		if t := op.b.throttleFetch(op.r, op.quota, resp.Size()+4); t > 0 {
-			binary.BigEndian.PutUint32(fr.bb.B[op.throttleAt:], uint32(t))
+		if t = op.b.throttleFetch(op.r, op.quota, op.responseSize()); t > 0 {
+			op.throttled = true
+			if op.full && op.sess != nil {
+				op.b.data().sessions.remove(op.sess.id) // Kafka opens it only with an answer that has data
+				op.sess = nil
+			}
 		}
 	}
-	op.r.RespondRaw(resp)
+	fr := op.frame(code)
+	if t > 0 {
+		binary.BigEndian.PutUint32(fr.bb.B[op.throttleAt:], uint32(t))
+	}
+	op.r.RespondRaw(fr.response())
+}
+
+// responseSize estimates the answer's size before it is framed: the records gathered
+// and a partition's fixed fields for each partition the answer would carry.
+func (op *fetchOp) responseSize() int64 {
+	n := int64(32)
+	for i := range op.parts {
+		p := &op.parts[i]
+		if op.sess == nil || op.full || p.slice.Size > 0 || p.code != 0 || p.diverging {
+			n += 64 + int64(len(p.topic)) + int64(p.slice.Size)
+		}
+	}
+	return n
 }
 
 // frame writes the answer (see fetch_frame.go), handing the gathered slices to it.
@@ -521,6 +554,12 @@ func (op *fetchOp) frame(code int16) *fetchResp {
 // an incremental one those with records, an error or a changed HW, LSO or log start.
 // It updates the session's memory of what was sent.
 func (op *fetchOp) choose() {
+	if op.throttled {
+		for i := range op.parts {
+			op.parts[i].include = false
+		}
+		return
+	}
 	if op.sess == nil {
 		for i := range op.parts {
 			op.parts[i].include = true

@@ -46,8 +46,12 @@ import (
 // mutes the connection. Exempt, as in Kafka: ApiVersions, the SASL APIs, follower
 // fetches and the inter-broker WriteTxnMarkers.
 //
-// Differences from Kafka: a throttled Fetch still carries its records (Kafka answers
-// an empty response), and requests of versions before KIP-219 are not delayed by the
+// A throttled Fetch is answered as KafkaApis does: no partitions (an incremental
+// session's id, else none: a new session is not kept) and throttle_time_ms, its
+// bytes taken back out of the rate; and a consumer's fetch is capped at quota ×
+// (samples − 1) × sample window bytes (fetchQuotaBytes).
+//
+// Differences from Kafka: requests of versions before KIP-219 are not delayed by the
 // broker (the connection is muted all the same, which bounds the rate). The request
 // time counts the handler's synchronous part only (not a forwarded request's wait for
 // the controller, nor the network threads' time, which Kafka adds).
@@ -288,15 +292,44 @@ func (b *Broker) throttleProduce(r *Request, n int) int32 {
 	return b.throttle(r, t)
 }
 
-// throttleFetch records a fetch response of n bytes to c and mutes r's connection
-// when it is over consumer_byte_rate or its request_percentage; it returns the
-// throttle time in ms.
+// throttleFetch records a fetch response of n bytes to c and, when c is over
+// consumer_byte_rate or its request_percentage, mutes r's connection and takes the n
+// bytes back out of the rate (KafkaApis.handleFetchRequest: the throttled answer
+// carries no records, so they were not sent); it returns the throttle time in ms
+// (0: answer with the records).
 func (b *Broker) throttleFetch(r *Request, c quotaClient, n int64) int32 {
 	_, im := b.Image()
 	q := im.ClientQuotas()
 	t := b.quotas.record(q, metadata.QuotaConsumerByteRate, c, float64(n))
 	t = max(t, b.quotas.peek(q, metadata.QuotaRequestPercentage, c))
+	if t > 0 {
+		if _, sk, ok := quotaOf(q, metadata.QuotaConsumerByteRate, c); ok {
+			b.quotas.add(sk, -float64(n))
+		}
+	}
 	return b.throttle(r, t)
+}
+
+// fetchQuotaBytes is Kafka's ClientQuotaManager.getMaxValueInQuotaWindow for c's
+// consumer_byte_rate: the most one fetch answer may carry, quota × (samples − 1) ×
+// sample window (math.MaxInt32 without a quota). A fetch up to it leaves the rate
+// within the quota, so a consumer is not answered empty for ever because each of
+// its fetches alone exceeds what the window allows.
+func (b *Broker) fetchQuotaBytes(c quotaClient) int32 {
+	_, im := b.Image()
+	q := im.ClientQuotas()
+	if q.Len() == 0 {
+		return math.MaxInt32
+	}
+	limit, _, ok := quotaOf(q, metadata.QuotaConsumerByteRate, c)
+	if !ok {
+		return math.MaxInt32
+	}
+	v := limit * float64(b.quotas.samples-1) * b.quotas.window.Seconds()
+	if v >= math.MaxInt32 {
+		return math.MaxInt32
+	}
+	return int32(max(v, 0))
 }
 
 func (b *Broker) throttle(r *Request, t time.Duration) int32 {

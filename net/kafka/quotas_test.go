@@ -387,3 +387,110 @@ func TestClientQuotasRequestPercentage(t *testing.T) {
 		t.Fatalf("a client without a quota throttled %d ms", r.ThrottleMillis)
 	}
 }
+
+// A user over its consumer_byte_rate is answered as Kafka answers (KafkaApis): each
+// fetch carries at most quota × (samples − 1) × window bytes; the fetch that puts the
+// user over the quota gets throttle_time_ms and no partitions, its incremental
+// session's id kept; after the throttle time the records come again. Over SASL_SSL
+// with kgo (kmsg requests), the user's SCRAM principal naming the quota.
+func TestClientQuotasThrottledFetchEmpty(t *testing.T) {
+	tb := startTestBroker(t, testBrokerOptions{Static: map[string]string{"quota.window.num": "2", "quota.window.size.seconds": "1"}})
+	adm := tb.admin(t)
+	ctx := context.Background()
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "tf"); err != nil {
+		t.Fatal(err)
+	}
+	value := make([]byte, 500)
+	for i := range value {
+		value[i] = byte(rand.Uint32())
+	}
+	pr := tb.client(t, kgo.DefaultProduceTopic("tf"), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	const records = 10
+	for range records { // one batch each
+		if err := pr.ProduceSync(ctx, &kgo.Record{Value: value}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const rate = 2000 // bytes/s: a fetch may carry 2000 × (2 − 1) × 1 s
+	alterQuotas(t, adm, kadm.AlterClientQuotaEntry{Entity: quotaEntity("user", "alice"), Ops: []kadm.AlterClientQuotaOp{{Key: "consumer_byte_rate", Value: rate}}})
+	tb.setScram(t, "alice", "alice-secret")
+	ca := newTestCA(t)
+	addr := tb.secureListener(t, auth.SASLSSL, ca, acl.New(acl.Config{SuperUsers: []string{"User:alice"}}))
+	cl := tb.secureClient(t, addr, ca, scram.Auth{User: "alice", Pass: "alice-secret"}.AsSha512Mechanism())
+	ti, ok := tb.image().Topic("tf")
+	if !ok {
+		t.Fatal("no topic tf")
+	}
+	topicID := ti.ID
+
+	var sessionID, epoch int32
+	offset := int64(0)
+	fetch := func() (*kmsg.FetchResponse, int) {
+		t.Helper()
+		req := kmsg.NewPtrFetchRequest()
+		req.SetVersion(13)
+		req.MaxWaitMillis, req.MinBytes, req.MaxBytes = 0, 1, 1<<20
+		req.SessionID, req.SessionEpoch = sessionID, epoch
+		p := kmsg.NewFetchRequestTopicPartition() // the session's partition, at the next offset
+		p.Partition, p.FetchOffset, p.PartitionMaxBytes, p.CurrentLeaderEpoch, p.LastFetchedEpoch = 0, offset, 1<<20, -1, -1
+		rt := kmsg.NewFetchRequestTopic()
+		rt.TopicID, rt.Partitions = topicID, []kmsg.FetchRequestTopicPartition{p}
+		req.Topics = []kmsg.FetchRequestTopic{rt}
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.ErrorCode != 0 {
+			t.Fatal(kerr.ErrorForCode(resp.ErrorCode))
+		}
+		size, n := 0, 0
+		for _, rt := range resp.Topics {
+			for _, p := range rt.Partitions {
+				if p.ErrorCode != 0 {
+					t.Fatal(kerr.ErrorForCode(p.ErrorCode))
+				}
+				size += len(p.RecordBatches)
+				fp, _ := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{Topic: "tf", Partition: 0, Offset: offset}, &p, kgo.DefaultDecompressor(), nil)
+				n += len(fp.Records)
+				if len(fp.Records) > 0 {
+					offset = fp.Records[len(fp.Records)-1].Offset + 1
+				}
+			}
+		}
+		if size > rate {
+			t.Fatalf("a fetch carried %d record bytes, above the quota window's %d", size, rate)
+		}
+		return resp, n
+	}
+
+	resp, n := fetch() // opens a session; within the quota
+	if n == 0 || resp.ThrottleMillis != 0 || resp.SessionID == 0 {
+		t.Fatalf("first fetch: %d records, throttle %d ms, session %d", n, resp.ThrottleMillis, resp.SessionID)
+	}
+	sessionID, epoch = resp.SessionID, 1
+	got := n
+	throttled := 0
+	deadline := time.Now().Add(20 * time.Second)
+	for got < records {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d records after %d throttled fetches", got, records, throttled)
+		}
+		resp, n := fetch()
+		epoch++
+		if resp.SessionID != sessionID {
+			t.Fatalf("incremental fetch answered session %d, want %d", resp.SessionID, sessionID)
+		}
+		if resp.ThrottleMillis > 0 {
+			throttled++
+			if len(resp.Topics) != 0 || n != 0 {
+				t.Fatalf("a throttled fetch (%d ms) carried %d topics, %d records", resp.ThrottleMillis, len(resp.Topics), n)
+			}
+			continue
+		}
+		got += n
+	}
+	if throttled == 0 {
+		t.Fatal("no fetch was throttled")
+	}
+	t.Logf("%d throttled fetches", throttled)
+}
