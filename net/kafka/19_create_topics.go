@@ -17,6 +17,10 @@
 // A request whose new partitions this broker could not open under its open file limit
 // fails whole with POLICY_VIOLATION and a message naming the limit (file_headroom.go).
 //
+// The partitions created or deleted are charged to the client's
+// controller_mutation_rate (KIP-599; mutation_quota.go): over it a topic is answered
+// THROTTLING_QUOTA_EXCEEDED (newer versions) or the answer throttled (older ones).
+//
 // Differences from Apache Kafka: the open-file check above (Kafka has none).
 
 package kafka
@@ -33,7 +37,7 @@ func init() {
 
 func handleCreateTopics(b *Broker, r *Request) {
 	req := r.Body.(*kmsg.CreateTopicsRequest)
-	if b.refuseForFiles(r, b.createTopicsReplicas(req)) {
+	if b.refuseForFiles(r, b.createTopicsReplicas(req)) || !b.chargeCreateTopics(r, req) {
 		return
 	}
 	b.forward(r, forwarded{timeout: time.Duration(req.TimeoutMillis) * time.Millisecond, write: !req.ValidateOnly})

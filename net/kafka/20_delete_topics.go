@@ -8,6 +8,10 @@
 // entry with both a name and an id, or neither, INVALID_REQUEST. TimeoutMillis bounds
 // the wait for the controller.
 //
+// The partitions created or deleted are charged to the client's
+// controller_mutation_rate (KIP-599; mutation_quota.go): over it a topic is answered
+// THROTTLING_QUOTA_EXCEEDED (newer versions) or the answer throttled (older ones).
+//
 // Differences from Apache Kafka: internal topics may be deleted (no authorizer to
 // refuse it).
 
@@ -25,5 +29,8 @@ func init() {
 
 func handleDeleteTopics(b *Broker, r *Request) {
 	req := r.Body.(*kmsg.DeleteTopicsRequest)
+	if !b.chargeDeleteTopics(r, req) {
+		return
+	}
 	b.forward(r, forwarded{timeout: time.Duration(req.TimeoutMillis) * time.Millisecond, write: true})
 }

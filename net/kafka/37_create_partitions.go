@@ -12,6 +12,10 @@
 // New partitions this broker could not open under its open file limit fail the whole
 // request with POLICY_VIOLATION (file_headroom.go).
 //
+// The partitions created or deleted are charged to the client's
+// controller_mutation_rate (KIP-599; mutation_quota.go): over it a topic is answered
+// THROTTLING_QUOTA_EXCEEDED (newer versions) or the answer throttled (older ones).
+//
 // Differences from Apache Kafka: that open-file check (Kafka has none).
 
 package kafka
@@ -28,7 +32,7 @@ func init() {
 
 func handleCreatePartitions(b *Broker, r *Request) {
 	req := r.Body.(*kmsg.CreatePartitionsRequest)
-	if b.refuseForFiles(r, b.createPartitionsReplicas(req)) {
+	if b.refuseForFiles(r, b.createPartitionsReplicas(req)) || !b.chargeCreatePartitions(r, req) {
 		return
 	}
 	b.forward(r, forwarded{timeout: time.Duration(req.TimeoutMillis) * time.Millisecond, write: !req.ValidateOnly})

@@ -55,7 +55,7 @@ import (
 // broker (the connection is muted all the same, which bounds the rate). The request
 // time counts the handler's synchronous part only (not a forwarded request's wait for
 // the controller, nor the network threads' time, which Kafka adds).
-// controller_mutation_rate is stored and described but not enforced.
+// controller_mutation_rate is mutation_quota.go's.
 
 // quotaManager measures and throttles the byte rates of produce and fetch clients.
 // Safe for concurrent use.
@@ -67,6 +67,7 @@ type quotaManager struct {
 	mu struct {
 		sync.Mutex
 		sensors  map[quotaSensorKey]*rateSensor
+		buckets  map[quotaSensorKey]*tokenBucket // controller_mutation_rate (mutation_quota.go)
 		lastScan time.Time
 	}
 	throttleMs *prometheus.CounterVec // key
@@ -279,6 +280,11 @@ func (m *quotaManager) scanLocked(now time.Time) {
 	for k, s := range m.mu.sensors {
 		if now.Sub(s.last) > time.Hour {
 			delete(m.mu.sensors, k)
+		}
+	}
+	for k, tb := range m.mu.buckets {
+		if now.Sub(tb.last) > time.Hour {
+			delete(m.mu.buckets, k)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"runtime"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/samsa-broker/samsa/coordinator/acl"
@@ -493,4 +495,110 @@ func TestClientQuotasThrottledFetchEmpty(t *testing.T) {
 		t.Fatal("no fetch was throttled")
 	}
 	t.Logf("%d throttled fetches", throttled)
+}
+
+// controller_mutation_rate (KIP-599) through kgo's kmsg requests: a default client-id
+// quota of 10 partitions a second (a bucket of 10 × 2 × 1 s = 20) gives each client id
+// its own bucket. A request is accepted while the bucket is not in debt, so a
+// 30-partition topic is created and the next topic of the same request (or the next
+// request) is THROTTLING_QUOTA_EXCEEDED with a throttle time; CreatePartitions v3 and
+// DeleteTopics v5 likewise; CreateTopics v5 is accepted and only throttled; another
+// client id is not affected.
+func TestClientQuotasControllerMutationRate(t *testing.T) {
+	tb := startTestBroker(t, testBrokerOptions{Static: map[string]string{"quota.window.num": "2", "quota.window.size.seconds": "1"}})
+	ctx := context.Background()
+	alterQuotas(t, tb.admin(t), kadm.AlterClientQuotaEntry{Entity: quotaEntity("client-id", "<default>"),
+		Ops: []kadm.AlterClientQuotaOp{{Key: "controller_mutation_rate", Value: 10}}})
+	throttled := kerr.ThrottlingQuotaExceeded.Code
+
+	createReq := func(partitions ...int32) *kmsg.CreateTopicsRequest {
+		req := kmsg.NewPtrCreateTopicsRequest()
+		req.TimeoutMillis = 10_000
+		for i, p := range partitions {
+			rt := kmsg.NewCreateTopicsRequestTopic()
+			rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "m"+strconv.Itoa(int(rand.Uint32()))+"-"+strconv.Itoa(i), p, 1
+			req.Topics = append(req.Topics, rt)
+		}
+		return req
+	}
+	codes := func(resp *kmsg.CreateTopicsResponse) map[string]int16 {
+		m := map[string]int16{}
+		for _, rt := range resp.Topics {
+			m[rt.Topic] = rt.ErrorCode
+		}
+		return m
+	}
+
+	// One request: the first topic takes the full bucket into debt, the second is refused.
+	c1 := tb.client(t, kgo.ClientID("c1"))
+	req := createReq(30, 1)
+	resp, err := req.RequestWith(ctx, c1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := codes(resp)
+	if got[req.Topics[0].Topic] != 0 || got[req.Topics[1].Topic] != throttled || resp.ThrottleMillis <= 0 {
+		t.Fatalf("CreateTopics v%d [30, 1] partitions: %v, throttle %d ms", resp.Version, got, resp.ThrottleMillis)
+	}
+	if _, ok := tb.image().Topic(req.Topics[1].Topic); ok {
+		t.Fatal("a throttled topic was created")
+	}
+	big := req.Topics[0].Topic
+
+	// A second client id has a bucket of its own; a large request passes whole, the
+	// next one is refused.
+	c2 := tb.client(t, kgo.ClientID("c2"))
+	req = createReq(25)
+	if resp, err = req.RequestWith(ctx, c2); err != nil || resp.Topics[0].ErrorCode != 0 || resp.ThrottleMillis != 0 {
+		t.Fatalf("CreateTopics of another client id: %v %+v", err, resp)
+	}
+	cp := kmsg.NewPtrCreatePartitionsRequest()
+	cp.TimeoutMillis = 10_000
+	cpt := kmsg.NewCreatePartitionsRequestTopic()
+	cpt.Topic, cpt.Count = big, 31
+	cp.Topics = []kmsg.CreatePartitionsRequestTopic{cpt}
+	cpResp, err := cp.RequestWith(ctx, c2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cpResp.Version < 3 || cpResp.Topics[0].ErrorCode != throttled || cpResp.ThrottleMillis <= 0 {
+		t.Fatalf("CreatePartitions v%d in debt: %+v", cpResp.Version, cpResp.Topics)
+	}
+
+	// DeleteTopics v5+: the 30 partitions of big pass a full bucket, the next is refused.
+	c3 := tb.client(t, kgo.ClientID("c3"))
+	del := func(topic string) *kmsg.DeleteTopicsResponse {
+		d := kmsg.NewPtrDeleteTopicsRequest()
+		d.TimeoutMillis = 10_000
+		dt := kmsg.NewDeleteTopicsRequestTopic()
+		dt.Topic = &topic
+		d.Topics, d.TopicNames = []kmsg.DeleteTopicsRequestTopic{dt}, []string{topic}
+		resp, err := d.RequestWith(ctx, c3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	if dr := del(big); dr.Topics[0].ErrorCode != 0 {
+		t.Fatalf("DeleteTopics with a full bucket: %v", kerr.ErrorForCode(dr.Topics[0].ErrorCode))
+	}
+	if dr := del(resp.Topics[0].Topic); dr.Version < 5 || dr.Topics[0].ErrorCode != throttled || dr.ThrottleMillis <= 0 {
+		t.Fatalf("DeleteTopics v%d in debt: %+v", dr.Version, dr.Topics)
+	}
+	if _, ok := tb.image().Topic(resp.Topics[0].Topic); !ok {
+		t.Fatal("a throttled delete deleted its topic")
+	}
+
+	// Before v6 CreateTopics is not refused: the answer carries the throttle time.
+	old := kversion.Stable()
+	old.SetMaxKeyVersion(19, 5)
+	c4 := tb.client(t, kgo.ClientID("c4"), kgo.MaxVersions(old))
+	req = createReq(30, 1)
+	if resp, err = req.RequestWith(ctx, c4); err != nil {
+		t.Fatal(err)
+	}
+	got = codes(resp)
+	if resp.Version != 5 || got[req.Topics[0].Topic] != 0 || got[req.Topics[1].Topic] != 0 || resp.ThrottleMillis <= 0 {
+		t.Fatalf("CreateTopics v%d [30, 1] partitions: %v, throttle %d ms", resp.Version, got, resp.ThrottleMillis)
+	}
 }
