@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"log/slog"
 	"reflect"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -48,7 +49,7 @@ var authzRules = map[int16]authzCheck{}
 
 // authz is one request's authorisation.
 type authz struct {
-	b   *Broker
+	log *slog.Logger
 	r   *Request
 	a   *acl.Authorizer
 	ctx acl.Context
@@ -61,7 +62,7 @@ func (b *Broker) authorize(r *Request) bool {
 	if cs == nil || cs.l.sec.Authorizer == nil {
 		return true
 	}
-	az := &authz{b: b, r: r, a: cs.l.sec.Authorizer, ctx: cs.ctx}
+	az := &authz{log: b.log, r: r, a: cs.l.sec.Authorizer, ctx: cs.ctx}
 	_, az.im = b.Image()
 	// The authorizer follows the image the broker answers from: Update is a pointer
 	// comparison unless the ACLs changed, when the first request after the change
@@ -70,6 +71,12 @@ func (b *Broker) authorize(r *Request) bool {
 	if az.a.IsSuperUser(az.ctx.Principal) {
 		return true
 	}
+	return az.decide()
+}
+
+// decide applies the request's row and rule (the principal is not a super user).
+func (az *authz) decide() bool {
+	r := az.r
 	row, ok := acl.Lookup(r.Header.Key)
 	switch {
 	case !ok:
@@ -91,7 +98,7 @@ func (b *Broker) authorize(r *Request) bool {
 }
 
 func (az *authz) closeUnknown(why string) bool {
-	az.b.log.Warn("closing connection: request refused, "+why, "api", apiName(az.r.Header.Key), "principal", az.ctx.Principal)
+	az.log.Warn("closing connection: request refused, "+why, "api", apiName(az.r.Header.Key), "principal", az.ctx.Principal)
 	az.r.CloseConn()
 	return false
 }

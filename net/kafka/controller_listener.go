@@ -15,6 +15,7 @@ import (
 
 	"github.com/samsa-broker/samsa/coordinator/controller"
 	"github.com/samsa-broker/samsa/coordinator/controller/quorum"
+	"github.com/samsa-broker/samsa/coordinator/metadata"
 	"github.com/samsa-broker/samsa/net/transport"
 )
 
@@ -31,10 +32,13 @@ type ControllerConfig struct {
 	// Registerer receives the listener's metrics (samsa_controller_listener_*); nil
 	// keeps them unregistered.
 	Registerer prometheus.Registerer
-	// Security, when set, is the listener's protocol and authentication (SSL,
-	// SASL_PLAINTEXT, SASL_SSL; no Authorizer): see controller_security.go. Nil:
+	// Security, when set, is the listener's protocol, authentication (SSL,
+	// SASL_PLAINTEXT, SASL_SSL) and authorizer: see controller_security.go. Nil:
 	// PLAINTEXT, every connection served.
 	Security *ListenerSecurity
+	// Image is the metadata the authorizer takes its ACLs from (the voter's
+	// committed image); needed with Security.Authorizer.
+	Image func() *metadata.Image
 }
 
 // VoterEndpoint is a voter's controller listener.
@@ -168,6 +172,9 @@ func (h *ControllerHandler) Serve(tr transport.Request) {
 	}
 	r.sec = cs
 	defer recoverHandler(r, h.log, &h.panics)
+	if !h.authorize(r) { // controller_security.go
+		return
+	}
 	api.Control(h, r)
 }
 

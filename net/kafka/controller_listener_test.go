@@ -106,7 +106,12 @@ func startVoters(t testing.TB, o voterOptions, ids ...int32) []*testVoter {
 			CheckListener: o.checkListener}, quorumAdapter{v.q}); err != nil {
 			t.Fatal(err)
 		}
-		if v.h, err = NewControllerHandler(ControllerConfig{NodeID: id, ClusterID: "test-cluster", Voters: eps, Security: o.security}, v.ctrl, v.q, testLogger(t)); err != nil {
+		cfg := ControllerConfig{NodeID: id, ClusterID: "test-cluster", Voters: eps, Security: o.security}
+		if o.security != nil && o.security.Authorizer != nil {
+			q := v.q
+			cfg.Image = func() *metadata.Image { _, im := q.Committed(); return im }
+		}
+		if v.h, err = NewControllerHandler(cfg, v.ctrl, v.q, testLogger(t)); err != nil {
 			t.Fatal(err)
 		}
 		v.tr = transport.NewStd(transport.Config{}, v.h, testLogger(t))

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"time"
 
+	"github.com/samsa-broker/samsa/coordinator/metadata"
+	"github.com/samsa-broker/samsa/net/peer"
 	"github.com/samsa-broker/samsa/net/transport"
 )
 
@@ -16,18 +18,36 @@ import (
 // whose session expired without re-authentication (KIP-368). TLS itself is the
 // transport's (transport.TLS.Listener on the Std transport).
 //
-// Not done: authorization on the controller listener. Every authenticated principal
-// may send every controller API (Kafka asks CLUSTER_ACTION of brokers' requests
-// there); restrict who authenticates with the listener's credentials.
-
+// With an authorizer (ListenerSecurity.Authorizer, the node's authorizer.class.name;
+// ControllerConfig.Image gives the ACLs: the voter's committed image) every request
+// after authentication is authorized as Kafka's ControllerApis does:
+//
+//	ApiVersions, SaslHandshake, SaslAuthenticate   no check
+//	super users                                     everything
+//	CLUSTER_ACTION on the cluster                   everything: the nodes. The admin
+//	    requests brokers forward here were authorized by the broker with the client's
+//	    principal (Kafka's brokers wrap them in an Envelope, which needs CLUSTER_ACTION)
+//	the inter-node APIs: SamsaRaft (the voters' raft; Kafka's Vote, BeginQuorumEpoch,
+//	    EndQuorumEpoch), Fetch and FetchSnapshot of the metadata log,
+//	    BrokerRegistration, BrokerHeartbeat, AlterPartition, AllocateProducerIds
+//	                                                CLUSTER_ACTION, else
+//	    CLUSTER_AUTHORIZATION_FAILED (SamsaRaft, which has no error code: the
+//	    connection is closed)
+//	the APIs a client may send (DescribeQuorum, DescribeCluster, CreateTopics,
+//	    the ACL, SCRAM and quota APIs, ...)       the broker listener's rules
+//	    (authz.go: DESCRIBE on the cluster for DescribeQuorum, CREATE for
+//	    CreateTopics, ...)
+//
+// A PLAINTEXT controller listener (no Security) authorizes nothing, where Kafka
+// would authorize User:ANONYMOUS.
 // newControllerSessions returns the session keeper of a secured controller listener:
 // a SecureListener without a broker, whose admit and session handlers only are used.
 func newControllerSessions(h *ControllerHandler, sec ListenerSecurity) (*SecureListener, error) {
 	if sec.Auth == nil {
 		return nil, errors.New("kafka: a secured controller listener needs an auth server")
 	}
-	if sec.Authorizer != nil {
-		return nil, errors.New("kafka: the controller listener does not authorize requests (an authorizer was given)")
+	if sec.Authorizer != nil && h.cfg.Image == nil {
+		return nil, errors.New("kafka: an authorizing controller listener needs the image of its ACLs (ControllerConfig.Image)")
 	}
 	if sec.Now == nil {
 		sec.Now = time.Now
@@ -45,4 +65,42 @@ func (h *ControllerHandler) secureConnOpened(c transport.Conn) {
 		h.sec.log.Info("refusing connection", "remote", c.RemoteAddr(), "err", err)
 		c.Close()
 	}
+}
+
+// controllerNodeAPI reports whether key is one of the APIs only nodes send here.
+func controllerNodeAPI(key int16) bool {
+	switch key {
+	case peer.SamsaRaftKey, 1, 59, 56, 62, 63, 67: // raft, Fetch, FetchSnapshot, AlterPartition, BrokerRegistration, BrokerHeartbeat, AllocateProducerIds
+		return true
+	}
+	return false
+}
+
+// authorize decides r (see above); it reports whether r's handler is to run.
+func (h *ControllerHandler) authorize(r *Request) bool {
+	cs := r.sec
+	if cs == nil || h.sec.sec.Authorizer == nil {
+		return true
+	}
+	switch r.Header.Key {
+	case apiVersionsKey, 17, 36:
+		return true
+	}
+	az := &authz{log: h.sec.log, r: r, a: h.sec.sec.Authorizer, ctx: cs.ctx, im: h.cfg.Image()}
+	if az.im == nil {
+		az.im = new(metadata.Image) // nothing committed yet: no ACLs
+	}
+	az.a.Update(az.im.ACLs())
+	if az.a.IsSuperUser(az.ctx.Principal) || az.cluster(opClusterAction) {
+		return true
+	}
+	if !controllerNodeAPI(r.Header.Key) {
+		return az.decide()
+	}
+	if r.Header.Key == peer.SamsaRaftKey {
+		return az.closeUnknown("SamsaRaft needs CLUSTER_ACTION on the cluster")
+	}
+	h.sec.log.Info("refusing a node's request: no CLUSTER_ACTION on the cluster", "api", apiName(r.Header.Key), "principal", az.ctx.Principal)
+	az.refuseAll(codeCluster)
+	return false
 }

@@ -86,13 +86,18 @@ func startControllerListener(cfg *Config, clusterID string, r *controllerRole, l
 	if err != nil {
 		return nil, err
 	}
-	ls, err := sec.controllerSecurity(server, func() *metadata.Image { _, im := r.q.Committed(); return im })
+	image := func() *metadata.Image { _, im := r.q.Committed(); return im }
+	az, err := newAuthorizer(cfg)
+	if err != nil {
+		return nil, err
+	}
+	ls, err := sec.controllerSecurity(server, image, az)
 	if err != nil {
 		return nil, fmt.Errorf("%w: controller listener: %v", ErrConfig, err)
 	}
 	h, err := kafka.NewControllerHandler(kafka.ControllerConfig{
 		NodeID: cfg.NodeID, ClusterID: clusterID, Listener: cfg.ControllerListenerNames[0], Voters: voters, Registerer: reg,
-		Security: ls,
+		Security: ls, Image: image,
 	}, r.ctl, r.q, log.With("component", "controller-listener"))
 	if err != nil {
 		return nil, err

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
+	"github.com/samsa-broker/samsa/coordinator/acl"
 	"github.com/samsa-broker/samsa/coordinator/metadata"
 	"github.com/samsa-broker/samsa/net/auth"
 	"github.com/samsa-broker/samsa/net/kafka"
@@ -222,8 +223,10 @@ func loginModule(mech string) string {
 }
 
 // controllerSecurity is the controller listener's kafka.ListenerSecurity (nil:
-// PLAINTEXT) over the shared settings of server, SCRAM credentials read from image.
-func (in *internode) controllerSecurity(server auth.ServerConfig, image func() *metadata.Image) (*kafka.ListenerSecurity, error) {
+// PLAINTEXT) over the shared settings of server, SCRAM credentials and ACLs read from
+// image, authorizing with az (nil: no authorizer; its own, as it follows another
+// image than the broker listeners' authorizer).
+func (in *internode) controllerSecurity(server auth.ServerConfig, image func() *metadata.Image, az *acl.Authorizer) (*kafka.ListenerSecurity, error) {
 	if in.ctl == nil {
 		return nil, nil
 	}
@@ -231,7 +234,7 @@ func (in *internode) controllerSecurity(server auth.ServerConfig, image func() *
 	if err != nil {
 		return nil, err
 	}
-	return &kafka.ListenerSecurity{Name: in.ctl.l.Name, Protocol: in.ctl.proto, Auth: srv}, nil
+	return &kafka.ListenerSecurity{Name: in.ctl.l.Name, Protocol: in.ctl.proto, Auth: srv, Authorizer: az}, nil
 }
 
 // close stops the stores' watchers.

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
@@ -91,7 +92,7 @@ func secureKeys(m *testMTLS, ctlPass, brokerPass string) map[string]string {
 		"listener.name.client.sasl.enabled.mechanisms":          "PLAIN",
 		"sasl.mechanism.controller.protocol":                    "PLAIN",
 		"sasl.mechanism.inter.broker.protocol":                  "SCRAM-SHA-512",
-		"listener.name.controller.plain.sasl.jaas.config":       `org.apache.kafka.common.security.plain.PlainLoginModule required username="controller" password="` + ctlPass + `" user_controller="ctl-secret";`,
+		"listener.name.controller.plain.sasl.jaas.config":       `org.apache.kafka.common.security.plain.PlainLoginModule required username="controller" password="` + ctlPass + `" user_controller="ctl-secret" user_intruder="intruder-secret";`,
 		"listener.name.internal.scram-sha-512.sasl.jaas.config": `org.apache.kafka.common.security.scram.ScramLoginModule required username="broker" password="` + brokerPass + `";`,
 		"listener.name.client.plain.sasl.jaas.config":           `org.apache.kafka.common.security.plain.PlainLoginModule required user_admin="admin-secret";`,
 		"ssl.keystore.type":                                     "PEM",
@@ -100,6 +101,9 @@ func secureKeys(m *testMTLS, ctlPass, brokerPass string) map[string]string {
 		"ssl.truststore.type":                                   "PEM",
 		"ssl.truststore.certificates":                           m.caPEM,
 		"ssl.client.auth":                                       "required",
+		// The nodes' principals are super users, on the controller listener too.
+		"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+		"super.users":           "User:controller;User:broker;User:admin",
 		// The sessions between nodes expire during the test: every connection
 		// re-authenticates (KIP-368) while it carries its traffic.
 		"listener.name.controller.connections.max.reauth.ms": "1000",
@@ -280,6 +284,23 @@ func TestInterNodeSASLSSL(t *testing.T) {
 			t.Fatal("a DescribeCluster before authentication was answered")
 		} else if ne, ok := err.(net.Error); ok && ne.Timeout() {
 			t.Fatal("the connection stayed open after a request before authentication")
+		}
+	})
+	t.Run("controller request without CLUSTER_ACTION", func(t *testing.T) {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(ctlAddr), kgo.DialTLSConfig(m.clientConfig()),
+			kgo.SASL(plain.Auth{User: "intruder", Pass: "intruder-secret"}.AsMechanism()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		req := kmsg.NewPtrBrokerRegistrationRequest()
+		req.BrokerID, req.ClusterID = 9, nodes[0].ClusterID()
+		resp, err := cl.SeedBrokers()[0].Request(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code := resp.(*kmsg.BrokerRegistrationResponse).ErrorCode; code != kerr.ClusterAuthorizationFailed.Code {
+			t.Fatalf("a BrokerRegistration of an authenticated principal without CLUSTER_ACTION: %v", kerr.ErrorForCode(code))
 		}
 	})
 	// startBroker starts broker-only node id with these passwords, logging into logs.

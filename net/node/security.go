@@ -89,17 +89,10 @@ func lookup(cfg *Config, listener string) func(string) (string, bool) {
 // errors (ErrConfig).
 func newNodeSecurity(cfg *Config, log *slog.Logger) (*nodeSecurity, error) {
 	s := &nodeSecurity{listeners: map[string]*listenerSecurity{}}
-	if name := strings.TrimSpace(cfg.Get("authorizer.class.name")); name != "" {
-		if !authorizerNames[name] {
-			return nil, fmt.Errorf("%w: authorizer.class.name %q: only org.apache.kafka.metadata.authorizer.StandardAuthorizer is served", ErrConfig, name)
-		}
-		supers, err := acl.ParseSuperUsers(cfg.Get("super.users"))
-		if err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrConfig, err)
-		}
-		s.authorizer = acl.New(acl.Config{SuperUsers: supers, AllowIfNoACL: cfg.Get("allow.everyone.if.no.acl.found") == "true"})
-	}
 	var err error
+	if s.authorizer, err = newAuthorizer(cfg); err != nil {
+		return nil, err
+	}
 	if s.server, err = serverConfig(cfg); err != nil {
 		return nil, err
 	}
@@ -111,6 +104,23 @@ func newNodeSecurity(cfg *Config, log *slog.Logger) (*nodeSecurity, error) {
 		s.listeners[l.Name] = ls
 	}
 	return s, nil
+}
+
+// newAuthorizer is the authorizer of authorizer.class.name, super.users and
+// allow.everyone.if.no.acl.found (nil: no authorizer configured).
+func newAuthorizer(cfg *Config) (*acl.Authorizer, error) {
+	name := strings.TrimSpace(cfg.Get("authorizer.class.name"))
+	if name == "" {
+		return nil, nil
+	}
+	if !authorizerNames[name] {
+		return nil, fmt.Errorf("%w: authorizer.class.name %q: only org.apache.kafka.metadata.authorizer.StandardAuthorizer is served", ErrConfig, name)
+	}
+	supers, err := acl.ParseSuperUsers(cfg.Get("super.users"))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+	}
+	return acl.New(acl.Config{SuperUsers: supers, AllowIfNoACL: cfg.Get("allow.everyone.if.no.acl.found") == "true"}), nil
 }
 
 // serverConfig is the authentication settings every secured listener shares (its
