@@ -2,7 +2,7 @@ package main
 
 // samsa storage: the jobs of Kafka's kafka-storage.sh.
 //
-//	samsa storage format --config F --cluster-id ID [--ignore-formatted]
+//	samsa storage format --config F --cluster-id ID [--ignore-formatted] [--add-scram CRED]...
 //	samsa storage random-uuid
 //	samsa storage info --config F
 
@@ -31,6 +31,11 @@ const storageUsage = `usage: samsa storage <command> [flags]
       --cluster-id ID (-t)  the cluster id, the same on every node
       --ignore-formatted (-g)  skip directories already formatted for this cluster
                             and node instead of failing
+      --add-scram CRED (-S) a SCRAM credential the metadata log starts with (a
+                            controller's), as kafka-storage.sh: repeatable,
+                            'SCRAM-SHA-256=[name=alice,password=alice-secret]',
+                            also iterations=N and salt=B64,saltedpassword=B64;
+                            format every controller with the same credentials
   info --config F           show the meta.properties of the node's directories
 
 Every node of a cluster is formatted with the same cluster id before its first
@@ -50,6 +55,10 @@ func runStorage(args []string) int {
 	fs.SetOutput(io.Discard)
 	var configFile, clusterID string
 	var ignore bool
+	var scram multiFlag
+	for _, name := range []string{"add-scram", "S"} {
+		fs.Var(&scram, name, "a SCRAM credential for the bootstrap metadata")
+	}
 	for _, name := range []string{"config", "c"} {
 		fs.StringVar(&configFile, name, "", "the node's properties file")
 	}
@@ -72,7 +81,7 @@ func runStorage(args []string) int {
 		fmt.Println(node.RandomUUID())
 		return 0
 	case "format":
-		err = storageFormat(os.Stdout, configFile, clusterID, ignore)
+		err = storageFormat(os.Stdout, configFile, clusterID, ignore, scram...)
 	case "info":
 		err = storageInfo(os.Stdout, configFile)
 	default:
@@ -96,7 +105,7 @@ func storageConfig(configFile string) (*serverConfig, error) {
 	return loadConfig([]string{"--config", configFile}, os.Environ(), log, io.Discard)
 }
 
-func storageFormat(w io.Writer, configFile, clusterID string, ignore bool) error {
+func storageFormat(w io.Writer, configFile, clusterID string, ignore bool, addScram ...string) error {
 	if clusterID == "" {
 		return errors.New("--cluster-id is required (make one with `samsa storage random-uuid`)")
 	}
@@ -104,7 +113,18 @@ func storageFormat(w io.Writer, configFile, clusterID string, ignore bool) error
 	if err != nil {
 		return err
 	}
-	res, err := node.Format(cfg.Config, clusterID, ignore)
+	o := node.FormatOptions{IgnoreFormatted: ignore}
+	for _, a := range addScram {
+		rec, err := node.ParseAddScram(a, clusterID)
+		if err != nil {
+			return err
+		}
+		o.Bootstrap = append(o.Bootstrap, rec)
+	}
+	if len(o.Bootstrap) > 0 && !cfg.Roles.Controller {
+		fmt.Fprintln(w, "Ignoring --add-scram: a broker-only node takes its credentials from the controllers.")
+	}
+	res, err := node.FormatWith(cfg.Config, clusterID, o)
 	if err != nil {
 		return err
 	}
@@ -120,6 +140,9 @@ func storageFormat(w io.Writer, configFile, clusterID string, ignore bool) error
 		}
 		formatted++
 		fmt.Fprintf(w, "Formatting %s %s for cluster %s, node %d.\n", kind, r.Dir, clusterID, cfg.NodeID)
+		if r.Bootstrap {
+			fmt.Fprintf(w, "Writing %d SCRAM credential(s) into %s.\n", len(o.Bootstrap), filepath.Join(r.Dir, node.BootstrapRecordsFile))
+		}
 	}
 	if formatted == 0 {
 		fmt.Fprintln(w, "All of the log directories are already formatted.")

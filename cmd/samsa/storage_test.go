@@ -67,3 +67,38 @@ metadata.log.dir=%s
 	}
 	stopTestServer(t, n)
 }
+
+// `samsa storage format --add-scram` (Kafka's syntax) writes the credentials into the
+// metadata directory of a controller only; a malformed one formats nothing.
+func TestStorageFormatAddScram(t *testing.T) {
+	dir := t.TempDir()
+	file := writeFile(t, fmt.Sprintf(`process.roles=broker,controller
+node.id=1
+controller.quorum.voters=1@127.0.0.1:19093,2@127.0.0.1:19193,3@127.0.0.1:19293
+listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:19093
+controller.listener.names=CONTROLLER
+log.dirs=%s
+metadata.log.dir=%s
+`, filepath.Join(dir, "l1"), filepath.Join(dir, "meta")))
+	id := node.RandomUUID()
+	if code := runStorage([]string{"format", "--config", file, "--cluster-id", id, "--add-scram", "SCRAM-SHA-256=[name=alice]"}); code != 1 {
+		t.Fatalf("a credential without a password: exit %d", code)
+	}
+	if _, err := node.ReadMetaProperties(filepath.Join(dir, "meta")); err == nil {
+		t.Fatal("formatted despite a refused --add-scram")
+	}
+	var out bytes.Buffer
+	if err := storageFormat(&out, file, id, false, "SCRAM-SHA-256=[name=alice,password=alice-secret]", `SCRAM-SHA-512=[name=bob,iterations=8192,password="b,ob"]`); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "Writing 2 SCRAM credential(s) into "+filepath.Join(dir, "meta", node.BootstrapRecordsFile)) {
+		t.Fatalf("output:\n%s", out.String())
+	}
+	recs, err := node.ReadBootstrap(filepath.Join(dir, "meta"))
+	if err != nil || len(recs) != 2 {
+		t.Fatalf("bootstrap records: %v %v", recs, err)
+	}
+	if recs, _ := node.ReadBootstrap(filepath.Join(dir, "l1")); len(recs) != 0 {
+		t.Fatal("bootstrap records in a log directory")
+	}
+}

@@ -65,6 +65,10 @@ func startControllerRole(cfg *Config, clusterID string, fsys vfs.FS, tr raftTran
 		return nil, fmt.Errorf("%w: %s holds the metadata store of an earlier single-node version; only a single combined node (a quorum of one) can import it, this node is one of %d voters",
 			ErrStorage, cfg.MetadataDir, len(cfg.Voters))
 	}
+	boot, err := ReadBootstrap(cfg.MetadataDir) // bootstrap.go: used only if the raft storage is new
+	if err != nil {
+		return nil, err
+	}
 	if r.st, err = quorum.OpenDiskStorage(cfg.MetadataDir, quorum.DiskOptions{FS: fsys, Logger: log.With("component", "raft-storage"), LegacyImported: imp.Found()}); err != nil {
 		return nil, fmt.Errorf("opening the raft log in %s: %w", cfg.MetadataDir, err)
 	}
@@ -76,7 +80,7 @@ func startControllerRole(cfg *Config, clusterID string, fsys vfs.FS, tr raftTran
 	tick, electionTicks := quorumTicks(cfg.ElectionTimeout)
 	if r.q, err = quorum.New(quorum.Config{
 		NodeID: cfg.NodeID, Voters: cfg.VoterIDs(), TickInterval: tick, ElectionTicks: electionTicks,
-		Logger: log.With("component", "quorum"), BootstrapRecords: imp.Records,
+		Logger: log.With("component", "quorum"), BootstrapRecords: imp.Records, FormatRecords: boot,
 	}, r.st, tr); err != nil {
 		return nil, fmt.Errorf("starting the raft voter: %w", err)
 	}

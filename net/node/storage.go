@@ -162,6 +162,18 @@ type FormatResult struct {
 	// Skipped: the directory was already formatted for this cluster and node
 	// (--ignore-formatted).
 	Skipped bool
+	// Bootstrap: the bootstrap records were written into it (bootstrap.go).
+	Bootstrap bool
+}
+
+// FormatOptions are Format's options beyond the cluster id.
+type FormatOptions struct {
+	// IgnoreFormatted skips directories already formatted for this cluster and node.
+	IgnoreFormatted bool
+	// Bootstrap are records the metadata log starts with (bootstrap.go; --add-scram's
+	// credentials), written into a controller's metadata dir; a broker-only node has
+	// no use for them and writes none.
+	Bootstrap []metadata.Record
 }
 
 // Format writes meta.properties (version 1, a new directory.id each) into every log
@@ -171,6 +183,12 @@ type FormatResult struct {
 // directory is refused either way: the node could not start on it). Nothing is written
 // when any directory is refused.
 func Format(cfg *Config, clusterID string, ignoreFormatted bool) ([]FormatResult, error) {
+	return FormatWith(cfg, clusterID, FormatOptions{IgnoreFormatted: ignoreFormatted})
+}
+
+// FormatWith is Format with bootstrap records (FormatOptions).
+func FormatWith(cfg *Config, clusterID string, o FormatOptions) ([]FormatResult, error) {
+	ignoreFormatted := o.IgnoreFormatted
 	if err := ValidClusterID(clusterID); err != nil {
 		return nil, err
 	}
@@ -196,9 +214,16 @@ func Format(cfg *Config, clusterID string, ignoreFormatted bool) ([]FormatResult
 		}
 		res[i].Skipped = true
 	}
-	for _, r := range res {
+	for i := range res {
+		r := &res[i]
 		if r.Skipped {
 			continue
+		}
+		if len(o.Bootstrap) > 0 && cfg.Roles.Controller && filepath.Clean(r.Dir) == filepath.Clean(cfg.MetadataDir) {
+			if err := writeBootstrap(r.Dir, o.Bootstrap); err != nil { // before meta.properties: a formatted dir has its bootstrap
+				return nil, err
+			}
+			r.Bootstrap = true
 		}
 		if err := WriteMetaProperties(r.Dir, MetaProperties{Version: 1, ClusterID: clusterID, NodeID: cfg.NodeID, DirectoryID: RandomUUID()}); err != nil {
 			return nil, err

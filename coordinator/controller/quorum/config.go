@@ -61,6 +61,11 @@ type Config struct {
 	// storage already holds a log. Only a quorum of one voter may import records:
 	// with several voters each would bootstrap its own, differing, offset 1.
 	BootstrapRecords []metadata.Record
+	// FormatRecords are applied after BootstrapRecords, with any number of voters:
+	// records the operator gives every voter alike when formatting it (`samsa
+	// storage format --add-scram`, whose arguments make the same records on every
+	// voter). Ignored, like BootstrapRecords, when the storage holds a log.
+	FormatRecords []metadata.Record
 }
 
 // Clock is the quorum's source of time.

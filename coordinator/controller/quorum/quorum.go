@@ -213,13 +213,14 @@ func (q *Quorum) bootstrapIfFresh() error {
 	if err != nil {
 		return fmt.Errorf("quorum: %w", err)
 	}
+	boot := append(slices.Clip(q.cfg.BootstrapRecords), q.cfg.FormatRecords...)
 	if !fresh {
-		if len(q.cfg.BootstrapRecords) > 0 {
-			q.log.Info("quorum storage already bootstrapped: bootstrap records ignored", "records", len(q.cfg.BootstrapRecords))
+		if len(boot) > 0 {
+			q.log.Info("quorum storage already bootstrapped: bootstrap records ignored", "records", len(boot))
 		}
 		return nil
 	}
-	im, err := (&metadata.Image{}).Apply(q.cfg.BootstrapRecords...)
+	im, err := (&metadata.Image{}).Apply(boot...)
 	if err != nil {
 		return fmt.Errorf("%w: bootstrap records: %v", ErrInvalidConfig, err)
 	}
@@ -232,7 +233,7 @@ func (q *Quorum) bootstrapIfFresh() error {
 	if err := q.st.Bootstrap(snap); err != nil {
 		return fmt.Errorf("quorum: bootstrap: %w", err)
 	}
-	q.log.Info("quorum storage bootstrapped", "voters", q.cfg.Voters, "records", len(q.cfg.BootstrapRecords))
+	q.log.Info("quorum storage bootstrapped", "voters", q.cfg.Voters, "records", len(boot))
 	return nil
 }
 
