@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // Figure is one measured quantity across the rounds of a comparison.
@@ -207,6 +209,9 @@ type CompareConfig struct {
 	// PIDs gives the process id of targets that are not spawned but run on this
 	// machine, by target spec: the broker's CPU and peak RSS come from /proc.
 	PIDs map[string]int
+	// ClientOpts gives the client security options (TLS, SASL: ClientSecurity) of
+	// targets, by target spec. The raw mode has none: it is refused for them.
+	ClientOpts map[string][]kgo.Opt
 }
 
 // Compare runs the workload against each target in turn, A B A B for Rounds rounds,
@@ -300,7 +305,10 @@ func runOne(ctx context.Context, cfg CompareConfig, spec, name string, round int
 	}
 	var prof *Profiler
 	rc := RunConfig{Workload: w, Brokers: t.Brokers, Target: name, Progress: cfg.Progress,
-		Logger: cfg.Logger, Broker: src}
+		Logger: cfg.Logger, Broker: src, ClientOpts: cfg.ClientOpts[spec]}
+	if len(rc.ClientOpts) == 0 {
+		rc.ClientOpts = t.ClientOpts // a spawned secured target's
+	}
 	if cfg.Profile && t.AdminURL != "" {
 		prof = &Profiler{AdminURL: t.AdminURL, Dir: cfg.ProfileDir, Prefix: fmt.Sprintf("%s-r%d-", name, round),
 			CPUTime: min(10*time.Second, max(time.Second, cfg.Workload.Duration.D()/2))}
@@ -330,7 +338,9 @@ func runOne(ctx context.Context, cfg CompareConfig, spec, name string, round int
 		}
 		out = append(out, res)
 	}
-	if cfg.Raw || cfg.RawOnly {
+	if (cfg.Raw || cfg.RawOnly) && len(rc.ClientOpts) > 0 {
+		out = append(out, fail("raw", fmt.Errorf("%w: the raw mode speaks plaintext only; %s has client security options", ErrRun, name)))
+	} else if cfg.Raw || cfg.RawOnly {
 		rcfg := cfg.RawConfig
 		rcfg.Workload, rcfg.Brokers, rcfg.Target, rcfg.Progress, rcfg.Broker = w, t.Brokers, name, cfg.Progress, src
 		raw, err := RunRaw(ctx, rcfg)

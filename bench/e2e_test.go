@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // TestMain lets this test binary serve kfake as a child process (kfake-proc).
@@ -326,5 +328,44 @@ func TestKfakeNull(t *testing.T) {
 	}
 	if r.Acked == 0 || r.Errors != 0 || r.Consumed == 0 || r.E2ELatency.Count != 0 || len(r.Notes) == 0 {
 		t.Fatalf("null run: acked %d errors %d consumed %d e2e %d notes %v", r.Acked, r.Errors, r.Consumed, r.E2ELatency.Count, r.Notes)
+	}
+}
+
+// A spawned samsa@security=SASL_SSL: its client listener speaks TLS and SCRAM-SHA-512
+// only (a plaintext ApiVersions gets no answer), a run with the target's client
+// options produces and consumes every record, and the plaintext raw mode is refused
+// rather than run against another listener.
+func TestRunSpawnedSecureSamsa(t *testing.T) {
+	bin := samsaBinary(t)
+	ctx := context.Background()
+	tg, err := StartTarget(ctx, "samsa@security=SASL_SSL", SpawnOptions{SamsaBin: bin, WorkDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := tg.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
+	if len(tg.ClientOpts) != 2 {
+		t.Fatalf("client options %d, want TLS and SASL", len(tg.ClientOpts))
+	}
+	if _, err := apiVersions(ctx, tg.Brokers[0], time.Second); err == nil {
+		t.Fatal("the SASL_SSL listener answered a plaintext ApiVersions")
+	}
+	w := e2eWorkload(t)
+	r, err := Run(ctx, RunConfig{Workload: w, Brokers: tg.Brokers, Target: "samsa@security=SASL_SSL", Broker: tg.UsageSource(),
+		DeliveryTimeout: 20 * time.Second, JoinTimeout: 15 * time.Second, DrainTimeout: 15 * time.Second, ClientOpts: tg.ClientOpts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkCounts(t, r)
+	if _, err := StartTarget(ctx, "samsa@security=TLS", SpawnOptions{SamsaBin: bin}); err == nil {
+		t.Fatal("samsa@security=TLS was accepted")
+	}
+	res, err := Compare(ctx, CompareConfig{Workload: w, Targets: []string{"kfake"}, RawOnly: true,
+		ClientOpts: map[string][]kgo.Opt{"kfake": tg.ClientOpts}})
+	if err != nil || len(res) != 1 || !strings.Contains(res[0].Failed, "plaintext only") {
+		t.Fatalf("raw mode with client security options: %v %+v", err, res)
 	}
 }

@@ -45,6 +45,9 @@ type RunConfig struct {
 	// its context ends with the window.
 	OnSteady func(ctx context.Context)
 	Seed     int64
+	// ClientOpts are added to every client of the run (producers, consumers, the
+	// admin client): TLS and SASL (ClientSecurity).
+	ClientOpts []kgo.Opt
 }
 
 // Point is one second of a run.
@@ -149,7 +152,7 @@ func Run(ctx context.Context, cfg RunConfig) (*Result, error) {
 	id := runID()
 	r.created = time.Now()
 
-	adm, err := kgo.NewClient(kgo.SeedBrokers(cfg.Brokers...), kgo.DisableClientMetrics())
+	adm, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(cfg.Brokers...), kgo.DisableClientMetrics()}, cfg.ClientOpts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("%w: admin client: %w", ErrRun, err)
 	}
@@ -179,7 +182,7 @@ func Run(ctx context.Context, cfg RunConfig) (*Result, error) {
 	}
 	for ti, topic := range r.topics {
 		for i := 0; i < w.ProducersPerTopic; i++ {
-			p, err := newProducer(w, cfg.Brokers, topic, pl, keys, cfg.Seed+int64(ti*1000+i), rate, cfg.DeliveryTimeout, &r.errs)
+			p, err := newProducer(w, cfg.Brokers, topic, pl, keys, cfg.Seed+int64(ti*1000+i), rate, cfg.DeliveryTimeout, &r.errs, cfg.ClientOpts...)
 			if err != nil {
 				r.closeAll()
 				return nil, err
@@ -317,7 +320,7 @@ func (r *run) startConsumers(ctx context.Context) error {
 		for s := 0; s < w.SubscriptionsPerTopic; s++ {
 			sub := r.subs[ti*w.SubscriptionsPerTopic+s]
 			for i := 0; i < w.ConsumerPerSubscription; i++ {
-				c, err := newConsumer(w, r.cfg.Brokers, topic, sub, i, r.created.Add(-time.Minute).UnixNano(), &r.errs)
+				c, err := newConsumer(w, r.cfg.Brokers, topic, sub, i, r.created.Add(-time.Minute).UnixNano(), &r.errs, r.cfg.ClientOpts...)
 				if err != nil {
 					return err
 				}

@@ -96,8 +96,9 @@ func producerOpts(w *Workload, brokers []string, delivery time.Duration) []kgo.O
 	return opts
 }
 
-func newProducer(w *Workload, brokers []string, topic string, pl [][]byte, keys [][]byte, seed int64, rate float64, delivery time.Duration, errs *errSamples) (*producer, error) {
-	cl, err := kgo.NewClient(producerOpts(w, brokers, delivery)...)
+// extra are the client's security options (RunConfig.ClientOpts).
+func newProducer(w *Workload, brokers []string, topic string, pl [][]byte, keys [][]byte, seed int64, rate float64, delivery time.Duration, errs *errSamples, extra ...kgo.Opt) (*producer, error) {
+	cl, err := kgo.NewClient(append(producerOpts(w, brokers, delivery), extra...)...)
 	if err != nil {
 		return nil, fmt.Errorf("bench: producer client: %w", err)
 	}
@@ -220,7 +221,7 @@ type consumer struct {
 	foreign  atomic.Int64 // records without a plausible send stamp
 }
 
-func newConsumer(w *Workload, brokers []string, topic string, sub *subscription, idx int, since int64, errs *errSamples) (*consumer, error) {
+func newConsumer(w *Workload, brokers []string, topic string, sub *subscription, idx int, since int64, errs *errSamples, extra ...kgo.Opt) (*consumer, error) {
 	c := &consumer{sub: sub, e2e: newRecorder(), errs: errs, since: since}
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(brokers...),
@@ -243,7 +244,7 @@ func newConsumer(w *Workload, brokers []string, topic string, sub *subscription,
 		opts = append(opts, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: parts}))
 		c.assigned.Store(true)
 	}
-	cl, err := kgo.NewClient(opts...)
+	cl, err := kgo.NewClient(append(opts, extra...)...)
 	if err != nil {
 		return nil, fmt.Errorf("bench: consumer client: %w", err)
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // ErrTarget is wrapped by errors starting, reaching or stopping a target.
@@ -56,6 +57,8 @@ type SpawnOptions struct {
 	StartTimeout time.Duration // default 60s
 	StopGrace    time.Duration // default 10s
 	Logger       *slog.Logger
+
+	security string // samsa@security=: the client listener's protocol (secure.go)
 }
 
 // defaults fills the zero fields and makes every path absolute: a spawned broker runs
@@ -145,6 +148,9 @@ type Target struct {
 	// replicationFactor, when positive, is the replication factor of the topics a
 	// run on this target creates (samsa-cluster@rf=N).
 	replicationFactor int
+	// ClientOpts are the options its clients need (TLS, SASL: secure.go).
+	ClientOpts []kgo.Opt
+	extraDir   string // removed with the target (secure.go's certificates)
 }
 
 // Usage reads the broker process's CPU and peak RSS.
@@ -191,13 +197,19 @@ func StartTarget(ctx context.Context, spec string, o SpawnOptions) (*Target, err
 		return startCluster(ctx, spec, cs, o)
 	}
 	if base, extra, ok := strings.Cut(spec, "@"); ok && base == TargetSamsa {
-		// samsa@sync=none@transport=std: the same broker with extra serve flags.
-		for _, a := range strings.Split(extra, "@") {
+		// samsa@sync=none@transport=std: the same broker with extra serve flags;
+		// security=SSL|SASL_SSL is the client listener's protocol (secure.go).
+		protocol, flags, err := securityOf(strings.Split(extra, "@"))
+		if err != nil {
+			return nil, err
+		}
+		for _, a := range flags {
 			if a == "" {
 				return nil, fmt.Errorf("%w: empty flag in %q", ErrTarget, spec)
 			}
 			o.SamsaArgs = append(append([]string(nil), o.SamsaArgs...), "--"+a)
 		}
+		o.security = protocol
 		t, err := StartTarget(ctx, base, o)
 		if t != nil {
 			t.Name = spec
@@ -239,6 +251,9 @@ func StartTarget(ctx context.Context, spec string, o SpawnOptions) (*Target, err
 			if err := BuildSamsa(ctx, o.ModuleRoot, bin); err != nil {
 				return nil, err
 			}
+		}
+		if o.security == "SSL" || o.security == "SASL_SSL" {
+			return startSecureSamsa(ctx, bin, o.security, o)
 		}
 		addr, err := freeAddr()
 		if err != nil {
@@ -352,8 +367,11 @@ func (t *Target) Close() error {
 		}
 	}
 	t.cmd = nil
-	if t.tmpDir != "" {
-		if rerr := os.RemoveAll(t.tmpDir); rerr != nil && err == nil {
+	for _, d := range []string{t.tmpDir, t.extraDir} {
+		if d == "" {
+			continue
+		}
+		if rerr := os.RemoveAll(d); rerr != nil && err == nil {
 			err = rerr
 		}
 	}

@@ -27,7 +27,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/samsa-broker/samsa/bench"
+	"github.com/samsa-broker/samsa/net/auth"
 )
 
 // stdout receives the tables and verdicts (a variable for the tests).
@@ -73,7 +76,9 @@ func main() {
 
 func usage() {
 	fmt.Fprint(os.Stderr, `usage: samsa-bench <command> [flags]
-  run        run a workload against one target (--spawn samsa|samsa-cluster|kfake|kfake-proc or --brokers)
+  run        run a workload against one target (--spawn samsa|samsa-cluster|kfake|kfake-proc or --brokers;
+             samsa@security=SSL|SASL_SSL: a TLS or SASL_SSL (SCRAM-SHA-512) client listener;
+             --command-config FILE: the security of a running target's clients)
   compare    run a workload against several targets, A B A B for --rounds rounds
   limits     measure this machine's disk, fdatasync, loopback and sendfile limits
   regress    gate: baseline git ref vs working tree, exit 1 on regression
@@ -213,11 +218,13 @@ func runCmd(args []string, compare bool) int {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	var c common
 	c.register(fs)
-	spawn := fs.String("spawn", "", "start a target: samsa, samsa@flag=value..., samsa-cluster[@nodes=N][@rf=N] (N combined nodes through `samsa cluster start`, default 3), kfake, kfake-proc or kfake-null")
+	spawn := fs.String("spawn", "", "start a target: samsa, samsa@flag=value..., samsa@security=SSL|SASL_SSL (a secured client listener), samsa-cluster[@nodes=N][@rf=N] (N combined nodes through `samsa cluster start`, default 3), kfake, kfake-proc or kfake-null")
 	brokers := fs.String("brokers", "", "a running broker: host:port,host:port")
 	var admins, pids multiFlag
 	fs.Var(&admins, "admin", "admin `URL` (http://host:port) of a running target: /metrics for its CPU and RSS, /debug/pprof for --profile; with several targets, TARGET=URL (repeatable)")
 	fs.Var(&pids, "pid", "process id of a running target on this machine: its CPU and peak RSS from /proc; with several targets, TARGET=PID (repeatable)")
+	var cmdConfigs multiFlag
+	fs.Var(&cmdConfigs, "command-config", "Kafka client properties `FILE` for the clients of a running target (security.protocol, sasl.mechanism, sasl.jaas.config or sasl.username/sasl.password, ssl.truststore.location, ...: as samsa's --command-config); with several targets, TARGET=FILE (repeatable)")
 	targets := fs.String("targets", "", "compare: targets, comma separated (samsa, samsa-cluster@rf=3, kfake, kfake-proc, kfake-null, host:port, host:port+host:port)")
 	rounds := fs.Int("rounds", 1, "compare: A B A B rounds")
 	if err := fs.Parse(args); err != nil {
@@ -252,12 +259,17 @@ func runCmd(args []string, compare bool) int {
 		fmt.Fprintln(os.Stderr, "samsa-bench:", err)
 		return 2
 	}
+	clientOpts, err := targetClientConfigs(list, cmdConfigs)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "samsa-bench:", err)
+		return 2
+	}
 	ctx, cancel := signalContext()
 	defer cancel()
 	out := c.outDir()
 	cc := bench.CompareConfig{Workload: w, Targets: list, Rounds: *rounds, Spawn: c.spawn(),
 		Raw: c.raw, RawOnly: c.rawOnly, RawConfig: bench.RawConfig{Connections: c.rawConns, InFlight: c.rawFlight},
-		Profile: c.profile, ProfileDir: out, Logger: c.logger(), AdminURLs: adminURLs, PIDs: pidOf}
+		Profile: c.profile, ProfileDir: out, Logger: c.logger(), AdminURLs: adminURLs, PIDs: pidOf, ClientOpts: clientOpts}
 	if !c.quiet && !c.summary {
 		cc.Progress = os.Stderr
 	}
@@ -271,6 +283,39 @@ func runCmd(args []string, compare bool) int {
 		}
 	}
 	return finish(rep, out, err, c.summary)
+}
+
+// targetClientConfigs reads the --command-config files (FILE for the only target,
+// TARGET=FILE for one of several) into each target's client options.
+func targetClientConfigs(targets []string, values []string) (map[string][]kgo.Opt, error) {
+	out := map[string][]kgo.Opt{}
+	for _, v := range values {
+		target, file := "", v
+		for _, t := range targets {
+			if f, ok := strings.CutPrefix(v, t+"="); ok {
+				target, file = t, f
+				break
+			}
+		}
+		if target == "" {
+			if len(targets) != 1 {
+				return nil, fmt.Errorf("--command-config %s: with %d targets, write TARGET=%s", v, len(targets), v)
+			}
+			target = targets[0]
+		}
+		kvs, err := auth.ReadProperties(file)
+		if err != nil {
+			return nil, fmt.Errorf("--command-config: %w", err)
+		}
+		opts, err := auth.ClientOptions(kvs, func(key string) {
+			fmt.Fprintf(os.Stderr, "samsa-bench: --command-config %s: %s is not used; ignored\n", file, key)
+		})
+		if err != nil {
+			return nil, fmt.Errorf("--command-config %s: %w", file, err)
+		}
+		out[target] = opts
+	}
+	return out, nil
 }
 
 // targetValues maps --admin and --pid values onto targets: a bare value belongs to

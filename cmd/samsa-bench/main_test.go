@@ -101,3 +101,27 @@ func TestTargetValues(t *testing.T) {
 		}
 	}
 }
+
+// --command-config: FILE for the only target, TARGET=FILE for one of several; a bare
+// file with several targets and a file of refused properties are errors.
+func TestTargetClientConfigs(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "scram.properties")
+	os.WriteFile(good, []byte("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-512\nsasl.username=u\nsasl.password=p\n"), 0o600)
+	bad := filepath.Join(dir, "bad.properties")
+	os.WriteFile(bad, []byte("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=GSSAPI\nsasl.username=u\n"), 0o600)
+	m, err := targetClientConfigs([]string{"127.0.0.1:1"}, []string{good})
+	if err != nil || len(m["127.0.0.1:1"]) != 1 {
+		t.Fatalf("one target: %v %v", m, err)
+	}
+	m, err = targetClientConfigs([]string{"samsa", "127.0.0.1:2"}, []string{"127.0.0.1:2=" + good})
+	if err != nil || len(m["127.0.0.1:2"]) != 1 || len(m["samsa"]) != 0 {
+		t.Fatalf("TARGET=FILE: %v %v", m, err)
+	}
+	if _, err := targetClientConfigs([]string{"samsa", "127.0.0.1:2"}, []string{good}); err == nil {
+		t.Fatal("a bare file with two targets was accepted")
+	}
+	if _, err := targetClientConfigs([]string{"127.0.0.1:1"}, []string{bad}); err == nil || !strings.Contains(err.Error(), "GSSAPI") {
+		t.Fatalf("GSSAPI: %v", err)
+	}
+}
