@@ -424,6 +424,9 @@ PY
 		'bin/samsa-bench compare --targets samsa@sync=fsync,samsa@sync=none --samsa-bin bin/samsa --workload max-throughput-100b --rounds 1 --duration 1s --warmup 0s --raw'
 	step 'bin/samsa-bench compare --targets samsa@transport=reactor,samsa@transport=std --samsa-bin bin/samsa --workload max-throughput-100b --rounds 3 --duration 10s --warmup 3s --raw' \
 		'bin/samsa-bench compare --targets samsa@transport=reactor,samsa@transport=std --samsa-bin bin/samsa --workload max-throughput-100b --rounds 1 --duration 1s --warmup 0s --raw'
+	step 'bin/samsa-bench compare --targets samsa,samsa@security=SSL,samsa@security=SASL_SSL --samsa-bin bin/samsa --workload max-throughput-100b --rounds 3 --duration 10s --warmup 3s' \
+		'bin/samsa-bench compare --targets samsa,samsa@security=SSL,samsa@security=SASL_SSL --samsa-bin bin/samsa --workload max-throughput-100b --rounds 1 --duration 1s --warmup 0s'
+	expect 'SASL_SSL'
 	step 'go test -c -o /tmp/t.test ./net/transport && /tmp/t.test -test.run '"'^\$'"' -test.bench '"'Transport/'"' -test.benchtime 1s' \
 		'go test -c -o /tmp/t.test ./net/transport && /tmp/t.test -test.run '"'^\$'"' -test.bench '"'Transport/'"' -test.benchtime 1x'
 	step 'bin/samsa-bench compare --targets samsa,kfake-proc --samsa-bin bin/samsa --workload latency-20k --rounds 2 --duration 15s --warmup 3s' \
