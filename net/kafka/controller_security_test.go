@@ -338,11 +338,24 @@ func TestControllerListenerAuthorization(t *testing.T) {
 		cr.Principal, cr.Host, cr.Operation, cr.PermissionType = g.principal, "*", g.op, kmsg.ACLPermissionTypeAllow
 		ca.Creations = append(ca.Creations, cr)
 	}
-	for _, res := range send(client("voter"), ca).(*kmsg.CreateACLsResponse).Results {
-		if res.ErrorCode != 0 {
-			t.Fatalf("CreateAcls: %v", kerr.ErrorForCode(res.ErrorCode))
+	voter := client("voter")
+	eventually(t, 10*time.Second, "CreateAcls by the super user", func() bool { // NOT_CONTROLLER if the leadership moved
+		for _, res := range send(voter, ca).(*kmsg.CreateACLsResponse).Results {
+			if res.ErrorCode == kerr.NotController.Code {
+				for _, v := range vs {
+					if id, _ := v.q.Leader(); id == v.id {
+						leader = v
+					}
+				}
+				voter = client("voter")
+				return false
+			}
+			if res.ErrorCode != 0 {
+				t.Fatalf("CreateAcls: %v", kerr.ErrorForCode(res.ErrorCode))
+			}
 		}
-	}
+		return true
+	})
 	eventually(t, 10*time.Second, "the broker registers with CLUSTER_ACTION", func() bool {
 		resp, err := broker.ControllerChannel().Request(ctx, registration(7))
 		return err == nil && resp.(*kmsg.BrokerRegistrationResponse).ErrorCode == 0

@@ -498,17 +498,17 @@ func TestClientQuotasThrottledFetchEmpty(t *testing.T) {
 }
 
 // controller_mutation_rate (KIP-599) through kgo's kmsg requests: a default client-id
-// quota of 10 partitions a second (a bucket of 10 × 2 × 1 s = 20) gives each client id
-// its own bucket. A request is accepted while the bucket is not in debt, so a
-// 30-partition topic is created and the next topic of the same request (or the next
-// request) is THROTTLING_QUOTA_EXCEEDED with a throttle time; CreatePartitions v3 and
-// DeleteTopics v5 likewise; CreateTopics v5 is accepted and only throttled; another
-// client id is not affected.
+// quota of 1 partition a second (a bucket of 1 × 2 × 1 s = 2) gives each client id its
+// own bucket. A request is accepted while the bucket is not in debt, so a 10-partition
+// topic is created and the next topic of the same request (or the next request, the
+// debt of 8 taking 8 s to repay) is THROTTLING_QUOTA_EXCEEDED with a throttle time;
+// CreatePartitions v3 and DeleteTopics v5 likewise; CreateTopics v5 is accepted and
+// only throttled; another client id is not affected.
 func TestClientQuotasControllerMutationRate(t *testing.T) {
 	tb := startTestBroker(t, testBrokerOptions{Static: map[string]string{"quota.window.num": "2", "quota.window.size.seconds": "1"}})
 	ctx := context.Background()
 	alterQuotas(t, tb.admin(t), kadm.AlterClientQuotaEntry{Entity: quotaEntity("client-id", "<default>"),
-		Ops: []kadm.AlterClientQuotaOp{{Key: "controller_mutation_rate", Value: 10}}})
+		Ops: []kadm.AlterClientQuotaOp{{Key: "controller_mutation_rate", Value: 1}}})
 	throttled := kerr.ThrottlingQuotaExceeded.Code
 
 	createReq := func(partitions ...int32) *kmsg.CreateTopicsRequest {
@@ -531,14 +531,14 @@ func TestClientQuotasControllerMutationRate(t *testing.T) {
 
 	// One request: the first topic takes the full bucket into debt, the second is refused.
 	c1 := tb.client(t, kgo.ClientID("c1"))
-	req := createReq(30, 1)
+	req := createReq(10, 1)
 	resp, err := req.RequestWith(ctx, c1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := codes(resp)
 	if got[req.Topics[0].Topic] != 0 || got[req.Topics[1].Topic] != throttled || resp.ThrottleMillis <= 0 {
-		t.Fatalf("CreateTopics v%d [30, 1] partitions: %v, throttle %d ms", resp.Version, got, resp.ThrottleMillis)
+		t.Fatalf("CreateTopics v%d [10, 1] partitions: %v, throttle %d ms", resp.Version, got, resp.ThrottleMillis)
 	}
 	if _, ok := tb.image().Topic(req.Topics[1].Topic); ok {
 		t.Fatal("a throttled topic was created")
@@ -548,14 +548,14 @@ func TestClientQuotasControllerMutationRate(t *testing.T) {
 	// A second client id has a bucket of its own; a large request passes whole, the
 	// next one is refused.
 	c2 := tb.client(t, kgo.ClientID("c2"))
-	req = createReq(25)
+	req = createReq(10)
 	if resp, err = req.RequestWith(ctx, c2); err != nil || resp.Topics[0].ErrorCode != 0 || resp.ThrottleMillis != 0 {
 		t.Fatalf("CreateTopics of another client id: %v %+v", err, resp)
 	}
 	cp := kmsg.NewPtrCreatePartitionsRequest()
 	cp.TimeoutMillis = 10_000
 	cpt := kmsg.NewCreatePartitionsRequestTopic()
-	cpt.Topic, cpt.Count = big, 31
+	cpt.Topic, cpt.Count = big, 11
 	cp.Topics = []kmsg.CreatePartitionsRequestTopic{cpt}
 	cpResp, err := cp.RequestWith(ctx, c2)
 	if err != nil {
@@ -565,7 +565,7 @@ func TestClientQuotasControllerMutationRate(t *testing.T) {
 		t.Fatalf("CreatePartitions v%d in debt: %+v", cpResp.Version, cpResp.Topics)
 	}
 
-	// DeleteTopics v5+: the 30 partitions of big pass a full bucket, the next is refused.
+	// DeleteTopics v5+: the 10 partitions of big pass a full bucket, the next is refused.
 	c3 := tb.client(t, kgo.ClientID("c3"))
 	del := func(topic string) *kmsg.DeleteTopicsResponse {
 		d := kmsg.NewPtrDeleteTopicsRequest()
@@ -593,12 +593,12 @@ func TestClientQuotasControllerMutationRate(t *testing.T) {
 	old := kversion.Stable()
 	old.SetMaxKeyVersion(19, 5)
 	c4 := tb.client(t, kgo.ClientID("c4"), kgo.MaxVersions(old))
-	req = createReq(30, 1)
+	req = createReq(10, 1)
 	if resp, err = req.RequestWith(ctx, c4); err != nil {
 		t.Fatal(err)
 	}
 	got = codes(resp)
 	if resp.Version != 5 || got[req.Topics[0].Topic] != 0 || got[req.Topics[1].Topic] != 0 || resp.ThrottleMillis <= 0 {
-		t.Fatalf("CreateTopics v%d [30, 1] partitions: %v, throttle %d ms", resp.Version, got, resp.ThrottleMillis)
+		t.Fatalf("CreateTopics v%d [10, 1] partitions: %v, throttle %d ms", resp.Version, got, resp.ThrottleMillis)
 	}
 }
