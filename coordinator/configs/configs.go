@@ -354,6 +354,7 @@ var BrokerDefs = []*Def{
 	{Name: "num.recovery.threads.per.data.dir", Kind: KindInt, Default: sp("2"), Min: 1, ReadOnly: true, Doc: compatOnly},
 	{Name: "offsets.topic.replication.factor", Kind: KindShort, Default: sp("3"), Min: -1, ReadOnly: true, Doc: "__consumer_offsets' replication factor (capped at the number of brokers)"},
 	{Name: "transaction.partition.verification.enable", Kind: KindBool, Default: sp("true"), ReadOnly: true, Doc: "KIP-890: a partition leader checks with the transaction coordinator that a transactional batch opening a transaction was added to it"},
+	{Name: "samsa.transaction.version", Kind: KindShort, Default: sp("0"), Min: 0, Max: 2, ReadOnly: true, Doc: "Samsa: the finalized transaction.version feature (Kafka sets it with kafka-storage format --feature or kafka-features upgrade): 2 is KIP-890 part 2 (an epoch bump per transaction, partitions added by the Produce and TxnOffsetCommit they receive); ApiVersions reports it, so every node of a cluster must have the same value"},
 	{Name: "transaction.state.log.replication.factor", Kind: KindShort, Default: sp("3"), Min: 1, ReadOnly: true, Doc: compatOnly},
 	{Name: "transaction.state.log.min.isr", Kind: KindInt, Default: sp("2"), Min: 1, ReadOnly: true, Doc: compatOnly},
 	{Name: "sync", Kind: KindString, Default: sp("fsync"), Enum: []string{"fsync", "replicated", "interval", "none"}, ReadOnly: true, Doc: "Samsa: when appends are acknowledged durable (fsync: after the group-committed fdatasync; replicated: rely on the ISR, flush in the background)"},

@@ -77,8 +77,8 @@ func handleApiVersions(b *Broker, r *Request) {
 // features fills the feature flags of KIP-584 as a Kafka 4 broker reports them, for
 // the features whose level changes what a client does: group.version 1 (the consumer
 // protocol, KIP-848) when it is served, share.version 1 when share groups are on,
-// kraft.version 0 (a static voter set), and transaction.version 0: transaction
-// version 2 (KIP-890 part 2) is not served, so clients keep to version 1. A feature at
+// kraft.version 0 (a static voter set), and transaction.version 0 to 2 with the
+// level samsa.transaction.version finalizes (2: KIP-890 part 2, txns.go). A feature at
 // level 0 is supported but not finalized, as Kafka lists it. The epoch is the
 // metadata offset the broker answers from. metadata.version is not reported: Samsa's
 // metadata log is not Kafka's, and no client acts on its level.
@@ -94,7 +94,11 @@ func (b *Broker) features(resp *kmsg.ApiVersionsResponse) {
 	if b.shares != nil && b.shares.enabled {
 		share = 1
 	}
-	for _, f := range []feature{{"group.version", 1, group}, {"kraft.version", 0, 0}, {"share.version", 1, share}, {"transaction.version", 0, 0}} {
+	txnVersion := int16(0)
+	if b.txns != nil {
+		txnVersion = b.txns.version
+	}
+	for _, f := range []feature{{"group.version", 1, group}, {"kraft.version", 0, 0}, {"share.version", 1, share}, {"transaction.version", 2, txnVersion}} {
 		resp.SupportedFeatures = append(resp.SupportedFeatures, kmsg.ApiVersionsResponseSupportedFeature{Name: f.name, MinVersion: 0, MaxVersion: f.max})
 		if f.lvl > 0 {
 			resp.FinalizedFeatures = append(resp.FinalizedFeatures, kmsg.ApiVersionsResponseFinalizedFeature{Name: f.name, MinVersionLevel: f.lvl, MaxVersionLevel: f.lvl})

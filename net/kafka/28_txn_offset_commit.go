@@ -1,4 +1,4 @@
-// TxnOffsetCommit (key 28), versions 0-4, to the group coordinator.
+// TxnOffsetCommit (key 28), versions 0-5, to the group coordinator.
 //
 // A transactional producer's offsets for a group (consume-transform-produce) are
 // written to the group's __consumer_offsets partition as a transactional batch of the
@@ -8,7 +8,12 @@
 // the producer's first batch there in a transaction the partition's membership of the
 // transaction is verified with the transaction coordinator, as a Produce's (KIP-890
 // part 1; AddOffsetsToTxn added it): locally, or with AddPartitionsToTxn v4
-// VerifyOnly over Deps.Peer. Errors per partition: the group coordinator's
+// VerifyOnly over Deps.Peer. From v5 on (KIP-890 part 2: a client under
+// transaction.version 2 sends no AddOffsetsToTxn) the partition is added to the
+// transaction instead, as Kafka's group coordinator does: AddPartitionsToTxn v5
+// without VerifyOnly, to this node's transaction coordinator or over Deps.Peer; v5
+// answers TRANSACTION_ABORTABLE where earlier versions answer INVALID_TXN_STATE.
+// Errors per partition: the group coordinator's
 // (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE,
 // ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID, OFFSET_METADATA_TOO_LARGE),
 // INVALID_PRODUCER_EPOCH (fenced), INVALID_TXN_STATE (no transaction open, or the
@@ -20,8 +25,8 @@
 // the partition again applies them at their COMMIT marker, never after an ABORT
 // (coordinator/group's txn_offsets.go).
 //
-// Differences from Apache Kafka: no authorization; v5 (KIP-890 part 2, the
-// partition added on the producer's behalf) is not served.
+// Differences from Apache Kafka: no authorization; v4 answers INVALID_TXN_STATE
+// where Kafka answers TRANSACTION_ABORTABLE.
 
 package kafka
 
@@ -36,7 +41,7 @@ import (
 )
 
 func init() {
-	register(API{Key: 28, MinVersion: 0, MaxVersion: 4, Handle: handleTxnOffsetCommit})
+	register(API{Key: 28, MinVersion: 0, MaxVersion: 5, Handle: handleTxnOffsetCommit})
 }
 
 func handleTxnOffsetCommit(b *Broker, r *Request) {
@@ -113,7 +118,13 @@ func handleTxnOffsetCommit(b *Broker, r *Request) {
 		commit() // the coordinator answers (NOT_COORDINATOR)
 		return
 	}
+	add := req.Version >= 5 // KIP-890 part 2: the partition is added on the producer's behalf
 	guard, needed := part.Log.StartTxnVerification(req.ProducerID, req.ProducerEpoch, -1)
+	late := false
+	if !needed && add {
+		// The previous transaction's offsets may still be open here (produce_txn.go).
+		needed, late = additionNeeded(part.Log, req.ProducerID, req.ProducerEpoch)
+	}
 	if !needed {
 		commit()
 		return
@@ -124,13 +135,17 @@ func handleTxnOffsetCommit(b *Broker, r *Request) {
 		switch {
 		case !ok:
 			code = kerr.CoordinatorNotAvailable.Code
+		case code == 0 && late:
+			completeLateVerification(part.Log, req.ProducerID, req.ProducerEpoch, -1)
+			commit()
+			return
 		case code == 0:
 			part.Log.CompleteTxnVerification(req.ProducerID, guard)
 			commit()
 			return
 		case code == kerr.ProducerFenced.Code:
 			code = kerr.InvalidProducerEpoch.Code
-		case code == kerr.TransactionAbortable.Code:
+		case code == kerr.TransactionAbortable.Code && !add:
 			code = kerr.InvalidTxnState.Code
 		case code == kerr.NotCoordinator.Code, code == kerr.CoordinatorLoadInProgress.Code, code == kerr.ConcurrentTransactions.Code:
 			code = kerr.CoordinatorNotAvailable.Code
@@ -138,8 +153,22 @@ func handleTxnOffsetCommit(b *Broker, r *Request) {
 		all(code)
 	}
 	id := req.TransactionalID
+	producer := txnBatch{ok: true, pid: req.ProducerID, epoch: req.ProducerEpoch}
+	vreq := verifyRequest(id, producer, []txn.TopicPartition{tp})
+	if add {
+		vreq = addRequest(id, producer, []txn.TopicPartition{tp})
+	}
 	if tc := b.txns.coordinator(); tc != nil && tc.Status(id) == 0 {
-		verified(tc.VerifyPartitions(id, req.ProducerID, req.ProducerEpoch, []txn.TopicPartition{tp}))
+		if !add {
+			verified(tc.VerifyPartitions(id, req.ProducerID, req.ProducerEpoch, []txn.TopicPartition{tp}))
+			return
+		}
+		// The answer may come on replication's goroutine (the addition's append):
+		// the commit goes on from one of the broker's.
+		tc.AddPartitionsToTxn(vreq, nil, func(resp *kmsg.AddPartitionsToTxnResponse) {
+			codes := verifyCodes(resp, nil)
+			b.async(func(context.Context) { verified(codes) })
+		})
 		return
 	}
 	coord := b.txnCoordinatorOf(id)
@@ -147,7 +176,6 @@ func handleTxnOffsetCommit(b *Broker, r *Request) {
 		verified(nil) // retriable: COORDINATOR_NOT_AVAILABLE
 		return
 	}
-	vreq := verifyRequest(id, txnBatch{ok: true, pid: req.ProducerID, epoch: req.ProducerEpoch}, []txn.TopicPartition{tp})
 	b.async(func(ctx context.Context) {
 		ctx, cancel := context.WithTimeout(ctx, markerTimeout)
 		resp, err := b.peer(ctx, coord, vreq)

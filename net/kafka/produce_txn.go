@@ -14,7 +14,9 @@ import (
 )
 
 // Transactional Produce (a request with a transactional id): KIP-890 part 1's
-// verification before a producer's first transactional batch in a partition.
+// verification before a producer's first transactional batch in a partition, or,
+// from Produce v12 on (KIP-890 part 2, sent by clients only once transaction.version
+// 2 is finalized), the partition added to the producer's transaction on its behalf.
 //
 //	per partition: produceTarget ─▶ first transactional batch (pid, epoch, sequence)
 //	    ─▶ Log.StartTxnVerification: needed only when the producer has no transaction
@@ -29,6 +31,16 @@ import (
 //	       CONCURRENT_TRANSACTIONS and an unreachable coordinator → NOT_ENOUGH_REPLICAS
 //	       (retriable, no metadata refresh: Kafka's mapping)
 //	    ─▶ the appends, in request order, as for any produce.
+//
+// Produce v12+ (Kafka's addPartition operation): the question is AddPartitionsToTxn
+// v5 without VerifyOnly, so the coordinator adds the partitions the producer did not
+// add itself (it sends no AddPartitionsToTxn under version 2); this node's coordinator
+// is called directly (Coordinator.AddPartitionsToTxn: it logs the addition, so its
+// answer comes later, as another broker's does). The answer is mapped as a
+// verification's. The addition is asked for even with
+// transaction.partition.verification.enable=false when the producer has no
+// transaction open in the partition: without it the partition would not be in the
+// transaction and would get no marker.
 //
 // The requests of one transactional id are processed one at a time, in arrival
 // order: one that arrives while another waits for its verification waits behind it
@@ -88,6 +100,36 @@ type txnPart struct {
 	first txnBatch
 	guard engine.VerificationGuard
 	check bool // waited for the coordinator's verification
+	late  bool // verification starts after the addition (additionNeeded)
+}
+
+// additionNeeded is, under version 2, for a producer StartTxnVerification needs no
+// verification of (a transaction of it is open in l, or verification is off), whether
+// the partition must be added to its transaction at epoch all the same: when no
+// transaction of the producer is open (verification is off), or when the open one is
+// of an earlier epoch. Every EndTxn bumps the epoch, so that one is the producer's
+// previous transaction, ended but whose marker has not reached l yet; the batch must
+// not join it. The coordinator answers the addition once the previous transaction is
+// complete (its marker here, at the bumped epoch): late, the verification is then
+// started and completed before the append (a marker that ends the new transaction
+// meanwhile has a higher epoch still, and fences the batch).
+func additionNeeded(l *engine.Log, pid int64, epoch int16) (needed, late bool) {
+	if _, open := l.OpenTransaction(pid); !open {
+		return true, false
+	}
+	cur, _, ok := l.ProducerState(pid)
+	if ok && cur < epoch {
+		return true, true
+	}
+	return false, false
+}
+
+// completeLateVerification starts and completes the verification of a partition
+// added late (additionNeeded).
+func completeLateVerification(l *engine.Log, pid int64, epoch int16, seq int32) {
+	if g, needed := l.StartTxnVerification(pid, epoch, seq); needed {
+		l.CompleteTxnVerification(pid, g)
+	}
 }
 
 // produceTransactional processes op, a request with a transactional id, now or once
@@ -122,6 +164,7 @@ func (b *Broker) runTransactional(op *produceOp) {
 func (b *Broker) verifyTransactional(op *produceOp) bool {
 	req, v := &op.req, op.r.Header.Version
 	id := *req.TransactionID
+	add := v >= 12 // KIP-890 part 2: the partitions are added on the producer's behalf
 	b.layoutProduce(op)
 	parts := make([]txnPart, 0, len(op.partBuf))
 	var check []txn.TopicPartition
@@ -138,6 +181,9 @@ func (b *Broker) verifyTransactional(op *produceOp) bool {
 			default:
 				producer = tp.first
 				g, needed := tp.p.Log.StartTxnVerification(tp.first.pid, tp.first.epoch, tp.first.sequence)
+				if !needed && add {
+					needed, tp.late = additionNeeded(tp.p.Log, tp.first.pid, tp.first.epoch)
+				}
 				if needed {
 					tp.guard, tp.check = g, true
 					check = append(check, txn.TopicPartition{Topic: tp.p.Topic.Name, Partition: tp.p.Index})
@@ -149,6 +195,9 @@ func (b *Broker) verifyTransactional(op *produceOp) bool {
 	if len(check) == 0 {
 		b.appendTransactional(op, parts)
 		return true
+	}
+	if add {
+		return b.addOnBehalf(op, parts, id, producer, check)
 	}
 	if c := b.txns.coordinator(); c != nil && c.Status(id) == 0 {
 		b.applyVerification(op, parts, c.VerifyPartitions(id, producer.pid, producer.epoch, check))
@@ -179,6 +228,46 @@ func (b *Broker) verifyTransactional(op *produceOp) bool {
 	return false
 }
 
+// addOnBehalf asks the transaction coordinator to add check, the partitions of op
+// the producer has no transaction open in, to its transaction (Produce v12+), then
+// applies the answer and appends as verifyTransactional does. It reports true when op
+// is done inline (no coordinator to ask: retriable errors); false when the answer
+// completes op later, on a goroutine of its own, and goes on with id's queue.
+func (b *Broker) addOnBehalf(op *produceOp, parts []txnPart, id string, producer txnBatch, check []txn.TopicPartition) bool {
+	areq := addRequest(id, producer, check)
+	id = areq.Transactions[0].TransactionalID // a copy: op's frame goes once op is answered
+	finish := func(codes map[txn.TopicPartition]int16) {
+		b.applyVerification(op, parts, codes)
+		b.appendTransactional(op, parts)
+		b.runTransactional(b.txnProd.leave(id))
+	}
+	if c := b.txns.coordinator(); c != nil && c.Status(id) == 0 {
+		// The answer may come on replication's goroutine (the addition's append):
+		// the appends go on from one of the broker's.
+		c.AddPartitionsToTxn(areq, nil, func(resp *kmsg.AddPartitionsToTxnResponse) {
+			codes := verifyCodes(resp, nil)
+			b.async(func(context.Context) { finish(codes) })
+		})
+		return false
+	}
+	coord := b.txnCoordinatorOf(id)
+	if coord < 0 || coord == b.cfg.NodeID || b.peer == nil {
+		b.applyVerification(op, parts, nil) // retriable, as for a verification
+		b.appendTransactional(op, parts)
+		return true
+	}
+	b.async(func(ctx context.Context) {
+		ctx, cancel := context.WithTimeout(ctx, markerTimeout)
+		resp, err := b.peer(ctx, coord, areq)
+		cancel()
+		if err != nil {
+			b.log.Debug("adding partitions to a transaction failed", "transactional_id", id, "coordinator", coord, "err", err)
+		}
+		finish(verifyCodes(resp, err))
+	})
+	return false
+}
+
 // applyVerification applies the coordinator's codes to the partitions that waited
 // for them (one missing: COORDINATOR_NOT_AVAILABLE), with the mapping above.
 func (b *Broker) applyVerification(op *produceOp, parts []txnPart, codes map[txn.TopicPartition]int16) {
@@ -193,6 +282,10 @@ func (b *Broker) applyVerification(op *produceOp, parts []txnPart, codes map[txn
 		}
 		switch code {
 		case 0:
+			if tp.late {
+				completeLateVerification(tp.p.Log, tp.first.pid, tp.first.epoch, tp.first.sequence)
+				continue
+			}
 			// false: a marker or batch of the producer came meanwhile; the append then
 			// says whether a transaction is open.
 			tp.p.Log.CompleteTxnVerification(tp.first.pid, tp.guard)
@@ -241,10 +334,21 @@ func (b *Broker) appendTransactional(op *produceOp, parts []txnPart) {
 // verifyRequest asks the coordinator whether tps are in id's transaction of
 // producer: AddPartitionsToTxn v4 with VerifyOnly.
 func verifyRequest(id string, producer txnBatch, tps []txn.TopicPartition) *kmsg.AddPartitionsToTxnRequest {
+	return txnPartitionsRequest(4, true, id, producer, tps)
+}
+
+// addRequest asks the coordinator to add tps to id's transaction of producer (KIP-890
+// part 2): AddPartitionsToTxn v5 without VerifyOnly.
+func addRequest(id string, producer txnBatch, tps []txn.TopicPartition) *kmsg.AddPartitionsToTxnRequest {
+	return txnPartitionsRequest(5, false, id, producer, tps)
+}
+
+// txnPartitionsRequest is a broker's AddPartitionsToTxn (v4+) of one transaction.
+func txnPartitionsRequest(version int16, verifyOnly bool, id string, producer txnBatch, tps []txn.TopicPartition) *kmsg.AddPartitionsToTxnRequest {
 	req := kmsg.NewPtrAddPartitionsToTxnRequest()
-	req.SetVersion(4)
+	req.SetVersion(version)
 	tr := kmsg.NewAddPartitionsToTxnRequestTransaction()
-	tr.TransactionalID, tr.ProducerID, tr.ProducerEpoch, tr.VerifyOnly = strings.Clone(id), producer.pid, producer.epoch, true
+	tr.TransactionalID, tr.ProducerID, tr.ProducerEpoch, tr.VerifyOnly = strings.Clone(id), producer.pid, producer.epoch, verifyOnly
 	for _, tp := range tps {
 		j := -1
 		for n := range tr.Topics {

@@ -39,12 +39,18 @@ import (
 // transaction.state.log.segment.bytes (104857600), transaction.max.timeout.ms
 // (900000), transactional.id.expiration.ms (604800000),
 // transaction.abort.timed.out.transaction.cleanup.interval.ms (10000),
-// transaction.remove.expired.transaction.cleanup.interval.ms (3600000).
+// transaction.remove.expired.transaction.cleanup.interval.ms (3600000), and Samsa's
+// samsa.transaction.version (0): the finalized transaction.version feature, which
+// every node of a cluster must set alike (docs/CLUSTER.md).
 type txnState struct {
 	b       *Broker
 	log     txn.Log
 	writer  *txn.MarkerWriter
 	markers *txn.Markers
+
+	// version is the finalized transaction.version (samsa.transaction.version, read
+	// at start-up): the coordinator's TransactionVersion and what ApiVersions reports.
+	version int16
 
 	followMu sync.Mutex      // serializes follow (MetadataChanged's and load retries')
 	last     *metadata.Image // the image follow last followed (under followMu)
@@ -58,6 +64,9 @@ type txnState struct {
 	}
 }
 
+// transactionVersionKey is the node key of the finalized transaction.version.
+const transactionVersionKey = "samsa.transaction.version"
+
 // markerTimeout bounds a WriteTxnMarkers append on this node (Kafka's
 // request.timeout.ms for the marker requests) and a marker request to another broker.
 const markerTimeout = 30 * time.Second
@@ -67,6 +76,7 @@ func newTxnState(b *Broker, im *metadata.Image) *txnState {
 	s.writer.OnOffsetsMarker = b.completeTxnOffsets // 28_txn_offset_commit.go
 	s.markers = &txn.Markers{Self: b.cfg.NodeID, Image: b.meta.Image, Local: s.writer, Remote: b.sendMarkers}
 	s.mu.loaded = map[int32]int32{}
+	s.version = int16(min(max(b.groupInt(im, transactionVersionKey, 0), 0), 2))
 	n := int32(b.groupInt(im, "transaction.state.log.num.partitions", 50))
 	if t, ok := im.Topic(txn.StateTopic); ok {
 		n = int32(len(t.Partitions))
@@ -93,6 +103,7 @@ func (s *txnState) newCoordinator(im *metadata.Image, n int32) *txn.Coordinator 
 		IDExpiration:       ms("transactional.id.expiration.ms", 604800000),
 		AbortInterval:      ms("transaction.abort.timed.out.transaction.cleanup.interval.ms", 10000),
 		ExpirationInterval: ms("transaction.remove.expired.transaction.cleanup.interval.ms", 3600000),
+		TransactionVersion: s.version,
 		Logger:             b.log.With("component", "transactions"),
 	}, s.log, s.markers, txn.ProducerIDFunc(func() (int64, error) { return b.data().pids.get(b) }))
 }
