@@ -24,6 +24,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/samsa-broker/samsa/engine"
@@ -80,15 +81,22 @@ func writeUnverifiedTxn(ctx context.Context, t *testing.T, cl *kgo.Client, txnID
 	if err != nil || td.Error() != nil {
 		t.Fatalf("topic %s: %v %v", topic, err, td.Error())
 	}
+	// Produce before v12: from v12 on (KIP-890 part 2) the leader adds the partition to
+	// the transaction even without verification.
+	old, err := kgo.NewClient(kgo.SeedBrokers(cl.OptValue(kgo.SeedBrokers).([]string)...), kgo.MaxVersions(kversion.V3_9_0()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
 	req := kmsg.NewPtrProduceRequest()
 	req.Acks, req.TimeoutMillis, req.TransactionID = -1, 10000, &txnID
 	rt := kmsg.NewProduceRequestTopic()
-	rt.Topic, rt.TopicID = topic, td[topic].ID // v13+ names topics by id
+	rt.Topic, rt.TopicID = topic, td[topic].ID
 	rp := kmsg.NewProduceRequestTopicPartition()
 	rp.Partition, rp.Records = p, batch
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	presp, err := req.RequestWith(ctx, cl)
+	presp, err := req.RequestWith(ctx, old)
 	if err == nil {
 		err = kerr.ErrorForCode(presp.Topics[0].Partitions[0].ErrorCode)
 	}

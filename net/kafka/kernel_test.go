@@ -43,7 +43,8 @@ func TestApiVersionsRaw(t *testing.T) {
 			}
 		}
 		// Feature flags (v3+): the consumer protocol finalized at group.version 1,
-		// transaction version 2 not offered (clients keep to version 1), share groups off.
+		// transaction.version 0-2 finalized at samsa.transaction.version's default
+		// (2), share groups off.
 		if v < 3 {
 			continue
 		}
@@ -55,7 +56,8 @@ func TestApiVersionsRaw(t *testing.T) {
 		for _, f := range resp.FinalizedFeatures {
 			fin[f.Name] = f.MaxVersionLevel
 		}
-		if sup["group.version"] != 1 || sup["transaction.version"] != 0 || fin["group.version"] != 1 || len(fin) != 1 || resp.FinalizedFeaturesEpoch < 0 {
+		if sup["group.version"] != 1 || sup["transaction.version"] != 2 || fin["group.version"] != 1 || fin["transaction.version"] != 2 ||
+			len(fin) != 2 || resp.FinalizedFeaturesEpoch < 0 {
 			t.Fatalf("v%d features: supported %v, finalized %v at epoch %d", v, sup, fin, resp.FinalizedFeaturesEpoch)
 		}
 	}

@@ -130,9 +130,9 @@ func TestTxnV2ProducerEpochPerTransaction(t *testing.T) {
 		return done == 2
 	})
 
-	got := consumeUntil(t, tb, "v2", kgo.ReadCommitted(), hasAll("c-19"))
-	slices.Sort(got)
 	want := append(append(seq("c", 0, 4), seq("c", 8, 12)...), seq("c", 16, 20)...)
+	got := consumeUntil(t, tb, "v2", kgo.ReadCommitted(), hasAll(want...))
+	slices.Sort(got)
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
 		t.Fatalf("read_committed: %v, want %v (no aborted record)", got, want)
@@ -341,4 +341,28 @@ func TestTxnV2Cluster(t *testing.T) {
 	}
 	checkExactlyOnce(t, clusterClient(t, c, kgo.ConsumeTopics("v2c-out"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.FetchMaxWait(200*time.Millisecond)), adm, "v2c-ctp", "v2c-out", n)
+}
+
+// TestTxnV0GroupTransactSession: at samsa.transaction.version=0 ApiVersions finalizes
+// no transaction.version, and kgo keeps to KIP-890 part 1 (AddPartitionsToTxn and
+// AddOffsetsToTxn before its produces and offsets, no epoch bump), exactly once.
+func TestTxnV0GroupTransactSession(t *testing.T) {
+	static := txnV2Static()
+	static[transactionVersionKey] = "0"
+	tb := startTestBroker(t, testBrokerOptions{Static: static})
+	adm := tb.admin(t)
+	mustCreate(t, adm, "v0-in", 2, nil)
+	mustCreate(t, adm, "v0-out", 2, nil)
+	const n = 20
+	produceInputs(t, tb.client(t, kgo.DefaultProduceTopic("v0-in"), kgo.RecordPartitioner(kgo.RoundRobinPartitioner())), n)
+	var sent keysSent
+	transformLoop(t, []string{tb.addr}, "v0-ctp-txn", "v0-ctp", "v0-in", "v0-out", n, &sent)
+	if sent.count(24) == 0 || sent.count(25) == 0 {
+		t.Fatalf("the client sent %d AddPartitionsToTxn and %d AddOffsetsToTxn; want some of each (transaction version 0)", sent.count(24), sent.count(25))
+	}
+	if _, epoch, _ := txnEpoch(t, adm, "v0-ctp-txn"); epoch != 0 {
+		t.Fatalf("epoch %d after the transactions of one producer: bumped at version 0", epoch)
+	}
+	checkExactlyOnce(t, tb.client(t, kgo.ConsumeTopics("v0-out"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.FetchMaxWait(200*time.Millisecond)), adm, "v0-ctp", "v0-out", n)
 }

@@ -76,7 +76,7 @@ func newTxnState(b *Broker, im *metadata.Image) *txnState {
 	s.writer.OnOffsetsMarker = b.completeTxnOffsets // 28_txn_offset_commit.go
 	s.markers = &txn.Markers{Self: b.cfg.NodeID, Image: b.meta.Image, Local: s.writer, Remote: b.sendMarkers}
 	s.mu.loaded = map[int32]int32{}
-	s.version = int16(min(max(b.groupInt(im, transactionVersionKey, 0), 0), 2))
+	s.version = int16(min(max(b.groupInt(im, transactionVersionKey, 2), 0), 2))
 	n := int32(b.groupInt(im, "transaction.state.log.num.partitions", 50))
 	if t, ok := im.Topic(txn.StateTopic); ok {
 		n = int32(len(t.Partitions))
