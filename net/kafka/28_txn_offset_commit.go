@@ -11,22 +11,21 @@
 // VerifyOnly over Deps.Peer. From v5 on (KIP-890 part 2: a client under
 // transaction.version 2 sends no AddOffsetsToTxn) the partition is added to the
 // transaction instead, as Kafka's group coordinator does: AddPartitionsToTxn v5
-// without VerifyOnly, to this node's transaction coordinator or over Deps.Peer; v5
-// answers TRANSACTION_ABORTABLE where earlier versions answer INVALID_TXN_STATE.
+// without VerifyOnly, to this node's transaction coordinator or over Deps.Peer.
 // Errors per partition: the group coordinator's
 // (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE,
 // ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID, OFFSET_METADATA_TOO_LARGE),
-// INVALID_PRODUCER_EPOCH (fenced), INVALID_TXN_STATE (no transaction open, or the
-// partition not in it), UNKNOWN_TOPIC_OR_PARTITION for partitions of topics the
-// cluster does not have.
+// INVALID_PRODUCER_EPOCH (fenced), INVALID_TXN_STATE (no transaction open),
+// TRANSACTION_ABORTABLE (the partition not in the transaction; INVALID_TXN_STATE
+// before v4, as Kafka since KIP-890 part 1), UNKNOWN_TOPIC_OR_PARTITION for
+// partitions of topics the cluster does not have.
 //
 // Until their marker the offsets are pending: OffsetFetch answers the last committed
 // ones, or UNSTABLE_OFFSET_COMMIT with RequireStable (v7+); a coordinator that loads
 // the partition again applies them at their COMMIT marker, never after an ABORT
 // (coordinator/group's txn_offsets.go).
 //
-// Differences from Apache Kafka: no authorization; v4 answers INVALID_TXN_STATE
-// where Kafka answers TRANSACTION_ABORTABLE.
+// Differences from Apache Kafka: no authorization.
 
 package kafka
 
@@ -145,7 +144,7 @@ func handleTxnOffsetCommit(b *Broker, r *Request) {
 			return
 		case code == kerr.ProducerFenced.Code:
 			code = kerr.InvalidProducerEpoch.Code
-		case code == kerr.TransactionAbortable.Code && !add:
+		case code == kerr.TransactionAbortable.Code && req.Version < 4:
 			code = kerr.InvalidTxnState.Code
 		case code == kerr.NotCoordinator.Code, code == kerr.CoordinatorLoadInProgress.Code, code == kerr.ConcurrentTransactions.Code:
 			code = kerr.CoordinatorNotAvailable.Code
