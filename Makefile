@@ -40,6 +40,7 @@ test-go:
 test-kcat:
 	./tests/kcat.sh
 	SAMSA_TEST_TRANSPORT=reactor ./tests/kcat.sh
+	./tests/kcat_txn.sh
 	./tests/sasl_ssl.sh
 
 # Debian's kafka-python and confluent-kafka (python3-kafka, python3-confluent-kafka).
