@@ -30,7 +30,7 @@ var Kinds = []string{
 	KLost, KUnseen, KDuplicate, KInconsistent, KPhantom, KFutureRead,
 	KNonmonotonicSnd, KNonmonotonicPol, KPollSkip, KRealtime, KCommitBackwards,
 	KLivenessSend, KLivenessRead, KNonlinearizable,
-	KAbortedRead, KTxnLost, KTxnPartial,
+	KAbortedRead, KTxnLost, KTxnPartial, KG0, KG1c,
 }
 
 // ProcFinal is the process of the final drain: it reads every partition from its

@@ -41,6 +41,8 @@ type TxnStats struct {
 	Reads     int `json:"reads"`   // records returned by read_committed polls, the final drain's included
 	// Drained: the final drain read the topic to its end (else txn-lost is not judged).
 	Drained bool `json:"drained"`
+	// Graph: the dependency graph of the committed transactions (G0, G1c).
+	Graph TxnGraphStats `json:"graph"`
 }
 
 type txnVal struct {
@@ -85,10 +87,14 @@ func (c *checker) checkTxn() {
 	atOp := map[pos]*Op{}
 	for i := range c.h.Ops {
 		op := &c.h.Ops[i]
-		if op.F != FTxnPoll {
-			continue
+		var reads []Rec
+		switch op.F {
+		case FTxnPoll:
+			reads = op.Recs
+		case FTxn:
+			reads = op.Reads // a consume-transform-produce transaction's
 		}
-		for _, r := range op.Recs {
+		for _, r := range reads {
 			st.Reads++
 			at := pos{p: r.P, o: r.O}
 			if v, ok := atOffset[at]; !ok {
@@ -129,6 +135,7 @@ func (c *checker) checkTxn() {
 			}
 		}
 	}
+	c.txnGraph(txns, vals)
 	if !st.Drained {
 		return
 	}

@@ -36,7 +36,9 @@ const (
 	// FTxn is one transaction of a transactional producer: Recs are the records it
 	// produced ([partition, offset acknowledged or -1, value]); ok: committed (the
 	// EndTxn commit was answered), fail: aborted (by choice or after a failed
-	// produce, the abort answered), info: unknown.
+	// produce, the abort answered), info: unknown. A consume-transform-produce
+	// transaction also has Reads: what its read_committed poll returned, after
+	// Start and before any of its records was produced.
 	FTxn Func = "txn"
 	// FTxnPoll is a read_committed consumer's poll of the transactional topic.
 	FTxnPoll Func = "txn-poll"
@@ -122,6 +124,7 @@ type Op struct {
 	V string `json:"v,omitempty"`
 
 	Recs  []Rec           `json:"recs,omitempty"`
+	Reads []Rec           `json:"reads,omitempty"` // a transaction's reads (FTxn)
 	Offs  map[int32]int64 `json:"offs,omitempty"`
 	Parts []int32         `json:"parts,omitempty"`
 	Group string          `json:"g,omitempty"`
