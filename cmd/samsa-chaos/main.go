@@ -155,6 +155,7 @@ func runCmd(args []string) int {
 	fs.IntVar(&cfg.TxnProducers, "txn-producers", 1, "transactional producers on topic <topic>-txn (-1: none, and no read_committed consumers)")
 	fs.IntVar(&cfg.TxnConsumers, "txn-consumers", 1, "read_committed consumers of <topic>-txn (-1: none)")
 	fs.Float64Var(&cfg.TxnRate, "txn-rate", 10, "transactions per second, all transactional producers")
+	fs.IntVar(&cfg.TxnCopiers, "txn-copiers", 1, "consume-transform-produce transactions reading and writing <topic>-txn, 4 a second each (-1: none)")
 	fs.Var(&env, "env", "KEY=VALUE for every node (repeatable), e.g. SAMSA_FAULT_SKIP_FDATASYNC=1")
 	fs.Var(&nodeEnv, "node-env", "ID:KEY=VALUE for one node (repeatable)")
 	fs.Var(&set, "set", "key=value config for every node (repeatable)")

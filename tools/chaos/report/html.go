@@ -63,6 +63,10 @@ func (r *Report) WriteHTML(b *strings.Builder) {
 		{"commits", st.Commits}, {"commits ok", st.CommitsOK}, {"faults", st.Faults}, {"events", st.Events},
 		{"transactions", r.Result.Txn.Txns}, {"transactions committed", r.Result.Txn.Committed}, {"transactions aborted", r.Result.Txn.Aborted},
 		{"transactions unknown", r.Result.Txn.Unknown}, {"records read read_committed", r.Result.Txn.Reads},
+		{"transaction graph: committed transactions", r.Result.Txn.Graph.Txns}, {"transaction graph: consume-transform-produce", r.Result.Txn.Graph.Readers},
+		{"transaction graph: ww edges", r.Result.Txn.Graph.WW}, {"transaction graph: wr edges", r.Result.Txn.Graph.WR},
+		{"G0 (anomalies)", r.Result.Counts[chaos.KG0]}, {"G1c (anomalies)", r.Result.Counts[chaos.KG1c]},
+		{"ww cycles of concurrent transactions (allowed)", r.Result.Txn.Graph.WWCycles}, {"ww+wr cycles of concurrent transactions (allowed)", r.Result.Txn.Graph.WWWRCycles},
 	} {
 		fmt.Fprintf(b, "<tr><th>%s</th><td class=\"n\">%d</td></tr>\n", kv[0], kv[1])
 	}

@@ -241,7 +241,8 @@ func verdict(r *Report, res *chaos.Result) string {
 	what := fmt.Sprintf("seed %d, %s, %d faults, %.0fs; %d sends: %d acknowledged, %d unknown; %d records read (%d acknowledged values); %s",
 		r.Seed, nodes, st.Faults, r.Took, st.Sends, st.Acked, st.Indeterminate+st.Failed, st.Reads, st.AckedRead, lin)
 	if tx := res.Txn; tx.Txns > 0 {
-		what += fmt.Sprintf("; %d transactions: %d committed, %d aborted, %d unknown", tx.Txns, tx.Committed, tx.Aborted, tx.Unknown)
+		what += fmt.Sprintf("; %d transactions: %d committed, %d aborted, %d unknown; G0 %d, G1c %d over %d committed (%d ww, %d wr edges)",
+			tx.Txns, tx.Committed, tx.Aborted, tx.Unknown, res.Counts[chaos.KG0], res.Counts[chaos.KG1c], tx.Graph.Txns, tx.Graph.WW, tx.Graph.WR)
 	}
 	if res.Valid {
 		return "chaos: VALID (no anomalies): " + what
@@ -286,6 +287,9 @@ func (r *Report) WriteText(w *strings.Builder) {
 	if tx := r.Result.Txn; tx.Txns > 0 {
 		fmt.Fprintf(w, "transactions: %d (%d committed, %d aborted, %d unknown) of %d records; %d records read by read_committed consumers; final drain complete: %v\n",
 			tx.Txns, tx.Committed, tx.Aborted, tx.Unknown, tx.Records, tx.Reads, tx.Drained)
+		g := tx.Graph
+		fmt.Fprintf(w, "transaction graph: %d committed transactions (%d consume-transform-produce), %d ww and %d wr edges; G0 %d, G1c %d; cycles of concurrent transactions Kafka allows (counted, not anomalies): %d of ww edges, %d of ww and wr edges\n",
+			g.Txns, g.Readers, g.WW, g.WR, r.Result.Counts[chaos.KG0], r.Result.Counts[chaos.KG1c], g.WWCycles, g.WWWRCycles)
 	}
 	fmt.Fprintf(w, "liveness bound %.1fs from the last heal at %.3fs\n", float64(r.Result.Liveness)/1e9, float64(r.Result.LastHeal)/1e9)
 	fmt.Fprintf(w, "\nanomalies (%s):\n", r.Result.Summary())

@@ -68,6 +68,9 @@ type Config struct {
 	TxnProducers int
 	TxnConsumers int
 	TxnRate      float64
+	// TxnCopiers consume-transform-produce transactions on the same topic (the
+	// wr edges of the G1c check); 0 takes 1, -1 none.
+	TxnCopiers int
 	// ProduceTimeout is the producers' request timeout, MetadataMaxAge the clients'
 	// metadata refresh period (workload.Config); 0: 10 s and 5 s.
 	ProduceTimeout time.Duration
@@ -143,6 +146,11 @@ func (c *Config) Defaults() {
 	}
 	if c.TxnRate <= 0 {
 		c.TxnRate = 10
+	}
+	if c.TxnCopiers < 0 || c.TxnProducers == 0 {
+		c.TxnCopiers = 0
+	} else if c.TxnCopiers == 0 {
+		c.TxnCopiers = 1
 	}
 	if c.Out == "" {
 		c.Out = "chaos-out"
@@ -328,7 +336,7 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	wl, err := workload.Start(ctx, workload.Config{Brokers: c.Bootstrap(), Topic: cfg.Topic, Partitions: cfg.Partitions, Producers: cfg.Producers,
 		Rate: cfg.Rate, ProduceTimeout: cfg.ProduceTimeout, MetadataMaxAge: cfg.MetadataMaxAge, GroupConsumers: cfg.GroupConsumers, AssignedConsumers: cfg.AssignedConsumers,
 		TxnTopic: txnTopic, TxnPartitions: cfg.Partitions, TxnProducers: cfg.TxnProducers, TxnConsumers: cfg.TxnConsumers, TxnRate: cfg.TxnRate,
-		Seed: cfg.Seed, History: hist, ClientLog: clientLog})
+		TxnCopiers: cfg.TxnCopiers, Seed: cfg.Seed, History: hist, ClientLog: clientLog})
 	if err != nil {
 		return nil, err
 	}
@@ -337,8 +345,8 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	nemMu.Unlock()
 
 	stopProgress := r.progress(wl)
-	r.printf("workload: %d producers at %.0f/s, %d group members, %d assigned consumers, %d partitions; %d transactional producers at %.0f/s, %d read_committed consumers; warmup %s",
-		cfg.Producers, cfg.Rate, cfg.GroupConsumers, cfg.AssignedConsumers, cfg.Partitions, cfg.TxnProducers, cfg.TxnRate, cfg.TxnConsumers, cfg.Warmup)
+	r.printf("workload: %d producers at %.0f/s, %d group members, %d assigned consumers, %d partitions; %d transactional producers at %.0f/s, %d consume-transform-produce copiers, %d read_committed consumers; warmup %s",
+		cfg.Producers, cfg.Rate, cfg.GroupConsumers, cfg.AssignedConsumers, cfg.Partitions, cfg.TxnProducers, cfg.TxnRate, cfg.TxnCopiers, cfg.TxnConsumers, cfg.Warmup)
 	sleep(ctx, cfg.Warmup)
 	phase := time.Now()
 	herr := nem.Run(ctx, sched, phase)
@@ -472,7 +480,7 @@ func ReplayCommand(cfg Config, kinds []nemesis.Kind) string {
 		"--partitions", fmt.Sprint(cfg.Partitions), "--rate", fmt.Sprint(cfg.Rate), "--producers", fmt.Sprint(cfg.Producers),
 		"--group-consumers", fmt.Sprint(cfg.GroupConsumers), "--assigned-consumers", fmt.Sprint(cfg.AssignedConsumers),
 		"--txn-producers", fmt.Sprint(offIfZero(cfg.TxnProducers)), "--txn-consumers", fmt.Sprint(offIfZero(cfg.TxnConsumers)),
-		"--txn-rate", fmt.Sprint(cfg.TxnRate), "--netns", cfg.Netns}
+		"--txn-rate", fmt.Sprint(cfg.TxnRate), "--txn-copiers", fmt.Sprint(offIfZero(cfg.TxnCopiers)), "--netns", cfg.Netns}
 	if cfg.ProduceTimeout > 0 {
 		args = append(args, "--produce-timeout", cfg.ProduceTimeout.String())
 	}

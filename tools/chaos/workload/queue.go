@@ -57,7 +57,12 @@ type Config struct {
 	TxnProducers  int
 	TxnConsumers  int
 	TxnRate       float64
-	History       *chaos.Writer
+	// TxnCopiers consume-transform-produce transactions on the same topic, each
+	// reading it read_committed and writing what it read about back, at
+	// TxnCopyRate transactions per second each (0: 4).
+	TxnCopiers  int
+	TxnCopyRate float64
+	History     *chaos.Writer
 	// ClientLog receives the clients' warnings (nil: none).
 	ClientLog io.Writer
 }
@@ -80,6 +85,7 @@ type Workload struct {
 		sent     int64
 		read     int64
 		txns     map[chaos.Status]int64 // transactions by outcome
+		copied   int64                  // copiers' transactions committed
 		txnRead  int64                  // records read by read_committed consumers
 	}
 }
@@ -471,6 +477,8 @@ type Progress struct {
 	// Transactions committed, aborted and unknown; records read by read_committed
 	// consumers.
 	Committed, Aborted, TxnUnknown, TxnRead int64
+	// Copied: consume-transform-produce transactions committed (among Committed).
+	Copied int64
 	// Behind is, per reader, how many partitions it has not read up to the highest
 	// acknowledged offset.
 	Behind map[string]int
@@ -481,7 +489,8 @@ func (w *Workload) Progress() Progress {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	pr := Progress{Sent: w.mu.sent, Acked: w.mu.acked, Read: w.mu.read, Behind: map[string]int{},
-		Committed: w.mu.txns[chaos.OK], Aborted: w.mu.txns[chaos.Fail], TxnUnknown: w.mu.txns[chaos.Info], TxnRead: w.mu.txnRead}
+		Committed: w.mu.txns[chaos.OK], Aborted: w.mu.txns[chaos.Fail], TxnUnknown: w.mu.txns[chaos.Info], TxnRead: w.mu.txnRead,
+		Copied: w.mu.copied}
 	var readers []string
 	if w.cfg.GroupConsumers > 0 {
 		readers = append(readers, "group:"+w.cfg.Group)

@@ -22,6 +22,14 @@ import (
 // aborted transaction read, everything of a committed one read by the final drain,
 // every transaction read all or nothing.
 //
+// Copiers x0..xN (Config.TxnCopiers) run consume-transform-produce transactions on the
+// same topic: each polls it with a read_committed consumer of its own (every
+// partition from the start, never rewound), then in one transaction writes one or
+// two records ("<proc>-<txn>-<i>") and commits. The FTxn op holds what the poll
+// returned (Reads) beside what it wrote: the wr edges of the checker's dependency
+// graph (chaos.txnGraph, G0 and G1c). A poll that returns nothing makes no
+// transaction.
+//
 // A producer whose transaction ends in an error it cannot classify (the outcome is
 // unknown) closes its client and starts a new one with the same transactional id:
 // the new producer's InitProducerId fences the old epoch and settles the open
@@ -38,6 +46,9 @@ type txnProducer struct {
 	cl   *kgo.Client
 	rng  *rand.Rand
 	seq  int64
+	// A copier's read_committed consumer (nil for a producer) and its rate.
+	reader *kgo.Client
+	rate   float64
 }
 
 func (w *Workload) startTxn(pctx, cctx context.Context) error {
@@ -46,6 +57,21 @@ func (w *Workload) startTxn(pctx, cctx context.Context) error {
 			rng: rand.New(rand.NewPCG(uint64(w.cfg.Seed), uint64(1000+i)))}
 		w.prodWG.Add(1)
 		go func() { defer w.prodWG.Done(); p.run(pctx) }()
+	}
+	for i := range w.cfg.TxnCopiers {
+		proc := fmt.Sprintf("x%d", i)
+		reader, err := w.txnReader(proc)
+		if err != nil {
+			return err
+		}
+		rate := w.cfg.TxnCopyRate
+		if rate <= 0 {
+			rate = 4
+		}
+		p := &txnProducer{w: w, proc: proc, id: fmt.Sprintf("chaos-txn-copier-%d", i), reader: reader, rate: rate,
+			rng: rand.New(rand.NewPCG(uint64(w.cfg.Seed), uint64(2000+i)))}
+		w.prodWG.Add(1)
+		go func() { defer w.prodWG.Done(); defer reader.Close(); p.run(pctx) }()
 	}
 	for i := range w.cfg.TxnConsumers {
 		proc := fmt.Sprintf("r%d", i)
@@ -102,11 +128,15 @@ func (p *txnProducer) run(ctx context.Context) {
 		p.reset()
 		w.lifeOp(p.proc, "", chaos.FClose, nil)
 	}()
-	rate := w.cfg.TxnRate
-	if rate <= 0 {
-		rate = 20
+	every := time.Duration(float64(time.Second) / p.rate)
+	if p.reader == nil {
+		rate := w.cfg.TxnRate
+		if rate <= 0 {
+			rate = 20
+		}
+		every = time.Duration(float64(time.Second) * float64(w.cfg.TxnProducers) / rate)
 	}
-	tick := time.NewTicker(max(time.Millisecond, time.Duration(float64(time.Second)*float64(w.cfg.TxnProducers)/rate)))
+	tick := time.NewTicker(max(time.Millisecond, every))
 	defer tick.Stop()
 	for {
 		select {
@@ -122,22 +152,35 @@ func (p *txnProducer) run(ctx context.Context) {
 // transaction short: it runs to its end under its own deadline.
 func (p *txnProducer) once() {
 	w := p.w
-	p.seq++
 	n := 1 + p.rng.IntN(4)
 	commit := p.rng.IntN(4) != 0
-	op := chaos.Op{Proc: p.proc, F: chaos.FTxn, Seq: p.seq}
+	op := chaos.Op{Proc: p.proc, F: chaos.FTxn}
+	op.Start, op.Wall = w.cfg.History.Now()
+	if p.reader != nil {
+		// Consume, then transform and produce: the records written come after the
+		// poll, and the transaction commits unless a produce fails.
+		op.Reads = p.poll()
+		if len(op.Reads) == 0 {
+			return
+		}
+		n, commit = 1+p.rng.IntN(2), true
+	}
+	p.seq++
+	op.Seq = p.seq
 	recs := make([]*kgo.Record, n)
 	for i := range recs {
 		part := int32(p.rng.IntN(int(w.cfg.TxnPartitions)))
 		recs[i] = &kgo.Record{Partition: part, Value: fmt.Appendf(nil, "%s-%d-%d", p.proc, p.seq, i)}
 		op.Recs = append(op.Recs, chaos.Rec{P: part, O: -1, V: string(recs[i].Value)})
 	}
-	op.Start, op.Wall = w.cfg.History.Now()
 	defer func() {
 		op.End, _ = w.cfg.History.Now()
 		w.append(op)
 		w.mu.Lock()
 		w.mu.txns[op.Status]++
+		if p.reader != nil && op.Status == chaos.OK {
+			w.mu.copied++
+		}
 		w.mu.Unlock()
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*txnTimeout)
@@ -187,6 +230,21 @@ func (p *txnProducer) once() {
 		op.Err = strings.TrimPrefix(op.Err+"; end: "+err.Error(), "; ")
 		p.reset()
 	}
+}
+
+// poll is a copier's read: what its read_committed consumer returns within half a
+// second (at most 200 records; the rest stay buffered for the next transaction).
+// Errors are the client's to retry: a poll that returns none is no transaction.
+func (p *txnProducer) poll() []chaos.Rec {
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	var out []chaos.Rec
+	p.reader.PollRecords(ctx, 200).EachRecord(func(r *kgo.Record) {
+		if r.Topic == p.w.cfg.TxnTopic {
+			out = append(out, chaos.Rec{P: r.Partition, O: r.Offset, V: string(r.Value)})
+		}
+	})
+	return out
 }
 
 // txnReader is a read_committed consumer of every partition of the topic, from the
