@@ -2,8 +2,9 @@
 """Transactions with Debian's confluent-kafka (librdkafka's transactional producer).
 
 init_transactions / begin / commit / abort, read_committed and read_uncommitted
-consumers, and consume-transform-produce with send_offsets_to_transaction (the
-group's offsets committed in the transaction: TxnOffsetCommit).
+consumers, an open transaction aborted when the next producer of its id fences it,
+and consume-transform-produce with send_offsets_to_transaction (the group's offsets
+committed in the transaction: TxnOffsetCommit).
 
     tests/python_txn.py BROKER_BINARY
 """
@@ -14,7 +15,7 @@ import tempfile
 import time
 import uuid
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -40,12 +41,16 @@ def create(broker, *topics, partitions=1):
         f.result(30)
 
 
-def consume(broker, topic, isolation, done, deadline=20.0):
-    """Reads topic from its start until done(values) holds or the deadline passes."""
+def consume(broker, topic, isolation, done, deadline=20.0, assign=False):
+    """Reads topic from its start until done(values) holds or the deadline passes;
+    with assign, its partition 0 without joining a group (no initial rebalance delay)."""
     c = Consumer({"bootstrap.servers": broker, "group.id": "read-" + uuid.uuid4().hex[:8],
                   "auto.offset.reset": "earliest", "enable.auto.commit": False,
                   "isolation.level": isolation})
-    c.subscribe([topic])
+    if assign:
+        c.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+    else:
+        c.subscribe([topic])
     got = []
     end = time.time() + deadline
     try:
@@ -85,6 +90,40 @@ def test_commit_abort(broker):
     everything = consume(broker, topic, "read_uncommitted", lambda got: len(got) >= 15)
     check("confluent-kafka: read_uncommitted sees the aborted transaction too",
           everything == seq("c", 0, 5) + seq("a", 0, 5) + seq("c", 5, 10), everything)
+
+
+def test_fenced_open(broker):
+    """A producer left in its transaction (its records flushed, no end sent) is fenced
+    by the next producer of its transactional id, whose init_transactions aborts the
+    open transaction: read_committed never returns its records, read_uncommitted does,
+    and the old producer's commit fails."""
+    topic = "pyfence-" + uuid.uuid4().hex[:8]
+    create(broker, topic)
+    tid = "py-" + topic
+    old = Producer({"bootstrap.servers": broker, "transactional.id": tid})
+    old.init_transactions(30)
+    old.begin_transaction()
+    for v in seq("open", 0, 5):
+        old.produce(topic, v.encode())
+    old.flush(30)
+    young = Producer({"bootstrap.servers": broker, "transactional.id": tid})
+    young.init_transactions(30)
+    young.begin_transaction()
+    for v in seq("young", 0, 5):
+        young.produce(topic, v.encode())
+    young.commit_transaction(30)
+    committed = consume(broker, topic, "read_committed", lambda got: "young-4" in got, assign=True)
+    check("confluent-kafka: the fenced producer's open transaction is aborted for read_committed",
+          committed == seq("young", 0, 5), committed)
+    everything = consume(broker, topic, "read_uncommitted", lambda got: len(got) >= 10, assign=True)
+    check("confluent-kafka: read_uncommitted returns the aborted records",
+          everything == seq("open", 0, 5) + seq("young", 0, 5), everything)
+    try:
+        old.commit_transaction(10)
+        fenced = False
+    except Exception as e:  # KafkaException: the producer was fenced
+        fenced = "fenced" in str(e).lower() or "epoch" in str(e).lower()
+    check("confluent-kafka: the fenced producer cannot commit", fenced)
 
 
 def test_send_offsets(broker):
@@ -134,7 +173,7 @@ def main():
                                 stdout=log, stderr=subprocess.STDOUT)
         try:
             wait_port(broker, proc)
-            for test in (test_commit_abort, test_send_offsets):
+            for test in (test_commit_abort, test_fenced_open, test_send_offsets):
                 try:
                     test(broker)
                 except Exception as e:  # a client error is a failure, reported, not a crash
