@@ -73,8 +73,18 @@
 //	txn-lost             a record of a committed transaction the final drain did not return
 //	txn-partial          the final drain returned some but not all records of one
 //	                     transaction (whatever its outcome)
+//	G0                   a cycle of ww and real-time edges among committed transactions
+//	                     that no execution allows (check_txn_graph.go: a transaction's
+//	                     record ordered before one of a transaction that had committed
+//	                     before it began)
+//	G1c                  such a cycle with a wr edge in it (a consume-transform-produce
+//	                     transaction's reads, recorded in its "txn" op): cyclic
+//	                     information flow
 //
-// with duplicate, inconsistent-offsets and phantom judged on that topic too.
+// with duplicate, inconsistent-offsets and phantom judged on that topic too. A cycle
+// of ww edges alone among concurrent transactions (Elle's G0) is allowed by Kafka,
+// which appends a transaction's records as they are produced: it is counted, not
+// reported.
 //
 // Each anomaly names the partition, offset, value, process, time and operation ids.
 package chaos
