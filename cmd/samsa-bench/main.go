@@ -30,7 +30,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/samsa-broker/samsa/bench"
-	"github.com/samsa-broker/samsa/net/auth"
+	"github.com/samsa-broker/samsa/internal/kafkaprops"
 )
 
 // stdout receives the tables and verdicts (a variable for the tests).
@@ -303,11 +303,11 @@ func targetClientConfigs(targets []string, values []string) (map[string][]kgo.Op
 			}
 			target = targets[0]
 		}
-		kvs, err := auth.ReadProperties(file)
+		kvs, err := kafkaprops.ReadProperties(file)
 		if err != nil {
 			return nil, fmt.Errorf("--command-config: %w", err)
 		}
-		opts, err := auth.ClientOptions(kvs, func(key string) {
+		opts, err := kafkaprops.ClientOptions(kvs, func(key string) {
 			fmt.Fprintf(os.Stderr, "samsa-bench: --command-config %s: %s is not used; ignored\n", file, key)
 		})
 		if err != nil {

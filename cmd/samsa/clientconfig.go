@@ -29,17 +29,17 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/samsa-broker/samsa/net/auth"
+	"github.com/samsa-broker/samsa/internal/kafkaprops"
 )
 
-// loadClientConfig reads the properties file at path (auth.ClientOptions); warn gets
+// loadClientConfig reads the properties file at path (kafkaprops.ClientOptions); warn gets
 // a line per ignored key.
 func loadClientConfig(path string, warn io.Writer) ([]kgo.Opt, error) {
 	kvs, err := readProperties(path)
 	if err != nil {
 		return nil, fmt.Errorf("--command-config: %w", err)
 	}
-	opts, err := auth.ClientOptions(kvs, func(key string) {
+	opts, err := kafkaprops.ClientOptions(kvs, func(key string) {
 		fmt.Fprintf(warn, "samsa: --command-config: %s is not used by samsa's commands; ignored\n", key)
 	})
 	if err != nil {

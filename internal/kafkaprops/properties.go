@@ -1,4 +1,4 @@
-package auth
+package kafkaprops
 
 import (
 	"bufio"
