@@ -731,3 +731,37 @@ func openFDs(t testing.TB) int {
 	}
 	return len(ents)
 }
+
+// A client that closes its connection during a drain, with an answer still owed to it
+// (a parked long poll), does not hold the drain until that answer comes due: Shutdown
+// returns while the request is still unanswered, and the late answer is released.
+// Std only: the reactor stops watching a draining connection's reads (it sees the
+// peer's close only sometimes), which is not fixed yet.
+func TestConformanceShutdownPeerGoneDuringDrain(t *testing.T) {
+	forEachTransport(t, func(t *testing.T, k transportKind) {
+		if !strings.HasPrefix(k.name, "std") {
+			t.Skip("the reactor does not watch a draining connection for its peer's close yet")
+		}
+		s, h, addr := k.start(t, Config{})
+		c := k.dial(t, addr)
+		send(t, c, "d1")
+		waitFor(t, "deferred", func() bool { return h.numDeferred() == 1 })
+		shut := make(chan error, 1)
+		go func() { shut <- s.Shutdown(context.Background()) }()
+		c.Close()
+		select {
+		case err := <-shut:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(10 * time.Second):
+			h.releaseDeferred()
+			t.Fatalf("Shutdown waited for the answer owed to a connection its client closed")
+		}
+		if h.numDeferred() != 1 {
+			t.Fatalf("%d deferred, want the unanswered request still there", h.numDeferred())
+		}
+		h.releaseDeferred()
+		waitFor(t, "the late answer released", func() bool { return h.released.Load() == h.responded.Load() })
+	})
+}

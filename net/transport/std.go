@@ -369,6 +369,7 @@ func (c *stdConn) readLoop() {
 	for {
 		if !c.waitRoom() || !c.waitMuted() {
 			c.stopReading()
+			c.watchPeer()
 			return
 		}
 		size, ok := c.readSize(hdr[:])
@@ -396,6 +397,28 @@ func (c *stdConn) readLoop() {
 		s.state, s.frame = slotPending, buf
 		c.mu.Unlock()
 		c.srv.h.Serve(Request{Conn: c, Ticket: Ticket{r: c, seq: seq}, Frame: buf.B, Received: time.Now()})
+	}
+}
+
+// watchPeer runs on the reader once reading stopped for a drain: it goes on reading,
+// discarding, only to see the peer go. A client that closes its connection during the
+// drain then drops the answers still owed to it at once, instead of holding the drain
+// until they come due (a parked long poll: up to its max wait). It returns when the
+// connection closes: the peer's close, or the writer's once everything is written.
+func (c *stdConn) watchPeer() {
+	c.mu.Lock()
+	closed := c.closed
+	c.mu.Unlock()
+	if closed {
+		return
+	}
+	c.nc.SetReadDeadline(time.Time{})
+	var scratch [512]byte
+	for {
+		if _, err := c.nc.Read(scratch[:]); err != nil {
+			c.close()
+			return
+		}
 	}
 }
 
@@ -431,6 +454,7 @@ func (c *stdConn) readSize(hdr []byte) (int32, bool) {
 		c.nc.SetReadDeadline(time.Now().Add(c.srv.cfg.IdleTimeout))
 		if c.srv.draining.Load() {
 			c.stopReading()
+			c.watchPeer()
 			return 0, false
 		}
 		n, err := io.ReadFull(c.nc, hdr[got:])
@@ -441,6 +465,7 @@ func (c *stdConn) readSize(hdr []byte) (int32, bool) {
 		if isTimeout(err) {
 			if c.srv.draining.Load() {
 				c.stopReading()
+				c.watchPeer()
 				return 0, false
 			}
 			if got == 0 && c.inFlight() {
@@ -480,6 +505,7 @@ func (c *stdConn) readBody(size int) (*bytebufferpool.ByteBuffer, bool) {
 			bytebufferpool.Put(buf)
 			if isTimeout(err) && c.srv.draining.Load() {
 				c.stopReading()
+				c.watchPeer()
 			} else {
 				c.close()
 			}
