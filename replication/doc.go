@@ -51,7 +51,9 @@
 // replica.lag.time.max.ms (a follower at the leader's log end is caught up however long
 // ago it fetched, as in Kafka) is proposed out; one in the ISR that fetches below the
 // HW has lost records it held (a damaged range cut, unsynced writes lost) and is
-// proposed out at that fetch. One proposal per partition at a time,
+// proposed out at that fetch. A follower whose fetch session leaves an unchanged
+// partition out (FollowerQuiet: in the ISR, at the log end) is caught up as of its
+// latest fetch, through the session's clock, until its next recorded fetch. One proposal per partition at a time,
 // sent through the ISRClient with the partition epoch; the leader never applies the
 // answer, only what Apply brings from the committed metadata. The ISR never becomes
 // empty (the leader stays in its own); when the controller fences the last member it

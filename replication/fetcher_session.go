@@ -48,6 +48,7 @@ type want struct {
 // sessBuild is a request's session plan, committed when its answer succeeds.
 type sessBuild struct {
 	full  bool
+	same  bool // incremental, the same partitions as the session's: no new one, none forgotten
 	wants []want
 }
 
@@ -63,12 +64,23 @@ func (s *clientSession) build(req *kmsg.FetchRequest, wants []want) sessBuild {
 		return b
 	}
 	req.SessionID, req.SessionEpoch = s.id, s.epoch
+	known := 0 // wants the session holds (the keys of wants are distinct)
+	for _, w := range wants {
+		prev, ok := s.parts[w.key]
+		if ok {
+			known++
+		}
+		if !ok || prev != w.w {
+			addTopicPartition(req, w)
+		}
+	}
+	if known == len(s.order) {
+		b.same = known == len(wants) // nothing forgotten; the same set unless some are new
+		return b
+	}
 	in := make(map[sessKey]bool, len(wants))
 	for _, w := range wants {
 		in[w.key] = true
-		if prev, ok := s.parts[w.key]; !ok || prev != w.w {
-			addTopicPartition(req, w)
-		}
 	}
 	for _, k := range s.order {
 		if !in[k] {
@@ -117,6 +129,14 @@ func (s *clientSession) commit(b sessBuild, respSessionID int32) {
 		s.epoch = 1
 	} else {
 		s.epoch++
+	}
+	if b.same {
+		// The same partitions in the same order (wants follow the fetcher's sorted
+		// partitions): only the values move, and without allocating.
+		for _, w := range b.wants {
+			s.parts[w.key] = w.w
+		}
+		return
 	}
 	s.parts = make(map[sessKey]sessWant, len(b.wants))
 	s.order = s.order[:0]

@@ -541,6 +541,9 @@ func (m *Manager) recheck(p *Partition) {
 	}
 }
 
+// Now is the time on the Manager's clock (Config.Clock), the clock of FollowerQuiet.
+func (m *Manager) Now() time.Time { return m.clock.Now() }
+
 // AdvanceClock expires the acks=all produces whose timeout has passed on the Manager's
 // clock (Manual only; otherwise the purgatory's reaper does it).
 func (m *Manager) AdvanceClock() {

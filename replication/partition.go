@@ -49,11 +49,43 @@ type followerState struct {
 	lastFetch    time.Time
 	lastFetchLEO int64 // this leader's log end offset at that fetch; -1 unknown
 	lastCaughtUp time.Time
+
+	// While quiet is set (FollowerQuiet), the follower's fetches leave this partition
+	// out because nothing changed: each of them is a fetch at quietOffset, which was
+	// the log end when it went quiet, and quiet holds the time of the latest (Unix
+	// nanoseconds on the Manager's clock). A recorded fetch folds it in and clears it.
+	quiet       *atomic.Int64
+	quietOffset int64
+}
+
+// quietAt is the time of the follower's latest fetch while quiet at its recorded
+// fetch offset (zero: not quiet).
+func (f *followerState) quietAt() time.Time {
+	if f.quiet == nil || f.fetchOffset != f.quietOffset {
+		return time.Time{}
+	}
+	return time.Unix(0, f.quiet.Load())
+}
+
+// caughtUpAt is when the follower was last caught up: as its last recorded fetch
+// found it, or at its latest quiet fetch.
+func (f *followerState) caughtUpAt() time.Time {
+	return later(f.lastCaughtUp, f.quietAt())
+}
+
+// foldQuiet turns the quiet fetches into the recorded state (the latest of them was a
+// caught-up fetch at quietOffset) and ends quiet.
+func (f *followerState) foldQuiet() {
+	if t := f.quietAt(); !t.IsZero() {
+		f.lastFetch = later(f.lastFetch, t)
+		f.lastCaughtUp = later(f.lastCaughtUp, t)
+	}
+	f.quiet = nil
 }
 
 // caughtUp reports Kafka's isCaughtUp: at the leader's end, or caught up within lag.
 func (f *followerState) caughtUp(leo int64, now time.Time, lag time.Duration) bool {
-	return f.fetchOffset == leo || now.Sub(f.lastCaughtUp) <= lag
+	return f.fetchOffset == leo || now.Sub(f.caughtUpAt()) <= lag
 }
 
 // isrChange is an AlterPartition this leader has proposed and not yet seen resolved:
@@ -370,6 +402,7 @@ func (p *Partition) followerFetch(replicaID int32, brokerEpoch, fetchOffset int6
 		p.mu.RUnlock()
 		return res, nil
 	}
+	f.foldQuiet()
 	leo := res.LogEndOffset
 	// An in-sync replica fetching below the HW has lost records it held (the HW
 	// counts only what every ISR member reported): a follower that cut a damaged
@@ -409,6 +442,56 @@ func (p *Partition) followerFetch(replicaID int32, brokerEpoch, fetchOffset int6
 		p.m.proposeExpand(p, epoch, replicaID)
 	}
 	return res, nil
+}
+
+// FollowerQuiet tells the leader that replicaID's fetches will leave this partition
+// out until something changes: its log end, HW or log start, or this node's metadata
+// (KIP-227 lets an incremental fetch name only what changed; the net layer's session
+// then skips the partition rather than serving it on every fetch). Until the next
+// recorded fetch (FollowerFetch) or FollowerAwake, each value stored in clock, the
+// time of one of the follower's fetches in Unix nanoseconds on the Manager's clock,
+// counts as a fetch at fetchOffset caught up at the log end, for the ISR (Kafka's
+// lastCaughtUpTime); nothing else of the follower's state moves, so the HW does not.
+//
+// It reports false, and nothing changes, unless this node leads, replicaID's last
+// recorded fetch was at fetchOffset, that is the log end, the follower is in the ISR
+// and no ISR change is pending: a follower outside the ISR keeps being served, so that
+// each of its fetches can propose it again.
+func (p *Partition) FollowerQuiet(replicaID int32, fetchOffset int64, clock *atomic.Int64) bool {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if p.role != RoleLeader || p.pending != nil || !slices.Contains(p.isr, replicaID) || fetchOffset != p.log.LogEndOffset() {
+		return false
+	}
+	p.hwMu.Lock()
+	defer p.hwMu.Unlock()
+	for i := range p.followers {
+		f := &p.followers[i]
+		if f.id != replicaID {
+			continue
+		}
+		if f.fetchOffset != fetchOffset || f.lastFetchLEO != fetchOffset {
+			return false
+		}
+		f.foldQuiet()
+		f.quiet, f.quietOffset = clock, fetchOffset
+		return true
+	}
+	return false
+}
+
+// FollowerAwake ends what FollowerQuiet started with clock, if it is still in force:
+// the follower's fetches name the partition again (or no longer fetch it).
+func (p *Partition) FollowerAwake(replicaID int32, clock *atomic.Int64) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	p.hwMu.Lock()
+	defer p.hwMu.Unlock()
+	for i := range p.followers {
+		if f := &p.followers[i]; f.id == replicaID && f.quiet == clock {
+			f.foldQuiet()
+		}
+	}
 }
 
 func later(a, b time.Time) time.Time {

@@ -68,8 +68,8 @@ func (m *Manager) Stats() Stats {
 				if f.fetchOffset >= 0 {
 					fl.Lag = leo - f.fetchOffset
 				}
-				if !f.lastCaughtUp.IsZero() {
-					fl.CaughtUpAgo = now.Sub(f.lastCaughtUp)
+				if at := f.caughtUpAt(); !at.IsZero() {
+					fl.CaughtUpAgo = now.Sub(at)
 				}
 				s.Lags = append(s.Lags, fl)
 			}

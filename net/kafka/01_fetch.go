@@ -93,6 +93,7 @@ type fetchPart struct {
 	diverging         bool
 	divEpoch          int32
 	divEnd            int64
+	leo               int64 // a follower's: the log end FollowerFetch gave
 	include           bool
 	aborted           []engine.AbortedTxn // READ_COMMITTED: the aborted transactions overlapping the records
 }
@@ -113,7 +114,8 @@ type fetchOp struct {
 	maxBytes  int32
 	sess      *fetchSession
 	full      bool
-	parked    bool // watched in the purgatory: completion may run on a flusher
+	quietable []int // choose: the parts that may go quiet (fetch_session.go)
+	parked    bool  // watched in the purgatory: completion may run on a flusher
 	parts     []fetchPart
 
 	// quotas.go: the consumer, for consumer_byte_rate, and where frame wrote
@@ -133,7 +135,7 @@ func (op *fetchOp) recycle() {
 	clear(logs)
 	req := op.req
 	clearFetchRequest(&req)
-	*op = fetchOp{req: req, parts: parts[:0], logs: logs[:0]}
+	*op = fetchOp{req: req, parts: parts[:0], logs: logs[:0], quietable: op.quietable[:0]}
 	fetchOps.Put(op)
 }
 
@@ -181,7 +183,8 @@ func handleFetch(b *Broker, r *Request) {
 	}
 	r.quotaExempt = op.replica // a follower's fetch is outside the request quota
 
-	sess, full, serr := dp.sessions.open(req, v, time.Now())
+	now := time.Now()
+	sess, full, serr := dp.sessions.open(req, v, now)
 	if serr != nil {
 		op.respondError(serr.Code)
 		op.recycle()
@@ -190,8 +193,12 @@ func handleFetch(b *Broker, r *Request) {
 	op.sess, op.full = sess, full
 	if sess != nil {
 		sess.mu.Lock()
-		op.parts = growParts(op.parts, len(sess.parts))[:len(sess.parts)]
-		for i, sp := range sess.parts {
+		parts := sess.parts
+		if op.quietSession() {
+			parts = sess.collectLocked(b.meta.Image(), now)
+		}
+		op.parts = growParts(op.parts, len(parts))[:len(parts)]
+		for i, sp := range parts {
 			op.parts[i] = fetchPart{topic: sp.key.topic, id: sp.key.id, partition: sp.key.partition,
 				offset: sp.fetchOffset, maxBytes: sp.maxBytes, curEpoch: sp.currentEpoch, lastFetched: sp.lastFetched, sp: sp}
 		}
@@ -219,7 +226,11 @@ func handleFetch(b *Broker, r *Request) {
 	}
 
 	bytes, done := op.gather()
-	if done || bytes >= int64(op.minBytes) || req.MaxWaitMillis <= 0 || len(op.logs) == 0 {
+	quiet := op.quietSession()
+	if quiet && b.repl != nil {
+		sess.clock.Store(b.repl.Now().UnixNano()) // the fetches of quiet parts count from now
+	}
+	if done || bytes >= int64(op.minBytes) || req.MaxWaitMillis <= 0 || len(op.logs) == 0 && !(quiet && sess.hasQuiet()) {
 		op.respond()
 		op.recycle()
 		return
@@ -227,7 +238,16 @@ func handleFetch(b *Broker, r *Request) {
 	op.releaseSlices()
 	op.Init(op, time.Duration(req.MaxWaitMillis)*time.Millisecond)
 	op.parked = true
+	if quiet {
+		sess.setParked(op) // a quiet part that wakes completes it
+	}
 	dp.waits.TryCompleteElseWatch(op, op.logs...)
+}
+
+// quietSession reports whether op is a follower's fetch in its own session, whose
+// idle partitions go quiet (fetch_session.go).
+func (op *fetchOp) quietSession() bool {
+	return op.replica && op.sess != nil && op.sess.replicaID >= 0 && op.sess.replicaID == op.replicaID
 }
 
 // growParts returns parts emptied, with room for n.
@@ -326,6 +346,7 @@ func (op *fetchOp) gather() (bytes int64, done bool) {
 				continue
 			}
 			upTo = res.LogEndOffset
+			p.leo = upTo
 		} else {
 			p.hw, p.lso = l.HighWatermark(), l.LastStableOffset()
 			upTo, p.logStart = p.hw, l.LogStartOffset()
@@ -378,6 +399,9 @@ func (op *fetchOp) releaseSlices() {
 // TryComplete implements purgatory.Operation: MinBytes available, or a partition whose
 // fetch offset fell out of range (DeleteRecords, truncation).
 func (op *fetchOp) TryComplete() bool {
+	if op.sess != nil && op.sess.woken.Load() && op.quietSession() {
+		return op.ForceComplete() // a quiet part woke: the next request serves it
+	}
 	var bytes int64
 	for i := range op.parts {
 		p := &op.parts[i]
@@ -420,6 +444,9 @@ func (op *fetchOp) OnComplete() {
 }
 
 func (op *fetchOp) finish() {
+	if op.quietSession() {
+		op.sess.unpark(op)
+	}
 	op.gather()
 	op.respond()
 }
@@ -566,8 +593,9 @@ func (op *fetchOp) choose() {
 		}
 		return
 	}
+	quiet := op.quietSession()
+	op.quietable = op.quietable[:0]
 	op.sess.mu.Lock()
-	defer op.sess.mu.Unlock()
 	for i := range op.parts {
 		p := &op.parts[i]
 		sp := p.sp
@@ -576,6 +604,13 @@ func (op *fetchOp) choose() {
 		if p.include && !sp.removed {
 			sp.hw, sp.lso, sp.logStart = p.hw, p.lso, p.logStart
 		}
+		if quiet && !sp.removed && p.rep != nil && p.code == 0 && !p.diverging && p.slice.Size == 0 && p.offset == p.leo {
+			op.quietable = append(op.quietable, i)
+		}
+	}
+	op.sess.mu.Unlock()
+	if len(op.quietable) > 0 {
+		op.quietIdle(op.quietable)
 	}
 }
 

@@ -156,6 +156,7 @@ func (b *Broker) logChanged(l replication.Log) {
 		if el, ok := l.(*engine.Log); ok {
 			dp.waits.CheckAndComplete(el)
 			dp.shareWaits.CheckAndComplete(el)
+			dp.sessions.quiet.wake(el)
 		}
 	}
 }
