@@ -202,7 +202,8 @@
 // (BENCHMARKS.md, "10,000 partitions per node"):
 //   - one descriptor (its active segment's .log; indexes hold a mapping, and
 //     none while empty) and about 7 KiB of memory; the directory and its
-//     empty files, one 4 KiB block;
+//     empty .log, one 4 KiB block (a segment's index files are created with
+//     its first batch: creating a partition is two file creations);
 //   - no goroutine and no timer: the flusher, retention, checkpoints and the
 //     cleaner are per directory or per Manager, and the flusher touches
 //     only the logs appended to;

@@ -20,7 +20,7 @@ import (
 // one descriptor, its .log.
 //
 // A writable index grows on demand: it starts with no space (an idle
-// partition's indexes are empty files) and, when an append needs room, is
+// partition's indexes are no files at all, see lazy) and, when an append needs room, is
 // fallocated to twice its size (at least indexGrowMin, at most maxEntries
 // entries) and mapped again. The space is reserved by fallocate before the
 // mapping reaches it, so a write through the mapping never meets a hole (a
@@ -53,6 +53,12 @@ type mmapIndex struct {
 	// synced, the zeros past the entries fail the check at the next open
 	// and the index is rebuilt (a scan, never a wrong answer).
 	dirty bool
+	// lazy: the file does not exist yet. A new segment's indexes are not
+	// created with it but with its first batch (segment.createIndexFiles):
+	// an idle partition is then its directory and its .log, two file
+	// creations rather than four. A lazy index is empty; the operations
+	// that need the file create it (openFile), the others have nothing to do.
+	lazy bool
 
 	// sum holds the key of every sumEvery-th entry (sum[j] = key(j*sumEvery)):
 	// a small, cache-resident first level for the binary search, so a lookup
@@ -164,12 +170,25 @@ func openIndex(fsys vfs.FS, path string, entrySize int, maxBytes int32, writable
 	return x, sound, nil
 }
 
-// openFile opens the index file for one operation; the caller closes it.
+// lazyIndex is an empty index whose file is not created yet (writable, growing
+// to at most maxBytes).
+func lazyIndex(fsys vfs.FS, path string, entrySize int, maxBytes int32) *mmapIndex {
+	return &mmapIndex{fs: fsys, path: path, entrySize: entrySize, writable: true,
+		maxEntries: max(int(maxBytes)/entrySize, 1), lazy: true}
+}
+
+// openFile opens the index file for one operation (creating it, if lazy); the
+// caller closes it.
 func (x *mmapIndex) openFile() (vfs.File, int64, error) {
-	f, err := x.fs.OpenFile(x.path, os.O_RDWR, 0o644)
+	flag := os.O_RDWR
+	if x.lazy {
+		flag |= os.O_CREATE
+	}
+	f, err := x.fs.OpenFile(x.path, flag, 0o644)
 	if err != nil {
 		return nil, 0, err
 	}
+	x.lazy = false
 	fi, err := f.Stat()
 	if err != nil {
 		f.Close()
@@ -297,6 +316,10 @@ func (x *mmapIndex) reserveLocked(n int) error {
 // mapReadOnlyLocked truncates the file to its entries and maps it read-only.
 // On failure the index is left empty (emptyLocked).
 func (x *mmapIndex) mapReadOnlyLocked() error {
+	if x.lazy && x.entries == 0 {
+		x.writable, x.maxEntries, x.capEntries = false, 0, 0 // nothing to trim: no file
+		return nil
+	}
 	f, size, err := x.openFile()
 	if err == nil {
 		err = x.mapReadOnlyFile(f, size)
@@ -363,6 +386,17 @@ func (x *mmapIndex) rewriteLocked(data []byte, writable bool, maxBytes int32) er
 		return err
 	}
 	x.capEntries = 0
+	if x.lazy && len(data) == 0 {
+		// Still no entry: still no file.
+		x.entries = 0
+		if writable {
+			x.writable, x.maxEntries = true, max(int(maxBytes)/x.entrySize, 1)
+		} else {
+			x.writable, x.maxEntries = false, 0
+		}
+		x.rebuildSumLocked()
+		return nil
+	}
 	x.dirty = true
 	f, size, err := x.openFile()
 	if err != nil {

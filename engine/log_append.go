@@ -152,6 +152,13 @@ func (l *Log) append(batches []byte, o AppendOptions) (AppendResult, error) {
 			return AppendResult{}, fmt.Errorf("%w: offsets %d..%d span more than a segment", ErrInvalidRecord, first, next-1)
 		}
 	}
+	// The index files of a segment about to take its first batch.
+	if seg.idxLazy.Load() {
+		if ierr := seg.createIndexFiles(); ierr != nil {
+			l.m.reportIO(l.tp.String(), ierr, "op", "index create")
+			return AppendResult{}, ioFailure(fmt.Sprintf("append %s", l.tp), ierr)
+		}
+	}
 	// Room for the index entries this append may add (one per batch, and
 	// the time index's entry at roll or close), before anything is
 	// written: a full disk fails the growth of an index, not the append

@@ -65,6 +65,7 @@ type segment struct {
 	tidx     *timeIndex
 	idxBad   atomic.Bool // a lookup found an entry that disagrees with the log
 	writable bool
+	idxLazy  atomic.Bool // an index file is not created yet: the segment holds no batch
 
 	refs    atomic.Int32
 	deleted atomic.Bool
@@ -86,7 +87,8 @@ func (s *segment) path(suffix string) string {
 }
 
 // createSegment creates an empty segment (replacing stale files of the same
-// base) with writable, preallocated indexes.
+// base): its .log, and writable indexes whose files are created with its
+// first batch (createIndexFiles).
 //
 // noStale says the caller knows no index file of base exists (loadLog has
 // just removed the orphans of a directory holding no segment): the removals
@@ -113,21 +115,13 @@ func createSegment(m *Manager, dir string, base int64, cfg *LogConfig, noStale b
 		}
 	}
 	s.idxMu.Lock()
-	_, err = s.openIndexesLocked(true, cfg.SegmentIndexBytes)
-	if err == nil {
-		s.oidx.rebuildSumLocked() // empty
-		s.tidx.rebuildSumLocked()
-	}
+	s.oidx = &offsetIndex{mmapIndex: *lazyIndex(fsys, s.path(indexSuffix), offsetEntrySize, cfg.SegmentIndexBytes), base: base}
+	s.tidx = &timeIndex{mmapIndex: *lazyIndex(fsys, s.path(timeIndexSuffix), timeEntrySize, cfg.SegmentIndexBytes), base: base}
+	s.oidx.rebuildSumLocked() // empty
+	s.tidx.rebuildSumLocked()
+	s.writable = true
+	s.idxLazy.Store(true)
 	s.idxMu.Unlock()
-	if err != nil {
-		// Leave no half-made segment behind (a full disk, typically): the
-		// next roll creates it again.
-		f.Close()
-		for _, suf := range segmentSuffixes {
-			fsys.Remove(s.path(suf))
-		}
-		return nil, err
-	}
 	s.refs.Store(1)
 	return s, nil
 }
@@ -159,15 +153,29 @@ func openSegment(m *Manager, dir string, base int64) (*segment, error) {
 }
 
 // openIndexesLocked opens both index files as they are on disk (creating
-// missing ones). sound is false when a file was missing or ragged.
+// missing ones). sound is false when a file was missing or ragged. An empty
+// segment's missing index is not damage but not created yet (createSegment):
+// it stays so, lazy, and sound.
 func (s *segment) openIndexesLocked(writable bool, maxBytes int32) (sound bool, err error) {
 	_, e1 := s.fs.Stat(s.path(indexSuffix))
 	_, e2 := s.fs.Stat(s.path(timeIndexSuffix))
-	oi, ok1, err := openIndex(s.fs, s.path(indexSuffix), offsetEntrySize, maxBytes, writable)
+	empty := s.size.Load() == 0
+	open := func(missing error, path string, entrySize int) (*mmapIndex, bool, error) {
+		if missing != nil && errors.Is(missing, os.ErrNotExist) && empty {
+			x := lazyIndex(s.fs, path, entrySize, maxBytes)
+			if !writable {
+				x.writable, x.maxEntries = false, 0
+			}
+			return x, true, nil
+		}
+		x, ok, err := openIndex(s.fs, path, entrySize, maxBytes, writable)
+		return x, ok && missing == nil, err
+	}
+	oi, ok1, err := open(e1, s.path(indexSuffix), offsetEntrySize)
 	if err != nil {
 		return false, err
 	}
-	ti, ok2, err := openIndex(s.fs, s.path(timeIndexSuffix), timeEntrySize, maxBytes, writable)
+	ti, ok2, err := open(e2, s.path(timeIndexSuffix), timeEntrySize)
 	if err != nil {
 		oi.closeLocked()
 		return false, err
@@ -175,7 +183,33 @@ func (s *segment) openIndexesLocked(writable bool, maxBytes int32) (sound bool, 
 	s.oidx = &offsetIndex{mmapIndex: *oi, base: s.base}
 	s.tidx = &timeIndex{mmapIndex: *ti, base: s.base}
 	s.writable = writable
-	return ok1 && ok2 && e1 == nil && e2 == nil, nil
+	s.idxLazy.Store(oi.lazy || ti.lazy)
+	return ok1 && ok2, nil
+}
+
+// createIndexFiles creates the index files not created yet, before the
+// segment's first batch is written (a crash after the write then finds them,
+// and a missing index of a segment with batches is damage, rebuilt at open).
+func (s *segment) createIndexFiles() error {
+	s.idxMu.Lock()
+	defer s.idxMu.Unlock()
+	if s.oidx == nil || !s.idxLazy.Load() {
+		return nil
+	}
+	for _, x := range []*mmapIndex{&s.oidx.mmapIndex, &s.tidx.mmapIndex} {
+		if !x.lazy {
+			continue
+		}
+		f, _, err := x.openFile()
+		if err != nil {
+			return err
+		}
+		if err := f.Close(); err != nil {
+			return err
+		}
+	}
+	s.idxLazy.Store(false)
+	return nil
 }
 
 // trimIndexesLocked truncates the indexes to their entries and maps them
