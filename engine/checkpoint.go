@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -139,4 +140,81 @@ func readOffsetsCheckpoint(fsys vfs.FS, path string) (map[TopicPartition]int64, 
 		m[TopicPartition{Topic: r[0], Partition: int32(p)}] = off
 	}
 	return m, nil
+}
+
+// ckptCache is what the checkpoint writer knows of a directory: its logs, sorted
+// as the files list them, and for each the offsets last encoded. A round loads
+// four atomics per log and encodes (without formatting the names again, or
+// sorting) only the files whose offsets changed: an idle directory costs the
+// loads, not an encoding of every partition of every file every round.
+type ckptCache struct {
+	valid   bool
+	gen     uint64 // logDir.logsGen the list was made at
+	entries []ckptEntry
+	cleaned int     // entries with a first dirty offset (the cleaner checkpoint's)
+	changed [4]bool // per file (recovery point, replication, log start, cleaner): to encode
+	buf     []byte
+}
+
+type ckptEntry struct {
+	l      *Log
+	prefix string   // "<topic> <partition> "
+	off    [4]int64 // recovery point, HW, log start, first dirty (-1: none), as last loaded
+}
+
+// reset lists logs again (a log was created or deleted): every file is encoded.
+func (c *ckptCache) reset(logs []*Log, gen uint64) {
+	c.entries = c.entries[:0]
+	for _, l := range logs {
+		c.entries = append(c.entries, ckptEntry{l: l, prefix: l.tp.Topic + " " + strconv.FormatInt(int64(l.tp.Partition), 10) + " ",
+			off: [4]int64{math.MinInt64, math.MinInt64, math.MinInt64, math.MinInt64}})
+	}
+	// As encodeOffsetsCheckpoint sorts its lines: topic names hold no space, so
+	// the prefixes order the lines.
+	sort.Slice(c.entries, func(i, j int) bool { return c.entries[i].prefix < c.entries[j].prefix })
+	c.valid, c.gen = true, gen
+	c.changed = [4]bool{true, true, true, true}
+}
+
+// load reads every log's offsets, marking the files whose entries changed.
+func (c *ckptCache) load() {
+	c.cleaned = 0
+	for i := range c.entries {
+		e := &c.entries[i]
+		l := e.l
+		now := [4]int64{l.recoveryPoint.Load(), l.hw.Load(), l.logStart.Load(), l.firstDirty.Load()}
+		if now[3] < 0 {
+			now[3] = -1
+		} else {
+			c.cleaned++
+		}
+		for k := range now {
+			if now[k] != e.off[k] {
+				e.off[k] = now[k]
+				c.changed[k] = true
+			}
+		}
+	}
+}
+
+// encode is file k's content (as encodeOffsetsCheckpoint would write it).
+func (c *ckptCache) encode(k int) []byte {
+	n := len(c.entries)
+	if k == 3 {
+		n = c.cleaned
+	}
+	b := append(c.buf[:0], "0\n"...)
+	b = strconv.AppendInt(b, int64(n), 10)
+	b = append(b, '\n')
+	for i := range c.entries {
+		e := &c.entries[i]
+		if k == 3 && e.off[3] < 0 {
+			continue
+		}
+		b = append(b, e.prefix...)
+		b = strconv.AppendInt(b, e.off[k], 10)
+		b = append(b, '\n')
+	}
+	c.buf = b
+	return b
 }

@@ -22,6 +22,9 @@ type logDir struct {
 	path  string
 	m     *Manager
 	nlogs int // logs in the directory (under Manager.mu)
+	// logsGen changes whenever a log is added to or removed from the directory
+	// (under Manager.mu): the checkpoint writer then lists them again.
+	logsGen uint64
 
 	offline atomic.Bool // err is set (read without mu on the append path)
 	noSpace atomic.Bool // an append found the file system full (UnwritableDirs)
@@ -41,6 +44,7 @@ type logDir struct {
 	ckptMu      sync.Mutex
 	lastCkpt    [4]string // content last written, per checkpoint file (under ckptMu)
 	cleanerCkpt bool      // the cleaner checkpoint exists (under ckptMu, and at Open)
+	ckpt        ckptCache // the directory's logs and the offsets last encoded (under ckptMu)
 }
 
 // waiter is one caller waiting for durability: either ch or done is set.

@@ -238,6 +238,7 @@ func (m *Manager) loadDir(d *logDir) error {
 		}
 		m.logs[tp] = l
 		d.nlogs++
+		d.logsGen++
 	}
 	if clean {
 		if err := m.fs.Remove(marker); err != nil {
@@ -422,6 +423,7 @@ func (m *Manager) createLogLocked(tp TopicPartition, cfg LogConfig) (*Log, *logD
 	l.rec = RecoveryStats{}
 	m.logs[tp] = l
 	best.nlogs++
+	best.logsGen++
 	return l, best, nil
 }
 
@@ -436,6 +438,7 @@ func (m *Manager) DeleteLog(tp TopicPartition) error {
 	}
 	delete(m.logs, tp)
 	l.ld.nlogs--
+	l.ld.logsGen++
 	m.mu.Unlock()
 	m.cl.abortAndPause(l) // for good: the log is gone
 	l.close(closeDelete)
@@ -523,39 +526,37 @@ func (m *Manager) writeCheckpoints() error {
 func (m *Manager) writeDirCheckpoints(d *logDir) error {
 	d.ckptMu.Lock()
 	defer d.ckptMu.Unlock()
-	logs := m.logsIn(d)
-	rp := make(map[TopicPartition]int64, len(logs))
-	hw := make(map[TopicPartition]int64, len(logs))
-	ls := make(map[TopicPartition]int64, len(logs))
-	cl := make(map[TopicPartition]int64)
-	for _, l := range logs {
-		rp[l.tp] = l.recoveryPoint.Load()
-		hw[l.tp] = l.hw.Load()
-		ls[l.tp] = l.logStart.Load()
-		if fd := l.firstDirty.Load(); fd >= 0 {
-			cl[l.tp] = fd
-		}
+	c := &d.ckpt
+	m.mu.RLock()
+	gen := d.logsGen
+	m.mu.RUnlock()
+	if !c.valid || c.gen != gen {
+		c.reset(m.logsIn(d), gen)
 	}
+	c.load()
 	var err error
-	for i, f := range [4]struct {
-		name string
-		m    map[TopicPartition]int64
-	}{{recoveryPointFile, rp}, {replicationFile, hw}, {logStartOffsetFile, ls}, {cleanerOffsetFile, cl}} {
-		if f.name == cleanerOffsetFile && len(f.m) == 0 && !d.cleanerCkpt {
+	for i, name := range [4]string{recoveryPointFile, replicationFile, logStartOffsetFile, cleanerOffsetFile} {
+		if !c.changed[i] {
+			continue
+		}
+		if name == cleanerOffsetFile && c.cleaned == 0 && !d.cleanerCkpt {
+			c.changed[i] = false
 			continue // no compacted log has been cleaned in this directory
 		}
-		data := encodeOffsetsCheckpoint(f.m)
+		data := c.encode(i)
 		if string(data) == d.lastCkpt[i] {
+			c.changed[i] = false
 			continue // unchanged since the last write
 		}
-		if e := writeFileAtomic(m.fs, filepath.Join(d.path, f.name), data); e != nil {
+		if e := writeFileAtomic(m.fs, filepath.Join(d.path, name), data); e != nil {
 			if err == nil {
 				err = e
 			}
-			continue
+			continue // written again next time
 		}
 		d.lastCkpt[i] = string(data)
-		if f.name == cleanerOffsetFile {
+		c.changed[i] = false
+		if name == cleanerOffsetFile {
 			d.cleanerCkpt = true
 		}
 	}

@@ -44,6 +44,11 @@ type fetchPart struct {
 	delay   time.Time // no fetch before (a partition error's backoff)
 	inSync  bool      // at the leader's HW as of the last answer
 	lag     int64     // leader HW − log end, as of the last answer
+
+	// what the fetcher's session holds for it, valid while sentGen is the
+	// session's gen (clientSession)
+	sent    sessWant
+	sentGen uint64
 }
 
 // Request is what a fetcher sends next: exactly one of Fetch and
@@ -261,7 +266,7 @@ func (f *Fetcher) fetchRequestLocked(now time.Time) (Request, time.Time) {
 			last = lastRecordEpoch(l)
 		}
 		k := sessKey{topic: fp.tp.Topic, id: fp.topicID, partition: fp.tp.Partition}
-		wants = append(wants, want{key: k, w: sessWant{offset: l.LogEndOffset(), logStart: l.LogStartOffset(),
+		wants = append(wants, want{key: k, fp: fp, w: sessWant{offset: l.LogEndOffset(), logStart: l.LogStartOffset(),
 			maxBytes: cfg.MaxBytes, curEpoch: fp.epoch, last: last}})
 		parts = append(parts, flightPart{fp: fp, epoch: fp.epoch})
 	}

@@ -21,6 +21,10 @@ type clientSession struct {
 	closeID   int32                // an old session to close with the next full request
 	parts     map[sessKey]sessWant // as the leader's session holds them
 	order     []sessKey            // parts in the order they were added
+	// gen changes whenever parts is replaced or dropped. A fetchPart whose sentGen
+	// is gen is in parts with the value sent (fetchPart.sent): the common case, an
+	// unchanged partition, then costs no map lookup.
+	gen uint64
 }
 
 // sessKey names a partition in a session. Both the name and the id are set: the leader
@@ -43,13 +47,15 @@ type sessWant struct {
 type want struct {
 	key sessKey
 	w   sessWant
+	fp  *fetchPart // its fetcher's state (nil: none to cache the sent value in)
 }
 
 // sessBuild is a request's session plan, committed when its answer succeeds.
 type sessBuild struct {
-	full  bool
-	same  bool // incremental, the same partitions as the session's: no new one, none forgotten
-	wants []want
+	full    bool
+	same    bool // incremental, the same partitions as the session's: no new one, none forgotten
+	wants   []want
+	changed []int // incremental: the wants the request names
 }
 
 // build fills req's session fields, Topics and ForgottenTopics (both the topic name
@@ -65,13 +71,21 @@ func (s *clientSession) build(req *kmsg.FetchRequest, wants []want) sessBuild {
 	}
 	req.SessionID, req.SessionEpoch = s.id, s.epoch
 	known := 0 // wants the session holds (the keys of wants are distinct)
-	for _, w := range wants {
+	for i, w := range wants {
+		if w.fp != nil && w.fp.sentGen != 0 && w.fp.sentGen == s.gen && w.fp.sent == w.w {
+			known++
+			continue
+		}
 		prev, ok := s.parts[w.key]
 		if ok {
 			known++
+			if prev == w.w && w.fp != nil {
+				w.fp.sent, w.fp.sentGen = prev, s.gen // what the session holds: true whatever the answer
+			}
 		}
 		if !ok || prev != w.w {
 			addTopicPartition(req, w)
+			b.changed = append(b.changed, i)
 		}
 	}
 	if known == len(s.order) {
@@ -122,6 +136,7 @@ func (s *clientSession) commit(b sessBuild, respSessionID int32) {
 		s.id = respSessionID
 		if s.id == 0 {
 			s.epoch, s.parts, s.order = 0, nil, nil // sessionless: every request is full
+			s.gen++
 			return
 		}
 		s.epoch = 1
@@ -131,18 +146,25 @@ func (s *clientSession) commit(b sessBuild, respSessionID int32) {
 		s.epoch++
 	}
 	if b.same {
-		// The same partitions in the same order (wants follow the fetcher's sorted
-		// partitions): only the values move, and without allocating.
-		for _, w := range b.wants {
+		// The same partitions: only the values of those named move.
+		for _, i := range b.changed {
+			w := b.wants[i]
 			s.parts[w.key] = w.w
+			if w.fp != nil {
+				w.fp.sent, w.fp.sentGen = w.w, s.gen
+			}
 		}
 		return
 	}
+	s.gen++
 	s.parts = make(map[sessKey]sessWant, len(b.wants))
 	s.order = s.order[:0]
 	for _, w := range b.wants {
 		s.parts[w.key] = w.w
 		s.order = append(s.order, w.key)
+		if w.fp != nil {
+			w.fp.sent, w.fp.sentGen = w.w, s.gen
+		}
 	}
 }
 
@@ -152,4 +174,5 @@ func (s *clientSession) reset() {
 		s.closeID = s.id
 	}
 	s.id, s.epoch, s.parts, s.order = 0, 0, nil, nil
+	s.gen++
 }

@@ -1,6 +1,7 @@
 package replication
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -254,4 +255,48 @@ func TestFollowerRepairsDamage(t *testing.T) {
 	if _, damaged := l.FirstDamagedOffset(); damaged || l.LogEndOffset() != 2 {
 		t.Fatalf("after repair: log end %d, damaged %v", l.LogEndOffset(), damaged)
 	}
+}
+
+// TestClientSessionSentCache: with the fetcher's partitions attached, an unchanged
+// partition is known from its cached sent value; a change is named until an answer
+// commits it, and a session that is dropped or replaced names everything again.
+func TestClientSessionSentCache(t *testing.T) {
+	var s clientSession
+	fps := []*fetchPart{{}, {}, {}}
+	ws := func(offs ...int64) []want {
+		var out []want
+		for p, off := range offs {
+			out = append(out, want{key: sessKey{topic: "t", id: [16]byte{1}, partition: int32(p)}, fp: fps[p],
+				w: sessWant{offset: off, maxBytes: 10, curEpoch: 1}})
+		}
+		return out
+	}
+	named := func(req *kmsg.FetchRequest) []int32 {
+		var out []int32
+		for _, t := range req.Topics {
+			for _, p := range t.Partitions {
+				out = append(out, p.Partition)
+			}
+		}
+		return out
+	}
+	step := func(what string, offs []int64, commit bool, want ...int32) {
+		t.Helper()
+		req := kmsg.NewPtrFetchRequest()
+		b := s.build(req, ws(offs...))
+		if got := named(req); !slices.Equal(got, want) {
+			t.Fatalf("%s: named %v, want %v", what, got, want)
+		}
+		if commit {
+			s.commit(b, 42)
+		}
+	}
+	step("full", []int64{5, 5, 5}, true, 0, 1, 2)
+	step("unchanged", []int64{5, 5, 5}, true)
+	step("one moved, answer lost", []int64{5, 6, 5}, false, 1)
+	step("still moved", []int64{5, 6, 5}, true, 1)
+	step("unchanged again", []int64{5, 6, 5}, true)
+	s.reset()
+	step("after a reset", []int64{5, 6, 5}, true, 0, 1, 2)
+	step("unchanged after the reset", []int64{5, 6, 5}, true)
 }
