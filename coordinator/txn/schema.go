@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 )
 
@@ -132,9 +133,9 @@ func AppendValue(dst []byte, v *Value) []byte {
 
 // DecodeValue parses a TransactionLogValue of version 0 or 1 (tagged
 // fields it does not know are skipped; partitions listed in the Empty
-// state are ignored, as Kafka does). A state id outside 0..7 or bytes
-// that do not parse wrap ErrCorrupt; another version wraps
-// ErrUnknownVersion.
+// state are ignored, as Kafka does; a partition listed twice counts
+// once). A state id outside 0..7 or bytes that do not parse wrap
+// ErrCorrupt; another version wraps ErrUnknownVersion.
 func DecodeValue(b []byte) (Value, error) {
 	v := Value{PrevProducerID: -1, NextProducerID: -1}
 	if len(b) < 2 {
@@ -210,6 +211,9 @@ func DecodeValue(b []byte) (Value, error) {
 		v.Partitions = nil
 	}
 	sortPartitions(v.Partitions)
+	// The partitions are a set (Kafka reads them into one): a partition listed twice
+	// counts once, as AppendValue writes it.
+	v.Partitions = slices.Compact(v.Partitions)
 	return v, nil
 }
 
