@@ -381,10 +381,33 @@ func TestClusterCoordinatorFollowsLeadership(t *testing.T) {
 	rc := &rawConn{t: t, c: conn}
 	fc := kmsg.NewPtrFindCoordinatorRequest()
 	fc.Version, fc.CoordinatorKey = 3, groupID
+	var newCoord int32
 	eventually(t, 10*time.Second, "a new coordinator", func() bool {
 		r := rc.roundTrip(fc).(*kmsg.FindCoordinatorResponse)
+		newCoord = r.NodeID
 		return r.ErrorCode == 0 && r.NodeID != coord
 	})
+	// The brokers' images converge, each on its own: until both live brokers list
+	// the new coordinator, a client whose Metadata came from the other one may not
+	// know it yet (kgo then fails the lookup rather than retrying it).
+	for _, addr := range live {
+		mc, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer mc.Close()
+		mc.SetDeadline(time.Now().Add(20 * time.Second))
+		mrc := &rawConn{t: t, c: mc}
+		eventually(t, 10*time.Second, "the new coordinator in every live broker's Metadata", func() bool {
+			md := mrc.roundTrip(kmsg.NewPtrMetadataRequest()).(*kmsg.MetadataResponse)
+			for _, b := range md.Brokers {
+				if b.NodeID == newCoord {
+					return true
+				}
+			}
+			return false
+		})
+	}
 	cl2, err := kgo.NewClient(kgo.SeedBrokers(live...))
 	if err != nil {
 		t.Fatal(err)
