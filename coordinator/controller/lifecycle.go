@@ -377,7 +377,7 @@ func (b *BrokerLifecycle) Next(now time.Time) (kmsg.Request, uint64, time.Time) 
 		r.Version = 1
 		r.BrokerID, r.BrokerEpoch, r.CurrentMetadataOffset = b.cfg.NodeID, b.epoch, int64(b.offset)
 		r.WantShutdown = b.shutdown
-		r.WantFence = b.storageBad && b.others > 0 && !b.shutdown
+		r.WantFence = b.wantFenceLocked()
 		if r.WantFence && !b.selfFenced {
 			b.log.Warn("broker lifecycle: the storage cannot take writes; asking the controller to fence this broker (its leaderships move, it leaves the ISRs) until it can",
 				"broker", b.cfg.NodeID, "epoch", b.epoch)
@@ -554,14 +554,20 @@ func (b *BrokerLifecycle) setStorage(now time.Time, bad bool) {
 		return
 	}
 	b.storageBad = bad
-	want := bad && b.others > 0 && !b.shutdown
-	if want != b.fenceAsked && (b.state == StateRunning || b.state == StateRecovery) {
+	if b.wantFenceLocked() != b.fenceAsked && (b.state == StateRunning || b.state == StateRecovery) {
 		if b.inFlight {
 			b.soon = true
 		} else {
 			b.nextAt = now
 		}
 	}
+}
+
+// wantFenceLocked says whether the heartbeat asks to be fenced: the storage
+// cannot take writes and another broker can lead instead (a broker alone
+// keeps serving reads), unless it is shutting down anyway.
+func (b *BrokerLifecycle) wantFenceLocked() bool {
+	return b.storageBad && b.others > 0 && !b.shutdown
 }
 
 // Run drives the lifecycle over ch until it reaches SHUTTING_DOWN or ctx ends.
