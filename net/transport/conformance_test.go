@@ -735,19 +735,16 @@ func openFDs(t testing.TB) int {
 // A client that closes its connection during a drain, with an answer still owed to it
 // (a parked long poll), does not hold the drain until that answer comes due: Shutdown
 // returns while the request is still unanswered, and the late answer is released.
-// Std only: the reactor stops watching a draining connection's reads (it sees the
-// peer's close only sometimes), which is not fixed yet.
+// Both transports go on reading a draining connection, discarding, to see its peer go.
 func TestConformanceShutdownPeerGoneDuringDrain(t *testing.T) {
 	forEachTransport(t, func(t *testing.T, k transportKind) {
-		if !strings.HasPrefix(k.name, "std") {
-			t.Skip("the reactor does not watch a draining connection for its peer's close yet")
-		}
 		s, h, addr := k.start(t, Config{})
 		c := k.dial(t, addr)
 		send(t, c, "d1")
 		waitFor(t, "deferred", func() bool { return h.numDeferred() == 1 })
 		shut := make(chan error, 1)
 		go func() { shut <- s.Shutdown(context.Background()) }()
+		waitListenerClosed(t, addr) // the drain has begun (or is about to): not a close before it
 		c.Close()
 		select {
 		case err := <-shut:
@@ -763,5 +760,60 @@ func TestConformanceShutdownPeerGoneDuringDrain(t *testing.T) {
 		}
 		h.releaseDeferred()
 		waitFor(t, "the late answer released", func() bool { return h.released.Load() == h.responded.Load() })
+	})
+}
+
+// A client that goes on sending during a drain, in the middle of a frame, and then
+// closes is seen to go as well: what it sends is discarded, not read as requests (the
+// reactor discards a bounded amount per loop turn and comes back for the rest), and
+// Shutdown returns while the answer owed to it is still unanswered.
+func TestConformanceShutdownPeerSendsThenGoesDuringDrain(t *testing.T) {
+	forEachTransport(t, func(t *testing.T, k transportKind) {
+		s, h, addr := k.start(t, Config{})
+		c := k.dial(t, addr)
+		send(t, c, "d1")
+		waitFor(t, "deferred", func() bool { return h.numDeferred() == 1 })
+		// A frame claiming 64 MiB, of which 8 MiB follow: it is being read when the
+		// drain begins, and never completes.
+		if _, err := c.Write(binary.BigEndian.AppendUint32(nil, 64<<20)); err != nil {
+			t.Fatal(err)
+		}
+		shut := make(chan error, 1)
+		go func() { shut <- s.Shutdown(context.Background()) }()
+		waitListenerClosed(t, addr)
+		chunk := make([]byte, 64<<10)
+		for range 128 {
+			if _, err := c.Write(chunk); err != nil {
+				t.Fatalf("writing during the drain: %v", err)
+			}
+		}
+		c.Close()
+		select {
+		case err := <-shut:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(10 * time.Second):
+			h.releaseDeferred()
+			t.Fatalf("Shutdown waited for the answer owed to a connection its client closed")
+		}
+		if h.numDeferred() != 1 || h.served.Load() != 1 {
+			t.Fatalf("%d deferred, %d served; want the one unanswered request and nothing else served", h.numDeferred(), h.served.Load())
+		}
+		h.releaseDeferred()
+		waitFor(t, "the late answer released", func() bool { return h.released.Load() == h.responded.Load() })
+	})
+}
+
+// waitListenerClosed waits until addr refuses connections: Shutdown closed its listener,
+// which it does just before the connections start draining.
+func waitListenerClosed(t *testing.T, addr string) {
+	t.Helper()
+	waitFor(t, "the listener closed", func() bool {
+		nc, err := net.Dial("tcp", addr)
+		if err == nil {
+			nc.Close()
+		}
+		return err != nil
 	})
 }

@@ -68,6 +68,8 @@ type rconn struct {
 	stash      *bytebufferpool.ByteBuffer // read, unparsed bytes held back by back-pressure
 	paused     bool                       // reading stopped by back-pressure (or a Mute)
 	inMuted    bool                       // on loop.muted
+	watching   bool                       // drained: the socket is read only to see the peer go
+	inRewatch  bool                       // on loop.rewatch
 	finalized  bool
 	wantWrite  bool // a write hit EAGAIN: continue on EPOLLOUT
 	stallSince time.Time
@@ -212,7 +214,14 @@ func (c *rconn) idle() bool { return c.mu.head == c.mu.next }
 // onReadable reads until EAGAIN, cutting frames, unless back-pressure or draining
 // stops reading first.
 func (c *rconn) onReadable() {
-	if c.finalized || c.paused || c.readStopped() {
+	if c.finalized {
+		return
+	}
+	if c.watching {
+		c.watchPeer()
+		return
+	}
+	if c.paused || c.readStopped() {
 		return
 	}
 	l := c.loop
@@ -410,13 +419,60 @@ func (c *rconn) resume() {
 	c.onReadable()
 }
 
-// startDrain stops reading (Shutdown): answers already owed are still written, then
-// the connection closes.
+// startDrain stops reading requests (Shutdown): answers already owed are still
+// written, then the connection closes. Until then the socket is watched for the peer's
+// close (watchPeer). Loop only.
 func (c *rconn) startDrain() {
 	c.mu.Lock()
 	c.mu.readDone = true
 	c.mu.Unlock()
+	c.watching = true
 	c.flush()
+	c.watchPeer() // bytes, or the peer's close, may be waiting already
+}
+
+// watchBudget bounds the bytes one watchPeer call discards, so a client sending
+// without pause during a drain cannot hold its loop: the rest waits for the loop's
+// next turn (loop.rewatch).
+const watchBudget = 16 * loopReadBuf
+
+// watchPeer reads a draining connection's socket, discarding, only to see the peer go
+// (EOF, or an error): the connection is then finalized at once, dropping the answers
+// still owed to it, so a client that closes during the drain does not hold it until
+// those come due (a parked long poll: up to its max wait). Std's reader does the same
+// (stdConn.watchPeer). The socket stays registered for EPOLLIN and EPOLLRDHUP, edge-
+// triggered, for the connection's life, so the loop calls this on each readable edge;
+// it reads until EAGAIN, or up to watchBudget and then again on the loop's next turn
+// (the peer's close may be queued behind the unread bytes, with no edge to come).
+// Loop only.
+func (c *rconn) watchPeer() {
+	if c.finalized {
+		return
+	}
+	l := c.loop
+	for read := 0; ; {
+		if read >= watchBudget {
+			if !c.inRewatch {
+				c.inRewatch = true
+				l.rewatch = append(l.rewatch, c)
+			}
+			return
+		}
+		n, err := unix.Read(c.fd, l.scratch)
+		switch {
+		case n > 0:
+			read += n // discarded: requests sent after the drain began are not read
+		case err == unix.EINTR:
+		case err == unix.EAGAIN:
+			return
+		case err == nil:
+			c.finalize("peer closed during drain")
+			return
+		default:
+			c.finalize("read error")
+			return
+		}
+	}
 }
 
 // maxIov bounds the iovecs of one writev.

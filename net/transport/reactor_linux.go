@@ -380,6 +380,9 @@ type loop struct {
 	// earliest end of their mutes (zero: none).
 	muted      []*rconn
 	nextUnmute time.Time
+	// rewatch are the draining connections whose watchPeer stopped at its budget with
+	// bytes left unread; rewatching is the list being worked through.
+	rewatch, rewatching []*rconn
 }
 
 // loopReadBuf is the size of a loop's read buffer; frames left to read beyond it go
@@ -501,7 +504,8 @@ func (l *loop) run() {
 	for {
 		l.state.Store(loopSleeping)
 		l.mu.Lock()
-		pending := len(l.mu.conns) > 0 || len(l.mu.ready) > 0 || l.mu.drain || l.mu.closeAll || l.mu.stop
+		pending := len(l.mu.conns) > 0 || len(l.mu.ready) > 0 || l.mu.drain || l.mu.closeAll || l.mu.stop ||
+			len(l.rewatch) > 0
 		l.mu.Unlock()
 		var n int
 		var err error
@@ -541,6 +545,9 @@ func (l *loop) run() {
 			if ev.Events&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP) != 0 {
 				c.onReadable()
 			}
+		}
+		if len(l.rewatch) > 0 {
+			l.watchAgain()
 		}
 		if l.runInbox() {
 			return
@@ -590,6 +597,18 @@ func (l *loop) runInbox() bool {
 		return true
 	}
 	return false
+}
+
+// watchAgain goes on reading the draining connections whose watchPeer stopped at its
+// budget (see rconn.watchPeer).
+func (l *loop) watchAgain() {
+	list := l.rewatch
+	l.rewatch, l.rewatching = l.rewatching[:0], list
+	for i, c := range list {
+		list[i] = nil
+		c.inRewatch = false
+		c.watchPeer()
+	}
 }
 
 // unmute resumes the muted connections whose mute ended.
