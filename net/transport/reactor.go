@@ -20,6 +20,8 @@ import (
 //	  write    ─▶ writev(size prefixes + byte chunks) / sendfile(file, &off, n)
 //	             EAGAIN ─▶ wait for EPOLLOUT (registered once, edge-triggered)
 //	  tick     ─▶ idle, stalled-writer and half-frame connections are closed
+//	  drain    ─▶ requests are no longer read; the socket is read, discarding, until the
+//	             owed answers are written or the peer goes (which closes it at once)
 //
 // Serve runs on a worker pool, not on the loop, because the broker's Serve can block:
 // Produce takes the partition's lock and pwrites; CreateTopics, DeleteTopics,
