@@ -242,6 +242,10 @@ type Options struct {
 	// transaction.partition.verification.enable=false; Kafka's default,
 	// and the zero value here, is on).
 	DisableTxnVerification bool
+	// NoPrewrite turns off writing the active segment ahead of its appends
+	// with zeros under the fsync policy (prewrite.go; the broker's
+	// samsa.log.segment.prewrite.enable=false).
+	NoPrewrite bool
 
 	// manualBackground (tests) starts no flusher, checkpointer, retention
 	// or scrubber goroutine: the test runs flusher rounds itself

@@ -158,8 +158,17 @@ func dumpLog(w io.Writer, path string, opts DumpOptions) (int, error) {
 		return problems, err
 	}
 	if end < fi.Size() {
-		fmt.Fprintf(w, "Found %d invalid bytes at the end of %s (position %d)\n", fi.Size()-end, filepath.Base(path), end)
-		problems++
+		zeros, err := zeroTail(&window{f: f, buf: make([]byte, 64<<10), limit: fi.Size()}, end, fi.Size())
+		if err != nil {
+			return problems, err
+		}
+		if zeros {
+			// An active segment written ahead of its appends (prewrite.go).
+			fmt.Fprintf(w, "%d bytes of zeros written ahead of the appends at the end of %s (position %d)\n", fi.Size()-end, filepath.Base(path), end)
+		} else {
+			fmt.Fprintf(w, "Found %d invalid bytes at the end of %s (position %d)\n", fi.Size()-end, filepath.Base(path), end)
+			problems++
+		}
 	}
 	return problems, nil
 }

@@ -58,6 +58,7 @@ type Log struct {
 	recoveryPoint atomic.Int64 // everything below is fdatasynced and indexed
 	size          atomic.Int64
 	dirtyBytes    atomic.Int64
+	smallFlushes  atomic.Int32 // consecutive flushes of a few bytes (prewrite.go)
 	flushQueued   atomic.Bool
 	dirDirty      atomic.Bool // a segment file was created since the last sync of dir
 
@@ -210,6 +211,11 @@ func (l *Log) rollLocked(base int64) error {
 	if old.size.Load() == 0 && old.base == base {
 		return nil
 	}
+	// A segment that is not active ends on disk where its data ends
+	// (prewrite.go); the flush the roll queues makes the cut durable.
+	if _, err := old.trimPrewrittenLocked(); err != nil {
+		return fmt.Errorf("roll %s at %d: cutting the zeros written ahead: %w", l.tp, base, err)
+	}
 	s, err := createSegment(l.m, l.dir, base, cfg, false)
 	if err != nil {
 		return fmt.Errorf("roll %s at %d: %w", l.tp, base, err)
@@ -289,6 +295,13 @@ func (l *Log) close(mode closeMode) error {
 		// Nothing unsynced (what the flusher checks too): an idle log's
 		// close costs no fdatasync.
 		synced := l.leo.Load() <= rp && l.dirtyBytes.Load() == 0
+		// The active segment ends on disk where its data ends (prewrite.go);
+		// the cut's new size is synced with it.
+		if trimmed, err := segs[len(segs)-1].trimPrewrittenLocked(); err != nil {
+			first = err
+		} else if trimmed {
+			synced = false
+		}
 		for _, s := range segs {
 			last := s == segs[len(segs)-1]
 			if s.next.Load() <= rp && !last {

@@ -196,6 +196,13 @@ func (l *Log) append(batches []byte, o AppendOptions) (AppendResult, error) {
 	seg.next.Store(next)
 	l.size.Add(int64(len(batches)))
 	l.leo.Store(next)
+	if perr := l.prewriteLocked(seg, pos+int64(len(batches)), cfg); perr != nil {
+		// The zeros written ahead could not be cut off after a failed write
+		// of more of them: nothing more goes into this directory (Open cuts
+		// them after the restart, as any tail past the last batch).
+		l.m.reportIO(l.tp.String(), perr, "op", "truncate")
+		l.ld.setOffline(perr)
+	}
 
 	latest := l.epochs.latest()
 	seg.idxMu.Lock()
@@ -327,6 +334,7 @@ func (l *Log) undoWrite(seg *segment, pos int64, err error) error {
 		l.ld.setOffline(terr)
 		return fmt.Errorf("append %s: %w (undoing it: %w)", l.tp, l.ld.offlineErr(), err)
 	}
+	seg.prewritten = 0 // the cut took any zeros written ahead
 	return ioFailure(fmt.Sprintf("append %s", l.tp), err)
 }
 

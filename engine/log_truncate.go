@@ -73,6 +73,7 @@ func (l *Log) TruncateTo(offset int64) error {
 	// The truncation is durable before anything is appended after it: a
 	// crash must not bring the cut records back under new ones.
 	terr := s.log.Truncate(pos)
+	s.prewritten = 0 // any zeros written ahead went with the cut
 	if terr == nil {
 		terr = s.log.Datasync()
 	}

@@ -631,8 +631,17 @@ func (l *Log) recoverSegmentKeeping(s *segment, active, keepDamaged bool, buf []
 	l.rec.IndexesRebuilt++
 	s.fail.indexRebuilds.Add(1)
 	if pos < size {
-		l.rec.BytesTruncated += size - pos
-		l.logger.Warn("truncating corrupt or torn tail", "base", s.base, "valid", pos, "size", size)
+		zeros, err := zeroTail(w, pos, size)
+		if err != nil {
+			return false, err
+		}
+		if zeros && active {
+			l.rec.PrewrittenBytesCut += size - pos
+			l.logger.Debug("cutting the zeros written ahead of the appends", "base", s.base, "valid", pos, "size", size)
+		} else {
+			l.rec.BytesTruncated += size - pos
+			l.logger.Warn("truncating corrupt or torn tail", "base", s.base, "valid", pos, "size", size)
+		}
 		if err := s.log.Truncate(pos); err != nil {
 			return false, err
 		}

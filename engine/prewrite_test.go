@@ -1,0 +1,188 @@
+package engine
+
+import (
+	"bytes"
+	"os"
+	"strings"
+	"testing"
+)
+
+// appendDurable appends n small batches, each waited for (a producer waiting
+// for its acknowledgement before the next send): small flushes, one each.
+func appendDurable(t *testing.T, l *Log, n int) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		r := mustAppend(t, l, makeBatch(testBatch{records: 1, valueSize: 100}))
+		if err := l.WaitDurable(r.LastOffset); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func fileSize(t *testing.T, path string) int64 {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Size()
+}
+
+func activeFile(t *testing.T, l *Log) string {
+	t.Helper()
+	files := segmentFiles(t, l.Dir())
+	return files[len(files)-1]
+}
+
+// A log of small durable appends is written ahead with zeros; nothing past
+// the batches is read; a roll and a clean close cut the files to their data,
+// and the log opens clean and whole.
+func TestPrewriteSmallFlushes(t *testing.T) {
+	dir := t.TempDir()
+	tp := TopicPartition{"pw", 0}
+	m := openTest(t, []string{dir}, SyncFsync, nil)
+	cfg := DefaultLogConfig()
+	cfg.SegmentBytes = 1 << 20
+	l, err := m.CreateLog(tp, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendDurable(t, l, prewriteAfter) // the flushes that make it a small-flush log
+	if got := fileSize(t, activeFile(t, l)); got != l.Size() {
+		t.Fatalf("before %d small flushes: file %d bytes, log %d", prewriteAfter, got, l.Size())
+	}
+	appendDurable(t, l, 20)
+	got := fileSize(t, activeFile(t, l))
+	if got <= l.Size() {
+		t.Fatalf("after small flushes: file %d bytes, log %d: not written ahead", got, l.Size())
+	}
+	if got > l.Size()+prewriteMax {
+		t.Fatalf("file %d bytes, log %d: more than %d ahead", got, l.Size(), prewriteMax)
+	}
+	data, err := os.ReadFile(activeFile(t, l))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := bytes.Count(data[l.Size():], []byte{0}); n != len(data)-int(l.Size()) {
+		t.Fatalf("past the log's end: %d zeros of %d bytes", n, len(data)-int(l.Size()))
+	}
+	if hs := readAll(t, l); len(hs) != prewriteAfter+20 {
+		t.Fatalf("read %d batches", len(hs))
+	}
+	// Enough to pass the first chunk: the zeros ahead follow the appends.
+	first := got
+	appendDurable(t, l, prewriteMin/100)
+	if got := fileSize(t, activeFile(t, l)); got <= l.Size() || l.Size() <= first {
+		t.Fatalf("after the first chunk (%d bytes): file %d bytes, log %d", first, got, l.Size())
+	}
+
+	// A roll cuts the old segment to its data.
+	old := activeFile(t, l)
+	l.appendMu.Lock()
+	err = l.rollLocked(l.LogEndOffset())
+	l.appendMu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := fileSize(t, old), l.Size(); got != want {
+		t.Fatalf("rolled segment: file %d bytes, data %d", got, want)
+	}
+	appendDurable(t, l, 10)
+	if got := fileSize(t, activeFile(t, l)); got <= l.Size()-fileSize(t, old) {
+		t.Fatalf("new segment: file %d bytes: not written ahead", got)
+	}
+	leo, size := l.LogEndOffset(), l.Size()
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := fileSize(t, activeFile(t, l)), size-fileSize(t, old); got != want {
+		t.Fatalf("after a clean close: active file %d bytes, data %d", got, want)
+	}
+	m = openTest(t, []string{dir}, SyncFsync, nil)
+	defer m.Close()
+	if r := m.Recovery(); r.RecoveredLogs != 0 || r.BytesTruncated != 0 || r.PrewrittenBytesCut != 0 {
+		t.Fatalf("reopen after a clean close: %+v", r)
+	}
+	l = m.Log(tp)
+	if l.LogEndOffset() != leo || l.Size() != size {
+		t.Fatalf("reopened: LEO %d size %d, want %d %d", l.LogEndOffset(), l.Size(), leo, size)
+	}
+	if hs := readAll(t, l); int64(len(hs)) != leo {
+		t.Fatalf("read %d batches, want %d", len(hs), leo)
+	}
+}
+
+// After a crash the zeros ahead are cut as what they are, not counted as a
+// torn tail; every durable batch is there and appends go on.
+func TestPrewriteCrash(t *testing.T) {
+	dir := t.TempDir()
+	tp := TopicPartition{"pwcrash", 0}
+	m := openTest(t, []string{dir}, SyncFsync, nil)
+	l, _ := m.CreateLog(tp, DefaultLogConfig())
+	appendDurable(t, l, 30)
+	leo, size := l.LogEndOffset(), l.Size()
+	if fileSize(t, activeFile(t, l)) <= size {
+		t.Fatal("not written ahead")
+	}
+	m.abandon()
+	m = openTest(t, []string{dir}, SyncFsync, nil)
+	defer m.Close()
+	r := m.Recovery()
+	if r.RecoveredLogs != 1 || r.BytesTruncated != 0 || r.PrewrittenBytesCut == 0 {
+		t.Fatalf("recovery: %+v", r)
+	}
+	l = m.Log(tp)
+	if l.LogEndOffset() != leo || l.Size() != size || fileSize(t, activeFile(t, l)) != size {
+		t.Fatalf("recovered: LEO %d size %d file %d, want %d %d", l.LogEndOffset(), l.Size(), fileSize(t, activeFile(t, l)), leo, size)
+	}
+	appendDurable(t, l, 10)
+	if hs := readAll(t, l); int64(len(hs)) != leo+10 {
+		t.Fatalf("read %d batches", len(hs))
+	}
+
+	// The dump of a segment written ahead says so, and finds no problem.
+	var out strings.Builder
+	if err := DumpSegment(&out, activeFile(t, l), DumpOptions{}); err != nil {
+		t.Fatalf("dump: %v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "bytes of zeros written ahead of the appends") {
+		t.Fatalf("dump:\n%s", out.String())
+	}
+}
+
+// Big flushes, the none policy and NoPrewrite grow the file with the data.
+func TestPrewriteNotForBigFlushes(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts Options
+		big  bool
+	}{
+		{"big flushes", Options{Sync: SyncFsync}, true},
+		{"none policy", Options{Sync: SyncNone}, false},
+		{"off", Options{Sync: SyncFsync, NoPrewrite: true}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.opts.Dirs = []string{t.TempDir()}
+			m, err := Open(tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			l, _ := m.CreateLog(TopicPartition{"grow", 0}, DefaultLogConfig())
+			value := 100
+			if tc.big {
+				value = prewriteSmallSync + 1
+			}
+			for i := 0; i < 2*prewriteAfter; i++ {
+				r := mustAppend(t, l, makeBatch(testBatch{records: 1, valueSize: value}))
+				if err := l.Flush(); err != nil {
+					t.Fatal(err)
+				}
+				_ = r
+			}
+			if got := fileSize(t, activeFile(t, l)); got != l.Size() {
+				t.Fatalf("file %d bytes, log %d", got, l.Size())
+			}
+		})
+	}
+}
