@@ -94,3 +94,30 @@ func topic(t testing.TB, im *metadata.Image, name string) *metadata.TopicImage {
 
 func never(string) bool  { return false }
 func always(string) bool { return true }
+
+// lifecycleNode is a broker lifecycle and the metadata follower that feeds it.
+type lifecycleNode struct {
+	b *BrokerLifecycle
+	f *MetadataFollower
+}
+
+// lifecycleNodes makes a lifecycle for each broker id, each fed by its own follower
+// of h's log, and returns them with driveAll, which drives every node through h
+// three rounds over.
+func lifecycleNodes(h *harness, ids ...int32) (nodes []lifecycleNode, driveAll func()) {
+	h.t.Helper()
+	for _, id := range ids {
+		b := newLifecycle(h.t, id, h.clock, nil)
+		f := NewMetadataFollower(FollowerConfig{Clock: h.clock})
+		f.Subscribe(func(off uint64, _, im *metadata.Image) { b.MetadataApplied(off, im) })
+		nodes = append(nodes, lifecycleNode{b, f})
+	}
+	driveAll = func() {
+		for range 3 {
+			for _, n := range nodes {
+				h.drive(n.b, n.f)
+			}
+		}
+	}
+	return nodes, driveAll
+}

@@ -17,24 +17,7 @@ import (
 // same epoch.
 func TestLifecycleFencesWhileStorageFails(t *testing.T) {
 	h := newHarness(t, nil)
-	type node struct {
-		b *BrokerLifecycle
-		f *MetadataFollower
-	}
-	var nodes []node
-	for _, id := range []int32{1, 2, 3} {
-		b := newLifecycle(t, id, h.clock, nil)
-		f := NewMetadataFollower(FollowerConfig{Clock: h.clock})
-		f.Subscribe(func(off uint64, _, im *metadata.Image) { b.MetadataApplied(off, im) })
-		nodes = append(nodes, node{b, f})
-	}
-	driveAll := func() {
-		for range 3 {
-			for _, n := range nodes {
-				h.drive(n.b, n.f)
-			}
-		}
-	}
+	nodes, driveAll := lifecycleNodes(h, 1, 2, 3)
 	driveAll()
 	if ct := h.createTopic("t", 6, 3); ct.ErrorCode != 0 {
 		t.Fatal(code(ct.ErrorCode))

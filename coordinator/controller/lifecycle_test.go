@@ -247,24 +247,7 @@ func TestLifecycleRunOverLocalChannel(t *testing.T) {
 // stopping broker polls.
 func TestControlledShutdownIsQuick(t *testing.T) {
 	h := newHarness(t, nil)
-	type node struct {
-		b *BrokerLifecycle
-		f *MetadataFollower
-	}
-	var nodes []node
-	for _, id := range []int32{1, 2} {
-		b := newLifecycle(t, id, h.clock, nil)
-		f := NewMetadataFollower(FollowerConfig{Clock: h.clock})
-		f.Subscribe(func(off uint64, _, im *metadata.Image) { b.MetadataApplied(off, im) })
-		nodes = append(nodes, node{b, f})
-	}
-	driveAll := func() {
-		for range 3 {
-			for _, n := range nodes {
-				h.drive(n.b, n.f)
-			}
-		}
-	}
+	nodes, driveAll := lifecycleNodes(h, 1, 2)
 	driveAll()
 	for _, n := range nodes {
 		if n.b.State() != StateRunning {
