@@ -230,68 +230,10 @@ func TestTxnGroupTransactSession(t *testing.T) {
 	mustCreate(t, adm, "ctp-out", 2, nil)
 	ctx := testCtx(t)
 	const n = 40
-	in := tb.client(t, kgo.DefaultProduceTopic("ctp-in"), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
-	for _, v := range seq("in", 0, n) {
-		if err := in.ProduceSync(ctx, kgo.StringRecord(v)).FirstErr(); err != nil {
-			t.Fatal(err)
-		}
-	}
-
-	sess, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(tb.addr), kgo.TransactionalID("ctp-txn"),
-		kgo.ConsumerGroup("ctp"), kgo.ConsumeTopics("ctp-in"), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DefaultProduceTopic("ctp-out"),
-		kgo.RequireStableFetchOffsets(), kgo.FetchMaxWait(200*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sess.Close()
-	loopCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	committed, aborted := 0, false
-	for committed < n {
-		fs := sess.PollFetches(loopCtx)
-		if loopCtx.Err() != nil {
-			t.Fatalf("transform loop: %d of %d committed", committed, n)
-		}
-		fs.EachError(func(_ string, _ int32, err error) { t.Fatalf("fetch: %v", err) })
-		recs := fs.Records()
-		if len(recs) == 0 {
-			continue
-		}
-		if err := sess.Begin(); err != nil {
-			t.Fatal(err)
-		}
-		commit := aborted // the first transaction is aborted, its output written
-		aborted = true
-		for _, r := range recs {
-			out := kgo.StringRecord(strings.Replace(string(r.Value), "in", "out", 1))
-			sess.Produce(loopCtx, out, func(_ *kgo.Record, err error) {
-				if err != nil {
-					t.Errorf("produce: %v", err)
-				}
-			})
-		}
-		if !commit {
-			if err := sess.Client().Flush(loopCtx); err != nil {
-				t.Fatal(err)
-			}
-		}
-		ok, err := sess.End(loopCtx, kgo.TransactionEndTry(commit))
-		if err != nil {
-			t.Fatalf("ending the transaction: %v", err)
-		}
-		if ok {
-			committed += len(recs)
-		}
-	}
-
-	got := consumeUntil(t, tb, "ctp-out", kgo.ReadCommitted(), func(got []string) bool { return len(got) >= n })
-	slices.Sort(got)
-	want := seq("out", 0, n)
-	slices.Sort(want)
-	if !slices.Equal(got, want) {
-		t.Fatalf("output for read_committed: %v, want every input once", got)
-	}
+	produceInputs(t, tb.client(t, kgo.DefaultProduceTopic("ctp-in"), kgo.RecordPartitioner(kgo.RoundRobinPartitioner())), n)
+	transformLoop(t, []string{tb.addr}, "ctp-txn", "ctp", "ctp-in", "ctp-out", n, &keysSent{})
+	checkOutputOnce(t, tb.client(t, kgo.ConsumeTopics("ctp-out"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.FetchMaxWait(200*time.Millisecond)), "ctp-out", n)
 	committedSum := func(adm *kadm.Client) int64 {
 		t.Helper()
 		offs, err := adm.FetchOffsets(ctx, "ctp")
@@ -320,7 +262,6 @@ func TestTxnGroupTransactSession(t *testing.T) {
 	}
 	// After a restart the group's partition is replayed: the transactional offsets
 	// are applied at their commit markers.
-	sess.Close()
 	tb.restart()
 	eventually(t, 10*time.Second, "the group's offsets after a restart", func() bool {
 		offs, err := tb.admin(t).FetchOffsets(ctx, "ctp")
