@@ -31,19 +31,7 @@ func TestProcTxnCopySingleNodeRestart(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	const in, out, parts, n = "eos1-in", "eos1-out", 3, 300
-	for _, topic := range []string{in, out} {
-		if err := createTopic(ctx, c.Node(1).Client, topic, parts, 1, nil); err != nil {
-			t.Fatal(err)
-		}
-	}
-	prod := client(t, c.Bootstrap(), kgo.DefaultProduceTopic(in), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
-	var recs []*kgo.Record
-	for i := range n {
-		recs = append(recs, kgo.StringRecord(fmt.Sprintf("eos-%03d", i)))
-	}
-	if err := prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
+	copyInput(ctx, t, c, in, out, parts, 1, n)
 	newSession := func() *kgo.GroupTransactSession {
 		t.Helper()
 		sess, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(c.Bootstrap()),

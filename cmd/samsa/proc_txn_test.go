@@ -263,19 +263,7 @@ func copyUnderCoordinatorKill(t *testing.T, c *procCluster) {
 		t.Fatal(err)
 	}
 	const in, out, n = "eos-in", "eos-out", 300
-	for _, topic := range []string{in, out} {
-		if err := createTopic(ctx, c.Node(1).Client, topic, 3, 3, nil); err != nil {
-			t.Fatal(err)
-		}
-	}
-	prod := client(t, c.Bootstrap(), kgo.DefaultProduceTopic(in), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
-	var recs []*kgo.Record
-	for i := range n {
-		recs = append(recs, kgo.StringRecord(fmt.Sprintf("eos-%03d", i)))
-	}
-	if err := prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
+	prod := copyInput(ctx, t, c, in, out, 3, 3, n)
 	sess, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(strings.Split(c.Bootstrap(), ",")...),
 		kgo.TransactionalID("eos-copier"), kgo.ConsumerGroup("eos-group"), kgo.ConsumeTopics(in),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
@@ -344,4 +332,25 @@ func copyUnderCoordinatorKill(t *testing.T, c *procCluster) {
 		t.Errorf("%d copies read, want %d", total, n)
 	}
 	t.Logf("%d records copied exactly once across the SIGKILL of coordinator %d (%d transactions aborted)", n, killed, aborted)
+}
+
+// copyInput is the prologue of the copy loops: it creates the topics in and out
+// (parts partitions of replication factor rf each) through node 1 and produces n
+// records "eos-000" ... to in, round robin, through the client it returns.
+func copyInput(ctx context.Context, t *testing.T, c *procCluster, in, out string, parts int32, rf int16, n int) *kgo.Client {
+	t.Helper()
+	for _, topic := range []string{in, out} {
+		if err := createTopic(ctx, c.Node(1).Client, topic, parts, rf, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	prod := client(t, c.Bootstrap(), kgo.DefaultProduceTopic(in), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	var recs []*kgo.Record
+	for i := range n {
+		recs = append(recs, kgo.StringRecord(fmt.Sprintf("eos-%03d", i)))
+	}
+	if err := prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	return prod
 }
