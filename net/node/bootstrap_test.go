@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -98,9 +97,7 @@ func TestBootstrapScramControllerListener(t *testing.T) {
 		}
 		boot = append(boot, rec)
 	}
-	nodes := make([]*Node, n)
-	var wg sync.WaitGroup
-	errs := make([]error, n)
+	cfgs := make([]*Config, n)
 	for i := range n {
 		keys := map[string]string{
 			"process.roles": "broker,controller", "node.id": strconv.Itoa(i + 1),
@@ -135,41 +132,11 @@ func TestBootstrapScramControllerListener(t *testing.T) {
 		if wrote != 1 {
 			t.Fatalf("bootstrap records written into %d directories: %+v", wrote, res)
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			nodes[i], errs[i] = Start(cfg, Options{Logger: discard})
-		}()
-	}
-	wg.Wait()
-	t.Cleanup(func() {
-		var wg sync.WaitGroup
-		for _, nd := range nodes {
-			if nd == nil {
-				continue
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-				defer cancel()
-				nd.Shutdown(ctx)
-			}()
-		}
-		wg.Wait()
-	})
-	for i, err := range errs {
-		if err != nil {
-			t.Fatalf("node %d: %v", i+1, err)
-		}
+		cfgs[i] = cfg
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	for _, nd := range nodes {
-		if err := nd.Ready(ctx); err != nil {
-			t.Fatalf("node %d: %v", nd.NodeID(), err)
-		}
-	}
+	nodes := startQuorum(ctx, t, cfgs)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(nodes[1].ListenerAddr("SASL_PLAINTEXT")),
 		kgo.SASL(scram.Auth{User: "alice", Pass: "alice-secret"}.AsSha512Mechanism()))
 	if err != nil {

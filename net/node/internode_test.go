@@ -113,40 +113,15 @@ func secureKeys(m *testMTLS, ctlPass, brokerPass string) map[string]string {
 	}
 }
 
-// TestInterNodeSASLSSL: three combined nodes whose inter-broker and controller
-// listeners are SASL_SSL with mTLS form a cluster (raft, registration, heartbeats and
-// metadata over the secured controller listener); a topic with three replicas and
-// min.insync.replicas=3 takes acks=all produces, and every replica holds every record
-// (replica fetches over TLS with SCRAM-SHA-512). Plaintext to the controller
-// listener gets no Kafka answer, a TLS connection that has not authenticated is
-// closed at its first controller request, a broker with wrong passwords cannot
-// register, and one with a wrong inter-broker password registers but cannot fetch;
-// both say why in their logs.
-func TestInterNodeSASLSSL(t *testing.T) {
-	m := newTestMTLS(t)
-	const n = 3
-	addrs := freeAddrs(t, 3*n)
-	var voters []string
-	for i := range n {
-		voters = append(voters, fmt.Sprintf("%d@%s", i+1, addrs[3*i+2]))
-	}
-	id := RandomUUID()
-	nodes := make([]*Node, n)
+// startQuorum starts a node for each of the formatted configs at once (none of them
+// is ready before a quorum of the voters runs), shuts them down when the test ends
+// (a shutdown's error fails the test), and returns them once each is ready by ctx.
+func startQuorum(ctx context.Context, t *testing.T, cfgs []*Config) []*Node {
+	t.Helper()
+	nodes := make([]*Node, len(cfgs))
+	errs := make([]error, len(cfgs))
 	var wg sync.WaitGroup
-	errs := make([]error, n)
-	for i := range n {
-		keys := secureKeys(m, "ctl-secret", "broker-secret")
-		keys["process.roles"], keys["node.id"] = "broker,controller", strconv.Itoa(i+1)
-		keys["controller.quorum.voters"] = strings.Join(voters, ",")
-		keys["listeners"] = "INTERNAL://" + addrs[3*i] + ",CLIENT://" + addrs[3*i+1] + ",CONTROLLER://" + addrs[3*i+2]
-		keys["data.dir"] = filepath.Join(t.TempDir(), strconv.Itoa(i+1))
-		cfg, err := FromKeys(keys)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := Format(cfg, id, false); err != nil {
-			t.Fatal(err)
-		}
+	for i, cfg := range cfgs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -177,13 +152,51 @@ func TestInterNodeSASLSSL(t *testing.T) {
 			t.Fatalf("node %d: %v", i+1, err)
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
 	for _, nd := range nodes {
 		if err := nd.Ready(ctx); err != nil {
 			t.Fatalf("node %d: %v", nd.NodeID(), err)
 		}
 	}
+	return nodes
+}
+
+// TestInterNodeSASLSSL: three combined nodes whose inter-broker and controller
+// listeners are SASL_SSL with mTLS form a cluster (raft, registration, heartbeats and
+// metadata over the secured controller listener); a topic with three replicas and
+// min.insync.replicas=3 takes acks=all produces, and every replica holds every record
+// (replica fetches over TLS with SCRAM-SHA-512). Plaintext to the controller
+// listener gets no Kafka answer, a TLS connection that has not authenticated is
+// closed at its first controller request, a broker with wrong passwords cannot
+// register, and one with a wrong inter-broker password registers but cannot fetch;
+// both say why in their logs.
+func TestInterNodeSASLSSL(t *testing.T) {
+	m := newTestMTLS(t)
+	const n = 3
+	addrs := freeAddrs(t, 3*n)
+	var voters []string
+	for i := range n {
+		voters = append(voters, fmt.Sprintf("%d@%s", i+1, addrs[3*i+2]))
+	}
+	id := RandomUUID()
+	cfgs := make([]*Config, n)
+	for i := range n {
+		keys := secureKeys(m, "ctl-secret", "broker-secret")
+		keys["process.roles"], keys["node.id"] = "broker,controller", strconv.Itoa(i+1)
+		keys["controller.quorum.voters"] = strings.Join(voters, ",")
+		keys["listeners"] = "INTERNAL://" + addrs[3*i] + ",CLIENT://" + addrs[3*i+1] + ",CONTROLLER://" + addrs[3*i+2]
+		keys["data.dir"] = filepath.Join(t.TempDir(), strconv.Itoa(i+1))
+		cfg, err := FromKeys(keys)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Format(cfg, id, false); err != nil {
+			t.Fatal(err)
+		}
+		cfgs[i] = cfg
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	nodes := startQuorum(ctx, t, cfgs)
 
 	// Every node renews the sessions of its connections to the others.
 	waitFor(t, 10*time.Second, "every node re-authenticates", func() error {
