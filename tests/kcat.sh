@@ -7,49 +7,19 @@
 #   SAMSA_TEST_TRANSPORT=reactor tests/kcat.sh    (the broker on the epoll reactor)
 set -euo pipefail
 
-root=$(cd "$(dirname "$0")/.." && pwd)
-tmp=$(mktemp -d)
-pid=""
-cleanup() {
-	if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
-		kill -KILL "$pid" 2>/dev/null || true
-	fi
-	[ -n "${KEEP_TMP:-}" ] || rm -rf "$tmp"
-}
-trap cleanup EXIT
-
-fail() {
-	echo "FAIL: $*" >&2
-	if [ -f "$tmp/broker.log" ]; then
-		echo "--- broker log (last 40 lines) ---" >&2
-		tail -n 40 "$tmp/broker.log" >&2
-	fi
-	exit 1
-}
+. "$(dirname "$0")/lib.sh"
 
 command -v kcat >/dev/null || fail "kcat is not installed (apt-get install -y kcat)"
 
-free_port() {
-	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
-}
-
-(cd "$root" && go build -o "$tmp/samsa" ./cmd/samsa)
+build_samsa
 port=$(free_port)
 admin=$(free_port)
 broker="127.0.0.1:$port"
 
 start() {
-	SAMSA_NUM_PARTITIONS=4 "$tmp/samsa" serve --data-dir "$tmp/data" --listen "$broker" --admin-listen "127.0.0.1:$admin" \
-		--transport "${SAMSA_TEST_TRANSPORT:-std}" >>"$tmp/broker.log" 2>&1 &
-	pid=$!
-	for _ in $(seq 1 200); do
-		if kcat -b "$broker" -L -m 2 >/dev/null 2>&1; then
-			return 0
-		fi
-		kill -0 "$pid" 2>/dev/null || fail "broker exited during start-up"
-		sleep 0.1
-	done
-	fail "broker did not answer metadata within 20 s"
+	SAMSA_NUM_PARTITIONS=4 start_broker --data-dir "$tmp/data" --listen "$broker" --admin-listen "127.0.0.1:$admin" \
+		--transport "${SAMSA_TEST_TRANSPORT:-std}"
+	wait_ready
 }
 
 stop() {

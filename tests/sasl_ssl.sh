@@ -14,33 +14,11 @@
 #   tests/sasl_ssl.sh        (needs kcat, openssl and /usr/bin/python3 with confluent_kafka)
 set -euo pipefail
 
-root=$(cd "$(dirname "$0")/.." && pwd)
-tmp=$(mktemp -d)
-pid=""
-cleanup() {
-	if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
-		kill -KILL "$pid" 2>/dev/null || true
-	fi
-	[ -n "${KEEP_TMP:-}" ] || rm -rf "$tmp"
-}
-trap cleanup EXIT
-
-fail() {
-	echo "FAIL: $*" >&2
-	if [ -f "$tmp/broker.log" ]; then
-		echo "--- broker log (last 40 lines) ---" >&2
-		tail -n 40 "$tmp/broker.log" >&2
-	fi
-	exit 1
-}
+. "$(dirname "$0")/lib.sh"
 
 for c in kcat openssl; do command -v $c >/dev/null || fail "$c is not installed"; done
 py=/usr/bin/python3
 $py -c 'import confluent_kafka' 2>/dev/null || fail "confluent_kafka is not importable by $py (apt-get install -y python3-confluent-kafka)"
-
-free_port() {
-	$py -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
-}
 
 # The PKI: a CA and a server certificate for 127.0.0.1.
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj "/CN=samsa test CA" \
@@ -53,7 +31,8 @@ openssl x509 -req -in "$tmp/server.csr" -CA "$tmp/ca.pem" -CAkey "$tmp/ca.key" -
 openssl pkcs8 -topk8 -nocrypt -in "$tmp/server.key" -out "$tmp/server.p8" 2>/dev/null
 cat "$tmp/server.p8" "$tmp/server.pem" >"$tmp/keystore.pem"
 
-(cd "$root" && go build -o "$tmp/samsa" ./cmd/samsa && go build -o "$tmp/sasl_admin" ./tests/sasl_admin)
+build_samsa
+(cd "$root" && go build -o "$tmp/sasl_admin" ./tests/sasl_admin)
 port=$(free_port)
 cport=$(free_port)
 broker="127.0.0.1:$port"
@@ -71,8 +50,7 @@ super.users=User:admin
 connection.failed.authentication.delay.ms=10
 EOF
 
-"$tmp/samsa" serve --config "$tmp/server.properties" --data-dir "$tmp/data" --admin-listen "" >>"$tmp/broker.log" 2>&1 &
-pid=$!
+start_broker --config "$tmp/server.properties" --data-dir "$tmp/data" --admin-listen ""
 
 # kcat's properties per user.
 kc() { # user password mechanism
@@ -81,14 +59,7 @@ kc() { # user password mechanism
 	echo "$tmp/$1.conf"
 }
 admin_conf=$(kc admin admin-secret PLAIN)
-for _ in $(seq 1 200); do
-	if kcat -F "$admin_conf" -b "$broker" -L -m 2 >/dev/null 2>&1; then
-		break
-	fi
-	kill -0 "$pid" 2>/dev/null || fail "broker exited during start-up"
-	sleep 0.1
-done
-kcat -F "$admin_conf" -b "$broker" -L -m 2 >/dev/null 2>&1 || fail "the super user's metadata over SASL_SSL"
+wait_ready -F "$admin_conf" # the super user's metadata over SASL_SSL
 
 passed=0
 check() { # name, expected, actual
