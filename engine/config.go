@@ -251,6 +251,8 @@ type Options struct {
 	// or scrubber goroutine: the test runs flusher rounds itself
 	// (Manager.flushRound), so that a seeded run replays exactly.
 	manualBackground bool
+	// prewriteBudget (tests) replaces prewriteDirBudget when positive.
+	prewriteBudget int64
 }
 
 // CleanerOptions are the broker's log.cleaner.* keys. The zero value is

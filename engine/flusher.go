@@ -26,8 +26,9 @@ type logDir struct {
 	// (under Manager.mu): the checkpoint writer then lists them again.
 	logsGen uint64
 
-	offline atomic.Bool // err is set (read without mu on the append path)
-	noSpace atomic.Bool // an append found the file system full (UnwritableDirs)
+	offline atomic.Bool  // err is set (read without mu on the append path)
+	noSpace atomic.Bool  // an append found the file system full (UnwritableDirs)
+	ahead   atomic.Int64 // zeros written ahead of appends in its active segments (prewrite.go)
 
 	mu      sync.Mutex
 	dirty   []*Log

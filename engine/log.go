@@ -213,7 +213,7 @@ func (l *Log) rollLocked(base int64) error {
 	}
 	// A segment that is not active ends on disk where its data ends
 	// (prewrite.go); the flush the roll queues makes the cut durable.
-	if _, err := old.trimPrewrittenLocked(); err != nil {
+	if _, err := l.trimPrewrittenLocked(old); err != nil {
 		return fmt.Errorf("roll %s at %d: cutting the zeros written ahead: %w", l.tp, base, err)
 	}
 	s, err := createSegment(l.m, l.dir, base, cfg, false)
@@ -297,7 +297,7 @@ func (l *Log) close(mode closeMode) error {
 		synced := l.leo.Load() <= rp && l.dirtyBytes.Load() == 0
 		// The active segment ends on disk where its data ends (prewrite.go);
 		// the cut's new size is synced with it.
-		if trimmed, err := segs[len(segs)-1].trimPrewrittenLocked(); err != nil {
+		if trimmed, err := l.trimPrewrittenLocked(segs[len(segs)-1]); err != nil {
 			first = err
 		} else if trimmed {
 			synced = false
@@ -348,6 +348,7 @@ func (l *Log) close(mode closeMode) error {
 			l.recoveryPoint.Store(leo)
 		}
 	}
+	l.dropPrewrittenLocked(segs[len(segs)-1]) // the directory's count; the file is as the mode left it
 	releaseAll(segs)
 	return first
 }

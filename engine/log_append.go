@@ -190,6 +190,7 @@ func (l *Log) append(batches []byte, o AppendOptions) (AppendResult, error) {
 	if err := l.applyProducers(seg, batches); err != nil {
 		return AppendResult{}, l.undoTxnWrite(seg, pos, err)
 	}
+	l.consumePrewrittenLocked(seg, pos, pos+int64(len(batches)))
 
 	// Publish: size, then LEO, then index entries (package doc, invariant 1).
 	seg.size.Store(pos + int64(len(batches)))
@@ -334,7 +335,7 @@ func (l *Log) undoWrite(seg *segment, pos int64, err error) error {
 		l.ld.setOffline(terr)
 		return fmt.Errorf("append %s: %w (undoing it: %w)", l.tp, l.ld.offlineErr(), err)
 	}
-	seg.prewritten = 0 // the cut took any zeros written ahead
+	l.dropPrewrittenLocked(seg) // the cut took any zeros written ahead
 	return ioFailure(fmt.Sprintf("append %s", l.tp), err)
 }
 
@@ -426,6 +427,7 @@ func (l *Log) undoTxnWrite(seg *segment, pos int64, err error) error {
 			n++
 		}
 	}
+	l.dropPrewrittenLocked(seg) // the cut takes any zeros written ahead
 	terr := seg.log.Truncate(pos)
 	if terr == nil {
 		terr = seg.dropTxnFrom(n)

@@ -23,12 +23,17 @@ package engine
 // A log whose flushes carry more than prewriteSmallSync bytes does not
 // prewrite: the journal's cost per sync is spread over enough data there,
 // and writing the bytes twice would cost bandwidth at the maximum rate.
+// The zeros ahead in a log directory are bounded (prewriteDirBudget): with
+// thousands of partitions taking a record now and then, a few hundred
+// prewrite and the others grow as they go, so that neither the disk space
+// nor a burst of zeros grows with the partition count.
 
 const (
 	prewriteMin       = 64 << 10
 	prewriteMax       = 256 << 10
 	prewriteSmallSync = 64 << 10 // a flush of at most this many bytes is small
 	prewriteAfter     = 4        // consecutive small flushes before a log prewrites
+	prewriteDirBudget = 64 << 20 // zeros ahead in one log directory, at most
 )
 
 // prewriteZeros is the source of the zeros (never written: its pages stay
@@ -66,6 +71,13 @@ func (l *Log) prewriteLocked(seg *segment, end int64, cfg *LogConfig) error {
 	chunk := max(seg.prewriteChunk, prewriteMin)
 	to := min(end+chunk, cfg.SegmentBytes)
 	from := max(seg.prewritten, end)
+	budget := int64(prewriteDirBudget)
+	if b := l.m.opts.prewriteBudget; b > 0 {
+		budget = b
+	}
+	if to <= from || l.ld.ahead.Load()+(to-from) > budget {
+		return nil
+	}
 	for off := from; off < to; {
 		n := min(to-off, prewriteMax)
 		if _, err := seg.log.WriteAt(prewriteZeros[:n], off); err != nil {
@@ -74,22 +86,38 @@ func (l *Log) prewriteLocked(seg *segment, end int64, cfg *LogConfig) error {
 			if terr := seg.log.Truncate(end); terr != nil {
 				return terr
 			}
-			seg.prewritten = 0
+			l.dropPrewrittenLocked(seg) // seg.size is end: what was ahead before went too
 			return nil
 		}
 		off += n
 	}
-	if to > from {
-		seg.prewritten = to
-		seg.prewriteChunk = min(2*chunk, prewriteMax)
-	}
+	l.ld.ahead.Add(to - from)
+	seg.prewritten = to
+	seg.prewriteChunk = min(2*chunk, prewriteMax)
 	return nil
 }
 
-// trimPrewrittenLocked cuts the zeros past size off the file. trimmed says
+// consumePrewrittenLocked accounts for an append that wrote [pos, end) over
+// zeros written ahead. The caller holds appendMu.
+func (l *Log) consumePrewrittenLocked(seg *segment, pos, end int64) {
+	if seg.prewritten > pos {
+		l.ld.ahead.Add(-(min(end, seg.prewritten) - pos))
+	}
+}
+
+// dropPrewrittenLocked forgets the zeros past seg's size (the file is cut
+// there, or goes). The caller holds appendMu, or the log is closing.
+func (l *Log) dropPrewrittenLocked(seg *segment) {
+	if n := seg.prewritten - seg.size.Load(); n > 0 {
+		l.ld.ahead.Add(-n)
+	}
+	seg.prewritten = 0
+}
+
+// trimPrewrittenLocked cuts the zeros past size off s's file. trimmed says
 // whether the file changed (its new size wants a sync to be durable). The
-// caller holds appendMu, or the segment is not published.
-func (s *segment) trimPrewrittenLocked() (trimmed bool, err error) {
+// caller holds appendMu.
+func (l *Log) trimPrewrittenLocked(s *segment) (trimmed bool, err error) {
 	if s.prewritten <= s.size.Load() {
 		s.prewritten = 0
 		return false, nil
@@ -97,7 +125,7 @@ func (s *segment) trimPrewrittenLocked() (trimmed bool, err error) {
 	if err := s.log.Truncate(s.size.Load()); err != nil {
 		return false, err
 	}
-	s.prewritten = 0
+	l.dropPrewrittenLocked(s)
 	return true, nil
 }
 

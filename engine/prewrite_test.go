@@ -186,3 +186,84 @@ func TestPrewriteNotForBigFlushes(t *testing.T) {
 		})
 	}
 }
+
+// checkAhead compares the directory's count of zeros ahead with the logs'.
+func checkAhead(t *testing.T, m *Manager) {
+	t.Helper()
+	for _, d := range m.dirs {
+		var sum int64
+		for _, l := range m.Logs() {
+			if l.ld != d {
+				continue
+			}
+			l.appendMu.Lock()
+			if len(l.segs) > 0 {
+				act := l.segs[len(l.segs)-1]
+				if n := act.prewritten - act.size.Load(); n > 0 {
+					sum += n
+				}
+			}
+			l.appendMu.Unlock()
+		}
+		if got := d.ahead.Load(); got != sum {
+			t.Fatalf("%s: %d bytes ahead counted, %d in the logs", d.path, got, sum)
+		}
+	}
+}
+
+// The zeros ahead of a directory stay within its budget: past it, logs
+// grow as they go; the count follows appends, truncation, deletion, close.
+func TestPrewriteDirBudget(t *testing.T) {
+	dir := t.TempDir()
+	m, err := Open(Options{Dirs: []string{dir}, Sync: SyncFsync, prewriteBudget: 3 * prewriteMin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs []*Log
+	for p := 0; p < 5; p++ {
+		l, err := m.CreateLog(TopicPartition{"budget", int32(p)}, DefaultLogConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		logs = append(logs, l)
+		appendDurable(t, l, prewriteAfter+2)
+		checkAhead(t, m)
+	}
+	written := 0
+	for _, l := range logs {
+		if fileSize(t, activeFile(t, l)) > l.Size() {
+			written++
+		}
+	}
+	if written != 3 {
+		t.Fatalf("%d logs written ahead, want 3 (the budget's)", written)
+	}
+	if got := m.dirs[0].ahead.Load(); got > 3*prewriteMin {
+		t.Fatalf("%d bytes ahead, budget %d", got, 3*prewriteMin)
+	}
+	if err := logs[0].TruncateTo(2); err != nil {
+		t.Fatal(err)
+	}
+	checkAhead(t, m)
+	if err := logs[1].TruncateTo(0); err != nil { // below the log start: a fresh segment
+		t.Fatal(err)
+	}
+	checkAhead(t, m)
+	if err := m.DeleteLog(logs[2].TopicPartition()); err != nil {
+		t.Fatal(err)
+	}
+	checkAhead(t, m)
+	// Room again: a log that grew as it went now writes ahead.
+	appendDurable(t, logs[3], 2)
+	appendDurable(t, logs[4], 2)
+	checkAhead(t, m)
+	if fileSize(t, activeFile(t, logs[4])) <= logs[4].Size() {
+		t.Fatal("with the budget freed, the last log is still not written ahead")
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := m.dirs[0].ahead.Load(); got != 0 {
+		t.Fatalf("after close: %d bytes ahead", got)
+	}
+}
