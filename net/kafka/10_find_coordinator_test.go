@@ -1,0 +1,91 @@
+package kafka
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-broker/samsa/coordinator/group"
+	"github.com/samsa-broker/samsa/coordinator/metadata"
+)
+
+// TestFindCoordinatorListedInMetadata: through the images of a coordinator's
+// fencing, the coordinator a broker names is one its own Metadata lists, from the
+// same image. Before the fence it names the old coordinator (listed); with the
+// broker fenced and the partition not yet moved (the fence record alone) it answers
+// COORDINATOR_NOT_AVAILABLE; once the partition moved, the new leader. A client
+// that mixes the first answer of one broker with the Metadata of another that
+// applied the fence (brokers apply the metadata log each on its own) sees a
+// coordinator the Metadata does not list: that is lag between brokers, as in
+// Kafka, not an inconsistency of one broker's answers.
+func TestFindCoordinatorListedInMetadata(t *testing.T) {
+	tb := startDataBroker(t)
+	rc := tb.raw(t)
+	const key = "g-listed"
+	fc := kmsg.NewPtrFindCoordinatorRequest()
+	fc.Version, fc.CoordinatorKey = 3, key
+	deadline := time.Now().Add(10 * time.Second)
+	for { // the first lookup creates __consumer_offsets; this node leads it all
+		r := rc.roundTrip(fc).(*kmsg.FindCoordinatorResponse)
+		if r.ErrorCode == 0 && r.NodeID == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no coordinator: %+v", r)
+		}
+		time.Sleep(2 * time.Millisecond) // polling a condition with a deadline
+	}
+	off, im := tb.b.Image()
+	ot, ok := im.Topic(group.OffsetsTopic)
+	if !ok {
+		t.Fatal("no __consumer_offsets in the image")
+	}
+	p := group.PartitionFor(key, int32(len(ot.Partitions)))
+	epoch := im.MaxBrokerEpoch() + 1
+	apply := func(recs ...metadata.Record) {
+		t.Helper()
+		next, err := im.Apply(recs...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		off++
+		tb.b.MetadataChanged(off, im, next)
+		im = next
+	}
+	// check asks FindCoordinator and Metadata of the broker's current image, and
+	// that the coordinator named (if any) is one Metadata lists.
+	check := func(what string, wantNode int32, wantCode int16, wantListed []int32) {
+		t.Helper()
+		r := rc.roundTrip(fc).(*kmsg.FindCoordinatorResponse)
+		md := rc.roundTrip(kmsg.NewPtrMetadataRequest()).(*kmsg.MetadataResponse)
+		var listed []int32
+		for _, b := range md.Brokers {
+			listed = append(listed, b.NodeID)
+		}
+		slices.Sort(listed)
+		if !slices.Equal(listed, wantListed) {
+			t.Fatalf("%s: Metadata lists %v, want %v", what, listed, wantListed)
+		}
+		if r.ErrorCode != wantCode || (wantCode == 0 && r.NodeID != wantNode) {
+			t.Fatalf("%s: FindCoordinator node %d code %d, want node %d code %d", what, r.NodeID, r.ErrorCode, wantNode, wantCode)
+		}
+		if r.ErrorCode == 0 && !slices.Contains(listed, r.NodeID) {
+			t.Fatalf("%s: coordinator %d is not in the same broker's Metadata %v", what, r.NodeID, listed)
+		}
+	}
+	// Broker 2 joins and the group's partition moves to it: 2 coordinates.
+	apply(&metadata.RegisterBrokerRecord{ID: 2, Epoch: epoch,
+		Endpoints: []metadata.Endpoint{{Name: "PLAINTEXT", Host: "127.0.0.2", Port: 19092, SecurityProtocol: metadata.ProtocolPlaintext}}},
+		&metadata.PartitionChangeRecord{TopicID: ot.ID, Partition: p, Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: metadata.NoLeaderChange, LeaderRecoveryState: -1},
+		&metadata.PartitionChangeRecord{TopicID: ot.ID, Partition: p, Leader: 2, LeaderRecoveryState: -1})
+	check("broker 2 leads the partition", 2, 0, []int32{1, 2})
+	// Broker 2 is fenced, its leadership not yet moved.
+	apply(&metadata.BrokerRegistrationChangeRecord{ID: 2, Epoch: epoch, Fenced: metadata.FenceFence})
+	check("broker 2 fenced, still the partition's leader", -1, kerr.CoordinatorNotAvailable.Code, []int32{1})
+	// The partition moves back to this broker.
+	apply(&metadata.PartitionChangeRecord{TopicID: ot.ID, Partition: p, ISR: []int32{1}, Leader: 1, LeaderRecoveryState: -1})
+	check("the partition moved to broker 1", 1, 0, []int32{1})
+}
