@@ -2,8 +2,14 @@
 //
 // Answers, for a group, the broker leading its __consumer_offsets partition
 // (abs(javaHash(group)) mod the topic's partition count, as Kafka) in the published
-// image, at that broker's advertised endpoint; v4+ answers a batch of keys (KIP-699).
-// A partition without a leader answers COORDINATOR_NOT_AVAILABLE. On first use, as
+// image, at that broker's advertised endpoint (on a SecureListener, its endpoint of
+// that listener, as Metadata there); v4+ answers a batch of keys (KIP-699). A
+// partition without a leader, or led by a broker the image has fenced or does not
+// have (one this broker's Metadata would not list), answers COORDINATOR_NOT_AVAILABLE:
+// the coordinator named is one the same image's Metadata lists. Brokers apply the
+// metadata log each on its own, so for a moment two brokers may answer from
+// different images (right after a coordinator's fencing one may still name it while
+// another no longer lists it), as in Kafka. On first use, as
 // Apache Kafka does, the broker creates __consumer_offsets through the active
 // controller (offsets.topic.num.partitions, default 50; offsets.topic.replication.factor,
 // default 3, capped at the live brokers; compacted, never deleted by retention) and
