@@ -1,6 +1,8 @@
 package kafka
 
 import (
+	"context"
+	"net"
 	"slices"
 	"testing"
 	"time"
@@ -10,21 +12,17 @@ import (
 
 	"github.com/samsa-broker/samsa/coordinator/group"
 	"github.com/samsa-broker/samsa/coordinator/metadata"
+	"github.com/samsa-broker/samsa/net/auth"
+	"github.com/samsa-broker/samsa/net/transport"
 )
 
-// TestFindCoordinatorListedInMetadata: through the images of a coordinator's
-// fencing, the coordinator a broker names is one its own Metadata lists, from the
-// same image. Before the fence it names the old coordinator (listed); with the
-// broker fenced and the partition not yet moved (the fence record alone) it answers
-// COORDINATOR_NOT_AVAILABLE; once the partition moved, the new leader. A client
-// that mixes the first answer of one broker with the Metadata of another that
-// applied the fence (brokers apply the metadata log each on its own) sees a
-// coordinator the Metadata does not list: that is lag between brokers, as in
-// Kafka, not an inconsistency of one broker's answers.
-func TestFindCoordinatorListedInMetadata(t *testing.T) {
+// coordinatorImages starts a single data broker whose first FindCoordinator of key
+// created __consumer_offsets, and returns it, a connection to it, the request, the
+// topic, key's partition and apply, which publishes the image with recs applied.
+func coordinatorImages(t *testing.T, key string) (*testBroker, *rawConn, *kmsg.FindCoordinatorRequest, *metadata.TopicImage, int32, func(...metadata.Record)) {
+	t.Helper()
 	tb := startDataBroker(t)
 	rc := tb.raw(t)
-	const key = "g-listed"
 	fc := kmsg.NewPtrFindCoordinatorRequest()
 	fc.Version, fc.CoordinatorKey = 3, key
 	deadline := time.Now().Add(10 * time.Second)
@@ -43,8 +41,6 @@ func TestFindCoordinatorListedInMetadata(t *testing.T) {
 	if !ok {
 		t.Fatal("no __consumer_offsets in the image")
 	}
-	p := group.PartitionFor(key, int32(len(ot.Partitions)))
-	epoch := im.MaxBrokerEpoch() + 1
 	apply := func(recs ...metadata.Record) {
 		t.Helper()
 		next, err := im.Apply(recs...)
@@ -55,6 +51,21 @@ func TestFindCoordinatorListedInMetadata(t *testing.T) {
 		tb.b.MetadataChanged(off, im, next)
 		im = next
 	}
+	return tb, rc, fc, ot, group.PartitionFor(key, int32(len(ot.Partitions))), apply
+}
+
+// TestFindCoordinatorListedInMetadata: through the images of a coordinator's
+// fencing, the coordinator a broker names is one its own Metadata lists, from the
+// same image. Before the fence it names the old coordinator (listed); with the
+// broker fenced and the partition not yet moved (the fence record alone) it answers
+// COORDINATOR_NOT_AVAILABLE; once the partition moved, the new leader. A client
+// that mixes the first answer of one broker with the Metadata of another that
+// applied the fence (brokers apply the metadata log each on its own) sees a
+// coordinator the Metadata does not list: that is lag between brokers, as in
+// Kafka, not an inconsistency of one broker's answers.
+func TestFindCoordinatorListedInMetadata(t *testing.T) {
+	_, rc, fc, ot, p, apply := coordinatorImages(t, "g-listed")
+	epoch := int64(1000)
 	// check asks FindCoordinator and Metadata of the broker's current image, and
 	// that the coordinator named (if any) is one Metadata lists.
 	check := func(what string, wantNode int32, wantCode int16, wantListed []int32) {
@@ -88,4 +99,62 @@ func TestFindCoordinatorListedInMetadata(t *testing.T) {
 	// The partition moves back to this broker.
 	apply(&metadata.PartitionChangeRecord{TopicID: ot.ID, Partition: p, ISR: []int32{1}, Leader: 1, LeaderRecoveryState: -1})
 	check("the partition moved to broker 1", 1, 0, []int32{1})
+}
+
+// TestFindCoordinatorEndpointOfTheListener: the coordinator's address is its endpoint
+// of the listener the request came in on, the one Metadata on that listener gives
+// (a client of a second listener is not sent to the advertised one), and the
+// advertised one on the broker's own listener.
+func TestFindCoordinatorEndpointOfTheListener(t *testing.T) {
+	tb, rc, fc, ot, p, apply := coordinatorImages(t, "g-endpoint")
+	srv, err := auth.NewServer(auth.ServerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := NewSecureListener(tb.b, ListenerSecurity{Name: "EXTERNAL", Protocol: auth.Plaintext, Auth: srv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := transport.NewStd(transport.Config{}, l, testLogger(t))
+	done := make(chan error, 1)
+	go func() { done <- tr.Serve(ln) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		tr.Shutdown(ctx)
+		<-done
+	})
+	ext, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ext.Close()
+	ext.SetDeadline(time.Now().Add(10 * time.Second))
+	erc := &rawConn{t: t, c: ext}
+	// Broker 2, with an endpoint on each listener, coordinates the group.
+	apply(&metadata.RegisterBrokerRecord{ID: 2, Epoch: 1000, Endpoints: []metadata.Endpoint{
+		{Name: "PLAINTEXT", Host: "127.0.0.2", Port: 19092, SecurityProtocol: metadata.ProtocolPlaintext},
+		{Name: "EXTERNAL", Host: "127.0.0.3", Port: 29092, SecurityProtocol: metadata.ProtocolPlaintext}}},
+		&metadata.PartitionChangeRecord{TopicID: ot.ID, Partition: p, Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: metadata.NoLeaderChange, LeaderRecoveryState: -1},
+		&metadata.PartitionChangeRecord{TopicID: ot.ID, Partition: p, Leader: 2, LeaderRecoveryState: -1})
+	for _, c := range []struct {
+		listener string
+		rc       *rawConn
+		host     string
+		port     int32
+	}{{"PLAINTEXT", rc, "127.0.0.2", 19092}, {"EXTERNAL", erc, "127.0.0.3", 29092}} {
+		r := c.rc.roundTrip(fc).(*kmsg.FindCoordinatorResponse)
+		if r.ErrorCode != 0 || r.NodeID != 2 || r.Host != c.host || r.Port != c.port {
+			t.Fatalf("%s: FindCoordinator %d %s:%d code %d, want 2 %s:%d", c.listener, r.NodeID, r.Host, r.Port, r.ErrorCode, c.host, c.port)
+		}
+		md := c.rc.roundTrip(kmsg.NewPtrMetadataRequest()).(*kmsg.MetadataResponse)
+		i := slices.IndexFunc(md.Brokers, func(b kmsg.MetadataResponseBroker) bool { return b.NodeID == 2 })
+		if i < 0 || md.Brokers[i].Host != r.Host || md.Brokers[i].Port != r.Port {
+			t.Fatalf("%s: Metadata brokers %+v, FindCoordinator %s:%d", c.listener, md.Brokers, r.Host, r.Port)
+		}
+	}
 }
