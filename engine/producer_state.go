@@ -186,6 +186,17 @@ func (ps *producerStates) check(h *BatchHeader, prev *seqCheck, rules checkRules
 			return nil, fmt.Errorf("%w: producer %d: transactional batch in no transaction the coordinator verified", ErrInvalidTxnState, h.ProducerID)
 		}
 	}
+	if inTxn && h.Transactional() && h.ProducerEpoch > e.epoch {
+		// Transaction version 2 bumps the epoch at every EndTxn, and its
+		// markers are written after EndTxn returns: a batch of the next
+		// transaction may reach a partition before the marker of the one
+		// open here. Taken, it would join that transaction and be committed
+		// or aborted by its marker (Kafka's hasOngoingTransaction(pid, epoch)
+		// sends such a batch to verification first, as net/kafka does; this
+		// holds the line should a batch come past it).
+		return nil, fmt.Errorf("%w: producer %d: a transactional batch at epoch %d while its transaction of epoch %d is open here (its marker not written yet)",
+			ErrInvalidTxnState, h.ProducerID, h.ProducerEpoch, e.epoch)
+	}
 	if h.BaseSequence < 0 {
 		// A coordinator's transactional batch (TxnOffsetCommit): no
 		// sequence to check (Kafka's origin COORDINATOR).

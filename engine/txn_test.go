@@ -710,3 +710,34 @@ func TestTxnIndexWriteFailureIsUndone(t *testing.T) {
 		t.Fatalf("directory offline: %+v", st)
 	}
 }
+
+// A batch of a producer's next transaction (transaction version 2 bumps the
+// epoch at every EndTxn) that reaches a partition before the marker of the
+// one open there is refused, not taken into that transaction.
+func TestTxnNextEpochWaitsForMarker(t *testing.T) {
+	m := openTest(t, []string{t.TempDir()}, SyncNone, nil)
+	defer m.Close()
+	l, _ := m.CreateLog(TopicPartition{"bump", 0}, DefaultLogConfig())
+	app := func(b []byte) error { _, err := l.Append(b, AppendOptions{LeaderEpoch: 1}); return err }
+	verified(t, l, 1, 0, 0)
+	if err := app(txnData(t, 1, 0, 0, 2, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := app(txnData(t, 1, 1, 0, 1, 2)); !isErr(err, ErrInvalidTxnState) {
+		t.Fatalf("next epoch's batch before the marker: %v", err)
+	}
+	if first, open := l.OpenTransaction(1); !open || first != 0 {
+		t.Fatalf("open transaction at %d (%t), want 0", first, open)
+	}
+	// The marker, at the bumped epoch, ends it; the next transaction starts.
+	if err := app(marker(1, 1, 0, true)); err != nil {
+		t.Fatal(err)
+	}
+	verified(t, l, 1, 1, 0)
+	if err := app(txnData(t, 1, 1, 0, 1, 3)); err != nil {
+		t.Fatalf("next transaction after the marker: %v", err)
+	}
+	if first, open := l.OpenTransaction(1); !open || first != 3 {
+		t.Fatalf("open transaction at %d (%t), want 3", first, open)
+	}
+}
