@@ -381,9 +381,9 @@ func (b *Broker) notLeader(op *produceOp, v int16, p Partition, sp *kmsg.Produce
 	if v < 10 || id < 0 || slices.ContainsFunc(op.resp.Brokers, func(br kmsg.ProduceResponseBroker) bool { return br.NodeID == id }) {
 		return
 	}
-	if bi, ok := b.meta.Image().Broker(id); ok {
+	if host, port, rack, ok := b.LeaderEndpoint(op.r, id); ok {
 		br := kmsg.NewProduceResponseBroker()
-		br.NodeID, br.Host, br.Port, br.Rack = id, bi.Host, bi.Port, bi.Rack
+		br.NodeID, br.Host, br.Port, br.Rack = id, host, port, rack
 		op.resp.Brokers = append(op.resp.Brokers, br)
 	}
 }

@@ -157,4 +157,33 @@ func TestFindCoordinatorEndpointOfTheListener(t *testing.T) {
 			t.Fatalf("%s: Metadata brokers %+v, FindCoordinator %s:%d", c.listener, md.Brokers, r.Host, r.Port)
 		}
 	}
+
+	// A Produce to a partition broker 2 leads is told its leader's endpoint of the
+	// same listener (KIP-951's NodeEndpoints), as Metadata gives it.
+	id := metadata.NewUUID()
+	apply(&metadata.TopicRecord{Name: "led-by-2", ID: id},
+		&metadata.PartitionRecord{TopicID: id, Partition: 0, Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: 2, LeaderEpoch: 1})
+	for _, c := range []struct {
+		listener string
+		rc       *rawConn
+		host     string
+		port     int32
+	}{{"PLAINTEXT", rc, "127.0.0.2", 19092}, {"EXTERNAL", erc, "127.0.0.3", 29092}} {
+		req := kmsg.NewPtrProduceRequest()
+		req.Version, req.Acks, req.TimeoutMillis = 10, -1, 5000
+		rt := kmsg.NewProduceRequestTopic()
+		rt.Topic = "led-by-2"
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Records = appendBatch(nil, batchSpec{pid: -1, epoch: -1, seq: -1, n: 1, valueBytes: 10})
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp := c.rc.roundTrip(req).(*kmsg.ProduceResponse)
+		pr := resp.Topics[0].Partitions[0]
+		if pr.ErrorCode != kerr.NotLeaderForPartition.Code || pr.CurrentLeader.LeaderID != 2 {
+			t.Fatalf("%s: produce to broker 2's partition: code %d, leader %d", c.listener, pr.ErrorCode, pr.CurrentLeader.LeaderID)
+		}
+		if len(resp.Brokers) != 1 || resp.Brokers[0].NodeID != 2 || resp.Brokers[0].Host != c.host || resp.Brokers[0].Port != c.port {
+			t.Fatalf("%s: Produce's node endpoints %+v, want 2 at %s:%d", c.listener, resp.Brokers, c.host, c.port)
+		}
+	}
 }

@@ -496,7 +496,7 @@ func (op *shareFetchOp) respond() {
 			if p.code == kerr.NotLeaderForPartition.Code || p.code == kerr.FencedLeaderEpoch.Code {
 				rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = p.leaderID, p.leaderEpoch
 				if p.leaderID >= 0 && !endpoints[p.leaderID] {
-					if host, port, rack, ok := b.LeaderEndpoint(p.leaderID); ok {
+					if host, port, rack, ok := b.LeaderEndpoint(op.r, p.leaderID); ok {
 						endpoints[p.leaderID] = true
 						resp.NodeEndpoints = append(resp.NodeEndpoints, kmsg.ShareFetchResponseNodeEndpoint{NodeID: p.leaderID, Host: host, Port: port, Rack: rack})
 					}

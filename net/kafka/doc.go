@@ -83,7 +83,7 @@
 //	                                 PARTITION / UNKNOWN_TOPIC_ID, NOT_LEADER_OR_FOLLOWER
 //	                                 (Partition.Image names the leader, KIP-951),
 //	                                 KAFKA_STORAGE_ERROR
-//	b.LeaderEndpoint(id)             a broker's advertised address (KIP-951 NodeEndpoints)
+//	b.LeaderEndpoint(r, id)          a broker's address on r's listener (KIP-951 NodeEndpoints)
 //	b.forward(r, forwarded{...})     answer r with the active controller's answer
 //	b.AutoCreateTopic(ctx, name)     auto.create.topics.enable through the controller
 //	b.brokerValue(im, key)           a broker key: dynamic (node, cluster default),

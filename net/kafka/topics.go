@@ -80,14 +80,15 @@ func (b *Broker) partitionOf(t *metadata.TopicImage, partition int32) (Partition
 	return p, nil
 }
 
-// LeaderEndpoint returns the address of broker id on the advertised listener, from the
-// published image (for KIP-951's NodeEndpoints in Produce and Fetch answers).
-func (b *Broker) LeaderEndpoint(id int32) (host string, port int32, rack *string, ok bool) {
+// LeaderEndpoint returns the address of broker id that a client of r's listener is
+// told (endpointFor: Metadata's), from the published image, for KIP-951's
+// NodeEndpoints in Produce and share answers. A fenced or unknown broker has none.
+func (b *Broker) LeaderEndpoint(r *Request, id int32) (host string, port int32, rack *string, ok bool) {
 	bi, ok := b.meta.Image().Broker(id)
 	if !ok || bi.Fenced {
 		return "", 0, nil, false
 	}
-	host, port = b.endpoint(bi)
+	host, port = b.endpointFor(r, bi)
 	return host, port, bi.Rack, true
 }
 
