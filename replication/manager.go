@@ -249,6 +249,13 @@ func (m *Manager) putPartition(p *Partition) {
 	m.sorted.Store(nil)
 }
 
+func (m *Manager) putPartitions(ps []*Partition) {
+	m.partsMu.Lock()
+	defer m.partsMu.Unlock()
+	m.parts.setAll(ps)
+	m.sorted.Store(nil)
+}
+
 func (m *Manager) dropPartition(p *Partition) {
 	m.partsMu.Lock()
 	defer m.partsMu.Unlock()
@@ -281,6 +288,7 @@ func (m *Manager) Apply(d Delta) error {
 		}
 	}
 	m.openNewLogs(&d)
+	m.addNewPartitions(&d)
 	for i := range d.Leaders {
 		if err := m.becomeLeader(&d.Leaders[i]); err != nil {
 			errs = append(errs, err)
@@ -328,6 +336,33 @@ func (m *Manager) openNewLogs(d *Delta) {
 	}
 	if err := bo.OpenLogs(tps, cfgs); err != nil {
 		m.log.Debug("opening logs in a batch", "logs", len(tps), "err", err)
+	}
+}
+
+// addNewPartitions creates, in one change of the replica map, the replicas of the
+// partitions of d that have none yet (their logs opened by openNewLogs), so that
+// becomeLeader and becomeFollower find them: a delta of n new partitions copies each
+// shard of the map once, not once per partition. A log that does not open is left
+// to partitionFor, which reports it.
+func (m *Manager) addNewPartitions(d *Delta) {
+	var ps []*Partition
+	seen := map[engine.TopicPartition]bool{}
+	for _, sts := range [2][]PartitionState{d.Leaders, d.Followers} {
+		for i := range sts {
+			tp := sts[i].TP()
+			if seen[tp] || m.Partition(tp) != nil {
+				continue
+			}
+			seen[tp] = true
+			l, err := m.cfg.Logs.OpenLog(tp, sts[i].LogConfig)
+			if err != nil {
+				continue
+			}
+			ps = append(ps, newPartition(m, tp, sts[i].TopicID, l))
+		}
+	}
+	if len(ps) >= 2 {
+		m.putPartitions(ps)
 	}
 }
 
