@@ -26,6 +26,10 @@
 //
 // Authorized operations (KIP-430) are filled in by the SecureListener when an
 // authorizer is configured; otherwise INT32_MIN ("not requested/unknown").
+//
+// An all-topics answer that is the same for every principal (no authorizer, or a super
+// user not asking for authorized operations) is encoded once per image and shape and
+// served from a cache (03_metadata_cache.go).
 
 package kafka
 
@@ -52,6 +56,9 @@ func handleMetadata(b *Broker, r *Request) {
 	req := r.Body.(*kmsg.MetadataRequest)
 	v := r.Header.Version
 	all := req.Topics == nil || (v == 0 && len(req.Topics) == 0)
+	if all && b.respondCachedMetadata(r, req) { // 03_metadata_cache.go
+		return
+	}
 	if !all && (v < 4 || req.AllowAutoTopicCreation) && b.AutoCreateEnabled() {
 		var missing []string
 		im := b.meta.Image()
@@ -78,8 +85,12 @@ func handleMetadata(b *Broker, r *Request) {
 // metadataResponse answers req from the current image; created holds the error codes
 // of topics this request tried to auto-create.
 func (b *Broker) metadataResponse(r *Request, req *kmsg.MetadataRequest, all bool, created map[string]int16) *kmsg.MetadataResponse {
+	return b.metadataResponseFrom(b.meta.Image(), r, req, all, created)
+}
+
+// metadataResponseFrom is metadataResponse from image im.
+func (b *Broker) metadataResponseFrom(im *metadata.Image, r *Request, req *kmsg.MetadataRequest, all bool, created map[string]int16) *kmsg.MetadataResponse {
 	resp := r.ResponseKind().(*kmsg.MetadataResponse)
-	im := b.meta.Image()
 	resp.ClusterID = &b.cfg.ClusterID
 	resp.AuthorizedOperations = authorizedOpsUnknown
 	for _, bi := range im.Brokers() {

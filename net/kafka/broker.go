@@ -108,6 +108,7 @@ type Broker struct {
 	adminMu sync.Mutex
 
 	dirs       *dirHealth       // failed log directories, cached (03_metadata.go reads it)
+	mdCache    *metadataCache   // encoded all-topics Metadata answers (03_metadata_cache.go); nil: off
 	groups     *groupState      // the group coordinator (groups.go)
 	txns       *txnState        // the transaction coordinator (txns.go)
 	shares     *shareState      // share groups' share partitions and share coordinator (shares.go)
@@ -166,6 +167,7 @@ func NewBroker(cfg Config, deps Deps, log *slog.Logger) (*Broker, error) {
 	b.quotas = newQuotaManager(cfg.Static, cfg.Registerer)
 	b.apiVersions = buildApiVersions()
 	b.dirs = newDirHealth(b.eng)
+	b.mdCache = newMetadataCache()
 	off, im := b.source.Image()
 	if err := b.removeStrayLogs(im); err != nil {
 		return nil, err
