@@ -60,8 +60,8 @@ func BenchmarkMetadataAllTopics(b *testing.B) {
 		frame := f.AppendRequest(nil, allTopicsRequest(v), 1)[4:]
 		for _, mode := range []string{"uncached", "cached"} {
 			b.Run(fmt.Sprintf("v%d/10x1000/%s", v, mode), func(b *testing.B) {
-				tb.b.mdCache.off.Store(mode == "uncached")
-				defer tb.b.mdCache.off.Store(false)
+				tb.b.mdCache.disabled.Store(mode == "uncached")
+				defer tb.b.mdCache.disabled.Store(false)
 				conn := &sizeConn{}
 				b.ReportAllocs()
 				for b.Loop() {

@@ -21,9 +21,10 @@ package kafka
 //     (advertisedController, read per request: the active controller can move
 //     without a new image), and the two include_*_authorized_operations flags (the
 //     handler ignores them today; keyed so that a change there cannot mix answers).
-//  2. Every entry was encoded from the image the cache holds (metadataCache.im);
-//     the first request that reads a newer image drops them all. Entries are at
-//     most maxMetadataEntries, the oldest dropped first.
+//  2. Every entry was encoded from the image the cache holds (metadataCache.im, at
+//     its offset); the first request that reads a newer image drops them all, one
+//     that read an older one is not cached. Entries are at most maxMetadataEntries,
+//     the oldest dropped first.
 //  3. Only a request whose answer is the handler's alone is cached: no amend
 //     (authz.go) is set. Under an authorizer every principal but a super user has its
 //     topics filtered by amend, and KIP-430's authorized operations are filled per
@@ -99,9 +100,10 @@ func (t *errorTally) countError(code int16) {
 // metadataCache holds the encoded all-topics answers of one image. Safe for concurrent
 // use by every connection's read goroutine.
 type metadataCache struct {
-	off atomic.Bool // every request takes the uncached path (benchmarks, tests)
-	mu  struct {
+	disabled atomic.Bool // every request takes the uncached path (benchmarks, tests)
+	mu       struct {
 		sync.Mutex
+		off     uint64 // im's offset
 		im      *metadata.Image
 		entries []*metadataEntry // oldest first
 	}
@@ -109,13 +111,17 @@ type metadataCache struct {
 
 func newMetadataCache() *metadataCache { return &metadataCache{} }
 
-// entry returns the entry of key for image im, and whether the caller is to fill it
-// (it was just created, its done still open).
-func (c *metadataCache) entry(im *metadata.Image, key metadataKey) (e *metadataEntry, fill bool) {
+// entry returns the entry of key for image im at offset off, and whether the caller is
+// to fill it (it was just created, its done still open); nil when the cache already
+// holds a newer image (a request that read the image just before it moved).
+func (c *metadataCache) entry(off uint64, im *metadata.Image, key metadataKey) (e *metadataEntry, fill bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.mu.im != im {
-		c.mu.im, c.mu.entries = im, nil
+	switch {
+	case c.mu.im != nil && off < c.mu.off:
+		return nil, false
+	case c.mu.im != im:
+		c.mu.off, c.mu.im, c.mu.entries = off, im, nil
 	}
 	for _, e := range c.mu.entries {
 		if e.key == key {
@@ -137,8 +143,8 @@ func (c *metadataCache) drop(e *metadataEntry) {
 	c.mu.entries = slices.DeleteFunc(c.mu.entries, func(x *metadataEntry) bool { return x == e })
 }
 
-// len is the number of entries (tests).
-func (c *metadataCache) len() int {
+// size is the number of entries (tests).
+func (c *metadataCache) size() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.mu.entries)
@@ -149,10 +155,10 @@ func (c *metadataCache) len() int {
 // the caller then answers it itself.
 func (b *Broker) respondCachedMetadata(r *Request, req *kmsg.MetadataRequest) bool {
 	c := b.mdCache
-	if c == nil || c.off.Load() || r.amend != nil || len(b.dirs.offline()) > 0 {
+	if c == nil || c.disabled.Load() || r.amend != nil || len(b.dirs.offline()) > 0 {
 		return false
 	}
-	im := b.meta.Image()
+	off, im := b.Image()
 	key := metadataKey{
 		version:    r.Header.Version,
 		controller: b.advertisedController(im),
@@ -162,10 +168,13 @@ func (b *Broker) respondCachedMetadata(r *Request, req *kmsg.MetadataRequest) bo
 	if r.sec != nil {
 		key.listener = r.sec.l.sec.Name
 	}
-	e, fill := c.entry(im, key)
-	if fill {
+	e, fill := c.entry(off, im, key)
+	switch {
+	case e == nil:
+		return false
+	case fill:
 		b.fillMetadataEntry(c, e, im, r, req)
-	} else {
+	default:
 		<-e.done
 	}
 	if !e.ok {

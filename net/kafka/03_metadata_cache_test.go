@@ -51,9 +51,9 @@ func TestMetadataCacheServesAndInvalidates(t *testing.T) {
 
 	for v := int16(0); v <= 13; v++ {
 		req := allTopicsRequest(v)
-		c.off.Store(true)
+		c.disabled.Store(true)
 		uncached := rc.roundTrip(req).(*kmsg.MetadataResponse)
-		c.off.Store(false)
+		c.disabled.Store(false)
 		// Three requests in flight at once on the connection: the first fills the
 		// entry, the others are served from it; each carries its own correlation id
 		// (recv checks it).
@@ -68,7 +68,7 @@ func TestMetadataCacheServesAndInvalidates(t *testing.T) {
 			t.Fatalf("v%d: topics %v", v, names)
 		}
 	}
-	if n := c.len(); n != maxMetadataEntries {
+	if n := c.size(); n != maxMetadataEntries {
 		t.Fatalf("%d entries after 14 versions, want the bound %d", n, maxMetadataEntries)
 	}
 
@@ -248,7 +248,7 @@ func TestMetadataCacheListenersAndPrincipals(t *testing.T) {
 			t.Fatalf("SASL listener, alice: broker 2 at %q, topics %v", got, topicNames(md))
 		}
 	}
-	if n := tb.b.mdCache.len(); n != 2 {
+	if n := tb.b.mdCache.size(); n != 2 {
 		t.Fatalf("%d cache entries, want 2 (one per listener; alice's answers uncached)", n)
 	}
 	// Authorized operations are per principal: never from the cache.
@@ -260,7 +260,7 @@ func TestMetadataCacheListenersAndPrincipals(t *testing.T) {
 	if len(md.Topics) != 1 || md.Topics[0].AuthorizedOperations == authorizedOpsUnknown {
 		t.Fatalf("alice's topic operations: %+v", md.Topics)
 	}
-	if n := tb.b.mdCache.len(); n != 2 {
+	if n := tb.b.mdCache.size(); n != 2 {
 		t.Fatalf("%d cache entries after authorized-operations requests, want 2", n)
 	}
 }
@@ -273,4 +273,38 @@ func kmsgACL(principal, topic string) *kmsg.CreateACLsRequest {
 	c.Principal, c.Host, c.Operation, c.PermissionType = principal, "*", kmsg.ACLOperationRead, kmsg.ACLPermissionTypeAllow
 	req.Creations = append(req.Creations, c)
 	return req
+}
+
+// TestMetadataCacheEntries: one entry per key and image, none for an image older than
+// the cache's, all dropped by a newer image, at most maxMetadataEntries.
+func TestMetadataCacheEntries(t *testing.T) {
+	c := newMetadataCache()
+	im5, im6 := new(metadata.Image), new(metadata.Image) // compared by identity only
+	k := metadataKey{version: 12}
+	e, fill := c.entry(5, im5, k)
+	if e == nil || !fill {
+		t.Fatalf("first request: %v %v", e, fill)
+	}
+	if again, fill := c.entry(5, im5, k); again != e || fill {
+		t.Fatalf("second request: a new entry (%v) or asked to fill (%v)", again != e, fill)
+	}
+	if old, _ := c.entry(4, im6, k); old != nil {
+		t.Fatal("an entry for an image older than the cache's")
+	}
+	if e6, fill := c.entry(6, im6, k); e6 == e || !fill || c.size() != 1 {
+		t.Fatalf("newer image: reused %v, fill %v, %d entries", e6 == e, fill, c.size())
+	}
+	var first *metadataEntry
+	for v := range int16(maxMetadataEntries + 1) {
+		e, _ := c.entry(6, im6, metadataKey{version: v, listener: "L"})
+		if v == 0 {
+			first = e
+		}
+	}
+	if c.size() != maxMetadataEntries {
+		t.Fatalf("%d entries, want %d", c.size(), maxMetadataEntries)
+	}
+	if e, fill := c.entry(6, im6, metadataKey{version: 0, listener: "L"}); e == first || !fill {
+		t.Fatal("the oldest entry was not the one dropped")
+	}
 }
