@@ -199,6 +199,7 @@ func (b *Broker) fillMetadataEntry(c *metadataCache, e *metadataEntry, im *metad
 		close(e.done)
 	}()
 	resp := b.metadataResponseFrom(im, r, req, true, nil)
+	resp.ControllerID = e.key.controller // the key's, should the controller move meanwhile
 	resp.SetVersion(r.Header.Version)
 	var tally errorTally
 	if w := walkerFor(reflect.TypeOf(resp)); w != nil {
