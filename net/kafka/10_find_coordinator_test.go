@@ -141,12 +141,14 @@ func TestFindCoordinatorEndpointOfTheListener(t *testing.T) {
 		{Name: "EXTERNAL", Host: "127.0.0.3", Port: 29092, SecurityProtocol: metadata.ProtocolPlaintext}}},
 		&metadata.PartitionChangeRecord{TopicID: ot.ID, Partition: p, Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: metadata.NoLeaderChange, LeaderRecoveryState: -1},
 		&metadata.PartitionChangeRecord{TopicID: ot.ID, Partition: p, Leader: 2, LeaderRecoveryState: -1})
-	for _, c := range []struct {
+	// Broker 2's endpoint as each listener's clients are told it.
+	listeners := []struct {
 		listener string
 		rc       *rawConn
 		host     string
 		port     int32
-	}{{"PLAINTEXT", rc, "127.0.0.2", 19092}, {"EXTERNAL", erc, "127.0.0.3", 29092}} {
+	}{{"PLAINTEXT", rc, "127.0.0.2", 19092}, {"EXTERNAL", erc, "127.0.0.3", 29092}}
+	for _, c := range listeners {
 		r := c.rc.roundTrip(fc).(*kmsg.FindCoordinatorResponse)
 		if r.ErrorCode != 0 || r.NodeID != 2 || r.Host != c.host || r.Port != c.port {
 			t.Fatalf("%s: FindCoordinator %d %s:%d code %d, want 2 %s:%d", c.listener, r.NodeID, r.Host, r.Port, r.ErrorCode, c.host, c.port)
@@ -163,12 +165,7 @@ func TestFindCoordinatorEndpointOfTheListener(t *testing.T) {
 	id := metadata.NewUUID()
 	apply(&metadata.TopicRecord{Name: "led-by-2", ID: id},
 		&metadata.PartitionRecord{TopicID: id, Partition: 0, Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: 2, LeaderEpoch: 1})
-	for _, c := range []struct {
-		listener string
-		rc       *rawConn
-		host     string
-		port     int32
-	}{{"PLAINTEXT", rc, "127.0.0.2", 19092}, {"EXTERNAL", erc, "127.0.0.3", 29092}} {
+	for _, c := range listeners {
 		req := kmsg.NewPtrProduceRequest()
 		req.Version, req.Acks, req.TimeoutMillis = 10, -1, 5000
 		rt := kmsg.NewProduceRequestTopic()
