@@ -242,17 +242,17 @@ type Options struct {
 	// transaction.partition.verification.enable=false; Kafka's default,
 	// and the zero value here, is on).
 	DisableTxnVerification bool
-	// NoPrewrite turns off writing the active segment ahead of its appends
-	// with zeros under the fsync policy (prewrite.go; the broker's
-	// samsa.log.segment.prewrite.enable=false).
-	NoPrewrite bool
+	// NoPrealloc turns off allocating the active segment's blocks ahead of
+	// its appends under the fsync policy (prealloc.go; the broker's
+	// samsa.log.segment.preallocate.enable=false).
+	NoPrealloc bool
 
 	// manualBackground (tests) starts no flusher, checkpointer, retention
 	// or scrubber goroutine: the test runs flusher rounds itself
 	// (Manager.flushRound), so that a seeded run replays exactly.
 	manualBackground bool
-	// prewriteBudget (tests) replaces prewriteDirBudget when positive.
-	prewriteBudget int64
+	// preallocBudget (tests) replaces preallocDirBudget when positive.
+	preallocBudget int64
 }
 
 // CleanerOptions are the broker's log.cleaner.* keys. The zero value is

@@ -163,8 +163,8 @@ func dumpLog(w io.Writer, path string, opts DumpOptions) (int, error) {
 			return problems, err
 		}
 		if zeros {
-			// An active segment written ahead of its appends (prewrite.go).
-			fmt.Fprintf(w, "%d bytes of zeros written ahead of the appends at the end of %s (position %d)\n", fi.Size()-end, filepath.Base(path), end)
+			// An active segment allocated ahead of its appends (prealloc.go).
+			fmt.Fprintf(w, "%d bytes of zeros (allocated ahead of the appends) at the end of %s (position %d)\n", fi.Size()-end, filepath.Base(path), end)
 		} else {
 			fmt.Fprintf(w, "Found %d invalid bytes at the end of %s (position %d)\n", fi.Size()-end, filepath.Base(path), end)
 			problems++

@@ -28,7 +28,7 @@ type logDir struct {
 
 	offline atomic.Bool  // err is set (read without mu on the append path)
 	noSpace atomic.Bool  // an append found the file system full (UnwritableDirs)
-	ahead   atomic.Int64 // zeros written ahead of appends in its active segments (prewrite.go)
+	ahead   atomic.Int64 // bytes allocated ahead of appends in its active segments (prealloc.go)
 
 	mu      sync.Mutex
 	dirty   []*Log
@@ -377,7 +377,7 @@ func (l *Log) flush() error {
 		return err
 	}
 	l.dirtyBytes.Add(-dirty)
-	l.noteFlushed(dirty)
+	l.noteFlushed()
 	for {
 		cur := l.recoveryPoint.Load()
 		if leo <= cur || l.recoveryPoint.CompareAndSwap(cur, leo) {

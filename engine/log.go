@@ -58,7 +58,7 @@ type Log struct {
 	recoveryPoint atomic.Int64 // everything below is fdatasynced and indexed
 	size          atomic.Int64
 	dirtyBytes    atomic.Int64
-	smallFlushes  atomic.Int32 // consecutive flushes of a few bytes (prewrite.go)
+	flushes       atomic.Int32 // flushes, up to preallocAfter (prealloc.go)
 	flushQueued   atomic.Bool
 	dirDirty      atomic.Bool // a segment file was created since the last sync of dir
 
@@ -212,9 +212,9 @@ func (l *Log) rollLocked(base int64) error {
 		return nil
 	}
 	// A segment that is not active ends on disk where its data ends
-	// (prewrite.go); the flush the roll queues makes the cut durable.
-	if _, err := l.trimPrewrittenLocked(old); err != nil {
-		return fmt.Errorf("roll %s at %d: cutting the zeros written ahead: %w", l.tp, base, err)
+	// (prealloc.go); the flush the roll queues makes the cut durable.
+	if _, err := l.trimPreallocLocked(old); err != nil {
+		return fmt.Errorf("roll %s at %d: cutting the blocks allocated ahead: %w", l.tp, base, err)
 	}
 	s, err := createSegment(l.m, l.dir, base, cfg, false)
 	if err != nil {
@@ -295,9 +295,9 @@ func (l *Log) close(mode closeMode) error {
 		// Nothing unsynced (what the flusher checks too): an idle log's
 		// close costs no fdatasync.
 		synced := l.leo.Load() <= rp && l.dirtyBytes.Load() == 0
-		// The active segment ends on disk where its data ends (prewrite.go);
+		// The active segment ends on disk where its data ends (prealloc.go);
 		// the cut's new size is synced with it.
-		if trimmed, err := l.trimPrewrittenLocked(segs[len(segs)-1]); err != nil {
+		if trimmed, err := l.trimPreallocLocked(segs[len(segs)-1]); err != nil {
 			first = err
 		} else if trimmed {
 			synced = false
@@ -348,7 +348,7 @@ func (l *Log) close(mode closeMode) error {
 			l.recoveryPoint.Store(leo)
 		}
 	}
-	l.dropPrewrittenLocked(segs[len(segs)-1]) // the directory's count; the file is as the mode left it
+	l.dropPreallocLocked(segs[len(segs)-1]) // the directory's count; the file is as the mode left it
 	releaseAll(segs)
 	return first
 }

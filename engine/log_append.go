@@ -190,16 +190,16 @@ func (l *Log) append(batches []byte, o AppendOptions) (AppendResult, error) {
 	if err := l.applyProducers(seg, batches); err != nil {
 		return AppendResult{}, l.undoTxnWrite(seg, pos, err)
 	}
-	l.consumePrewrittenLocked(seg, pos, pos+int64(len(batches)))
+	l.consumePreallocLocked(seg, pos, pos+int64(len(batches)))
 
 	// Publish: size, then LEO, then index entries (package doc, invariant 1).
 	seg.size.Store(pos + int64(len(batches)))
 	seg.next.Store(next)
 	l.size.Add(int64(len(batches)))
 	l.leo.Store(next)
-	if perr := l.prewriteLocked(seg, pos+int64(len(batches)), cfg); perr != nil {
-		// The zeros written ahead could not be cut off after a failed write
-		// of more of them: nothing more goes into this directory (Open cuts
+	if perr := l.preallocLocked(seg, pos+int64(len(batches)), cfg); perr != nil {
+		// The blocks allocated ahead could not be cut off after a failed
+		// allocation of more: nothing more goes into this directory (Open cuts
 		// them after the restart, as any tail past the last batch).
 		l.m.reportIO(l.tp.String(), perr, "op", "truncate")
 		l.ld.setOffline(perr)
@@ -335,7 +335,7 @@ func (l *Log) undoWrite(seg *segment, pos int64, err error) error {
 		l.ld.setOffline(terr)
 		return fmt.Errorf("append %s: %w (undoing it: %w)", l.tp, l.ld.offlineErr(), err)
 	}
-	l.dropPrewrittenLocked(seg) // the cut took any zeros written ahead
+	l.dropPreallocLocked(seg) // the cut took any blocks allocated ahead
 	return ioFailure(fmt.Sprintf("append %s", l.tp), err)
 }
 
@@ -427,7 +427,7 @@ func (l *Log) undoTxnWrite(seg *segment, pos int64, err error) error {
 			n++
 		}
 	}
-	l.dropPrewrittenLocked(seg) // the cut takes any zeros written ahead
+	l.dropPreallocLocked(seg) // the cut takes any blocks allocated ahead
 	terr := seg.log.Truncate(pos)
 	if terr == nil {
 		terr = seg.dropTxnFrom(n)

@@ -72,7 +72,7 @@ func (l *Log) TruncateTo(offset int64) error {
 	}
 	// The truncation is durable before anything is appended after it: a
 	// crash must not bring the cut records back under new ones.
-	l.dropPrewrittenLocked(s) // any zeros written ahead go with the cut
+	l.dropPreallocLocked(s) // any blocks allocated ahead go with the cut
 	terr := s.log.Truncate(pos)
 	if terr == nil {
 		terr = s.log.Datasync()
@@ -202,7 +202,7 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 		return ioFailure(fmt.Sprintf("truncate %s", l.tp), err)
 	}
 	l.dirDirty.Store(true)
-	l.dropPrewrittenLocked(old[len(old)-1]) // deleted, zeros and all
+	l.dropPreallocLocked(old[len(old)-1]) // deleted, blocks ahead and all
 	l.segs = []*segment{s}
 	l.pruneDamageLocked()
 	l.leo.Store(offset)

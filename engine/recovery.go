@@ -636,8 +636,8 @@ func (l *Log) recoverSegmentKeeping(s *segment, active, keepDamaged bool, buf []
 			return false, err
 		}
 		if zeros && active {
-			l.rec.PrewrittenBytesCut += size - pos
-			l.logger.Debug("cutting the zeros written ahead of the appends", "base", s.base, "valid", pos, "size", size)
+			l.rec.PreallocatedBytesCut += size - pos
+			l.logger.Debug("cutting the blocks allocated ahead of the appends", "base", s.base, "valid", pos, "size", size)
 		} else {
 			l.rec.BytesTruncated += size - pos
 			l.logger.Warn("truncating corrupt or torn tail", "base", s.base, "valid", pos, "size", size)

@@ -44,8 +44,8 @@ func TestRecoveryTornLastBatchAtEveryByte(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The fsync policy writes the active segment ahead of small appends
-	// with zeros (prewrite.go): the file may be longer than its batches.
+	// The fsync policy allocates the active segment ahead of its appends
+	// (prealloc.go): the file may be longer than its batches, with zeros.
 	if int64(len(full)) < syncedSize+int64(len(last)) {
 		t.Fatalf("file %d bytes, want at least %d", len(full), syncedSize+int64(len(last)))
 	}
@@ -58,7 +58,7 @@ func TestRecoveryTornLastBatchAtEveryByte(t *testing.T) {
 	}
 	for i := 0; i <= 2*len(last)+1; i++ {
 		// Each cut k of the last batch alone, then followed by zeros (the
-		// torn write landed in space written ahead).
+		// torn write landed in space allocated ahead).
 		k := i / 2
 		file := append([]byte(nil), full[:syncedSize+int64(k)]...)
 		if i%2 == 1 {

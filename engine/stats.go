@@ -148,20 +148,20 @@ func (m *Manager) Stats() Stats {
 // RecoveryStats says what Open did to bring the logs back (Manager.Recovery)
 // or what it did to one log (Log.Recovery).
 type RecoveryStats struct {
-	Logs               int           // logs opened
-	CleanLogs          int           // opened after a clean shutdown (tail checked only)
-	RecoveredLogs      int           // recovered after a crash (scanned from the recovery point)
-	SegmentsScanned    int           // segments whose every batch was read and checked
-	BytesScanned       int64         // bytes of valid batches those scans read
-	BytesTruncated     int64         // bytes cut off: torn or corrupt tails, segments after them
-	PrewrittenBytesCut int64         // zeros written ahead of the appends cut off an active segment's tail (prewrite.go)
-	SegmentsDeleted    int           // segments deleted after a cut
-	IndexesRebuilt     int           // segments whose indexes were rebuilt
-	TailBytesVerified  int64         // bytes of tail batches CRC-checked after a clean shutdown
-	DamagedBatches     int           // damage found and recorded (not cut) at Open
-	SwapsCompleted     int           // swaps of cleaned segments a crash cut, finished
-	SwapsDiscarded     int           // ... cut before their commit point, undone
-	Duration           time.Duration // wall time of Open's recovery (Manager only)
+	Logs                 int           // logs opened
+	CleanLogs            int           // opened after a clean shutdown (tail checked only)
+	RecoveredLogs        int           // recovered after a crash (scanned from the recovery point)
+	SegmentsScanned      int           // segments whose every batch was read and checked
+	BytesScanned         int64         // bytes of valid batches those scans read
+	BytesTruncated       int64         // bytes cut off: torn or corrupt tails, segments after them
+	PreallocatedBytesCut int64         // blocks allocated ahead of the appends (zeros) cut off an active segment's tail (prealloc.go)
+	SegmentsDeleted      int           // segments deleted after a cut
+	IndexesRebuilt       int           // segments whose indexes were rebuilt
+	TailBytesVerified    int64         // bytes of tail batches CRC-checked after a clean shutdown
+	DamagedBatches       int           // damage found and recorded (not cut) at Open
+	SwapsCompleted       int           // swaps of cleaned segments a crash cut, finished
+	SwapsDiscarded       int           // ... cut before their commit point, undone
+	Duration             time.Duration // wall time of Open's recovery (Manager only)
 }
 
 func (r *RecoveryStats) add(o RecoveryStats) {
@@ -171,7 +171,7 @@ func (r *RecoveryStats) add(o RecoveryStats) {
 	r.SegmentsScanned += o.SegmentsScanned
 	r.BytesScanned += o.BytesScanned
 	r.BytesTruncated += o.BytesTruncated
-	r.PrewrittenBytesCut += o.PrewrittenBytesCut
+	r.PreallocatedBytesCut += o.PreallocatedBytesCut
 	r.SegmentsDeleted += o.SegmentsDeleted
 	r.IndexesRebuilt += o.IndexesRebuilt
 	r.TailBytesVerified += o.TailBytesVerified

@@ -109,3 +109,18 @@ func MapLimit() int64 {
 	}
 	return v
 }
+
+// allocateRange allocates the blocks of f's [off, off+n), extending its size:
+// unwritten extents, which read as zeros (prealloc.go).
+func allocateRange(f vfs.File, off, n int64) error {
+	for {
+		err := unix.Fallocate(int(f.Fd()), 0, off, n)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return &os.PathError{Op: "fallocate", Path: f.Name(), Err: err}
+		}
+		return nil
+	}
+}

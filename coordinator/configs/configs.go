@@ -278,7 +278,7 @@ var BrokerDefs = []*Def{
 	{Name: "log.cleaner.min.cleanable.ratio", Kind: KindDouble, Default: sp("0.5"), Min: 0, Max: 1},
 	{Name: "log.preallocate", Kind: KindBool, Default: sp("false")},
 	{Name: "samsa.log.scrub.bytes.per.second", Kind: KindLong, Default: sp("8388608"), Min: 0, ReadOnly: true, Doc: "Samsa: the background scrubber checks the CRC of every batch of every log at this rate, a pass at start-up and then every samsa.log.scrub.interval.ms; a damaged range is refused with CORRUPT_MESSAGE and a follower fetches it again from its leader (0: off; `samsa scrub` checks a stopped node)"},
-	{Name: "samsa.log.segment.prewrite.enable", Kind: KindBool, Default: sp("true"), ReadOnly: true, Doc: "Samsa: under the fsync policy, a partition whose flushes carry a few KiB each has its active segment written ahead with zeros (64-256 KiB at a time), so that an fdatasync carries no file-size or block-allocation metadata; the file is cut back to its data at a roll and at shutdown, and recovery cuts the zeros after a crash (false: segments grow with each append)"},
+	{Name: "samsa.log.segment.preallocate.enable", Kind: KindBool, Default: sp("true"), ReadOnly: true, Doc: "Samsa: under the fsync policy, the active segment of a partition flushed a few times has its blocks allocated ahead of its appends (fallocate, 64-256 KiB at a time, at most 64 MiB per log directory), so that an fdatasync carries no file-size change; the file is cut back to its data at a roll and at shutdown, and recovery cuts the rest after a crash (false: segments grow with each append). Kafka's log.preallocate, which sizes a whole new segment, is accepted and not used"},
 	{Name: "samsa.log.scrub.interval.ms", Kind: KindLong, Default: sp("3600000"), Min: 1, ReadOnly: true, Doc: "Samsa: the pause between two passes of the scrubber"},
 	{Name: "log.message.timestamp.before.max.ms", Kind: KindLong, Default: sp(longMax), Min: 0},
 	{Name: "log.message.timestamp.after.max.ms", Kind: KindLong, Default: sp("3600000"), Min: 0},
@@ -675,5 +675,5 @@ func EngineOptions(static map[string]string, o *engine.Options) {
 	o.ScrubBytesPerSecond = l.BrokerInt("samsa.log.scrub.bytes.per.second")
 	o.ScrubInterval = time.Duration(l.BrokerInt("samsa.log.scrub.interval.ms")) * time.Millisecond
 	o.DisableTxnVerification = !b("transaction.partition.verification.enable")
-	o.NoPrewrite = !b("samsa.log.segment.prewrite.enable")
+	o.NoPrealloc = !b("samsa.log.segment.preallocate.enable")
 }

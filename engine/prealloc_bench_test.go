@@ -85,13 +85,13 @@ func cpuNanos(b *testing.B) int64 {
 
 // BenchmarkSmallAppendFsync is the engine's side of the same question: one
 // producer appending 200-byte batches under the fsync policy and waiting
-// for each to be durable, with and without writing ahead (prewrite.go).
+// for each to be durable, with and without writing ahead (prealloc.go).
 //
 //	go test -run XXX -bench SmallAppendFsync -benchtime 3000x -count 4 ./engine
 func BenchmarkSmallAppendFsync(b *testing.B) {
 	for _, on := range []bool{false, true} {
-		b.Run(fmt.Sprintf("prewrite=%t", on), func(b *testing.B) {
-			m, err := Open(Options{Dirs: []string{benchDir(b)}, Sync: SyncFsync, NoPrewrite: !on})
+		b.Run(fmt.Sprintf("prealloc=%t", on), func(b *testing.B) {
+			m, err := Open(Options{Dirs: []string{benchDir(b)}, Sync: SyncFsync, NoPrealloc: !on})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -110,7 +110,7 @@ func BenchmarkSmallAppendFsync(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			for range prewriteAfter { // past the flushes that decide
+			for range preallocAfter { // past the flushes that decide
 				app()
 			}
 			b.SetBytes(int64(len(batch)))

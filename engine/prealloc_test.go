@@ -34,10 +34,10 @@ func activeFile(t *testing.T, l *Log) string {
 	return files[len(files)-1]
 }
 
-// A log of small durable appends is written ahead with zeros; nothing past
+// A log of small durable appends is allocated ahead (zeros); nothing past
 // the batches is read; a roll and a clean close cut the files to their data,
 // and the log opens clean and whole.
-func TestPrewriteSmallFlushes(t *testing.T) {
+func TestPreallocSmallFlushes(t *testing.T) {
 	dir := t.TempDir()
 	tp := TopicPartition{"pw", 0}
 	m := openTest(t, []string{dir}, SyncFsync, nil)
@@ -47,17 +47,17 @@ func TestPrewriteSmallFlushes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	appendDurable(t, l, prewriteAfter) // the flushes that make it a small-flush log
+	appendDurable(t, l, preallocAfter) // the flushes that make it a small-flush log
 	if got := fileSize(t, activeFile(t, l)); got != l.Size() {
-		t.Fatalf("before %d small flushes: file %d bytes, log %d", prewriteAfter, got, l.Size())
+		t.Fatalf("before %d small flushes: file %d bytes, log %d", preallocAfter, got, l.Size())
 	}
 	appendDurable(t, l, 20)
 	got := fileSize(t, activeFile(t, l))
 	if got <= l.Size() {
-		t.Fatalf("after small flushes: file %d bytes, log %d: not written ahead", got, l.Size())
+		t.Fatalf("after small flushes: file %d bytes, log %d: not allocated ahead", got, l.Size())
 	}
-	if got > l.Size()+prewriteMax {
-		t.Fatalf("file %d bytes, log %d: more than %d ahead", got, l.Size(), prewriteMax)
+	if got > l.Size()+preallocMax {
+		t.Fatalf("file %d bytes, log %d: more than %d ahead", got, l.Size(), preallocMax)
 	}
 	data, err := os.ReadFile(activeFile(t, l))
 	if err != nil {
@@ -66,12 +66,12 @@ func TestPrewriteSmallFlushes(t *testing.T) {
 	if n := bytes.Count(data[l.Size():], []byte{0}); n != len(data)-int(l.Size()) {
 		t.Fatalf("past the log's end: %d zeros of %d bytes", n, len(data)-int(l.Size()))
 	}
-	if hs := readAll(t, l); len(hs) != prewriteAfter+20 {
+	if hs := readAll(t, l); len(hs) != preallocAfter+20 {
 		t.Fatalf("read %d batches", len(hs))
 	}
-	// Enough to pass the first chunk: the zeros ahead follow the appends.
+	// Enough to pass the first chunk: the blocks ahead follow the appends.
 	first := got
-	appendDurable(t, l, prewriteMin/100)
+	appendDurable(t, l, preallocMin/100)
 	if got := fileSize(t, activeFile(t, l)); got <= l.Size() || l.Size() <= first {
 		t.Fatalf("after the first chunk (%d bytes): file %d bytes, log %d", first, got, l.Size())
 	}
@@ -89,7 +89,7 @@ func TestPrewriteSmallFlushes(t *testing.T) {
 	}
 	appendDurable(t, l, 10)
 	if got := fileSize(t, activeFile(t, l)); got <= l.Size()-fileSize(t, old) {
-		t.Fatalf("new segment: file %d bytes: not written ahead", got)
+		t.Fatalf("new segment: file %d bytes: not allocated ahead", got)
 	}
 	leo, size := l.LogEndOffset(), l.Size()
 	if err := m.Close(); err != nil {
@@ -100,7 +100,7 @@ func TestPrewriteSmallFlushes(t *testing.T) {
 	}
 	m = openTest(t, []string{dir}, SyncFsync, nil)
 	defer m.Close()
-	if r := m.Recovery(); r.RecoveredLogs != 0 || r.BytesTruncated != 0 || r.PrewrittenBytesCut != 0 {
+	if r := m.Recovery(); r.RecoveredLogs != 0 || r.BytesTruncated != 0 || r.PreallocatedBytesCut != 0 {
 		t.Fatalf("reopen after a clean close: %+v", r)
 	}
 	l = m.Log(tp)
@@ -112,9 +112,9 @@ func TestPrewriteSmallFlushes(t *testing.T) {
 	}
 }
 
-// After a crash the zeros ahead are cut as what they are, not counted as a
+// After a crash the blocks ahead are cut as what they are, not counted as a
 // torn tail; every durable batch is there and appends go on.
-func TestPrewriteCrash(t *testing.T) {
+func TestPreallocCrash(t *testing.T) {
 	dir := t.TempDir()
 	tp := TopicPartition{"pwcrash", 0}
 	m := openTest(t, []string{dir}, SyncFsync, nil)
@@ -122,13 +122,13 @@ func TestPrewriteCrash(t *testing.T) {
 	appendDurable(t, l, 30)
 	leo, size := l.LogEndOffset(), l.Size()
 	if fileSize(t, activeFile(t, l)) <= size {
-		t.Fatal("not written ahead")
+		t.Fatal("not allocated ahead")
 	}
 	m.abandon()
 	m = openTest(t, []string{dir}, SyncFsync, nil)
 	defer m.Close()
 	r := m.Recovery()
-	if r.RecoveredLogs != 1 || r.BytesTruncated != 0 || r.PrewrittenBytesCut == 0 {
+	if r.RecoveredLogs != 1 || r.BytesTruncated != 0 || r.PreallocatedBytesCut == 0 {
 		t.Fatalf("recovery: %+v", r)
 	}
 	l = m.Log(tp)
@@ -140,26 +140,24 @@ func TestPrewriteCrash(t *testing.T) {
 		t.Fatalf("read %d batches", len(hs))
 	}
 
-	// The dump of a segment written ahead says so, and finds no problem.
+	// The dump of a segment allocated ahead says so, and finds no problem.
 	var out strings.Builder
 	if err := DumpSegment(&out, activeFile(t, l), DumpOptions{}); err != nil {
 		t.Fatalf("dump: %v\n%s", err, out.String())
 	}
-	if !strings.Contains(out.String(), "bytes of zeros written ahead of the appends") {
+	if !strings.Contains(out.String(), "bytes of zeros (allocated ahead of the appends)") {
 		t.Fatalf("dump:\n%s", out.String())
 	}
 }
 
-// Big flushes, the none policy and NoPrewrite grow the file with the data.
-func TestPrewriteNotForBigFlushes(t *testing.T) {
+// The none policy and NoPrealloc grow the file with the data.
+func TestPreallocOff(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		opts Options
-		big  bool
 	}{
-		{"big flushes", Options{Sync: SyncFsync}, true},
-		{"none policy", Options{Sync: SyncNone}, false},
-		{"off", Options{Sync: SyncFsync, NoPrewrite: true}, false},
+		{"none policy", Options{Sync: SyncNone}},
+		{"off", Options{Sync: SyncFsync, NoPrealloc: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.opts.Dirs = []string{t.TempDir()}
@@ -169,16 +167,11 @@ func TestPrewriteNotForBigFlushes(t *testing.T) {
 			}
 			defer m.Close()
 			l, _ := m.CreateLog(TopicPartition{"grow", 0}, DefaultLogConfig())
-			value := 100
-			if tc.big {
-				value = prewriteSmallSync + 1
-			}
-			for i := 0; i < 2*prewriteAfter; i++ {
-				r := mustAppend(t, l, makeBatch(testBatch{records: 1, valueSize: value}))
+			for i := 0; i < 2*preallocAfter; i++ {
+				mustAppend(t, l, makeBatch(testBatch{records: 1, valueSize: 100}))
 				if err := l.Flush(); err != nil {
 					t.Fatal(err)
 				}
-				_ = r
 			}
 			if got := fileSize(t, activeFile(t, l)); got != l.Size() {
 				t.Fatalf("file %d bytes, log %d", got, l.Size())
@@ -187,7 +180,7 @@ func TestPrewriteNotForBigFlushes(t *testing.T) {
 	}
 }
 
-// checkAhead compares the directory's count of zeros ahead with the logs'.
+// checkAhead compares the directory's count of bytes allocated ahead with the logs'.
 func checkAhead(t *testing.T, m *Manager) {
 	t.Helper()
 	for _, d := range m.dirs {
@@ -199,7 +192,7 @@ func checkAhead(t *testing.T, m *Manager) {
 			l.appendMu.Lock()
 			if len(l.segs) > 0 {
 				act := l.segs[len(l.segs)-1]
-				if n := act.prewritten - act.size.Load(); n > 0 {
+				if n := act.preallocated - act.size.Load(); n > 0 {
 					sum += n
 				}
 			}
@@ -211,11 +204,11 @@ func checkAhead(t *testing.T, m *Manager) {
 	}
 }
 
-// The zeros ahead of a directory stay within its budget: past it, logs
+// The bytes allocated ahead in a directory stay within its budget: past it, logs
 // grow as they go; the count follows appends, truncation, deletion, close.
-func TestPrewriteDirBudget(t *testing.T) {
+func TestPreallocDirBudget(t *testing.T) {
 	dir := t.TempDir()
-	m, err := Open(Options{Dirs: []string{dir}, Sync: SyncFsync, prewriteBudget: 3 * prewriteMin})
+	m, err := Open(Options{Dirs: []string{dir}, Sync: SyncFsync, preallocBudget: 3 * preallocMin})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,7 +219,7 @@ func TestPrewriteDirBudget(t *testing.T) {
 			t.Fatal(err)
 		}
 		logs = append(logs, l)
-		appendDurable(t, l, prewriteAfter+2)
+		appendDurable(t, l, preallocAfter+2)
 		checkAhead(t, m)
 	}
 	written := 0
@@ -236,10 +229,10 @@ func TestPrewriteDirBudget(t *testing.T) {
 		}
 	}
 	if written != 3 {
-		t.Fatalf("%d logs written ahead, want 3 (the budget's)", written)
+		t.Fatalf("%d logs allocated ahead, want 3 (the budget's)", written)
 	}
-	if got := m.dirs[0].ahead.Load(); got > 3*prewriteMin {
-		t.Fatalf("%d bytes ahead, budget %d", got, 3*prewriteMin)
+	if got := m.dirs[0].ahead.Load(); got > 3*preallocMin {
+		t.Fatalf("%d bytes ahead, budget %d", got, 3*preallocMin)
 	}
 	if err := logs[0].TruncateTo(2); err != nil {
 		t.Fatal(err)
@@ -253,12 +246,12 @@ func TestPrewriteDirBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkAhead(t, m)
-	// Room again: a log that grew as it went now writes ahead.
+	// Room again: a log that grew as it went now allocates ahead.
 	appendDurable(t, logs[3], 2)
 	appendDurable(t, logs[4], 2)
 	checkAhead(t, m)
 	if fileSize(t, activeFile(t, logs[4])) <= logs[4].Size() {
-		t.Fatal("with the budget freed, the last log is still not written ahead")
+		t.Fatal("with the budget freed, the last log is still not allocated ahead")
 	}
 	if err := m.Close(); err != nil {
 		t.Fatal(err)
