@@ -74,6 +74,19 @@ var figureDefs = []figureDef{
 		}
 		return float64(r.Broker.PeakRSS) / (1 << 20), r.Broker.PeakRSS > 0
 	}},
+	// The loader's own cost; left out where the broker ran in the loader's process.
+	{"loader CPU per msg", "µs", "lower", func(r *Result) (float64, bool) {
+		if r.Loader == nil || r.Loader.IncludesBroker {
+			return 0, false
+		}
+		return r.Loader.CPUUsPerMsg, r.Loader.CPUUsPerMsg > 0
+	}},
+	{"loader cores", "cores", "lower", func(r *Result) (float64, bool) {
+		if r.Loader == nil || r.Loader.IncludesBroker {
+			return 0, false
+		}
+		return r.Loader.CPUCores, r.Loader.CPUCores > 0
+	}},
 	{"errors", "count", "lower", func(r *Result) (float64, bool) { return float64(r.Errors), true }},
 }
 
@@ -305,7 +318,7 @@ func runOne(ctx context.Context, cfg CompareConfig, spec, name string, round int
 	}
 	var prof *Profiler
 	rc := RunConfig{Workload: w, Brokers: t.Brokers, Target: name, Progress: cfg.Progress,
-		Logger: cfg.Logger, Broker: src, ClientOpts: cfg.ClientOpts[spec]}
+		Logger: cfg.Logger, Broker: src, ClientOpts: cfg.ClientOpts[spec], BrokerInProcess: t.cluster != nil}
 	if len(rc.ClientOpts) == 0 {
 		rc.ClientOpts = t.ClientOpts // a spawned secured target's
 	}
@@ -343,6 +356,7 @@ func runOne(ctx context.Context, cfg CompareConfig, spec, name string, round int
 	} else if cfg.Raw || cfg.RawOnly {
 		rcfg := cfg.RawConfig
 		rcfg.Workload, rcfg.Brokers, rcfg.Target, rcfg.Progress, rcfg.Broker = w, t.Brokers, name, cfg.Progress, src
+		rcfg.BrokerInProcess = t.cluster != nil
 		raw, err := RunRaw(ctx, rcfg)
 		if err != nil {
 			out = append(out, fail("raw", err))

@@ -209,8 +209,22 @@ func TestCompareKfakeInProcessAndChild(t *testing.T) {
 	if b == nil || b.CPUSeconds <= 0 || b.CPUUsPerMsg <= 0 || b.PeakRSS <= 0 {
 		t.Errorf("child broker cost %+v", b)
 	}
-	if figs := Figures(rs); len(figs) == 0 || len(figs[0].Stats) != 2 {
+	// The loader's own CPU over the window: with kfake in process it includes the
+	// broker and is said to; against the child it is the loader's alone.
+	if l := rs[0].Loader; l == nil || l.CPUSeconds <= 0 || l.CPUUsPerMsg <= 0 || !l.IncludesBroker {
+		t.Errorf("loader cost with kfake in process %+v", l)
+	}
+	if l := rs[1].Loader; l == nil || l.CPUSeconds <= 0 || l.CPUUsPerMsg <= 0 || l.CPUCores <= 0 || l.IncludesBroker {
+		t.Errorf("loader cost against the child %+v", l)
+	}
+	figs := Figures(rs)
+	if len(figs) == 0 || len(figs[0].Stats) != 2 {
 		t.Errorf("figures %+v", figs)
+	}
+	for _, f := range figs {
+		if strings.HasPrefix(f.Name, "loader ") && (len(f.Stats) != 1 || f.Stats[0].Target != TargetKfakeProc) {
+			t.Errorf("%s: %+v (only the run whose broker is another process)", f.Name, f.Stats)
+		}
 	}
 }
 
@@ -297,12 +311,18 @@ func TestRunSpawnedSamsa(t *testing.T) {
 	if r.Broker == nil || r.Broker.CPUSeconds <= 0 {
 		t.Errorf("broker cost %+v", r.Broker)
 	}
+	if r.Loader == nil || r.Loader.CPUSeconds <= 0 || r.Loader.IncludesBroker {
+		t.Errorf("loader cost %+v", r.Loader)
+	}
 	raw, err := RunRaw(ctx, RawConfig{Workload: w, Brokers: tg.Brokers, Target: "samsa", Duration: 2 * time.Second, Connections: 1, InFlight: 4, RecordsPerBatch: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if raw.Acked == 0 || raw.Consumed == 0 || raw.Errors != 0 {
 		t.Errorf("raw against samsa: %+v", raw)
+	}
+	if raw.Loader == nil || raw.Loader.CPUSeconds <= 0 {
+		t.Errorf("raw loader cost %+v", raw.Loader)
 	}
 }
 

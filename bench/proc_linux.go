@@ -84,3 +84,16 @@ func machineDetails() (cpuModel, kernel string) {
 	}
 	return cpuModel, kernel
 }
+
+// selfCPUSource names where the loader's own CPU comes from.
+const selfCPUSource = "getrusage(RUSAGE_SELF)"
+
+// selfCPU is this process's CPU time, user + system of every thread, in seconds.
+func selfCPU() (float64, error) {
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+		return 0, fmt.Errorf("bench: loader usage: %w", err)
+	}
+	tv := func(t unix.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
+	return tv(ru.Utime) + tv(ru.Stime), nil
+}

@@ -9,3 +9,9 @@ func procUsage(int) (Usage, error) {
 }
 
 func machineDetails() (string, string) { return "", "" }
+
+const selfCPUSource = ""
+
+func selfCPU() (float64, error) {
+	return 0, errors.New("bench: loader usage is measured on Linux only")
+}

@@ -8,6 +8,7 @@ import (
 	"hash/crc32"
 	"io"
 	"net"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -42,6 +43,8 @@ type RawConfig struct {
 	Target   string
 	Progress io.Writer
 	Broker   UsageSource
+	// BrokerInProcess: the broker runs in this process, so the loader's CPU includes it.
+	BrokerInProcess bool
 
 	Connections     int // produce connections (default 2)
 	InFlight        int // pipelined Produce requests per connection (default 8)
@@ -277,8 +280,12 @@ func RunRaw(ctx context.Context, cfg RawConfig) (*Result, error) {
 	var win0 [4]int64
 	var use0 Usage
 	measuring := cfg.Warmup <= 0
+	self0 := -1.0
 	if measuring && cfg.Broker != nil {
 		use0, _ = cfg.Broker.Usage()
+	}
+	if measuring {
+		self0 = selfCPUOr(-1)
 	}
 	ticker := time.NewTicker(time.Second)
 	defer ticker.Stop()
@@ -328,6 +335,7 @@ loop:
 				if cfg.Broker != nil {
 					use0, _ = cfg.Broker.Usage()
 				}
+				self0 = selfCPUOr(-1)
 			}
 			if !now.Before(end) || (capBytes > 0 && cur[1] >= capBytes) {
 				break loop
@@ -340,6 +348,7 @@ loop:
 	if cfg.Broker != nil {
 		use1, _ = cfg.Broker.Usage()
 	}
+	self1 := selfCPUOr(-1)
 	stop()
 	wg.Wait()
 	if runErr != nil {
@@ -355,6 +364,10 @@ loop:
 	if cfg.Broker != nil && use1.CPUSeconds > 0 {
 		res.Broker = brokerCost(cfg.Broker, use0, use1, winEnd[0]-win0[0], winEnd[1]-win0[1])
 		res.Broker.CPUCores = res.Broker.CPUSeconds / secs
+	}
+	if self0 >= 0 && self1 >= 0 {
+		res.Loader = loaderCost(self0, self1, winEnd[0]-win0[0], secs, "produced", cfg.BrokerInProcess)
+		res.Notes = append(res.Notes, saturationNotes(res, runtime.NumCPU(), runtime.GOMAXPROCS(0))...)
 	}
 	return res, nil
 }

@@ -28,22 +28,45 @@ type RegressConfig struct {
 
 // Verdict is the gate's decision.
 type Verdict struct {
-	Baseline        string   `json:"baseline"`
-	BaselineCommit  string   `json:"baseline_commit"`
-	CurrentCommit   string   `json:"current_commit"`
-	Mode            string   `json:"mode"`
-	Rounds          int      `json:"rounds"`
-	Threshold       float64  `json:"threshold"`
-	ThroughputRatio float64  `json:"throughput_ratio"` // current / baseline median publish rate
-	P99Ratio        float64  `json:"p99_ratio"`        // current / baseline median publish p99
-	Pass            bool     `json:"pass"`
-	Reasons         []string `json:"reasons,omitempty"`
+	Baseline        string  `json:"baseline"`
+	BaselineCommit  string  `json:"baseline_commit"`
+	CurrentCommit   string  `json:"current_commit"`
+	Mode            string  `json:"mode"`
+	Rounds          int     `json:"rounds"`
+	Threshold       float64 `json:"threshold"`
+	ThroughputRatio float64 `json:"throughput_ratio"` // current / baseline median publish rate
+	P99Ratio        float64 `json:"p99_ratio"`        // current / baseline median publish p99
+	// CPUPerMsgRatio is current / baseline median broker CPU per message; 0 when
+	// either side has no CPU figure (then Notes says so and the check is skipped).
+	CPUPerMsgRatio float64 `json:"cpu_per_msg_ratio"`
+	// TargetRate is the workload's fixed producer rate (msg/s in total), or 0 at max
+	// rate; with it the throughput check catches a shortfall only (see judge).
+	TargetRate float64  `json:"target_rate,omitempty"`
+	Pass       bool     `json:"pass"`
+	Reasons    []string `json:"reasons,omitempty"`
+	// Notes are what the gate could not judge or the reader should know: a figure
+	// not measured, a fixed rate neither side reached.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // Regress builds the broker at cfg.Baseline (in a temporary git worktree) and at the
 // working tree, runs the workload against each alternately for Rounds rounds, and
-// judges the medians: throughput may not fall, nor publish p99 rise, by more than
-// Threshold. A failed run fails the gate.
+// judges the medians: throughput may not fall, nor publish p99 or broker CPU per
+// message rise, by more than Threshold. A failed run fails the gate.
+//
+// Broker CPU per message comes from /proc of the spawned broker. Where a side has no
+// CPU figure at all (no /proc: not Linux) the CPU check is not made, and the verdict
+// says so in Notes and in its text ("unmeasured"): it neither fails nor passes on a
+// figure it does not have. Where only some runs have it, the median is of those, and
+// a note gives the count.
+//
+// A fixed-rate workload (producerRate > 0, such as latency-20k) publishes at the
+// target rate whenever the broker keeps up, so its throughput ratio is about 1 and
+// says nothing about speed; the gate there is on publish p99 and CPU per message. The
+// throughput check is still made, and catches a shortfall: the current broker
+// falling more than Threshold behind the baseline's achieved rate. When a side's
+// median is below 95% of the target rate, a note says so (if both fall short, the
+// machine did not keep up, and the latency figures compare overloaded runs).
 func Regress(ctx context.Context, cfg RegressConfig) (*Verdict, []*Result, error) {
 	if cfg.Rounds < 1 {
 		cfg.Rounds = 3
@@ -72,6 +95,8 @@ func Regress(ctx context.Context, cfg RegressConfig) (*Verdict, []*Result, error
 	v := &Verdict{Baseline: cfg.Baseline, Rounds: cfg.Rounds, Threshold: cfg.Threshold, Mode: "client"}
 	if cfg.Raw {
 		v.Mode = "raw"
+	} else if cfg.Workload != nil && cfg.Workload.ProducerRate > 0 {
+		v.TargetRate = float64(cfg.Workload.ProducerRate)
 	}
 	v.BaselineCommit, err = git(ctx, root, "rev-parse", cfg.Baseline+"^{commit}")
 	if err != nil {
@@ -163,7 +188,52 @@ func judge(v *Verdict, results []*Result) {
 	if v.P99Ratio > 1+v.Threshold {
 		v.Reasons = append(v.Reasons, fmt.Sprintf("publish p99 ratio %.3f > %.3f", v.P99Ratio, 1+v.Threshold))
 	}
+	judgeCPU(v, base, cur)
+	if v.TargetRate > 0 {
+		for _, side := range []struct {
+			name string
+			rs   []*Result
+		}{{"baseline", base}, {"current", cur}} {
+			if m := med(side.rs, rate); m < rateShortShare*v.TargetRate {
+				v.Notes = append(v.Notes, fmt.Sprintf("%s median publish rate %s msg/s is %.0f%% of the fixed %s msg/s: it did not keep up",
+					side.name, fmtFig(m), 100*m/v.TargetRate, fmtFig(v.TargetRate)))
+			}
+		}
+	}
 	v.Pass = len(v.Reasons) == 0
+}
+
+// judgeCPU sets CPUPerMsgRatio from the runs that have a broker CPU figure, or notes
+// that a side has none.
+func judgeCPU(v *Verdict, base, cur []*Result) {
+	meds := make([]float64, 2)
+	for i, side := range []struct {
+		name string
+		rs   []*Result
+	}{{"baseline", base}, {"current", cur}} {
+		var vs []float64
+		for _, r := range side.rs {
+			if r.Broker != nil && r.Broker.CPUUsPerMsg > 0 {
+				vs = append(vs, r.Broker.CPUUsPerMsg)
+			}
+		}
+		switch {
+		case len(vs) == 0:
+			v.Notes = append(v.Notes, fmt.Sprintf("broker CPU per message unmeasured on the %s side (no /proc or /metrics figure): not gated", side.name))
+		case len(vs) < len(side.rs):
+			v.Notes = append(v.Notes, fmt.Sprintf("broker CPU per message measured in %d of %d %s runs: the median is of those", len(vs), len(side.rs), side.name))
+		}
+		if len(vs) > 0 {
+			_, meds[i], _ = minMedMax(vs)
+		}
+	}
+	if meds[0] <= 0 || meds[1] <= 0 {
+		return
+	}
+	v.CPUPerMsgRatio = meds[1] / meds[0]
+	if v.CPUPerMsgRatio > 1+v.Threshold {
+		v.Reasons = append(v.Reasons, fmt.Sprintf("broker CPU per message ratio %.3f > %.3f", v.CPUPerMsgRatio, 1+v.Threshold))
+	}
 }
 
 func git(ctx context.Context, dir string, args ...string) (string, error) {
@@ -184,11 +254,26 @@ func (v *Verdict) WriteVerdict(w io.Writer) {
 	}
 	fmt.Fprintf(w, "regress %s: baseline %s (%s) vs current %s, %s mode, %d rounds, threshold %.0f%%\n",
 		state, v.Baseline, short(v.BaselineCommit), short(v.CurrentCommit), v.Mode, v.Rounds, v.Threshold*100)
-	fmt.Fprintf(w, "  throughput ratio (current/baseline, median): %.3f\n", v.ThroughputRatio)
+	fixed := ""
+	if v.TargetRate > 0 {
+		fixed = fmt.Sprintf(" (fixed %s msg/s: catches a shortfall only)", fmtFig(v.TargetRate))
+	}
+	fmt.Fprintf(w, "  throughput ratio (current/baseline, median): %.3f%s\n", v.ThroughputRatio, fixed)
 	fmt.Fprintf(w, "  publish p99 ratio (current/baseline, median): %.3f\n", v.P99Ratio)
+	fmt.Fprintf(w, "  broker CPU/msg ratio (current/baseline, median): %s\n", v.cpuRatioText())
 	for _, r := range v.Reasons {
 		fmt.Fprintf(w, "  - %s\n", r)
 	}
+	for _, n := range v.Notes {
+		fmt.Fprintf(w, "  note: %s\n", n)
+	}
+}
+
+func (v *Verdict) cpuRatioText() string {
+	if v.CPUPerMsgRatio == 0 {
+		return "unmeasured"
+	}
+	return fmt.Sprintf("%.3f", v.CPUPerMsgRatio)
 }
 
 func short(c string) string {

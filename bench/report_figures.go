@@ -298,6 +298,9 @@ func resultVerdict(r *Result) string {
 	if b := r.Broker; b != nil {
 		parts = append(parts, fmt.Sprintf("broker %s µs/msg, %.2f cores, RSS %s MiB", fmtFig(b.CPUUsPerMsg), b.CPUCores, fmtFig(float64(b.PeakRSS)/(1<<20))))
 	}
+	if l := r.Loader; l != nil {
+		parts = append(parts, fmt.Sprintf("loader %s µs/msg, %.2f cores", fmtFig(l.CPUUsPerMsg), l.CPUCores))
+	}
 	parts = append(parts, fmt.Sprintf("%d errors", r.Errors))
 	if r.Mode == "client" && !r.CaughtUp {
 		parts = append(parts, "consumers did not catch up")

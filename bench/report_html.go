@@ -174,9 +174,9 @@ func (rep *Report) htmlResults(b *bytes.Buffer) {
 	esc := html.EscapeString
 	section(b, "results", "Runs")
 	b.WriteString("<table>\n<tr><th class=\"l\" rowspan=\"2\">target</th><th rowspan=\"2\">mode</th><th rowspan=\"2\">round</th>" +
-		"<th colspan=\"6\">publish</th><th>consume</th><th colspan=\"5\">end to end (ms)</th><th colspan=\"4\">broker</th><th rowspan=\"2\">errors</th></tr>\n" +
+		"<th colspan=\"6\">publish</th><th>consume</th><th colspan=\"5\">end to end (ms)</th><th colspan=\"4\">broker</th><th colspan=\"2\">loader</th><th rowspan=\"2\">errors</th></tr>\n" +
 		"<tr><th>msg/s</th><th>MB/s</th><th>p50 ms</th><th>p99 ms</th><th>p99.9 ms</th><th>max ms</th><th>msg/s</th>" +
-		"<th>p50</th><th>p99</th><th>p99.9</th><th>p99.99</th><th>max</th><th>CPU µs/msg</th><th>CPU µs/MB</th><th>cores</th><th>RSS MiB</th></tr>\n")
+		"<th>p50</th><th>p99</th><th>p99.9</th><th>p99.99</th><th>max</th><th>CPU µs/msg</th><th>CPU µs/MB</th><th>cores</th><th>RSS MiB</th><th>CPU µs/msg</th><th>cores</th></tr>\n")
 	var notes []string
 	for _, r := range rep.Results {
 		mode := esc(r.Mode)
@@ -184,22 +184,26 @@ func (rep *Report) htmlResults(b *bytes.Buffer) {
 			mode = "<span class=\"raw\">RAW</span>"
 		}
 		if r.Failed != "" {
-			fmt.Fprintf(b, "<tr><td class=\"l\">%s</td><td>%s</td><td>%d</td><td class=\"l fail\" colspan=\"17\">failed: %s</td></tr>\n", esc(r.Target), mode, r.Round, esc(oneLine(r.Failed, 300)))
+			fmt.Fprintf(b, "<tr><td class=\"l\">%s</td><td>%s</td><td>%d</td><td class=\"l fail\" colspan=\"19\">failed: %s</td></tr>\n", esc(r.Target), mode, r.Round, esc(oneLine(r.Failed, 300)))
 			continue
 		}
 		cpuMsg, cpuMB, cores, rss := "n/a", "n/a", "n/a", "n/a"
 		if r.Broker != nil {
 			cpuMsg, cpuMB, cores, rss = fmt.Sprintf("%.3f", r.Broker.CPUUsPerMsg), fmt.Sprintf("%.0f", r.Broker.CPUUsPerMB), fmt.Sprintf("%.2f", r.Broker.CPUCores), fmt.Sprintf("%.0f", float64(r.Broker.PeakRSS)/(1<<20))
 		}
+		lMsg, lCores := loaderCells(r)
 		p, e := r.PublishLatency, r.E2ELatency
-		fmt.Fprintf(b, "<tr><td class=\"l\">%s</td><td>%s</td><td>%d</td><td>%s</td><td>%.1f</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%d</td></tr>\n",
+		fmt.Fprintf(b, "<tr><td class=\"l\">%s</td><td>%s</td><td>%d</td><td>%s</td><td>%.1f</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%d</td></tr>\n",
 			esc(r.Target), mode, r.Round, fmtFig(r.PubRate), r.PubMBps,
 			ms(p.P50, p.Count), ms(p.P99, p.Count), ms(p.P999, p.Count), ms(p.Max, p.Count), fmtFig(r.ConsRate),
 			ms(e.P50, e.Count), ms(e.P99, e.Count), ms(e.P999, e.Count), ms(e.P9999, e.Count), ms(e.Max, e.Count),
-			cpuMsg, cpuMB, cores, rss, r.Errors)
+			cpuMsg, cpuMB, cores, rss, lMsg, lCores, r.Errors)
 		tag := fmt.Sprintf("%s %s r%d", r.Target, modeName(r.Mode), r.Round)
 		if r.Broker != nil && r.Broker.Source != "" {
 			notes = append(notes, fmt.Sprintf("%s: broker CPU and RSS from %s", tag, r.Broker.Source))
+		}
+		if n := loaderNote(r); n != "" {
+			notes = append(notes, tag+": "+n)
 		}
 		for _, n := range r.Notes {
 			notes = append(notes, tag+": "+n)
@@ -211,7 +215,7 @@ func (rep *Report) htmlResults(b *bytes.Buffer) {
 			notes = append(notes, fmt.Sprintf("%s: WARNING: consumers did not catch up: acked %d × %d subscriptions, consumed %d", tag, r.Acked, r.Subscriptions, r.Consumed))
 		}
 	}
-	b.WriteString("</table>\n<p class=\"note\">Publish latency is measured from the intended send time (coordinated omission corrected). <span class=\"raw\">RAW</span> rows: broker capacity with pre-encoded batches over pipelined Produce requests and undecoded Fetch; their publish latency is per request. Broker CPU is the broker process's user+system time over the measured window, per message produced (per message consumed on a backlog drain); n/a where neither its pid nor its admin URL was known.</p>\n")
+	b.WriteString("</table>\n<p class=\"note\">Publish latency is measured from the intended send time (coordinated omission corrected). <span class=\"raw\">RAW</span> rows: broker capacity with pre-encoded batches over pipelined Produce requests and undecoded Fetch; their publish latency is per request. Broker CPU is the broker process's user+system time over the measured window, per message produced (per message consumed on a backlog drain); n/a where neither its pid nor its admin URL was known. Loader CPU is samsa-bench's own process (getrusage RUSAGE_SELF) over the same window; a note says when the loader, not the broker, may be the ceiling.</p>\n")
 	if len(notes) > 0 {
 		b.WriteString("<ul class=\"notes\">\n")
 		for _, n := range notes {
@@ -452,12 +456,23 @@ func (rep *Report) htmlRegress(b *bytes.Buffer) {
 	b.WriteString("<table>\n<tr><th class=\"l\">check</th><th>current ÷ baseline (median)</th><th>allowed</th><th class=\"l\">better</th></tr>\n")
 	fmt.Fprintf(b, "<tr><td class=\"l\">publish throughput</td><td>%.3f</td><td>≥ %.3f</td><td class=\"l dir\">↑ higher is better</td></tr>\n", v.ThroughputRatio, 1-v.Threshold)
 	fmt.Fprintf(b, "<tr><td class=\"l\">publish p99</td><td>%.3f</td><td>≤ %.3f</td><td class=\"l dir\">↓ lower is better</td></tr>\n", v.P99Ratio, 1+v.Threshold)
+	fmt.Fprintf(b, "<tr><td class=\"l\">broker CPU per msg</td><td>%s</td><td>≤ %.3f</td><td class=\"l dir\">↓ lower is better</td></tr>\n", v.cpuRatioText(), 1+v.Threshold)
 	b.WriteString("</table>\n")
+	if v.TargetRate > 0 {
+		fmt.Fprintf(b, "<p class=\"note\">Fixed-rate workload (%s msg/s): throughput equals the target whenever the broker keeps up, so its check catches a shortfall only; the gate is on publish p99 and CPU per message.</p>\n", esc(fmtFig(v.TargetRate)))
+	}
 	fmt.Fprintf(b, "<p class=\"note\">baseline %s (%s) against current %s, %s mode, %d rounds A B A B.</p>\n", esc(v.Baseline), esc(short(v.BaselineCommit)), esc(short(v.CurrentCommit)), esc(v.Mode), v.Rounds)
 	if len(v.Reasons) > 0 {
 		b.WriteString("<ul class=\"notes\">\n")
 		for _, r := range v.Reasons {
 			fmt.Fprintf(b, "<li class=\"fail\">%s</li>\n", esc(r))
+		}
+		b.WriteString("</ul>\n")
+	}
+	if len(v.Notes) > 0 {
+		b.WriteString("<ul class=\"notes\">\n")
+		for _, n := range v.Notes {
+			fmt.Fprintf(b, "<li>%s</li>\n", esc(n))
 		}
 		b.WriteString("</ul>\n")
 	}

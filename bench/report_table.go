@@ -20,7 +20,7 @@ func (rep *Report) WriteTable(w io.Writer) {
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "target\tmode\tround\tpub msg/s\tpub MB/s\tcons msg/s\tpub p50\tpub p99\tpub p99.9\tpub max\te2e p50\te2e p99\te2e p99.9\te2e p99.99\te2e max\tCPU µs/msg\tCPU µs/MB\tcores\tRSS MiB\terrors\t")
+	fmt.Fprintln(tw, "target\tmode\tround\tpub msg/s\tpub MB/s\tcons msg/s\tpub p50\tpub p99\tpub p99.9\tpub max\te2e p50\te2e p99\te2e p99.9\te2e p99.99\te2e max\tCPU µs/msg\tCPU µs/MB\tcores\tRSS MiB\tloader µs/msg\tloader cores\terrors\t")
 	for _, r := range rep.Results {
 		mode := r.Mode
 		if mode == "raw" {
@@ -34,18 +34,22 @@ func (rep *Report) WriteTable(w io.Writer) {
 		if r.Broker != nil {
 			cpuMsg, cpuMB, cores, rss = fmt.Sprintf("%.3f", r.Broker.CPUUsPerMsg), fmt.Sprintf("%.0f", r.Broker.CPUUsPerMB), fmt.Sprintf("%.2f", r.Broker.CPUCores), fmt.Sprintf("%.0f", float64(r.Broker.PeakRSS)/(1<<20))
 		}
+		lMsg, lCores := loaderCells(r)
 		p, e := r.PublishLatency, r.E2ELatency
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%.0f\t%.1f\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t\n",
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.0f\t%.1f\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t\n",
 			r.Target, mode, r.Round, r.PubRate, r.PubMBps, r.ConsRate,
 			ms(p.P50, p.Count), ms(p.P99, p.Count), ms(p.P999, p.Count), ms(p.Max, p.Count),
 			ms(e.P50, e.Count), ms(e.P99, e.Count), ms(e.P999, e.Count), ms(e.P9999, e.Count), ms(e.Max, e.Count),
-			cpuMsg, cpuMB, cores, rss, r.Errors)
+			cpuMsg, cpuMB, cores, rss, lMsg, lCores, r.Errors)
 	}
 	tw.Flush()
 	fmt.Fprintln(w, "latencies in ms; publish latency from the intended send time (coordinated omission corrected); RAW rows: pre-encoded batches, pipelined Produce, undecoded Fetch; publish latency there is per request")
 	for _, r := range rep.Results {
 		if r.Broker != nil && r.Broker.Source != "" {
 			fmt.Fprintf(w, "  note [%s r%d %s]: broker CPU and RSS from %s\n", r.Target, r.Round, r.Mode, r.Broker.Source)
+		}
+		if n := loaderNote(r); n != "" {
+			fmt.Fprintf(w, "  note [%s r%d %s]: %s\n", r.Target, r.Round, r.Mode, n)
 		}
 		for _, n := range r.Notes {
 			fmt.Fprintf(w, "  note [%s r%d %s]: %s\n", r.Target, r.Round, r.Mode, n)
@@ -91,6 +95,22 @@ func (rep *Report) writeLimitRatios(w io.Writer) {
 		fmt.Fprintf(w, "  [%s r%d %s] publish %.1f MB/s = %.1f%% of loopback TCP, %.1f%% of 1 MiB write+fdatasync; consume %.1f MB/s = %.1f%% of sendfile\n",
 			r.Target, r.Round, r.Mode, r.PubMBps, 100*r.PubMBps/l.LoopbackMBps, 100*r.PubMBps/l.WriteSyncMBps, r.ConsMBps, 100*r.ConsMBps/l.SendfileMBps)
 	}
+}
+
+// loaderCells are the loader columns of a run's row: CPU µs per message and cores.
+func loaderCells(r *Result) (perMsg, cores string) {
+	if r.Loader == nil {
+		return "n/a", "n/a"
+	}
+	return fmt.Sprintf("%.3f", r.Loader.CPUUsPerMsg), fmt.Sprintf("%.2f", r.Loader.CPUCores)
+}
+
+// loaderNote says where the loader's figures come from when they include a broker.
+func loaderNote(r *Result) string {
+	if r.Loader == nil || !r.Loader.IncludesBroker {
+		return ""
+	}
+	return "loader CPU (" + r.Loader.Source + ") includes the broker, which ran in the loader's process"
 }
 
 func ms(v float64, n int64) string {

@@ -41,8 +41,11 @@ type Result struct {
 	PublishLatencyUncorrected Latency `json:"publish_latency_uncorrected"`
 	E2ELatency                Latency `json:"e2e_latency"`
 
-	Series   []Point          `json:"series,omitempty"`
-	Broker   *BrokerCost      `json:"broker,omitempty"`
+	Series []Point     `json:"series,omitempty"`
+	Broker *BrokerCost `json:"broker,omitempty"`
+	// Loader is samsa-bench's own CPU over the same window (loader.go); nil where it
+	// could not be read.
+	Loader   *LoaderCost      `json:"loader,omitempty"`
 	Profiles []ProfileSummary `json:"profiles,omitempty"`
 	Notes    []string         `json:"notes,omitempty"`
 	// Failed is why the run did not complete, or "".

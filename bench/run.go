@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime"
 	"strconv"
 	"sync"
 	"time"
@@ -45,6 +46,9 @@ type RunConfig struct {
 	// its context ends with the window.
 	OnSteady func(ctx context.Context)
 	Seed     int64
+	// BrokerInProcess says the broker runs in this process (the kfake target): the
+	// loader's own CPU then includes it.
+	BrokerInProcess bool
 	// ClientOpts are added to every client of the run (producers, consumers, the
 	// admin client): TLS and SASL (ClientSecurity).
 	ClientOpts []kgo.Opt
@@ -92,6 +96,7 @@ type run struct {
 	last                   counts
 	lastT                  time.Time
 	lastCPU                float64 // broker CPU seconds at lastT, or -1
+	selfCPU0               float64 // the loader's CPU seconds when the window began, or -1
 	start                  time.Time
 	created                time.Time // when the run began, before topics exist
 	windowStart            time.Time // when the measured window began
@@ -145,7 +150,7 @@ func Run(ctx context.Context, cfg RunConfig) (*Result, error) {
 	if cfg.Seed == 0 {
 		cfg.Seed = time.Now().UnixNano()
 	}
-	r := &run{cfg: cfg, w: w, lastCPU: -1,
+	r := &run{cfg: cfg, w: w, lastCPU: -1, selfCPU0: -1,
 		pub: newHist(), pubRaw: newHist(), e2e: newHist(),
 		iPub: newHist(), iPubRaw: newHist(), iE2E: newHist(),
 	}
@@ -209,6 +214,7 @@ func Run(ctx context.Context, cfg RunConfig) (*Result, error) {
 	res.PublishLatency = summarize(r.pub, true)
 	res.PublishLatencyUncorrected = summarize(r.pubRaw, true)
 	res.E2ELatency = summarize(r.e2e, true)
+	res.Notes = append(res.Notes, saturationNotes(res, runtime.NumCPU(), runtime.GOMAXPROCS(0))...)
 	return res, nil
 }
 
@@ -541,6 +547,7 @@ func (r *run) runSteady(ctx context.Context, res *Result) error {
 	r.stopProducers(stop)
 	endSteady()
 	use1, useErr := r.usage()
+	r.loaderCost(res, winEnd.acked-winStart.acked, winDur, "produced")
 	r.fillRates(res, winStart, winEnd, winDur)
 	if useErr == nil && r.cfg.Broker != nil {
 		res.Broker = brokerCost(r.cfg.Broker, use0, use1, winEnd.acked-winStart.acked, winEnd.ackedBytes-winStart.ackedBytes)
@@ -567,8 +574,21 @@ func (r *run) beginWindow(ctx context.Context, c *counts, u *Usage) {
 	r.windowStart = time.Now()
 	*c = r.sample()
 	*u, _ = r.usage()
+	if cpu, err := selfCPU(); err == nil {
+		r.selfCPU0 = cpu
+	}
 	if r.cfg.OnSteady != nil {
 		go r.cfg.OnSteady(ctx)
+	}
+}
+
+// loaderCost sets res.Loader from the loader's CPU now against the window's start.
+func (r *run) loaderCost(res *Result, msgs int64, secs float64, per string) {
+	if r.selfCPU0 < 0 {
+		return
+	}
+	if cpu, err := selfCPU(); err == nil {
+		res.Loader = loaderCost(r.selfCPU0, cpu, msgs, secs, per, r.cfg.BrokerInProcess)
 	}
 }
 
@@ -639,6 +659,7 @@ fill:
 	dur := time.Since(t0).Seconds()
 	endSteady()
 	use1, useErr := r.usage()
+	r.loaderCost(res, winEnd.consumed-winStart.consumed, dur, "consumed")
 	r.tick(time.Now(), PhaseDrain)
 	r.fillRates(res, winStart, winEnd, dur)
 	res.PubRate, res.PubMBps = 0, 0 // nothing is produced while draining

@@ -474,7 +474,7 @@ func regressCmd(args []string) int {
 	c.register(fs)
 	baseline := fs.String("baseline", "", "git ref of the baseline broker (required)")
 	rounds := fs.Int("rounds", 3, "baseline/current rounds")
-	threshold := fs.Float64("threshold", 0.10, "allowed relative regression of median throughput and publish p99")
+	threshold := fs.Float64("threshold", 0.10, "allowed relative regression of median throughput, publish p99 and broker CPU per message")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}

@@ -1,0 +1,116 @@
+package bench
+
+import (
+	"fmt"
+	"strings"
+)
+
+// The loader's own cost. samsa-bench reads its own process's CPU time
+// (getrusage(RUSAGE_SELF): user + system of every thread) at the same two instants
+// as the broker's, the ends of the measured window, and reports it beside the
+// broker's: CPU per message and average cores busy. With the kfake target (kfake in
+// this process) the figure includes the broker; Result.Loader.IncludesBroker says so,
+// and the side-by-side figures leave such runs out.
+//
+// The saturation rule (saturationNotes) adds a note, never a verdict, when the
+// figures say the loader rather than the broker may be the ceiling:
+//
+//  1. the loader alone used at least loaderBusyShare (0.8) of the cores it may run
+//     on (GOMAXPROCS): it can hardly go faster;
+//  2. else, with the broker measured through /proc (so on this machine), loader and
+//     broker together used at least machineBusyShare (0.9) of runtime.NumCPU(): the
+//     two compete for the CPUs and the loader's share is taken from the broker;
+//  3. on a fixed-rate workload, the achieved publish rate is below rateShortShare
+//     (0.95) of the target: if the broker used less than loaderBusyShare of the
+//     machine it was not CPU-bound, and the note says the loader, or a limit of the
+//     broker other than CPU (fsync, a lock, the network), may be the ceiling; if the
+//     broker's CPU is not measured the note says that it cannot tell; if the broker
+//     was busy it says so.
+//
+// The shares are rules of thumb for a machine shared by loader and broker; the
+// notes give the figures they were judged on.
+const (
+	loaderBusyShare  = 0.8
+	machineBusyShare = 0.9
+	rateShortShare   = 0.95
+)
+
+// LoaderCost is samsa-bench's own CPU over a measured window.
+type LoaderCost struct {
+	CPUSeconds  float64 `json:"cpu_s"`
+	CPUUsPerMsg float64 `json:"cpu_us_per_msg"`
+	CPUCores    float64 `json:"cpu_cores"`        // average cores busy
+	PerWhat     string  `json:"per,omitempty"`    // produced (default) or consumed
+	Source      string  `json:"source,omitempty"` // getrusage(RUSAGE_SELF)
+	// IncludesBroker: the broker ran in the loader's process (the kfake target), so
+	// its CPU is in these figures.
+	IncludesBroker bool `json:"includes_broker,omitempty"`
+}
+
+// loaderCost is the cost between two readings of selfCPU over secs seconds.
+func loaderCost(cpu0, cpu1 float64, msgs int64, secs float64, per string, inProcess bool) *LoaderCost {
+	c := &LoaderCost{CPUSeconds: cpu1 - cpu0, PerWhat: per, Source: selfCPUSource, IncludesBroker: inProcess}
+	if msgs > 0 {
+		c.CPUUsPerMsg = c.CPUSeconds * 1e6 / float64(msgs)
+	}
+	if secs > 0 {
+		c.CPUCores = c.CPUSeconds / secs
+	}
+	return c
+}
+
+// selfCPUOr is selfCPU, or def when it cannot be read.
+func selfCPUOr(def float64) float64 {
+	if v, err := selfCPU(); err == nil {
+		return v
+	}
+	return def
+}
+
+// saturationNotes applies the saturation rule (above) to a finished run, on a
+// machine of cpus CPUs where the loader may use procs of them (GOMAXPROCS).
+func saturationNotes(r *Result, cpus, procs int) []string {
+	var out []string
+	l := r.Loader
+	brokerLocal := r.Broker != nil && strings.HasPrefix(r.Broker.Source, "/proc/")
+	if l != nil && procs > 0 {
+		switch {
+		case l.CPUCores >= loaderBusyShare*float64(procs):
+			who := "the loader"
+			if l.IncludesBroker {
+				who = "the loader and the in-process broker"
+			}
+			out = append(out, fmt.Sprintf("loader saturated: samsa-bench used %.2f cores of the %d it may run on (GOMAXPROCS, ≥ %.0f%%): %s, not the broker alone, may be the ceiling",
+				l.CPUCores, procs, 100*loaderBusyShare, who))
+		case brokerLocal && !l.IncludesBroker && cpus > 0 && l.CPUCores+r.Broker.CPUCores >= machineBusyShare*float64(cpus):
+			out = append(out, fmt.Sprintf("machine saturated: loader %.2f + broker %.2f cores of %d CPUs (≥ %.0f%%): they compete for the CPUs, so the loader may be holding the broker back",
+				l.CPUCores, r.Broker.CPUCores, cpus, 100*machineBusyShare))
+		}
+	}
+	if r.Config == nil || r.Config.ProducerRate <= 0 || r.Config.BacklogBytes() > 0 || r.DurationSec <= 0 {
+		return out
+	}
+	target := float64(r.Config.ProducerRate)
+	if r.PubRate >= rateShortShare*target {
+		return out
+	}
+	short := fmt.Sprintf("publish rate %s msg/s is %.0f%% of the fixed %s msg/s", fmtFig(r.PubRate), 100*r.PubRate/target, fmtFig(target))
+	loader := ""
+	if l != nil {
+		loader = fmt.Sprintf("; the loader used %.2f cores", l.CPUCores)
+	}
+	switch {
+	case r.Broker == nil:
+		out = append(out, short+": broker CPU not measured, so whether the loader or the broker is the ceiling cannot be told"+loader)
+	case r.Broker.CPUCores < loaderBusyShare*float64(cpus) || !brokerLocal:
+		where := fmt.Sprintf("of this machine's %d CPUs", cpus)
+		if !brokerLocal {
+			where = "(its machine's CPUs are not known)"
+		}
+		out = append(out, fmt.Sprintf("%s while the broker used %.2f cores %s, not CPU-bound: the loader, or a broker limit other than CPU (fsync, a lock, the network), may be the ceiling%s",
+			short, r.Broker.CPUCores, where, loader))
+	default:
+		out = append(out, fmt.Sprintf("%s while the broker used %.2f cores of %d CPUs: the broker looks CPU-bound%s", short, r.Broker.CPUCores, cpus, loader))
+	}
+	return out
+}
