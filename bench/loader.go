@@ -25,7 +25,8 @@ import (
 //     machine it was not CPU-bound, and the note says the loader, or a limit of the
 //     broker other than CPU (fsync, a lock, the network), may be the ceiling; if the
 //     broker's CPU is not measured the note says that it cannot tell; if the broker
-//     was busy it says so.
+//     was busy it says so; a broker measured through /metrics runs on a machine whose
+//     CPUs are not known, and the note says that.
 //
 // The shares are rules of thumb for a machine shared by loader and broker; the
 // notes give the figures they were judged on.
@@ -102,13 +103,12 @@ func saturationNotes(r *Result, cpus, procs int) []string {
 	switch {
 	case r.Broker == nil:
 		out = append(out, short+": broker CPU not measured, so whether the loader or the broker is the ceiling cannot be told"+loader)
-	case r.Broker.CPUCores < loaderBusyShare*float64(cpus) || !brokerLocal:
-		where := fmt.Sprintf("of this machine's %d CPUs", cpus)
-		if !brokerLocal {
-			where = "(its machine's CPUs are not known)"
-		}
-		out = append(out, fmt.Sprintf("%s while the broker used %.2f cores %s, not CPU-bound: the loader, or a broker limit other than CPU (fsync, a lock, the network), may be the ceiling%s",
-			short, r.Broker.CPUCores, where, loader))
+	case !brokerLocal:
+		out = append(out, fmt.Sprintf("%s while the broker used %.2f cores of a machine whose CPUs are not known: the loader or the broker may be the ceiling%s",
+			short, r.Broker.CPUCores, loader))
+	case r.Broker.CPUCores < loaderBusyShare*float64(cpus):
+		out = append(out, fmt.Sprintf("%s while the broker used %.2f cores of this machine's %d CPUs, not CPU-bound: the loader, or a broker limit other than CPU (fsync, a lock, the network), may be the ceiling%s",
+			short, r.Broker.CPUCores, cpus, loader))
 	default:
 		out = append(out, fmt.Sprintf("%s while the broker used %.2f cores of %d CPUs: the broker looks CPU-bound%s", short, r.Broker.CPUCores, cpus, loader))
 	}

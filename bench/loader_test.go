@@ -118,6 +118,8 @@ func TestSaturationNotes(t *testing.T) {
 			[]string{"publish rate 15k msg/s is 75% of the fixed 20k msg/s while the broker used 0.30 cores of this machine's 2 CPUs, not CPU-bound: the loader"}},
 		{"fixed rate short, broker busy", fixed, 15000, &LoaderCost{CPUCores: 0.1}, &BrokerCost{CPUCores: 1.65, Source: "/proc/9"}, 2, 2,
 			[]string{"the broker looks CPU-bound"}},
+		{"fixed rate short, remote broker", fixed, 15000, &LoaderCost{CPUCores: 0.2}, &BrokerCost{CPUCores: 0.3, Source: "http://b:9644/metrics"}, 2, 2,
+			[]string{"a machine whose CPUs are not known"}},
 		{"fixed rate short, broker unmeasured", fixed, 15000, &LoaderCost{CPUCores: 0.2}, nil, 2, 2,
 			[]string{"broker CPU not measured"}},
 		{"fixed rate short, loader busy too", fixed, 15000, &LoaderCost{CPUCores: 1.9}, &BrokerCost{CPUCores: 0.05, Source: "/proc/9"}, 2, 2,
