@@ -17,9 +17,11 @@ import (
 //
 //  1. the loader alone used at least loaderBusyShare (0.8) of the cores it may run
 //     on (GOMAXPROCS): it can hardly go faster;
-//  2. else, with the broker measured through /proc (so on this machine), loader and
-//     broker together used at least machineBusyShare (0.9) of runtime.NumCPU(): the
-//     two compete for the CPUs and the loader's share is taken from the broker;
+//  2. else, the machine was at least machineBusyShare (0.9) busy over the window:
+//     its busy cores from /proc/stat (every process: on a shared machine others count
+//     too), or loader + broker when the broker was measured through /proc (so on this
+//     machine), whichever is more, against runtime.NumCPU(): the loader competes with
+//     the broker for the CPUs and may be holding it back;
 //  3. on a fixed-rate workload, the achieved publish rate is below rateShortShare
 //     (0.95) of the target: if the broker used less than loaderBusyShare of the
 //     machine it was not CPU-bound, and the note says the loader, or a limit of the
@@ -46,26 +48,54 @@ type LoaderCost struct {
 	// IncludesBroker: the broker ran in the loader's process (the kfake target), so
 	// its CPU is in these figures.
 	IncludesBroker bool `json:"includes_broker,omitempty"`
+	// MachineCores is the whole machine's busy cores over the window, every process
+	// (/proc/stat: all but idle and iowait), or 0 where it is not known.
+	MachineCores float64 `json:"machine_cores,omitempty"`
 }
 
-// loaderCost is the cost between two readings of selfCPU over secs seconds.
-func loaderCost(cpu0, cpu1 float64, msgs int64, secs float64, per string, inProcess bool) *LoaderCost {
-	c := &LoaderCost{CPUSeconds: cpu1 - cpu0, PerWhat: per, Source: selfCPUSource, IncludesBroker: inProcess}
+// cpuSnap is the loader's CPU seconds and the whole machine's busy CPU seconds at
+// one instant; -1 where one could not be read.
+type cpuSnap struct{ self, machine float64 }
+
+func takeCPUSnap() cpuSnap {
+	s := cpuSnap{self: -1, machine: -1}
+	if v, err := selfCPU(); err == nil {
+		s.self = v
+	}
+	if v, err := machineCPU(); err == nil {
+		s.machine = v
+	}
+	return s
+}
+
+// loaderCost is the cost between two snapshots secs seconds apart, or nil when the
+// loader's CPU could not be read.
+func loaderCost(a, b cpuSnap, msgs int64, secs float64, per string, inProcess bool) *LoaderCost {
+	if a.self < 0 || b.self < 0 {
+		return nil
+	}
+	c := &LoaderCost{CPUSeconds: b.self - a.self, PerWhat: per, Source: selfCPUSource, IncludesBroker: inProcess}
 	if msgs > 0 {
 		c.CPUUsPerMsg = c.CPUSeconds * 1e6 / float64(msgs)
 	}
 	if secs > 0 {
 		c.CPUCores = c.CPUSeconds / secs
+		if a.machine >= 0 && b.machine >= 0 {
+			c.MachineCores = (b.machine - a.machine) / secs
+		}
 	}
 	return c
 }
 
-// selfCPUOr is selfCPU, or def when it cannot be read.
-func selfCPUOr(def float64) float64 {
-	if v, err := selfCPU(); err == nil {
-		return v
+// machineBusy is the busiest estimate of the machine's busy cores over r's window:
+// /proc/stat's, or loader + broker when the broker is a process of this machine.
+func machineBusy(r *Result) float64 {
+	l := r.Loader
+	busy := l.MachineCores
+	if r.Broker != nil && strings.HasPrefix(r.Broker.Source, "/proc/") && !l.IncludesBroker {
+		busy = max(busy, l.CPUCores+r.Broker.CPUCores)
 	}
-	return def
+	return busy
 }
 
 // saturationNotes applies the saturation rule (above) to a finished run, on a
@@ -83,9 +113,16 @@ func saturationNotes(r *Result, cpus, procs int) []string {
 			}
 			out = append(out, fmt.Sprintf("loader saturated: samsa-bench used %.2f cores of the %d it may run on (GOMAXPROCS, ≥ %.0f%%): %s, not the broker alone, may be the ceiling",
 				l.CPUCores, procs, 100*loaderBusyShare, who))
-		case brokerLocal && !l.IncludesBroker && cpus > 0 && l.CPUCores+r.Broker.CPUCores >= machineBusyShare*float64(cpus):
-			out = append(out, fmt.Sprintf("machine saturated: loader %.2f + broker %.2f cores of %d CPUs (≥ %.0f%%): they compete for the CPUs, so the loader may be holding the broker back",
-				l.CPUCores, r.Broker.CPUCores, cpus, 100*machineBusyShare))
+		case cpus > 0 && machineBusy(r) >= machineBusyShare*float64(cpus):
+			broker, others := "n/a", ""
+			if brokerLocal && !l.IncludesBroker {
+				broker = fmt.Sprintf("%.2f", r.Broker.CPUCores)
+				if o := l.MachineCores - l.CPUCores - r.Broker.CPUCores; o > 0.05 {
+					others = fmt.Sprintf(", other processes %.2f", o)
+				}
+			}
+			out = append(out, fmt.Sprintf("machine saturated: %.2f of %d CPUs busy (≥ %.0f%%; loader %.2f, broker %s%s): the loader competes with the broker for the CPUs and may be holding it back",
+				machineBusy(r), cpus, 100*machineBusyShare, l.CPUCores, broker, others))
 		}
 	}
 	if r.Config == nil || r.Config.ProducerRate <= 0 || r.Config.BacklogBytes() > 0 || r.DurationSec <= 0 {

@@ -111,7 +111,11 @@ func TestSaturationNotes(t *testing.T) {
 		{"in-process broker", maxRate, 1e5, &LoaderCost{CPUCores: 1.8, IncludesBroker: true}, nil, 2, 2,
 			[]string{"the loader and the in-process broker"}},
 		{"machine busy", maxRate, 1e5, &LoaderCost{CPUCores: 0.9}, &BrokerCost{CPUCores: 1.0, Source: "/proc/9"}, 2, 2,
-			[]string{"machine saturated: loader 0.90 + broker 1.00 cores of 2 CPUs"}},
+			[]string{"machine saturated: 1.90 of 2 CPUs busy (≥ 90%; loader 0.90, broker 1.00)"}},
+		{"machine busy with other processes", maxRate, 1e5, &LoaderCost{CPUCores: 0.5, MachineCores: 1.9}, &BrokerCost{CPUCores: 0.3, Source: "/proc/9"}, 2, 2,
+			[]string{"machine saturated: 1.90 of 2 CPUs busy (≥ 90%; loader 0.50, broker 0.30, other processes 1.10)"}},
+		{"machine busy, remote broker, /proc/stat", maxRate, 1e5, &LoaderCost{CPUCores: 0.5, MachineCores: 1.85}, &BrokerCost{CPUCores: 1.0, Source: "http://b:9644/metrics"}, 2, 2,
+			[]string{"loader 0.50, broker n/a)"}},
 		{"machine busy, remote broker", maxRate, 1e5, &LoaderCost{CPUCores: 0.9}, &BrokerCost{CPUCores: 1.0, Source: "http://b:9644/metrics"}, 2, 2, nil},
 		{"fixed rate reached", fixed, 19990, &LoaderCost{CPUCores: 0.3}, &BrokerCost{CPUCores: 0.3, Source: "/proc/9"}, 2, 2, nil},
 		{"fixed rate short, broker idle", fixed, 15000, &LoaderCost{CPUCores: 0.4}, &BrokerCost{CPUCores: 0.3, Source: "/proc/9"}, 2, 2,
@@ -143,8 +147,14 @@ func TestSaturationNotes(t *testing.T) {
 }
 
 func TestLoaderCost(t *testing.T) {
-	c := loaderCost(1.0, 3.0, 1e6, 4, "produced", false)
-	if c.CPUSeconds != 2 || c.CPUUsPerMsg != 2 || c.CPUCores != 0.5 || c.PerWhat != "produced" || c.IncludesBroker {
+	c := loaderCost(cpuSnap{1, 100}, cpuSnap{3, 106}, 1e6, 4, "produced", false)
+	if c.CPUSeconds != 2 || c.CPUUsPerMsg != 2 || c.CPUCores != 0.5 || c.MachineCores != 1.5 || c.PerWhat != "produced" || c.IncludesBroker {
 		t.Errorf("%+v", c)
+	}
+	if c := loaderCost(cpuSnap{1, -1}, cpuSnap{3, 106}, 1e6, 4, "produced", true); c.MachineCores != 0 || !c.IncludesBroker {
+		t.Errorf("no machine figure at the start: %+v", c)
+	}
+	if c := loaderCost(cpuSnap{-1, -1}, cpuSnap{3, 106}, 1e6, 4, "produced", false); c != nil {
+		t.Errorf("no loader figure at the start: %+v", c)
 	}
 }

@@ -97,3 +97,34 @@ func selfCPU() (float64, error) {
 	tv := func(t unix.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
 	return tv(ru.Utime) + tv(ru.Stime), nil
 }
+
+// machineCPU is the machine's busy CPU seconds since boot, summed over its CPUs: the
+// first line of /proc/stat less idle and iowait.
+//
+//	cpu  user nice system idle iowait irq softirq steal guest guest_nice   (USER_HZ)
+func machineCPU() (float64, error) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, fmt.Errorf("bench: machine usage: %w", err)
+	}
+	return parseMachineStat(b)
+}
+
+func parseMachineStat(b []byte) (float64, error) {
+	line, _, _ := bytes.Cut(b, []byte("\n"))
+	f := strings.Fields(string(line))
+	if len(f) < 9 || f[0] != "cpu" {
+		return 0, fmt.Errorf("bench: malformed /proc/stat")
+	}
+	var busy uint64
+	for i, v := range f[1:9] { // user .. steal; guest is counted in user already
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("bench: malformed /proc/stat")
+		}
+		if i != 3 && i != 4 { // idle, iowait
+			busy += n
+		}
+	}
+	return float64(busy) / clockTicks, nil
+}

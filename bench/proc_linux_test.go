@@ -35,3 +35,19 @@ func TestProcUsageSelf(t *testing.T) {
 		t.Errorf("usage %+v", u)
 	}
 }
+
+func TestParseMachineStat(t *testing.T) {
+	got, err := parseMachineStat([]byte("cpu  100 5 50 1000 200 3 2 1 7 0\ncpu0 50 2 25 500 100 1 1 0 3 0\n"))
+	// user+nice+system+irq+softirq+steal = 161 ticks; idle and iowait left out.
+	if err != nil || got != 1.61 {
+		t.Errorf("busy %v, %v", got, err)
+	}
+	for _, bad := range []string{"", "cpu 1 2 3\n", "intr 1 2 3 4 5 6 7 8 9\n", "cpu a b c d e f g h\n"} {
+		if _, err := parseMachineStat([]byte(bad)); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+	if v, err := machineCPU(); err != nil || v <= 0 {
+		t.Errorf("this machine: %v, %v", v, err)
+	}
+}

@@ -15,3 +15,7 @@ const selfCPUSource = ""
 func selfCPU() (float64, error) {
 	return 0, errors.New("bench: loader usage is measured on Linux only")
 }
+
+func machineCPU() (float64, error) {
+	return 0, errors.New("bench: machine usage is measured on Linux only")
+}

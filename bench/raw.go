@@ -280,12 +280,12 @@ func RunRaw(ctx context.Context, cfg RawConfig) (*Result, error) {
 	var win0 [4]int64
 	var use0 Usage
 	measuring := cfg.Warmup <= 0
-	self0 := -1.0
 	if measuring && cfg.Broker != nil {
 		use0, _ = cfg.Broker.Usage()
 	}
+	var snap0 cpuSnap
 	if measuring {
-		self0 = selfCPUOr(-1)
+		snap0 = takeCPUSnap()
 	}
 	ticker := time.NewTicker(time.Second)
 	defer ticker.Stop()
@@ -335,7 +335,7 @@ loop:
 				if cfg.Broker != nil {
 					use0, _ = cfg.Broker.Usage()
 				}
-				self0 = selfCPUOr(-1)
+				snap0 = takeCPUSnap()
 			}
 			if !now.Before(end) || (capBytes > 0 && cur[1] >= capBytes) {
 				break loop
@@ -348,7 +348,7 @@ loop:
 	if cfg.Broker != nil {
 		use1, _ = cfg.Broker.Usage()
 	}
-	self1 := selfCPUOr(-1)
+	snap1 := takeCPUSnap()
 	stop()
 	wg.Wait()
 	if runErr != nil {
@@ -365,8 +365,7 @@ loop:
 		res.Broker = brokerCost(cfg.Broker, use0, use1, winEnd[0]-win0[0], winEnd[1]-win0[1])
 		res.Broker.CPUCores = res.Broker.CPUSeconds / secs
 	}
-	if self0 >= 0 && self1 >= 0 {
-		res.Loader = loaderCost(self0, self1, winEnd[0]-win0[0], secs, "produced", cfg.BrokerInProcess)
+	if res.Loader = loaderCost(snap0, snap1, winEnd[0]-win0[0], secs, "produced", cfg.BrokerInProcess); res.Loader != nil {
 		res.Notes = append(res.Notes, saturationNotes(res, runtime.NumCPU(), runtime.GOMAXPROCS(0))...)
 	}
 	return res, nil

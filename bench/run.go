@@ -96,7 +96,7 @@ type run struct {
 	last                   counts
 	lastT                  time.Time
 	lastCPU                float64 // broker CPU seconds at lastT, or -1
-	selfCPU0               float64 // the loader's CPU seconds when the window began, or -1
+	cpu0                   cpuSnap // the loader's and the machine's CPU when the window began
 	start                  time.Time
 	created                time.Time // when the run began, before topics exist
 	windowStart            time.Time // when the measured window began
@@ -150,7 +150,7 @@ func Run(ctx context.Context, cfg RunConfig) (*Result, error) {
 	if cfg.Seed == 0 {
 		cfg.Seed = time.Now().UnixNano()
 	}
-	r := &run{cfg: cfg, w: w, lastCPU: -1, selfCPU0: -1,
+	r := &run{cfg: cfg, w: w, lastCPU: -1, cpu0: cpuSnap{self: -1, machine: -1},
 		pub: newHist(), pubRaw: newHist(), e2e: newHist(),
 		iPub: newHist(), iPubRaw: newHist(), iE2E: newHist(),
 	}
@@ -574,9 +574,7 @@ func (r *run) beginWindow(ctx context.Context, c *counts, u *Usage) {
 	r.windowStart = time.Now()
 	*c = r.sample()
 	*u, _ = r.usage()
-	if cpu, err := selfCPU(); err == nil {
-		r.selfCPU0 = cpu
-	}
+	r.cpu0 = takeCPUSnap()
 	if r.cfg.OnSteady != nil {
 		go r.cfg.OnSteady(ctx)
 	}
@@ -584,12 +582,7 @@ func (r *run) beginWindow(ctx context.Context, c *counts, u *Usage) {
 
 // loaderCost sets res.Loader from the loader's CPU now against the window's start.
 func (r *run) loaderCost(res *Result, msgs int64, secs float64, per string) {
-	if r.selfCPU0 < 0 {
-		return
-	}
-	if cpu, err := selfCPU(); err == nil {
-		res.Loader = loaderCost(r.selfCPU0, cpu, msgs, secs, per, r.cfg.BrokerInProcess)
-	}
+	res.Loader = loaderCost(r.cpu0, takeCPUSnap(), msgs, secs, per, r.cfg.BrokerInProcess)
 }
 
 func (r *run) usage() (Usage, error) {
