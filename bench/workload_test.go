@@ -8,7 +8,7 @@ import (
 )
 
 func TestBuiltinWorkloadsParse(t *testing.T) {
-	want := []string{"backlog-drain", "fanout", "latency-100k", "latency-20k", "max-throughput-100b", "omb-1topic-100p-1kb", "partitions-10k"}
+	want := []string{"backlog-drain", "fanout", "latency-100k", "latency-100k-1kb", "latency-20k", "max-throughput-100b", "omb-1topic-100p-1kb", "partitions-10k"}
 	have := map[string]bool{}
 	for _, n := range BuiltinWorkloads() {
 		have[n] = true
@@ -40,6 +40,10 @@ func TestBuiltinWorkloadsParse(t *testing.T) {
 	w, _ = LoadWorkload("latency-100k")
 	if w.ProducerRate != 100000 || w.MessageSize != 100 || w.PartitionsPerTopic != 6 {
 		t.Errorf("latency-100k: %+v", w)
+	}
+	w, _ = LoadWorkload("latency-100k-1kb")
+	if w.ProducerRate != 100000 || w.MessageSize != 1024 || w.PartitionsPerTopic != 6 {
+		t.Errorf("latency-100k-1kb: %+v", w)
 	}
 }
 
