@@ -242,8 +242,8 @@ type Options struct {
 	// transaction.partition.verification.enable=false; Kafka's default,
 	// and the zero value here, is on).
 	DisableTxnVerification bool
-	// NoPrealloc turns off allocating the active segment's blocks ahead of
-	// its appends under the fsync policy (prealloc.go; the broker's
+	// NoPrealloc turns off writing the active segment ahead of its appends
+	// with zeros under the fsync policy (prealloc.go; the broker's
 	// samsa.log.segment.preallocate.enable=false).
 	NoPrealloc bool
 

@@ -59,9 +59,9 @@
 // recovery cut, the undoing of a failed append), which is fdatasynced before
 // anything is appended after it; and a segment file reused by name
 // (O_TRUNC), which holds nothing acknowledged. Under the fsync policy the
-// active segment has its blocks allocated ahead of its appends (fallocate,
-// prealloc.go), so the file is longer than its batches; a roll, a clean
-// close and recovery cut it back.
+// active segment of a log of small flushes is written ahead of its appends
+// with zeros, which the appends then overwrite (prealloc.go), so the file is
+// longer than its batches; a roll, a clean close and recovery cut it back.
 //
 // # Record batch v2 (magic 2), as stored and as sent on the wire
 //

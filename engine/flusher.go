@@ -377,7 +377,7 @@ func (l *Log) flush() error {
 		return err
 	}
 	l.dirtyBytes.Add(-dirty)
-	l.noteFlushed()
+	l.noteFlushed(dirty)
 	for {
 		cur := l.recoveryPoint.Load()
 		if leo <= cur || l.recoveryPoint.CompareAndSwap(cur, leo) {

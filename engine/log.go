@@ -58,7 +58,7 @@ type Log struct {
 	recoveryPoint atomic.Int64 // everything below is fdatasynced and indexed
 	size          atomic.Int64
 	dirtyBytes    atomic.Int64
-	flushes       atomic.Int32 // flushes, up to preallocAfter (prealloc.go)
+	flushes       atomic.Int32 // consecutive small flushes, up to preallocAfter (prealloc.go)
 	flushQueued   atomic.Bool
 	dirDirty      atomic.Bool // a segment file was created since the last sync of dir
 

@@ -84,44 +84,47 @@ func cpuNanos(b *testing.B) int64 {
 }
 
 // BenchmarkSmallAppendFsync is the engine's side of the same question: one
-// producer appending 200-byte batches under the fsync policy and waiting
-// for each to be durable, with and without writing ahead (prealloc.go).
+// producer appending batches of 200 bytes, and of 3,300 bytes (a Produce
+// request of latency-20k: 33 records of 100 bytes), under the fsync policy and
+// waiting for each to be durable, with and without preallocation (prealloc.go).
 //
 //	go test -run XXX -bench SmallAppendFsync -benchtime 3000x -count 4 ./engine
 func BenchmarkSmallAppendFsync(b *testing.B) {
-	for _, on := range []bool{false, true} {
-		b.Run(fmt.Sprintf("prealloc=%t", on), func(b *testing.B) {
-			m, err := Open(Options{Dirs: []string{benchDir(b)}, Sync: SyncFsync, NoPrealloc: !on})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer m.Close()
-			l, err := m.CreateLog(TopicPartition{"bench", 0}, DefaultLogConfig())
-			if err != nil {
-				b.Fatal(err)
-			}
-			batch := makeBatch(testBatch{records: 1, valueSize: 200 - BatchHeaderSize - 10})
-			app := func() {
-				r, err := l.Append(batch, AppendOptions{LeaderEpoch: 1})
-				if err == nil {
-					err = l.WaitDurable(r.LastOffset)
-				}
+	for _, size := range []int{200, 3300} {
+		for _, on := range []bool{false, true} {
+			b.Run(fmt.Sprintf("size=%d/prealloc=%t", size, on), func(b *testing.B) {
+				m, err := Open(Options{Dirs: []string{benchDir(b)}, Sync: SyncFsync, NoPrealloc: !on})
 				if err != nil {
 					b.Fatal(err)
 				}
-			}
-			for range preallocAfter { // past the flushes that decide
-				app()
-			}
-			b.SetBytes(int64(len(batch)))
-			b.ReportAllocs()
-			before := cpuNanos(b)
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				app()
-			}
-			b.StopTimer()
-			b.ReportMetric(float64(cpuNanos(b)-before)/1e3/float64(b.N), "cpu-µs/op")
-		})
+				defer m.Close()
+				l, err := m.CreateLog(TopicPartition{"bench", 0}, DefaultLogConfig())
+				if err != nil {
+					b.Fatal(err)
+				}
+				batch := makeBatch(testBatch{records: 1, valueSize: size - BatchHeaderSize - 10})
+				app := func() {
+					r, err := l.Append(batch, AppendOptions{LeaderEpoch: 1})
+					if err == nil {
+						err = l.WaitDurable(r.LastOffset)
+					}
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+				for range preallocAfter { // past the flushes that decide
+					app()
+				}
+				b.SetBytes(int64(len(batch)))
+				b.ReportAllocs()
+				before := cpuNanos(b)
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					app()
+				}
+				b.StopTimer()
+				b.ReportMetric(float64(cpuNanos(b)-before)/1e3/float64(b.N), "cpu-µs/op")
+			})
+		}
 	}
 }

@@ -34,7 +34,7 @@ func activeFile(t *testing.T, l *Log) string {
 	return files[len(files)-1]
 }
 
-// A log of small durable appends is allocated ahead (zeros); nothing past
+// A log of small durable appends is written ahead with zeros; nothing past
 // the batches is read; a roll and a clean close cut the files to their data,
 // and the log opens clean and whole.
 func TestPreallocSmallFlushes(t *testing.T) {
@@ -71,7 +71,9 @@ func TestPreallocSmallFlushes(t *testing.T) {
 	}
 	// Enough to pass the first chunk: the blocks ahead follow the appends.
 	first := got
-	appendDurable(t, l, preallocMin/100)
+	for i := 0; i < 100 && l.Size() <= first; i++ {
+		appendDurable(t, l, 100)
+	}
 	if got := fileSize(t, activeFile(t, l)); got <= l.Size() || l.Size() <= first {
 		t.Fatalf("after the first chunk (%d bytes): file %d bytes, log %d", first, got, l.Size())
 	}
@@ -150,14 +152,16 @@ func TestPreallocCrash(t *testing.T) {
 	}
 }
 
-// The none policy and NoPrealloc grow the file with the data.
-func TestPreallocOff(t *testing.T) {
+// Big flushes, the none policy and NoPrealloc grow the file with the data.
+func TestPreallocNotForBigFlushes(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		opts Options
+		big  bool
 	}{
-		{"none policy", Options{Sync: SyncNone}},
-		{"off", Options{Sync: SyncFsync, NoPrealloc: true}},
+		{"big flushes", Options{Sync: SyncFsync}, true},
+		{"none policy", Options{Sync: SyncNone}, false},
+		{"off", Options{Sync: SyncFsync, NoPrealloc: true}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.opts.Dirs = []string{t.TempDir()}
@@ -167,8 +171,12 @@ func TestPreallocOff(t *testing.T) {
 			}
 			defer m.Close()
 			l, _ := m.CreateLog(TopicPartition{"grow", 0}, DefaultLogConfig())
+			value := 100
+			if tc.big {
+				value = preallocSmallSync + 1
+			}
 			for i := 0; i < 2*preallocAfter; i++ {
-				mustAppend(t, l, makeBatch(testBatch{records: 1, valueSize: 100}))
+				mustAppend(t, l, makeBatch(testBatch{records: 1, valueSize: value}))
 				if err := l.Flush(); err != nil {
 					t.Fatal(err)
 				}
@@ -219,7 +227,7 @@ func TestPreallocDirBudget(t *testing.T) {
 			t.Fatal(err)
 		}
 		logs = append(logs, l)
-		appendDurable(t, l, preallocAfter+2)
+		appendDurable(t, l, preallocAfter+1) // the first chunk only
 		checkAhead(t, m)
 	}
 	written := 0
@@ -247,8 +255,8 @@ func TestPreallocDirBudget(t *testing.T) {
 	}
 	checkAhead(t, m)
 	// Room again: a log that grew as it went now allocates ahead.
-	appendDurable(t, logs[3], 2)
-	appendDurable(t, logs[4], 2)
+	appendDurable(t, logs[3], 1)
+	appendDurable(t, logs[4], 1)
 	checkAhead(t, m)
 	if fileSize(t, activeFile(t, logs[4])) <= logs[4].Size() {
 		t.Fatal("with the budget freed, the last log is still not allocated ahead")

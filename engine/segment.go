@@ -59,9 +59,9 @@ type segment struct {
 	rollAtMs        int64 // clock time of the first append; 0 = not yet
 	idxSynced       bool  // indexes of this (inactive) segment are durable
 	noProducers     bool  // recovery scanned it and saw no idempotent batch
-	preallocated    int64 // blocks are allocated up to here, past size (prealloc.go); 0 = none
-	preallocChunk   int64 // the next chunk to allocate ahead
-	noPrealloc      bool  // allocating ahead failed once (a full disk): this segment grows as it goes
+	preallocated    int64 // the file holds zeros up to here, past size (prealloc.go); 0 = none
+	preallocChunk   int64 // the next chunk of zeros to write ahead
+	noPrealloc      bool  // writing zeros ahead failed once (a full disk): this segment grows as it goes
 
 	idxMu    sync.RWMutex
 	oidx     *offsetIndex // nil until loaded

@@ -110,17 +110,10 @@ func MapLimit() int64 {
 	return v
 }
 
-// allocateRange allocates the blocks of f's [off, off+n), extending its size:
-// unwritten extents, which read as zeros (prealloc.go).
-func allocateRange(f vfs.File, off, n int64) error {
-	for {
-		err := unix.Fallocate(int(f.Fd()), 0, off, n)
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		if err != nil {
-			return &os.PathError{Op: "fallocate", Path: f.Name(), Err: err}
-		}
-		return nil
-	}
+// startWriteback starts the write-back of f's [off, off+n) without waiting
+// for it (sync_file_range SYNC_FILE_RANGE_WRITE: no durability, no metadata),
+// so that the fdatasync after it finds the pages on their way. A failure is
+// ignored: the fdatasync writes them back anyway.
+func startWriteback(f vfs.File, off, n int64) {
+	_ = unix.SyncFileRange(int(f.Fd()), off, n, unix.SYNC_FILE_RANGE_WRITE)
 }

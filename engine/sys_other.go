@@ -3,7 +3,6 @@
 package engine
 
 import (
-	"errors"
 	"io"
 
 	"github.com/samsa-broker/samsa/engine/vfs"
@@ -40,5 +39,5 @@ func MapCount() int64 { return -1 }
 // MapLimit is 0 (unknown) off Linux.
 func MapLimit() int64 { return 0 }
 
-// allocateRange is not done off Linux: segments grow as they go (prealloc.go).
-func allocateRange(f vfs.File, off, n int64) error { return errors.ErrUnsupported }
+// startWriteback does nothing off Linux: the fdatasync writes the zeros back.
+func startWriteback(f vfs.File, off, n int64) {}

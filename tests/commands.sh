@@ -439,7 +439,7 @@ PY
 		'bin/samsa-bench compare --targets samsa,kfake-proc --samsa-bin bin/samsa --workload latency-100k-1kb --rounds 1 --duration 1s --warmup 0s'
 	step "go test -run XXX -bench 'SmallWriteFdatasync|SmallAppendFsync' -benchtime 3000x -benchmem ./engine" \
 		"go test -run XXX -bench 'SmallWriteFdatasync|SmallAppendFsync' -benchtime 20x -benchmem ./engine"
-	expect '^BenchmarkSmallAppendFsync/prealloc=true'
+	expect '^BenchmarkSmallAppendFsync/size=3300/prealloc=true'
 	step 'bin/samsa-bench compare --targets samsa@set=samsa.log.segment.preallocate.enable=false,samsa,kfake-proc --samsa-bin bin/samsa --workload latency-20k --rounds 4 --duration 15s --warmup 3s' \
 		'bin/samsa-bench compare --targets samsa@set=samsa.log.segment.preallocate.enable=false,samsa,kfake-proc --samsa-bin bin/samsa --workload latency-20k --rounds 1 --duration 1s --warmup 0s'
 	step "go test -run XXX -bench 'AppendVsRaw|FsyncVsRaw|IndexLookup|Read\$' -benchmem -benchtime 20000x ./engine" \
