@@ -14,9 +14,9 @@ import (
 
 // BenchmarkSmallWriteFdatasync measures what one small durable append costs
 // the process, by how the file's blocks came to be, to decide whether the
-// engine should allocate segment files ahead of its appends:
+// engine should prepare segment files ahead of its appends (prealloc.go):
 //
-//	grow:      the file grows with each write (the engine today);
+//	grow:      the file grows with each write (a log that does not preallocate);
 //	fallocate: the blocks are allocated ahead (fallocate mode 0, size set),
 //	           so they are unwritten extents the sync must convert;
 //	keepsize:  the same with FALLOC_FL_KEEP_SIZE (size still grows);
