@@ -25,17 +25,11 @@ func coordinatorImages(t *testing.T, key string) (*testBroker, *rawConn, *kmsg.F
 	rc := tb.raw(t)
 	fc := kmsg.NewPtrFindCoordinatorRequest()
 	fc.Version, fc.CoordinatorKey = 3, key
-	deadline := time.Now().Add(10 * time.Second)
-	for { // the first lookup creates __consumer_offsets; this node leads it all
+	// The first lookup creates __consumer_offsets; this node leads it all.
+	eventually(t, 10*time.Second, "this node coordinating "+key, func() bool {
 		r := rc.roundTrip(fc).(*kmsg.FindCoordinatorResponse)
-		if r.ErrorCode == 0 && r.NodeID == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no coordinator: %+v", r)
-		}
-		time.Sleep(2 * time.Millisecond) // polling a condition with a deadline
-	}
+		return r.ErrorCode == 0 && r.NodeID == 1
+	})
 	off, im := tb.b.Image()
 	ot, ok := im.Topic(group.OffsetsTopic)
 	if !ok {
