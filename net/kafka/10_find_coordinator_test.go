@@ -1,7 +1,6 @@
 package kafka
 
 import (
-	"context"
 	"net"
 	"slices"
 	"testing"
@@ -13,7 +12,6 @@ import (
 	"github.com/samsa-broker/samsa/coordinator/group"
 	"github.com/samsa-broker/samsa/coordinator/metadata"
 	"github.com/samsa-broker/samsa/net/auth"
-	"github.com/samsa-broker/samsa/net/transport"
 )
 
 // coordinatorImages starts a single data broker whose first FindCoordinator of key
@@ -113,15 +111,7 @@ func TestFindCoordinatorEndpointOfTheListener(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := transport.NewStd(transport.Config{}, l, testLogger(t))
-	done := make(chan error, 1)
-	go func() { done <- tr.Serve(ln) }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		tr.Shutdown(ctx)
-		<-done
-	})
+	serveStd(t, l, ln)
 	ext, err := net.Dial("tcp", ln.Addr().String())
 	if err != nil {
 		t.Fatal(err)

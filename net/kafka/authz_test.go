@@ -160,7 +160,14 @@ func (tb *testBroker) secureListenerProps(t testing.TB, p auth.SecurityProtocol,
 			t.Fatal(err)
 		}
 	}
-	tr := transport.NewStd(transport.Config{}, l, testLogger(t))
+	serveStd(t, l, ln)
+	return l, ln.Addr().String()
+}
+
+// serveStd serves h on ln with the std transport until the test ends.
+func serveStd(t testing.TB, h transport.Handler, ln net.Listener) {
+	t.Helper()
+	tr := transport.NewStd(transport.Config{}, h, testLogger(t))
 	done := make(chan error, 1)
 	go func() { done <- tr.Serve(ln) }()
 	t.Cleanup(func() {
@@ -169,7 +176,6 @@ func (tb *testBroker) secureListenerProps(t testing.TB, p auth.SecurityProtocol,
 		tr.Shutdown(ctx)
 		<-done
 	})
-	return l, ln.Addr().String()
 }
 
 // secureClient is a franz-go client of tb's secure listener addr over TLS (ca) with
