@@ -746,15 +746,7 @@ func TestConformanceShutdownPeerGoneDuringDrain(t *testing.T) {
 		go func() { shut <- s.Shutdown(context.Background()) }()
 		waitListenerClosed(t, addr) // the drain has begun (or is about to): not a close before it
 		c.Close()
-		select {
-		case err := <-shut:
-			if err != nil {
-				t.Fatal(err)
-			}
-		case <-time.After(10 * time.Second):
-			h.releaseDeferred()
-			t.Fatalf("Shutdown waited for the answer owed to a connection its client closed")
-		}
+		shutdownWithoutTheOwedAnswer(t, shut, h)
 		if h.numDeferred() != 1 {
 			t.Fatalf("%d deferred, want the unanswered request still there", h.numDeferred())
 		}
@@ -788,21 +780,28 @@ func TestConformanceShutdownPeerSendsThenGoesDuringDrain(t *testing.T) {
 			}
 		}
 		c.Close()
-		select {
-		case err := <-shut:
-			if err != nil {
-				t.Fatal(err)
-			}
-		case <-time.After(10 * time.Second):
-			h.releaseDeferred()
-			t.Fatalf("Shutdown waited for the answer owed to a connection its client closed")
-		}
+		shutdownWithoutTheOwedAnswer(t, shut, h)
 		if h.numDeferred() != 1 || h.served.Load() != 1 {
 			t.Fatalf("%d deferred, %d served; want the one unanswered request and nothing else served", h.numDeferred(), h.served.Load())
 		}
 		h.releaseDeferred()
 		waitFor(t, "the late answer released", func() bool { return h.released.Load() == h.responded.Load() })
 	})
+}
+
+// shutdownWithoutTheOwedAnswer waits for the Shutdown of shut to return while h still
+// owes its answer to a connection whose client closed.
+func shutdownWithoutTheOwedAnswer(t *testing.T, shut <-chan error, h *confHandler) {
+	t.Helper()
+	select {
+	case err := <-shut:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		h.releaseDeferred()
+		t.Fatalf("Shutdown waited for the answer owed to a connection its client closed")
+	}
 }
 
 // waitListenerClosed waits until addr refuses connections: Shutdown closed its listener,
