@@ -23,56 +23,62 @@ import (
 //	written:   the blocks were written with zeros and synced ahead, so a
 //	           data sync carries no allocation and no extent change.
 //
-// Each op is a pwrite of 200 bytes at the end of the previous one, then
-// fdatasync. cpu-µs/op is the process's user+system time per op (getrusage):
+// Each op is a pwrite of 200 bytes (or 3,300: a Produce request of
+// latency-20k, which reaches a new block at nearly every op) at the end of the
+// previous one, then fdatasync. cpu-µs/op is the process's user+system time per op (getrusage):
 // the kernel's journal thread is not in it, as it is not in a broker's.
 //
 //	go test -run XXX -bench SmallWriteFdatasync -benchtime 2000x -count 4 ./engine
 func BenchmarkSmallWriteFdatasync(b *testing.B) {
-	const write = 200
-	for _, layout := range []string{"grow", "fallocate", "keepsize", "written"} {
-		b.Run("layout="+layout, func(b *testing.B) {
-			f, err := os.OpenFile(filepath.Join(benchDir(b), "seg"), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer f.Close()
-			size := int64(b.N)*write + 4096
-			fd := int(f.Fd())
-			switch layout {
-			case "fallocate":
-				err = unix.Fallocate(fd, 0, 0, size)
-			case "keepsize":
-				err = unix.Fallocate(fd, unix.FALLOC_FL_KEEP_SIZE, 0, size)
-			case "written":
-				zero := make([]byte, 1<<20)
-				for off := int64(0); off < size && err == nil; off += int64(len(zero)) {
-					_, err = f.WriteAt(zero, off)
-				}
-				if err == nil {
-					err = unix.Fsync(fd)
-				}
-			}
-			if err != nil {
-				b.Skipf("%s: %v", layout, err)
-			}
-			buf := make([]byte, write)
-			b.SetBytes(write)
-			b.ReportAllocs()
-			before := cpuNanos(b)
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				if _, err := f.WriteAt(buf, int64(i)*write); err != nil {
-					b.Fatal(err)
-				}
-				if err := fdatasync(f); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.StopTimer()
-			b.ReportMetric(float64(cpuNanos(b)-before)/1e3/float64(b.N), "cpu-µs/op")
-		})
+	for _, write := range []int64{200, 3300} {
+		for _, layout := range []string{"grow", "fallocate", "keepsize", "written"} {
+			b.Run(fmt.Sprintf("size=%d/layout=%s", write, layout), func(b *testing.B) {
+				smallWriteFdatasync(b, layout, write)
+			})
+		}
 	}
+}
+
+func smallWriteFdatasync(b *testing.B, layout string, write int64) {
+	f, err := os.OpenFile(filepath.Join(benchDir(b), "seg"), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	size := int64(b.N)*write + 4096
+	fd := int(f.Fd())
+	switch layout {
+	case "fallocate":
+		err = unix.Fallocate(fd, 0, 0, size)
+	case "keepsize":
+		err = unix.Fallocate(fd, unix.FALLOC_FL_KEEP_SIZE, 0, size)
+	case "written":
+		zero := make([]byte, 1<<20)
+		for off := int64(0); off < size && err == nil; off += int64(len(zero)) {
+			_, err = f.WriteAt(zero, off)
+		}
+		if err == nil {
+			err = unix.Fsync(fd)
+		}
+	}
+	if err != nil {
+		b.Skipf("%s: %v", layout, err)
+	}
+	buf := make([]byte, write)
+	b.SetBytes(write)
+	b.ReportAllocs()
+	before := cpuNanos(b)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := f.WriteAt(buf, int64(i)*write); err != nil {
+			b.Fatal(err)
+		}
+		if err := fdatasync(f); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(cpuNanos(b)-before)/1e3/float64(b.N), "cpu-µs/op")
 }
 
 func cpuNanos(b *testing.B) int64 {
