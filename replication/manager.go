@@ -287,7 +287,6 @@ func (m *Manager) Apply(d Delta) error {
 			errs = append(errs, err)
 		}
 	}
-	m.openNewLogs(&d)
 	m.addNewPartitions(&d)
 	for i := range d.Leaders {
 		if err := m.becomeLeader(&d.Leaders[i]); err != nil {
@@ -314,56 +313,42 @@ func joinFew(errs []error) error {
 	return errors.Join(append(errs[:keep:keep], fmt.Errorf("replication: and %d more partitions failed", len(errs)-keep))...)
 }
 
-// openNewLogs opens, in one batch when the LogStore can (LogBatchOpener), the logs
-// of the partitions of d that have no replica yet: a new topic's, or every one at
-// start-up.
-func (m *Manager) openNewLogs(d *Delta) {
-	bo, ok := m.cfg.Logs.(LogBatchOpener)
-	if !ok {
-		return
-	}
-	var tps []engine.TopicPartition
-	var cfgs []engine.LogConfig
-	for _, sts := range [2][]PartitionState{d.Leaders, d.Followers} {
-		for i := range sts {
-			if tp := sts[i].TP(); m.Partition(tp) == nil {
-				tps, cfgs = append(tps, tp), append(cfgs, sts[i].LogConfig)
-			}
-		}
-	}
-	if len(tps) < 2 {
-		return
-	}
-	if err := bo.OpenLogs(tps, cfgs); err != nil {
-		m.log.Debug("opening logs in a batch", "logs", len(tps), "err", err)
-	}
-}
-
-// addNewPartitions creates, in one change of the replica map, the replicas of the
-// partitions of d that have none yet (their logs opened by openNewLogs), so that
-// becomeLeader and becomeFollower find them: a delta of n new partitions copies each
-// shard of the map once, not once per partition. A log that does not open is left
-// to partitionFor, which reports it.
+// addNewPartitions creates the replicas of the partitions of d that have none yet (a
+// new topic's, or every one at start-up): their logs opened in one batch when the
+// LogStore can (LogBatchOpener), and the replicas put into the map in one change, so
+// that becomeLeader and becomeFollower find them and a delta of n new partitions
+// copies each shard of the map once, not once per partition. A log that does not
+// open is left to partitionFor, which reports it.
 func (m *Manager) addNewPartitions(d *Delta) {
-	var ps []*Partition
+	var news []*PartitionState
 	seen := map[engine.TopicPartition]bool{}
 	for _, sts := range [2][]PartitionState{d.Leaders, d.Followers} {
 		for i := range sts {
-			tp := sts[i].TP()
-			if seen[tp] || m.Partition(tp) != nil {
-				continue
+			if tp := sts[i].TP(); !seen[tp] && m.Partition(tp) == nil {
+				seen[tp] = true
+				news = append(news, &sts[i])
 			}
-			seen[tp] = true
-			l, err := m.cfg.Logs.OpenLog(tp, sts[i].LogConfig)
-			if err != nil {
-				continue
-			}
-			ps = append(ps, newPartition(m, tp, sts[i].TopicID, l))
 		}
 	}
-	if len(ps) >= 2 {
-		m.putPartitions(ps)
+	if len(news) < 2 {
+		return
 	}
+	if bo, ok := m.cfg.Logs.(LogBatchOpener); ok {
+		tps, cfgs := make([]engine.TopicPartition, len(news)), make([]engine.LogConfig, len(news))
+		for i, st := range news {
+			tps[i], cfgs[i] = st.TP(), st.LogConfig
+		}
+		if err := bo.OpenLogs(tps, cfgs); err != nil {
+			m.log.Debug("opening logs in a batch", "logs", len(tps), "err", err)
+		}
+	}
+	ps := make([]*Partition, 0, len(news))
+	for _, st := range news {
+		if l, err := m.cfg.Logs.OpenLog(st.TP(), st.LogConfig); err == nil {
+			ps = append(ps, newPartition(m, st.TP(), st.TopicID, l))
+		}
+	}
+	m.putPartitions(ps)
 }
 
 // partitionFor returns the replica st describes, creating it (and opening its log).
