@@ -314,3 +314,19 @@ func recordTimestamps(b []byte, fn func(offset, ts int64) bool) error {
 	}
 	return nil
 }
+
+// BatchesEnd returns one past the last offset of the last whole batch at the start
+// of b (a read's bytes: whole batches, then maybe a cut one), or -1 when b begins
+// with none. It checks the framing only (lengths), not the batches.
+func BatchesEnd(b []byte) int64 {
+	end := int64(-1)
+	for len(b) >= BatchHeaderSize {
+		n := int64(int32(binary.BigEndian.Uint32(b[offLength:]))) + logOverhead
+		if n < BatchHeaderSize || n > int64(len(b)) {
+			break
+		}
+		end = int64(binary.BigEndian.Uint64(b[offBaseOffset:])) + int64(int32(binary.BigEndian.Uint32(b[offLastOffsetDelta:]))) + 1
+		b = b[n:]
+	}
+	return end
+}

@@ -105,3 +105,28 @@ func FuzzRecordBatchHeader(f *testing.F) {
 		}
 	})
 }
+
+// TestBatchesEnd: the end of the whole batches at the start of a read's bytes, a cut
+// batch and a header too short for a batch left out.
+func TestBatchesEnd(t *testing.T) {
+	a := makeBatch(testBatch{records: 3})
+	b := makeBatch(testBatch{records: 2})
+	binary.BigEndian.PutUint64(b[offBaseOffset:], 3)
+	two := append(append([]byte{}, a...), b...)
+	for _, tc := range []struct {
+		name string
+		in   []byte
+		want int64
+	}{
+		{"empty", nil, -1},
+		{"one", a, 3},
+		{"two", two, 5},
+		{"the second cut", two[:len(two)-1], 3},
+		{"a cut header", two[:len(a)+BatchHeaderSize-1], 3},
+		{"the first cut", a[:len(a)-1], -1},
+	} {
+		if got := BatchesEnd(tc.in); got != tc.want {
+			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}

@@ -10,7 +10,8 @@
 // Clock, so every timeout (session, rebalance, pending sync, initial rebalance delay,
 // offset expiry) can be driven deterministically by a test. Durability is behind the
 // Log interface: "append these records to partition p, tell me when durable" and
-// "replay partition p"; EngineLog implements it over the engine's partition logs.
+// "replay partition p"; ReplicatedLog implements it over this broker's replicas of
+// __consumer_offsets (coordinator/statelog: the leader's append with acks=all).
 // The default Clock, WheelClock, keeps every timer in the purgatory's hierarchical
 // timing wheel; tests inject a fake clock.
 //

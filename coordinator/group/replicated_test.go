@@ -13,8 +13,9 @@ import (
 
 // replicaNode is one broker's engine and replica manager for __consumer_offsets.
 type replicaNode struct {
-	eng *engine.Manager
-	m   *replication.Manager
+	eng    *engine.Manager
+	m      *replication.Manager
+	closed bool
 }
 
 func newReplicaNode(t *testing.T, id int32, dir string) *replicaNode {
@@ -29,8 +30,17 @@ func newReplicaNode(t *testing.T, id int32, dir string) *replicaNode {
 		t.Fatal(err)
 	}
 	n := &replicaNode{eng: eng, m: m}
-	t.Cleanup(func() { m.Close(); eng.Close() })
+	t.Cleanup(n.close)
 	return n
+}
+
+// close stops the node's replica manager and engine (once).
+func (n *replicaNode) close() {
+	if !n.closed {
+		n.closed = true
+		n.m.Close()
+		n.eng.Close()
+	}
 }
 
 // offsetsState is partition p of __consumer_offsets as the metadata would describe it.

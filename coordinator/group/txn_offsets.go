@@ -10,7 +10,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-broker/samsa/engine"
-	"github.com/samsa-broker/samsa/replication"
 )
 
 // Transactional offset commits (TxnOffsetCommit, KIP-98):
@@ -269,38 +268,16 @@ func (c *Coordinator) CompleteTxnOffsets(p int32, pid int64, commit bool) {
 // AppendTxn implements TxnLog: the producer's transactional batch, appended as the
 // leader with acks=all, as Append.
 func (l *ReplicatedLog) AppendTxn(p int32, producerID int64, epoch int16, recs []Record, done func(error)) {
-	r, err := l.leader(p)
-	if err != nil {
+	if _, err := l.log.Leader(p); err != nil {
 		done(err)
 		return
 	}
-	ers := make([]engine.Record, len(recs))
-	for i, rec := range recs {
-		ers[i] = engine.Record{Timestamp: rec.Timestamp, Key: rec.Key, Value: rec.Value}
-	}
-	batch, err := engine.AppendProducerRecords(nil, engine.BatchProducer{ID: producerID, Epoch: epoch, BaseSequence: -1, Transactional: true}, ers)
+	batch, err := transactionalBatch(producerID, epoch, recs)
 	if err != nil {
 		done(fmt.Errorf("group: transactional offsets batch: %w", err))
 		return
 	}
-	part := l.part(p)
-	pa := &pendingAppend{done: done}
-	pr := new(replication.Produce)
-	var appendErr error
-	part.mu.Lock()
-	part.queue = append(part.queue, pa)
-	pr.Begin(l.m, -1, l.timeout, func() {
-		err := appendErr
-		if pr.Len() > 0 {
-			err = pr.Part(0).Err
-		}
-		part.finish(pa, replicatedErr(err))
-	})
-	if _, err := pr.Append(r, batch); err != nil {
-		appendErr = err
-	}
-	part.mu.Unlock()
-	pr.Seal()
+	l.log.Append(p, batch, done)
 }
 
 // txnReplay holds back, during a replay, the records of transactional batches until

@@ -69,7 +69,7 @@ func TestReplayHoldsTransactionalOffsets(t *testing.T) {
 	}
 	var got []seen
 	st := &txnReplay{}
-	if err := replayLog(l, 0, func(r Record) error {
+	if err := replayLog(l, func(r Record) error {
 		k, err := DecodeKey(r.Key)
 		if err != nil {
 			return err

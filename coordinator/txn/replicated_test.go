@@ -330,14 +330,12 @@ func TestMarkersLeaderFromImage(t *testing.T) {
 	}
 }
 
-// TestEngineLogReplay: EngineLog keeps the records and replays them.
-func TestEngineLogReplay(t *testing.T) {
-	eng, err := engine.Open(engine.Options{Dirs: []string{t.TempDir()}, Sync: engine.SyncNone, Logger: quietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer eng.Close()
-	l := NewEngineLog(eng)
+// TestReplicatedLogReplay: a transactional id's state written through a single
+// node's leader replica is loaded by a new coordinator from the same log.
+func TestReplicatedLogReplay(t *testing.T) {
+	n := newReplicaNode(t, 1, t.TempDir())
+	n.lead(t, 2, 0)
+	l := NewReplicatedLog(n.m, 0)
 	h := &harness{t: t, clock: newFakeClock(), log: nil, markers: newFakeMarkers(), pids: &counterPIDs{}}
 	h.cfg = Config{NumPartitions: 2, Clock: h.clock, Logger: quietLogger()}
 	h.c = New(h.cfg, l, h.markers, h.pids)
@@ -353,7 +351,7 @@ func TestEngineLogReplay(t *testing.T) {
 		h.c.InitProducerID(req, done)
 	}).ProducerID
 	h.c.Close()
-	c := New(h.cfg, NewEngineLog(eng), h.markers, h.pids)
+	c := New(h.cfg, NewReplicatedLog(n.m, 0), h.markers, h.pids)
 	defer c.Close()
 	for p := range int32(2) {
 		if err := c.LoadPartition(p, 1); err != nil {

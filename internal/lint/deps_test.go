@@ -44,12 +44,14 @@ var allowed = map[string][]string{
 	// The controller quorum and the broker's side of it.
 	"coordinator/controller":     {"engine/...", "purgatory", "replication/...", "coordinator/metadata", "coordinator/configs", "coordinator/acl", "coordinator/controller/..."},
 	"coordinator/controller/...": {"engine/...", "purgatory", "replication/...", "coordinator/metadata", "coordinator/configs", "coordinator/controller/..."},
-	"coordinator/group":          {"engine/...", "purgatory", "replication/..."},
+	// The logs of the internal topics the coordinators keep their state in.
+	"coordinator/statelog": {"engine/...", "purgatory", "replication/..."},
+	"coordinator/group":    {"engine/...", "purgatory", "replication/...", "coordinator/statelog"},
 	// Share-partition state (KIP-932) and its share coordinator, over the group
 	// package's replicated-log seam.
 	"coordinator/share": {"engine/...", "purgatory", "replication/...", "coordinator/group"},
 	// The transaction coordinator, and the leader's side of WriteTxnMarkers.
-	"coordinator/txn": {"engine/...", "purgatory", "replication/...", "coordinator/metadata", "coordinator/configs"},
+	"coordinator/txn": {"engine/...", "purgatory", "replication/...", "coordinator/metadata", "coordinator/configs", "coordinator/statelog"},
 	// Whole-cluster simulations may drive every coordinator and the replica state.
 	"coordinator/sim": {"engine/...", "purgatory", "replication/...", "coordinator/..."},
 

@@ -394,7 +394,7 @@ func (op *shareFetchOp) gather() int {
 			p.code = engineErr(err).Code
 			continue
 		}
-		to := batchesEnd(buf)
+		to := engine.BatchesEnd(buf)
 		if to <= from {
 			continue
 		}
@@ -410,20 +410,6 @@ func (op *shareFetchOp) gather() int {
 		bytesLeft -= int32(len(p.records))
 	}
 	return n
-}
-
-// batchesEnd returns one past the last offset of the last whole record batch in b.
-func batchesEnd(b []byte) int64 {
-	end := int64(-1)
-	for len(b) >= 61 {
-		n := int64(int32(binary.BigEndian.Uint32(b[8:]))) + 12
-		if n < 61 || n > int64(len(b)) {
-			break
-		}
-		end = int64(binary.BigEndian.Uint64(b)) + int64(int32(binary.BigEndian.Uint32(b[23:]))) + 1
-		b = b[n:]
-	}
-	return end
 }
 
 // trimBatches drops the whole batches of b that start after last.

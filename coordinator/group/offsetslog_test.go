@@ -7,26 +7,23 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
-func TestEngineLogSurvivesReopen(t *testing.T) {
+// TestReplicatedLogSurvivesReopen: a single node's offsets and groups, written
+// through its leader replicas, are all loaded again after the engine and the replica
+// manager are closed and reopened on the same directory.
+func TestReplicatedLogSurvivesReopen(t *testing.T) {
 	dir := t.TempDir()
-	open := func() *engine.Manager {
-		m, err := engine.Open(engine.Options{Dirs: []string{dir}, Sync: engine.SyncFsync, Logger: quietLogger()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return m
+	const parts = 4
+	start := func() (*replicaNode, *harness) {
+		n := newReplicaNode(t, 1, dir)
+		n.lead(t, parts, []int32{1}, []int32{1}, 0)
+		h := &harness{t: t, clock: newFakeClock()}
+		h.c = New(Config{NumPartitions: parts, Clock: h.clock, Logger: quietLogger(), InitialRebalanceDelay: -1}, NewReplicatedLog(n.m, 0))
+		loadAll(t, h.c)
+		return n, h
 	}
-	m := open()
-	h := &harness{t: t, clock: newFakeClock()}
-	el := NewEngineLog(m)
-	h.c = New(Config{Clock: h.clock, Logger: quietLogger(), InitialRebalanceDelay: -1}, el)
-	for p := int32(0); p < h.c.NumPartitions(); p++ {
-		if err := h.c.LoadPartition(p); err != nil {
-			t.Fatal(err)
-		}
-	}
+	n, h := start()
 	ids, gen := h.stableGroup("g", 1)
-	for i := int64(0); i < 300; i++ { // several read chunks' worth of records on replay
+	for i := int64(0); i < 300; i++ { // one batch per commit
 		if code := h.commit("g", ids[0], gen, "t", int32(i%7), i, "meta"); code != 0 {
 			t.Fatal(kerr.ErrorForCode(code))
 		}
@@ -35,19 +32,10 @@ func TestEngineLogSurvivesReopen(t *testing.T) {
 		t.Fatal(kerr.ErrorForCode(code))
 	}
 	h.c.Close()
-	if err := m.Close(); err != nil {
-		t.Fatal(err)
-	}
+	n.close()
 
-	m = open()
-	defer m.Close()
-	h.c = New(Config{Clock: h.clock, Logger: quietLogger(), InitialRebalanceDelay: -1}, NewEngineLog(m))
+	n, h = start()
 	defer h.c.Close()
-	for p := int32(0); p < h.c.NumPartitions(); p++ {
-		if err := h.c.LoadPartition(p); err != nil {
-			t.Fatal(err)
-		}
-	}
 	for p := int32(0); p < 7; p++ {
 		want := int64(299 - (299-p)%7)
 		got := h.fetch("g", "t", p)
@@ -64,7 +52,7 @@ func TestEngineLogSurvivesReopen(t *testing.T) {
 	if code := h.heartbeat("g", ids[0], gen, nil); code != 0 {
 		t.Fatalf("member after reopen: %v", kerr.ErrorForCode(code))
 	}
-	lg := m.Log(engine.TopicPartition{Topic: OffsetsTopic, Partition: h.c.PartitionFor("g")})
+	lg := n.eng.Log(engine.TopicPartition{Topic: OffsetsTopic, Partition: h.c.PartitionFor("g")})
 	if lg == nil || lg.Config().RetentionMs != -1 {
 		t.Fatalf("offsets log config: %+v", lg)
 	}
