@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/samsa-broker/samsa/coordinator/statelog"
 )
 
 // Config holds the coordinator's settings; zero fields take Apache Kafka's defaults.
@@ -275,27 +277,8 @@ func (g *group) after(d time.Duration, fn func(fx *effects)) Timer {
 // held (it takes g.mu itself). Called with g.mu held, so appends of one group reach
 // the Log in the order the state machine decided them.
 func (g *group) appendLocked(fx *effects, recs []Record, done func(error)) {
-	var st struct {
-		sync.Mutex
-		returned, called bool
-		err              error
-	}
-	g.c.log.Append(g.partition, recs, func(err error) {
-		st.Lock()
-		if !st.returned {
-			st.called, st.err = true, err
-			st.Unlock()
-			return
-		}
-		st.Unlock()
-		done(err)
-	})
-	st.Lock()
-	st.returned = true
-	called, err := st.called, st.err
-	st.Unlock()
-	if called {
-		fx.add(func() { done(err) })
+	if f := statelog.Deferred(func(cb func(error)) { g.c.log.Append(g.partition, recs, cb) }, done); f != nil {
+		fx.add(f)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/samsa-broker/samsa/coordinator/statelog"
 	"github.com/samsa-broker/samsa/engine"
 )
 
@@ -194,27 +195,8 @@ func (c *Coordinator) TxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest, cb func(
 
 // appendTxnLocked is appendLocked for a producer's transactional batch.
 func (g *group) appendTxnLocked(fx *effects, tl TxnLog, pid int64, epoch int16, recs []Record, done func(error)) {
-	var st struct {
-		sync.Mutex
-		returned, called bool
-		err              error
-	}
-	tl.AppendTxn(g.partition, pid, epoch, recs, func(err error) {
-		st.Lock()
-		if !st.returned {
-			st.called, st.err = true, err
-			st.Unlock()
-			return
-		}
-		st.Unlock()
-		done(err)
-	})
-	st.Lock()
-	st.returned = true
-	called, err := st.called, st.err
-	st.Unlock()
-	if called {
-		fx.add(func() { done(err) })
+	if f := statelog.Deferred(func(cb func(error)) { tl.AppendTxn(g.partition, pid, epoch, recs, cb) }, done); f != nil {
+		fx.add(f)
 	}
 }
 

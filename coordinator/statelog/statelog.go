@@ -194,3 +194,35 @@ func ReplayLog(log *engine.Log, decode func(b []byte, from int64) error) error {
 	}
 	return nil
 }
+
+// Deferred calls appendFn (a Log's append, made with the coordinator's lock held)
+// with a callback that hands its error to done. A Log may call it before appendFn
+// returns, with that lock still held, where done (which takes the lock) must not
+// run: Deferred then returns the call of done, for the caller to run once it has
+// released its lock. Otherwise done runs from the Log's callback and Deferred
+// returns nil.
+func Deferred(appendFn func(done func(error)), done func(error)) func() {
+	var st struct {
+		sync.Mutex
+		returned, called bool
+		err              error
+	}
+	appendFn(func(err error) {
+		st.Lock()
+		if !st.returned {
+			st.called, st.err = true, err
+			st.Unlock()
+			return
+		}
+		st.Unlock()
+		done(err)
+	})
+	st.Lock()
+	st.returned = true
+	called, err := st.called, st.err
+	st.Unlock()
+	if !called {
+		return nil
+	}
+	return func() { done(err) }
+}

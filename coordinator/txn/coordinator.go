@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/samsa-broker/samsa/coordinator/statelog"
 )
 
 // Config holds the coordinator's settings; zero fields take Apache Kafka's
@@ -303,27 +305,8 @@ func (c *Coordinator) appendLocked(fx *effects, part *partition, m *txnMeta, t t
 // logAppend calls Log.Append with Coordinator.mu held; a done the Log runs
 // before Append returns is deferred to fx (it takes the lock).
 func (c *Coordinator) logAppend(fx *effects, p int32, recs []Record, done func(error)) {
-	var st struct {
-		sync.Mutex
-		returned, called bool
-		err              error
-	}
-	c.log.Append(p, recs, func(err error) {
-		st.Lock()
-		if !st.returned {
-			st.called, st.err = true, err
-			st.Unlock()
-			return
-		}
-		st.Unlock()
-		done(err)
-	})
-	st.Lock()
-	st.returned = true
-	called, err := st.called, st.err
-	st.Unlock()
-	if called {
-		fx.add(func() { done(err) })
+	if f := statelog.Deferred(func(cb func(error)) { c.log.Append(p, recs, cb) }, done); f != nil {
+		fx.add(f)
 	}
 }
 
