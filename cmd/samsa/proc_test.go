@@ -325,11 +325,16 @@ func TestProcRestartRegistersAtOnce(t *testing.T) {
 	}
 	c.Kill(ctl)
 	restart("SIGKILL of the active controller's node", ctl)
-	v, err := sameEverywhere(ctx, c.brokerAddrs(), "rs", 6)
-	if err != nil {
-		t.Fatal(err)
-	}
-	leader := v[0].Leader
+	// The restarted node rejoins the ISRs as it catches up: the brokers' views can
+	// differ again for a moment after restart's wait saw them agree.
+	var leader int32
+	eventually(t, 10*time.Second, "leaders everywhere", func() error {
+		v, err := sameEverywhere(ctx, c.brokerAddrs(), "rs", 6)
+		if err == nil {
+			leader = v[0].Leader
+		}
+		return err
+	})
 	start := time.Now()
 	if err := c.Stop(leader, 30*time.Second); err != nil {
 		t.Fatalf("controlled shutdown of %d: %v", leader, err)
