@@ -149,11 +149,15 @@ func TestSigkillKeepsAcknowledgedRecords(t *testing.T) {
 	// The HW of a log recovered after a crash reaches its LEO only once the flusher
 	// has synced the recovered bytes, so the end offsets can grow for a moment after
 	// the restart: consume until every acknowledged record is seen, or the deadline.
+	// The consumer's own deadline, from the restart: the producing phase may have
+	// used much of ctx's on a loaded machine.
+	cctx, ccancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer ccancel()
 	seen := map[int]bool{}
 	missing := want
 	for missing > 0 {
-		fs := cons.PollFetches(ctx)
-		if ctx.Err() != nil {
+		fs := cons.PollFetches(cctx)
+		if cctx.Err() != nil {
 			break
 		}
 		fs.EachError(func(topic string, p int32, err error) { t.Fatalf("fetch %s/%d: %v", topic, p, err) })
