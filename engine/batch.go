@@ -221,10 +221,22 @@ func checkStoredBatchContent(h *BatchHeader, records []byte) error {
 // lengths tile the payload exactly; and the codec and producer fields.
 func checkRecordFraming(h *BatchHeader, records []byte) error {
 	if h.Compression() == 0 {
-		// Each record starts with its length as a zig-zag varint.
+		// Each record starts with its length as a zig-zag varint: one byte
+		// for a record under 64 bytes, two under 8 KiB, decoded inline here
+		// (the walk runs once per record of every produced batch);
+		// binary.Varint takes the longer ones and the malformed.
 		p := 0
 		for i := int32(0); i < h.NumRecords; i++ {
-			n, w := binary.Varint(records[p:])
+			var n int64
+			var w int
+			if p < len(records) && records[p] < 0x80 {
+				n, w = int64(records[p]>>1)^-int64(records[p]&1), 1
+			} else if p+1 < len(records) && records[p+1] < 0x80 {
+				u := uint64(records[p]&0x7f) | uint64(records[p+1])<<7
+				n, w = int64(u>>1)^-int64(u&1), 2
+			} else {
+				n, w = binary.Varint(records[p:])
+			}
 			if w <= 0 || n <= 0 || n > int64(len(records)-p-w) {
 				return fmt.Errorf("%w: record %d of %d overruns the batch", ErrInvalidRecord, i, h.NumRecords)
 			}
