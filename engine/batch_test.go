@@ -179,24 +179,40 @@ func refRecordFraming(n int32, records []byte) bool {
 func checkFramingAgrees(t *testing.T, n int32, records []byte) {
 	h := BatchHeader{NumRecords: n, ProducerID: -1}
 	if got, want := checkRecordFraming(&h, records) == nil, refRecordFraming(n, records); got != want {
-		t.Fatalf("framing of %d records in %x: accepted %v, binary.Varint says %v", n, records, got, want)
+		t.Fatalf("framing of %d records in %d bytes (%x...): accepted %v, binary.Varint says %v", n, len(records), records[:min(len(records), 16)], got, want)
 	}
 }
 
 func TestRecordFramingInlineVarint(t *testing.T) {
-	// Lengths of one, two and three varint bytes, a non-canonical two-byte
-	// length (0x80 0x00, zero), negative lengths, and every truncation.
+	// Lengths of one, two and three varint bytes, cut anywhere in the first
+	// records and around every record's length; a non-canonical two-byte
+	// length (0x80 0x00, zero), negative lengths.
 	var recs []byte
-	for _, l := range []int{1, 63, 64, 100, 8191, 8192, 20000} {
+	var starts []int
+	for _, l := range []int{1, 63, 64, 100, 128, 300, 8191, 8192, 20000} {
+		starts = append(starts, len(recs))
 		recs = binary.AppendVarint(recs, int64(l))
 		recs = append(recs, make([]byte, l)...)
 	}
-	for cut := 0; cut <= len(recs); cut++ {
+	starts = append(starts, len(recs))
+	cuts := map[int]bool{}
+	for c := 0; c < 300; c++ {
+		cuts[c] = true
+	}
+	for _, st := range starts {
+		for c := max(st-2, 0); c <= st+4 && c <= len(recs); c++ {
+			cuts[c] = true
+		}
+	}
+	for cut := range cuts {
 		for n := int32(0); n <= 8; n++ {
 			checkFramingAgrees(t, n, recs[:cut])
 		}
 	}
-	for _, b := range [][]byte{{0x80, 0x00}, {0x80, 0x00, 0x00}, {0x81, 0x00, 0x00}, {0x02, 0x00}, {0x01, 0x00}, {0x80}, {0xff}, {0xff, 0x7f}, {0x04, 0x00, 0x00}} {
+	// A negative length whose magnitude would fit: -2 in one byte, -65 in two.
+	neg1 := []byte{0x03, 0x00}
+	neg2 := append([]byte{0x81, 0x01}, make([]byte, 64)...)
+	for _, b := range [][]byte{{0x80, 0x00}, {0x80, 0x00, 0x00}, {0x81, 0x00, 0x00}, {0x02, 0x00}, {0x01, 0x00}, {0x80}, {0xff}, {0xff, 0x7f}, {0x04, 0x00, 0x00}, neg1, neg2} {
 		for n := int32(0); n <= 2; n++ {
 			checkFramingAgrees(t, n, b)
 		}
