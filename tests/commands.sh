@@ -420,6 +420,8 @@ PY
 	expect '^verdict: ok$'
 	expect 'broker [0-9.]+ µs/msg'
 	here 'kill -INT $broker' 'kill -INT $broker && wait $broker'
+	step 'bin/samsa-bench compare --targets samsa --samsa-bin bin/samsa --workload max-throughput-100b --rounds 1 --duration 10s --warmup 3s --raw -q' \
+		'bin/samsa-bench compare --targets samsa --samsa-bin bin/samsa --workload max-throughput-100b --rounds 1 --duration 1s --warmup 0s --raw -q'
 	step 'bin/samsa-bench compare --targets samsa@sync=fsync,samsa@sync=none --samsa-bin bin/samsa --workload max-throughput-100b --rounds 3 --duration 10s --warmup 3s --raw' \
 		'bin/samsa-bench compare --targets samsa@sync=fsync,samsa@sync=none --samsa-bin bin/samsa --workload max-throughput-100b --rounds 1 --duration 1s --warmup 0s --raw'
 	step 'bin/samsa-bench compare --targets samsa@transport=reactor,samsa@transport=std --samsa-bin bin/samsa --workload max-throughput-100b --rounds 3 --duration 10s --warmup 3s --raw' \
