@@ -357,12 +357,27 @@ func runOne(ctx context.Context, cfg CompareConfig, spec, name string, round int
 		rcfg := cfg.RawConfig
 		rcfg.Workload, rcfg.Brokers, rcfg.Target, rcfg.Progress, rcfg.Broker = w, t.Brokers, name, cfg.Progress, src
 		rcfg.BrokerInProcess = t.cluster != nil
+		var rprof *Profiler
+		if cfg.Profile && t.AdminURL != "" {
+			rprof = &Profiler{AdminURL: t.AdminURL, Dir: cfg.ProfileDir, Prefix: fmt.Sprintf("%s-r%d-raw-", name, round),
+				CPUTime: min(10*time.Second, max(time.Second, cfg.Workload.Duration.D()/2))}
+			rcfg.OnSteady = rprof.Capture
+		}
 		raw, err := RunRaw(ctx, rcfg)
 		if err != nil {
 			out = append(out, fail("raw", err))
 		} else {
 			raw.Round = round
 			raw.Notes = append(raw.Notes, notes...)
+			if rprof != nil {
+				if err := rprof.Wait(rprof.CPUTime + time.Minute); err != nil {
+					raw.Notes = append(raw.Notes, "profile: "+err.Error())
+				} else {
+					raw.Profiles = rprof.Results
+				}
+			} else if cfg.Profile {
+				raw.Notes = append(raw.Notes, "profile: target has no admin URL")
+			}
 			out = append(out, raw)
 		}
 	}

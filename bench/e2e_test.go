@@ -7,7 +7,9 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -181,6 +183,46 @@ func TestRawKfake(t *testing.T) {
 	}
 	if r.Consumed > r.Acked {
 		t.Errorf("fetched %d > produced %d", r.Consumed, r.Acked)
+	}
+}
+
+// TestRawBacklogKfake: on a backlog workload the raw mode fills with no fetcher, then
+// drains from offset 0 with no producer; the window (and the CPU per message) is the
+// drain's, and every acknowledged record is read.
+func TestRawBacklogKfake(t *testing.T) {
+	ctx := context.Background()
+	tg, err := StartTarget(ctx, TargetKfake, SpawnOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tg.Close()
+	w := e2eWorkload(t)
+	w.ProducerRate = 0
+	w.ConsumerBacklogSizeGB = 2.0 / 1024 // 2 MiB
+	var steady atomic.Int64
+	r, err := RunRaw(ctx, RawConfig{Workload: w, Brokers: tg.Brokers, Target: "kfake", Duration: 30 * time.Second,
+		Connections: 2, InFlight: 4, RecordsPerBatch: 100,
+		OnSteady: func(context.Context) { steady.Store(time.Now().UnixNano()) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Acked*int64(w.MessageSize) < 2<<20 || r.Acked%100 != 0 {
+		t.Errorf("backlog of %d records of %d B: under 2 MiB or not whole batches", r.Acked, w.MessageSize)
+	}
+	if r.Consumed != r.Acked || !r.CaughtUp || r.Errors != 0 {
+		t.Errorf("drained %d of %d records (caught up %v, errors %d)", r.Consumed, r.Acked, r.CaughtUp, r.Errors)
+	}
+	if r.PubRate != 0 || r.ConsRate <= 0 {
+		t.Errorf("window rates: produce %v, fetch %v; want 0 and > 0", r.PubRate, r.ConsRate)
+	}
+	if r.Loader != nil && r.Loader.PerWhat != "consumed" {
+		t.Errorf("loader cost per %q", r.Loader.PerWhat)
+	}
+	if steady.Load() == 0 || steady.Load() < r.Started.UnixNano() {
+		t.Error("OnSteady did not run at the drain's start")
+	}
+	if !slices.ContainsFunc(r.Notes, func(n string) bool { return strings.HasPrefix(n, "backlog filled: ") }) {
+		t.Errorf("notes %q", r.Notes)
 	}
 }
 

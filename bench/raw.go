@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -52,6 +53,9 @@ type RawConfig struct {
 	Duration        time.Duration
 	Warmup          time.Duration
 	NoConsume       bool // skip the raw fetchers
+	// OnSteady, if set, runs in its own goroutine when the measured window starts (on
+	// a backlog workload: when the drain starts); its context ends with the window.
+	OnSteady func(ctx context.Context)
 }
 
 // Highest versions the raw client speaks: both still name topics (newer ones use
@@ -144,6 +148,10 @@ func scanBatches(b []byte) (records, bytes int64, next int64) {
 type rawStats struct {
 	records, bytes, errs atomic.Int64
 	lat                  *recorder
+	// limit, when positive, bounds the bytes of values the producers sharing these
+	// stats send (a backlog's fill); claimed is what they have sent so far.
+	limit   int64
+	claimed atomic.Int64
 }
 
 // RunRaw measures broker capacity with pre-encoded Produce requests, pipelined, and
@@ -206,7 +214,14 @@ func RunRaw(ctx context.Context, cfg RawConfig) (*Result, error) {
 	prod, cons := &rawStats{lat: newRecorder()}, &rawStats{lat: newRecorder()}
 	stopCtx, stop := context.WithCancel(ctx)
 	defer stop()
-	var wg sync.WaitGroup
+	var wg, prodWG sync.WaitGroup   // fetchers, producers
+	stopProd := make(chan struct{}) // producers finish what is in flight and return
+	var startFetch []func(map[int32]int64)
+	// A backlog workload bounds the volume too: raw mode produces at the broker's full
+	// speed, and a 10-minute run at disk speed would fill the disk, not a backlog.
+	if w.ConsumerBacklogSizeGB > 0 {
+		prod.limit = int64(w.ConsumerBacklogSizeGB * (1 << 30))
+	}
 	errc := make(chan error, 64)
 	var notes []string
 	value := make([]byte, w.MessageSize)
@@ -248,11 +263,11 @@ func RunRaw(ctx context.Context, cfg RawConfig) (*Result, error) {
 				return nil, fmt.Errorf("%w: raw dial %s: %w", ErrRun, addr, err)
 			}
 			frame := rc.appendRequest(nil, req, 0)
-			wg.Add(1)
+			prodWG.Add(1)
 			go func() {
-				defer wg.Done()
+				defer prodWG.Done()
 				defer rc.Close()
-				if err := rawProduce(stopCtx, rc, frame, req, cfg.InFlight, perReq, int64(w.MessageSize), prod); err != nil && stopCtx.Err() == nil {
+				if err := rawProduce(stopCtx, stopProd, rc, frame, req, cfg.InFlight, perReq, int64(w.MessageSize), prod); err != nil && stopCtx.Err() == nil {
 					errc <- err
 				}
 			}()
@@ -262,14 +277,25 @@ func RunRaw(ctx context.Context, cfg RawConfig) (*Result, error) {
 			if err != nil {
 				return nil, fmt.Errorf("%w: raw dial %s: %w", ErrRun, addr, err)
 			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer rc.Close()
-				if err := rawFetch(stopCtx, rc, topic, parts, fver, int64(w.MessageSize), cons); err != nil && stopCtx.Err() == nil {
-					errc <- err
-				}
-			}()
+			startFetch = append(startFetch, func(until map[int32]int64) {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					defer rc.Close()
+					if err := rawFetch(stopCtx, rc, topic, parts, until, fver, int64(w.MessageSize), cons); err != nil && stopCtx.Err() == nil {
+						errc <- err
+					}
+				}()
+			})
+		}
+	}
+	// A backlog workload fills first with no fetcher, then drains from the start with
+	// no producer: the measured window is the drain. Other workloads produce and fetch
+	// at once.
+	backlog := w.ConsumerBacklogSizeGB > 0 && !cfg.NoConsume
+	if !backlog {
+		for _, f := range startFetch {
+			f(nil)
 		}
 	}
 
@@ -279,23 +305,37 @@ func RunRaw(ctx context.Context, cfg RawConfig) (*Result, error) {
 	pubTotal, iPub := newHist(), newHist()
 	var win0 [4]int64
 	var use0 Usage
-	measuring := cfg.Warmup <= 0
-	if measuring && cfg.Broker != nil {
-		use0, _ = cfg.Broker.Usage()
-	}
 	var snap0 cpuSnap
-	if measuring {
+	steadyCtx, endSteady := context.WithCancel(ctx)
+	defer endSteady()
+	winStart := start
+	measuring := false
+	beginWindow := func(cur [4]int64) {
+		measuring, win0, winStart = true, cur, time.Now()
+		if cfg.Broker != nil {
+			use0, _ = cfg.Broker.Usage()
+		}
 		snap0 = takeCPUSnap()
+		if cfg.OnSteady != nil {
+			go cfg.OnSteady(steadyCtx)
+		}
+	}
+	counts := func() [4]int64 {
+		return [4]int64{prod.records.Load(), prod.bytes.Load(), cons.records.Load(), cons.bytes.Load()}
+	}
+	if cfg.Warmup <= 0 && !backlog {
+		beginWindow(last)
+	}
+	// filled is closed when a backlog's producers have all returned, drained when its
+	// fetchers have read every partition to the end offsets taken after the fill.
+	var filled, drained chan struct{}
+	if prod.limit > 0 {
+		filled = make(chan struct{})
+		go func() { prodWG.Wait(); close(filled) }()
 	}
 	ticker := time.NewTicker(time.Second)
 	defer ticker.Stop()
 	end := start.Add(cfg.Warmup + cfg.Duration)
-	// A backlog workload bounds the volume too: raw mode produces at the broker's full
-	// speed, and a 10-minute run at disk speed would fill the disk, not a backlog.
-	var capBytes int64
-	if w.ConsumerBacklogSizeGB > 0 {
-		capBytes = int64(w.ConsumerBacklogSizeGB * (1 << 30))
-	}
 	var runErr error
 loop:
 	for {
@@ -306,12 +346,42 @@ loop:
 		case err := <-errc:
 			runErr = err
 			break loop
+		case <-filled:
+			filled = nil
+			if !backlog {
+				break loop // produce only: the volume is reached
+			}
+			until, n, err := rawEndOffsets(ctx, ka, topic)
+			if err != nil {
+				runErr = err
+				break loop
+			}
+			if n != prod.records.Load() {
+				runErr = fmt.Errorf("raw: the backlog holds %d records, %d were acknowledged", n, prod.records.Load())
+				break loop
+			}
+			res.Notes = append(res.Notes, fmt.Sprintf("backlog filled: %d records, %.2f GiB of values in %.1fs (%.0f MB/s); drained from offset 0 with no producer",
+				n, float64(prod.bytes.Load())/(1<<30), time.Since(start).Seconds(), float64(prod.bytes.Load())/time.Since(start).Seconds()/1e6))
+			beginWindow(counts())
+			end = winStart.Add(cfg.Duration)
+			for _, f := range startFetch {
+				f(until)
+			}
+			drained = make(chan struct{})
+			go func() { wg.Wait(); close(drained) }()
+		case <-drained:
+			break loop
 		case now := <-ticker.C:
 			prod.lat.drainInto(iPub)
-			cur := [4]int64{prod.records.Load(), prod.bytes.Load(), cons.records.Load(), cons.bytes.Load()}
+			cur := counts()
 			dt := now.Sub(lastT).Seconds()
 			phase := PhaseMeasure
-			if !measuring {
+			switch {
+			case backlog && !measuring:
+				phase = PhaseFill
+			case backlog:
+				phase = PhaseDrain
+			case !measuring:
 				phase = PhaseWarmup
 			}
 			pt := Point{T: now.Sub(start).Seconds(), Phase: phase,
@@ -320,8 +390,8 @@ loop:
 				Backlog: max(0, cur[0]-cur[2]), PubP50: usToMs(iPub.ValueAtQuantile(50)), PubP99: usToMs(iPub.ValueAtQuantile(99)),
 				Errors: prod.errs.Load() + cons.errs.Load()}
 			res.Series = append(res.Series, pt)
-			if measuring {
-				pubTotal.Merge(iPub)
+			if measuring || backlog {
+				pubTotal.Merge(iPub) // a backlog's request latency is the fill's
 			}
 			iPub.Reset()
 			last, lastT = cur, now
@@ -329,28 +399,29 @@ loop:
 				fmt.Fprintf(cfg.Progress, "[%s %s RAW] %4.0fs %-7s produce %9s rec/s %7.1f MB/s | fetch %9s rec/s %7.1f MB/s | request p50 %6.2f p99 %6.2f ms | err %d\n",
 					cfg.Target, w.Name, pt.T, phase, siCount(pt.PubRate), pt.PubMBps, siCount(pt.ConsRate), pt.ConsMBps, pt.PubP50, pt.PubP99, pt.Errors)
 			}
-			if !measuring && now.Sub(start) >= cfg.Warmup {
-				measuring = true
-				win0 = cur
-				if cfg.Broker != nil {
-					use0, _ = cfg.Broker.Usage()
-				}
-				snap0 = takeCPUSnap()
+			if !backlog && !measuring && now.Sub(start) >= cfg.Warmup {
+				beginWindow(cur)
 			}
-			if !now.Before(end) || (capBytes > 0 && cur[1] >= capBytes) {
+			if !now.Before(end) {
+				if backlog && !measuring {
+					close(stopProd) // the fill ran out of time: drain what is there
+					continue
+				}
 				break loop
 			}
 		}
 	}
-	winEnd := [4]int64{prod.records.Load(), prod.bytes.Load(), cons.records.Load(), cons.bytes.Load()}
-	secs := time.Since(start).Seconds() - cfg.Warmup.Seconds()
+	winEnd := counts()
+	secs := time.Since(winStart).Seconds()
 	var use1 Usage
 	if cfg.Broker != nil {
 		use1, _ = cfg.Broker.Usage()
 	}
 	snap1 := takeCPUSnap()
+	endSteady()
 	stop()
 	wg.Wait()
+	prodWG.Wait()
 	if runErr != nil {
 		return nil, fmt.Errorf("%w: raw: %w", ErrRun, runErr)
 	}
@@ -361,19 +432,50 @@ loop:
 	res.ConsMBps = float64(winEnd[3]-win0[3]) / secs / 1e6
 	res.Acked, res.Consumed, res.Errors = prod.records.Load(), cons.records.Load(), prod.errs.Load()+cons.errs.Load()
 	res.PublishLatency = summarize(pubTotal, true)
+	msgs, per := winEnd[0]-win0[0], "produced"
+	if backlog {
+		msgs, per = winEnd[2]-win0[2], "consumed"
+		res.CaughtUp = drained != nil && res.Consumed == res.Acked
+	}
 	if cfg.Broker != nil && use1.CPUSeconds > 0 {
-		res.Broker = brokerCost(cfg.Broker, use0, use1, winEnd[0]-win0[0], winEnd[1]-win0[1])
+		bytes := winEnd[1] - win0[1]
+		if backlog {
+			bytes = winEnd[3] - win0[3]
+		}
+		res.Broker = brokerCost(cfg.Broker, use0, use1, msgs, bytes)
+		res.Broker.PerWhat = per
 		res.Broker.CPUCores = res.Broker.CPUSeconds / secs
 	}
-	if res.Loader = loaderCost(snap0, snap1, winEnd[0]-win0[0], secs, "produced", cfg.BrokerInProcess); res.Loader != nil {
+	if res.Loader = loaderCost(snap0, snap1, msgs, secs, per, cfg.BrokerInProcess); res.Loader != nil {
 		res.Notes = append(res.Notes, saturationNotes(res, runtime.NumCPU(), runtime.GOMAXPROCS(0))...)
 	}
 	return res, nil
 }
 
+// rawEndOffsets is every partition's end offset and their sum (the topic is new: its
+// logs start at 0).
+func rawEndOffsets(ctx context.Context, ka *kadm.Client, topic string) (map[int32]int64, int64, error) {
+	lo, err := ka.ListEndOffsets(ctx, topic)
+	if err != nil {
+		return nil, 0, fmt.Errorf("raw end offsets: %w", err)
+	}
+	if err := lo.Error(); err != nil {
+		return nil, 0, fmt.Errorf("raw end offsets: %w", err)
+	}
+	until, sum := map[int32]int64{}, int64(0)
+	lo.Each(func(o kadm.ListedOffset) {
+		until[o.Partition] = o.Offset
+		sum += o.Offset
+	})
+	return until, sum, nil
+}
+
 // rawProduce writes frame over and over (patching the correlation id) with up to
-// inflight requests outstanding, reading responses on a second goroutine.
-func rawProduce(ctx context.Context, rc *rawConn, frame []byte, req *kmsg.ProduceRequest, inflight int, perReq, msgSize int64, st *rawStats) error {
+// inflight requests outstanding, reading responses on a second goroutine. When stop
+// is closed, or st.limit bytes of values have been claimed by the run's producers, it
+// sends no more and returns once every request in flight is answered; ctx ends it at
+// once.
+func rawProduce(ctx context.Context, stop <-chan struct{}, rc *rawConn, frame []byte, req *kmsg.ProduceRequest, inflight int, perReq, msgSize int64, st *rawStats) error {
 	noAcks := req.Acks == 0
 	sent := make(chan int64, inflight)
 	readErr := make(chan error, 1)
@@ -420,19 +522,34 @@ func rawProduce(ctx context.Context, rc *rawConn, frame []byte, req *kmsg.Produc
 		}
 	}()
 	go func() { <-ctx.Done(); rc.Close() }()
-	defer close(sent)
+	finish := func() error {
+		close(sent)
+		if err, ok := <-readErr; ok {
+			return err
+		}
+		return nil
+	}
+	reqBytes := perReq * msgSize
 	for corr := int32(1); ; corr++ {
 		binary.BigEndian.PutUint32(frame[8:], uint32(corr))
+		if st.limit > 0 && st.claimed.Add(reqBytes)-reqBytes >= st.limit {
+			return finish()
+		}
 		if !noAcks {
 			select {
 			case sent <- time.Now().UnixNano():
 			case err := <-readErr:
+				close(sent)
 				return err
+			case <-stop:
+				return finish()
 			case <-ctx.Done():
+				close(sent)
 				return nil
 			}
 		}
 		if _, err := rc.c.Write(frame); err != nil {
+			close(sent)
 			if ctx.Err() != nil {
 				return nil
 			}
@@ -446,10 +563,11 @@ func rawProduce(ctx context.Context, rc *rawConn, frame []byte, req *kmsg.Produc
 }
 
 // rawFetch fetches parts from offset 0 onwards, one request at a time, counting
-// records and bytes from batch headers.
-func rawFetch(ctx context.Context, rc *rawConn, topic string, parts []int32, version int16, msgSize int64, st *rawStats) error {
+// records and bytes from batch headers. With until, a partition is fetched until its
+// offset reaches until[p], and rawFetch returns once all have.
+func rawFetch(ctx context.Context, rc *rawConn, topic string, parts []int32, until map[int32]int64, version int16, msgSize int64, st *rawStats) error {
 	go func() { <-ctx.Done(); rc.Close() }()
-	offsets := make([]int64, len(parts))
+	offsets := make(map[int32]int64, len(parts))
 	req := kmsg.NewPtrFetchRequest()
 	req.Version = version
 	req.ReplicaID = -1
@@ -461,6 +579,9 @@ func rawFetch(ctx context.Context, rc *rawConn, topic string, parts []int32, ver
 	ft := kmsg.NewFetchRequestTopic()
 	ft.Topic = topic
 	for _, p := range parts {
+		if until != nil && until[p] <= 0 {
+			continue
+		}
 		fp := kmsg.NewFetchRequestTopicPartition()
 		fp.Partition = p
 		fp.PartitionMaxBytes = 8 << 20
@@ -471,9 +592,10 @@ func rawFetch(ctx context.Context, rc *rawConn, topic string, parts []int32, ver
 	req.Topics = []kmsg.FetchRequestTopic{ft}
 	resp := kmsg.NewPtrFetchResponse()
 	var buf []byte
-	for corr := int32(1); ; corr++ {
-		for i := range parts {
-			req.Topics[0].Partitions[i].FetchOffset = offsets[i]
+	for corr := int32(1); len(req.Topics[0].Partitions) > 0; corr++ {
+		for i := range req.Topics[0].Partitions {
+			fp := &req.Topics[0].Partitions[i]
+			fp.FetchOffset = offsets[fp.Partition]
 		}
 		buf = rc.appendRequest(buf[:0], req, corr)
 		if _, err := rc.c.Write(buf); err != nil {
@@ -493,13 +615,8 @@ func rawFetch(ctx context.Context, rc *rawConn, topic string, parts []int32, ver
 		}
 		for _, t := range resp.Topics {
 			for _, p := range t.Partitions {
-				idx := -1
-				for i, q := range parts {
-					if q == p.Partition {
-						idx = i
-					}
-				}
-				if idx < 0 {
+				cur, ok := offsets[p.Partition]
+				if !ok && !slices.Contains(parts, p.Partition) {
 					continue
 				}
 				if p.ErrorCode != 0 {
@@ -507,14 +624,20 @@ func rawFetch(ctx context.Context, rc *rawConn, topic string, parts []int32, ver
 					continue
 				}
 				n, _, next := scanBatches(p.RecordBatches)
-				if next > offsets[idx] {
-					offsets[idx] = next
+				if next > cur {
+					offsets[p.Partition] = next
 				}
 				st.records.Add(n)
 				st.bytes.Add(n * msgSize) // payload bytes, as on the produce side
 			}
 		}
+		if until != nil {
+			req.Topics[0].Partitions = slices.DeleteFunc(req.Topics[0].Partitions, func(fp kmsg.FetchRequestTopicPartition) bool {
+				return offsets[fp.Partition] >= until[fp.Partition]
+			})
+		}
 	}
+	return nil
 }
 
 func ignoreClosed(ctx context.Context, err error) error {
