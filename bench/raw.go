@@ -601,35 +601,26 @@ func rawFetch(ctx context.Context, rc *rawConn, topic string, parts []int32, unt
 		if _, err := rc.c.Write(buf); err != nil {
 			return ignoreClosed(ctx, err)
 		}
-		body, err := rc.readResponse(req.Key(), req.IsFlexible(), corr)
+		code, err := rc.readFetch(resp, version, corr, func(p fetchedPartition) {
+			cur, ok := offsets[p.partition]
+			if !ok && !slices.Contains(parts, p.partition) {
+				return
+			}
+			if p.errorCode != 0 {
+				st.errs.Add(1)
+				return
+			}
+			if p.next > cur {
+				offsets[p.partition] = p.next
+			}
+			st.records.Add(p.records)
+			st.bytes.Add(p.records * msgSize) // payload bytes, as on the produce side
+		})
 		if err != nil {
 			return ignoreClosed(ctx, err)
 		}
-		resp.Default()
-		resp.Version = version
-		if err := resp.UnsafeReadFrom(body); err != nil {
-			return fmt.Errorf("%w: fetch response: %v", ErrProtocol, err)
-		}
-		if resp.ErrorCode != 0 {
+		if code != 0 {
 			st.errs.Add(1)
-		}
-		for _, t := range resp.Topics {
-			for _, p := range t.Partitions {
-				cur, ok := offsets[p.Partition]
-				if !ok && !slices.Contains(parts, p.Partition) {
-					continue
-				}
-				if p.ErrorCode != 0 {
-					st.errs.Add(1)
-					continue
-				}
-				n, _, next := scanBatches(p.RecordBatches)
-				if next > cur {
-					offsets[p.Partition] = next
-				}
-				st.records.Add(n)
-				st.bytes.Add(n * msgSize) // payload bytes, as on the produce side
-			}
 		}
 		if until != nil {
 			req.Topics[0].Partitions = slices.DeleteFunc(req.Topics[0].Partitions, func(fp kmsg.FetchRequestTopicPartition) bool {
@@ -638,6 +629,40 @@ func rawFetch(ctx context.Context, rc *rawConn, topic string, parts []int32, unt
 		}
 	}
 	return nil
+}
+
+// fetchedPartition is what the raw fetcher learns of one partition of a Fetch
+// response: its error code, the records and bytes of its whole batches (counted from
+// the batch headers), and the offset after the last of them (-1 if none).
+type fetchedPartition struct {
+	partition      int32
+	errorCode      int16
+	records, bytes int64
+	next           int64
+}
+
+// readFetch reads the Fetch response to corr and calls part for each partition in
+// it; it returns the response's top-level error code. resp is scratch space.
+func (rc *rawConn) readFetch(resp *kmsg.FetchResponse, version int16, corr int32, part func(fetchedPartition)) (int16, error) {
+	body, err := rc.readResponse(1, version >= 12, corr)
+	if err != nil {
+		return 0, err
+	}
+	resp.Default()
+	resp.Version = version
+	if err := resp.UnsafeReadFrom(body); err != nil {
+		return 0, fmt.Errorf("%w: fetch response: %v", ErrProtocol, err)
+	}
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			fp := fetchedPartition{partition: p.Partition, errorCode: p.ErrorCode, next: -1}
+			if p.ErrorCode == 0 {
+				fp.records, fp.bytes, fp.next = scanBatches(p.RecordBatches)
+			}
+			part(fp)
+		}
+	}
+	return resp.ErrorCode, nil
 }
 
 func ignoreClosed(ctx context.Context, err error) error {
