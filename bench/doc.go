@@ -10,6 +10,7 @@
 //     coordinated omission on fixed-rate runs;
 //   - the raw runner (raw.go): pre-encoded record batches over pipelined Produce
 //     requests and undecoded Fetch reads, so the broker, not the client, is the limit;
+//     a backlog workload is filled, then drained from offset 0 with no producer;
 //   - targets (target.go): a running broker, a spawned Samsa process, or kfake
 //     (in process; as a child process so its CPU can be measured; or as a null
 //     broker that stores nothing, to measure the loader's own ceiling);
