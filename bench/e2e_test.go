@@ -226,6 +226,32 @@ func TestRawBacklogKfake(t *testing.T) {
 	}
 }
 
+// TestRawBacklogKfakeFillOutOfTime: a fill that the duration cuts short is drained as
+// far as it got.
+func TestRawBacklogKfakeFillOutOfTime(t *testing.T) {
+	ctx := context.Background()
+	tg, err := StartTarget(ctx, TargetKfake, SpawnOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tg.Close()
+	w := e2eWorkload(t)
+	w.ProducerRate = 0
+	w.ConsumerBacklogSizeGB = 64 // far more than a second's fill
+	r, err := RunRaw(ctx, RawConfig{Workload: w, Brokers: tg.Brokers, Target: "kfake", Duration: time.Second,
+		Connections: 1, InFlight: 1, RecordsPerBatch: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Acked == 0 || r.Consumed > r.Acked || r.Errors != 0 || r.PubRate != 0 {
+		t.Errorf("acked %d, consumed %d, errors %d, window produce rate %v", r.Acked, r.Consumed, r.Errors, r.PubRate)
+	}
+	t.Logf("acked %d, consumed %d, caught up %v, window %.2fs", r.Acked, r.Consumed, r.CaughtUp, r.DurationSec)
+	if r.CaughtUp != (r.Consumed == r.Acked) {
+		t.Errorf("caught up %v with %d of %d read", r.CaughtUp, r.Consumed, r.Acked)
+	}
+}
+
 // TestCompareKfakeInProcessAndChild runs A B for one round against kfake in process
 // and kfake as a child (this test binary, via TestMain), whose CPU and RSS are read
 // from /proc.

@@ -329,6 +329,7 @@ func RunRaw(ctx context.Context, cfg RawConfig) (*Result, error) {
 	// filled is closed when a backlog's producers have all returned, drained when its
 	// fetchers have read every partition to the end offsets taken after the fill.
 	var filled, drained chan struct{}
+	fillStopped := false
 	if prod.limit > 0 {
 		filled = make(chan struct{})
 		go func() { prodWG.Wait(); close(filled) }()
@@ -351,13 +352,9 @@ loop:
 			if !backlog {
 				break loop // produce only: the volume is reached
 			}
-			until, n, err := rawEndOffsets(ctx, ka, topic)
+			until, n, err := rawEndOffsets(ctx, ka, topic, prod.records.Load())
 			if err != nil {
 				runErr = err
-				break loop
-			}
-			if n != prod.records.Load() {
-				runErr = fmt.Errorf("raw: the backlog holds %d records, %d were acknowledged", n, prod.records.Load())
 				break loop
 			}
 			res.Notes = append(res.Notes, fmt.Sprintf("backlog filled: %d records, %.2f GiB of values in %.1fs (%.0f MB/s); drained from offset 0 with no producer",
@@ -404,7 +401,10 @@ loop:
 			}
 			if !now.Before(end) {
 				if backlog && !measuring {
-					close(stopProd) // the fill ran out of time: drain what is there
+					if filled != nil && !fillStopped {
+						fillStopped = true
+						close(stopProd) // the fill ran out of time: drain what is there
+					}
 					continue
 				}
 				break loop
@@ -452,22 +452,39 @@ loop:
 	return res, nil
 }
 
-// rawEndOffsets is every partition's end offset and their sum (the topic is new: its
-// logs start at 0).
-func rawEndOffsets(ctx context.Context, ka *kadm.Client, topic string) (map[int32]int64, int64, error) {
-	lo, err := ka.ListEndOffsets(ctx, topic)
-	if err != nil {
-		return nil, 0, fmt.Errorf("raw end offsets: %w", err)
+// rawEndOffsets is every partition's end offset once their sum is the acked records
+// (the topic is new: its logs start at 0). A replicated topic's high watermark may
+// trail the last acknowledgement for a moment (acks=1), so it asks again for up to
+// 10 s; a sum above acked, or still below it then, is an error.
+func rawEndOffsets(ctx context.Context, ka *kadm.Client, topic string, acked int64) (map[int32]int64, int64, error) {
+	deadline := time.Now().Add(10 * time.Second)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		lo, err := ka.ListEndOffsets(ctx, topic)
+		if err == nil {
+			err = lo.Error()
+		}
+		if err != nil {
+			return nil, 0, fmt.Errorf("raw end offsets: %w", err)
+		}
+		until, sum := map[int32]int64{}, int64(0)
+		lo.Each(func(o kadm.ListedOffset) {
+			until[o.Partition] = o.Offset
+			sum += o.Offset
+		})
+		if sum == acked {
+			return until, sum, nil
+		}
+		if sum > acked || time.Now().After(deadline) {
+			return nil, 0, fmt.Errorf("raw: the backlog holds %d records, %d were acknowledged", sum, acked)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, 0, ctx.Err()
+		case <-tick.C:
+		}
 	}
-	if err := lo.Error(); err != nil {
-		return nil, 0, fmt.Errorf("raw end offsets: %w", err)
-	}
-	until, sum := map[int32]int64{}, int64(0)
-	lo.Each(func(o kadm.ListedOffset) {
-		until[o.Partition] = o.Offset
-		sum += o.Offset
-	})
-	return until, sum, nil
 }
 
 // rawProduce writes frame over and over (patching the correlation id) with up to
