@@ -114,12 +114,18 @@ func (c *epochCache) assignLater(epoch int32, start int64) bool {
 // persistIfDirty writes the file (atomically, synced) when assignLater
 // changed the entries since the last write.
 func (c *epochCache) persistIfDirty() error {
+	_, err := c.persistIfDirtyCounted()
+	return err
+}
+
+// persistIfDirtyCounted is persistIfDirty; wrote says whether it wrote the file.
+func (c *epochCache) persistIfDirtyCounted() (wrote bool, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.dirty {
-		return nil
+		return false, nil
 	}
-	return c.persistLocked()
+	return true, c.persistLocked()
 }
 
 // latest is the latest epoch, -1 if none.

@@ -42,6 +42,9 @@ type logDir struct {
 
 	fsyncHist fsyncHist // the same latencies in FsyncBuckets (stats_fsync.go)
 
+	flushStats flushStats   // the group commit's stages (stats_flush.go)
+	kickAt     atomic.Int64 // monoNow of the first kick since the flusher last took one, 0 if none
+
 	ckptMu      sync.Mutex
 	lastCkpt    [4]string // content last written, per checkpoint file (under ckptMu)
 	cleanerCkpt bool      // the cleaner checkpoint exists (under ckptMu, and at Open)
@@ -52,6 +55,7 @@ type logDir struct {
 type waiter struct {
 	l      *Log
 	offset int64
+	queued int64 // monoNow when it was queued (FlushStats.QueueWait)
 	ch     chan error
 	done   func(error)
 }
@@ -87,6 +91,9 @@ func newLogDir(m *Manager, path string) *logDir {
 }
 
 func (d *logDir) signal() {
+	if d.kickAt.Load() == 0 {
+		d.kickAt.CompareAndSwap(0, monoNow())
+	}
 	select {
 	case d.kick <- struct{}{}:
 	default:
@@ -120,6 +127,7 @@ func (d *logDir) addWaiter(w *waiter) {
 		return
 	}
 	l := w.l // once queued, w belongs to the flusher, which may complete and reuse it
+	w.queued = monoNow()
 	d.waiters = append(d.waiters, w)
 	d.mu.Unlock()
 	d.queueFlush(l)
@@ -169,6 +177,7 @@ func (d *logDir) run(stop <-chan struct{}) {
 	var logs []*Log
 	var ws []*waiter
 	for {
+		idle := monoNow()
 		select {
 		case <-d.kick:
 		case <-tick:
@@ -179,16 +188,20 @@ func (d *logDir) run(stop <-chan struct{}) {
 			}
 			continue
 		case <-stop:
-			d.round(&logs, &ws)
+			d.round(&logs, &ws, monoNow())
 			d.failWaiters(ErrClosed)
 			return
 		}
-		d.round(&logs, &ws)
+		start := monoNow()
+		if k := d.kickAt.Swap(0); k >= idle {
+			d.flushStats.wakeup.observe(time.Duration(start - k))
+		}
+		d.round(&logs, &ws, start)
 	}
 }
 
-// round is one group commit.
-func (d *logDir) round(logs *[]*Log, ws *[]*waiter) {
+// round is one group commit; start is when the flusher began it (monoNow).
+func (d *logDir) round(logs *[]*Log, ws *[]*waiter, start int64) {
 	d.mu.Lock()
 	*logs, d.dirty = d.dirty, (*logs)[:0]
 	*ws, d.waiters = d.waiters, (*ws)[:0]
@@ -196,12 +209,27 @@ func (d *logDir) round(logs *[]*Log, ws *[]*waiter) {
 	for _, l := range *logs {
 		l.flushQueued.Store(false)
 	}
-	d.flushLogs(*logs)
+	fs := &d.flushStats
+	synced := start
+	if len(*logs) > 0 {
+		files := d.flushLogs(*logs)
+		synced = monoNow()
+		fs.syncPhase.observe(time.Duration(synced - start))
+		if files > 0 {
+			fs.files.observe(files)
+		}
+		if len(*logs) < flushParallelMin {
+			fs.serial.Add(1)
+		} else {
+			fs.parallel.Add(1)
+		}
+	}
 	d.mu.Lock()
 	derr := d.err
 	d.mu.Unlock()
 	var requeue bool
 	for _, w := range *ws {
+		fs.queue.observe(time.Duration(start - w.queued))
 		switch {
 		case w.l.recoveryPoint.Load() > w.offset:
 			w.complete(nil)
@@ -214,12 +242,16 @@ func (d *logDir) round(logs *[]*Log, ws *[]*waiter) {
 			w.complete(ErrOffsetOutOfRange)
 		default:
 			l := w.l // once queued again, w may be completed and reused elsewhere
+			w.queued = monoNow()
 			d.mu.Lock()
 			d.waiters = append(d.waiters, w)
 			d.mu.Unlock()
 			d.queueFlush(l)
 			requeue = true
 		}
+	}
+	if len(*ws) > 0 {
+		fs.release.observe(time.Duration(monoNow() - synced))
 	}
 	clear(*logs)
 	clear(*ws)
@@ -240,21 +272,18 @@ const (
 	flushParallelMin = 4
 )
 
-// flushLogs flushes every log of a round, up to flushParallel at once. A failed
-// sync takes the directory offline.
-func (d *logDir) flushLogs(logs []*Log) {
-	one := func(l *Log) {
-		if err := l.flush(); err != nil {
-			d.m.reportIO(l.tp.String(), err, "op", "fdatasync")
-			d.setOffline(err)
-		}
-	}
-	if len(logs) < flushParallelMin {
+// flushLogs flushes every log of a round, up to flushParallel at once, and
+// returns the number of files synced. A failed sync takes the directory offline.
+func (d *logDir) flushLogs(logs []*Log) int {
+	if len(logs) < flushParallelMin { // no closure: nothing allocated
+		n := 0
 		for _, l := range logs {
-			one(l)
+			n += d.flushOne(l)
 		}
-		return
+		return n
 	}
+	var files atomic.Int64
+	one := func(l *Log) { files.Add(int64(d.flushOne(l))) }
 	var next atomic.Int64
 	work := func() {
 		for {
@@ -276,6 +305,18 @@ func (d *logDir) flushLogs(logs []*Log) {
 	}
 	work()
 	wg.Wait()
+	return int(files.Load())
+}
+
+// flushOne flushes l for a round and returns the files it synced; a failed sync
+// takes the directory offline.
+func (d *logDir) flushOne(l *Log) int {
+	n, err := l.flush()
+	if err != nil {
+		d.m.reportIO(l.tp.String(), err, "op", "fdatasync")
+		d.setOffline(err)
+	}
+	return n
 }
 
 func (d *logDir) failWaiters(err error) {
@@ -312,21 +353,22 @@ func (l *Log) isClosed() bool {
 
 // flush fdatasyncs every segment that may hold data above the recovery point
 // (and the indexes of those no longer active), then advances the recovery
-// point to the log end offset read before the syncs.
-func (l *Log) flush() error {
+// point to the log end offset read before the syncs. files is the number of
+// files it synced (counted by kind in the directory's FlushStats).
+func (l *Log) flush() (files int, err error) {
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
 	l.mu.RLock()
 	if l.closed {
 		l.mu.RUnlock()
-		return nil
+		return 0, nil
 	}
 	leo := l.leo.Load()
 	dirty := l.dirtyBytes.Load()
 	rp := l.recoveryPoint.Load()
 	if leo <= rp && dirty == 0 {
 		l.mu.RUnlock()
-		return nil
+		return 0, nil
 	}
 	i := l.segmentForLocked(rp)
 	var buf [4]*segment
@@ -336,19 +378,38 @@ func (l *Log) flush() error {
 	}
 	active := l.segs[len(l.segs)-1]
 	l.mu.RUnlock()
-	var err error
+	syncs := &l.ld.flushStats.syncs
+	count := func(kind, n int) {
+		if n > 0 {
+			syncs[kind].Add(uint64(n))
+			files += n
+		}
+	}
 	for _, s := range segs {
 		t0 := time.Now()
 		if e := flushSync(s.log); e != nil && err == nil {
 			err = e
 		}
 		l.ld.recordSync(time.Since(t0))
-		if e := s.syncTxn(); e != nil && err == nil {
+		count(SyncKindSegment, 1)
+		synced, e := s.syncTxnCounted()
+		if e != nil && err == nil {
 			err = e
+		}
+		if synced {
+			count(SyncKindTxnIndex, 1)
 		}
 		if s != active && !s.idxSynced && !s.deleted.Load() {
 			s.idxMu.Lock()
 			if s.oidx != nil {
+				n := 0
+				if s.oidx.dirty {
+					n++
+				}
+				if s.tidx.dirty {
+					n++
+				}
+				count(SyncKindIndex, n)
 				if e := s.oidx.syncLocked(); e != nil && err == nil {
 					err = e
 				}
@@ -364,17 +425,21 @@ func (l *Log) flush() error {
 	// The leader-epoch checkpoint of an epoch that began since the last
 	// flush (the append path leaves it to us: assignLater).
 	if err == nil {
-		err = l.epochs.persistIfDirty()
+		var wrote bool
+		if wrote, err = l.epochs.persistIfDirtyCounted(); wrote {
+			count(SyncKindEpochs, 1)
+		}
 	}
 	// A new segment's name is durable only with its directory: without it
 	// a power loss could take the file, synced data and all.
 	if err == nil && l.dirDirty.Swap(false) {
+		count(SyncKindDir, 1)
 		if err = l.fs.SyncDir(l.dir); err != nil {
 			l.dirDirty.Store(true)
 		}
 	}
 	if err != nil {
-		return err
+		return files, err
 	}
 	l.dirtyBytes.Add(-dirty)
 	l.noteFlushed(dirty)
@@ -384,7 +449,7 @@ func (l *Log) flush() error {
 			break
 		}
 	}
-	return nil
+	return files, nil
 }
 
 // FsyncStats summarises fdatasync latency over all log directories.
@@ -416,7 +481,7 @@ func (l *Log) Flush() error {
 	if err := l.ld.offlineErr(); err != nil {
 		return err
 	}
-	if err := l.flush(); err != nil {
+	if _, err := l.flush(); err != nil {
 		l.m.reportIO(l.tp.String(), err, "op", "fdatasync")
 		l.ld.setOffline(err)
 		return l.ld.offlineErr()

@@ -708,7 +708,7 @@ func (m *Manager) flushRound() {
 	var logs []*Log
 	var ws []*waiter
 	for _, d := range m.dirs {
-		d.round(&logs, &ws)
+		d.round(&logs, &ws, monoNow())
 	}
 }
 

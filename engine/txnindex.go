@@ -234,17 +234,23 @@ func (s *segment) txnCount() int {
 
 // syncTxn fdatasyncs the entries written since the last sync.
 func (s *segment) syncTxn() error {
+	_, err := s.syncTxnCounted()
+	return err
+}
+
+// syncTxnCounted is syncTxn; synced says whether it called fdatasync.
+func (s *segment) syncTxnCounted() (synced bool, err error) {
 	t := &s.tix
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.f == nil || t.synced >= t.fileEnts {
-		return nil
+		return false, nil
 	}
 	if err := t.f.Datasync(); err != nil {
-		return err
+		return true, err
 	}
 	t.synced = t.fileEnts
-	return nil
+	return true, nil
 }
 
 // closeTxn closes the file.

@@ -16,6 +16,13 @@ import (
 //	samsa_log_end_offset{topic,partition}        [Log LogEndOffset]
 //	samsa_log_high_watermark{topic,partition}    the high watermark this replica knows
 //	samsa_engine_fsync_latency_seconds           histogram of the group commits' fdatasync [LogFlushStats LogFlushRateAndTimeMs]
+//	samsa_engine_flush_queue_wait_seconds        a durability waiter's wait for its round to start
+//	samsa_engine_flush_wakeup_seconds            an idle flusher's wake-up: first kick to round start
+//	samsa_engine_flush_sync_seconds              a round's sync phase (all its files)
+//	samsa_engine_flush_release_seconds           a round's release of its waiters (their callbacks included)
+//	samsa_engine_flush_round_files               files synced per round
+//	samsa_engine_flush_syncs_total{kind}         syncs by file: segment, txnindex, index, epochs, dir
+//	samsa_engine_flush_rounds_total{mode}        rounds with work: serial or parallel
 //	samsa_engine_storage_errors_total{kind}      data-path failures: no_space, eio, io, corrupt_batch, dir_offline
 //	samsa_log_dir_offline{dir}                   1 when the directory is offline [LogManager OfflineLogDirectoryCount, per dir]
 //	samsa_log_dir_usable_bytes{dir}              free space usable in the directory's file system
@@ -25,12 +32,16 @@ import (
 type engineCollector struct {
 	eng *engine.Manager
 
-	size, start, end, hw *prometheus.Desc
-	fsync                *prometheus.Desc
-	errors               *prometheus.Desc
-	dirOffline, dirFree  *prometheus.Desc
-	recLogs, recTrunc    *prometheus.Desc
-	recIdx, recSecs      *prometheus.Desc
+	size, start, end, hw  *prometheus.Desc
+	fsync                 *prometheus.Desc
+	flushQueue, flushWake *prometheus.Desc
+	flushSync, flushRel   *prometheus.Desc
+	flushFiles            *prometheus.Desc
+	flushSyncs, flushRnds *prometheus.Desc
+	errors                *prometheus.Desc
+	dirOffline, dirFree   *prometheus.Desc
+	recLogs, recTrunc     *prometheus.Desc
+	recIdx, recSecs       *prometheus.Desc
 }
 
 func newEngineCollector(eng *engine.Manager) *engineCollector {
@@ -43,6 +54,13 @@ func newEngineCollector(eng *engine.Manager) *engineCollector {
 		end:        d("log_end_offset", "The partition log's end offset (the next offset to be written).", "topic", "partition"),
 		hw:         d("log_high_watermark", "The partition's high watermark as this replica knows it.", "topic", "partition"),
 		fsync:      d("engine_fsync_latency_seconds", "fdatasync latency of the log directories' group commits."),
+		flushQueue: d("engine_flush_queue_wait_seconds", "Group commit: a durability waiter's time from its append to the start of the flusher round that takes it."),
+		flushWake:  d("engine_flush_wakeup_seconds", "Group commit: an idle flusher's time from the first kick to its round's start (the goroutine wake-up)."),
+		flushSync:  d("engine_flush_sync_seconds", "Group commit: a round's sync phase, from its start to the end of its last fdatasync."),
+		flushRel:   d("engine_flush_release_seconds", "Group commit: a round's time from the end of its syncs to its last waiter released (the waiters' callbacks, which queue produce answers, included)."),
+		flushFiles: d("engine_flush_round_files", "Group commit: files synced per round (segments, indexes, checkpoints, directories)."),
+		flushSyncs: d("engine_flush_syncs_total", "Group commit: fdatasyncs and fsyncs by file kind.", "kind"),
+		flushRnds:  d("engine_flush_rounds_total", "Group commit: rounds that synced logs, by whether the logs were synced one at a time (serial) or several at once (parallel).", "mode"),
 		errors:     d("engine_storage_errors_total", "Data-path storage failures since start, by kind (each logged once per partition and minute).", "kind"),
 		dirOffline: d("log_dir_offline", "1 when the log directory is offline (an I/O error took it out).", "dir"),
 		dirFree:    d("log_dir_usable_bytes", "Bytes still usable in the log directory's file system.", "dir"),
@@ -56,6 +74,7 @@ func newEngineCollector(eng *engine.Manager) *engineCollector {
 // Describe implements prometheus.Collector.
 func (c *engineCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.size, c.start, c.end, c.hw, c.fsync, c.errors, c.dirOffline, c.dirFree,
+		c.flushQueue, c.flushWake, c.flushSync, c.flushRel, c.flushFiles, c.flushSyncs, c.flushRnds,
 		c.recLogs, c.recTrunc, c.recIdx, c.recSecs} {
 		ch <- d
 	}
@@ -80,6 +99,26 @@ func (c *engineCollector) Collect(ch chan<- prometheus.Metric) {
 		buckets[b.Seconds()] = h.Buckets[i]
 	}
 	ch <- prometheus.MustNewConstHistogram(c.fsync, h.Count, h.Sum.Seconds(), buckets)
+
+	fl := c.eng.FlushStats()
+	hist := func(d *prometheus.Desc, h engine.Histogram, bound func(i int) float64) {
+		b := make(map[float64]uint64, len(h.Buckets))
+		for i, n := range h.Buckets {
+			b[bound(i)] = n
+		}
+		ch <- prometheus.MustNewConstHistogram(d, h.Count, h.Sum, b)
+	}
+	stage := func(i int) float64 { return engine.StageBuckets[i].Seconds() }
+	hist(c.flushQueue, fl.QueueWait, stage)
+	hist(c.flushWake, fl.Wakeup, stage)
+	hist(c.flushSync, fl.SyncPhase, stage)
+	hist(c.flushRel, fl.Release, stage)
+	hist(c.flushFiles, fl.Files, func(i int) float64 { return engine.FilesBuckets[i] })
+	for k, name := range engine.SyncKindNames {
+		ch <- prometheus.MustNewConstMetric(c.flushSyncs, prometheus.CounterValue, float64(fl.Syncs[k]), name)
+	}
+	ch <- prometheus.MustNewConstMetric(c.flushRnds, prometheus.CounterValue, float64(fl.SerialRounds), "serial")
+	ch <- prometheus.MustNewConstMetric(c.flushRnds, prometheus.CounterValue, float64(fl.ParallelRounds), "parallel")
 
 	st := c.eng.Stats()
 	for _, k := range []struct {

@@ -301,6 +301,15 @@ func checkFamilies(fams map[string]*dto.MetricFamily, w metricsWorkload) error {
 			errs = append(errs, fmt.Sprintf("fsync histogram: count %d sum %v, %d buckets", h.GetSampleCount(), h.GetSampleSum(), len(h.Bucket)))
 		}
 	}
+	// The group commit's stages: histograms that counted the produce's rounds.
+	for _, name := range []string{"samsa_engine_flush_queue_wait_seconds", "samsa_engine_flush_sync_seconds",
+		"samsa_engine_flush_release_seconds", "samsa_engine_flush_round_files"} {
+		if f := fams[name]; f == nil || f.GetType() != dto.MetricType_HISTOGRAM || len(f.Metric) != 1 || f.Metric[0].Histogram.GetSampleCount() == 0 {
+			errs = append(errs, fmt.Sprintf("%s: not one histogram with observations: %v", name, f))
+		}
+	}
+	atLeast("samsa_engine_flush_syncs_total", 3, "kind", "segment")
+	atLeast("samsa_engine_flush_rounds_total", 1, "mode", "serial")
 	if f := fams["samsa_request_latency_seconds"]; f == nil || f.GetType() != dto.MetricType_HISTOGRAM {
 		errs = append(errs, "samsa_request_latency_seconds: not a histogram")
 	}
