@@ -246,6 +246,10 @@ type Options struct {
 	// with zeros under the fsync policy (prealloc.go; the broker's
 	// samsa.log.segment.preallocate.enable=false).
 	NoPrealloc bool
+	// FlushConcurrentRounds is how many group-commit rounds of one log
+	// directory may run at once (flusher.go; the broker's
+	// samsa.log.flush.concurrent.rounds). 0 and 1: one at a time.
+	FlushConcurrentRounds int
 
 	// manualBackground (tests) starts no flusher, checkpointer, retention
 	// or scrubber goroutine: the test runs flusher rounds itself

@@ -162,8 +162,20 @@ func (d *logDir) offlineErr() error {
 	return d.err
 }
 
-// run is the flusher goroutine.
+// run is the flusher goroutine. With Options.FlushConcurrentRounds above 1 it
+// starts that many less one helpers, which take rounds while it is in one: a
+// log that becomes dirty during another log's fdatasync is synced at once
+// instead of after it (the same log is never synced by two rounds at once:
+// Log.flushMu).
 func (d *logDir) run(stop <-chan struct{}) {
+	var helpers sync.WaitGroup
+	for range d.m.opts.FlushConcurrentRounds - 1 {
+		helpers.Add(1)
+		go func() {
+			defer helpers.Done()
+			d.runHelper(stop)
+		}()
+	}
 	var tick <-chan time.Time
 	if d.m.opts.Sync == SyncInterval {
 		iv := d.m.opts.FlushInterval
@@ -188,16 +200,39 @@ func (d *logDir) run(stop <-chan struct{}) {
 			}
 			continue
 		case <-stop:
+			// The helpers' rounds end first: a waiter one of them requeues
+			// is then in the last round or failed, never left behind.
+			helpers.Wait()
 			d.round(&logs, &ws, monoNow())
 			d.failWaiters(ErrClosed)
 			return
 		}
-		start := monoNow()
-		if k := d.kickAt.Swap(0); k >= idle {
-			d.flushStats.wakeup.observe(time.Duration(start - k))
-		}
-		d.round(&logs, &ws, start)
+		d.kicked(&logs, &ws, idle)
 	}
+}
+
+// runHelper takes rounds beside run until stop.
+func (d *logDir) runHelper(stop <-chan struct{}) {
+	var logs []*Log
+	var ws []*waiter
+	for {
+		idle := monoNow()
+		select {
+		case <-d.kick:
+			d.kicked(&logs, &ws, idle)
+		case <-stop:
+			return
+		}
+	}
+}
+
+// kicked runs the round of a kick received by a flusher goroutine idle since idle.
+func (d *logDir) kicked(logs *[]*Log, ws *[]*waiter, idle int64) {
+	start := monoNow()
+	if k := d.kickAt.Swap(0); k >= idle {
+		d.flushStats.wakeup.observe(time.Duration(start - k))
+	}
+	d.round(logs, ws, start)
 }
 
 // round is one group commit; start is when the flusher began it (monoNow).

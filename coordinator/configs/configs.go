@@ -279,6 +279,7 @@ var BrokerDefs = []*Def{
 	{Name: "log.preallocate", Kind: KindBool, Default: sp("false")},
 	{Name: "samsa.log.scrub.bytes.per.second", Kind: KindLong, Default: sp("8388608"), Min: 0, ReadOnly: true, Doc: "Samsa: the background scrubber checks the CRC of every batch of every log at this rate, a pass at start-up and then every samsa.log.scrub.interval.ms; a damaged range is refused with CORRUPT_MESSAGE and a follower fetches it again from its leader (0: off; `samsa scrub` checks a stopped node)"},
 	{Name: "samsa.log.segment.preallocate.enable", Kind: KindBool, Default: sp("true"), ReadOnly: true, Doc: "Samsa: under the fsync policy, a partition whose flushes carry a few KiB each has its active segment written ahead with zeros (64-256 KiB at a time, at most 64 MiB per log directory), so that an fdatasync carries no file-size or block-allocation metadata; the file is cut back to its data at a roll and at shutdown, and recovery cuts the zeros after a crash (false: segments grow with each append). Kafka's log.preallocate, which sizes a whole new segment, is accepted and not used"},
+	{Name: "samsa.log.flush.concurrent.rounds", Kind: KindInt, Default: sp("1"), Min: 1, Max: 64, ReadOnly: true, Doc: "Samsa: under the fsync policy, how many group-commit rounds of one log directory may run at once: with more than one, a partition that becomes dirty while another partition's fdatasync is in progress is synced at once instead of after it (a round of many partitions syncs up to 8 of them in parallel whatever this is)"},
 	{Name: "samsa.log.scrub.interval.ms", Kind: KindLong, Default: sp("3600000"), Min: 1, ReadOnly: true, Doc: "Samsa: the pause between two passes of the scrubber"},
 	{Name: "log.message.timestamp.before.max.ms", Kind: KindLong, Default: sp(longMax), Min: 0},
 	{Name: "log.message.timestamp.after.max.ms", Kind: KindLong, Default: sp("3600000"), Min: 0},
@@ -676,4 +677,5 @@ func EngineOptions(static map[string]string, o *engine.Options) {
 	o.ScrubInterval = time.Duration(l.BrokerInt("samsa.log.scrub.interval.ms")) * time.Millisecond
 	o.DisableTxnVerification = !b("transaction.partition.verification.enable")
 	o.NoPrealloc = !b("samsa.log.segment.preallocate.enable")
+	o.FlushConcurrentRounds = int(l.BrokerInt("samsa.log.flush.concurrent.rounds"))
 }
