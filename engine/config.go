@@ -248,7 +248,8 @@ type Options struct {
 	NoPrealloc bool
 	// FlushConcurrentRounds is how many group-commit rounds of one log
 	// directory may run at once (flusher.go; the broker's
-	// samsa.log.flush.concurrent.rounds). 0 and 1: one at a time.
+	// samsa.log.flush.concurrent.rounds). 0 is DefaultFlushConcurrentRounds,
+	// 1 one round at a time.
 	FlushConcurrentRounds int
 
 	// manualBackground (tests) starts no flusher, checkpointer, retention

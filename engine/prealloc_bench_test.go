@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -197,5 +199,130 @@ func BenchmarkDurableAppendPattern(b *testing.B) {
 				b.ReportMetric(float64(waited.Microseconds())/float64(b.N), "wait-µs")
 			})
 		}
+	}
+}
+
+// BenchmarkManyFilesSync asks whether a round of many dirty logs (partitions-10k:
+// one-record batches over thousands of partitions) is cheaper as one syncfs(2) of
+// the file system than as one fdatasync per file, flushParallel at a time, as the
+// flusher does it. Each op writes 1 KiB at the end of each of files files (grown,
+// as a log that does not preallocate), then syncs them. syncfs writes back and
+// commits every dirty inode of the whole file system, other processes' included,
+// so on a shared disk it also pays for their writes.
+func BenchmarkManyFilesSync(b *testing.B) {
+	for _, files := range []int{64, 512} {
+		for _, mode := range []string{"fdatasync", "syncfs"} {
+			b.Run(fmt.Sprintf("files=%d/%s", files, mode), func(b *testing.B) {
+				dir := benchDir(b)
+				fs := make([]*os.File, files)
+				for i := range fs {
+					f, err := os.OpenFile(filepath.Join(dir, fmt.Sprintf("%05d.log", i)), os.O_CREATE|os.O_RDWR, 0o644)
+					if err != nil {
+						b.Fatal(err)
+					}
+					defer f.Close()
+					fs[i] = f
+				}
+				buf := make([]byte, 1024)
+				var off int64
+				syncAll := func() {
+					if mode == "syncfs" {
+						if err := unix.Syncfs(int(fs[0].Fd())); err != nil {
+							b.Fatal(err)
+						}
+						return
+					}
+					var next atomic.Int64
+					var wg sync.WaitGroup
+					for range flushParallel {
+						wg.Add(1)
+						go func() {
+							defer wg.Done()
+							for i := next.Add(1) - 1; i < int64(len(fs)); i = next.Add(1) - 1 {
+								if err := unix.Fdatasync(int(fs[i].Fd())); err != nil {
+									b.Error(err)
+								}
+							}
+						}()
+					}
+					wg.Wait()
+				}
+				b.ReportAllocs()
+				before := cpuNanos(b)
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					for _, f := range fs {
+						if _, err := f.WriteAt(buf, off); err != nil {
+							b.Fatal(err)
+						}
+					}
+					off += int64(len(buf))
+					syncAll()
+				}
+				b.StopTimer()
+				b.ReportMetric(float64(cpuNanos(b)-before)/1e3/float64(b.N), "cpu-µs/op")
+				b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/float64(files), "µs/file")
+			})
+		}
+	}
+}
+
+// BenchmarkConcurrentRounds: six producers, each appending 3,300-byte batches to
+// its own log and waiting for each, under the fsync policy, with one group-commit
+// round of the directory at a time (rounds=1, the default) or more
+// (Options.FlushConcurrentRounds). An op is one durable append of one producer;
+// wait-µs is the mean time from an append to its durability.
+func BenchmarkConcurrentRounds(b *testing.B) {
+	for _, rounds := range []int{1, 2, 4} {
+		b.Run(fmt.Sprintf("rounds=%d", rounds), func(b *testing.B) {
+			m, err := Open(Options{Dirs: []string{benchDir(b)}, Sync: SyncFsync, FlushConcurrentRounds: rounds})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer m.Close()
+			const producers = 6
+			ls := make([]*Log, producers)
+			for i := range ls {
+				if ls[i], err = m.CreateLog(TopicPartition{"bench", int32(i)}, DefaultLogConfig()); err != nil {
+					b.Fatal(err)
+				}
+			}
+			var next, waited atomic.Int64
+			run := func(l *Log, n int64) {
+				batch := makeBatch(testBatch{records: 1, valueSize: 3300 - BatchHeaderSize - 10})
+				for next.Add(1) <= n {
+					t0 := time.Now()
+					r, err := l.Append(batch, AppendOptions{LeaderEpoch: 1})
+					if err == nil {
+						err = l.WaitDurable(r.LastOffset)
+					}
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					waited.Add(int64(time.Since(t0)))
+				}
+			}
+			all := func(n int64) {
+				next.Store(0)
+				var wg sync.WaitGroup
+				for _, l := range ls {
+					wg.Add(1)
+					go func() { defer wg.Done(); run(l, n) }()
+				}
+				wg.Wait()
+			}
+			all(preallocAfter * producers * 2) // past the flushes that decide
+			f0 := m.FsyncHistogram()
+			waited.Store(0)
+			before := cpuNanos(b)
+			b.ResetTimer()
+			all(int64(b.N))
+			b.StopTimer()
+			f1 := m.FsyncHistogram()
+			b.ReportMetric(float64(cpuNanos(b)-before)/1e3/float64(b.N), "cpu-µs/op")
+			b.ReportMetric(float64(waited.Load())/1e3/float64(b.N), "wait-µs")
+			b.ReportMetric(float64(f1.Count-f0.Count)/float64(b.N), "fsyncs/op")
+		})
 	}
 }
