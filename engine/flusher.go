@@ -13,8 +13,9 @@ import (
 // checkpoint files.
 //
 // Group commit: appenders queue their log (queueFlush) and, under the fsync
-// policy, a waiter (addWaiter). One flusher goroutine per directory takes
-// everything queued, fdatasyncs each dirty segment file of each queued log
+// policy, a waiter (addWaiter). A flusher goroutine of the directory (one of
+// Options.FlushConcurrentRounds: a round may start while others are in their
+// syncs) takes everything queued, fdatasyncs each dirty segment file of each queued log
 // once (several logs at a time: flushLogs), advances the logs' recovery
 // points, and releases every waiter whose offset is now durable. Whatever is queued meanwhile goes in the next round,
 // so one fdatasync covers every appender that arrived during the previous.
@@ -299,11 +300,13 @@ func (d *logDir) round(logs *[]*Log, ws *[]*waiter, start int64) {
 	}
 }
 
-// DefaultFlushConcurrentRounds is Options.FlushConcurrentRounds' default: with
-// six producers each waiting for its own log's appends, four rounds at once cut
-// the time to durability by 63% against one (BenchmarkConcurrentRounds,
-// BENCHMARKS.md "The group commit's stages").
-const DefaultFlushConcurrentRounds = 4
+// DefaultFlushConcurrentRounds is Options.FlushConcurrentRounds' default: one
+// round at a time. With six producers each waiting for its own log's appends,
+// four rounds at once cut the time to durability by 63%
+// (BenchmarkConcurrentRounds), but at latency-20k (one producer, six
+// partitions) the broker's publish p50 was higher with four in 5 of 6
+// alternated compare rounds (BENCHMARKS.md "The group commit's stages").
+const DefaultFlushConcurrentRounds = 1
 
 // flushParallel bounds the logs one round syncs at once, and flushParallelMin is
 // the smallest round that syncs in parallel. A file system commits the metadata of
