@@ -431,6 +431,8 @@ PY
 	expect 'SASL_SSL'
 	step 'go test -c -o /tmp/t.test ./net/transport && /tmp/t.test -test.run '"'^\$'"' -test.bench '"'Transport/'"' -test.benchtime 1s' \
 		'go test -c -o /tmp/t.test ./net/transport && /tmp/t.test -test.run '"'^\$'"' -test.bench '"'Transport/'"' -test.benchtime 1x'
+	step 'bin/samsa-bench compare --targets samsa,samsa@set=samsa.log.flush.concurrent.rounds=4,kfake-proc --samsa-bin bin/samsa --workload latency-20k --rounds 3 --duration 15s --warmup 3s' \
+		'bin/samsa-bench compare --targets samsa,samsa@set=samsa.log.flush.concurrent.rounds=4,kfake-proc --samsa-bin bin/samsa --workload latency-20k --rounds 1 --duration 1s --warmup 0s'
 	step 'bin/samsa-bench compare --targets samsa,kfake-proc --samsa-bin bin/samsa --workload latency-20k --rounds 2 --duration 15s --warmup 3s' \
 		'bin/samsa-bench compare --targets samsa,kfake-proc --samsa-bin bin/samsa --workload latency-20k --rounds 1 --duration 1s --warmup 0s'
 	step 'bin/samsa-bench compare --targets samsa,kfake-proc --samsa-bin bin/samsa --sync none --workload latency-20k --rounds 2 --duration 15s --warmup 3s' \
