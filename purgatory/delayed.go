@@ -83,6 +83,18 @@ func (d *Delayed) ForceComplete() bool {
 	return true
 }
 
+// Quiesce waits until no TryComplete of the completed operation is running. None starts
+// after completion, so once Quiesce returns the operation may drop what its TryComplete
+// reads: a completed operation stays in the watch lists of its other keys until they are
+// swept (up to Options.PurgeInterval completed operations per purgatory), and everything
+// it still references stays allocated with it. Call it only after the operation
+// completed, and never from its TryComplete or OnComplete (the purgatory may hold the
+// operation's lock there).
+func (d *Delayed) Quiesce() {
+	d.mu.Lock()
+	d.mu.Unlock() // an empty critical section: waiting for the lock is the point
+}
+
 // IsCompleted reports whether the operation has completed (or expired). It turns true
 // as completion begins, before OnExpiration and OnComplete have run.
 func (d *Delayed) IsCompleted() bool { return d.completed.Load() }

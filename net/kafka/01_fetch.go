@@ -435,12 +435,31 @@ func (op *fetchOp) TryComplete() bool {
 // is completed by whoever moved the HW: under the fsync policy that is the engine's
 // flusher, whose next group commit must not wait for fetch answers to be built, so the
 // answer is built on a goroutine of its own.
+//
+// A parked fetch is not recycled: the watch lists of its other logs still hold it until
+// the purgatory sweeps them, which is up to 1,000 completed fetches (Kafka's purge
+// interval) and, once fetches stop, indefinitely. Once answered it drops its partitions
+// (one fetchPart per partition of the request) and its decoded request, which aliases
+// the request's frame: otherwise each lingering fetch keeps both, and with 10,000
+// partitions they were most of the broker's heap (BENCHMARKS.md, "partitions-10k under
+// load").
 func (op *fetchOp) OnComplete() {
 	if op.parked {
-		go op.finish()
+		go func() {
+			op.finish()
+			op.drop()
+		}()
 		return
 	}
 	op.finish()
+}
+
+// drop releases what an answered parked fetch references, once no TryComplete of it runs.
+func (op *fetchOp) drop() {
+	op.Quiesce()
+	op.parts, op.logs, op.quietable = nil, nil, nil
+	op.req = kmsg.FetchRequest{}
+	op.r, op.sess = nil, nil
 }
 
 func (op *fetchOp) finish() {
