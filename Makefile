@@ -30,12 +30,30 @@ RUN_WARMUP   ?= 2s
 run: build
 	./scripts/run.sh "$(BIN)" "$(DATA)" "$(LISTEN)" "$(ADMIN)" "$(RUN_DURATION)" "$(RUN_WARMUP)"
 
-test: lint test-go test-kcat test-python test-commands test-pipelines chaos
+# `make test` runs its parts side by side where they are independent: they mostly wait
+# (brokers starting, fixed-length workloads, timeouts), so one after the other leaves the
+# cores idle. First lint and the binaries of bin/ (built once, before the parts that use
+# them start); then test-go, test-kcat, test-python, test-commands and test-pipelines
+# together (tests/together.sh prints each part's output as one block when it ends, and
+# fails when any part failed); then, alone, the fault harness (chaos), whose schedule and
+# checks are the most sensitive to a loaded machine. Every port a part uses is a free
+# one or in a network namespace of its own. Each part also runs alone: make test-go, ...
+test: lint build
+	./tests/together.sh \
+		test-go        '$(MAKE) --no-print-directory test-go' \
+		test-kcat      '$(MAKE) --no-print-directory test-kcat' \
+		test-python    '$(MAKE) --no-print-directory test-python' \
+		test-commands  '$(MAKE) --no-print-directory test-commands' \
+		test-pipelines '$(MAKE) --no-print-directory test-pipelines'
+	$(MAKE) --no-print-directory chaos
 
-# The broker's real-client tests run once per transport (std, then the epoll reactor).
+# The broker's real-client tests run once per transport: every package on the std
+# transport and, side by side with it, ./net/kafka on the epoll reactor.
+GO_TEST ?= $(GO) test -race -timeout 20m
 test-go:
-	$(GO) test -race -timeout 20m $(PKGS)
-	SAMSA_TEST_TRANSPORT=reactor $(GO) test -race -timeout 20m ./net/kafka
+	./tests/together.sh \
+		'go test $(PKGS)'                 '$(GO_TEST) $(PKGS)' \
+		'go test ./net/kafka (reactor)'   'SAMSA_TEST_TRANSPORT=reactor $(GO_TEST) ./net/kafka'
 
 test-kcat:
 	./tests/kcat.sh
