@@ -38,6 +38,10 @@ run: build
 # fails when any part failed); then, alone, the fault harness (chaos), whose schedule and
 # checks are the most sensitive to a loaded machine. Every port a part uses is a free
 # one or in a network namespace of its own. Each part also runs alone: make test-go, ...
+# The parts build with -trimpath (GOFLAGS): without the checkout's absolute path in the
+# build cache's keys, a package compiled for one checkout is reused by every other
+# (tests/commands.sh's fresh clone, CI's clean checkouts).
+test: export GOFLAGS += -trimpath
 test: lint build
 	./tests/together.sh \
 		test-go        '$(MAKE) --no-print-directory test-go' \
@@ -48,8 +52,10 @@ test: lint build
 	$(MAKE) --no-print-directory chaos
 
 # The broker's real-client tests run once per transport: every package on the std
-# transport and, side by side with it, ./net/kafka on the epoll reactor.
-GO_TEST ?= $(GO) test -race -timeout 20m
+# transport and, side by side with it, ./net/kafka on the epoll reactor. -p 3: three
+# packages are built or run at a time (go test's default is one per core, 2 here), so
+# that a package's build overlaps another's test binary waiting on its brokers.
+GO_TEST ?= $(GO) test -race -p 3 -timeout 20m
 test-go:
 	./tests/together.sh \
 		'go test $(PKGS)'                 '$(GO_TEST) $(PKGS)' \
