@@ -33,6 +33,18 @@ func TestMain(m *testing.M) {
 
 // e2eWorkload is a 3-second run: 1 topic, 3 partitions, 100-byte records at a fixed
 // 5,000 msg/s, read by 2 consumer groups.
+// startKfakeE2E starts an in-process kfake, closed when t ends, and returns it with
+// the e2e workload.
+func startKfakeE2E(t *testing.T) (*Target, *Workload) {
+	t.Helper()
+	tg, err := StartTarget(context.Background(), TargetKfake, SpawnOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tg.Close() })
+	return tg, e2eWorkload(t)
+}
+
 func e2eWorkload(t *testing.T) *Workload {
 	t.Helper()
 	w, err := ParseWorkload(strings.NewReader(`
@@ -94,12 +106,7 @@ func checkCounts(t *testing.T, r *Result) {
 
 func TestRunKfake(t *testing.T) {
 	ctx := context.Background()
-	tg, err := StartTarget(ctx, TargetKfake, SpawnOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tg.Close()
-	w := e2eWorkload(t)
+	tg, w := startKfakeE2E(t)
 	r, err := Run(ctx, RunConfig{Workload: w, Brokers: tg.Brokers, Target: "kfake"})
 	if err != nil {
 		t.Fatal(err)
@@ -116,12 +123,7 @@ func TestRunKfake(t *testing.T) {
 
 func TestRunKfakeMaxRateAssignZipf(t *testing.T) {
 	ctx := context.Background()
-	tg, err := StartTarget(ctx, TargetKfake, SpawnOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tg.Close()
-	w := e2eWorkload(t)
+	tg, w := startKfakeE2E(t)
 	w.ProducerRate = 0
 	w.KeyDistributor, w.KeySpace = KeyZipf, 1000
 	w.Producer.Compression = "lz4"
@@ -139,12 +141,7 @@ func TestRunKfakeMaxRateAssignZipf(t *testing.T) {
 
 func TestBacklogDrainKfake(t *testing.T) {
 	ctx := context.Background()
-	tg, err := StartTarget(ctx, TargetKfake, SpawnOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tg.Close()
-	w := e2eWorkload(t)
+	tg, w := startKfakeE2E(t)
 	w.ProducerRate = 0
 	w.SubscriptionsPerTopic = 1
 	w.ConsumerBacklogSizeGB = 2.0 / 1024 // 2 MiB
@@ -164,12 +161,7 @@ func TestBacklogDrainKfake(t *testing.T) {
 
 func TestRawKfake(t *testing.T) {
 	ctx := context.Background()
-	tg, err := StartTarget(ctx, TargetKfake, SpawnOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tg.Close()
-	w := e2eWorkload(t)
+	tg, w := startKfakeE2E(t)
 	r, err := RunRaw(ctx, RawConfig{Workload: w, Brokers: tg.Brokers, Target: "kfake", Duration: 2 * time.Second, Warmup: time.Second,
 		Connections: 1, InFlight: 4, RecordsPerBatch: 100})
 	if err != nil {
@@ -191,12 +183,7 @@ func TestRawKfake(t *testing.T) {
 // drain's, and every acknowledged record is read.
 func TestRawBacklogKfake(t *testing.T) {
 	ctx := context.Background()
-	tg, err := StartTarget(ctx, TargetKfake, SpawnOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tg.Close()
-	w := e2eWorkload(t)
+	tg, w := startKfakeE2E(t)
 	w.ProducerRate = 0
 	w.ConsumerBacklogSizeGB = 2.0 / 1024 // 2 MiB
 	var steady atomic.Int64
@@ -230,12 +217,7 @@ func TestRawBacklogKfake(t *testing.T) {
 // far as it got.
 func TestRawBacklogKfakeFillOutOfTime(t *testing.T) {
 	ctx := context.Background()
-	tg, err := StartTarget(ctx, TargetKfake, SpawnOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tg.Close()
-	w := e2eWorkload(t)
+	tg, w := startKfakeE2E(t)
 	w.ProducerRate = 0
 	w.ConsumerBacklogSizeGB = 64 // far more than a second's fill
 	r, err := RunRaw(ctx, RawConfig{Workload: w, Brokers: tg.Brokers, Target: "kfake", Duration: time.Second,
