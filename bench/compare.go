@@ -277,6 +277,31 @@ func Compare(ctx context.Context, cfg CompareConfig) ([]*Result, error) {
 	return results, nil
 }
 
+// roundProfiler is the profiler of one mode of a round, its files named from prefix:
+// nil without --profile or when the target has no admin URL.
+func roundProfiler(cfg CompareConfig, t *Target, prefix string) *Profiler {
+	if !cfg.Profile || t.AdminURL == "" {
+		return nil
+	}
+	return &Profiler{AdminURL: t.AdminURL, Dir: cfg.ProfileDir, Prefix: prefix,
+		CPUTime: min(10*time.Second, max(time.Second, cfg.Workload.Duration.D()/2))}
+}
+
+// collectProfile waits for prof's capture, which runs inside the measured window, and
+// gives res its profiles, or a note saying why there are none.
+func collectProfile(cfg CompareConfig, res *Result, prof *Profiler) {
+	switch {
+	case prof != nil:
+		if err := prof.Wait(prof.CPUTime + time.Minute); err != nil {
+			res.Notes = append(res.Notes, "profile: "+err.Error())
+		} else {
+			res.Profiles = prof.Results
+		}
+	case cfg.Profile:
+		res.Notes = append(res.Notes, "profile: target has no admin URL")
+	}
+}
+
 func runOne(ctx context.Context, cfg CompareConfig, spec, name string, round int) []*Result {
 	fail := func(mode string, err error) *Result {
 		cfg.Logger.Error("run failed", "target", name, "round", round, "mode", mode, "err", err)
@@ -316,15 +341,13 @@ func runOne(ctx context.Context, cfg CompareConfig, spec, name string, round int
 		wc.ReplicationFactor = t.replicationFactor
 		w = &wc
 	}
-	var prof *Profiler
 	rc := RunConfig{Workload: w, Brokers: t.Brokers, Target: name, Progress: cfg.Progress,
 		Logger: cfg.Logger, Broker: src, ClientOpts: cfg.ClientOpts[spec], BrokerInProcess: t.cluster != nil}
 	if len(rc.ClientOpts) == 0 {
 		rc.ClientOpts = t.ClientOpts // a spawned secured target's
 	}
-	if cfg.Profile && t.AdminURL != "" {
-		prof = &Profiler{AdminURL: t.AdminURL, Dir: cfg.ProfileDir, Prefix: fmt.Sprintf("%s-r%d-", name, round),
-			CPUTime: min(10*time.Second, max(time.Second, cfg.Workload.Duration.D()/2))}
+	prof := roundProfiler(cfg, t, fmt.Sprintf("%s-r%d-", name, round))
+	if prof != nil {
 		rc.OnSteady = prof.Capture
 	}
 	var out []*Result
@@ -339,16 +362,7 @@ func runOne(ctx context.Context, cfg CompareConfig, spec, name string, round int
 	} else {
 		res.Round = round
 		res.Notes = append(res.Notes, notes...)
-		if prof != nil {
-			// The capture runs inside the measured window; wait for it to finish.
-			if err := prof.Wait(prof.CPUTime + time.Minute); err != nil {
-				res.Notes = append(res.Notes, "profile: "+err.Error())
-			} else {
-				res.Profiles = prof.Results
-			}
-		} else if cfg.Profile {
-			res.Notes = append(res.Notes, "profile: target has no admin URL")
-		}
+		collectProfile(cfg, res, prof)
 		out = append(out, res)
 	}
 	if (cfg.Raw || cfg.RawOnly) && len(rc.ClientOpts) > 0 {
@@ -357,10 +371,8 @@ func runOne(ctx context.Context, cfg CompareConfig, spec, name string, round int
 		rcfg := cfg.RawConfig
 		rcfg.Workload, rcfg.Brokers, rcfg.Target, rcfg.Progress, rcfg.Broker = w, t.Brokers, name, cfg.Progress, src
 		rcfg.BrokerInProcess = t.cluster != nil
-		var rprof *Profiler
-		if cfg.Profile && t.AdminURL != "" {
-			rprof = &Profiler{AdminURL: t.AdminURL, Dir: cfg.ProfileDir, Prefix: fmt.Sprintf("%s-r%d-raw-", name, round),
-				CPUTime: min(10*time.Second, max(time.Second, cfg.Workload.Duration.D()/2))}
+		rprof := roundProfiler(cfg, t, fmt.Sprintf("%s-r%d-raw-", name, round))
+		if rprof != nil {
 			rcfg.OnSteady = rprof.Capture
 		}
 		raw, err := RunRaw(ctx, rcfg)
@@ -369,15 +381,7 @@ func runOne(ctx context.Context, cfg CompareConfig, spec, name string, round int
 		} else {
 			raw.Round = round
 			raw.Notes = append(raw.Notes, notes...)
-			if rprof != nil {
-				if err := rprof.Wait(rprof.CPUTime + time.Minute); err != nil {
-					raw.Notes = append(raw.Notes, "profile: "+err.Error())
-				} else {
-					raw.Profiles = rprof.Results
-				}
-			} else if cfg.Profile {
-				raw.Notes = append(raw.Notes, "profile: target has no admin URL")
-			}
+			collectProfile(cfg, raw, rprof)
 			out = append(out, raw)
 		}
 	}
