@@ -40,30 +40,46 @@ const (
 	stageBucketCount = 21
 )
 
-// stageHist counts durations in StageBuckets, without a lock.
-type stageHist struct {
-	counts [stageBucketCount + 1]atomic.Uint64 // per bucket; the last is +Inf
-	sumNs  atomic.Int64
+// bucketCounts are a histogram's per-bucket counts (the last one past every bound)
+// and sum, kept without a lock; its observer picks the bucket (fsyncHist, stageHist,
+// countHist).
+type bucketCounts struct {
+	counts [maxHistBuckets + 1]atomic.Uint64
+	sum    atomic.Int64
 }
+
+// maxHistBuckets is the most bounds a bucketCounts histogram has.
+const maxHistBuckets = stageBucketCount
+
+// Every histogram's bounds fit (a negative constant does not convert to uint).
+const (
+	_ = uint(maxHistBuckets - fsyncBucketCount)
+	_ = uint(maxHistBuckets - filesBucketCount)
+)
+
+func (h *bucketCounts) add(i int, v int64) {
+	h.counts[i].Add(1)
+	h.sum.Add(v)
+}
+
+// addTo adds the counts of the first len(per) buckets to per, and the sum to sum.
+func (h *bucketCounts) addTo(per []uint64, sum *int64) {
+	for i := range per {
+		per[i] += h.counts[i].Load()
+	}
+	*sum += h.sum.Load()
+}
+
+// stageHist counts durations in StageBuckets.
+type stageHist struct{ bucketCounts }
 
 func (h *stageHist) observe(d time.Duration) {
 	i := 0
 	if d > stageBucketMin {
 		// d in (min·2^(i-1), min·2^i] is bucket i.
-		i = bits.Len64(uint64((d - 1) / stageBucketMin))
-		if i > stageBucketCount {
-			i = stageBucketCount
-		}
+		i = min(bits.Len64(uint64((d-1)/stageBucketMin)), stageBucketCount)
 	}
-	h.counts[i].Add(1)
-	h.sumNs.Add(int64(d))
-}
-
-func (h *stageHist) addTo(per *[stageBucketCount + 1]uint64, sum *int64) {
-	for i := range per {
-		per[i] += h.counts[i].Load()
-	}
-	*sum += h.sumNs.Load()
+	h.add(i, int64(d))
 }
 
 // FilesBuckets are the upper bounds of FlushStats.Files' buckets: 1 to 16,384 files
@@ -79,18 +95,14 @@ var FilesBuckets = func() []float64 {
 const filesBucketCount = 15
 
 // countHist counts small integers in FilesBuckets.
-type countHist struct {
-	counts [filesBucketCount + 1]atomic.Uint64
-	sum    atomic.Int64
-}
+type countHist struct{ bucketCounts }
 
 func (h *countHist) observe(n int) {
 	i := 0
 	if n > 1 {
 		i = min(bits.Len64(uint64(n-1)), filesBucketCount)
 	}
-	h.counts[i].Add(1)
-	h.sum.Add(int64(n))
+	h.add(i, int64(n))
 }
 
 // Sync kinds of FlushStats.Syncs.
@@ -153,7 +165,7 @@ func (m *Manager) FlushStats() FlushStats {
 		var per [stageBucketCount + 1]uint64
 		var sum int64
 		for _, d := range m.dirs {
-			get(&d.flushStats).addTo(&per, &sum)
+			get(&d.flushStats).addTo(per[:], &sum)
 		}
 		return cumulative(per[:], time.Duration(sum).Seconds())
 	}
@@ -165,10 +177,7 @@ func (m *Manager) FlushStats() FlushStats {
 	var files int64
 	for _, d := range m.dirs {
 		fs := &d.flushStats
-		for i := range per {
-			per[i] += fs.files.counts[i].Load()
-		}
-		files += fs.files.sum.Load()
+		fs.files.addTo(per[:], &files)
 		for k := range st.Syncs {
 			st.Syncs[k] += fs.syncs[k].Load()
 		}

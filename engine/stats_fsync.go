@@ -2,7 +2,6 @@ package engine
 
 import (
 	"sort"
-	"sync/atomic"
 	"time"
 )
 
@@ -22,15 +21,10 @@ const fsyncBucketCount = 18
 
 // fsyncHist counts fdatasync latencies in FsyncBuckets (cumulative at read), for a
 // Prometheus histogram. Safe for concurrent use without a lock.
-type fsyncHist struct {
-	counts [fsyncBucketCount + 1]atomic.Uint64 // per bucket; the last is +Inf
-	sumNs  atomic.Int64
-}
+type fsyncHist struct{ bucketCounts }
 
 func (h *fsyncHist) observe(d time.Duration) {
-	i := sort.Search(len(FsyncBuckets), func(i int) bool { return d <= FsyncBuckets[i] })
-	h.counts[i].Add(1)
-	h.sumNs.Add(int64(d))
+	h.add(sort.Search(len(FsyncBuckets), func(i int) bool { return d <= FsyncBuckets[i] }), int64(d))
 }
 
 // FsyncHistogram is fdatasync latency since Open over all log directories, in
@@ -47,17 +41,8 @@ func (m *Manager) FsyncHistogram() FsyncHistogram {
 	var per [fsyncBucketCount + 1]uint64
 	var sum int64
 	for _, d := range m.dirs {
-		for i := range per {
-			per[i] += d.fsyncHist.counts[i].Load()
-		}
-		sum += d.fsyncHist.sumNs.Load()
+		d.fsyncHist.addTo(per[:], &sum)
 	}
-	h := FsyncHistogram{Buckets: make([]uint64, len(FsyncBuckets)), Sum: time.Duration(sum)}
-	var c uint64
-	for i := range FsyncBuckets {
-		c += per[i]
-		h.Buckets[i] = c
-	}
-	h.Count = c + per[len(FsyncBuckets)]
-	return h
+	h := cumulative(per[:], 0)
+	return FsyncHistogram{Buckets: h.Buckets, Count: h.Count, Sum: time.Duration(sum)}
 }
