@@ -186,7 +186,7 @@ func BenchmarkDurableAppendPattern(b *testing.B) {
 					if pace > 0 {
 						next = next.Add(pace)
 						if d := time.Until(next); d > 0 {
-							time.Sleep(d)
+							time.Sleep(d) // pacing: the next append's scheduled arrival, not a wait for a condition
 						}
 					}
 					app(i)
