@@ -590,3 +590,80 @@ func (f *crashFile) Close() error { return f.File.Close() }
 func (ev event) String() string {
 	return fmt.Sprintf("%c %s %s %d", ev.kind, ev.path, ev.old, ev.size)
 }
+
+// OpenFSSync implements FSSyncer when the inner FS does. The model takes a
+// successful Sync as a sync of every tracked file below dir, at its size just
+// before the call, and of every directory below dir (the names created or
+// renamed in them become durable). The real syncfs covers the whole file
+// system, so the model claims less than the disk holds, never more. While a
+// Sync runs the model is locked: a file created or renamed meanwhile waits
+// and is not covered.
+func (c *CrashFS) OpenFSSync(dir string) (FSSync, error) {
+	if !c.begin() {
+		return nil, crashed("syncfs", dir)
+	}
+	defer c.end()
+	inner, err := OpenFSSync(c.inner, dir)
+	if err != nil {
+		return nil, err
+	}
+	return &crashFSSync{FSSync: inner, c: c, dir: filepath.Clean(dir), gen: c.gen}, nil
+}
+
+type crashFSSync struct {
+	FSSync
+	c   *CrashFS
+	dir string
+	gen int
+}
+
+func (s *crashFSSync) Sync() error {
+	c := s.c
+	if !c.begin() {
+		return crashed("syncfs", s.dir)
+	}
+	defer c.end()
+	if s.gen != c.gen {
+		return crashed("syncfs", s.dir)
+	}
+	below := func(p string) bool { return p == s.dir || strings.HasPrefix(p, s.dir+string(filepath.Separator)) }
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	type sized struct {
+		st   *crashState
+		size int64
+	}
+	var files []sized
+	for _, st := range c.files {
+		if st.gone || !below(st.path) {
+			continue
+		}
+		fi, err := c.inner.Stat(st.path)
+		if err != nil {
+			continue // removed or renamed outside the FS: nothing to claim
+		}
+		files = append(files, sized{st, fi.Size()})
+	}
+	dirs := map[string]bool{}
+	for _, op := range c.pending {
+		if below(op.dir) {
+			dirs[op.dir] = true
+		}
+	}
+	if err := s.FSSync.Sync(); err != nil {
+		return err
+	}
+	sort.Slice(files, func(i, j int) bool { return files[i].st.path < files[j].st.path })
+	for _, f := range files {
+		c.applyLocked(event{kind: 'S', path: f.st.path, size: f.size})
+	}
+	names := make([]string, 0, len(dirs))
+	for d := range dirs {
+		names = append(names, d)
+	}
+	sort.Strings(names)
+	for _, d := range names {
+		c.applyLocked(event{kind: 'D', path: d})
+	}
+	return nil
+}

@@ -40,12 +40,13 @@ const (
 	OpMkdir                   // FS.MkdirAll
 	OpReadDir                 // FS.ReadDir
 	OpSyncDir                 // FS.SyncDir
+	OpSyncFS                  // FSSync.Sync (the path is the directory it was opened on)
 
 	// OpAny is every kind.
 	OpAny Op = 1<<iota - 1
 )
 
-var opNames = [...]string{"open", "create", "read", "write", "sync", "truncate", "stat", "rename", "remove", "mkdir", "readdir", "syncdir"}
+var opNames = [...]string{"open", "create", "read", "write", "sync", "truncate", "stat", "rename", "remove", "mkdir", "readdir", "syncdir", "syncfs"}
 
 func (o Op) String() string {
 	var s string
@@ -260,6 +261,29 @@ func (fs *FS) SyncDir(dir string) error {
 		return err
 	}
 	return fs.inner.SyncDir(dir)
+}
+
+// OpenFSSync implements vfs.FSSyncer when the inner FS does: its Sync fails
+// by the rules of OpSyncFS, matched against dir.
+func (fs *FS) OpenFSSync(dir string) (vfs.FSSync, error) {
+	inner, err := vfs.OpenFSSync(fs.inner, dir)
+	if err != nil {
+		return nil, err
+	}
+	return &fsSync{FSSync: inner, fs: fs, dir: dir}, nil
+}
+
+type fsSync struct {
+	vfs.FSSync
+	fs  *FS
+	dir string
+}
+
+func (s *fsSync) Sync() error {
+	if err := s.fs.fail(OpSyncFS, s.dir); err != nil {
+		return err
+	}
+	return s.FSSync.Sync()
 }
 
 // file injects errors into one open file.

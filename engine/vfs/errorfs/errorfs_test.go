@@ -63,3 +63,26 @@ func TestRules(t *testing.T) {
 		t.Fatal("no OS file under an errorfs file")
 	}
 }
+
+func TestSyncFSRule(t *testing.T) {
+	dir := t.TempDir()
+	fs := New(vfs.Default, 1)
+	s, err := vfs.OpenFSSync(fs, dir)
+	if errors.Is(err, vfs.ErrFSSyncUnsupported) {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Sync(); err != nil {
+		t.Fatalf("no rule: %v", err)
+	}
+	fs.Add(Rule{Ops: OpSyncFS, Path: dir, Limit: 1})
+	if err := s.Sync(); !errors.Is(err, syscall.EIO) || !errors.Is(err, ErrInjected) {
+		t.Fatalf("with a rule on the directory: %v", err)
+	}
+	if err := s.Sync(); err != nil {
+		t.Fatalf("past the limit: %v", err)
+	}
+}
