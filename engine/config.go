@@ -251,6 +251,11 @@ type Options struct {
 	// samsa.log.flush.concurrent.rounds). 0 is DefaultFlushConcurrentRounds,
 	// 1 one round at a time.
 	FlushConcurrentRounds int
+	// FlushSyncfsMinLogs, when positive, makes a group-commit round of at least
+	// that many logs durable with one syncfs(2) of the directory's file system
+	// instead of an fdatasync per dirty file (flusher_syncfs.go; the broker's
+	// samsa.log.flush.syncfs.min.partitions). 0 is off.
+	FlushSyncfsMinLogs int
 
 	// manualBackground (tests) starts no flusher, checkpointer, retention
 	// or scrubber goroutine: the test runs flusher rounds itself

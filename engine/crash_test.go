@@ -34,6 +34,10 @@ type crashRun struct {
 	// points (odd seeds): such a run replays exactly. Even seeds run the
 	// real flusher goroutine, whose timing races the workload.
 	manual bool
+	// syncfs is Options.FlushSyncfsMinLogs: 1 (every round by one syncfs) for
+	// seeds divisible by 3, else 0; fsRounds counts the syncfs rounds run.
+	syncfs   int
+	fsRounds uint64
 	// trace is the recent operations, printed on failure.
 	trace []string
 
@@ -47,6 +51,9 @@ func newCrashRun(t testing.TB, seed int64) *crashRun {
 	r := &crashRun{t: t, seed: seed, dir: t.TempDir(), fs: vfs.NewCrashFS(vfs.Default),
 		tp: TopicPartition{"crash", 0}, rng: rand.New(rand.NewSource(seed)), content: map[int64]int64{},
 		manual: seed%2 != 0}
+	if seed%3 == 0 {
+		r.syncfs = 1
+	}
 	r.open()
 	cfg := smallConfig()
 	cfg.RetentionBytes = 6 * cfg.SegmentBytes
@@ -75,7 +82,7 @@ func (r *crashRun) note(format string, args ...any) {
 
 func (r *crashRun) open() {
 	m, err := Open(Options{Dirs: []string{r.dir}, Sync: SyncFsync, FS: r.fs, DefaultConfig: smallConfig(),
-		manualBackground: r.manual})
+		manualBackground: r.manual, FlushSyncfsMinLogs: r.syncfs})
 	if err != nil {
 		r.fatalf("Open: %v", err)
 	}
@@ -169,6 +176,7 @@ func (r *crashRun) crash(torn bool) {
 	}
 	r.m.abandon()
 	r.pending.Wait()
+	r.fsRounds += r.m.FlushStats().SyncfsRounds
 	r.fs.Restart()
 	r.open()
 	r.check()
@@ -243,7 +251,8 @@ func (r *crashRun) close() {
 // seeded points on the test goroutine and replays exactly; an even seed runs
 // the flusher goroutine, whose timing is the machine's (it found a race that
 // the odd seeds cannot), so its replay runs the same workload, not always
-// the same interleaving.
+// the same interleaving. A seed divisible by 3 makes every flusher round one
+// syncfs (Options.FlushSyncfsMinLogs 1).
 func TestCrashRecovery(t *testing.T) {
 	seeds, steps := []int64{1, 2, 3}, 300
 	if testing.Short() {
@@ -276,7 +285,10 @@ func TestCrashRecovery(t *testing.T) {
 			r.crash(false)
 			end := r.l.LogEndOffset()
 			r.close()
-			t.Logf("seed %d: %d steps, %d crashes, log end %d", seed, steps, crashes+1, end)
+			t.Logf("seed %d: %d steps, %d crashes, log end %d, %d syncfs rounds", seed, steps, crashes+1, end, r.fsRounds)
+			if r.syncfs > 0 && r.fsRounds == 0 {
+				t.Error("no round was a syncfs")
+			}
 		})
 	}
 }

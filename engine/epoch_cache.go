@@ -128,6 +128,13 @@ func (c *epochCache) persistIfDirtyCounted() (wrote bool, err error) {
 	return true, c.persistLocked()
 }
 
+// isDirty says whether the checkpoint has entries to write (persistIfDirty).
+func (c *epochCache) isDirty() bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.dirty
+}
+
 // latest is the latest epoch, -1 if none.
 func (c *epochCache) latest() int32 {
 	c.mu.RLock()

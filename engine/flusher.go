@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/samsa-broker/samsa/engine/vfs"
 )
 
 // logDir is one log.dirs entry: its logs' flusher (group commit) and its
@@ -42,6 +44,8 @@ type logDir struct {
 	hist   *hdrhistogram.Histogram // fdatasync latency, microseconds
 
 	fsyncHist fsyncHist // the same latencies in FsyncBuckets (stats_fsync.go)
+
+	fsSync vfs.FSSync // syncfs of the directory's file system, nil unless Options.FlushSyncfsMinLogs (flusher_syncfs.go)
 
 	flushStats flushStats   // the group commit's stages (stats_flush.go)
 	kickAt     atomic.Int64 // monoNow of the first kick since the flusher last took one, 0 if none
@@ -252,15 +256,24 @@ func (d *logDir) round(logs *[]*Log, ws *[]*waiter, start int64) {
 	fs := &d.flushStats
 	synced := start
 	if len(*logs) > 0 {
-		files := d.flushLogs(*logs)
+		var files int
+		byFS := d.useFSSync(len(*logs))
+		if byFS {
+			files = d.flushLogsFS(*logs)
+		} else {
+			files = d.flushLogs(*logs)
+		}
 		synced = monoNow()
 		fs.syncPhase.observe(time.Duration(synced - start))
 		if files > 0 {
 			fs.files.observe(files)
 		}
-		if len(*logs) < flushParallelMin {
+		switch {
+		case byFS:
+			fs.syncfs.Add(1)
+		case len(*logs) < flushParallelMin:
 			fs.serial.Add(1)
-		} else {
+		default:
 			fs.parallel.Add(1)
 		}
 	}

@@ -152,6 +152,9 @@ func Open(opts Options) (*Manager, error) {
 		"segments_deleted", r.SegmentsDeleted, "indexes_rebuilt", r.IndexesRebuilt,
 		"tail_bytes_verified", r.TailBytesVerified, "damaged_batches", r.DamagedBatches, "took", r.Duration)
 	m.checkFileLimit()
+	for _, d := range m.dirs {
+		d.openFSSync()
+	}
 	if opts.manualBackground {
 		return m, nil
 	}
@@ -622,6 +625,9 @@ func (m *Manager) Close() error {
 	m.finishDeletes(true)
 	m.bg.Wait()
 	for _, d := range m.dirs {
+		d.closeFSSync()
+	}
+	for _, d := range m.dirs {
 		d.mu.Lock()
 		bad := d.err != nil
 		d.mu.Unlock()
@@ -699,6 +705,9 @@ func (m *Manager) abandon() {
 	}
 	m.finishDeletes(false)
 	m.bg.Wait()
+	for _, d := range m.dirs {
+		d.closeFSSync()
+	}
 	m.unlock()
 }
 

@@ -112,18 +112,19 @@ const (
 	SyncKindIndex           // the offset and time indexes of a segment no longer active (once, after its roll)
 	SyncKindEpochs          // the leader-epoch checkpoint (a new epoch began)
 	SyncKindDir             // the log's directory (a segment was created)
+	SyncKindFS              // a syncfs of the directory's file system, for a whole round (flusher_syncfs.go)
 	syncKinds
 )
 
 // SyncKindNames are the label values of the sync kinds, in order.
-var SyncKindNames = [syncKinds]string{"segment", "txnindex", "index", "epochs", "dir"}
+var SyncKindNames = [syncKinds]string{"segment", "txnindex", "index", "epochs", "dir", "fs"}
 
 // flushStats are one log directory's group-commit stage counters.
 type flushStats struct {
 	queue, wakeup, syncPhase, release stageHist
 	files                             countHist
 	syncs                             [syncKinds]atomic.Uint64
-	serial, parallel                  atomic.Uint64 // rounds with at least one log, by how they synced
+	serial, parallel, syncfs          atomic.Uint64 // rounds with at least one log, by how they synced
 }
 
 // Histogram is a Prometheus histogram's content: Buckets[i] counts the
@@ -152,10 +153,10 @@ type FlushStats struct {
 	Files Histogram
 	// Syncs counts fdatasyncs and fsyncs by kind (SyncKindNames).
 	Syncs [syncKinds]uint64
-	// SerialRounds and ParallelRounds count the rounds with work, by whether their
-	// logs were synced one at a time on the flusher's goroutine or flushParallel
-	// at a time.
-	SerialRounds, ParallelRounds uint64
+	// SerialRounds, ParallelRounds and SyncfsRounds count the rounds with work, by
+	// whether their logs were synced one at a time on the flusher's goroutine,
+	// flushParallel at a time, or with one syncfs (flusher_syncfs.go).
+	SerialRounds, ParallelRounds, SyncfsRounds uint64
 }
 
 // FlushStats merges the directories' group-commit stage counters.
@@ -183,6 +184,7 @@ func (m *Manager) FlushStats() FlushStats {
 		}
 		st.SerialRounds += fs.serial.Load()
 		st.ParallelRounds += fs.parallel.Load()
+		st.SyncfsRounds += fs.syncfs.Load()
 	}
 	st.Files = cumulative(per[:], float64(files))
 	return st

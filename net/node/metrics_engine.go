@@ -22,7 +22,7 @@ import (
 //	samsa_engine_flush_release_seconds           a round's release of its waiters (their callbacks included)
 //	samsa_engine_flush_round_files               files synced per round
 //	samsa_engine_flush_syncs_total{kind}         syncs by file: segment, txnindex, index, epochs, dir
-//	samsa_engine_flush_rounds_total{mode}        rounds with work: serial or parallel
+//	samsa_engine_flush_rounds_total{mode}        rounds with work: serial, parallel or syncfs
 //	samsa_engine_storage_errors_total{kind}      data-path failures: no_space, eio, io, corrupt_batch, dir_offline
 //	samsa_log_dir_offline{dir}                   1 when the directory is offline [LogManager OfflineLogDirectoryCount, per dir]
 //	samsa_log_dir_usable_bytes{dir}              free space usable in the directory's file system
@@ -60,7 +60,7 @@ func newEngineCollector(eng *engine.Manager) *engineCollector {
 		flushRel:   d("engine_flush_release_seconds", "Group commit: a round's time from the end of its syncs to its last waiter released (the waiters' callbacks, which queue produce answers, included)."),
 		flushFiles: d("engine_flush_round_files", "Group commit: files synced per round (segments, indexes, checkpoints, directories)."),
 		flushSyncs: d("engine_flush_syncs_total", "Group commit: fdatasyncs and fsyncs by file kind.", "kind"),
-		flushRnds:  d("engine_flush_rounds_total", "Group commit: rounds that synced logs, by whether the logs were synced one at a time (serial) or several at once (parallel).", "mode"),
+		flushRnds:  d("engine_flush_rounds_total", "Group commit: rounds that synced logs, by whether the logs were synced one at a time (serial), several at once (parallel) or with one syncfs of the file system (syncfs).", "mode"),
 		errors:     d("engine_storage_errors_total", "Data-path storage failures since start, by kind (each logged once per partition and minute).", "kind"),
 		dirOffline: d("log_dir_offline", "1 when the log directory is offline (an I/O error took it out).", "dir"),
 		dirFree:    d("log_dir_usable_bytes", "Bytes still usable in the log directory's file system.", "dir"),
@@ -119,6 +119,7 @@ func (c *engineCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(c.flushRnds, prometheus.CounterValue, float64(fl.SerialRounds), "serial")
 	ch <- prometheus.MustNewConstMetric(c.flushRnds, prometheus.CounterValue, float64(fl.ParallelRounds), "parallel")
+	ch <- prometheus.MustNewConstMetric(c.flushRnds, prometheus.CounterValue, float64(fl.SyncfsRounds), "syncfs")
 
 	st := c.eng.Stats()
 	for _, k := range []struct {

@@ -1,0 +1,168 @@
+package engine
+
+import (
+	"errors"
+	"syscall"
+	"testing"
+
+	"github.com/samsa-broker/samsa/engine/vfs"
+	"github.com/samsa-broker/samsa/engine/vfs/errorfs"
+)
+
+// openSyncfs opens a Manager over fsys whose rounds of at least min logs sync
+// by syncfs, skipping the test where syncfs cannot be had.
+func openSyncfs(t *testing.T, dir string, fsys vfs.FS, min int, manual bool) *Manager {
+	t.Helper()
+	if s, err := vfs.OpenFSSync(vfs.Default, dir); err != nil {
+		t.Skipf("syncfs: %v", err)
+	} else {
+		s.Close()
+	}
+	m, err := Open(Options{Dirs: []string{dir}, Sync: SyncFsync, FS: fsys, DefaultConfig: smallConfig(),
+		FlushSyncfsMinLogs: min, manualBackground: manual})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.dirs[0].fsSync == nil {
+		t.Fatal("the directory has no syncfs handle")
+	}
+	return m
+}
+
+// TestSyncfsRound: a round of at least FlushSyncfsMinLogs logs is one syncfs
+// and no fdatasync, releases every waiter, and what it covered survives a
+// power cut; a smaller round keeps an fdatasync per log; a log with a rolled
+// segment whose indexes were never synced is flushed the usual way in a
+// syncfs round.
+func TestSyncfsRound(t *testing.T) {
+	dir := t.TempDir()
+	fs := vfs.NewCrashFS(vfs.Default)
+	m := openSyncfs(t, dir, fs, 8, true)
+	const n = 16
+	logs := make([]*Log, n)
+	for i := range logs {
+		var err error
+		if logs[i], err = m.CreateLog(TopicPartition{"fs", int32(i)}, smallConfig()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	appendAll := func(ls []*Log) []error {
+		errs := make([]error, len(ls))
+		for i, l := range ls {
+			r := mustAppend(t, l, makeBatch(testBatch{records: 2, valueSize: 100}))
+			errs[i] = errors.New("not released")
+			l.OnDurable(r.LastOffset, func(err error) { errs[i] = err })
+		}
+		return errs
+	}
+	check := func(what string, errs []error) {
+		t.Helper()
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("%s: log %d: %v", what, i, err)
+			}
+		}
+	}
+	// The first append of a log begins its leader epoch, whose checkpoint the
+	// first flush writes: that round flushes each log the usual way.
+	errs := appendAll(logs)
+	m.flushRound()
+	check("first round", errs)
+	before := m.FlushStats()
+	errs = appendAll(logs)
+	m.flushRound()
+	check("syncfs round", errs)
+	st := m.FlushStats()
+	if st.SyncfsRounds-before.SyncfsRounds != 1 || st.Syncs[SyncKindFS]-before.Syncs[SyncKindFS] != 1 ||
+		st.Syncs[SyncKindSegment] != before.Syncs[SyncKindSegment] {
+		t.Fatalf("a round of %d logs: %d syncfs rounds, %d syncfs, %d segment fdatasyncs; want 1, 1, 0",
+			n, st.SyncfsRounds-before.SyncfsRounds, st.Syncs[SyncKindFS]-before.Syncs[SyncKindFS],
+			st.Syncs[SyncKindSegment]-before.Syncs[SyncKindSegment])
+	}
+	for i, l := range logs {
+		if rp := l.recoveryPoint.Load(); rp != l.LogEndOffset() {
+			t.Fatalf("log %d: recovery point %d, log end %d", i, rp, l.LogEndOffset())
+		}
+	}
+
+	// Below the minimum: one fdatasync per log.
+	before = m.FlushStats()
+	errs = appendAll(logs[:3])
+	m.flushRound()
+	check("small round", errs)
+	st = m.FlushStats()
+	if st.SerialRounds-before.SerialRounds != 1 || st.Syncs[SyncKindSegment]-before.Syncs[SyncKindSegment] != 3 ||
+		st.Syncs[SyncKindFS] != before.Syncs[SyncKindFS] {
+		t.Fatalf("a round of 3 logs: %+v after %+v", st, before)
+	}
+
+	// Log 0 rolls: its old segment's indexes need their own syncs.
+	for segmentCount(logs[0]) < 2 {
+		mustAppend(t, logs[0], makeBatch(testBatch{records: 4, valueSize: 400}))
+	}
+	before = m.FlushStats()
+	errs = appendAll(logs)
+	m.flushRound()
+	check("round with a rolled log", errs)
+	st = m.FlushStats()
+	if st.Syncs[SyncKindFS]-before.Syncs[SyncKindFS] != 1 || st.Syncs[SyncKindIndex] == before.Syncs[SyncKindIndex] ||
+		st.Syncs[SyncKindSegment]-before.Syncs[SyncKindSegment] < 2 {
+		t.Fatalf("a round with a rolled log: %+v after %+v", st, before)
+	}
+
+	// Appends after the last round are lost in a power cut, the rest is kept.
+	want := make([]int64, n)
+	for i, l := range logs {
+		want[i] = l.LogEndOffset()
+	}
+	appendAll(logs)
+	if err := fs.Crash(); err != nil {
+		t.Fatal(err)
+	}
+	m.abandon()
+	fs.Restart()
+	m = openSyncfs(t, dir, fs, 8, true)
+	defer m.Close()
+	for i := range logs {
+		l := m.Log(TopicPartition{"fs", int32(i)})
+		if l == nil || l.LogEndOffset() != want[i] {
+			t.Fatalf("log %d after the power cut: %v, want end %d", i, l, want[i])
+		}
+		readAll(t, l)
+	}
+}
+
+// TestSyncfsFailureTakesDirOffline: a failed syncfs names no file, so the
+// whole directory goes offline and every waiter of the round fails.
+func TestSyncfsFailureTakesDirOffline(t *testing.T) {
+	dir := t.TempDir()
+	efs := errorfs.New(vfs.Default, 1)
+	m := openSyncfs(t, dir, efs, 1, false)
+	defer m.Close()
+	a, _ := m.CreateLog(TopicPartition{"a", 0}, DefaultLogConfig())
+	b, _ := m.CreateLog(TopicPartition{"b", 0}, DefaultLogConfig())
+	var r AppendResult
+	for range 2 { // the first flush of each log writes its epoch checkpoint the usual way
+		for _, l := range []*Log{a, b} {
+			r = mustAppend(t, l, makeBatch(testBatch{records: 3, valueSize: 50}))
+			if err := l.WaitDurable(r.LastOffset); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if st := m.FlushStats(); st.SyncfsRounds == 0 {
+		t.Fatalf("no syncfs round: %+v", st)
+	}
+	efs.Add(errorfs.Rule{Ops: errorfs.OpSyncFS, Errno: syscall.EIO})
+	r = mustAppend(t, b, makeBatch(testBatch{records: 3, valueSize: 50}))
+	err := b.WaitDurable(r.LastOffset)
+	if !errors.Is(err, ErrLogDirOffline) || !errors.Is(err, syscall.EIO) {
+		t.Fatalf("WaitDurable after a failed syncfs: %v", err)
+	}
+	if _, err := a.Append(makeBatch(testBatch{}), AppendOptions{}); !errors.Is(err, ErrLogDirOffline) {
+		t.Fatalf("append to another log of the offline dir: %v", err)
+	}
+	if rp := b.recoveryPoint.Load(); rp > r.BaseOffset {
+		t.Fatalf("recovery point %d advanced past %d by a failed syncfs", rp, r.BaseOffset)
+	}
+}
