@@ -761,9 +761,11 @@ func TestProcZombieLeader(t *testing.T) {
 		t.Fatal(err)
 	}
 	topicID := td["zombie"].ID
-	if err := produceTo(ctx, direct, "zombie", topicID, 0, "before"); err != nil {
-		t.Fatalf("produce to the leader before SIGSTOP: %v", err)
-	}
+	// acks=all waits for the followers, which start fetching once they have the
+	// topic: on a loaded machine the first attempt can time out (2 s), so retry.
+	eventually(t, 20*time.Second, "produce to the leader before SIGSTOP", func() error {
+		return produceTo(ctx, direct, "zombie", topicID, 0, "before")
+	})
 	// A request in flight to the stopped leader is never answered: the producer gives
 	// up on it after its request timeout (Kafka's request.timeout.ms, 30 s; franz-go's
 	// produce timeout plus overhead, 20 s), shortened here.

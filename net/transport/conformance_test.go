@@ -712,7 +712,11 @@ func TestConformanceManyConnections(t *testing.T) {
 		if f := failed.Load(); f != 0 {
 			t.Fatalf("%d of %d connections failed", f, n)
 		}
-		waitFor(t, "every connection to close", func() bool { return s.NumConns() == 0 })
+		// A connection its client closed before the server accepted it is still in
+		// the listen backlog when the dials return: wait for it to be opened too.
+		waitFor(t, "every connection to be opened and closed", func() bool {
+			return h.opened.Load() == int64(n) && s.NumConns() == 0
+		})
 		h.releaseDeferred()
 		if o, c := h.opened.Load(), h.closed.Load(); o != int64(n) || c != int64(n) {
 			t.Fatalf("opened %d, closed %d, want %d", o, c, n)
