@@ -44,6 +44,14 @@ func writeFileAtomic(fsys vfs.FS, path string, data []byte) error {
 }
 
 func writeFileAtomicRaw(fsys vfs.FS, path string, data []byte) error {
+	return writeFileRenamed(fsys, path, data, true)
+}
+
+// writeFileRenamed writes data to a temporary name and renames it over path;
+// with sync, the file is fsynced before the rename and its directory after.
+// Without, a later syncfs of the file system makes both durable
+// (flusher_syncfs.go).
+func writeFileRenamed(fsys vfs.FS, path string, data []byte, sync bool) error {
 	tmp := path + tmpSuffix
 	f, err := fsys.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
@@ -53,15 +61,20 @@ func writeFileAtomicRaw(fsys vfs.FS, path string, data []byte) error {
 		f.Close()
 		return err
 	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
+	if sync {
+		if err := f.Sync(); err != nil {
+			f.Close()
+			return err
+		}
 	}
 	if err := f.Close(); err != nil {
 		return err
 	}
 	if err := fsys.Rename(tmp, path); err != nil {
 		return err
+	}
+	if !sync {
+		return nil
 	}
 	return fsys.SyncDir(filepath.Dir(path))
 }

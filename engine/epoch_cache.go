@@ -55,11 +55,7 @@ func (c *epochCache) appendMonotonicLocked(e epochEntry) {
 }
 
 func (c *epochCache) persistLocked() error {
-	lines := make([]string, len(c.entries))
-	for i, e := range c.entries {
-		lines[i] = fmt.Sprintf("%d %d", e.epoch, e.start)
-	}
-	if err := writeFileAtomic(c.fs, c.path, encodeCheckpoint(lines)); err != nil {
+	if err := writeFileAtomic(c.fs, c.path, c.encodeLocked()); err != nil {
 		return err
 	}
 	c.dirty = false
@@ -128,11 +124,38 @@ func (c *epochCache) persistIfDirtyCounted() (wrote bool, err error) {
 	return true, c.persistLocked()
 }
 
-// isDirty says whether the checkpoint has entries to write (persistIfDirty).
-func (c *epochCache) isDirty() bool {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	return c.dirty
+// encodeLocked is the checkpoint file's content.
+func (c *epochCache) encodeLocked() []byte {
+	lines := make([]string, len(c.entries))
+	for i, e := range c.entries {
+		lines[i] = fmt.Sprintf("%d %d", e.epoch, e.start)
+	}
+	return encodeCheckpoint(lines)
+}
+
+// writeUnsynced is persistIfDirty for a syncfs round: the file is written and
+// renamed into place with no fsync, the round's syncfs making it durable
+// (flusher_syncfs.go). Should the file reach the disk before the segments it
+// speaks of, recovery drops its entries past the log end, as for any crash.
+func (c *epochCache) writeUnsynced() (wrote bool, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.dirty {
+		return false, nil
+	}
+	if err := writeFileRenamed(c.fs, c.path, c.encodeLocked(), false); err != nil {
+		return true, ioFailure("write "+filepath.Base(c.path), err)
+	}
+	c.dirty = false
+	return true, nil
+}
+
+// setDirty makes the next flush write the checkpoint again (its unsynced
+// write was not made durable).
+func (c *epochCache) setDirty() {
+	c.mu.Lock()
+	c.dirty = true
+	c.mu.Unlock()
 }
 
 // latest is the latest epoch, -1 if none.

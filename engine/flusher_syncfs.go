@@ -24,10 +24,13 @@ import (
 //
 // A round plans every log first (under its flushMu, taken with TryLock so
 // that two rounds never wait on each other), then syncs once, then advances
-// each log's recovery point to the end it read before the sync. A log the
+// each log's recovery point to the end it read before the sync. A new
+// segment's name and a new leader epoch's checkpoint (written and renamed
+// with no fsync) go to the same syncfs: a log's first flush would otherwise
+// cost an fsync of the checkpoint and two of the log's directory. A log the
 // plan cannot cover (a flush already in progress, a rolled segment whose
-// indexes were never synced, a new leader epoch to checkpoint) is flushed the
-// usual way after the others, with no flushMu held.
+// indexes were never synced) is flushed the usual way after the others, with
+// no flushMu held.
 
 // fsPlan is one log's share of a syncfs round: what was written before the
 // sync, read under the log's locks.
@@ -39,6 +42,7 @@ type fsPlan struct {
 	txnFile  []vfs.File // per segment: its transaction index file, nil if none
 	txnEnts  []int      // per segment: the entries written to that file
 	dirDirty bool       // the log's directory had a new name to sync
+	epochs   bool       // the leader-epoch checkpoint was written for this sync
 }
 
 // openFSSync opens the directory's syncfs handle when the options ask for
@@ -132,16 +136,21 @@ func (l *Log) planFS() (p fsPlan, ok, empty bool) {
 			return p, false, false
 		}
 	}
-	if l.epochs.isDirty() {
-		l.mu.RUnlock()
-		l.flushMu.Unlock()
-		return p, false, false
-	}
 	p = fsPlan{l: l, leo: leo, dirty: dirty, segs: append([]*segment(nil), l.segs[i:]...)}
 	for _, s := range p.segs {
 		s.pin()
 	}
 	l.mu.RUnlock()
+	// A leader epoch begun since the last flush: its checkpoint goes to the
+	// same syncfs (a log's first flush otherwise costs an fsync of the new
+	// file and one of its directory).
+	wrote, err := l.epochs.writeUnsynced()
+	if err != nil {
+		releaseAll(p.segs)
+		l.flushMu.Unlock()
+		return fsPlan{}, false, false // the usual flush retries and reports it
+	}
+	p.epochs = wrote
 	p.txnFile = make([]vfs.File, len(p.segs))
 	p.txnEnts = make([]int, len(p.segs))
 	for j, s := range p.segs {
@@ -162,6 +171,9 @@ func (l *Log) finishFS(p *fsPlan, err error) {
 	if err != nil {
 		if p.dirDirty {
 			l.dirDirty.Store(true)
+		}
+		if p.epochs {
+			l.epochs.setDirty()
 		}
 		return
 	}
