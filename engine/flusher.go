@@ -483,21 +483,28 @@ func (l *Log) flush() (files int, err error) {
 		}
 	}
 	releaseAll(segs)
+	// A new segment's name is durable only with its directory: without it
+	// a power loss could take the file, synced data and all.
+	dirDirty := err == nil && l.dirDirty.Swap(false)
 	// The leader-epoch checkpoint of an epoch that began since the last
-	// flush (the append path leaves it to us: assignLater).
+	// flush (the append path leaves it to us: assignLater). Its write ends
+	// with a sync of the same directory, which then covers the new segment's
+	// name too (a log's first flush did both, one after the other).
 	if err == nil {
 		var wrote bool
 		if wrote, err = l.epochs.persistIfDirtyCounted(); wrote {
 			count(SyncKindEpochs, 1)
+			if err == nil {
+				dirDirty = false
+			}
 		}
 	}
-	// A new segment's name is durable only with its directory: without it
-	// a power loss could take the file, synced data and all.
-	if err == nil && l.dirDirty.Swap(false) {
+	if dirDirty && err == nil {
 		count(SyncKindDir, 1)
-		if err = l.fs.SyncDir(l.dir); err != nil {
-			l.dirDirty.Store(true)
-		}
+		err = l.fs.SyncDir(l.dir)
+	}
+	if dirDirty && err != nil {
+		l.dirDirty.Store(true)
 	}
 	if err != nil {
 		return files, err
