@@ -254,9 +254,10 @@
 //   - ENOSPC on an append's write (ErrNoSpace): the bytes written are cut off
 //     again and the directory stays online; the log takes appends again once
 //     space is freed. If the cut fails the directory goes offline.
-//   - A failed fdatasync (any errno, ENOSPC included) or a failed truncation
-//     takes the directory offline (ErrLogDirOffline) until the Manager is
-//     reopened: after a failed fdatasync the kernel may have dropped the
+//   - A failed fdatasync (any errno, ENOSPC included), a failed syncfs of a
+//     round (Options.FlushSyncfsMinLogs: its error names no file) or a failed
+//     truncation takes the directory offline (ErrLogDirOffline) until the
+//     Manager is reopened: after a failed sync the kernel may have dropped the
 //     dirty pages, so a later success would prove nothing. Appends,
 //     truncations and durability waits on it fail; reads go on.
 //   - EIO on a read fails that read; nothing is recorded as damage.
@@ -374,7 +375,8 @@
 // key samsa.test.power.loss.journal=<path>. A binary built with
 // -tags samsa_faults carries a planted bug for the checkers:
 // SAMSA_FAULT_SKIP_FDATASYNC=1 makes the flusher skip fdatasync while
-// reporting success. The default build has no such switch.
+// reporting success (the fdatasyncs of segments only: a round made durable by
+// syncfs is not affected). The default build has no such switch.
 //
 // # Deviations from the written contract
 //
