@@ -31,8 +31,6 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// e2eWorkload is a 3-second run: 1 topic, 3 partitions, 100-byte records at a fixed
-// 5,000 msg/s, read by 2 consumer groups.
 // startKfakeE2E starts an in-process kfake, closed when t ends, and returns it with
 // the e2e workload.
 func startKfakeE2E(t *testing.T) (*Target, *Workload) {
@@ -45,6 +43,8 @@ func startKfakeE2E(t *testing.T) (*Target, *Workload) {
 	return tg, e2eWorkload(t)
 }
 
+// e2eWorkload is a 3-second run: 1 topic, 3 partitions, 100-byte records at a fixed
+// 5,000 msg/s, read by 2 consumer groups.
 func e2eWorkload(t *testing.T) *Workload {
 	t.Helper()
 	w, err := ParseWorkload(strings.NewReader(`

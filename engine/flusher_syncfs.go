@@ -39,10 +39,15 @@ type fsPlan struct {
 	leo      int64 // the log end offset before the sync: the new recovery point
 	dirty    int64 // dirtyBytes before the sync
 	segs     []*segment
-	txnFile  []vfs.File // per segment: its transaction index file, nil if none
-	txnEnts  []int      // per segment: the entries written to that file
-	dirDirty bool       // the log's directory had a new name to sync
-	epochs   bool       // the leader-epoch checkpoint was written for this sync
+	txn      []txnMark // per segment: its transaction index before the sync
+	dirDirty bool      // the log's directory had a new name to sync
+	epochs   bool      // the leader-epoch checkpoint was written for this sync
+}
+
+// txnMark is a segment's transaction index file and the entries written to it.
+type txnMark struct {
+	f    vfs.File // nil if none
+	ents int
 }
 
 // openFSSync opens the directory's syncfs handle when the options ask for
@@ -151,12 +156,11 @@ func (l *Log) planFS() (p fsPlan, ok, empty bool) {
 		return fsPlan{}, false, false // the usual flush retries and reports it
 	}
 	p.epochs = wrote
-	p.txnFile = make([]vfs.File, len(p.segs))
-	p.txnEnts = make([]int, len(p.segs))
+	p.txn = make([]txnMark, len(p.segs))
 	for j, s := range p.segs {
 		t := &s.tix
 		t.mu.RLock()
-		p.txnFile[j], p.txnEnts[j] = t.f, t.fileEnts
+		p.txn[j] = txnMark{t.f, t.fileEnts}
 		t.mu.RUnlock()
 	}
 	p.dirDirty = l.dirDirty.Swap(false)
@@ -180,8 +184,8 @@ func (l *Log) finishFS(p *fsPlan, err error) {
 	for j, s := range p.segs {
 		t := &s.tix
 		t.mu.Lock()
-		if t.f != nil && t.f == p.txnFile[j] && t.synced < p.txnEnts[j] {
-			t.synced = p.txnEnts[j]
+		if m := p.txn[j]; t.f != nil && t.f == m.f && t.synced < m.ents {
+			t.synced = m.ents
 		}
 		t.mu.Unlock()
 	}

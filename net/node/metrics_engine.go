@@ -21,7 +21,7 @@ import (
 //	samsa_engine_flush_sync_seconds              a round's sync phase (all its files)
 //	samsa_engine_flush_release_seconds           a round's release of its waiters (their callbacks included)
 //	samsa_engine_flush_round_files               files synced per round
-//	samsa_engine_flush_syncs_total{kind}         syncs by file: segment, txnindex, index, epochs, dir
+//	samsa_engine_flush_syncs_total{kind}         syncs by file: segment, txnindex, index, epochs, dir; fs: one syncfs for a round
 //	samsa_engine_flush_rounds_total{mode}        rounds with work: serial, parallel or syncfs
 //	samsa_engine_storage_errors_total{kind}      data-path failures: no_space, eio, io, corrupt_batch, dir_offline
 //	samsa_log_dir_offline{dir}                   1 when the directory is offline [LogManager OfflineLogDirectoryCount, per dir]
@@ -59,7 +59,7 @@ func newEngineCollector(eng *engine.Manager) *engineCollector {
 		flushSync:  d("engine_flush_sync_seconds", "Group commit: a round's sync phase, from its start to the end of its last fdatasync."),
 		flushRel:   d("engine_flush_release_seconds", "Group commit: a round's time from the end of its syncs to its last waiter released (the waiters' callbacks, which queue produce answers, included)."),
 		flushFiles: d("engine_flush_round_files", "Group commit: files synced per round (segments, indexes, checkpoints, directories)."),
-		flushSyncs: d("engine_flush_syncs_total", "Group commit: fdatasyncs and fsyncs by file kind.", "kind"),
+		flushSyncs: d("engine_flush_syncs_total", "Group commit: fdatasyncs and fsyncs by file kind, and syncfs calls that made a whole round durable (kind fs).", "kind"),
 		flushRnds:  d("engine_flush_rounds_total", "Group commit: rounds that synced logs, by whether the logs were synced one at a time (serial), several at once (parallel) or with one syncfs of the file system (syncfs).", "mode"),
 		errors:     d("engine_storage_errors_total", "Data-path storage failures since start, by kind (each logged once per partition and minute).", "kind"),
 		dirOffline: d("log_dir_offline", "1 when the log directory is offline (an I/O error took it out).", "dir"),
