@@ -254,12 +254,17 @@
 //   - ENOSPC on an append's write (ErrNoSpace): the bytes written are cut off
 //     again and the directory stays online; the log takes appends again once
 //     space is freed. If the cut fails the directory goes offline.
-//   - A failed fdatasync (any errno, ENOSPC included), a failed syncfs of a
-//     round (Options.FlushSyncfsMinLogs: its error names no file) or a failed
+//   - A failed fdatasync (any errno, ENOSPC included) or a failed
 //     truncation takes the directory offline (ErrLogDirOffline) until the
 //     Manager is reopened: after a failed sync the kernel may have dropped the
 //     dirty pages, so a later success would prove nothing. Appends,
 //     truncations and durability waits on it fail; reads go on.
+//   - A failed syncfs of a round (Options.FlushSyncfsMinLogs) names no file
+//     and may be another process's: the round's logs are flushed again the
+//     usual way, whose fdatasyncs report their own files' write-back errors
+//     (each descriptor samples its file's error sequence, which the syncfs
+//     does not advance), and their checkpoints written again with fsyncs.
+//     Only a failure of those takes the directory offline.
 //   - EIO on a read fails that read; nothing is recorded as damage.
 //   - A swap of a cleaned segment that fails past its commit point (the
 //     directory sync of its .swap names) takes the directory offline: the

@@ -16,9 +16,9 @@ import (
 // What it costs, and why it is opt-in:
 //   - syncfs writes back every dirty file of the file system, other
 //     processes' too: on a shared disk a round takes their time as well;
-//   - its error names no file, so a failure takes the whole directory
-//     offline (as a failed fdatasync does, for the same reason: the kernel
-//     may have dropped the pages);
+//   - its error names no file (it may be another process's): a round that
+//     gets one flushes its logs again the usual way, file by file, and only
+//     their failure takes the directory offline;
 //   - it reports write-back errors only from Linux 5.8 on (vfs.OpenFSSync
 //     refuses older kernels, and the directory keeps fdatasync).
 //
@@ -106,8 +106,20 @@ func (d *logDir) flushLogsFS(logs []*Log) int {
 			plans[i].l.finishFS(&plans[i], err)
 		}
 		if err != nil {
+			// The error names no file and may be another process's: the
+			// round's logs are flushed the usual way, whose fdatasyncs
+			// report their own files' write-back errors (each descriptor
+			// samples the file's error sequence, which the syncfs did not
+			// advance). finishFS left them as dirty as before; a
+			// checkpoint the syncfs carried is written again, with its
+			// fsync. Only if that fails does the directory go offline.
 			d.m.reportIO(d.path, err, "op", "syncfs")
-			d.setOffline(err)
+			d.flushStats.syncfsFallbacks.Add(1)
+			for i := range plans {
+				rest = append(rest, plans[i].l)
+			}
+			d.m.logger.Warn("syncfs reported a write-back error of this file system; the round's logs are synced file by file to find whether it was theirs",
+				"dir", d.path, "logs", len(plans), "err", err)
 		}
 	}
 	if len(rest) > 0 {

@@ -140,8 +140,92 @@ func TestSyncfsRound(t *testing.T) {
 	}
 }
 
-// TestSyncfsFailureTakesDirOffline: a failed syncfs names no file, so the
-// whole directory goes offline and every waiter of the round fails.
+// TestSyncfsErrorFallsBack: a syncfs error names no file and may be another
+// process's, so the round's logs are synced again the usual way, file by
+// file; when those syncs succeed the waiters are released, the directory
+// stays online, and what the round covered (segment data, the first
+// leader-epoch checkpoints, the new names) survives a power cut.
+func TestSyncfsErrorFallsBack(t *testing.T) {
+	dir := t.TempDir()
+	crash := vfs.NewCrashFS(vfs.Default)
+	efs := errorfs.New(crash, 1)
+	m := openSyncfs(t, dir, efs, 2, true)
+	const n = 4
+	logs := make([]*Log, n)
+	for i := range logs {
+		var err error
+		if logs[i], err = m.CreateLog(TopicPartition{"fb", int32(i)}, smallConfig()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The first flush of each log: its segment file and its epoch checkpoint.
+	efs.Add(errorfs.Rule{Ops: errorfs.OpSyncFS, Errno: syscall.EIO, Limit: 1})
+	errs := make([]error, n)
+	for i, l := range logs {
+		r := mustAppend(t, l, makeBatch(testBatch{records: 2, valueSize: 100}))
+		errs[i] = errors.New("not released")
+		l.OnDurable(r.LastOffset, func(err error) { errs[i] = err })
+	}
+	before := m.FlushStats()
+	m.flushRound()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("log %d after a syncfs error whose fallback succeeded: %v", i, err)
+		}
+	}
+	st := m.FlushStats()
+	if st.SyncfsFallbacks-before.SyncfsFallbacks != 1 || st.Syncs[SyncKindSegment]-before.Syncs[SyncKindSegment] != n ||
+		st.Syncs[SyncKindEpochs]-before.Syncs[SyncKindEpochs] != n {
+		t.Fatalf("fallback round: %d fallbacks, %d segment syncs, %d checkpoint syncs; want 1, %d, %d",
+			st.SyncfsFallbacks-before.SyncfsFallbacks, st.Syncs[SyncKindSegment]-before.Syncs[SyncKindSegment],
+			st.Syncs[SyncKindEpochs]-before.Syncs[SyncKindEpochs], n, n)
+	}
+	if err := m.dirs[0].offlineErr(); err != nil {
+		t.Fatalf("directory offline after a syncfs error that was not its files': %v", err)
+	}
+	if got := m.Stats().EIO; got != 1 {
+		t.Fatalf("EIO count %d, want 1 (the syncfs's)", got)
+	}
+	// The next round is a syncfs again.
+	for _, l := range logs {
+		r := mustAppend(t, l, makeBatch(testBatch{records: 2, valueSize: 100}))
+		defer func() {
+			if l.recoveryPoint.Load() <= r.LastOffset {
+				t.Errorf("%v: not durable after the second round", l.tp)
+			}
+		}()
+	}
+	before = m.FlushStats()
+	m.flushRound()
+	if st := m.FlushStats(); st.SyncfsRounds-before.SyncfsRounds != 1 || st.SyncfsFallbacks != before.SyncfsFallbacks {
+		t.Fatalf("second round: %+v after %+v", st, before)
+	}
+	want := make([]int64, n)
+	for i, l := range logs {
+		want[i] = l.LogEndOffset()
+	}
+	if err := crash.Crash(); err != nil {
+		t.Fatal(err)
+	}
+	m.abandon()
+	crash.Restart()
+	m = openSyncfs(t, dir, crash, 2, true)
+	defer m.Close()
+	for i := range logs {
+		l := m.Log(TopicPartition{"fb", int32(i)})
+		if l == nil || l.LogEndOffset() != want[i] {
+			t.Fatalf("log %d after the power cut: %v, want end %d", i, l, want[i])
+		}
+		readAll(t, l)
+		if e := l.epochs.latest(); e != 1 {
+			t.Fatalf("log %d after the power cut: leader epoch %d in its checkpoint, want 1", i, e)
+		}
+	}
+}
+
+// TestSyncfsFailureTakesDirOffline: when the syncs of the fallback fail too,
+// the error was the directory's: it goes offline and every waiter of the
+// round fails.
 func TestSyncfsFailureTakesDirOffline(t *testing.T) {
 	dir := t.TempDir()
 	efs := errorfs.New(vfs.Default, 1)
@@ -160,15 +244,19 @@ func TestSyncfsFailureTakesDirOffline(t *testing.T) {
 		t.Fatalf("no syncfs round: %+v", st)
 	}
 	efs.Add(errorfs.Rule{Ops: errorfs.OpSyncFS, Errno: syscall.EIO})
+	efs.Add(errorfs.Rule{Ops: errorfs.OpSync, Path: "*.log", Errno: syscall.EIO})
 	r = mustAppend(t, b, makeBatch(testBatch{records: 3, valueSize: 50}))
 	err := b.WaitDurable(r.LastOffset)
 	if !errors.Is(err, ErrLogDirOffline) || !errors.Is(err, syscall.EIO) {
-		t.Fatalf("WaitDurable after a failed syncfs: %v", err)
+		t.Fatalf("WaitDurable after a failed syncfs and fdatasync: %v", err)
 	}
 	if _, err := a.Append(makeBatch(testBatch{}), AppendOptions{}); !errors.Is(err, ErrLogDirOffline) {
 		t.Fatalf("append to another log of the offline dir: %v", err)
 	}
 	if rp := b.recoveryPoint.Load(); rp > r.BaseOffset {
 		t.Fatalf("recovery point %d advanced past %d by a failed syncfs", rp, r.BaseOffset)
+	}
+	if st := m.FlushStats(); st.SyncfsFallbacks == 0 {
+		t.Fatalf("no fallback counted: %+v", st)
 	}
 }

@@ -125,6 +125,7 @@ type flushStats struct {
 	files                             countHist
 	syncs                             [syncKinds]atomic.Uint64
 	serial, parallel, syncfs          atomic.Uint64 // rounds with at least one log, by how they synced
+	syncfsFallbacks                   atomic.Uint64 // syncfs rounds synced again file by file after an error
 }
 
 // Histogram is a Prometheus histogram's content: Buckets[i] counts the
@@ -157,6 +158,9 @@ type FlushStats struct {
 	// whether their logs were synced one at a time on the flusher's goroutine,
 	// flushParallel at a time, or with one syncfs (flusher_syncfs.go).
 	SerialRounds, ParallelRounds, SyncfsRounds uint64
+	// SyncfsFallbacks counts the syncfs rounds whose syncfs reported a
+	// write-back error, after which their logs were synced file by file.
+	SyncfsFallbacks uint64
 }
 
 // FlushStats merges the directories' group-commit stage counters.
@@ -185,6 +189,7 @@ func (m *Manager) FlushStats() FlushStats {
 		st.SerialRounds += fs.serial.Load()
 		st.ParallelRounds += fs.parallel.Load()
 		st.SyncfsRounds += fs.syncfs.Load()
+		st.SyncfsFallbacks += fs.syncfsFallbacks.Load()
 	}
 	st.Files = cumulative(per[:], float64(files))
 	return st

@@ -38,6 +38,7 @@ type engineCollector struct {
 	flushSync, flushRel   *prometheus.Desc
 	flushFiles            *prometheus.Desc
 	flushSyncs, flushRnds *prometheus.Desc
+	flushFallbacks        *prometheus.Desc
 	errors                *prometheus.Desc
 	dirOffline, dirFree   *prometheus.Desc
 	recLogs, recTrunc     *prometheus.Desc
@@ -49,32 +50,33 @@ func newEngineCollector(eng *engine.Manager) *engineCollector {
 		return prometheus.NewDesc("samsa_"+name, help, labels, nil)
 	}
 	return &engineCollector{eng: eng,
-		size:       d("log_size_bytes", "Bytes of the partition log's segments on disk.", "topic", "partition"),
-		start:      d("log_start_offset", "The partition log's first offset.", "topic", "partition"),
-		end:        d("log_end_offset", "The partition log's end offset (the next offset to be written).", "topic", "partition"),
-		hw:         d("log_high_watermark", "The partition's high watermark as this replica knows it.", "topic", "partition"),
-		fsync:      d("engine_fsync_latency_seconds", "fdatasync latency of the log directories' group commits."),
-		flushQueue: d("engine_flush_queue_wait_seconds", "Group commit: a durability waiter's time from its append to the start of the flusher round that takes it."),
-		flushWake:  d("engine_flush_wakeup_seconds", "Group commit: an idle flusher's time from the first kick to its round's start (the goroutine wake-up)."),
-		flushSync:  d("engine_flush_sync_seconds", "Group commit: a round's sync phase, from its start to the end of its last fdatasync."),
-		flushRel:   d("engine_flush_release_seconds", "Group commit: a round's time from the end of its syncs to its last waiter released (the waiters' callbacks, which queue produce answers, included)."),
-		flushFiles: d("engine_flush_round_files", "Group commit: files synced per round (segments, indexes, checkpoints, directories)."),
-		flushSyncs: d("engine_flush_syncs_total", "Group commit: fdatasyncs and fsyncs by file kind, and syncfs calls that made a whole round durable (kind fs).", "kind"),
-		flushRnds:  d("engine_flush_rounds_total", "Group commit: rounds that synced logs, by whether the logs were synced one at a time (serial), several at once (parallel) or with one syncfs of the file system (syncfs).", "mode"),
-		errors:     d("engine_storage_errors_total", "Data-path storage failures since start, by kind (each logged once per partition and minute).", "kind"),
-		dirOffline: d("log_dir_offline", "1 when the log directory is offline (an I/O error took it out).", "dir"),
-		dirFree:    d("log_dir_usable_bytes", "Bytes still usable in the log directory's file system.", "dir"),
-		recLogs:    d("engine_recovery_recovered_logs", "Logs recovered after a crash at start (scanned from the recovery point)."),
-		recTrunc:   d("engine_recovery_truncated_bytes", "Bytes cut off at start: torn or corrupt tails."),
-		recIdx:     d("engine_recovery_indexes_rebuilt", "Segments whose indexes were rebuilt at start."),
-		recSecs:    d("engine_recovery_seconds", "Wall time of the start-up recovery."),
+		size:           d("log_size_bytes", "Bytes of the partition log's segments on disk.", "topic", "partition"),
+		start:          d("log_start_offset", "The partition log's first offset.", "topic", "partition"),
+		end:            d("log_end_offset", "The partition log's end offset (the next offset to be written).", "topic", "partition"),
+		hw:             d("log_high_watermark", "The partition's high watermark as this replica knows it.", "topic", "partition"),
+		fsync:          d("engine_fsync_latency_seconds", "fdatasync latency of the log directories' group commits."),
+		flushQueue:     d("engine_flush_queue_wait_seconds", "Group commit: a durability waiter's time from its append to the start of the flusher round that takes it."),
+		flushWake:      d("engine_flush_wakeup_seconds", "Group commit: an idle flusher's time from the first kick to its round's start (the goroutine wake-up)."),
+		flushSync:      d("engine_flush_sync_seconds", "Group commit: a round's sync phase, from its start to the end of its last fdatasync."),
+		flushRel:       d("engine_flush_release_seconds", "Group commit: a round's time from the end of its syncs to its last waiter released (the waiters' callbacks, which queue produce answers, included)."),
+		flushFiles:     d("engine_flush_round_files", "Group commit: files synced per round (segments, indexes, checkpoints, directories)."),
+		flushSyncs:     d("engine_flush_syncs_total", "Group commit: fdatasyncs and fsyncs by file kind, and syncfs calls that made a whole round durable (kind fs).", "kind"),
+		flushRnds:      d("engine_flush_rounds_total", "Group commit: rounds that synced logs, by whether the logs were synced one at a time (serial), several at once (parallel) or with one syncfs of the file system (syncfs).", "mode"),
+		flushFallbacks: d("engine_flush_syncfs_fallbacks_total", "Group commit: syncfs rounds whose syncfs reported a write-back error (of any file of the file system), after which their logs were synced file by file; the directory goes offline only if that fails."),
+		errors:         d("engine_storage_errors_total", "Data-path storage failures since start, by kind (each logged once per partition and minute).", "kind"),
+		dirOffline:     d("log_dir_offline", "1 when the log directory is offline (an I/O error took it out).", "dir"),
+		dirFree:        d("log_dir_usable_bytes", "Bytes still usable in the log directory's file system.", "dir"),
+		recLogs:        d("engine_recovery_recovered_logs", "Logs recovered after a crash at start (scanned from the recovery point)."),
+		recTrunc:       d("engine_recovery_truncated_bytes", "Bytes cut off at start: torn or corrupt tails."),
+		recIdx:         d("engine_recovery_indexes_rebuilt", "Segments whose indexes were rebuilt at start."),
+		recSecs:        d("engine_recovery_seconds", "Wall time of the start-up recovery."),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (c *engineCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.size, c.start, c.end, c.hw, c.fsync, c.errors, c.dirOffline, c.dirFree,
-		c.flushQueue, c.flushWake, c.flushSync, c.flushRel, c.flushFiles, c.flushSyncs, c.flushRnds,
+		c.flushQueue, c.flushWake, c.flushSync, c.flushRel, c.flushFiles, c.flushSyncs, c.flushRnds, c.flushFallbacks,
 		c.recLogs, c.recTrunc, c.recIdx, c.recSecs} {
 		ch <- d
 	}
@@ -120,6 +122,7 @@ func (c *engineCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.flushRnds, prometheus.CounterValue, float64(fl.SerialRounds), "serial")
 	ch <- prometheus.MustNewConstMetric(c.flushRnds, prometheus.CounterValue, float64(fl.ParallelRounds), "parallel")
 	ch <- prometheus.MustNewConstMetric(c.flushRnds, prometheus.CounterValue, float64(fl.SyncfsRounds), "syncfs")
+	ch <- prometheus.MustNewConstMetric(c.flushFallbacks, prometheus.CounterValue, float64(fl.SyncfsFallbacks))
 
 	st := c.eng.Stats()
 	for _, k := range []struct {
