@@ -113,13 +113,11 @@ func (d *logDir) flushLogsFS(logs []*Log) int {
 			// advance). finishFS left them as dirty as before; a
 			// checkpoint the syncfs carried is written again, with its
 			// fsync. Only if that fails does the directory go offline.
-			d.m.reportIO(d.path, err, "op", "syncfs")
+			d.m.reportIO(d.path, err, "op", "syncfs", "then", "the round's logs synced file by file")
 			d.flushStats.syncfsFallbacks.Add(1)
 			for i := range plans {
 				rest = append(rest, plans[i].l)
 			}
-			d.m.logger.Warn("syncfs reported a write-back error of this file system; the round's logs are synced file by file to find whether it was theirs",
-				"dir", d.path, "logs", len(plans), "err", err)
 		}
 	}
 	if len(rest) > 0 {

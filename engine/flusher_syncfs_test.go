@@ -30,6 +30,64 @@ func openSyncfs(t *testing.T, dir string, fsys vfs.FS, min int, manual bool) *Ma
 	return m
 }
 
+// syncfsLogs creates n logs of topic in m.
+func syncfsLogs(t *testing.T, m *Manager, topic string, n int) []*Log {
+	t.Helper()
+	logs := make([]*Log, n)
+	for i := range logs {
+		var err error
+		if logs[i], err = m.CreateLog(TopicPartition{topic, int32(i)}, smallConfig()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return logs
+}
+
+// appendWaiting appends a small batch to each log and returns, per log, the
+// error its durability callback reports ("not released" until it runs).
+func appendWaiting(t *testing.T, logs []*Log) []error {
+	errs := make([]error, len(logs))
+	for i, l := range logs {
+		r := mustAppend(t, l, makeBatch(testBatch{records: 2, valueSize: 100}))
+		errs[i] = errors.New("not released")
+		l.OnDurable(r.LastOffset, func(err error) { errs[i] = err })
+	}
+	return errs
+}
+
+// powerCutKeeps cuts the power under m (abandoned), reopens dir over fs with
+// syncfs from min logs, and checks that log i of topic ends at want[i], reads
+// back, and kept leader epoch 1 in its checkpoint. It returns the new Manager.
+func powerCutKeeps(t *testing.T, fs *vfs.CrashFS, m *Manager, dir string, min int, topic string, want []int64) *Manager {
+	t.Helper()
+	if err := fs.Crash(); err != nil {
+		t.Fatal(err)
+	}
+	m.abandon()
+	fs.Restart()
+	m = openSyncfs(t, dir, fs, min, true)
+	for i := range want {
+		l := m.Log(TopicPartition{topic, int32(i)})
+		if l == nil || l.LogEndOffset() != want[i] {
+			t.Fatalf("log %d after the power cut: %v, want end %d", i, l, want[i])
+		}
+		readAll(t, l)
+		if e := l.epochs.latest(); e != 1 {
+			t.Fatalf("log %d after the power cut: leader epoch %d in its checkpoint, want 1", i, e)
+		}
+	}
+	return m
+}
+
+// ends is each log's end offset.
+func ends(logs []*Log) []int64 {
+	want := make([]int64, len(logs))
+	for i, l := range logs {
+		want[i] = l.LogEndOffset()
+	}
+	return want
+}
+
 // TestSyncfsRound: a round of at least FlushSyncfsMinLogs logs is one syncfs
 // and no fdatasync, releases every waiter, and what it covered survives a
 // power cut; a smaller round keeps an fdatasync per log; a log with a rolled
@@ -40,22 +98,7 @@ func TestSyncfsRound(t *testing.T) {
 	fs := vfs.NewCrashFS(vfs.Default)
 	m := openSyncfs(t, dir, fs, 8, true)
 	const n = 16
-	logs := make([]*Log, n)
-	for i := range logs {
-		var err error
-		if logs[i], err = m.CreateLog(TopicPartition{"fs", int32(i)}, smallConfig()); err != nil {
-			t.Fatal(err)
-		}
-	}
-	appendAll := func(ls []*Log) []error {
-		errs := make([]error, len(ls))
-		for i, l := range ls {
-			r := mustAppend(t, l, makeBatch(testBatch{records: 2, valueSize: 100}))
-			errs[i] = errors.New("not released")
-			l.OnDurable(r.LastOffset, func(err error) { errs[i] = err })
-		}
-		return errs
-	}
+	logs := syncfsLogs(t, m, "fs", n)
 	check := func(what string, errs []error) {
 		t.Helper()
 		for i, err := range errs {
@@ -69,7 +112,7 @@ func TestSyncfsRound(t *testing.T) {
 	// those too.
 	for round := range 2 {
 		before := m.FlushStats()
-		errs := appendAll(logs)
+		errs := appendWaiting(t, logs)
 		m.flushRound()
 		check(fmt.Sprint("syncfs round ", round), errs)
 		st := m.FlushStats()
@@ -92,7 +135,7 @@ func TestSyncfsRound(t *testing.T) {
 
 	// Below the minimum: one fdatasync per log.
 	before := m.FlushStats()
-	errs := appendAll(logs[:3])
+	errs := appendWaiting(t, logs[:3])
 	m.flushRound()
 	check("small round", errs)
 	st := m.FlushStats()
@@ -106,7 +149,7 @@ func TestSyncfsRound(t *testing.T) {
 		mustAppend(t, logs[0], makeBatch(testBatch{records: 4, valueSize: 400}))
 	}
 	before = m.FlushStats()
-	errs = appendAll(logs)
+	errs = appendWaiting(t, logs)
 	m.flushRound()
 	check("round with a rolled log", errs)
 	st = m.FlushStats()
@@ -116,28 +159,9 @@ func TestSyncfsRound(t *testing.T) {
 	}
 
 	// Appends after the last round are lost in a power cut, the rest is kept.
-	want := make([]int64, n)
-	for i, l := range logs {
-		want[i] = l.LogEndOffset()
-	}
-	appendAll(logs)
-	if err := fs.Crash(); err != nil {
-		t.Fatal(err)
-	}
-	m.abandon()
-	fs.Restart()
-	m = openSyncfs(t, dir, fs, 8, true)
-	defer m.Close()
-	for i := range logs {
-		l := m.Log(TopicPartition{"fs", int32(i)})
-		if l == nil || l.LogEndOffset() != want[i] {
-			t.Fatalf("log %d after the power cut: %v, want end %d", i, l, want[i])
-		}
-		readAll(t, l)
-		if e := l.epochs.latest(); e != 1 {
-			t.Fatalf("log %d after the power cut: leader epoch %d in its checkpoint, want 1", i, e)
-		}
-	}
+	want := ends(logs)
+	appendWaiting(t, logs)
+	powerCutKeeps(t, fs, m, dir, 8, "fs", want).Close()
 }
 
 // TestSyncfsErrorFallsBack: a syncfs error names no file and may be another
@@ -151,21 +175,10 @@ func TestSyncfsErrorFallsBack(t *testing.T) {
 	efs := errorfs.New(crash, 1)
 	m := openSyncfs(t, dir, efs, 2, true)
 	const n = 4
-	logs := make([]*Log, n)
-	for i := range logs {
-		var err error
-		if logs[i], err = m.CreateLog(TopicPartition{"fb", int32(i)}, smallConfig()); err != nil {
-			t.Fatal(err)
-		}
-	}
+	logs := syncfsLogs(t, m, "fb", n)
 	// The first flush of each log: its segment file and its epoch checkpoint.
 	efs.Add(errorfs.Rule{Ops: errorfs.OpSyncFS, Errno: syscall.EIO, Limit: 1})
-	errs := make([]error, n)
-	for i, l := range logs {
-		r := mustAppend(t, l, makeBatch(testBatch{records: 2, valueSize: 100}))
-		errs[i] = errors.New("not released")
-		l.OnDurable(r.LastOffset, func(err error) { errs[i] = err })
-	}
+	errs := appendWaiting(t, logs)
 	before := m.FlushStats()
 	m.flushRound()
 	for i, err := range errs {
@@ -187,40 +200,18 @@ func TestSyncfsErrorFallsBack(t *testing.T) {
 		t.Fatalf("EIO count %d, want 1 (the syncfs's)", got)
 	}
 	// The next round is a syncfs again.
-	for _, l := range logs {
-		r := mustAppend(t, l, makeBatch(testBatch{records: 2, valueSize: 100}))
-		defer func() {
-			if l.recoveryPoint.Load() <= r.LastOffset {
-				t.Errorf("%v: not durable after the second round", l.tp)
-			}
-		}()
-	}
+	errs = appendWaiting(t, logs)
 	before = m.FlushStats()
 	m.flushRound()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("log %d after the second round: %v", i, err)
+		}
+	}
 	if st := m.FlushStats(); st.SyncfsRounds-before.SyncfsRounds != 1 || st.SyncfsFallbacks != before.SyncfsFallbacks {
 		t.Fatalf("second round: %+v after %+v", st, before)
 	}
-	want := make([]int64, n)
-	for i, l := range logs {
-		want[i] = l.LogEndOffset()
-	}
-	if err := crash.Crash(); err != nil {
-		t.Fatal(err)
-	}
-	m.abandon()
-	crash.Restart()
-	m = openSyncfs(t, dir, crash, 2, true)
-	defer m.Close()
-	for i := range logs {
-		l := m.Log(TopicPartition{"fb", int32(i)})
-		if l == nil || l.LogEndOffset() != want[i] {
-			t.Fatalf("log %d after the power cut: %v, want end %d", i, l, want[i])
-		}
-		readAll(t, l)
-		if e := l.epochs.latest(); e != 1 {
-			t.Fatalf("log %d after the power cut: leader epoch %d in its checkpoint, want 1", i, e)
-		}
-	}
+	powerCutKeeps(t, crash, m, dir, 2, "fb", ends(logs)).Close()
 }
 
 // TestSyncfsFailureTakesDirOffline: when the syncs of the fallback fail too,
