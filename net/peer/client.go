@@ -474,10 +474,10 @@ func (s *slot) get(ctx context.Context) (*conn, error) {
 			s.mu.conn, s.mu.failures, s.mu.lastErr, s.mu.authLogged = cn, 0, nil, time.Time{}
 			s.mu.Unlock()
 			return cn, nil
-		case ctx.Err() != nil && s.c.ctx.Err() == nil:
+		case callerDone(ctx) != nil && s.c.ctx.Err() == nil:
 			// The caller gave up: that says nothing about the peer.
 			s.mu.Unlock()
-			return nil, ctx.Err()
+			return nil, callerDone(ctx)
 		default:
 			s.mu.failures++
 			s.mu.lastErr = err
@@ -503,6 +503,20 @@ func (s *slot) get(ctx context.Context) (*conn, error) {
 			return nil, err
 		}
 	}
+}
+
+// callerDone is ctx's error, or context.DeadlineExceeded once its deadline has
+// passed even if ctx has not yet said so: a dial bounded by that deadline can
+// report its i/o timeout before the context's own timer marks it done, and that
+// timeout is the caller's, not the peer's.
+func callerDone(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }
 
 // backoffLocked is the wait after the current run of failures: ReconnectBackoff

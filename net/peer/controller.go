@@ -78,8 +78,8 @@ func (c *Client) toVoters(ctx context.Context, purpose Purpose, req kmsg.Request
 				if errors.Is(err, ErrClosed) {
 					return nil, err
 				}
-				if ctx.Err() != nil {
-					return nil, errors.Join(ctx.Err(), lastErr, err)
+				if done := callerDone(ctx); done != nil {
+					return nil, errors.Join(done, lastErr, err)
 				}
 				lastErr = err
 			}
@@ -95,8 +95,10 @@ func (c *Client) toVoters(ctx context.Context, purpose Purpose, req kmsg.Request
 				}
 				if err != nil {
 					c.leader.unanswered(v)
-					if ctx.Err() != nil {
-						return nil, errors.Join(ctx.Err(), lastErr, err)
+					if done := callerDone(ctx); done != nil {
+						// err is the deadline's, not the voter's: the error of
+						// an earlier attempt says more.
+						return nil, errors.Join(done, lastErr, err)
 					}
 					lastErr = err
 					continue

@@ -3,6 +3,8 @@ package peer
 import (
 	"context"
 	"errors"
+	"net"
+	"os"
 	"testing"
 	"time"
 
@@ -194,5 +196,39 @@ func TestBootstrapServers(t *testing.T) {
 	c2 := newTestClient(t, Config{NodeID: 4, ClusterID: "other-cluster", BootstrapServers: []string{vs.servers[1].addr()}})
 	if _, err := c2.ControllerChannel().Request(ctxT(t, 2*time.Second), heartbeat()); !errors.Is(err, ErrWrongNode) || c2.Voters() != nil {
 		t.Fatalf("another cluster's bootstrap server: %v (voters %v)", err, c2.Voters())
+	}
+}
+
+// lateCtx is a context whose deadline has passed before its own timer marked it
+// done: the moment a dial bounded by it returns its i/o timeout.
+type lateCtx struct{ context.Context }
+
+func (lateCtx) Deadline() (time.Time, bool) { return time.Now().Add(-time.Millisecond), true }
+func (lateCtx) Err() error                  { return nil }
+
+// TestDialTimeoutAtCallersDeadline: a dial that times out at the caller's deadline
+// is the caller's giving up, not the peer's failure: the slot is not put in backoff
+// and the controller channel keeps the refusal an earlier attempt got (the flake of
+// TestCheckVoterSet on a loaded machine, where the last dial straddled the deadline).
+func TestDialTimeoutAtCallersDeadline(t *testing.T) {
+	timeout := &net.OpError{Op: "dial", Net: "tcp", Err: os.ErrDeadlineExceeded}
+	c := newTestClient(t, Config{NodeID: 4, Voters: map[int32]string{1: "127.0.0.1:1"},
+		Dial: func(context.Context, string) (net.Conn, error) { return nil, timeout }})
+	_, err := c.Request(lateCtx{context.Background()}, Voter(1), PurposeController, heartbeat())
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a dial timed out at the caller's deadline: %v", err)
+	}
+	s, _ := c.slot(Voter(1), PurposeController)
+	s.mu.Lock()
+	failures := s.mu.failures
+	s.mu.Unlock()
+	if failures != 0 {
+		t.Fatalf("the caller's deadline counted as %d failed dials of the peer", failures)
+	}
+	if done := callerDone(lateCtx{context.Background()}); !errors.Is(done, context.DeadlineExceeded) {
+		t.Fatalf("callerDone of a passed deadline: %v", done)
+	}
+	if done := callerDone(context.Background()); done != nil {
+		t.Fatalf("callerDone without a deadline: %v", done)
 	}
 }
