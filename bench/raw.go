@@ -47,12 +47,15 @@ type RawConfig struct {
 	// BrokerInProcess: the broker runs in this process, so the loader's CPU includes it.
 	BrokerInProcess bool
 
-	Connections     int // produce connections (default 2)
-	InFlight        int // pipelined Produce requests per connection (default 8)
+	Connections     int // produce connections (default 2; paced: the workload's producers)
+	InFlight        int // pipelined Produce requests per connection (default 8; paced: the workload's maxInFlight)
 	RecordsPerBatch int // default batchSize/messageSize, at most 4096 and within rawMaxBatchBytes
 	Duration        time.Duration
 	Warmup          time.Duration
 	NoConsume       bool // skip the raw fetchers
+	// Paced: produce at the workload's producerRate (raw_paced.go) instead of the
+	// broker's capacity; InFlight bounds each connection's unanswered requests.
+	Paced bool
 	// OnSteady, if set, runs in its own goroutine when the measured window starts (on
 	// a backlog workload: when the drain starts); its context ends with the window.
 	OnSteady func(ctx context.Context)
@@ -162,10 +165,18 @@ func RunRaw(ctx context.Context, cfg RawConfig) (*Result, error) {
 	if w == nil || len(cfg.Brokers) == 0 {
 		return nil, fmt.Errorf("%w: raw: need a workload and brokers", ErrRun)
 	}
-	if cfg.Connections <= 0 {
+	switch {
+	case cfg.Connections > 0:
+	case cfg.Paced:
+		cfg.Connections = max(1, w.Producers())
+	default:
 		cfg.Connections = 2
 	}
-	if cfg.InFlight <= 0 {
+	switch {
+	case cfg.InFlight > 0:
+	case cfg.Paced && w.Producer.MaxInFlight > 0:
+		cfg.InFlight = w.Producer.MaxInFlight
+	default:
 		cfg.InFlight = 8
 	}
 	if cfg.RecordsPerBatch <= 0 {
@@ -176,6 +187,12 @@ func RunRaw(ctx context.Context, cfg RawConfig) (*Result, error) {
 	}
 	if cfg.Warmup <= 0 {
 		cfg.Warmup = w.Warmup.D()
+	}
+	if cfg.Paced && w.ProducerRate <= 0 {
+		return nil, fmt.Errorf("%w: raw: the paced mode needs a fixed rate (the workload's producerRate or --rate)", ErrRun)
+	}
+	if cfg.Paced && w.ConsumerBacklogSizeGB > 0 {
+		return nil, fmt.Errorf("%w: raw: the paced mode does not fill a backlog (%s drains one)", ErrRun, w.Name)
 	}
 	adm, err := kgo.NewClient(kgo.SeedBrokers(cfg.Brokers...), kgo.DisableClientMetrics())
 	if err != nil {
@@ -212,6 +229,13 @@ func RunRaw(ctx context.Context, cfg RawConfig) (*Result, error) {
 	}
 
 	prod, cons := &rawStats{lat: newRecorder()}, &rawStats{lat: newRecorder()}
+	uncorr := newRecorder() // paced: latency from the request's write
+	totalParts := 0
+	for _, parts := range byLeader {
+		totalParts += len(parts)
+	}
+	tick := max(rawMinTick, w.Producer.Linger.D())
+	schedStart := time.Now()
 	stopCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	var wg, prodWG sync.WaitGroup   // fetchers, producers
@@ -255,12 +279,46 @@ func RunRaw(ctx context.Context, cfg RawConfig) (*Result, error) {
 		}
 		req.Topics = append(req.Topics, rt)
 		perReq := int64(cfg.RecordsPerBatch * len(parts))
-		notes = append(notes, fmt.Sprintf("raw %s: %d connections × %d in flight, %d records/batch, %d partitions/request (%d KiB), produce v%d, fetch v%d",
-			addr, cfg.Connections, cfg.InFlight, cfg.RecordsPerBatch, len(parts), len(batch)*len(parts)>>10, pver, fver))
-		for i := 0; i < cfg.Connections; i++ {
+		conns := cfg.Connections
+		if cfg.Paced {
+			conns = min(conns, len(parts))
+			spread := "keyed: records spread one at a time over the partitions"
+			if w.KeyDistributor == KeyNone {
+				spread = fmt.Sprintf("keyless: a batch (at most %d records) to one partition, the next to the next", cfg.RecordsPerBatch)
+			}
+			notes = append(notes, fmt.Sprintf("raw %s paced: %d msg/s over %d partitions, %d connections × at most %d in flight, one request per connection every %v with the records due, %s; produce v%d, fetch v%d",
+				addr, int64(float64(w.ProducerRate)*float64(len(parts))/float64(totalParts)), len(parts), conns, cfg.InFlight, tick, spread, pver, fver))
+		} else {
+			notes = append(notes, fmt.Sprintf("raw %s: %d connections × %d in flight, %d records/batch, %d partitions/request (%d KiB), produce v%d, fetch v%d",
+				addr, cfg.Connections, cfg.InFlight, cfg.RecordsPerBatch, len(parts), len(batch)*len(parts)>>10, pver, fver))
+		}
+		for i := 0; i < conns; i++ {
 			rc, err := dialRaw(ctx, addr)
 			if err != nil {
 				return nil, fmt.Errorf("%w: raw dial %s: %w", ErrRun, addr, err)
+			}
+			if cfg.Paced {
+				var mine []int32
+				for j := i; j < len(parts); j += conns {
+					mine = append(mine, parts[j])
+				}
+				preq := kmsg.NewPtrProduceRequest()
+				preq.Version, preq.Acks, preq.TimeoutMillis = req.Version, req.Acks, req.TimeoutMillis
+				prt := kmsg.NewProduceRequestTopic()
+				prt.Topic = topic
+				preq.Topics = []kmsg.ProduceRequestTopic{prt}
+				pc := &pacedConn{rc: rc, req: preq, parts: mine, value: value, batches: map[int][]byte{},
+					sticky: w.KeyDistributor == KeyNone, perBatch: cfg.RecordsPerBatch,
+					rate: float64(w.ProducerRate) * float64(len(mine)) / float64(totalParts)}
+				prodWG.Add(1)
+				go func() {
+					defer prodWG.Done()
+					defer rc.Close()
+					if err := rawPaced(stopCtx, stopProd, pc, schedStart, tick, cfg.InFlight, int64(w.MessageSize), prod, uncorr); err != nil && stopCtx.Err() == nil {
+						errc <- err
+					}
+				}()
+				continue
 			}
 			frame := rc.appendRequest(nil, req, 0)
 			prodWG.Add(1)
@@ -303,6 +361,7 @@ func RunRaw(ctx context.Context, cfg RawConfig) (*Result, error) {
 	start := time.Now()
 	last, lastT := [4]int64{}, start
 	pubTotal, iPub := newHist(), newHist()
+	uncorrTotal, iUncorr := newHist(), newHist()
 	var win0 [4]int64
 	var use0 Usage
 	var snap0 cpuSnap
@@ -370,6 +429,7 @@ loop:
 			break loop
 		case now := <-ticker.C:
 			prod.lat.drainInto(iPub)
+			uncorr.drainInto(iUncorr)
 			cur := counts()
 			dt := now.Sub(lastT).Seconds()
 			phase := PhaseMeasure
@@ -389,8 +449,10 @@ loop:
 			res.Series = append(res.Series, pt)
 			if measuring || backlog {
 				pubTotal.Merge(iPub) // a backlog's request latency is the fill's
+				uncorrTotal.Merge(iUncorr)
 			}
 			iPub.Reset()
+			iUncorr.Reset()
 			last, lastT = cur, now
 			if cfg.Progress != nil {
 				fmt.Fprintf(cfg.Progress, "[%s %s RAW] %4.0fs %-7s produce %9s rec/s %7.1f MB/s | fetch %9s rec/s %7.1f MB/s | request p50 %6.2f p99 %6.2f ms | err %d\n",
@@ -432,6 +494,10 @@ loop:
 	res.ConsMBps = float64(winEnd[3]-win0[3]) / secs / 1e6
 	res.Acked, res.Consumed, res.Errors = prod.records.Load(), cons.records.Load(), prod.errs.Load()+cons.errs.Load()
 	res.PublishLatency = summarize(pubTotal, true)
+	if cfg.Paced {
+		res.RawRate = w.ProducerRate
+		res.PublishLatencyUncorrected = summarize(uncorrTotal, true)
+	}
 	msgs, per := winEnd[0]-win0[0], "produced"
 	if backlog {
 		msgs, per = winEnd[2]-win0[2], "consumed"

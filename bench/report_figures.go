@@ -81,8 +81,13 @@ func (rep *Report) showSideBySide() bool {
 
 func betterText(b string) string { return b + " is better" }
 
-func modeTitle(mode string) string {
+func (rep *Report) modeTitle(mode string) string {
 	if mode == "raw" {
+		for _, r := range rep.Results {
+			if r.Mode == "raw" && r.RawRate > 0 {
+				return fmt.Sprintf("RAW mode paced at %d msg/s (pre-encoded batches at the workload's rate, undecoded Fetch; publish latency per record from its due time)", r.RawRate)
+			}
+		}
 		return "RAW mode (pre-encoded batches, pipelined Produce, undecoded Fetch)"
 	}
 	return mode + " mode (franz-go producers and consumers)"
@@ -101,7 +106,7 @@ func (rep *Report) WriteFigures(w io.Writer) {
 	}
 	fmt.Fprintf(w, "side by side: median over the rounds (min–max when more than one)\n")
 	for _, mode := range modes {
-		fmt.Fprintf(w, "\n%s\n", modeTitle(mode))
+		fmt.Fprintf(w, "\n%s\n", rep.modeTitle(mode))
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprint(tw, "figure\tunit\tbetter\t")
 		for _, t := range targets {
@@ -287,7 +292,7 @@ func resultVerdict(r *Result) string {
 	}
 	if r.PublishLatency.Count > 0 {
 		what := "publish p99"
-		if r.Mode == "raw" {
+		if r.Mode == "raw" && r.RawRate == 0 {
 			what = "request p99"
 		}
 		parts = append(parts, fmt.Sprintf("%s %s ms", what, fmtFig(r.PublishLatency.P99)))

@@ -239,7 +239,7 @@ func (rep *Report) htmlSideBySide(b *bytes.Buffer) {
 	}
 	b.WriteString("</tr>\n")
 	for _, mode := range modes {
-		fmt.Fprintf(b, "<tr class=\"mode\"><th colspan=\"%d\">%s</th></tr>\n", 3+len(targets), esc(modeTitle(mode)))
+		fmt.Fprintf(b, "<tr class=\"mode\"><th colspan=\"%d\">%s</th></tr>\n", 3+len(targets), esc(rep.modeTitle(mode)))
 		for _, r := range rows[mode] {
 			arrow := "↑"
 			if r.better == "lower" {

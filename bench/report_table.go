@@ -43,7 +43,14 @@ func (rep *Report) WriteTable(w io.Writer) {
 			cpuMsg, cpuMB, cores, rss, lMsg, lCores, r.Errors)
 	}
 	tw.Flush()
-	fmt.Fprintln(w, "latencies in ms; publish latency from the intended send time (coordinated omission corrected); RAW rows: pre-encoded batches, pipelined Produce, undecoded Fetch; publish latency there is per request")
+	rawNote := "publish latency there is per request"
+	for _, r := range rep.Results {
+		if r.Mode == "raw" && r.RawRate > 0 {
+			rawNote = fmt.Sprintf("paced at %d msg/s, publish latency per record from its due time", r.RawRate)
+			break
+		}
+	}
+	fmt.Fprintln(w, "latencies in ms; publish latency from the intended send time (coordinated omission corrected); RAW rows: pre-encoded batches, pipelined Produce, undecoded Fetch; "+rawNote)
 	for _, r := range rep.Results {
 		if r.Broker != nil && r.Broker.Source != "" {
 			fmt.Fprintf(w, "  note [%s r%d %s]: broker CPU and RSS from %s\n", r.Target, r.Round, r.Mode, r.Broker.Source)

@@ -19,10 +19,14 @@ type Result struct {
 	Config   *Workload `json:"config,omitempty"`
 
 	DurationSec float64 `json:"duration_s"` // measured window
-	PubRate     float64 `json:"pub_msgs"`
-	PubMBps     float64 `json:"pub_mbps"`
-	ConsRate    float64 `json:"cons_msgs"`
-	ConsMBps    float64 `json:"cons_mbps"`
+	// RawRate is the paced raw mode's target (msg/s); 0 for the client mode and the
+	// raw mode at capacity. A paced run's PublishLatency is per record, from its due
+	// time; the raw mode at capacity records one latency per request.
+	RawRate  int     `json:"raw_rate,omitempty"`
+	PubRate  float64 `json:"pub_msgs"`
+	PubMBps  float64 `json:"pub_mbps"`
+	ConsRate float64 `json:"cons_msgs"`
+	ConsMBps float64 `json:"cons_mbps"`
 
 	// Totals over the whole run, warm-up and drain included.
 	Sent                    int64    `json:"sent"`

@@ -108,6 +108,7 @@ type common struct {
 	rawOnly    bool
 	rawConns   int
 	rawFlight  int
+	rawPaced   bool
 	profile    bool
 	quiet      bool
 	verbose    bool
@@ -116,6 +117,10 @@ type common struct {
 	summary    bool
 	rf         int
 	minISR     int
+}
+
+func (c *common) rawConfig() bench.RawConfig {
+	return bench.RawConfig{Connections: c.rawConns, InFlight: c.rawFlight, Paced: c.rawPaced}
 }
 
 type multiFlag []string
@@ -137,8 +142,9 @@ func (c *common) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.workDir, "work-dir", "", "where spawned brokers keep their temporary data dirs (default $TMPDIR)")
 	fs.BoolVar(&c.raw, "raw", false, "also run the raw broker-capacity mode")
 	fs.BoolVar(&c.rawOnly, "raw-only", false, "run only the raw mode")
-	fs.IntVar(&c.rawConns, "raw-connections", 2, "raw mode: produce connections")
-	fs.IntVar(&c.rawFlight, "raw-inflight", 8, "raw mode: pipelined requests per connection")
+	fs.IntVar(&c.rawConns, "raw-connections", 0, "raw mode: produce connections (0: 2, or with --raw-paced the workload's producers)")
+	fs.IntVar(&c.rawFlight, "raw-inflight", 0, "raw mode: pipelined requests per connection (0: 8, or with --raw-paced the workload's maxInFlight)")
+	fs.BoolVar(&c.rawPaced, "raw-paced", false, "raw mode: produce at the workload's fixed rate (--rate), one request per connection per linger, instead of at the broker's capacity")
 	fs.BoolVar(&c.profile, "profile", false, "pull CPU and heap profiles from the broker's /debug/pprof in the steady state")
 	fs.BoolVar(&c.quiet, "q", false, "no per-second progress lines")
 	fs.BoolVar(&c.summary, "summary", false, "print only the verdict lines (no progress, no tables); the reports are still written")
@@ -268,7 +274,7 @@ func runCmd(args []string, compare bool) int {
 	defer cancel()
 	out := c.outDir()
 	cc := bench.CompareConfig{Workload: w, Targets: list, Rounds: *rounds, Spawn: c.spawn(),
-		Raw: c.raw, RawOnly: c.rawOnly, RawConfig: bench.RawConfig{Connections: c.rawConns, InFlight: c.rawFlight},
+		Raw: c.raw, RawOnly: c.rawOnly, RawConfig: c.rawConfig(),
 		Profile: c.profile, ProfileDir: out, Logger: c.logger(), AdminURLs: adminURLs, PIDs: pidOf, ClientOpts: clientOpts}
 	if !c.quiet && !c.summary {
 		cc.Progress = os.Stderr
@@ -490,7 +496,7 @@ func regressCmd(args []string) int {
 	ctx, cancel := signalContext()
 	defer cancel()
 	rc := bench.RegressConfig{Baseline: *baseline, Workload: w, Rounds: *rounds, Threshold: *threshold,
-		Raw: c.rawOnly, RawConfig: bench.RawConfig{Connections: c.rawConns, InFlight: c.rawFlight},
+		Raw: c.rawOnly, RawConfig: c.rawConfig(),
 		Spawn: c.spawn(), Logger: c.logger()}
 	if !c.quiet && !c.summary {
 		rc.Progress = os.Stderr
