@@ -578,27 +578,12 @@ func rawProduce(ctx context.Context, stop <-chan struct{}, rc *rawConn, frame []
 				readErr <- err
 				return
 			}
-			resp.Default()
-			resp.Version = req.Version
-			if err := resp.ReadFrom(body); err != nil {
-				readErr <- fmt.Errorf("%w: produce response: %v", ErrProtocol, err)
+			ok2, err := readProduce(resp, req.Version, body, st)
+			if err != nil {
+				readErr <- err
 				return
 			}
 			st.lat.record(time.Now().UnixNano() - t0)
-			var ok2 int64
-			for _, t := range resp.Topics {
-				for _, p := range t.Partitions {
-					if p.ErrorCode == 0 {
-						ok2++
-						continue
-					}
-					// A capacity figure made of refused batches means nothing:
-					// stop the run with the broker's error.
-					st.errs.Add(1)
-					readErr <- fmt.Errorf("raw produce to %s[%d]: %w", t.Topic, p.Partition, kerr.ErrorForCode(p.ErrorCode))
-					return
-				}
-			}
 			perPart := perReq / int64(len(req.Topics[0].Partitions))
 			st.records.Add(ok2 * perPart)
 			st.bytes.Add(ok2 * perPart * msgSize)
@@ -643,6 +628,28 @@ func rawProduce(ctx context.Context, stop <-chan struct{}, rc *rawConn, frame []
 			st.bytes.Add(perReq * msgSize)
 		}
 	}
+}
+
+// readProduce parses a Produce response into resp (scratch space) and returns its
+// partitions, or the first partition's error (counted in st.errs): a figure made of
+// refused batches means nothing, so the run stops with the broker's error.
+func readProduce(resp *kmsg.ProduceResponse, version int16, body []byte, st *rawStats) (int64, error) {
+	resp.Default()
+	resp.Version = version
+	if err := resp.ReadFrom(body); err != nil {
+		return 0, fmt.Errorf("%w: produce response: %v", ErrProtocol, err)
+	}
+	var n int64
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if p.ErrorCode != 0 {
+				st.errs.Add(1)
+				return 0, fmt.Errorf("raw produce to %s[%d]: %w", t.Topic, p.Partition, kerr.ErrorForCode(p.ErrorCode))
+			}
+			n++
+		}
+	}
+	return n, nil
 }
 
 // rawFetch fetches parts from offset 0 onwards, one request at a time, counting

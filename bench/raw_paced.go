@@ -6,7 +6,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -132,20 +131,9 @@ func rawPaced(ctx context.Context, stop <-chan struct{}, pc *pacedConn, start ti
 				return
 			}
 			now := time.Now().UnixNano()
-			resp.Default()
-			resp.Version = pc.req.Version
-			if err := resp.ReadFrom(body); err != nil {
-				readErr <- fmt.Errorf("%w: produce response: %v", ErrProtocol, err)
+			if _, err := readProduce(resp, pc.req.Version, body, st); err != nil {
+				readErr <- err
 				return
-			}
-			for _, t := range resp.Topics {
-				for _, p := range t.Partitions {
-					if p.ErrorCode != 0 {
-						st.errs.Add(1)
-						readErr <- fmt.Errorf("raw produce to %s[%d]: %w", t.Topic, p.Partition, kerr.ErrorForCode(p.ErrorCode))
-						return
-					}
-				}
 			}
 			for i := r.first; i < r.first+r.n; i++ {
 				st.lat.record(now - due(i))

@@ -192,17 +192,7 @@ func handleFetch(b *Broker, r *Request) {
 	}
 	op.sess, op.full = sess, full
 	if sess != nil {
-		sess.mu.Lock()
-		parts := sess.parts
-		if op.quietSession() {
-			parts = sess.collectLocked(b.meta.Image(), now)
-		}
-		op.parts = growParts(op.parts, len(parts))[:len(parts)]
-		for i, sp := range parts {
-			op.parts[i] = fetchPart{topic: sp.key.topic, id: sp.key.id, partition: sp.key.partition,
-				offset: sp.fetchOffset, maxBytes: sp.maxBytes, curEpoch: sp.currentEpoch, lastFetched: sp.lastFetched, sp: sp}
-		}
-		sess.mu.Unlock()
+		op.collectSession(now)
 	} else {
 		n := 0
 		for i := range req.Topics {
@@ -227,7 +217,7 @@ func handleFetch(b *Broker, r *Request) {
 
 	bytes, done := op.gather()
 	quiet := op.quietSession()
-	if quiet && b.repl != nil {
+	if quiet && op.replica && b.repl != nil {
 		sess.clock.Store(b.repl.Now().UnixNano()) // the fetches of quiet parts count from now
 	}
 	if done || bytes >= int64(op.minBytes) || req.MaxWaitMillis <= 0 || len(op.logs) == 0 && !(quiet && sess.hasQuiet()) {
@@ -244,10 +234,34 @@ func handleFetch(b *Broker, r *Request) {
 	dp.waits.TryCompleteElseWatch(op, op.logs...)
 }
 
-// quietSession reports whether op is a follower's fetch in its own session, whose
-// idle partitions go quiet (fetch_session.go).
+// collectSession sets op's parts to those its session serves now: all of them, or
+// those not quiet (fetch_session.go).
+func (op *fetchOp) collectSession(now time.Time) {
+	sess := op.sess
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	parts := sess.parts
+	if op.quietSession() {
+		parts = sess.collectLocked(op.b.meta.Image(), now)
+	}
+	op.parts = growParts(op.parts, len(parts))[:len(parts)]
+	for i, sp := range parts {
+		op.parts[i] = fetchPart{topic: sp.key.topic, id: sp.key.id, partition: sp.key.partition,
+			offset: sp.fetchOffset, maxBytes: sp.maxBytes, curEpoch: sp.currentEpoch, lastFetched: sp.lastFetched, sp: sp}
+	}
+}
+
+// quietSession reports whether op is a follower's fetch in its own session, or a
+// consumer's in a consumer's session, whose idle partitions go quiet
+// (fetch_session.go).
 func (op *fetchOp) quietSession() bool {
-	return op.replica && op.sess != nil && op.sess.replicaID >= 0 && op.sess.replicaID == op.replicaID
+	if op.sess == nil {
+		return false
+	}
+	if op.replica {
+		return op.sess.replicaID >= 0 && op.sess.replicaID == op.replicaID
+	}
+	return op.sess.replicaID == -1 && op.replicaID == -1
 }
 
 // growParts returns parts emptied, with room for n.
@@ -465,6 +479,18 @@ func (op *fetchOp) drop() {
 func (op *fetchOp) finish() {
 	if op.quietSession() {
 		op.sess.unpark(op)
+		if op.parked && !op.replica && op.sess.woken.Load() {
+			// A consumer's quiet partition woke: answer with it (and any other
+			// woken since), not with nothing, so the wake costs the consumer one
+			// round trip, not two. A follower's are served by its next request,
+			// where replication records the fetch. Parked, finish runs on its own
+			// goroutine: Quiesce may wait out a TryComplete reading the old parts.
+			op.Quiesce()
+			op.collectSession(time.Now())
+			for i := range op.parts {
+				op.resolve(&op.parts[i])
+			}
+		}
 	}
 	op.gather()
 	op.respond()
@@ -623,7 +649,7 @@ func (op *fetchOp) choose() {
 		if p.include && !sp.removed {
 			sp.hw, sp.lso, sp.logStart = p.hw, p.lso, p.logStart
 		}
-		if quiet && !sp.removed && p.rep != nil && p.code == 0 && !p.diverging && p.slice.Size == 0 && p.offset == p.leo {
+		if quiet && !sp.removed && p.rep != nil && p.code == 0 && !p.diverging && p.slice.Size == 0 && op.atEnd(p) {
 			op.quietable = append(op.quietable, i)
 		}
 	}
@@ -631,6 +657,21 @@ func (op *fetchOp) choose() {
 	if len(op.quietable) > 0 {
 		op.quietIdle(op.quietable)
 	}
+}
+
+// atEnd reports whether p's fetch offset is where its reader's records end: a
+// follower's at the log end, a consumer's at the HW (read_committed: the LSO) of a
+// partition this broker leads (only a leader announces its HW moves).
+func (op *fetchOp) atEnd(p *fetchPart) bool {
+	switch {
+	case op.replica:
+		return p.offset == p.leo
+	case p.rep.Role() != replication.RoleLeader:
+		return false
+	case op.isolation == 1:
+		return p.offset == p.lso
+	}
+	return p.offset == p.hw
 }
 
 // appendPartition frames one partition, splicing its records in.

@@ -39,7 +39,7 @@ import (
 // A session is keyed by partition name for requests before v13 and by topic id from
 // v13 on; switching within a session is FETCH_SESSION_TOPIC_ID_ERROR.
 //
-// Quiet partitions (a follower's session only). An idle follower's incremental fetch
+// Quiet partitions. An idle follower's incremental fetch
 // names nothing, yet serving it would read every partition of the session (3,333 per
 // follower for 10,000 partitions over three nodes) every replica.fetch.wait.max.ms.
 // So a partition whose answer had nothing to send, its follower at the log end and in
@@ -53,6 +53,16 @@ import (
 // served by the session's parked long poll, which it completes, or by the next
 // request. The scan of a request is then a flag test per partition; what is read,
 // resolved and watched is the partitions that changed.
+//
+// A consumer's session does the same with the partitions this broker leads: a
+// consumer reads up to the HW (read_committed: the LSO), so a partition whose answer
+// had nothing to send, its fetch offset at that end, goes quiet, listed in the
+// sessions' consumer list, which only a moved HW wakes (HighWatermarkMoved: an append
+// the HW has not passed gives a consumer nothing, and an LSO moves only when the HW
+// passes a marker). A follower's HW is not announced, so a consumer fetching from a
+// follower (KIP-392) keeps reading every partition. A consumer's session over the
+// 2,500 partitions of a 10,000-partition topic with four members otherwise read each
+// of them at every fetch: half the broker's CPU at 5 records a second per partition.
 const maxFetchSessions = 1000
 
 // quietRescan is how often a follower's session serves its quiet partitions anyway
@@ -92,9 +102,9 @@ type fetchSession struct {
 	idx      map[sessKey]*sessPart
 	lastUsed time.Time
 
-	// A follower's session (replicaID >= 0): its quiet partitions.
+	// Its quiet partitions: a follower's (replicaID >= 0) or a consumer's (-1).
 	replicaID int32
-	quiet     *quietParts
+	quiet     *quietParts // fetchSessions.quiet or, for a consumer's, cquiet
 	nquiet    int
 	woken     atomic.Bool     // a partition woke since the last request collected them
 	parked    *fetchOp        // the session's long poll, while parked
@@ -109,12 +119,13 @@ type fetchSessions struct {
 	max    int
 	mu     sync.Mutex
 	m      map[int32]*fetchSession
-	quiet  *quietParts
+	quiet  *quietParts   // followers' sessions: woken by appends and HW moves
+	cquiet *quietParts   // consumers' sessions: woken by HW moves
 	rescan time.Duration // quietRescan
 }
 
 func newFetchSessions(max int) *fetchSessions {
-	return &fetchSessions{max: max, m: make(map[int32]*fetchSession), quiet: newQuietParts(), rescan: quietRescan}
+	return &fetchSessions{max: max, m: make(map[int32]*fetchSession), quiet: newQuietParts(), cquiet: newQuietParts(), rescan: quietRescan}
 }
 
 // remove forgets session id.
@@ -245,7 +256,7 @@ func (c *fetchSessions) open(req *kmsg.FetchRequest, v int16, now time.Time) (s 
 			s.replicaID = req.ReplicaID
 		}
 		if s.replicaID < 0 {
-			s.replicaID = -1
+			s.replicaID, s.quiet = -1, c.cquiet
 		}
 		s.scanned = now
 		for i := range req.Topics {
@@ -304,12 +315,14 @@ func (s *fetchSession) unquietLocked(sp *sessPart) {
 		return
 	}
 	s.quiet.remove(sp.qlog, sp)
-	sp.qrep.FollowerAwake(s.replicaID, &s.clock)
+	if sp.qrep != nil {
+		sp.qrep.FollowerAwake(s.replicaID, &s.clock)
+	}
 	sp.quiet, sp.qlog, sp.qrep = false, nil, nil
 	s.nquiet--
 }
 
-// collectLocked returns the partitions a request of a follower's session serves: the
+// collectLocked returns the partitions a request of a quiet session serves: the
 // ones not quiet, or all of them after a metadata change or quietRescan. Caller holds
 // s.mu.
 func (s *fetchSession) collectLocked(im *metadata.Image, now time.Time) []*sessPart {
@@ -334,8 +347,8 @@ func (s *fetchSession) collectLocked(im *metadata.Image, now time.Time) []*sessP
 	return out
 }
 
-// quietParts lists the quiet partitions of every follower session by log, so that a
-// change to a log wakes them (Broker.logChanged).
+// quietParts lists the quiet partitions of sessions by log, so that a change to a log
+// wakes them (Broker.logChanged, Broker.leaderAppended).
 type quietParts struct {
 	seed   maphash.Seed
 	shards [64]quietShard
@@ -388,7 +401,7 @@ func (q *quietParts) remove(l *engine.Log, sp *sessPart) {
 
 // wake wakes the quiet partitions of l: each is served by its session's next request,
 // which the answer to its parked long poll (completed here, with what the partitions
-// it reads hold) makes the follower send at once.
+// it reads hold) makes the follower or consumer send at once.
 func (q *quietParts) wake(l *engine.Log) {
 	sh := q.shard(l)
 	sh.mu.Lock()
@@ -455,16 +468,20 @@ func (s *fetchSession) unpark(op *fetchOp) {
 }
 
 // quietIdle makes quiet the parts of op at idx, answered with nothing to send, their
-// follower at the log end: those replication agrees to (FollowerQuiet) leave the
-// session's requests until woken. Called before the answer is sent, so the follower's
-// next request finds them quiet.
+// follower at the log end (a consumer: at the HW or LSO it reads to): those
+// replication agrees to (FollowerQuiet; a consumer's need no agreement) leave the
+// session's requests until woken. Called before the answer is sent, so the next
+// request finds them quiet.
 func (op *fetchOp) quietIdle(idx []int) {
 	s := op.sess
-	ok := idx[:0]
-	for _, i := range idx {
-		p := &op.parts[i]
-		if p.rep.FollowerQuiet(op.replicaID, p.offset, &s.clock) {
-			ok = append(ok, i)
+	ok := idx
+	if op.replica {
+		ok = idx[:0]
+		for _, i := range idx {
+			p := &op.parts[i]
+			if p.rep.FollowerQuiet(op.replicaID, p.offset, &s.clock) {
+				ok = append(ok, i)
+			}
 		}
 	}
 	if len(ok) == 0 {
@@ -478,6 +495,9 @@ func (op *fetchOp) quietIdle(idx []int) {
 			continue
 		}
 		sp.quiet, sp.qlog, sp.qrep = true, p.log, p.rep
+		if !op.replica {
+			sp.qrep = nil // no replica state to end
+		}
 		s.nquiet++
 		s.quiet.add(p.log, sp)
 	}
@@ -485,7 +505,13 @@ func (op *fetchOp) quietIdle(idx []int) {
 	// A change between the gather and the listing above woke nobody: look again.
 	for _, i := range ok {
 		p := &op.parts[i]
-		if p.log.LogEndOffset() != p.offset || p.log.HighWatermark() != p.hw || p.log.LogStartOffset() != p.logStart {
+		moved := p.log.HighWatermark() != p.hw || p.log.LogStartOffset() != p.logStart
+		if op.replica {
+			moved = moved || p.log.LogEndOffset() != p.offset
+		} else {
+			moved = moved || p.log.LastStableOffset() != p.lso
+		}
+		if moved {
 			s.quiet.wake(p.log)
 		}
 	}

@@ -118,3 +118,99 @@ func TestQuietFollowerPartitionsWake(t *testing.T) {
 		t.Fatalf("%d quiet partitions listed after their sessions went", n)
 	}
 }
+
+// TestQuietConsumerPartitionsWake: the idle partitions of a consumer's fetch session
+// go quiet (its requests leave them out) and a moved HW wakes them: with the
+// periodic rescan put off for the whole test, a quiet partition's records would never
+// be read without the wake. A record produced to one quiet partition reaches the
+// consumer, then one to every partition, and a read_committed consumer's partition
+// quiet at the LSO wakes when the transaction commits, not before.
+func TestQuietConsumerPartitionsWake(t *testing.T) {
+	old := quietRescan
+	quietRescan = time.Hour
+	defer func() { quietRescan = old }()
+	const parts = 12
+	tb := startDataBroker(t)
+	ctx, cancelAll := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancelAll()
+	if r, err := tb.admin(t).CreateTopic(ctx, parts, 1, nil, "cquiet"); err != nil || r.Err != nil {
+		t.Fatalf("create: %v %v", err, r.Err)
+	}
+	prod := tb.client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	cons := tb.client(t, kgo.ConsumeTopics("cquiet"), kgo.FetchMaxWait(time.Second))
+	rc := tb.client(t, kgo.ConsumeTopics("cquiet"), kgo.FetchMaxWait(time.Second), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	polled := func(cl *kgo.Client, n int, within time.Duration) []*kgo.Record {
+		t.Helper()
+		pctx, cancel := context.WithTimeout(ctx, within)
+		defer cancel()
+		var out []*kgo.Record
+		for len(out) < n {
+			fs := cl.PollFetches(pctx)
+			if pctx.Err() != nil {
+				t.Fatalf("%d of %d records within %v", len(out), n, within)
+			}
+			fs.EachError(func(topic string, p int32, err error) { t.Fatalf("fetch %s/%d: %v", topic, p, err) })
+			out = append(out, fs.Records()...)
+		}
+		return out
+	}
+	// Both consumers start polling; every partition of both sessions goes quiet.
+	go func() {
+		pctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		cons.PollFetches(pctx)
+		cancel()
+	}()
+	go func() { pctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond); rc.PollFetches(pctx); cancel() }()
+	allQuiet := func(what string) {
+		eventually(t, 20*time.Second, what, func() bool {
+			dp := tb.b.dataPath.Load()
+			return dp != nil && dp.sessions.cquiet.quietLen() == 2*parts
+		})
+	}
+	allQuiet("every partition of both consumers' sessions to go quiet")
+
+	if err := prod.ProduceSync(ctx, &kgo.Record{Topic: "cquiet", Partition: 7, Value: []byte("one")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if r := polled(cons, 1, 10*time.Second); r[0].Partition != 7 || string(r[0].Value) != "one" {
+		t.Fatalf("got %+v", r[0])
+	}
+	if r := polled(rc, 1, 10*time.Second); r[0].Partition != 7 {
+		t.Fatalf("read_committed got %+v", r[0])
+	}
+	allQuiet("the woken partition to go quiet again")
+
+	for p := range int32(parts) {
+		prod.Produce(ctx, &kgo.Record{Topic: "cquiet", Partition: p, Value: []byte("all")}, nil)
+	}
+	if err := prod.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	polled(cons, parts, 10*time.Second)
+	polled(rc, parts, 10*time.Second)
+	allQuiet("every partition quiet after the second round")
+
+	// A transaction's record: the plain consumer reads it at once; the read_committed
+	// one, quiet at the LSO, only once the commit moves the LSO.
+	txp := tb.client(t, kgo.TransactionalID("cquiet-tx"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err := txp.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := txp.ProduceSync(ctx, &kgo.Record{Topic: "cquiet", Partition: 3, Value: []byte("txn")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if r := polled(cons, 1, 10*time.Second); string(r[0].Value) != "txn" {
+		t.Fatalf("got %+v", r[0])
+	}
+	pctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	if fs := rc.PollFetches(pctx); len(fs.Records()) != 0 {
+		t.Fatalf("read_committed read an open transaction's record: %+v", fs.Records()[0])
+	}
+	cancel()
+	if err := txp.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	if r := polled(rc, 1, 10*time.Second); string(r[0].Value) != "txn" {
+		t.Fatalf("read_committed got %+v", r[0])
+	}
+}

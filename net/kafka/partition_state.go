@@ -118,7 +118,7 @@ func (b *Broker) startReplication() error {
 			Backoff:          time.Duration(l.BrokerInt("replica.fetch.backoff.ms")) * time.Millisecond,
 		},
 		FollowerThrottleRate: l.BrokerInt("follower.replication.throttled.rate"),
-		Hooks:                replication.Hooks{HighWatermarkMoved: b.logChanged, LeaderAppended: b.logChanged},
+		Hooks:                replication.Hooks{HighWatermarkMoved: b.logChanged, LeaderAppended: b.leaderAppended},
 		Fetch:                b.fetch,
 	}
 	cfg.ISR = controllerISR{b.ctrl}
@@ -149,9 +149,23 @@ func (c controllerISR) AlterPartition(ctx context.Context, req *kmsg.AlterPartit
 	return r, nil
 }
 
-// logChanged is replication's hook: a log's HW moved or its leader appended, so the
-// fetches waiting on it may complete.
+// logChanged is replication's hook: a log's HW moved, so the fetches waiting on it
+// may complete and the sessions' quiet partitions of it wake.
 func (b *Broker) logChanged(l replication.Log) {
+	if dp := b.dataPath.Load(); dp != nil {
+		if el, ok := l.(*engine.Log); ok {
+			dp.waits.CheckAndComplete(el)
+			dp.shareWaits.CheckAndComplete(el)
+			dp.sessions.quiet.wake(el)
+			dp.sessions.cquiet.wake(el)
+		}
+	}
+}
+
+// leaderAppended is replication's hook: a leader appended, so the fetches waiting on
+// it may complete and the followers' quiet partitions of it wake (a consumer's wake
+// when the HW passes the records: logChanged).
+func (b *Broker) leaderAppended(l replication.Log) {
 	if dp := b.dataPath.Load(); dp != nil {
 		if el, ok := l.(*engine.Log); ok {
 			dp.waits.CheckAndComplete(el)
