@@ -655,6 +655,14 @@ func readProduce(resp *kmsg.ProduceResponse, version int16, body []byte, st *raw
 // rawFetch fetches parts from offset 0 onwards, one request at a time, counting
 // records and bytes from batch headers. With until, a partition is fetched until its
 // offset reaches until[p], and rawFetch returns once all have.
+//
+// From fetch v7 it fetches in a KIP-227 session, as consumers do: the first request
+// names every partition and opens the session, later ones name only the partitions
+// whose offset moved (and forget those done), and an answer carries only the
+// partitions with records or changes. A session the broker lost
+// (FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH) is opened again with a
+// full request; a broker that answers with no session id gets full requests from
+// then on.
 func rawFetch(ctx context.Context, rc *rawConn, topic string, parts []int32, until map[int32]int64, version int16, msgSize int64, st *rawStats) error {
 	go func() { <-ctx.Done(); rc.Close() }()
 	offsets := make(map[int32]int64, len(parts))
@@ -665,32 +673,54 @@ func rawFetch(ctx context.Context, rc *rawConn, topic string, parts []int32, unt
 	req.MinBytes = 1
 	req.MaxBytes = 64 << 20
 	req.IsolationLevel = 0
-	req.SessionEpoch = -1 // no fetch session
+	var active []int32
+	for _, p := range parts {
+		if until == nil || until[p] > 0 {
+			active = append(active, p)
+		}
+	}
+	session := version >= 7
+	var sessID, epoch int32 // epoch 0: open a session (a full request)
+	moved := map[int32]bool{}
+	var forgotten []int32
 	ft := kmsg.NewFetchRequestTopic()
 	ft.Topic = topic
-	for _, p := range parts {
-		if until != nil && until[p] <= 0 {
-			continue
-		}
-		fp := kmsg.NewFetchRequestTopicPartition()
-		fp.Partition = p
-		fp.PartitionMaxBytes = 8 << 20
-		fp.CurrentLeaderEpoch = -1
-		fp.LastFetchedEpoch = -1
-		ft.Partitions = append(ft.Partitions, fp)
-	}
-	req.Topics = []kmsg.FetchRequestTopic{ft}
 	resp := kmsg.NewPtrFetchResponse()
 	var buf []byte
-	for corr := int32(1); len(req.Topics[0].Partitions) > 0; corr++ {
-		for i := range req.Topics[0].Partitions {
-			fp := &req.Topics[0].Partitions[i]
-			fp.FetchOffset = offsets[fp.Partition]
+	for corr := int32(1); len(active) > 0; corr++ {
+		full := !session || epoch == 0
+		ft.Partitions = ft.Partitions[:0]
+		for _, p := range active {
+			if !full && !moved[p] {
+				continue
+			}
+			fp := kmsg.NewFetchRequestTopicPartition()
+			fp.Partition = p
+			fp.FetchOffset = offsets[p]
+			fp.PartitionMaxBytes = 8 << 20
+			fp.CurrentLeaderEpoch = -1
+			fp.LastFetchedEpoch = -1
+			ft.Partitions = append(ft.Partitions, fp)
+		}
+		req.Topics, req.ForgottenTopics = req.Topics[:0], req.ForgottenTopics[:0]
+		if len(ft.Partitions) > 0 {
+			req.Topics = append(req.Topics, ft)
+		}
+		if !full && len(forgotten) > 0 {
+			f := kmsg.NewFetchRequestForgottenTopic()
+			f.Topic, f.Partitions = topic, forgotten
+			req.ForgottenTopics = append(req.ForgottenTopics, f)
+		}
+		req.SessionID, req.SessionEpoch = sessID, epoch
+		if !session {
+			req.SessionID, req.SessionEpoch = 0, -1
 		}
 		buf = rc.appendRequest(buf[:0], req, corr)
 		if _, err := rc.c.Write(buf); err != nil {
 			return ignoreClosed(ctx, err)
 		}
+		clear(moved)
+		forgotten = forgotten[:0]
 		code, err := rc.readFetch(resp, version, corr, func(p fetchedPartition) {
 			cur, ok := offsets[p.partition]
 			if !ok && !slices.Contains(parts, p.partition) {
@@ -702,6 +732,7 @@ func rawFetch(ctx context.Context, rc *rawConn, topic string, parts []int32, unt
 			}
 			if p.next > cur {
 				offsets[p.partition] = p.next
+				moved[p.partition] = true
 			}
 			st.records.Add(p.records)
 			st.bytes.Add(p.records * msgSize) // payload bytes, as on the produce side
@@ -709,12 +740,27 @@ func rawFetch(ctx context.Context, rc *rawConn, topic string, parts []int32, unt
 		if err != nil {
 			return ignoreClosed(ctx, err)
 		}
-		if code != 0 {
+		switch {
+		case session && (code == kerr.FetchSessionIDNotFound.Code || code == kerr.InvalidFetchSessionEpoch.Code):
+			sessID, epoch = 0, 0 // the next request opens a new one
+		case code != 0:
 			st.errs.Add(1)
+		case session && epoch == 0:
+			if sessID = resp.SessionID; sessID == 0 {
+				session = false // sessions disabled: full requests
+			} else {
+				epoch = 1
+			}
+		case session:
+			epoch = max(1, epoch+1) // after MaxInt32: 1
 		}
 		if until != nil {
-			req.Topics[0].Partitions = slices.DeleteFunc(req.Topics[0].Partitions, func(fp kmsg.FetchRequestTopicPartition) bool {
-				return offsets[fp.Partition] >= until[fp.Partition]
+			active = slices.DeleteFunc(active, func(p int32) bool {
+				if offsets[p] >= until[p] {
+					forgotten = append(forgotten, p)
+					return true
+				}
+				return false
 			})
 		}
 	}

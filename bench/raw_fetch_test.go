@@ -3,14 +3,18 @@ package bench
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/binary"
 	"io"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"golang.org/x/sys/unix"
 )
@@ -234,4 +238,118 @@ func FuzzReadFetch(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestRawFetchSession: the raw fetcher opens a KIP-227 session with a full request,
+// then names only the partitions whose offset moved (and forgets those done), and
+// opens a new session when the broker has lost it.
+func TestRawFetchSession(t *testing.T) {
+	const v = rawMaxFetchVersion
+	client, server := net.Pipe()
+	defer server.Close()
+	type seen struct {
+		id, epoch int32
+		parts     map[int32]int64 // partition: fetch offset
+		forgotten []int32
+	}
+	reqs := make(chan seen, 16)
+	batch := func(base int64) []byte {
+		b := AppendRecordBatch(nil, 2, []byte("x"), 0)
+		binary.BigEndian.PutUint64(b, uint64(base))
+		return b
+	}
+	// The broker's script: answer i to request i.
+	script := []func(*kmsg.FetchResponse){
+		func(r *kmsg.FetchResponse) { r.SessionID = 9; addPart(r, "t", 1, batch(0)) },              // opened: p1 has 2 records
+		func(r *kmsg.FetchResponse) { addPart(r, "t", 1, batch(2)); addPart(r, "t", 2, batch(0)) }, // incremental: p1 again, p2
+		func(r *kmsg.FetchResponse) { r.ErrorCode = kerr.FetchSessionIDNotFound.Code },             // evicted
+		func(r *kmsg.FetchResponse) { r.SessionID = 11; addPart(r, "t", 0, batch(0)) },             // reopened: p0; all done
+	}
+	go func() {
+		br := bufio.NewReader(server)
+		for i, answer := range script {
+			req, corr, err := readFetchRequest(br, v)
+			if err != nil {
+				t.Errorf("request %d: %v", i, err)
+				return
+			}
+			s := seen{id: req.SessionID, epoch: req.SessionEpoch, parts: map[int32]int64{}}
+			for _, rt := range req.Topics {
+				for _, p := range rt.Partitions {
+					s.parts[p.Partition] = p.FetchOffset
+				}
+			}
+			for _, f := range req.ForgottenTopics {
+				s.forgotten = append(s.forgotten, f.Partitions...)
+			}
+			reqs <- s
+			resp := kmsg.NewPtrFetchResponse()
+			resp.Version = v
+			answer(resp)
+			if _, err := server.Write(fetchFrame(resp, corr)); err != nil {
+				t.Errorf("answer %d: %v", i, err)
+				return
+			}
+		}
+	}()
+	rc := &rawConn{c: client, br: bufio.NewReader(client), fmt: kmsg.NewRequestFormatter()}
+	st := &rawStats{lat: newRecorder()}
+	until := map[int32]int64{0: 2, 1: 4, 2: 2}
+	if err := rawFetch(context.Background(), rc, "t", []int32{0, 1, 2}, until, v, 1, st); err != nil {
+		t.Fatal(err)
+	}
+	close(reqs)
+	var got []seen
+	for s := range reqs {
+		got = append(got, s)
+	}
+	want := []seen{
+		{0, 0, map[int32]int64{0: 0, 1: 0, 2: 0}, nil}, // open: every partition
+		{9, 1, map[int32]int64{1: 2}, nil},             // p1 moved, not done
+		{9, 2, map[int32]int64{}, []int32{1, 2}},       // p1 and p2 done: forgotten
+		{0, 0, map[int32]int64{0: 0}, nil},             // reopened with what is left
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d requests %+v, want %d", len(got), got, len(want))
+	}
+	for i := range want {
+		g, w := got[i], want[i]
+		if g.id != w.id || g.epoch != w.epoch || !maps.Equal(g.parts, w.parts) || !slices.Equal(g.forgotten, w.forgotten) {
+			t.Errorf("request %d: %+v, want %+v", i, g, w)
+		}
+	}
+	if n := st.records.Load(); n != 8 || st.errs.Load() != 0 {
+		t.Errorf("%d records, %d errors; want 8, 0", n, st.errs.Load())
+	}
+}
+
+func addPart(r *kmsg.FetchResponse, topic string, p int32, recs []byte) {
+	rt := kmsg.NewFetchResponseTopic()
+	rt.Topic = topic
+	rp := kmsg.NewFetchResponseTopicPartition()
+	rp.Partition, rp.HighWatermark, rp.LastStableOffset = p, 4, 4
+	rp.RecordBatches = recs
+	rt.Partitions = append(rt.Partitions, rp)
+	r.Topics = append(r.Topics, rt)
+}
+
+// readFetchRequest reads one Fetch request frame as a broker would.
+func readFetchRequest(br *bufio.Reader, v int16) (*kmsg.FetchRequest, int32, error) {
+	var size [4]byte
+	if _, err := io.ReadFull(br, size[:]); err != nil {
+		return nil, 0, err
+	}
+	frame := make([]byte, binary.BigEndian.Uint32(size[:]))
+	if _, err := io.ReadFull(br, frame); err != nil {
+		return nil, 0, err
+	}
+	corr := int32(binary.BigEndian.Uint32(frame[4:]))
+	idLen := int(int16(binary.BigEndian.Uint16(frame[8:])))
+	body := frame[10+max(idLen, 0):]
+	if v >= 12 {
+		body = body[1:] // the header's empty tag buffer
+	}
+	req := kmsg.NewPtrFetchRequest()
+	req.Version = v
+	return req, corr, req.ReadFrom(body)
 }
