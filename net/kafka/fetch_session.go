@@ -86,9 +86,11 @@ type sessPart struct {
 	removed                   bool
 
 	sess  *fetchSession
-	quiet bool                   // left out of requests until woken (see above)
-	qlog  *engine.Log            // while quiet: its log, where quietParts lists it
-	qrep  *replication.Partition // while quiet: its replica (FollowerQuiet was told)
+	quiet bool // left out of requests until woken (see above)
+	// awakeAt is its index in the session's awake list (not quiet, not removed), or -1.
+	awakeAt int
+	qlog    *engine.Log            // while quiet: its log, where quietParts lists it
+	qrep    *replication.Partition // while quiet: its replica (FollowerQuiet was told)
 }
 
 // fetchSession is one KIP-227 session.
@@ -96,10 +98,13 @@ type fetchSession struct {
 	id       int32
 	topicIDs bool
 
-	mu       sync.Mutex
-	epoch    int32 // the epoch the next incremental request must carry
-	parts    []*sessPart
-	idx      map[sessKey]*sessPart
+	mu    sync.Mutex
+	epoch int32 // the epoch the next incremental request must carry
+	parts []*sessPart
+	idx   map[sessKey]*sessPart
+	// awake is the parts neither quiet nor removed, in no particular order: what a
+	// request of a session with quiet parts serves, without a walk over all of them.
+	awake    []*sessPart
 	lastUsed time.Time
 
 	// Its quiet partitions: a follower's (replicaID >= 0) or a consumer's (-1).
@@ -201,9 +206,10 @@ func (s *fetchSession) upsertLocked(k sessKey, p *kmsg.FetchRequestTopicPartitio
 	sp := s.idx[k]
 	if sp == nil {
 		k.topic = strings.Clone(k.topic) // the request's name aliases its frame
-		sp = &sessPart{key: k, hw: -1, lso: -1, logStart: -1, sess: s}
+		sp = &sessPart{key: k, hw: -1, lso: -1, logStart: -1, sess: s, awakeAt: -1}
 		s.idx[k] = sp
 		s.parts = append(s.parts, sp)
+		s.awakeAddLocked(sp)
 	}
 	s.unquietLocked(sp) // the follower's state of it changed: served by this request
 	sp.fetchOffset, sp.maxBytes = p.FetchOffset, p.PartitionMaxBytes
@@ -218,6 +224,7 @@ func (s *fetchSession) forgetLocked(k sessKey) {
 	}
 	delete(s.idx, k)
 	s.unquietLocked(sp)
+	s.awakeDelLocked(sp)
 	sp.removed = true
 	for i, q := range s.parts {
 		if q == sp {
@@ -320,6 +327,30 @@ func (s *fetchSession) unquietLocked(sp *sessPart) {
 	}
 	sp.quiet, sp.qlog, sp.qrep = false, nil, nil
 	s.nquiet--
+	s.awakeAddLocked(sp)
+}
+
+// awakeAddLocked lists sp as awake. Caller holds s.mu.
+func (s *fetchSession) awakeAddLocked(sp *sessPart) {
+	if sp.awakeAt < 0 && !sp.removed {
+		sp.awakeAt = len(s.awake)
+		s.awake = append(s.awake, sp)
+	}
+}
+
+// awakeDelLocked takes sp off the awake list (the last one takes its place). Caller
+// holds s.mu.
+func (s *fetchSession) awakeDelLocked(sp *sessPart) {
+	i := sp.awakeAt
+	if i < 0 {
+		return
+	}
+	last := len(s.awake) - 1
+	s.awake[i] = s.awake[last]
+	s.awake[i].awakeAt = i
+	s.awake[last] = nil
+	s.awake = s.awake[:last]
+	sp.awakeAt = -1
 }
 
 // collectLocked returns the partitions a request of a quiet session serves: the
@@ -338,13 +369,7 @@ func (s *fetchSession) collectLocked(im *metadata.Image, now time.Time) []*sessP
 		s.im, s.scanned = im, now
 		return s.parts
 	}
-	var out []*sessPart
-	for _, sp := range s.parts {
-		if !sp.quiet {
-			out = append(out, sp)
-		}
-	}
-	return out
+	return s.awake
 }
 
 // quietParts lists the quiet partitions of sessions by log, so that a change to a log
@@ -419,6 +444,7 @@ func (q *quietParts) wake(l *engine.Log) {
 		if sp.quiet && sp.qlog == l {
 			sp.quiet, sp.qlog, sp.qrep = false, nil, nil
 			s.nquiet--
+			s.awakeAddLocked(sp)
 			s.woken.Store(true)
 			op = s.parked
 		}
@@ -495,6 +521,7 @@ func (op *fetchOp) quietIdle(idx []int) {
 			continue
 		}
 		sp.quiet, sp.qlog, sp.qrep = true, p.log, p.rep
+		s.awakeDelLocked(sp)
 		if !op.replica {
 			sp.qrep = nil // no replica state to end
 		}

@@ -48,6 +48,11 @@ func TestQuietFollowerPartitionsWake(t *testing.T) {
 	}
 	allQuiet := func(what string) {
 		eventually(t, 20*time.Second, what, func() bool { return quiet() == 2*parts })
+		for _, b := range c.brokers {
+			if dp := b.b.dataPath.Load(); dp != nil {
+				checkAwakeLists(t, dp.sessions)
+			}
+		}
 	}
 	isrWhole := func() error {
 		m := metadataOf(t, c.brokers[0].addr, "quiet")
@@ -166,6 +171,7 @@ func TestQuietConsumerPartitionsWake(t *testing.T) {
 			dp := tb.b.dataPath.Load()
 			return dp != nil && dp.sessions.cquiet.quietLen() == 2*parts
 		})
+		checkAwakeLists(t, tb.b.dataPath.Load().sessions)
 	}
 	allQuiet("every partition of both consumers' sessions to go quiet")
 
@@ -212,5 +218,32 @@ func TestQuietConsumerPartitionsWake(t *testing.T) {
 	}
 	if r := polled(rc, 1, 10*time.Second); string(r[0].Value) != "txn" {
 		t.Fatalf("read_committed got %+v", r[0])
+	}
+}
+
+// checkAwakeLists checks every session's awake list: exactly its parts neither quiet
+// nor removed, each at the index it records.
+func checkAwakeLists(t *testing.T, c *fetchSessions) {
+	t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for id, s := range c.m {
+		s.mu.Lock()
+		awake := 0
+		for _, sp := range s.parts {
+			if sp.quiet != (sp.awakeAt < 0) {
+				t.Errorf("session %d: partition %v quiet %v, listed awake at %d", id, sp.key, sp.quiet, sp.awakeAt)
+			}
+			if sp.awakeAt >= 0 {
+				awake++
+				if sp.awakeAt >= len(s.awake) || s.awake[sp.awakeAt] != sp {
+					t.Errorf("session %d: partition %v not at its awake index %d", id, sp.key, sp.awakeAt)
+				}
+			}
+		}
+		if awake != len(s.awake) || awake+s.nquiet != len(s.parts) {
+			t.Errorf("session %d: %d awake listed, %d counted, %d quiet, %d parts", id, len(s.awake), awake, s.nquiet, len(s.parts))
+		}
+		s.mu.Unlock()
 	}
 }
