@@ -298,18 +298,7 @@ func RunRaw(ctx context.Context, cfg RawConfig) (*Result, error) {
 				return nil, fmt.Errorf("%w: raw dial %s: %w", ErrRun, addr, err)
 			}
 			if cfg.Paced {
-				var mine []int32
-				for j := i; j < len(parts); j += conns {
-					mine = append(mine, parts[j])
-				}
-				preq := kmsg.NewPtrProduceRequest()
-				preq.Version, preq.Acks, preq.TimeoutMillis = req.Version, req.Acks, req.TimeoutMillis
-				prt := kmsg.NewProduceRequestTopic()
-				prt.Topic = topic
-				preq.Topics = []kmsg.ProduceRequestTopic{prt}
-				pc := &pacedConn{rc: rc, req: preq, parts: mine, value: value, batches: map[int][]byte{},
-					sticky: w.KeyDistributor == KeyNone, perBatch: cfg.RecordsPerBatch,
-					rate: float64(w.ProducerRate) * float64(len(mine)) / float64(totalParts)}
+				pc := newPacedConn(rc, req, parts, i, conns, totalParts, w, value, cfg.RecordsPerBatch)
 				prodWG.Add(1)
 				go func() {
 					defer prodWG.Done()

@@ -52,6 +52,24 @@ type pacedConn struct {
 	perBatch int
 }
 
+// newPacedConn is connection i of conns over the leader's parts: every conns-th
+// partition from the i-th, at the workload's rate in proportion to its partitions'
+// share of all totalParts. tmpl gives the topic, version, acks and timeout.
+func newPacedConn(rc *rawConn, tmpl *kmsg.ProduceRequest, parts []int32, i, conns, totalParts int, w *Workload, value []byte, perBatch int) *pacedConn {
+	var mine []int32
+	for j := i; j < len(parts); j += conns {
+		mine = append(mine, parts[j])
+	}
+	req := kmsg.NewPtrProduceRequest()
+	req.Version, req.Acks, req.TimeoutMillis = tmpl.Version, tmpl.Acks, tmpl.TimeoutMillis
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = tmpl.Topics[0].Topic
+	req.Topics = []kmsg.ProduceRequestTopic{rt}
+	return &pacedConn{rc: rc, req: req, parts: mine, value: value, batches: map[int][]byte{},
+		sticky: w.KeyDistributor == KeyNone, perBatch: perBatch,
+		rate: float64(w.ProducerRate) * float64(len(mine)) / float64(totalParts)}
+}
+
 // pacedReq is what the response reader needs to know of a request in flight.
 type pacedReq struct {
 	first, n int64 // the records' schedule indexes

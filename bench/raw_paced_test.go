@@ -21,7 +21,7 @@ func filled(pc *pacedConn) [][2]int32 {
 	return out
 }
 
-func newPacedConn(sticky bool, perBatch int, parts ...int32) *pacedConn {
+func testPacedConn(sticky bool, perBatch int, parts ...int32) *pacedConn {
 	req := kmsg.NewPtrProduceRequest()
 	req.Topics = []kmsg.ProduceRequestTopic{kmsg.NewProduceRequestTopic()}
 	return &pacedConn{req: req, parts: parts, value: []byte("v"), batches: map[int][]byte{}, sticky: sticky, perBatch: perBatch}
@@ -31,7 +31,7 @@ func newPacedConn(sticky bool, perBatch int, parts ...int32) *pacedConn {
 // partition, the next batch to the next; keyed ones one record at a time; both carry
 // on from where the last request ended.
 func TestPacedFill(t *testing.T) {
-	pc := newPacedConn(true, 4, 1, 2, 3)
+	pc := testPacedConn(true, 4, 1, 2, 3)
 	for _, step := range []struct {
 		n    int
 		want [][2]int32
@@ -45,7 +45,7 @@ func TestPacedFill(t *testing.T) {
 			t.Fatalf("sticky, %d records: %v, want %v", step.n, got, step.want)
 		}
 	}
-	pc = newPacedConn(false, 4, 1, 2, 3)
+	pc = testPacedConn(false, 4, 1, 2, 3)
 	for _, step := range []struct {
 		n    int
 		want [][2]int32
@@ -58,6 +58,14 @@ func TestPacedFill(t *testing.T) {
 		if got := filled(pc); !slices.Equal(got, step.want) {
 			t.Fatalf("spread, %d records: %v, want %v", step.n, got, step.want)
 		}
+	}
+	// A connection's share: every conns-th partition, the rate in proportion.
+	tmpl := kmsg.NewPtrProduceRequest()
+	tmpl.Topics = []kmsg.ProduceRequestTopic{{Topic: "t"}}
+	w := &Workload{ProducerRate: 1000, KeyDistributor: KeyNone}
+	share := newPacedConn(nil, tmpl, []int32{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}, 1, 3, 20, w, []byte("v"), 8)
+	if !slices.Equal(share.parts, []int32{1, 4, 7}) || share.rate != 150 || !share.sticky || share.req.Topics[0].Topic != "t" {
+		t.Fatalf("share: partitions %v, rate %v, sticky %v", share.parts, share.rate, share.sticky)
 	}
 	var rb kmsg.RecordBatch
 	if err := rb.ReadFrom(pc.batch(3, 0)); err != nil || rb.NumRecords != 3 {
