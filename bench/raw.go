@@ -679,10 +679,7 @@ func rawFetch(ctx context.Context, rc *rawConn, topic string, parts []int32, unt
 	for corr := int32(1); len(active) > 0; corr++ {
 		full := !session || epoch == 0
 		ft.Partitions = ft.Partitions[:0]
-		for _, p := range active {
-			if !full && !moved[p] {
-				continue
-			}
+		add := func(p int32) {
 			fp := kmsg.NewFetchRequestTopicPartition()
 			fp.Partition = p
 			fp.FetchOffset = offsets[p]
@@ -690,6 +687,17 @@ func rawFetch(ctx context.Context, rc *rawConn, topic string, parts []int32, unt
 			fp.CurrentLeaderEpoch = -1
 			fp.LastFetchedEpoch = -1
 			ft.Partitions = append(ft.Partitions, fp)
+		}
+		if full {
+			for _, p := range active {
+				add(p)
+			}
+		} else {
+			for p := range moved { // not a walk over every partition
+				if until == nil || offsets[p] < until[p] {
+					add(p)
+				}
+			}
 		}
 		req.Topics, req.ForgottenTopics = req.Topics[:0], req.ForgottenTopics[:0]
 		if len(ft.Partitions) > 0 {

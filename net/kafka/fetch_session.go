@@ -520,11 +520,11 @@ func (op *fetchOp) quietIdle(idx []int) {
 		if sp.removed || sp.quiet || sp.fetchOffset != p.offset {
 			continue
 		}
-		sp.quiet, sp.qlog, sp.qrep = true, p.log, p.rep
-		s.awakeDelLocked(sp)
-		if !op.replica {
-			sp.qrep = nil // no replica state to end
+		sp.quiet, sp.qlog, sp.qrep = true, p.log, nil
+		if op.replica {
+			sp.qrep = p.rep // FollowerQuiet was told: FollowerAwake ends it
 		}
+		s.awakeDelLocked(sp)
 		s.nquiet++
 		s.quiet.add(p.log, sp)
 	}

@@ -118,7 +118,7 @@ func (b *Broker) startReplication() error {
 			Backoff:          time.Duration(l.BrokerInt("replica.fetch.backoff.ms")) * time.Millisecond,
 		},
 		FollowerThrottleRate: l.BrokerInt("follower.replication.throttled.rate"),
-		Hooks:                replication.Hooks{HighWatermarkMoved: b.logChanged, LeaderAppended: b.leaderAppended},
+		Hooks:                replication.Hooks{HighWatermarkMoved: b.hwMoved, LeaderAppended: b.leaderAppended},
 		Fetch:                b.fetch,
 	}
 	cfg.ISR = controllerISR{b.ctrl}
@@ -149,29 +149,25 @@ func (c controllerISR) AlterPartition(ctx context.Context, req *kmsg.AlterPartit
 	return r, nil
 }
 
-// logChanged is replication's hook: a log's HW moved, so the fetches waiting on it
-// may complete and the sessions' quiet partitions of it wake.
-func (b *Broker) logChanged(l replication.Log) {
-	if dp := b.dataPath.Load(); dp != nil {
-		if el, ok := l.(*engine.Log); ok {
-			dp.waits.CheckAndComplete(el)
-			dp.shareWaits.CheckAndComplete(el)
-			dp.sessions.quiet.wake(el)
-			dp.sessions.cquiet.wake(el)
-		}
-	}
-}
+// hwMoved and leaderAppended are replication's hooks (HighWatermarkMoved,
+// LeaderAppended): a log's HW moved or its leader appended.
+func (b *Broker) hwMoved(l replication.Log)        { b.logChanged(l, true) }
+func (b *Broker) leaderAppended(l replication.Log) { b.logChanged(l, false) }
 
-// leaderAppended is replication's hook: a leader appended, so the fetches waiting on
-// it may complete and the followers' quiet partitions of it wake (a consumer's wake
-// when the HW passes the records: logChanged).
-func (b *Broker) leaderAppended(l replication.Log) {
-	if dp := b.dataPath.Load(); dp != nil {
-		if el, ok := l.(*engine.Log); ok {
-			dp.waits.CheckAndComplete(el)
-			dp.shareWaits.CheckAndComplete(el)
-			dp.sessions.quiet.wake(el)
-		}
+// logChanged completes the fetches waiting on l that may complete now and wakes the
+// followers' quiet partitions of it; a moved HW wakes the consumers' too (an append
+// the HW has not passed gives a consumer nothing).
+func (b *Broker) logChanged(l replication.Log, hwMoved bool) {
+	dp := b.dataPath.Load()
+	el, ok := l.(*engine.Log)
+	if dp == nil || !ok {
+		return
+	}
+	dp.waits.CheckAndComplete(el)
+	dp.shareWaits.CheckAndComplete(el)
+	dp.sessions.quiet.wake(el)
+	if hwMoved {
+		dp.sessions.cquiet.wake(el)
 	}
 }
 
