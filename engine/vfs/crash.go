@@ -1,6 +1,7 @@
 package vfs
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand"
@@ -31,8 +32,15 @@ var ErrCrashed = errors.New("vfs: the machine has crashed")
 //     since the last sync are lost; a file never synced becomes empty.
 //     CrashTorn instead keeps a random part of each unsynced tail (a torn
 //     write).
-//  2. The model does not bring bytes back: an overwrite in place below the
-//     synced size, and a truncation, are taken as durable at once.
+//  2. Overwrites. A WriteAt below the synced size is lost at a crash until a
+//     Sync or Datasync of its file covers it, or until it was written back
+//     (WaitWriteback, writeback.go) and then any Sync or Datasync of the FS, or
+//     an FSSync, flushed the device's cache: Crash writes zeros over what is
+//     lost (what a segment written ahead held there), CrashTorn over a random
+//     half of it. Written back alone does not make bytes above the synced
+//     size durable: their size is metadata, which only a sync commits.
+//     Write (what writes whole files and appends) is not tracked: what it
+//     overwrites counts as durable at once, as does a truncation.
 //     Writes through a memory mapping are not seen at all; what a mapping
 //     wrote below the synced size survives, what lies above is cut.
 //  3. Names. A creation (OpenFile with O_CREATE of a missing file), a
@@ -61,6 +69,7 @@ type CrashFS struct {
 
 	mu      sync.Mutex // guards the model
 	files   map[string]*crashState
+	wb      map[*crashState]bool // files with overwrites written back and not yet flushed
 	pending []nsOp
 	journal File // nil in memory mode
 	jerr    error
@@ -68,9 +77,26 @@ type CrashFS struct {
 }
 
 type crashState struct {
-	path   string // current name
-	synced int64
-	gone   bool // removed: later syncs of its Files change nothing
+	path    string // current name
+	synced  int64
+	gone    bool   // removed: later syncs of its Files change nothing
+	lost    []span // overwrites below synced not yet synced or written back
+	written []span // overwrites written back, durable at the next cache flush
+}
+
+// span is a range of a file, [off, off+n).
+type span struct{ off, n int64 }
+
+// clip cuts spans to [0, size).
+func clip(ss []span, size int64) []span {
+	kept := ss[:0]
+	for _, s := range ss {
+		if s.off < size {
+			s.n = min(s.n, size-s.off)
+			kept = append(kept, s)
+		}
+	}
+	return kept
 }
 
 // nsOp is a namespace change not yet made durable.
@@ -86,7 +112,7 @@ type nsOp struct {
 // NewCrashFS returns a CrashFS over inner that keeps its model in memory.
 // Every file already on disk counts as synced at its size when first opened.
 func NewCrashFS(inner FS) *CrashFS {
-	return &CrashFS{inner: inner, files: make(map[string]*crashState)}
+	return &CrashFS{inner: inner, files: make(map[string]*crashState), wb: make(map[*crashState]bool)}
 }
 
 // Crash simulates a power loss now: every operation in progress finishes,
@@ -127,7 +153,7 @@ func (c *CrashFS) Restart() {
 type CutStats struct {
 	Undone    int   // creations and renames undone
 	FilesCut  int   // files cut back to their synced size
-	BytesLost int64 // bytes cut off
+	BytesLost int64 // bytes cut off, and overwrites put back to zeros
 }
 
 // LastCut is what the last Crash, CrashTorn or OpenJournal cut.
@@ -162,7 +188,13 @@ func (c *CrashFS) cutLocked(rnd *rand.Rand) error {
 		if rnd != nil && fi.Size() > target {
 			target += rnd.Int63n(fi.Size() - target + 1)
 		}
-		if target == fi.Size() {
+		var lost []span
+		for _, sp := range clip(append(st.lost, st.written...), target) {
+			if rnd == nil || rnd.Intn(2) == 0 {
+				lost = append(lost, sp)
+			}
+		}
+		if target == fi.Size() && len(lost) == 0 {
 			continue
 		}
 		f, err := c.inner.OpenFile(p, os.O_WRONLY, 0)
@@ -170,16 +202,37 @@ func (c *CrashFS) cutLocked(rnd *rand.Rand) error {
 			errs = append(errs, err)
 			continue
 		}
-		if err := f.Truncate(target); err != nil {
-			errs = append(errs, err)
-		} else {
-			c.last.FilesCut++
-			c.last.BytesLost += fi.Size() - target
+		if target < fi.Size() {
+			if err := f.Truncate(target); err != nil {
+				errs = append(errs, err)
+			} else {
+				c.last.FilesCut++
+				c.last.BytesLost += fi.Size() - target
+			}
+		}
+		for _, sp := range lost {
+			if err := writeZeros(f, sp); err != nil {
+				errs = append(errs, err)
+				break
+			}
+			c.last.BytesLost += sp.n
 		}
 		f.Close()
 	}
 	c.files = make(map[string]*crashState)
+	c.wb = make(map[*crashState]bool)
 	return errors.Join(errs...)
+}
+
+// writeZeros writes zeros over sp of f.
+func writeZeros(f File, sp span) error {
+	zeros := make([]byte, min(sp.n, 64<<10))
+	for off, end := sp.off, sp.off+sp.n; off < end; off += int64(len(zeros)) {
+		if _, err := f.WriteAt(zeros[:min(int64(len(zeros)), end-off)], off); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (c *CrashFS) undoLocked(op nsOp) error {
@@ -234,6 +287,7 @@ func (c *CrashFS) dropLocked(path string, below bool) {
 		if p == path || below && strings.HasPrefix(p, path+"/") {
 			st.gone = true
 			delete(c.files, p)
+			delete(c.wb, st)
 		}
 	}
 }
@@ -407,7 +461,10 @@ func (c *CrashFS) SyncDir(dir string) error {
 
 // event is one change of the model; the journal holds them in order.
 type event struct {
-	kind   byte // K known, C create, S sync, T truncate, M mkdir, R rename, X remove, A remove all, D sync dir
+	// K known, C create, S sync, T truncate, M mkdir, R rename, X remove, A remove
+	// all, D sync dir, O overwrite (size: its offset; data: its length, 8 bytes
+	// big-endian), W written back, F cache flushed
+	kind   byte
 	path   string
 	old    string
 	size   int64
@@ -444,11 +501,34 @@ func (c *CrashFS) replayLocked(ev event) *crashState {
 			c.files[ev.path] = st
 		}
 		st.synced = ev.size
+		st.lost, st.written = nil, nil
+		delete(c.wb, st)
 		return st
 	case 'T':
 		if st := c.files[ev.path]; st != nil {
 			st.synced = min(st.synced, ev.size)
+			st.lost, st.written = clip(st.lost, ev.size), clip(st.written, ev.size)
 		}
+	case 'O':
+		if st := c.files[ev.path]; st != nil && len(ev.data) == 8 {
+			sp := span{ev.size, int64(binary.BigEndian.Uint64(ev.data))}
+			if n := len(st.lost); n > 0 && st.lost[n-1].off+st.lost[n-1].n == sp.off {
+				st.lost[n-1].n += sp.n
+			} else {
+				st.lost = append(st.lost, sp)
+			}
+		}
+	case 'W':
+		if st := c.files[ev.path]; st != nil && len(st.lost) > 0 {
+			st.written = append(st.written, st.lost...)
+			st.lost = nil
+			c.wb[st] = true
+		}
+	case 'F':
+		for st := range c.wb {
+			st.written = nil
+		}
+		clear(c.wb)
 	case 'M':
 		c.pending = append(c.pending, nsOp{kind: 'M', path: ev.path, dir: filepath.Dir(ev.path)})
 	case 'R':
@@ -510,12 +590,25 @@ func (f *crashFile) ReadAt(p []byte, off int64) (int, error) {
 	return f.File.ReadAt(p, off)
 }
 
+// WriteAt records what it wrote below the synced size: lost at a crash until a
+// sync covers it. It is recorded after the write: a sync between the two does not
+// count for it, so that the model claims less than the disk holds, never more.
 func (f *crashFile) WriteAt(p []byte, off int64) (int, error) {
 	if !f.begin() {
 		return 0, crashed("write", f.Name())
 	}
 	defer f.c.end()
-	return f.File.WriteAt(p, off)
+	n, err := f.File.WriteAt(p, off)
+	if n > 0 && f.st != nil {
+		f.c.mu.Lock()
+		if below := min(off+int64(n), f.st.synced); !f.st.gone && off < below {
+			var l [8]byte
+			binary.BigEndian.PutUint64(l[:], uint64(below-off))
+			f.c.applyLocked(event{kind: 'O', path: f.st.path, size: off, data: l[:]})
+		}
+		f.c.mu.Unlock()
+	}
+	return n, err
 }
 
 func (f *crashFile) Write(p []byte) (int, error) {
@@ -557,12 +650,18 @@ func (f *crashFile) Sync() error     { return f.sync(f.File.Sync) }
 func (f *crashFile) Datasync() error { return f.sync(f.File.Datasync) }
 
 // sync records the size seen before the sync: what was written before it
-// started is what the sync covers.
+// started is what the sync covers. The model is locked while it runs, so that an
+// overwrite is recorded either before it (covered) or after it (not). A sync also
+// flushes the device's cache ('F'): what other files wrote back (WaitWriteback)
+// before it began is durable after it.
 func (f *crashFile) sync(do func() error) error {
 	if !f.begin() {
 		return crashed("sync", f.Name())
 	}
 	defer f.c.end()
+	c := f.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	var size int64 = -1
 	if f.st != nil {
 		fi, err := f.File.Stat()
@@ -574,15 +673,40 @@ func (f *crashFile) sync(do func() error) error {
 	if err := do(); err != nil {
 		return err
 	}
-	if f.st != nil {
-		f.c.mu.Lock()
-		if !f.st.gone {
-			f.c.applyLocked(event{kind: 'S', path: f.st.path, size: size})
-		}
-		f.c.mu.Unlock()
+	if f.st != nil && !f.st.gone {
+		c.applyLocked(event{kind: 'S', path: f.st.path, size: size})
+	}
+	if len(c.wb) > 0 {
+		c.applyLocked(event{kind: 'F'})
 	}
 	return nil
 }
+
+// WaitWriteback implements Writeback when the inner File does: the file's
+// overwrites recorded before it become durable at the next cache flush ('W').
+func (f *crashFile) WaitWriteback() error {
+	w, ok := f.File.(Writeback)
+	if !ok {
+		return &os.PathError{Op: "writeback", Path: f.Name(), Err: errors.ErrUnsupported}
+	}
+	if !f.begin() {
+		return crashed("writeback", f.Name())
+	}
+	defer f.c.end()
+	c := f.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := w.WaitWriteback(); err != nil {
+		return err
+	}
+	if f.st != nil && !f.st.gone && len(f.st.lost) > 0 {
+		c.applyLocked(event{kind: 'W', path: f.st.path})
+	}
+	return nil
+}
+
+// SyncFlushesCache implements CacheFlusher as the inner FS does.
+func (c *CrashFS) SyncFlushesCache(dir string) bool { return SyncFlushesCache(c.inner, dir) }
 
 // Close always releases the descriptor, crashed or not.
 func (f *crashFile) Close() error { return f.File.Close() }
@@ -664,6 +788,9 @@ func (s *crashFSSync) Sync() error {
 	sort.Strings(names)
 	for _, d := range names {
 		c.applyLocked(event{kind: 'D', path: d})
+	}
+	if len(c.wb) > 0 {
+		c.applyLocked(event{kind: 'F'})
 	}
 	return nil
 }
