@@ -256,6 +256,10 @@ type Options struct {
 	// instead of an fdatasync per dirty file (flusher_syncfs.go; the broker's
 	// samsa.log.flush.syncfs.min.partitions). 0 is off.
 	FlushSyncfsMinLogs int
+	// NoFlushWriteback turns off rounds made durable by one cache flush
+	// (flusher_writeback.go; the broker's samsa.log.flush.writeback.enable=false):
+	// every dirty file is then fdatasynced.
+	NoFlushWriteback bool
 
 	// manualBackground (tests) starts no flusher, checkpointer, retention
 	// or scrubber goroutine: the test runs flusher rounds itself

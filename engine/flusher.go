@@ -46,6 +46,9 @@ type logDir struct {
 	fsyncHist fsyncHist // the same latencies in FsyncBuckets (stats_fsync.go)
 
 	fsSync vfs.FSSync // syncfs of the directory's file system, nil unless Options.FlushSyncfsMinLogs (flusher_syncfs.go)
+	// writeback: a round of several logs may write them back and make them
+	// durable with one cache flush (flusher_writeback.go).
+	writeback bool
 
 	flushStats flushStats   // the group commit's stages (stats_flush.go)
 	kickAt     atomic.Int64 // monoNow of the first kick since the flusher last took one, 0 if none
@@ -258,9 +261,13 @@ func (d *logDir) round(logs *[]*Log, ws *[]*waiter, start int64) {
 	if len(*logs) > 0 {
 		var files int
 		byFS := d.useFSSync(len(*logs))
-		if byFS {
+		byWB := false
+		switch {
+		case byFS:
 			files = d.flushLogsFS(*logs)
-		} else {
+		case d.writeback && len(*logs) >= 2:
+			files, byWB = d.flushLogsWB(*logs)
+		default:
 			files = d.flushLogs(*logs)
 		}
 		synced = monoNow()
@@ -271,6 +278,8 @@ func (d *logDir) round(logs *[]*Log, ws *[]*waiter, start int64) {
 		switch {
 		case byFS:
 			fs.syncfs.Add(1)
+		case byWB:
+			fs.writeback.Add(1)
 		case len(*logs) < flushParallelMin:
 			fs.serial.Add(1)
 		default:
@@ -447,11 +456,21 @@ func (l *Log) flush() (files int, err error) {
 		}
 	}
 	for _, s := range segs {
+		// The active segment of a log that writes ahead: how much of the file
+		// this sync covers, for the write-back rounds (flusher_writeback.go).
+		var cover syncedMark
+		if s == active && l.ld.writeback {
+			cover = s.mark()
+		}
 		t0 := time.Now()
-		if e := flushSync(s.log); e != nil && err == nil {
+		e := flushSync(s.log)
+		if e != nil && err == nil {
 			err = e
 		}
 		l.ld.recordSync(time.Since(t0))
+		if e == nil {
+			s.synced.covered(cover)
+		}
 		count(SyncKindSegment, 1)
 		synced, e := s.syncTxnCounted()
 		if e != nil && err == nil {

@@ -330,7 +330,7 @@ func beUint64(b []byte) uint64 {
 // directory goes offline.
 func (l *Log) undoWrite(seg *segment, pos int64, err error) error {
 	l.m.reportIO(l.tp.String(), err, "op", "write", "segment", seg.base, "position", pos)
-	if terr := seg.log.Truncate(pos); terr != nil {
+	if terr := seg.cutFile(pos); terr != nil {
 		l.m.reportIO(l.tp.String(), terr, "op", "truncate")
 		l.ld.setOffline(terr)
 		return fmt.Errorf("append %s: %w (undoing it: %w)", l.tp, l.ld.offlineErr(), err)
@@ -428,7 +428,7 @@ func (l *Log) undoTxnWrite(seg *segment, pos int64, err error) error {
 		}
 	}
 	l.dropPreallocLocked(seg) // the cut takes any blocks allocated ahead
-	terr := seg.log.Truncate(pos)
+	terr := seg.cutFile(pos)
 	if terr == nil {
 		terr = seg.dropTxnFrom(n)
 	}

@@ -73,7 +73,7 @@ func (l *Log) TruncateTo(offset int64) error {
 	// The truncation is durable before anything is appended after it: a
 	// crash must not bring the cut records back under new ones.
 	l.dropPreallocLocked(s) // any blocks allocated ahead go with the cut
-	terr := s.log.Truncate(pos)
+	terr := s.cutFile(pos)
 	if terr == nil {
 		terr = s.log.Datasync()
 	}

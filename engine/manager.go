@@ -154,6 +154,7 @@ func Open(opts Options) (*Manager, error) {
 	m.checkFileLimit()
 	for _, d := range m.dirs {
 		d.openFSSync()
+		d.openWriteback()
 	}
 	if opts.manualBackground {
 		return m, nil

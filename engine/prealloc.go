@@ -96,7 +96,7 @@ func (l *Log) preallocLocked(seg *segment, end int64, cfg *LogConfig) error {
 	if err != nil {
 		seg.noPrealloc = true
 		l.logger.Debug("writing zeros ahead of the active segment stopped", "base", seg.base, "err", err)
-		if terr := seg.log.Truncate(end); terr != nil {
+		if terr := seg.cutFile(end); terr != nil {
 			return terr
 		}
 		l.dropPreallocLocked(seg) // seg.size is end: what was ahead before went too
@@ -105,6 +105,7 @@ func (l *Log) preallocLocked(seg *segment, end int64, cfg *LogConfig) error {
 	startWriteback(seg.log, from, to-from)
 	l.ld.ahead.Add(to - from)
 	seg.preallocated = to
+	seg.synced.zeros.Store(to)
 	seg.preallocChunk = min(2*chunk, preallocMax)
 	return nil
 }
@@ -124,6 +125,7 @@ func (l *Log) dropPreallocLocked(seg *segment) {
 		l.ld.ahead.Add(-n)
 	}
 	seg.preallocated = 0
+	seg.synced.zeros.Store(0)
 }
 
 // trimPreallocLocked cuts the zeros past size off s's file. trimmed says
@@ -132,9 +134,10 @@ func (l *Log) dropPreallocLocked(seg *segment) {
 func (l *Log) trimPreallocLocked(s *segment) (trimmed bool, err error) {
 	if s.preallocated <= s.size.Load() {
 		s.preallocated = 0
+		s.synced.zeros.Store(0)
 		return false, nil
 	}
-	if err := s.log.Truncate(s.size.Load()); err != nil {
+	if err := s.cutFile(s.size.Load()); err != nil {
 		return false, err
 	}
 	l.dropPreallocLocked(s)

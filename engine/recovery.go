@@ -642,7 +642,7 @@ func (l *Log) recoverSegmentKeeping(s *segment, active, keepDamaged bool, buf []
 			l.rec.BytesTruncated += size - pos
 			l.logger.Warn("truncating corrupt or torn tail", "base", s.base, "valid", pos, "size", size)
 		}
-		if err := s.log.Truncate(pos); err != nil {
+		if err := s.cutFile(pos); err != nil {
 			return false, err
 		}
 		cut = true

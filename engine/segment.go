@@ -76,6 +76,8 @@ type segment struct {
 	firstTs atomic.Int64 // max timestamp of the first batch, unknownTimestamp until read (firstBatchTimestamp)
 
 	tix txnIndex // the aborted transactions whose markers it holds (.txnindex)
+
+	synced syncedLen // how much of the file a completed fdatasync covered (flusher_writeback.go)
 }
 
 // segmentSuffixes are the files of a segment: its log and its indexes.

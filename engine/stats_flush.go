@@ -107,17 +107,18 @@ func (h *countHist) observe(n int) {
 
 // Sync kinds of FlushStats.Syncs.
 const (
-	SyncKindSegment  = iota // a segment file's fdatasync
-	SyncKindTxnIndex        // a segment's transaction index (entries written since the last sync)
-	SyncKindIndex           // the offset and time indexes of a segment no longer active (once, after its roll)
-	SyncKindEpochs          // the leader-epoch checkpoint (a new epoch began)
-	SyncKindDir             // the log's directory (a segment was created)
-	SyncKindFS              // a syncfs of the directory's file system, for a whole round (flusher_syncfs.go)
+	SyncKindSegment   = iota // a segment file's fdatasync
+	SyncKindTxnIndex         // a segment's transaction index (entries written since the last sync)
+	SyncKindIndex            // the offset and time indexes of a segment no longer active (once, after its roll)
+	SyncKindEpochs           // the leader-epoch checkpoint (a new epoch began)
+	SyncKindDir              // the log's directory (a segment was created)
+	SyncKindFS               // a syncfs of the directory's file system, for a whole round (flusher_syncfs.go)
+	SyncKindWriteback        // a segment file written back without a cache flush, durable by its round's one fdatasync (flusher_writeback.go)
 	syncKinds
 )
 
 // SyncKindNames are the label values of the sync kinds, in order.
-var SyncKindNames = [syncKinds]string{"segment", "txnindex", "index", "epochs", "dir", "fs"}
+var SyncKindNames = [syncKinds]string{"segment", "txnindex", "index", "epochs", "dir", "fs", "writeback"}
 
 // flushStats are one log directory's group-commit stage counters.
 type flushStats struct {
@@ -125,6 +126,7 @@ type flushStats struct {
 	files                             countHist
 	syncs                             [syncKinds]atomic.Uint64
 	serial, parallel, syncfs          atomic.Uint64 // rounds with at least one log, by how they synced
+	writeback                         atomic.Uint64 // ... and rounds made durable by one cache flush
 	syncfsFallbacks                   atomic.Uint64 // syncfs rounds synced again file by file after an error
 }
 
@@ -154,10 +156,12 @@ type FlushStats struct {
 	Files Histogram
 	// Syncs counts fdatasyncs and fsyncs by kind (SyncKindNames).
 	Syncs [syncKinds]uint64
-	// SerialRounds, ParallelRounds and SyncfsRounds count the rounds with work, by
-	// whether their logs were synced one at a time on the flusher's goroutine,
-	// flushParallel at a time, or with one syncfs (flusher_syncfs.go).
-	SerialRounds, ParallelRounds, SyncfsRounds uint64
+	// SerialRounds, ParallelRounds, SyncfsRounds and WritebackRounds count the
+	// rounds with work, by whether their logs were synced one at a time on the
+	// flusher's goroutine, flushParallel at a time, with one syncfs
+	// (flusher_syncfs.go), or written back and made durable by one fdatasync
+	// (flusher_writeback.go).
+	SerialRounds, ParallelRounds, SyncfsRounds, WritebackRounds uint64
 	// SyncfsFallbacks counts the syncfs rounds whose syncfs reported a
 	// write-back error, after which their logs were synced file by file.
 	SyncfsFallbacks uint64
@@ -189,6 +193,7 @@ func (m *Manager) FlushStats() FlushStats {
 		st.SerialRounds += fs.serial.Load()
 		st.ParallelRounds += fs.parallel.Load()
 		st.SyncfsRounds += fs.syncfs.Load()
+		st.WritebackRounds += fs.writeback.Load()
 		st.SyncfsFallbacks += fs.syncfsFallbacks.Load()
 	}
 	st.Files = cumulative(per[:], float64(files))

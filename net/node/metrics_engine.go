@@ -60,8 +60,8 @@ func newEngineCollector(eng *engine.Manager) *engineCollector {
 		flushSync:      d("engine_flush_sync_seconds", "Group commit: a round's sync phase, from its start to the end of its last fdatasync."),
 		flushRel:       d("engine_flush_release_seconds", "Group commit: a round's time from the end of its syncs to its last waiter released (the waiters' callbacks, which queue produce answers, included)."),
 		flushFiles:     d("engine_flush_round_files", "Group commit: files synced per round (segments, indexes, checkpoints, directories)."),
-		flushSyncs:     d("engine_flush_syncs_total", "Group commit: fdatasyncs and fsyncs by file kind, and syncfs calls that made a whole round durable (kind fs).", "kind"),
-		flushRnds:      d("engine_flush_rounds_total", "Group commit: rounds that synced logs, by whether the logs were synced one at a time (serial), several at once (parallel) or with one syncfs of the file system (syncfs).", "mode"),
+		flushSyncs:     d("engine_flush_syncs_total", "Group commit: fdatasyncs and fsyncs by file kind, syncfs calls that made a whole round durable (kind fs), and segment files written back with sync_file_range, made durable by their round's one fdatasync (kind writeback).", "kind"),
+		flushRnds:      d("engine_flush_rounds_total", "Group commit: rounds that synced logs, by whether the logs were synced one at a time (serial), several at once (parallel), with one syncfs of the file system (syncfs), or written back and made durable by one fdatasync's cache flush (writeback).", "mode"),
 		flushFallbacks: d("engine_flush_syncfs_fallbacks_total", "Group commit: syncfs rounds whose syncfs reported a write-back error (of any file of the file system), after which their logs were synced file by file; the directory goes offline only if that fails."),
 		errors:         d("engine_storage_errors_total", "Data-path storage failures since start, by kind (each logged once per partition and minute).", "kind"),
 		dirOffline:     d("log_dir_offline", "1 when the log directory is offline (an I/O error took it out).", "dir"),
@@ -122,6 +122,7 @@ func (c *engineCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.flushRnds, prometheus.CounterValue, float64(fl.SerialRounds), "serial")
 	ch <- prometheus.MustNewConstMetric(c.flushRnds, prometheus.CounterValue, float64(fl.ParallelRounds), "parallel")
 	ch <- prometheus.MustNewConstMetric(c.flushRnds, prometheus.CounterValue, float64(fl.SyncfsRounds), "syncfs")
+	ch <- prometheus.MustNewConstMetric(c.flushRnds, prometheus.CounterValue, float64(fl.WritebackRounds), "writeback")
 	ch <- prometheus.MustNewConstMetric(c.flushFallbacks, prometheus.CounterValue, float64(fl.SyncfsFallbacks))
 
 	st := c.eng.Stats()

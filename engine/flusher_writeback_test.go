@@ -1,0 +1,219 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sync/atomic"
+	"syscall"
+	"testing"
+
+	"github.com/samsa-broker/samsa/engine/vfs"
+)
+
+// wbFS is the OS's file system with a switch that makes write-backs fail.
+type wbFS struct {
+	vfs.FS
+	fail atomic.Bool
+}
+
+type wbFile struct {
+	vfs.File
+	fs *wbFS
+}
+
+func (f *wbFS) OpenFile(name string, flag int, perm os.FileMode) (vfs.File, error) {
+	file, err := f.FS.OpenFile(name, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	return &wbFile{File: file, fs: f}, nil
+}
+
+func (f *wbFS) SyncFlushesCache(dir string) bool { return vfs.SyncFlushesCache(f.FS, dir) }
+
+func (f *wbFile) Unwrap() vfs.File { return f.File }
+
+func (f *wbFile) WaitWriteback() error {
+	if f.fs.fail.Load() {
+		return &os.PathError{Op: "sync_file_range", Path: f.Name(), Err: syscall.EIO}
+	}
+	return f.File.(vfs.Writeback).WaitWriteback()
+}
+
+// openWB opens a Manager over fsys (manual rounds), skipping the test where the
+// directory's file system does not flush the cache at every fdatasync.
+func openWB(t *testing.T, dir string, fsys vfs.FS) *Manager {
+	t.Helper()
+	m, err := Open(Options{Dirs: []string{dir}, Sync: SyncFsync, FS: fsys, DefaultConfig: smallConfig(), manualBackground: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !m.dirs[0].writeback {
+		m.Close()
+		t.Skipf("%s: no rounds by one cache flush on this file system", dir)
+	}
+	return m
+}
+
+// wbLogs creates n logs of topic with 1 MiB segments (room for the zeros ahead).
+func wbLogs(t *testing.T, m *Manager, topic string, n int) []*Log {
+	t.Helper()
+	cfg := DefaultLogConfig()
+	cfg.SegmentBytes = 1 << 20
+	logs := make([]*Log, n)
+	for i := range logs {
+		var err error
+		if logs[i], err = m.CreateLog(TopicPartition{topic, int32(i)}, cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return logs
+}
+
+// roundsUntilWriteback runs rounds of a small batch per log until one is made
+// durable by one cache flush, checking every waiter's release.
+func roundsUntilWriteback(t *testing.T, m *Manager, logs []*Log) {
+	t.Helper()
+	for i := range 20 {
+		before := m.FlushStats()
+		errs := appendWaiting(t, logs)
+		m.flushRound()
+		for j, err := range errs {
+			if err != nil {
+				t.Fatalf("round %d: log %d: %v", i, j, err)
+			}
+		}
+		if st := m.FlushStats(); st.WritebackRounds > before.WritebackRounds {
+			return
+		}
+	}
+	t.Fatal("20 rounds of small appends and none by one cache flush")
+}
+
+// TestWritebackRound: once their segments are written ahead and synced, a round of
+// several logs writes them back and ends with one fdatasync; every waiter is
+// released; a log that does not qualify (a rolled segment) is synced the usual way
+// in the same round; what the rounds covered survives a power cut that puts every
+// byte not made durable back to what the disk held (the model's zeros), and what
+// came after them is lost.
+func TestWritebackRound(t *testing.T) {
+	dir := t.TempDir()
+	fs := vfs.NewCrashFS(vfs.Default)
+	m := openWB(t, dir, fs)
+	const n = 6
+	logs := wbLogs(t, m, "wb", n)
+	roundsUntilWriteback(t, m, logs)
+
+	before := m.FlushStats()
+	errs := appendWaiting(t, logs)
+	m.flushRound()
+	st := m.FlushStats()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("log %d: %v", i, err)
+		}
+	}
+	wb, seg := st.Syncs[SyncKindWriteback]-before.Syncs[SyncKindWriteback], st.Syncs[SyncKindSegment]-before.Syncs[SyncKindSegment]
+	if st.WritebackRounds-before.WritebackRounds != 1 || wb != n-1 || seg != 1 {
+		t.Fatalf("a round of %d qualifying logs: %d write-back rounds, %d written back, %d fdatasyncs; want 1, %d, 1",
+			n, st.WritebackRounds-before.WritebackRounds, wb, seg, n-1)
+	}
+	for i, l := range logs {
+		if rp := l.recoveryPoint.Load(); rp != l.LogEndOffset() {
+			t.Fatalf("log %d: recovery point %d, log end %d", i, rp, l.LogEndOffset())
+		}
+	}
+
+	// Log 0 rolls: it has two segments above its recovery point, and is synced
+	// the usual way beside the others' write-back.
+	for segmentCount(logs[0]) < 2 {
+		mustAppend(t, logs[0], makeBatch(testBatch{records: 4, valueSize: 8000}))
+	}
+	before = m.FlushStats()
+	errs = appendWaiting(t, logs)
+	m.flushRound()
+	st = m.FlushStats()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("round with a rolled log: log %d: %v", i, err)
+		}
+	}
+	if wb := st.Syncs[SyncKindWriteback] - before.Syncs[SyncKindWriteback]; wb != n-2 || st.Syncs[SyncKindIndex] == before.Syncs[SyncKindIndex] {
+		t.Fatalf("a round with a rolled log: %d written back (want %d), index syncs %d -> %d",
+			wb, n-2, before.Syncs[SyncKindIndex], st.Syncs[SyncKindIndex])
+	}
+
+	// Appends after the last round are lost in a power cut, the rest is kept.
+	want := ends(logs)
+	appendWaiting(t, logs)
+	if err := fs.Crash(); err != nil {
+		t.Fatal(err)
+	}
+	m.abandon()
+	fs.Restart()
+	if fs.LastCut().BytesLost == 0 {
+		t.Fatal("the power cut lost nothing: the appends after the last round should have gone")
+	}
+	m = openWB(t, dir, fs)
+	defer m.Close()
+	for i := range want {
+		l := m.Log(TopicPartition{"wb", int32(i)})
+		if l == nil || l.LogEndOffset() != want[i] {
+			t.Fatalf("log %d after the power cut: %v, want end %d", i, l, want[i])
+		}
+		readAll(t, l)
+	}
+}
+
+// TestWritebackFailureTakesDirOffline: a write-back error fails the round's
+// waiters, takes the directory offline, and moves no recovery point.
+func TestWritebackFailureTakesDirOffline(t *testing.T) {
+	dir := t.TempDir()
+	fsys := &wbFS{FS: vfs.Default}
+	m := openWB(t, dir, fsys)
+	defer m.Close()
+	logs := wbLogs(t, m, "wbfail", 4)
+	roundsUntilWriteback(t, m, logs)
+	rps := make([]int64, len(logs))
+	for i, l := range logs {
+		rps[i] = l.recoveryPoint.Load()
+	}
+	fsys.fail.Store(true)
+	errs := appendWaiting(t, logs)
+	m.flushRound()
+	for i, err := range errs {
+		if !errors.Is(err, ErrLogDirOffline) {
+			t.Fatalf("log %d: waiter released with %v, want the directory offline", i, err)
+		}
+		if rp := logs[i].recoveryPoint.Load(); rp != rps[i] {
+			t.Fatalf("log %d: recovery point moved %d -> %d after a failed round", i, rps[i], rp)
+		}
+	}
+	if _, err := logs[0].Append(makeBatch(testBatch{records: 1}), AppendOptions{LeaderEpoch: 1}); !errors.Is(err, ErrLogDirOffline) {
+		t.Fatalf("append after the failed round: %v", err)
+	}
+}
+
+// TestWritebackOff: with Options.NoFlushWriteback every log has its fdatasync.
+func TestWritebackOff(t *testing.T) {
+	dir := t.TempDir()
+	m, err := Open(Options{Dirs: []string{dir}, Sync: SyncFsync, DefaultConfig: smallConfig(), manualBackground: true, NoFlushWriteback: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	logs := wbLogs(t, m, "wboff", 4)
+	for i := range 10 {
+		errs := appendWaiting(t, logs)
+		m.flushRound()
+		for j, err := range errs {
+			if err != nil {
+				t.Fatal(fmt.Sprintf("round %d log %d", i, j), err)
+			}
+		}
+	}
+	if st := m.FlushStats(); st.WritebackRounds != 0 || st.Syncs[SyncKindWriteback] != 0 {
+		t.Fatalf("write-back rounds with the option off: %+v", st)
+	}
+}
