@@ -235,6 +235,7 @@ func (l *Log) rollLocked(base int64) error {
 		return nil
 	}
 	old.idxMu.Lock()
+	old.forgetTailLocked()
 	if old.tidx != nil && old.maxTs.Load() >= 0 {
 		old.tidx.maybeAppendLocked(old.maxTs.Load(), old.offMax.Load())
 	}

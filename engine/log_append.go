@@ -213,6 +213,7 @@ func (l *Log) append(batches []byte, o AppendOptions) (AppendResult, error) {
 			seg.offMax.Store(h.LastOffset())
 			seg.maxTs.Store(h.MaxTimestamp)
 		}
+		seg.recordTailLocked(h, pos+int64(p))
 		if seg.bytesSinceIndex > interval {
 			seg.oidx.appendEntryLocked(h.LastOffset(), pos+int64(p))
 			seg.tidx.maybeAppendLocked(seg.maxTs.Load(), seg.offMax.Load())

@@ -129,7 +129,17 @@ func (l *Log) nextSegmentBase(base int64) (int64, bool) {
 // maxBytes (at least one if minOne). found is false when no batch of the
 // segment reaches offset.
 func (s *segment) findRange(offset, maxBytes, upTo int64, minOne bool, cfg *LogConfig) (start, size int64, found bool, err error) {
-	sc := getScanner(s.log, s.size.Load())
+	limit := s.size.Load()
+	if start, size, ok := s.tailRange(offset, maxBytes, upTo, minOne, limit); ok {
+		return start, size, true, nil
+	}
+	return s.scanRange(offset, maxBytes, upTo, minOne, limit, cfg)
+}
+
+// scanRange is findRange by the index and the batch headers in the file, the size
+// read being limit.
+func (s *segment) scanRange(offset, maxBytes, upTo int64, minOne bool, limit int64, cfg *LogConfig) (start, size int64, found bool, err error) {
+	sc := getScanner(s.log, limit)
 	defer putScanner(sc)
 	pos := s.lookupPos(offset, sc, cfg)
 	next := s.base

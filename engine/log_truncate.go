@@ -93,6 +93,7 @@ func (l *Log) TruncateTo(offset int64) error {
 	s.size.Store(pos)
 	s.next.Store(newEnd)
 	s.idxMu.Lock()
+	s.forgetTailLocked()
 	s.oidx.truncateToLocked(newEnd)
 	n := s.oidx.entries
 	for n > 0 && int64(s.oidx.posAt(n-1)) >= pos {

@@ -69,6 +69,7 @@ type segment struct {
 	idxBad   atomic.Bool // a lookup found an entry that disagrees with the log
 	writable bool
 	idxLazy  atomic.Bool // an index file is not created yet: the segment holds no batch
+	tail     *tailRing   // the last batches appended, for tail reads (tail_ring.go; under idxMu)
 
 	refs    atomic.Int32
 	deleted atomic.Bool
