@@ -228,10 +228,14 @@ func handleFetch(b *Broker, r *Request) {
 	op.releaseSlices()
 	op.Init(op, time.Duration(req.MaxWaitMillis)*time.Millisecond)
 	op.parked = true
+	// Read before the session knows op: from then on a wake may complete it, and
+	// its drop clears op.logs (under the op's lock, which TryCompleteElseWatch
+	// takes only after reading its arguments).
+	logs := op.logs
 	if quiet {
 		sess.setParked(op) // a quiet part that wakes completes it
 	}
-	dp.waits.TryCompleteElseWatch(op, op.logs...)
+	dp.waits.TryCompleteElseWatch(op, logs...)
 }
 
 // collectSession sets op's parts to those its session serves now: all of them, or
