@@ -528,6 +528,14 @@ func (l *Log) flush() (files int, err error) {
 	if err != nil {
 		return files, err
 	}
+	l.flushed(dirty, leo)
+	return files, nil
+}
+
+// flushed records a successful flush: the dirty bytes it read are durable, and so is
+// everything below leo, the log end it read before its syncs (the recovery point
+// only moves up: another round may have taken it further).
+func (l *Log) flushed(dirty, leo int64) {
 	l.dirtyBytes.Add(-dirty)
 	l.noteFlushed(dirty)
 	for {
@@ -536,7 +544,6 @@ func (l *Log) flush() (files int, err error) {
 			break
 		}
 	}
-	return files, nil
 }
 
 // FsyncStats summarises fdatasync latency over all log directories.

@@ -199,12 +199,5 @@ func (l *Log) finishFS(p *fsPlan, err error) {
 		}
 		t.mu.Unlock()
 	}
-	l.dirtyBytes.Add(-p.dirty)
-	l.noteFlushed(p.dirty)
-	for {
-		cur := l.recoveryPoint.Load()
-		if p.leo <= cur || l.recoveryPoint.CompareAndSwap(cur, p.leo) {
-			break
-		}
-	}
+	l.flushed(p.dirty, p.leo)
 }

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -150,20 +149,16 @@ func (l *Log) planWB() (wbPlan, bool) {
 
 // finish ends p's share of the round: on success what the plan read is durable.
 func (p *wbPlan) finish(err error) {
-	l := p.l
+	if err == nil {
+		p.l.flushed(p.dirty, p.leo)
+	}
+	p.release()
+}
+
+// release gives back what planWB took.
+func (p *wbPlan) release() {
 	p.seg.release()
-	defer l.flushMu.Unlock()
-	if err != nil {
-		return
-	}
-	l.dirtyBytes.Add(-p.dirty)
-	l.noteFlushed(p.dirty)
-	for {
-		cur := l.recoveryPoint.Load()
-		if p.leo <= cur || l.recoveryPoint.CompareAndSwap(cur, p.leo) {
-			break
-		}
-	}
+	p.l.flushMu.Unlock()
 }
 
 // flushLogsWB flushes a round's logs, the qualifying ones by write-back and one
@@ -182,7 +177,7 @@ func (d *logDir) flushLogsWB(logs []*Log) (files int, ok bool) {
 	}
 	if len(plans) < 2 {
 		for i := range plans {
-			plans[i].finish(errNotFlushed)
+			plans[i].release()
 			rest = append(rest, plans[i].l)
 		}
 		return d.flushLogs(rest), false
@@ -194,10 +189,11 @@ func (d *logDir) flushLogsWB(logs []*Log) (files int, ok bool) {
 		files = d.flushLogs(rest)
 	}
 	var err error
-	failed, op := "", "sync_file_range"
+	var failed *Log
+	op := "sync_file_range"
 	for i := range plans[:len(plans)-1] {
 		if err = plans[i].w.WaitWriteback(); err != nil {
-			failed = plans[i].l.tp.String()
+			failed = plans[i].l
 			break
 		}
 	}
@@ -206,7 +202,7 @@ func (d *logDir) flushLogsWB(logs []*Log) (files int, ok bool) {
 		t0 := time.Now()
 		err = flushSync(last.seg.log)
 		d.recordSync(time.Since(t0))
-		failed, op = last.l.tp.String(), "fdatasync"
+		failed, op = last.l, "fdatasync"
 	}
 	syncs := &d.flushStats.syncs
 	syncs[SyncKindWriteback].Add(uint64(len(plans) - 1))
@@ -215,14 +211,11 @@ func (d *logDir) flushLogsWB(logs []*Log) (files int, ok bool) {
 		plans[i].finish(err)
 	}
 	if err != nil {
-		d.m.reportIO(failed, err, "op", op)
+		d.m.reportIO(failed.tp.String(), err, "op", op)
 		d.setOffline(err)
 	}
 	return files + len(plans), true
 }
-
-// errNotFlushed ends a plan that was not carried out.
-var errNotFlushed = errors.New("engine: round not flushed")
 
 // isDirty reports whether entries changed since the file was written.
 func (c *epochCache) isDirty() bool {

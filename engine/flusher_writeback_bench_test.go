@@ -3,6 +3,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 )
@@ -36,13 +37,14 @@ func BenchmarkWritebackRound(b *testing.B) {
 				}
 				batch := makeBatch(testBatch{records: 1, valueSize: 12800 - BatchHeaderSize - 10})
 				errs := make([]error, logs)
+				notReleased := errors.New("not released")
 				round := func() {
 					for i, l := range ls {
 						r, err := l.Append(batch, AppendOptions{LeaderEpoch: 1})
 						if err != nil {
 							b.Fatal(err)
 						}
-						errs[i] = errNotFlushed
+						errs[i] = notReleased
 						l.OnDurable(r.LastOffset, func(err error) { errs[i] = err })
 					}
 					m.flushRound()
