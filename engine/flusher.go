@@ -109,18 +109,65 @@ func (d *logDir) signal() {
 }
 
 // queueFlush asks the flusher to sync l in its next round.
-func (d *logDir) queueFlush(l *Log) {
+func (d *logDir) queueFlush(l *Log) { d.queueFlushHeld(l, nil) }
+
+// queueFlushHeld is queueFlush whose wake-up of the flusher is left to h.Release
+// (h nil: at once).
+func (d *logDir) queueFlushHeld(l *Log, h *FlushHold) {
 	if !l.flushQueued.CompareAndSwap(false, true) {
 		return
 	}
 	d.mu.Lock()
 	d.dirty = append(d.dirty, l)
 	d.mu.Unlock()
+	if h != nil {
+		h.hold(d)
+		return
+	}
 	d.signal()
 }
 
+// FlushHold gathers the flusher wake-ups of a group of appends and durability
+// waits (one Produce request's partitions, one follower fetch answer's) into one
+// per log directory, given by Release. Without it the first partition's append
+// wakes the flusher, whose round then syncs that log alone while the request's
+// other partitions are appended, and they wait for a second round: two
+// fdatasyncs in a row before the request can be answered. With it, the round
+// starts once the request's last partition is queued and syncs them together.
+// Nothing waits on a clock: the hold lasts as long as the caller's own appends.
+//
+// A FlushHold is used by one goroutine at a time; every hold must end with
+// Release, or the queued logs wait for another appender's wake-up. The zero
+// value is ready.
+type FlushHold struct {
+	dirs []*logDir
+}
+
+func (h *FlushHold) hold(d *logDir) {
+	for _, x := range h.dirs {
+		if x == d {
+			return
+		}
+	}
+	h.dirs = append(h.dirs, d)
+}
+
+// Release wakes the flusher of every directory the hold queued work in, and
+// empties h for reuse.
+func (h *FlushHold) Release() {
+	for i, d := range h.dirs {
+		d.signal()
+		h.dirs[i] = nil
+	}
+	h.dirs = h.dirs[:0]
+}
+
 // addWaiter registers w; it completes after the round that makes w.offset durable.
-func (d *logDir) addWaiter(w *waiter) {
+func (d *logDir) addWaiter(w *waiter) { d.addWaiterHeld(w, nil) }
+
+// addWaiterHeld is addWaiter whose wake-up of the flusher is left to h.Release
+// (h nil: at once).
+func (d *logDir) addWaiterHeld(w *waiter, h *FlushHold) {
 	d.mu.Lock()
 	if d.err != nil || d.stopped {
 		err := d.err
@@ -138,7 +185,11 @@ func (d *logDir) addWaiter(w *waiter) {
 	w.queued = monoNow()
 	d.waiters = append(d.waiters, w)
 	d.mu.Unlock()
-	d.queueFlush(l)
+	d.queueFlushHeld(l, h)
+	if h != nil {
+		h.hold(d)
+		return
+	}
 	d.signal()
 }
 

@@ -11,6 +11,9 @@ type AppendOptions struct {
 	LeaderEpoch int32 // stamped into every batch (leader appends)
 	Now         int64 // unix ms for LogAppendTime; 0 = the manager's clock
 	Follower    bool  // replication: keep the offsets and epochs in the batches
+	// Hold, when set, defers the flusher's wake-up for this append to
+	// Hold.Release (the fsync policy's group commit of a multi-partition request).
+	Hold *FlushHold
 }
 
 // AppendResult describes what Append wrote.
@@ -235,10 +238,10 @@ func (l *Log) append(batches []byte, o AppendOptions) (AppendResult, error) {
 	dirty := l.dirtyBytes.Add(int64(len(batches)))
 	switch l.m.opts.Sync {
 	case SyncFsync:
-		l.ld.queueFlush(l)
+		l.ld.queueFlushHeld(l, o.Hold)
 	case SyncInterval:
 		if fb := l.m.opts.FlushBytes; fb > 0 && dirty >= fb {
-			l.ld.queueFlush(l)
+			l.ld.queueFlushHeld(l, o.Hold)
 		}
 	}
 	res := AppendResult{BaseOffset: first, LastOffset: next - 1, LogAppendTime: -1, LogStartOffset: l.logStart.Load()}
@@ -304,14 +307,18 @@ func (l *Log) WaitDurable(offset int64) error {
 // OnDurable is the asynchronous WaitDurable: done runs on the flusher's
 // goroutine once offset is durable (inline if it already is, or if the policy
 // does not wait). done must not block.
-func (l *Log) OnDurable(offset int64, done func(error)) {
+func (l *Log) OnDurable(offset int64, done func(error)) { l.OnDurableHeld(offset, nil, done) }
+
+// OnDurableHeld is OnDurable whose wake-up of the flusher is left to h.Release
+// (h nil: at once); see FlushHold.
+func (l *Log) OnDurableHeld(offset int64, h *FlushHold, done func(error)) {
 	if l.m.opts.Sync != SyncFsync || l.recoveryPoint.Load() > offset {
 		done(nil)
 		return
 	}
 	w := getWaiter()
 	w.l, w.offset, w.done = l, offset, done
-	l.ld.addWaiter(w)
+	l.ld.addWaiterHeld(w, h)
 }
 
 func beUint32(b []byte) uint32 {

@@ -103,6 +103,7 @@ type Fetcher struct {
 
 	durable atomic.Int32 // appends not yet reported durable
 	onDur   func(error)
+	hold    engine.FlushHold // an answer's appends wake the flusher once, after the last (under mu)
 
 	// driver (without Manual)
 	wake    chan struct{}
@@ -369,6 +370,7 @@ func (f *Fetcher) HandleFetch(now time.Time, req *kmsg.FetchRequest, resp *kmsg.
 			}
 		}
 	}
+	f.hold.Release()
 }
 
 // handlePartitionLocked applies one partition of a fetch answer.
@@ -403,7 +405,7 @@ func (f *Fetcher) handlePartitionLocked(now time.Time, fp *fetchPart, rp *kmsg.F
 		return
 	}
 	if len(rp.RecordBatches) > 0 {
-		appended, err := fp.p.appendAsFollower(fp.epoch, rp.RecordBatches)
+		appended, err := fp.p.appendAsFollower(fp.epoch, rp.RecordBatches, &f.hold)
 		switch {
 		case errors.Is(err, ErrNotLeader):
 			return // no longer following in this epoch: Apply removes it
@@ -416,7 +418,7 @@ func (f *Fetcher) handlePartitionLocked(now time.Time, fp *fetchPart, rp *kmsg.F
 				f.m.throttle.Record(now, len(rp.RecordBatches))
 			}
 			f.durable.Add(1)
-			l.OnDurable(l.LogEndOffset()-1, f.onDur)
+			l.OnDurableHeld(l.LogEndOffset()-1, &f.hold, f.onDur)
 		}
 	}
 	leo := l.LogEndOffset()

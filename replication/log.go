@@ -28,6 +28,10 @@ type Log interface {
 	// follower append (o.Follower) keeps the batches' offsets and epochs.
 	Append(batches []byte, o engine.AppendOptions) (engine.AppendResult, error)
 	OnDurable(offset int64, done func(error))
+	// OnDurableHeld is OnDurable whose wake-up of the flusher waits for h.Release,
+	// as an Append with AppendOptions.Hold does: a request's partitions are synced
+	// in one round (engine.FlushHold).
+	OnDurableHeld(offset int64, h *engine.FlushHold, done func(error))
 	// TruncateTo removes every record at or after offset (a batch straddling it goes
 	// whole).
 	TruncateTo(offset int64) error

@@ -273,7 +273,7 @@ func (p *Partition) localDurable(end int64) bool {
 
 // appendAsLeader appends records in the current leader epoch and returns that epoch.
 // acks=-1 is refused below min.insync.replicas before anything is written.
-func (p *Partition) appendAsLeader(records []byte, acks int16) (engine.AppendResult, int32, error) {
+func (p *Partition) appendAsLeader(records []byte, acks int16, hold *engine.FlushHold) (engine.AppendResult, int32, error) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	if p.role != RoleLeader {
@@ -282,7 +282,7 @@ func (p *Partition) appendAsLeader(records []byte, acks int16) (engine.AppendRes
 	if acks == -1 && len(p.isr) < p.minISR {
 		return engine.AppendResult{}, -1, ErrNotEnoughReplicas
 	}
-	res, err := p.log.Append(records, engine.AppendOptions{LeaderEpoch: p.leaderEpoch})
+	res, err := p.log.Append(records, engine.AppendOptions{LeaderEpoch: p.leaderEpoch, Hold: hold})
 	return res, p.leaderEpoch, err
 }
 
@@ -576,7 +576,7 @@ func (p *Partition) CheckLeader(currentLeaderEpoch int32) error {
 // below the log end (an overlap after a retry) are skipped; a batch straddling it means
 // the two logs are batched differently there, which replication never produces: the
 // log is cut back to that batch's base first.
-func (p *Partition) appendAsFollower(epoch int32, records []byte) (appended bool, err error) {
+func (p *Partition) appendAsFollower(epoch int32, records []byte, hold *engine.FlushHold) (appended bool, err error) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	if p.role != RoleFollower || p.leaderEpoch != epoch {
@@ -613,7 +613,7 @@ func (p *Partition) appendAsFollower(epoch int32, records []byte) (appended bool
 	if end == 0 {
 		return false, nil
 	}
-	if _, err := p.log.Append(b[:end], engine.AppendOptions{Follower: true}); err != nil {
+	if _, err := p.log.Append(b[:end], engine.AppendOptions{Follower: true, Hold: hold}); err != nil {
 		return false, err
 	}
 	return true, nil

@@ -42,6 +42,9 @@ type Produce struct {
 	done     func()
 	keys     []*Partition
 	nwaiting int // parts counted in their partition's waiting
+	// hold: the parts' appends and durability waits wake the flusher at Seal, so
+	// that one round syncs them all (engine.FlushHold).
+	hold engine.FlushHold
 }
 
 // ProducePart is one partition of a Produce.
@@ -99,7 +102,7 @@ func (pr *Produce) Append(p *Partition, records []byte) (int, error) {
 	if pr.acks != 0 && pr.acks != 1 && pr.acks != -1 {
 		return -1, ErrInvalidAcks
 	}
-	res, epoch, err := p.appendAsLeader(records, pr.acks)
+	res, epoch, err := p.appendAsLeader(records, pr.acks, &pr.hold)
 	if err != nil {
 		return -1, err
 	}
@@ -117,13 +120,16 @@ func (pr *Produce) Append(p *Partition, records []byte) (int, error) {
 		}
 	}
 	pr.pending.Add(1)
-	p.log.OnDurable(res.LastOffset, pp.fn)
+	p.log.OnDurableHeld(res.LastOffset, &pr.hold, pp.fn)
 	return pr.n - 1, nil
 }
 
 // Seal ends the handler's part: no more Append. The Produce proceeds once every part is
 // durable.
-func (pr *Produce) Seal() { pr.release() }
+func (pr *Produce) Seal() {
+	pr.hold.Release() // before release: the Produce may be done and reused after it
+	pr.release()
+}
 
 func (pr *Produce) release() {
 	if pr.pending.Add(-1) == 0 {
