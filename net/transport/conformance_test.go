@@ -820,3 +820,51 @@ func waitListenerClosed(t *testing.T, addr string) {
 		return err != nil
 	})
 }
+
+// TestConformanceFramesCutAnywhere: one stream of requests of sizes around the read
+// buffer's (1 B to 3x readBufSize), written in pieces cut at random points (a byte,
+// a piece of a size prefix, many requests at once), with pauses that leave a piece
+// alone in the socket: every request is framed whole and answered in order.
+func TestConformanceFramesCutAnywhere(t *testing.T) {
+	forEachTransport(t, func(t *testing.T, k transportKind) {
+		_, _, addr := k.start(t, Config{MaxInFlight: 64})
+		c := k.dial(t, addr)
+		c.SetDeadline(time.Now().Add(20 * time.Second))
+		rng := rand.New(rand.NewPCG(7, 1))
+		sizes := []int{1, 3, 4, 5, readBufSize/2 - 5, readBufSize/2 - 4, readBufSize / 2, readBufSize - 4, readBufSize, readBufSize + 1, 3 * readBufSize}
+		const reqs = 300
+		var stream []byte
+		var want []string
+		for j := range reqs {
+			n := sizes[rng.IntN(len(sizes))]
+			if rng.IntN(2) == 0 {
+				n = 1 + rng.IntN(3*readBufSize)
+			}
+			p := []byte(fmt.Sprintf("e%d-", j))
+			for len(p) < n {
+				p = append(p, byte('a'+len(p)%26))
+			}
+			p = p[:max(n, len(fmt.Sprintf("e%d-", j)))]
+			stream = binary.BigEndian.AppendUint32(stream, uint32(len(p)))
+			stream = append(stream, p...)
+			want = append(want, string(p))
+		}
+		go func() {
+			for len(stream) > 0 {
+				cut := 1 + rng.IntN(min(len(stream), []int{1, 3, 7, 100, 5000, 40000}[rng.IntN(6)]))
+				if _, err := c.Write(stream[:cut]); err != nil {
+					return
+				}
+				stream = stream[cut:]
+				if rng.IntN(20) == 0 {
+					time.Sleep(time.Millisecond)
+				}
+			}
+		}()
+		for j, w := range want {
+			if got := recv(t, c); got != w {
+				t.Fatalf("answer %d: %d bytes %.20q, want %d bytes %.20q", j, len(got), got, len(w), w)
+			}
+		}
+	})
+}
