@@ -293,7 +293,7 @@ func (r *brokerRole) start(kcfg kafka.Config, d brokerDeps) error {
 	// High watermarks of logs recovered after a crash catch up once their data is
 	// durable, before any client asks.
 	r.broker.StartDataPath()
-	tcfg := transport.Config{MaxRequestBytes: r.cfg.MaxRequestBytes, IdleTimeout: r.cfg.IdleTimeout,
+	tcfg := transport.Config{MaxRequestBytes: r.cfg.MaxRequestBytes, IdleTimeout: r.cfg.IdleTimeout, InlineWrites: r.cfg.InlineWrites,
 		Limiter: newConnLimiter(r.cfg, d.reg, r.broker.IPConnectionRate, r.log.With("component", "connection-limits"))}
 	switch r.cfg.Transport {
 	case "std":

@@ -138,6 +138,7 @@ type Config struct {
 
 	AdminListen            string // empty: no admin listener
 	Transport              string // std or reactor
+	InlineWrites           bool   // samsa.transport.inline.writes.enable
 	NetLoops               int    // transport=reactor: event loops (0: one per CPU)
 	IOThreads              int    // transport=reactor: handler goroutines
 	FlushInterval          time.Duration
@@ -703,6 +704,7 @@ func (c *Config) deriveRest() error {
 	}
 	c.AdminListen = c.Get("admin.listen")
 	c.Transport = c.Get("transport")
+	c.InlineWrites = c.Get("samsa.transport.inline.writes.enable") == "true"
 	if _, ok := c.Keys["num.network.threads"]; ok {
 		c.NetLoops = int(c.getInt("num.network.threads"))
 	}

@@ -63,6 +63,9 @@ func transportKinds() []transportKind {
 	srvTLS, cliTLS := conformancePKI()
 	kinds := []transportKind{{name: "std", make: func(cfg Config, h Handler) (servedTransport, error) {
 		return NewStd(cfg, h, nil), nil
+	}}, {name: "std-inline", make: func(cfg Config, h Handler) (servedTransport, error) {
+		cfg.InlineWrites = true
+		return NewStd(cfg, h, nil), nil
 	}}, {name: "std-tls", make: func(cfg Config, h Handler) (servedTransport, error) {
 		return tlsServed{NewStd(cfg, h, nil), srvTLS}, nil
 	}, tls: cliTLS}}

@@ -88,6 +88,7 @@ func (s *Std) startConn(nc net.Conn, release func()) {
 	c := &stdConn{srv: s, nc: nc, id: s.nextID.Add(1), slots: make([]slot, s.cfg.MaxInFlight), release: release}
 	c.tls, _ = nc.(*tls.Conn)
 	c.cond.L = &c.mu
+	c.inlineInit()
 	s.mu.Lock()
 	if s.draining.Load() {
 		s.mu.Unlock()
@@ -166,6 +167,7 @@ type slot struct {
 	resp   Response
 	frame  *bytebufferpool.ByteBuffer
 	prefix [4]byte
+	sent   int // bytes of the answer an inline write wrote (std_inline.go)
 }
 
 // stdConn is one connection of Std. Request seq lives in slots[seq%len(slots)]; seqs in
@@ -194,6 +196,10 @@ type stdConn struct {
 	bufs []([]byte)
 	nb   net.Buffers // flush's view of bufs while writev consumes it
 	rels []Releaser
+
+	roomWaits int // on mu: the reader waits in waitRoom
+
+	iw inlineWriter // std_inline.go; owned by the goroutine completing the head ticket
 
 	// reader-goroutine state: the bytes read and not yet framed, rbuf[rpos:rend]
 	rbuf       []byte
@@ -274,6 +280,17 @@ func (c *stdConn) Complete(seq uint64, how Outcome, resp Response) {
 		c.queued += resp.Size() + 4
 	}
 	if seq == c.head {
+		// Nothing before seq is unwritten, so the writer is not writing: this
+		// goroutine may write the answer itself.
+		if c.iw.rc != nil && inlineable(how, &s.resp) {
+			s.state = slotWriting
+			c.mu.Unlock()
+			if frame != nil {
+				bytebufferpool.Put(frame)
+			}
+			c.writeInline(seq)
+			return
+		}
 		c.cond.Broadcast()
 	}
 	c.mu.Unlock()
@@ -439,7 +456,9 @@ func (c *stdConn) waitRoom() bool {
 	defer c.mu.Unlock()
 	for !c.closed && !c.srv.draining.Load() &&
 		(c.next-c.head >= uint64(len(c.slots)) || c.queued > c.srv.cfg.MaxQueuedBytes) {
+		c.roomWaits++
 		c.cond.Wait()
+		c.roomWaits--
 	}
 	return !c.closed && !c.srv.draining.Load()
 }
@@ -602,7 +621,7 @@ func (c *stdConn) writeLoop() {
 			if s.resp.Release != nil {
 				c.rels = append(c.rels, s.resp.Release)
 			}
-			s.resp, s.state = Response{}, slotFree
+			s.resp, s.state, s.sent = Response{}, slotFree, 0
 		}
 		c.head = end
 		if !c.closed {
@@ -645,6 +664,7 @@ func (c *stdConn) writeBatch(start, end uint64) (closeAfter bool, err error) {
 			return true, c.flush()
 		}
 		s.prefix = [4]byte{byte(size >> 24), byte(size >> 16), byte(size >> 8), byte(size)}
+		first := len(c.bufs)
 		c.bufs = append(c.bufs, s.prefix[:])
 		for _, ch := range s.resp.Chunks {
 			if ch.File == nil {
@@ -660,8 +680,27 @@ func (c *stdConn) writeBatch(start, end uint64) (closeAfter bool, err error) {
 				return false, err
 			}
 		}
+		if s.sent > 0 { // an inline write wrote its start (std_inline.go): only bytes
+			c.skipSent(first, s.sent)
+		}
 	}
 	return false, c.flush()
+}
+
+// skipSent drops the first n bytes of c.bufs[first:], an answer's byte chunks of
+// which an inline write wrote n (fewer than all).
+func (c *stdConn) skipSent(first, n int) {
+	k := first
+	for n > 0 && n >= len(c.bufs[k]) {
+		n -= len(c.bufs[k])
+		k++
+	}
+	if n > 0 {
+		c.bufs[k] = c.bufs[k][n:]
+	}
+	m := copy(c.bufs[first:], c.bufs[k:])
+	clear(c.bufs[first+m:])
+	c.bufs = c.bufs[:first+m]
 }
 
 // flush writes the gathered byte chunks with writev.

@@ -95,37 +95,39 @@ func BenchmarkStdRoundTrip(b *testing.B) {
 // Sizes: latency-20k's request (about 2.6 KiB), omb-1topic-100p-1kb's (about 13 KiB),
 // and one larger than the read buffer.
 func BenchmarkStdPingPong(b *testing.B) {
-	for _, size := range []int{100, 2600, 13 << 10, 64 << 10} {
-		b.Run(fmt.Sprint(size), func(b *testing.B) {
-			s := NewStd(Config{}, &benchHandler{}, nil)
-			ln, _ := net.Listen("tcp", "127.0.0.1:0")
-			go s.Serve(ln)
-			defer func() {
-				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				defer cancel()
-				s.Shutdown(ctx)
-			}()
-			c, err := net.Dial("tcp", ln.Addr().String())
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer c.Close()
-			frame := make([]byte, 4+size)
-			binary.BigEndian.PutUint32(frame, uint32(size))
-			buf := make([]byte, 4+size)
-			b.SetBytes(int64(size))
-			b.ReportAllocs()
-			b.ResetTimer()
-			cpu0 := processCPU()
-			for range b.N {
-				if _, err := c.Write(frame); err != nil {
+	for _, inline := range []bool{false, true} {
+		for _, size := range []int{100, 2600, 13 << 10, 64 << 10} {
+			b.Run(fmt.Sprintf("inline=%v/%d", inline, size), func(b *testing.B) {
+				s := NewStd(Config{InlineWrites: inline}, &benchHandler{}, nil)
+				ln, _ := net.Listen("tcp", "127.0.0.1:0")
+				go s.Serve(ln)
+				defer func() {
+					ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+					defer cancel()
+					s.Shutdown(ctx)
+				}()
+				c, err := net.Dial("tcp", ln.Addr().String())
+				if err != nil {
 					b.Fatal(err)
 				}
-				if _, err := io.ReadFull(c, buf); err != nil {
-					b.Fatal(err)
+				defer c.Close()
+				frame := make([]byte, 4+size)
+				binary.BigEndian.PutUint32(frame, uint32(size))
+				buf := make([]byte, 4+size)
+				b.SetBytes(int64(size))
+				b.ReportAllocs()
+				b.ResetTimer()
+				cpu0 := processCPU()
+				for range b.N {
+					if _, err := c.Write(frame); err != nil {
+						b.Fatal(err)
+					}
+					if _, err := io.ReadFull(c, buf); err != nil {
+						b.Fatal(err)
+					}
 				}
-			}
-			b.ReportMetric(float64((processCPU()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
-		})
+				b.ReportMetric(float64((processCPU()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
+			})
+		}
 	}
 }

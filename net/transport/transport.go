@@ -276,6 +276,11 @@ type Config struct {
 	WriteTimeout time.Duration
 	// HandshakeTimeout bounds a TLS handshake (Std over a TLS listener; default 10s).
 	HandshakeTimeout time.Duration
+	// InlineWrites (Std on a plain socket): an answer completing the connection's
+	// oldest unwritten ticket is written by the goroutine completing it, with a
+	// writev that does not wait, not by waking the connection's writer
+	// (std_inline.go).
+	InlineWrites bool
 	// Limiter, if set, applies connection limits at accept (limits.go); one Limiter
 	// may be shared by several transports. Name listeners with NamedListener for its
 	// per-listener limits.

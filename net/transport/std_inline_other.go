@@ -1,0 +1,9 @@
+//go:build !unix
+
+package transport
+
+// inlineInit: no inline writes on this platform; the writer goroutine writes
+// every answer.
+func (c *stdConn) inlineInit() {}
+
+func (c *stdConn) writevOnce(fd uintptr) bool { return true }
