@@ -185,12 +185,12 @@ func (d *logDir) addWaiterHeld(w *waiter, h *FlushHold) {
 	w.queued = monoNow()
 	d.waiters = append(d.waiters, w)
 	d.mu.Unlock()
-	d.queueFlushHeld(l, h)
+	d.queueFlushHeld(l, h) // queued already by another append: its wake-up may be held
 	if h != nil {
 		h.hold(d)
-		return
+	} else {
+		d.signal()
 	}
-	d.signal()
 }
 
 // setOffline takes the directory offline for good (until the Manager is

@@ -6,6 +6,11 @@ import (
 	"testing"
 )
 
+// flushRounds counts the rounds with work, of every mode.
+func flushRounds(s FlushStats) uint64 {
+	return s.SerialRounds + s.ParallelRounds + s.SyncfsRounds + s.WritebackRounds
+}
+
 // TestFlushHold: appends and durability waits under a FlushHold queue their logs
 // without waking the flusher; Release wakes it once, and one round syncs every log
 // the hold gathered and releases every waiter. Without the hold, the first append
@@ -66,10 +71,7 @@ func TestFlushHold(t *testing.T) {
 		t.Fatalf("%d of %d waiters released by one round", done, n)
 	}
 	st := m.FlushStats()
-	rounds := func(s FlushStats) uint64 {
-		return s.SerialRounds + s.ParallelRounds + s.SyncfsRounds + s.WritebackRounds
-	}
-	if r := rounds(st) - rounds(before); r != 1 {
+	if r := flushRounds(st) - flushRounds(before); r != 1 {
 		t.Errorf("%d rounds, want 1", r)
 	}
 	if f := st.Files.Count - before.Files.Count; f != 1 {
@@ -182,18 +184,14 @@ func BenchmarkHeldRequest(b *testing.B) {
 				for range preallocAfter { // past the flushes that decide preallocation
 					req()
 				}
-				rounds := func() uint64 {
-					s := m.FlushStats()
-					return s.SerialRounds + s.ParallelRounds + s.SyncfsRounds + s.WritebackRounds
-				}
-				r0, f0 := rounds(), m.FsyncHistogram().Count
+				r0, f0 := flushRounds(m.FlushStats()), m.FsyncHistogram().Count
 				b.SetBytes(int64(parts * len(batch)))
 				b.ResetTimer()
 				for range b.N {
 					req()
 				}
 				b.StopTimer()
-				b.ReportMetric(float64(rounds()-r0)/float64(b.N), "rounds/req")
+				b.ReportMetric(float64(flushRounds(m.FlushStats())-r0)/float64(b.N), "rounds/req")
 				b.ReportMetric(float64(m.FsyncHistogram().Count-f0)/float64(b.N), "fdatasyncs/req")
 			})
 		}

@@ -860,7 +860,7 @@ func TestConformanceFramesCutAnywhere(t *testing.T) {
 				}
 				stream = stream[cut:]
 				if rng.IntN(20) == 0 {
-					time.Sleep(time.Millisecond)
+					time.Sleep(time.Millisecond) // pacing: the piece arrives alone, not a wait for a condition
 				}
 			}
 		}()

@@ -27,6 +27,28 @@ func (h *benchHandler) Serve(r Request) {
 	r.Ticket.Respond(Response{Chunks: []Chunk{{Bytes: append([]byte(nil), r.Frame...)}}})
 }
 
+// serveStdBench serves h with a Std of cfg on a loopback listener and returns a
+// client connection to it; both end at the benchmark's cleanup.
+func serveStdBench(b *testing.B, cfg Config, h Handler) net.Conn {
+	s := NewStd(cfg, h, nil)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	go s.Serve(ln)
+	b.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		s.Shutdown(ctx)
+	})
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { c.Close() })
+	return c
+}
+
 // BenchmarkStdRoundTrip pipelines requests of each size over one loopback connection
 // (a reader goroutine drains the answers; the transport's MaxInFlight bounds the
 // window): request throughput of the transport alone, bytes answered from memory
@@ -45,19 +67,7 @@ func BenchmarkStdRoundTrip(b *testing.B) {
 					f.Write(make([]byte, size))
 					h.file = f
 				}
-				s := NewStd(Config{}, h, nil)
-				ln, _ := net.Listen("tcp", "127.0.0.1:0")
-				go s.Serve(ln)
-				defer func() {
-					ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-					defer cancel()
-					s.Shutdown(ctx)
-				}()
-				c, err := net.Dial("tcp", ln.Addr().String())
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer c.Close()
+				c := serveStdBench(b, Config{}, h)
 				frame := make([]byte, 4+size)
 				binary.BigEndian.PutUint32(frame, uint32(size))
 				done := make(chan error, 1)
@@ -98,19 +108,7 @@ func BenchmarkStdPingPong(b *testing.B) {
 	for _, inline := range []bool{false, true} {
 		for _, size := range []int{100, 2600, 13 << 10, 64 << 10} {
 			b.Run(fmt.Sprintf("inline=%v/%d", inline, size), func(b *testing.B) {
-				s := NewStd(Config{InlineWrites: inline}, &benchHandler{}, nil)
-				ln, _ := net.Listen("tcp", "127.0.0.1:0")
-				go s.Serve(ln)
-				defer func() {
-					ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-					defer cancel()
-					s.Shutdown(ctx)
-				}()
-				c, err := net.Dial("tcp", ln.Addr().String())
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer c.Close()
+				c := serveStdBench(b, Config{InlineWrites: inline}, &benchHandler{})
 				frame := make([]byte, 4+size)
 				binary.BigEndian.PutUint32(frame, uint32(size))
 				buf := make([]byte, 4+size)

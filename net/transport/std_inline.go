@@ -19,8 +19,7 @@ type inlineWriter struct {
 	rc   syscall.RawConn       // nil: inline writes are off for this connection
 	fn   func(fd uintptr) bool // c.writevOnce, bound once
 	bufs [][]byte              // the answer's prefix and chunks, for fn
-	n    int                   // fn's result: bytes written
-	err  error                 // fn's result: the write's error (not EAGAIN)
+	n    int                   // fn's result: bytes written (0 on any error)
 }
 
 // inlineable: resp can be written inline.
@@ -51,10 +50,10 @@ func (c *stdConn) writeInline(seq uint64) {
 			c.iw.bufs = append(c.iw.bufs, ch.Bytes)
 		}
 	}
-	c.iw.n, c.iw.err = 0, nil
-	if err := c.iw.rc.Write(c.iw.fn); err != nil {
-		c.iw.err = err // the socket was closed
-	}
+	// A write error (or a closed socket) leaves n short: the writer, given the
+	// slot back, meets the error itself and closes.
+	c.iw.n = 0
+	c.iw.rc.Write(c.iw.fn)
 	n := c.iw.n
 	clear(c.iw.bufs)
 

@@ -5,5 +5,3 @@ package transport
 // inlineInit: no inline writes on this platform; the writer goroutine writes
 // every answer.
 func (c *stdConn) inlineInit() {}
-
-func (c *stdConn) writevOnce(fd uintptr) bool { return true }

@@ -34,17 +34,13 @@ func (c *stdConn) inlineInit() {
 }
 
 // writevOnce is the RawConn.Write callback: one writev(2) of c.iw.bufs that never
-// waits for room (true: done, whatever the result).
+// waits for room (true: done, whatever the result; c.iw.n is 0 on EAGAIN and on
+// every other error).
 func (c *stdConn) writevOnce(fd uintptr) bool {
-	for {
-		n, err := unix.Writev(int(fd), c.iw.bufs)
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		if errors.Is(err, unix.EAGAIN) {
-			n, err = 0, nil
-		}
-		c.iw.n, c.iw.err = max(n, 0), err
-		return true
+	n, err := unix.Writev(int(fd), c.iw.bufs)
+	for errors.Is(err, unix.EINTR) {
+		n, err = unix.Writev(int(fd), c.iw.bufs)
 	}
+	c.iw.n = max(n, 0)
+	return true
 }
