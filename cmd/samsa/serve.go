@@ -65,13 +65,18 @@ func serveUsage(fs *flag.FlagSet) {
 var serveListenHints = map[string]string{"PLAINTEXT": "--listen or LISTEN=", "admin": "--admin-listen or ADMIN="}
 
 func runServe(args []string) int {
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	level := new(slog.LevelVar) // info until the configuration is read
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	cfg, err := loadConfig(args, os.Environ(), log, os.Stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "samsa serve: %v\n", err)
+		return 2
+	}
+	if err := level.UnmarshalText([]byte(cfg.Get("samsa.log.level"))); err != nil {
+		fmt.Fprintf(os.Stderr, "samsa serve: samsa.log.level: %v\n", err)
 		return 2
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
