@@ -173,23 +173,29 @@ func (c *Coordinator) AddOffsetsToTxn(req *kmsg.AddOffsetsToTxnRequest, done fun
 // handleAddPartitionsToTransaction); cb gets one code for all, with no
 // lock held.
 //
-// While the producer's previous transaction is ending (its markers being
-// written, its completion logged), Kafka answers CONCURRENT_TRANSACTIONS at
-// once and the client tries again after its backoff (20 ms in the Java
-// client and in franz-go): for a producer running transactions back to back
-// that backoff, not the markers, bounds its rate. Here the request waits
-// for the end instead, up to addWaitMax, and is then served as if it had
-// just arrived (answered CONCURRENT_TRANSACTIONS if the end is still not
-// done): the same answers, sooner.
+// While another transition of the producer is being logged (the additions
+// of several partition leaders, each adding its own partitions on the
+// producer's behalf under transaction version 2, arrive together), or its
+// previous transaction is ending (its markers being written, its completion
+// logged), Kafka answers CONCURRENT_TRANSACTIONS at once and the client, or
+// under version 2 the partition leader, tries again after a backoff (20 ms
+// in the Java client and in franz-go; a franz-go Produce waits for a
+// metadata refresh). Here the request waits for that to be over instead,
+// up to addWaitMax in all, and is then served as if it had just arrived
+// (answered CONCURRENT_TRANSACTIONS if it is still not over): the same
+// answers, sooner.
 func (c *Coordinator) addPartitions(id string, pid int64, epoch int16, tps []TopicPartition, cb func(code int16)) {
-	c.addPartitionsOnce(id, pid, epoch, tps, true, cb)
+	c.addPartitionsOnce(id, pid, epoch, tps, c.nowMs()+addWaitMax.Milliseconds(), cb)
 }
 
-// addWaitMax bounds how long an AddPartitionsToTxn waits for the previous
-// transaction's end before it is answered CONCURRENT_TRANSACTIONS.
+// addWaitMax bounds how long an AddPartitionsToTxn or EndTxn waits for the
+// producer's transition in flight or previous transaction's end before it is
+// answered CONCURRENT_TRANSACTIONS.
 const addWaitMax = 200 * time.Millisecond
 
-func (c *Coordinator) addPartitionsOnce(id string, pid int64, epoch int16, tps []TopicPartition, mayWait bool, cb func(code int16)) {
+// addPartitionsOnce serves an AddPartitionsToTxn that may wait (waitTurnLocked)
+// until deadline (Unix ms).
+func (c *Coordinator) addPartitionsOnce(id string, pid int64, epoch int16, tps []TopicPartition, deadline int64, cb func(code int16)) {
 	if id == "" {
 		cb(kerr.InvalidRequest.Code)
 		return
@@ -197,6 +203,11 @@ func (c *Coordinator) addPartitionsOnce(id string, pid int64, epoch int16, tps [
 	c.withLock(func(fx *effects) {
 		answer := func(code int16) { fx.add(func() { cb(code) }) }
 		part, m, code := c.lookupLocked(id)
+		concurrent := func() {
+			if !c.waitTurnLocked(m, deadline, func() { c.addPartitionsOnce(id, pid, epoch, tps, deadline, cb) }) {
+				answer(kerr.ConcurrentTransactions.Code)
+			}
+		}
 		switch {
 		case code != 0:
 			answer(code)
@@ -207,7 +218,7 @@ func (c *Coordinator) addPartitionsOnce(id string, pid int64, epoch int16, tps [
 		case m.markers != nil && m.markers.complete.producerID == pid && pid != m.producerID:
 			// The completion that moves to this producer id (an exhausted
 			// epoch, version 2) is not logged yet.
-			answer(kerr.ConcurrentTransactions.Code)
+			concurrent()
 			return
 		case m.producerID != pid:
 			answer(kerr.InvalidProducerIDMapping.Code)
@@ -216,11 +227,7 @@ func (c *Coordinator) addPartitionsOnce(id string, pid int64, epoch int16, tps [
 			answer(kerr.ProducerFenced.Code)
 			return
 		case m.pending != noState, m.state == PrepareCommit, m.state == PrepareAbort:
-			if run := m.markers; mayWait && run != nil {
-				c.waitEndLocked(run, func() { c.addPartitionsOnce(id, pid, epoch, tps, false, cb) })
-				return
-			}
-			answer(kerr.ConcurrentTransactions.Code)
+			concurrent()
 			return
 		}
 		if m.state == Ongoing {
@@ -246,18 +253,25 @@ func (c *Coordinator) addPartitionsOnce(id string, pid int64, epoch int16, tps [
 	})
 }
 
-// waitEndLocked runs again once run, a transaction's end, is over (its
-// completion logged, or given up), or after addWaitMax, whichever comes
-// first; again runs once, with no lock held.
-func (c *Coordinator) waitEndLocked(run *markerRun, again func()) {
+// waitTurnLocked makes again run once m's transition in flight is answered
+// or its transaction's end is over (completed, or given up), or at deadline
+// (Unix ms), whichever comes first; again runs once, with no lock held. It
+// reports false, and does nothing, when the deadline has passed or nothing
+// is in flight that would end the wait.
+func (c *Coordinator) waitTurnLocked(m *txnMeta, deadline int64, again func()) bool {
+	left := deadline - c.nowMs()
+	if left <= 0 || m.pending == noState && m.markers == nil {
+		return false
+	}
 	w := &endWaiter{again: again}
-	w.timer = c.clock.AfterFunc(addWaitMax, func() {
+	w.timer = c.clock.AfterFunc(time.Duration(left)*time.Millisecond, func() {
 		c.withLock(func(fx *effects) { w.fire(fx) })
 	})
-	run.waiters = append(run.waiters, w)
+	m.waiters = append(m.waiters, w)
+	return true
 }
 
-// endWaiter is a request waiting for a transaction's end.
+// endWaiter is a request waiting for its producer's turn.
 type endWaiter struct {
 	again func()
 	timer Timer
@@ -273,12 +287,13 @@ func (w *endWaiter) fire(fx *effects) {
 	fx.add(w.again)
 }
 
-// endedLocked releases the requests waiting for run's end.
-func (run *markerRun) endedLocked(fx *effects) {
-	for _, w := range run.waiters {
+// wakeLocked releases the requests waiting for m's turn: a transition of m
+// was answered, or its markers were given up.
+func (m *txnMeta) wakeLocked(fx *effects) {
+	for _, w := range m.waiters {
 		w.fire(fx)
 	}
-	run.waiters = nil
+	m.waiters = nil
 }
 
 // VerifyPartitions answers a partition leader's verification (KIP-890

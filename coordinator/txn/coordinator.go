@@ -298,6 +298,7 @@ func (c *Coordinator) appendLocked(fx *effects, part *partition, m *txnMeta, t t
 				m.pending = noState
 			}
 			then(fx, code)
+			m.wakeLocked(fx)
 		})
 	})
 }

@@ -507,3 +507,117 @@ func TestAddWaitsForTheLastTransactionsEnd(t *testing.T) {
 		t.Fatalf("after the wait: %v", kerr.ErrorForCode(*got))
 	}
 }
+
+// Transaction version 2: an EndTxn at the bumped epoch, sent while the last
+// transaction's markers are still being written (franz-go's
+// GroupTransactSession aborts its next, empty transaction right after a commit
+// when a rebalance revokes it), is the next transaction's end: it waits for the
+// last end and is then served as an empty abort, instead of PRODUCER_FENCED,
+// which fenced an exactly-once pipeline by its own epoch bump (Kafka's
+// KAFKA-18464). Without the end within addWaitMax it is
+// CONCURRENT_TRANSACTIONS, which the client retries; an epoch below the bump
+// that is not a retry of it is still fenced.
+func TestEndTxnWaitsForTheLastTransactionsEnd(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.TransactionVersion = 2 })
+	pid := h.init("tx", 10_000, -1, -1).ProducerID
+	wantCode(t, "add", h.add("tx", pid, 0, tpA), 0)
+	h.markers.manual = true
+	if e := h.end("tx", pid, 0, true, 5); e.ErrorCode != 0 || e.ProducerEpoch != 1 {
+		t.Fatalf("commit: %+v", e)
+	}
+	endAsync := func(epoch int16, commit bool) **kmsg.EndTxnResponse {
+		req := kmsg.NewPtrEndTxnRequest()
+		req.Version, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit = 5, "tx", pid, epoch, commit
+		var got *kmsg.EndTxnResponse
+		h.c.EndTxn(req, func(r *kmsg.EndTxnResponse) { got = r })
+		return &got
+	}
+	got := endAsync(1, false)
+	if *got != nil {
+		t.Fatalf("answered %v while the markers are being written", kerr.ErrorForCode((*got).ErrorCode))
+	}
+	h.markers.answer(h.markers.take(), nil) // the commit's marker, then its completion
+	if *got == nil || (*got).ErrorCode != 0 || (*got).ProducerEpoch != 2 {
+		t.Fatalf("the abort after the commit's end: %+v", *got)
+	}
+	if d := h.describe("tx"); d.State != "PrepareAbort" && d.State != "CompleteAbort" || d.ProducerEpoch != 2 {
+		t.Fatalf("after the empty abort: %+v", d)
+	}
+	h.markers.manual = false
+
+	// An end that does not come: CONCURRENT_TRANSACTIONS after addWaitMax.
+	wantCode(t, "add", h.add("tx", pid, 2, tpA), 0)
+	h.markers.manual = true
+	if e := h.end("tx", pid, 2, true, 5); e.ErrorCode != 0 || e.ProducerEpoch != 3 {
+		t.Fatalf("commit: %+v", e)
+	}
+	got = endAsync(3, false)
+	if *got != nil {
+		t.Fatalf("answered at once: %+v", *got)
+	}
+	h.clock.advance(addWaitMax)
+	if *got == nil || (*got).ErrorCode != kerr.ConcurrentTransactions.Code {
+		t.Fatalf("after the wait: %+v", *got)
+	}
+	// A stale epoch (neither the current one nor a retry of the bump) is fenced
+	// once the end is over.
+	h.markers.answer(h.markers.take(), nil)
+	wantCode(t, "stale epoch", h.end("tx", pid, 1, false, 5).ErrorCode, kerr.ProducerFenced.Code)
+}
+
+// Under transaction version 2 each partition leader adds its own partitions to
+// the producer's transaction (Produce v12), so the additions of one transaction
+// arrive together from several brokers. One that comes while another's
+// transition is being logged waits for it and is then served, instead of
+// CONCURRENT_TRANSACTIONS (which a franz-go producer met on every transaction
+// spread over three nodes, each retry waiting for a metadata refresh); if the
+// transition is still not logged after addWaitMax it is CONCURRENT_TRANSACTIONS.
+func TestAddWaitsForAnotherAddition(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.TransactionVersion = 2 })
+	pid := h.init("tx", 10_000, -1, -1).ProducerID
+	h.log.manual = true
+	addAsync := func(tp TopicPartition) *int16 {
+		req := kmsg.NewPtrAddPartitionsToTxnRequest()
+		req.Version = 5
+		tr := kmsg.NewAddPartitionsToTxnRequestTransaction()
+		tr.TransactionalID, tr.ProducerID, tr.ProducerEpoch = "tx", pid, 0
+		rt := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
+		rt.Topic, rt.Partitions = tp.Topic, []int32{tp.Partition}
+		tr.Topics = append(tr.Topics, rt)
+		req.Transactions = append(req.Transactions, tr)
+		code := int16(-100) // unanswered
+		h.c.AddPartitionsToTxn(req, nil, func(resp *kmsg.AddPartitionsToTxnResponse) {
+			code = resp.Transactions[0].Topics[0].Partitions[0].ErrorCode
+		})
+		return &code
+	}
+	const unanswered = -100
+	a, b := addAsync(tpA), addAsync(tpB)
+	if *a != unanswered || *b != unanswered {
+		t.Fatalf("answered %d and %d before the first addition is logged", *a, *b)
+	}
+	p := PartitionFor("tx", 4)
+	h.log.complete(p, true, nil) // the first addition; the second is then logged
+	if *a != 0 || *b != unanswered {
+		t.Fatalf("after the first addition: %d and %d", *a, *b)
+	}
+	h.log.complete(p, true, nil)
+	if *b != 0 {
+		t.Fatalf("the second addition: %v", kerr.ErrorForCode(*b))
+	}
+	if d := h.describe("tx"); d.State != "Ongoing" || len(d.Topics) != 2 {
+		t.Fatalf("both partitions in the transaction: %+v", d)
+	}
+
+	// A transition that is not logged in time: CONCURRENT_TRANSACTIONS.
+	c := addAsync(TopicPartition{"c", 0})
+	d := addAsync(TopicPartition{"d", 0})
+	h.clock.advance(addWaitMax)
+	if *c != unanswered || *d != kerr.ConcurrentTransactions.Code {
+		t.Fatalf("after the wait: %d and %d", *c, *d)
+	}
+	h.log.complete(p, true, nil)
+	if *c != 0 {
+		t.Fatalf("the logged addition: %v", kerr.ErrorForCode(*c))
+	}
+}

@@ -24,7 +24,22 @@ import (
 // CONCURRENT_TRANSACTIONS (a transition or the markers of the last end in
 // flight), INVALID_TXN_STATE (commit after abort, end with no
 // transaction). A retry of a completed end answers NONE.
+//
+// While the end of the producer's previous transaction is in flight (its
+// markers being written, its completion logged), the request waits for it,
+// up to addWaitMax, as AddPartitionsToTxn does, and is then served as if it
+// had just arrived (CONCURRENT_TRANSACTIONS if the end is still not done).
+// Under version 2 this comes before the epoch check (Kafka's KAFKA-18464): an
+// abort at the bumped epoch, sent right after a commit was answered (a
+// client that produced nothing in its next transaction, or is revoked in a
+// rebalance), is the next transaction's end, not a fenced producer.
 func (c *Coordinator) EndTxn(req *kmsg.EndTxnRequest, done func(*kmsg.EndTxnResponse)) {
+	c.endTxn(req, c.nowMs()+addWaitMax.Milliseconds(), done)
+}
+
+// endTxn serves an EndTxn that may wait (waitTurnLocked) until deadline
+// (Unix ms).
+func (c *Coordinator) endTxn(req *kmsg.EndTxnRequest, deadline int64, done func(*kmsg.EndTxnResponse)) {
 	resp := req.ResponseKind().(*kmsg.EndTxnResponse)
 	reply := func(code int16, pid int64, epoch int16) {
 		if code == kerr.ProducerFenced.Code && req.Version < 2 {
@@ -52,7 +67,8 @@ func (c *Coordinator) EndTxn(req *kmsg.EndTxnRequest, done func(*kmsg.EndTxnResp
 			case m == nil:
 				fx.add(func() { reply(kerr.InvalidProducerIDMapping.Code, -1, -1) })
 			default:
-				needPid = c.endTxnLocked(fx, part, m, req.ProducerID, req.ProducerEpoch, req.Commit, true, tv, &fresh, reply)
+				wait := func() bool { return c.waitTurnLocked(m, deadline, func() { c.endTxn(req, deadline, done) }) }
+				needPid = c.endTxnLocked(fx, part, m, req.ProducerID, req.ProducerEpoch, req.Commit, true, tv, &fresh, wait, reply)
 			}
 		})
 		if !needPid {
@@ -76,10 +92,13 @@ func (c *Coordinator) EndTxn(req *kmsg.EndTxnRequest, done func(*kmsg.EndTxnResp
 // the epoch, a retry carries the epoch before the bump, and an abort with
 // no transaction (Empty, or after a completed one) is an empty abort that
 // bumps the epoch. cb gets the answer (with the producer id and epoch for
-// the next transaction) outside the lock. It reports needPid when it
-// needs a fresh producer id it was not given.
+// the next transaction) outside the lock. While a transition of m or its
+// previous end is in flight, wait (nil: none) is called to run the request
+// again once that is over; when it does (true), cb gets nothing now, else
+// the answer is CONCURRENT_TRANSACTIONS. It reports needPid when it needs a
+// fresh producer id it was not given.
 func (c *Coordinator) endTxnLocked(fx *effects, part *partition, m *txnMeta, pid int64, epoch int16, commit, fromClient bool,
-	tv int16, fresh *int64, cb func(code int16, pid int64, epoch int16)) (needPid bool) {
+	tv int16, fresh *int64, wait func() bool, cb func(code int16, pid int64, epoch int16)) (needPid bool) {
 	answer := func(code int16, pid int64, epoch int16) { fx.add(func() { cb(code, pid, epoch) }) }
 	fencing := m.pending == PrepareEpochFence
 	curPid, curEpoch := m.producerID, m.epoch
@@ -103,18 +122,29 @@ func (c *Coordinator) endTxnLocked(fx *effects, part *partition, m *txnMeta, pid
 	// While a completion that moves to a new producer id is logged, the
 	// client may already use that id: it waits.
 	movingTo := m.markers != nil && m.markers.complete.producerID == pid && pid != m.producerID
+	ending := m.pending != noState && !fencing
+	concurrent := func() {
+		if wait == nil || !wait() {
+			answer(kerr.ConcurrentTransactions.Code, -1, -1)
+		}
+	}
 	switch {
-	case m.pending != noState && !fencing && movingTo:
-		answer(kerr.ConcurrentTransactions.Code, -1, -1)
+	case ending && movingTo:
+		concurrent()
 		return false
 	case m.producerID != pid && !retryOnOverflow:
 		answer(kerr.InvalidProducerIDMapping.Code, -1, -1)
 		return false
+	case ending && v2:
+		// Before the epoch check under version 2: the client's next end
+		// carries the bumped epoch while the last end is in flight.
+		concurrent()
+		return false
 	case !validEpoch:
 		answer(kerr.ProducerFenced.Code, -1, -1)
 		return false
-	case m.pending != noState && !fencing:
-		answer(kerr.ConcurrentTransactions.Code, -1, -1)
+	case ending:
+		concurrent()
 		return false
 	}
 	invalid := func() {

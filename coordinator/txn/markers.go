@@ -39,9 +39,6 @@ type markerRun struct {
 	retry       Timer
 	completing  bool
 	stopped     bool
-	// waiters are AddPartitionsToTxn requests of the producer's next
-	// transaction, served again when this one ends (waitEndLocked).
-	waiters []*endWaiter
 }
 
 // startMarkersLocked starts writing the markers of m, in PrepareCommit or
@@ -166,7 +163,7 @@ func (c *Coordinator) markersAnsweredLocked(fx *effects, run *markerRun, tps []T
 				run.retry.Stop()
 			}
 			m.markers = nil
-			run.endedLocked(fx)
+			m.wakeLocked(fx)
 			return
 		default:
 			retry = true
@@ -219,9 +216,7 @@ func (c *Coordinator) writeCompletionLocked(fx *effects, part *partition, run *m
 			if m.markers == run {
 				m.markers = nil
 			}
-			run.endedLocked(fx)
 		case notCoordinator(code):
-			run.endedLocked(fx)
 		default:
 			c.logger.Info("transaction completion not logged; retrying", "transactional_id", m.id, "error", kerr.ErrorForCode(code))
 			c.clock.AfterFunc(c.cfg.RetryBackoff, func() {

@@ -42,6 +42,10 @@ type txnMeta struct {
 	tv             int16 // the client's transaction version of the last transition (2: an epoch bump per transaction)
 	failedFence    bool  // a fence's epoch bump was not logged: the next fence reuses it
 	markers        *markerRun
+	// waiters are requests of the producer that came while a transition was
+	// in flight or its last transaction was ending, served again once that
+	// is over (waitTurnLocked).
+	waiters []*endWaiter
 }
 
 func newMeta(id string, pid int64, timeoutMs int32, now int64) *txnMeta {
