@@ -283,6 +283,7 @@ func init() {
 		az.refuseAll(codeTxn)
 		return false
 	}
+	authzRules[28] = authzTxnOffsetCommit
 	authzRules[32] = authzDescribeConfigs
 	authzRules[42] = authzDeleteGroups
 	authzRules[68] = oneGroupRule(opRead, func(r *kmsg.ConsumerGroupHeartbeatRequest) string { return r.Group })

@@ -226,6 +226,53 @@ func authzOffsetCommit(az *authz) bool {
 	return true
 }
 
+// authzTxnOffsetCommit: WRITE on the transactional id, then READ on the group (either
+// refused: every partition gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED or
+// GROUP_AUTHORIZATION_FAILED), then READ on each topic (split), in KafkaApis' order.
+func authzTxnOffsetCommit(az *authz) bool {
+	c := az.r.Body.(*kmsg.TxnOffsetCommitRequest)
+	whole := int16(0)
+	switch {
+	case !az.txnID(opWrite, c.TransactionalID):
+		whole = codeTxn
+	case !az.group(opRead, c.Group):
+		whole = codeGroup
+	}
+	var allowed []kmsg.TxnOffsetCommitRequestTopic
+	var refused []kmsg.TxnOffsetCommitResponseTopic
+	for _, t := range c.Topics {
+		code := whole
+		if code == 0 {
+			if az.topic(opRead, t.Topic) {
+				allowed = append(allowed, t)
+				continue
+			}
+			code = codeTopic
+		}
+		rt := kmsg.NewTxnOffsetCommitResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rt.Partitions = append(rt.Partitions, kmsg.TxnOffsetCommitResponseTopicPartition{Partition: p.Partition, ErrorCode: code})
+		}
+		refused = append(refused, rt)
+	}
+	switch {
+	case len(refused) == 0:
+		return true
+	case len(allowed) == 0:
+		resp := az.r.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
+		resp.Topics = refused
+		az.r.Respond(resp)
+		return false
+	}
+	c.Topics = allowed
+	az.r.amend = func(resp kmsg.Response) {
+		r := resp.(*kmsg.TxnOffsetCommitResponse)
+		r.Topics = append(r.Topics, refused...)
+	}
+	return true
+}
+
 // authzOffsetFetch: DESCRIBE on each group (v8+: per group; before: the whole
 // request), DESCRIBE on each topic (named: its partitions refused; all: left out).
 func authzOffsetFetch(az *authz) bool {
