@@ -155,13 +155,18 @@ func (l *Log) ProducerState(pid int64) (epoch int16, lastSeq int32, ok bool) {
 	return e.epoch, lastSeq, true
 }
 
-// MaxTimestamp returns the largest batch timestamp in the log and the last
-// offset of the batch that carries it ((-1, -1) for an empty log).
+// MaxTimestamp returns the largest record timestamp in the log and the
+// offset of the first record that carries it (ListOffsets MAX_TIMESTAMP,
+// KIP-734, as Kafka answers it since KAFKA-16310): the batch with the
+// largest timestamp is decoded (decompressed, to at most 64 MiB) to find
+// the record. When that batch cannot be decoded (too large, damaged, a
+// control batch) its last offset is answered. (-1, -1) for an empty log.
 func (l *Log) MaxTimestamp() (timestamp, offset int64) {
 	segs := l.pinAll()
 	defer releaseAll(segs)
 	cfg := l.cfg.Load()
 	timestamp, offset = -1, -1
+	var in *segment
 	for _, s := range segs {
 		if s.maxTs.Load() == unknownTimestamp {
 			if s.ensureIndexes(cfg) != nil {
@@ -169,10 +174,50 @@ func (l *Log) MaxTimestamp() (timestamp, offset int64) {
 			}
 		}
 		if ts := s.maxTs.Load(); ts > timestamp && s.size.Load() > 0 {
-			timestamp, offset = ts, s.offMax.Load()
+			timestamp, offset, in = ts, s.offMax.Load(), s
+		}
+	}
+	if in != nil {
+		if off, ok := in.offsetOfTimestamp(offset, timestamp, cfg); ok {
+			offset = off
 		}
 	}
 	return timestamp, offset
+}
+
+// offsetOfTimestamp finds the batch of s whose last offset is last and
+// returns the offset of its first record with timestamp ts; ok is false
+// when the batch is not found or cannot be decoded.
+func (s *segment) offsetOfTimestamp(last, ts int64, cfg *LogConfig) (offset int64, ok bool) {
+	sc := getScanner(s.log, s.size.Load())
+	defer putScanner(sc)
+	for pos := s.lookupPos(last, sc, cfg); pos < sc.limit; {
+		h, err := sc.header(pos)
+		if err != nil || h.BaseOffset > last {
+			return 0, false
+		}
+		if h.LastOffset() < last {
+			pos += h.Size()
+			continue
+		}
+		if h.Control() || h.MaxTimestamp != ts || h.Size() > 64<<20 {
+			return 0, false
+		}
+		b := make([]byte, h.Size())
+		if _, err := s.log.ReadAt(b, pos); err != nil {
+			return 0, false
+		}
+		found := errors.New("found")
+		err = ForEachRecord(b, func(r Record) error {
+			if r.Timestamp == ts {
+				offset = r.Offset
+				return found
+			}
+			return nil
+		})
+		return offset, err == found
+	}
+	return 0, false
 }
 
 // pinAll pins every segment.

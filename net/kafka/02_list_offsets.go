@@ -5,8 +5,8 @@
 //	-1 latest          the high watermark (READ_COMMITTED, v2+: the last stable offset;
 //	                   a replica, ReplicaID >= 0: the log end offset)
 //	-2 earliest        the log start offset
-//	-3 max timestamp   (KIP-734, v7+) the last offset of the batch with the largest
-//	                   timestamp, and that timestamp
+//	-3 max timestamp   (KIP-734, v7+) the offset of the first record with the largest
+//	                   timestamp, and that timestamp (KAFKA-16310)
 //	-4 earliest local  (KIP-1005, v8+) the log start offset: all data is local
 //	-5 latest tiered   (v9+) no tiered storage: offset -1, timestamp -1
 //	-6 earliest pending upload (v11+) no tiered storage: offset -1, timestamp -1

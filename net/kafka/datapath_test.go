@@ -210,6 +210,40 @@ func TestListOffsetsByTimestamp(t *testing.T) {
 	}
 }
 
+// TestListOffsetsMaxTimestampInABatch: ListOffsets MAX_TIMESTAMP answers the offset of
+// the record with the largest timestamp, not the last offset of its batch (Kafka 3.7.0's
+// KAFKA-16310, which clients' tests check), in an uncompressed and in a compressed
+// batch; of several records with that timestamp, the first.
+func TestListOffsetsMaxTimestampInABatch(t *testing.T) {
+	tb := startDataBroker(t)
+	adm := tb.admin(t)
+	base := time.UnixMilli(1_700_000_000_000)
+	for _, tc := range []struct {
+		topic string
+		codec kgo.CompressionCodec
+	}{{"maxts-plain", kgo.NoCompression()}, {"maxts-zstd", kgo.ZstdCompression()}} {
+		mustCreate(t, adm, tc.topic, 1, nil)
+		// One batch (linger, one partition) of five records; the largest timestamp is
+		// carried by offsets 1 and 3.
+		cl := tb.client(t, kgo.ProducerBatchCompression(tc.codec), kgo.ProducerLinger(time.Second), kgo.DefaultProduceTopic(tc.topic))
+		var recs []*kgo.Record
+		for _, ms := range []int{0, 900, 100, 900, 200} {
+			recs = append(recs, &kgo.Record{Value: []byte("v"), Timestamp: base.Add(time.Duration(ms) * time.Millisecond)})
+		}
+		if err := cl.ProduceSync(testCtx(t), recs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		l, err := adm.ListMaxTimestampOffsets(testCtx(t), tc.topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, ok := l.Lookup(tc.topic, 0)
+		if !ok || o.Err != nil || o.Offset != 1 || o.Timestamp != base.Add(900*time.Millisecond).UnixMilli() {
+			t.Fatalf("%s: max timestamp %+v (ok %v), want offset 1 at +900 ms", tc.topic, o, ok)
+		}
+	}
+}
+
 func TestDeleteRecordsAndOffsetOutOfRange(t *testing.T) {
 	tb := startDataBroker(t)
 	adm := tb.admin(t)
