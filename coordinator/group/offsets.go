@@ -77,9 +77,10 @@ func (c *Coordinator) OffsetCommit(req *kmsg.OffsetCommitRequest, cb func(*kmsg.
 	})
 }
 
-// validateConsumerCommitLocked checks a commit to a consumer group. Without a member id
-// and with a negative epoch it is an admin's commit, allowed while the group has no
-// members. A member commits with OffsetCommit v9+ and its member epoch, or an earlier
+// validateConsumerCommitLocked checks a commit to a consumer group. With a negative
+// epoch it is the commit of an admin or of a consumer that assigns itself its
+// partitions (whatever member id it sends, as Kafka's ConsumerGroup decides it),
+// allowed while the group has no members. A member commits with OffsetCommit v9+ and its member epoch, or an earlier
 // one: KIP-1251's rule (Kafka 4.3), under which a commit whose epoch is ahead of the
 // member's is STALE_MEMBER_EPOCH, and so is, per partition, a commit older than the
 // epoch at which the member was given that partition. (Kafka 4.0 required the member's
@@ -87,11 +88,11 @@ func (c *Coordinator) OffsetCommit(req *kmsg.OffsetCommitRequest, cb func(*kmsg.
 // fail spuriously.)
 func (g *group) validateConsumerCommitLocked(version int16, epoch int32, memberID string) (int16, func(string, int32) int16) {
 	cg := g.cg
-	if memberID == "" && epoch < 0 {
-		if len(cg.members) > 0 {
-			return kerr.UnknownMemberID.Code, nil
-		}
+	if epoch < 0 && len(cg.members) == 0 {
 		return 0, nil
+	}
+	if memberID == "" && epoch < 0 {
+		return kerr.UnknownMemberID.Code, nil
 	}
 	m := cg.members[memberID]
 	switch {
@@ -115,9 +116,16 @@ func (g *group) validateConsumerCommitLocked(version int16, epoch int32, memberI
 	}
 }
 
+// validateCommitLocked checks a commit to a classic group (Kafka's ClassicGroup): with
+// a negative generation to an empty group it is the commit of an admin or of a consumer
+// that assigns itself its partitions, whatever member id it sends; else the member and
+// its generation are checked.
 func (g *group) validateCommitLocked(generation int32, memberID string, instanceID *string) int16 {
 	if g.state == stateDead {
 		return kerr.CoordinatorNotAvailable.Code
+	}
+	if generation < 0 && g.state == stateEmpty {
+		return 0
 	}
 	if generation >= 0 || memberID != "" || instanceID != nil {
 		if code := g.validateMember(memberID, instanceID); code != 0 {

@@ -133,3 +133,53 @@ func TestGroupAdminAPIs(t *testing.T) {
 		t.Fatalf("list after delete: %v %v", listed, err)
 	}
 }
+
+// TestOffsetCommitAssignedConsumer: a consumer that assigns itself its partitions
+// (assign(), no group membership) commits with its own member id and epoch -1 (what
+// librdkafka's KIP-848 consumer sends, v9) or generation -1 (classic, v8): accepted while
+// the group has no members, as Kafka's ConsumerGroup and ClassicGroup accept it (it was
+// UNKNOWN_MEMBER_ID); refused while it has members.
+func TestOffsetCommitAssignedConsumer(t *testing.T) {
+	tb := groupTestBroker(t, engine.SyncNone)
+	mustCreate(t, tb.admin(t), "assigned", 1, nil)
+	rc := tb.raw(t)
+	commit := func(version int16, group, member string, epoch int32) int16 {
+		req := kmsg.NewPtrOffsetCommitRequest()
+		req.Version, req.Group, req.MemberID, req.Generation = version, group, member, epoch
+		req.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "assigned", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 3}}}}
+		var code int16
+		eventually(t, 10*time.Second, "the offsets topic loaded", func() bool {
+			code = rc.roundTrip(req).(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode
+			return code != kerr.CoordinatorLoadInProgress.Code && code != kerr.CoordinatorNotAvailable.Code && code != kerr.NotCoordinator.Code
+		})
+		return code
+	}
+	// A group that does not exist yet (created classic, empty).
+	if code := commit(9, "assign-new", "rdkafka-own-id", -1); code != 0 {
+		t.Fatalf("v9 commit with an own member id to a new group: %v", kerr.ErrorForCode(code))
+	}
+	if code := commit(8, "assign-new", "rdkafka-own-id", -1); code != 0 {
+		t.Fatalf("v8 commit with an own member id to an empty classic group: %v", kerr.ErrorForCode(code))
+	}
+	// A consumer group whose only member left.
+	hb := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	hb.Version, hb.Topics = 1, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	hb.Group, hb.MemberID, hb.MemberEpoch, hb.SubscribedTopicNames, hb.RebalanceTimeoutMillis = "assign-848", "member-00000000000001", 0, []string{"assigned"}, 30000
+	var hr *kmsg.ConsumerGroupHeartbeatResponse
+	eventually(t, 10*time.Second, "the member joined", func() bool {
+		hr = rc.roundTrip(hb).(*kmsg.ConsumerGroupHeartbeatResponse)
+		return hr.ErrorCode == 0
+	})
+	if code := commit(9, "assign-848", "rdkafka-own-id", -1); code != kerr.UnknownMemberID.Code {
+		t.Fatalf("epoch -1 while the group has a member: %v, want UNKNOWN_MEMBER_ID", kerr.ErrorForCode(code))
+	}
+	leave := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	leave.Version = 1
+	leave.Group, leave.MemberID, leave.MemberEpoch = "assign-848", hb.MemberID, -1
+	if r := rc.roundTrip(leave).(*kmsg.ConsumerGroupHeartbeatResponse); r.ErrorCode != 0 {
+		t.Fatalf("leaving: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	if code := commit(9, "assign-848", "rdkafka-own-id", -1); code != 0 {
+		t.Fatalf("v9 commit with an own member id to an empty consumer group: %v", kerr.ErrorForCode(code))
+	}
+}
