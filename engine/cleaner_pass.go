@@ -350,7 +350,11 @@ func (p *pass) cleanGroup(from, to int, tm *txnMeta) (err error) {
 				return fmt.Errorf("segment %d at %d: %w", s.base, pos, err)
 			}
 			pos += h.Size()
-			last := i == to-1 && pos >= p.sizes[i]
+			// The round's last batch (the one before the first segment the
+			// round does not clean) keeps its header, as Kafka's
+			// upperBoundOffsetOfCleaningRound; the last batches of the other
+			// groups go when emptied.
+			last := i == len(p.segs)-1 && pos >= p.sizes[i]
 			at := len(t.wbuf)
 			if t.wbuf, err = p.filterBatch(&h, b, last, tm, t.wbuf); err != nil {
 				return fmt.Errorf("segment %d at %d: %w", s.base, pos-h.Size(), err)
@@ -427,7 +431,7 @@ func (cs *cleanedSeg) note(h *BatchHeader) {
 // b: nothing, the batch as it is, the batch with fewer records (and a
 // delete horizon), or its header alone (Kafka's MemoryRecords.filterTo
 // with the cleaner's RecordFilter). keepHeader is set for the last batch
-// of the group.
+// of the round.
 func (p *pass) filterBatch(h *BatchHeader, b []byte, keepHeader bool, tm *txnMeta, out []byte) ([]byte, error) {
 	t := p.t
 	var canDiscard bool
@@ -452,9 +456,10 @@ func (p *pass) filterBatch(h *BatchHeader, b []byte, keepHeader bool, tm *txnMet
 		discardRecords = canDiscard && hasHorizon && horizon <= p.now
 	}
 	// A producer's last batch keeps its header, for its sequence and
-	// epoch; so does the group's last batch, so that the cleaned segment
-	// ends where the segments it replaces ended (Kafka keeps the last
-	// batch of a cleaning round).
+	// epoch; so does the round's last batch, so that the log keeps a batch
+	// that ends where the cleaned part ends (Kafka keeps the last batch of a
+	// cleaning round, and no other empty batch: readers such as
+	// librdkafka 2.0 take a run of empty batches for a message too large).
 	if last, ok := p.producers[h.ProducerID]; ok && h.ProducerID >= 0 && last == h.LastOffset() {
 		keepHeader = true
 	}

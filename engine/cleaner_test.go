@@ -273,6 +273,41 @@ func TestCleanerKeepsOffsetsAndProducers(t *testing.T) {
 	}
 }
 
+// TestCleanerDropsEmptiedBatches: a batch compaction empties goes, as in Kafka's
+// cleaner, unless it is a producer's last (TestCleanerKeepsOffsetsAndProducers) or the
+// last of the round: the last batches of the round's other segment groups are not kept
+// as empty headers (librdkafka 2.0 reports a run of empty batches as a message too
+// large to fetch).
+func TestCleanerDropsEmptiedBatches(t *testing.T) {
+	m, err := Open(Options{Dirs: []string{t.TempDir()}, Sync: SyncNone, manualBackground: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	cfg := compactConfig()
+	l, err := m.CreateLog(TopicPartition{"emptied", 0}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Keys a and b, over and over, in many segments: after a pass only the last value
+	// of each key is left in the cleaned part.
+	for i := 0; i < 400; i++ {
+		mustAppend(t, l, keyedBatch(t, []kv{{key: "a", value: valueOf("a", i)}, {key: "b", value: valueOf("b", i)}}, batchOpts{baseTs: 1000}))
+	}
+	l.SetHighWatermark(l.LogEndOffset())
+	compactNow(t, m)
+	hs, _ := readLog(t, l)
+	empty := 0
+	for _, h := range hs {
+		if h.NumRecords == 0 {
+			empty++
+		}
+	}
+	if empty > 1 {
+		t.Fatalf("after compaction %d batches, %d of them empty: want at most the round's last batch empty", len(hs), empty)
+	}
+}
+
 // TestCleanerTombstoneExpiry: a tombstone stays delete.retention.ms after
 // the pass that first kept it, then a later pass removes it; its key's
 // older values go at the first pass.

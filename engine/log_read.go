@@ -113,6 +113,22 @@ func (l *Log) pinSegment(offset, upTo int64) (*segment, bool, error) {
 	return s, i == len(l.segs)-1, nil
 }
 
+// OnOlderSegment reports whether offset lies in a segment before the one
+// that holds end (a fetch's bound: the high watermark, the last stable
+// offset or the log end; the log end is in the last segment). A fetch
+// whose offset is on an older segment answers at once, whatever its
+// MinBytes (Kafka's DelayedFetch): the read stops at the segment's end,
+// which may hold fewer bytes than MinBytes (a compacted segment) however
+// much lies beyond it.
+func (l *Log) OnOlderSegment(offset, end int64) bool {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if offset >= end || len(l.segs) < 2 {
+		return false
+	}
+	return l.segmentForLocked(offset) < l.segmentForLocked(end)
+}
+
 func (l *Log) nextSegmentBase(base int64) (int64, bool) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()

@@ -31,7 +31,10 @@
 //   - Long poll: when less than MinBytes is available and nothing failed, the fetch
 //     waits in the broker's purgatory, watched under every log it reads, for at most
 //     MaxWaitMs. Each append that moves a watched log's HW retries it; it is answered
-//     as soon as MinBytes are available, else when the timing wheel expires it.
+//     as soon as MinBytes are available, else when the timing wheel expires it. A fetch
+//     whose offset lies on a segment before the one holding its bound (the HW, LSO or
+//     LEO) is answered at once (Kafka's DelayedFetch): a read ends at its segment's
+//     end, so a compacted older segment never gathers MinBytes however much follows.
 //   - v7+: incremental fetch sessions (KIP-227, fetch_session.go).
 //
 // Differences from Apache Kafka: no aborted-transaction index (AbortedTransactions is
@@ -393,6 +396,9 @@ func (op *fetchOp) gather() (bytes int64, done bool) {
 			done = true
 			continue
 		}
+		if !done && l.OnOlderSegment(p.offset, upTo) {
+			done = true // the read stopped at a segment's end: answer what there is now
+		}
 		if s.Size > 0 {
 			p.slice = s
 			minOne = false
@@ -433,7 +439,7 @@ func (op *fetchOp) TryComplete() bool {
 		if op.upTo(l) <= p.offset {
 			continue
 		}
-		if op.minBytes <= 1 {
+		if op.minBytes <= 1 || l.OnOlderSegment(p.offset, op.upTo(l)) {
 			return op.ForceComplete()
 		}
 		s, err := l.Read(p.offset, max(p.maxBytes, 0), op.upTo(l), true)

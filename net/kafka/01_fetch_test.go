@@ -473,3 +473,31 @@ func TestFetchCopiedAndSplicedRecords(t *testing.T) {
 		}
 	}
 }
+
+// TestFetchOlderSegmentAnswersAtOnce: a fetch whose offset lies on a segment before
+// the last is answered at once even when MinBytes is not met (Kafka's DelayedFetch):
+// a read stops at its segment's end, so a reader of a compacted topic, whose older
+// segments hold a few bytes each, waited MaxWait at every segment.
+func TestFetchOlderSegmentAnswersAtOnce(t *testing.T) {
+	tb := startDataBroker(t)
+	mustCreate(t, tb.admin(t), "segs", 1, map[string]*string{"segment.bytes": kmsg.StringPtr("1024")})
+	cl := tb.client(t)
+	for i := 0; i < 20; i++ {
+		produceSync(t, cl, "segs", 0, string(make([]byte, 100)), 1)
+	}
+	if l := tb.b.Engine().Log(engine.TopicPartition{Topic: "segs"}); !l.OnOlderSegment(0, l.HighWatermark()) {
+		t.Fatal("one segment: the test needs several")
+	}
+	rc := tb.raw(t)
+	rc.c.SetDeadline(time.Now().Add(30 * time.Second))
+	const maxWait = 10 * time.Second
+	start := time.Now()
+	req := fetchReq(12, int32(maxWait/time.Millisecond), 1<<20, 0, -1, []fetchPartReq{{topic: "segs", offset: 0, curEpoch: -1, lastEpoch: -1}}, nil)
+	resp := rc.roundTrip(req).(*kmsg.FetchResponse)
+	if took := time.Since(start); took >= maxWait/2 {
+		t.Fatalf("a fetch on the first of several segments took %v of its %v MaxWait", took, maxWait)
+	}
+	if offs := batchesIn(t, resp.Topics[0].Partitions[0].RecordBatches); len(offs) == 0 || offs[0] != 0 {
+		t.Fatalf("answered offsets %v", offs)
+	}
+}
