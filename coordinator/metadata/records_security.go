@@ -138,9 +138,6 @@ func NewScramCredential(user string, m ScramMechanism, salt, saltedPassword []by
 	if !m.Valid() {
 		return ScramCredential{}, fmt.Errorf("%w: scram mechanism %d", ErrInvalidRecord, m)
 	}
-	if len(saltedPassword) != m.KeyLen() {
-		return ScramCredential{}, fmt.Errorf("%w: salted password of %d bytes for %s (want %d)", ErrInvalidRecord, len(saltedPassword), m, m.KeyLen())
-	}
 	c.StoredKey, c.ServerKey = m.Keys(saltedPassword)
 	if err := c.validate(); err != nil {
 		return ScramCredential{}, err

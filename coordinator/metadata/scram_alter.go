@@ -51,8 +51,9 @@ type ScramResult struct {
 //     (ErrScramUnacceptable) and an existing credential (ErrScramNotFound);
 //   - an upsertion needs a known mechanism, a non-empty name, 4096 to 16384 iterations
 //     ("Too few/many iterations"), and (Samsa, where Kafka does not check) a salt of 1
-//     to 1024 bytes and a salted password of the hash's size (ErrScramUnacceptable);
-//     the stored and server keys are derived here, the salted password is not kept.
+//     to 1024 bytes (ErrScramUnacceptable); the salted password may have any length, as
+//     in Kafka (it is an HMAC key); the stored and server keys are derived here, the
+//     salted password is not kept.
 //
 // It returns one result per user, sorted by user, and the records of the valid
 // alterations, to be proposed as one entry.
@@ -96,8 +97,6 @@ func AlterScramCredentials(im *Image, dels []ScramDeletion, ups []ScramUpsertion
 			err = fmt.Errorf("%w: Too many iterations", ErrScramUnacceptable)
 		case len(u.Salt) == 0 || len(u.Salt) > maxScramSalt:
 			err = fmt.Errorf("%w: the salt must have 1 to %d bytes", ErrScramUnacceptable, maxScramSalt)
-		case len(u.SaltedPassword) != u.Mechanism.KeyLen():
-			err = fmt.Errorf("%w: the salted password of %s must have %d bytes", ErrScramUnacceptable, u.Mechanism, u.Mechanism.KeyLen())
 		}
 		if err == nil {
 			c, cerr := NewScramCredential(u.Name, u.Mechanism, u.Salt, u.SaltedPassword, u.Iterations)
