@@ -133,7 +133,7 @@ func (l *SecureListener) Serve(tr transport.Request) {
 		return
 	}
 	if r.Header.Key == findCoordinatorKey {
-		l.advertiseListener(r)
+		l.b.advertiseListener(r)
 	}
 	if l.sec.Authorizer != nil {
 		l.authorizedOperations(r, cs.ctx)
@@ -233,22 +233,22 @@ func (l *SecureListener) authorizedOperations(r *Request, ctx acl.Context) {
 const findCoordinatorKey = 10
 
 // advertiseListener makes FindCoordinator's answer name the coordinators' endpoints
-// of this listener (Metadata and DescribeCluster call endpointFor themselves).
-func (l *SecureListener) advertiseListener(r *Request) {
+// of r's listener (Metadata and DescribeCluster call endpointFor themselves).
+func (b *Broker) advertiseListener(r *Request) {
 	prev := r.amend
 	r.amend = func(resp kmsg.Response) {
 		if prev != nil {
 			prev(resp)
 		}
-		_, im := l.b.Image()
+		_, im := b.Image()
 		fc := resp.(*kmsg.FindCoordinatorResponse)
 		if bi, ok := im.Broker(fc.NodeID); ok && fc.ErrorCode == 0 {
-			fc.Host, fc.Port = l.b.endpointFor(r, bi)
+			fc.Host, fc.Port = b.endpointFor(r, bi)
 		}
 		for i := range fc.Coordinators {
 			c := &fc.Coordinators[i]
 			if bi, ok := im.Broker(c.NodeID); ok && c.ErrorCode == 0 {
-				c.Host, c.Port = l.b.endpointFor(r, bi)
+				c.Host, c.Port = b.endpointFor(r, bi)
 			}
 		}
 	}
@@ -300,10 +300,23 @@ func failureReason(err error) string {
 // endpoint of that listener (Kafka advertises the listener a request arrived on), else
 // the broker's configured one (endpoint).
 func (b *Broker) endpointFor(r *Request, bi metadata.BrokerImage) (string, int32) {
-	if r.sec != nil && r.sec.l.sec.Name != "" {
-		if e, ok := bi.Endpoint(r.sec.l.sec.Name); ok {
+	if name := listenerOf(r); name != "" {
+		if e, ok := bi.Endpoint(name); ok {
 			return e.Host, e.Port
 		}
 	}
 	return b.endpoint(bi)
+}
+
+// listenerOf is the name of the listener r arrived on: its SecureListener's, or, on a
+// listener the Broker serves itself, the one its transport accepted the connection
+// on ("" when unnamed).
+func listenerOf(r *Request) string {
+	if r.sec != nil {
+		return r.sec.l.sec.Name
+	}
+	if r.Conn == nil {
+		return ""
+	}
+	return transport.ListenerOf(r.Conn)
 }

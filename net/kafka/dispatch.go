@@ -176,6 +176,11 @@ func (b *Broker) Serve(tr transport.Request) {
 		return
 	}
 	defer recoverHandler(r, b.log, &b.panics)
+	if r.Header.Key == findCoordinatorKey && b.cfg.Listener != "" {
+		if name := listenerOf(r); name != "" && name != b.cfg.Listener {
+			b.advertiseListener(r)
+		}
+	}
 	b.handle(api, r) // quotas.go
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
@@ -222,4 +223,72 @@ func mustPort(t *testing.T, addr string) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// TestTwoPlaintextListenersAdvertiseTheirOwn: a node without an authorizer with two
+// PLAINTEXT listeners (the inter-broker one and one for clients) advertises, to a client
+// of each, that listener's own endpoints in Metadata, FindCoordinator and
+// DescribeCluster, as Kafka does; the second listener advertised the inter-broker one,
+// so that a client behind a proxy or on another network bypassed the listener it
+// dialled.
+func TestTwoPlaintextListenersAdvertiseTheirOwn(t *testing.T) {
+	cfg, err := FromKeys(map[string]string{
+		"listeners":                        "INTERNAL://127.0.0.1:0,CLIENT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
+		"listener.security.protocol.map":   "INTERNAL:PLAINTEXT,CLIENT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+		"inter.broker.listener.name":       "INTERNAL",
+		"group.initial.rebalance.delay.ms": "0", "offsets.topic.num.partitions": "1",
+		"data.dir": t.TempDir(), "admin.listen": "",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nd, err := Start(cfg, Options{Logger: discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if err := nd.Shutdown(ctx); err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := nd.Ready(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"CLIENT", "INTERNAL"} {
+		addr := nd.ListenerAddr(name)
+		port := int32(mustPort(t, addr))
+		// The client dials only addr: whatever it is told is then tried as it is.
+		cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RetryTimeout(5*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		md, err := kadm.NewClient(cl).BrokerMetadata(ctx)
+		if err != nil || len(md.Brokers) != 1 || md.Brokers[0].Port != port {
+			t.Fatalf("%s: brokers advertised: %v %+v (listener %s)", name, err, md.Brokers, addr)
+		}
+		dc, err := kmsg.NewPtrDescribeClusterRequest().RequestWith(ctx, cl)
+		if err != nil || len(dc.Brokers) != 1 || dc.Brokers[0].Port != port {
+			t.Fatalf("%s: DescribeCluster: %v %+v (listener %s)", name, err, dc, addr)
+		}
+		var fc *kmsg.FindCoordinatorResponse
+		for deadline := time.Now().Add(30 * time.Second); ; {
+			req := kmsg.NewPtrFindCoordinatorRequest()
+			req.CoordinatorKeys = []string{"g-" + name}
+			if fc, err = req.RequestWith(ctx, cl); err == nil && len(fc.Coordinators) == 1 && fc.Coordinators[0].ErrorCode == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: FindCoordinator: %v %+v", name, err, fc)
+			}
+			time.Sleep(50 * time.Millisecond) // polling for the offsets topic, with a deadline
+		}
+		if c := fc.Coordinators[0]; c.Port != port {
+			t.Fatalf("%s: FindCoordinator names %s:%d, want the listener's port %d", name, c.Host, c.Port, port)
+		}
+	}
 }

@@ -8,15 +8,16 @@ import (
 	"time"
 )
 
-// acceptLoop accepts connections on ln and hands each to take, for both transports,
-// after the connection limits of lim (nil: none) admitted it; take must call release
+// acceptLoop accepts connections on ln and hands each to take, with ln's name
+// (NamedListener; "" for none), for both transports, after the connection limits of
+// lim (nil: none) admitted it; take must call release
 // once the connection has ended (acceptLoop calls it when take fails).
 // It returns ErrClosed once draining is set (or closing is closed while it backs off),
 // and ln's error when ln was closed. Other accept errors (EMFILE, ECONNABORTED, ...)
 // are transient: it backs off like net/http does, 5 ms doubling to 1 s. A take error
 // that stop reports as fatal ends the loop with that error; others are logged.
 func acceptLoop(ln net.Listener, draining *atomic.Bool, closing <-chan struct{}, log *slog.Logger, lim *Limiter,
-	take func(nc net.Conn, release func()) error, stop func(error) bool) error {
+	take func(nc net.Conn, listener string, release func()) error, stop func(error) bool) error {
 	var backoff time.Duration
 	name := listenerName(ln)
 	for {
@@ -48,7 +49,7 @@ func acceptLoop(ln net.Listener, draining *atomic.Bool, closing <-chan struct{},
 		if !ok {
 			continue
 		}
-		if err := take(nc, release); err != nil {
+		if err := take(nc, name, release); err != nil {
 			release()
 			if stop(err) {
 				return err

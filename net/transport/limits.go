@@ -368,6 +368,17 @@ type namedListener struct {
 // and the refusal metrics use for its connections. Accept is ln's.
 func NamedListener(ln net.Listener, name string) net.Listener { return namedListener{ln, name} }
 
+// ListenerOf is the name of the listener that accepted c (NamedListener), "" when it
+// was not named.
+func ListenerOf(c Conn) string {
+	if n, ok := c.(interface{ listenerName() string }); ok {
+		return n.listenerName()
+	}
+	return ""
+}
+
+func (c *stdConn) listenerName() string { return c.listener }
+
 func listenerName(ln net.Listener) string {
 	if n, ok := ln.(namedListener); ok {
 		return n.name

@@ -40,6 +40,8 @@ type rconn struct {
 	id     uint64
 	local  net.Addr
 	remote net.Addr
+	// listener is the name of the listener that accepted it (NamedListener).
+	listener string
 
 	inReady  atomic.Bool  // queued on loop.ready
 	warmDone atomic.Bool  // the warmer finished: writing may resume
@@ -86,6 +88,8 @@ type rconn struct {
 		n    int64
 	}
 }
+
+func (c *rconn) listenerName() string { return c.listener }
 
 func newRconn(r *Reactor, l *loop, fd int, local, remote net.Addr) *rconn {
 	c := &rconn{r: r, loop: l, fd: fd, id: r.nextID.Add(1), local: local, remote: remote}

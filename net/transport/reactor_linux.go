@@ -131,7 +131,7 @@ func (r *Reactor) Serve(ln net.Listener) error {
 // adopt moves an accepted connection's socket out of Go's poller onto a loop.
 // release is the Limiter's slot; it is called once the connection ends (or here, when
 // it is not adopted after all: a nil error without adoption releases it too).
-func (r *Reactor) adopt(nc net.Conn, release func()) error {
+func (r *Reactor) adopt(nc net.Conn, listener string, release func()) error {
 	defer nc.Close()
 	sc, ok := nc.(syscall.Conn)
 	if !ok {
@@ -157,7 +157,7 @@ func (r *Reactor) adopt(nc net.Conn, release func()) error {
 	}
 	l := r.pickLoop()
 	c := newRconn(r, l, fd, nc.LocalAddr(), nc.RemoteAddr())
-	c.release = release
+	c.release, c.listener = release, listener
 	r.mu.Lock()
 	if r.draining.Load() {
 		r.mu.Unlock()

@@ -80,12 +80,15 @@ func (s *Std) Serve(ln net.Listener) error {
 		s.mu.Unlock()
 	}()
 	return acceptLoop(ln, &s.draining, s.closing, s.log, s.cfg.Limiter,
-		func(nc net.Conn, release func()) error { s.startConn(nc, release); return nil },
+		func(nc net.Conn, listener string, release func()) error {
+			s.startConn(nc, listener, release)
+			return nil
+		},
 		func(error) bool { return false })
 }
 
-func (s *Std) startConn(nc net.Conn, release func()) {
-	c := &stdConn{srv: s, nc: nc, id: s.nextID.Add(1), slots: make([]slot, s.cfg.MaxInFlight), release: release}
+func (s *Std) startConn(nc net.Conn, listener string, release func()) {
+	c := &stdConn{srv: s, nc: nc, id: s.nextID.Add(1), slots: make([]slot, s.cfg.MaxInFlight), release: release, listener: listener}
 	c.tls, _ = nc.(*tls.Conn)
 	c.cond.L = &c.mu
 	c.inlineInit()
@@ -173,15 +176,16 @@ type slot struct {
 // stdConn is one connection of Std. Request seq lives in slots[seq%len(slots)]; seqs in
 // [head, next) are in flight, and next-head <= len(slots) always.
 type stdConn struct {
-	srv     *Std
-	nc      net.Conn
-	tls     *tls.Conn // nc, when the listener is TLS
-	id      uint64
-	exits   atomic.Int32
-	open    atomic.Bool  // the Handler heard ConnOpened
-	maxReq  atomic.Int32 // SetMaxRequestBytes; 0: Config.MaxRequestBytes
-	muted   atomic.Int64 // Mute: no request is read before this (unix ns)
-	release func()       // the Limiter's slot
+	srv      *Std
+	nc       net.Conn
+	tls      *tls.Conn // nc, when the listener is TLS
+	id       uint64
+	exits    atomic.Int32
+	open     atomic.Bool  // the Handler heard ConnOpened
+	maxReq   atomic.Int32 // SetMaxRequestBytes; 0: Config.MaxRequestBytes
+	muted    atomic.Int64 // Mute: no request is read before this (unix ns)
+	release  func()       // the Limiter's slot
+	listener string       // the name of the listener that accepted it (NamedListener)
 
 	mu       sync.Mutex
 	cond     sync.Cond // on mu: wakes the writer (head answered) and the reader (room)
