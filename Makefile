@@ -9,7 +9,7 @@ FUZZTIME  ?= 30s
 # Packages tested with the race detector by `make test`.
 PKGS      ?= ./...
 
-.PHONY: all build run test test-go test-kcat test-python test-commands test-pipelines bench bench-partitions regress regress-latency fuzz lint clean
+.PHONY: all build run test test-go test-kcat test-python test-commands test-pipelines test-franz bench bench-partitions regress regress-latency fuzz lint clean
 
 all: build
 
@@ -66,6 +66,13 @@ test-kcat:
 	SAMSA_TEST_TRANSPORT=reactor ./tests/kcat.sh
 	./tests/kcat_txn.sh
 	./tests/sasl_ssl.sh
+
+# franz-go's own integration suite (pkg/kgo of the version go.mod requires, from the
+# module cache) against one node and against three, both at Samsa's defaults; about 5
+# minutes, not part of `make test`. FRANZ_RUN= selects tests (go test -run),
+# FRANZ_NODES=1 or 3 one of the two runs.
+test-franz:
+	./tests/franz.sh
 
 # Debian's kafka-python and confluent-kafka (python3-kafka, python3-confluent-kafka).
 test-python:

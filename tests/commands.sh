@@ -337,6 +337,10 @@ PY
 	expect "^Completed updating quotas of user 'alice'"
 	step 'bin/samsa quotas describe'
 	expect "^user 'alice' +consumer_byte_rate=2097152,producer_byte_rate=1048576$"
+	step 'bin/samsa configs --entity-type groups --entity-name readers --alter --add-config consumer.heartbeat.interval.ms=6000'
+	expect '^Completed updating config for group readers\.$'
+	step 'bin/samsa configs --entity-type groups --entity-name readers --describe'
+	expect '^  consumer\.heartbeat\.interval\.ms=6000 sensitive=false synonyms=\{GROUP_CONFIG:consumer\.heartbeat\.interval\.ms=6000'
 	# README.md, Pipelines, with the quickstart's broker
 	skip 'make test-pipelines' 'make test runs it (its test: line); the lines below run the pipelines'
 	step '(cd examples/benthos && go build -o ../../bin/samsa-benthos ./cmd/samsa-benthos)'
@@ -369,6 +373,8 @@ PY
 	step 'make fuzz' 'make fuzz FUZZPKGS=./bench FUZZTIME=1x'
 	expect '^ok .*/bench'
 	step 'make lint'
+	step 'make test-franz' 'make test-franz FRANZ_RUN=TestIssue769 FRANZ_NODES=1'
+	expect '^one-node: 1 passed, 0 failed'
 
 	# README.md, Cluster: three nodes from deploy/cluster/, an RF 3 topic, a node killed
 	here 'id=$(bin/samsa storage random-uuid)'
