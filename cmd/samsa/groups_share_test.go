@@ -11,10 +11,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// serve with share groups on: a kgo share consumer reads through the node's wiring,
-// and `samsa groups list` and `describe` show its group as a share group.
+// serve (share groups are on by default): a kgo share consumer reads through the
+// node's wiring, and `samsa groups list` and `describe` show its group as a share group.
 func TestGroupsShowShareGroups(t *testing.T) {
-	s := startTestServer(t, t.TempDir(), "--set", "group.share.enable=true", "--set", "share.auto.offset.reset=earliest",
+	s := startTestServer(t, t.TempDir(), "--set", "share.auto.offset.reset=earliest",
 		"--set", "offsets.topic.num.partitions=1", "--set", "share.coordinator.state.topic.num.partitions=1",
 		"--set", "group.share.heartbeat.interval.ms=200")
 	defer stopTestServer(t, s)

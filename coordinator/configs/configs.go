@@ -1,10 +1,10 @@
 // Package configs owns Kafka's configuration keys as Samsa serves them: every broker and
 // topic key Apache Kafka 4 defines (Samsa's own definitions in this file; the others,
-// accepted without effect, generated from Kafka's documentation: kafka_keys.go), with
-// Kafka's names, types, defaults and bounds; validation to
-// a canonical value; and the layering Kafka applies (topic override, dynamic per-node,
-// dynamic cluster default, static server.properties, default), with the synonyms
-// DescribeConfigs reports. The broker's launcher, the protocol handlers and the
+// accepted without effect, generated from Kafka's documentation: kafka_keys.go), and the
+// keys a group may set for itself (group_keys.go), with Kafka's names, types, defaults
+// and bounds; validation to a canonical value; and the layering Kafka applies (topic
+// override or group config, dynamic per-node, dynamic cluster default, static
+// server.properties, default), with the synonyms DescribeConfigs reports. The broker's launcher, the protocol handlers and the
 // controller all read keys through this package, so a key means one thing everywhere.
 package configs
 
@@ -297,26 +297,63 @@ var BrokerDefs = []*Def{
 	{Name: "offsets.topic.segment.bytes", Kind: KindInt, Default: sp("104857600"), Min: 1, ReadOnly: true, Doc: "segment.bytes of __consumer_offsets when the node creates it"},
 	{Name: "offsets.commit.timeout.ms", Kind: KindInt, Default: sp("5000"), Min: 1, ReadOnly: true, Doc: "how long an offset commit waits for its append to __consumer_offsets to be replicated before it is answered REQUEST_TIMED_OUT"},
 	// KIP-848 consumer groups and KIP-932 share groups (net/kafka/groups.go), Kafka 4's
-	// names and defaults; read when the coordinator starts.
+	// names and defaults; read when the coordinator starts. The keys a group may set for
+	// itself (GroupDefs, group_keys.go) take these as their defaults, and the
+	// group.*.min.* and group.*.max.* keys bound them.
 	{Name: "group.coordinator.rebalance.protocols", Kind: KindList, Default: sp("classic,consumer"), Enum: []string{"classic", "consumer", "share", "streams"}, ReadOnly: true, Doc: "consumer: ConsumerGroupHeartbeat and ConsumerGroupDescribe are served; share: share groups are served (as group.share.enable=true; classic is always served; streams groups are not served yet)"},
-	{Name: "group.consumer.heartbeat.interval.ms", Kind: KindInt, Default: sp("5000"), Min: 1, ReadOnly: true},
-	{Name: "group.consumer.min.heartbeat.interval.ms", Kind: KindInt, Default: sp("5000"), Min: 1, ReadOnly: true, Doc: groupOverridesOnly},
-	{Name: "group.consumer.max.heartbeat.interval.ms", Kind: KindInt, Default: sp("15000"), Min: 1, ReadOnly: true, Doc: groupOverridesOnly},
-	{Name: "group.consumer.session.timeout.ms", Kind: KindInt, Default: sp("45000"), Min: 1, ReadOnly: true},
-	{Name: "group.consumer.min.session.timeout.ms", Kind: KindInt, Default: sp("45000"), Min: 1, ReadOnly: true, Doc: groupOverridesOnly},
-	{Name: "group.consumer.max.session.timeout.ms", Kind: KindInt, Default: sp("60000"), Min: 1, ReadOnly: true, Doc: groupOverridesOnly},
+	{Name: "group.consumer.heartbeat.interval.ms", Kind: KindInt, Default: sp("5000"), Min: 1, ReadOnly: true, Doc: "the heartbeat interval of a consumer group that does not set consumer.heartbeat.interval.ms"},
+	{Name: "group.consumer.min.heartbeat.interval.ms", Kind: KindInt, Default: sp("5000"), Min: 1, ReadOnly: true, Doc: groupBound},
+	{Name: "group.consumer.max.heartbeat.interval.ms", Kind: KindInt, Default: sp("15000"), Min: 1, ReadOnly: true, Doc: groupBound},
+	{Name: "group.consumer.session.timeout.ms", Kind: KindInt, Default: sp("45000"), Min: 1, ReadOnly: true, Doc: "the session timeout of a consumer group that does not set consumer.session.timeout.ms"},
+	{Name: "group.consumer.min.session.timeout.ms", Kind: KindInt, Default: sp("45000"), Min: 1, ReadOnly: true, Doc: groupBound},
+	{Name: "group.consumer.max.session.timeout.ms", Kind: KindInt, Default: sp("60000"), Min: 1, ReadOnly: true, Doc: groupBound},
+	{Name: "group.consumer.assignment.interval.ms", Kind: KindInt, Default: sp("1000"), Min: 0, ReadOnly: true, Doc: "the assignment interval of consumer groups; " + groupNoEffect},
+	{Name: "group.consumer.min.assignment.interval.ms", Kind: KindInt, Default: sp("0"), Min: 0, ReadOnly: true, Doc: groupBound},
+	{Name: "group.consumer.max.assignment.interval.ms", Kind: KindInt, Default: sp("15000"), Min: 0, ReadOnly: true, Doc: groupBound},
+	{Name: "group.consumer.assignor.offload.enable", Kind: KindBool, Default: sp("true"), ReadOnly: true, Doc: "consumer group assignment on a background thread; " + groupNoEffect},
 	{Name: "group.consumer.max.size", Kind: KindInt, Default: sp("2147483647"), Min: 1, ReadOnly: true},
 	{Name: "group.consumer.assignors", Kind: KindList, Default: sp("org.apache.kafka.coordinator.group.assignor.UniformAssignor,org.apache.kafka.coordinator.group.assignor.RangeAssignor"), ReadOnly: true, Doc: "uniform and range, by class name or by name; the first is the default (a value naming another assignor is ignored with a warning: uniform, range)"},
 	{Name: "group.consumer.migration.policy", Kind: KindString, Default: sp("bidirectional"), Enum: []string{"disabled", "downgrade", "upgrade", "bidirectional"}, ReadOnly: true, Doc: "empty groups convert between the classic and the consumer protocol whatever it says; groups with members are not converted (online migration is not served)"},
-	{Name: "group.share.enable", Kind: KindBool, Default: sp("false"), ReadOnly: true, Doc: "Kafka 4.1's switch for the share groups preview (KIP-932): ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch, ShareAcknowledge and the share coordinator are served and advertised (Kafka also enables them with the share.version feature, which Samsa does not have)"},
-	{Name: "group.share.heartbeat.interval.ms", Kind: KindInt, Default: sp("5000"), Min: 1, ReadOnly: true},
-	{Name: "group.share.session.timeout.ms", Kind: KindInt, Default: sp("45000"), Min: 1, ReadOnly: true},
+	{Name: "group.share.enable", Kind: KindBool, Default: sp("true"), ReadOnly: true, Doc: "share groups (KIP-932): ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch, ShareAcknowledge and the share coordinator are served and advertised (false: they are not). On by default, as Kafka 4.2 turned them on for new clusters with the share.version feature, which Samsa does not have yet (Kafka's key of the same name is an internal switch that defaults to false)"},
+	{Name: "group.share.heartbeat.interval.ms", Kind: KindInt, Default: sp("5000"), Min: 1, ReadOnly: true, Doc: "the heartbeat interval of a share group that does not set share.heartbeat.interval.ms"},
+	{Name: "group.share.min.heartbeat.interval.ms", Kind: KindInt, Default: sp("5000"), Min: 1, ReadOnly: true, Doc: groupBound},
+	{Name: "group.share.max.heartbeat.interval.ms", Kind: KindInt, Default: sp("15000"), Min: 1, ReadOnly: true, Doc: groupBound},
+	{Name: "group.share.session.timeout.ms", Kind: KindInt, Default: sp("45000"), Min: 1, ReadOnly: true, Doc: "the session timeout of a share group that does not set share.session.timeout.ms"},
+	{Name: "group.share.min.session.timeout.ms", Kind: KindInt, Default: sp("45000"), Min: 1, ReadOnly: true, Doc: groupBound},
+	{Name: "group.share.max.session.timeout.ms", Kind: KindInt, Default: sp("60000"), Min: 1, ReadOnly: true, Doc: groupBound},
 	{Name: "group.share.max.size", Kind: KindShort, Default: sp("200"), Min: 10, Max: 1000, ReadOnly: true},
-	{Name: "group.share.record.lock.duration.ms", Kind: KindInt, Default: sp("30000"), Min: 1000, Max: 3600000, ReadOnly: true},
-	{Name: "group.share.delivery.count.limit", Kind: KindInt, Default: sp("5"), Min: 2, Max: 10, ReadOnly: true},
-	{Name: "group.share.partition.max.record.locks", Kind: KindInt, Default: sp("2000"), Min: 100, Max: 10000, ReadOnly: true},
+	{Name: "group.share.record.lock.duration.ms", Kind: KindInt, Default: sp("30000"), Min: 1000, Max: 3600000, ReadOnly: true, Doc: "the acquisition lock of a share group that does not set share.record.lock.duration.ms"},
+	{Name: "group.share.min.record.lock.duration.ms", Kind: KindInt, Default: sp("15000"), Min: 1000, Max: 30000, ReadOnly: true, Doc: groupBound},
+	{Name: "group.share.max.record.lock.duration.ms", Kind: KindInt, Default: sp("60000"), Min: 30000, Max: 3600000, ReadOnly: true, Doc: groupBound},
+	{Name: "group.share.delivery.count.limit", Kind: KindInt, Default: sp("5"), Min: 2, Max: 10, ReadOnly: true, Doc: "the delivery count limit of a share group that does not set share.delivery.count.limit"},
+	{Name: "group.share.min.delivery.count.limit", Kind: KindInt, Default: sp("2"), Min: 2, Max: 5, ReadOnly: true, Doc: groupBound},
+	{Name: "group.share.max.delivery.count.limit", Kind: KindInt, Default: sp("10"), Min: 5, Max: 25, ReadOnly: true, Doc: groupBound},
+	{Name: "group.share.partition.max.record.locks", Kind: KindInt, Default: sp("2000"), Min: 100, Max: 10000, ReadOnly: true, Doc: "the in-flight records of a share partition of a group that does not set share.partition.max.record.locks"},
+	{Name: "group.share.min.partition.max.record.locks", Kind: KindInt, Default: sp("100"), Min: 100, Max: 10000, ReadOnly: true, Doc: groupBound},
+	{Name: "group.share.max.partition.max.record.locks", Kind: KindInt, Default: sp("4000"), Min: 100, Max: 10000, ReadOnly: true, Doc: groupBound},
+	{Name: "group.share.assignment.interval.ms", Kind: KindInt, Default: sp("1000"), Min: 0, ReadOnly: true, Doc: "the assignment interval of share groups; " + groupNoEffect},
+	{Name: "group.share.min.assignment.interval.ms", Kind: KindInt, Default: sp("0"), Min: 0, ReadOnly: true, Doc: groupBound},
+	{Name: "group.share.max.assignment.interval.ms", Kind: KindInt, Default: sp("15000"), Min: 0, ReadOnly: true, Doc: groupBound},
+	{Name: "group.share.assignor.offload.enable", Kind: KindBool, Default: sp("true"), ReadOnly: true, Doc: "share group assignment on a background thread; " + groupNoEffect},
 	{Name: "group.share.max.share.sessions", Kind: KindInt, Default: sp("2000"), Min: 1, ReadOnly: true},
-	{Name: "share.auto.offset.reset", Kind: KindString, Default: sp("latest"), Enum: []string{"latest", "earliest"}, ReadOnly: true, Doc: "Kafka: a group config; Samsa (group configs are not served): the broker-wide value for every share group's new share partitions (by_duration is not served)"},
+	{Name: "share.auto.offset.reset", Kind: KindString, Default: sp("latest"), ReadOnly: true, Check: checkShareAutoOffsetReset, Doc: "where a new share partition starts for a share group that does not set share.auto.offset.reset (Kafka has no broker key: a group config only, default latest); latest, earliest or by_duration:<ISO-8601 duration>"},
+	// Streams groups (KIP-1071) are not served: these keys bound and default the
+	// streams.* keys a group may set, which are stored and described only.
+	{Name: "group.streams.min.heartbeat.interval.ms", Kind: KindInt, Default: sp("5000"), Min: 1, ReadOnly: true, Doc: groupBound},
+	{Name: "group.streams.max.heartbeat.interval.ms", Kind: KindInt, Default: sp("15000"), Min: 1, ReadOnly: true, Doc: groupBound},
+	{Name: "group.streams.min.session.timeout.ms", Kind: KindInt, Default: sp("45000"), Min: 1, ReadOnly: true, Doc: groupBound},
+	{Name: "group.streams.max.session.timeout.ms", Kind: KindInt, Default: sp("60000"), Min: 1, ReadOnly: true, Doc: groupBound},
+	{Name: "group.streams.max.standby.replicas", Kind: KindInt, Default: sp("2"), Min: 0, ReadOnly: true, Doc: groupBound},
+	{Name: "group.streams.initial.rebalance.delay.ms", Kind: KindInt, Default: sp("3000"), Min: 0, ReadOnly: true, Doc: "the first rebalance delay of streams groups; " + groupNoEffect},
+	{Name: "group.streams.assignment.interval.ms", Kind: KindInt, Default: sp("1000"), Min: 0, ReadOnly: true, Doc: "the assignment interval of streams groups; " + groupNoEffect},
+	{Name: "group.streams.min.assignment.interval.ms", Kind: KindInt, Default: sp("0"), Min: 0, ReadOnly: true, Doc: groupBound},
+	{Name: "group.streams.max.assignment.interval.ms", Kind: KindInt, Default: sp("15000"), Min: 0, ReadOnly: true, Doc: groupBound},
+	{Name: "group.streams.assignor.offload.enable", Kind: KindBool, Default: sp("true"), ReadOnly: true, Doc: "streams group assignment on a background thread; " + groupNoEffect},
+	{Name: "group.streams.task.offset.interval.ms", Kind: KindInt, Default: sp("60000"), Min: 1, ReadOnly: true, Doc: "the task offset interval of streams groups; " + groupNoEffect},
+	{Name: "group.streams.min.task.offset.interval.ms", Kind: KindInt, Default: sp("15000"), Min: 1, ReadOnly: true, Doc: groupBound},
+	{Name: "group.streams.num.warmup.replicas", Kind: KindInt, Default: sp("2"), Min: 0, ReadOnly: true, Doc: "the warm-up replicas of streams groups; " + groupNoEffect},
+	{Name: "group.streams.max.warmup.replicas", Kind: KindInt, Default: sp("20"), Min: 0, ReadOnly: true, Doc: groupBound},
+	{Name: "group.streams.acceptable.recovery.lag", Kind: KindLong, Default: sp("10000"), Min: 0, ReadOnly: true, Doc: "the acceptable recovery lag of streams groups; " + groupNoEffect},
 	{Name: "share.coordinator.state.topic.num.partitions", Kind: KindInt, Default: sp("50"), Min: 1, ReadOnly: true},
 	{Name: "share.coordinator.state.topic.replication.factor", Kind: KindShort, Default: sp("3"), Min: 1, ReadOnly: true},
 	{Name: "share.coordinator.state.topic.min.isr", Kind: KindShort, Default: sp("2"), Min: 1, ReadOnly: true},
@@ -425,9 +462,13 @@ var BrokerDefs = []*Def{
 
 const compatOnly = "accepted for compatibility with Kafka's server.properties; no effect on Samsa"
 
-// groupOverridesOnly documents the bounds Kafka puts on a group's own settings:
-// Samsa serves no group-level configs (GROUP resources), so they bound nothing.
-const groupOverridesOnly = "bounds a group's own setting in Kafka; no effect on Samsa: group-level configs are not served"
+// groupBound documents the broker keys that bound a group's own setting of a group key
+// (GroupDefs): Kafka's group.<type>.min.<key> and group.<type>.max.<key>.
+const groupBound = "bounds a group's own setting (group keys): a GROUP config beyond it is refused (INVALID_CONFIG), one set before it moved is capped to it"
+
+// groupNoEffect ends the documentation of the broker keys that default a group key
+// Samsa stores and describes without acting on it.
+const groupNoEffect = "no effect in Samsa (the default of a group key Samsa stores and describes)"
 
 var (
 	topicDefs  = indexDefs(TopicDefs)
@@ -508,6 +549,7 @@ func ValidateTopic(key string, value *string) (string, error) {
 // read, never written.
 type Layers struct {
 	Topic          map[string]string // topic overrides (metadata)
+	Group          map[string]string // a group's own configs (metadata; group_keys.go)
 	Node           map[string]string // dynamic, this node (metadata, broker "<id>")
 	ClusterDefault map[string]string // dynamic, cluster default (metadata, broker "")
 	Static         map[string]string // server.properties / env / flags, explicitly set
@@ -594,6 +636,12 @@ func (l Layers) ResolveBroker(name string, scale int64, syn *[]kmsg.DescribeConf
 // ResolveTopic resolves a topic key through its override, its broker synonyms, and
 // Kafka's default.
 func (l Layers) ResolveTopic(d *Def, wantSynonyms bool) Resolved {
+	return l.resolveOverride(d, l.Topic, kmsg.ConfigSourceDynamicTopicConfig, wantSynonyms)
+}
+
+// resolveOverride resolves a topic or group key d: its value in own (reported with
+// source src), else its broker synonyms, else Kafka's default.
+func (l Layers) resolveOverride(d *Def, own map[string]string, src kmsg.ConfigSource, wantSynonyms bool) Resolved {
 	var syn []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym
 	var synp *[]kmsg.DescribeConfigsResponseResourceConfigConfigSynonym
 	if wantSynonyms {
@@ -601,10 +649,10 @@ func (l Layers) ResolveTopic(d *Def, wantSynonyms bool) Resolved {
 	}
 	var out Resolved
 	found := false
-	if v, ok := l.Topic[d.Name]; ok {
-		out, found = Resolved{Value: sp(v), Source: kmsg.ConfigSourceDynamicTopicConfig}, true
+	if v, ok := own[d.Name]; ok {
+		out, found = Resolved{Value: sp(v), Source: src}, true
 		if wantSynonyms {
-			syn = append(syn, kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{Name: d.Name, Value: sp(v), Source: kmsg.ConfigSourceDynamicTopicConfig})
+			syn = append(syn, kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{Name: d.Name, Value: sp(v), Source: src})
 		}
 	}
 	for _, s := range d.Synonyms {

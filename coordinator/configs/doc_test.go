@@ -51,7 +51,7 @@ func renderConfigDoc() []byte {
 			switch {
 			case HandWritten(topic, d.Name):
 				hand++
-				if (topic && KafkaTopic(d.Name) != nil) || (!topic && KafkaBroker(d.Name) != nil) {
+				if (topic && KafkaTopic(d.Name) != nil) || (!topic && (KafkaBroker(d.Name) != nil || NewerKafka(d.Name))) {
 					kafkaHand++
 				}
 				if !d.NoEffect {
@@ -109,7 +109,10 @@ func renderConfigDoc() []byte {
 			if d.NoEffect && !strings.HasPrefix(strings.ToLower(eff), "no effect") {
 				eff = "*no effect*: " + eff
 			}
-			if kafkaKey(sec.topic, d.Name) == nil {
+			switch {
+			case !sec.topic && NewerKafka(d.Name):
+				eff = "(a key of Kafka releases after " + KafkaVersion + ") " + eff
+			case kafkaKey(sec.topic, d.Name) == nil:
 				eff = "(Samsa's own key) " + eff
 			}
 			p("| `%s` | %s | %s | %s | %s |\n", d.Name, d.Kind.Wire(), defaultCell(d.Default), mode(sec.topic, d), cell(eff))
@@ -133,6 +136,39 @@ func renderConfigDoc() []byte {
 		}
 		p("\n")
 	}
+
+	p("## Group keys\n\n")
+	p("A group's own settings (Kafka's GroupConfig: a GROUP config resource, type 32), set with\n")
+	p("IncrementalAlterConfigs or AlterConfigs (`samsa configs --entity-type groups`) before or\n")
+	p("after the group exists, kept in the metadata log and deleted with the group. A key a group\n")
+	p("does not set takes its broker synonym's value, else the default. A value is refused\n")
+	p("(INVALID_CONFIG) outside the bounds the broker keys in the last column put on it, and a\n")
+	p("session timeout must exceed its heartbeat interval; a value set before the bounds moved\n")
+	p("is capped to them where Samsa acts on it. Changes take effect at the next decision that\n")
+	p("reads them (the next heartbeat answer, the next lock, a new share partition's start).\n\n")
+	p("| key | type | default | broker synonym | bounds | effect |\n|---|---|---|---|---|---|\n")
+	for _, d := range GroupDefs {
+		synonym := "none"
+		if len(d.Synonyms) > 0 {
+			synonym = "`" + d.Synonyms[0].Name + "`"
+		}
+		bounds := ""
+		if b, ok := GroupBounds(d.Name); ok {
+			var parts []string
+			for _, k := range []string{b.Min, b.Max} {
+				if k != "" {
+					parts = append(parts, "`"+k+"`")
+				}
+			}
+			bounds = strings.Join(parts, ", ")
+		}
+		eff := d.Doc
+		if d.NoEffect && !strings.HasPrefix(eff, "no effect") {
+			eff = "*no effect*: " + eff
+		}
+		p("| `%s` | %s | %s | %s | %s | %s |\n", d.Name, d.Kind.Wire(), defaultCell(d.Default), synonym, bounds, cell(eff))
+	}
+	p("\n")
 
 	p("## Where Samsa's definitions differ from Kafka %s's\n\n", KafkaVersion)
 	p("Type or default:\n\n| key | Samsa | Kafka | why |\n|---|---|---|---|\n")

@@ -108,7 +108,7 @@ func KafkaTopic(name string) *KafkaKey { return kafkaTopic[name] }
 // handNoEffect reports whether a hand-written Def says it has no effect.
 func handNoEffect(d *Def) bool {
 	doc := strings.ToLower(d.Doc)
-	return d.Doc == compatOnly || d.Doc == groupOverridesOnly || strings.HasPrefix(doc, "no effect") ||
+	return d.Doc == compatOnly || strings.HasSuffix(d.Doc, groupNoEffect) || strings.HasPrefix(doc, "no effect") ||
 		doc == "stored" || strings.HasPrefix(doc, "stored;") // topic keys kept for DescribeConfigs only
 }
 
@@ -156,6 +156,27 @@ func HandWritten(topic bool, name string) bool {
 	}
 	return handBroker[name]
 }
+
+// newerBrokerKeys are the hand-written broker keys that Kafka releases after
+// KafkaVersion define (their generated table does not have them yet): the bounds and
+// defaults of group keys (group_keys.go).
+var newerBrokerKeys = map[string]bool{
+	"group.consumer.assignment.interval.ms": true, "group.consumer.min.assignment.interval.ms": true,
+	"group.consumer.max.assignment.interval.ms": true, "group.consumer.assignor.offload.enable": true,
+	"group.share.min.delivery.count.limit": true, "group.share.max.delivery.count.limit": true,
+	"group.share.min.partition.max.record.locks": true, "group.share.max.partition.max.record.locks": true,
+	"group.share.assignment.interval.ms": true, "group.share.min.assignment.interval.ms": true,
+	"group.share.max.assignment.interval.ms": true, "group.share.assignor.offload.enable": true,
+	"group.streams.initial.rebalance.delay.ms": true, "group.streams.assignment.interval.ms": true,
+	"group.streams.min.assignment.interval.ms": true, "group.streams.max.assignment.interval.ms": true,
+	"group.streams.assignor.offload.enable": true, "group.streams.task.offset.interval.ms": true,
+	"group.streams.min.task.offset.interval.ms": true, "group.streams.num.warmup.replicas": true,
+	"group.streams.max.warmup.replicas": true, "group.streams.acceptable.recovery.lag": true,
+}
+
+// NewerKafka reports whether a hand-written broker key is one a Kafka release after
+// KafkaVersion defines.
+func NewerKafka(name string) bool { return newerBrokerKeys[name] }
 
 // brokerDifferences and topicDifferences are the hand-written keys whose type or
 // default differs from Kafka's on purpose, with the reason (docs/CONFIG.md lists them;

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,7 +25,9 @@ type alterTarget struct {
 
 // resolveAlterTarget checks that the resource exists and may be altered: a TOPIC
 // that exists (UNKNOWN_TOPIC_OR_PARTITION), a BROKER named by a broker id or "" (the
-// cluster default; INVALID_REQUEST otherwise); other types INVALID_REQUEST.
+// cluster default; INVALID_REQUEST otherwise), a GROUP named by a non-empty group id
+// (the group need not exist, as in Kafka; INVALID_REQUEST for an empty name); other
+// types INVALID_REQUEST.
 func (c *Controller) resolveAlterTarget(im *metadata.Image, rtype kmsg.ConfigResourceType, name string) (*alterTarget, error) {
 	t := &alterTarget{name: name, wire: rtype}
 	switch rtype {
@@ -48,6 +51,14 @@ func (c *Controller) resolveAlterTarget(im *metadata.Image, rtype kmsg.ConfigRes
 		}
 		t.layers = configs.ForImage(im, int32(id), c.cfg.Static, "")
 		t.current = t.layers.Node
+	case kmsg.ConfigResourceTypeGroupConfig:
+		if name == "" {
+			return nil, errf(kerr.InvalidRequest, "group name must not be empty")
+		}
+		t.def, t.rt = configs.Group, metadata.ResourceGroup
+		t.layers = c.layers(im, "")
+		t.layers.Group = im.Configs(metadata.ResourceGroup, name)
+		t.current = t.layers.Group
 	default:
 		return nil, errf(kerr.InvalidRequest, "resource type %s is not supported", rtype)
 	}
@@ -57,6 +68,9 @@ func (c *Controller) resolveAlterTarget(im *metadata.Image, rtype kmsg.ConfigRes
 // alterableDef returns the definition of key if it may be altered on t.
 func (t *alterTarget) alterableDef(key string) (*configs.Def, error) {
 	d := t.def(key)
+	if d == nil && t.rt == metadata.ResourceGroup {
+		return nil, errf(kerr.InvalidConfig, "Unknown group config name: %s", key) // Kafka's words
+	}
 	if d == nil {
 		return nil, errf(kerr.InvalidConfig, "unknown config %q", key)
 	}
@@ -72,9 +86,10 @@ func (t *alterTarget) record(key string, value *string) *metadata.ConfigRecord {
 
 // incrementalAlterConfigsLocked is IncrementalAlterConfigs (44): SET (validated by
 // name and value: INVALID_CONFIG), DELETE (back to the default), APPEND and SUBTRACT
-// (list keys only) on a TOPIC's overrides or a BROKER's dynamic keys (a broker id:
-// DYNAMIC_BROKER_CONFIG; "": the cluster default); read-only keys INVALID_CONFIG; a
-// key twice INVALID_REQUEST. The changes of all resources commit as one entry;
+// (list keys only) on a TOPIC's overrides, a BROKER's dynamic keys (a broker id:
+// DYNAMIC_BROKER_CONFIG; "": the cluster default) or a GROUP's configs (whose whole
+// resulting set is then checked: validateGroupConfigs); read-only keys INVALID_CONFIG;
+// a key twice INVALID_REQUEST. The changes of all resources commit as one entry;
 // brokers apply them to their logs when they see it. ValidateOnly validates only.
 func (c *Controller) incrementalAlterConfigsLocked(r *kmsg.IncrementalAlterConfigsRequest) *op {
 	resp := r.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
@@ -158,6 +173,9 @@ func (c *Controller) incrementalRecords(im *metadata.Image, res *kmsg.Incrementa
 		}
 		recs = append(recs, t.record(cf.Name, value))
 	}
+	if err := t.checkResult(recs); err != nil {
+		return nil, err
+	}
 	return recs, nil
 }
 
@@ -221,16 +239,44 @@ func (c *Controller) replaceRecords(im *metadata.Image, res *kmsg.AlterConfigsRe
 	for _, k := range keys {
 		recs = append(recs, t.record(k, nil))
 	}
+	if err := t.checkResult(recs); err != nil {
+		return nil, err
+	}
 	return recs, nil
+}
+
+// checkResult checks the configs the resource would have after recs: a GROUP's whole
+// set as Kafka's GroupConfig.validate does (validateGroupConfigs); other types need
+// no check beyond each value's.
+func (t *alterTarget) checkResult(recs []metadata.Record) error {
+	if t.rt != metadata.ResourceGroup {
+		return nil
+	}
+	after := maps.Clone(t.current)
+	if after == nil {
+		after = map[string]string{}
+	}
+	for _, r := range recs {
+		cr := r.(*metadata.ConfigRecord)
+		if cr.Value == nil {
+			delete(after, cr.Key)
+		} else {
+			after[cr.Key] = *cr.Value
+		}
+	}
+	return validateGroupConfigs(after, &t.layers)
 }
 
 // effective is the current value of d for the resource being altered.
 func effective(l *configs.Layers, rt kmsg.ConfigResourceType, d *configs.Def) string {
-	if rt == kmsg.ConfigResourceTypeTopic {
+	switch rt {
+	case kmsg.ConfigResourceTypeTopic:
 		if r := l.ResolveTopic(d, false); r.Value != nil {
 			return *r.Value
 		}
 		return ""
+	case kmsg.ConfigResourceTypeGroupConfig:
+		return l.GroupValue(d.Name)
 	}
 	if r, ok := l.ResolveBroker(d.Name, 1, nil); ok {
 		return *r.Value

@@ -314,7 +314,7 @@ func (g *group) consumerHeartbeatLocked(fx *effects, req *kmsg.ConsumerGroupHear
 	id := m.id
 	r.MemberID = &id
 	r.MemberEpoch = m.epoch
-	r.HeartbeatIntervalMillis = int32(g.c.cfg.ConsumerHeartbeatInterval / time.Millisecond)
+	r.HeartbeatIntervalMillis = int32(g.settingsLocked().ConsumerHeartbeatInterval / time.Millisecond)
 	full := req.MemberEpoch == 0 || (req.RebalanceTimeoutMillis != -1 && (req.SubscribedTopicNames != nil || req.SubscribedTopicRegex != nil) && req.Topics != nil)
 	if full || !before.equal(m.assigned) {
 		r.Assignment = heartbeatAssignment(m.assigned)
@@ -579,7 +579,7 @@ func (g *group) armConsumerSessionLocked(m *cmember) {
 	}
 	m.hbSeq++
 	seq := m.hbSeq
-	m.hbTimer = g.after(g.c.cfg.ConsumerSessionTimeout, func(fx *effects) {
+	m.hbTimer = g.after(g.settingsLocked().ConsumerSessionTimeout, func(fx *effects) {
 		if g.kind != kindConsumer || g.state == stateDead || g.cg.members[m.id] != m || m.hbSeq != seq {
 			return
 		}
@@ -597,7 +597,7 @@ func (g *group) armRevokeTimerLocked(m *cmember) {
 	seq, epoch := m.revokeSeq, m.epoch
 	d := m.rebalanceTimeout
 	if d <= 0 {
-		d = g.c.cfg.ConsumerSessionTimeout
+		d = g.settingsLocked().ConsumerSessionTimeout
 	}
 	m.revokeTimer = g.after(d, func(fx *effects) {
 		if g.kind != kindConsumer || g.state == stateDead || g.cg.members[m.id] != m || m.revokeSeq != seq {

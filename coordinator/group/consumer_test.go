@@ -538,3 +538,38 @@ func TestConsumerAnswersWaitForDurability(t *testing.T) {
 	b := h.cgClient("g", "B", "t")
 	mustCode(t, "join on a lost partition", b.send(b.request(true)).ErrorCode, kerr.NotCoordinator.Code)
 }
+
+// TestConsumerGroupSettings: a group's own settings (Config.GroupSettings) are read at
+// each heartbeat: the interval its answers carry and the session timeout its members'
+// timers get; other groups keep the coordinator's.
+func TestConsumerGroupSettings(t *testing.T) {
+	var own GroupSettings // read under the group's lock, written between heartbeats
+	h := newHarness(t, func(c *Config) {
+		c.ConsumerSessionTimeout = 45 * time.Second
+		c.GroupSettings = func(group string) GroupSettings {
+			if group == "own" {
+				return own
+			}
+			return GroupSettings{}
+		}
+	})
+	h.setTopics(1, map[string]int32{"t": 1})
+	own = GroupSettings{ConsumerHeartbeatInterval: 6 * time.Second, ConsumerSessionTimeout: 10 * time.Second}
+	a, b := h.cgClient("own", "A", "t"), h.cgClient("other", "B", "t")
+	if r := a.hb(); r.ErrorCode != 0 || r.HeartbeatIntervalMillis != 6000 {
+		t.Fatalf("own group: %v interval %d", r.ErrorCode, r.HeartbeatIntervalMillis)
+	}
+	if r := b.hb(); r.ErrorCode != 0 || r.HeartbeatIntervalMillis != 5000 {
+		t.Fatalf("other group: %v interval %d", r.ErrorCode, r.HeartbeatIntervalMillis)
+	}
+	own.ConsumerHeartbeatInterval = 7 * time.Second
+	if r := a.keepalive(); r.HeartbeatIntervalMillis != 7000 {
+		t.Fatalf("after the change: interval %d", r.HeartbeatIntervalMillis)
+	}
+	// The group's 10 s session: A is fenced after it, B (45 s) is not.
+	for range 11 {
+		h.clock.Advance(time.Second)
+	}
+	mustCode(t, "A after its group's session timeout", a.keepalive().ErrorCode, kerr.UnknownMemberID.Code)
+	mustCode(t, "B within the coordinator's", b.keepalive().ErrorCode, 0)
+}

@@ -70,6 +70,21 @@ type Config struct {
 	// ShareGroupDeleted (may be nil) is called, with no lock held, when DeleteGroups
 	// deletes a share group, so that its share-partition state can be deleted too.
 	ShareGroupDeleted func(group string)
+
+	// GroupSettings (may be nil) returns a group's own settings (its GROUP configs:
+	// consumer.session.timeout.ms, consumer.heartbeat.interval.ms,
+	// share.session.timeout.ms, share.heartbeat.interval.ms), read at each heartbeat
+	// answer and each session timer armed, so that a change applies from the next
+	// one. A zero field takes the value above. Called with the group's lock held: it
+	// must not block nor call the Coordinator.
+	GroupSettings func(group string) GroupSettings
+}
+
+// GroupSettings are the settings a group may have of its own; zero means the
+// coordinator's (Config's).
+type GroupSettings struct {
+	ConsumerSessionTimeout, ConsumerHeartbeatInterval time.Duration
+	ShareSessionTimeout, ShareHeartbeatInterval       time.Duration
 }
 
 func (c *Config) fill() {
@@ -271,6 +286,29 @@ func (g *group) with(fn func(fx *effects)) {
 // after arms a timer that runs fn under g.mu.
 func (g *group) after(d time.Duration, fn func(fx *effects)) Timer {
 	return g.c.clock.AfterFunc(d, func() { g.with(fn) })
+}
+
+// settingsLocked returns the group's settings: its own (Config.GroupSettings) where it
+// has them, else the coordinator's. Called with g.mu held.
+func (g *group) settingsLocked() GroupSettings {
+	var s GroupSettings
+	if f := g.c.cfg.GroupSettings; f != nil {
+		s = f(g.id)
+	}
+	cfg := &g.c.cfg
+	if s.ConsumerSessionTimeout <= 0 {
+		s.ConsumerSessionTimeout = cfg.ConsumerSessionTimeout
+	}
+	if s.ConsumerHeartbeatInterval <= 0 {
+		s.ConsumerHeartbeatInterval = cfg.ConsumerHeartbeatInterval
+	}
+	if s.ShareSessionTimeout <= 0 {
+		s.ShareSessionTimeout = cfg.ShareSessionTimeout
+	}
+	if s.ShareHeartbeatInterval <= 0 {
+		s.ShareHeartbeatInterval = cfg.ShareHeartbeatInterval
+	}
+	return s
 }
 
 // appendLocked appends recs to the group's partition; done runs later with no lock

@@ -56,7 +56,11 @@
 //	                      the partitions its target has are all released
 //
 // A member that does not revoke within its rebalance timeout, or does not heartbeat
-// within group.consumer.session.timeout.ms, is fenced (removed, group epoch bumped).
+// within its session timeout, is fenced (removed, group epoch bumped). The session
+// timeout and the heartbeat interval handed out are the group's own where it has them
+// (Config.GroupSettings: its GROUP configs, read at each heartbeat), else
+// group.consumer.session.timeout.ms and group.consumer.heartbeat.interval.ms; the same
+// holds for share groups' share.* pair.
 // Group states: Empty, Assigning (group epoch > assignment epoch), Reconciling (some
 // member not at the assignment epoch or not STABLE), Stable. Invariants are listed on
 // consumerState (consumer.go).
@@ -68,16 +72,15 @@
 // INCONSISTENT_GROUP_PROTOCOL. Not done: Kafka 4's online migration (a classic member
 // joining a consumer group with members, served through JoinGroup/SyncGroup as a
 // member of the consumer group, and the upgrade of a classic group with members);
-// group-level configs (IncrementalAlterConfigs on GROUP resources); rack-aware
-// assignment. OffsetCommit v9+ by a consumer-group member carries its member epoch
+// rack-aware assignment. OffsetCommit v9+ by a consumer-group member carries its member epoch
 // (offsets.go: validateConsumerCommitLocked); OffsetFetch v9+ too.
 //
 // # Share groups (KIP-932)
 //
 // share.go holds a share group's membership half: ShareGroupHeartbeat and
 // ShareGroupDescribe over the coordinator (the "simple" assignor, member epochs,
-// sessions), its records (types 9 to 14) and their replay; net/kafka serves them when
-// group.share.enable is set. Which records a member holds (the share-partition state:
+// sessions), its records (types 9 to 14) and their replay; net/kafka serves them
+// unless group.share.enable is false. Which records a member holds (the share-partition state:
 // start offset, in-flight records, acquisition locks, delivery counts) and its durable
 // store, __share_group_state, are coordinator/share's. ShareGroupTopics and
 // ShareGroupEmpty serve the share-group offset admin APIs (net/kafka 90-92);

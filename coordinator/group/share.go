@@ -219,7 +219,7 @@ func (g *group) shareHeartbeatLocked(req *kmsg.ShareGroupHeartbeatRequest, clien
 	r := kmsg.NewPtrShareGroupHeartbeatResponse()
 	id := m.id
 	r.MemberID, r.MemberEpoch = &id, m.epoch
-	r.HeartbeatIntervalMillis = int32(g.c.cfg.ShareHeartbeatInterval / time.Millisecond)
+	r.HeartbeatIntervalMillis = int32(g.settingsLocked().ShareHeartbeatInterval / time.Millisecond)
 	if req.MemberEpoch == 0 || req.SubscribedTopicNames != nil || !before.equal(m.assigned) {
 		r.Assignment = &kmsg.ShareGroupHeartbeatResponseAssignment{TopicPartitions: []kmsg.ShareGroupHeartbeatResponseAssignmentTopicPartition{}}
 		for _, tp := range assignmentRecordForm(m.assigned) {
@@ -369,7 +369,7 @@ func (g *group) armShareSessionLocked(m *smember) {
 	}
 	m.hbSeq++
 	seq := m.hbSeq
-	m.hbTimer = g.after(g.c.cfg.ShareSessionTimeout, func(fx *effects) {
+	m.hbTimer = g.after(g.settingsLocked().ShareSessionTimeout, func(fx *effects) {
 		if g.kind != kindShare || g.state == stateDead || g.sg.members[m.id] != m || m.hbSeq != seq {
 			return
 		}

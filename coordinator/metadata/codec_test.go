@@ -20,6 +20,7 @@ func sampleRecords() []Record {
 		&ConfigRecord{Resource: ResourceTopic, Name: "orders", Key: "retention.ms", Value: StringPtr("604800000")},
 		&ConfigRecord{Resource: ResourceBroker, Name: "", Key: "k", Value: StringPtr("")},
 		&ConfigRecord{Resource: ResourceBroker, Name: "1", Key: "k"},
+		&ConfigRecord{Resource: ResourceGroup, Name: "share-group", Key: "share.auto.offset.reset", Value: StringPtr("earliest")},
 		&ProducerIDsRecord{BrokerID: 1, BrokerEpoch: -1, NextProducerID: 1 << 40},
 		&RegisterBrokerRecord{ID: 1, Endpoints: []Endpoint{{Name: "PLAINTEXT", Host: "127.0.0.1", Port: 9092}}},
 		&RegisterBrokerRecord{ID: 2, Endpoints: []Endpoint{{Name: "PLAINTEXT", Host: "h", Port: 1}}, Rack: StringPtr("rack-a")},

@@ -35,7 +35,8 @@
 //	                         int32, leader epoch int32, partition epoch int32, leader
 //	                         recovery state int8
 //	  3  1  Partition        topic id, partition, replicas, isr, leader, leader epoch
-//	  4  1  Config           resource int8, name string, key string, value nullable string
+//	  4  1  Config           resource int8 (2 topic, 4 broker, 32 group), name string,
+//	                         key string, value nullable string
 //	  5  1  PartitionChange  topic id [16]byte, partition int32, isr opt []int32, leader
 //	                         int32 (-2 unchanged), replicas opt []int32, removing opt
 //	                         []int32, adding opt []int32, leader recovery state int8

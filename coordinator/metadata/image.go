@@ -170,7 +170,8 @@ func (im *Image) MaxBrokerEpoch() int64 {
 // Records returns records that rebuild im when applied to the empty image, in a
 // canonical order: brokers by epoch (then id: Apply wants each registration's epoch
 // above every earlier one's), each topic by name with its partitions and configs;
-// broker configs by name and key; the producer-id watermark. Snapshots are made of them.
+// broker configs by name and key; group configs by group and key; the producer-id
+// watermark. Snapshots are made of them.
 func (im *Image) Records() []Record {
 	var out []Record
 	brokers := im.Brokers()
@@ -199,15 +200,22 @@ func (im *Image) Records() []Record {
 		}
 		appendConfigs(ResourceTopic, t.Name)
 	}
-	var brokerNames []string
+	var brokerNames, groupNames []string
 	for k := range im.configs.all() {
-		if k.rt == ResourceBroker {
+		switch k.rt {
+		case ResourceBroker:
 			brokerNames = append(brokerNames, k.name)
+		case ResourceGroup:
+			groupNames = append(groupNames, k.name)
 		}
 	}
 	slices.Sort(brokerNames)
 	for _, n := range brokerNames {
 		appendConfigs(ResourceBroker, n)
+	}
+	slices.Sort(groupNames)
+	for _, n := range groupNames {
+		appendConfigs(ResourceGroup, n)
 	}
 	if im.nextProducerID > 0 {
 		out = append(out, &ProducerIDsRecord{BrokerID: -1, NextProducerID: im.nextProducerID})
@@ -579,6 +587,10 @@ func (b *builder) config(r *ConfigRecord) error {
 			if err != nil || id < 0 || strconv.FormatInt(id, 10) != r.Name {
 				return fmt.Errorf("%w: broker config resource %q is not a broker id", ErrInvalidRecord, r.Name)
 			}
+		}
+	case ResourceGroup:
+		if r.Name == "" {
+			return fmt.Errorf("%w: group config resource with an empty name", ErrInvalidRecord)
 		}
 	default:
 		return fmt.Errorf("%w: config resource type %d", ErrInvalidRecord, r.Resource)

@@ -143,6 +143,23 @@ func TestApplyTable(t *testing.T) {
 					t.Fatal("broker configs not set")
 				}
 			}},
+		{name: "group config", recs: []Record{
+			&ConfigRecord{Resource: ResourceGroup, Name: "g1", Key: "share.auto.offset.reset", Value: StringPtr("earliest")},
+			&ConfigRecord{Resource: ResourceGroup, Name: "g1", Key: "share.record.lock.duration.ms", Value: StringPtr("15000")},
+			&ConfigRecord{Resource: ResourceGroup, Name: "g1", Key: "share.record.lock.duration.ms"}},
+			check: func(t *testing.T, im *Image) {
+				if got := im.Configs(ResourceGroup, "g1"); !reflect.DeepEqual(got, map[string]string{"share.auto.offset.reset": "earliest"}) {
+					t.Fatalf("group configs = %v", got)
+				}
+				if im.Configs(ResourceBroker, "g1") != nil || im.Configs(ResourceTopic, "g1") != nil {
+					t.Fatal("group configs visible under another resource type")
+				}
+				// A snapshot (Records) carries them.
+				if got := mustApply(t, &Image{}, im.Records()...).Configs(ResourceGroup, "g1"); got["share.auto.offset.reset"] != "earliest" {
+					t.Fatalf("group configs rebuilt from Records = %v", got)
+				}
+			}},
+		{name: "group config empty name", recs: []Record{&ConfigRecord{Resource: ResourceGroup, Name: "", Key: "k", Value: StringPtr("v")}}, wantErr: ErrInvalidRecord},
 		{name: "broker config bad name", recs: []Record{&ConfigRecord{Resource: ResourceBroker, Name: "03", Key: "k", Value: StringPtr("v")}}, wantErr: ErrInvalidRecord},
 		{name: "config bad resource", recs: []Record{&ConfigRecord{Resource: 7, Name: "x", Key: "k", Value: StringPtr("v")}}, wantErr: ErrInvalidRecord},
 		{name: "config empty key", recs: []Record{&ConfigRecord{Resource: ResourceBroker, Key: "", Value: StringPtr("v")}}, wantErr: ErrInvalidRecord},

@@ -76,6 +76,7 @@ const (
 	ResourceUnknown ResourceType = 0
 	ResourceTopic   ResourceType = 2
 	ResourceBroker  ResourceType = 4
+	ResourceGroup   ResourceType = 32 // a group's configs (KIP-848, KIP-932: Kafka's GROUP)
 )
 
 func (rt ResourceType) String() string {
@@ -84,6 +85,8 @@ func (rt ResourceType) String() string {
 		return "topic"
 	case ResourceBroker:
 		return "broker"
+	case ResourceGroup:
+		return "group"
 	}
 	return fmt.Sprintf("resource(%d)", int8(rt))
 }
@@ -167,7 +170,9 @@ type RemoveTopicRecord struct {
 // ConfigRecord sets (Value non-nil) or deletes (Value nil: back to the default) one
 // config key of a resource. For ResourceTopic, Name is the topic name and the topic must
 // exist; for ResourceBroker, Name is a broker id in decimal, or "" for the cluster-wide
-// default.
+// default; for ResourceGroup, Name is a group id, never empty (the group need not exist:
+// Kafka lets a group be configured before its first member joins; DeleteGroups removes
+// the configs of a group it deletes).
 type ConfigRecord struct {
 	Resource ResourceType
 	Name     string

@@ -16,7 +16,10 @@
 //	    record available again, reject (and a gap) archives; an expired lock releases;
 //	    a record whose delivery count reached group.share.delivery.count.limit is
 //	    archived instead of released. At most group.share.partition.max.record.locks
-//	    offsets are in flight. The start moves past every done record at the head.
+//	    offsets are in flight. The start moves past every done record at the head. A
+//	    group's own configs (share.record.lock.duration.ms, share.delivery.count.limit,
+//	    share.partition.max.record.locks) stand for these keys for its share
+//	    partitions (ManagerConfig.ForGroup), read before each decision.
 //	  - Manager (manager.go) holds the share partitions this broker leads: it loads a
 //	    share partition's state from its share coordinator the first time it is used
 //	    under a leader epoch (or writes its initial state: share.auto.offset.reset),

@@ -38,7 +38,15 @@ var ErrNotReady = errors.New("share: share partition state loading")
 
 // ManagerConfig configures a Manager.
 type ManagerConfig struct {
+	// Partition is the limits of every group's share partitions, but for a group
+	// ForGroup says otherwise.
 	Partition Config
+	// ForGroup (may be nil) returns the limits of group's share partitions (its
+	// GROUP configs over the broker's keys; zero fields take Partition's). Read when a
+	// share partition is loaded and before each decision (acquisition, acknowledgement,
+	// release, lock expiry), so a change applies to the next one. Called with the
+	// Manager's lock held: it must not block nor call the Manager.
+	ForGroup  func(group string) Config
 	Persister Persister
 	Clock     Clock // nil: the real clock
 	// Available (may be nil) is called, with no lock held, when records of k may have
@@ -87,9 +95,38 @@ func NewManager(cfg ManagerConfig) *Manager {
 	return &Manager{cfg: cfg, parts: map[Key]*spart{}}
 }
 
-// LockDuration is the acquisition lock's duration (ShareFetch's
+// LockDuration is the acquisition lock's duration for group's records (ShareFetch's
 // AcquisitionLockTimeoutMillis).
-func (m *Manager) LockDuration() time.Duration { return m.cfg.Partition.LockDuration }
+func (m *Manager) LockDuration(group string) time.Duration { return m.configFor(group).LockDuration }
+
+// configFor is the limits of group's share partitions.
+func (m *Manager) configFor(group string) Config {
+	c := m.cfg.Partition
+	if m.cfg.ForGroup != nil {
+		g := m.cfg.ForGroup(group)
+		if g.LockDuration > 0 {
+			c.LockDuration = g.LockDuration
+		}
+		if g.DeliveryLimit > 0 {
+			c.DeliveryLimit = g.DeliveryLimit
+		}
+		if g.MaxInFlight > 0 {
+			c.MaxInFlight = g.MaxInFlight
+		}
+	}
+	return c
+}
+
+// refreshLocked gives s's partition its group's current limits, writing the state
+// when that archived records (a lowered delivery limit).
+func (m *Manager) refreshLocked(s *spart) {
+	if m.cfg.ForGroup == nil {
+		return
+	}
+	if s.p.SetConfig(m.configFor(s.key.Group)) {
+		m.persistLocked(s, nil)
+	}
+}
 
 // startLocked returns k's share partition ready under leaderEpoch, or ErrNotReady after
 // starting its load (reading its state; when it has none, start() gives the initial
@@ -120,7 +157,7 @@ func (m *Manager) load(s *spart, initial func() (int64, error)) {
 			return
 		}
 		if found && snap.StartOffset >= 0 {
-			p := Restore(m.cfg.Partition, snap.StartOffset, snap.Batches)
+			p := Restore(m.configFor(s.key.Group), snap.StartOffset, snap.Batches)
 			m.mu.Lock()
 			if m.parts[s.key] == s {
 				s.p, s.ready, s.stateEpoch = p, true, snap.StateEpoch
@@ -140,7 +177,7 @@ func (m *Manager) load(s *spart, initial func() (int64, error)) {
 			m.loadFailed(s, err)
 			return
 		}
-		p := NewPartition(m.cfg.Partition, start)
+		p := NewPartition(m.configFor(s.key.Group), start)
 		snap = Snapshot{StateEpoch: stateEpoch, LeaderEpoch: s.leaderEpoch, StartOffset: start}
 		m.cfg.Persister.Write(s.key, &snap, func(err error) {
 			if err != nil {
@@ -182,6 +219,7 @@ func (m *Manager) NextFetchOffset(k Key, leaderEpoch int32, initial func() (int6
 	if err != nil {
 		return -1, err
 	}
+	m.refreshLocked(s)
 	return s.p.NextFetchOffset(), nil
 }
 
@@ -208,12 +246,33 @@ func (m *Manager) Acquire(k Key, leaderEpoch int32, member string, from, to int6
 	if s == nil || !s.ready || s.leaderEpoch != leaderEpoch {
 		return nil, ErrNotReady
 	}
+	m.refreshLocked(s)
 	out := s.p.Acquire(member, from, to, max, m.cfg.Clock.Now())
 	if len(out) > 0 {
 		s.evict = false
 		m.armLocked(s)
 	}
 	return out, nil
+}
+
+// ArchiveAcquired archives the records of ranges that member acquired in k instead
+// of delivering them (a read_committed group's records of aborted transactions); the
+// change is written in the background.
+func (m *Manager) ArchiveAcquired(k Key, leaderEpoch int32, member string, ranges []Range) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.parts[k]
+	if s == nil || !s.ready || s.leaderEpoch != leaderEpoch {
+		return
+	}
+	changed := false
+	for _, r := range ranges {
+		changed = s.p.ArchiveAcquired(member, r.First, r.Last) || changed
+	}
+	if changed {
+		m.persistLocked(s, nil)
+		m.armLocked(s)
+	}
 }
 
 // AckBatch is one acknowledgement batch.
@@ -234,6 +293,7 @@ func (m *Manager) Acknowledge(k Key, leaderEpoch int32, member string, batches [
 		done(ErrInvalidRecordState) // never acquired under this leader: Kafka's answer too
 		return
 	}
+	m.refreshLocked(s)
 	now := m.cfg.Clock.Now()
 	changed, renewed := false, false
 	var refused error
@@ -273,6 +333,7 @@ func (m *Manager) ReleaseMember(k Key, member string) {
 		m.mu.Unlock()
 		return
 	}
+	m.refreshLocked(s)
 	released, archived := s.p.ReleaseMember(member)
 	if archived {
 		m.persistLocked(s, nil)
@@ -417,6 +478,7 @@ func (m *Manager) expire(s *spart) {
 		return
 	}
 	s.timer, s.timerAt = nil, time.Time{}
+	m.refreshLocked(s)
 	released, archived := s.p.Expire(m.cfg.Clock.Now())
 	if archived {
 		m.persistLocked(s, nil)

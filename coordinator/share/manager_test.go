@@ -382,3 +382,75 @@ func TestManagerStateEpochFencingAndEvict(t *testing.T) {
 		t.Fatal("evicted with a record acquired")
 	}
 }
+
+// TestManagerGroupConfig: a group's own limits (ForGroup) apply from the next decision:
+// the next lock's duration, a lowered delivery limit archiving what reached it; other
+// groups keep the Manager's.
+func TestManagerGroupConfig(t *testing.T) {
+	h := newHarness(t, &memLog{})
+	var mu sync.Mutex
+	own := map[string]Config{"a": {LockDuration: 2 * time.Second}}
+	h.m = NewManager(ManagerConfig{Partition: testCfg(), Persister: localPersister{h.store}, Clock: h.clock,
+		ForGroup: func(g string) Config {
+			mu.Lock()
+			defer mu.Unlock()
+			return own[g]
+		}})
+	set := func(g string, c Config) {
+		mu.Lock()
+		own[g] = c
+		mu.Unlock()
+	}
+	a, b := Key{Group: "a", Partition: 0}, Key{Group: "b", Partition: 0}
+	h.ready(a, 0, 0)
+	h.ready(b, 0, 0)
+	if d := h.m.LockDuration("a"); d != 2*time.Second {
+		t.Fatalf("group a's lock duration %v", d)
+	}
+	if d := h.m.LockDuration("b"); d != testCfg().LockDuration {
+		t.Fatalf("group b's lock duration %v, want the Manager's", d)
+	}
+	for _, k := range []Key{a, b} {
+		if got, err := h.m.Acquire(k, 0, "m1", 0, 1, 0); err != nil || len(got) != 1 {
+			t.Fatalf("%s: acquire %v %v", k, got, err)
+		}
+	}
+	h.clock.advance(2 * time.Second)
+	if off, _ := h.m.NextFetchOffset(a, 0, nil); off != 0 {
+		t.Fatalf("group a's 2 s lock did not expire: fetch offset %d", off)
+	}
+	if off, _ := h.m.NextFetchOffset(b, 0, nil); off != 1 {
+		t.Fatalf("group b's 10 s lock expired after 2 s: fetch offset %d", off)
+	}
+	// A longer lock for the next acquisition of a.
+	set("a", Config{LockDuration: 5 * time.Second})
+	if got, _ := h.m.Acquire(a, 0, "m1", 0, 1, 0); len(got) != 1 || got[0].DeliveryCount != 2 {
+		t.Fatalf("second acquisition %v", got)
+	}
+	h.clock.advance(4 * time.Second)
+	if off, _ := h.m.NextFetchOffset(a, 0, nil); off != 1 {
+		t.Fatalf("the 5 s lock expired after 4 s: fetch offset %d", off)
+	}
+	h.clock.advance(time.Second)
+	if off, _ := h.m.NextFetchOffset(a, 0, nil); off != 0 {
+		t.Fatalf("the 5 s lock did not expire: fetch offset %d", off)
+	}
+	// Offset 0 was delivered twice: a delivery limit of 2 archives it at once.
+	set("a", Config{LockDuration: 5 * time.Second, DeliveryLimit: 2})
+	if off, _ := h.m.NextFetchOffset(a, 0, nil); off != 1 {
+		t.Fatalf("after lowering the delivery limit the fetch offset is %d, want 1", off)
+	}
+	if start, _, ok := h.m.Describe(a); !ok || start != 1 {
+		t.Fatalf("start %d, want 1 (offset 0 archived)", start)
+	}
+	// ArchiveAcquired: records acquired and then found aborted are archived.
+	got, _ := h.m.Acquire(a, 0, "m1", 1, 4, 0)
+	if !slices.Equal(got, []Range{{1, 3, 1}}) {
+		t.Fatalf("acquire %v", got)
+	}
+	h.m.ArchiveAcquired(a, 0, "m2", []Range{{1, 3, 1}}) // not m2's: nothing
+	h.m.ArchiveAcquired(a, 0, "m1", []Range{{1, 2, 1}})
+	if start, inflight, _ := h.m.Describe(a); start != 3 || inflight != 1 {
+		t.Fatalf("after archiving 1-2: start %d, in flight %d", start, inflight)
+	}
+}

@@ -109,7 +109,8 @@ type inflight struct {
 //  3. recs[0] is never done (Acknowledged or Archived): the start moves past every
 //     done record at the head.
 //  4. An Acquired record has a member and a deadline; no other record has a member.
-//  5. No record's count exceeds DeliveryLimit.
+//  5. No record's count exceeds DeliveryLimit, but an Acquired one's after SetConfig
+//     lowered the limit (it is archived when released).
 type Partition struct {
 	cfg   Config
 	start int64
@@ -123,11 +124,43 @@ func NewPartition(cfg Config, start int64) *Partition {
 	return &Partition{cfg: cfg, start: start}
 }
 
-// SetConfig replaces the limits (a dynamic config change); records in flight keep
-// their state.
-func (p *Partition) SetConfig(cfg Config) {
+// SetConfig replaces the limits (a group config changed): the next acquisition takes
+// locks of the new duration and the window's new size; records in flight keep their
+// state, but an available record whose deliveries reached a lowered delivery limit is
+// archived (archived reports it: a change to persist), and a record acquired past it
+// is archived when released. Locks already taken keep their deadlines.
+func (p *Partition) SetConfig(cfg Config) (archived bool) {
 	cfg.fill()
+	lowered := cfg.DeliveryLimit < p.cfg.DeliveryLimit
 	p.cfg = cfg
+	if !lowered {
+		return false
+	}
+	for i := range p.recs {
+		r := &p.recs[i]
+		if r.state == Available && int(r.count) >= cfg.DeliveryLimit {
+			p.finish(r, Archived)
+			archived = true
+		}
+	}
+	p.advance()
+	return archived
+}
+
+// ArchiveAcquired archives the records of first..last that member holds (records of
+// an aborted transaction a read_committed share group acquired: Kafka archives them
+// instead of delivering them); changed reports a record archived.
+func (p *Partition) ArchiveAcquired(member string, first, last int64) (changed bool) {
+	first, last = max(first, p.start), min(last, p.End()-1)
+	for o := first; o <= last; o++ {
+		r := &p.recs[o-p.start]
+		if r.state == Acquired && r.member == member {
+			p.finish(r, Archived)
+			changed = true
+		}
+	}
+	p.advance()
+	return changed
 }
 
 // Start is the share-partition start offset: every offset below it is done.

@@ -15,6 +15,12 @@
 // value). Synonyms (v1+) when IncludeSynonyms, in precedence order; types and
 // documentation (v3+) when IncludeDocumentation.
 //
+// GROUP resources (KIP-848, KIP-932), named by a group id that need not exist: every
+// group key (coordinator/configs/group_keys.go) with its value and source: the group's
+// own (GROUP_CONFIG), else its broker synonym's (DYNAMIC_BROKER_CONFIG for this node,
+// DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG), else the default
+// (DEFAULT_CONFIG). An empty name: INVALID_REQUEST.
+//
 // Differences from Apache Kafka: BROKER_LOGGER and other resource types answer
 // INVALID_REQUEST; names asked for that Samsa does not know are left out, as Kafka
 // does with unknown names.
@@ -124,6 +130,16 @@ func (b *Broker) describeResource(im *metadata.Image, res kmsg.DescribeConfigsRe
 			}
 		default:
 			return nil, errf(kerr.InvalidRequest, "broker %q is not this broker (%d)", res.ResourceName, b.cfg.NodeID)
+		}
+	case kmsg.ConfigResourceTypeGroupConfig:
+		if res.ResourceName == "" {
+			return nil, errf(kerr.InvalidRequest, "group name must not be empty")
+		}
+		l := b.groupLayers(im, res.ResourceName)
+		for _, d := range configs.GroupDefs {
+			if wanted(res.ConfigNames, d.Name) {
+				out = append(out, entry(d, l.ResolveGroup(d, syn)))
+			}
 		}
 	default:
 		return nil, errf(kerr.InvalidRequest, "resource type %s is not supported", res.ResourceType)

@@ -9,7 +9,7 @@
 // A null value or a key given twice: INVALID_REQUEST / INVALID_CONFIG. ValidateOnly
 // validates only.
 //
-// Differences from Apache Kafka: none known for topic and broker resources.
+// Differences from Apache Kafka: none known for topic, broker and group resources.
 
 package kafka
 

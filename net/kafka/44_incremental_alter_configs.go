@@ -14,6 +14,14 @@
 // default.replication.factor, auto.create.topics.enable); read-only keys INVALID_CONFIG.
 // A change re-applies every topic's configuration to its logs.
 //
+// GROUP resources (KIP-848, KIP-932), named by a group id (empty: INVALID_REQUEST),
+// existing or not: the group keys (coordinator/configs/group_keys.go), validated as
+// Kafka's GroupConfig.validate (the controller: unknown names "Unknown group config
+// name", values by type, the broker's group.*.min/max.* bounds, a session timeout above
+// its heartbeat interval: INVALID_CONFIG). They act from the next decision that reads
+// them (a heartbeat answer, a share partition's next lock or first start offset) and
+// are deleted with the group (DeleteGroups).
+//
 // A key named twice in one resource: INVALID_REQUEST. ValidateOnly validates only.
 // Changes are records of the metadata log, so they survive restarts.
 //

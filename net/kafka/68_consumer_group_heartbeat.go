@@ -7,7 +7,11 @@
 // reconciled towards it: partitions to give up are withdrawn first, partitions another
 // member still holds are handed out once it released them (see coordinator/group).
 // v0: the coordinator names a joining member; v1: the member names itself. The answer
-// leaves once the group's records are durable in __consumer_offsets.
+// leaves once the group's records are durable in __consumer_offsets. The heartbeat
+// interval it hands out and the session timeout it arms are the group's own
+// (consumer.heartbeat.interval.ms, consumer.session.timeout.ms: GROUP configs, read at
+// each heartbeat), else group.consumer.heartbeat.interval.ms and
+// group.consumer.session.timeout.ms.
 //
 // Served only when group.coordinator.rebalance.protocols holds "consumer" (Kafka 4's
 // default); otherwise UNSUPPORTED_VERSION, as a Kafka broker without the protocol.

@@ -5,7 +5,7 @@
 // leader, which hands each record to one member at a time (coordinator/share): the
 // answer carries the record batches read and AcquiredRecords, the offset ranges this
 // member now holds, each with its delivery count, for AcquisitionLockTimeoutMillis
-// (group.share.record.lock.duration.ms).
+// (the group's share.record.lock.duration.ms, else group.share.record.lock.duration.ms).
 //
 // Behaviour:
 //   - Share sessions (shares_session.go): ShareSessionEpoch 0 opens the member's
@@ -32,8 +32,13 @@
 //   - A partition this broker does not lead answers NOT_LEADER_OR_FOLLOWER with the
 //     current leader and its endpoint (KIP-951).
 //
-// Differences from Apache Kafka: records are read under READ_UNCOMMITTED whatever
-// share.isolation.level says (group configs are not served); ShareAcquireMode is
+//   - The group's configs (GROUP resources) as they are at each fetch: the lock
+//     duration, delivery count limit and in-flight limit of its share partitions,
+//     share.auto.offset.reset where a share partition has no state yet, and
+//     share.isolation.level: read_committed reads up to the last stable offset and
+//     archives the records of aborted transactions instead of handing them out.
+//
+// Differences from Apache Kafka: ShareAcquireMode is
 // always record-limit (MaxRecords is never exceeded, even to keep a batch whole);
 // the answer copies record bytes (no sendfile).
 
@@ -173,6 +178,7 @@ type shareFetchOp struct {
 	b          *Broker
 	r          *Request
 	req        *kmsg.ShareFetchRequest
+	group      string
 	member     string
 	parts      []*sharePart // the session's, fetched
 	ackOnly    []*sharePart // acknowledged but not fetched (forgotten, or the final epoch)
@@ -213,7 +219,7 @@ func handleShareFetch(b *Broker, r *Request) {
 		fail(kerr.InvalidRequest.Code)
 		return
 	}
-	op := &shareFetchOp{b: b, r: r, req: req, member: member}
+	op := &shareFetchOp{b: b, r: r, req: req, group: groupID, member: member}
 	op.maxRecords = int(req.MaxRecords)
 	if op.maxRecords <= 0 {
 		op.maxRecords = shareDefaultMaxRecords
@@ -367,6 +373,7 @@ func (op *shareFetchOp) gather() int {
 	b := op.b
 	mgr := b.shares.mgr
 	left, bytesLeft := op.maxRecords, op.maxBytes
+	committed := b.shares.readCommitted(op.group)
 	n := 0
 	for _, p := range op.parts {
 		if p.code != 0 || left <= 0 || bytesLeft <= 0 {
@@ -376,13 +383,13 @@ func (op *shareFetchOp) gather() int {
 			continue
 		}
 		l := p.log
-		initial := b.shares.initialStart(l)
+		initial := b.shares.initialStart(op.group, l)
 		if _, err := mgr.NextFetchOffset(p.key, p.epoch, initial); err != nil {
 			continue // loading: a later answer
 		}
 		mgr.MoveStart(p.key, p.epoch, l.LogStartOffset())
 		from, err := mgr.NextFetchOffset(p.key, p.epoch, initial)
-		hw := l.HighWatermark()
+		hw := shareReadEnd(l, committed)
 		if err != nil || from < 0 || from >= hw {
 			continue
 		}
@@ -402,6 +409,12 @@ func (op *shareFetchOp) gather() int {
 		if err != nil || len(got) == 0 {
 			continue
 		}
+		if committed {
+			got = op.dropAborted(p, buf, got)
+			if len(got) == 0 {
+				continue
+			}
+		}
 		for _, g := range got {
 			left -= int(g.Last - g.First + 1)
 			n += int(g.Last - g.First + 1)
@@ -410,6 +423,78 @@ func (op *shareFetchOp) gather() int {
 		bytesLeft -= int32(len(p.records))
 	}
 	return n
+}
+
+// shareReadEnd is where a share fetch reads up to: the high watermark, or under
+// share.isolation.level=read_committed the last stable offset.
+func shareReadEnd(l *engine.Log, readCommitted bool) int64 {
+	if readCommitted {
+		return l.LastStableOffset()
+	}
+	return l.HighWatermark()
+}
+
+// dropAborted archives, for a read_committed group, the records of got that belong to
+// aborted transactions (the data batches of buf whose producer aborted the
+// transaction holding them) instead of delivering them, as Kafka's SharePartition
+// does, and returns the rest of got.
+func (op *shareFetchOp) dropAborted(p *sharePart, buf []byte, got []share.Range) []share.Range {
+	last := got[len(got)-1].Last
+	aborted := p.log.AbortedTransactions(got[0].First, last+1, nil)
+	if len(aborted) == 0 {
+		return got
+	}
+	var drop []share.Range
+	for off := 0; off+61 <= len(buf); {
+		n := int(int32(binary.BigEndian.Uint32(buf[off+8:]))) + 12
+		if n < 61 || off+n > len(buf) {
+			break
+		}
+		base := int64(binary.BigEndian.Uint64(buf[off:]))
+		attrs := binary.BigEndian.Uint16(buf[off+21:])
+		batchLast := base + int64(int32(binary.BigEndian.Uint32(buf[off+23:])))
+		pid := int64(binary.BigEndian.Uint64(buf[off+43:]))
+		off += n
+		if attrs&0x10 == 0 || attrs&0x20 != 0 || base > last {
+			continue // not transactional data
+		}
+		for _, a := range aborted {
+			if a.ProducerID == pid && base >= a.FirstOffset && base < a.LastOffset {
+				if first, l := max(base, got[0].First), min(batchLast, last); first <= l {
+					drop = append(drop, share.Range{First: first, Last: l})
+				}
+				break
+			}
+		}
+	}
+	if len(drop) == 0 {
+		return got
+	}
+	op.b.shares.mgr.ArchiveAcquired(p.key, p.epoch, op.member, drop)
+	var out []share.Range
+	for _, g := range got {
+		out = append(out, subtractRanges(g, drop)...)
+	}
+	return out
+}
+
+// subtractRanges is g without the offsets of drop (sorted by First, not overlapping).
+func subtractRanges(g share.Range, drop []share.Range) []share.Range {
+	var out []share.Range
+	cur := g.First
+	for _, d := range drop {
+		if d.Last < cur || d.First > g.Last {
+			continue
+		}
+		if d.First > cur {
+			out = append(out, share.Range{First: cur, Last: d.First - 1, DeliveryCount: g.DeliveryCount})
+		}
+		cur = d.Last + 1
+	}
+	if cur <= g.Last {
+		out = append(out, share.Range{First: cur, Last: g.Last, DeliveryCount: g.DeliveryCount})
+	}
+	return out
 }
 
 // trimBatches drops the whole batches of b that start after last.
@@ -432,12 +517,13 @@ func trimBatches(b []byte, last int64) []byte {
 // acquire (or its state finished loading, or a partition failed).
 func (op *shareFetchOp) TryComplete() bool {
 	mgr := op.b.shares.mgr
+	committed := op.b.shares.readCommitted(op.group)
 	for _, p := range op.parts {
 		if p.log == nil {
 			continue
 		}
-		from, err := mgr.NextFetchOffset(p.key, p.epoch, op.b.shares.initialStart(p.log))
-		if err == nil && from >= 0 && from < p.log.HighWatermark() {
+		from, err := mgr.NextFetchOffset(p.key, p.epoch, op.b.shares.initialStart(op.group, p.log))
+		if err == nil && from >= 0 && from < shareReadEnd(p.log, committed) {
 			return op.ForceComplete()
 		}
 	}
@@ -461,7 +547,7 @@ func (op *shareFetchOp) respond() {
 		b := op.b
 		resp := kmsg.NewPtrShareFetchResponse()
 		resp.Version = op.req.Version
-		resp.AcquisitionLockTimeoutMillis = int32(b.shares.mgr.LockDuration() / time.Millisecond)
+		resp.AcquisitionLockTimeoutMillis = int32(b.shares.mgr.LockDuration(op.group) / time.Millisecond)
 		topicIdx := map[[16]byte]int{}
 		endpoints := map[int32]bool{}
 		add := func(p *sharePart) {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -14,12 +15,11 @@ import (
 	"github.com/samsa-broker/samsa/engine"
 )
 
-// shareStatic are the broker keys of the share-group tests: share groups on, new share
-// partitions from the log start, the shortest lock Kafka allows, few coordinator
-// partitions.
+// shareStatic are the broker keys of the share-group tests (share groups are on by
+// default): new share partitions from the log start, the shortest lock Kafka allows,
+// few coordinator partitions.
 func shareStatic() map[string]string {
 	return map[string]string{
-		"group.share.enable":                           "true",
 		"share.auto.offset.reset":                      "earliest",
 		"group.share.record.lock.duration.ms":          "1000",
 		"group.share.heartbeat.interval.ms":            "200",
@@ -280,25 +280,54 @@ func TestShareStateSurvivesRestart(t *testing.T) {
 	}
 }
 
-// ShareGroupHeartbeat and ShareFetch are refused and not advertised when share groups
-// are not enabled (Kafka 4.1's default).
-func TestShareGroupsOffByDefault(t *testing.T) {
-	tb := startTestBroker(t)
-	ctx := testCtx(t)
-	cl := tb.client(t)
-	av, err := kmsg.NewPtrApiVersionsRequest().RequestWith(ctx, cl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, k := range av.ApiKeys {
-		if k.ApiKey >= 76 && k.ApiKey <= 79 {
-			t.Fatalf("share API %d advertised while share groups are off", k.ApiKey)
-		}
-	}
-	rc := tb.raw(t)
-	hb := kmsg.NewPtrShareGroupHeartbeatRequest()
-	hb.Version, hb.GroupID, hb.MemberID, hb.SubscribedTopicNames = 1, "g", "m", []string{"t"}
-	if r := rc.roundTrip(hb).(*kmsg.ShareGroupHeartbeatResponse); r.ErrorCode != 35 { // UNSUPPORTED_VERSION
-		t.Fatalf("ShareGroupHeartbeat with share groups off: code %d", r.ErrorCode)
+// Share groups are on by default (as Kafka 4.2 serves them on new clusters): the share
+// APIs are advertised with share.version finalized and ShareGroupHeartbeat is served;
+// with group.share.enable=false they are refused and not advertised.
+func TestShareGroupsOnByDefault(t *testing.T) {
+	for _, on := range []bool{true, false} {
+		t.Run(fmt.Sprintf("enabled=%v", on), func(t *testing.T) {
+			var opts testBrokerOptions
+			if !on {
+				opts.Static = map[string]string{"group.share.enable": "false"}
+			}
+			tb := startTestBroker(t, opts)
+			ctx := testCtx(t)
+			cl := tb.client(t)
+			av, err := kmsg.NewPtrApiVersionsRequest().RequestWith(ctx, cl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			advertised := 0
+			for _, k := range av.ApiKeys {
+				if k.ApiKey >= 76 && k.ApiKey <= 79 {
+					advertised++
+				}
+			}
+			shareVersion := int16(0)
+			for _, f := range av.FinalizedFeatures {
+				if f.Name == "share.version" {
+					shareVersion = f.MaxVersionLevel
+				}
+			}
+			if want := map[bool]int{true: 4, false: 0}[on]; advertised != want || (shareVersion == 1) != on {
+				t.Fatalf("%d of the share APIs 76-79 advertised, share.version %d", advertised, shareVersion)
+			}
+			rc := tb.raw(t)
+			hb := kmsg.NewPtrShareGroupHeartbeatRequest()
+			hb.Version, hb.GroupID, hb.MemberID, hb.MemberEpoch, hb.SubscribedTopicNames = 1, "g", "m0000000000000000000000", 0, []string{"t"}
+			want := int16(35) // UNSUPPORTED_VERSION
+			if on {
+				want = 0
+			}
+			// The first heartbeats may meet __consumer_offsets being created.
+			var got int16
+			eventually(t, 10*time.Second, "ShareGroupHeartbeat answered", func() bool {
+				got = rc.roundTrip(hb).(*kmsg.ShareGroupHeartbeatResponse).ErrorCode
+				return got != kerr.CoordinatorLoadInProgress.Code && got != kerr.NotCoordinator.Code
+			})
+			if got != want {
+				t.Fatalf("ShareGroupHeartbeat: code %d, want %d", got, want)
+			}
+		})
 	}
 }

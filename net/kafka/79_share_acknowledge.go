@@ -100,7 +100,7 @@ func handleShareAcknowledge(b *Broker, r *Request) {
 		b.shareRelease(member, released)
 		resp := kmsg.NewPtrShareAcknowledgeResponse()
 		resp.Version = req.Version
-		resp.AcquisitionLockTimeoutMillis = int32(b.shares.mgr.LockDuration() / time.Millisecond)
+		resp.AcquisitionLockTimeoutMillis = int32(b.shares.mgr.LockDuration(groupID) / time.Millisecond)
 		idx := map[[16]byte]int{}
 		endpoints := map[int32]bool{}
 		for _, p := range parts {

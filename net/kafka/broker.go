@@ -267,6 +267,11 @@ func (b *Broker) layers(im *metadata.Image, topic string) configs.Layers {
 	return configs.ForImage(im, b.cfg.NodeID, b.cfg.Static, topic)
 }
 
+// groupLayers is layers for group: its own configs (GROUP resources) over the broker's.
+func (b *Broker) groupLayers(im *metadata.Image, group string) configs.Layers {
+	return configs.ForGroup(im, b.cfg.NodeID, b.cfg.Static, group)
+}
+
 // topicLogConfig is the engine configuration of topic in image im.
 func (b *Broker) topicLogConfig(im *metadata.Image, topic string) engine.LogConfig {
 	l := b.layers(im, topic)

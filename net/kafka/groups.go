@@ -97,7 +97,32 @@ func (g *groupState) newCoordinator(im *metadata.Image, n int32) *group.Coordina
 		ShareSessionTimeout:    ms("group.share.session.timeout.ms", 45000),
 		ShareHeartbeatInterval: ms("group.share.heartbeat.interval.ms", 5000),
 		ShareMaxSize:           int(b.groupInt(im, "group.share.max.size", 200)),
+		GroupSettings:          b.groupSettings,
 	}, g.log)
+}
+
+// groupSettings is the coordinator's Config.GroupSettings: a group's own session
+// timeouts and heartbeat intervals (GROUP configs) in the published image, capped to
+// this broker's bounds; zero (the coordinator's) for the keys it does not set.
+func (b *Broker) groupSettings(id string) group.GroupSettings {
+	im := b.meta.Image()
+	own := im.Configs(metadata.ResourceGroup, id)
+	if len(own) == 0 {
+		return group.GroupSettings{}
+	}
+	l := b.groupLayers(im, id)
+	d := func(key string) time.Duration {
+		if _, ok := own[key]; !ok {
+			return 0
+		}
+		return l.GroupDuration(key)
+	}
+	return group.GroupSettings{
+		ConsumerSessionTimeout:    d("consumer.session.timeout.ms"),
+		ConsumerHeartbeatInterval: d("consumer.heartbeat.interval.ms"),
+		ShareSessionTimeout:       d("share.session.timeout.ms"),
+		ShareHeartbeatInterval:    d("share.heartbeat.interval.ms"),
+	}
 }
 
 // consumerAssignors is group.consumer.assignors (Kafka's class names, or the

@@ -22,10 +22,9 @@ func TestApiVersionsRaw(t *testing.T) {
 		if resp.ErrorCode != 0 {
 			t.Fatalf("v%d: error %d", v, resp.ErrorCode)
 		}
-		// Share groups are off by default: their APIs are served (answering
-		// UNSUPPORTED_VERSION) but not advertised.
-		if want := len(withoutKeys(buildApiVersions(), shareAPIKeys...)); len(resp.ApiKeys) != want {
-			t.Fatalf("v%d: %d keys advertised, table has %d without the share-group APIs", v, len(resp.ApiKeys), want)
+		// Share groups are on by default: every API of the table is advertised.
+		if want := len(buildApiVersions()); len(resp.ApiKeys) != want {
+			t.Fatalf("v%d: %d keys advertised, table has %d", v, len(resp.ApiKeys), want)
 		}
 		for _, k := range resp.ApiKeys {
 			a := lookupAPI(k.ApiKey)
@@ -44,7 +43,7 @@ func TestApiVersionsRaw(t *testing.T) {
 		}
 		// Feature flags (v3+): the consumer protocol finalized at group.version 1,
 		// transaction.version 0-2 finalized at samsa.transaction.version's default
-		// (2), share groups off.
+		// (2), share groups on (share.version 1, group.share.enable's default).
 		if v < 3 {
 			continue
 		}
@@ -57,7 +56,7 @@ func TestApiVersionsRaw(t *testing.T) {
 			fin[f.Name] = f.MaxVersionLevel
 		}
 		if sup["group.version"] != 1 || sup["transaction.version"] != 2 || fin["group.version"] != 1 || fin["transaction.version"] != 2 ||
-			len(fin) != 2 || resp.FinalizedFeaturesEpoch < 0 {
+			sup["share.version"] != 1 || fin["share.version"] != 1 || len(fin) != 3 || resp.FinalizedFeaturesEpoch < 0 {
 			t.Fatalf("v%d features: supported %v, finalized %v at epoch %d", v, sup, fin, resp.FinalizedFeaturesEpoch)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/samsa-broker/samsa/coordinator/configs"
 	"github.com/samsa-broker/samsa/coordinator/group"
 	"github.com/samsa-broker/samsa/coordinator/metadata"
 	"github.com/samsa-broker/samsa/coordinator/share"
@@ -31,16 +32,21 @@ import (
 //     the key's state partition over ReadShareGroupState/WriteShareGroupState (84/85);
 //   - the share sessions of ShareFetch and ShareAcknowledge (shareSessions).
 //
-// Served only when enabled (group.share.enable=true, Kafka 4.1's switch for the
-// preview, or "share" in group.coordinator.rebalance.protocols, Kafka 4.0's); Kafka 4.1
-// also enables them with the share.version feature, which Samsa does not have.
+// Served unless disabled: group.share.enable (default true, as Kafka 4.2 serves share
+// groups on new clusters through the share.version feature, which Samsa does not have
+// yet), or "share" in group.coordinator.rebalance.protocols (Kafka 4.0's switch).
+//
+// A group's own configs (GROUP resources) are read from the published image at each
+// decision: share.record.lock.duration.ms, share.delivery.count.limit and
+// share.partition.max.record.locks by the Manager (ForGroup), share.auto.offset.reset
+// when a share partition has no state (initialStart), share.isolation.level at each
+// fetch (readCommitted).
 type shareState struct {
 	b       *Broker
 	enabled bool
 	log     group.Log
 	mgr     *share.Manager
 	ses     *shareSessions
-	reset   string // share.auto.offset.reset: latest or earliest
 
 	followMu sync.Mutex
 
@@ -61,10 +67,6 @@ func newShareState(b *Broker, im *metadata.Image) *shareState {
 	s := &shareState{b: b, log: group.NewReplicatedTopicLog(b.repl, share.StateTopic, 0)}
 	s.enabled = b.brokerValue(im, "group.share.enable") == "true" ||
 		slices.Contains(b.groupList(im, "group.coordinator.rebalance.protocols", "classic,consumer"), "share")
-	s.reset = strings.ToLower(b.brokerValue(im, "share.auto.offset.reset"))
-	if s.reset != "earliest" {
-		s.reset = "latest"
-	}
 	s.mu.loaded = map[int32]bool{}
 	s.mgr = share.NewManager(share.ManagerConfig{
 		Partition: share.Config{
@@ -72,6 +74,7 @@ func newShareState(b *Broker, im *metadata.Image) *shareState {
 			DeliveryLimit: int(b.groupInt(im, "group.share.delivery.count.limit", 5)),
 			MaxInFlight:   int(b.groupInt(im, "group.share.partition.max.record.locks", 2000)),
 		},
+		ForGroup:  s.partitionConfig,
 		Persister: sharePersister{s},
 		Available: s.wake,
 		Logger:    b.log.With("component", "share"),
@@ -200,14 +203,64 @@ func (s *shareState) wake(k share.Key) {
 	}
 }
 
-// initialStart is where a share partition without state starts: the log's end (the
-// high watermark) under share.auto.offset.reset=latest, its start under earliest.
-func (s *shareState) initialStart(l *engine.Log) func() (int64, error) {
-	return func() (int64, error) {
-		if s.reset == "earliest" {
-			return l.LogStartOffset(), nil
+// partitionConfig is the Manager's ForGroup: the limits of group's share partitions
+// from its own configs, capped to this broker's bounds; zero fields (the Manager's) for
+// the keys it does not set.
+func (s *shareState) partitionConfig(group string) share.Config {
+	im := s.b.meta.Image()
+	own := im.Configs(metadata.ResourceGroup, group)
+	if len(own) == 0 {
+		return share.Config{}
+	}
+	l := s.b.groupLayers(im, group)
+	n := func(key string) int64 {
+		if _, ok := own[key]; !ok {
+			return 0
 		}
-		return l.HighWatermark(), nil
+		return l.GroupInt(key)
+	}
+	return share.Config{
+		LockDuration:  time.Duration(n("share.record.lock.duration.ms")) * time.Millisecond,
+		DeliveryLimit: int(n("share.delivery.count.limit")),
+		MaxInFlight:   int(n("share.partition.max.record.locks")),
+	}
+}
+
+// readCommitted reports whether group reads with share.isolation.level=read_committed.
+func (s *shareState) readCommitted(group string) bool {
+	im := s.b.meta.Image()
+	own := im.Configs(metadata.ResourceGroup, group)
+	return own != nil && strings.EqualFold(own["share.isolation.level"], "read_committed")
+}
+
+// initialStart is where a share partition of group without state starts, by the
+// group's share.auto.offset.reset as it is when the state is first written (else the
+// broker key of that name, else latest): the log's end (the high watermark) under
+// latest, its start under earliest, and under by_duration:<d> the first record whose
+// timestamp is at most d old (the high watermark when there is none).
+func (s *shareState) initialStart(group string, l *engine.Log) func() (int64, error) {
+	return func() (int64, error) {
+		im := s.b.meta.Image()
+		v := s.b.groupLayers(im, group).GroupValue("share.auto.offset.reset")
+		strategy, back, err := configs.ParseShareAutoOffsetReset(v)
+		if err != nil {
+			s.b.log.Warn("unusable share.auto.offset.reset: starting at latest", "group", group, "value", v, "err", err)
+			strategy = configs.ResetLatest
+		}
+		hw := l.HighWatermark()
+		switch strategy {
+		case configs.ResetEarliest:
+			return l.LogStartOffset(), nil
+		case configs.ResetByDuration:
+			off, _, ok, err := l.OffsetForTimestamp(time.Now().Add(-back).UnixMilli())
+			if err != nil {
+				return 0, err
+			}
+			if ok && off < hw {
+				return max(off, l.LogStartOffset()), nil
+			}
+		}
+		return hw, nil
 	}
 }
 
