@@ -17,6 +17,10 @@ import (
 // Goroutines: Options.Cleaner.Threads cleaner goroutines (none with
 // Disable or manualBackground) and the callers of Manager.Compact. A log is
 // cleaned by one of them at a time (cleanState.inProgress).
+// Manager.ReconfigureCleaner replaces the options at run time (Kafka's
+// LogCleaner.reconfigure): the goroutines of the old options end after the
+// pass they are in, and goroutines of the new ones start at once; a thread
+// keeps the options it was made with, so none changes under a pass.
 //
 // Cleaning state of a log (Kafka's LogCleaningState), under cleaner.mu:
 //
@@ -31,8 +35,8 @@ import (
 // its next batch and discards what it wrote.
 type cleaner struct {
 	m     *Manager
-	opts  CleanerOptions
-	limit *rateLimiter // nil: no I/O limit
+	opts  atomic.Pointer[CleanerOptions] // the current ones (ReconfigureCleaner)
+	limit atomic.Pointer[rateLimiter]    // nil: no I/O limit
 	// ctx is cancelled when the Manager stops: passes end at their next
 	// batch, and a wait for the I/O limit at once.
 	ctx    context.Context
@@ -43,6 +47,10 @@ type cleaner struct {
 
 	manualMu sync.Mutex
 	manual   *cleanerThread // Manager.Compact's buffers, under manualMu
+
+	reconfMu sync.Mutex
+	quit     chan struct{} // closed to retire the running goroutines; under reconfMu
+	manualBg bool          // no goroutines at all (tests); set at newCleaner
 
 	wake chan struct{}
 
@@ -80,22 +88,46 @@ var errCleanAborted = errors.New("engine: cleaning aborted")
 var errMapTooSmall = fmt.Errorf("%w: a batch has more records than the cleaner's offset map takes (raise log.cleaner.dedupe.buffer.size or lower log.cleaner.threads)", ErrInvalidConfig)
 
 func newCleaner(m *Manager, o CleanerOptions) *cleaner {
-	c := &cleaner{m: m, opts: o.sanitized(), wake: make(chan struct{}, 1)}
+	c := &cleaner{m: m, wake: make(chan struct{}, 1)}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.cond = sync.NewCond(&c.mu)
-	if c.opts.IOMaxBytesPerSecond > 0 {
-		c.limit = newRateLimiter(c.opts.IOMaxBytesPerSecond)
-	}
+	c.setOptions(o.sanitized())
 	return c
 }
 
-// start runs the cleaner goroutines.
+// options returns the current options (never nil).
+func (c *cleaner) options() *CleanerOptions { return c.opts.Load() }
+
+// setOptions makes o current: the I/O limit at once, the rest for the threads
+// made from now on.
+func (c *cleaner) setOptions(o CleanerOptions) {
+	c.opts.Store(&o)
+	if o.IOMaxBytesPerSecond > 0 {
+		if r := c.limit.Load(); r != nil {
+			r.setRate(o.IOMaxBytesPerSecond)
+		} else {
+			c.limit.Store(newRateLimiter(o.IOMaxBytesPerSecond))
+		}
+	} else {
+		c.limit.Store(nil)
+	}
+}
+
+// start runs the cleaner goroutines of the current options.
 func (c *cleaner) start() {
-	if c.opts.Disable {
+	c.reconfMu.Lock()
+	defer c.reconfMu.Unlock()
+	c.startLocked()
+}
+
+func (c *cleaner) startLocked() {
+	o := c.options()
+	if o.Disable || c.stopping() {
 		return
 	}
-	for i := 0; i < c.opts.Threads; i++ {
-		t := c.newThread(i)
+	c.quit = make(chan struct{})
+	for i := 0; i < o.Threads; i++ {
+		t := c.newThread(i, o, c.quit)
 		c.m.wg.Add(1)
 		go func() {
 			defer c.m.wg.Done()
@@ -105,11 +137,35 @@ func (c *cleaner) start() {
 	}
 }
 
+// ReconfigureCleaner applies new cleaner options (log.cleaner.* keys changed
+// at run time, Kafka's LogCleaner.reconfigure): the I/O limit and the
+// backoff at once; the goroutines of the old options end after their pass
+// in progress and new ones start with the new options (their offset maps,
+// buffers and number). Manager.Compact's buffers are remade at its next
+// call. A Manager opened with manual background work starts no goroutines.
+func (m *Manager) ReconfigureCleaner(o CleanerOptions) {
+	c := m.cl
+	c.reconfMu.Lock()
+	defer c.reconfMu.Unlock()
+	o = o.sanitized()
+	if *c.options() == o {
+		return
+	}
+	c.setOptions(o)
+	if c.quit != nil {
+		close(c.quit)
+		c.quit = nil
+	}
+	if !c.manualBg {
+		c.startLocked()
+	}
+}
+
 // run is one cleaner goroutine: clean the filthiest log, or sleep for the
 // backoff.
 func (c *cleaner) run(t *cleanerThread) {
 	for {
-		if c.stopping() {
+		if c.stopping() || t.retired() {
 			return
 		}
 		l := c.grab(c.m.nowMs())
@@ -117,9 +173,12 @@ func (c *cleaner) run(t *cleanerThread) {
 			c.cleanLog(t, l, false)
 			continue
 		}
-		tm := time.NewTimer(c.opts.Backoff)
+		tm := time.NewTimer(c.options().Backoff)
 		select {
 		case <-c.ctx.Done():
+			tm.Stop()
+			return
+		case <-t.quit:
 			tm.Stop()
 			return
 		case <-c.wake:
@@ -212,7 +271,7 @@ func (c *cleaner) done(l *Log, cleaned bool, err error) {
 		st.uncleanable, st.lastErr = err, err
 		c.m.logger.Error("log cleaner: log is uncleanable until it is truncated or the broker restarts", "tp", l.tp.String(), "err", err)
 	default:
-		st.retryAt, st.lastErr = now+c.opts.Backoff.Milliseconds(), err
+		st.retryAt, st.lastErr = now+c.options().Backoff.Milliseconds(), err
 		c.m.reportIO(l.tp.String(), err, "op", "clean")
 	}
 }
@@ -272,7 +331,7 @@ func (c *cleaner) cleanLog(t *cleanerThread, l *Log, force bool) (bool, error) {
 		// Taken, but nothing to do after all (a transaction still open
 		// holds the cleanable part): not again before the backoff.
 		c.mu.Lock()
-		l.cstate.retryAt = now + c.opts.Backoff.Milliseconds()
+		l.cstate.retryAt = now + c.options().Backoff.Milliseconds()
 		c.mu.Unlock()
 	}
 	c.done(l, cleaned, err)
@@ -307,8 +366,11 @@ func (m *Manager) Compact(ctx context.Context) (int, error) {
 	c := m.cl
 	c.manualMu.Lock()
 	defer c.manualMu.Unlock()
-	if c.manual == nil {
-		c.manual = c.newThread(-1)
+	if o := c.options(); c.manual == nil || c.manual.opts != *o {
+		if c.manual != nil {
+			c.manual.close()
+		}
+		c.manual = c.newThread(-1, o, nil)
 	}
 	n := 0
 	var first error
@@ -337,7 +399,9 @@ func (m *Manager) Compact(ctx context.Context) (int, error) {
 // in progress (Close and abandon; the cleaner goroutines are waited for
 // with the Manager's).
 func (c *cleaner) stop() {
+	c.reconfMu.Lock() // a ReconfigureCleaner after this starts nothing
 	c.cancel()
+	c.reconfMu.Unlock()
 	c.manualMu.Lock()
 	if c.manual != nil {
 		c.manual.close()
@@ -362,6 +426,14 @@ type rateLimiter struct {
 func newRateLimiter(rate float64) *rateLimiter {
 	b := max(rate, 64<<10)
 	return &rateLimiter{rate: rate, burst: b, tokens: b, last: time.Now()}
+}
+
+// setRate changes the rate (ReconfigureCleaner); what the bucket holds stays.
+func (r *rateLimiter) setRate(rate float64) {
+	r.mu.Lock()
+	r.rate, r.burst = rate, max(rate, 64<<10)
+	r.tokens = min(r.tokens, r.burst)
+	r.mu.Unlock()
 }
 
 func (r *rateLimiter) wait(ctx context.Context, n int64) error {

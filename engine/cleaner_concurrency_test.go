@@ -164,7 +164,7 @@ func TestCleanerAbortedByTruncation(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	m.cl.limit.tokens = 0 // the first read already waits (about forever)
+	m.cl.limit.Load().tokens = 0 // the first read already waits (about forever)
 	l, _ := m.CreateLog(TopicPartition{"abort", 0}, compactConfig())
 	for i := 0; i < 200; i++ {
 		mustAppend(t, l, keyedBatch(t, []kv{{key: fmt.Sprint(i % 3), value: valueOf("v", i)}}, batchOpts{baseTs: 10}))
@@ -195,7 +195,7 @@ func TestCleanerAbortedByTruncation(t *testing.T) {
 			t.Fatalf("%s left by the aborted pass", e.Name())
 		}
 	}
-	m.cl.limit = nil
+	m.cl.limit.Store(nil)
 	if n := compactNow(t, m); n != 1 {
 		t.Fatalf("not cleaned after the truncation: %d", n)
 	}
@@ -269,5 +269,52 @@ func TestCleanerDamagedLogIsUncleanable(t *testing.T) {
 	}
 	if n := compactNow(t, m); n != 0 {
 		t.Fatal("an uncleanable log was cleaned again")
+	}
+}
+
+// TestReconfigureCleaner: log.cleaner.* keys changed at run time take effect without a
+// restart (Kafka's LogCleaner.reconfigure): a cleaner asleep for an hour's backoff is
+// replaced by goroutines with the new options, which clean the log at once; the I/O
+// limit changes under a running limiter; disabling stops the goroutines.
+func TestReconfigureCleaner(t *testing.T) {
+	m, err := Open(Options{Dirs: []string{t.TempDir()}, Sync: SyncNone, Cleaner: CleanerOptions{Threads: 1, Backoff: time.Hour}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	cfg := compactConfig()
+	l, err := m.CreateLog(TopicPartition{"reconf", 0}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Let the first goroutine find nothing and fall asleep for its hour.
+	for deadline := time.Now().Add(5 * time.Second); m.cl.lastRun.Load() == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("the cleaner never looked for work")
+		}
+		time.Sleep(time.Millisecond) // polling for the cleaner's first look, with a deadline
+	}
+	for i := 0; i < 300; i++ {
+		mustAppend(t, l, keyedBatch(t, []kv{{key: fmt.Sprint(i % 3), value: valueOf("v", i)}}, batchOpts{baseTs: 10}))
+	}
+	l.SetHighWatermark(l.LogEndOffset())
+	before := m.CleanerStats().Passes
+	m.ReconfigureCleaner(CleanerOptions{Threads: 2, Backoff: 10 * time.Millisecond, IOMaxBytesPerSecond: 1 << 30})
+	if r := m.cl.limit.Load(); r == nil || r.rate != 1<<30 {
+		t.Fatalf("the I/O limit after the reconfiguration: %+v", r)
+	}
+	for deadline := time.Now().Add(10 * time.Second); m.CleanerStats().Passes == before; {
+		if time.Now().After(deadline) {
+			t.Fatal("the reconfigured cleaner did not clean the log")
+		}
+		time.Sleep(5 * time.Millisecond) // polling for a pass, with a deadline
+	}
+	m.ReconfigureCleaner(CleanerOptions{Threads: 2, Backoff: 10 * time.Millisecond, IOMaxBytesPerSecond: 1 << 20})
+	if r := m.cl.limit.Load(); r == nil || r.rate != 1<<20 {
+		t.Fatalf("the I/O limit after the second reconfiguration: %+v", r)
+	}
+	m.ReconfigureCleaner(CleanerOptions{Disable: true})
+	if m.cl.limit.Load() != nil || m.cl.quit != nil {
+		t.Fatal("disabled: a limit or goroutines remain")
 	}
 }

@@ -18,7 +18,9 @@ import (
 type cleanerThread struct {
 	c     *cleaner
 	id    int
-	omap  *offsetMap // allocated on the first pass
+	opts  CleanerOptions  // the options it was made with (reconfigure makes new threads)
+	quit  <-chan struct{} // closed when a reconfiguration retires it (nil: never)
+	omap  *offsetMap      // allocated on the first pass
 	codec *codecs
 	rd    batchReader
 	wbuf  []byte   // the cleaned log, before it is written
@@ -29,15 +31,25 @@ type cleanerThread struct {
 	kept  []record // the records a batch keeps (slices into plain or the read buffer)
 }
 
-func (c *cleaner) newThread(id int) *cleanerThread {
-	return &cleanerThread{c: c, id: id, codec: newCodecs(c.opts.MaxDecompressedBytes)}
+func (c *cleaner) newThread(id int, o *CleanerOptions, quit <-chan struct{}) *cleanerThread {
+	return &cleanerThread{c: c, id: id, opts: *o, quit: quit, codec: newCodecs(o.MaxDecompressedBytes)}
 }
 
 func (t *cleanerThread) close() { t.codec.close() }
 
+// retired reports whether a reconfiguration has retired t (it ends after its pass).
+func (t *cleanerThread) retired() bool {
+	select {
+	case <-t.quit:
+		return true
+	default:
+		return false
+	}
+}
+
 func (t *cleanerThread) offsetMap() *offsetMap {
 	if t.omap == nil {
-		t.omap = newOffsetMap(t.c.opts.DedupeBufferSize/int64(t.c.opts.Threads), t.c.opts.LoadFactor)
+		t.omap = newOffsetMap(t.opts.DedupeBufferSize/int64(t.opts.Threads), t.opts.LoadFactor)
 	}
 	return t.omap
 }
@@ -144,7 +156,7 @@ func (p *pass) aborted() error {
 
 // pace accounts n bytes of cleaner I/O against the rate limit.
 func (p *pass) pace(n int64) error {
-	if r := p.t.c.limit; r != nil {
+	if r := p.t.c.limit.Load(); r != nil {
 		if err := r.wait(p.ctx, n); err != nil {
 			return errCleanAborted
 		}
@@ -369,7 +381,7 @@ func (p *pass) cleanGroup(from, to int, tm *txnMeta) (err error) {
 					t.c.stats.batchesEmpt.Add(1)
 				}
 			}
-			if len(t.wbuf) >= t.c.opts.IOBufferSize {
+			if len(t.wbuf) >= t.opts.IOBufferSize {
 				if err := flush(); err != nil {
 					return err
 				}
@@ -570,7 +582,7 @@ type batchReader struct {
 
 func (r *batchReader) reset(f vfs.File, limit int64, p *pass) {
 	if r.buf == nil {
-		r.buf = make([]byte, p.t.c.opts.IOBufferSize)
+		r.buf = make([]byte, p.t.opts.IOBufferSize)
 	}
 	r.f, r.limit, r.p, r.n = f, limit, p, 0
 }
@@ -613,7 +625,7 @@ func (r *batchReader) batch(pos int64) (BatchHeader, []byte, error) {
 	if err != nil {
 		return h, nil, storedBatchError(err)
 	}
-	maxBatch := int64(max(int(r.p.cfg.MaxMessageBytes), r.p.t.c.opts.MaxDecompressedBytes, r.p.t.c.opts.IOBufferSize))
+	maxBatch := int64(max(int(r.p.cfg.MaxMessageBytes), r.p.t.opts.MaxDecompressedBytes, r.p.t.opts.IOBufferSize))
 	if pos+h.Size() > r.limit || h.Size() > maxBatch {
 		return h, nil, fmt.Errorf("%w: batch of %d bytes at %d (segment of %d, at most %d)", ErrCorruptBatch, h.Size(), pos, r.limit, maxBatch)
 	}

@@ -85,7 +85,7 @@ func (l *Log) append(batches []byte, o AppendOptions) (AppendResult, error) {
 	// Idempotence and transactions, before anything is changed.
 	if !o.Follower {
 		var sc seqCheck
-		rules := checkRules{verify: !l.m.opts.DisableTxnVerification}
+		rules := checkRules{verify: !l.m.noVerify.Load()}
 		for p := 0; p < len(batches); {
 			h := parseHeaderUnchecked(batches[p:])
 			if h.Control() {

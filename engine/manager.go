@@ -26,11 +26,14 @@ var checkpointInterval = 5 * time.Second
 // Manager owns the log directories of a broker and every partition log in
 // them. All methods are safe for concurrent use.
 type Manager struct {
-	opts   Options
-	fs     vfs.FS
-	now    func() time.Time
-	logger *slog.Logger
-	dirs   []*logDir
+	opts Options
+	// noVerify is Options.DisableTxnVerification, changed at run time by
+	// SetTxnVerification.
+	noVerify atomic.Bool
+	fs       vfs.FS
+	now      func() time.Time
+	logger   *slog.Logger
+	dirs     []*logDir
 
 	mu     sync.RWMutex
 	logs   map[TopicPartition]*Log
@@ -102,7 +105,9 @@ func Open(opts Options) (*Manager, error) {
 	if m.logger == nil {
 		m.logger = slog.New(slog.DiscardHandler)
 	}
+	m.noVerify.Store(opts.DisableTxnVerification)
 	m.cl = newCleaner(m, opts.Cleaner)
+	m.cl.manualBg = opts.manualBackground
 	if opts.PowerLossJournal != "" {
 		cfs, err := vfs.OpenJournal(m.fs, opts.PowerLossJournal)
 		if err != nil {

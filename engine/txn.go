@@ -366,7 +366,7 @@ var guardSeq atomic.Uint64
 // higher epoch): while it is pending, batches with a higher sequence are
 // refused (ErrOutOfOrderSequence), so retries cannot reorder.
 func (l *Log) StartTxnVerification(pid int64, epoch int16, seq int32) (g VerificationGuard, needed bool) {
-	if l.m.opts.DisableTxnVerification {
+	if l.m.noVerify.Load() {
 		return 0, false
 	}
 	l.appendMu.Lock()
@@ -416,3 +416,9 @@ func (l *Log) AppendMarker(m Marker, o AppendOptions) (AppendResult, error) {
 	}
 	return l.Append(AppendMarkerBatch(nil, m), o)
 }
+
+// SetTxnVerification turns KIP-890's verification of a transaction's first
+// batch in a partition on or off at run time
+// (transaction.partition.verification.enable; Options.DisableTxnVerification at
+// Open).
+func (m *Manager) SetTxnVerification(enable bool) { m.noVerify.Store(!enable) }

@@ -97,6 +97,25 @@ type Def struct {
 
 func sp(s string) *string { return &s }
 
+// checkIPOverrides checks max.connections.per.ip.overrides' form: host:count pairs
+// separated by commas, each count a non-negative integer (hosts are resolved where the
+// limits are applied).
+func checkIPOverrides(v string) string {
+	for _, e := range strings.Split(v, ",") {
+		if e = strings.TrimSpace(e); e == "" {
+			continue
+		}
+		i := strings.LastIndexByte(e, ':')
+		if i <= 0 {
+			return fmt.Sprintf("entry %q: want host:count", e)
+		}
+		if n, err := strconv.Atoi(strings.TrimSpace(e[i+1:])); err != nil || n < 0 {
+			return fmt.Sprintf("entry %q: the count is not a non-negative integer", e)
+		}
+	}
+	return ""
+}
+
 func parseInt(v string) int64 { n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64); return n }
 
 // Validate checks v against d and returns the canonical value.
@@ -230,8 +249,10 @@ var TopicDefs = []*Def{
 }
 
 // BrokerDefs are the broker keys Samsa knows (Kafka's names; a few of Samsa's
-// own at the end). Keys that are topic-default synonyms are alterable at run time
-// (DYNAMIC_BROKER_CONFIG, per node or cluster default); the rest are read-only.
+// own at the end). A key of Kafka's is alterable at run time (DYNAMIC_BROKER_CONFIG,
+// per node or cluster default) exactly when Kafka's documentation gives it a dynamic
+// update mode (per-broker or cluster-wide), but for the keys of StaticInSamsa
+// (TestUpdateModesAreKafkas); Samsa's own keys are read-only.
 var BrokerDefs = []*Def{
 	{Name: "node.id", Kind: KindInt, Default: sp("1"), Min: 0, ReadOnly: true},
 	{Name: "broker.id", Kind: KindInt, Default: sp("1"), Min: 0, ReadOnly: true, Doc: "synonym of node.id"},
@@ -239,21 +260,21 @@ var BrokerDefs = []*Def{
 	{Name: "log.dir", Kind: KindString, ReadOnly: true, Doc: "used when log.dirs is unset"},
 	{Name: "listeners", Kind: KindString, Default: sp("PLAINTEXT://127.0.0.1:9092"), ReadOnly: true},
 	{Name: "advertised.listeners", Kind: KindString, ReadOnly: true},
-	{Name: "num.partitions", Kind: KindInt, Default: sp("1"), Min: 1},
-	{Name: "default.replication.factor", Kind: KindInt, Default: sp("1"), Min: 1, Max: math.MaxInt16},
-	{Name: "auto.create.topics.enable", Kind: KindBool, Default: sp("true")},
+	{Name: "num.partitions", Kind: KindInt, Default: sp("1"), Min: 1, ReadOnly: true},
+	{Name: "default.replication.factor", Kind: KindInt, Default: sp("1"), Min: 1, Max: math.MaxInt16, ReadOnly: true},
+	{Name: "auto.create.topics.enable", Kind: KindBool, Default: sp("true"), ReadOnly: true},
 	{Name: "socket.request.max.bytes", Kind: KindInt, Default: sp("104857600"), Min: 1, ReadOnly: true},
 	{Name: "connections.max.idle.ms", Kind: KindLong, Default: sp("600000"), Min: 1, ReadOnly: true},
 	{Name: "log.retention.check.interval.ms", Kind: KindLong, Default: sp("300000"), Min: 1, ReadOnly: true},
 	{Name: "log.retention.ms", Kind: KindLong, Min: -1},
-	{Name: "log.retention.minutes", Kind: KindInt, Min: -1},
-	{Name: "log.retention.hours", Kind: KindInt, Default: sp("168"), Min: -1},
+	{Name: "log.retention.minutes", Kind: KindInt, Min: -1, ReadOnly: true},
+	{Name: "log.retention.hours", Kind: KindInt, Default: sp("168"), Min: -1, ReadOnly: true},
 	{Name: "log.retention.bytes", Kind: KindLong, Default: sp("-1"), Min: -1},
 	{Name: "log.segment.bytes", Kind: KindInt, Default: sp("1073741824"), Min: 14},
 	{Name: "log.roll.ms", Kind: KindLong, Min: 1},
-	{Name: "log.roll.hours", Kind: KindInt, Default: sp("168"), Min: 1},
+	{Name: "log.roll.hours", Kind: KindInt, Default: sp("168"), Min: 1, ReadOnly: true},
 	{Name: "log.roll.jitter.ms", Kind: KindLong, Min: 0},
-	{Name: "log.roll.jitter.hours", Kind: KindInt, Default: sp("0"), Min: 0},
+	{Name: "log.roll.jitter.hours", Kind: KindInt, Default: sp("0"), Min: 0, ReadOnly: true},
 	{Name: "log.index.size.max.bytes", Kind: KindInt, Default: sp("10485760"), Min: 4},
 	{Name: "log.index.interval.bytes", Kind: KindInt, Default: sp("4096"), Min: 0},
 	{Name: "message.max.bytes", Kind: KindInt, Default: sp("1048588"), Min: 0},
@@ -266,12 +287,12 @@ var BrokerDefs = []*Def{
 	{Name: "log.flush.interval.ms", Kind: KindLong, Min: 0, Doc: "with sync=interval: the flush interval (default 1000)"},
 	{Name: "unclean.leader.election.enable", Kind: KindBool, Default: sp("false")},
 	{Name: "log.cleaner.enable", Kind: KindBool, Default: sp("true"), ReadOnly: true},
-	{Name: "log.cleaner.threads", Kind: KindInt, Default: sp("1"), Min: 0, ReadOnly: true},
-	{Name: "log.cleaner.dedupe.buffer.size", Kind: KindLong, Default: sp("134217728"), Min: 1 << 20, ReadOnly: true},
-	{Name: "log.cleaner.io.buffer.size", Kind: KindInt, Default: sp("524288"), Min: 0, ReadOnly: true},
-	{Name: "log.cleaner.io.buffer.load.factor", Kind: KindDouble, Default: sp("0.9"), Min: 0, Max: 1, ReadOnly: true},
-	{Name: "log.cleaner.io.max.bytes.per.second", Kind: KindDouble, Default: sp("1.7976931348623157E308"), Min: 0, ReadOnly: true},
-	{Name: "log.cleaner.backoff.ms", Kind: KindLong, Default: sp("15000"), Min: 0, ReadOnly: true},
+	{Name: "log.cleaner.threads", Kind: KindInt, Default: sp("1"), Min: 0},
+	{Name: "log.cleaner.dedupe.buffer.size", Kind: KindLong, Default: sp("134217728"), Min: 1 << 20},
+	{Name: "log.cleaner.io.buffer.size", Kind: KindInt, Default: sp("524288"), Min: 0},
+	{Name: "log.cleaner.io.buffer.load.factor", Kind: KindDouble, Default: sp("0.9"), Min: 0, Max: 1},
+	{Name: "log.cleaner.io.max.bytes.per.second", Kind: KindDouble, Default: sp("1.7976931348623157E308"), Min: 0},
+	{Name: "log.cleaner.backoff.ms", Kind: KindLong, Default: sp("15000"), Min: 0},
 	{Name: "log.cleaner.delete.retention.ms", Kind: KindLong, Default: sp("86400000"), Min: 0},
 	{Name: "log.cleaner.min.compaction.lag.ms", Kind: KindLong, Default: sp("0"), Min: 0},
 	{Name: "log.cleaner.max.compaction.lag.ms", Kind: KindLong, Default: sp(longMax), Min: 1},
@@ -385,7 +406,7 @@ var BrokerDefs = []*Def{
 	{Name: "replica.high.watermark.checkpoint.interval.ms", Kind: KindLong, Default: sp("5000"), Min: 1, ReadOnly: true},
 	{Name: "follower.replication.throttled.rate", Kind: KindLong, Default: sp(longMax), Min: 0, Doc: "bytes/s for throttled follower replicas (reassignment)"},
 	{Name: "leader.replication.throttled.rate", Kind: KindLong, Default: sp(longMax), Min: 0, Doc: "bytes/s for throttled leader replicas (reassignment)"},
-	{Name: "auto.leader.rebalance.enable", Kind: KindBool, Default: sp("true")},
+	{Name: "auto.leader.rebalance.enable", Kind: KindBool, Default: sp("true"), ReadOnly: true},
 	{Name: "leader.imbalance.check.interval.seconds", Kind: KindLong, Default: sp("300"), Min: 1, ReadOnly: true},
 	{Name: "leader.imbalance.per.broker.percentage", Kind: KindInt, Default: sp("10"), Min: 0, ReadOnly: true},
 	{Name: "controlled.shutdown.enable", Kind: KindBool, Default: sp("true"), ReadOnly: true},
@@ -396,7 +417,7 @@ var BrokerDefs = []*Def{
 	{Name: "socket.receive.buffer.bytes", Kind: KindInt, Default: sp("102400"), Min: -1, ReadOnly: true, Doc: compatOnly},
 	{Name: "num.recovery.threads.per.data.dir", Kind: KindInt, Default: sp("2"), Min: 1, ReadOnly: true, Doc: compatOnly},
 	{Name: "offsets.topic.replication.factor", Kind: KindShort, Default: sp("3"), Min: -1, ReadOnly: true, Doc: "__consumer_offsets' replication factor (capped at the number of brokers)"},
-	{Name: "transaction.partition.verification.enable", Kind: KindBool, Default: sp("true"), ReadOnly: true, Doc: "KIP-890: a partition leader checks with the transaction coordinator that a transactional batch opening a transaction was added to it"},
+	{Name: "transaction.partition.verification.enable", Kind: KindBool, Default: sp("true"), Doc: "KIP-890: a partition leader checks with the transaction coordinator that a transactional batch opening a transaction was added to it"},
 	{Name: "samsa.transaction.version", Kind: KindShort, Default: sp("2"), Min: 0, Max: 2, ReadOnly: true, Doc: "Samsa: the finalized transaction.version feature (Kafka sets it with kafka-storage format --feature or kafka-features upgrade): 2 is KIP-890 part 2 (an epoch bump per transaction, partitions added by the Produce and TxnOffsetCommit they receive); ApiVersions reports it, so every node of a cluster must have the same value"},
 	{Name: "transaction.state.log.replication.factor", Kind: KindShort, Default: sp("3"), Min: 1, ReadOnly: true, Doc: "__transaction_state's replication factor when the node creates it (capped at the live brokers)"},
 	{Name: "transaction.state.log.min.isr", Kind: KindInt, Default: sp("2"), Min: 1, ReadOnly: true, Doc: "__transaction_state's min.insync.replicas when the node creates it (capped at its replication factor)"},
@@ -454,10 +475,10 @@ var BrokerDefs = []*Def{
 	{Name: "controller.quota.window.num", Kind: KindInt, Default: sp("11"), Min: 1, ReadOnly: true, Doc: "samples kept for controller mutation quotas"},
 	{Name: "controller.quota.window.size.seconds", Kind: KindInt, Default: sp("1"), Min: 1, ReadOnly: true, Doc: "length of one controller mutation quota sample"},
 	{Name: "client.quota.callback.class", Kind: KindString, ReadOnly: true, Doc: "only Kafka's default quota callback is implemented"},
-	{Name: "max.connections", Kind: KindInt, Default: sp("2147483647"), Min: 0, ReadOnly: true, Doc: "connections a broker accepts in all"},
-	{Name: "max.connections.per.ip", Kind: KindInt, Default: sp("2147483647"), Min: 0, ReadOnly: true, Doc: "connections a broker accepts from one address"},
-	{Name: "max.connections.per.ip.overrides", Kind: KindString, Default: sp(""), ReadOnly: true, Doc: "host:count pairs separated by commas"},
-	{Name: "max.connection.creation.rate", Kind: KindInt, Default: sp("2147483647"), Min: 0, ReadOnly: true, Doc: "new connections per second a broker accepts"},
+	{Name: "max.connections", Kind: KindInt, Default: sp("2147483647"), Min: 0, Doc: "connections a broker accepts in all"},
+	{Name: "max.connections.per.ip", Kind: KindInt, Default: sp("2147483647"), Min: 0, Doc: "connections a broker accepts from one address"},
+	{Name: "max.connections.per.ip.overrides", Kind: KindString, Default: sp(""), Doc: "host:count pairs separated by commas", Check: checkIPOverrides},
+	{Name: "max.connection.creation.rate", Kind: KindInt, Default: sp("2147483647"), Min: 0, Doc: "new connections per second a broker accepts"},
 }
 
 const compatOnly = "accepted for compatibility with Kafka's server.properties; no effect on Samsa"

@@ -615,8 +615,10 @@ func TestAlterConfigs(t *testing.T) {
 		{"unknown topic", incremental(topicRT, "nope", "retention.ms", set, "1"), kerr.UnknownTopicOrPartition},
 		{"read-only broker key", incremental(brokerRT, "1", "node.id", set, "2"), kerr.InvalidConfig},
 		{"broker key", incremental(brokerRT, "1", "log.retention.ms", set, "7000"), nil},
-		{"cluster default", incremental(brokerRT, "", "num.partitions", set, "3"), nil},
-		{"not a broker id", incremental(brokerRT, "one", "num.partitions", set, "3"), kerr.InvalidRequest},
+		{"cluster default", incremental(brokerRT, "", "log.segment.bytes", set, "3000000"), nil},
+		{"read-only in Kafka", incremental(brokerRT, "", "num.partitions", set, "3"), kerr.InvalidConfig},
+		{"dynamic in Kafka", incremental(brokerRT, "", "log.cleaner.backoff.ms", set, "100"), nil},
+		{"not a broker id", incremental(brokerRT, "one", "log.retention.ms", set, "3"), kerr.InvalidRequest},
 		{"key twice", incremental(topicRT, "t", "retention.ms", set, "1", "retention.ms", set, "2"), kerr.InvalidRequest},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -634,12 +636,9 @@ func TestAlterConfigs(t *testing.T) {
 	if tc := im.Configs(metadata.ResourceTopic, "t"); tc["retention.ms"] != "5000" || tc["cleanup.policy"] != "delete,compact" {
 		t.Fatalf("topic configs %v", tc)
 	}
-	if im.Configs(metadata.ResourceBroker, "1")["log.retention.ms"] != "7000" || im.Configs(metadata.ResourceBroker, "")["num.partitions"] != "3" {
+	if im.Configs(metadata.ResourceBroker, "1")["log.retention.ms"] != "7000" || im.Configs(metadata.ResourceBroker, "")["log.segment.bytes"] != "3000000" ||
+		im.Configs(metadata.ResourceBroker, "")["log.cleaner.backoff.ms"] != "100" {
 		t.Fatal("broker configs not recorded")
-	}
-	// num.partitions=3 (cluster default) now applies to CreateTopics with -1.
-	if got := h.createTopic("d", -1, -1); got.NumPartitions != 3 {
-		t.Fatalf("default partitions %d", got.NumPartitions)
 	}
 	if got := h.do(incremental(topicRT, "t", "retention.ms", del, nil)).(*kmsg.IncrementalAlterConfigsResponse).Resources[0]; got.ErrorCode != 0 {
 		t.Fatal(code(got.ErrorCode))

@@ -38,7 +38,7 @@ func sampleValue(d *configs.Def) (value, canonical string, ok bool) {
 	case configs.KindPassword:
 		cands = []string{"s3cret"}
 	default:
-		cands = append(slicesClone(d.Enum), "samsa-test")
+		cands = append(slicesClone(d.Enum), "samsa-test", "127.0.0.1:100")
 	}
 	for _, c := range cands {
 		v, err := d.Validate(c)

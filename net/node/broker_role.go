@@ -53,6 +53,7 @@ type brokerRole struct {
 	tr        transport.Transport
 	lns       map[string]net.Listener
 	sec       *nodeSecurity         // the listeners' TLS, SASL and the authorizer (security.go)
+	limiter   *transport.Limiter    // the broker listeners' connection limits (set under pubMu)
 	secTrs    []transport.Transport // the Std transports of secured listeners
 
 	pubMu sync.Mutex // serializes deliveries of images to the broker and the lifecycle
@@ -190,6 +191,9 @@ func (r *brokerRole) published(offset uint64, old, im *metadata.Image) {
 	r.pubMu.Lock()
 	defer r.pubMu.Unlock()
 	if r.broker != nil {
+		if brokerConfigsChanged(old, im, r.cfg.NodeID) {
+			r.applyDynamicBrokerConfigs(im, r.limiter)
+		}
 		r.broker.MetadataChanged(offset, old, im)
 		if r.delivered != nil {
 			close(r.delivered)
@@ -293,8 +297,14 @@ func (r *brokerRole) start(kcfg kafka.Config, d brokerDeps) error {
 	// High watermarks of logs recovered after a crash catch up once their data is
 	// durable, before any client asks.
 	r.broker.StartDataPath()
+	limiter := newConnLimiter(r.cfg, d.reg, r.broker.IPConnectionRate, r.log.With("component", "connection-limits"))
+	r.pubMu.Lock()
+	r.limiter = limiter
+	_, im := r.broker.Image()
+	r.applyDynamicBrokerConfigs(im, limiter) // the dynamic limits of the images published before
+	r.pubMu.Unlock()
 	tcfg := transport.Config{MaxRequestBytes: r.cfg.MaxRequestBytes, IdleTimeout: r.cfg.IdleTimeout, InlineWrites: r.cfg.InlineWrites,
-		Limiter: newConnLimiter(r.cfg, d.reg, r.broker.IPConnectionRate, r.log.With("component", "connection-limits"))}
+		Limiter: limiter}
 	switch r.cfg.Transport {
 	case "std":
 		r.tr = transport.NewStd(tcfg, r.broker, r.log.With("component", "transport"))

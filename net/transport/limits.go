@@ -123,7 +123,7 @@ func ParseIPOverrides(s string, lookup func(ctx context.Context, host string) ([
 // Limiter keeps the connection counts and creation rates of every listener of a node
 // (one Limiter shared by all its transports: Config.Limiter). Safe for concurrent use.
 type Limiter struct {
-	lim     ConnLimits
+	lim     atomic.Pointer[ConnLimits] // SetLimits replaces it
 	log     *slog.Logger
 	refused func(listener, reason string)
 	now     func() time.Time
@@ -150,7 +150,8 @@ func NewLimiter(lim ConnLimits, refused func(listener, reason string), log *slog
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	l := &Limiter{lim: lim, log: log, refused: refused, now: time.Now}
+	l := &Limiter{log: log, refused: refused, now: time.Now}
+	l.lim.Store(&lim)
 	l.mu.perIP = map[string]int{}
 	l.mu.perLn = map[string]int{}
 	l.mu.lnRate = map[string]*bucket{}
@@ -159,6 +160,14 @@ func NewLimiter(lim ConnLimits, refused func(listener, reason string), log *slog
 	l.mu.sinceLog = map[string]int{}
 	return l
 }
+
+// Limits returns the limits in force.
+func (l *Limiter) Limits() ConnLimits { return *l.lim.Load() }
+
+// SetLimits replaces the limits (broker keys changed at run time): the connections
+// open stay open and count against the new limits; the next accepts are checked
+// against them.
+func (l *Limiter) SetLimits(lim ConnLimits) { l.lim.Store(&lim) }
 
 // Open is the number of admitted connections not yet released.
 func (l *Limiter) Open() int { return int(l.open.Load()) }
@@ -184,8 +193,9 @@ func ipOf(a net.Addr) string {
 // creationWait takes a creation token of the broker and of listener, or returns how
 // long to wait for one (nothing taken then).
 func (l *Limiter) creationWait(listener string) time.Duration {
-	ll := l.lim.Listeners[listener]
-	if l.lim.MaxCreationRate <= 0 && ll.MaxCreationRate <= 0 {
+	lim := l.lim.Load()
+	ll := lim.Listeners[listener]
+	if lim.MaxCreationRate <= 0 && ll.MaxCreationRate <= 0 {
 		return 0
 	}
 	now := l.now()
@@ -199,8 +209,8 @@ func (l *Limiter) creationWait(listener string) time.Duration {
 		}
 	}
 	w := time.Duration(0)
-	if l.lim.MaxCreationRate > 0 {
-		w = l.mu.rate.wait(now, l.lim.MaxCreationRate)
+	if lim.MaxCreationRate > 0 {
+		w = l.mu.rate.wait(now, lim.MaxCreationRate)
 	}
 	if lb != nil {
 		w = max(w, lb.wait(now, ll.MaxCreationRate))
@@ -208,8 +218,8 @@ func (l *Limiter) creationWait(listener string) time.Duration {
 	if w > 0 {
 		return w
 	}
-	if l.lim.MaxCreationRate > 0 {
-		l.mu.rate.take(now, l.lim.MaxCreationRate)
+	if lim.MaxCreationRate > 0 {
+		l.mu.rate.take(now, lim.MaxCreationRate)
 	}
 	if lb != nil {
 		lb.take(now, ll.MaxCreationRate)
@@ -222,26 +232,27 @@ func (l *Limiter) creationWait(listener string) time.Duration {
 // it exactly once, when the connection has ended.
 func (l *Limiter) Admit(listener string, remote net.Addr) (release func(), err error) {
 	ip := ipOf(remote)
-	ll := l.lim.Listeners[listener]
+	lim := l.lim.Load()
+	ll := lim.Listeners[listener]
 	now := l.now()
 	l.mu.Lock()
 	reason := ""
-	ipMax, ok := l.lim.PerIPOverrides[ip]
+	ipMax, ok := lim.PerIPOverrides[ip]
 	if !ok {
-		ipMax = l.lim.MaxConnsPerIP
+		ipMax = lim.MaxConnsPerIP
 	} else if ipMax == 0 {
 		ipMax = NoConnections // an override of 0 allows none, as in Kafka
 	}
 	switch {
-	case !ll.Protected && !allows(l.lim.MaxConns, l.mu.total):
+	case !ll.Protected && !allows(lim.MaxConns, l.mu.total):
 		reason = RefusedBroker
 	case !allows(ll.MaxConns, l.mu.perLn[listener]):
 		reason = RefusedListener
 	case !allows(ipMax, l.mu.perIP[ip]):
 		reason = RefusedPerIP
 	}
-	if reason == "" && l.lim.IPCreationRate != nil {
-		if rate, ok := l.lim.IPCreationRate(ip); ok {
+	if reason == "" && lim.IPCreationRate != nil {
+		if rate, ok := lim.IPCreationRate(ip); ok {
 			if rate <= 0 {
 				reason = RefusedIPRate
 			} else {
