@@ -9,10 +9,12 @@
 // overrides; unknown topic UNKNOWN_TOPIC_OR_PARTITION.
 //
 // BROKER resources, named by a broker's id (DYNAMIC_BROKER_CONFIG) or "" (the cluster
-// default, DYNAMIC_DEFAULT_BROKER_CONFIG): keys that Kafka can update dynamically and
-// Samsa knows (the topic-default keys such as log.retention.ms, plus num.partitions,
-// default.replication.factor, auto.create.topics.enable); read-only keys INVALID_CONFIG.
-// A change re-applies every topic's configuration to its logs.
+// default, DYNAMIC_DEFAULT_BROKER_CONFIG): the keys Kafka's documentation gives a
+// per-broker or cluster-wide update mode (the topic defaults such as log.retention.ms,
+// the log cleaner's, the connection limits, ...), but those Samsa reads only at start
+// (configs.StaticInSamsa: listeners, TLS and SASL settings, thread counts); read-only
+// keys INVALID_CONFIG. A change re-applies every topic's configuration to its logs, and
+// the node applies the others at once (net/node/dynamic.go).
 //
 // GROUP resources (KIP-848, KIP-932), named by a group id (empty: INVALID_REQUEST),
 // existing or not: the group keys (coordinator/configs/group_keys.go), validated as
