@@ -478,6 +478,45 @@ func (c *Coordinator) ShareGroupTopics(group string) (topics []string, code int1
 	return topics, 0, true
 }
 
+// CreateShareGroup makes group an empty share group when no group holds its id (or a
+// classic group that never held anything does), as Kafka's AlterShareGroupOffsets
+// creates the share group it sets offsets for; the group's metadata record is written
+// before cb(0), so that the group outlives a failover. A share group already there is
+// left as it is (cb(0)); a consumer group, or a classic group in use, is
+// GROUP_ID_NOT_FOUND; not coordinator or loading, their codes. cb runs with no lock held.
+func (c *Coordinator) CreateShareGroup(group string, cb func(code int16)) {
+	g, code := c.lookup(group, true)
+	if code != 0 {
+		cb(code)
+		return
+	}
+	g.with(func(fx *effects) {
+		switch {
+		case g.state == stateDead:
+			fx.add(func() { cb(kerr.CoordinatorNotAvailable.Code) })
+			return
+		case g.kind == kindShare:
+			fx.add(func() { cb(0) })
+			return
+		case g.kind != kindClassic || !g.freshClassicLocked():
+			fx.add(func() { cb(kerr.GroupIDNotFound.Code) })
+			return
+		}
+		g.kind = kindShare
+		g.protocolType = "share"
+		g.sg = newShareState(g.c.clock.Now())
+		g.c.logger.Info("share group created for its offsets", "group", g.id)
+		recs := []Record{g.rec(recShareGroupMetadata, "", appendEpochValue(nil, g.sg.epoch))}
+		g.writeThenLocked(fx, recs, func(err error) {
+			if err != nil {
+				cb(appendErrorCode(err, false))
+				return
+			}
+			cb(0)
+		})
+	})
+}
+
 // ShareGroupEmpty reports whether group is a share group without members (AlterShare
 // GroupOffsets and DeleteShareGroupOffsets need that); code is the error to answer when
 // it cannot be said (not coordinator, loading) or GROUP_ID_NOT_FOUND.

@@ -3,8 +3,10 @@
 // Asked of a share group's coordinator: sets the share-partition start offset of each
 // named partition, discarding its in-flight state, by writing a new state at the next
 // state epoch to the partition's share coordinator (__share_group_state). The group
-// must have no members (NON_EMPTY_GROUP otherwise); a group that is not a share group
-// here answers GROUP_ID_NOT_FOUND, a topic or partition the image does not know
+// must have no members (NON_EMPTY_GROUP otherwise); a group id no group holds becomes
+// an empty share group first, as Kafka creates it (franz-go's TestShareGroupOffsetsAdmin
+// sets a fresh group's offsets before any member joins); a consumer group, or a classic
+// group in use, answers GROUP_ID_NOT_FOUND, a topic or partition the image does not know
 // UNKNOWN_TOPIC_OR_PARTITION. With ACLs: READ on the group, READ on each topic
 // (authz_rules_share.go).
 //
@@ -37,6 +39,27 @@ func handleAlterShareGroupOffsets(b *Broker, r *Request) {
 		resp.ErrorCode = code
 		r.Respond(resp)
 	}
+	if b.shares.enabled && req.GroupID != "" {
+		if c := b.groupCoordinatorOr(fail); c != nil {
+			if _, code := c.ShareGroupEmpty(req.GroupID); code == kerr.GroupIDNotFound.Code {
+				c.CreateShareGroup(req.GroupID, func(code int16) {
+					if code != 0 {
+						fail(code)
+						return
+					}
+					alterShareGroupOffsets(b, r, req, resp, fail)
+				})
+				return
+			}
+		} else {
+			return
+		}
+	}
+	alterShareGroupOffsets(b, r, req, resp, fail)
+}
+
+// alterShareGroupOffsets is handleAlterShareGroupOffsets once the group exists.
+func alterShareGroupOffsets(b *Broker, r *Request, req *kmsg.AlterShareGroupOffsetsRequest, resp *kmsg.AlterShareGroupOffsetsResponse, fail func(int16)) {
 	if !b.emptyShareGroup(req.GroupID, fail) {
 		return
 	}

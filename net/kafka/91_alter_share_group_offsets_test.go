@@ -91,3 +91,66 @@ func TestShareGroupOffsetsAlterAndDelete(t *testing.T) {
 		t.Fatalf("after the delete: %d records", len(third))
 	}
 }
+
+// TestShareGroupOffsetsAlterCreatesTheGroup: AlterShareGroupOffsets for a group id no
+// group holds creates an empty share group and sets its start offset, as Kafka does
+// (franz-go's TestShareGroupOffsetsAdmin: it was GROUP_ID_NOT_FOUND); the group and its
+// offset outlive the coordinator's restart, and a consumer group's id is refused.
+func TestShareGroupOffsetsAlterCreatesTheGroup(t *testing.T) {
+	tb := startShareBroker(t)
+	ctx := testCtx(t)
+	adm := tb.admin(t)
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "fresh"); err != nil {
+		t.Fatal(err)
+	}
+	produceN(t, tb.client(t), "fresh", 0, 20)
+	offs := kadm.Offsets{}
+	offs.Add(kadm.Offset{Topic: "fresh", Partition: 0, At: 8})
+	if r, err := adm.AlterShareGroupOffsets(ctx, "never-joined", offs); err != nil || r.Error() != nil {
+		t.Fatalf("alter of a fresh group: %v %v", err, r.Error())
+	}
+	startOf := func(adm *kadm.Client) int64 {
+		t.Helper()
+		req := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
+		req.Groups = []kmsg.DescribeShareGroupOffsetsRequestGroup{{GroupID: "never-joined",
+			Topics: []kmsg.DescribeShareGroupOffsetsRequestGroupTopic{{Topic: "fresh", Partitions: []int32{0}}}}}
+		var start int64 = -2
+		eventually(t, 10*time.Second, "the group's offsets described", func() bool {
+			r, err := req.RequestWith(ctx, tb.client(t))
+			if err != nil || r.Groups[0].ErrorCode != 0 {
+				return false
+			}
+			for _, rt := range r.Groups[0].Topics {
+				for _, rp := range rt.Partitions {
+					if rt.Topic == "fresh" && rp.Partition == 0 && rp.ErrorCode == 0 {
+						start = rp.StartOffset
+					}
+				}
+			}
+			return start != -2
+		})
+		return start
+	}
+	if s := startOf(adm); s != 8 {
+		t.Fatalf("start offset of the fresh group: %d, want 8", s)
+	}
+	groups, err := adm.ListGroups(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g, ok := groups["never-joined"]; !ok || g.ProtocolType != "share" {
+		t.Fatalf("the fresh group is not listed as a share group: %+v", groups)
+	}
+	tb.b.CloseGroupCoordinator()
+	tb.restart()
+	if s := startOf(tb.admin(t)); s != 8 {
+		t.Fatalf("start offset after a restart: %d, want 8", s)
+	}
+	// A consumer group's id stays a consumer group's.
+	if err := tb.admin(t).CommitAllOffsets(ctx, "classic-in-use", offs); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tb.admin(t).AlterShareGroupOffsets(ctx, "classic-in-use", offs); !errors.Is(err, kerr.GroupIDNotFound) {
+		t.Fatalf("alter of a classic group with offsets: %v, want GROUP_ID_NOT_FOUND", err)
+	}
+}
