@@ -133,7 +133,7 @@ func (c *Coordinator) load(p int32) error {
 				skipped++
 			}
 		case KeySharePartitionMetadata, KeyShareMember, KeyShareGroup, KeyShareTargetMetadata,
-			KeyShareTargetMember, KeyShareCurrentAssignment:
+			KeyShareTargetMember, KeyShareCurrentAssignment, KeyShareStatePartitionMetadata:
 			l := shares[k.Group]
 			if l == nil {
 				l = newLoadedShare()

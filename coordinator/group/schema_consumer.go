@@ -23,7 +23,7 @@ import (
 //	  12 ShareGroupTargetAssignmentMetadataKey group (same layout as 6)
 //	  13 ShareGroupTargetAssignmentMemberKey g m     (same layout as 7)
 //	  14 ShareGroupCurrentMemberAssignmentKey g m    ShareGroupCurrentMemberAssignmentValue
-//	  15 ShareGroupStatePartitionMetadataKey group   (read and skipped: not written here)
+//	  15 ShareGroupStatePartitionMetadataKey group   ShareGroupStatePartitionMetadataValue (share_state_meta.go)
 //	  16 ConsumerGroupRegularExpressionKey g regex   ConsumerGroupRegularExpressionValue
 //
 // Keys are not flexible (int16 type | string group [| string member or regex]). Values

@@ -51,6 +51,7 @@ type shareState struct {
 	topicsVersion   uint64
 	refreshed       bool
 	stateTime       time.Time
+	state           ShareStateMetadata // the share state it holds (share_state_meta.go)
 }
 
 func newShareState(now time.Time) *shareState {
@@ -341,6 +342,7 @@ func (g *group) shareTombstonesLocked() []Record {
 	recs = append(recs,
 		g.rec(recShareTargetMetadata, "", nil),
 		g.rec(recSharePartitionMetadata, "", nil),
+		g.rec(recShareStatePartitionMetadata, "", nil),
 		g.rec(recShareGroupMetadata, "", nil))
 	return recs
 }
@@ -453,8 +455,10 @@ func (c *Coordinator) ShareGroupDescribe(req *kmsg.ShareGroupDescribeRequest) *k
 }
 
 // ShareGroupTopics returns the topics a share group subscribes to (its members'
-// subscriptions), for the share-group offset admin APIs; ok is false when group is not
-// a share group here, with the error code to answer (0 when it does not exist).
+// subscriptions) and those it holds share state for (its
+// ShareGroupStatePartitionMetadata, by topic id: a topic deleted since is left out),
+// for the share-group offset admin APIs; ok is false when group is not a share group
+// here, with the error code to answer (0 when it does not exist).
 func (c *Coordinator) ShareGroupTopics(group string) (topics []string, code int16, ok bool) {
 	g, code := c.lookup(group, false)
 	if code != 0 || g == nil {
@@ -469,6 +473,12 @@ func (c *Coordinator) ShareGroupTopics(group string) (topics []string, code int1
 	for _, m := range g.sg.members {
 		for _, n := range m.names {
 			set[n] = true
+		}
+	}
+	im := c.topics.load()
+	for _, t := range g.sg.state.Initialized {
+		if cur, ok := im.byID[t.TopicID]; ok {
+			set[cur.Name] = true
 		}
 	}
 	for n := range set {
@@ -546,6 +556,7 @@ type loadedShare struct {
 	targetEpoch int32
 	targets     map[string][]TopicPartitions
 	current     map[string]CurrentAssignmentValue
+	state       ShareStateMetadata
 }
 
 func newLoadedShare() *loadedShare {
@@ -605,6 +616,11 @@ func (l *loadedShare) apply(k Key, value []byte, seq int) bool {
 		if v, err = DecodeCurrentAssignmentValue(value, true); err == nil {
 			l.current[k.Member] = v
 		}
+	case KeyShareStatePartitionMetadata:
+		l.state = ShareStateMetadata{}
+		if !del {
+			l.state, err = DecodeShareStateValue(value)
+		}
 	}
 	return err == nil
 }
@@ -614,7 +630,7 @@ func (g *group) restoreShare(l *loadedShare) {
 	g.protocolType = "share"
 	sg := newShareState(g.c.clock.Now())
 	g.sg = sg
-	sg.epoch, sg.assignmentEpoch = l.epoch, l.targetEpoch
+	sg.epoch, sg.assignmentEpoch, sg.state = l.epoch, l.targetEpoch, l.state
 	for _, t := range l.subMeta {
 		sg.subMeta[t.TopicName] = t
 	}

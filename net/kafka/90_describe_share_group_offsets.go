@@ -4,15 +4,19 @@
 // start offset (SPSO) and the leader epoch of the share partition's last write, read
 // from the share partition's share coordinator (__share_group_state); StartOffset -1
 // for a partition the group has no state for. With Topics null, the topics the group's
-// members subscribe to. v1's Lag is the partition's high watermark (as this broker's
+// members subscribe to and those it holds share state for (its
+// ShareGroupStatePartitionMetadata record: AlterShareGroupOffsets adds a topic,
+// DeleteShareGroupOffsets removes it). v1's Lag is the partition's high watermark (as this broker's
 // replica knows it) minus the start offset minus the records above it already
 // acknowledged or archived; -1 when this broker has no replica of the partition or
 // the partition has no state. A group that is not a share group answers
 // GROUP_ID_NOT_FOUND. With ACLs: DESCRIBE on the group and on each topic
 // (authz_rules_share.go).
 //
-// Differences from Apache Kafka: with Topics null, the subscribed topics rather than
-// every topic the group has state for; Lag from this broker's replica's high
+// Differences from Apache Kafka: with Topics null, the share state a member's first
+// fetch initialized is listed only while a member subscribes to its topic (Kafka's
+// group coordinator initializes every subscribed partition's state and records it;
+// Samsa's share partitions initialize themselves); Lag from this broker's replica's high
 // watermark (Kafka asks the partition's leader).
 
 package kafka

@@ -24,6 +24,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/samsa-broker/samsa/coordinator/group"
 	"github.com/samsa-broker/samsa/coordinator/share"
 )
 
@@ -66,6 +67,7 @@ func alterShareGroupOffsets(b *Broker, r *Request, req *kmsg.AlterShareGroupOffs
 	im := b.meta.Image()
 	type write struct {
 		p     *kmsg.AlterShareGroupOffsetsResponseTopicPartition
+		topic string
 		key   share.Key
 		start int64
 	}
@@ -90,13 +92,41 @@ func alterShareGroupOffsets(b *Broker, r *Request, req *kmsg.AlterShareGroupOffs
 			case rp.StartOffset < 0:
 				op.ErrorCode = kerr.InvalidRequest.Code
 			default:
-				writes = append(writes, write{p: op, key: share.Key{Group: req.GroupID, TopicID: [16]byte(t.ID), Partition: rp.Partition}, start: rp.StartOffset})
+				writes = append(writes, write{p: op, topic: rt.Topic, key: share.Key{Group: req.GroupID, TopicID: [16]byte(t.ID), Partition: rp.Partition}, start: rp.StartOffset})
 			}
 		}
 	}
 	b.resetShareStates(len(writes), func(i int) (share.Key, int64) { return writes[i].key, writes[i].start }, func(i int, code int16) {
 		writes[i].p.ErrorCode = code
-	}, func() { r.Respond(resp) })
+	}, func() {
+		// The partitions now holding state join the group's share-state record, which
+		// DescribeShareGroupOffsets of every topic reads.
+		byTopic := map[[16]byte]int{}
+		var topics []group.ShareStateTopic
+		for _, w := range writes {
+			if w.p.ErrorCode != 0 {
+				continue
+			}
+			i, ok := byTopic[w.key.TopicID]
+			if !ok {
+				i = len(topics)
+				byTopic[w.key.TopicID] = i
+				topics = append(topics, group.ShareStateTopic{TopicID: w.key.TopicID, TopicName: w.topic})
+			}
+			topics[i].Partitions = append(topics[i].Partitions, w.key.Partition)
+		}
+		c := b.groups.coordinator()
+		if len(topics) == 0 || c == nil {
+			r.Respond(resp)
+			return
+		}
+		c.RecordShareState(req.GroupID, topics, func(code int16) {
+			if code != 0 {
+				resp.ErrorCode = code
+			}
+			r.Respond(resp)
+		})
+	})
 }
 
 // resetShareStates writes, for each of n share partitions, a state that starts at

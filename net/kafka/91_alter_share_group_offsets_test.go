@@ -109,11 +109,15 @@ func TestShareGroupOffsetsAlterCreatesTheGroup(t *testing.T) {
 	if r, err := adm.AlterShareGroupOffsets(ctx, "never-joined", offs); err != nil || r.Error() != nil {
 		t.Fatalf("alter of a fresh group: %v %v", err, r.Error())
 	}
-	startOf := func(adm *kadm.Client) int64 {
+	// startOf describes the group's offsets, of every topic (Topics null: those it holds
+	// share state for) or of "fresh" partition 0 named; -2 when "fresh" is not listed.
+	startOf := func(all bool) int64 {
 		t.Helper()
 		req := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
-		req.Groups = []kmsg.DescribeShareGroupOffsetsRequestGroup{{GroupID: "never-joined",
-			Topics: []kmsg.DescribeShareGroupOffsetsRequestGroupTopic{{Topic: "fresh", Partitions: []int32{0}}}}}
+		req.Groups = []kmsg.DescribeShareGroupOffsetsRequestGroup{{GroupID: "never-joined"}}
+		if !all {
+			req.Groups[0].Topics = []kmsg.DescribeShareGroupOffsetsRequestGroupTopic{{Topic: "fresh", Partitions: []int32{0}}}
+		}
 		var start int64 = -2
 		eventually(t, 10*time.Second, "the group's offsets described", func() bool {
 			r, err := req.RequestWith(ctx, tb.client(t))
@@ -127,12 +131,14 @@ func TestShareGroupOffsetsAlterCreatesTheGroup(t *testing.T) {
 					}
 				}
 			}
-			return start != -2
+			return all || start != -2
 		})
 		return start
 	}
-	if s := startOf(adm); s != 8 {
-		t.Fatalf("start offset of the fresh group: %d, want 8", s)
+	for _, all := range []bool{false, true} {
+		if s := startOf(all); s != 8 {
+			t.Fatalf("start offset of the fresh group (all topics %v): %d, want 8", all, s)
+		}
 	}
 	groups, err := adm.ListGroups(ctx)
 	if err != nil {
@@ -143,8 +149,17 @@ func TestShareGroupOffsetsAlterCreatesTheGroup(t *testing.T) {
 	}
 	tb.b.CloseGroupCoordinator()
 	tb.restart()
-	if s := startOf(tb.admin(t)); s != 8 {
-		t.Fatalf("start offset after a restart: %d, want 8", s)
+	for _, all := range []bool{false, true} {
+		if s := startOf(all); s != 8 {
+			t.Fatalf("start offset after a restart (all topics %v): %d, want 8", all, s)
+		}
+	}
+	// Deleted offsets leave the group's share state: every topic no longer lists it.
+	if r, err := tb.admin(t).DeleteShareGroupOffsets(ctx, "never-joined", "fresh"); err != nil || r.Error() != nil {
+		t.Fatalf("delete: %v %v", err, r)
+	}
+	if s := startOf(true); s != -2 {
+		t.Fatalf("after the delete, describing every topic lists fresh at %d", s)
 	}
 	// A consumer group's id stays a consumer group's.
 	if err := tb.admin(t).CommitAllOffsets(ctx, "classic-in-use", offs); err != nil {

@@ -58,5 +58,24 @@ func handleDeleteShareGroupOffsets(b *Broker, r *Request) {
 		if out := &resp.Topics[resets[i].topic]; out.ErrorCode == 0 {
 			out.ErrorCode = code
 		}
-	}, func() { r.Respond(resp) })
+	}, func() {
+		// The topics whose state is gone leave the group's share-state record.
+		var gone [][16]byte
+		for _, out := range resp.Topics {
+			if out.ErrorCode == 0 && out.TopicID != [16]byte{} {
+				gone = append(gone, out.TopicID)
+			}
+		}
+		c := b.groups.coordinator()
+		if len(gone) == 0 || c == nil {
+			r.Respond(resp)
+			return
+		}
+		c.ForgetShareState(req.GroupID, gone, func(code int16) {
+			if code != 0 {
+				resp.ErrorCode = code
+			}
+			r.Respond(resp)
+		})
+	})
 }
