@@ -6,10 +6,13 @@ import (
 )
 
 // OffsetCommit handles OffsetCommit (v0+). Topics are named (a v10+ handler resolves
-// topic ids to names first and copies the ids into the answer). cb is called once,
-// after the records are durable. A commit with generation -1 and no member id is a
-// "simple" commit, allowed only while the group has no members; it creates the group
-// if needed.
+// topic ids to names first and copies the ids into the answer); a topic whose id is
+// set but is not the id of the topic of that name in the coordinator's topics (it was
+// deleted and re-created since the handler resolved it) answers UNKNOWN_TOPIC_ID. cb is
+// called once, after the records are durable. A commit with generation -1 and no member
+// id is a "simple" commit, allowed only while the group has no members; it creates the
+// group if needed. A commit with a generation to a group that does not exist is
+// ILLEGAL_GENERATION, GROUP_ID_NOT_FOUND from v9 on (Kafka's OffsetMetadataManager).
 func (c *Coordinator) OffsetCommit(req *kmsg.OffsetCommitRequest, cb func(*kmsg.OffsetCommitResponse)) {
 	r := kmsg.NewPtrOffsetCommitResponse()
 	r.Version = req.Version
@@ -42,6 +45,10 @@ func (c *Coordinator) OffsetCommit(req *kmsg.OffsetCommitRequest, cb func(*kmsg.
 	if g == nil {
 		if generation >= 0 {
 			// The group is gone: this member's generation is stale.
+			if req.Version >= 9 {
+				cb(all(kerr.GroupIDNotFound.Code))
+				return
+			}
 			cb(all(kerr.IllegalGeneration.Code))
 			return
 		}
@@ -142,6 +149,18 @@ func (g *group) validateCommitLocked(generation int32, memberID string, instance
 	return 0
 }
 
+// staleTopicID reports whether id, the topic id a request named topic by (zero when
+// it named it by name), is not the id of the topic of that name in the coordinator's
+// topics: the topic was deleted and re-created since the request's handler resolved
+// the id. A name the coordinator's topics lack is not stale (they may lag the image).
+func (c *Coordinator) staleTopicID(topic string, id [16]byte) bool {
+	if id == ([16]byte{}) {
+		return false
+	}
+	t, ok := c.topics.load().byName[topic]
+	return ok && t.ID != ([16]byte{}) && t.ID != id
+}
+
 func (g *group) storeOffsetsLocked(fx *effects, req *kmsg.OffsetCommitRequest, r *kmsg.OffsetCommitResponse, perPart func(string, int32) int16, cb func(*kmsg.OffsetCommitResponse)) {
 	now := g.c.clock.Now().UnixMilli()
 	type pending struct {
@@ -161,6 +180,10 @@ func (g *group) storeOffsetsLocked(fx *effects, req *kmsg.OffsetCommitRequest, r
 			}
 			if len(md) > g.c.cfg.MaxOffsetMetadata {
 				*code = kerr.OffsetMetadataTooLarge.Code
+				continue
+			}
+			if g.c.staleTopicID(t.Topic, t.TopicID) {
+				*code = kerr.UnknownTopicID.Code
 				continue
 			}
 			if perPart != nil {

@@ -84,14 +84,19 @@ func (t *txnOffsets) take(p int32, pid int64) map[string]map[topicPartition]Offs
 // producer's transaction and become the group's committed offsets when the
 // transaction commits (CompleteTxnOffsets). The caller has verified (KIP-890) that
 // the group's partition is in the producer's transaction. A group not known is
-// created (as Kafka). A member names its generation (classic groups) or member epoch
-// (consumer groups) from v3; without a member (generation -1, no member id) the
-// commit is accepted whatever the group's members. cb is called once, after the
+// created by a commit without a generation (-1, as Kafka); with one it is
+// ILLEGAL_GENERATION, GROUP_ID_NOT_FOUND from v6 (KIP-1319). A member names its
+// generation (classic groups) or member epoch (consumer groups) from v3; without a
+// member (generation -1, no member id) the commit is accepted whatever the group's
+// members. Topics are named (a v6+ handler resolves topic ids to names first); one
+// whose id is set but is not the id of the topic of that name in the coordinator's
+// topics (re-created since) answers UNKNOWN_TOPIC_ID. cb is called once, after the
 // records are durable. Errors per partition: NOT_COORDINATOR,
 // COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, ILLEGAL_GENERATION,
-// UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID, STALE_MEMBER_EPOCH, OFFSET_METADATA_TOO_LARGE,
-// GROUP_ID_NOT_FOUND (a share group), and the Log's (INVALID_PRODUCER_EPOCH,
-// INVALID_TXN_STATE are mapped by the Log's caller through errors it wraps).
+// UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID, STALE_MEMBER_EPOCH (v6+: ILLEGAL_GENERATION
+// before, as Kafka maps it), OFFSET_METADATA_TOO_LARGE, GROUP_ID_NOT_FOUND (a share
+// group), UNKNOWN_TOPIC_ID, and the Log's (INVALID_PRODUCER_EPOCH, INVALID_TXN_STATE are
+// mapped by the Log's caller through errors it wraps).
 func (c *Coordinator) TxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest, cb func(*kmsg.TxnOffsetCommitResponse, error)) {
 	r := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
 	r.Topics = make([]kmsg.TxnOffsetCommitResponseTopic, len(req.Topics))
@@ -120,10 +125,24 @@ func (c *Coordinator) TxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest, cb func(
 	if req.Version < 3 {
 		generation, memberID = -1, ""
 	}
-	g, code := c.lookup(req.Group, true)
-	if code != 0 {
+	g, code := c.lookup(req.Group, generation < 0)
+	switch {
+	case code != 0:
 		cb(all(code), nil)
 		return
+	case g == nil && req.Version >= 6:
+		cb(all(kerr.GroupIDNotFound.Code), nil)
+		return
+	case g == nil:
+		cb(all(kerr.IllegalGeneration.Code), nil)
+		return
+	}
+	// Below v6 the answer cannot carry STALE_MEMBER_EPOCH: Kafka maps it.
+	forVersion := func(code int16) int16 {
+		if code == kerr.StaleMemberEpoch.Code && req.Version < 6 {
+			return kerr.IllegalGeneration.Code
+		}
+		return code
 	}
 	g.with(func(fx *effects) {
 		var code int16
@@ -140,7 +159,7 @@ func (c *Coordinator) TxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest, cb func(
 		default:
 			code = g.validateCommitLocked(generation, memberID, req.InstanceID)
 		}
-		if code != 0 {
+		if code = forVersion(code); code != 0 {
 			fx.add(func() { cb(all(code), nil) })
 			return
 		}
@@ -159,9 +178,13 @@ func (c *Coordinator) TxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest, cb func(
 					*pc = kerr.OffsetMetadataTooLarge.Code
 					continue
 				}
+				if g.c.staleTopicID(t.Topic, t.TopicID) {
+					*pc = kerr.UnknownTopicID.Code
+					continue
+				}
 				if perPart != nil {
 					if c := perPart(t.Topic, p.Partition); c != 0 {
-						*pc = c
+						*pc = forVersion(c)
 						continue
 					}
 				}

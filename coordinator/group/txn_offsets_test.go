@@ -169,3 +169,116 @@ func TestTxnOffsetCommitPendingUntilMarker(t *testing.T) {
 		t.Fatalf("after the abort marker: %+v", got)
 	}
 }
+
+// TestCommitsByTopicIDAndUnknownGroup: a commit naming a topic by an id that is not
+// the id of the topic of that name (deleted and re-created since the handler resolved
+// it) answers UNKNOWN_TOPIC_ID and writes nothing, for OffsetCommit v10 and
+// TxnOffsetCommit v6; a commit with a generation to a group that does not exist is
+// ILLEGAL_GENERATION before OffsetCommit v9 and TxnOffsetCommit v6, GROUP_ID_NOT_FOUND
+// from them (Kafka's OffsetMetadataManager, KIP-1319), and creates no group.
+func TestCommitsByTopicIDAndUnknownGroup(t *testing.T) {
+	c := New(Config{Clock: newFakeClock(), Logger: quietLogger(), InitialRebalanceDelay: -1}, txnMemLog{newMemLog()})
+	defer c.Close()
+	for p := int32(0); p < c.NumPartitions(); p++ {
+		if err := c.LoadPartition(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	current, old := [16]byte{1}, [16]byte{2}
+	c.SetTopics(1, []TopicInfo{{Name: "t", ID: current, Partitions: 1}})
+
+	commit := func(version int16, group string, generation int32, id [16]byte, offset int64) int16 {
+		t.Helper()
+		req := kmsg.NewPtrOffsetCommitRequest()
+		req.SetVersion(version)
+		req.Group, req.Generation = group, generation
+		if generation >= 0 {
+			req.MemberID = "m"
+		}
+		req.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "t", TopicID: id, Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: offset, LeaderEpoch: -1}}}}
+		var resp *kmsg.OffsetCommitResponse
+		c.OffsetCommit(req, func(r *kmsg.OffsetCommitResponse) { resp = r })
+		if resp == nil {
+			t.Fatal("OffsetCommit not answered")
+		}
+		return resp.Topics[0].Partitions[0].ErrorCode
+	}
+	txnCommit := func(version int16, group string, generation int32, id [16]byte, offset int64) int16 {
+		t.Helper()
+		req := kmsg.NewPtrTxnOffsetCommitRequest()
+		req.SetVersion(version)
+		req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch, req.Generation = "tx", group, 9, 0, generation
+		if generation >= 0 {
+			req.MemberID = "m"
+		}
+		rt := kmsg.NewTxnOffsetCommitRequestTopic()
+		rt.Topic, rt.TopicID = "t", id
+		rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+		rp.Partition, rp.Offset = 0, offset
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		var resp *kmsg.TxnOffsetCommitResponse
+		c.TxnOffsetCommit(req, func(r *kmsg.TxnOffsetCommitResponse, err error) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp = r
+		})
+		if resp == nil {
+			t.Fatal("TxnOffsetCommit not answered")
+		}
+		return resp.Topics[0].Partitions[0].ErrorCode
+	}
+	fetch := func(group string) int64 {
+		t.Helper()
+		req := kmsg.NewPtrOffsetFetchRequest()
+		req.SetVersion(8)
+		req.Groups = []kmsg.OffsetFetchRequestGroup{{Group: group, Topics: []kmsg.OffsetFetchRequestGroupTopic{{Topic: "t", Partitions: []int32{0}}}}}
+		return c.OffsetFetch(req).Groups[0].Topics[0].Partitions[0].Offset
+	}
+
+	if code := commit(10, "g", -1, old, 5); code != kerr.UnknownTopicID.Code {
+		t.Fatalf("OffsetCommit by the id of a re-created topic: %v", kerr.ErrorForCode(code))
+	}
+	if got := fetch("g"); got != -1 {
+		t.Fatalf("the refused commit was written: offset %d", got)
+	}
+	if code := commit(10, "g", -1, current, 6); code != 0 {
+		t.Fatalf("OffsetCommit by the current id: %v", kerr.ErrorForCode(code))
+	}
+	if code := commit(9, "g", -1, [16]byte{}, 7); code != 0 {
+		t.Fatalf("OffsetCommit by name: %v", kerr.ErrorForCode(code))
+	}
+	if got := fetch("g"); got != 7 {
+		t.Fatalf("offset %d, want 7", got)
+	}
+	if code := txnCommit(6, "txg", -1, old, 5); code != kerr.UnknownTopicID.Code {
+		t.Fatalf("TxnOffsetCommit by the id of a re-created topic: %v", kerr.ErrorForCode(code))
+	}
+	if code := txnCommit(6, "txg", -1, current, 6); code != 0 {
+		t.Fatalf("TxnOffsetCommit by the current id: %v", kerr.ErrorForCode(code))
+	}
+
+	for _, tc := range []struct {
+		what string
+		code int16
+		want int16
+	}{
+		{"OffsetCommit v8", commit(8, "none", 3, [16]byte{}, 1), kerr.IllegalGeneration.Code},
+		{"OffsetCommit v9", commit(9, "none", 3, [16]byte{}, 1), kerr.GroupIDNotFound.Code},
+		{"OffsetCommit v10", commit(10, "none", 3, current, 1), kerr.GroupIDNotFound.Code},
+		{"TxnOffsetCommit v5", txnCommit(5, "none", 3, [16]byte{}, 1), kerr.IllegalGeneration.Code},
+		{"TxnOffsetCommit v6", txnCommit(6, "none", 3, current, 1), kerr.GroupIDNotFound.Code},
+	} {
+		if tc.code != tc.want {
+			t.Errorf("%s with a generation to a group that does not exist: %v, want %v", tc.what, kerr.ErrorForCode(tc.code), kerr.ErrorForCode(tc.want))
+		}
+	}
+	lreq := kmsg.NewPtrListGroupsRequest()
+	lreq.SetVersion(4)
+	for _, g := range c.ListGroups(lreq).Groups {
+		if g.Group == "none" {
+			t.Fatal("a refused commit created the group")
+		}
+	}
+}

@@ -1,4 +1,4 @@
-// OffsetCommit (key 8), versions 0-9.
+// OffsetCommit (key 8), versions 0-10.
 //
 // Commits offsets (with leader epoch, v6+, and metadata up to
 // offset.metadata.max.bytes) to __consumer_offsets; answers once the records are
@@ -6,25 +6,57 @@
 // commit with their generation (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID,
 // FENCED_INSTANCE_ID, REBALANCE_IN_PROGRESS fence stale ones); a commit with
 // generation -1 and no member id (a "simple" consumer) is accepted while the group has
-// no members. Members of a consumer group (KIP-848) commit with v9+, their member id
-// and member epoch as the generation: an epoch ahead of the member's, or, per
-// partition, older than the epoch the partition was assigned at, is
-// STALE_MEMBER_EPOCH (the rule as Kafka 4.3 relaxed it; 4.0 required the current epoch),
-// an unknown member UNKNOWN_MEMBER_ID, v8 or older UNSUPPORTED_VERSION. v2-v4
-// retention times set an explicit expiry. Partitions of topics the
-// cluster does not have get UNKNOWN_TOPIC_OR_PARTITION, as in Kafka.
+// no members. A commit with a generation to a group that does not exist is
+// ILLEGAL_GENERATION before v9, GROUP_ID_NOT_FOUND from v9 on, as Kafka. Members of a
+// consumer group (KIP-848) commit with v9+, their member id and member epoch as the
+// generation: an epoch ahead of the member's, or, per partition, older than the epoch
+// the partition was assigned at, is STALE_MEMBER_EPOCH (the rule as Kafka 4.3
+// relaxed it; 4.0 required the current epoch), an unknown member UNKNOWN_MEMBER_ID, v8
+// or older UNSUPPORTED_VERSION. v2-v4 retention times set an explicit expiry.
+// Partitions of topics the cluster does not have get UNKNOWN_TOPIC_OR_PARTITION, as
+// in Kafka.
 //
-// Not served: v10+ (topic ids).
+// v10 (KIP-848's follow-up, stable since Kafka 4.2) names topics by id only, in the
+// request and the answer: an id the metadata image does not know (the zero id too)
+// answers UNKNOWN_TOPIC_ID on each of its partitions, as KafkaApis does; a known id
+// commits under the topic's name, as offsets are kept by name. An id of a deleted topic is
+// unknown, so a commit by the old id of a topic re-created under the same name never
+// reaches the new topic; the coordinator checks the id once more against its own
+// topics when it writes (coordinator/group's OffsetCommit).
+//
+// Differences from Apache Kafka: the answer keeps the request's order, topics refused
+// by authorisation last (Kafka lists every refused topic first). Kafka 4.4 also stores
+// the topic id beside each offset and OffsetFetch v10 answers -1 for an id other than
+// the stored one; Samsa stores names only (see 09_offset_fetch.go).
 
 package kafka
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-broker/samsa/coordinator/metadata"
 )
 
 func init() {
-	register(API{Key: 8, MinVersion: 0, MaxVersion: 9, Handle: handleOffsetCommit})
+	register(API{Key: 8, MinVersion: 0, MaxVersion: 10, Handle: handleOffsetCommit})
+}
+
+// groupTopic resolves a topic of an offset request (OffsetCommit, TxnOffsetCommit,
+// OffsetFetch) in im: by id when byID (the versions that name topics by id), else by
+// name. Unknown, it is nil with the code for its partitions: UNKNOWN_TOPIC_ID by id,
+// UNKNOWN_TOPIC_OR_PARTITION by name.
+func groupTopic(im *metadata.Image, byID bool, name string, id [16]byte) (*metadata.TopicImage, int16) {
+	if byID {
+		if t, ok := im.TopicByID(metadata.UUID(id)); ok {
+			return t, 0
+		}
+		return nil, kerr.UnknownTopicID.Code
+	}
+	if t, ok := im.Topic(name); ok {
+		return t, 0
+	}
+	return nil, kerr.UnknownTopicOrPartition.Code
 }
 
 func handleOffsetCommit(b *Broker, r *Request) {
@@ -37,13 +69,20 @@ func handleOffsetCommit(b *Broker, r *Request) {
 	im := b.meta.Image()
 	for i, t := range req.Topics {
 		rt := &resp.Topics[i]
-		rt.Topic = t.Topic
+		rt.Topic, rt.TopicID = t.Topic, t.TopicID
 		rt.Partitions = make([]kmsg.OffsetCommitResponseTopicPartition, len(t.Partitions))
-		ti, ok := im.Topic(t.Topic)
-		kt := kmsg.OffsetCommitRequestTopic{Topic: t.Topic}
+		ti, code := groupTopic(im, req.Version >= 10, t.Topic, t.TopicID)
+		var kt kmsg.OffsetCommitRequestTopic
+		if ti != nil {
+			kt = kmsg.OffsetCommitRequestTopic{Topic: ti.Name, TopicID: t.TopicID}
+		}
 		for j, p := range t.Partitions {
 			rt.Partitions[j].Partition = p.Partition
-			if !ok || p.Partition < 0 || int(p.Partition) >= len(ti.Partitions) {
+			switch {
+			case ti == nil:
+				rt.Partitions[j].ErrorCode = code
+				continue
+			case p.Partition < 0 || int(p.Partition) >= len(ti.Partitions):
 				rt.Partitions[j].ErrorCode = kerr.UnknownTopicOrPartition.Code
 				continue
 			}

@@ -1,4 +1,4 @@
-// OffsetFetch (key 9), versions 0-9.
+// OffsetFetch (key 9), versions 0-10.
 //
 // Committed offsets, leader epochs (v5+) and metadata from the coordinator's memory;
 // partitions without a commit answer offset -1. A null topic list (v2+) returns every
@@ -9,14 +9,24 @@
 // (KIP-848) fetch with their member id and epoch: another epoch is
 // STALE_MEMBER_EPOCH, an unknown member UNKNOWN_MEMBER_ID, as Kafka 4.
 //
-// Not served: v10+ (topic ids).
+// v10 (KIP-848's follow-up, stable since Kafka 4.2) names topics by id only, in the
+// request and the answer. As KafkaApis: a requested id the metadata image does not know (the zero id
+// too) answers its partitions with offset -1 and UNKNOWN_TOPIC_ID, after the topics
+// the coordinator answered, unless the group has an error; the offsets of all topics
+// (a null list) leave out the topics the image does not know (deleted ones).
+//
+// Differences from Apache Kafka: offsets are kept by topic name. Kafka deletes the
+// offsets of a deleted topic and, since v10, stores the topic id beside each offset
+// and answers -1 for another id; Samsa keeps them, so after a topic is deleted and
+// re-created under the same name, the new topic's id fetches the old topic's last
+// commits (OffsetCommit by the old id is refused, 08_offset_commit.go).
 
 package kafka
 
 import "github.com/twmb/franz-go/pkg/kmsg"
 
 func init() {
-	register(API{Key: 9, MinVersion: 0, MaxVersion: 9, Handle: handleOffsetFetch})
+	register(API{Key: 9, MinVersion: 0, MaxVersion: 10, Handle: handleOffsetFetch})
 }
 
 func handleOffsetFetch(b *Broker, r *Request) {
@@ -32,5 +42,59 @@ func handleOffsetFetch(b *Broker, r *Request) {
 	if c == nil {
 		return
 	}
-	r.Respond(c.OffsetFetch(req))
+	if req.Version < 10 {
+		r.Respond(c.OffsetFetch(req))
+		return
+	}
+	// v10: the coordinator is asked by name; unknown ids are answered here.
+	im := b.meta.Image()
+	named := *req
+	named.Groups = make([]kmsg.OffsetFetchRequestGroup, len(req.Groups))
+	unknown := make([][]kmsg.OffsetFetchResponseGroupTopic, len(req.Groups))
+	for i, g := range req.Groups {
+		if g.Topics != nil {
+			topics := make([]kmsg.OffsetFetchRequestGroupTopic, 0, len(g.Topics))
+			for _, t := range g.Topics {
+				ti, code := groupTopic(im, true, "", t.TopicID)
+				if ti == nil {
+					unknown[i] = append(unknown[i], unknownFetchTopic(t, code))
+					continue
+				}
+				t.Topic = ti.Name
+				topics = append(topics, t)
+			}
+			g.Topics = topics
+		}
+		named.Groups[i] = g
+	}
+	resp := c.OffsetFetch(&named)
+	for i := range resp.Groups {
+		g := &resp.Groups[i]
+		kept := g.Topics[:0]
+		for _, t := range g.Topics {
+			ti, ok := im.Topic(t.Topic)
+			if !ok {
+				continue // all offsets: a topic the image does not have
+			}
+			t.TopicID = [16]byte(ti.ID)
+			kept = append(kept, t)
+		}
+		g.Topics = kept
+		if g.ErrorCode == 0 && i < len(unknown) {
+			g.Topics = append(g.Topics, unknown[i]...)
+		}
+	}
+	r.Respond(resp)
+}
+
+// unknownFetchTopic answers a requested topic whose id is unknown: each partition
+// with offset -1, leader epoch -1, empty metadata and code (Kafka's defaults).
+func unknownFetchTopic(t kmsg.OffsetFetchRequestGroupTopic, code int16) kmsg.OffsetFetchResponseGroupTopic {
+	out := kmsg.OffsetFetchResponseGroupTopic{TopicID: t.TopicID}
+	for _, p := range t.Partitions {
+		rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+		rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata, rp.ErrorCode = p, -1, -1, kmsg.StringPtr(""), code
+		out.Partitions = append(out.Partitions, rp)
+	}
+	return out
 }

@@ -1,4 +1,4 @@
-// TxnOffsetCommit (key 28), versions 0-5, to the group coordinator.
+// TxnOffsetCommit (key 28), versions 0-6, to the group coordinator.
 //
 // A transactional producer's offsets for a group (consume-transform-produce) are
 // written to the group's __consumer_offsets partition as a transactional batch of the
@@ -14,18 +14,30 @@
 // without VerifyOnly, to this node's transaction coordinator or over Deps.Peer.
 // Errors per partition: the group coordinator's
 // (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE,
-// ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID, OFFSET_METADATA_TOO_LARGE),
+// ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID, OFFSET_METADATA_TOO_LARGE;
+// from v6, KIP-1319, GROUP_ID_NOT_FOUND for a commit with a generation to a group that
+// does not exist and STALE_MEMBER_EPOCH, both ILLEGAL_GENERATION before),
 // INVALID_PRODUCER_EPOCH (fenced), INVALID_TXN_STATE (no transaction open),
 // TRANSACTION_ABORTABLE (the partition not in the transaction; INVALID_TXN_STATE
 // before v4, as Kafka since KIP-890 part 1), UNKNOWN_TOPIC_OR_PARTITION for
 // partitions of topics the cluster does not have.
+//
+// v6 (KIP-1319, Kafka 4.4) names topics by id only, in the request and the answer, as
+// OffsetCommit v10: an id the metadata image does not know (the zero id too) answers
+// UNKNOWN_TOPIC_ID on each of its partitions (KafkaApis.handleTxnOffsetCommitRequest);
+// a known id commits under the topic's name. The old id of a topic deleted and
+// re-created under the same name is unknown: its offsets never reach the new topic.
 //
 // Until their marker the offsets are pending: OffsetFetch answers the last committed
 // ones, or UNSTABLE_OFFSET_COMMIT with RequireStable (v7+); a coordinator that loads
 // the partition again applies them at their COMMIT marker, never after an ABORT
 // (coordinator/group's txn_offsets.go).
 //
-// Differences from Apache Kafka: no authorization.
+// Authorization (authz_rules.go): WRITE on the transactional id, READ on the group and
+// on each topic (by name or, v6, by id), as KafkaApis.
+//
+// Differences from Apache Kafka: the answer keeps the request's order; Kafka 4.4 also
+// stores the topic id beside each offset (OffsetCommit's header).
 
 package kafka
 
@@ -40,7 +52,7 @@ import (
 )
 
 func init() {
-	register(API{Key: 28, MinVersion: 0, MaxVersion: 5, Handle: handleTxnOffsetCommit})
+	register(API{Key: 28, MinVersion: 0, MaxVersion: 6, Handle: handleTxnOffsetCommit})
 }
 
 func handleTxnOffsetCommit(b *Broker, r *Request) {
@@ -52,13 +64,20 @@ func handleTxnOffsetCommit(b *Broker, r *Request) {
 	im := b.meta.Image()
 	for i, t := range req.Topics {
 		rt := &resp.Topics[i]
-		rt.Topic = t.Topic
+		rt.Topic, rt.TopicID = t.Topic, t.TopicID
 		rt.Partitions = make([]kmsg.TxnOffsetCommitResponseTopicPartition, len(t.Partitions))
-		ti, ok := im.Topic(t.Topic)
-		kt := kmsg.TxnOffsetCommitRequestTopic{Topic: t.Topic}
+		ti, code := groupTopic(im, req.Version >= 6, t.Topic, t.TopicID)
+		var kt kmsg.TxnOffsetCommitRequestTopic
+		if ti != nil {
+			kt = kmsg.TxnOffsetCommitRequestTopic{Topic: ti.Name, TopicID: t.TopicID}
+		}
 		for j, p := range t.Partitions {
 			rt.Partitions[j].Partition = p.Partition
-			if !ok || p.Partition < 0 || int(p.Partition) >= len(ti.Partitions) {
+			switch {
+			case ti == nil:
+				rt.Partitions[j].ErrorCode = code
+				continue
+			case p.Partition < 0 || int(p.Partition) >= len(ti.Partitions):
 				rt.Partitions[j].ErrorCode = kerr.UnknownTopicOrPartition.Code
 				continue
 			}

@@ -1,4 +1,4 @@
-// DeleteGroups (key 42), versions 0-2.
+// DeleteGroups (key 42), versions 0-3.
 //
 // Deletes empty groups (classic, consumer and share groups) with their committed
 // offsets (tombstones in __consumer_offsets); answers once the tombstones are durable.
@@ -7,6 +7,17 @@
 // IncrementalAlterConfigs DELETE of each of its keys, sent to the active controller so
 // that the metadata log records it; the answer waits for it (bounded by the forwarding
 // timeout; a failure is logged and leaves the configs, the groups stay deleted).
+//
+// v3 (KIP-1331, Kafka 4.4) adds an error message per group: a group not deleted
+// carries Kafka's message for its code (Errors.java, deleteGroupsMessage: "The group is
+// not empty." for NON_EMPTY_GROUP, ...), the refusals of authorisation too
+// (authz_rules.go); a deleted group carries none (null).
+//
+// Differences from Apache Kafka: KIP-1331 made v3 for GROUP_DELETION_FAILED, the
+// failure of a streams group's topology-description plugin, whose message says why;
+// Samsa has neither streams groups nor that plugin and never answers it. For the older
+// codes Kafka 4.4 may leave the message null: a Java client then shows the same text,
+// the code's default message, that Samsa sends.
 
 package kafka
 
@@ -15,24 +26,64 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-broker/samsa/coordinator/metadata"
 )
 
 func init() {
-	register(API{Key: 42, MinVersion: 0, MaxVersion: 2, Handle: handleDeleteGroups})
+	register(API{Key: 42, MinVersion: 0, MaxVersion: 3, Handle: handleDeleteGroups})
+}
+
+// deleteGroupsMessages are Kafka's messages (Errors.java) for the codes a group of
+// DeleteGroups can get.
+var deleteGroupsMessages = map[int16]string{
+	kerr.UnknownServerError.Code:        "The server experienced an unexpected error when processing the request.",
+	kerr.CoordinatorLoadInProgress.Code: "The coordinator is loading and hence can't process requests.",
+	kerr.CoordinatorNotAvailable.Code:   "The coordinator is not available.",
+	kerr.NotCoordinator.Code:            "This is not the correct coordinator.",
+	kerr.InvalidGroupID.Code:            "The configured groupId is invalid.",
+	kerr.GroupAuthorizationFailed.Code:  "Group authorization failed.",
+	kerr.NonEmptyGroup.Code:             "The group is not empty.",
+	kerr.GroupIDNotFound.Code:           "The group id does not exist.",
+}
+
+// deleteGroupsMessage is the ErrorMessage (v3+) of a group of DeleteGroups answered
+// code: Kafka's message, nil for success.
+func deleteGroupsMessage(code int16) *string {
+	if code == 0 {
+		return nil
+	}
+	if m, ok := deleteGroupsMessages[code]; ok {
+		return &m
+	}
+	if e, ok := kerr.ErrorForCode(code).(*kerr.Error); ok {
+		m := e.Description
+		return &m
+	}
+	return nil
 }
 
 func handleDeleteGroups(b *Broker, r *Request) {
 	req := r.Body.(*kmsg.DeleteGroupsRequest)
+	respond := func(resp *kmsg.DeleteGroupsResponse) {
+		if req.Version >= 3 {
+			for i := range resp.Groups {
+				if g := &resp.Groups[i]; g.ErrorMessage == nil {
+					g.ErrorMessage = deleteGroupsMessage(g.ErrorCode)
+				}
+			}
+		}
+		r.Respond(resp)
+	}
 	c := b.groupCoordinatorOr(func(code int16) {
 		resp := kmsg.NewPtrDeleteGroupsResponse()
 		resp.Version = req.Version
 		for _, g := range req.Groups {
 			resp.Groups = append(resp.Groups, kmsg.DeleteGroupsResponseGroup{Group: g, ErrorCode: code})
 		}
-		r.Respond(resp)
+		respond(resp)
 	})
 	if c == nil {
 		return
@@ -40,12 +91,12 @@ func handleDeleteGroups(b *Broker, r *Request) {
 	c.DeleteGroups(req, func(resp *kmsg.DeleteGroupsResponse) {
 		cfgs := b.deletedGroupConfigs(resp)
 		if cfgs == nil {
-			r.Respond(resp)
+			respond(resp)
 			return
 		}
 		b.async(func(ctx context.Context) {
 			b.deleteGroupConfigs(ctx, cfgs)
-			r.Respond(resp)
+			respond(resp)
 		})
 	})
 }

@@ -70,7 +70,7 @@ func TestClusterConsumerGroupFollowsLeadership(t *testing.T) {
 	commit.Version = 9
 	commit.Group, commit.MemberID, commit.Generation = groupID, memberID, 1
 	ct := kmsg.NewOffsetCommitRequestTopic()
-	ct.Topic = "t848"
+	ct.Topic, ct.TopicID = "t848", owned[0].TopicID // kgo may send v10, which names topics by id
 	cp := kmsg.NewOffsetCommitRequestTopicPartition()
 	cp.Partition, cp.Offset, cp.LeaderEpoch = 2, 77, -1
 	ct.Partitions = []kmsg.OffsetCommitRequestTopicPartition{cp}
@@ -158,7 +158,7 @@ func TestClusterConsumerGroupFollowsLeadership(t *testing.T) {
 	fetch.Version = 9
 	fg := kmsg.NewOffsetFetchRequestGroup()
 	fg.Group, fg.MemberID, fg.MemberEpoch = groupID, kmsg.StringPtr(memberID), 1
-	fg.Topics = []kmsg.OffsetFetchRequestGroupTopic{{Topic: "t848", Partitions: []int32{2}}}
+	fg.Topics = []kmsg.OffsetFetchRequestGroupTopic{{Topic: "t848", TopicID: owned[0].TopicID, Partitions: []int32{2}}}
 	fetch.Groups = []kmsg.OffsetFetchRequestGroup{fg}
 	fr, err := fetch.RequestWith(ctx, cl2)
 	if err != nil || len(fr.Groups) != 1 || fr.Groups[0].ErrorCode != 0 || fr.Groups[0].Topics[0].Partitions[0].Offset != 77 {

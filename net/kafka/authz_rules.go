@@ -187,7 +187,20 @@ func authzMetadata(az *authz) bool {
 	return true
 }
 
-// authzOffsetCommit: READ on the group (refused whole), READ on each topic (split).
+// offsetTopicOK reports whether op is allowed on a topic of an offset request
+// (OffsetCommit, TxnOffsetCommit): by id when byID (the zero id too), else by name. An
+// id the image does not know passes: the handler answers UNKNOWN_TOPIC_ID, which
+// KafkaApis decides before the topic's authorisation.
+func (az *authz) offsetTopicOK(op metadata.ACLOperation, byID bool, name string, id [16]byte) bool {
+	if !byID {
+		return az.topic(op, name)
+	}
+	n := az.topicName("", id)
+	return n == "" || az.topic(op, n)
+}
+
+// authzOffsetCommit: READ on the group (refused whole), READ on each topic (split;
+// v10: by id, refused topics answered with their id).
 func authzOffsetCommit(az *authz) bool {
 	c := az.r.Body.(*kmsg.OffsetCommitRequest)
 	groupDenied := !az.group(opRead, c.Group)
@@ -196,7 +209,7 @@ func authzOffsetCommit(az *authz) bool {
 	for _, t := range c.Topics {
 		code := codeGroup
 		if !groupDenied {
-			if az.topicOK(opRead, t.Topic, t.TopicID) {
+			if az.offsetTopicOK(opRead, c.Version >= 10, t.Topic, t.TopicID) {
 				allowed = append(allowed, t)
 				continue
 			}
@@ -228,7 +241,8 @@ func authzOffsetCommit(az *authz) bool {
 
 // authzTxnOffsetCommit: WRITE on the transactional id, then READ on the group (either
 // refused: every partition gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED or
-// GROUP_AUTHORIZATION_FAILED), then READ on each topic (split), in KafkaApis' order.
+// GROUP_AUTHORIZATION_FAILED), then READ on each topic (split; v6: by id, refused
+// topics answered with their id), in KafkaApis' order.
 func authzTxnOffsetCommit(az *authz) bool {
 	c := az.r.Body.(*kmsg.TxnOffsetCommitRequest)
 	whole := int16(0)
@@ -243,14 +257,14 @@ func authzTxnOffsetCommit(az *authz) bool {
 	for _, t := range c.Topics {
 		code := whole
 		if code == 0 {
-			if az.topic(opRead, t.Topic) {
+			if az.offsetTopicOK(opRead, c.Version >= 6, t.Topic, t.TopicID) {
 				allowed = append(allowed, t)
 				continue
 			}
 			code = codeTopic
 		}
 		rt := kmsg.NewTxnOffsetCommitResponseTopic()
-		rt.Topic = t.Topic
+		rt.Topic, rt.TopicID = t.Topic, t.TopicID
 		for _, p := range t.Partitions {
 			rt.Partitions = append(rt.Partitions, kmsg.TxnOffsetCommitResponseTopicPartition{Partition: p.Partition, ErrorCode: code})
 		}
@@ -535,7 +549,7 @@ func authzDescribeConfigs(az *authz) bool {
 	return true
 }
 
-// authzDeleteGroups: DELETE on each group (split).
+// authzDeleteGroups: DELETE on each group (split; v3: the refusal with Kafka's message).
 func authzDeleteGroups(az *authz) bool {
 	d := az.r.Body.(*kmsg.DeleteGroupsRequest)
 	var allowed []string
@@ -547,6 +561,9 @@ func authzDeleteGroups(az *authz) bool {
 		}
 		rg := kmsg.NewDeleteGroupsResponseGroup()
 		rg.Group, rg.ErrorCode = g, codeGroup
+		if d.Version >= 3 {
+			rg.ErrorMessage = deleteGroupsMessage(codeGroup)
+		}
 		refused = append(refused, rg)
 	}
 	return az.split(len(allowed), len(refused), func() { d.Groups = allowed }, func(resp kmsg.Response) {

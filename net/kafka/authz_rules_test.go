@@ -150,3 +150,176 @@ func TestAuthzTxnOffsetCommit(t *testing.T) {
 		t.Fatalf("the committed transaction's offset: %+v", offs)
 	}
 }
+
+// TestAuthzOffsetsByTopicID: the versions that name topics by id (OffsetCommit v10,
+// TxnOffsetCommit v6, OffsetFetch v10) check READ (DESCRIBE to fetch) on the topic the
+// id names, in the image; a refused topic is answered with its id and
+// TOPIC_AUTHORIZATION_FAILED, an id the image does not know with UNKNOWN_TOPIC_ID
+// (KafkaApis resolves ids before the topic's authorisation), the allowed one is served.
+// DeleteGroups v3's refusal carries Kafka's message.
+func TestAuthzOffsetsByTopicID(t *testing.T) {
+	tb := startTestBroker(t, testBrokerOptions{Static: txnV2Static(), Sync: engine.SyncNone})
+	ctx := testCtx(t)
+	superAddr := tb.secureListener(t, auth.Plaintext, testCA{}, acl.New(acl.Config{SuperUsers: []string{"User:ANONYMOUS"}}))
+	userAddr := tb.secureListener(t, auth.Plaintext, testCA{}, acl.New(acl.Config{}))
+	superCl, err := kgo.NewClient(kgo.SeedBrokers(superAddr), kgo.Dialer(func(ctx context.Context, network, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, network, superAddr)
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer superCl.Close()
+	admin := kadm.NewClient(superCl)
+	if _, err := admin.CreateTopics(ctx, 1, 1, nil, "readable", "secret"); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range []*kadm.ACLBuilder{
+		kadm.NewACLs().Allow("User:ANONYMOUS").TransactionalIDs("tx-ok").Operations(kadm.OpWrite).ResourcePatternType(kadm.ACLPatternLiteral),
+		kadm.NewACLs().Allow("User:ANONYMOUS").Groups("g-ok").Operations(kadm.OpRead).ResourcePatternType(kadm.ACLPatternLiteral),
+		kadm.NewACLs().Allow("User:ANONYMOUS").Topics("readable").Operations(kadm.OpRead).ResourcePatternType(kadm.ACLPatternLiteral),
+	} {
+		if res, err := admin.CreateACLs(ctx, b); err != nil || res[0].Err != nil {
+			t.Fatalf("create ACL: %v %+v", err, res)
+		}
+	}
+	eventually(t, 10*time.Second, "the topics in the image", func() bool {
+		_, ok1 := tb.meta.Image().Topic("readable")
+		_, ok2 := tb.meta.Image().Topic("secret")
+		return ok1 && ok2
+	})
+	readable, secret, unknown := topicID(t, tb, "readable"), topicID(t, tb, "secret"), [16]byte{7, 7, 7}
+	ids := [][16]byte{readable, secret, unknown}
+	c, err := net.Dial("tcp", userAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(60 * time.Second))
+	rc := &rawConn{t: t, c: c}
+	wantCodes := [][]int16{{0}, {kerr.TopicAuthorizationFailed.Code}, {kerr.UnknownTopicID.Code}}
+
+	// OffsetCommit v10: the answer names each topic by the id asked, refused ones too
+	// (they come after the others, authz.go's split).
+	oc := kmsg.NewPtrOffsetCommitRequest()
+	oc.Version, oc.Group, oc.Generation = 10, "g-ok", -1
+	for _, id := range ids {
+		oc.Topics = append(oc.Topics, commitTopic(id, 4, 0))
+	}
+	var codes [][]int16
+	eventually(t, 30*time.Second, "OffsetCommit v10 of the readable topic", func() bool {
+		resp := rc.roundTrip(oc).(*kmsg.OffsetCommitResponse)
+		got := map[[16]byte][]int16{}
+		for _, rt := range resp.Topics {
+			for _, p := range rt.Partitions {
+				got[rt.TopicID] = append(got[rt.TopicID], p.ErrorCode)
+			}
+		}
+		codes = inOrder(got, ids)
+		return len(codes[0]) == 1 && codes[0][0] == 0
+	})
+	if !equalCodes(codes, wantCodes) {
+		t.Fatalf("OffsetCommit v10, per id asked: %v, want %v", codes, wantCodes)
+	}
+
+	// OffsetFetch v10: the refused topic has its partitions refused, the unknown id
+	// answered after the others.
+	of := kmsg.NewPtrOffsetFetchRequest()
+	of.Version = 10
+	of.Groups = []kmsg.OffsetFetchRequestGroup{{Group: "g-ok", MemberEpoch: -1}}
+	for _, id := range ids {
+		of.Groups[0].Topics = append(of.Groups[0].Topics, kmsg.OffsetFetchRequestGroupTopic{TopicID: id, Partitions: []int32{0}})
+	}
+	fr := rc.roundTrip(of).(*kmsg.OffsetFetchResponse)
+	if len(fr.Groups) != 1 || fr.Groups[0].ErrorCode != 0 || len(fr.Groups[0].Topics) != 3 {
+		t.Fatalf("OffsetFetch v10: %+v", fr)
+	}
+	byID := map[[16]byte]kmsg.OffsetFetchResponseGroupTopicPartition{}
+	for _, rt := range fr.Groups[0].Topics {
+		byID[rt.TopicID] = rt.Partitions[0]
+	}
+	if p := byID[readable]; p.ErrorCode != 0 || p.Offset != 4 {
+		t.Errorf("OffsetFetch v10 of the readable topic: %+v", p)
+	}
+	if p := byID[secret]; p.ErrorCode != kerr.TopicAuthorizationFailed.Code || p.Offset != -1 {
+		t.Errorf("OffsetFetch v10 of the secret topic: %+v", p)
+	}
+	if p := byID[unknown]; p.ErrorCode != kerr.UnknownTopicID.Code || p.Offset != -1 {
+		t.Errorf("OffsetFetch v10 of an unknown id: %+v", p)
+	}
+	of.Groups[0].Topics = nil // all offsets: the secret topic is left out
+	fr = rc.roundTrip(of).(*kmsg.OffsetFetchResponse)
+	if len(fr.Groups) != 1 || len(fr.Groups[0].Topics) != 1 || fr.Groups[0].Topics[0].TopicID != readable {
+		t.Fatalf("OffsetFetch v10 of all offsets: %+v", fr)
+	}
+
+	// TxnOffsetCommit v6.
+	eventually(t, 30*time.Second, "the coordinator of tx-ok", func() bool {
+		req := kmsg.NewPtrFindCoordinatorRequest()
+		req.Version, req.CoordinatorType, req.CoordinatorKeys = 4, 1, []string{"tx-ok"}
+		r := rc.roundTrip(req).(*kmsg.FindCoordinatorResponse)
+		return len(r.Coordinators) == 1 && r.Coordinators[0].ErrorCode == 0
+	})
+	var init *kmsg.InitProducerIDResponse
+	eventually(t, 30*time.Second, "InitProducerId of tx-ok", func() bool {
+		req := kmsg.NewPtrInitProducerIDRequest()
+		req.Version, req.TransactionalID, req.TransactionTimeoutMillis, req.ProducerID, req.ProducerEpoch = 5, kmsg.StringPtr("tx-ok"), 60000, -1, -1
+		init = rc.roundTrip(req).(*kmsg.InitProducerIDResponse)
+		return init.ErrorCode == 0
+	})
+	tc := kmsg.NewPtrTxnOffsetCommitRequest()
+	tc.Version, tc.TransactionalID, tc.Group, tc.ProducerID, tc.ProducerEpoch, tc.Generation = 6, "tx-ok", "g-ok", init.ProducerID, init.ProducerEpoch, -1
+	for _, id := range ids {
+		rt := kmsg.NewTxnOffsetCommitRequestTopic()
+		rt.TopicID = id
+		rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+		rp.Partition, rp.Offset = 0, 9
+		rt.Partitions = append(rt.Partitions, rp)
+		tc.Topics = append(tc.Topics, rt)
+	}
+	eventually(t, 30*time.Second, "TxnOffsetCommit v6 of the readable topic", func() bool {
+		resp := rc.roundTrip(tc).(*kmsg.TxnOffsetCommitResponse)
+		got := map[[16]byte][]int16{}
+		for _, rt := range resp.Topics {
+			for _, p := range rt.Partitions {
+				got[rt.TopicID] = append(got[rt.TopicID], p.ErrorCode)
+			}
+		}
+		codes = inOrder(got, ids)
+		return len(codes[0]) == 1 && codes[0][0] == 0
+	})
+	if !equalCodes(codes, wantCodes) {
+		t.Fatalf("TxnOffsetCommit v6, per id asked: %v, want %v", codes, wantCodes)
+	}
+	end := kmsg.NewPtrEndTxnRequest()
+	end.Version, end.TransactionalID, end.ProducerID, end.ProducerEpoch, end.Commit = 5, "tx-ok", init.ProducerID, init.ProducerEpoch, true
+	if r := rc.roundTrip(end).(*kmsg.EndTxnResponse); r.ErrorCode != 0 {
+		t.Fatalf("EndTxn: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	eventually(t, 10*time.Second, "the transaction's offset", func() bool {
+		offs, err := admin.FetchOffsets(ctx, "g-ok")
+		if err != nil {
+			return false
+		}
+		o, ok := offs.Lookup("readable", 0)
+		return ok && o.At == 9
+	})
+
+	// DeleteGroups v3: no DELETE on the group.
+	dg := kmsg.NewPtrDeleteGroupsRequest()
+	dg.Version, dg.Groups = 3, []string{"g-ok"}
+	dr := rc.roundTrip(dg).(*kmsg.DeleteGroupsResponse)
+	if len(dr.Groups) != 1 || dr.Groups[0].ErrorCode != kerr.GroupAuthorizationFailed.Code ||
+		dr.Groups[0].ErrorMessage == nil || *dr.Groups[0].ErrorMessage != "Group authorization failed." {
+		t.Fatalf("DeleteGroups v3 without DELETE on the group: %+v", dr.Groups)
+	}
+}
+
+// inOrder lists the codes of each id of ids (nil for an id the answer lacks).
+func inOrder(byID map[[16]byte][]int16, ids [][16]byte) [][]int16 {
+	out := make([][]int16, len(ids))
+	for i, id := range ids {
+		out[i] = byID[id]
+	}
+	return out
+}

@@ -205,13 +205,15 @@ func TestTxnV2Fencing(t *testing.T) {
 
 // transformLoop runs a GroupTransactSession copying n records of topic in to out
 // ("in-i" to "out-i"), its first transaction aborted after its output is flushed, and
-// returns once n input records are in committed transactions.
-func transformLoop(t *testing.T, seeds []string, id, group, in, out string, n int, sent *keysSent) {
+// returns once n input records are in committed transactions. opts are added to the
+// session's options.
+func transformLoop(t *testing.T, seeds []string, id, group, in, out string, n int, sent *keysSent, opts ...kgo.Opt) {
 	t.Helper()
-	sess, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(seeds...), kgo.TransactionalID(id),
+	opts = append([]kgo.Opt{kgo.SeedBrokers(seeds...), kgo.TransactionalID(id),
 		kgo.ConsumerGroup(group), kgo.ConsumeTopics(in), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DefaultProduceTopic(out),
-		kgo.RequireStableFetchOffsets(), kgo.FetchMaxWait(200*time.Millisecond), kgo.WithHooks(sent))
+		kgo.RequireStableFetchOffsets(), kgo.FetchMaxWait(200 * time.Millisecond), kgo.WithHooks(sent)}, opts...)
+	sess, err := kgo.NewGroupTransactSession(opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
