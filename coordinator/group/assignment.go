@@ -116,7 +116,8 @@ func (h *topicsHolder) load() *topicImage {
 // topics that changed (created, deleted, partitions added) or whose regular
 // expressions now match other topics see the change on their members' next
 // heartbeats: the group epoch is bumped and a new target assignment computed then, as
-// Kafka does. Safe to call from any goroutine; topics is not kept.
+// Kafka does. The offsets of a deleted topic are deleted from every group
+// (topics_deleted.go). Safe to call from any goroutine; topics is not kept.
 func (c *Coordinator) SetTopics(version uint64, topics []TopicInfo) {
 	im := &topicImage{
 		version: version,
@@ -133,7 +134,9 @@ func (c *Coordinator) SetTopics(version uint64, topics []TopicInfo) {
 		im.names = append(im.names, t.Name)
 	}
 	sort.Strings(im.names)
+	old := c.topics.load()
 	c.topics.p.Store(im)
+	c.dropTopicOffsets(deletedTopics(old, im)) // topics_deleted.go
 }
 
 // tpKey names one partition by topic id.

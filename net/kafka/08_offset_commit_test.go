@@ -183,3 +183,43 @@ func TestOffsetCommitAssignedConsumer(t *testing.T) {
 		t.Fatalf("v9 commit with an own member id to an empty consumer group: %v", kerr.ErrorForCode(code))
 	}
 }
+
+// TestDeletedTopicOffsetsGo: deleting a topic deletes every group's committed offsets
+// of it, as Kafka's group coordinator does, so that a topic re-created under the same
+// name starts with none (a consumer resumed at the old topic's offsets, beyond the new
+// topic's end or into other data), and this survives a restart (tombstones written).
+func TestDeletedTopicOffsetsGo(t *testing.T) {
+	tb := groupTestBroker(t, engine.SyncNone)
+	adm := tb.admin(t)
+	mustCreate(t, adm, "doomed", 2, nil)
+	mustCreate(t, adm, "kept", 1, nil)
+	var os kadm.Offsets
+	for p := int32(0); p < 2; p++ {
+		os.Add(kadm.Offset{Topic: "doomed", Partition: p, At: 40 + int64(p)})
+	}
+	os.Add(kadm.Offset{Topic: "kept", Partition: 0, At: 7})
+	if err := adm.CommitAllOffsets(testCtx(t), "g-doomed", os); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := adm.DeleteTopics(testCtx(t), "doomed"); err != nil {
+		t.Fatal(err)
+	}
+	check := func(adm *kadm.Client, what string) {
+		t.Helper()
+		eventually(t, 10*time.Second, what, func() bool {
+			got, err := adm.FetchOffsets(testCtx(t), "g-doomed")
+			if err != nil {
+				return false
+			}
+			_, doomed := got.Lookup("doomed", 0)
+			k, kept := got.Lookup("kept", 0)
+			return !doomed && kept && k.At == 7
+		})
+	}
+	check(adm, "the deleted topic's offsets gone, the other topic's kept")
+	mustCreate(t, adm, "doomed", 2, nil)
+	check(adm, "no offsets for the re-created topic")
+	tb.b.CloseGroupCoordinator()
+	tb.restart()
+	check(tb.admin(t), "no offsets for the re-created topic after a restart")
+}

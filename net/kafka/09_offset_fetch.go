@@ -15,11 +15,13 @@
 // the coordinator answered, unless the group has an error; the offsets of all topics
 // (a null list) leave out the topics the image does not know (deleted ones).
 //
-// Differences from Apache Kafka: offsets are kept by topic name. Kafka deletes the
-// offsets of a deleted topic and, since v10, stores the topic id beside each offset
-// and answers -1 for another id; Samsa keeps them, so after a topic is deleted and
-// re-created under the same name, the new topic's id fetches the old topic's last
-// commits (OffsetCommit by the old id is refused, 08_offset_commit.go).
+// A deleted topic's offsets are deleted from every group (as Kafka does:
+// coordinator/group/topics_deleted.go), so a topic re-created under the same name
+// fetches -1 until its group commits again.
+//
+// Differences from Apache Kafka: offsets are kept by topic name; Kafka, since v10,
+// also stores the topic id beside each offset (a commit by the old id of a re-created
+// topic is refused here too, 08_offset_commit.go).
 
 package kafka
 
