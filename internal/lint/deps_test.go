@@ -46,6 +46,7 @@ var allowed = map[string][]string{
 	"coordinator/controller/...": {"engine/...", "purgatory", "replication/...", "coordinator/metadata", "coordinator/configs", "coordinator/controller/..."},
 	// The logs of the internal topics the coordinators keep their state in.
 	"coordinator/statelog": {"engine/...", "purgatory", "replication/..."},
+	"coordinator/host":     {"coordinator/metadata"},
 	"coordinator/group":    {"engine/...", "purgatory", "replication/...", "coordinator/statelog"},
 	// Share-partition state (KIP-932) and its share coordinator, over the group
 	// package's replicated-log seam.

@@ -122,19 +122,25 @@ func (b *Broker) findCoordinatorResponse(req *kmsg.FindCoordinatorRequest, keys 
 func (b *Broker) findCoordinator(im *metadata.Image, keyType int8, key string) (int32, string, int32, int16) {
 	switch keyType {
 	case 0: // group
+		return b.leaderOfKey(im, group.OffsetsTopic, key, group.PartitionFor)
 	case 1: // transaction (txns.go)
 		return b.findTxnCoordinator(im, key)
-	default:
-		return -1, "", -1, kerr.InvalidRequest.Code
 	}
+	return -1, "", -1, kerr.InvalidRequest.Code
+}
+
+// leaderOfKey returns the leader of key's partition of the internal topic (the
+// coordinator of key), with its endpoint, or the error code: INVALID_REQUEST for an
+// empty key, COORDINATOR_NOT_AVAILABLE while the topic or a live leader is missing.
+func (b *Broker) leaderOfKey(im *metadata.Image, topic, key string, partitionFor func(string, int32) int32) (int32, string, int32, int16) {
 	if key == "" {
 		return -1, "", -1, kerr.InvalidRequest.Code
 	}
-	t, ok := im.Topic(group.OffsetsTopic)
+	t, ok := im.Topic(topic)
 	if !ok || len(t.Partitions) == 0 {
 		return -1, "", -1, kerr.CoordinatorNotAvailable.Code
 	}
-	leader := t.Partitions[group.PartitionFor(key, int32(len(t.Partitions)))].Leader
+	leader := t.Partitions[partitionFor(key, int32(len(t.Partitions)))].Leader
 	bi, ok := im.Broker(leader)
 	if leader < 0 || !ok || bi.Fenced {
 		return -1, "", -1, kerr.CoordinatorNotAvailable.Code

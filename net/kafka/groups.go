@@ -5,24 +5,23 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-broker/samsa/coordinator/group"
+	"github.com/samsa-broker/samsa/coordinator/host"
 	"github.com/samsa-broker/samsa/coordinator/metadata"
 )
 
 // groupState is the broker's group coordinator and the __consumer_offsets partitions it
-// serves: exactly those this node leads in the published image. Built with the broker;
-// follow (from MetadataChanged, after the replica manager applied the change) loads a
-// partition when this node becomes its leader and unloads it (its groups answer
-// NOT_COORDINATOR, their state is dropped) when it stops leading it. The coordinator
-// writes through the replicated partition (group.ReplicatedLog: the leader's append,
-// acks=all), so committed offsets survive the loss of this broker: the next leader's
-// coordinator loads them from its replica.
+// serves: exactly those this node leads in the published image, hosted by
+// coordinator/host (follow, from MetadataChanged after the replica manager applied the
+// change, loads a partition when this node becomes its leader and unloads it — its
+// groups answer NOT_COORDINATOR, their state is dropped — when it stops leading it).
+// The coordinator writes through the replicated partition (group.ReplicatedLog: the
+// leader's append, acks=all), so committed offsets survive the loss of this broker:
+// the next leader's coordinator loads them from its replica.
 //
 // The coordinator maps a group to a partition by the topic's partition count, which is
 // offsets.topic.num.partitions until the topic exists; should the topic appear with
@@ -31,38 +30,41 @@ import (
 type groupState struct {
 	b   *Broker
 	log group.Log
-
-	followMu sync.Mutex      // serializes follow (MetadataChanged's and load retries')
-	last     *metadata.Image // the image follow last followed (under followMu)
+	h   *host.Host[*group.Coordinator]
 
 	// consumerProtocol: group.coordinator.rebalance.protocols holds "consumer", so
 	// ConsumerGroupHeartbeat and ConsumerGroupDescribe are served (read at start).
 	consumerProtocol bool
 	// topics is the topic list last handed to the coordinator and topicsVersion its
-	// version (SetTopics' version grows only when the list changed). Under followMu.
+	// version (SetTopics' version grows only when the list changed). Under the host's
+	// follow lock (host.Config.Followed), or before the host is shared.
 	topics        []group.TopicInfo
 	topicsVersion uint64
-
-	mu struct {
-		sync.Mutex
-		c       *group.Coordinator
-		topicID metadata.UUID  // the __consumer_offsets topic the loaded set belongs to
-		loaded  map[int32]bool // partitions loaded or loading
-		closed  bool
-	}
 }
 
 func newGroupState(b *Broker, im *metadata.Image) *groupState {
 	timeout := time.Duration(b.groupInt(im, "offsets.commit.timeout.ms", group.DefaultCommitTimeout.Milliseconds())) * time.Millisecond
 	g := &groupState{b: b, log: group.NewReplicatedLog(b.repl, timeout)}
 	g.consumerProtocol = slices.Contains(b.groupList(im, "group.coordinator.rebalance.protocols", "classic,consumer"), "consumer")
-	g.mu.loaded = map[int32]bool{}
-	n := int32(b.groupInt(im, "offsets.topic.num.partitions", 50))
-	if t, ok := im.Topic(group.OffsetsTopic); ok {
-		n = int32(len(t.Partitions))
-	}
-	g.mu.c = g.newCoordinator(im, n)
-	g.setTopicsLocked(g.mu.c, im, true) // not shared yet: followMu is not needed
+	g.h = host.New(host.Config[*group.Coordinator]{
+		Topic:             group.OffsetsTopic,
+		Self:              b.cfg.NodeID,
+		New:               g.newCoordinator,
+		DefaultPartitions: int32(b.groupInt(im, "offsets.topic.num.partitions", 50)),
+		NumPartitions:     (*group.Coordinator).NumPartitions,
+		Load: func(c *group.Coordinator, p, _ int32, done func(error)) {
+			c.StartLoading([]int32{p}, done)
+		},
+		Unload: (*group.Coordinator).UnloadPartition,
+		Close:  (*group.Coordinator).Close,
+		Retry:  loadRetry,
+		After:  b.after,
+		Failed: func(p int32, err error) {
+			b.log.Warn("loading __consumer_offsets partition failed; retrying", "partition", p, "in", loadRetry, "err", err)
+		},
+		Followed: func(c *group.Coordinator, im *metadata.Image, rebuilt bool) { g.setTopicsLocked(c, im, rebuilt) },
+	}, im)
+	g.setTopicsLocked(g.h.Coordinator(), im, true) // not shared yet: the follow lock is not needed
 	g.follow(im)
 	return g
 }
@@ -143,7 +145,7 @@ func (g *groupState) consumerAssignors(im *metadata.Image) []string {
 
 // setTopicsLocked hands the image's topics to c (for consumer groups' subscriptions)
 // when they changed since the last call, or always when force is set (a new
-// coordinator). Caller holds followMu.
+// coordinator). Caller holds the host's follow lock.
 func (g *groupState) setTopicsLocked(c *group.Coordinator, im *metadata.Image, force bool) {
 	ts := im.Topics()
 	topics := make([]group.TopicInfo, 0, len(ts))
@@ -159,123 +161,29 @@ func (g *groupState) setTopicsLocked(c *group.Coordinator, im *metadata.Image, f
 }
 
 // coordinator returns the coordinator (nil after close).
-func (g *groupState) coordinator() *group.Coordinator {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.mu.closed {
-		return nil
-	}
-	return g.mu.c
-}
+func (g *groupState) coordinator() *group.Coordinator { return g.h.Coordinator() }
 
 // follow loads the partitions this node now leads and unloads the ones it no longer
 // leads.
-func (g *groupState) follow(im *metadata.Image) {
-	g.followMu.Lock()
-	defer g.followMu.Unlock()
-	g.last = im
-	g.followLocked(im)
-}
-
-// refollow follows the last image again (a load retry).
-func (g *groupState) refollow() {
-	g.followMu.Lock()
-	defer g.followMu.Unlock()
-	if g.last != nil {
-		g.followLocked(g.last)
-	}
-}
-
-// followLocked is follow's body. Caller holds followMu.
-func (g *groupState) followLocked(im *metadata.Image) {
-	self := g.b.cfg.NodeID
-	g.mu.Lock()
-	if g.mu.closed {
-		g.mu.Unlock()
-		return
-	}
-	c := g.mu.c
-	prev := c
-	t, ok := im.Topic(group.OffsetsTopic)
-	var unload, load []int32
-	if !ok || t.ID != g.mu.topicID {
-		for p := range g.mu.loaded {
-			unload = append(unload, p)
-		}
-		clear(g.mu.loaded)
-	}
-	if ok {
-		g.mu.topicID = t.ID
-		if n := int32(len(t.Partitions)); n != c.NumPartitions() && len(g.mu.loaded) == 0 {
-			old := c
-			c = g.newCoordinator(im, n)
-			g.mu.c = c
-			defer old.Close()
-		}
-		for p := range t.Partitions {
-			leads := t.Partitions[p].Leader == self
-			switch {
-			case leads && !g.mu.loaded[int32(p)]:
-				g.mu.loaded[int32(p)] = true
-				load = append(load, int32(p))
-			case !leads && g.mu.loaded[int32(p)]:
-				delete(g.mu.loaded, int32(p))
-				unload = append(unload, int32(p))
-			}
-		}
-	}
-	g.mu.Unlock()
-	g.setTopicsLocked(c, im, c != prev)
-	for _, p := range unload {
-		c.UnloadPartition(p)
-	}
-	for _, p := range load {
-		c.StartLoading([]int32{p}, func(err error) {
-			if err != nil {
-				g.loadFailed(c, p, err)
-			}
-		})
-	}
-}
+func (g *groupState) follow(im *metadata.Image) { g.h.Follow(im) }
 
 // loadRetry is the wait before a partition whose load failed is loaded again.
 const loadRetry = time.Second
 
-// loadFailed forgets that p is loaded, so that it is loaded again: after loadRetry,
-// if this node still leads it (a replica not yet made leader by the replica manager,
-// a read error).
-func (g *groupState) loadFailed(c *group.Coordinator, p int32, err error) {
-	g.b.log.Warn("loading __consumer_offsets partition failed; retrying", "partition", p, "in", loadRetry, "err", err)
-	g.mu.Lock()
-	if g.mu.c == c {
-		delete(g.mu.loaded, p)
-	}
-	closed := g.mu.closed
-	g.mu.Unlock()
-	if closed {
-		return
-	}
-	g.b.async(func(ctx context.Context) {
-		t := time.NewTimer(loadRetry)
+func (g *groupState) close() { g.h.Close() }
+
+// after runs fn after d on a goroutine of the broker's, unless the broker closes
+// first: the coordinator hosts' load retries.
+func (b *Broker) after(d time.Duration, fn func()) {
+	b.async(func(ctx context.Context) {
+		t := time.NewTimer(d)
 		defer t.Stop()
 		select {
 		case <-t.C:
-			g.refollow()
+			fn()
 		case <-ctx.Done():
 		}
 	})
-}
-
-func (g *groupState) close() {
-	g.mu.Lock()
-	if g.mu.closed {
-		g.mu.Unlock()
-		return
-	}
-	g.mu.closed = true
-	c := g.mu.c
-	g.mu.Unlock()
-	c.Close()
 }
 
 // groupList is a list-valued broker key's items (def when unset), trimmed and
@@ -348,83 +256,3 @@ func (b *Broker) groupCoordinatorOr(fail func(code int16)) *group.Coordinator {
 	return c
 }
 
-// offsetsTopic creates __consumer_offsets through the controller on first use, once
-// at a time for the whole broker.
-type offsetsTopic struct {
-	mu       sync.Mutex
-	creating chan struct{} // closed when the running creation ends
-}
-
-// ensureOffsetsTopic returns once the image has __consumer_offsets, creating it
-// through the active controller (offsets.topic.num.partitions partitions,
-// offsets.topic.replication.factor replicas capped at the live brokers, compacted,
-// never deleted by retention) if it has not. It blocks: call it off the read path.
-func (b *Broker) ensureOffsetsTopic(ctx context.Context) error {
-	return b.ensureInternalTopic(ctx, &b.offsets, group.OffsetsTopic, offsetsTopicRequest)
-}
-
-// ensureInternalTopic returns once the image has the internal topic name, creating it
-// through the active controller with mk's request if it has not; gate makes it one
-// creation at a time for the whole broker. It blocks: call it off the read path.
-func (b *Broker) ensureInternalTopic(ctx context.Context, gate *offsetsTopic, name string, mk func(*Broker, *metadata.Image) *kmsg.CreateTopicsRequest) error {
-	for {
-		im := b.meta.Image()
-		if _, ok := im.Topic(name); ok {
-			return nil
-		}
-		o := gate
-		o.mu.Lock()
-		if ch := o.creating; ch != nil {
-			o.mu.Unlock()
-			select {
-			case <-ch:
-				continue
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		}
-		ch := make(chan struct{})
-		o.creating = ch
-		o.mu.Unlock()
-
-		code := b.createTopics(ctx, mk(b, im))[name]
-
-		o.mu.Lock()
-		o.creating = nil
-		close(ch)
-		o.mu.Unlock()
-		if code != 0 && code != kerr.TopicAlreadyExists.Code {
-			return kerr.ErrorForCode(code)
-		}
-		if _, ok := b.meta.Image().Topic(name); ok {
-			return nil
-		}
-		return kerr.CoordinatorNotAvailable
-	}
-}
-
-func offsetsTopicRequest(b *Broker, im *metadata.Image) *kmsg.CreateTopicsRequest {
-	req := kmsg.NewPtrCreateTopicsRequest()
-	req.TimeoutMillis = int32(defaultForwardTimeout.Milliseconds())
-	rt := kmsg.NewCreateTopicsRequestTopic()
-	rt.Topic = group.OffsetsTopic
-	rt.NumPartitions = int32(b.groupInt(im, "offsets.topic.num.partitions", 50))
-	rf := b.groupInt(im, "offsets.topic.replication.factor", 3)
-	if live := int64(len(im.UnfencedBrokers())); rf > live {
-		rf = live // Kafka: capped at the brokers there are
-	}
-	rt.ReplicationFactor = int16(max(rf, 1))
-	for _, kv := range [][2]string{
-		{"cleanup.policy", "compact"},
-		{"segment.bytes", strconv.FormatInt(b.groupInt(im, "offsets.topic.segment.bytes", 104857600), 10)},
-		{"retention.ms", "-1"},
-		{"retention.bytes", "-1"},
-		{"compression.type", "producer"},
-	} {
-		c := kmsg.NewCreateTopicsRequestTopicConfig()
-		c.Name, c.Value = kv[0], stringPtr(kv[1])
-		rt.Configs = append(rt.Configs, c)
-	}
-	req.Topics = []kmsg.CreateTopicsRequestTopic{rt}
-	return req
-}

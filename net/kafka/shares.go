@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -15,6 +13,7 @@ import (
 
 	"github.com/samsa-broker/samsa/coordinator/configs"
 	"github.com/samsa-broker/samsa/coordinator/group"
+	"github.com/samsa-broker/samsa/coordinator/host"
 	"github.com/samsa-broker/samsa/coordinator/metadata"
 	"github.com/samsa-broker/samsa/coordinator/share"
 	"github.com/samsa-broker/samsa/engine"
@@ -47,16 +46,9 @@ type shareState struct {
 	log     group.Log
 	mgr     *share.Manager
 	ses     *shareSessions
-
-	followMu sync.Mutex
-
-	mu struct {
-		sync.Mutex
-		store   *share.Store
-		topicID metadata.UUID
-		loaded  map[int32]bool
-		closed  bool
-	}
+	// h hosts the share coordinator (share.Store) of the __share_group_state
+	// partitions this node leads: built when the topic appears (Lazy).
+	h *host.Host[*share.Store]
 }
 
 // shareWriteTimeout bounds a share partition's write to its share coordinator (and a
@@ -67,7 +59,6 @@ func newShareState(b *Broker, im *metadata.Image) *shareState {
 	s := &shareState{b: b, log: group.NewReplicatedTopicLog(b.repl, share.StateTopic, 0)}
 	s.enabled = b.brokerValue(im, "group.share.enable") == "true" ||
 		slices.Contains(b.groupList(im, "group.coordinator.rebalance.protocols", "classic,consumer"), "share")
-	s.mu.loaded = map[int32]bool{}
 	s.mgr = share.NewManager(share.ManagerConfig{
 		Partition: share.Config{
 			LockDuration:  time.Duration(b.groupInt(im, "group.share.record.lock.duration.ms", 30000)) * time.Millisecond,
@@ -80,20 +71,38 @@ func newShareState(b *Broker, im *metadata.Image) *shareState {
 		Logger:    b.log.With("component", "share"),
 	})
 	s.ses = newShareSessions(int(b.groupInt(im, "group.share.max.share.sessions", 2000)))
+	// A state partition is read on a goroutine of its own; one this node leads before
+	// its replica manager made it leader fails to read and is tried again shortly.
+	s.h = host.New(host.Config[*share.Store]{
+		Topic:         share.StateTopic,
+		Self:          b.cfg.NodeID,
+		New:           func(_ *metadata.Image, n int32) *share.Store { return share.NewStore(s.log, n, nil) },
+		Lazy:          true,
+		NumPartitions: (*share.Store).NumPartitions,
+		Load: func(st *share.Store, p, _ int32, done func(error)) {
+			b.async(func(context.Context) {
+				err := st.Load(p)
+				if err != nil {
+					st.Unload(p)
+				}
+				done(err)
+			})
+		},
+		Unload: (*share.Store).Unload,
+		Close:  func(*share.Store) {},
+		Retry:  100 * time.Millisecond,
+		After:  b.after,
+		Failed: func(p int32, err error) {
+			b.log.Debug("loading __share_group_state partition failed; retrying", "partition", p, "err", err)
+		},
+	}, im)
 	s.follow(im)
 	return s
 }
 
 // store returns the share coordinator for the image's __share_group_state (nil before
 // the topic exists or after close).
-func (s *shareState) store() *share.Store {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.mu.closed {
-		return nil
-	}
-	return s.mu.store
-}
+func (s *shareState) store() *share.Store { return s.h.Coordinator() }
 
 // follow loads the __share_group_state partitions this node now leads and unloads
 // the others, and drops the share partitions of data partitions it no longer leads.
@@ -102,74 +111,12 @@ func (s *shareState) follow(im *metadata.Image) {
 	if !s.enabled {
 		return
 	}
-	s.followMu.Lock()
-	defer s.followMu.Unlock()
 	self := s.b.cfg.NodeID
 	s.mgr.Drop(func(k share.Key) bool {
 		t, ok := im.TopicByID(metadata.UUID(k.TopicID))
 		return ok && int(k.Partition) < len(t.Partitions) && t.Partitions[k.Partition].Leader == self
 	})
-	s.mu.Lock()
-	if s.mu.closed {
-		s.mu.Unlock()
-		return
-	}
-	t, ok := im.Topic(share.StateTopic)
-	if !ok {
-		s.mu.store = nil
-		clear(s.mu.loaded)
-		s.mu.Unlock()
-		return
-	}
-	st := s.mu.store
-	if st == nil || t.ID != s.mu.topicID || st.NumPartitions() != int32(len(t.Partitions)) {
-		st = share.NewStore(s.log, int32(len(t.Partitions)), nil)
-		s.mu.store, s.mu.topicID = st, t.ID
-		clear(s.mu.loaded)
-	}
-	var load, unload []int32
-	for p := range t.Partitions {
-		leads := t.Partitions[p].Leader == self
-		switch {
-		case leads && !s.mu.loaded[int32(p)]:
-			s.mu.loaded[int32(p)] = true
-			load = append(load, int32(p))
-		case !leads && s.mu.loaded[int32(p)]:
-			delete(s.mu.loaded, int32(p))
-			unload = append(unload, int32(p))
-		}
-	}
-	s.mu.Unlock()
-	for _, p := range unload {
-		st.Unload(p)
-	}
-	for _, p := range load {
-		s.b.async(func(ctx context.Context) { s.loadState(ctx, st, p) })
-	}
-}
-
-// loadState replays state partition p into st, retrying while this node leads it (the
-// replica manager may not have made it leader yet).
-func (s *shareState) loadState(ctx context.Context, st *share.Store, p int32) {
-	for {
-		err := st.Load(p)
-		if err == nil {
-			return
-		}
-		s.b.log.Debug("loading __share_group_state partition failed; retrying", "partition", p, "err", err)
-		st.Unload(p)
-		select {
-		case <-time.After(100 * time.Millisecond):
-		case <-ctx.Done():
-			return
-		}
-		s.mu.Lock()
-		still := s.mu.store == st && s.mu.loaded[p] && !s.mu.closed
-		s.mu.Unlock()
-		if !still {
-			return
-		}
-	}
+	s.h.Follow(im)
 }
 
 // connClosed ends the share sessions conn opened, releasing what their members hold.
@@ -183,9 +130,7 @@ func (s *shareState) connClosed(conn transport.Conn) {
 }
 
 func (s *shareState) close() {
-	s.mu.Lock()
-	s.mu.closed = true
-	s.mu.Unlock()
+	s.h.Close()
 	s.mgr.Close()
 }
 
@@ -264,42 +209,6 @@ func (s *shareState) initialStart(group string, l *engine.Log) func() (int64, er
 	}
 }
 
-// ensureShareStateTopic creates __share_group_state through the controller on first use
-// (share.coordinator.state.topic.num.partitions, default 50;
-// share.coordinator.state.topic.replication.factor, default 3, capped at the live
-// brokers; share.coordinator.state.topic.min.isr, default 2, capped at the replication
-// factor; compacted, never deleted by retention).
-func (b *Broker) ensureShareStateTopic(ctx context.Context) error {
-	return b.ensureInternalTopic(ctx, &b.shareTopic, share.StateTopic, shareStateTopicRequest)
-}
-
-func shareStateTopicRequest(b *Broker, im *metadata.Image) *kmsg.CreateTopicsRequest {
-	req := kmsg.NewPtrCreateTopicsRequest()
-	req.TimeoutMillis = int32(defaultForwardTimeout.Milliseconds())
-	rt := kmsg.NewCreateTopicsRequestTopic()
-	rt.Topic = share.StateTopic
-	rt.NumPartitions = int32(b.groupInt(im, "share.coordinator.state.topic.num.partitions", 50))
-	rf := b.groupInt(im, "share.coordinator.state.topic.replication.factor", 3)
-	if live := int64(len(im.UnfencedBrokers())); rf > live {
-		rf = live
-	}
-	rf = max(rf, 1)
-	rt.ReplicationFactor = int16(rf)
-	minISR := min(max(b.groupInt(im, "share.coordinator.state.topic.min.isr", 2), 1), rf)
-	for _, kv := range [][2]string{
-		{"cleanup.policy", "compact"},
-		{"segment.bytes", strconv.FormatInt(b.groupInt(im, "share.coordinator.state.topic.segment.bytes", 104857600), 10)},
-		{"min.insync.replicas", strconv.FormatInt(minISR, 10)},
-		{"retention.ms", "-1"},
-		{"retention.bytes", "-1"},
-	} {
-		c := kmsg.NewCreateTopicsRequestTopicConfig()
-		c.Name, c.Value = kv[0], stringPtr(kv[1])
-		rt.Configs = append(rt.Configs, c)
-	}
-	req.Topics = []kmsg.CreateTopicsRequestTopic{rt}
-	return req
-}
 
 // errBrokerClosing fails share-state reads and writes asked of a closing broker.
 var errBrokerClosing = errors.New("share state: broker closing")

@@ -1,0 +1,139 @@
+package kafka
+
+import (
+	"context"
+	"strconv"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-broker/samsa/coordinator/group"
+	"github.com/samsa-broker/samsa/coordinator/metadata"
+	"github.com/samsa-broker/samsa/coordinator/share"
+	"github.com/samsa-broker/samsa/coordinator/txn"
+)
+
+// The coordinators' internal topics, created through the active controller on first
+// use (a FindCoordinator, a share group's first heartbeat), as Kafka's
+// AutoTopicCreationManager creates them, with Kafka's keys and defaults:
+//
+//	topic                 partitions (default 50)                        replication factor (default 3)                   min.insync.replicas (default 2)   segment.bytes (default 100 MiB)
+//	__consumer_offsets    offsets.topic.num.partitions                   offsets.topic.replication.factor                 -                                 offsets.topic.segment.bytes
+//	__transaction_state   transaction.state.log.num.partitions           transaction.state.log.replication.factor         transaction.state.log.min.isr     transaction.state.log.segment.bytes
+//	__share_group_state   share.coordinator.state.topic.num.partitions   share.coordinator.state.topic.replication.factor share.coordinator.state.topic.min.isr share.coordinator.state.topic.segment.bytes
+//
+// The replication factor is capped at the live brokers and min.insync.replicas at the
+// replication factor; every one is compacted and never deleted by retention;
+// compression.type=producer for the first two.
+
+// internalTopic is one internal topic's creation: its name and keys.
+type internalTopic struct {
+	name                             string
+	partitionsKey, rfKey, segmentKey string
+	minISRKey                        string // "": none set
+	producerCompression              bool
+}
+
+var (
+	offsetsTopicSpec = internalTopic{name: group.OffsetsTopic, partitionsKey: "offsets.topic.num.partitions",
+		rfKey: "offsets.topic.replication.factor", segmentKey: "offsets.topic.segment.bytes", producerCompression: true}
+	txnTopicSpec = internalTopic{name: txn.StateTopic, partitionsKey: "transaction.state.log.num.partitions",
+		rfKey: "transaction.state.log.replication.factor", segmentKey: "transaction.state.log.segment.bytes",
+		minISRKey: "transaction.state.log.min.isr", producerCompression: true}
+	shareStateTopicSpec = internalTopic{name: share.StateTopic, partitionsKey: "share.coordinator.state.topic.num.partitions",
+		rfKey: "share.coordinator.state.topic.replication.factor", segmentKey: "share.coordinator.state.topic.segment.bytes",
+		minISRKey: "share.coordinator.state.topic.min.isr"}
+)
+
+// request is the CreateTopics of t with the keys of image im.
+func (t internalTopic) request(b *Broker, im *metadata.Image) *kmsg.CreateTopicsRequest {
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.TimeoutMillis = int32(defaultForwardTimeout.Milliseconds())
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic = t.name
+	rt.NumPartitions = int32(b.groupInt(im, t.partitionsKey, 50))
+	rf := max(min(b.groupInt(im, t.rfKey, 3), int64(len(im.UnfencedBrokers()))), 1)
+	rt.ReplicationFactor = int16(rf)
+	kvs := [][2]string{
+		{"cleanup.policy", "compact"},
+		{"segment.bytes", strconv.FormatInt(b.groupInt(im, t.segmentKey, 104857600), 10)},
+		{"retention.ms", "-1"},
+		{"retention.bytes", "-1"},
+	}
+	if t.minISRKey != "" {
+		kvs = append(kvs, [2]string{"min.insync.replicas", strconv.FormatInt(min(max(b.groupInt(im, t.minISRKey, 2), 1), rf), 10)})
+	}
+	if t.producerCompression {
+		kvs = append(kvs, [2]string{"compression.type", "producer"})
+	}
+	for _, kv := range kvs {
+		c := kmsg.NewCreateTopicsRequestTopicConfig()
+		c.Name, c.Value = kv[0], stringPtr(kv[1])
+		rt.Configs = append(rt.Configs, c)
+	}
+	req.Topics = []kmsg.CreateTopicsRequestTopic{rt}
+	return req
+}
+
+// topicGate makes the creation of one internal topic one at a time for the whole
+// broker.
+type topicGate struct {
+	mu       sync.Mutex
+	creating chan struct{} // closed when the running creation ends
+}
+
+// ensureOffsetsTopic returns once the image has __consumer_offsets (ensureInternalTopic).
+func (b *Broker) ensureOffsetsTopic(ctx context.Context) error {
+	return b.ensureInternalTopic(ctx, &b.offsets, offsetsTopicSpec)
+}
+
+// ensureTxnTopic returns once the image has __transaction_state (ensureInternalTopic).
+func (b *Broker) ensureTxnTopic(ctx context.Context) error {
+	return b.ensureInternalTopic(ctx, &b.txnTopic, txnTopicSpec)
+}
+
+// ensureShareStateTopic returns once the image has __share_group_state
+// (ensureInternalTopic).
+func (b *Broker) ensureShareStateTopic(ctx context.Context) error {
+	return b.ensureInternalTopic(ctx, &b.shareTopic, shareStateTopicSpec)
+}
+
+// ensureInternalTopic returns once the image has the internal topic t, creating it
+// through the active controller if it has not; gate makes it one creation at a time
+// for the whole broker. It blocks: call it off the read path.
+func (b *Broker) ensureInternalTopic(ctx context.Context, gate *topicGate, t internalTopic) error {
+	for {
+		im := b.meta.Image()
+		if _, ok := im.Topic(t.name); ok {
+			return nil
+		}
+		gate.mu.Lock()
+		if ch := gate.creating; ch != nil {
+			gate.mu.Unlock()
+			select {
+			case <-ch:
+				continue
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		ch := make(chan struct{})
+		gate.creating = ch
+		gate.mu.Unlock()
+
+		code := b.createTopics(ctx, t.request(b, im))[t.name]
+
+		gate.mu.Lock()
+		gate.creating = nil
+		close(ch)
+		gate.mu.Unlock()
+		if code != 0 && code != kerr.TopicAlreadyExists.Code {
+			return kerr.ErrorForCode(code)
+		}
+		if _, ok := b.meta.Image().Topic(t.name); ok {
+			return nil
+		}
+		return kerr.CoordinatorNotAvailable
+	}
+}
