@@ -114,9 +114,9 @@ type Broker struct {
 	shares     *shareState      // share groups' share partitions and share coordinator (shares.go)
 	txnProd    txnProduceQueues // transactional produce requests in verification (00_produce.go)
 	published  notifier         // closed and renewed by MetadataChanged
-	offsets    topicGate // the creation of __consumer_offsets
-	txnTopic   topicGate // the creation of __transaction_state
-	shareTopic topicGate // the creation of __share_group_state
+	offsets    topicGate        // the creation of __consumer_offsets
+	txnTopic   topicGate        // the creation of __transaction_state
+	shareTopic topicGate        // the creation of __share_group_state
 
 	quotas   *quotaManager            // client quotas (quotas.go)
 	dataPath atomic.Pointer[dataPath] // data-path state, created on first use (partition_state.go)

@@ -255,4 +255,3 @@ func (b *Broker) groupCoordinatorOr(fail func(code int16)) *group.Coordinator {
 	}
 	return c
 }
-

@@ -209,7 +209,6 @@ func (s *shareState) initialStart(group string, l *engine.Log) func() (int64, er
 	}
 }
 
-
 // errBrokerClosing fails share-state reads and writes asked of a closing broker.
 var errBrokerClosing = errors.New("share state: broker closing")
 

@@ -170,4 +170,3 @@ func (b *Broker) txnCoordinatorOf(id string) int32 {
 	}
 	return leader
 }
-
