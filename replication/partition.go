@@ -127,6 +127,7 @@ type Partition struct {
 	tp      engine.TopicPartition
 	topicID [16]byte
 	log     Log
+	elog    *engine.Log // log, when it is the engine's (EngineLog)
 
 	mu             sync.RWMutex
 	role           Role
@@ -158,6 +159,7 @@ type Partition struct {
 
 func newPartition(m *Manager, tp engine.TopicPartition, id [16]byte, l Log) *Partition {
 	p := &Partition{m: m, tp: tp, topicID: id, log: l, leader: -1, leaderEpoch: -1, partitionEpoch: -1}
+	p.elog, _ = l.(*engine.Log)
 	p.epochA.Store(-1)
 	p.leaderA.Store(-1)
 	return p
@@ -171,6 +173,11 @@ func (p *Partition) TopicID() [16]byte { return p.topicID }
 
 // Log is the replica's log.
 func (p *Partition) Log() Log { return p.log }
+
+// EngineLog is the replica's log as the engine's (nil when it is another Log: the
+// simulation's): what the protocol layer reads, appends and verifies through. The
+// Manager created it from a metadata delta; nothing else creates a partition's log.
+func (p *Partition) EngineLog() *engine.Log { return p.elog }
 
 // Role is the replica's current role.
 func (p *Partition) Role() Role { return Role(p.roleA.Load()) }

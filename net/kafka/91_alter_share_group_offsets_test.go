@@ -106,8 +106,18 @@ func TestShareGroupOffsetsAlterCreatesTheGroup(t *testing.T) {
 	produceN(t, tb.client(t), "fresh", 0, 20)
 	offs := kadm.Offsets{}
 	offs.Add(kadm.Offset{Topic: "fresh", Partition: 0, At: 8})
-	if r, err := adm.AlterShareGroupOffsets(ctx, "never-joined", offs); err != nil || r.Error() != nil {
-		t.Fatalf("alter of a fresh group: %v %v", err, r.Error())
+	// The first request may find __consumer_offsets loading.
+	var alterErr error
+	eventually(t, 10*time.Second, "the alter of a fresh group", func() bool {
+		r, err := adm.AlterShareGroupOffsets(ctx, "never-joined", offs)
+		if err == nil {
+			err = r.Error()
+		}
+		alterErr = err
+		return err == nil || !errors.Is(err, kerr.CoordinatorLoadInProgress) && !errors.Is(err, kerr.NotCoordinator)
+	})
+	if alterErr != nil {
+		t.Fatalf("alter of a fresh group: %v", alterErr)
 	}
 	// startOf describes the group's offsets, of every topic (Topics null: those it holds
 	// share state for) or of "fresh" partition 0 named; -2 when "fresh" is not listed.

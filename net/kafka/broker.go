@@ -87,8 +87,8 @@ type Deps struct {
 // image in offset order, keeps the replica manager (and through it the engine's logs),
 // the group coordinator and waiting requests in step with the image.
 //
-// adminMu serializes changes of replicas and logs (MetadataChanged's delta, a log or
-// replica created on lookup) so that a log is never re-created for a topic being
+// adminMu serializes changes of replicas and logs (MetadataChanged's delta, start-up's
+// removal of stray logs) so that a log is never re-created for a topic being
 // deleted.
 type Broker struct {
 	cfg          Config

@@ -92,8 +92,10 @@
 //	errf(kerr.X, fmt, ...)           a Kafka error with a message; errCode/errMsg map
 //	                                 any error to the response's code and message
 //
-// Replica and log changes that follow the image (MetadataChanged's ReplicaDelta) and a
-// log or replica created on lookup happen under b.adminMu.
+// Replica and log changes follow the image and nothing else: MetadataChanged hands the
+// replica manager (replication.Manager, the owner of every partition and its log) the
+// image's ReplicaDelta before it publishes the image, under b.adminMu; a lookup only
+// reads the replica the manager holds (Partition.Rep, and its log Partition.Log).
 //
 // Tests: startTestBroker(t) (testbroker_test.go) serves a single node of the
 // cluster's real parts (singlenode_test.go) from t.TempDir() on 127.0.0.1:0; tb.client(t)/tb.admin(t) give kgo/kadm

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -171,73 +169,16 @@ func (b *Broker) logChanged(l replication.Log, hwMoved bool) {
 	}
 }
 
-// imageState is the replica state of partition i of t in image im (as
-// controller.ReplicaDelta builds it).
-func (b *Broker) imageState(im *metadata.Image, t *metadata.TopicImage, i int32) replication.PartitionState {
-	pi := &t.Partitions[i]
-	l := b.layers(im, t.Name)
-	minISR, err := strconv.Atoi(l.TopicValue("min.insync.replicas"))
-	if err != nil || minISR < 1 {
-		minISR = 1
-	}
-	return replication.PartitionState{
-		Topic: t.Name, TopicID: t.ID, Partition: i,
-		Replicas: slices.Clone(pi.Replicas), ISR: slices.Clone(pi.ISR), Adding: slices.Clone(pi.Adding), Removing: slices.Clone(pi.Removing),
-		Leader: pi.Leader, LeaderEpoch: pi.LeaderEpoch, PartitionEpoch: pi.PartitionEpoch,
-		LeaderRecovering: pi.LeaderRecoveryState == metadata.LeaderRecovering,
-		MinISR:           minISR, LogConfig: l.LogConfig(),
-	}
-}
-
-// replicaOf returns this node's replica of p, resolved by LookupPartition (so the image
-// has this node lead it), when it leads the partition. When the replica manager does
-// not hold the partition as leader in the image's epoch over p's log (a topic created
-// or re-created since, a log created on first use), it applies the image's state first
-// (ignored if the manager is ahead of the image). Errors: NOT_LEADER_OR_FOLLOWER when
-// replication says another broker leads (it may be ahead of the image),
-// KAFKA_STORAGE_ERROR when the replica cannot be made (its log cannot be opened).
+// replicaOf returns this node's leader replica of p, resolved by LookupPartition,
+// while it still leads it (NOT_LEADER_OR_FOLLOWER once another broker does).
 func (b *Broker) replicaOf(p *Partition) (*replication.Partition, *kerr.Error) {
-	tp := engine.TopicPartition{Topic: p.Topic.Name, Partition: p.Index}
-	rp := b.repl.Partition(tp)
-	if rp != nil && rp.Log() == replication.Log(p.Log) && rp.LeaderEpoch() == p.Image.LeaderEpoch && rp.Role() == replication.RoleLeader {
-		return rp, nil
-	}
-	rp = b.applyImageLeader(p, tp)
-	switch {
-	case rp == nil:
+	if p.Rep == nil {
 		return nil, kerr.KafkaStorageError
-	case rp.Role() != replication.RoleLeader:
+	}
+	if p.Rep.Role() != replication.RoleLeader {
 		return nil, kerr.NotLeaderForPartition
-	case rp.Log() != replication.Log(p.Log):
-		return nil, kerr.KafkaStorageError // the log went (a deletion racing this request)
 	}
-	return rp, nil
-}
-
-// applyImageLeader is replicaOf's slow path, under adminMu so that the image and the
-// engine's logs agree while it applies: the partition becomes a leader
-// replica, and replicas of partitions the image no longer has are stopped (their logs
-// are deleted by MetadataChanged's delta). It returns the replica (nil if there is none).
-func (b *Broker) applyImageLeader(p *Partition, tp engine.TopicPartition) *replication.Partition {
-	b.adminMu.Lock()
-	defer b.adminMu.Unlock()
-	im := b.meta.Image()
-	t, ok := im.Topic(tp.Topic)
-	if !ok || t.ID != p.Topic.ID || int(tp.Partition) >= len(t.Partitions) || b.eng.Log(tp) != p.Log ||
-		t.Partitions[tp.Partition].Leader != b.cfg.NodeID {
-		return b.repl.Partition(tp)
-	}
-	d := replication.Delta{Leaders: []replication.PartitionState{b.imageState(im, t, tp.Partition)}}
-	for _, rp := range b.repl.Partitions() {
-		rtp := rp.TopicPartition()
-		if rt, ok := im.Topic(rtp.Topic); !ok || rt.ID != metadata.UUID(rp.TopicID()) || int(rtp.Partition) >= len(rt.Partitions) {
-			d.Stopped = append(d.Stopped, replication.Stop{TP: rtp})
-		}
-	}
-	if err := b.repl.Apply(d); err != nil {
-		b.log.Error("replica", "partition", tp.String(), "err", err)
-	}
-	return b.repl.Partition(tp)
+	return p.Rep, nil
 }
 
 // leaderOf returns the leader and leader epoch to tell a client that asked this node

@@ -15,6 +15,7 @@ import (
 	"github.com/samsa-broker/samsa/coordinator/metadata"
 	"github.com/samsa-broker/samsa/engine"
 	"github.com/samsa-broker/samsa/net/peer"
+	"github.com/samsa-broker/samsa/replication"
 )
 
 // metadataTopic is the metadata log's topic (__cluster_metadata).
@@ -25,15 +26,21 @@ type Partition struct {
 	Topic *metadata.TopicImage
 	Index int32
 	Image metadata.PartitionImage
-	Log   *engine.Log
+	// Rep is this node's leader replica of the partition (replication owns it and its
+	// log: it created both from a metadata delta), and Log its log.
+	Rep *replication.Partition
+	Log *engine.Log
 }
 
 // LookupPartition resolves topic/partition against the published image and returns
-// its log, creating the log when the image has a replica of the partition on this node
-// and the engine lacks it. The error is a Kafka error (*kerr.Error):
-// UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER (this node does not lead it; the
+// this node's leader replica of it and its log. The replica manager applies an image
+// before the broker publishes it (MetadataChanged), so a partition the image has this
+// node lead has its replica and log already; no log is created here. The error is a
+// Kafka error (*kerr.Error): UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER (this
+// node does not lead it, or the replica manager is already past the image: the
 // returned Partition's Image names the leader and its epoch, for KIP-951's
-// CurrentLeader, and LeaderEndpoint its address), KAFKA_STORAGE_ERROR.
+// CurrentLeader, and LeaderEndpoint its address), KAFKA_STORAGE_ERROR (the image has
+// this node lead it but its log could not be opened).
 func (b *Broker) LookupPartition(topic string, partition int32) (Partition, error) {
 	t, ok := b.meta.Image().Topic(topic)
 	if !ok {
@@ -59,24 +66,16 @@ func (b *Broker) partitionOf(t *metadata.TopicImage, partition int32) (Partition
 	if p.Image.Leader != b.cfg.NodeID {
 		return p, kerr.NotLeaderForPartition
 	}
-	tp := engine.TopicPartition{Topic: t.Name, Partition: partition}
-	if p.Log = b.eng.Log(tp); p.Log != nil {
-		return p, nil
-	}
-	// Slow path: create the missing log, under adminMu so that a concurrent deletion
-	// of the topic cannot be undone by re-creating its log.
-	b.adminMu.Lock()
-	defer b.adminMu.Unlock()
-	im := b.meta.Image()
-	if cur, ok := im.Topic(t.Name); !ok || cur.ID != t.ID || int(partition) >= len(cur.Partitions) {
-		return Partition{}, kerr.UnknownTopicOrPartition
-	}
-	l, err := b.eng.CreateLog(tp, b.topicLogConfig(im, t.Name))
-	if err != nil {
-		b.log.Error("creating log", "partition", tp.String(), "err", err)
+	rp := b.repl.Partition(engine.TopicPartition{Topic: t.Name, Partition: partition})
+	switch {
+	case rp == nil || rp.TopicID() != [16]byte(t.ID):
+		return p, kerr.KafkaStorageError
+	case rp.Role() != replication.RoleLeader:
+		return p, kerr.NotLeaderForPartition
+	case rp.EngineLog() == nil:
 		return p, kerr.KafkaStorageError
 	}
-	p.Log = l
+	p.Rep, p.Log = rp, rp.EngineLog()
 	return p, nil
 }
 
