@@ -60,7 +60,7 @@ func (ip *inproc) start(id int32) *Manager {
 		NumReplicaFetchers:    2,
 		Fetcher:               FetcherConfig{MaxWait: 50 * time.Millisecond, Backoff: 20 * time.Millisecond, MaxBytes: 4096},
 		AlterPartitionBackoff: 20 * time.Millisecond,
-		Hooks:                 Hooks{LeaderAppended: func(Log) { ip.wake() }},
+		Hooks:                 Hooks{LeaderAppended: func(*Partition) { ip.wake() }},
 	})
 	if err != nil {
 		t.Fatal(err)

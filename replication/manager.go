@@ -40,10 +40,10 @@ type ISRClient interface {
 // lock of this package held, and must not block.
 type Hooks struct {
 	// HighWatermarkMoved: a leader's HW moved (consumer long polls may complete).
-	HighWatermarkMoved func(Log)
+	HighWatermarkMoved func(*Partition)
 	// LeaderAppended: a leader with followers appended (follower long polls may
 	// complete). Not called for partitions without remote replicas.
-	LeaderAppended func(Log)
+	LeaderAppended func(*Partition)
 }
 
 // FetcherConfig are the follower fetch settings (Kafka's replica.fetch.* keys).
@@ -549,7 +549,7 @@ func (m *Manager) retire(p *Partition) {
 // on it.
 func (m *Manager) announce(p *Partition) {
 	if h := m.cfg.Hooks.HighWatermarkMoved; h != nil {
-		h(p.log)
+		h(p)
 	}
 	m.recheck(p)
 }

@@ -116,7 +116,7 @@ func (pr *Produce) Append(p *Partition, records []byte) (int, error) {
 	pp.Partition, pp.Result, pp.Err, pp.pr, pp.epoch, pp.durable, pp.settled = p, res, nil, pr, epoch, false, false
 	if p.remotesA.Load() > 0 {
 		if h := pr.m.cfg.Hooks.LeaderAppended; h != nil {
-			h(p.log)
+			h(p)
 		}
 	}
 	pr.pending.Add(1)

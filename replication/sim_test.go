@@ -387,8 +387,8 @@ func (s *sim) startNode(n *simNode) {
 			Backoff: simBackoff, Version: 15, UseOffsetForLeaderEpoch: s.cfg.useOFLE},
 		AlterPartitionBackoff: 30 * time.Millisecond,
 		Hooks: Hooks{
-			HighWatermarkMoved: func(l Log) { s.noteHW(n, inc, l) },
-			LeaderAppended: func(l Log) {
+			HighWatermarkMoved: func(p *Partition) { s.noteHW(n, inc, p.Log()) },
+			LeaderAppended: func(*Partition) {
 				s.after(0, func() {
 					if n.up && n.inc == inc {
 						n.srv.recheck()

@@ -148,24 +148,23 @@ func (c controllerISR) AlterPartition(ctx context.Context, req *kmsg.AlterPartit
 }
 
 // hwMoved and leaderAppended are replication's hooks (HighWatermarkMoved,
-// LeaderAppended): a log's HW moved or its leader appended.
-func (b *Broker) hwMoved(l replication.Log)        { b.logChanged(l, true) }
-func (b *Broker) leaderAppended(l replication.Log) { b.logChanged(l, false) }
+// LeaderAppended): a partition's HW moved or its leader appended.
+func (b *Broker) hwMoved(p *replication.Partition)        { b.logChanged(p.EngineLog(), true) }
+func (b *Broker) leaderAppended(p *replication.Partition) { b.logChanged(p.EngineLog(), false) }
 
 // logChanged completes the fetches waiting on l that may complete now and wakes the
 // followers' quiet partitions of it; a moved HW wakes the consumers' too (an append
 // the HW has not passed gives a consumer nothing).
-func (b *Broker) logChanged(l replication.Log, hwMoved bool) {
+func (b *Broker) logChanged(l *engine.Log, hwMoved bool) {
 	dp := b.dataPath.Load()
-	el, ok := l.(*engine.Log)
-	if dp == nil || !ok {
+	if dp == nil || l == nil {
 		return
 	}
-	dp.waits.CheckAndComplete(el)
-	dp.shareWaits.CheckAndComplete(el)
-	dp.sessions.quiet.wake(el)
+	dp.waits.CheckAndComplete(l)
+	dp.shareWaits.CheckAndComplete(l)
+	dp.sessions.quiet.wake(l)
 	if hwMoved {
-		dp.sessions.cquiet.wake(el)
+		dp.sessions.cquiet.wake(l)
 	}
 }
 
