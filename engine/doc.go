@@ -459,8 +459,11 @@
 //     AppendMarkerBatch, DecodeMarker, Marker, AbortedTxn, ProducerInfo,
 //     VerificationGuard, Options.DisableTxnVerification,
 //     ErrInvalidTxnState, ErrTransactionCoordinatorFenced; for the
-//     coordinators' internal topics, Record, ForEachRecord and
-//     AppendRecords (records_api.go; they decode records off the data path).
+//     coordinators' internal topics, Record, ForEachRecord,
+//     ForEachRecordInBatches, ForEachBatch, AppendRecords and
+//     AppendProducerRecords with BatchProducer (records_api.go; they decode and
+//     build records off the data path; coordinator/group frames
+//     __consumer_offsets with them).
 //   - Additions: Manager.Compact, Manager.CleanerStats, Options.Cleaner
 //     (CleanerOptions), LogConfig.Delete, Stats.Cleaner*, Stats.UncleanableLogs,
 //     RecoveryStats.SwapsCompleted/SwapsDiscarded, BatchHeader.DeleteHorizon

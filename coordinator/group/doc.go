@@ -127,7 +127,8 @@
 // A record with a null value (a tombstone) deletes its key: an offset, or a group.
 // The coordinator writes OffsetCommitValue v3 (v1 when the commit carries an explicit
 // retention) and GroupMetadataValue v3; it reads every version above. Records are
-// framed in record batches v2 (see batch.go).
+// framed in record batches v2 by the engine's codec (engine.AppendRecords,
+// engine.ForEachRecordInBatches; engine/doc.go draws the batch).
 //
 // # Concurrency and lock order
 //

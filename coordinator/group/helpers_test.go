@@ -11,6 +11,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-broker/samsa/engine"
 )
 
 // fakeClock fires timers only from Advance, in deadline order, on the caller's
@@ -115,9 +117,15 @@ func (l *memLog) Append(p int32, recs []Record, done func(error)) {
 		return
 	}
 	start := len(l.parts[p])
-	l.parts[p] = AppendBatch(l.parts[p], recs)
+	b, err := engine.AppendRecords(l.parts[p], recs)
+	if err != nil {
+		l.mu.Unlock()
+		done(err)
+		return
+	}
+	l.parts[p] = b
 	// stamp the base offset as a log would
-	b := l.parts[p][start:]
+	b = l.parts[p][start:]
 	base := l.next[p]
 	for i := 0; i < 8; i++ {
 		b[i] = byte(uint64(base) >> (56 - 8*i))
@@ -146,7 +154,7 @@ func (l *memLog) Replay(p int32, fn func(Record) error) error {
 	l.mu.Lock()
 	buf := append([]byte(nil), l.parts[p]...)
 	l.mu.Unlock()
-	return DecodeBatches(buf, fn)
+	return decodeBatches(buf, fn)
 }
 
 var errInjected = errors.New("injected append failure")

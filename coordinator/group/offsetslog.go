@@ -21,7 +21,7 @@ func OffsetsLogConfig() engine.LogConfig {
 }
 
 // replayLog calls fn with every record of log, a partition of __consumer_offsets (or
-// of another internal topic whose records AppendBatch frames), from its start to its
+// of another internal topic whose records engine.AppendRecords frames), from its start to its
 // end: a transaction's records at its COMMIT marker, never those of an aborted one,
 // and those still open in st (txn_offsets.go).
 func replayLog(log *engine.Log, fn func(Record) error, st *txnReplay) error {

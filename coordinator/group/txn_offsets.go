@@ -293,7 +293,7 @@ type txnReplay struct {
 	open map[int64][]Record // by producer id; Key and Value are copies
 }
 
-// decode is DecodeBatches over buf, a read of the log from offset from on (batches,
+// decode is decodeBatches over buf, a read of the log from offset from on (batches,
 // or records of a batch, below from were handled by the previous read), with the
 // transactional batches held back.
 func (s *txnReplay) decode(buf []byte, from int64, fn func(Record) error) error {
@@ -306,7 +306,7 @@ func (s *txnReplay) decode(buf []byte, from int64, fn func(Record) error) error 
 	for len(buf) >= batchHeaderLen {
 		length := int64(int32(binary.BigEndian.Uint32(buf[8:])))
 		if length < batchHeaderLen-12 || int64(len(buf)) < 12+length {
-			return DecodeBatches(buf, fromOn) // it reports the corruption, or ends at a cut batch
+			return decodeBatches(buf, fromOn) // it reports the corruption, or ends at a cut batch
 		}
 		b := buf[:12+length]
 		buf = buf[12+length:]
@@ -335,7 +335,7 @@ func (s *txnReplay) decode(buf []byte, from int64, fn func(Record) error) error 
 				}
 			}
 		case attrs&0x10 != 0 && pid >= 0: // transactional records
-			if err := DecodeBatches(b, func(r Record) error {
+			if err := decodeBatches(b, func(r Record) error {
 				if r.Offset < from {
 					return nil
 				}
@@ -352,7 +352,7 @@ func (s *txnReplay) decode(buf []byte, from int64, fn func(Record) error) error 
 				return err
 			}
 		default:
-			if err := DecodeBatches(b, fromOn); err != nil {
+			if err := decodeBatches(b, fromOn); err != nil {
 				return err
 			}
 		}
