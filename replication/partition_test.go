@@ -373,3 +373,56 @@ func TestReaddedReplicaStaleParkedFetch(t *testing.T) {
 		t.Fatalf("no expansion once replica 3 caught up: %+v", req)
 	}
 }
+
+// TestReaddedReplicaFetchInFlightIsFenced: a fetch replica 3 sent at the log end before
+// a reassignment removed it arrives only after another added it back (its log
+// deleted). The removal named the same leader in a new leader epoch (the controller
+// does so whenever replicas leave, as Kafka's), so the old fetch carries an older
+// epoch and is refused with FENCED_LEADER_EPOCH: it neither counts for the HW nor
+// brings replica 3 into the ISR. The follower that stayed re-fetches in the new epoch.
+func TestReaddedReplicaFetchInFlightIsFenced(t *testing.T) {
+	m, _, _ := newTestManager(t, false)
+	if err := m.Apply(Delta{Leaders: []PartitionState{stateOf(1, 4, 0, []int32{1, 2, 3}, []int32{1, 2, 3}, 2)}}); err != nil {
+		t.Fatal(err)
+	}
+	p := m.Partition(tp0())
+	for _, v := range []string{"a", "b", "c"} {
+		if _, err := produce(m, p, 1, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, r := range []int32{2, 3} {
+		if _, err := p.FollowerFetch(r, 10+int64(r), 3, 4, 4); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := m.Apply(Delta{Leaders: []PartitionState{stateOf(1, 5, 1, []int32{1, 2}, []int32{1, 2}, 2)}}); err != nil {
+		t.Fatal(err)
+	}
+	readded := stateOf(1, 5, 2, []int32{1, 2, 3}, []int32{1, 2}, 2)
+	readded.Adding = []int32{3}
+	if err := m.Apply(Delta{Leaders: []PartitionState{readded}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.FollowerFetch(3, 13, 3, 4, 4); !errors.Is(err, ErrFencedLeaderEpoch) {
+		t.Fatalf("replica 3's fetch of the old epoch: %v, want ErrFencedLeaderEpoch", err)
+	}
+	if st := p.State(); st.PendingISR != nil || len(st.MaximalISR) != 2 {
+		t.Fatalf("the old fetch counted: pending %v, maximal ISR %v", st.PendingISR, st.MaximalISR)
+	}
+	if req := m.TakeAlterPartition(); req != nil {
+		t.Fatalf("an expansion was proposed: %+v", req.Topics[0].Partitions)
+	}
+	if _, err := p.FollowerFetch(3, 13, 0, -1, 5); err != nil { // its new, empty log
+		t.Fatal(err)
+	}
+	if req := m.TakeAlterPartition(); req != nil {
+		t.Fatalf("an expansion was proposed for an empty replica: %+v", req.Topics[0].Partitions)
+	}
+	if _, err := p.FollowerFetch(2, 12, 3, 4, 5); err != nil {
+		t.Fatal(err)
+	}
+	if hw := p.Log().HighWatermark(); hw != 3 {
+		t.Fatalf("HW %d after the remaining follower's fetch in the new epoch", hw)
+	}
+}

@@ -125,6 +125,13 @@ func (c *partitionChange) build() *metadata.PartitionChangeRecord {
 	}
 	if r.leader != c.cur.Leader {
 		rec.Leader, changed = r.leader, true
+	} else if !subset(c.cur.Replicas, r.replicas) {
+		// Replicas leave (a reassignment completes): the same leader is named, so that
+		// the leader epoch moves and a fetch a removed replica sent in the old epoch is
+		// fenced (FENCED_LEADER_EPOCH) rather than counted should that replica be added
+		// again before it arrives (Kafka's
+		// triggerLeaderEpochBumpForReplicaReassignmentIfNeeded).
+		rec.Leader, changed = r.leader, true
 	}
 	if r.recovery != c.cur.LeaderRecoveryState {
 		rec.LeaderRecoveryState, changed = r.recovery, true

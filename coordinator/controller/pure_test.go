@@ -541,9 +541,10 @@ func TestReassignmentShapes(t *testing.T) {
 
 // TestReassignmentRemoveThenReaddKeepsTheReplicaOut walks the sequence of
 // TestClusterBenchFullSync on the controller's side: {1,2,3} with 3 in the ISR is
-// reassigned to {1,2} (3 leaves the replicas and the ISR at once), then to {1,2,3}
-// again. Node 3 comes back as an adding replica outside the ISR, in the same leader
-// epoch with a newer partition epoch; an expansion the leader proposed against an
+// reassigned to {1,2} (3 leaves the replicas and the ISR at once, and the same leader
+// is named again so that the leader epoch moves: a fetch node 3 sent before it left
+// is fenced), then to {1,2,3} again. Node 3 comes back as an adding replica outside
+// the ISR, in the removal's leader epoch with a newer partition epoch; an expansion the leader proposed against an
 // earlier partition epoch is refused (INVALID_UPDATE_VERSION), and a cancel takes 3 out
 // without putting it anywhere else. Only an AlterPartition on the current partition
 // epoch brings 3 in, and that completes the reassignment.
@@ -557,8 +558,9 @@ func TestReassignmentRemoveThenReaddKeepsTheReplicaOut(t *testing.T) {
 	}
 	im = mustApply(t, im, rec)
 	removed := part(t, im, "t", 0)
-	if !reflect.DeepEqual(removed.Replicas, []int32{1, 2}) || !reflect.DeepEqual(removed.ISR, []int32{1, 2}) || removed.Adding != nil {
-		t.Fatalf("removal: %+v", removed)
+	if !reflect.DeepEqual(removed.Replicas, []int32{1, 2}) || !reflect.DeepEqual(removed.ISR, []int32{1, 2}) || removed.Adding != nil ||
+		removed.Leader != 1 || removed.LeaderEpoch != before.LeaderEpoch+1 {
+		t.Fatalf("removal: %+v (leader epoch before %d)", removed, before.LeaderEpoch)
 	}
 	rec, err = reassignChange(im, topic(t, im, "t"), 0, []int32{1, 2, 3}, true, false)
 	if err != nil {
@@ -567,7 +569,7 @@ func TestReassignmentRemoveThenReaddKeepsTheReplicaOut(t *testing.T) {
 	im = mustApply(t, im, rec)
 	p := part(t, im, "t", 0)
 	if !reflect.DeepEqual(p.Replicas, []int32{1, 2, 3}) || !reflect.DeepEqual(p.ISR, []int32{1, 2}) ||
-		!reflect.DeepEqual(p.Adding, []int32{3}) || p.Leader != 1 || p.LeaderEpoch != before.LeaderEpoch {
+		!reflect.DeepEqual(p.Adding, []int32{3}) || p.Leader != 1 || p.LeaderEpoch != removed.LeaderEpoch {
 		t.Fatalf("re-added: %+v", p)
 	}
 	if p.PartitionEpoch <= removed.PartitionEpoch || removed.PartitionEpoch <= before.PartitionEpoch {

@@ -92,14 +92,15 @@ func TestPartitionChange(t *testing.T) {
 	if got := p(im); got.Leader != 2 || got.LeaderEpoch != 1 || got.PartitionEpoch != 2 {
 		t.Fatalf("after election: %+v", got)
 	}
-	// Naming the same leader again is no leader change.
+	// Naming the same leader again starts a new leader epoch, as in Kafka (the
+	// controller does it when replicas leave, to fence their old fetches).
 	im = mustApply(t, im, &PartitionChangeRecord{TopicID: idA, Leader: 2, LeaderRecoveryState: -1})
-	if got := p(im); got.LeaderEpoch != 1 || got.PartitionEpoch != 3 {
+	if got := p(im); got.Leader != 2 || got.LeaderEpoch != 2 || got.PartitionEpoch != 3 {
 		t.Fatalf("same leader: %+v", got)
 	}
 	// No leader (the last ISR member fenced): the ISR keeps it.
 	im = mustApply(t, im, &PartitionChangeRecord{TopicID: idA, Leader: -1, LeaderRecoveryState: -1})
-	if got := p(im); got.Leader != -1 || got.LeaderEpoch != 2 || !reflect.DeepEqual(got.ISR, []int32{2}) {
+	if got := p(im); got.Leader != -1 || got.LeaderEpoch != 3 || !reflect.DeepEqual(got.ISR, []int32{2}) {
 		t.Fatalf("leaderless: %+v", got)
 	}
 	// Reassignment: add 4, then clear.

@@ -512,9 +512,10 @@ func (b *builder) partitionChange(r *PartitionChangeRecord) error {
 		if r.Leader < -1 {
 			return fmt.Errorf("%w: partition %d of %q: leader %d", ErrInvalidRecord, r.Partition, t.Name, r.Leader)
 		}
-		if r.Leader != p.Leader {
-			next.Leader, next.LeaderEpoch = r.Leader, p.LeaderEpoch+1
-		}
+		// A leader named, even the same one, starts a new leader epoch (Kafka's
+		// PartitionRegistration.merge): the controller names the same leader to fence
+		// what the replicas a reassignment removed may still send in the old epoch.
+		next.Leader, next.LeaderEpoch = r.Leader, p.LeaderEpoch+1
 	}
 	switch r.LeaderRecoveryState {
 	case -1:
