@@ -62,6 +62,8 @@ const (
 	IfBrokerBatch                    // AddPartitionsToTxn v4+ verify-only batch from a broker
 	IfSubscribedTopicNames           // a group heartbeat that lists subscribed topic names
 	IfOtherOwner                     // CreateDelegationToken for an owner other than the requester
+	IfTopology                       // a StreamsGroupHeartbeat that carries a topology (a join)
+	IfMissingInternal                // a streams group misses internal topics the broker is to create
 )
 
 // OnDenied is what a refused requirement does.
@@ -307,6 +309,12 @@ var APIs = []API{
 	clusterOnly(kmsg.WriteShareGroupState, opClusterAction),
 	clusterOnly(kmsg.DeleteShareGroupState, opClusterAction),
 	clusterOnly(kmsg.ReadShareGroupStateSummary, opClusterAction),
+	api(kmsg.StreamsGroupHeartbeat, oneGroup(opRead),
+		eachTopic(opDescribe).when(IfTopology).note("every topic of the topology (source, repartition, changelog); any refused one fails the heartbeat with TOPIC_AUTHORIZATION_FAILED"),
+		onCluster(opCreate).when(IfMissingInternal).tryNext(),
+		eachTopic(opCreate).when(IfMissingInternal).omit().note("an internal topic the principal may not create is not created; the MISSING_INTERNAL_TOPICS status names it")),
+	api(kmsg.StreamsGroupDescribe, eachGroup(opDescribe),
+		eachTopic(opDescribe).note("every topic of the group's topology; a refused one answers the group TOPIC_AUTHORIZATION_FAILED")),
 	api(kmsg.DescribeShareGroupOffsets, eachGroup(opDescribe), eachTopic(opDescribe)),
 	api(kmsg.AlterShareGroupOffsets, oneGroup(opRead), eachTopic(opRead)),
 	api(kmsg.DeleteShareGroupOffsets, oneGroup(opDelete), eachTopic(opRead)),

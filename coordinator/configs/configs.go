@@ -321,7 +321,7 @@ var BrokerDefs = []*Def{
 	// names and defaults; read when the coordinator starts. The keys a group may set for
 	// itself (GroupDefs, group_keys.go) take these as their defaults, and the
 	// group.*.min.* and group.*.max.* keys bound them.
-	{Name: "group.coordinator.rebalance.protocols", Kind: KindList, Default: sp("classic,consumer"), Enum: []string{"classic", "consumer", "share", "streams"}, ReadOnly: true, Doc: "consumer: ConsumerGroupHeartbeat and ConsumerGroupDescribe are served; share: share groups are served (as group.share.enable=true; classic is always served; streams groups are not served yet)"},
+	{Name: "group.coordinator.rebalance.protocols", Kind: KindList, Default: sp("classic,consumer,streams"), Enum: []string{"classic", "consumer", "share", "streams"}, ReadOnly: true, Doc: "consumer: ConsumerGroupHeartbeat and ConsumerGroupDescribe are served; share: share groups are served (as group.share.enable=true); streams: streams groups (KIP-1071) are served, StreamsGroupHeartbeat and StreamsGroupDescribe advertised and ApiVersions finalizes streams.version 1 (on by default, as a new Kafka 4.2 cluster finalizes streams.version 1; without it both APIs answer UNSUPPORTED_VERSION and are not advertised); classic is always served"},
 	{Name: "group.consumer.heartbeat.interval.ms", Kind: KindInt, Default: sp("5000"), Min: 1, ReadOnly: true, Doc: "the heartbeat interval of a consumer group that does not set consumer.heartbeat.interval.ms"},
 	{Name: "group.consumer.min.heartbeat.interval.ms", Kind: KindInt, Default: sp("5000"), Min: 1, ReadOnly: true, Doc: groupBound},
 	{Name: "group.consumer.max.heartbeat.interval.ms", Kind: KindInt, Default: sp("15000"), Min: 1, ReadOnly: true, Doc: groupBound},
@@ -358,8 +358,12 @@ var BrokerDefs = []*Def{
 	{Name: "group.share.assignor.offload.enable", Kind: KindBool, Default: sp("true"), ReadOnly: true, Doc: "share group assignment on a background thread; " + groupNoEffect},
 	{Name: "group.share.max.share.sessions", Kind: KindInt, Default: sp("2000"), Min: 1, ReadOnly: true},
 	{Name: "share.auto.offset.reset", Kind: KindString, Default: sp("latest"), ReadOnly: true, Check: checkShareAutoOffsetReset, Doc: "where a new share partition starts for a share group that does not set share.auto.offset.reset (Kafka has no broker key: a group config only, default latest); latest, earliest or by_duration:<ISO-8601 duration>"},
-	// Streams groups (KIP-1071) are not served: these keys bound and default the
-	// streams.* keys a group may set, which are stored and described only.
+	// Streams groups (KIP-1071, coordinator/group/streams.go): these keys default and
+	// bound the streams.* keys a group may set.
+	{Name: "group.streams.session.timeout.ms", Kind: KindInt, Default: sp("45000"), Min: 1, ReadOnly: true, Doc: "the session timeout of a streams group that does not set streams.session.timeout.ms"},
+	{Name: "group.streams.heartbeat.interval.ms", Kind: KindInt, Default: sp("5000"), Min: 1, ReadOnly: true, Doc: "the heartbeat interval of a streams group that does not set streams.heartbeat.interval.ms"},
+	{Name: "group.streams.num.standby.replicas", Kind: KindInt, Default: sp("0"), Min: 0, ReadOnly: true, Doc: "the standby replicas of each stateful task of a streams group that does not set streams.num.standby.replicas"},
+	{Name: "group.streams.max.size", Kind: KindInt, Default: sp("2147483647"), Min: 1, ReadOnly: true, Doc: "the members a streams group may have: a new one beyond it is refused (GROUP_MAX_SIZE_REACHED)"},
 	{Name: "group.streams.min.heartbeat.interval.ms", Kind: KindInt, Default: sp("5000"), Min: 1, ReadOnly: true, Doc: groupBound},
 	{Name: "group.streams.max.heartbeat.interval.ms", Kind: KindInt, Default: sp("15000"), Min: 1, ReadOnly: true, Doc: groupBound},
 	{Name: "group.streams.min.session.timeout.ms", Kind: KindInt, Default: sp("45000"), Min: 1, ReadOnly: true, Doc: groupBound},
@@ -370,11 +374,11 @@ var BrokerDefs = []*Def{
 	{Name: "group.streams.min.assignment.interval.ms", Kind: KindInt, Default: sp("0"), Min: 0, ReadOnly: true, Doc: groupBound},
 	{Name: "group.streams.max.assignment.interval.ms", Kind: KindInt, Default: sp("15000"), Min: 0, ReadOnly: true, Doc: groupBound},
 	{Name: "group.streams.assignor.offload.enable", Kind: KindBool, Default: sp("true"), ReadOnly: true, Doc: "streams group assignment on a background thread; " + groupNoEffect},
-	{Name: "group.streams.task.offset.interval.ms", Kind: KindInt, Default: sp("60000"), Min: 1, ReadOnly: true, Doc: "the task offset interval of streams groups; " + groupNoEffect},
+	{Name: "group.streams.task.offset.interval.ms", Kind: KindInt, Default: sp("60000"), Min: 1, ReadOnly: true, Doc: "the interval at which members of a streams group that does not set streams.task.offset.interval.ms report their task offsets (handed to them in the heartbeat answer; Samsa does not use the offsets: warm-up tasks are not built)"},
 	{Name: "group.streams.min.task.offset.interval.ms", Kind: KindInt, Default: sp("15000"), Min: 1, ReadOnly: true, Doc: groupBound},
 	{Name: "group.streams.num.warmup.replicas", Kind: KindInt, Default: sp("2"), Min: 0, ReadOnly: true, Doc: "the warm-up replicas of streams groups; " + groupNoEffect},
 	{Name: "group.streams.max.warmup.replicas", Kind: KindInt, Default: sp("20"), Min: 0, ReadOnly: true, Doc: groupBound},
-	{Name: "group.streams.acceptable.recovery.lag", Kind: KindLong, Default: sp("10000"), Min: 0, ReadOnly: true, Doc: "the acceptable recovery lag of streams groups; " + groupNoEffect},
+	{Name: "group.streams.acceptable.recovery.lag", Kind: KindLong, Default: sp("10000"), Min: 0, ReadOnly: true, Doc: "the acceptable recovery lag handed to the members of a streams group that does not set streams.acceptable.recovery.lag (Samsa's assignor does not use it: warm-up tasks are not built)"},
 	{Name: "share.coordinator.state.topic.num.partitions", Kind: KindInt, Default: sp("50"), Min: 1, ReadOnly: true},
 	{Name: "share.coordinator.state.topic.replication.factor", Kind: KindShort, Default: sp("3"), Min: 1, ReadOnly: true},
 	{Name: "share.coordinator.state.topic.min.isr", Kind: KindShort, Default: sp("2"), Min: 1, ReadOnly: true},

@@ -30,7 +30,8 @@ import (
 // GroupConfig.evaluate), since bounds may have moved since the value was set.
 //
 // Keys without NoEffect act: the consumer-group coordinator reads the session timeout
-// and heartbeat interval of consumer and share groups at each heartbeat, share
+// and heartbeat interval of consumer, share and streams groups (and a streams group's
+// standby replicas, task offset interval and recovery lag) at each heartbeat, share
 // partitions read the lock duration, delivery count limit, in-flight limit, start
 // offset strategy and isolation level at each decision that uses them.
 
@@ -64,24 +65,24 @@ var GroupDefs = []*Def{
 		Doc: groupKeyNoEffect + "; Samsa computes a new target assignment at once"},
 	{Name: "share.assignor.offload.enable", Kind: KindBool, Default: sp("true"), Synonyms: syn("group.share.assignor.offload.enable"), NoEffect: true,
 		Doc: groupKeyNoEffect},
-	{Name: "streams.session.timeout.ms", Kind: KindInt, Default: sp("45000"), Min: 1, Synonyms: syn("group.streams.session.timeout.ms"), NoEffect: true,
-		Doc: groupKeyNoEffect + "; streams groups are not served"},
-	{Name: "streams.heartbeat.interval.ms", Kind: KindInt, Default: sp("5000"), Min: 1, Synonyms: syn("group.streams.heartbeat.interval.ms"), NoEffect: true,
-		Doc: groupKeyNoEffect + "; streams groups are not served"},
-	{Name: "streams.num.standby.replicas", Kind: KindInt, Default: sp("0"), Min: 0, Synonyms: syn("group.streams.num.standby.replicas"), NoEffect: true,
-		Doc: groupKeyNoEffect + "; streams groups are not served"},
+	{Name: "streams.session.timeout.ms", Kind: KindInt, Default: sp("45000"), Min: 1, Synonyms: syn("group.streams.session.timeout.ms"),
+		Doc: "a member of this streams group not heard from for this long is removed (read at each heartbeat)"},
+	{Name: "streams.heartbeat.interval.ms", Kind: KindInt, Default: sp("5000"), Min: 1, Synonyms: syn("group.streams.heartbeat.interval.ms"),
+		Doc: "the heartbeat interval StreamsGroupHeartbeat hands this group's members"},
+	{Name: "streams.num.standby.replicas", Kind: KindInt, Default: sp("0"), Min: 0, Synonyms: syn("group.streams.num.standby.replicas"),
+		Doc: "the standby replicas of each stateful task of this streams group (a change moves the group epoch: a new assignment)"},
 	{Name: "streams.initial.rebalance.delay.ms", Kind: KindInt, Default: sp("3000"), Min: 0, Synonyms: syn("group.streams.initial.rebalance.delay.ms"), NoEffect: true,
-		Doc: groupKeyNoEffect + "; streams groups are not served"},
+		Doc: groupKeyNoEffect + "; Samsa assigns a new streams group's tasks at its first member's join"},
 	{Name: "streams.assignment.interval.ms", Kind: KindInt, Default: sp("1000"), Min: 0, Synonyms: syn("group.streams.assignment.interval.ms"), NoEffect: true,
-		Doc: groupKeyNoEffect + "; streams groups are not served"},
+		Doc: groupKeyNoEffect + "; Samsa computes a new target assignment at once"},
 	{Name: "streams.assignor.offload.enable", Kind: KindBool, Default: sp("true"), Synonyms: syn("group.streams.assignor.offload.enable"), NoEffect: true,
-		Doc: groupKeyNoEffect + "; streams groups are not served"},
-	{Name: "streams.task.offset.interval.ms", Kind: KindInt, Default: sp("60000"), Min: 1, Synonyms: syn("group.streams.task.offset.interval.ms"), NoEffect: true,
-		Doc: groupKeyNoEffect + "; streams groups are not served"},
+		Doc: groupKeyNoEffect},
+	{Name: "streams.task.offset.interval.ms", Kind: KindInt, Default: sp("60000"), Min: 1, Synonyms: syn("group.streams.task.offset.interval.ms"),
+		Doc: "the interval at which this streams group's members report their task offsets (handed to them in the heartbeat answer; Samsa does not use the offsets: warm-up tasks are not built)"},
 	{Name: "streams.num.warmup.replicas", Kind: KindInt, Default: sp("2"), Min: 0, Synonyms: syn("group.streams.num.warmup.replicas"), NoEffect: true,
-		Doc: groupKeyNoEffect + "; streams groups are not served"},
-	{Name: "streams.acceptable.recovery.lag", Kind: KindLong, Default: sp("10000"), Min: 0, Synonyms: syn("group.streams.acceptable.recovery.lag"), NoEffect: true,
-		Doc: groupKeyNoEffect + "; streams groups are not served"},
+		Doc: groupKeyNoEffect + "; warm-up tasks are not built"},
+	{Name: "streams.acceptable.recovery.lag", Kind: KindLong, Default: sp("10000"), Min: 0, Synonyms: syn("group.streams.acceptable.recovery.lag"),
+		Doc: "the acceptable recovery lag handed to this streams group's members (Samsa's assignor does not use it: warm-up tasks are not built)"},
 	{Name: "errors.deadletterqueue.topic.name", Kind: KindString, Default: sp(""), NoEffect: true,
 		Doc: groupKeyNoEffect + "; the dead-letter queue of a share group (KIP-1191) is not served: archived records are not copied anywhere"},
 	{Name: "errors.deadletterqueue.copy.record.enable", Kind: KindBool, Default: sp("false"), NoEffect: true,

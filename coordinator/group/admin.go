@@ -76,8 +76,9 @@ func (g *group) describe(out *kmsg.DescribeGroupsResponseGroup) bool {
 }
 
 // ListGroups handles ListGroups (v0+) with the state filter (v4+, case-insensitive)
-// and the type filter (v5+: classic, consumer, share). Consumer and share groups
-// report their own states (Empty, Assigning, Reconciling, Stable; Empty, Stable).
+// and the type filter (v5+: classic, consumer, share, streams). Consumer, share and
+// streams groups report their own states (Empty, Assigning, Reconciling, Stable;
+// Empty, Stable; Empty, NotReady, Assigning, Reconciling, Stable).
 func (c *Coordinator) ListGroups(req *kmsg.ListGroupsRequest) *kmsg.ListGroupsResponse {
 	r := kmsg.NewPtrListGroupsResponse()
 	r.Version = req.Version
@@ -103,9 +104,15 @@ func (c *Coordinator) ListGroups(req *kmsg.ListGroupsRequest) *kmsg.ListGroupsRe
 			name = g.cg.stateName()
 		case kind == kindShare:
 			name = g.sg.stateName()
+		case kind == kindStreams:
+			name = g.st.stateName()
 		}
 		g.mu.Unlock()
-		if st == stateDead || (len(req.StatesFilter) > 0 && !containsFold(req.StatesFilter, name)) {
+		inStates := containsFold(req.StatesFilter, name)
+		if kind == kindStreams {
+			inStates = streamsStateIn(req.StatesFilter, name)
+		}
+		if st == stateDead || (len(req.StatesFilter) > 0 && !inStates) {
 			continue
 		}
 		if len(req.TypesFilter) > 0 && !containsFold(req.TypesFilter, kind.String()) {
@@ -168,13 +175,15 @@ func (c *Coordinator) DeleteGroups(req *kmsg.DeleteGroupsRequest, cb func(*kmsg.
 				nonEmpty = len(g.cg.members) > 0
 			case kindShare:
 				nonEmpty = len(g.sg.members) > 0
+			case kindStreams:
+				nonEmpty = len(g.st.members) > 0
 			}
 			switch {
 			case g.state == stateDead:
 				out.ErrorCode = kerr.GroupIDNotFound.Code
 				done()
 				return
-			case g.state != stateEmpty || nonEmpty:
+			case (g.state != stateEmpty && g.kind != kindStreams) || nonEmpty:
 				out.ErrorCode = kerr.NonEmptyGroup.Code
 				done()
 				return
@@ -192,6 +201,9 @@ func (c *Coordinator) DeleteGroups(req *kmsg.DeleteGroupsRequest, cb func(*kmsg.
 					id := g.id
 					fx.add(func() { hook(id) })
 				}
+			case kindStreams:
+				recs = append(recs, g.streamsTombstonesLocked()...)
+				g.stopStreamsTimersLocked()
 			default:
 				recs = append(recs, g.groupTombstone())
 			}

@@ -21,6 +21,7 @@ const (
 	kindClassic  groupKind = iota // JoinGroup/SyncGroup (the zero value: groups start classic)
 	kindConsumer                  // ConsumerGroupHeartbeat (KIP-848)
 	kindShare                     // ShareGroupHeartbeat (KIP-932)
+	kindStreams                   // StreamsGroupHeartbeat (KIP-1071)
 )
 
 // String is the group type as ListGroups v5+ reports it.
@@ -30,6 +31,8 @@ func (k groupKind) String() string {
 		return "consumer"
 	case kindShare:
 		return "share"
+	case kindStreams:
+		return "streams"
 	}
 	return "classic"
 }
@@ -271,7 +274,7 @@ func (g *group) consumerHeartbeatLocked(fx *effects, req *kmsg.ConsumerGroupHear
 			return nil, kerr.GroupIDNotFound.Code, fmt.Sprintf("Group %s is not a consumer group.", g.id)
 		}
 		g.convertToConsumerLocked(recs)
-	case kindShare:
+	case kindShare, kindStreams:
 		return nil, kerr.GroupIDNotFound.Code, fmt.Sprintf("Group %s is not a consumer group.", g.id)
 	}
 	switch req.MemberEpoch {

@@ -1,8 +1,9 @@
 // Package group owns the group coordinator: the classic membership state machine
 // (JoinGroup, SyncGroup, Heartbeat, LeaveGroup), the consumer groups of KIP-848
 // (ConsumerGroupHeartbeat, ConsumerGroupDescribe: consumer.go, consumer_reconcile.go),
-// committed offsets, and the records the coordinator keeps in the internal compacted
-// topic __consumer_offsets.
+// the membership of share groups (KIP-932, share.go), the streams groups of KIP-1071
+// (StreamsGroupHeartbeat, StreamsGroupDescribe: streams*.go), committed offsets, and
+// the records the coordinator keeps in the internal compacted topic __consumer_offsets.
 //
 // The coordinator does no network I/O. Requests arrive as kmsg request structs and
 // answers leave through callbacks, so a join that must wait for the rest of the group
@@ -87,6 +88,35 @@
 // ShareGroupDeleted is not wired (deleting a share group leaves its share-partition
 // state in __share_group_state).
 //
+// # Streams groups (KIP-1071)
+//
+// A Kafka Streams application with group.protocol=streams is a streams group. Its
+// members heartbeat with their member epoch and process id; the first to join brings
+// the topology (subtopologies with their source, repartition and changelog topics and
+// co-partition groups: streams_topology.go), which the coordinator configures against
+// the cluster's topics (SetTopics): repartition and changelog topics get the partition
+// counts the topology implies, and those missing are handed to the broker to create
+// (MISSING_INTERNAL_TOPICS); missing source topics (MISSING_SOURCE_TOPICS) or internal
+// topics of another count (INCORRECTLY_PARTITIONED_TOPICS) leave the group without
+// tasks. The group epoch moves when a member joins or leaves, changes its process,
+// rack, client tags or topology epoch, when the topology or its topics change, when the
+// topology becomes valid, or when the standby count (streams.num.standby.replicas)
+// changes; a new target assignment is then computed by the sticky task assignor
+// (streams_assignor.go: active tasks balanced and kept where they were, standbys never
+// on their active's process) and each member reconciled towards it, revoking before
+// assigning, role by role (streams_reconcile.go: the states of consumer groups,
+// UNREVOKED_TASKS and UNRELEASED_TASKS). A task is held back from a member while
+// another member holds it active, or while its own process still holds the task in
+// another role. Static members (an instance id; epoch -2 leaves for now) keep their
+// tasks while away. A streams group keeps the classic state at stateStable (stateDead
+// once dropped); its own states are Empty, NotReady (no topology validated against the
+// topics), Assigning, Reconciling and Stable. OffsetCommit v9+ by a member carries its
+// member epoch, which must be the member's (streams_offsets.go). An empty classic
+// group becomes a streams group on the first streams join, and an empty streams group a
+// classic group on a JoinGroup (offline migration), keeping the committed offsets.
+// Not built: warm-up tasks, rack-aware standby placement, source topic regular
+// expressions, the assignment interval, topology descriptions.
+//
 // # __consumer_offsets records
 //
 // A group maps to partition abs(javaStringHashCode(group)) mod NumPartitions, as in
@@ -123,6 +153,8 @@
 //
 // Consumer and share groups' records (key types 3 to 16) are drawn in
 // schema_consumer.go: Kafka 4.0's layouts, so either coordinator reads the other's.
+// Streams groups' records (key types 17 to 23) are drawn in schema_streams.go: Kafka
+// 4.2's layouts.
 //
 // A record with a null value (a tombstone) deletes its key: an offset, or a group.
 // The coordinator writes OffsetCommitValue v3 (v1 when the commit carries an explicit

@@ -141,11 +141,13 @@ type group struct {
 	deleted        map[topicPartition]uint64 // bumped when an offset with commits in flight is deleted
 
 	// kind is the group's protocol; cg holds a consumer group's state (KIP-848), sg a
-	// share group's (KIP-932). A consumer or share group keeps state at stateEmpty
-	// (stateDead once dropped): the classic states above are not its.
+	// share group's (KIP-932), st a streams group's (KIP-1071). A consumer or share
+	// group keeps state at stateEmpty, a streams group at stateStable (stateDead once
+	// dropped): the classic states above are not theirs.
 	kind groupKind
 	cg   *consumerState
 	sg   *shareState
+	st   *streamsState // a streams group's state (KIP-1071, streams.go)
 	// pendingWrites counts the group's appends not yet answered by the Log; answers
 	// that wrote nothing wait in writeWaiters until it is zero (writeThenLocked).
 	pendingWrites int

@@ -82,6 +82,7 @@ func (c *Coordinator) load(p int32) error {
 	metaSeq := map[string]int{} // replay position of each group's last GroupMetadata record
 	consumers := map[string]*loadedConsumer{}
 	shares := map[string]*loadedShare{}
+	streams := map[string]*loadedStreams{}
 	skipped, seq := 0, 0
 	err := c.log.Replay(p, func(rec Record) error {
 		seq++
@@ -142,6 +143,16 @@ func (c *Coordinator) load(p int32) error {
 			if !l.apply(k, rec.Value, seq) {
 				skipped++
 			}
+		case KeyStreamsGroup, KeyStreamsPartitionMetadata, KeyStreamsMember, KeyStreamsTargetMetadata,
+			KeyStreamsTargetMember, KeyStreamsCurrentAssignment, KeyStreamsTopology:
+			l := streams[k.Group]
+			if l == nil {
+				l = newLoadedStreams()
+				streams[k.Group] = l
+			}
+			if !l.apply(k, rec.Value, seq) {
+				skipped++
+			}
 		}
 		return nil
 	})
@@ -168,6 +179,9 @@ func (c *Coordinator) load(p int32) error {
 		if s := shares[id]; s != nil && s.live && s.seq > l.seq {
 			continue
 		}
+		if s := streams[id]; s != nil && s.live && s.seq > l.seq {
+			continue
+		}
 		g := newGroup(c, id, p)
 		g.restoreConsumer(l)
 		seen[id] = true
@@ -180,8 +194,20 @@ func (c *Coordinator) load(p int32) error {
 		if cl := consumers[id]; cl != nil && cl.live && cl.seq > l.seq {
 			continue
 		}
+		if s := streams[id]; s != nil && s.live && s.seq > l.seq {
+			continue
+		}
 		g := newGroup(c, id, p)
 		g.restoreShare(l)
+		seen[id] = true
+		loaded = append(loaded, g)
+	}
+	for id, l := range streams {
+		if !l.live || l.seq < metaSeq[id] || seen[id] {
+			continue
+		}
+		g := newGroup(c, id, p)
+		g.restoreStreams(l)
 		seen[id] = true
 		loaded = append(loaded, g)
 	}
@@ -225,6 +251,8 @@ func (c *Coordinator) load(p int32) error {
 				g.startConsumerTimersLocked()
 			case kindShare:
 				g.startShareTimersLocked()
+			case kindStreams:
+				g.startStreamsTimersLocked()
 			default:
 				for _, m := range g.members {
 					g.armSessionLocked(m, m.sessionTimeout)

@@ -76,6 +76,14 @@ func (c *Coordinator) JoinGroup(req *kmsg.JoinGroupRequest, clientID, clientHost
 		case kindShare:
 			fx.add(func() { fail(kerr.InconsistentGroupProtocol.Code) })
 			return
+		case kindStreams:
+			if len(g.st.members) > 0 {
+				fx.add(func() { fail(kerr.InconsistentGroupProtocol.Code) })
+				return
+			}
+			var recs []Record
+			g.convertStreamsToClassicLocked(&recs) // offline migration, as Kafka 4.2
+			g.writeThenLocked(fx, recs, nil)
 		}
 		if !g.supportsProtocols(req.ProtocolType, req.Protocols) {
 			fx.add(func() { fail(kerr.InconsistentGroupProtocol.Code) })

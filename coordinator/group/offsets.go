@@ -67,6 +67,8 @@ func (c *Coordinator) OffsetCommit(req *kmsg.OffsetCommitRequest, cb func(*kmsg.
 			code, perPart = g.validateConsumerCommitLocked(req.Version, generation, memberID)
 		case g.kind == kindShare:
 			code = kerr.GroupIDNotFound.Code // share groups keep no committed offsets
+		case g.kind == kindStreams:
+			code = g.validateStreamsCommitLocked(req.Version, generation, memberID, req.InstanceID, false)
 		default:
 			code = g.validateCommitLocked(generation, memberID, req.InstanceID)
 			if code == 0 && g.state == stateCompletingRebalance {
@@ -337,6 +339,11 @@ func (c *Coordinator) fetchOffsets(id string, want []fetchTopic, all bool, membe
 	if g.state == stateDead {
 		return echo(0)
 	}
+	if g.kind == kindStreams {
+		if code := g.validateStreamsFetchLocked(memberID, memberEpoch); code != 0 {
+			return echo(code)
+		}
+	}
 	if g.kind == kindConsumer && memberID != nil && !(*memberID == "" && memberEpoch < 0) {
 		m := g.cg.members[*memberID]
 		switch {
@@ -471,6 +478,8 @@ func (c *Coordinator) ExpireOffsets() {
 				// after their commit (Kafka's rule for consumer groups).
 				base = func(v OffsetValue) int64 { return v.CommitTimestamp }
 				keep = g.subscribedNamesLocked()
+			case g.kind == kindStreams:
+				base, keep = g.streamsOffsetExpiryLocked()
 			case g.protocolType != "" && g.state == stateEmpty:
 				base = func(v OffsetValue) int64 {
 					if g.hasStateTime {
@@ -499,6 +508,9 @@ func (c *Coordinator) ExpireOffsets() {
 						recs = append(recs, g.offsetTombstone(tp))
 					}
 				}
+			}
+			if g.kind == kindStreams {
+				g.dropExpiredStreamsLocked(&recs)
 			}
 			noMembers := g.kind != kindConsumer || len(g.cg.members) == 0
 			if g.state == stateEmpty && noMembers && len(g.offsets) == 0 && len(g.pendingCommits) == 0 && len(g.pending) == 0 {

@@ -12,7 +12,7 @@ var (
 	// ErrCorrupt means a key, value or batch is malformed (short, bad length, bad CRC).
 	ErrCorrupt = errors.New("group: corrupt record")
 	// ErrUnknownVersion means a key or value carries a schema version this package
-	// does not read (for example the streams-group records of KIP-1071).
+	// does not read (for example the record types a Kafka release after 4.2 added).
 	ErrUnknownVersion = errors.New("group: unknown record schema version")
 )
 
@@ -27,7 +27,8 @@ const (
 )
 
 // Key is a decoded __consumer_offsets key. Topic and Partition are set for KeyOffset,
-// Member for the member records of consumer and share groups, Regex for KeyConsumerRegex.
+// Member for the member records of consumer, share and streams groups, Regex for
+// KeyConsumerRegex.
 type Key struct {
 	Kind      KeyKind
 	Version   int16
@@ -88,7 +89,7 @@ func AppendGroupKey(dst []byte, group string) []byte {
 	return appendString(dst, group)
 }
 
-// DecodeKey decodes a __consumer_offsets key. Keys of versions (record types) above 16
+// DecodeKey decodes a __consumer_offsets key. Keys of versions (record types) above 23
 // return ErrUnknownVersion with the version set in the returned Key.
 func DecodeKey(b []byte) (Key, error) {
 	r := reader{b: b}
@@ -111,6 +112,10 @@ func DecodeKey(b []byte) (Key, error) {
 		recSharePartitionMetadata, recShareMemberMetadata, recShareGroupMetadata,
 		recShareTargetMetadata, recShareTargetMember, recShareCurrentAssignment,
 		recShareStatePartitionMetadata, recConsumerRegularExpression:
+		decodeTypedKey(&r, &k)
+	case recStreamsGroupMetadata, recStreamsPartitionMetadata, recStreamsMemberMetadata,
+		recStreamsTargetMetadata, recStreamsTargetMember, recStreamsCurrentAssignment,
+		recStreamsTopology:
 		decodeTypedKey(&r, &k)
 	default:
 		return k, fmt.Errorf("%w: key version %d", ErrUnknownVersion, k.Version)

@@ -107,7 +107,8 @@ const (
 func keyHasMember(t int16) bool {
 	switch t {
 	case recConsumerMemberMetadata, recConsumerTargetMember, recConsumerCurrentAssignment,
-		recShareMemberMetadata, recShareTargetMember, recShareCurrentAssignment:
+		recShareMemberMetadata, recShareTargetMember, recShareCurrentAssignment,
+		recStreamsMemberMetadata, recStreamsTargetMember, recStreamsCurrentAssignment:
 		return true
 	}
 	return false
@@ -124,7 +125,7 @@ func appendGroupTypedKey(dst []byte, t int16, group, second string) []byte {
 	return dst
 }
 
-// decodeTypedKey reads the rest of a key of type 3..16 (after the type).
+// decodeTypedKey reads the rest of a key of type 3..23 (after the type).
 func decodeTypedKey(r *reader, k *Key) {
 	k.Kind = KeyKind(k.Version)
 	k.Group = r.string()

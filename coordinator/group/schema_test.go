@@ -45,8 +45,11 @@ func TestKeyRoundTrip(t *testing.T) {
 	if err != nil || k != (Key{Kind: KeyConsumerGroup, Version: 3, Group: "x"}) {
 		t.Fatalf("key v3: %+v %v", k, err)
 	}
-	if _, err := DecodeKey([]byte{0, 17, 0, 1, 'x'}); !errors.Is(err, ErrUnknownVersion) {
-		t.Fatalf("key v17 (streams): %v", err)
+	if k, err := DecodeKey([]byte{0, 17, 0, 1, 'x'}); err != nil || k != (Key{Kind: KeyStreamsGroup, Version: 17, Group: "x"}) {
+		t.Fatalf("key v17 (streams): %+v %v", k, err)
+	}
+	if _, err := DecodeKey([]byte{0, 24, 0, 1, 'x'}); !errors.Is(err, ErrUnknownVersion) {
+		t.Fatalf("key v24 (a Kafka after 4.2): %v", err)
 	}
 	if _, err := DecodeKey([]byte{0, 1, 0, 9, 'x'}); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("short key: %v", err)

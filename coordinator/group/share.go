@@ -144,7 +144,7 @@ func (g *group) shareHeartbeatLocked(req *kmsg.ShareGroupHeartbeatRequest, clien
 		g.kind = kindShare
 		g.protocolType = "share"
 		g.sg = newShareState(g.c.clock.Now())
-	case kindConsumer:
+	case kindConsumer, kindStreams:
 		return nil, kerr.GroupIDNotFound.Code, fmt.Sprintf("Group %s is not a share group.", g.id)
 	}
 	sg := g.sg

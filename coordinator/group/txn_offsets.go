@@ -156,6 +156,8 @@ func (c *Coordinator) TxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest, cb func(
 		case anonymous:
 		case g.kind == kindConsumer:
 			code, perPart = g.validateConsumerCommitLocked(9, generation, memberID)
+		case g.kind == kindStreams:
+			code = g.validateStreamsCommitLocked(9, generation, memberID, req.InstanceID, true)
 		default:
 			code = g.validateCommitLocked(generation, memberID, req.InstanceID)
 		}

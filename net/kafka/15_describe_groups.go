@@ -3,8 +3,9 @@
 // State, protocol and members of each group; member metadata and assignments only for
 // Stable groups, as Kafka. Unknown groups are reported Dead (from v6 with
 // GROUP_ID_NOT_FOUND). A consumer group (KIP-848) is described by
-// ConsumerGroupDescribe: here it is Dead, from v6 with GROUP_ID_NOT_FOUND and "Group
-// <id> is not a classic group.", as Kafka 4 answers. Authorized operations (v3+)
+// ConsumerGroupDescribe, a streams group (KIP-1071) by StreamsGroupDescribe: here they
+// are Dead, from v6 with GROUP_ID_NOT_FOUND and "Group <id> is not a classic group.", as
+// Kafka 4 answers. Authorized operations (v3+)
 // report READ, DESCRIBE and DELETE, not computed from the ACLs.
 
 package kafka

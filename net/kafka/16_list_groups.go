@@ -1,12 +1,14 @@
 // ListGroups (key 16), versions 0-5.
 //
 // Every group of the __consumer_offsets partitions this broker leads, with the state
-// filter (v4+, KIP-518, case-insensitive) and the type filter (v5+, KIP-848: "classic"
-// or "consumer", case-insensitive), as Kafka 4: a consumer group (KIP-848) reports
-// type "consumer", protocol type "consumer" and its own states (Empty, Assigning,
-// Reconciling, Stable); a classic group type "classic" and the classic states. While
-// partitions load the answer carries COORDINATOR_LOAD_IN_PROGRESS with the groups
-// known so far.
+// filter (v4+, KIP-518, case-insensitive) and the type filter (v5+, KIP-848: "classic",
+// "consumer", "share" or "streams", case-insensitive), as Kafka 4: a consumer group
+// (KIP-848) reports type "consumer", protocol type "consumer" and its own states
+// (Empty, Assigning, Reconciling, Stable); a streams group (KIP-1071) type "streams",
+// protocol type "streams" and its states (Empty, NotReady, which the filter also takes
+// as not_ready, Assigning, Reconciling, Stable); a classic group type "classic" and the
+// classic states. While partitions load the answer carries
+// COORDINATOR_LOAD_IN_PROGRESS with the groups known so far.
 
 package kafka
 

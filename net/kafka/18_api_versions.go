@@ -67,7 +67,11 @@ func tableApiVersions(t *apiTable) []apiKeyEntry {
 var softwareName = regexp.MustCompile(`^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$`)
 
 func handleApiVersions(b *Broker, r *Request) {
-	resp := apiVersionsResponse(r, b.apiVersions, b.cfg.ClusterID, b.cfg.NodeID)
+	keys := b.apiVersions
+	if !b.streamsEnabled() {
+		keys = withoutKeys(keys, streamsAPIKeys...)
+	}
+	resp := apiVersionsResponse(r, keys, b.cfg.ClusterID, b.cfg.NodeID)
 	if r.Header.Version >= 3 {
 		b.features(resp)
 	}
@@ -77,28 +81,33 @@ func handleApiVersions(b *Broker, r *Request) {
 // features fills the feature flags of KIP-584 as a Kafka 4 broker reports them, for
 // the features whose level changes what a client does: group.version 1 (the consumer
 // protocol, KIP-848) when it is served, share.version 1 when share groups are on,
-// kraft.version 0 (a static voter set), and transaction.version 0 to 2 with the
-// level samsa.transaction.version finalizes (2: KIP-890 part 2, txns.go). A feature at
-// level 0 is supported but not finalized, as Kafka lists it. The epoch is the
-// metadata offset the broker answers from. metadata.version is not reported: Samsa's
+// streams.version 1 (the streams rebalance protocol, KIP-1071) when streams groups are
+// served (group.coordinator.rebalance.protocols holds "streams", the default as in a
+// new Kafka 4.2 cluster), kraft.version 0 (a static voter set), and
+// transaction.version 0 to 2 with the level samsa.transaction.version finalizes (2:
+// KIP-890 part 2, txns.go). A feature at level 0 is supported but not finalized, as
+// Kafka lists it. The epoch is the metadata offset the broker answers from. metadata.version is not reported: Samsa's
 // metadata log is not Kafka's, and no client acts on its level.
 func (b *Broker) features(resp *kmsg.ApiVersionsResponse) {
 	type feature struct {
 		name     string
 		max, lvl int16
 	}
-	group, share := int16(0), int16(0)
+	group, share, streams := int16(0), int16(0), int16(0)
 	if b.groups.consumerProtocol {
 		group = 1
 	}
 	if b.shares != nil && b.shares.enabled {
 		share = 1
 	}
+	if b.streamsEnabled() {
+		streams = 1
+	}
 	txnVersion := int16(0)
 	if b.txns != nil {
 		txnVersion = b.txns.version
 	}
-	for _, f := range []feature{{"group.version", 1, group}, {"kraft.version", 0, 0}, {"share.version", 1, share}, {"transaction.version", 2, txnVersion}} {
+	for _, f := range []feature{{"group.version", 1, group}, {"kraft.version", 0, 0}, {"share.version", 1, share}, {"streams.version", 1, streams}, {"transaction.version", 2, txnVersion}} {
 		resp.SupportedFeatures = append(resp.SupportedFeatures, kmsg.ApiVersionsResponseSupportedFeature{Name: f.name, MinVersion: 0, MaxVersion: f.max})
 		if f.lvl > 0 {
 			resp.FinalizedFeatures = append(resp.FinalizedFeatures, kmsg.ApiVersionsResponseFinalizedFeature{Name: f.name, MinVersionLevel: f.lvl, MaxVersionLevel: f.lvl})

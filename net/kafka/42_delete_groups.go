@@ -1,6 +1,6 @@
 // DeleteGroups (key 42), versions 0-3.
 //
-// Deletes empty groups (classic, consumer and share groups) with their committed
+// Deletes empty groups (classic, consumer, share and streams groups) with their committed
 // offsets (tombstones in __consumer_offsets); answers once the tombstones are durable.
 // Groups with members get NON_EMPTY_GROUP, unknown ones GROUP_ID_NOT_FOUND. The configs
 // of a deleted group (GROUP resources) are deleted with it, as in Kafka 4: an
@@ -15,7 +15,7 @@
 //
 // Differences from Apache Kafka: KIP-1331 made v3 for GROUP_DELETION_FAILED, the
 // failure of a streams group's topology-description plugin, whose message says why;
-// Samsa has neither streams groups nor that plugin and never answers it. For the older
+// Samsa keeps no topology descriptions (so no such plugin) and never answers it. For the older
 // codes Kafka 4.4 may leave the message null: a Java client then shows the same text,
 // the code's default message, that Samsa sends.
 

@@ -201,7 +201,6 @@ const (
 	whyKIP896       = "Kafka 4.0 removed them (KIP-896); Samsa still answers them: harmless, can stay"
 	whyStaticVoters = whyNotBuilt + ": the voter set is static (ApiVersions reports kraft.version 0, 18_api_versions.go)"
 	whyShareState   = "docs/CLUSTER.md lists it as not served: share state is written whole, and a share partition without state is answered by ReadShareGroupState (84_read_share_group_state.go)"
-	whyStreams      = "streams groups (KIP-1071) are not served yet (README; coordinator/configs)"
 	whyFeatures     = "Samsa's metadata log has no feature records; transaction.version is the node key samsa.transaction.version (docs/CLUSTER.md)"
 	whyRaft         = "Samsa's quorum is etcd raft: voters exchange SamsaRaft (10000) messages, not KRaft's Vote, BeginQuorumEpoch and EndQuorumEpoch (10000_samsa_raft.go)"
 )
@@ -280,12 +279,12 @@ var brokerClass = map[int16]apiClass{
 	85: {"0-1", stServed, ""},
 	86: {"", stNotServed, whyShareState},
 	87: {"", stNotServed, whyShareState},
-	88: {"", stNotServed, whyStreams},
-	89: {"", stNotServed, whyStreams},
+	88: {"0-1", stServed, ""},
+	89: {"0-1", stServed, ""},
 	90: {"0-1", stServed, ""},
 	91: {"0", stServed, ""},
 	92: {"0", stServed, ""},
-	93: {"", stNotServed, whyStreams},
+	93: {"", stNotServed, whyNotBuilt + ": streams groups keep no topology description; StreamsGroupHeartbeat v1 never asks for one and StreamsGroupDescribe answers NOT_STORED (88_streams_group_heartbeat.go)"},
 	94: {"", stNotServed, whyNotBuilt},
 }
 

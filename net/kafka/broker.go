@@ -112,6 +112,7 @@ type Broker struct {
 	groups     *groupState      // the group coordinator (groups.go)
 	txns       *txnState        // the transaction coordinator (txns.go)
 	shares     *shareState      // share groups' share partitions and share coordinator (shares.go)
+	streams    streamsBroker    // streams groups: served or not, internal topics being created (88_streams_group_heartbeat.go)
 	txnProd    txnProduceQueues // transactional produce requests in verification (00_produce.go)
 	published  notifier         // closed and renewed by MetadataChanged
 	offsets    topicGate        // the creation of __consumer_offsets
