@@ -341,6 +341,19 @@ PY
 	expect '^Completed updating config for group readers\.$'
 	step 'bin/samsa configs --entity-type groups --entity-name readers --describe'
 	expect '^  consumer\.heartbeat\.interval\.ms=6000 sensitive=false synonyms=\{GROUP_CONFIG:consumer\.heartbeat\.interval\.ms=6000'
+	# README.md, Auditing a cluster, with the quickstart's broker
+	step 'bin/samsa audit --bootstrap-server 127.0.0.1:9092 --duration 10s' \
+		'bin/samsa audit --bootstrap-server 127.0.0.1:9092 --duration 3s'
+	expect '^audit: topic samsa-audit-canary: 3 partitions, replication factor 1 \(created\)'
+	expect '^audit: VALID \(no anomalies\) over [0-9.]+s: [1-9][0-9]* produced, .* lost 0, duplicated 0, reordered 0, aborted-read 0, phantom 0, unseen 0; e2e p50 '
+	here 'bin/samsa audit --bootstrap-server 127.0.0.1:9092 --metrics-listen 127.0.0.1:9645 --report-interval 1m &' \
+		'bg "bin/samsa audit --bootstrap-server 127.0.0.1:9092 --metrics-listen 127.0.0.1:9645 --report-interval 1s"'
+	own wait_bg_log '^audit: VALID \(no anomalies\) in the first [0-9.]+s: [1-9][0-9]* produced'
+	own run_form bash "/usr/bin/python3 -c 'import urllib.request; print(urllib.request.urlopen(\"http://127.0.0.1:9645/metrics\").read().decode())'"
+	expect '^samsa_audit_records_acknowledged_total\{producer="transactional"\} [1-9]'
+	expect '^samsa_audit_anomalies_total\{kind="lost"\} 0$'
+	expect '^samsa_audit_valid 1$'
+	own stop_bg # SIGTERM: the audit drains and exits 0 with its verdict (1 would fail here)
 	# README.md, Pipelines, with the quickstart's broker
 	skip 'make test-pipelines' 'make test runs it (its test: line); the lines below run the pipelines'
 	step '(cd examples/benthos && go build -o ../../bin/samsa-benthos ./cmd/samsa-benthos)'

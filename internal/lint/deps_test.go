@@ -70,6 +70,9 @@ var allowed = map[string][]string{
 	"bench/...":       {"bench/..."},
 	"tools/chaos":     {},
 	"tools/chaos/...": {"tools/chaos/..."},
+	// samsa audit: a client of any Kafka-compatible cluster; it shares the harness's
+	// anomaly vocabulary (tools/chaos imports no project package).
+	"tools/audit": {"tools/chaos"},
 	// The pipelines of examples/ (examples/benthos is a module of its own): clients.
 	"examples/...": {"examples/..."},
 	// tests/sasl_ssl.sh's admin client.
@@ -79,7 +82,7 @@ var allowed = map[string][]string{
 	"tools/dumplog": {"engine/..."},
 
 	// Commands wire concrete types together.
-	"cmd/samsa":       {"engine/...", "purgatory", "replication/...", "coordinator/...", "net/...", "internal/..."},
+	"cmd/samsa":       {"engine/...", "purgatory", "replication/...", "coordinator/...", "net/...", "internal/...", "tools/audit"},
 	"cmd/samsa-bench": {"bench/...", "internal/kafkaprops"}, // --command-config: the client properties parser
 	"cmd/samsa-chaos": {"tools/chaos/..."},
 }
@@ -201,6 +204,11 @@ func TestRules(t *testing.T) {
 		{"net/kafka", "coordinator/group", true},
 		{"bench", "engine", false},
 		{"cmd/samsa-chaos", "tools/chaos", true},
+		{"tools/audit", "tools/chaos", true},
+		{"tools/audit", "tools/chaos/runner", false},
+		{"tools/audit", "engine", false},
+		{"tools/audit", "net/kafka", false},
+		{"cmd/samsa", "tools/audit", true},
 		{"cmd/samsa-chaos", "engine", false},
 	} {
 		rule, known := ruleFor(c.from)
