@@ -59,6 +59,7 @@ GO_TEST ?= $(GO) test -race -p 3 -timeout 20m
 test-go:
 	./tests/together.sh \
 		'go test $(PKGS)'                 '$(GO_TEST) $(PKGS)' \
+		'go test -tags invariants'        '$(GO) test -tags invariants -count=1 ./engine ./replication' \
 		'go test ./net/kafka (reactor)'   'SAMSA_TEST_TRANSPORT=reactor $(GO_TEST) ./net/kafka'
 
 test-kcat:

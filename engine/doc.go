@@ -10,7 +10,12 @@
 // klauspost/compress (gzip, snappy, zstd) and pierrec/lz4 (in compress.go
 // only, for the cleaner) and its own subpackages: engine/vfs (the
 // file-system seam, and the power-loss model CrashFS) and, in tests,
-// engine/vfs/errorfs (fault injection).
+// engine/vfs/errorfs (fault injection). Of the project it imports only
+// internal/invariants, a leaf of constants: built with -tags invariants, the
+// engine checks what costs on a hot path (a segment's reference count never
+// below zero, the offsets of an append dense and increasing, the high
+// watermark at or below the log end offset when set) and panics, naming the
+// invariant, when one is broken.
 //
 // # Layout
 //

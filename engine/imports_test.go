@@ -10,8 +10,9 @@ import (
 )
 
 // TestImportsStayALeaf keeps the engine a leaf: the standard library,
-// x/sys/unix, mmap-go, hdrhistogram-go and its own subpackages
-// (engine/vfs...) only (tests included); and the codecs
+// x/sys/unix, mmap-go, hdrhistogram-go, its own subpackages
+// (engine/vfs...) and internal/invariants (a leaf of constants: the
+// invariants build tag) only (tests included); and the codecs
 // (klauspost/compress, pierrec/lz4) in compress.go only, where the log
 // cleaner decompresses records.
 func TestImportsStayALeaf(t *testing.T) {
@@ -19,6 +20,8 @@ func TestImportsStayALeaf(t *testing.T) {
 		"golang.org/x/sys/unix":                   true,
 		"github.com/edsrzf/mmap-go":               true,
 		"github.com/HdrHistogram/hdrhistogram-go": true,
+		// A leaf of constants (the invariants build tag); it imports nothing.
+		"github.com/samsa-broker/samsa/internal/invariants": true,
 	}
 	files, err := filepath.Glob("*.go")
 	if err != nil || len(files) == 0 {

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 
 	"github.com/samsa-broker/samsa/engine/vfs"
+	"github.com/samsa-broker/samsa/internal/invariants"
 )
 
 // Log is one partition's log: an ordered list of segments, the last of which
@@ -111,12 +112,35 @@ func (l *Log) SetHighWatermark(off int64) {
 		if ls := l.logStart.Load(); off < ls {
 			off = ls
 		}
-		if leo := l.leo.Load(); off > leo {
+		leo := l.leo.Load()
+		if off > leo {
 			off = leo
 		}
-		if off <= cur || l.hw.CompareAndSwap(cur, off) {
+		if off <= cur {
 			return
 		}
+		if l.hw.CompareAndSwap(cur, off) {
+			if invariants.Enabled {
+				checkHighWatermark(l.tp, "set", off, leo)
+			}
+			return
+		}
+	}
+}
+
+// checkHWLocked panics (invariants builds) unless the high watermark lies at
+// or below the log end offset; where names the change that set it. Caller
+// holds appendMu (or loads the log), so that the log end does not move down
+// meanwhile.
+func (l *Log) checkHWLocked(where string) {
+	checkHighWatermark(l.tp, where, l.hw.Load(), l.leo.Load())
+}
+
+// checkHighWatermark panics unless hw <= leo: the high watermark of tp, as
+// where set it, against the log end offset it was set under.
+func checkHighWatermark(tp TopicPartition, where string, hw, leo int64) {
+	if hw > leo {
+		panic(fmt.Sprintf("engine: invariant broken: high watermark <= log end offset: %s %s: high watermark %d, log end %d", tp, where, hw, leo))
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/samsa-broker/samsa/internal/invariants"
 )
 
 // AppendOptions qualifies one Append.
@@ -41,39 +43,40 @@ func (l *Log) Append(batches []byte, o AppendOptions) (AppendResult, error) {
 	return res, err
 }
 
+// append is Append without the bookkeeping of a full disk. Its phases, in
+// order (each below, with what it may change):
+//
+//  1. validateAppend: the batches' framing and sizes; no lock, nothing changed.
+//  2. under appendMu: the log open and its directory online.
+//  3. checkProducersLocked (leader appends): idempotence and transactions;
+//     a retry of a batch already written answers with its first write's
+//     offsets.
+//  4. assignOffsets: offsets from the log end, stamped in place for a
+//     leader (with the epoch and LogAppendTime), kept for a follower.
+//  5. segmentForAppendLocked: the active segment, or a new one rolled.
+//  6. prepareIndexesLocked: the segment's index files, and room for the
+//     entries this append may add.
+//  7. writeLocked: one positioned write past the segment's published size.
+//  8. applyProducers: producer state and the transaction index.
+//  9. publishAppendLocked: the segment's size, then the log end offset
+//     (package doc, invariant 1).
+//  10. addIndexEntries: the index entries, after the bytes they point at.
+//  11. noteEpochsLocked: the leader epochs the batches start.
+//  12. scheduleFlush: the flusher, as the sync policy wants it.
+//
+// An error in phases 1 to 6 leaves the log's records as they were (the
+// caller's bytes may be stamped, a segment rolled); one in phases 7 and 8 is
+// undone (undoWrite, undoTxnWrite).
 func (l *Log) append(batches []byte, o AppendOptions) (AppendResult, error) {
 	cfg := l.cfg.Load()
-	nb := 0
-	for p := 0; p < len(batches); nb++ {
-		var h BatchHeader
-		var err error
-		if o.Follower {
-			// A compacted leader sends batches with holes, or emptied.
-			h, err = validateStoredBatch(batches[p:])
-		} else {
-			h, err = ValidateBatch(batches[p:])
-		}
-		if err != nil {
-			return AppendResult{}, err
-		}
-		if h.Size() > int64(cfg.MaxMessageBytes) && !o.Follower {
-			return AppendResult{}, fmt.Errorf("%w: batch of %d bytes, max.message.bytes %d", ErrBatchTooLarge, h.Size(), cfg.MaxMessageBytes)
-		}
-		p += int(h.Size())
-	}
-	if nb == 0 {
-		return AppendResult{}, fmt.Errorf("%w: no batch", ErrCorruptBatch)
-	}
-	if int64(len(batches)) > cfg.SegmentBytes {
-		return AppendResult{}, fmt.Errorf("%w: %d bytes, segment.bytes %d", ErrBatchTooLarge, len(batches), cfg.SegmentBytes)
+	nb, err := validateAppend(batches, o.Follower, cfg)
+	if err != nil {
+		return AppendResult{}, err
 	}
 
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
-	if l.closed {
-		return AppendResult{}, ErrClosed
-	}
-	if err := l.ld.offlineErr(); err != nil {
+	if err := l.appendableLocked(); err != nil {
 		return AppendResult{}, err
 	}
 	now := o.Now
@@ -81,92 +84,227 @@ func (l *Log) append(batches []byte, o AppendOptions) (AppendResult, error) {
 		now = l.m.nowMs()
 	}
 	leo := l.leo.Load()
-
-	// Idempotence and transactions, before anything is changed.
 	if !o.Follower {
-		var sc seqCheck
-		rules := checkRules{verify: !l.m.noVerify.Load()}
-		for p := 0; p < len(batches); {
-			h := parseHeaderUnchecked(batches[p:])
-			if h.Control() {
-				if err := l.checkLeaderMarker(&h, batches[p:p+int(h.Size())]); err != nil {
-					return AppendResult{}, err
-				}
-				sc = seqCheck{}
-			} else if h.ProducerID >= 0 {
-				dup, err := l.prod.check(&h, &sc, rules)
-				if err != nil {
-					return AppendResult{}, err
-				}
-				if dup != nil {
-					if nb > 1 {
-						return AppendResult{}, fmt.Errorf("%w: duplicate batch inside a multi-batch append", ErrOutOfOrderSequence)
-					}
-					return AppendResult{BaseOffset: dup.firstOffset, LastOffset: dup.lastOffs, LogAppendTime: -1,
-						LogStartOffset: l.logStart.Load(), Duplicate: true}, nil
-				}
-			}
-			p += int(h.Size())
+		dup, err := l.checkProducersLocked(batches, nb)
+		if err != nil {
+			return AppendResult{}, err
+		}
+		if dup != nil {
+			return AppendResult{BaseOffset: dup.firstOffset, LastOffset: dup.lastOffs, LogAppendTime: -1,
+				LogStartOffset: l.logStart.Load(), Duplicate: true}, nil
 		}
 	}
+	first, next, err := assignOffsets(batches, o.Follower, o.LeaderEpoch, cfg.TimestampType, now, leo)
+	if err != nil {
+		return AppendResult{}, err
+	}
+	if invariants.Enabled {
+		checkAppendOffsets(batches, o.Follower, leo, first, next)
+	}
+	seg, err := l.segmentForAppendLocked(cfg, len(batches), nb, first, next, leo, now, o.Follower)
+	if err != nil {
+		return AppendResult{}, err
+	}
+	interval := int64(cfg.IndexIntervalBytes)
+	if err := l.prepareIndexesLocked(seg, batches, interval); err != nil {
+		return AppendResult{}, err
+	}
+	pos, err := l.writeLocked(seg, batches, now)
+	if err != nil {
+		return AppendResult{}, err
+	}
+	if err := l.applyProducers(seg, batches); err != nil {
+		return AppendResult{}, l.undoTxnWrite(seg, pos, err)
+	}
+	l.publishAppendLocked(seg, pos, int64(len(batches)), next, cfg)
+	seg.addIndexEntries(batches, pos, interval)
+	l.noteEpochsLocked(batches)
+	l.scheduleFlush(int64(len(batches)), o.Hold)
 
-	// Offsets.
-	first := leo
-	next := leo
+	res := AppendResult{BaseOffset: first, LastOffset: next - 1, LogAppendTime: -1, LogStartOffset: l.logStart.Load()}
+	if cfg.TimestampType == LogAppendTime && !o.Follower {
+		res.LogAppendTime = now
+	}
+	return res, nil
+}
+
+// validateAppend checks the batches of an append (one or more, concatenated)
+// and returns how many there are: each batch's framing and header
+// (ValidateBatch for a leader's; for a follower's, the rules of a stored
+// batch, since a compacted leader sends batches with holes, or emptied),
+// max.message.bytes per batch (leader appends only) and segment.bytes for
+// the whole append. It reads only.
+func validateAppend(batches []byte, follower bool, cfg *LogConfig) (int, error) {
+	nb := 0
+	for p := 0; p < len(batches); nb++ {
+		var h BatchHeader
+		var err error
+		if follower {
+			h, err = validateStoredBatch(batches[p:])
+		} else {
+			h, err = ValidateBatch(batches[p:])
+		}
+		if err != nil {
+			return 0, err
+		}
+		if h.Size() > int64(cfg.MaxMessageBytes) && !follower {
+			return 0, fmt.Errorf("%w: batch of %d bytes, max.message.bytes %d", ErrBatchTooLarge, h.Size(), cfg.MaxMessageBytes)
+		}
+		p += int(h.Size())
+	}
+	if nb == 0 {
+		return 0, fmt.Errorf("%w: no batch", ErrCorruptBatch)
+	}
+	if int64(len(batches)) > cfg.SegmentBytes {
+		return 0, fmt.Errorf("%w: %d bytes, segment.bytes %d", ErrBatchTooLarge, len(batches), cfg.SegmentBytes)
+	}
+	return nb, nil
+}
+
+// appendableLocked is nil when the log takes appends: it is open and its
+// directory online. Caller holds appendMu.
+func (l *Log) appendableLocked() error {
+	if l.closed {
+		return ErrClosed
+	}
+	return l.ld.offlineErr()
+}
+
+// checkProducersLocked holds the nb batches of a leader append to the
+// producer state before anything is changed: a control batch to the rules
+// of a coordinator's marker (checkLeaderMarker), a producer's data batch to
+// the idempotence and transaction rules (producerStates.check). A retry of
+// a batch already written comes back as dup (the first write's offsets:
+// nothing is to be written), and fails inside a multi-batch append. Caller
+// holds appendMu.
+func (l *Log) checkProducersLocked(batches []byte, nb int) (dup *batchMeta, err error) {
+	var sc seqCheck
+	rules := checkRules{verify: !l.m.noVerify.Load()}
+	for p := 0; p < len(batches); {
+		h := parseHeaderUnchecked(batches[p:])
+		if h.Control() {
+			if err := l.checkLeaderMarker(&h, batches[p:p+int(h.Size())]); err != nil {
+				return nil, err
+			}
+			sc = seqCheck{}
+		} else if h.ProducerID >= 0 {
+			dup, err := l.prod.check(&h, &sc, rules)
+			if err != nil {
+				return nil, err
+			}
+			if dup != nil {
+				if nb > 1 {
+					return nil, fmt.Errorf("%w: duplicate batch inside a multi-batch append", ErrOutOfOrderSequence)
+				}
+				return dup, nil
+			}
+		}
+		p += int(h.Size())
+	}
+	return nil, nil
+}
+
+// assignOffsets gives validated batches their offsets and returns the first
+// offset and the one after the last batch. A leader append (follower false)
+// stamps them in place from the log end leo on, dense (each batch's base is
+// the previous batch's end), with the leader epoch and, under
+// LogAppendTime, the time now. A follower append keeps the leader's offsets
+// and epochs, which must not lie below the previous batch's end (from leo
+// on; holes are a compacted leader's): ErrUnexpectedAppendOffset. Caller
+// holds appendMu.
+func assignOffsets(batches []byte, follower bool, epoch int32, ts TimestampType, now, leo int64) (first, next int64, err error) {
+	first, next = leo, leo
 	for p := 0; p < len(batches); {
 		size := int(int64(int32(beUint32(batches[p+offLength:]))) + logOverhead)
 		delta := int64(int32(beUint32(batches[p+offLastOffsetDelta:])))
-		if o.Follower {
+		if follower {
 			base := int64(beUint64(batches[p:]))
 			if base < next {
-				return AppendResult{}, fmt.Errorf("%w: batch at %d, log end %d", ErrUnexpectedAppendOffset, base, next)
+				return 0, 0, fmt.Errorf("%w: batch at %d, log end %d", ErrUnexpectedAppendOffset, base, next)
 			}
 			if p == 0 {
 				first = base
 			}
 			next = base + delta + 1
 		} else {
-			stampBatch(batches[p:], next, o.LeaderEpoch)
-			if cfg.TimestampType == LogAppendTime {
+			stampBatch(batches[p:], next, epoch)
+			if ts == LogAppendTime {
 				stampLogAppendTime(batches[p:p+size], now)
 			}
 			next += delta + 1
 		}
 		p += size
 	}
+	return first, next, nil
+}
 
-	seg := l.segs[len(l.segs)-1]
-	if l.needRoll(seg, cfg, len(batches), nb, first, next-1, now) {
-		// A follower's batch may start past the log end (the leader's log
-		// is compacted): the new segment starts at the log end all the same,
-		// so that segments stay contiguous in offsets (recovery reads a gap
-		// between segments as a lost tail), unless the batch would then lie
-		// beyond the segment's 2^31 offsets.
-		rollAt := first
-		if o.Follower && first > leo && next-1-leo <= math.MaxInt32 {
-			rollAt = leo
+// checkAppendOffsets panics unless the offsets assignOffsets gave the
+// batches are what the log may take (invariants builds only): the first
+// batch at the log end leo (a follower's: at or past it), each next one at
+// the end of the one before (a follower's: at or past it), each batch's
+// last offset at or past its base, and next the end of the last.
+func checkAppendOffsets(batches []byte, follower bool, leo, first, next int64) {
+	end := leo
+	for p := 0; p < len(batches); {
+		h := parseHeaderUnchecked(batches[p:])
+		if h.BaseOffset != end && (!follower || h.BaseOffset < end) {
+			panic(fmt.Sprintf("engine: invariant broken: offsets of an append dense and increasing: batch at %d after end %d (log end %d, follower %t)",
+				h.BaseOffset, end, leo, follower))
 		}
-		if err := l.rollLocked(rollAt); err != nil {
-			l.m.reportIO(l.tp.String(), err, "op", "roll")
-			return AppendResult{}, ioFailure(fmt.Sprintf("append %s", l.tp), err)
+		if p == 0 && h.BaseOffset != first {
+			panic(fmt.Sprintf("engine: invariant broken: offsets of an append dense and increasing: first batch at %d, append's first offset %d", h.BaseOffset, first))
 		}
-		seg = l.segs[len(l.segs)-1]
-		if next-1-seg.base > math.MaxInt32 {
-			return AppendResult{}, fmt.Errorf("%w: offsets %d..%d span more than a segment", ErrInvalidRecord, first, next-1)
+		if h.LastOffset() < h.BaseOffset {
+			panic(fmt.Sprintf("engine: invariant broken: offsets of an append dense and increasing: batch at %d ends at %d", h.BaseOffset, h.LastOffset()))
 		}
+		end = h.LastOffset() + 1
+		p += int(h.Size())
 	}
-	// The index files of a segment about to take its first batch.
+	if end != next {
+		panic(fmt.Sprintf("engine: invariant broken: offsets of an append dense and increasing: batches end at %d, append's end %d", end, next))
+	}
+}
+
+// segmentForAppendLocked returns the segment the batches [first, next) go to
+// (n bytes in nb batches): the active segment, or a new one when needRoll
+// says so. A follower's batch may start past the log end leo (the leader's
+// log is compacted): the new segment starts at the log end all the same, so
+// that segments stay contiguous in offsets (recovery reads a gap between
+// segments as a lost tail), unless the batch would then lie beyond the
+// segment's 2^31 offsets. Caller holds appendMu.
+func (l *Log) segmentForAppendLocked(cfg *LogConfig, n, nb int, first, next, leo, now int64, follower bool) (*segment, error) {
+	seg := l.segs[len(l.segs)-1]
+	if !l.needRoll(seg, cfg, n, nb, first, next-1, now) {
+		return seg, nil
+	}
+	rollAt := first
+	if follower && first > leo && next-1-leo <= math.MaxInt32 {
+		rollAt = leo
+	}
+	if err := l.rollLocked(rollAt); err != nil {
+		l.m.reportIO(l.tp.String(), err, "op", "roll")
+		return nil, ioFailure(fmt.Sprintf("append %s", l.tp), err)
+	}
+	seg = l.segs[len(l.segs)-1]
+	if next-1-seg.base > math.MaxInt32 {
+		return nil, fmt.Errorf("%w: offsets %d..%d span more than a segment", ErrInvalidRecord, first, next-1)
+	}
+	return seg, nil
+}
+
+// prepareIndexesLocked readies seg's indexes for the append of batches,
+// before anything is written: it creates the index files of a segment
+// about to take its first batch, and makes room for the entries the append
+// may add (one per batch, and the time index's entry at roll or close), so
+// that a full disk fails the growth of an index, not the append half-way.
+// Caller holds appendMu; it takes seg.idxMu.
+func (l *Log) prepareIndexesLocked(seg *segment, batches []byte, interval int64) error {
 	if seg.idxLazy.Load() {
 		if ierr := seg.createIndexFiles(); ierr != nil {
 			l.m.reportIO(l.tp.String(), ierr, "op", "index create")
-			return AppendResult{}, ioFailure(fmt.Sprintf("append %s", l.tp), ierr)
+			return ioFailure(fmt.Sprintf("append %s", l.tp), ierr)
 		}
 	}
-	// Room for the index entries this append may add (one per batch, and
-	// the time index's entry at roll or close), before anything is
-	// written: a full disk fails the growth of an index, not the append
-	// half-way.
-	interval := int64(cfg.IndexIntervalBytes)
 	if n := indexEntriesFor(batches, seg.bytesSinceIndex, interval); n > 0 {
 		seg.idxMu.Lock()
 		ierr := seg.oidx.reserveLocked(n)
@@ -176,56 +314,80 @@ func (l *Log) append(batches []byte, o AppendOptions) (AppendResult, error) {
 		seg.idxMu.Unlock()
 		if ierr != nil {
 			l.m.reportIO(l.tp.String(), ierr, "op", "index grow")
-			return AppendResult{}, ioFailure(fmt.Sprintf("append %s", l.tp), ierr)
+			return ioFailure(fmt.Sprintf("append %s", l.tp), ierr)
 		}
 	}
+	return nil
+}
+
+// writeLocked writes batches past seg's published size with one positioned
+// write and returns the position it wrote at; a failed write is undone
+// (undoWrite). The segment's roll clock starts with its first append.
+// Caller holds appendMu.
+func (l *Log) writeLocked(seg *segment, batches []byte, now int64) (int64, error) {
 	pos := seg.size.Load()
 	if _, err := seg.log.WriteAt(batches, pos); err != nil {
-		return AppendResult{}, l.undoWrite(seg, pos, err)
+		return 0, l.undoWrite(seg, pos, err)
 	}
 	if seg.rollAtMs == 0 {
 		seg.rollAtMs = now
 	}
+	return pos, nil
+}
 
-	// Producer state and the transaction index, before the new end is
-	// published: a flush that reads the new end finds the index entries
-	// of its markers written, and syncs them with the data.
-	if err := l.applyProducers(seg, batches); err != nil {
-		return AppendResult{}, l.undoTxnWrite(seg, pos, err)
-	}
-	l.consumePreallocLocked(seg, pos, pos+int64(len(batches)))
-
-	// Publish: size, then LEO, then index entries (package doc, invariant 1).
-	seg.size.Store(pos + int64(len(batches)))
+// publishAppendLocked makes the n bytes written at pos in seg, whose batches
+// end at offset next, the log's: the blocks they took from the preallocated
+// tail, then the segment's size, then the log end offset (package doc,
+// invariant 1), then more blocks ahead if the policy wants them. It runs
+// after applyProducers, so that a flush that reads the new end finds the
+// index entries of its markers written, and syncs them with the data.
+// Caller holds appendMu.
+func (l *Log) publishAppendLocked(seg *segment, pos, n, next int64, cfg *LogConfig) {
+	end := pos + n
+	l.consumePreallocLocked(seg, pos, end)
+	seg.size.Store(end)
 	seg.next.Store(next)
-	l.size.Add(int64(len(batches)))
+	l.size.Add(n)
 	l.leo.Store(next)
-	if perr := l.preallocLocked(seg, pos+int64(len(batches)), cfg); perr != nil {
+	if perr := l.preallocLocked(seg, end, cfg); perr != nil {
 		// The blocks allocated ahead could not be cut off after a failed
 		// allocation of more: nothing more goes into this directory (Open cuts
 		// them after the restart, as any tail past the last batch).
 		l.m.reportIO(l.tp.String(), perr, "op", "truncate")
 		l.ld.setOffline(perr)
 	}
+}
 
-	latest := l.epochs.latest()
-	seg.idxMu.Lock()
+// addIndexEntries adds the index entries of batches just published at pos
+// in the segment: its largest timestamp, the tail ring, and an offset- and
+// time-index entry each time more than interval bytes were written since
+// the last (room made by prepareIndexesLocked). Called with appendMu held,
+// after the new size is published; it takes idxMu.
+func (s *segment) addIndexEntries(batches []byte, pos, interval int64) {
+	s.idxMu.Lock()
 	for p := 0; p < len(batches); {
 		h := parseHeaderUnchecked(batches[p:])
-		if h.MaxTimestamp > seg.maxTs.Load() {
-			seg.offMax.Store(h.LastOffset())
-			seg.maxTs.Store(h.MaxTimestamp)
+		if h.MaxTimestamp > s.maxTs.Load() {
+			s.offMax.Store(h.LastOffset())
+			s.maxTs.Store(h.MaxTimestamp)
 		}
-		seg.recordTailLocked(h, pos+int64(p))
-		if seg.bytesSinceIndex > interval {
-			seg.oidx.appendEntryLocked(h.LastOffset(), pos+int64(p))
-			seg.tidx.maybeAppendLocked(seg.maxTs.Load(), seg.offMax.Load())
-			seg.bytesSinceIndex = 0
+		s.recordTailLocked(h, pos+int64(p))
+		if s.bytesSinceIndex > interval {
+			s.oidx.appendEntryLocked(h.LastOffset(), pos+int64(p))
+			s.tidx.maybeAppendLocked(s.maxTs.Load(), s.offMax.Load())
+			s.bytesSinceIndex = 0
 		}
-		seg.bytesSinceIndex += h.Size()
+		s.bytesSinceIndex += h.Size()
 		p += int(h.Size())
 	}
-	seg.idxMu.Unlock()
+	s.idxMu.Unlock()
+}
+
+// noteEpochsLocked adds to the leader-epoch cache each epoch that a batch of
+// batches starts (later than the latest known); the next flush writes the
+// checkpoint. Caller holds appendMu.
+func (l *Log) noteEpochsLocked(batches []byte) {
+	latest := l.epochs.latest()
 	for p := 0; p < len(batches); {
 		h := parseHeaderUnchecked(batches[p:])
 		if h.PartitionLeaderEpoch > latest {
@@ -234,21 +396,21 @@ func (l *Log) append(batches []byte, o AppendOptions) (AppendResult, error) {
 		}
 		p += int(h.Size())
 	}
+}
 
-	dirty := l.dirtyBytes.Add(int64(len(batches)))
+// scheduleFlush counts n bytes appended as dirty and queues the log for the
+// flusher as the sync policy wants: every append under fsync (its wake-up
+// deferred to hold, when set), once FlushBytes are dirty under interval.
+func (l *Log) scheduleFlush(n int64, hold *FlushHold) {
+	dirty := l.dirtyBytes.Add(n)
 	switch l.m.opts.Sync {
 	case SyncFsync:
-		l.ld.queueFlushHeld(l, o.Hold)
+		l.ld.queueFlushHeld(l, hold)
 	case SyncInterval:
 		if fb := l.m.opts.FlushBytes; fb > 0 && dirty >= fb {
-			l.ld.queueFlushHeld(l, o.Hold)
+			l.ld.queueFlushHeld(l, hold)
 		}
 	}
-	res := AppendResult{BaseOffset: first, LastOffset: next - 1, LogAppendTime: -1, LogStartOffset: l.logStart.Load()}
-	if cfg.TimestampType == LogAppendTime && !o.Follower {
-		res.LogAppendTime = now
-	}
-	return res, nil
 }
 
 // indexEntriesFor is the number of offset-index entries an append of

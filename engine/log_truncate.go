@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/samsa-broker/samsa/internal/invariants"
 )
 
 // TruncateTo removes every record at or after offset (a follower that
@@ -125,6 +127,9 @@ func (l *Log) TruncateTo(offset int64) error {
 	if l.hw.Load() > newEnd {
 		l.hw.Store(newEnd)
 	}
+	if invariants.Enabled {
+		l.checkHWLocked("truncation")
+	}
 	if l.recoveryPoint.Load() > newEnd {
 		l.recoveryPoint.Store(newEnd)
 	}
@@ -209,6 +214,9 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	l.leo.Store(offset)
 	l.logStart.Store(offset)
 	l.hw.Store(offset)
+	if invariants.Enabled {
+		l.checkHWLocked("full truncation")
+	}
 	l.recoveryPoint.Store(offset)
 	l.size.Store(0)
 	l.dirtyBytes.Store(0)

@@ -238,7 +238,8 @@ func (m *Manager) loadDir(d *logDir) error {
 			return fmt.Errorf("%w: %s found in two log directories", ErrInvalidConfig, tp)
 		}
 		rp, hasRP := rps[tp]
-		l, err := m.loadLog(d, path, tp, m.opts.DefaultConfig, clean, hasRP, rp, hws[tp], lss[tp])
+		l, err := m.loadLog(loadSpec{dir: d, path: path, tp: tp, cfg: m.opts.DefaultConfig, clean: clean,
+			hasRecoveryPoint: hasRP, recoveryPoint: rp, highWatermark: hws[tp], logStart: lss[tp]})
 		if err != nil {
 			return fmt.Errorf("load %s: %w", path, tooManyFiles(err, len(m.logs)))
 		}
@@ -425,7 +426,7 @@ func (m *Manager) createLogLocked(tp TopicPartition, cfg LogConfig) (*Log, *logD
 	if err := m.fs.MkdirAll(path, 0o755); err != nil {
 		return nil, nil, tooManyFiles(err, len(m.logs))
 	}
-	l, err := m.loadLog(best, path, tp, cfg, true, false, 0, 0, 0)
+	l, err := m.loadLog(loadSpec{dir: best, path: path, tp: tp, cfg: cfg, clean: true})
 	if err != nil {
 		return nil, nil, tooManyFiles(err, len(m.logs))
 	}

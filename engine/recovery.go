@@ -11,13 +11,33 @@ import (
 	"strings"
 
 	"github.com/samsa-broker/samsa/engine/vfs"
+	"github.com/samsa-broker/samsa/internal/invariants"
 )
 
 // recoverBufSize is the read size of the recovery scan.
 const recoverBufSize = 1 << 20
 
-// loadLog opens the partition directory dir, recovering it if the last
-// shutdown was not clean.
+// loadSpec is what loadLog opens: a partition directory of a log directory,
+// the configuration to open it with, and what the directory's checkpoints
+// say of it.
+type loadSpec struct {
+	dir  *logDir        // the log directory that holds it
+	path string         // the partition directory
+	tp   TopicPartition // its partition
+	cfg  LogConfig      // its configuration (sanitized by loadLog)
+	// clean: the log directory was shut down cleanly (or the log is new):
+	// nothing is scanned but the active segment's tail.
+	clean bool
+	// hasRecoveryPoint: the recovery-point checkpoint names the log, at
+	// recoveryPoint; without it a recovery scans every segment.
+	hasRecoveryPoint bool
+	recoveryPoint    int64
+	highWatermark    int64 // checkpointed (0 if none)
+	logStart         int64 // checkpointed log start offset (0 if none)
+}
+
+// loadLog opens the partition directory spec.path, recovering it if the
+// last shutdown was not clean.
 //
 // Clean: only the active segment's indexes are opened (and checked); older
 // segments' indexes are opened on first use. After a crash: every segment
@@ -28,46 +48,114 @@ const recoverBufSize = 1 << 20
 // synced the recovered bytes. In both cases *.deleted and temporary files are removed (finishing an
 // interrupted deletion), orphan indexes are removed, and producer state is
 // rebuilt from the newest snapshot plus the batches after it.
-func (m *Manager) loadLog(d *logDir, dir string, tp TopicPartition, cfg LogConfig, clean, hasRP bool, rp, hw, ls int64) (*Log, error) {
-	c := cfg.sanitized()
-	l := &Log{rec: RecoveryStats{Logs: 1}, tp: tp, dir: dir, m: m, ld: d, fs: m.fs, logger: m.logger.With("tp", tp.String()), prod: newProducerStates(), snapAt: -1}
+//
+// Its phases, in order: list the directory (listLogDir: interrupted swaps
+// finished, leftovers removed), open the segments (openSegments: the first
+// one created in an empty directory), recover them after a crash
+// (recoverSegments) or open the active one's indexes, set the offsets
+// (setLoadedOffsets), load the leader epochs (loadEpochs), the transaction
+// indexes (loadTxnIndexes) and the producer state (loadProducerState). On
+// an error the segments opened are released.
+func (m *Manager) loadLog(spec loadSpec) (*Log, error) {
+	c := spec.cfg.sanitized()
+	l := &Log{rec: RecoveryStats{Logs: 1}, tp: spec.tp, dir: spec.path, m: m, ld: spec.dir, fs: m.fs,
+		logger: m.logger.With("tp", spec.tp.String()), prod: newProducerStates(), snapAt: -1}
 	l.prod.attach(&l.txns)
 	l.cfg.Store(&c)
 	l.firstDirty.Store(-1)
 
-	ents, err := m.fs.ReadDir(dir)
+	files, err := l.listLogDir()
 	if err != nil {
 		return nil, err
 	}
-	// A swap of cleaned segments that a crash cut is finished (or, before
-	// its commit point, undone) before anything else is read.
-	changed, err := finishSwaps(m.fs, dir, ents, &l.rec)
+	segs, created, err := l.openSegments(files.bases, spec.logStart)
+	fail := func(err error) (*Log, error) {
+		releaseAll(segs)
+		return nil, err
+	}
 	if err != nil {
-		return nil, fmt.Errorf("finish the swap of cleaned segments: %w", err)
+		return fail(err)
+	}
+	clean := spec.clean || created
+	// rebuildFrom is the base of the first segment whose transaction index
+	// is rebuilt from the log: the first one scanned after a crash, or
+	// one whose index does not hold together.
+	rebuildFrom := int64(math.MaxInt64)
+	switch {
+	case !clean:
+		if segs, rebuildFrom, err = l.recoverSegments(segs, spec.hasRecoveryPoint, spec.recoveryPoint); err != nil {
+			return fail(err)
+		}
+		l.rec.RecoveredLogs = 1
+	case !created: // a new segment's indexes are already open, empty and writable
+		l.rec.CleanLogs = 1
+		if err := l.openActive(segs[len(segs)-1]); err != nil {
+			return fail(err)
+		}
+	}
+	l.segs = segs
+
+	leo, start := l.setLoadedOffsets(spec, !clean)
+	if err := l.loadEpochs(leo, start); err != nil {
+		return fail(err)
+	}
+	if rebuildFrom, err = l.loadTxnIndexes(files.txnFiles, rebuildFrom, leo); err != nil {
+		return fail(err)
+	}
+	if created && !files.snapshots {
+		// A new, empty log: the state is empty, as a rebuild would find it
+		// (no snapshot, no record), without listing the directory three times.
+		return l, nil
+	}
+	if err := l.loadProducerState(leo, rebuildFrom); err != nil {
+		return fail(err)
+	}
+	return l, nil
+}
+
+// logDirFiles is what listLogDir found in a partition directory.
+type logDirFiles struct {
+	bases     []int64        // the segments' base offsets, in order
+	txnFiles  map[int64]bool // the bases of the segments with a .txnindex
+	snapshots bool           // the directory holds producer snapshots
+}
+
+// listLogDir lists the log's directory, once a swap of cleaned segments
+// that a crash cut is finished (or, before its commit point, undone), and
+// removes what nothing will read: files renamed *.deleted (an interrupted
+// deletion), temporary files, and indexes without their segment. It counts
+// the swaps in the recovery stats.
+func (l *Log) listLogDir() (logDirFiles, error) {
+	fs, dir := l.fs, l.dir
+	ents, err := fs.ReadDir(dir)
+	if err != nil {
+		return logDirFiles{}, err
+	}
+	changed, err := finishSwaps(fs, dir, ents, &l.rec)
+	if err != nil {
+		return logDirFiles{}, fmt.Errorf("finish the swap of cleaned segments: %w", err)
 	}
 	if changed {
 		l.logger.Warn("interrupted swap of cleaned segments", "completed", l.rec.SwapsCompleted, "discarded", l.rec.SwapsDiscarded)
-		if ents, err = m.fs.ReadDir(dir); err != nil {
-			return nil, err
+		if ents, err = fs.ReadDir(dir); err != nil {
+			return logDirFiles{}, err
 		}
 	}
-	var bases []int64
+	f := logDirFiles{txnFiles: map[int64]bool{}}
 	logs := map[int64]bool{}
-	txnFiles := map[int64]bool{}
 	var indexes []string
-	snapshots := false // the directory holds producer snapshots
 	for _, e := range ents {
 		name := e.Name()
 		if e.IsDir() {
 			continue
 		}
-		snapshots = snapshots || strings.HasSuffix(name, snapshotSuffix)
+		f.snapshots = f.snapshots || strings.HasSuffix(name, snapshotSuffix)
 		switch {
 		case strings.HasSuffix(name, deletedSuffix), strings.HasSuffix(name, tmpSuffix):
-			m.fs.Remove(dir + "/" + name)
+			fs.Remove(dir + "/" + name)
 		case strings.HasSuffix(name, logSuffix):
 			if b, ok := parseBase(name, logSuffix); ok {
-				bases = append(bases, b)
+				f.bases = append(f.bases, b)
 				logs[b] = true
 			}
 		case strings.HasSuffix(name, indexSuffix), strings.HasSuffix(name, timeIndexSuffix), strings.HasSuffix(name, txnIndexSuffix):
@@ -84,96 +172,102 @@ func (m *Manager) loadLog(d *logDir, dir string, tp TopicPartition, cfg LogConfi
 		}
 		b, ok := parseBase(name, suf)
 		if !ok || !logs[b] {
-			m.fs.Remove(dir + "/" + name)
+			fs.Remove(dir + "/" + name)
 		} else if suf == txnIndexSuffix {
-			txnFiles[b] = true
+			f.txnFiles[b] = true
 		}
 	}
-	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
+	sort.Slice(f.bases, func(i, j int) bool { return f.bases[i] < f.bases[j] })
+	return f, nil
+}
 
-	var segs []*segment
-	fail := func(err error) (*Log, error) {
-		releaseAll(segs)
-		return nil, err
-	}
+// openSegments opens the segments of bases (in order), each one's next
+// offset the next one's base; in an empty directory it creates the first
+// segment, at the checkpointed log start logStart (created: a new log). On
+// an error it returns the segments it opened, for the caller to release.
+func (l *Log) openSegments(bases []int64, logStart int64) (segs []*segment, created bool, err error) {
 	for _, b := range bases {
-		s, err := openSegment(m, dir, b)
+		s, err := openSegment(l.m, l.dir, b)
 		if err != nil {
-			return fail(err)
+			return segs, false, err
 		}
 		segs = append(segs, s)
 	}
 	for i := 0; i+1 < len(segs); i++ {
 		segs[i].next.Store(segs[i+1].base)
 	}
-	created := false
-	if len(segs) == 0 {
-		s, err := createSegment(m, dir, max(ls, 0), &c, true)
+	if len(segs) > 0 {
+		return segs, false, nil
+	}
+	s, err := createSegment(l.m, l.dir, max(logStart, 0), l.cfg.Load(), true)
+	if err != nil {
+		return segs, false, err
+	}
+	l.dirDirty.Store(true)
+	return append(segs, s), true, nil
+}
+
+// recoverSegments scans segs after a crash, from the segment holding the
+// checkpointed recovery point rp (hasRP false: from the first): each batch
+// is checked (recoverSegment) and the first bad one cut off with all that
+// follows, later segments deleted; a segment that ends short of the next
+// one lost its tail. It returns the segments kept (on an error, those still
+// held, for the caller to release) and the base of the first segment
+// scanned, from which the transaction indexes are rebuilt.
+func (l *Log) recoverSegments(segs []*segment, hasRP bool, rp int64) ([]*segment, int64, error) {
+	start := 0
+	if hasRP {
+		l.segs = segs
+		start = l.segmentForLocked(rp)
+	}
+	rebuildFrom := segs[start].base
+	buf := make([]byte, recoverBufSize)
+	for i := start; i < len(segs); i++ {
+		last := i == len(segs)-1
+		cut, err := l.recoverSegment(segs[i], last, buf)
 		if err != nil {
-			return fail(err)
+			return segs, 0, err
 		}
-		l.dirDirty.Store(true)
-		segs = append(segs, s)
-		clean, created = true, true
-	}
-
-	recovered := false
-	// rebuildFrom is the base of the first segment whose transaction index
-	// is rebuilt from the log: the first one scanned after a crash, or
-	// one whose index does not hold together.
-	rebuildFrom := int64(math.MaxInt64)
-	if !clean {
-		start := 0
-		if hasRP {
-			l.segs = segs
-			start = l.segmentForLocked(rp)
+		// A segment that now ends short of the next one lost its tail
+		// in the crash (the offsets of a log are dense): what follows
+		// cannot have been acknowledged, since a flush syncs every
+		// segment from the recovery point on before moving it.
+		if !last && !cut && segs[i].next.Load() != segs[i+1].base {
+			l.logger.Warn("segment ends short of the next one after a crash", "base", segs[i].base,
+				"end", segs[i].next.Load(), "next_base", segs[i+1].base)
+			cut = true
 		}
-		rebuildFrom = segs[start].base
-		buf := make([]byte, recoverBufSize)
-		for i := start; i < len(segs); i++ {
-			last := i == len(segs)-1
-			cut, err := l.recoverSegment(segs[i], last, buf)
-			if err != nil {
-				return fail(err)
-			}
-			// A segment that now ends short of the next one lost its tail
-			// in the crash (the offsets of a log are dense): what follows
-			// cannot have been acknowledged, since a flush syncs every
-			// segment from the recovery point on before moving it.
-			if !last && !cut && segs[i].next.Load() != segs[i+1].base {
-				l.logger.Warn("segment ends short of the next one after a crash", "base", segs[i].base,
-					"end", segs[i].next.Load(), "next_base", segs[i+1].base)
-				cut = true
-			}
-			if cut && !last {
-				for _, s := range segs[i+1:] {
-					l.logger.Warn("deleting segment after corrupt or lost data", "base", s.base)
-					l.rec.SegmentsDeleted++
-					l.rec.BytesTruncated += s.size.Load()
-					if err := s.markDeleted(); err != nil {
-						return fail(err)
-					}
+		if cut && !last {
+			for _, s := range segs[i+1:] {
+				l.logger.Warn("deleting segment after corrupt or lost data", "base", s.base)
+				l.rec.SegmentsDeleted++
+				l.rec.BytesTruncated += s.size.Load()
+				if err := s.markDeleted(); err != nil {
+					return segs, 0, err
 				}
-				releaseAll(segs[i+1:])
-				segs = segs[:i+1]
-				if err := segs[i].makeWritable(&c); err != nil {
-					return fail(err)
-				}
-				break
 			}
-		}
-		recovered = true
-		l.rec.RecoveredLogs = 1
-	} else if !created { // a new segment's indexes are already open, empty and writable
-		l.rec.CleanLogs = 1
-		if err := l.openActive(segs[len(segs)-1]); err != nil {
-			return fail(err)
+			releaseAll(segs[i+1:])
+			segs = segs[:i+1]
+			if err := segs[i].makeWritable(l.cfg.Load()); err != nil {
+				return segs, 0, err
+			}
+			break
 		}
 	}
-	l.segs = segs
+	return segs, rebuildFrom, nil
+}
 
+// setLoadedOffsets sets the offsets of the log whose segments are loaded:
+// the log end, size, log start (the checkpoint's, within the segments), high
+// watermark (the checkpoint's, within [log start, log end]) and recovery
+// point. After a recovery the recovered bytes may still be only in the page
+// cache: the recovery point stays where the checkpoint put it (as in Kafka)
+// and the flusher, queued here, advances it later. It returns the log end
+// and the log start offsets.
+func (l *Log) setLoadedOffsets(spec loadSpec, recovered bool) (leo, start int64) {
+	segs := l.segs
 	act := segs[len(segs)-1]
-	leo := act.next.Load()
+	leo = act.next.Load()
 	if leo < act.base {
 		leo = act.base
 	}
@@ -183,39 +277,45 @@ func (m *Manager) loadLog(d *logDir, dir string, tp TopicPartition, cfg LogConfi
 		total += s.size.Load()
 	}
 	l.size.Store(total)
-	start := max(ls, segs[0].base)
+	start = max(spec.logStart, segs[0].base)
 	start = min(start, leo)
 	l.logStart.Store(start)
-	l.hw.Store(min(max(hw, start), leo))
+	l.hw.Store(min(max(spec.highWatermark, start), leo))
+	if invariants.Enabled {
+		l.checkHWLocked("load")
+	}
 
-	// After a crash the recovered bytes may still be only in the page cache:
-	// the recovery point stays where the checkpoint put it (as in Kafka) and
-	// the flusher advances it later.
 	rpAfter := leo
 	if recovered {
 		rpAfter = 0
-		if hasRP {
-			rpAfter = min(rp, leo)
+		if spec.hasRecoveryPoint {
+			rpAfter = min(spec.recoveryPoint, leo)
 		}
 		rpAfter = max(rpAfter, start)
 		if rpAfter < leo {
-			d.queueFlush(l)
+			l.ld.queueFlush(l)
 		}
 	}
 	l.recoveryPoint.Store(rpAfter)
+	return leo, start
+}
 
-	l.epochs, err = loadEpochCache(m.fs, dir)
+// loadEpochs loads the leader-epoch checkpoint (an unreadable one: empty),
+// cuts it to the log's offsets [start, leo), adds the epochs of the records
+// a recovery kept, which the checkpoint may lack (the append path leaves
+// its writing to the next flush), and writes it again if that changed it.
+func (l *Log) loadEpochs(leo, start int64) error {
+	var err error
+	l.epochs, err = loadEpochCache(l.fs, l.dir)
 	if err != nil {
 		l.logger.Warn("leader epoch checkpoint unreadable; starting empty", "err", err)
 	}
 	if err := l.epochs.truncateFromEnd(leo); err != nil {
-		return fail(err)
+		return err
 	}
 	if err := l.epochs.truncateFromStart(start); err != nil {
-		return fail(err)
+		return err
 	}
-	// The epochs of the records a recovery kept, which the checkpoint may
-	// lack (the append path leaves its writing to the next flush).
 	for _, e := range l.recEpochs {
 		if e.start < leo && e.epoch > l.epochs.latest() {
 			l.epochs.assignLater(e.epoch, e.start)
@@ -223,9 +323,17 @@ func (m *Manager) loadLog(d *logDir, dir string, tp TopicPartition, cfg LogConfi
 	}
 	l.recEpochs = nil
 	if err := l.epochs.persistIfDirty(); err != nil {
-		return fail(ioFailure(fmt.Sprintf("leader epoch checkpoint of %s", tp), err))
+		return ioFailure(fmt.Sprintf("leader epoch checkpoint of %s", l.tp), err)
 	}
+	return nil
+}
 
+// loadTxnIndexes reads the .txnindex of each segment below rebuildFrom that
+// has one (txnFiles). The first that does not hold together is rebuilt from
+// the log, with every segment after it: it returns the base to rebuild the
+// transaction indexes from (rebuildFrom, or that segment's).
+func (l *Log) loadTxnIndexes(txnFiles map[int64]bool, rebuildFrom, leo int64) (int64, error) {
+	segs := l.segs
 	for i, s := range segs {
 		if !txnFiles[s.base] || s.base >= rebuildFrom {
 			continue
@@ -236,26 +344,27 @@ func (m *Manager) loadLog(d *logDir, dir string, tp TopicPartition, cfg LogConfi
 		}
 		if err := s.loadTxnIndex(end); err != nil {
 			if !errors.Is(err, ErrCorrupt) {
-				return fail(ioFailure(fmt.Sprintf("transaction index of %s segment %d", tp, s.base), err))
+				return rebuildFrom, ioFailure(fmt.Sprintf("transaction index of %s segment %d", l.tp, s.base), err)
 			}
 			l.logger.Warn("transaction index does not hold together; rebuilding it from the log", "base", s.base, "err", err)
 			l.rec.IndexesRebuilt++
-			rebuildFrom = s.base
-			break
+			return s.base, nil
 		}
 	}
+	return rebuildFrom, nil
+}
 
-	if created && !snapshots {
-		// A new, empty log: the state is empty, as a rebuild would find it
-		// (no snapshot, no record), without listing the directory three times.
-		return l, nil
-	}
-	removeSnapshots(m.fs, dir, 0, leo)
+// loadProducerState rebuilds the producer state from the newest snapshot
+// below leo and the batches after it (rewriting the transaction indexes
+// from rebuildFrom on), and removes the snapshots past the log end and,
+// after, those below the first segment.
+func (l *Log) loadProducerState(leo, rebuildFrom int64) error {
+	removeSnapshots(l.fs, l.dir, 0, leo)
 	if err := l.rebuildProducerState(leo, rebuildFrom); err != nil {
-		return fail(ioFailure(fmt.Sprintf("rebuild the transaction index of %s", tp), err))
+		return ioFailure(fmt.Sprintf("rebuild the transaction index of %s", l.tp), err)
 	}
-	removeSnapshots(m.fs, dir, segs[0].base, leo)
-	return l, nil
+	removeSnapshots(l.fs, l.dir, l.segs[0].base, leo)
+	return nil
 }
 
 func parseBase(name, suffix string) (int64, bool) {

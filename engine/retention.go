@@ -3,6 +3,8 @@ package engine
 import (
 	"fmt"
 	"math"
+
+	"github.com/samsa-broker/samsa/internal/invariants"
 )
 
 // enforceRetention deletes the oldest segments that are wholly below the
@@ -85,6 +87,9 @@ func (l *Log) deleteOldestLocked(n int, cfg *LogConfig) error {
 	}
 	if l.hw.Load() < first {
 		l.hw.Store(first)
+	}
+	if invariants.Enabled {
+		l.checkHWLocked("segment deletion")
 	}
 	l.mu.Unlock()
 	var err error

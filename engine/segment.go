@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 
 	"github.com/samsa-broker/samsa/engine/vfs"
+	"github.com/samsa-broker/samsa/internal/invariants"
 )
 
 // File suffixes of a segment.
@@ -375,12 +376,24 @@ func (s *segment) lookupPos(target int64, sc *scanner, cfg *LogConfig) int64 {
 
 // pin takes a reference; the caller must know the segment is alive (it holds
 // Log.mu and found the segment in the list, or already holds a pin).
-func (s *segment) pin() { s.refs.Add(1) }
+// Invariants builds panic when it was not (a count below one before: the
+// files may be closed already).
+func (s *segment) pin() {
+	n := s.refs.Add(1)
+	if invariants.Enabled && n < 2 {
+		panic(fmt.Sprintf("engine: invariant broken: a segment is pinned only while referenced: pin of segment %d (%s) at refcount %d", s.base, s.dir, n-1))
+	}
+}
 
 // release drops a reference; the last one closes the files and, for a deleted
-// segment, removes them.
+// segment, removes them. Invariants builds panic when the count goes below
+// zero (a release without its reference).
 func (s *segment) release() {
-	if s.refs.Add(-1) != 0 {
+	n := s.refs.Add(-1)
+	if invariants.Enabled && n < 0 {
+		panic(fmt.Sprintf("engine: invariant broken: segment refcount never below zero: release of segment %d (%s) to %d", s.base, s.dir, n))
+	}
+	if n != 0 {
 		return
 	}
 	s.idxMu.Lock()

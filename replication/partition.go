@@ -1,12 +1,14 @@
 package replication
 
 import (
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/samsa-broker/samsa/engine"
+	"github.com/samsa-broker/samsa/internal/invariants"
 )
 
 // Role is a replica's part in its partition (see the state diagram in the package doc).
@@ -228,10 +230,36 @@ func (p *Partition) maximalISRLocked() []int32 {
 	return p.isr
 }
 
+// publishLocked publishes the role, epoch and leader to the copies read without mu.
+// It follows every change of the assignment (setAssignmentLocked): invariants builds
+// check there that the ISR lies within the replicas. Caller holds mu (exclusive).
 func (p *Partition) publishLocked() {
+	if invariants.Enabled {
+		p.checkISRLocked()
+	}
 	p.roleA.Store(int32(p.role))
 	p.epochA.Store(p.leaderEpoch)
 	p.leaderA.Store(p.leader)
+}
+
+// checkISRLocked panics unless every member of the committed ISR is a replica
+// (ISR ⊆ replicas). Caller holds mu.
+func (p *Partition) checkISRLocked() {
+	for _, r := range p.isr {
+		if !slices.Contains(p.replicas, r) {
+			panic(fmt.Sprintf("replication: invariant broken: ISR ⊆ replicas: partition %s: ISR %v, replicas %v", p.tp, p.isr, p.replicas))
+		}
+	}
+}
+
+// checkHW panics unless the log's high watermark lies at or below its end (HW ≤
+// LEO); where names the change that moved it. The caller holds mu and leads: the
+// log end then moves only forward (by appends), so that the high watermark read
+// first cannot pass a log end read after it but by a broken invariant.
+func (p *Partition) checkHW(where string) {
+	if hw, leo := p.log.HighWatermark(), p.log.LogEndOffset(); hw > leo {
+		panic(fmt.Sprintf("replication: invariant broken: HW ≤ LEO: partition %s, %s: high watermark %d, log end %d", p.tp, where, hw, leo))
+	}
 }
 
 // maybeIncrementHWLocked moves the HW to the smallest of the leader's durable end and
@@ -257,6 +285,9 @@ func (p *Partition) maybeIncrementHWLocked() bool {
 		return false
 	}
 	p.log.SetHighWatermark(hw)
+	if invariants.Enabled {
+		p.checkHW("leader's high watermark moved")
+	}
 	return p.log.HighWatermark() > old
 }
 

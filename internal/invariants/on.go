@@ -1,0 +1,6 @@
+//go:build invariants
+
+package invariants
+
+// Enabled is true: built with the invariants tag.
+const Enabled = true
