@@ -293,14 +293,25 @@ func (ps *producerStates) update(h *BatchHeader, ctl controlInfo) (ct completedT
 		return ct, false
 	}
 	e := ps.m[h.ProducerID]
+	prevEpoch := int16(-1)
 	if e == nil {
 		e = newProducerEntry(h.ProducerEpoch)
 		ps.m[h.ProducerID] = e
+	} else {
+		prevEpoch = e.epoch
 	}
 	e.setEpoch(h.ProducerEpoch)
 	e.lastTs = h.MaxTimestamp
-	if h.Transactional() {
-		delete(ps.verif, h.ProducerID)
+	if v := ps.verif[h.ProducerID]; v != nil && h.Transactional() {
+		// A transactional batch starts the verified transaction: the verification is
+		// used. A marker ends the transaction a pending verification was for, unless
+		// that verification is the next transaction's: of the marker's epoch when the
+		// marker bumped it (transaction version 2 writes its markers at the epoch
+		// EndTxn bumped to, the one the producer's next transaction uses).
+		next := h.Control() && v.epoch == h.ProducerEpoch && prevEpoch >= 0 && h.ProducerEpoch > prevEpoch
+		if !next {
+			delete(ps.verif, h.ProducerID)
+		}
 	}
 	if h.Control() {
 		// A marker carries the epoch but no sequence: the producer's

@@ -357,8 +357,13 @@ var guardSeq atomic.Uint64
 // StartTxnVerification begins, for a transactional batch of pid at epoch
 // and base sequence seq, the check that the partition is part of the
 // producer's transaction (KIP-890 part 1). needed is false when no check
-// is needed: the producer already has a transaction open here (or
-// verification is disabled). Otherwise the caller asks the transaction
+// is needed: the producer already has a transaction open here at epoch
+// (Kafka's hasOngoingTransaction(pid, epoch)), or verification is
+// disabled. A batch of a higher epoch than the open transaction's is the
+// next transaction's (transaction version 2 bumps the epoch at every
+// EndTxn and writes the markers after answering it): it is verified, so
+// that the coordinator holds it until the open one's marker is written
+// here, rather than refused at the append. Otherwise the caller asks the transaction
 // coordinator (AddPartitionsToTxn with VerifyOnly) and, if the partition
 // is in the transaction, calls CompleteTxnVerification with the guard
 // before appending. A verification already pending for pid is reused (its
@@ -371,7 +376,7 @@ func (l *Log) StartTxnVerification(pid int64, epoch int16, seq int32) (g Verific
 	}
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
-	if e := l.prod.m[pid]; e != nil && e.txnFirst >= 0 {
+	if e := l.prod.m[pid]; e != nil && e.txnFirst >= 0 && epoch <= e.epoch {
 		return 0, false
 	}
 	v := l.prod.verif[pid]

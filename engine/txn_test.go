@@ -741,3 +741,55 @@ func TestTxnNextEpochWaitsForMarker(t *testing.T) {
 		t.Fatalf("open transaction at %d (%t), want 3", first, open)
 	}
 }
+
+// Transaction version 2: the next transaction's first batch (at the epoch EndTxn
+// bumped to) reaches a partition whose marker of the previous transaction is not
+// written yet. It is sent to verification (not taken as part of the open
+// transaction, nor refused outright); the marker, written at the bumped epoch while the
+// verification waits, ends the old transaction and keeps the verification, so the
+// batch is appended once the coordinator confirms it. A verification of the ended
+// transaction (its epoch below the marker's) is ended by the marker.
+func TestTxnNextEpochVerifiedAcrossTheMarker(t *testing.T) {
+	m := openTest(t, []string{t.TempDir()}, SyncNone, nil)
+	defer m.Close()
+	l, _ := m.CreateLog(TopicPartition{"bump", 0}, DefaultLogConfig())
+	app := func(b []byte) error { _, err := l.Append(b, AppendOptions{LeaderEpoch: 1}); return err }
+	verified(t, l, 1, 5, 0)
+	if err := app(txnData(t, 1, 5, 0, 2, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if _, needed := l.StartTxnVerification(1, 5, 2); needed {
+		t.Fatal("a batch of the open transaction's epoch needed verification")
+	}
+	g, needed := l.StartTxnVerification(1, 6, 0)
+	if !needed {
+		t.Fatal("the next epoch's batch was taken as part of the open transaction")
+	}
+	if err := app(marker(1, 6, 0, false)); err != nil { // abort, at the bumped epoch
+		t.Fatal(err)
+	}
+	if !l.CompleteTxnVerification(1, g) {
+		t.Fatal("the marker ended the next transaction's verification")
+	}
+	if err := app(txnData(t, 1, 6, 0, 1, 2)); err != nil {
+		t.Fatalf("the next transaction's first batch: %v", err)
+	}
+	if first, open := l.OpenTransaction(1); !open || first != 3 {
+		t.Fatalf("open transaction at %d (%t), want 3", first, open)
+	}
+	// A partition added to the transaction of epoch 6 whose batch is still in
+	// verification when that transaction ends (marker at 7): the batch is refused.
+	if err := app(marker(1, 7, 0, true)); err != nil {
+		t.Fatal(err)
+	}
+	g, _ = l.StartTxnVerification(2, 3, 0)
+	if err := app(marker(2, 4, 0, false)); err != nil {
+		t.Fatal(err)
+	}
+	if l.CompleteTxnVerification(2, g) {
+		t.Fatal("a verification of the ended transaction survived its marker")
+	}
+	if err := app(txnData(t, 2, 3, 0, 1, 3)); err == nil {
+		t.Fatal("a batch of the ended transaction was appended")
+	}
+}
