@@ -98,14 +98,8 @@ func (c *Coordinator) ListGroups(req *kmsg.ListGroupsRequest) *kmsg.ListGroupsRe
 		g.mu.Lock()
 		st, pt, kind := g.state, g.protocolType, g.kind
 		name := st.String()
-		switch {
-		case st == stateDead:
-		case kind == kindConsumer:
-			name = g.cg.stateName()
-		case kind == kindShare:
-			name = g.sg.stateName()
-		case kind == kindStreams:
-			name = g.st.stateName()
+		if m := g.modern(); m != nil && st != stateDead {
+			name = m.stateName()
 		}
 		g.mu.Unlock()
 		inStates := containsFold(req.StatesFilter, name)
@@ -169,15 +163,8 @@ func (c *Coordinator) DeleteGroups(req *kmsg.DeleteGroupsRequest, cb func(*kmsg.
 		left++
 		mu.Unlock()
 		g.with(func(fx *effects) {
-			nonEmpty := false
-			switch g.kind {
-			case kindConsumer:
-				nonEmpty = len(g.cg.members) > 0
-			case kindShare:
-				nonEmpty = len(g.sg.members) > 0
-			case kindStreams:
-				nonEmpty = len(g.st.members) > 0
-			}
+			mg := g.modern()
+			nonEmpty := mg != nil && mg.size() > 0
 			switch {
 			case g.state == stateDead:
 				out.ErrorCode = kerr.GroupIDNotFound.Code
@@ -192,20 +179,14 @@ func (c *Coordinator) DeleteGroups(req *kmsg.DeleteGroupsRequest, cb func(*kmsg.
 			for tp := range g.offsets {
 				recs = append(recs, g.offsetTombstone(tp))
 			}
-			switch g.kind {
-			case kindConsumer:
-				recs = append(recs, g.consumerTombstonesLocked()...)
-			case kindShare:
-				recs = append(recs, g.shareTombstonesLocked()...)
-				if hook := g.c.cfg.ShareGroupDeleted; hook != nil {
-					id := g.id
-					fx.add(func() { hook(id) })
-				}
-			case kindStreams:
-				recs = append(recs, g.streamsTombstonesLocked()...)
-				g.stopStreamsTimersLocked()
-			default:
+			if mg != nil {
+				recs = append(recs, mg.tombstonesLocked(g)...)
+			} else {
 				recs = append(recs, g.groupTombstone())
+			}
+			if hook := g.c.cfg.ShareGroupDeleted; hook != nil && g.kind == kindShare {
+				id := g.id
+				fx.add(func() { hook(id) })
 			}
 			g.offsets = map[topicPartition]OffsetValue{}
 			g.transition(stateDead)

@@ -37,72 +37,40 @@ func (k groupKind) String() string {
 	return "classic"
 }
 
-// memberState is a consumer-group member's reconciliation state, with Kafka's byte
-// values (MemberState) as CurrentMemberAssignment records store them.
-type memberState int8
-
-const (
-	msStable     memberState = 0 // reconciled with its target
-	msUnrevoked  memberState = 1 // must give up partitions before moving to a newer epoch
-	msUnreleased memberState = 2 // at the newest epoch, waiting for others to release partitions
-	msUnknown    memberState = 127
-)
-
-// Member epochs with a meaning of their own.
-const (
-	leaveEpoch       = -1 // ConsumerGroupHeartbeat: the member leaves
-	staticLeaveEpoch = -2 // a static member leaves for now; its instance keeps its place
-)
-
-// cmember is a member of a consumer group. Guarded by the group's mu.
+// cmember is a member of a consumer group: the modern member and its subscription.
+// Guarded by the group's mu.
 type cmember struct {
-	id               string
-	instanceID       *string
-	rackID           *string
-	clientID         string
-	clientHost       string
-	names            []string // subscribed topic names, sorted
-	regex            *string  // subscribed topic regex
-	assignor         *string  // server assignor the member asked for
-	rebalanceTimeout time.Duration
-
-	epoch, prevEpoch int32
-	state            memberState
-	assigned         assignment // partitions the member owns (or will own)
-	pending          assignment // partitions it must revoke
+	modernMember[assignment]
+	names    []string // subscribed topic names, sorted
+	regex    *string  // subscribed topic regex
+	assignor *string  // server assignor the member asked for
 	// assignedAt is the member epoch at which each assigned partition was given to it
 	// (memory only: 0 after a load), for the offset-commit fence of KIP-1251.
 	assignedAt map[tpKey]int32
-
-	hbSeq, revokeSeq uint64
-	hbTimer          Timer
-	revokeTimer      Timer
 }
 
-// consumerState is a consumer group's state: the group epoch, its members, the target
-// assignment of the last assignment epoch, and which member holds each partition.
+func newCmember(id string) *cmember {
+	return &cmember{modernMember: modernMember[assignment]{id: id, state: msStable, assigned: assignment{}, pending: assignment{}},
+		assignedAt: map[tpKey]int32{}}
+}
+
+// consumerState is a consumer group's state: the modern group (group epoch, members,
+// the target assignment of the last assignment epoch), which member holds each
+// partition, and the subscribed topics.
 //
-// Invariants (under the group's mu):
+// Invariants (under the group's mu), beyond modernGroup's:
 //
-//  1. assignmentEpoch <= epoch; a member's epoch <= assignmentEpoch, or is -2 (left
-//     for now).
-//  2. owners holds exactly the partitions in some member's assigned or pending set,
+//  1. owners holds exactly the partitions in some member's assigned or pending set,
 //     each with that member; no partition is in two members' sets.
-//  3. target has an entry for every member once the group has been assigned at the
-//     member's join epoch or later, and none for others.
-//  4. static maps each instance id to the member holding it.
+//  2. subMeta is the subscribed topics that exist, as of the topic image version
+//     topicsVersion (when refreshed).
 type consumerState struct {
-	epoch           int32
-	assignmentEpoch int32
-	members         map[string]*cmember
-	static          map[string]string // instance id -> member id
-	target          map[string]assignment
-	owners          map[tpKey]string // partition -> member holding it
-	subMeta         map[string]PartitionMetadataTopic
-	topicsVersion   uint64 // topic image version subMeta and regexes were computed at
-	refreshed       bool   // topicsVersion is meaningful
-	regexes         map[string]*regexResolution
-	stateTime       time.Time
+	modernGroup[assignment, *cmember]
+	owners        map[tpKey]string // partition -> member holding it
+	subMeta       map[string]PartitionMetadataTopic
+	topicsVersion uint64 // topic image version subMeta and regexes were computed at
+	refreshed     bool   // topicsVersion is meaningful
+	regexes       map[string]*regexResolution
 }
 
 // regexResolution is what a subscribed regular expression matched.
@@ -112,40 +80,36 @@ type regexResolution struct {
 	timestamp int64
 }
 
-func newConsumerState(now time.Time) *consumerState {
+func newConsumerState() *consumerState {
 	return &consumerState{
-		members:   map[string]*cmember{},
-		static:    map[string]string{},
-		target:    map[string]assignment{},
-		owners:    map[tpKey]string{},
-		subMeta:   map[string]PartitionMetadataTopic{},
-		regexes:   map[string]*regexResolution{},
-		stateTime: now,
+		modernGroup: newModernGroup[assignment, *cmember](kindConsumer, consumerRecordTypes, consumerRules{}),
+		owners:      map[tpKey]string{},
+		subMeta:     map[string]PartitionMetadataTopic{},
+		regexes:     map[string]*regexResolution{},
 	}
 }
 
-// consumerGroupState is the group state ConsumerGroupDescribe and ListGroups report.
-func (cg *consumerState) stateName() string {
-	active := 0
-	reconciling := false
-	for _, m := range cg.members {
-		active++
-		if m.epoch == staticLeaveEpoch {
-			continue
-		}
-		if m.epoch != cg.assignmentEpoch || m.state != msStable {
-			reconciling = true
-		}
+// consumerRules are the consumer protocol's answers to the modern-group skeleton.
+type consumerRules struct{}
+
+func (consumerRules) sessionTimeout(g *group) time.Duration {
+	return g.settingsLocked().ConsumerSessionTimeout
+}
+
+func (consumerRules) fenceLocked(g *group, m *cmember, recs *[]Record) {
+	g.fenceConsumerMemberLocked(m, recs)
+}
+
+func (consumerRules) targetValue(a assignment) []byte {
+	return appendTargetMemberValue(nil, assignmentRecordForm(a))
+}
+
+func (consumerRules) currentValue(m *cmember) []byte {
+	v := CurrentAssignmentValue{
+		MemberEpoch: m.epoch, PreviousMemberEpoch: m.prevEpoch, State: int8(m.state),
+		Assigned: assignmentRecordForm(m.assigned), Pending: assignmentRecordForm(m.pending),
 	}
-	switch {
-	case active == 0:
-		return "Empty"
-	case cg.epoch > cg.assignmentEpoch:
-		return "Assigning"
-	case reconciling:
-		return "Reconciling"
-	}
-	return "Stable"
+	return appendCurrentAssignmentValue(nil, &v, false)
 }
 
 // newConsumerMemberID is a member id as Kafka's v0 server or a v1 client makes one: a
@@ -300,7 +264,7 @@ func (g *group) consumerHeartbeatLocked(fx *effects, req *kmsg.ConsumerGroupHear
 	}
 	if bump {
 		cg.epoch++
-		*recs = append(*recs, g.epochRecord())
+		*recs = append(*recs, cg.epochRecord(g))
 	}
 	// 2. A new target assignment when the group epoch moved past the assignment's.
 	if cg.epoch > cg.assignmentEpoch {
@@ -311,7 +275,7 @@ func (g *group) consumerHeartbeatLocked(fx *effects, req *kmsg.ConsumerGroupHear
 	if code, msg := g.reconcileLocked(fx, m, owned, ownedSet, recs); code != 0 {
 		return nil, code, msg
 	}
-	g.armConsumerSessionLocked(m)
+	cg.armSessionLocked(g, m)
 
 	r := kmsg.NewPtrConsumerGroupHeartbeatResponse()
 	id := m.id
@@ -379,7 +343,7 @@ func (g *group) consumerMemberLocked(req *kmsg.ConsumerGroupHeartbeatRequest, re
 		if full() {
 			return nil, false, kerr.GroupMaxSizeReached.Code, fmt.Sprintf("The consumer group has reached its maximum capacity of %d members.", g.c.cfg.ConsumerMaxSize)
 		}
-		m := &cmember{id: memberID, state: msStable, assigned: assignment{}, pending: assignment{}, assignedAt: map[tpKey]int32{}}
+		m := newCmember(memberID)
 		if req.InstanceID != nil {
 			inst := *req.InstanceID
 			m.instanceID = &inst
@@ -478,13 +442,12 @@ func (m *cmember) update(req *kmsg.ConsumerGroupHeartbeatRequest, clientID, clie
 // epoch 0 (it reconciles to the target at once, keeping what it held).
 func (g *group) replaceStaticMemberLocked(old *cmember, newID string, recs *[]Record) *cmember {
 	cg := g.cg
-	n := &cmember{
-		id: newID, instanceID: old.instanceID, rackID: old.rackID, clientID: old.clientID, clientHost: old.clientHost,
-		names: old.names, regex: old.regex, assignor: old.assignor, rebalanceTimeout: old.rebalanceTimeout,
-		state: msStable, assigned: old.assigned.clone(), pending: assignment{}, assignedAt: map[tpKey]int32{},
-	}
+	n := newCmember(newID)
+	n.instanceID, n.rackID, n.clientID, n.clientHost = old.instanceID, old.rackID, old.clientID, old.clientHost
+	n.names, n.regex, n.assignor, n.rebalanceTimeout = old.names, old.regex, old.assignor, old.rebalanceTimeout
+	n.assigned = old.assigned.clone()
 	target, hasTarget := cg.target[old.id]
-	*recs = append(*recs, g.memberTombstones(old.id)...)
+	*recs = append(*recs, cg.memberTombstones(g, old.id)...)
 	g.dropConsumerMemberLocked(old)
 	cg.members[newID] = n
 	cg.static[*n.instanceID] = newID
@@ -492,9 +455,9 @@ func (g *group) replaceStaticMemberLocked(old *cmember, newID string, recs *[]Re
 	*recs = append(*recs, g.memberMetadataRecord(n))
 	if hasTarget {
 		cg.target[newID] = target
-		*recs = append(*recs, g.targetMemberRecord(newID, target))
+		*recs = append(*recs, cg.targetRecord(g, newID, target))
 	}
-	*recs = append(*recs, g.currentAssignmentRecord(n))
+	*recs = append(*recs, cg.currentRecord(g, n))
 	g.c.logger.Info("static member rejoins the consumer group", "group", g.id, "instance", *n.instanceID, "member", newID, "replaces", old.id)
 	return n
 }
@@ -521,9 +484,9 @@ func (g *group) consumerLeaveLocked(fx *effects, req *kmsg.ConsumerGroupHeartbea
 	if req.MemberEpoch == staticLeaveEpoch {
 		g.c.logger.Info("static member leaves the consumer group for now", "group", g.id, "member", m.id)
 		g.setMemberAssignmentLocked(m, staticLeaveEpoch, m.epoch, msStable, m.assigned, assignment{})
-		g.stopRevokeTimer(m)
-		*recs = append(*recs, g.currentAssignmentRecord(m))
-		g.armConsumerSessionLocked(m)
+		m.stopRevokeTimer()
+		*recs = append(*recs, cg.currentRecord(g, m))
+		cg.armSessionLocked(g, m)
 		return r, 0, ""
 	}
 	g.c.logger.Info("member leaves the consumer group", "group", g.id, "member", m.id)
@@ -536,30 +499,17 @@ func (g *group) consumerLeaveLocked(fx *effects, req *kmsg.ConsumerGroupHeartbea
 // and the group epoch bumped, so that the next heartbeat computes a new target.
 func (g *group) fenceConsumerMemberLocked(m *cmember, recs *[]Record) {
 	cg := g.cg
-	*recs = append(*recs, g.memberTombstones(m.id)...)
+	*recs = append(*recs, cg.memberTombstones(g, m.id)...)
 	g.dropConsumerMemberLocked(m)
 	g.refreshSubscriptionLocked(true, recs)
 	cg.epoch++
-	*recs = append(*recs, g.epochRecord())
-	if len(cg.members) == 0 {
-		cg.stateTime = g.c.clock.Now()
-	}
+	*recs = append(*recs, cg.epochRecord(g))
 }
 
 // dropConsumerMemberLocked forgets m: timers, partitions, target, instance id.
 func (g *group) dropConsumerMemberLocked(m *cmember) {
-	cg := g.cg
-	if m.hbTimer != nil {
-		m.hbTimer.Stop()
-	}
-	m.hbSeq++
-	g.stopRevokeTimer(m)
 	g.releaseLocked(m)
-	delete(cg.members, m.id)
-	delete(cg.target, m.id)
-	if m.instanceID != nil && cg.static[*m.instanceID] == m.id {
-		delete(cg.static, *m.instanceID)
-	}
+	g.cg.forget(m)
 }
 
 // releaseLocked removes m's partitions from the owners map.
@@ -572,56 +522,6 @@ func (g *group) releaseLocked(m *cmember) {
 	}
 	m.assigned.each(free)
 	m.pending.each(free)
-}
-
-// armConsumerSessionLocked (re)starts m's session: without a heartbeat within the
-// session timeout the member is fenced.
-func (g *group) armConsumerSessionLocked(m *cmember) {
-	if m.hbTimer != nil {
-		m.hbTimer.Stop()
-	}
-	m.hbSeq++
-	seq := m.hbSeq
-	m.hbTimer = g.after(g.settingsLocked().ConsumerSessionTimeout, func(fx *effects) {
-		if g.kind != kindConsumer || g.state == stateDead || g.cg.members[m.id] != m || m.hbSeq != seq {
-			return
-		}
-		g.c.logger.Info("consumer group member session expired", "group", g.id, "member", m.id)
-		var recs []Record
-		g.fenceConsumerMemberLocked(m, &recs)
-		g.writeThenLocked(fx, recs, nil)
-	})
-}
-
-// armRevokeTimerLocked starts m's rebalance timeout as it enters UNREVOKED_PARTITIONS:
-// a member that has not revoked by then is fenced.
-func (g *group) armRevokeTimerLocked(m *cmember) {
-	g.stopRevokeTimer(m)
-	seq, epoch := m.revokeSeq, m.epoch
-	d := m.rebalanceTimeout
-	if d <= 0 {
-		d = g.settingsLocked().ConsumerSessionTimeout
-	}
-	m.revokeTimer = g.after(d, func(fx *effects) {
-		if g.kind != kindConsumer || g.state == stateDead || g.cg.members[m.id] != m || m.revokeSeq != seq {
-			return
-		}
-		if m.state != msUnrevoked || m.epoch != epoch {
-			return
-		}
-		g.c.logger.Info("consumer group member did not revoke its partitions within the rebalance timeout", "group", g.id, "member", m.id)
-		var recs []Record
-		g.fenceConsumerMemberLocked(m, &recs)
-		g.writeThenLocked(fx, recs, nil)
-	})
-}
-
-func (g *group) stopRevokeTimer(m *cmember) {
-	if m.revokeTimer != nil {
-		m.revokeTimer.Stop()
-		m.revokeTimer = nil
-	}
-	m.revokeSeq++
 }
 
 // writeThenLocked appends recs (if any) and then calls done (may be nil) with the

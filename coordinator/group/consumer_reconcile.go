@@ -3,7 +3,6 @@ package group
 import (
 	"fmt"
 	"slices"
-	"sort"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -166,11 +165,7 @@ func (g *group) computeTargetLocked(recs *[]Record) {
 	for _, t := range cg.subMeta {
 		spec.topics[t.TopicID] = t.NumPartitions
 	}
-	ids := make([]string, 0, len(cg.members))
-	for id := range cg.members {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
+	ids := cg.sortedIDs()
 	for _, id := range ids {
 		m := cg.members[id]
 		key := id
@@ -180,16 +175,7 @@ func (g *group) computeTargetLocked(recs *[]Record) {
 		spec.members = append(spec.members, assignMember{id: id, sortKey: key, subscribed: g.memberTopicIDsLocked(m), current: cg.target[id]})
 	}
 	out := runAssignor(g.assignorLocked(), spec)
-	for _, id := range ids {
-		a := out[id]
-		if old, ok := cg.target[id]; ok && old.equal(a) {
-			continue
-		}
-		cg.target[id] = a
-		*recs = append(*recs, g.targetMemberRecord(id, a))
-	}
-	cg.assignmentEpoch = cg.epoch
-	*recs = append(*recs, g.targetMetadataRecord())
+	cg.installTargetLocked(g, ids, func(id string) assignment { return out[id] }, recs)
 }
 
 // ownsAny reports whether the owned partitions a request lists hold any of a; a request
@@ -249,12 +235,12 @@ func (g *group) reconcileLocked(fx *effects, m *cmember, owned []kmsg.ConsumerGr
 	}
 	wasUnrevoked, oldEpoch := m.state == msUnrevoked, m.epoch
 	g.setMemberAssignmentLocked(m, next.epoch, m.epoch, next.state, next.assigned, next.pending)
-	*recs = append(*recs, g.currentAssignmentRecord(m))
+	*recs = append(*recs, cg.currentRecord(g, m))
 	switch {
 	case m.state == msUnrevoked && (!wasUnrevoked || m.epoch != oldEpoch):
-		g.armRevokeTimerLocked(m)
+		cg.armRevokeTimerLocked(g, m)
 	case m.state != msUnrevoked:
-		g.stopRevokeTimer(m)
+		m.stopRevokeTimer()
 	}
 	return 0, ""
 }

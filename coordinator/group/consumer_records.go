@@ -8,22 +8,6 @@ import (
 // Records of consumer groups: what the state machine writes, and the replay that
 // rebuilds a group from them when its partition loads.
 
-func (g *group) rec(t int16, second string, value []byte) Record {
-	return Record{Timestamp: g.c.clock.Now().UnixMilli(), Key: appendGroupTypedKey(nil, t, g.id, second), Value: value}
-}
-
-func (g *group) epochRecord() Record {
-	return g.rec(recConsumerGroupMetadata, "", appendEpochValue(nil, g.cg.epoch))
-}
-
-func (g *group) targetMetadataRecord() Record {
-	return g.rec(recConsumerTargetMetadata, "", appendEpochValue(nil, g.cg.assignmentEpoch))
-}
-
-func (g *group) targetMemberRecord(id string, a assignment) Record {
-	return g.rec(recConsumerTargetMember, id, appendTargetMemberValue(nil, assignmentRecordForm(a)))
-}
-
 func (g *group) memberMetadataRecord(m *cmember) Record {
 	v := ConsumerMemberValue{
 		InstanceID: m.instanceID, RackID: m.rackID, ClientID: m.clientID, ClientHost: m.clientHost,
@@ -36,62 +20,15 @@ func (g *group) memberMetadataRecord(m *cmember) Record {
 	return g.rec(recConsumerMemberMetadata, m.id, appendConsumerMemberValue(nil, &v))
 }
 
-func (g *group) currentAssignmentRecord(m *cmember) Record {
-	v := CurrentAssignmentValue{
-		MemberEpoch: m.epoch, PreviousMemberEpoch: m.prevEpoch, State: int8(m.state),
-		Assigned: assignmentRecordForm(m.assigned), Pending: assignmentRecordForm(m.pending),
-	}
-	return g.rec(recConsumerCurrentAssignment, m.id, appendCurrentAssignmentValue(nil, &v, false))
-}
-
-func (g *group) partitionMetadataRecord(t int16, meta map[string]PartitionMetadataTopic) Record {
-	ts := make([]PartitionMetadataTopic, 0, len(meta))
-	for _, m := range meta {
-		ts = append(ts, m)
-	}
-	sort.Slice(ts, func(i, j int) bool { return ts[i].TopicName < ts[j].TopicName })
-	return g.rec(t, "", appendPartitionMetadataValue(nil, ts))
-}
-
-// memberTombstones deletes a consumer-group member's three records, in Kafka's order.
-func (g *group) memberTombstones(id string) []Record {
-	return []Record{
-		g.rec(recConsumerCurrentAssignment, id, nil),
-		g.rec(recConsumerTargetMember, id, nil),
-		g.rec(recConsumerMemberMetadata, id, nil),
-	}
-}
-
-// consumerTombstonesLocked deletes every record of the consumer group (not its offsets).
-func (g *group) consumerTombstonesLocked() []Record {
-	cg := g.cg
-	ids := make([]string, 0, len(cg.members))
-	for id := range cg.members {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	var recs []Record
-	for _, id := range ids {
-		recs = append(recs, g.rec(recConsumerCurrentAssignment, id, nil))
-	}
-	for _, id := range ids {
-		recs = append(recs, g.rec(recConsumerTargetMember, id, nil))
-	}
-	recs = append(recs, g.rec(recConsumerTargetMetadata, "", nil))
-	for _, id := range ids {
-		recs = append(recs, g.rec(recConsumerMemberMetadata, id, nil))
-	}
-	res := make([]string, 0, len(cg.regexes))
-	for re := range cg.regexes {
-		res = append(res, re)
-	}
-	sort.Strings(res)
-	for _, re := range res {
+// tombstonesLocked deletes every record of the consumer group (not its offsets), in
+// the order of Kafka's ConsumerGroup.createGroupTombstoneRecords.
+func (cg *consumerState) tombstonesLocked(g *group) []Record {
+	recs := cg.membersTombstones(g)
+	for _, re := range sortedKeys(cg.regexes) {
 		recs = append(recs, g.rec(recConsumerRegularExpression, re, nil))
 	}
 	recs = append(recs, g.rec(recConsumerPartitionMetadata, "", nil))
-	recs = append(recs, g.rec(recConsumerGroupMetadata, "", nil))
-	return recs
+	return append(recs, g.rec(recConsumerGroupMetadata, "", nil))
 }
 
 // classicEmptyLocked reports whether g is a classic group without members, which a
@@ -109,7 +46,7 @@ func (g *group) convertToConsumerLocked(recs *[]Record) {
 	}
 	g.stopTimersLocked()
 	g.kind = kindConsumer
-	g.cg = newConsumerState(g.c.clock.Now())
+	g.cg = newConsumerState()
 	g.protocolType, g.protocol, g.leader, g.generation = "consumer", "", "", 0
 	g.subscriptions = nil
 }
@@ -117,26 +54,13 @@ func (g *group) convertToConsumerLocked(recs *[]Record) {
 // convertToClassicLocked turns an empty consumer group into an empty classic group: its
 // consumer-protocol records are deleted, committed offsets stay.
 func (g *group) convertToClassicLocked(recs *[]Record) {
-	*recs = append(*recs, g.consumerTombstonesLocked()...)
+	*recs = append(*recs, g.cg.tombstonesLocked(g)...)
 	g.c.logger.Info("empty consumer group becomes a classic group", "group", g.id)
-	g.stopConsumerTimersLocked()
+	g.cg.stopTimers()
 	g.kind = kindClassic
 	g.cg = nil
 	g.protocolType, g.protocol, g.leader, g.generation = "", "", "", 0
 	g.transition(stateEmpty)
-}
-
-func (g *group) stopConsumerTimersLocked() {
-	if g.cg == nil {
-		return
-	}
-	for _, m := range g.cg.members {
-		if m.hbTimer != nil {
-			m.hbTimer.Stop()
-		}
-		m.hbSeq++
-		g.stopRevokeTimer(m)
-	}
 }
 
 // loadedConsumer gathers one consumer group's records during a replay.
@@ -230,7 +154,7 @@ func (l *loadedConsumer) apply(k Key, value []byte, seq int) bool {
 func (g *group) restoreConsumer(l *loadedConsumer) {
 	g.kind = kindConsumer
 	g.protocolType = "consumer"
-	cg := newConsumerState(g.c.clock.Now())
+	cg := newConsumerState()
 	g.cg = cg
 	cg.epoch, cg.assignmentEpoch = l.epoch, l.targetEpoch
 	for _, t := range l.subMeta {
@@ -242,12 +166,10 @@ func (g *group) restoreConsumer(l *loadedConsumer) {
 		cg.regexes[re] = &regexResolution{topics: topics, version: v.Version, timestamp: v.Timestamp}
 	}
 	for id, v := range l.members {
-		m := &cmember{
-			id: id, instanceID: v.InstanceID, rackID: v.RackID, clientID: v.ClientID, clientHost: v.ClientHost,
-			names: append([]string(nil), v.SubscribedTopicNames...), regex: v.SubscribedTopicRegex,
-			assignor: v.ServerAssignor, rebalanceTimeout: millis(v.RebalanceTimeoutMs),
-			state: msStable, assigned: assignment{}, pending: assignment{}, assignedAt: map[tpKey]int32{},
-		}
+		m := newCmember(id)
+		m.instanceID, m.rackID, m.clientID, m.clientHost = v.InstanceID, v.RackID, v.ClientID, v.ClientHost
+		m.names, m.regex = append([]string(nil), v.SubscribedTopicNames...), v.SubscribedTopicRegex
+		m.assignor, m.rebalanceTimeout = v.ServerAssignor, millis(v.RebalanceTimeoutMs)
 		sort.Strings(m.names)
 		if cur, ok := l.current[id]; ok {
 			m.epoch, m.prevEpoch = cur.MemberEpoch, cur.PreviousMemberEpoch
@@ -274,16 +196,5 @@ func (g *group) restoreConsumer(l *loadedConsumer) {
 	}
 	if len(cg.members) == 0 {
 		g.state = stateEmpty
-	}
-}
-
-// startConsumerTimersLocked starts the sessions of a loaded group's members (and the
-// rebalance timeout of those still revoking).
-func (g *group) startConsumerTimersLocked() {
-	for _, m := range g.cg.members {
-		g.armConsumerSessionLocked(m)
-		if m.state == msUnrevoked {
-			g.armRevokeTimerLocked(m)
-		}
 	}
 }

@@ -430,8 +430,9 @@ func (g *group) stopTimersLocked() {
 	for id := range g.pending {
 		g.pending[id]++ // invalidates pending-member timers
 	}
-	g.stopConsumerTimersLocked()
-	g.stopShareTimersLocked()
+	if mg := g.modern(); mg != nil {
+		mg.stopTimers()
+	}
 }
 
 func (c *Coordinator) expiryTick() {

@@ -246,17 +246,13 @@ func (c *Coordinator) load(p int32) error {
 	c.mu.Unlock()
 	for _, g := range loaded {
 		g.with(func(*effects) {
-			switch g.kind {
-			case kindConsumer:
-				g.startConsumerTimersLocked()
-			case kindShare:
-				g.startShareTimersLocked()
-			case kindStreams:
-				g.startStreamsTimersLocked()
-			default:
-				for _, m := range g.members {
-					g.armSessionLocked(m, m.sessionTimeout)
-				}
+			if mg := g.modern(); mg != nil {
+				mg.startTimersLocked(g)
+				return
+			}
+			for _, id := range sortedKeys(g.members) {
+				m := g.members[id]
+				g.armSessionLocked(m, m.sessionTimeout)
 			}
 		})
 	}

@@ -515,7 +515,7 @@ func (c *Coordinator) ExpireOffsets() {
 			noMembers := g.kind != kindConsumer || len(g.cg.members) == 0
 			if g.state == stateEmpty && noMembers && len(g.offsets) == 0 && len(g.pendingCommits) == 0 && len(g.pending) == 0 {
 				if g.kind == kindConsumer {
-					recs = append(recs, g.consumerTombstonesLocked()...)
+					recs = append(recs, g.cg.tombstonesLocked(g)...)
 				} else if g.generation > 0 {
 					recs = append(recs, g.groupTombstone())
 				}

@@ -26,43 +26,55 @@ import (
 // AssignorSimple is the share groups' assignor.
 const AssignorSimple = "simple"
 
-// smember is a share-group member. Guarded by the group's mu.
+// smember is a share-group member: the modern member (never static, never revoking)
+// and its subscription. Guarded by the group's mu.
 type smember struct {
-	id               string
-	rackID           *string
-	clientID         string
-	clientHost       string
-	names            []string
-	epoch, prevEpoch int32
-	assigned         assignment
-	hbSeq            uint64
-	hbTimer          Timer
+	modernMember[assignment]
+	names []string
 }
 
-// shareState is a share group's membership state. Invariants: assignmentEpoch <= epoch;
-// each member's epoch <= assignmentEpoch; target has an entry for every member assigned
-// at its join epoch or later.
+func newSmember(id string) *smember {
+	return &smember{modernMember: modernMember[assignment]{id: id, assigned: assignment{}}}
+}
+
+// shareState is a share group's membership state: the modern group, the subscribed
+// topics and the share state it holds.
 type shareState struct {
-	epoch           int32
-	assignmentEpoch int32
-	members         map[string]*smember
-	target          map[string]assignment
-	subMeta         map[string]PartitionMetadataTopic
-	topicsVersion   uint64
-	refreshed       bool
-	stateTime       time.Time
-	state           ShareStateMetadata // the share state it holds (share_state_meta.go)
+	modernGroup[assignment, *smember]
+	subMeta       map[string]PartitionMetadataTopic
+	topicsVersion uint64
+	refreshed     bool
+	state         ShareStateMetadata // the share state it holds (share_state_meta.go)
 }
 
-func newShareState(now time.Time) *shareState {
+func newShareState() *shareState {
 	return &shareState{
-		members:   map[string]*smember{},
-		target:    map[string]assignment{},
-		subMeta:   map[string]PartitionMetadataTopic{},
-		stateTime: now,
+		modernGroup: newModernGroup[assignment, *smember](kindShare, shareRecordTypes, shareRules{}),
+		subMeta:     map[string]PartitionMetadataTopic{},
 	}
 }
 
+// shareRules are the share protocol's answers to the modern-group skeleton.
+type shareRules struct{}
+
+func (shareRules) sessionTimeout(g *group) time.Duration {
+	return g.settingsLocked().ShareSessionTimeout
+}
+
+func (shareRules) fenceLocked(g *group, m *smember, recs *[]Record) {
+	g.fenceShareMemberLocked(m, recs)
+}
+
+func (shareRules) targetValue(a assignment) []byte {
+	return appendTargetMemberValue(nil, assignmentRecordForm(a))
+}
+
+func (shareRules) currentValue(m *smember) []byte {
+	v := CurrentAssignmentValue{MemberEpoch: m.epoch, PreviousMemberEpoch: m.prevEpoch, State: int8(msStable), Assigned: assignmentRecordForm(m.assigned)}
+	return appendCurrentAssignmentValue(nil, &v, true)
+}
+
+// stateName is Empty or Stable: a share group has no reconciliation to wait for.
 func (sg *shareState) stateName() string {
 	if len(sg.members) == 0 {
 		return "Empty"
@@ -143,7 +155,7 @@ func (g *group) shareHeartbeatLocked(req *kmsg.ShareGroupHeartbeatRequest, clien
 		}
 		g.kind = kindShare
 		g.protocolType = "share"
-		g.sg = newShareState(g.c.clock.Now())
+		g.sg = newShareState()
 	case kindConsumer, kindStreams:
 		return nil, kerr.GroupIDNotFound.Code, fmt.Sprintf("Group %s is not a share group.", g.id)
 	}
@@ -166,7 +178,7 @@ func (g *group) shareHeartbeatLocked(req *kmsg.ShareGroupHeartbeatRequest, clien
 		if max := g.c.cfg.ShareMaxSize; max > 0 && len(sg.members) >= max {
 			return nil, kerr.GroupMaxSizeReached.Code, fmt.Sprintf("The share group has reached its maximum capacity of %d members.", max)
 		}
-		m = &smember{id: req.MemberID, assigned: assignment{}}
+		m = newSmember(req.MemberID)
 		sg.members[m.id] = m
 		created = true
 		g.c.logger.Info("member joins the share group", "group", g.id, "member", m.id)
@@ -203,7 +215,7 @@ func (g *group) shareHeartbeatLocked(req *kmsg.ShareGroupHeartbeatRequest, clien
 	}
 	if bump {
 		sg.epoch++
-		*recs = append(*recs, g.rec(recShareGroupMetadata, "", appendEpochValue(nil, sg.epoch)))
+		*recs = append(*recs, sg.epochRecord(g))
 	}
 	if sg.epoch > sg.assignmentEpoch {
 		g.computeShareTargetLocked(recs)
@@ -214,9 +226,9 @@ func (g *group) shareHeartbeatLocked(req *kmsg.ShareGroupHeartbeatRequest, clien
 		if m.assigned == nil {
 			m.assigned = assignment{}
 		}
-		*recs = append(*recs, g.shareCurrentRecord(m))
+		*recs = append(*recs, sg.currentRecord(g, m))
 	}
-	g.armShareSessionLocked(m)
+	sg.armSessionLocked(g, m)
 	r := kmsg.NewPtrShareGroupHeartbeatResponse()
 	id := m.id
 	r.MemberID, r.MemberEpoch = &id, m.epoch
@@ -260,11 +272,7 @@ func (g *group) refreshShareSubscriptionLocked(force bool, recs *[]Record) bool 
 // computeShareTargetLocked runs the simple assignor for the group epoch.
 func (g *group) computeShareTargetLocked(recs *[]Record) {
 	sg := g.sg
-	ids := make([]string, 0, len(sg.members))
-	for id := range sg.members {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
+	ids := sg.sortedIDs()
 	out := make(map[string]assignment, len(ids))
 	for _, id := range ids {
 		out[id] = assignment{}
@@ -295,15 +303,7 @@ func (g *group) computeShareTargetLocked(recs *[]Record) {
 			}
 		}
 	}
-	for _, id := range ids {
-		if old, ok := sg.target[id]; ok && old.equal(out[id]) {
-			continue
-		}
-		sg.target[id] = out[id]
-		*recs = append(*recs, g.rec(recShareTargetMember, id, appendTargetMemberValue(nil, assignmentRecordForm(out[id]))))
-	}
-	sg.assignmentEpoch = sg.epoch
-	*recs = append(*recs, g.rec(recShareTargetMetadata, "", appendEpochValue(nil, sg.assignmentEpoch)))
+	sg.installTargetLocked(g, ids, func(id string) assignment { return out[id] }, recs)
 }
 
 func (g *group) shareMemberRecord(m *smember) Record {
@@ -314,90 +314,28 @@ func (g *group) shareMemberRecord(m *smember) Record {
 	return g.rec(recShareMemberMetadata, m.id, appendShareMemberValue(nil, &v))
 }
 
-func (g *group) shareCurrentRecord(m *smember) Record {
-	v := CurrentAssignmentValue{MemberEpoch: m.epoch, PreviousMemberEpoch: m.prevEpoch, State: int8(msStable), Assigned: assignmentRecordForm(m.assigned)}
-	return g.rec(recShareCurrentAssignment, m.id, appendCurrentAssignmentValue(nil, &v, true))
-}
-
-func (g *group) shareMemberTombstones(id string) []Record {
-	return []Record{
-		g.rec(recShareCurrentAssignment, id, nil),
-		g.rec(recShareTargetMember, id, nil),
-		g.rec(recShareMemberMetadata, id, nil),
-	}
-}
-
-// shareTombstonesLocked deletes every record of the share group.
-func (g *group) shareTombstonesLocked() []Record {
-	sg := g.sg
-	ids := make([]string, 0, len(sg.members))
-	for id := range sg.members {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
+// tombstonesLocked deletes every record of the share group, in the order of Kafka's
+// ShareGroup.createGroupTombstoneRecords.
+func (sg *shareState) tombstonesLocked(g *group) []Record {
 	var recs []Record
-	for _, id := range ids {
-		recs = append(recs, g.shareMemberTombstones(id)...)
+	for _, id := range sg.sortedIDs() {
+		recs = append(recs, sg.memberTombstones(g, id)...)
 	}
-	recs = append(recs,
+	return append(recs,
 		g.rec(recShareTargetMetadata, "", nil),
 		g.rec(recSharePartitionMetadata, "", nil),
 		g.rec(recShareStatePartitionMetadata, "", nil),
 		g.rec(recShareGroupMetadata, "", nil))
-	return recs
 }
 
 // fenceShareMemberLocked removes m and bumps the group epoch.
 func (g *group) fenceShareMemberLocked(m *smember, recs *[]Record) {
 	sg := g.sg
-	if m.hbTimer != nil {
-		m.hbTimer.Stop()
-	}
-	m.hbSeq++
-	delete(sg.members, m.id)
-	delete(sg.target, m.id)
-	*recs = append(*recs, g.shareMemberTombstones(m.id)...)
+	sg.forget(m)
+	*recs = append(*recs, sg.memberTombstones(g, m.id)...)
 	g.refreshShareSubscriptionLocked(true, recs)
 	sg.epoch++
-	*recs = append(*recs, g.rec(recShareGroupMetadata, "", appendEpochValue(nil, sg.epoch)))
-	if len(sg.members) == 0 {
-		sg.stateTime = g.c.clock.Now()
-	}
-}
-
-func (g *group) armShareSessionLocked(m *smember) {
-	if m.hbTimer != nil {
-		m.hbTimer.Stop()
-	}
-	m.hbSeq++
-	seq := m.hbSeq
-	m.hbTimer = g.after(g.settingsLocked().ShareSessionTimeout, func(fx *effects) {
-		if g.kind != kindShare || g.state == stateDead || g.sg.members[m.id] != m || m.hbSeq != seq {
-			return
-		}
-		g.c.logger.Info("share group member session expired", "group", g.id, "member", m.id)
-		var recs []Record
-		g.fenceShareMemberLocked(m, &recs)
-		g.writeThenLocked(fx, recs, nil)
-	})
-}
-
-func (g *group) startShareTimersLocked() {
-	for _, m := range g.sg.members {
-		g.armShareSessionLocked(m)
-	}
-}
-
-func (g *group) stopShareTimersLocked() {
-	if g.sg == nil {
-		return
-	}
-	for _, m := range g.sg.members {
-		if m.hbTimer != nil {
-			m.hbTimer.Stop()
-		}
-		m.hbSeq++
-	}
+	*recs = append(*recs, sg.epochRecord(g))
 }
 
 // ShareGroupDescribe handles ShareGroupDescribe (v1).
@@ -514,9 +452,9 @@ func (c *Coordinator) CreateShareGroup(group string, cb func(code int16)) {
 		}
 		g.kind = kindShare
 		g.protocolType = "share"
-		g.sg = newShareState(g.c.clock.Now())
+		g.sg = newShareState()
 		g.c.logger.Info("share group created for its offsets", "group", g.id)
-		recs := []Record{g.rec(recShareGroupMetadata, "", appendEpochValue(nil, g.sg.epoch))}
+		recs := []Record{g.sg.epochRecord(g)}
 		g.writeThenLocked(fx, recs, func(err error) {
 			if err != nil {
 				cb(appendErrorCode(err, false))
@@ -628,15 +566,16 @@ func (l *loadedShare) apply(k Key, value []byte, seq int) bool {
 func (g *group) restoreShare(l *loadedShare) {
 	g.kind = kindShare
 	g.protocolType = "share"
-	sg := newShareState(g.c.clock.Now())
+	sg := newShareState()
 	g.sg = sg
 	sg.epoch, sg.assignmentEpoch, sg.state = l.epoch, l.targetEpoch, l.state
 	for _, t := range l.subMeta {
 		sg.subMeta[t.TopicName] = t
 	}
 	for id, v := range l.members {
-		m := &smember{id: id, rackID: v.RackID, clientID: v.ClientID, clientHost: v.ClientHost,
-			names: append([]string(nil), v.SubscribedTopicNames...), assigned: assignment{}}
+		m := newSmember(id)
+		m.rackID, m.clientID, m.clientHost = v.RackID, v.ClientID, v.ClientHost
+		m.names = append([]string(nil), v.SubscribedTopicNames...)
 		sort.Strings(m.names)
 		if cur, ok := l.current[id]; ok {
 			m.epoch, m.prevEpoch = cur.MemberEpoch, cur.PreviousMemberEpoch

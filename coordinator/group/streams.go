@@ -71,46 +71,33 @@ func (s StreamsSettings) filled() StreamsSettings {
 	return s
 }
 
-// stmember is a member of a streams group. Guarded by the group's mu.
+// stmember is a member of a streams group: the modern member and its process, topology
+// epoch, endpoint and client tags. Guarded by the group's mu.
 type stmember struct {
-	id               string
-	instanceID       *string
-	rackID           *string
-	clientID         string
-	clientHost       string
-	rebalanceTimeout time.Duration
-	topologyEpoch    int32
-	processID        string
-	endpoint         *StreamsEndpoint
-	clientTags       []StreamsKeyValue // sorted by key
-
-	epoch, prevEpoch int32
-	state            memberState
-	assigned         tasks // tasks the member owns (or will own)
-	pending          tasks // tasks it must revoke
-
-	hbSeq, revokeSeq uint64
-	hbTimer          Timer
-	revokeTimer      Timer
+	modernMember[tasks]
+	topologyEpoch int32
+	processID     string
+	endpoint      *StreamsEndpoint
+	clientTags    []StreamsKeyValue // sorted by key
 }
 
-// streamsState is a streams group's state.
+func newStmember(id string) *stmember {
+	return &stmember{modernMember: modernMember[tasks]{id: id, state: msStable, assigned: newTasks(), pending: newTasks()}}
+}
+
+// streamsState is a streams group's state: the modern group, its topology, and which
+// members hold each task.
 //
-// Invariants (under the group's mu):
+// Invariants (under the group's mu), beyond modernGroup's:
 //
-//  1. assignmentEpoch <= epoch; a member's epoch <= assignmentEpoch, or is -2 (a static
-//     member that left for now).
-//  2. activeOwner, standbyOwners and warmupOwners hold exactly the tasks of the members'
+//  1. activeOwner, standbyOwners and warmupOwners hold exactly the tasks of the members'
 //     assigned and pending sets, each with the members holding it; a task is active on
 //     at most one member.
-//  3. target has an entry for every member assigned at or after its join, none for
-//     others; static maps each instance id to the member holding it.
-//  4. validatedEpoch is the topology's epoch when its configuration (at the last epoch
+//  2. validatedEpoch is the topology's epoch when its configuration (at the last epoch
 //     bump) was ready, else -1; configured, when set, is topology configured against
 //     the topics image of version configuredAt.
 type streamsState struct {
-	epoch             int32
-	assignmentEpoch   int32
+	modernGroup[tasks, *stmember]
 	metadataHash      int64
 	validatedEpoch    int32
 	assignmentConfigs []StreamsKeyValue // the configs of the last target (num.standby.replicas)
@@ -119,9 +106,6 @@ type streamsState struct {
 	configured   *configuredTopology // memory only: recomputed after a load
 	configuredAt uint64
 
-	members       map[string]*stmember
-	static        map[string]string // instance id -> member id
-	target        map[string]tasks
 	activeOwner   map[taskID]string
 	standbyOwners map[taskID][]string
 	warmupOwners  map[taskID][]string
@@ -133,32 +117,45 @@ type streamsState struct {
 
 func newStreamsState() *streamsState {
 	return &streamsState{
+		modernGroup:    newModernGroup[tasks, *stmember](kindStreams, streamsRecordTypes, streamsRules{}),
 		validatedEpoch: -1, endpointEpoch: -1,
-		members: map[string]*stmember{}, static: map[string]string{}, target: map[string]tasks{},
 		activeOwner: map[taskID]string{}, standbyOwners: map[taskID][]string{}, warmupOwners: map[taskID][]string{},
 		assignmentConfigs: []StreamsKeyValue{},
 	}
 }
 
-// stateName is the group state StreamsGroupDescribe and ListGroups report (Kafka's
-// StreamsGroupState): Empty, NotReady (no topology validated against the topics),
-// Assigning, Reconciling, Stable.
-func (st *streamsState) stateName() string {
-	if len(st.members) == 0 {
-		return "Empty"
+// streamsRules are the streams protocol's answers to the modern-group skeleton.
+type streamsRules struct{}
+
+func (streamsRules) sessionTimeout(g *group) time.Duration {
+	return g.st.settings.filled().SessionTimeout
+}
+
+func (streamsRules) fenceLocked(g *group, m *stmember, recs *[]Record) {
+	g.fenceStreamsMemberLocked(m, recs)
+}
+
+func (streamsRules) targetValue(t tasks) []byte {
+	v := tasksRecordForm(t)
+	return appendStreamsTargetMemberValue(nil, &v)
+}
+
+func (streamsRules) currentValue(m *stmember) []byte {
+	v := StreamsCurrentAssignmentValue{
+		MemberEpoch: m.epoch, PreviousMemberEpoch: m.prevEpoch, State: int8(m.state),
+		Assigned: tasksRecordForm(m.assigned), Pending: tasksRecordForm(m.pending),
 	}
-	if st.topology == nil || st.topology.Epoch != st.validatedEpoch {
+	return appendStreamsCurrentAssignmentValue(nil, &v)
+}
+
+// stateName is the group state StreamsGroupDescribe and ListGroups report (Kafka's
+// StreamsGroupState): a modern group's (Empty, Assigning, Reconciling, Stable), or
+// NotReady while it has members and no topology validated against the topics.
+func (st *streamsState) stateName() string {
+	if len(st.members) > 0 && (st.topology == nil || st.topology.Epoch != st.validatedEpoch) {
 		return "NotReady"
 	}
-	if st.epoch > st.assignmentEpoch {
-		return "Assigning"
-	}
-	for _, m := range st.members {
-		if m.epoch != staticLeaveEpoch && (m.epoch != st.assignmentEpoch || m.state != msStable) {
-			return "Reconciling"
-		}
-	}
-	return "Stable"
+	return st.modernGroup.stateName()
 }
 
 // streamsStateIn reports whether a ListGroups state filter holds state name (Kafka
@@ -331,7 +328,7 @@ func (g *group) streamsHeartbeatLocked(req *kmsg.StreamsGroupHeartbeatRequest, c
 	if code, msg := g.reconcileStreamsLocked(m, owned, recs); code != 0 {
 		return nil, nil, code, msg
 	}
-	g.armStreamsSessionLocked(m)
+	st.armSessionLocked(g, m)
 	if req.ShutdownApplication && st.shutdownBy == "" {
 		g.c.logger.Info("streams group member asks the application to shut down", "group", g.id, "member", m.id)
 		st.shutdownBy = m.id
@@ -517,7 +514,8 @@ func (g *group) streamsMemberLocked(req *kmsg.StreamsGroupHeartbeatRequest, recs
 		if max := st.settings.MaxSize; max > 0 && len(st.members) >= max {
 			return nil, false, kerr.GroupMaxSizeReached.Code, fmt.Sprintf("The streams group has reached its maximum capacity of %d members.", max)
 		}
-		m := &stmember{id: memberID, state: msStable, assigned: newTasks(), pending: newTasks(), topologyEpoch: -1}
+		m := newStmember(memberID)
+		m.topologyEpoch = -1
 		if req.InstanceID != nil {
 			inst := *req.InstanceID
 			m.instanceID = &inst
@@ -608,14 +606,13 @@ func (m *stmember) update(req *kmsg.StreamsGroupHeartbeatRequest, clientID, clie
 // epoch does not move (Kafka 4.4).
 func (g *group) replaceStreamsStaticLocked(old *stmember, newID string, recs *[]Record) *stmember {
 	st := g.st
-	n := &stmember{
-		id: newID, instanceID: old.instanceID, rackID: old.rackID, clientID: old.clientID, clientHost: old.clientHost,
-		rebalanceTimeout: old.rebalanceTimeout, topologyEpoch: old.topologyEpoch, processID: old.processID,
-		endpoint: old.endpoint, clientTags: old.clientTags,
-		state: msStable, assigned: old.assigned.clone(), pending: newTasks(),
-	}
+	n := newStmember(newID)
+	n.instanceID, n.rackID, n.clientID, n.clientHost = old.instanceID, old.rackID, old.clientID, old.clientHost
+	n.rebalanceTimeout, n.topologyEpoch, n.processID = old.rebalanceTimeout, old.topologyEpoch, old.processID
+	n.endpoint, n.clientTags = old.endpoint, old.clientTags
+	n.assigned = old.assigned.clone()
 	target, hasTarget := st.target[old.id]
-	*recs = append(*recs, g.streamsMemberTombstones(old.id)...)
+	*recs = append(*recs, st.memberTombstones(g, old.id)...)
 	g.dropStreamsMemberLocked(old)
 	st.members[newID] = n
 	st.static[*n.instanceID] = newID
@@ -623,9 +620,9 @@ func (g *group) replaceStreamsStaticLocked(old *stmember, newID string, recs *[]
 	*recs = append(*recs, g.streamsMemberRecord(n))
 	if hasTarget {
 		st.target[newID] = target
-		*recs = append(*recs, g.streamsTargetMemberRecord(newID, target))
+		*recs = append(*recs, st.targetRecord(g, newID, target))
 	}
-	*recs = append(*recs, g.streamsCurrentAssignmentRecord(n))
+	*recs = append(*recs, st.currentRecord(g, n))
 	g.c.logger.Info("static member rejoins the streams group", "group", g.id, "instance", *n.instanceID, "member", newID, "replaces", old.id)
 	return n
 }
@@ -654,9 +651,9 @@ func (g *group) streamsLeaveLocked(req *kmsg.StreamsGroupHeartbeatRequest, recs 
 	if req.MemberEpoch == staticLeaveEpoch {
 		g.c.logger.Info("static member leaves the streams group for now", "group", g.id, "member", m.id)
 		g.setStreamsAssignmentLocked(m, staticLeaveEpoch, m.epoch, msStable, m.assigned, newTasks())
-		g.stopStreamsRevokeTimer(m)
-		*recs = append(*recs, g.streamsCurrentAssignmentRecord(m))
-		g.armStreamsSessionLocked(m)
+		m.stopRevokeTimer()
+		*recs = append(*recs, st.currentRecord(g, m))
+		st.armSessionLocked(g, m)
 		return r, 0, ""
 	}
 	g.c.logger.Info("member leaves the streams group", "group", g.id, "member", m.id)
@@ -669,7 +666,7 @@ func (g *group) streamsLeaveLocked(req *kmsg.StreamsGroupHeartbeatRequest, recs 
 // heartbeat computes a new target.
 func (g *group) fenceStreamsMemberLocked(m *stmember, recs *[]Record) {
 	st := g.st
-	*recs = append(*recs, g.streamsMemberTombstones(m.id)...)
+	*recs = append(*recs, st.memberTombstones(g, m.id)...)
 	g.dropStreamsMemberLocked(m)
 	st.epoch++
 	*recs = append(*recs, g.streamsEpochRecord())
@@ -678,100 +675,15 @@ func (g *group) fenceStreamsMemberLocked(m *stmember, recs *[]Record) {
 // dropStreamsMemberLocked forgets m: timers, tasks, target, instance id.
 func (g *group) dropStreamsMemberLocked(m *stmember) {
 	st := g.st
-	if m.hbTimer != nil {
-		m.hbTimer.Stop()
-	}
-	m.hbSeq++
-	g.stopStreamsRevokeTimer(m)
 	st.release(m)
 	if m.endpoint != nil {
 		st.endpointEpoch++
 	}
-	delete(st.members, m.id)
-	delete(st.target, m.id)
-	if m.instanceID != nil && st.static[*m.instanceID] == m.id {
-		delete(st.static, *m.instanceID)
-	}
+	st.forget(m)
 	if len(st.members) == 0 {
 		st.shutdownBy = "" // a shutdown request lasts until the group is empty
 	}
 	g.syncStreamsSubscriptionsLocked()
-}
-
-// armStreamsSessionLocked (re)starts m's session: without a heartbeat within the
-// session timeout the member is fenced.
-func (g *group) armStreamsSessionLocked(m *stmember) {
-	if m.hbTimer != nil {
-		m.hbTimer.Stop()
-	}
-	m.hbSeq++
-	seq := m.hbSeq
-	m.hbTimer = g.after(g.st.settings.filled().SessionTimeout, func(fx *effects) {
-		if g.kind != kindStreams || g.state == stateDead || g.st.members[m.id] != m || m.hbSeq != seq {
-			return
-		}
-		g.c.logger.Info("streams group member session expired", "group", g.id, "member", m.id)
-		var recs []Record
-		g.fenceStreamsMemberLocked(m, &recs)
-		g.writeThenLocked(fx, recs, nil)
-	})
-}
-
-// armStreamsRevokeTimerLocked starts m's rebalance timeout as it enters UNREVOKED_TASKS:
-// a member that has not revoked by then is fenced.
-func (g *group) armStreamsRevokeTimerLocked(m *stmember) {
-	g.stopStreamsRevokeTimer(m)
-	seq, epoch := m.revokeSeq, m.epoch
-	d := m.rebalanceTimeout
-	if d <= 0 {
-		d = g.st.settings.filled().SessionTimeout
-	}
-	m.revokeTimer = g.after(d, func(fx *effects) {
-		if g.kind != kindStreams || g.state == stateDead || g.st.members[m.id] != m || m.revokeSeq != seq {
-			return
-		}
-		if m.state != msUnrevoked || m.epoch != epoch {
-			return
-		}
-		g.c.logger.Info("streams group member did not revoke its tasks within the rebalance timeout", "group", g.id, "member", m.id)
-		var recs []Record
-		g.fenceStreamsMemberLocked(m, &recs)
-		g.writeThenLocked(fx, recs, nil)
-	})
-}
-
-func (g *group) stopStreamsRevokeTimer(m *stmember) {
-	if m.revokeTimer != nil {
-		m.revokeTimer.Stop()
-		m.revokeTimer = nil
-	}
-	m.revokeSeq++
-}
-
-// stopStreamsTimersLocked stops every member's timers (the group is deleted or
-// converted).
-func (g *group) stopStreamsTimersLocked() {
-	if g.st == nil {
-		return
-	}
-	for _, m := range g.st.members {
-		if m.hbTimer != nil {
-			m.hbTimer.Stop()
-		}
-		m.hbSeq++
-		g.stopStreamsRevokeTimer(m)
-	}
-}
-
-// startStreamsTimersLocked starts the sessions of a loaded group's members (and the
-// rebalance timeout of those still revoking).
-func (g *group) startStreamsTimersLocked() {
-	for _, m := range g.st.members {
-		g.armStreamsSessionLocked(m)
-		if m.state == msUnrevoked {
-			g.armStreamsRevokeTimerLocked(m)
-		}
-	}
 }
 
 // convertToStreamsLocked turns an empty classic group (one that only holds committed
@@ -793,9 +705,9 @@ func (g *group) convertToStreamsLocked(recs *[]Record) {
 // convertStreamsToClassicLocked turns an empty streams group into an empty classic
 // group (a JoinGroup arrived): its streams records are deleted, committed offsets stay.
 func (g *group) convertStreamsToClassicLocked(recs *[]Record) {
-	*recs = append(*recs, g.streamsTombstonesLocked()...)
+	*recs = append(*recs, g.st.tombstonesLocked(g)...)
 	g.c.logger.Info("empty streams group becomes a classic group", "group", g.id)
-	g.stopStreamsTimersLocked()
+	g.st.stopTimers()
 	g.kind = kindClassic
 	g.st = nil
 	g.protocolType, g.protocol, g.leader, g.generation = "", "", "", 0
@@ -886,13 +798,4 @@ func (g *group) endpointsToPartitionsLocked() []kmsg.StreamsGroupHeartbeatRespon
 		out = append(out, e)
 	}
 	return out
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
 }

@@ -72,8 +72,7 @@ func (g *group) dropExpiredStreamsLocked(recs *[]Record) bool {
 	if len(g.st.members) > 0 || len(g.offsets) > 0 || len(g.pendingCommits) > 0 {
 		return false
 	}
-	*recs = append(*recs, g.streamsTombstonesLocked()...)
-	g.stopStreamsTimersLocked()
+	*recs = append(*recs, g.st.tombstonesLocked(g)...)
 	g.transition(stateDead)
 	g.stopTimersLocked()
 	g.c.dropGroupLocked(g)

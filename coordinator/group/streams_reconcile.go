@@ -2,7 +2,6 @@ package group
 
 import (
 	"slices"
-	"sort"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -29,11 +28,7 @@ import (
 // computeStreamsTargetLocked computes the target assignment of the group epoch.
 func (g *group) computeStreamsTargetLocked(recs *[]Record) {
 	st := g.st
-	ids := make([]string, 0, len(st.members))
-	for id := range st.members {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
+	ids := st.sortedIDs()
 	var out map[string]tasks
 	if st.configured.ready() {
 		spec := &stickySpec{standbys: st.settings.NumStandbyReplicas}
@@ -45,19 +40,12 @@ func (g *group) computeStreamsTargetLocked(recs *[]Record) {
 		}
 		out = assignTasks(spec)
 	}
-	for _, id := range ids {
-		a, ok := out[id]
-		if !ok {
-			a = newTasks()
+	st.installTargetLocked(g, ids, func(id string) tasks {
+		if a, ok := out[id]; ok {
+			return a
 		}
-		if old, ok := st.target[id]; ok && old.equal(a) {
-			continue
-		}
-		st.target[id] = a
-		*recs = append(*recs, g.streamsTargetMemberRecord(id, a))
-	}
-	st.assignmentEpoch = st.epoch
-	*recs = append(*recs, g.streamsTargetMetadataRecord())
+		return newTasks()
+	}, recs)
 }
 
 // targetOf is a member's target, empty when it has none yet.
@@ -110,12 +98,12 @@ func (g *group) reconcileStreamsLocked(m *stmember, owned *tasks, recs *[]Record
 	}
 	wasUnrevoked, oldEpoch := m.state == msUnrevoked, m.epoch
 	g.setStreamsAssignmentLocked(m, next.epoch, m.epoch, next.state, next.assigned, next.pending)
-	*recs = append(*recs, g.streamsCurrentAssignmentRecord(m))
+	*recs = append(*recs, st.currentRecord(g, m))
 	switch {
 	case m.state == msUnrevoked && (!wasUnrevoked || m.epoch != oldEpoch):
-		g.armStreamsRevokeTimerLocked(m)
+		st.armRevokeTimerLocked(g, m)
 	case m.state != msUnrevoked:
-		g.stopStreamsRevokeTimer(m)
+		m.stopRevokeTimer()
 	}
 	return 0, ""
 }

@@ -87,11 +87,11 @@ func TestStreamsReconcileStep(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			g := &group{kind: kindStreams, st: newStreamsState()}
 			st := g.st
-			m := &stmember{id: "A", processID: "p1", epoch: 1, state: msStable, assigned: c.assigned, pending: newTasks()}
+			m := &stmember{modernMember: modernMember[tasks]{id: "A", epoch: 1, state: msStable, assigned: c.assigned, pending: newTasks()}, processID: "p1"}
 			st.members["A"] = m
 			st.claim(m)
 			for _, o := range c.others {
-				om := &stmember{id: o.id, processID: o.process, assigned: o.assigned, pending: newTasks()}
+				om := &stmember{modernMember: modernMember[tasks]{id: o.id, assigned: o.assigned, pending: newTasks()}, processID: o.process}
 				st.members[o.id] = om
 				st.claim(om)
 			}

@@ -18,15 +18,6 @@ func (g *group) streamsTopologyRecord() Record {
 	return g.rec(recStreamsTopology, "", appendStreamsTopologyValue(nil, g.st.topology))
 }
 
-func (g *group) streamsTargetMetadataRecord() Record {
-	return g.rec(recStreamsTargetMetadata, "", appendEpochValue(nil, g.st.assignmentEpoch))
-}
-
-func (g *group) streamsTargetMemberRecord(id string, t tasks) Record {
-	v := tasksRecordForm(t)
-	return g.rec(recStreamsTargetMember, id, appendStreamsTargetMemberValue(nil, &v))
-}
-
 func (g *group) streamsMemberRecord(m *stmember) Record {
 	v := StreamsMemberValue{
 		InstanceID: m.instanceID, RackID: m.rackID, ClientID: m.clientID, ClientHost: m.clientHost,
@@ -36,45 +27,11 @@ func (g *group) streamsMemberRecord(m *stmember) Record {
 	return g.rec(recStreamsMemberMetadata, m.id, appendStreamsMemberValue(nil, &v))
 }
 
-func (g *group) streamsCurrentAssignmentRecord(m *stmember) Record {
-	v := StreamsCurrentAssignmentValue{
-		MemberEpoch: m.epoch, PreviousMemberEpoch: m.prevEpoch, State: int8(m.state),
-		Assigned: tasksRecordForm(m.assigned), Pending: tasksRecordForm(m.pending),
-	}
-	return g.rec(recStreamsCurrentAssignment, m.id, appendStreamsCurrentAssignmentValue(nil, &v))
-}
-
-// streamsMemberTombstones deletes a member's three records, in Kafka's order.
-func (g *group) streamsMemberTombstones(id string) []Record {
-	return []Record{
-		g.rec(recStreamsCurrentAssignment, id, nil),
-		g.rec(recStreamsTargetMember, id, nil),
-		g.rec(recStreamsMemberMetadata, id, nil),
-	}
-}
-
-// streamsTombstonesLocked deletes every record of the streams group (not its offsets),
-// in the order of Kafka's StreamsGroup.createGroupTombstoneRecords.
-func (g *group) streamsTombstonesLocked() []Record {
-	st := g.st
-	ids := make([]string, 0, len(st.members))
-	for id := range st.members {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	var recs []Record
-	for _, id := range ids {
-		recs = append(recs, g.rec(recStreamsCurrentAssignment, id, nil))
-	}
-	for _, id := range ids {
-		recs = append(recs, g.rec(recStreamsTargetMember, id, nil))
-	}
-	recs = append(recs, g.rec(recStreamsTargetMetadata, "", nil))
-	for _, id := range ids {
-		recs = append(recs, g.rec(recStreamsMemberMetadata, id, nil))
-	}
-	recs = append(recs, g.rec(recStreamsGroupMetadata, "", nil))
-	return append(recs, g.rec(recStreamsTopology, "", nil))
+// tombstonesLocked deletes every record of the streams group (not its offsets), in the
+// order of Kafka's StreamsGroup.createGroupTombstoneRecords.
+func (st *streamsState) tombstonesLocked(g *group) []Record {
+	recs := st.membersTombstones(g)
+	return append(recs, g.rec(recStreamsGroupMetadata, "", nil), g.rec(recStreamsTopology, "", nil))
 }
 
 // loadedStreams gathers one streams group's records during a replay.
@@ -170,12 +127,10 @@ func (g *group) restoreStreams(l *loadedStreams) {
 	st.assignmentConfigs = append([]StreamsKeyValue{}, l.meta.AssignmentConfigs...)
 	st.topology = l.topology
 	for id, v := range l.members {
-		m := &stmember{
-			id: id, instanceID: v.InstanceID, rackID: v.RackID, clientID: v.ClientID, clientHost: v.ClientHost,
-			rebalanceTimeout: millis(v.RebalanceTimeoutMs), topologyEpoch: v.TopologyEpoch, processID: v.ProcessID,
-			endpoint: v.UserEndpoint, clientTags: append([]StreamsKeyValue(nil), v.ClientTags...),
-			state: msStable, assigned: newTasks(), pending: newTasks(),
-		}
+		m := newStmember(id)
+		m.instanceID, m.rackID, m.clientID, m.clientHost = v.InstanceID, v.RackID, v.ClientID, v.ClientHost
+		m.rebalanceTimeout, m.topologyEpoch, m.processID = millis(v.RebalanceTimeoutMs), v.TopologyEpoch, v.ProcessID
+		m.endpoint, m.clientTags = v.UserEndpoint, append([]StreamsKeyValue(nil), v.ClientTags...)
 		sort.Slice(m.clientTags, func(i, j int) bool { return m.clientTags[i].Key < m.clientTags[j].Key })
 		if cur, ok := l.current[id]; ok {
 			m.epoch, m.prevEpoch = cur.MemberEpoch, cur.PreviousMemberEpoch

@@ -1,0 +1,363 @@
+package group
+
+import (
+	"sort"
+	"time"
+)
+
+// Modern groups: consumer groups (KIP-848), share groups (KIP-932) and streams groups
+// (KIP-1071) share one skeleton, Kafka's ModernGroup and ModernGroupMember. Members
+// heartbeat with a member epoch within a session timeout; the group epoch moves when
+// what the assignment depends on changes; a target assignment is computed for an
+// assignment epoch; each member moves towards its target, giving up what it must
+// within its rebalance timeout. This file holds that skeleton, once:
+//
+//	                modernGroup[A, M]                 modernMember[A] embedded in M
+//	consumerState   A = assignment, M = *cmember      + subscribed names, regex, assignor
+//	shareState      A = assignment, M = *smember      + subscribed names
+//	streamsState    A = tasks,      M = *stmember     + process, topology epoch, endpoint, tags
+//
+// and each protocol keeps its own rules in its files: the assignors and the
+// subscription (consumer_reconcile.go, share.go), the share-partition state
+// (share_state_meta.go), the topology and the task assignor (streams_*.go). What the
+// skeleton needs of a protocol is its modernRules.
+
+// memberState is a member's reconciliation state, with Kafka's byte values
+// (MemberState) as CurrentMemberAssignment records store them. Share-group members are
+// always STABLE (a share group revokes nothing).
+type memberState int8
+
+const (
+	msStable     memberState = 0 // reconciled with its target
+	msUnrevoked  memberState = 1 // must give up partitions or tasks before moving to a newer epoch
+	msUnreleased memberState = 2 // at the newest epoch, waiting for others to release partitions or tasks
+	msUnknown    memberState = 127
+)
+
+// Member epochs with a meaning of their own.
+const (
+	leaveEpoch       = -1 // the member leaves
+	staticLeaveEpoch = -2 // a static member leaves for now; its instance keeps its place
+)
+
+// modernMember is what every member of a modern group has (Kafka's ModernGroupMember):
+// its ids and client, its epochs and reconciliation state, what it holds (A: partitions
+// or tasks) and its two timers. Guarded by the group's mu.
+type modernMember[A any] struct {
+	id               string
+	instanceID       *string // static members (consumer and streams groups)
+	rackID           *string
+	clientID         string
+	clientHost       string
+	rebalanceTimeout time.Duration
+
+	epoch, prevEpoch int32
+	state            memberState
+	assigned         A // what the member owns (or will own)
+	pending          A // what it must give up
+
+	// hbSeq and revokeSeq bump each time the session or the rebalance timer is armed or
+	// stopped: a timer that fires with another seq is stale.
+	hbSeq, revokeSeq     uint64
+	hbTimer, revokeTimer Timer
+}
+
+func (m *modernMember[A]) base() *modernMember[A] { return m }
+
+// stopSession stops m's session timer.
+func (m *modernMember[A]) stopSession() {
+	if m.hbTimer != nil {
+		m.hbTimer.Stop()
+	}
+	m.hbSeq++
+}
+
+// stopRevokeTimer stops m's rebalance timer.
+func (m *modernMember[A]) stopRevokeTimer() {
+	if m.revokeTimer != nil {
+		m.revokeTimer.Stop()
+		m.revokeTimer = nil
+	}
+	m.revokeSeq++
+}
+
+// memberOf is a protocol's member type: a pointer to a struct embedding modernMember[A].
+type memberOf[A any] interface {
+	comparable
+	base() *modernMember[A]
+}
+
+// holding is what a member holds: an assignment of partitions, or tasks.
+type holding[A any] interface {
+	equal(A) bool
+}
+
+// recordTypes are a protocol's record key types in __consumer_offsets.
+type recordTypes struct {
+	metadata, member, targetMetadata, targetMember, current int16
+}
+
+var (
+	consumerRecordTypes = recordTypes{recConsumerGroupMetadata, recConsumerMemberMetadata, recConsumerTargetMetadata, recConsumerTargetMember, recConsumerCurrentAssignment}
+	shareRecordTypes    = recordTypes{recShareGroupMetadata, recShareMemberMetadata, recShareTargetMetadata, recShareTargetMember, recShareCurrentAssignment}
+	streamsRecordTypes  = recordTypes{recStreamsGroupMetadata, recStreamsMemberMetadata, recStreamsTargetMetadata, recStreamsTargetMember, recStreamsCurrentAssignment}
+)
+
+// modernRules is what the skeleton asks of a protocol (consumerRules, shareRules,
+// streamsRules): its session timeout, how it fences a member, and how its records
+// encode what members hold.
+type modernRules[A any, M memberOf[A]] interface {
+	// sessionTimeout is the group's session timeout now (its own config, else the
+	// broker's).
+	sessionTimeout(g *group) time.Duration
+	// fenceLocked removes m (it left, or a timer expired), bumps the group epoch and
+	// adds the records of the change to recs.
+	fenceLocked(g *group, m M, recs *[]Record)
+	// targetValue and currentValue are the values of a member's TargetAssignment and
+	// CurrentAssignment records.
+	targetValue(a A) []byte
+	currentValue(m M) []byte
+}
+
+// modernGroup is what every modern group has (Kafka's ModernGroup): the group epoch,
+// the target assignment of the assignment epoch, the members and the static members'
+// instance ids. Guarded by the group's mu. Invariants: assignmentEpoch <= epoch; a
+// member's epoch <= assignmentEpoch, or is -2 (a static member away); target has an
+// entry for every member assigned at its join epoch or later and none for others;
+// static maps each instance id to the member holding it.
+type modernGroup[A holding[A], M memberOf[A]] struct {
+	kind  groupKind
+	types recordTypes
+	rules modernRules[A, M]
+
+	epoch           int32
+	assignmentEpoch int32
+	members         map[string]M
+	static          map[string]string // instance id -> member id
+	target          map[string]A
+}
+
+func newModernGroup[A holding[A], M memberOf[A]](kind groupKind, types recordTypes, rules modernRules[A, M]) modernGroup[A, M] {
+	return modernGroup[A, M]{kind: kind, types: types, rules: rules,
+		members: map[string]M{}, static: map[string]string{}, target: map[string]A{}}
+}
+
+// sortedIDs is the member ids, sorted.
+func (mg *modernGroup[A, M]) sortedIDs() []string { return sortedKeys(mg.members) }
+
+// stateName is the group state describes and ListGroups report (Kafka's
+// ConsumerGroupState): Empty, Assigning (the group epoch is past the assignment's),
+// Reconciling (a member, not away, is not at the assignment epoch or not STABLE),
+// Stable.
+func (mg *modernGroup[A, M]) stateName() string {
+	if len(mg.members) == 0 {
+		return "Empty"
+	}
+	if mg.epoch > mg.assignmentEpoch {
+		return "Assigning"
+	}
+	for _, m := range mg.members {
+		b := m.base()
+		if b.epoch != staticLeaveEpoch && (b.epoch != mg.assignmentEpoch || b.state != msStable) {
+			return "Reconciling"
+		}
+	}
+	return "Stable"
+}
+
+func (mg *modernGroup[A, M]) size() int { return len(mg.members) }
+
+// liveLocked reports whether m is still a member of g, g still this kind of group and
+// alive: a timer of m acts only then.
+func (mg *modernGroup[A, M]) liveLocked(g *group, m M) bool {
+	return g.kind == mg.kind && g.state != stateDead && mg.members[m.base().id] == m
+}
+
+// armSessionLocked (re)starts m's session: without a heartbeat within the session
+// timeout the member is fenced.
+func (mg *modernGroup[A, M]) armSessionLocked(g *group, m M) {
+	b := m.base()
+	b.stopSession()
+	seq := b.hbSeq
+	b.hbTimer = g.after(mg.rules.sessionTimeout(g), func(fx *effects) {
+		if !mg.liveLocked(g, m) || b.hbSeq != seq {
+			return
+		}
+		g.c.logger.Info(mg.kind.String()+" group member session expired", "group", g.id, "member", b.id)
+		var recs []Record
+		mg.rules.fenceLocked(g, m, &recs)
+		g.writeThenLocked(fx, recs, nil)
+	})
+}
+
+// armRevokeTimerLocked starts m's rebalance timeout as it enters UNREVOKED: a member
+// that has not given up what it must by then is fenced.
+func (mg *modernGroup[A, M]) armRevokeTimerLocked(g *group, m M) {
+	b := m.base()
+	b.stopRevokeTimer()
+	seq, epoch := b.revokeSeq, b.epoch
+	d := b.rebalanceTimeout
+	if d <= 0 {
+		d = mg.rules.sessionTimeout(g)
+	}
+	b.revokeTimer = g.after(d, func(fx *effects) {
+		if !mg.liveLocked(g, m) || b.revokeSeq != seq || b.state != msUnrevoked || b.epoch != epoch {
+			return
+		}
+		g.c.logger.Info(mg.kind.String()+" group member did not revoke its "+mg.kind.unit()+" within the rebalance timeout", "group", g.id, "member", b.id)
+		var recs []Record
+		mg.rules.fenceLocked(g, m, &recs)
+		g.writeThenLocked(fx, recs, nil)
+	})
+}
+
+// startTimersLocked starts the sessions of a loaded group's members (and the rebalance
+// timeout of those still revoking), in member id order.
+func (mg *modernGroup[A, M]) startTimersLocked(g *group) {
+	for _, id := range mg.sortedIDs() {
+		m := mg.members[id]
+		mg.armSessionLocked(g, m)
+		if m.base().state == msUnrevoked {
+			mg.armRevokeTimerLocked(g, m)
+		}
+	}
+}
+
+// stopTimers stops every member's timers (the group is deleted, converted or
+// unloaded).
+func (mg *modernGroup[A, M]) stopTimers() {
+	for _, m := range mg.members {
+		m.base().stopSession()
+		m.base().stopRevokeTimer()
+	}
+}
+
+// forget drops m from the group: its timers, its target, its instance id.
+func (mg *modernGroup[A, M]) forget(m M) {
+	b := m.base()
+	b.stopSession()
+	b.stopRevokeTimer()
+	delete(mg.members, b.id)
+	delete(mg.target, b.id)
+	if b.instanceID != nil && mg.static[*b.instanceID] == b.id {
+		delete(mg.static, *b.instanceID)
+	}
+}
+
+// installTargetLocked makes out(id) the target of each member of ids, writing a
+// TargetAssignment record for each one that changed, and then the target's epoch: the
+// group epoch (a TargetAssignmentMetadata record).
+func (mg *modernGroup[A, M]) installTargetLocked(g *group, ids []string, out func(id string) A, recs *[]Record) {
+	for _, id := range ids {
+		a := out(id)
+		if old, ok := mg.target[id]; ok && old.equal(a) {
+			continue
+		}
+		mg.target[id] = a
+		*recs = append(*recs, mg.targetRecord(g, id, a))
+	}
+	mg.assignmentEpoch = mg.epoch
+	*recs = append(*recs, mg.targetMetadataRecord(g))
+}
+
+// epochRecord is the group's metadata record when it holds the group epoch alone
+// (consumer and share groups).
+func (mg *modernGroup[A, M]) epochRecord(g *group) Record {
+	return g.rec(mg.types.metadata, "", appendEpochValue(nil, mg.epoch))
+}
+
+func (mg *modernGroup[A, M]) targetMetadataRecord(g *group) Record {
+	return g.rec(mg.types.targetMetadata, "", appendEpochValue(nil, mg.assignmentEpoch))
+}
+
+func (mg *modernGroup[A, M]) targetRecord(g *group, id string, a A) Record {
+	return g.rec(mg.types.targetMember, id, mg.rules.targetValue(a))
+}
+
+func (mg *modernGroup[A, M]) currentRecord(g *group, m M) Record {
+	return g.rec(mg.types.current, m.base().id, mg.rules.currentValue(m))
+}
+
+// memberTombstones deletes a member's three records, in Kafka's order.
+func (mg *modernGroup[A, M]) memberTombstones(g *group, id string) []Record {
+	return []Record{
+		g.rec(mg.types.current, id, nil),
+		g.rec(mg.types.targetMember, id, nil),
+		g.rec(mg.types.member, id, nil),
+	}
+}
+
+// membersTombstones deletes the records of every member and of the target, in the
+// order of Kafka's createGroupTombstoneRecords (consumer and streams groups): current
+// assignments, target assignments, the target's metadata, members' metadata.
+func (mg *modernGroup[A, M]) membersTombstones(g *group) []Record {
+	ids := mg.sortedIDs()
+	recs := make([]Record, 0, 3*len(ids)+1)
+	for _, id := range ids {
+		recs = append(recs, g.rec(mg.types.current, id, nil))
+	}
+	for _, id := range ids {
+		recs = append(recs, g.rec(mg.types.targetMember, id, nil))
+	}
+	recs = append(recs, g.rec(mg.types.targetMetadata, "", nil))
+	for _, id := range ids {
+		recs = append(recs, g.rec(mg.types.member, id, nil))
+	}
+	return recs
+}
+
+func (g *group) rec(t int16, second string, value []byte) Record {
+	return Record{Timestamp: g.c.clock.Now().UnixMilli(), Key: appendGroupTypedKey(nil, t, g.id, second), Value: value}
+}
+
+// partitionMetadataRecord is the subscribed topics' metadata of a consumer or share
+// group, in topic name order.
+func (g *group) partitionMetadataRecord(t int16, meta map[string]PartitionMetadataTopic) Record {
+	ts := make([]PartitionMetadataTopic, 0, len(meta))
+	for _, m := range meta {
+		ts = append(ts, m)
+	}
+	sort.Slice(ts, func(i, j int) bool { return ts[i].TopicName < ts[j].TopicName })
+	return g.rec(t, "", appendPartitionMetadataValue(nil, ts))
+}
+
+// unit is what members of the kind hold, in log lines and error messages.
+func (k groupKind) unit() string {
+	if k == kindStreams {
+		return "tasks"
+	}
+	return "partitions"
+}
+
+// modernState is the view of a consumer, share or streams group's state that the code
+// common to every kind uses (ListGroups, DeleteGroups, JoinGroup, loads and unloads).
+type modernState interface {
+	stateName() string
+	size() int
+	startTimersLocked(g *group)
+	stopTimers()
+	// tombstonesLocked deletes every record of the group (not its offsets).
+	tombstonesLocked(g *group) []Record
+}
+
+// modern is g's consumer, share or streams state; nil for a classic group.
+func (g *group) modern() modernState {
+	switch {
+	case g.kind == kindConsumer && g.cg != nil:
+		return g.cg
+	case g.kind == kindShare && g.sg != nil:
+		return g.sg
+	case g.kind == kindStreams && g.st != nil:
+		return g.st
+	}
+	return nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
