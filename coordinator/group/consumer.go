@@ -112,6 +112,28 @@ func (consumerRules) currentValue(m *cmember) []byte {
 	return appendCurrentAssignmentValue(nil, &v, false)
 }
 
+func (consumerRules) newMember(id string) *cmember { return newCmember(id) }
+
+func (consumerRules) replacement(old *cmember, id string) *cmember {
+	n := newCmember(id)
+	n.instanceID, n.rackID, n.clientID, n.clientHost = old.instanceID, old.rackID, old.clientID, old.clientHost
+	n.names, n.regex, n.assignor, n.rebalanceTimeout = old.names, old.regex, old.assignor, old.rebalanceTimeout
+	n.assigned = old.assigned.clone()
+	return n
+}
+
+func (consumerRules) none() assignment { return assignment{} }
+
+func (consumerRules) setAssignmentLocked(g *group, m *cmember, epoch, prev int32, state memberState, assigned, pending assignment) {
+	g.setMemberAssignmentLocked(m, epoch, prev, state, assigned, pending)
+}
+
+func (consumerRules) claimLocked(g *group, m *cmember) { g.cg.claim(m) }
+
+func (consumerRules) dropLocked(g *group, m *cmember) { g.dropConsumerMemberLocked(m) }
+
+func (consumerRules) memberRecord(g *group, m *cmember) Record { return g.memberMetadataRecord(m) }
+
 // newConsumerMemberID is a member id as Kafka's v0 server or a v1 client makes one: a
 // random UUID, base64url without padding (22 characters).
 func newConsumerMemberID() string {
@@ -243,7 +265,7 @@ func (g *group) consumerHeartbeatLocked(fx *effects, req *kmsg.ConsumerGroupHear
 	}
 	switch req.MemberEpoch {
 	case leaveEpoch, staticLeaveEpoch:
-		return g.consumerLeaveLocked(fx, req, recs)
+		return g.consumerLeaveLocked(req, recs)
 	}
 	m, created, code, msg := g.consumerMemberLocked(req, recs)
 	if code != 0 {
@@ -301,80 +323,17 @@ func heartbeatAssignment(a assignment) *kmsg.ConsumerGroupHeartbeatResponseAssig
 	return out
 }
 
-// consumerMemberLocked finds or creates the member a join or heartbeat names, fencing
-// stale epochs and instance ids as Kafka does.
+// consumerMemberLocked finds or creates the member a join or heartbeat names (a v0
+// join names none: the coordinator makes its id).
 func (g *group) consumerMemberLocked(req *kmsg.ConsumerGroupHeartbeatRequest, recs *[]Record) (m *cmember, created bool, code int16, msg string) {
-	cg := g.cg
-	memberID := req.MemberID
-	full := func() bool {
-		max := g.c.cfg.ConsumerMaxSize
-		return max > 0 && len(cg.members) >= max
+	id := req.MemberID
+	if req.MemberEpoch == 0 && id == "" {
+		id = newConsumerMemberID() // v0: the server names the member
 	}
-	if req.MemberEpoch == 0 {
-		if memberID == "" {
-			memberID = newConsumerMemberID() // v0: the server names the member
-		}
-		if req.InstanceID != nil {
-			inst := *req.InstanceID
-			cur, ok := cg.static[inst]
-			switch {
-			case !ok:
-			case cur == memberID:
-				return cg.members[cur], false, 0, ""
-			default:
-				old := cg.members[cur]
-				if old.epoch != staticLeaveEpoch {
-					return nil, false, kerr.UnreleasedInstanceID.Code, fmt.Sprintf("Static member %s with instance id %s cannot join the group because the instance id is owned by %s member.", memberID, inst, cur)
-				}
-				if cg.members[memberID] != nil {
-					return nil, false, kerr.UnreleasedInstanceID.Code, fmt.Sprintf("Member id %s is already in use.", memberID)
-				}
-				return g.replaceStaticMemberLocked(old, memberID, recs), false, 0, ""
-			}
-		}
-		if m := cg.members[memberID]; m != nil {
-			// The member rejoins in place (it lost its state, or an answer): it keeps
-			// its assignment, which the answer delivers again.
-			if m.instanceID != nil && (req.InstanceID == nil || *req.InstanceID != *m.instanceID) {
-				return nil, false, kerr.FencedInstanceID.Code, fmt.Sprintf("Member %s is held by instance id %s.", memberID, *m.instanceID)
-			}
-			return m, false, 0, ""
-		}
-		if full() {
-			return nil, false, kerr.GroupMaxSizeReached.Code, fmt.Sprintf("The consumer group has reached its maximum capacity of %d members.", g.c.cfg.ConsumerMaxSize)
-		}
-		m := newCmember(memberID)
-		if req.InstanceID != nil {
-			inst := *req.InstanceID
-			m.instanceID = &inst
-			cg.static[inst] = memberID
-		}
-		cg.members[memberID] = m
-		g.c.logger.Info("member joins the consumer group", "group", g.id, "member", memberID)
-		return m, true, 0, ""
-	}
-	if req.InstanceID != nil {
-		cur, ok := cg.static[*req.InstanceID]
-		if !ok {
-			return nil, false, kerr.UnknownMemberID.Code, fmt.Sprintf("Instance id %s is unknown.", *req.InstanceID)
-		}
-		if cur != memberID {
-			return nil, false, kerr.FencedInstanceID.Code, fmt.Sprintf("Static member %s with instance id %s was fenced by member %s.", memberID, *req.InstanceID, cur)
-		}
-	}
-	m = cg.members[memberID]
-	if m == nil {
-		return nil, false, kerr.UnknownMemberID.Code, fmt.Sprintf("Member %s is not a member of group %s.", memberID, g.id)
-	}
-	switch {
-	case req.MemberEpoch > m.epoch:
-		return nil, false, kerr.FencedMemberEpoch.Code, fmt.Sprintf("The consumer group member has a greater member epoch (%d) than the one known by the group coordinator (%d). The member must abandon all its partitions and rejoin.", req.MemberEpoch, m.epoch)
-	case req.MemberEpoch < m.epoch:
-		if req.MemberEpoch != m.prevEpoch || !ownedSubset(req.Topics, m.assigned) {
-			return nil, false, kerr.FencedMemberEpoch.Code, fmt.Sprintf("The consumer group member has a smaller member epoch (%d) than the one known by the group coordinator (%d). The member must abandon all its partitions and rejoin.", req.MemberEpoch, m.epoch)
-		}
-	}
-	return m, false, 0, ""
+	return g.cg.memberLocked(g, memberRequest[assignment]{
+		id: id, instanceID: req.InstanceID, epoch: req.MemberEpoch, maxSize: g.c.cfg.ConsumerMaxSize,
+		ownsSubset: func(a assignment) bool { return ownedSubset(req.Topics, a) },
+	}, recs)
 }
 
 // ownedSubset reports whether the owned partitions a request lists (nil: not listed)
@@ -437,60 +396,16 @@ func (m *cmember) update(req *kmsg.ConsumerGroupHeartbeatRequest, clientID, clie
 	return changed, subChanged
 }
 
-// replaceStaticMemberLocked: a static member that left for now (epoch -2) is back under
-// a new member id: the new member takes its place, its target and its partitions, from
-// epoch 0 (it reconciles to the target at once, keeping what it held).
-func (g *group) replaceStaticMemberLocked(old *cmember, newID string, recs *[]Record) *cmember {
-	cg := g.cg
-	n := newCmember(newID)
-	n.instanceID, n.rackID, n.clientID, n.clientHost = old.instanceID, old.rackID, old.clientID, old.clientHost
-	n.names, n.regex, n.assignor, n.rebalanceTimeout = old.names, old.regex, old.assignor, old.rebalanceTimeout
-	n.assigned = old.assigned.clone()
-	target, hasTarget := cg.target[old.id]
-	*recs = append(*recs, cg.memberTombstones(g, old.id)...)
-	g.dropConsumerMemberLocked(old)
-	cg.members[newID] = n
-	cg.static[*n.instanceID] = newID
-	n.assigned.each(func(id [16]byte, p int32) { cg.owners[tpKey{id, p}] = newID })
-	*recs = append(*recs, g.memberMetadataRecord(n))
-	if hasTarget {
-		cg.target[newID] = target
-		*recs = append(*recs, cg.targetRecord(g, newID, target))
-	}
-	*recs = append(*recs, cg.currentRecord(g, n))
-	g.c.logger.Info("static member rejoins the consumer group", "group", g.id, "instance", *n.instanceID, "member", newID, "replaces", old.id)
-	return n
-}
-
 // consumerLeaveLocked handles epochs -1 (leave) and -2 (a static member leaves for now).
-func (g *group) consumerLeaveLocked(fx *effects, req *kmsg.ConsumerGroupHeartbeatRequest, recs *[]Record) (*kmsg.ConsumerGroupHeartbeatResponse, int16, string) {
-	cg := g.cg
-	var m *cmember
-	if req.InstanceID != nil {
-		cur, ok := cg.static[*req.InstanceID]
-		if !ok {
-			return nil, kerr.UnknownMemberID.Code, fmt.Sprintf("Instance id %s is unknown.", *req.InstanceID)
-		}
-		if cur != req.MemberID {
-			return nil, kerr.FencedInstanceID.Code, fmt.Sprintf("Static member %s with instance id %s was fenced by member %s.", req.MemberID, *req.InstanceID, cur)
-		}
-		m = cg.members[cur]
-	} else if m = cg.members[req.MemberID]; m == nil {
-		return nil, kerr.UnknownMemberID.Code, fmt.Sprintf("Member %s is not a member of group %s.", req.MemberID, g.id)
+func (g *group) consumerLeaveLocked(req *kmsg.ConsumerGroupHeartbeatRequest, recs *[]Record) (*kmsg.ConsumerGroupHeartbeatResponse, int16, string) {
+	m, code, msg := g.cg.leavingLocked(g, req.MemberID, req.InstanceID)
+	if code != 0 {
+		return nil, code, msg
 	}
 	r := kmsg.NewPtrConsumerGroupHeartbeatResponse()
 	id := m.id
 	r.MemberID, r.MemberEpoch = &id, req.MemberEpoch
-	if req.MemberEpoch == staticLeaveEpoch {
-		g.c.logger.Info("static member leaves the consumer group for now", "group", g.id, "member", m.id)
-		g.setMemberAssignmentLocked(m, staticLeaveEpoch, m.epoch, msStable, m.assigned, assignment{})
-		m.stopRevokeTimer()
-		*recs = append(*recs, cg.currentRecord(g, m))
-		cg.armSessionLocked(g, m)
-		return r, 0, ""
-	}
-	g.c.logger.Info("member leaves the consumer group", "group", g.id, "member", m.id)
-	g.fenceConsumerMemberLocked(m, recs)
+	g.cg.leaveLocked(g, m, req.MemberEpoch, recs)
 	return r, 0, ""
 }
 
@@ -510,6 +425,13 @@ func (g *group) fenceConsumerMemberLocked(m *cmember, recs *[]Record) {
 func (g *group) dropConsumerMemberLocked(m *cmember) {
 	g.releaseLocked(m)
 	g.cg.forget(m)
+}
+
+// claim records m's partitions, assigned and pending, in the owners map.
+func (cg *consumerState) claim(m *cmember) {
+	take := func(id [16]byte, p int32) { cg.owners[tpKey{id, p}] = m.id }
+	m.assigned.each(take)
+	m.pending.each(take)
 }
 
 // releaseLocked removes m's partitions from the owners map.

@@ -305,6 +305,5 @@ func (g *group) setMemberAssignmentLocked(m *cmember, epoch, prev int32, state m
 	})
 	m.epoch, m.prevEpoch, m.state = epoch, prev, state
 	m.assigned, m.pending = assigned, pending
-	m.assigned.each(func(id [16]byte, p int32) { cg.owners[tpKey{id, p}] = m.id })
-	m.pending.each(func(id [16]byte, p int32) { cg.owners[tpKey{id, p}] = m.id })
+	cg.claim(m)
 }

@@ -186,8 +186,7 @@ func (g *group) restoreConsumer(l *loadedConsumer) {
 		if m.instanceID != nil {
 			cg.static[*m.instanceID] = id
 		}
-		m.assigned.each(func(tid [16]byte, p int32) { cg.owners[tpKey{tid, p}] = id })
-		m.pending.each(func(tid [16]byte, p int32) { cg.owners[tpKey{tid, p}] = id })
+		cg.claim(m)
 	}
 	for id, tps := range l.targets {
 		if cg.members[id] != nil {

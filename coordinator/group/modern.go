@@ -1,8 +1,11 @@
 package group
 
 import (
+	"fmt"
 	"sort"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // Modern groups: consumer groups (KIP-848), share groups (KIP-932) and streams groups
@@ -117,6 +120,26 @@ type modernRules[A any, M memberOf[A]] interface {
 	// CurrentAssignment records.
 	targetValue(a A) []byte
 	currentValue(m M) []byte
+}
+
+// revokingRules is what the skeleton asks more of a protocol whose members may be
+// static and revoke what they hold before taking more (consumer and streams groups,
+// not share groups).
+type revokingRules[A any, M memberOf[A]] interface {
+	modernRules[A, M]
+	// newMember is a member that holds nothing yet; replacement is a member under id
+	// that takes the place of old (a static member back under a new member id).
+	newMember(id string) M
+	replacement(old M, id string) M
+	// none is an empty A.
+	none() A
+	// setAssignmentLocked installs m's epochs, state and holdings, keeping the
+	// protocol's owners maps; claimLocked records what m holds there; dropLocked
+	// forgets m and what it holds.
+	setAssignmentLocked(g *group, m M, epoch, prev int32, state memberState, assigned, pending A)
+	claimLocked(g *group, m M)
+	dropLocked(g *group, m M)
+	memberRecord(g *group, m M) Record
 }
 
 // modernGroup is what every modern group has (Kafka's ModernGroup): the group epoch,
@@ -319,6 +342,159 @@ func (g *group) partitionMetadataRecord(t int16, meta map[string]PartitionMetada
 	}
 	sort.Slice(ts, func(i, j int) bool { return ts[i].TopicName < ts[j].TopicName })
 	return g.rec(t, "", appendPartitionMetadataValue(nil, ts))
+}
+
+// revoking is the group's rules as a protocol with static members and revocation.
+// Only consumer and streams groups call what needs it.
+func (mg *modernGroup[A, M]) revoking() revokingRules[A, M] {
+	return mg.rules.(revokingRules[A, M])
+}
+
+// memberRequest is what a heartbeat says of the member it comes from.
+type memberRequest[A any] struct {
+	id         string // the member id (a join that names none has had one made)
+	instanceID *string
+	epoch      int32
+	maxSize    int // members at most; 0: no cap
+	// ownsSubset reports whether what the heartbeat says the member owns is within
+	// assigned (false when it does not say).
+	ownsSubset func(assigned A) bool
+}
+
+// memberLocked finds or creates the member a join (epoch 0) or heartbeat names, as
+// Kafka's GroupMetadataManager does: a static member away (epoch -2) is replaced by a
+// join of its instance under another member id; an instance id held by a member
+// present, an unknown member, an epoch ahead of the member's, or one behind it other
+// than its previous epoch with what it owns, are refused. created: the member is new.
+func (mg *modernGroup[A, M]) memberLocked(g *group, r memberRequest[A], recs *[]Record) (m M, created bool, code int16, msg string) {
+	var none M
+	if r.epoch == 0 {
+		if r.instanceID != nil {
+			inst := *r.instanceID
+			cur, ok := mg.static[inst]
+			switch {
+			case !ok:
+			case cur == r.id:
+				return mg.members[cur], false, 0, ""
+			default:
+				old := mg.members[cur]
+				if old.base().epoch != staticLeaveEpoch {
+					return none, false, kerr.UnreleasedInstanceID.Code, fmt.Sprintf("Static member %s with instance id %s cannot join the group because the instance id is owned by %s member.", r.id, inst, cur)
+				}
+				if _, inUse := mg.members[r.id]; inUse {
+					return none, false, kerr.UnreleasedInstanceID.Code, fmt.Sprintf("Member id %s is already in use.", r.id)
+				}
+				return mg.replaceStaticLocked(g, old, r.id, recs), false, 0, ""
+			}
+		}
+		if m, ok := mg.members[r.id]; ok {
+			// The member rejoins in place (it lost its state, or an answer): it keeps
+			// what it holds, which the answer delivers again.
+			if inst := m.base().instanceID; inst != nil && (r.instanceID == nil || *r.instanceID != *inst) {
+				return none, false, kerr.FencedInstanceID.Code, fmt.Sprintf("Member %s is held by instance id %s.", r.id, *inst)
+			}
+			return m, false, 0, ""
+		}
+		if r.maxSize > 0 && len(mg.members) >= r.maxSize {
+			return none, false, kerr.GroupMaxSizeReached.Code, fmt.Sprintf("The %s group has reached its maximum capacity of %d members.", mg.kind, r.maxSize)
+		}
+		m := mg.revoking().newMember(r.id)
+		if r.instanceID != nil {
+			inst := *r.instanceID
+			m.base().instanceID = &inst
+			mg.static[inst] = r.id
+		}
+		mg.members[r.id] = m
+		g.c.logger.Info("member joins the "+mg.kind.String()+" group", "group", g.id, "member", r.id)
+		return m, true, 0, ""
+	}
+	if r.instanceID != nil {
+		cur, ok := mg.static[*r.instanceID]
+		if !ok {
+			return none, false, kerr.UnknownMemberID.Code, fmt.Sprintf("Instance id %s is unknown.", *r.instanceID)
+		}
+		if cur != r.id {
+			return none, false, kerr.FencedInstanceID.Code, fmt.Sprintf("Static member %s with instance id %s was fenced by member %s.", r.id, *r.instanceID, cur)
+		}
+	}
+	m, ok := mg.members[r.id]
+	if !ok {
+		return none, false, kerr.UnknownMemberID.Code, fmt.Sprintf("Member %s is not a member of group %s.", r.id, g.id)
+	}
+	b := m.base()
+	switch {
+	case r.epoch > b.epoch:
+		return none, false, kerr.FencedMemberEpoch.Code, fmt.Sprintf("The %s group member has a greater member epoch (%d) than the one known by the group coordinator (%d). The member must abandon all its %s and rejoin.", mg.kind, r.epoch, b.epoch, mg.kind.unit())
+	case r.epoch < b.epoch:
+		// The answer that moved it to its epoch may have been lost: its previous epoch
+		// with a subset of what it holds is accepted.
+		if r.epoch != b.prevEpoch || !r.ownsSubset(b.assigned) {
+			return none, false, kerr.FencedMemberEpoch.Code, fmt.Sprintf("The %s group member has a smaller member epoch (%d) than the one known by the group coordinator (%d). The member must abandon all its %s and rejoin.", mg.kind, r.epoch, b.epoch, mg.kind.unit())
+		}
+	}
+	return m, false, 0, ""
+}
+
+// replaceStaticLocked: a static member that left for now (epoch -2) is back under a new
+// member id: the new member takes its place, its target and what it held, from epoch 0
+// (it reconciles to the target at once, keeping what it held).
+func (mg *modernGroup[A, M]) replaceStaticLocked(g *group, old M, id string, recs *[]Record) M {
+	r := mg.revoking()
+	ob := old.base()
+	n := r.replacement(old, id)
+	target, hasTarget := mg.target[ob.id]
+	*recs = append(*recs, mg.memberTombstones(g, ob.id)...)
+	r.dropLocked(g, old)
+	mg.members[id] = n
+	mg.static[*ob.instanceID] = id
+	r.claimLocked(g, n)
+	*recs = append(*recs, r.memberRecord(g, n))
+	if hasTarget {
+		mg.target[id] = target
+		*recs = append(*recs, mg.targetRecord(g, id, target))
+	}
+	*recs = append(*recs, mg.currentRecord(g, n))
+	g.c.logger.Info("static member rejoins the "+mg.kind.String()+" group", "group", g.id, "instance", *ob.instanceID, "member", id, "replaces", ob.id)
+	return n
+}
+
+// leavingLocked finds the member a leave (epoch -1 or -2) names, by its instance id
+// when it gives one.
+func (mg *modernGroup[A, M]) leavingLocked(g *group, id string, instanceID *string) (M, int16, string) {
+	var none M
+	if instanceID != nil {
+		cur, ok := mg.static[*instanceID]
+		if !ok {
+			return none, kerr.UnknownMemberID.Code, fmt.Sprintf("Instance id %s is unknown.", *instanceID)
+		}
+		if cur != id {
+			return none, kerr.FencedInstanceID.Code, fmt.Sprintf("Static member %s with instance id %s was fenced by member %s.", id, *instanceID, cur)
+		}
+		return mg.members[cur], 0, ""
+	}
+	m, ok := mg.members[id]
+	if !ok {
+		return none, kerr.UnknownMemberID.Code, fmt.Sprintf("Member %s is not a member of group %s.", id, g.id)
+	}
+	return m, 0, ""
+}
+
+// leaveLocked: at epoch -1 m leaves (it is fenced); at -2, a static member leaves for
+// now: it keeps its place, what it holds and its session, at epoch -2, until its
+// instance joins again or its session expires.
+func (mg *modernGroup[A, M]) leaveLocked(g *group, m M, epoch int32, recs *[]Record) {
+	b := m.base()
+	if epoch == staticLeaveEpoch {
+		g.c.logger.Info("static member leaves the "+mg.kind.String()+" group for now", "group", g.id, "member", b.id)
+		r := mg.revoking()
+		r.setAssignmentLocked(g, m, staticLeaveEpoch, b.epoch, msStable, b.assigned, r.none())
+		b.stopRevokeTimer()
+		*recs = append(*recs, mg.currentRecord(g, m))
+		mg.armSessionLocked(g, m)
+		return
+	}
+	g.c.logger.Info("member leaves the "+mg.kind.String()+" group", "group", g.id, "member", b.id)
+	mg.rules.fenceLocked(g, m, recs)
 }
 
 // unit is what members of the kind hold, in log lines and error messages.

@@ -148,6 +148,33 @@ func (streamsRules) currentValue(m *stmember) []byte {
 	return appendStreamsCurrentAssignmentValue(nil, &v)
 }
 
+func (streamsRules) newMember(id string) *stmember {
+	m := newStmember(id)
+	m.topologyEpoch = -1
+	return m
+}
+
+func (streamsRules) replacement(old *stmember, id string) *stmember {
+	n := newStmember(id)
+	n.instanceID, n.rackID, n.clientID, n.clientHost = old.instanceID, old.rackID, old.clientID, old.clientHost
+	n.rebalanceTimeout, n.topologyEpoch, n.processID = old.rebalanceTimeout, old.topologyEpoch, old.processID
+	n.endpoint, n.clientTags = old.endpoint, old.clientTags
+	n.assigned = old.assigned.clone()
+	return n
+}
+
+func (streamsRules) none() tasks { return newTasks() }
+
+func (streamsRules) setAssignmentLocked(g *group, m *stmember, epoch, prev int32, state memberState, assigned, pending tasks) {
+	g.setStreamsAssignmentLocked(m, epoch, prev, state, assigned, pending)
+}
+
+func (streamsRules) claimLocked(g *group, m *stmember) { g.st.claim(m) }
+
+func (streamsRules) dropLocked(g *group, m *stmember) { g.dropStreamsMemberLocked(m) }
+
+func (streamsRules) memberRecord(g *group, m *stmember) Record { return g.streamsMemberRecord(m) }
+
 // stateName is the group state StreamsGroupDescribe and ListGroups report (Kafka's
 // StreamsGroupState): a modern group's (Empty, Assigning, Reconciling, Stable), or
 // NotReady while it has members and no topology validated against the topics.
@@ -476,80 +503,25 @@ func (g *group) checkOwnedTasksLocked(owned *tasks) (int16, string) {
 	return 0, ""
 }
 
-// streamsMemberLocked finds or creates the member a join or heartbeat names, fencing
-// stale epochs and instance ids as Kafka does.
+// streamsMemberLocked finds or creates the member a join or heartbeat names. A static
+// member back under its own member id after leaving for now reconciles from epoch 0.
 func (g *group) streamsMemberLocked(req *kmsg.StreamsGroupHeartbeatRequest, recs *[]Record) (m *stmember, created bool, code int16, msg string) {
 	st := g.st
-	memberID := req.MemberID
-	if req.MemberEpoch == 0 {
-		if req.InstanceID != nil {
-			inst := *req.InstanceID
-			if cur, ok := st.static[inst]; ok {
-				if cur == memberID {
-					m := st.members[cur]
-					if m.epoch == staticLeaveEpoch {
-						// Back under the same member id: it reconciles from epoch 0.
-						g.setStreamsAssignmentLocked(m, 0, m.epoch, msStable, m.assigned, newTasks())
-					}
-					return m, false, 0, ""
-				}
-				old := st.members[cur]
-				if old.epoch != staticLeaveEpoch {
-					return nil, false, kerr.UnreleasedInstanceID.Code, fmt.Sprintf("Static member %s with instance id %s cannot join the group because the instance id is owned by %s member.", memberID, inst, cur)
-				}
-				if st.members[memberID] != nil {
-					return nil, false, kerr.UnreleasedInstanceID.Code, fmt.Sprintf("Member id %s is already in use.", memberID)
-				}
-				return g.replaceStreamsStaticLocked(old, memberID, recs), false, 0, ""
-			}
-		}
-		if m := st.members[memberID]; m != nil {
-			// The member rejoins in place (it lost its state or an answer): it keeps its
-			// assignment, which the answer delivers again.
-			if m.instanceID != nil && (req.InstanceID == nil || *req.InstanceID != *m.instanceID) {
-				return nil, false, kerr.FencedInstanceID.Code, fmt.Sprintf("Member %s is held by instance id %s.", memberID, *m.instanceID)
-			}
-			return m, false, 0, ""
-		}
-		if max := st.settings.MaxSize; max > 0 && len(st.members) >= max {
-			return nil, false, kerr.GroupMaxSizeReached.Code, fmt.Sprintf("The streams group has reached its maximum capacity of %d members.", max)
-		}
-		m := newStmember(memberID)
-		m.topologyEpoch = -1
-		if req.InstanceID != nil {
-			inst := *req.InstanceID
-			m.instanceID = &inst
-			st.static[inst] = memberID
-		}
-		st.members[memberID] = m
+	m, created, code, msg = st.memberLocked(g, memberRequest[tasks]{
+		id: req.MemberID, instanceID: req.InstanceID, epoch: req.MemberEpoch, maxSize: st.settings.MaxSize,
+		ownsSubset: func(assigned tasks) bool {
+			owned := ownedTasks(req)
+			return owned != nil && assigned.contains(*owned)
+		},
+	}, recs)
+	switch {
+	case code != 0:
+	case created:
 		g.syncStreamsSubscriptionsLocked()
-		g.c.logger.Info("member joins the streams group", "group", g.id, "member", memberID)
-		return m, true, 0, ""
+	case req.MemberEpoch == 0 && m.epoch == staticLeaveEpoch:
+		g.setStreamsAssignmentLocked(m, 0, m.epoch, msStable, m.assigned, newTasks())
 	}
-	if req.InstanceID != nil {
-		cur, ok := st.static[*req.InstanceID]
-		if !ok {
-			return nil, false, kerr.UnknownMemberID.Code, fmt.Sprintf("Instance id %s is unknown.", *req.InstanceID)
-		}
-		if cur != memberID {
-			return nil, false, kerr.FencedInstanceID.Code, fmt.Sprintf("Static member %s with instance id %s was fenced by member %s.", memberID, *req.InstanceID, cur)
-		}
-	}
-	m = st.members[memberID]
-	if m == nil {
-		return nil, false, kerr.UnknownMemberID.Code, fmt.Sprintf("Member %s is not a member of group %s.", memberID, g.id)
-	}
-	switch owned := ownedTasks(req); {
-	case req.MemberEpoch > m.epoch:
-		return nil, false, kerr.FencedMemberEpoch.Code, fmt.Sprintf("The streams group member has a greater member epoch (%d) than the one known by the group coordinator (%d). The member must abandon all its tasks and rejoin.", req.MemberEpoch, m.epoch)
-	case req.MemberEpoch < m.epoch:
-		// The answer that moved it to its epoch may have been lost: its previous epoch
-		// with a subset of its tasks is accepted.
-		if req.MemberEpoch != m.prevEpoch || owned == nil || !m.assigned.contains(*owned) {
-			return nil, false, kerr.FencedMemberEpoch.Code, fmt.Sprintf("The streams group member has a smaller member epoch (%d) than the one known by the group coordinator (%d). The member must abandon all its tasks and rejoin.", req.MemberEpoch, m.epoch)
-		}
-	}
-	return m, false, 0, ""
+	return m, created, code, msg
 }
 
 // update applies the request's non-null fields to m. changed: anything of the member's
@@ -600,64 +572,19 @@ func (m *stmember) update(req *kmsg.StreamsGroupHeartbeatRequest, clientID, clie
 	return changed, relevant
 }
 
-// replaceStreamsStaticLocked: a static member that left for now (epoch -2) is back under
-// a new member id: the new member takes its place, its target and its tasks, from
-// epoch 0 (it reconciles to the target at once, keeping what it held). The group
-// epoch does not move (Kafka 4.4).
-func (g *group) replaceStreamsStaticLocked(old *stmember, newID string, recs *[]Record) *stmember {
-	st := g.st
-	n := newStmember(newID)
-	n.instanceID, n.rackID, n.clientID, n.clientHost = old.instanceID, old.rackID, old.clientID, old.clientHost
-	n.rebalanceTimeout, n.topologyEpoch, n.processID = old.rebalanceTimeout, old.topologyEpoch, old.processID
-	n.endpoint, n.clientTags = old.endpoint, old.clientTags
-	n.assigned = old.assigned.clone()
-	target, hasTarget := st.target[old.id]
-	*recs = append(*recs, st.memberTombstones(g, old.id)...)
-	g.dropStreamsMemberLocked(old)
-	st.members[newID] = n
-	st.static[*n.instanceID] = newID
-	st.claim(n)
-	*recs = append(*recs, g.streamsMemberRecord(n))
-	if hasTarget {
-		st.target[newID] = target
-		*recs = append(*recs, st.targetRecord(g, newID, target))
-	}
-	*recs = append(*recs, st.currentRecord(g, n))
-	g.c.logger.Info("static member rejoins the streams group", "group", g.id, "instance", *n.instanceID, "member", newID, "replaces", old.id)
-	return n
-}
-
 // streamsLeaveLocked handles epochs -1 (leave) and -2 (a static member leaves for now).
 func (g *group) streamsLeaveLocked(req *kmsg.StreamsGroupHeartbeatRequest, recs *[]Record) (*kmsg.StreamsGroupHeartbeatResponse, int16, string) {
 	st := g.st
-	var m *stmember
-	if req.InstanceID != nil {
-		cur, ok := st.static[*req.InstanceID]
-		if !ok {
-			return nil, kerr.UnknownMemberID.Code, fmt.Sprintf("Instance id %s is unknown.", *req.InstanceID)
-		}
-		if cur != req.MemberID {
-			return nil, kerr.FencedInstanceID.Code, fmt.Sprintf("Static member %s with instance id %s was fenced by member %s.", req.MemberID, *req.InstanceID, cur)
-		}
-		m = st.members[cur]
-	} else if m = st.members[req.MemberID]; m == nil {
-		return nil, kerr.UnknownMemberID.Code, fmt.Sprintf("Member %s is not a member of group %s.", req.MemberID, g.id)
+	m, code, msg := st.leavingLocked(g, req.MemberID, req.InstanceID)
+	if code != 0 {
+		return nil, code, msg
 	}
 	if req.ShutdownApplication && st.shutdownBy == "" {
 		st.shutdownBy = m.id
 	}
 	r := kmsg.NewPtrStreamsGroupHeartbeatResponse()
 	r.MemberID, r.MemberEpoch = m.id, req.MemberEpoch
-	if req.MemberEpoch == staticLeaveEpoch {
-		g.c.logger.Info("static member leaves the streams group for now", "group", g.id, "member", m.id)
-		g.setStreamsAssignmentLocked(m, staticLeaveEpoch, m.epoch, msStable, m.assigned, newTasks())
-		m.stopRevokeTimer()
-		*recs = append(*recs, st.currentRecord(g, m))
-		st.armSessionLocked(g, m)
-		return r, 0, ""
-	}
-	g.c.logger.Info("member leaves the streams group", "group", g.id, "member", m.id)
-	g.fenceStreamsMemberLocked(m, recs)
+	st.leaveLocked(g, m, req.MemberEpoch, recs)
 	return r, 0, ""
 }
 
