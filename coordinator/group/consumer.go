@@ -211,57 +211,26 @@ func (c *Coordinator) validateConsumerHeartbeat(req *kmsg.ConsumerGroupHeartbeat
 func (c *Coordinator) ConsumerGroupHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, clientID, clientHost string, cb func(*kmsg.ConsumerGroupHeartbeatResponse)) {
 	fail := func(code int16, msg string) {
 		r := kmsg.NewPtrConsumerGroupHeartbeatResponse()
-		r.Version, r.ErrorCode = req.Version, code
-		if msg == "" {
-			msg = kerr.ErrorForCode(code).Error()
-		}
-		r.ErrorMessage = &msg
+		r.Version, r.ErrorCode, r.ErrorMessage = req.Version, code, errorMessage(code, msg)
 		cb(r)
 	}
 	if code, msg := c.validateConsumerHeartbeat(req); code != 0 {
 		fail(code, msg)
 		return
 	}
-	g, code := c.lookup(req.Group, req.MemberEpoch == 0)
-	if code != 0 {
-		fail(code, "")
-		return
-	}
-	if g == nil {
-		fail(kerr.GroupIDNotFound.Code, fmt.Sprintf("Consumer group %s not found.", req.Group))
-		return
-	}
-	g.with(func(fx *effects) {
-		var recs []Record
-		r, code, msg := g.consumerHeartbeatLocked(fx, req, clientID, clientHost, &recs)
-		if code != 0 {
-			// recs holds what happened before the error (a converted empty group).
-			g.writeThenLocked(fx, recs, func(error) { fail(code, msg) })
-			return
-		}
-		r.Version = req.Version
-		g.writeThenLocked(fx, recs, func(err error) {
-			if err != nil {
-				fail(appendErrorCode(err, false), "")
-				return
-			}
+	serveHeartbeat(c, kindConsumer, req.Group, req.MemberEpoch == 0, fail,
+		func(g *group, recs *[]Record) (*kmsg.ConsumerGroupHeartbeatResponse, int16, string) {
+			return g.consumerHeartbeatLocked(req, clientID, clientHost, recs)
+		},
+		func(r *kmsg.ConsumerGroupHeartbeatResponse) {
+			r.Version = req.Version
 			cb(r)
 		})
-	})
 }
 
-func (g *group) consumerHeartbeatLocked(fx *effects, req *kmsg.ConsumerGroupHeartbeatRequest, clientID, clientHost string, recs *[]Record) (*kmsg.ConsumerGroupHeartbeatResponse, int16, string) {
-	if g.state == stateDead {
-		return nil, kerr.CoordinatorNotAvailable.Code, ""
-	}
-	switch g.kind {
-	case kindClassic:
-		if req.MemberEpoch != 0 || !g.classicEmptyLocked() {
-			return nil, kerr.GroupIDNotFound.Code, fmt.Sprintf("Group %s is not a consumer group.", g.id)
-		}
-		g.convertToConsumerLocked(recs)
-	case kindShare, kindStreams:
-		return nil, kerr.GroupIDNotFound.Code, fmt.Sprintf("Group %s is not a consumer group.", g.id)
+func (g *group) consumerHeartbeatLocked(req *kmsg.ConsumerGroupHeartbeatRequest, clientID, clientHost string, recs *[]Record) (*kmsg.ConsumerGroupHeartbeatResponse, int16, string) {
+	if code, msg := g.heartbeatKindLocked(kindConsumer, req.MemberEpoch == 0, g.classicEmptyLocked(), func() { g.convertToConsumerLocked(recs) }); code != 0 {
+		return nil, code, msg
 	}
 	switch req.MemberEpoch {
 	case leaveEpoch, staticLeaveEpoch:
@@ -294,7 +263,7 @@ func (g *group) consumerHeartbeatLocked(fx *effects, req *kmsg.ConsumerGroupHear
 	}
 	// 3. The member's current assignment, towards its target.
 	owned, ownedSet := req.Topics, req.Topics != nil
-	if code, msg := g.reconcileLocked(fx, m, owned, ownedSet, recs); code != 0 {
+	if code, msg := g.reconcileLocked(m, owned, ownedSet, recs); code != 0 {
 		return nil, code, msg
 	}
 	cg.armSessionLocked(g, m)

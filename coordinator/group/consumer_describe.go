@@ -1,10 +1,6 @@
 package group
 
 import (
-	"fmt"
-	"sort"
-
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -23,17 +19,7 @@ func (c *Coordinator) ConsumerGroupDescribe(req *kmsg.ConsumerGroupDescribeReque
 		if req.IncludeAuthorizedOperations {
 			out.AuthorizedOperations = groupOperations
 		}
-		g, code := c.lookup(id, false)
-		switch {
-		case code != 0:
-			out.ErrorCode = code
-		case g == nil:
-			out.ErrorCode = kerr.GroupIDNotFound.Code
-			msg := fmt.Sprintf("Group %s not found.", id)
-			out.ErrorMessage = &msg
-		default:
-			g.describeConsumer(&out, im)
-		}
+		out.ErrorCode, out.ErrorMessage = c.describeModern(id, kindConsumer, func(g *group) { g.describeConsumerLocked(&out, im) })
 		r.Groups = append(r.Groups, out)
 	}
 	return r
@@ -50,23 +36,10 @@ func describeAssignment(a assignment, im *topicImage) kmsg.Assignment {
 	return out
 }
 
-func (g *group) describeConsumer(out *kmsg.ConsumerGroupDescribeResponseGroup, im *topicImage) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.kind != kindConsumer || g.state == stateDead {
-		out.ErrorCode = kerr.GroupIDNotFound.Code
-		msg := fmt.Sprintf("Group %s is not a consumer group.", g.id)
-		out.ErrorMessage = &msg
-		return
-	}
+func (g *group) describeConsumerLocked(out *kmsg.ConsumerGroupDescribeResponseGroup, im *topicImage) {
 	cg := g.cg
 	out.State, out.Epoch, out.AssignmentEpoch, out.AssignorName = cg.stateName(), cg.epoch, cg.assignmentEpoch, g.assignorLocked()
-	ids := make([]string, 0, len(cg.members))
-	for id := range cg.members {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	for _, id := range ids {
+	for _, id := range cg.sortedIDs() {
 		m := cg.members[id]
 		dm := kmsg.NewConsumerGroupDescribeResponseGroupMember()
 		dm.MemberID, dm.InstanceID, dm.RackID, dm.MemberEpoch = m.id, m.instanceID, m.rackID, m.epoch

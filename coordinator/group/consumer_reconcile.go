@@ -204,7 +204,7 @@ type nextAssignment struct {
 
 // reconcileLocked moves m towards its target (Kafka's CurrentAssignmentBuilder) and
 // records the change. A member in an unknown state is fenced unless it owns nothing.
-func (g *group) reconcileLocked(fx *effects, m *cmember, owned []kmsg.ConsumerGroupHeartbeatRequestTopic, ownedSet bool, recs *[]Record) (int16, string) {
+func (g *group) reconcileLocked(m *cmember, owned []kmsg.ConsumerGroupHeartbeatRequestTopic, ownedSet bool, recs *[]Record) (int16, string) {
 	cg := g.cg
 	if m.epoch == staticLeaveEpoch {
 		return 0, ""

@@ -3,6 +3,7 @@ package group
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -495,6 +496,90 @@ func (mg *modernGroup[A, M]) leaveLocked(g *group, m M, epoch int32, recs *[]Rec
 	}
 	g.c.logger.Info("member leaves the "+mg.kind.String()+" group", "group", g.id, "member", b.id)
 	mg.rules.fenceLocked(g, m, recs)
+}
+
+// serveHeartbeat serves a heartbeat of a modern group: step runs under the lock of the
+// group id names (made when the member joins), and the answer goes once the records
+// step added are durable: ok with step's answer, or fail with an error code and
+// message (at once for an error, after the records step added before it, such as a
+// converted empty group's).
+func serveHeartbeat[R any](c *Coordinator, kind groupKind, id string, join bool, fail func(code int16, msg string),
+	step func(g *group, recs *[]Record) (R, int16, string), ok func(R)) {
+	g, code := c.lookup(id, join)
+	if code != 0 {
+		fail(code, "")
+		return
+	}
+	if g == nil {
+		fail(kerr.GroupIDNotFound.Code, fmt.Sprintf("%s group %s not found.", kind.title(), id))
+		return
+	}
+	g.with(func(fx *effects) {
+		var recs []Record
+		r, code, msg := step(g, &recs)
+		if code != 0 {
+			g.writeThenLocked(fx, recs, func(error) { fail(code, msg) })
+			return
+		}
+		g.writeThenLocked(fx, recs, func(err error) {
+			if err != nil {
+				fail(appendErrorCode(err, false), "")
+				return
+			}
+			ok(r)
+		})
+	})
+}
+
+// errorMessage is a heartbeat answer's error message: msg, else the code's own.
+func errorMessage(code int16, msg string) *string {
+	if msg == "" {
+		msg = kerr.ErrorForCode(code).Error()
+	}
+	return &msg
+}
+
+// heartbeatKindLocked checks that a heartbeat reaches a live group of kind. A join may
+// take over a classic group when free says it may (convert makes the group kind's);
+// any other group is GROUP_ID_NOT_FOUND.
+func (g *group) heartbeatKindLocked(kind groupKind, join, free bool, convert func()) (int16, string) {
+	switch {
+	case g.state == stateDead:
+		return kerr.CoordinatorNotAvailable.Code, ""
+	case g.kind == kind:
+		return 0, ""
+	case g.kind == kindClassic && join && free:
+		convert()
+		return 0, ""
+	}
+	return kerr.GroupIDNotFound.Code, fmt.Sprintf("Group %s is not a %s group.", g.id, kind)
+}
+
+// describeModern runs fill under the lock of the group id names when it is a live
+// group of kind, and returns the error code and message of the group's entry.
+func (c *Coordinator) describeModern(id string, kind groupKind, fill func(g *group)) (int16, *string) {
+	g, code := c.lookup(id, false)
+	switch {
+	case code != 0:
+		return code, nil
+	case g == nil:
+		msg := fmt.Sprintf("Group %s not found.", id)
+		return kerr.GroupIDNotFound.Code, &msg
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.kind != kind || g.state == stateDead {
+		msg := fmt.Sprintf("Group %s is not a %s group.", id, kind)
+		return kerr.GroupIDNotFound.Code, &msg
+	}
+	fill(g)
+	return 0, nil
+}
+
+// title is the kind's name as a sentence starts with it.
+func (k groupKind) title() string {
+	s := k.String()
+	return strings.ToUpper(s[:1]) + s[1:]
 }
 
 // unit is what members of the kind hold, in log lines and error messages.

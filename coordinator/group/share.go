@@ -87,11 +87,7 @@ func (sg *shareState) stateName() string {
 func (c *Coordinator) ShareGroupHeartbeat(req *kmsg.ShareGroupHeartbeatRequest, clientID, clientHost string, cb func(*kmsg.ShareGroupHeartbeatResponse)) {
 	fail := func(code int16, msg string) {
 		r := kmsg.NewPtrShareGroupHeartbeatResponse()
-		r.Version, r.ErrorCode = req.Version, code
-		if msg == "" {
-			msg = kerr.ErrorForCode(code).Error()
-		}
-		r.ErrorMessage = &msg
+		r.Version, r.ErrorCode, r.ErrorMessage = req.Version, code, errorMessage(code, msg)
 		cb(r)
 	}
 	switch {
@@ -111,31 +107,14 @@ func (c *Coordinator) ShareGroupHeartbeat(req *kmsg.ShareGroupHeartbeatRequest, 
 		fail(kerr.InvalidRequest.Code, "MemberEpoch is invalid.")
 		return
 	}
-	g, code := c.lookup(req.GroupID, req.MemberEpoch == 0)
-	if code != 0 {
-		fail(code, "")
-		return
-	}
-	if g == nil {
-		fail(kerr.GroupIDNotFound.Code, fmt.Sprintf("Share group %s not found.", req.GroupID))
-		return
-	}
-	g.with(func(fx *effects) {
-		var recs []Record
-		r, code, msg := g.shareHeartbeatLocked(req, clientID, clientHost, &recs)
-		if code != 0 {
-			g.writeThenLocked(fx, recs, func(error) { fail(code, msg) })
-			return
-		}
-		r.Version = req.Version
-		g.writeThenLocked(fx, recs, func(err error) {
-			if err != nil {
-				fail(appendErrorCode(err, false), "")
-				return
-			}
+	serveHeartbeat(c, kindShare, req.GroupID, req.MemberEpoch == 0, fail,
+		func(g *group, recs *[]Record) (*kmsg.ShareGroupHeartbeatResponse, int16, string) {
+			return g.shareHeartbeatLocked(req, clientID, clientHost, recs)
+		},
+		func(r *kmsg.ShareGroupHeartbeatResponse) {
+			r.Version = req.Version
 			cb(r)
 		})
-	})
 }
 
 // freshClassicLocked reports whether g is a classic group that never held anything: a
@@ -144,20 +123,17 @@ func (g *group) freshClassicLocked() bool {
 	return g.classicEmptyLocked() && g.generation == 0 && g.protocolType == "" && len(g.offsets) == 0 && len(g.pendingCommits) == 0
 }
 
+// convertToShareLocked makes a classic group that never held anything an empty share
+// group.
+func (g *group) convertToShareLocked() {
+	g.kind = kindShare
+	g.protocolType = "share"
+	g.sg = newShareState()
+}
+
 func (g *group) shareHeartbeatLocked(req *kmsg.ShareGroupHeartbeatRequest, clientID, clientHost string, recs *[]Record) (*kmsg.ShareGroupHeartbeatResponse, int16, string) {
-	if g.state == stateDead {
-		return nil, kerr.CoordinatorNotAvailable.Code, ""
-	}
-	switch g.kind {
-	case kindClassic:
-		if req.MemberEpoch != 0 || !g.freshClassicLocked() {
-			return nil, kerr.GroupIDNotFound.Code, fmt.Sprintf("Group %s is not a share group.", g.id)
-		}
-		g.kind = kindShare
-		g.protocolType = "share"
-		g.sg = newShareState()
-	case kindConsumer, kindStreams:
-		return nil, kerr.GroupIDNotFound.Code, fmt.Sprintf("Group %s is not a share group.", g.id)
+	if code, msg := g.heartbeatKindLocked(kindShare, req.MemberEpoch == 0, g.freshClassicLocked(), g.convertToShareLocked); code != 0 {
+		return nil, code, msg
 	}
 	sg := g.sg
 	m := sg.members[req.MemberID]
@@ -349,47 +325,27 @@ func (c *Coordinator) ShareGroupDescribe(req *kmsg.ShareGroupDescribeRequest) *k
 		if req.IncludeAuthorizedOperations {
 			out.AuthorizedOperations = groupOperations
 		}
-		g, code := c.lookup(id, false)
-		switch {
-		case code != 0:
-			out.ErrorCode = code
-		case g == nil:
-			out.ErrorCode = kerr.GroupIDNotFound.Code
-			msg := fmt.Sprintf("Group %s not found.", id)
-			out.ErrorMessage = &msg
-		default:
-			g.mu.Lock()
-			if g.kind != kindShare || g.state == stateDead {
-				out.ErrorCode = kerr.GroupIDNotFound.Code
-				msg := fmt.Sprintf("Group %s is not a share group.", id)
-				out.ErrorMessage = &msg
-			} else {
-				sg := g.sg
-				out.GroupState, out.GroupEpoch, out.AssignmentEpoch, out.Assignor = sg.stateName(), sg.epoch, sg.assignmentEpoch, AssignorSimple
-				ids := make([]string, 0, len(sg.members))
-				for mid := range sg.members {
-					ids = append(ids, mid)
-				}
-				sort.Strings(ids)
-				for _, mid := range ids {
-					m := sg.members[mid]
-					dm := kmsg.NewShareGroupDescribeResponseGroupMember()
-					dm.MemberID, dm.RackID, dm.MemberEpoch, dm.ClientID, dm.ClientHost = m.id, m.rackID, m.epoch, m.clientID, m.clientHost
-					dm.SubscribedTopicNames = slices.Clone(m.names)
-					for _, tp := range assignmentRecordForm(m.assigned) {
-						t := kmsg.NewShareGroupDescribeResponseGroupMemberAssignmentTopicPartition()
-						t.TopicID, t.Partitions = tp.TopicID, tp.Partitions
-						t.Topic = im.byID[tp.TopicID].Name
-						dm.Assignment.TopicPartitions = append(dm.Assignment.TopicPartitions, t)
-					}
-					out.Members = append(out.Members, dm)
-				}
-			}
-			g.mu.Unlock()
-		}
+		out.ErrorCode, out.ErrorMessage = c.describeModern(id, kindShare, func(g *group) { g.sg.describe(&out, im) })
 		r.Groups = append(r.Groups, out)
 	}
 	return r
+}
+
+func (sg *shareState) describe(out *kmsg.ShareGroupDescribeResponseGroup, im *topicImage) {
+	out.GroupState, out.GroupEpoch, out.AssignmentEpoch, out.Assignor = sg.stateName(), sg.epoch, sg.assignmentEpoch, AssignorSimple
+	for _, id := range sg.sortedIDs() {
+		m := sg.members[id]
+		dm := kmsg.NewShareGroupDescribeResponseGroupMember()
+		dm.MemberID, dm.RackID, dm.MemberEpoch, dm.ClientID, dm.ClientHost = m.id, m.rackID, m.epoch, m.clientID, m.clientHost
+		dm.SubscribedTopicNames = slices.Clone(m.names)
+		for _, tp := range assignmentRecordForm(m.assigned) {
+			t := kmsg.NewShareGroupDescribeResponseGroupMemberAssignmentTopicPartition()
+			t.TopicID, t.Partitions = tp.TopicID, tp.Partitions
+			t.Topic = im.byID[tp.TopicID].Name
+			dm.Assignment.TopicPartitions = append(dm.Assignment.TopicPartitions, t)
+		}
+		out.Members = append(out.Members, dm)
+	}
 }
 
 // ShareGroupTopics returns the topics a share group subscribes to (its members'
@@ -450,9 +406,7 @@ func (c *Coordinator) CreateShareGroup(group string, cb func(code int16)) {
 			fx.add(func() { cb(kerr.GroupIDNotFound.Code) })
 			return
 		}
-		g.kind = kindShare
-		g.protocolType = "share"
-		g.sg = newShareState()
+		g.convertToShareLocked()
 		g.c.logger.Info("share group created for its offsets", "group", g.id)
 		recs := []Record{g.sg.epochRecord(g)}
 		g.writeThenLocked(fx, recs, func(err error) {

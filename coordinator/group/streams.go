@@ -266,58 +266,32 @@ func (c *Coordinator) StreamsGroupHeartbeat(req *kmsg.StreamsGroupHeartbeatReque
 	cb func(*kmsg.StreamsGroupHeartbeatResponse, []StreamsTopicInfo)) {
 	fail := func(code int16, msg string) {
 		r := kmsg.NewPtrStreamsGroupHeartbeatResponse()
-		r.Version, r.ErrorCode = req.Version, code
-		if msg == "" {
-			msg = kerr.ErrorForCode(code).Error()
-		}
-		r.ErrorMessage = &msg
+		r.Version, r.ErrorCode, r.ErrorMessage = req.Version, code, errorMessage(code, msg)
 		cb(r, nil)
 	}
 	if code, msg := validateStreamsHeartbeat(req); code != 0 {
 		fail(code, msg)
 		return
 	}
-	g, code := c.lookup(req.Group, req.MemberEpoch == 0)
-	if code != 0 {
-		fail(code, "")
-		return
+	type answer struct {
+		r      *kmsg.StreamsGroupHeartbeatResponse
+		create []StreamsTopicInfo
 	}
-	if g == nil {
-		fail(kerr.GroupIDNotFound.Code, fmt.Sprintf("Streams group %s not found.", req.Group))
-		return
-	}
-	g.with(func(fx *effects) {
-		var recs []Record
-		r, create, code, msg := g.streamsHeartbeatLocked(req, clientID, clientHost, settings.filled(), &recs)
-		if code != 0 {
-			// recs holds what happened before the error (a converted empty group).
-			g.writeThenLocked(fx, recs, func(error) { fail(code, msg) })
-			return
-		}
-		r.Version = req.Version
-		g.writeThenLocked(fx, recs, func(err error) {
-			if err != nil {
-				fail(appendErrorCode(err, false), "")
-				return
-			}
-			cb(r, create)
+	serveHeartbeat(c, kindStreams, req.Group, req.MemberEpoch == 0, fail,
+		func(g *group, recs *[]Record) (answer, int16, string) {
+			r, create, code, msg := g.streamsHeartbeatLocked(req, clientID, clientHost, settings.filled(), recs)
+			return answer{r, create}, code, msg
+		},
+		func(a answer) {
+			a.r.Version = req.Version
+			cb(a.r, a.create)
 		})
-	})
 }
 
 func (g *group) streamsHeartbeatLocked(req *kmsg.StreamsGroupHeartbeatRequest, clientID, clientHost string,
 	settings StreamsSettings, recs *[]Record) (*kmsg.StreamsGroupHeartbeatResponse, []StreamsTopicInfo, int16, string) {
-	if g.state == stateDead {
-		return nil, nil, kerr.CoordinatorNotAvailable.Code, ""
-	}
-	switch g.kind {
-	case kindClassic:
-		if req.MemberEpoch != 0 || !g.classicEmptyLocked() {
-			return nil, nil, kerr.GroupIDNotFound.Code, fmt.Sprintf("Group %s is not a streams group.", g.id)
-		}
-		g.convertToStreamsLocked(recs)
-	case kindConsumer, kindShare:
-		return nil, nil, kerr.GroupIDNotFound.Code, fmt.Sprintf("Group %s is not a streams group.", g.id)
+	if code, msg := g.heartbeatKindLocked(kindStreams, req.MemberEpoch == 0, g.classicEmptyLocked(), func() { g.convertToStreamsLocked(recs) }); code != 0 {
+		return nil, nil, code, msg
 	}
 	st := g.st
 	st.settings = settings

@@ -1,10 +1,6 @@
 package group
 
 import (
-	"fmt"
-	"sort"
-
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -36,17 +32,7 @@ func (c *Coordinator) StreamsGroupDescribe(req *kmsg.StreamsGroupDescribeRequest
 		if req.IncludeAuthorizedOperations {
 			out.AuthorizedOperations = groupOperations
 		}
-		g, code := c.lookup(id, false)
-		switch {
-		case code != 0:
-			out.ErrorCode = code
-		case g == nil:
-			out.ErrorCode = kerr.GroupIDNotFound.Code
-			msg := fmt.Sprintf("Group %s not found.", id)
-			out.ErrorMessage = &msg
-		default:
-			g.describeStreams(&out)
-		}
+		out.ErrorCode, out.ErrorMessage = c.describeModern(id, kindStreams, func(g *group) { g.st.describe(&out) })
 		if out.ErrorCode == 0 && req.Version >= 1 {
 			name := StreamsAssignorName
 			out.AssignorName = &name
@@ -69,26 +55,12 @@ func describeTasks(t tasks) kmsg.StreamsAssignment {
 	return a
 }
 
-func (g *group) describeStreams(out *kmsg.StreamsGroupDescribeResponseGroup) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.kind != kindStreams || g.state == stateDead {
-		out.ErrorCode = kerr.GroupIDNotFound.Code
-		msg := fmt.Sprintf("Group %s is not a streams group.", g.id)
-		out.ErrorMessage = &msg
-		return
-	}
-	st := g.st
+func (st *streamsState) describe(out *kmsg.StreamsGroupDescribeResponseGroup) {
 	out.State, out.Epoch, out.AssignmentEpoch = st.stateName(), st.epoch, st.assignmentEpoch
 	if st.topology != nil {
 		out.Topology = describeTopology(st.topology, st.configured)
 	}
-	ids := make([]string, 0, len(st.members))
-	for id := range st.members {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	for _, id := range ids {
+	for _, id := range st.sortedIDs() {
 		m := st.members[id]
 		dm := kmsg.NewStreamsGroupDescribeResponseGroupMember()
 		dm.MemberID, dm.MemberEpoch, dm.InstanceID, dm.RackID = m.id, m.epoch, m.instanceID, m.rackID
