@@ -65,34 +65,26 @@ func (g *group) convertToClassicLocked(recs *[]Record) {
 
 // loadedConsumer gathers one consumer group's records during a replay.
 type loadedConsumer struct {
-	seq         int // replay position of the group's last ConsumerGroupMetadata record
-	epoch       int32
-	live        bool
-	subMeta     []PartitionMetadataTopic
-	members     map[string]ConsumerMemberValue
-	targetEpoch int32
-	targets     map[string][]TopicPartitions
-	current     map[string]CurrentAssignmentValue
-	regexes     map[string]RegexValue
+	loadedModern[ConsumerMemberValue, []TopicPartitions, CurrentAssignmentValue]
+	epoch   int32
+	subMeta []PartitionMetadataTopic
+	regexes map[string]RegexValue
 }
 
 func newLoadedConsumer() *loadedConsumer {
 	return &loadedConsumer{
-		members: map[string]ConsumerMemberValue{},
-		targets: map[string][]TopicPartitions{},
-		current: map[string]CurrentAssignmentValue{},
-		regexes: map[string]RegexValue{},
+		loadedModern: newLoadedModern[ConsumerMemberValue, []TopicPartitions, CurrentAssignmentValue](),
+		regexes:      map[string]RegexValue{},
 	}
 }
 
-// applyConsumerRecord folds one consumer-group record into l; false when the value does
-// not decode (the caller counts it as skipped).
+// apply folds one consumer-group record into l; false when the value does not decode
+// (the caller counts it as skipped).
 func (l *loadedConsumer) apply(k Key, value []byte, seq int) bool {
-	del := value == nil
 	var err error
 	switch k.Kind {
 	case KeyConsumerGroup:
-		if del {
+		if value == nil {
 			*l = *newLoadedConsumer()
 			l.seq = seq
 			return true
@@ -100,51 +92,17 @@ func (l *loadedConsumer) apply(k Key, value []byte, seq int) bool {
 		l.epoch, err = DecodeEpochValue(value)
 		l.live, l.seq = err == nil, seq
 	case KeyConsumerPartitionMetadata:
-		l.subMeta = nil
-		if !del {
-			l.subMeta, err = DecodePartitionMetadataValue(value)
-		}
+		l.subMeta, err = decodeValue(value, DecodePartitionMetadataValue)
 	case KeyConsumerMember:
-		if del {
-			delete(l.members, k.Member)
-			return true
-		}
-		var v ConsumerMemberValue
-		if v, err = DecodeConsumerMemberValue(value); err == nil {
-			l.members[k.Member] = v
-		}
+		err = applyKeyed(l.members, k.Member, value, DecodeConsumerMemberValue)
 	case KeyConsumerTargetMetadata:
-		l.targetEpoch = 0
-		if !del {
-			l.targetEpoch, err = DecodeEpochValue(value)
-		}
+		l.targetEpoch, err = decodeValue(value, DecodeEpochValue)
 	case KeyConsumerTargetMember:
-		if del {
-			delete(l.targets, k.Member)
-			return true
-		}
-		var v []TopicPartitions
-		if v, err = DecodeTargetMemberValue(value); err == nil {
-			l.targets[k.Member] = v
-		}
+		err = applyKeyed(l.targets, k.Member, value, DecodeTargetMemberValue)
 	case KeyConsumerCurrentAssignment:
-		if del {
-			delete(l.current, k.Member)
-			return true
-		}
-		var v CurrentAssignmentValue
-		if v, err = DecodeCurrentAssignmentValue(value, false); err == nil {
-			l.current[k.Member] = v
-		}
+		err = applyKeyed(l.current, k.Member, value, func(b []byte) (CurrentAssignmentValue, error) { return DecodeCurrentAssignmentValue(b, false) })
 	case KeyConsumerRegex:
-		if del {
-			delete(l.regexes, k.Regex)
-			return true
-		}
-		var v RegexValue
-		if v, err = DecodeRegexValue(value); err == nil {
-			l.regexes[k.Regex] = v
-		}
+		err = applyKeyed(l.regexes, k.Regex, value, DecodeRegexValue)
 	}
 	return err == nil
 }
@@ -165,35 +123,18 @@ func (g *group) restoreConsumer(l *loadedConsumer) {
 		sort.Strings(topics)
 		cg.regexes[re] = &regexResolution{topics: topics, version: v.Version, timestamp: v.Timestamp}
 	}
-	for id, v := range l.members {
+	restoreMembers(&cg.modernGroup, &l.loadedModern, func(id string, v ConsumerMemberValue) *cmember {
 		m := newCmember(id)
 		m.instanceID, m.rackID, m.clientID, m.clientHost = v.InstanceID, v.RackID, v.ClientID, v.ClientHost
 		m.names, m.regex = append([]string(nil), v.SubscribedTopicNames...), v.SubscribedTopicRegex
 		m.assignor, m.rebalanceTimeout = v.ServerAssignor, millis(v.RebalanceTimeoutMs)
 		sort.Strings(m.names)
-		if cur, ok := l.current[id]; ok {
-			m.epoch, m.prevEpoch = cur.MemberEpoch, cur.PreviousMemberEpoch
-			switch memberState(cur.State) {
-			case msStable, msUnrevoked, msUnreleased:
-				m.state = memberState(cur.State)
-			default:
-				m.state = msUnknown
-			}
-			m.assigned = assignmentFromRecord(cur.Assigned)
-			m.pending = assignmentFromRecord(cur.Pending)
-		}
-		cg.members[id] = m
-		if m.instanceID != nil {
-			cg.static[*m.instanceID] = id
-		}
+		return m
+	}, func(m *cmember, cur CurrentAssignmentValue) {
+		m.epoch, m.prevEpoch, m.state = cur.MemberEpoch, cur.PreviousMemberEpoch, restoredState(cur.State)
+		m.assigned, m.pending = assignmentFromRecord(cur.Assigned), assignmentFromRecord(cur.Pending)
+	}, assignmentFromRecord)
+	for _, m := range cg.members {
 		cg.claim(m)
-	}
-	for id, tps := range l.targets {
-		if cg.members[id] != nil {
-			cg.target[id] = assignmentFromRecord(tps)
-		}
-	}
-	if len(cg.members) == 0 {
-		g.state = stateEmpty
 	}
 }

@@ -75,88 +75,10 @@ func (c *Coordinator) LoadPartition(p int32) error {
 	return c.load(p)
 }
 
-// load replays p, which the caller marked partLoading.
+// load replays p, which the caller marked partLoading, and serves its groups.
 func (c *Coordinator) load(p int32) error {
-	offsets := map[string]map[topicPartition]OffsetValue{}
-	metas := map[string]GroupValue{}
-	metaSeq := map[string]int{} // replay position of each group's last GroupMetadata record
-	consumers := map[string]*loadedConsumer{}
-	shares := map[string]*loadedShare{}
-	streams := map[string]*loadedStreams{}
-	skipped, seq := 0, 0
-	err := c.log.Replay(p, func(rec Record) error {
-		seq++
-		k, err := DecodeKey(rec.Key)
-		if err != nil {
-			if !errors.Is(err, ErrUnknownVersion) {
-				skipped++
-			}
-			return nil
-		}
-		switch k.Kind {
-		case KeyOffset:
-			tp := topicPartition{k.Topic, k.Partition}
-			if rec.Value == nil {
-				delete(offsets[k.Group], tp)
-				return nil
-			}
-			v, err := DecodeOffsetValue(rec.Value)
-			if err != nil {
-				skipped++
-				return nil
-			}
-			m := offsets[k.Group]
-			if m == nil {
-				m = map[topicPartition]OffsetValue{}
-				offsets[k.Group] = m
-			}
-			m[tp] = v
-		case KeyGroup:
-			metaSeq[k.Group] = seq
-			if rec.Value == nil {
-				delete(metas, k.Group)
-				return nil
-			}
-			v, err := DecodeGroupValue(rec.Value)
-			if err != nil {
-				skipped++
-				return nil
-			}
-			metas[k.Group] = v
-		case KeyConsumerGroup, KeyConsumerPartitionMetadata, KeyConsumerMember, KeyConsumerTargetMetadata,
-			KeyConsumerTargetMember, KeyConsumerCurrentAssignment, KeyConsumerRegex:
-			l := consumers[k.Group]
-			if l == nil {
-				l = newLoadedConsumer()
-				consumers[k.Group] = l
-			}
-			if !l.apply(k, rec.Value, seq) {
-				skipped++
-			}
-		case KeySharePartitionMetadata, KeyShareMember, KeyShareGroup, KeyShareTargetMetadata,
-			KeyShareTargetMember, KeyShareCurrentAssignment, KeyShareStatePartitionMetadata:
-			l := shares[k.Group]
-			if l == nil {
-				l = newLoadedShare()
-				shares[k.Group] = l
-			}
-			if !l.apply(k, rec.Value, seq) {
-				skipped++
-			}
-		case KeyStreamsGroup, KeyStreamsPartitionMetadata, KeyStreamsMember, KeyStreamsTargetMetadata,
-			KeyStreamsTargetMember, KeyStreamsCurrentAssignment, KeyStreamsTopology:
-			l := streams[k.Group]
-			if l == nil {
-				l = newLoadedStreams()
-				streams[k.Group] = l
-			}
-			if !l.apply(k, rec.Value, seq) {
-				skipped++
-			}
-		}
-		return nil
-	})
-	if err != nil {
+	r := newReplayed()
+	if err := c.log.Replay(p, r.apply); err != nil {
 		c.mu.Lock()
 		if c.mu.parts[p] == partLoading {
 			delete(c.mu.parts, p)
@@ -164,75 +86,10 @@ func (c *Coordinator) load(p int32) error {
 		c.mu.Unlock()
 		return fmt.Errorf("group: load __consumer_offsets-%d: %w", p, err)
 	}
-	if skipped > 0 {
-		c.logger.Warn("skipped undecodable __consumer_offsets records", "partition", p, "count", skipped)
+	if r.skipped > 0 {
+		c.logger.Warn("skipped undecodable __consumer_offsets records", "partition", p, "count", r.skipped)
 	}
-
-	// A group id's kind is that of its latest group-level record: a migration deletes
-	// the other kind's records first, so at most one is live.
-	var loaded []*group
-	seen := map[string]bool{}
-	for id, l := range consumers {
-		if !l.live || l.seq < metaSeq[id] {
-			continue
-		}
-		if s := shares[id]; s != nil && s.live && s.seq > l.seq {
-			continue
-		}
-		if s := streams[id]; s != nil && s.live && s.seq > l.seq {
-			continue
-		}
-		g := newGroup(c, id, p)
-		g.restoreConsumer(l)
-		seen[id] = true
-		loaded = append(loaded, g)
-	}
-	for id, l := range shares {
-		if !l.live || l.seq < metaSeq[id] || seen[id] {
-			continue
-		}
-		if cl := consumers[id]; cl != nil && cl.live && cl.seq > l.seq {
-			continue
-		}
-		if s := streams[id]; s != nil && s.live && s.seq > l.seq {
-			continue
-		}
-		g := newGroup(c, id, p)
-		g.restoreShare(l)
-		seen[id] = true
-		loaded = append(loaded, g)
-	}
-	for id, l := range streams {
-		if !l.live || l.seq < metaSeq[id] || seen[id] {
-			continue
-		}
-		g := newGroup(c, id, p)
-		g.restoreStreams(l)
-		seen[id] = true
-		loaded = append(loaded, g)
-	}
-	for id, v := range metas {
-		if seen[id] {
-			continue
-		}
-		g := newGroup(c, id, p)
-		g.restore(v)
-		seen[id] = true
-		loaded = append(loaded, g)
-	}
-	for _, g := range loaded {
-		if o := offsets[g.id]; o != nil {
-			g.offsets = o
-		}
-	}
-	for id, o := range offsets {
-		if seen[id] || len(o) == 0 {
-			continue
-		}
-		g := newGroup(c, id, p) // offsets only: a simple (standalone) consumer's group
-		g.offsets = o
-		loaded = append(loaded, g)
-	}
+	loaded := r.groups(c, p)
 
 	c.mu.Lock()
 	if c.mu.parts[p] != partLoading { // unloaded or closed meanwhile
@@ -262,6 +119,135 @@ func (c *Coordinator) load(p int32) error {
 	}
 	c.logger.Log(context.Background(), level, "loaded __consumer_offsets partition", "partition", p, "groups", len(loaded))
 	return nil
+}
+
+// replayed is what the replay of a partition found, per group id: committed offsets,
+// classic groups' last metadata, and the records of consumer, share and streams groups.
+type replayed struct {
+	seq, skipped int // records seen; records that did not decode
+	offsets      map[string]map[topicPartition]OffsetValue
+	metas        map[string]GroupValue
+	metaSeq      map[string]int // replay position of each group's last GroupMetadata record
+	consumers    map[string]*loadedConsumer
+	shares       map[string]*loadedShare
+	streams      map[string]*loadedStreams
+}
+
+func newReplayed() *replayed {
+	return &replayed{
+		offsets: map[string]map[topicPartition]OffsetValue{}, metas: map[string]GroupValue{}, metaSeq: map[string]int{},
+		consumers: map[string]*loadedConsumer{}, shares: map[string]*loadedShare{}, streams: map[string]*loadedStreams{},
+	}
+}
+
+// apply folds one record into r. Undecodable records are counted and skipped; keys of
+// a version this coordinator does not know are skipped silently.
+func (r *replayed) apply(rec Record) error {
+	r.seq++
+	k, err := DecodeKey(rec.Key)
+	if err != nil {
+		if !errors.Is(err, ErrUnknownVersion) {
+			r.skipped++
+		}
+		return nil
+	}
+	ok := true
+	switch k.Kind {
+	case KeyOffset:
+		tp := topicPartition{k.Topic, k.Partition}
+		if rec.Value == nil {
+			delete(r.offsets[k.Group], tp)
+			return nil
+		}
+		v, err := DecodeOffsetValue(rec.Value)
+		if ok = err == nil; ok {
+			m := r.offsets[k.Group]
+			if m == nil {
+				m = map[topicPartition]OffsetValue{}
+				r.offsets[k.Group] = m
+			}
+			m[tp] = v
+		}
+	case KeyGroup:
+		r.metaSeq[k.Group] = r.seq
+		if rec.Value == nil {
+			delete(r.metas, k.Group)
+			return nil
+		}
+		v, err := DecodeGroupValue(rec.Value)
+		if ok = err == nil; ok {
+			r.metas[k.Group] = v
+		}
+	case KeyConsumerGroup, KeyConsumerPartitionMetadata, KeyConsumerMember, KeyConsumerTargetMetadata,
+		KeyConsumerTargetMember, KeyConsumerCurrentAssignment, KeyConsumerRegex:
+		ok = loadedOf(r.consumers, k.Group, newLoadedConsumer).apply(k, rec.Value, r.seq)
+	case KeySharePartitionMetadata, KeyShareMember, KeyShareGroup, KeyShareTargetMetadata,
+		KeyShareTargetMember, KeyShareCurrentAssignment, KeyShareStatePartitionMetadata:
+		ok = loadedOf(r.shares, k.Group, newLoadedShare).apply(k, rec.Value, r.seq)
+	case KeyStreamsGroup, KeyStreamsPartitionMetadata, KeyStreamsMember, KeyStreamsTargetMetadata,
+		KeyStreamsTargetMember, KeyStreamsCurrentAssignment, KeyStreamsTopology:
+		ok = loadedOf(r.streams, k.Group, newLoadedStreams).apply(k, rec.Value, r.seq)
+	}
+	if !ok {
+		r.skipped++
+	}
+	return nil
+}
+
+func loadedOf[L any](m map[string]*L, id string, fresh func() *L) *L {
+	l := m[id]
+	if l == nil {
+		l = fresh()
+		m[id] = l
+	}
+	return l
+}
+
+// groups makes the groups of the replay, in group id order. A group id's kind is that
+// of its latest group-level record: a migration deletes the other kind's records
+// first, so at most one is live; a consumer, share or streams group whose records
+// precede the id's last classic GroupMetadata record is gone.
+func (r *replayed) groups(c *Coordinator, p int32) []*group {
+	restore := map[string]func(*group){}
+	latest := map[string]int{}
+	offer := func(id string, live bool, seq int, f func(*group)) {
+		if !live || seq < r.metaSeq[id] {
+			return
+		}
+		if s, ok := latest[id]; ok && s > seq {
+			return
+		}
+		latest[id], restore[id] = seq, f
+	}
+	for id, l := range r.consumers {
+		offer(id, l.live, l.seq, func(g *group) { g.restoreConsumer(l) })
+	}
+	for id, l := range r.shares {
+		offer(id, l.live, l.seq, func(g *group) { g.restoreShare(l) })
+	}
+	for id, l := range r.streams {
+		offer(id, l.live, l.seq, func(g *group) { g.restoreStreams(l) })
+	}
+	for id, v := range r.metas {
+		if _, ok := restore[id]; !ok {
+			restore[id] = func(g *group) { g.restore(v) }
+		}
+	}
+	for id, o := range r.offsets {
+		if _, ok := restore[id]; !ok && len(o) > 0 {
+			restore[id] = func(*group) {} // offsets only: a simple (standalone) consumer's group
+		}
+	}
+	loaded := make([]*group, 0, len(restore))
+	for _, id := range sortedKeys(restore) {
+		g := newGroup(c, id, p)
+		restore[id](g)
+		if o := r.offsets[id]; o != nil {
+			g.offsets = o
+		}
+		loaded = append(loaded, g)
+	}
+	return loaded
 }
 
 // restore sets the group from its last metadata record.

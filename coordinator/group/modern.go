@@ -582,6 +582,78 @@ func (k groupKind) title() string {
 	return strings.ToUpper(s[:1]) + s[1:]
 }
 
+// loadedModern gathers a modern group's records during a replay: where its last
+// metadata record was and whether it lives, and the values of its members', targets'
+// and current assignments' records as they decode (MV, TV, CV).
+type loadedModern[MV, TV, CV any] struct {
+	seq         int  // replay position of the group's last metadata record
+	live        bool // that record holds a value (not a tombstone) that decodes
+	members     map[string]MV
+	targetEpoch int32
+	targets     map[string]TV
+	current     map[string]CV
+}
+
+func newLoadedModern[MV, TV, CV any]() loadedModern[MV, TV, CV] {
+	return loadedModern[MV, TV, CV]{members: map[string]MV{}, targets: map[string]TV{}, current: map[string]CV{}}
+}
+
+// decodeValue decodes a record's value; a tombstone is V's zero value.
+func decodeValue[V any](value []byte, decode func([]byte) (V, error)) (V, error) {
+	if value == nil {
+		var zero V
+		return zero, nil
+	}
+	return decode(value)
+}
+
+// applyKeyed folds a record keyed by a member id (or a regex) into m: a tombstone
+// deletes the key, a value that decodes replaces it.
+func applyKeyed[V any](m map[string]V, key string, value []byte, decode func([]byte) (V, error)) error {
+	if value == nil {
+		delete(m, key)
+		return nil
+	}
+	v, err := decode(value)
+	if err == nil {
+		m[key] = v
+	}
+	return err
+}
+
+// restoreMembers makes mg's members from l's records: member makes one from its
+// metadata, current sets its epochs and holdings from its current assignment when it
+// has one (without, it starts at epoch 0 holding nothing); and the targets of those
+// members.
+func restoreMembers[A holding[A], M memberOf[A], MV, TV, CV any](mg *modernGroup[A, M], l *loadedModern[MV, TV, CV],
+	member func(id string, v MV) M, current func(m M, v CV), target func(TV) A) {
+	for id, v := range l.members {
+		m := member(id, v)
+		if cur, ok := l.current[id]; ok {
+			current(m, cur)
+		}
+		mg.members[id] = m
+		if inst := m.base().instanceID; inst != nil {
+			mg.static[*inst] = id
+		}
+	}
+	for id, tv := range l.targets {
+		if _, ok := mg.members[id]; ok {
+			mg.target[id] = target(tv)
+		}
+	}
+}
+
+// restoredState is a member state as a record holds it; a value Kafka may add later is
+// msUnknown (the member is fenced unless it owns nothing).
+func restoredState(s int8) memberState {
+	switch memberState(s) {
+	case msStable, msUnrevoked, msUnreleased:
+		return memberState(s)
+	}
+	return msUnknown
+}
+
 // unit is what members of the kind hold, in log lines and error messages.
 func (k groupKind) unit() string {
 	if k == kindStreams {

@@ -440,31 +440,22 @@ func (c *Coordinator) ShareGroupEmpty(group string) (empty bool, code int16) {
 
 // loadedShare gathers one share group's records during a replay.
 type loadedShare struct {
-	seq         int
-	epoch       int32
-	live        bool
-	subMeta     []PartitionMetadataTopic
-	members     map[string]ConsumerMemberValue
-	targetEpoch int32
-	targets     map[string][]TopicPartitions
-	current     map[string]CurrentAssignmentValue
-	state       ShareStateMetadata
+	loadedModern[ConsumerMemberValue, []TopicPartitions, CurrentAssignmentValue]
+	epoch   int32
+	subMeta []PartitionMetadataTopic
+	state   ShareStateMetadata
 }
 
 func newLoadedShare() *loadedShare {
-	return &loadedShare{
-		members: map[string]ConsumerMemberValue{},
-		targets: map[string][]TopicPartitions{},
-		current: map[string]CurrentAssignmentValue{},
-	}
+	return &loadedShare{loadedModern: newLoadedModern[ConsumerMemberValue, []TopicPartitions, CurrentAssignmentValue]()}
 }
 
+// apply folds one share-group record into l; false when the value does not decode.
 func (l *loadedShare) apply(k Key, value []byte, seq int) bool {
-	del := value == nil
 	var err error
 	switch k.Kind {
 	case KeyShareGroup:
-		if del {
+		if value == nil {
 			*l = *newLoadedShare()
 			l.seq = seq
 			return true
@@ -472,74 +463,38 @@ func (l *loadedShare) apply(k Key, value []byte, seq int) bool {
 		l.epoch, err = DecodeEpochValue(value)
 		l.live, l.seq = err == nil, seq
 	case KeySharePartitionMetadata:
-		l.subMeta = nil
-		if !del {
-			l.subMeta, err = DecodePartitionMetadataValue(value)
-		}
+		l.subMeta, err = decodeValue(value, DecodePartitionMetadataValue)
 	case KeyShareMember:
-		if del {
-			delete(l.members, k.Member)
-			return true
-		}
-		var v ConsumerMemberValue
-		if v, err = DecodeShareMemberValue(value); err == nil {
-			l.members[k.Member] = v
-		}
+		err = applyKeyed(l.members, k.Member, value, DecodeShareMemberValue)
 	case KeyShareTargetMetadata:
-		l.targetEpoch = 0
-		if !del {
-			l.targetEpoch, err = DecodeEpochValue(value)
-		}
+		l.targetEpoch, err = decodeValue(value, DecodeEpochValue)
 	case KeyShareTargetMember:
-		if del {
-			delete(l.targets, k.Member)
-			return true
-		}
-		var v []TopicPartitions
-		if v, err = DecodeTargetMemberValue(value); err == nil {
-			l.targets[k.Member] = v
-		}
+		err = applyKeyed(l.targets, k.Member, value, DecodeTargetMemberValue)
 	case KeyShareCurrentAssignment:
-		if del {
-			delete(l.current, k.Member)
-			return true
-		}
-		var v CurrentAssignmentValue
-		if v, err = DecodeCurrentAssignmentValue(value, true); err == nil {
-			l.current[k.Member] = v
-		}
+		err = applyKeyed(l.current, k.Member, value, func(b []byte) (CurrentAssignmentValue, error) { return DecodeCurrentAssignmentValue(b, true) })
 	case KeyShareStatePartitionMetadata:
-		l.state = ShareStateMetadata{}
-		if !del {
-			l.state, err = DecodeShareStateValue(value)
-		}
+		l.state, err = decodeValue(value, DecodeShareStateValue)
 	}
 	return err == nil
 }
 
+// restoreShare makes g a share group from l (members without a current assignment
+// record start at epoch 0 with nothing).
 func (g *group) restoreShare(l *loadedShare) {
-	g.kind = kindShare
-	g.protocolType = "share"
-	sg := newShareState()
-	g.sg = sg
+	g.convertToShareLocked()
+	sg := g.sg
 	sg.epoch, sg.assignmentEpoch, sg.state = l.epoch, l.targetEpoch, l.state
 	for _, t := range l.subMeta {
 		sg.subMeta[t.TopicName] = t
 	}
-	for id, v := range l.members {
+	restoreMembers(&sg.modernGroup, &l.loadedModern, func(id string, v ConsumerMemberValue) *smember {
 		m := newSmember(id)
 		m.rackID, m.clientID, m.clientHost = v.RackID, v.ClientID, v.ClientHost
 		m.names = append([]string(nil), v.SubscribedTopicNames...)
 		sort.Strings(m.names)
-		if cur, ok := l.current[id]; ok {
-			m.epoch, m.prevEpoch = cur.MemberEpoch, cur.PreviousMemberEpoch
-			m.assigned = assignmentFromRecord(cur.Assigned)
-		}
-		sg.members[id] = m
-	}
-	for id, tps := range l.targets {
-		if sg.members[id] != nil {
-			sg.target[id] = assignmentFromRecord(tps)
-		}
-	}
+		return m
+	}, func(m *smember, cur CurrentAssignmentValue) {
+		m.epoch, m.prevEpoch = cur.MemberEpoch, cur.PreviousMemberEpoch
+		m.assigned = assignmentFromRecord(cur.Assigned)
+	}, assignmentFromRecord)
 }

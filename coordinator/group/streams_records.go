@@ -36,32 +36,22 @@ func (st *streamsState) tombstonesLocked(g *group) []Record {
 
 // loadedStreams gathers one streams group's records during a replay.
 type loadedStreams struct {
-	seq         int // replay position of the group's last StreamsGroupMetadata record
-	live        bool
-	meta        StreamsMetadataValue
-	topology    *StreamsTopologyValue
-	members     map[string]StreamsMemberValue
-	targetEpoch int32
-	targets     map[string]StreamsTasksValue
-	current     map[string]StreamsCurrentAssignmentValue
+	loadedModern[StreamsMemberValue, StreamsTasksValue, StreamsCurrentAssignmentValue]
+	meta     StreamsMetadataValue
+	topology *StreamsTopologyValue
 }
 
 func newLoadedStreams() *loadedStreams {
-	return &loadedStreams{
-		members: map[string]StreamsMemberValue{},
-		targets: map[string]StreamsTasksValue{},
-		current: map[string]StreamsCurrentAssignmentValue{},
-	}
+	return &loadedStreams{loadedModern: newLoadedModern[StreamsMemberValue, StreamsTasksValue, StreamsCurrentAssignmentValue]()}
 }
 
 // apply folds one streams-group record into l; false when the value does not decode
 // (the caller counts it as skipped).
 func (l *loadedStreams) apply(k Key, value []byte, seq int) bool {
-	del := value == nil
 	var err error
 	switch k.Kind {
 	case KeyStreamsGroup:
-		if del {
+		if value == nil {
 			*l = *newLoadedStreams()
 			l.seq = seq
 			return true
@@ -70,44 +60,20 @@ func (l *loadedStreams) apply(k Key, value []byte, seq int) bool {
 		l.live, l.seq = err == nil, seq
 	case KeyStreamsTopology:
 		l.topology = nil
-		if !del {
+		if value != nil {
 			var v StreamsTopologyValue
 			if v, err = DecodeStreamsTopologyValue(value); err == nil {
 				l.topology = &v
 			}
 		}
 	case KeyStreamsMember:
-		if del {
-			delete(l.members, k.Member)
-			return true
-		}
-		var v StreamsMemberValue
-		if v, err = DecodeStreamsMemberValue(value); err == nil {
-			l.members[k.Member] = v
-		}
+		err = applyKeyed(l.members, k.Member, value, DecodeStreamsMemberValue)
 	case KeyStreamsTargetMetadata:
-		l.targetEpoch = 0
-		if !del {
-			l.targetEpoch, err = DecodeEpochValue(value)
-		}
+		l.targetEpoch, err = decodeValue(value, DecodeEpochValue)
 	case KeyStreamsTargetMember:
-		if del {
-			delete(l.targets, k.Member)
-			return true
-		}
-		var v StreamsTasksValue
-		if v, err = DecodeStreamsTargetMemberValue(value); err == nil {
-			l.targets[k.Member] = v
-		}
+		err = applyKeyed(l.targets, k.Member, value, DecodeStreamsTargetMemberValue)
 	case KeyStreamsCurrentAssignment:
-		if del {
-			delete(l.current, k.Member)
-			return true
-		}
-		var v StreamsCurrentAssignmentValue
-		if v, err = DecodeStreamsCurrentAssignmentValue(value); err == nil {
-			l.current[k.Member] = v
-		}
+		err = applyKeyed(l.current, k.Member, value, DecodeStreamsCurrentAssignmentValue)
 	case KeyStreamsPartitionMetadata:
 		// Kafka 4.0's partition metadata, replaced by the metadata hash: ignored.
 	}
@@ -126,32 +92,19 @@ func (g *group) restoreStreams(l *loadedStreams) {
 	st.metadataHash, st.validatedEpoch = l.meta.MetadataHash, l.meta.ValidatedTopologyEpoch
 	st.assignmentConfigs = append([]StreamsKeyValue{}, l.meta.AssignmentConfigs...)
 	st.topology = l.topology
-	for id, v := range l.members {
+	restoreMembers(&st.modernGroup, &l.loadedModern, func(id string, v StreamsMemberValue) *stmember {
 		m := newStmember(id)
 		m.instanceID, m.rackID, m.clientID, m.clientHost = v.InstanceID, v.RackID, v.ClientID, v.ClientHost
 		m.rebalanceTimeout, m.topologyEpoch, m.processID = millis(v.RebalanceTimeoutMs), v.TopologyEpoch, v.ProcessID
 		m.endpoint, m.clientTags = v.UserEndpoint, append([]StreamsKeyValue(nil), v.ClientTags...)
 		sort.Slice(m.clientTags, func(i, j int) bool { return m.clientTags[i].Key < m.clientTags[j].Key })
-		if cur, ok := l.current[id]; ok {
-			m.epoch, m.prevEpoch = cur.MemberEpoch, cur.PreviousMemberEpoch
-			switch memberState(cur.State) {
-			case msStable, msUnrevoked, msUnreleased:
-				m.state = memberState(cur.State)
-			default:
-				m.state = msUnknown
-			}
-			m.assigned, m.pending = tasksFromRecord(cur.Assigned), tasksFromRecord(cur.Pending)
-		}
-		st.members[id] = m
-		if m.instanceID != nil {
-			st.static[*m.instanceID] = id
-		}
+		return m
+	}, func(m *stmember, cur StreamsCurrentAssignmentValue) {
+		m.epoch, m.prevEpoch, m.state = cur.MemberEpoch, cur.PreviousMemberEpoch, restoredState(cur.State)
+		m.assigned, m.pending = tasksFromRecord(cur.Assigned), tasksFromRecord(cur.Pending)
+	}, tasksFromRecord)
+	for _, m := range st.members {
 		st.claim(m)
-	}
-	for id, v := range l.targets {
-		if st.members[id] != nil {
-			st.target[id] = tasksFromRecord(v)
-		}
 	}
 	g.state = stateStable
 	g.syncStreamsSubscriptionsLocked()
