@@ -1,7 +1,6 @@
 package group
 
 import (
-	"fmt"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -194,53 +193,17 @@ func ownsAny(owned []kmsg.ConsumerGroupHeartbeatRequestTopic, ownedSet bool, a a
 	return false
 }
 
-// nextAssignment is a member's reconciled state.
-type nextAssignment struct {
-	epoch    int32
-	state    memberState
-	assigned assignment
-	pending  assignment
-}
+// nextAssignment is a consumer-group member's reconciled state.
+type nextAssignment = reconciled[assignment]
 
 // reconcileLocked moves m towards its target (Kafka's CurrentAssignmentBuilder) and
 // records the change. A member in an unknown state is fenced unless it owns nothing.
 func (g *group) reconcileLocked(m *cmember, owned []kmsg.ConsumerGroupHeartbeatRequestTopic, ownedSet bool, recs *[]Record) (int16, string) {
 	cg := g.cg
-	if m.epoch == staticLeaveEpoch {
-		return 0, ""
-	}
-	te := cg.assignmentEpoch
-	var next nextAssignment
-	switch m.state {
-	case msStable:
-		if m.epoch == te {
-			return 0, ""
-		}
-		next = g.computeNext(m, m.epoch, te, owned, ownedSet)
-	case msUnrevoked:
-		if ownsAny(owned, ownedSet, m.pending) {
-			return 0, ""
-		}
-		next = g.computeNext(m, min(m.epoch+1, te), te, owned, ownedSet)
-	case msUnreleased:
-		next = g.computeNext(m, m.epoch, te, owned, ownedSet)
-	default:
-		if !ownedSet || len(owned) > 0 {
-			return kerr.FencedMemberEpoch.Code, fmt.Sprintf("The consumer group member is in an unknown state. The member must abandon all its partitions and rejoin.")
-		}
-		next = g.computeNext(m, te, te, owned, ownedSet)
-	}
-	if next.epoch == m.epoch && next.state == m.state && next.assigned.equal(m.assigned) && next.pending.equal(m.pending) {
-		return 0, ""
-	}
-	wasUnrevoked, oldEpoch := m.state == msUnrevoked, m.epoch
-	g.setMemberAssignmentLocked(m, next.epoch, m.epoch, next.state, next.assigned, next.pending)
-	*recs = append(*recs, cg.currentRecord(g, m))
-	switch {
-	case m.state == msUnrevoked && (!wasUnrevoked || m.epoch != oldEpoch):
-		cg.armRevokeTimerLocked(g, m)
-	case m.state != msUnrevoked:
-		m.stopRevokeTimer()
+	stillOwns := func(a assignment) bool { return ownsAny(owned, ownedSet, a) }
+	next := func(epoch int32) nextAssignment { return g.computeNext(m, epoch, cg.assignmentEpoch, owned, ownedSet) }
+	if cg.reconcileLocked(g, m, stillOwns, ownedSet && len(owned) == 0, next, recs) {
+		return kerr.FencedMemberEpoch.Code, "The consumer group member is in an unknown state. The member must abandon all its partitions and rejoin."
 	}
 	return 0, ""
 }
@@ -269,24 +232,15 @@ func (g *group) computeNext(m *cmember, epoch, te int32, owned []kmsg.ConsumerGr
 		}
 		add.add(id, p)
 	})
-	switch {
-	case len(revoke) > 0 && ownsAny(owned, ownedSet, revoke):
-		return nextAssignment{epoch: epoch, state: msUnrevoked, assigned: keep, pending: revoke}
-	case len(add) > 0:
+	revoking := len(revoke) > 0 && ownsAny(owned, ownedSet, revoke)
+	if !revoking {
 		add.each(keep.add)
-		state := msStable
-		if unreleased {
-			state = msUnreleased
-		}
-		return nextAssignment{epoch: te, state: state, assigned: keep, pending: assignment{}}
-	case unreleased:
-		return nextAssignment{epoch: te, state: msUnreleased, assigned: keep, pending: assignment{}}
 	}
-	return nextAssignment{epoch: te, state: msStable, assigned: keep, pending: assignment{}}
+	return nextReconciled(epoch, te, keep, revoke, assignment{}, revoking, unreleased)
 }
 
 // setMemberAssignmentLocked installs m's new epochs, state and partitions, keeping the
-// owners map (invariant 2) and the per-partition assignment epochs.
+// owners map (consumerState invariant 1) and the per-partition assignment epochs.
 func (g *group) setMemberAssignmentLocked(m *cmember, epoch, prev int32, state memberState, assigned, pending assignment) {
 	cg := g.cg
 	g.releaseLocked(m)

@@ -498,6 +498,78 @@ func (mg *modernGroup[A, M]) leaveLocked(g *group, m M, epoch int32, recs *[]Rec
 	mg.rules.fenceLocked(g, m, recs)
 }
 
+// reconciled is a member's next epochs, state and holdings.
+type reconciled[A any] struct {
+	epoch    int32
+	state    memberState
+	assigned A
+	pending  A
+}
+
+// reconcileLocked moves m towards its target, as Kafka's CurrentAssignmentBuilder: a
+// STABLE member behind the assignment epoch, or an UNRELEASED one, takes next(its
+// epoch); an UNREVOKED member waits until its heartbeat no longer lists what it gives
+// up (stillOwns), then takes next(its epoch + 1); a member in an unknown state takes
+// next(assignment epoch) if its heartbeat says it owns nothing, else unknown is true
+// (the caller fences it). A change is recorded (CurrentAssignment), and the rebalance
+// timer runs while the member is UNREVOKED.
+func (mg *modernGroup[A, M]) reconcileLocked(g *group, m M, stillOwns func(A) bool, ownsNothing bool, next func(epoch int32) reconciled[A], recs *[]Record) (unknown bool) {
+	b := m.base()
+	if b.epoch == staticLeaveEpoch {
+		return false
+	}
+	te := mg.assignmentEpoch
+	var n reconciled[A]
+	switch b.state {
+	case msStable:
+		if b.epoch == te {
+			return false
+		}
+		n = next(b.epoch)
+	case msUnrevoked:
+		if stillOwns(b.pending) {
+			return false
+		}
+		n = next(min(b.epoch+1, te))
+	case msUnreleased:
+		n = next(b.epoch)
+	default:
+		if !ownsNothing {
+			return true
+		}
+		n = next(te)
+	}
+	if n.epoch == b.epoch && n.state == b.state && n.assigned.equal(b.assigned) && n.pending.equal(b.pending) {
+		return false
+	}
+	wasUnrevoked, oldEpoch := b.state == msUnrevoked, b.epoch
+	mg.revoking().setAssignmentLocked(g, m, n.epoch, b.epoch, n.state, n.assigned, n.pending)
+	*recs = append(*recs, mg.currentRecord(g, m))
+	switch {
+	case b.state == msUnrevoked && (!wasUnrevoked || b.epoch != oldEpoch):
+		mg.armRevokeTimerLocked(g, m)
+	case b.state != msUnrevoked:
+		b.stopRevokeTimer()
+	}
+	return false
+}
+
+// nextReconciled is a member's next step from what it keeps of what it holds, what
+// it must give up (revoke; revoking when its heartbeat still lists some of it) and
+// whether part of its target is still held by others (unreleased): while revoking, it
+// stays at its epoch, UNREVOKED; else it moves to the target's epoch te holding keep
+// (with what it may take added by the caller), UNRELEASED or STABLE.
+func nextReconciled[A any](epoch, te int32, keep, revoke, none A, revoking, unreleased bool) reconciled[A] {
+	if revoking {
+		return reconciled[A]{epoch: epoch, state: msUnrevoked, assigned: keep, pending: revoke}
+	}
+	state := msStable
+	if unreleased {
+		state = msUnreleased
+	}
+	return reconciled[A]{epoch: te, state: state, assigned: keep, pending: none}
+}
+
 // serveHeartbeat serves a heartbeat of a modern group: step runs under the lock of the
 // group id names (made when the member joins), and the answer goes once the records
 // step added are durable: ok with step's answer, or fail with an error code and

@@ -56,54 +56,18 @@ func (st *streamsState) targetOf(id string) tasks {
 	return newTasks()
 }
 
-// snext is a member's reconciled state.
-type snext struct {
-	epoch    int32
-	state    memberState
-	assigned tasks
-	pending  tasks
-}
+// snext is a streams-group member's reconciled state.
+type snext = reconciled[tasks]
 
 // reconcileStreamsLocked moves m towards its target and records the change. owned is
 // what the member's heartbeat says it owns (nil: not said). A member in an unknown
 // state is fenced unless it owns nothing.
 func (g *group) reconcileStreamsLocked(m *stmember, owned *tasks, recs *[]Record) (int16, string) {
 	st := g.st
-	if m.epoch == staticLeaveEpoch {
-		return 0, ""
-	}
-	te := st.assignmentEpoch
-	var next snext
-	switch m.state {
-	case msStable:
-		if m.epoch == te {
-			return 0, ""
-		}
-		next = g.streamsNext(m, m.epoch, te, owned)
-	case msUnrevoked:
-		if owned == nil || owned.intersects(m.pending) {
-			return 0, ""
-		}
-		next = g.streamsNext(m, min(m.epoch+1, te), te, owned)
-	case msUnreleased:
-		next = g.streamsNext(m, m.epoch, te, owned)
-	default:
-		if owned == nil || !owned.empty() {
-			return kerr.FencedMemberEpoch.Code, "The streams group member is in a unknown state. The member must abandon all its tasks and rejoin."
-		}
-		next = g.streamsNext(m, te, te, owned)
-	}
-	if next.epoch == m.epoch && next.state == m.state && next.assigned.equal(m.assigned) && next.pending.equal(m.pending) {
-		return 0, ""
-	}
-	wasUnrevoked, oldEpoch := m.state == msUnrevoked, m.epoch
-	g.setStreamsAssignmentLocked(m, next.epoch, m.epoch, next.state, next.assigned, next.pending)
-	*recs = append(*recs, st.currentRecord(g, m))
-	switch {
-	case m.state == msUnrevoked && (!wasUnrevoked || m.epoch != oldEpoch):
-		st.armRevokeTimerLocked(g, m)
-	case m.state != msUnrevoked:
-		m.stopRevokeTimer()
+	stillOwns := func(t tasks) bool { return owned == nil || owned.intersects(t) }
+	next := func(epoch int32) snext { return g.streamsNext(m, epoch, st.assignmentEpoch, owned) }
+	if st.reconcileLocked(g, m, stillOwns, owned != nil && owned.empty(), next, recs) {
+		return kerr.FencedMemberEpoch.Code, "The streams group member is in a unknown state. The member must abandon all its tasks and rejoin."
 	}
 	return 0, ""
 }
@@ -135,22 +99,13 @@ func (g *group) streamsNext(m *stmember, epoch, te int32, owned *tasks) snext {
 			adds[role].add(t.sub, t.p)
 		})
 	}
-	switch {
-	case !revoke.empty() && (owned == nil || owned.intersects(revoke)):
-		return snext{epoch: epoch, state: msUnrevoked, assigned: keep, pending: revoke}
-	case !add.empty():
+	revoking := !revoke.empty() && (owned == nil || owned.intersects(revoke))
+	if !revoking {
 		for role, s := range adds {
 			s.each(func(t taskID) { keeps[role].add(t.sub, t.p) })
 		}
-		state := msStable
-		if unreleased {
-			state = msUnreleased
-		}
-		return snext{epoch: te, state: state, assigned: keep, pending: newTasks()}
-	case unreleased:
-		return snext{epoch: te, state: msUnreleased, assigned: keep, pending: newTasks()}
 	}
-	return snext{epoch: te, state: msStable, assigned: keep, pending: newTasks()}
+	return nextReconciled(epoch, te, keep, revoke, newTasks(), revoking, unreleased)
 }
 
 // streamsUnreleased reports whether task t of role (0 active, 1 standby, 2 warm-up) of
