@@ -325,27 +325,12 @@ func ownedSubset(owned []kmsg.ConsumerGroupHeartbeatRequestTopic, a assignment) 
 // metadata changed (a MemberMetadata record is due); subChanged: its subscription
 // (names or regex) changed.
 func (m *cmember) update(req *kmsg.ConsumerGroupHeartbeatRequest, clientID, clientHost string) (changed, subChanged bool) {
-	set := func(dst **string, v *string) {
-		if v == nil || (*dst != nil && **dst == *v) {
-			return
-		}
-		s := *v
-		*dst = &s
+	changed, _ = m.updateClient(req.InstanceID, req.RackID, req.RebalanceTimeoutMillis, clientID, clientHost)
+	if setIfNew(&m.assignor, req.ServerAssignor) {
 		changed = true
 	}
-	set(&m.instanceID, req.InstanceID)
-	set(&m.rackID, req.RackID)
-	set(&m.assignor, req.ServerAssignor)
-	if req.RebalanceTimeoutMillis != -1 {
-		if d := millis(req.RebalanceTimeoutMillis); d != m.rebalanceTimeout {
-			m.rebalanceTimeout, changed = d, true
-		}
-	}
 	if req.SubscribedTopicNames != nil {
-		names := slices.Clone(req.SubscribedTopicNames)
-		slices.Sort(names)
-		names = slices.Compact(names)
-		if !slices.Equal(names, m.names) {
+		if names := subscribedNames(req.SubscribedTopicNames); !slices.Equal(names, m.names) {
 			m.names, changed, subChanged = names, true, true
 		}
 	}
@@ -358,9 +343,6 @@ func (m *cmember) update(req *kmsg.ConsumerGroupHeartbeatRequest, clientID, clie
 		if (re == nil) != (m.regex == nil) || (re != nil && *re != *m.regex) {
 			m.regex, changed, subChanged = re, true, true
 		}
-	}
-	if clientID != m.clientID || clientHost != m.clientHost {
-		m.clientID, m.clientHost, changed = clientID, clientHost, true
 	}
 	return changed, subChanged
 }

@@ -37,30 +37,10 @@ func (g *group) classicEmptyLocked() bool {
 	return g.kind == kindClassic && g.state == stateEmpty && len(g.members) == 0 && len(g.pending) == 0
 }
 
-// convertToConsumerLocked turns an empty classic group into an empty consumer group:
-// the classic metadata record is deleted, committed offsets stay.
+// convertToConsumerLocked turns an empty classic group into an empty consumer group.
 func (g *group) convertToConsumerLocked(recs *[]Record) {
-	if g.generation > 0 || g.protocolType != "" {
-		*recs = append(*recs, g.groupTombstone())
-		g.c.logger.Info("empty classic group becomes a consumer group", "group", g.id)
-	}
-	g.stopTimersLocked()
-	g.kind = kindConsumer
+	g.convertFromClassicLocked(kindConsumer, recs)
 	g.cg = newConsumerState()
-	g.protocolType, g.protocol, g.leader, g.generation = "consumer", "", "", 0
-	g.subscriptions = nil
-}
-
-// convertToClassicLocked turns an empty consumer group into an empty classic group: its
-// consumer-protocol records are deleted, committed offsets stay.
-func (g *group) convertToClassicLocked(recs *[]Record) {
-	*recs = append(*recs, g.cg.tombstonesLocked(g)...)
-	g.c.logger.Info("empty consumer group becomes a classic group", "group", g.id)
-	g.cg.stopTimers()
-	g.kind = kindClassic
-	g.cg = nil
-	g.protocolType, g.protocol, g.leader, g.generation = "", "", "", 0
-	g.transition(stateEmpty)
 }
 
 // loadedConsumer gathers one consumer group's records during a replay.

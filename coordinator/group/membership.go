@@ -63,27 +63,19 @@ func (c *Coordinator) JoinGroup(req *kmsg.JoinGroupRequest, clientID, clientHost
 			return
 		}
 		switch g.kind {
-		case kindConsumer:
-			if len(g.cg.members) > 0 {
-				// A classic member cannot join a consumer group with members: the
-				// online migration of KIP-848 is not served.
+		case kindConsumer, kindStreams:
+			if g.modern().size() > 0 {
+				// A classic member cannot join a consumer or streams group with members:
+				// the online migration of KIP-848 is not served.
 				fx.add(func() { fail(kerr.InconsistentGroupProtocol.Code) })
 				return
 			}
 			var recs []Record
-			g.convertToClassicLocked(&recs)
+			g.convertToClassicLocked(&recs) // offline migration
 			g.writeThenLocked(fx, recs, nil)
 		case kindShare:
 			fx.add(func() { fail(kerr.InconsistentGroupProtocol.Code) })
 			return
-		case kindStreams:
-			if len(g.st.members) > 0 {
-				fx.add(func() { fail(kerr.InconsistentGroupProtocol.Code) })
-				return
-			}
-			var recs []Record
-			g.convertStreamsToClassicLocked(&recs) // offline migration, as Kafka 4.2
-			g.writeThenLocked(fx, recs, nil)
 		}
 		if !g.supportsProtocols(req.ProtocolType, req.Protocols) {
 			fx.add(func() { fail(kerr.InconsistentGroupProtocol.Code) })

@@ -2,6 +2,7 @@ package group
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -83,6 +84,42 @@ func (m *modernMember[A]) stopRevokeTimer() {
 		m.revokeTimer = nil
 	}
 	m.revokeSeq++
+}
+
+// updateClient applies what a heartbeat says of the member's client: its instance id
+// and rack when set, its rebalance timeout unless -1, its client id and host. changed:
+// any of them changed; rackChanged: the rack did.
+func (m *modernMember[A]) updateClient(instanceID, rackID *string, rebalanceTimeoutMs int32, clientID, clientHost string) (changed, rackChanged bool) {
+	changed = setIfNew(&m.instanceID, instanceID)
+	rackChanged = setIfNew(&m.rackID, rackID)
+	changed = changed || rackChanged
+	if rebalanceTimeoutMs != -1 {
+		if d := millis(rebalanceTimeoutMs); d != m.rebalanceTimeout {
+			m.rebalanceTimeout, changed = d, true
+		}
+	}
+	if clientID != m.clientID || clientHost != m.clientHost {
+		m.clientID, m.clientHost, changed = clientID, clientHost, true
+	}
+	return changed, rackChanged
+}
+
+// setIfNew sets *dst to a copy of v when v is set and differs; it reports whether it
+// did.
+func setIfNew(dst **string, v *string) bool {
+	if v == nil || (*dst != nil && **dst == *v) {
+		return false
+	}
+	s := *v
+	*dst = &s
+	return true
+}
+
+// subscribedNames is a subscription's topic names, sorted and without duplicates.
+func subscribedNames(names []string) []string {
+	names = slices.Clone(names)
+	slices.Sort(names)
+	return slices.Compact(names)
 }
 
 // memberOf is a protocol's member type: a pointer to a struct embedding modernMember[A].
@@ -570,6 +607,24 @@ func nextReconciled[A any](epoch, te int32, keep, revoke, none A, revoking, unre
 	return reconciled[A]{epoch: te, state: state, assigned: keep, pending: none}
 }
 
+// fetchMemberCode checks the member of an OffsetFetch v9+ (Kafka's
+// validateOffsetFetch of consumer and streams groups): no member id with a negative
+// epoch is an admin's fetch; else UNKNOWN_MEMBER_ID, or STALE_MEMBER_EPOCH unless the
+// epoch is the member's.
+func (mg *modernGroup[A, M]) fetchMemberCode(memberID *string, epoch int32) int16 {
+	if memberID == nil || (*memberID == "" && epoch < 0) {
+		return 0
+	}
+	m, ok := mg.members[*memberID]
+	switch {
+	case !ok:
+		return kerr.UnknownMemberID.Code
+	case epoch != m.base().epoch:
+		return kerr.StaleMemberEpoch.Code
+	}
+	return 0
+}
+
 // serveHeartbeat serves a heartbeat of a modern group: step runs under the lock of the
 // group id names (made when the member joins), and the answer goes once the records
 // step added are durable: ok with step's answer, or fail with an error code and
@@ -732,6 +787,35 @@ func (k groupKind) unit() string {
 		return "tasks"
 	}
 	return "partitions"
+}
+
+// convertFromClassicLocked turns an empty classic group into an empty group of kind
+// (consumer or streams; a share group takes only a fresh id, convertToShareLocked), as
+// Kafka's offline migration: the classic metadata record, if any, is deleted;
+// committed offsets stay.
+func (g *group) convertFromClassicLocked(kind groupKind, recs *[]Record) {
+	if g.generation > 0 || g.protocolType != "" {
+		*recs = append(*recs, g.groupTombstone())
+		g.c.logger.Info("empty classic group becomes a "+kind.String()+" group", "group", g.id)
+	}
+	g.stopTimersLocked()
+	g.kind = kind
+	g.protocolType, g.protocol, g.leader, g.generation = kind.String(), "", "", 0
+	g.subscriptions = nil
+}
+
+// convertToClassicLocked turns an empty consumer or streams group into an empty classic
+// group (a JoinGroup arrived): its records are deleted, committed offsets stay.
+func (g *group) convertToClassicLocked(recs *[]Record) {
+	mg := g.modern()
+	*recs = append(*recs, mg.tombstonesLocked(g)...)
+	g.c.logger.Info("empty "+g.kind.String()+" group becomes a classic group", "group", g.id)
+	mg.stopTimers()
+	g.kind = kindClassic
+	g.cg, g.st = nil, nil
+	g.protocolType, g.protocol, g.leader, g.generation = "", "", "", 0
+	g.subscriptions = nil
+	g.transition(stateEmpty)
 }
 
 // modernState is the view of a consumer, share or streams group's state that the code

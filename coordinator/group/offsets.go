@@ -339,18 +339,14 @@ func (c *Coordinator) fetchOffsets(id string, want []fetchTopic, all bool, membe
 	if g.state == stateDead {
 		return echo(0)
 	}
-	if g.kind == kindStreams {
-		if code := g.validateStreamsFetchLocked(memberID, memberEpoch); code != 0 {
+	switch g.kind {
+	case kindConsumer:
+		if code := g.cg.fetchMemberCode(memberID, memberEpoch); code != 0 {
 			return echo(code)
 		}
-	}
-	if g.kind == kindConsumer && memberID != nil && !(*memberID == "" && memberEpoch < 0) {
-		m := g.cg.members[*memberID]
-		switch {
-		case m == nil:
-			return echo(kerr.UnknownMemberID.Code)
-		case memberEpoch != m.epoch:
-			return echo(kerr.StaleMemberEpoch.Code)
+	case kindStreams:
+		if code := g.validateStreamsFetchLocked(memberID, memberEpoch); code != 0 {
+			return echo(code)
 		}
 	}
 	if all {

@@ -167,20 +167,13 @@ func (g *group) shareHeartbeatLocked(req *kmsg.ShareGroupHeartbeatRequest, clien
 	}
 	before := m.assigned.clone()
 	changed, subChanged := created, created
-	if req.RackID != nil && (m.rackID == nil || *m.rackID != *req.RackID) {
-		r := *req.RackID
-		m.rackID, changed = &r, true
+	if c, _ := m.updateClient(nil, req.RackID, -1, clientID, clientHost); c {
+		changed = true
 	}
 	if req.SubscribedTopicNames != nil {
-		names := slices.Clone(req.SubscribedTopicNames)
-		slices.Sort(names)
-		names = slices.Compact(names)
-		if !slices.Equal(names, m.names) {
+		if names := subscribedNames(req.SubscribedTopicNames); !slices.Equal(names, m.names) {
 			m.names, changed, subChanged = names, true, true
 		}
-	}
-	if clientID != m.clientID || clientHost != m.clientHost {
-		m.clientID, m.clientHost, changed = clientID, clientHost, true
 	}
 	if changed {
 		*recs = append(*recs, g.shareMemberRecord(m))

@@ -503,24 +503,7 @@ func (g *group) streamsMemberLocked(req *kmsg.StreamsGroupHeartbeatRequest, recs
 // depends on changed (process id, rack id, client tags, topology epoch: KIP-1071's
 // reasons to bump the group epoch).
 func (m *stmember) update(req *kmsg.StreamsGroupHeartbeatRequest, clientID, clientHost string) (changed, relevant bool) {
-	set := func(dst **string, v *string) bool {
-		if v == nil || (*dst != nil && **dst == *v) {
-			return false
-		}
-		s := *v
-		*dst = &s
-		changed = true
-		return true
-	}
-	set(&m.instanceID, req.InstanceID)
-	if set(&m.rackID, req.RackID) {
-		relevant = true
-	}
-	if req.RebalanceTimeoutMillis != -1 {
-		if d := millis(req.RebalanceTimeoutMillis); d != m.rebalanceTimeout {
-			m.rebalanceTimeout, changed = d, true
-		}
-	}
+	changed, relevant = m.updateClient(req.InstanceID, req.RackID, req.RebalanceTimeoutMillis, clientID, clientHost)
 	if req.Topology != nil && req.Topology.Epoch != m.topologyEpoch {
 		m.topologyEpoch, changed, relevant = req.Topology.Epoch, true, true
 	}
@@ -539,9 +522,6 @@ func (m *stmember) update(req *kmsg.StreamsGroupHeartbeatRequest, clientID, clie
 	}
 	if e := req.UserEndpoint; e != nil && (m.endpoint == nil || m.endpoint.Host != e.Host || m.endpoint.Port != e.Port) {
 		m.endpoint, changed = &StreamsEndpoint{Host: e.Host, Port: e.Port}, true
-	}
-	if clientID != m.clientID || clientHost != m.clientHost {
-		m.clientID, m.clientHost, changed = clientID, clientHost, true
 	}
 	return changed, relevant
 }
@@ -588,32 +568,12 @@ func (g *group) dropStreamsMemberLocked(m *stmember) {
 }
 
 // convertToStreamsLocked turns an empty classic group (one that only holds committed
-// offsets, or whose members all left) into an empty streams group, as Kafka's offline
-// migration: the classic metadata record is deleted, committed offsets stay.
+// offsets, or whose members all left) into an empty streams group.
 func (g *group) convertToStreamsLocked(recs *[]Record) {
-	if g.generation > 0 || g.protocolType != "" {
-		*recs = append(*recs, g.groupTombstone())
-		g.c.logger.Info("empty classic group becomes a streams group", "group", g.id)
-	}
-	g.stopTimersLocked()
-	g.kind = kindStreams
+	g.convertFromClassicLocked(kindStreams, recs)
 	g.st = newStreamsState()
-	g.protocolType, g.protocol, g.leader, g.generation = "streams", "", "", 0
 	g.transition(stateStable)
 	g.syncStreamsSubscriptionsLocked()
-}
-
-// convertStreamsToClassicLocked turns an empty streams group into an empty classic
-// group (a JoinGroup arrived): its streams records are deleted, committed offsets stay.
-func (g *group) convertStreamsToClassicLocked(recs *[]Record) {
-	*recs = append(*recs, g.st.tombstonesLocked(g)...)
-	g.c.logger.Info("empty streams group becomes a classic group", "group", g.id)
-	g.st.stopTimers()
-	g.kind = kindClassic
-	g.st = nil
-	g.protocolType, g.protocol, g.leader, g.generation = "", "", "", 0
-	g.subscriptions = nil
-	g.transition(stateEmpty)
 }
 
 // syncStreamsSubscriptionsLocked keeps g.subscriptions, the topics the group consumes

@@ -35,21 +35,9 @@ func (g *group) validateStreamsCommitLocked(version int16, epoch int32, memberID
 }
 
 // validateStreamsFetchLocked checks the member of an OffsetFetch v9+ to a streams group
-// (Kafka's StreamsGroup.validateOffsetFetch): no member id with a negative epoch is an
-// admin's fetch; else UNKNOWN_MEMBER_ID, or STALE_MEMBER_EPOCH unless the epoch is the
-// member's.
+// (Kafka's StreamsGroup.validateOffsetFetch, as a consumer group's).
 func (g *group) validateStreamsFetchLocked(memberID *string, epoch int32) int16 {
-	if memberID == nil || (*memberID == "" && epoch < 0) {
-		return 0
-	}
-	m := g.st.members[*memberID]
-	switch {
-	case m == nil:
-		return kerr.UnknownMemberID.Code
-	case epoch != m.epoch:
-		return kerr.StaleMemberEpoch.Code
-	}
-	return 0
+	return g.st.fetchMemberCode(memberID, epoch)
 }
 
 // streamsOffsetExpiryLocked is ExpireOffsets' rule for a streams group (Kafka's
