@@ -38,6 +38,17 @@
 //  4. A static member's instance id maps to exactly one member id (staticMembers).
 //  5. Offsets in memory are exactly those whose records the Log acknowledged.
 //
+// # Modern groups
+//
+// Consumer, share and streams groups are built on one core (modern.go,
+// modern_heartbeat.go, modern_records.go), as Kafka's ModernGroup and
+// ModernGroupMember: members with member epochs, session and rebalance timers; the
+// group epoch and the target assignment of an assignment epoch; the heartbeat's path
+// (members joining, static members, leaving, the epoch fence, reconciliation towards
+// the target); describes; the records, their tombstones and their replay. Each
+// protocol supplies its rules (consumerRules, shareRules, streamsRules) and keeps its
+// own assignor, subscription, share-partition state or topology in its files.
+//
 // # Consumer groups (KIP-848)
 //
 // A group id names one group of one kind: classic, consumer or share. Consumer
@@ -64,7 +75,7 @@
 // holds for share groups' share.* pair.
 // Group states: Empty, Assigning (group epoch > assignment epoch), Reconciling (some
 // member not at the assignment epoch or not STABLE), Stable. Invariants are listed on
-// consumerState (consumer.go).
+// modernGroup (modern.go) and consumerState (consumer.go).
 //
 // Classic and consumer groups share the id space. An empty group converts when a
 // member of the other protocol arrives (offline migration), keeping its committed
