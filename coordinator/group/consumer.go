@@ -62,15 +62,14 @@ func newCmember(id string) *cmember {
 //
 //  1. owners holds exactly the partitions in some member's assigned or pending set,
 //     each with that member; no partition is in two members' sets.
-//  2. subMeta is the subscribed topics that exist, as of the topic image version
-//     topicsVersion (when refreshed).
+//  2. subMeta is the subscribed topics that exist, by name or by a resolved regex, as
+//     of the topic image version topicsVersion (when refreshed); regexes were resolved
+//     at that version too.
 type consumerState struct {
 	modernGroup[assignment, *cmember]
-	owners        map[tpKey]string // partition -> member holding it
-	subMeta       map[string]PartitionMetadataTopic
-	topicsVersion uint64 // topic image version subMeta and regexes were computed at
-	refreshed     bool   // topicsVersion is meaningful
-	regexes       map[string]*regexResolution
+	subscribedTopics
+	owners  map[tpKey]string // partition -> member holding it
+	regexes map[string]*regexResolution
 }
 
 // regexResolution is what a subscribed regular expression matched.
@@ -82,10 +81,10 @@ type regexResolution struct {
 
 func newConsumerState() *consumerState {
 	return &consumerState{
-		modernGroup: newModernGroup[assignment, *cmember](kindConsumer, consumerRecordTypes, consumerRules{}),
-		owners:      map[tpKey]string{},
-		subMeta:     map[string]PartitionMetadataTopic{},
-		regexes:     map[string]*regexResolution{},
+		modernGroup:      newModernGroup[assignment, *cmember](kindConsumer, consumerRecordTypes, consumerRules{}),
+		subscribedTopics: newSubscribedTopics(nil),
+		owners:           map[tpKey]string{},
+		regexes:          map[string]*regexResolution{},
 	}
 }
 

@@ -1,6 +1,7 @@
 package group
 
 import (
+	"maps"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -70,7 +71,7 @@ func (g *group) memberTopicIDsLocked(m *cmember) map[[16]byte]bool {
 func (g *group) refreshSubscriptionLocked(force bool, recs *[]Record) bool {
 	cg := g.cg
 	im := g.c.topics.load()
-	if !force && cg.refreshed && cg.topicsVersion == im.version {
+	if !force && cg.currentAt(im.version) {
 		return false
 	}
 	changed := false
@@ -109,31 +110,10 @@ func (g *group) refreshSubscriptionLocked(force bool, recs *[]Record) bool {
 			*recs = append(*recs, Record{Timestamp: now, Key: appendGroupTypedKey(nil, recConsumerRegularExpression, g.id, re)})
 		}
 	}
-	meta := map[string]PartitionMetadataTopic{}
-	for n := range g.subscribedNamesLocked() {
-		if t, ok := im.byName[n]; ok {
-			meta[n] = PartitionMetadataTopic{TopicID: t.ID, TopicName: n, NumPartitions: t.Partitions}
-		}
-	}
-	if !equalMeta(meta, cg.subMeta) {
-		cg.subMeta = meta
+	if cg.setLocked(g, recConsumerPartitionMetadata, im, maps.Keys(g.subscribedNamesLocked()), recs) {
 		changed = true
-		*recs = append(*recs, g.partitionMetadataRecord(recConsumerPartitionMetadata, meta))
 	}
-	cg.topicsVersion, cg.refreshed = im.version, true
 	return changed
-}
-
-func equalMeta(a, b map[string]PartitionMetadataTopic) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for n, t := range a {
-		if u, ok := b[n]; !ok || u != t {
-			return false
-		}
-	}
-	return true
 }
 
 // assignorLocked is the server assignor of the group: the one most members ask for,

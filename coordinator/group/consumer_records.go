@@ -95,9 +95,7 @@ func (g *group) restoreConsumer(l *loadedConsumer) {
 	cg := newConsumerState()
 	g.cg = cg
 	cg.epoch, cg.assignmentEpoch = l.epoch, l.targetEpoch
-	for _, t := range l.subMeta {
-		cg.subMeta[t.TopicName] = t
-	}
+	cg.subscribedTopics = newSubscribedTopics(l.subMeta)
 	for re, v := range l.regexes {
 		topics := append([]string(nil), v.Topics...)
 		sort.Strings(topics)

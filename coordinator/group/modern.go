@@ -1,6 +1,8 @@
 package group
 
 import (
+	"iter"
+	"maps"
 	"sort"
 	"strings"
 	"time"
@@ -267,6 +269,48 @@ func (mg *modernGroup[A, M]) forget(m M) {
 	if b.instanceID != nil && mg.static[*b.instanceID] == b.id {
 		delete(mg.static, *b.instanceID)
 	}
+}
+
+// subscribedTopics is the metadata of the topics a consumer or share group subscribes
+// to that exist (its PartitionMetadata record), as of a topic image version.
+type subscribedTopics struct {
+	subMeta       map[string]PartitionMetadataTopic
+	topicsVersion uint64 // topic image version subMeta was computed at
+	refreshed     bool   // topicsVersion is meaningful
+}
+
+func newSubscribedTopics(loaded []PartitionMetadataTopic) subscribedTopics {
+	s := subscribedTopics{subMeta: make(map[string]PartitionMetadataTopic, len(loaded))}
+	for _, t := range loaded {
+		s.subMeta[t.TopicName] = t
+	}
+	return s
+}
+
+// currentAt reports whether the metadata was computed at topic image version v.
+func (s *subscribedTopics) currentAt(v uint64) bool { return s.refreshed && s.topicsVersion == v }
+
+// setLocked makes the metadata that of the names that exist in im and adds a
+// PartitionMetadata record of type t when it changed; it reports whether it did.
+func (s *subscribedTopics) setLocked(g *group, t int16, im *topicImage, names iter.Seq[string], recs *[]Record) bool {
+	meta := map[string]PartitionMetadataTopic{}
+	for n := range names {
+		if ti, ok := im.byName[n]; ok {
+			meta[n] = PartitionMetadataTopic{TopicID: ti.ID, TopicName: n, NumPartitions: ti.Partitions}
+		}
+	}
+	s.topicsVersion, s.refreshed = im.version, true
+	if maps.Equal(meta, s.subMeta) {
+		return false
+	}
+	s.subMeta = meta
+	ts := make([]PartitionMetadataTopic, 0, len(meta))
+	for _, m := range meta {
+		ts = append(ts, m)
+	}
+	sort.Slice(ts, func(i, j int) bool { return ts[i].TopicName < ts[j].TopicName })
+	*recs = append(*recs, g.rec(t, "", appendPartitionMetadataValue(nil, ts)))
+	return true
 }
 
 // title is the kind's name as a sentence starts with it.

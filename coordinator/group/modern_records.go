@@ -1,9 +1,5 @@
 package group
 
-import (
-	"sort"
-)
-
 // Records of modern groups: what the skeleton writes for every protocol (target,
 // current assignment, epoch, tombstones in Kafka's order), and the replay that gathers
 // a group's records when its partition loads and makes its members again. Each
@@ -12,17 +8,6 @@ import (
 
 func (g *group) rec(t int16, second string, value []byte) Record {
 	return Record{Timestamp: g.c.clock.Now().UnixMilli(), Key: appendGroupTypedKey(nil, t, g.id, second), Value: value}
-}
-
-// partitionMetadataRecord is the subscribed topics' metadata of a consumer or share
-// group, in topic name order.
-func (g *group) partitionMetadataRecord(t int16, meta map[string]PartitionMetadataTopic) Record {
-	ts := make([]PartitionMetadataTopic, 0, len(meta))
-	for _, m := range meta {
-		ts = append(ts, m)
-	}
-	sort.Slice(ts, func(i, j int) bool { return ts[i].TopicName < ts[j].TopicName })
-	return g.rec(t, "", appendPartitionMetadataValue(nil, ts))
 }
 
 // installTargetLocked makes out(id) the target of each member of ids, writing a

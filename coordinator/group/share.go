@@ -41,16 +41,14 @@ func newSmember(id string) *smember {
 // topics and the share state it holds.
 type shareState struct {
 	modernGroup[assignment, *smember]
-	subMeta       map[string]PartitionMetadataTopic
-	topicsVersion uint64
-	refreshed     bool
-	state         ShareStateMetadata // the share state it holds (share_state_meta.go)
+	subscribedTopics
+	state ShareStateMetadata // the share state it holds (share_state_meta.go)
 }
 
 func newShareState() *shareState {
 	return &shareState{
-		modernGroup: newModernGroup[assignment, *smember](kindShare, shareRecordTypes, shareRules{}),
-		subMeta:     map[string]PartitionMetadataTopic{},
+		modernGroup:      newModernGroup[assignment, *smember](kindShare, shareRecordTypes, shareRules{}),
+		subscribedTopics: newSubscribedTopics(nil),
 	}
 }
 
@@ -136,18 +134,18 @@ func (g *group) shareHeartbeatLocked(req *kmsg.ShareGroupHeartbeatRequest, clien
 		return nil, code, msg
 	}
 	sg := g.sg
-	m := sg.members[req.MemberID]
 	if req.MemberEpoch == leaveEpoch {
-		if m == nil {
-			return nil, kerr.UnknownMemberID.Code, fmt.Sprintf("Member %s is not a member of group %s.", req.MemberID, g.id)
+		m, code, msg := sg.leavingLocked(g, req.MemberID, nil)
+		if code != 0 {
+			return nil, code, msg
 		}
-		g.c.logger.Info("member leaves the share group", "group", g.id, "member", m.id)
-		g.fenceShareMemberLocked(m, recs)
+		sg.leaveLocked(g, m, leaveEpoch, recs)
 		r := kmsg.NewPtrShareGroupHeartbeatResponse()
 		id := m.id
 		r.MemberID, r.MemberEpoch = &id, leaveEpoch
 		return r, 0, ""
 	}
+	m := sg.members[req.MemberID]
 	created := false
 	switch {
 	case m == nil && req.MemberEpoch == 0:
@@ -218,24 +216,19 @@ func (g *group) shareHeartbeatLocked(req *kmsg.ShareGroupHeartbeatRequest, clien
 func (g *group) refreshShareSubscriptionLocked(force bool, recs *[]Record) bool {
 	sg := g.sg
 	im := g.c.topics.load()
-	if !force && sg.refreshed && sg.topicsVersion == im.version {
+	if !force && sg.currentAt(im.version) {
 		return false
 	}
-	meta := map[string]PartitionMetadataTopic{}
-	for _, m := range sg.members {
-		for _, n := range m.names {
-			if t, ok := im.byName[n]; ok {
-				meta[n] = PartitionMetadataTopic{TopicID: t.ID, TopicName: n, NumPartitions: t.Partitions}
+	names := func(yield func(string) bool) {
+		for _, m := range sg.members {
+			for _, n := range m.names {
+				if !yield(n) {
+					return
+				}
 			}
 		}
 	}
-	sg.topicsVersion, sg.refreshed = im.version, true
-	if equalMeta(meta, sg.subMeta) {
-		return false
-	}
-	sg.subMeta = meta
-	*recs = append(*recs, g.partitionMetadataRecord(recSharePartitionMetadata, meta))
-	return true
+	return sg.setLocked(g, recSharePartitionMetadata, im, names, recs)
 }
 
 // computeShareTargetLocked runs the simple assignor for the group epoch.
@@ -477,9 +470,7 @@ func (g *group) restoreShare(l *loadedShare) {
 	g.convertToShareLocked()
 	sg := g.sg
 	sg.epoch, sg.assignmentEpoch, sg.state = l.epoch, l.targetEpoch, l.state
-	for _, t := range l.subMeta {
-		sg.subMeta[t.TopicName] = t
-	}
+	sg.subscribedTopics = newSubscribedTopics(l.subMeta)
 	restoreMembers(&sg.modernGroup, &l.loadedModern, func(id string, v ConsumerMemberValue) *smember {
 		m := newSmember(id)
 		m.rackID, m.clientID, m.clientHost = v.RackID, v.ClientID, v.ClientHost
