@@ -60,9 +60,13 @@ var allowed = map[string][]string{
 
 	// Transports know nothing of Kafka's APIs.
 	"net/transport": {},
+	// Authorisation of Kafka requests: coordinator/acl's table and authorizer over the
+	// image, the controller's error shape for the APIs it serves. The protocol adapter
+	// calls it, never the other way round.
+	"net/authz": {"coordinator/acl", "coordinator/metadata", "coordinator/controller"},
 	// The protocol adapter and the node-to-node client may use everything below net
 	// (net/peer: net/auth, no I/O, whose server sessions its security tests dial).
-	"net/kafka":    {"engine/...", "purgatory", "replication/...", "coordinator/...", "net/transport", "net/peer", "net/auth", "internal/..."},
+	"net/kafka":    {"engine/...", "purgatory", "replication/...", "coordinator/...", "net/transport", "net/peer", "net/auth", "net/authz", "internal/..."},
 	"net/peer":     {"engine/...", "purgatory", "replication/...", "coordinator/...", "net/transport", "net/auth"},
 	"net/...":      {"engine/...", "purgatory", "replication/...", "coordinator/...", "net/...", "internal/..."},
 	"internal/...": {},
@@ -204,6 +208,11 @@ func TestRules(t *testing.T) {
 		{"coordinator/acl", "coordinator/configs", false},
 		{"replication", "coordinator/metadata", false},
 		{"net/kafka", "coordinator/group", true},
+		{"net/kafka", "net/authz", true},
+		{"net/authz", "net/kafka", false},
+		{"net/authz", "coordinator/acl", true},
+		{"net/authz", "coordinator/group", false},
+		{"net/authz", "net/transport", false},
 		{"bench", "engine", false},
 		{"cmd/samsa-chaos", "tools/chaos", true},
 		{"tools/audit", "tools/chaos", true},

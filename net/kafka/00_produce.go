@@ -58,11 +58,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-broker/samsa/engine"
+	"github.com/samsa-broker/samsa/net/authz"
 	"github.com/samsa-broker/samsa/replication"
 )
 
 func init() {
-	register(API{Key: 0, MinVersion: 0, MaxVersion: 13, Raw: true, Handle: handleProduce})
+	register(API{Key: 0, MinVersion: 0, MaxVersion: 13, Raw: true, Handle: handleProduce, Authz: authz.Produce})
 }
 
 // produceOp is one Produce request waiting for its partitions. Ops are pooled with

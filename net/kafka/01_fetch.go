@@ -61,12 +61,13 @@ import (
 
 	"github.com/samsa-broker/samsa/coordinator/metadata"
 	"github.com/samsa-broker/samsa/engine"
+	"github.com/samsa-broker/samsa/net/authz"
 	"github.com/samsa-broker/samsa/purgatory"
 	"github.com/samsa-broker/samsa/replication"
 )
 
 func init() {
-	register(API{Key: 1, MinVersion: 4, MaxVersion: 18, Raw: true, Handle: handleFetch})
+	register(API{Key: 1, MinVersion: 4, MaxVersion: 18, Raw: true, Handle: handleFetch, Authz: authz.Fetch})
 }
 
 // fetchMaxBytes is Kafka's fetch.max.bytes default: the cap on a response's records.

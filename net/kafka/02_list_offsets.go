@@ -26,10 +26,12 @@ package kafka
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-broker/samsa/net/authz"
 )
 
 func init() {
-	register(API{Key: 2, MinVersion: 0, MaxVersion: 11, Handle: handleListOffsets})
+	register(API{Key: 2, MinVersion: 0, MaxVersion: 11, Handle: handleListOffsets, Authz: authz.ListOffsets})
 }
 
 func handleListOffsets(b *Broker, r *Request) {

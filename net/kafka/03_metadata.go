@@ -44,13 +44,16 @@ import (
 
 	"github.com/samsa-broker/samsa/coordinator/metadata"
 	"github.com/samsa-broker/samsa/engine"
+	"github.com/samsa-broker/samsa/net/authz"
 )
 
 func init() {
-	register(API{Key: 3, MinVersion: 0, MaxVersion: 13, Handle: handleMetadata})
+	register(API{Key: 3, MinVersion: 0, MaxVersion: 13, Handle: handleMetadata, Authz: authz.Metadata})
 }
 
-const authorizedOpsUnknown = -2147483648
+// authorizedOpsUnknown is KIP-430's value of an authorized-operations field that was
+// not asked for; net/authz fills the field when it is.
+const authorizedOpsUnknown = authz.OperationsUnknown
 
 func handleMetadata(b *Broker, r *Request) {
 	req := r.Body.(*kmsg.MetadataRequest)

@@ -26,9 +26,10 @@ package kafka
 //     that read an older one is not cached. Entries are at most maxMetadataEntries,
 //     the oldest dropped first.
 //  3. Only a request whose answer is the handler's alone is cached: no amend
-//     (authz.go) is set. Under an authorizer every principal but a super user has its
-//     topics filtered by amend, and KIP-430's authorized operations are filled per
-//     principal by amend, so those requests take the uncached path; a super user's
+//     (net/authz's Decision.Amend) is set. Under an authorizer every principal but a
+//     super user has its topics filtered by amend, and KIP-430's authorized
+//     operations are filled per principal by amend, so those requests take the
+//     uncached path; a super user's
 //     answer, and every answer on a listener without an authorizer, is the same for
 //     every principal. While a log directory is offline (dirHealth) nothing is cached
 //     either: the answer then depends on the engine, not only on the image.

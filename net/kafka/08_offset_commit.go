@@ -36,10 +36,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-broker/samsa/coordinator/metadata"
+	"github.com/samsa-broker/samsa/net/authz"
 )
 
 func init() {
-	register(API{Key: 8, MinVersion: 0, MaxVersion: 10, Handle: handleOffsetCommit})
+	register(API{Key: 8, MinVersion: 0, MaxVersion: 10, Handle: handleOffsetCommit, Authz: authz.OffsetCommit})
 }
 
 // groupTopic resolves a topic of an offset request (OffsetCommit, TxnOffsetCommit,

@@ -25,10 +25,14 @@
 
 package kafka
 
-import "github.com/twmb/franz-go/pkg/kmsg"
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-broker/samsa/net/authz"
+)
 
 func init() {
-	register(API{Key: 9, MinVersion: 0, MaxVersion: 10, Handle: handleOffsetFetch})
+	register(API{Key: 9, MinVersion: 0, MaxVersion: 10, Handle: handleOffsetFetch, Authz: authz.OffsetFetch})
 }
 
 func handleOffsetFetch(b *Broker, r *Request) {

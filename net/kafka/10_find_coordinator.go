@@ -43,10 +43,11 @@ import (
 	"github.com/samsa-broker/samsa/coordinator/group"
 	"github.com/samsa-broker/samsa/coordinator/metadata"
 	"github.com/samsa-broker/samsa/coordinator/txn"
+	"github.com/samsa-broker/samsa/net/authz"
 )
 
 func init() {
-	register(API{Key: 10, MinVersion: 0, MaxVersion: 6, Handle: handleFindCoordinator})
+	register(API{Key: 10, MinVersion: 0, MaxVersion: 6, Handle: handleFindCoordinator, Authz: authz.FindCoordinator})
 }
 
 // clientHost is the member host Kafka reports: "/" and the peer's IP.

@@ -10,10 +10,14 @@
 
 package kafka
 
-import "github.com/twmb/franz-go/pkg/kmsg"
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-broker/samsa/net/authz"
+)
 
 func init() {
-	register(API{Key: 11, MinVersion: 0, MaxVersion: 9, Handle: handleJoinGroup})
+	register(API{Key: 11, MinVersion: 0, MaxVersion: 9, Handle: handleJoinGroup, Authz: authz.JoinGroup})
 }
 
 func handleJoinGroup(b *Broker, r *Request) {

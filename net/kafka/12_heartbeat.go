@@ -7,10 +7,14 @@
 
 package kafka
 
-import "github.com/twmb/franz-go/pkg/kmsg"
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-broker/samsa/net/authz"
+)
 
 func init() {
-	register(API{Key: 12, MinVersion: 0, MaxVersion: 4, Handle: handleHeartbeat})
+	register(API{Key: 12, MinVersion: 0, MaxVersion: 4, Handle: handleHeartbeat, Authz: authz.Heartbeat})
 }
 
 func handleHeartbeat(b *Broker, r *Request) {

@@ -6,10 +6,14 @@
 
 package kafka
 
-import "github.com/twmb/franz-go/pkg/kmsg"
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-broker/samsa/net/authz"
+)
 
 func init() {
-	register(API{Key: 13, MinVersion: 0, MaxVersion: 5, Handle: handleLeaveGroup})
+	register(API{Key: 13, MinVersion: 0, MaxVersion: 5, Handle: handleLeaveGroup, Authz: authz.LeaveGroup})
 }
 
 func handleLeaveGroup(b *Broker, r *Request) {

@@ -7,10 +7,14 @@
 
 package kafka
 
-import "github.com/twmb/franz-go/pkg/kmsg"
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-broker/samsa/net/authz"
+)
 
 func init() {
-	register(API{Key: 14, MinVersion: 0, MaxVersion: 5, Handle: handleSyncGroup})
+	register(API{Key: 14, MinVersion: 0, MaxVersion: 5, Handle: handleSyncGroup, Authz: authz.SyncGroup})
 }
 
 func handleSyncGroup(b *Broker, r *Request) {

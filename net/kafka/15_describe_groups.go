@@ -10,10 +10,14 @@
 
 package kafka
 
-import "github.com/twmb/franz-go/pkg/kmsg"
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-broker/samsa/net/authz"
+)
 
 func init() {
-	register(API{Key: 15, MinVersion: 0, MaxVersion: 6, Handle: handleDescribeGroups})
+	register(API{Key: 15, MinVersion: 0, MaxVersion: 6, Handle: handleDescribeGroups, Authz: authz.DescribeGroups})
 }
 
 func handleDescribeGroups(b *Broker, r *Request) {

@@ -12,10 +12,14 @@
 
 package kafka
 
-import "github.com/twmb/franz-go/pkg/kmsg"
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-broker/samsa/net/authz"
+)
 
 func init() {
-	register(API{Key: 16, MinVersion: 0, MaxVersion: 5, Handle: handleListGroups})
+	register(API{Key: 16, MinVersion: 0, MaxVersion: 5, Handle: handleListGroups, Authz: authz.ListGroups})
 }
 
 func handleListGroups(b *Broker, r *Request) {

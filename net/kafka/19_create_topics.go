@@ -29,10 +29,12 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-broker/samsa/net/authz"
 )
 
 func init() {
-	register(API{Key: 19, MinVersion: 0, MaxVersion: 7, Handle: handleCreateTopics})
+	register(API{Key: 19, MinVersion: 0, MaxVersion: 7, Handle: handleCreateTopics, Authz: authz.CreateTopics})
 }
 
 func handleCreateTopics(b *Broker, r *Request) {

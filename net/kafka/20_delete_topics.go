@@ -21,10 +21,12 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-broker/samsa/net/authz"
 )
 
 func init() {
-	register(API{Key: 20, MinVersion: 0, MaxVersion: 6, Handle: handleDeleteTopics})
+	register(API{Key: 20, MinVersion: 0, MaxVersion: 6, Handle: handleDeleteTopics, Authz: authz.DeleteTopics})
 }
 
 func handleDeleteTopics(b *Broker, r *Request) {

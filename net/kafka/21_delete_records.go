@@ -17,10 +17,12 @@ package kafka
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-broker/samsa/net/authz"
 )
 
 func init() {
-	register(API{Key: 21, MinVersion: 0, MaxVersion: 2, Handle: handleDeleteRecords})
+	register(API{Key: 21, MinVersion: 0, MaxVersion: 2, Handle: handleDeleteRecords, Authz: authz.DeleteRecords})
 }
 
 func handleDeleteRecords(b *Broker, r *Request) {

@@ -29,10 +29,12 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-broker/samsa/net/authz"
 )
 
 func init() {
-	register(API{Key: 22, MinVersion: 0, MaxVersion: 5, Handle: handleInitProducerID})
+	register(API{Key: 22, MinVersion: 0, MaxVersion: 5, Handle: handleInitProducerID, Authz: authz.InitProducerID})
 }
 
 func handleInitProducerID(b *Broker, r *Request) {

@@ -11,10 +11,12 @@ package kafka
 
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-broker/samsa/net/authz"
 )
 
 func init() {
-	register(API{Key: 23, MinVersion: 0, MaxVersion: 4, Handle: handleOffsetForLeaderEpoch})
+	register(API{Key: 23, MinVersion: 0, MaxVersion: 4, Handle: handleOffsetForLeaderEpoch, Authz: authz.OffsetForLeaderEpoch})
 }
 
 func handleOffsetForLeaderEpoch(b *Broker, r *Request) {

@@ -21,10 +21,12 @@ package kafka
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-broker/samsa/net/authz"
 )
 
 func init() {
-	register(API{Key: 24, MinVersion: 0, MaxVersion: 5, Handle: handleAddPartitionsToTxn})
+	register(API{Key: 24, MinVersion: 0, MaxVersion: 5, Handle: handleAddPartitionsToTxn, Authz: authz.AddPartitionsToTxn})
 }
 
 func handleAddPartitionsToTxn(b *Broker, r *Request) {

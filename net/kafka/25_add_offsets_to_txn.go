@@ -12,10 +12,14 @@
 
 package kafka
 
-import "github.com/twmb/franz-go/pkg/kmsg"
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-broker/samsa/net/authz"
+)
 
 func init() {
-	register(API{Key: 25, MinVersion: 0, MaxVersion: 4, Handle: handleAddOffsetsToTxn})
+	register(API{Key: 25, MinVersion: 0, MaxVersion: 4, Handle: handleAddOffsetsToTxn, Authz: authz.AddOffsetsToTxn})
 }
 
 func handleAddOffsetsToTxn(b *Broker, r *Request) {

@@ -22,10 +22,12 @@ import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-broker/samsa/net/authz"
 )
 
 func init() {
-	register(API{Key: 26, MinVersion: 0, MaxVersion: 5, Handle: handleEndTxn})
+	register(API{Key: 26, MinVersion: 0, MaxVersion: 5, Handle: handleEndTxn, Authz: authz.EndTxn})
 }
 
 func handleEndTxn(b *Broker, r *Request) {

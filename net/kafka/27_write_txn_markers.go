@@ -12,17 +12,21 @@
 // drops the producer's pending transactional offsets there (once TxnOffsetCommit is
 // served).
 //
-// Authorization (on a listener with an authorizer, authz_rules_more.go): ALTER or
+// Authorization (on a listener with an authorizer, authz.WriteTxnMarkers): ALTER or
 // CLUSTER_ACTION on the cluster, as Kafka checks it (KIP-664: the ALTER of an operator
 // aborting a hanging transaction with kafka-transactions.sh abort or samsa
 // transactions abort); a refusal is CLUSTER_AUTHORIZATION_FAILED on every partition.
 
 package kafka
 
-import "github.com/twmb/franz-go/pkg/kmsg"
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-broker/samsa/net/authz"
+)
 
 func init() {
-	register(API{Key: 27, MinVersion: 0, MaxVersion: 2, Handle: handleWriteTxnMarkers})
+	register(API{Key: 27, MinVersion: 0, MaxVersion: 2, Handle: handleWriteTxnMarkers, Authz: authz.WriteTxnMarkers})
 }
 
 func handleWriteTxnMarkers(b *Broker, r *Request) {

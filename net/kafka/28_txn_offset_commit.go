@@ -33,8 +33,8 @@
 // the partition again applies them at their COMMIT marker, never after an ABORT
 // (coordinator/group's txn_offsets.go).
 //
-// Authorization (authz_rules.go): WRITE on the transactional id, READ on the group and
-// on each topic (by name or, v6, by id), as KafkaApis.
+// Authorization (authz.TxnOffsetCommit): WRITE on the transactional id, READ on the
+// group and on each topic (by name or, v6, by id), as KafkaApis.
 //
 // Differences from Apache Kafka: the answer keeps the request's order; Kafka 4.4 also
 // stores the topic id beside each offset (OffsetCommit's header).
@@ -49,10 +49,11 @@ import (
 
 	"github.com/samsa-broker/samsa/coordinator/group"
 	"github.com/samsa-broker/samsa/coordinator/txn"
+	"github.com/samsa-broker/samsa/net/authz"
 )
 
 func init() {
-	register(API{Key: 28, MinVersion: 0, MaxVersion: 6, Handle: handleTxnOffsetCommit})
+	register(API{Key: 28, MinVersion: 0, MaxVersion: 6, Handle: handleTxnOffsetCommit, Authz: authz.TxnOffsetCommit})
 }
 
 func handleTxnOffsetCommit(b *Broker, r *Request) {

@@ -3,8 +3,8 @@
 // Answered from this broker's image (its ACLs, replicated as AccessControlEntryRecords
 // by the controller quorum), as Kafka's brokers answer it from their authorizer: the
 // ACLs matching the request's filter, grouped by resource pattern. Version 0 filters
-// are LITERAL. Needs DESCRIBE on the cluster (authz.go). A broker without an authorizer
-// (authorizer.class.name unset) answers SECURITY_DISABLED, as Kafka does.
+// are LITERAL. Needs DESCRIBE on the cluster (its row, net/authz). A broker without an
+// authorizer (authorizer.class.name unset) answers SECURITY_DISABLED, as Kafka does.
 
 package kafka
 

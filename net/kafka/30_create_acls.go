@@ -3,8 +3,8 @@
 // Forwarded to the active controller, which validates each binding and writes an
 // AccessControlEntryRecord for each new one, the request's records as one entry; the
 // answer waits until this broker's image has them, so the client's next request here
-// is decided by them. Needs ALTER on the cluster (authz.go). Without an authorizer:
-// SECURITY_DISABLED on every creation.
+// is decided by them. Needs ALTER on the cluster (its row, net/authz). Without an
+// authorizer: SECURITY_DISABLED on every creation.
 
 package kafka
 

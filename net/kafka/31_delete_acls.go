@@ -3,8 +3,8 @@
 // Forwarded to the active controller, which removes every ACL a filter matches
 // (RemoveAccessControlEntryRecords, the request's as one entry) and reports each
 // filter's matches; answered once this broker's image has the change. Version 0
-// filters are LITERAL. Needs ALTER on the cluster (authz.go). Without an authorizer:
-// SECURITY_DISABLED on every filter.
+// filters are LITERAL. Needs ALTER on the cluster (its row, net/authz). Without an
+// authorizer: SECURITY_DISABLED on every filter.
 
 package kafka
 

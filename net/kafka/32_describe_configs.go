@@ -36,10 +36,11 @@ import (
 
 	"github.com/samsa-broker/samsa/coordinator/configs"
 	"github.com/samsa-broker/samsa/coordinator/metadata"
+	"github.com/samsa-broker/samsa/net/authz"
 )
 
 func init() {
-	register(API{Key: 32, MinVersion: 0, MaxVersion: 4, Handle: handleDescribeConfigs})
+	register(API{Key: 32, MinVersion: 0, MaxVersion: 4, Handle: handleDescribeConfigs, Authz: authz.DescribeConfigs})
 }
 
 func handleDescribeConfigs(b *Broker, r *Request) {

@@ -15,10 +15,12 @@ package kafka
 
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-broker/samsa/net/authz"
 )
 
 func init() {
-	register(API{Key: 33, MinVersion: 0, MaxVersion: 2, Handle: handleAlterConfigs})
+	register(API{Key: 33, MinVersion: 0, MaxVersion: 2, Handle: handleAlterConfigs, Authz: authz.AlterConfigs})
 }
 
 func handleAlterConfigs(b *Broker, r *Request) {

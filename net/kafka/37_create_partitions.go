@@ -24,10 +24,12 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-broker/samsa/net/authz"
 )
 
 func init() {
-	register(API{Key: 37, MinVersion: 0, MaxVersion: 3, Handle: handleCreatePartitions})
+	register(API{Key: 37, MinVersion: 0, MaxVersion: 3, Handle: handleCreatePartitions, Authz: authz.CreatePartitions})
 }
 
 func handleCreatePartitions(b *Broker, r *Request) {

@@ -11,7 +11,7 @@
 // v3 (KIP-1331, Kafka 4.4) adds an error message per group: a group not deleted
 // carries Kafka's message for its code (Errors.java, deleteGroupsMessage: "The group is
 // not empty." for NON_EMPTY_GROUP, ...), the refusals of authorisation too
-// (authz_rules.go); a deleted group carries none (null).
+// (authz.DeleteGroups); a deleted group carries none (null).
 //
 // Differences from Apache Kafka: KIP-1331 made v3 for GROUP_DELETION_FAILED, the
 // failure of a streams group's topology-description plugin, whose message says why;
@@ -30,10 +30,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-broker/samsa/coordinator/metadata"
+	"github.com/samsa-broker/samsa/net/authz"
 )
 
 func init() {
-	register(API{Key: 42, MinVersion: 0, MaxVersion: 3, Handle: handleDeleteGroups})
+	register(API{Key: 42, MinVersion: 0, MaxVersion: 3, Handle: handleDeleteGroups, Authz: authz.DeleteGroups})
 }
 
 // deleteGroupsMessages are Kafka's messages (Errors.java) for the codes a group of

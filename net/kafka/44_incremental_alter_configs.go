@@ -34,10 +34,12 @@ package kafka
 
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-broker/samsa/net/authz"
 )
 
 func init() {
-	register(API{Key: 44, MinVersion: 0, MaxVersion: 1, Handle: handleIncrementalAlterConfigs})
+	register(API{Key: 44, MinVersion: 0, MaxVersion: 1, Handle: handleIncrementalAlterConfigs, Authz: authz.IncrementalAlterConfigs})
 }
 
 func handleIncrementalAlterConfigs(b *Broker, r *Request) {

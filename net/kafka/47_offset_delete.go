@@ -6,10 +6,14 @@
 
 package kafka
 
-import "github.com/twmb/franz-go/pkg/kmsg"
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-broker/samsa/net/authz"
+)
 
 func init() {
-	register(API{Key: 47, MinVersion: 0, MaxVersion: 0, Handle: handleOffsetDelete})
+	register(API{Key: 47, MinVersion: 0, MaxVersion: 0, Handle: handleOffsetDelete, Authz: authz.OffsetDelete})
 }
 
 func handleOffsetDelete(b *Broker, r *Request) {

@@ -5,7 +5,7 @@
 // name, default, or any entity of the type; strict leaves out entities with other
 // types) with their quota keys and values. A malformed filter (an unknown entity
 // type, a type given twice, ip with user or client-id) is INVALID_REQUEST. Needs
-// DESCRIBE_CONFIGS on the cluster (authz.go).
+// DESCRIBE_CONFIGS on the cluster (its row, net/authz).
 
 package kafka
 

@@ -7,7 +7,7 @@
 // and connection rates) and writes ClientQuotaRecords as one entry; an invalid entity
 // is INVALID_REQUEST and writes nothing. validate_only writes nothing. Answered once
 // this broker's image has the records, so the new quota applies here at once. Needs
-// ALTER_CONFIGS on the cluster (authz.go).
+// ALTER_CONFIGS on the cluster (its row, net/authz).
 
 package kafka
 

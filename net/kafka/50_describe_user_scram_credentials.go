@@ -3,7 +3,7 @@
 // Answered from this broker's image, as Kafka's brokers answer it: for each user (or
 // every user, when the request names none), its SCRAM mechanisms and iterations, never
 // salts or keys; RESOURCE_NOT_FOUND for a user without credentials, DUPLICATE_RESOURCE
-// for a user named twice. Needs DESCRIBE on the cluster (authz.go).
+// for a user named twice. Needs DESCRIBE on the cluster (its row, net/authz).
 
 package kafka
 

@@ -5,7 +5,7 @@
 // stored and server keys and writes UserScramCredentialRecords and
 // RemoveUserScramCredentialRecords as one entry; answered once this broker's image has
 // them, so the new credential authenticates here at once. Needs ALTER on the cluster
-// (authz.go).
+// (its row, net/authz).
 
 package kafka
 

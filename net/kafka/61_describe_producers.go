@@ -10,10 +10,14 @@
 
 package kafka
 
-import "github.com/twmb/franz-go/pkg/kmsg"
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-broker/samsa/net/authz"
+)
 
 func init() {
-	register(API{Key: 61, MinVersion: 0, MaxVersion: 0, Handle: handleDescribeProducers})
+	register(API{Key: 61, MinVersion: 0, MaxVersion: 0, Handle: handleDescribeProducers, Authz: authz.DescribeProducers})
 }
 
 func handleDescribeProducers(b *Broker, r *Request) {

@@ -13,10 +13,12 @@ package kafka
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-broker/samsa/net/authz"
 )
 
 func init() {
-	register(API{Key: 65, MinVersion: 0, MaxVersion: 0, Handle: handleDescribeTransactions})
+	register(API{Key: 65, MinVersion: 0, MaxVersion: 0, Handle: handleDescribeTransactions, Authz: authz.DescribeTransactions})
 }
 
 func handleDescribeTransactions(b *Broker, r *Request) {

@@ -15,10 +15,12 @@ package kafka
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-broker/samsa/net/authz"
 )
 
 func init() {
-	register(API{Key: 66, MinVersion: 0, MaxVersion: 2, Handle: handleListTransactions})
+	register(API{Key: 66, MinVersion: 0, MaxVersion: 2, Handle: handleListTransactions, Authz: authz.ListTransactions})
 }
 
 func handleListTransactions(b *Broker, r *Request) {

@@ -25,12 +25,14 @@ package kafka
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-broker/samsa/net/authz"
 )
 
 const consumerGroupHeartbeatKey = 68
 
 func init() {
-	register(API{Key: consumerGroupHeartbeatKey, MinVersion: 0, MaxVersion: 1, Handle: handleConsumerGroupHeartbeat})
+	register(API{Key: consumerGroupHeartbeatKey, MinVersion: 0, MaxVersion: 1, Handle: handleConsumerGroupHeartbeat, Authz: authz.ConsumerGroupHeartbeat})
 }
 
 func handleConsumerGroupHeartbeat(b *Broker, r *Request) {

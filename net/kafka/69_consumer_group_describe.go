@@ -5,7 +5,7 @@
 // and regex, current assignment (what the member owns, not what it still withdraws)
 // and target assignment. A group that does not exist, or is not a consumer group,
 // answers GROUP_ID_NOT_FOUND, as Kafka. With ACLs, a group the principal may not
-// describe answers GROUP_AUTHORIZATION_FAILED (authz_rules_more.go); authorized
+// describe answers GROUP_AUTHORIZATION_FAILED (authz.ConsumerGroupDescribe); authorized
 // operations, when asked, report READ, DESCRIBE and DELETE, not computed from the ACLs.
 //
 // Served only when group.coordinator.rebalance.protocols holds "consumer".
@@ -15,12 +15,14 @@ package kafka
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-broker/samsa/net/authz"
 )
 
 const consumerGroupDescribeKey = 69
 
 func init() {
-	register(API{Key: consumerGroupDescribeKey, MinVersion: 0, MaxVersion: 1, Handle: handleConsumerGroupDescribe})
+	register(API{Key: consumerGroupDescribeKey, MinVersion: 0, MaxVersion: 1, Handle: handleConsumerGroupDescribe, Authz: authz.ConsumerGroupDescribe})
 }
 
 func handleConsumerGroupDescribe(b *Broker, r *Request) {

@@ -11,8 +11,8 @@
 // names INVALID_TOPIC_EXCEPTION. Partitions carry their leader, leader epoch,
 // replicas, ISR and offline replicas as in Metadata; the eligible leader replicas of
 // KIP-966 are not kept by Samsa's controller, so EligibleLeaderReplicas and
-// LastKnownELR are empty. Authorization (authz_rules_more.go): DESCRIBE on each
-// topic, as Kafka.
+// LastKnownELR are empty. Authorization (authz.DescribeTopicPartitions): DESCRIBE on
+// each topic, as Kafka.
 
 package kafka
 
@@ -21,11 +21,12 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-broker/samsa/net/authz"
 )
 
 func init() {
-	register(API{Key: 75, MinVersion: 0, MaxVersion: 0, Handle: handleDescribeTopicPartitions})
-	authzRules[75] = authzDescribeTopicPartitions
+	register(API{Key: 75, MinVersion: 0, MaxVersion: 0, Handle: handleDescribeTopicPartitions, Authz: authz.DescribeTopicPartitions})
 }
 
 // maxPartitionsPerDescribe is max.request.partition.size.limit's default.
@@ -118,43 +119,4 @@ func orEmpty(s []int32) []int32 {
 		return []int32{}
 	}
 	return s
-}
-
-// authzDescribeTopicPartitions: DESCRIBE on each topic. Named topics the principal may
-// not describe are answered TOPIC_AUTHORIZATION_FAILED; of all topics, those are left
-// out.
-func authzDescribeTopicPartitions(az *authz) bool {
-	req := az.r.Body.(*kmsg.DescribeTopicPartitionsRequest)
-	if len(req.Topics) == 0 {
-		az.r.amend = func(resp kmsg.Response) {
-			r := resp.(*kmsg.DescribeTopicPartitionsResponse)
-			kept := r.Topics[:0]
-			for _, t := range r.Topics {
-				if t.Topic != nil && az.topic(opDescribe, *t.Topic) {
-					kept = append(kept, t)
-				}
-			}
-			r.Topics = kept
-		}
-		return true
-	}
-	var refused []string
-	for _, t := range req.Topics {
-		if !az.topic(opDescribe, t.Topic) {
-			refused = append(refused, t.Topic)
-		}
-	}
-	if len(refused) == 0 {
-		return true
-	}
-	az.r.amend = func(resp kmsg.Response) {
-		r := resp.(*kmsg.DescribeTopicPartitionsResponse)
-		for i := range r.Topics {
-			t := &r.Topics[i]
-			if t.Topic != nil && slices.Contains(refused, *t.Topic) {
-				*t = kmsg.DescribeTopicPartitionsResponseTopic{Topic: t.Topic, ErrorCode: codeTopic, AuthorizedOperations: authorizedOpsUnknown}
-			}
-		}
-	}
-	return true
 }

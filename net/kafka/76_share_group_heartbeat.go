@@ -21,10 +21,12 @@ package kafka
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-broker/samsa/net/authz"
 )
 
 func init() {
-	register(API{Key: 76, MinVersion: 1, MaxVersion: 1, Handle: handleShareGroupHeartbeat})
+	register(API{Key: 76, MinVersion: 1, MaxVersion: 1, Handle: handleShareGroupHeartbeat, Authz: authz.ShareGroupHeartbeat})
 }
 
 func handleShareGroupHeartbeat(b *Broker, r *Request) {

@@ -4,7 +4,7 @@
 // ("simple") and members: epochs, client, subscribed topic names and assignment. A
 // group that does not exist, or is not a share group, answers GROUP_ID_NOT_FOUND.
 // With ACLs, a group the principal may not describe answers
-// GROUP_AUTHORIZATION_FAILED (authz_rules_more.go). Served only when share groups are
+// GROUP_AUTHORIZATION_FAILED (authz.ShareGroupDescribe). Served only when share groups are
 // enabled (see ShareGroupHeartbeat).
 
 package kafka
@@ -12,10 +12,12 @@ package kafka
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-broker/samsa/net/authz"
 )
 
 func init() {
-	register(API{Key: 77, MinVersion: 1, MaxVersion: 1, Handle: handleShareGroupDescribe})
+	register(API{Key: 77, MinVersion: 1, MaxVersion: 1, Handle: handleShareGroupDescribe, Authz: authz.ShareGroupDescribe})
 }
 
 func handleShareGroupDescribe(b *Broker, r *Request) {

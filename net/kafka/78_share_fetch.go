@@ -56,11 +56,12 @@ import (
 	"github.com/samsa-broker/samsa/coordinator/metadata"
 	"github.com/samsa-broker/samsa/coordinator/share"
 	"github.com/samsa-broker/samsa/engine"
+	"github.com/samsa-broker/samsa/net/authz"
 	"github.com/samsa-broker/samsa/purgatory"
 )
 
 func init() {
-	register(API{Key: 78, MinVersion: 1, MaxVersion: 2, Handle: handleShareFetch})
+	register(API{Key: 78, MinVersion: 1, MaxVersion: 2, Handle: handleShareFetch, Authz: authz.ShareFetch})
 }
 
 // shareDefaultMaxRecords is MaxRecords when a request leaves it 0 (the Java client's

@@ -22,10 +22,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-broker/samsa/coordinator/share"
+	"github.com/samsa-broker/samsa/net/authz"
 )
 
 func init() {
-	register(API{Key: 79, MinVersion: 1, MaxVersion: 2, Handle: handleShareAcknowledge})
+	register(API{Key: 79, MinVersion: 1, MaxVersion: 2, Handle: handleShareAcknowledge, Authz: authz.ShareAcknowledge})
 }
 
 func handleShareAcknowledge(b *Broker, r *Request) {

@@ -21,11 +21,12 @@
 // Before the coordinator, as Kafka's KafkaApis: the topics of a topology must be valid
 // topic names and no internal topic (STREAMS_INVALID_TOPOLOGY), and with ACLs the
 // principal needs READ on the group and DESCRIBE on every topic of the topology
-// (authz_rules_streams.go). After it: the internal topics the group misses (repartition
-// and changelog topics, with the partition counts the topology implies, Kafka Streams'
-// topic configs and the broker's default replication factor) are created through the
-// active controller, as CreateTopics is forwarded, when the principal may CREATE on the
-// cluster or on those topics; the topics it may not create are named in the
+// (authz.StreamsGroupHeartbeat; topologyTopics names them). After it: the internal
+// topics the group misses (repartition and changelog topics, with the partition
+// counts the topology implies, Kafka Streams' topic configs and the broker's default
+// replication factor) are created through the active controller, as CreateTopics is
+// forwarded, when the principal may CREATE on the cluster or on those topics
+// (authz.CreateDenied); the topics it may not create are named in the
 // MISSING_INTERNAL_TOPICS status instead. The answer does not wait for the creation:
 // the next heartbeat sees the topics.
 //
@@ -56,6 +57,7 @@ import (
 
 	"github.com/samsa-broker/samsa/coordinator/group"
 	"github.com/samsa-broker/samsa/coordinator/share"
+	"github.com/samsa-broker/samsa/net/authz"
 )
 
 const (
@@ -67,7 +69,7 @@ const (
 var streamsAPIKeys = []int16{streamsGroupHeartbeatKey, streamsGroupDescribeKey}
 
 func init() {
-	register(API{Key: streamsGroupHeartbeatKey, MinVersion: 0, MaxVersion: 1, Handle: handleStreamsGroupHeartbeat})
+	register(API{Key: streamsGroupHeartbeatKey, MinVersion: 0, MaxVersion: 1, Handle: handleStreamsGroupHeartbeat, Authz: authz.StreamsGroupHeartbeat(topologyTopics)})
 }
 
 // streamsBroker is the broker's part in streams groups: whether they are served, and
@@ -102,6 +104,14 @@ func (b *Broker) streamsSettings(id string) group.StreamsSettings {
 		AcceptableRecoveryLag: l.GroupInt("streams.acceptable.recovery.lag"),
 		TaskOffsetInterval:    l.GroupDuration("streams.task.offset.interval.ms"),
 	}
+}
+
+// topologyTopics are the topics of a joining member's topology, for the DESCRIBE
+// check of authz.StreamsGroupHeartbeat; false when their names are refused before
+// (invalidTopologyTopics), as Kafka refuses them before any topic is authorised.
+func topologyTopics(t *kmsg.StreamsGroupHeartbeatRequestTopology) ([]string, bool) {
+	topics := group.StreamsTopologyTopics(t)
+	return topics, invalidTopologyTopics(topics) == ""
 }
 
 // invalidTopologyTopics is Kafka's check of a topology's topic names: a message for
@@ -164,7 +174,8 @@ func (b *Broker) createStreamsTopics(r *Request, resp *kmsg.StreamsGroupHeartbea
 	for i, t := range topics {
 		names[i] = t.Name
 	}
-	if denied := b.createDenied(r, names); len(denied) > 0 {
+	_, im := b.Image()
+	if denied := createDenied(r, im, names); len(denied) > 0 {
 		detail := "Unauthorized to CREATE on topics " + strings.Join(denied, ", ") + "."
 		found := false
 		for i := range resp.Status {

@@ -9,7 +9,7 @@
 // group, answers GROUP_ID_NOT_FOUND, as Kafka. v1: the assignor's name ("sticky"); a
 // topology description asked for answers NOT_STORED (descriptions are not kept).
 // Members report no task offsets (warm-up tasks are not built, so they are not kept).
-// With ACLs (authz_rules_streams.go), a group the principal may not describe answers
+// With ACLs (authz.StreamsGroupDescribe), a group the principal may not describe answers
 // GROUP_AUTHORIZATION_FAILED and one whose topology names a topic it may not describe
 // TOPIC_AUTHORIZATION_FAILED; authorized operations, when asked, come from the ACLs
 // (without an authorizer: READ, DESCRIBE and DELETE, as ConsumerGroupDescribe).
@@ -21,10 +21,12 @@ package kafka
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-broker/samsa/net/authz"
 )
 
 func init() {
-	register(API{Key: streamsGroupDescribeKey, MinVersion: 0, MaxVersion: 1, Handle: handleStreamsGroupDescribe})
+	register(API{Key: streamsGroupDescribeKey, MinVersion: 0, MaxVersion: 1, Handle: handleStreamsGroupDescribe, Authz: authz.StreamsGroupDescribe})
 }
 
 func handleStreamsGroupDescribe(b *Broker, r *Request) {

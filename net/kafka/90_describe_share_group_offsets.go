@@ -11,7 +11,7 @@
 // acknowledged or archived; -1 when this broker has no replica of the partition or
 // the partition has no state. A group that is not a share group answers
 // GROUP_ID_NOT_FOUND. With ACLs: DESCRIBE on the group and on each topic
-// (authz_rules_share.go).
+// (authz.DescribeShareGroupOffsets).
 //
 // Differences from Apache Kafka: with Topics null, the share state a member's first
 // fetch initialized is listed only while a member subscribes to its topic (Kafka's
@@ -29,10 +29,11 @@ import (
 
 	"github.com/samsa-broker/samsa/coordinator/share"
 	"github.com/samsa-broker/samsa/engine"
+	"github.com/samsa-broker/samsa/net/authz"
 )
 
 func init() {
-	register(API{Key: 90, MinVersion: 0, MaxVersion: 1, Handle: handleDescribeShareGroupOffsets})
+	register(API{Key: 90, MinVersion: 0, MaxVersion: 1, Handle: handleDescribeShareGroupOffsets, Authz: authz.DescribeShareGroupOffsets})
 }
 
 func handleDescribeShareGroupOffsets(b *Broker, r *Request) {

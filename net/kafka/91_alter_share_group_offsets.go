@@ -8,7 +8,7 @@
 // sets a fresh group's offsets before any member joins); a consumer group, or a classic
 // group in use, answers GROUP_ID_NOT_FOUND, a topic or partition the image does not know
 // UNKNOWN_TOPIC_OR_PARTITION. With ACLs: READ on the group, READ on each topic
-// (authz_rules_share.go).
+// (authz.AlterShareGroupOffsets).
 //
 // A share partition's leader keeps its state in memory while a share session uses it
 // and forgets it when none does (so a group without members is read afresh); a leader
@@ -26,10 +26,11 @@ import (
 
 	"github.com/samsa-broker/samsa/coordinator/group"
 	"github.com/samsa-broker/samsa/coordinator/share"
+	"github.com/samsa-broker/samsa/net/authz"
 )
 
 func init() {
-	register(API{Key: 91, MinVersion: 0, MaxVersion: 0, Handle: handleAlterShareGroupOffsets})
+	register(API{Key: 91, MinVersion: 0, MaxVersion: 0, Handle: handleAlterShareGroupOffsets, Authz: authz.AlterShareGroupOffsets})
 }
 
 func handleAlterShareGroupOffsets(b *Broker, r *Request) {

@@ -7,7 +7,7 @@
 // state has its next write fenced, as for AlterShareGroupOffsets). The group must
 // have no members (NON_EMPTY_GROUP); a topic the image does not know answers
 // UNKNOWN_TOPIC_OR_PARTITION. With ACLs: DELETE on the group, READ on each topic
-// (authz_rules_share.go).
+// (authz.DeleteShareGroupOffsets).
 
 package kafka
 
@@ -16,10 +16,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-broker/samsa/coordinator/share"
+	"github.com/samsa-broker/samsa/net/authz"
 )
 
 func init() {
-	register(API{Key: 92, MinVersion: 0, MaxVersion: 0, Handle: handleDeleteShareGroupOffsets})
+	register(API{Key: 92, MinVersion: 0, MaxVersion: 0, Handle: handleDeleteShareGroupOffsets, Authz: authz.DeleteShareGroupOffsets})
 }
 
 func handleDeleteShareGroupOffsets(b *Broker, r *Request) {

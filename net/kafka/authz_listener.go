@@ -37,8 +37,8 @@ type ListenerSecurity struct {
 // transport.Handler and transport.ConnObserver in place of the Broker on that
 // listener. Per connection it keeps an auth.Session (which requests may come before
 // authentication, the SASL exchange, the principal, re-authentication) and hands every
-// admitted request to the broker's handler table, authorised (authz.go) when an
-// authorizer is configured.
+// admitted request to the broker's handler table, authorised by net/authz (authz.go)
+// when an authorizer is configured.
 //
 // A request refused by the session (anything but ApiVersions and the SASL requests
 // before authentication, anything after a failure or an expired session) closes the
@@ -129,14 +129,11 @@ func (l *SecureListener) Serve(tr transport.Request) {
 	}
 	r.sec = cs
 	defer recoverHandler(r, l.log, &l.b.panics)
-	if !l.b.authorize(r) {
+	if !l.authorize(r, api) { // authz.go
 		return
 	}
 	if r.Header.Key == findCoordinatorKey {
 		l.b.advertiseListener(r)
-	}
-	if l.sec.Authorizer != nil {
-		l.authorizedOperations(r, cs.ctx)
 	}
 	l.b.handle(api, r) // quotas.go
 }
@@ -171,75 +168,12 @@ func (l *SecureListener) admit(tr transport.Request, m *metrics) *connSecurity {
 	return cs
 }
 
-// authorizedOperations fills KIP-430's authorized-operations fields of Metadata,
-// DescribeCluster and DescribeGroups when the request asks for them: the operations
-// the principal may perform, from the authorizer (Authorizer.AuthorizedOperations).
-// Refused items (TOPIC_AUTHORIZATION_FAILED, ...) keep Kafka's "unknown" value.
-func (l *SecureListener) authorizedOperations(r *Request, ctx acl.Context) {
-	a := l.sec.Authorizer
-	var fill func(kmsg.Response)
-	switch req := r.Body.(type) {
-	case *kmsg.MetadataRequest:
-		if !req.IncludeClusterAuthorizedOperations && !req.IncludeTopicAuthorizedOperations {
-			return
-		}
-		fill = func(resp kmsg.Response) {
-			m := resp.(*kmsg.MetadataResponse)
-			if req.IncludeClusterAuthorizedOperations {
-				m.AuthorizedOperations = a.AuthorizedOperations(ctx, metadata.ACLResourceCluster, acl.ClusterName)
-			}
-			if req.IncludeTopicAuthorizedOperations {
-				for i := range m.Topics {
-					if t := &m.Topics[i]; t.ErrorCode == 0 && t.Topic != nil {
-						t.AuthorizedOperations = a.AuthorizedOperations(ctx, metadata.ACLResourceTopic, *t.Topic)
-					}
-				}
-			}
-		}
-	case *kmsg.DescribeClusterRequest:
-		if !req.IncludeClusterAuthorizedOperations {
-			return
-		}
-		fill = func(resp kmsg.Response) {
-			d := resp.(*kmsg.DescribeClusterResponse)
-			if d.ErrorCode == 0 {
-				d.ClusterAuthorizedOperations = a.AuthorizedOperations(ctx, metadata.ACLResourceCluster, acl.ClusterName)
-			}
-		}
-	case *kmsg.DescribeGroupsRequest:
-		if !req.IncludeAuthorizedOperations {
-			return
-		}
-		fill = func(resp kmsg.Response) {
-			d := resp.(*kmsg.DescribeGroupsResponse)
-			for i := range d.Groups {
-				if g := &d.Groups[i]; g.ErrorCode == 0 {
-					g.AuthorizedOperations = a.AuthorizedOperations(ctx, metadata.ACLResourceGroup, g.Group)
-				}
-			}
-		}
-	default:
-		return
-	}
-	prev := r.amend
-	r.amend = func(resp kmsg.Response) {
-		if prev != nil {
-			prev(resp)
-		}
-		fill(resp)
-	}
-}
-
 const findCoordinatorKey = 10
 
 // advertiseListener makes FindCoordinator's answer name the coordinators' endpoints
 // of r's listener (Metadata and DescribeCluster call endpointFor themselves).
 func (b *Broker) advertiseListener(r *Request) {
-	prev := r.amend
-	r.amend = func(resp kmsg.Response) {
-		if prev != nil {
-			prev(resp)
-		}
+	r.amendWith(func(resp kmsg.Response) {
 		_, im := b.Image()
 		fc := resp.(*kmsg.FindCoordinatorResponse)
 		if bi, ok := im.Broker(fc.NodeID); ok && fc.ErrorCode == 0 {
@@ -251,7 +185,7 @@ func (b *Broker) advertiseListener(r *Request) {
 				c.Host, c.Port = b.endpointFor(r, bi)
 			}
 		}
-	}
+	})
 }
 
 // rawToken answers a raw SASL token (after a version-0 SaslHandshake) with a raw frame.

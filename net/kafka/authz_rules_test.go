@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"testing"
 	"time"
@@ -14,39 +15,102 @@ import (
 	"github.com/samsa-broker/samsa/coordinator/acl"
 	"github.com/samsa-broker/samsa/engine"
 	"github.com/samsa-broker/samsa/net/auth"
+	"github.com/samsa-broker/samsa/net/authz"
 )
 
-// TestAuthzEveryServedAPIHasARule: a request of a served API from a principal that is
-// not a super user is decided by its rule, or by clusterRow when its row names only the
-// cluster; an API with neither has the connection closed (fail closed), which a
-// client meets as a hang and a timeout (TxnOffsetCommit did: send_offsets_to_transaction
-// failed after 60 s). Every API of the broker's table must have one or the other.
+// TestAuthzEveryServedAPIHasARule: each API is described once, by its registration,
+// which names its authorisation rule (API.Authz), and its row in acl.APIs; they must
+// agree. A request of a served API from a principal that is not a super user is
+// decided by its rule, or by its row alone when the row names only the cluster
+// (authz.RowAlone); an API with neither has the connection closed (fail closed),
+// which a client meets as a hang and a timeout (TxnOffsetCommit did:
+// send_offsets_to_transaction failed after 60 s). So: every served API has a row;
+// every API whose row names more than the cluster has a rule; no API has a rule
+// without a row, or with a row that says no authorisation applies. The controller
+// listener applies the broker table's rules: its own registrations carry none, and
+// every API it serves to clients has the broker's rule or a cluster-only row.
 func TestAuthzEveryServedAPIHasARule(t *testing.T) {
-	for key := int16(0); key <= maxAPIKey; key++ {
-		if brokerAPIs.lookup(key) == nil {
-			continue
-		}
-		row, ok := acl.Lookup(key)
-		if !ok {
-			t.Errorf("api %d (%s) is served but has no row in acl.APIs", key, apiName(key))
-			continue
-		}
-		if row.None {
-			continue
-		}
-		if _, ok := authzRules[key]; ok {
-			continue
-		}
-		clusterOnly := true
-		for _, q := range row.Requirements {
-			if q.Scope != acl.ScopeCluster || q.When != acl.Always {
-				clusterOnly = false
-			}
-		}
-		if !clusterOnly && len(row.Requirements) > 0 {
-			t.Errorf("api %d (%s) is served, its row names more than the cluster, and it has no authorisation rule: every request of a principal that is not a super user would close its connection", key, apiName(key))
+	for _, api := range brokerAPIs.served() {
+		row, ok := acl.Lookup(api.Key)
+		switch {
+		case !ok:
+			t.Errorf("api %d (%s) is served but has no row in acl.APIs", api.Key, apiName(api.Key))
+		case row.None && api.Authz != nil:
+			t.Errorf("api %d (%s) names an authorisation rule, but its row says no authorisation applies", api.Key, apiName(api.Key))
+		case api.Authz == nil && !authz.RowAlone(row):
+			t.Errorf("api %d (%s) is served, its row names more than the cluster, and it has no authorisation rule: every request of a principal that is not a super user would close its connection", api.Key, apiName(api.Key))
 		}
 	}
+	for _, api := range controllerAPIs.served() {
+		row, ok := acl.Lookup(api.Key)
+		switch {
+		case !ok:
+			t.Errorf("api %d (%s) is served by the controller listener but has no row in acl.APIs", api.Key, apiName(api.Key))
+			continue
+		case api.Authz != nil:
+			t.Errorf("api %d (%s): the controller table's registration names a rule; the controller listener applies the broker table's", api.Key, apiName(api.Key))
+		}
+		if controllerNodeAPI(api.Key) || authz.RowAlone(row) {
+			continue
+		}
+		if b := lookupAPI(api.Key); b == nil || b.Authz == nil {
+			t.Errorf("api %d (%s) is served by the controller listener, its row names more than the cluster, and the broker table has no rule for it", api.Key, apiName(api.Key))
+		}
+	}
+}
+
+// TestAuthzRulesFitTheirAPIs: the rule a registration names reads the request and
+// edits the answer of its own API (a rule named on the wrong API would panic on the
+// first request). Every rule decides an empty request of each version of its API for a
+// principal without ACLs: it does not close the connection, an answer is of the API's
+// kind, and the amendment of a request that runs edits an empty answer of the API.
+func TestAuthzRulesFitTheirAPIs(t *testing.T) {
+	caller := authz.Caller{Authorizer: acl.New(acl.Config{}), Principal: acl.Context{Principal: "User:alice"}}
+	for _, api := range brokerAPIs.served() {
+		if api.Authz == nil {
+			continue
+		}
+		for v := api.MinVersion; v <= api.MaxVersion; v++ {
+			req := authz.Request{Key: api.Key, Version: v}
+			body := kmsg.RequestForKey(api.Key)
+			body.SetVersion(v)
+			if api.Raw {
+				req.Raw = body.AppendTo(nil)
+			} else {
+				req.Body = body
+			}
+			name := fmt.Sprintf("%s v%d", apiName(api.Key), v)
+			func() {
+				defer func() {
+					if p := recover(); p != nil {
+						t.Errorf("%s: the rule panicked: %v", name, p)
+					}
+				}()
+				d := authz.Broker(caller, req, api.Authz)
+				switch d.Outcome {
+				case authz.Closed:
+					t.Errorf("%s: the connection is closed: %s", name, d.Reason)
+				case authz.Answered:
+					if d.Response == nil || d.Response.Key() != api.Key {
+						t.Errorf("%s: answered with %v", name, d.Response)
+					}
+				case authz.Run:
+					if d.Amend != nil {
+						resp := kmsg.ResponseForKey(api.Key)
+						resp.SetVersion(v)
+						d.Amend(resp)
+					}
+				}
+			}()
+		}
+	}
+}
+
+func strOr(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 // TestAuthzTxnOffsetCommit: a transactional producer that is not a super user commits
@@ -200,7 +264,7 @@ func TestAuthzOffsetsByTopicID(t *testing.T) {
 	wantCodes := [][]int16{{0}, {kerr.TopicAuthorizationFailed.Code}, {kerr.UnknownTopicID.Code}}
 
 	// OffsetCommit v10: the answer names each topic by the id asked, refused ones too
-	// (they come after the others, authz.go's split).
+	// (they come after the others, net/authz's split).
 	oc := kmsg.NewPtrOffsetCommitRequest()
 	oc.Version, oc.Group, oc.Generation = 10, "g-ok", -1
 	for _, id := range ids {

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/samsa-broker/samsa/coordinator/metadata"
+	"github.com/samsa-broker/samsa/net/authz"
 	"github.com/samsa-broker/samsa/net/peer"
 	"github.com/samsa-broker/samsa/net/transport"
 )
@@ -22,7 +22,7 @@ import (
 // ControllerConfig.Image gives the ACLs: the voter's committed image) every request
 // after authentication is authorized as Kafka's ControllerApis does:
 //
-//	ApiVersions, SaslHandshake, SaslAuthenticate   no check
+//	ApiVersions, SaslHandshake, SaslAuthenticate   no check (their rows: none)
 //	super users                                     everything
 //	CLUSTER_ACTION on the cluster                   everything: the nodes. The admin
 //	    requests brokers forward here were authorized by the broker with the client's
@@ -35,8 +35,8 @@ import (
 //	    connection is closed)
 //	the APIs a client may send (DescribeQuorum, DescribeCluster, CreateTopics,
 //	    the ACL, SCRAM and quota APIs, ...)       the broker listener's rules
-//	    (authz.go: DESCRIBE on the cluster for DescribeQuorum, CREATE for
-//	    CreateTopics, ...)
+//	    (net/authz, named by the broker table's registrations: DESCRIBE on the
+//	    cluster for DescribeQuorum, CREATE for CreateTopics, ...)
 //
 // A PLAINTEXT controller listener (no Security) authorizes nothing, where Kafka
 // would authorize User:ANONYMOUS.
@@ -76,31 +76,17 @@ func controllerNodeAPI(key int16) bool {
 	return false
 }
 
-// authorize decides r (see above); it reports whether r's handler is to run.
+// authorize decides r (see above) by net/authz, under the broker listener's rule of
+// its API; it reports whether r's handler is to run.
 func (h *ControllerHandler) authorize(r *Request) bool {
 	cs := r.sec
 	if cs == nil || h.sec.sec.Authorizer == nil {
 		return true
 	}
-	switch r.Header.Key {
-	case apiVersionsKey, 17, 36:
-		return true
+	var rule authz.Rule
+	if api := lookupAPI(r.Header.Key); api != nil {
+		rule = api.Authz
 	}
-	az := &authz{log: h.sec.log, r: r, a: h.sec.sec.Authorizer, ctx: cs.ctx, im: h.cfg.Image()}
-	if az.im == nil {
-		az.im = new(metadata.Image) // nothing committed yet: no ACLs
-	}
-	az.a.Update(az.im.ACLs())
-	if az.a.IsSuperUser(az.ctx.Principal) || az.cluster(opClusterAction) {
-		return true
-	}
-	if !controllerNodeAPI(r.Header.Key) {
-		return az.decide()
-	}
-	if r.Header.Key == peer.SamsaRaftKey {
-		return az.closeUnknown("SamsaRaft needs CLUSTER_ACTION on the cluster")
-	}
-	h.sec.log.Info("refusing a node's request: no CLUSTER_ACTION on the cluster", "api", apiName(r.Header.Key), "principal", az.ctx.Principal)
-	az.refuseAll(codeCluster)
-	return false
+	d := authz.Controller(cs.caller(h.cfg.Image()), r.authzRequest(), rule, controllerNodeAPI(r.Header.Key))
+	return r.applyAuthz(d, h.sec.log)
 }

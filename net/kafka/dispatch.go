@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/valyala/bytebufferpool"
 
+	"github.com/samsa-broker/samsa/net/authz"
 	"github.com/samsa-broker/samsa/net/peer"
 	"github.com/samsa-broker/samsa/net/transport"
 )
@@ -38,6 +39,12 @@ type API struct {
 	Handle func(b *Broker, r *Request)
 	// Control is Handle for the controller listener's table.
 	Control func(h *ControllerHandler, r *Request)
+	// Authz is the API's authorisation rule on a listener with an authorizer
+	// (net/authz), in the broker's table; the controller listener applies the broker
+	// table's rule of the same key. nil when the API's row of acl.APIs decides it
+	// alone (authz.RowAlone: no check, or the cluster's only).
+	// TestAuthzEveryServedAPIHasARule holds the registrations and the rows together.
+	Authz authz.Rule
 }
 
 // apiTable is a listener's handler table, filled by init functions (one file per API)
@@ -156,9 +163,10 @@ type Request struct {
 	// sec is the connection's security (authz_listener.go); nil on a listener served
 	// by the Broker itself (no authentication, no authorizer).
 	sec *connSecurity
-	// amend, set by the authorization (authz.go), edits the handler's answer before
-	// it is encoded: refused items added back with their error, items the principal
-	// may not see removed.
+	// amend edits the handler's answer before it is encoded (amendWith adds to it):
+	// the authorisation's (authz.Decision.Amend: refused items added back with their
+	// error, items the principal may not see removed), a listener's endpoints, a
+	// mutation quota's refusals.
 	amend func(kmsg.Response)
 
 	// throttle is the request quota's throttle time for the answer (quotas.go);

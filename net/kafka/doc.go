@@ -3,9 +3,11 @@
 // handler table, the request-header codec, the response encoder, ApiVersions built from
 // the table, the admin APIs, the routing of a cluster (which broker leads what, which
 // one coordinates a group, who the controller is), and the partition-lookup helpers the
-// data-path handlers use. Storage is the engine's; cluster metadata is the published
-// image of coordinator/metadata records, and every change of it goes to the active
-// controller.
+// data-path handlers use, and the security of its listeners (SecureListener: the
+// authentication sessions of net/auth). Storage is the engine's; cluster metadata is
+// the published image of coordinator/metadata records, and every change of it goes to
+// the active controller; the authorisation of requests is net/authz's (authz.go
+// adapts its decisions).
 //
 // # The broker in a cluster
 //
@@ -39,16 +41,23 @@
 // registers itself once:
 //
 //	func init() {
-//		register(API{Key: 3, MinVersion: 0, MaxVersion: 13, Handle: handleMetadata})
+//		register(API{Key: 3, MinVersion: 0, MaxVersion: 13, Handle: handleMetadata, Authz: authz.Metadata})
 //	}
 //
-// The dispatcher never grows a switch: the table alone decides what is served, and
-// ApiVersions advertises exactly the table (versions capped at what kmsg knows).
+// The registration is the API's one description in the protocol layer: versions,
+// handler and authorisation rule (net/authz; none when the API's row of acl.APIs
+// names only the cluster, TestAuthzEveryServedAPIHasARule). The dispatcher never
+// grows a switch: the table alone decides what is served, and ApiVersions advertises
+// exactly the table (versions capped at what kmsg knows).
 //
 // Request path, per connection, inline on the transport's read goroutine:
 //
 //	frame ─▶ parseFixedHeader ─▶ table lookup ─▶ version check ─▶ parseHeaderRest
 //	      ─▶ kmsg decode (unless API.Raw) ─▶ API.Handle(b, *Request)
+//
+// On a SecureListener the connection's session admits the frame before it is parsed,
+// and with an authorizer authz.Broker decides the decoded request under API.Authz
+// before Handle runs (answered, closed, or run narrowed with Request.amend set).
 //
 // Because Handle runs inline, requests of one connection reach their handler in order
 // (appends from one connection happen in order; idempotent producers pipeline up to 5).

@@ -1,4 +1,4 @@
-package kafka
+package authz
 
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -6,14 +6,15 @@ import (
 	"github.com/samsa-broker/samsa/coordinator/metadata"
 )
 
-// The per-API rules of authz.go, in key order.
+// The per-API rules, in key order (the share and streams groups' are in rules_share.go
+// and rules_streams.go).
 
-// authzProduce: WRITE on the transactional id of a transactional request (refused
+// Produce: WRITE on the transactional id of a transactional request (refused
 // whole), WRITE on each topic (split).
-func authzProduce(az *authz) bool {
+func Produce(az *Check) Decision {
 	p, ok := az.decode().(*kmsg.ProduceRequest)
 	if !ok {
-		return true
+		return Decision{}
 	}
 	errTopic := func(t *kmsg.ProduceRequestTopic, code int16) kmsg.ProduceResponseTopic {
 		rt := kmsg.NewProduceResponseTopic()
@@ -40,33 +41,29 @@ func authzProduce(az *authz) bool {
 		}
 	}
 	if len(refused) == 0 {
-		return true
+		return Decision{}
 	}
 	if len(allowed) == 0 {
 		if p.Acks == 0 {
-			az.r.NoResponse()
-			return false
+			return Decision{Outcome: Unanswered}
 		}
-		resp := az.r.ResponseKind().(*kmsg.ProduceResponse)
+		resp := az.responseKind().(*kmsg.ProduceResponse)
 		resp.Topics = refused
-		az.r.Respond(resp)
-		return false
+		return answer(resp)
 	}
 	p.Topics = allowed
-	az.replaceRaw(p)
-	az.r.amend = func(resp kmsg.Response) {
+	return Decision{Raw: p.AppendTo(nil), Amend: func(resp kmsg.Response) {
 		r := resp.(*kmsg.ProduceResponse)
 		r.Topics = append(r.Topics, refused...)
-	}
-	return true
+	}}
 }
 
-// authzFetch: CLUSTER_ACTION for a follower's fetch (every partition refused), READ on
+// Fetch: CLUSTER_ACTION for a follower's fetch (every partition refused), READ on
 // each topic for a consumer's (split).
-func authzFetch(az *authz) bool {
+func Fetch(az *Check) Decision {
 	f, ok := az.decode().(*kmsg.FetchRequest)
 	if !ok {
-		return true
+		return Decision{}
 	}
 	replica := f.ReplicaID >= 0 || (f.Version >= 15 && f.ReplicaState.ID >= 0)
 	clusterDenied := replica && !az.cluster(opClusterAction)
@@ -89,26 +86,23 @@ func authzFetch(az *authz) bool {
 		refused = append(refused, rt)
 	}
 	if len(refused) == 0 {
-		return true
+		return Decision{}
 	}
 	if len(allowed) == 0 {
-		resp := az.r.ResponseKind().(*kmsg.FetchResponse)
+		resp := az.responseKind().(*kmsg.FetchResponse)
 		resp.Topics = refused
-		az.r.Respond(resp)
-		return false
+		return answer(resp)
 	}
 	f.Topics = allowed
-	az.replaceRaw(f)
-	az.r.amend = func(resp kmsg.Response) {
+	return Decision{Raw: f.AppendTo(nil), Amend: func(resp kmsg.Response) {
 		r := resp.(*kmsg.FetchResponse)
 		r.Topics = append(r.Topics, refused...)
-	}
-	return true
+	}}
 }
 
-// authzListOffsets: DESCRIBE on each topic (amended).
-func authzListOffsets(az *authz) bool {
-	az.r.amend = func(resp kmsg.Response) {
+// ListOffsets: DESCRIBE on each topic (amended).
+func ListOffsets(az *Check) Decision {
+	return amended(func(resp kmsg.Response) {
 		r := resp.(*kmsg.ListOffsetsResponse)
 		for i := range r.Topics {
 			t := &r.Topics[i]
@@ -120,19 +114,18 @@ func authzListOffsets(az *authz) bool {
 				*p = kmsg.ListOffsetsResponseTopicPartition{Partition: p.Partition, ErrorCode: codeTopic, Timestamp: -1, Offset: -1, LeaderEpoch: -1}
 			}
 		}
-	}
-	return true
+	})
 }
 
-// authzMetadata: all topics: those the principal may not DESCRIBE are left out; named
+// Metadata: all topics: those the principal may not DESCRIBE are left out; named
 // topics: TOPIC_AUTHORIZATION_FAILED for those it may not DESCRIBE, and for missing
 // ones it would auto-create without CREATE on the cluster or the topic (split, so
 // nothing refused is created).
-func authzMetadata(az *authz) bool {
-	m := az.r.Body.(*kmsg.MetadataRequest)
+func Metadata(az *Check) Decision {
+	m := az.req.Body.(*kmsg.MetadataRequest)
 	all := m.Topics == nil || (m.Version == 0 && len(m.Topics) == 0)
 	if all {
-		az.r.amend = func(resp kmsg.Response) {
+		return amended(func(resp kmsg.Response) {
 			r := resp.(*kmsg.MetadataResponse)
 			kept := r.Topics[:0]
 			for _, t := range r.Topics {
@@ -141,8 +134,7 @@ func authzMetadata(az *authz) bool {
 				}
 			}
 			r.Topics = kept
-		}
-		return true
+		})
 	}
 	autoCreate := m.Version < 4 || m.AllowAutoTopicCreation
 	clusterCreate := autoCreate && az.cluster(opCreate)
@@ -169,29 +161,27 @@ func authzMetadata(az *authz) bool {
 		refused = append(refused, rt)
 	}
 	if len(refused) == 0 {
-		return true
+		return Decision{}
 	}
 	m.Topics = allowed
 	if m.Version == 0 && len(allowed) == 0 {
 		m.Topics = nil // v0: an empty list is every topic; answer none of them
-		az.r.amend = func(resp kmsg.Response) { resp.(*kmsg.MetadataResponse).Topics = refused }
-		return true
+		return amended(func(resp kmsg.Response) { resp.(*kmsg.MetadataResponse).Topics = refused })
 	}
 	if m.Topics == nil {
 		m.Topics = []kmsg.MetadataRequestTopic{}
 	}
-	az.r.amend = func(resp kmsg.Response) {
+	return amended(func(resp kmsg.Response) {
 		r := resp.(*kmsg.MetadataResponse)
 		r.Topics = append(r.Topics, refused...)
-	}
-	return true
+	})
 }
 
 // offsetTopicOK reports whether op is allowed on a topic of an offset request
 // (OffsetCommit, TxnOffsetCommit): by id when byID (the zero id too), else by name. An
 // id the image does not know passes: the handler answers UNKNOWN_TOPIC_ID, which
 // KafkaApis decides before the topic's authorisation.
-func (az *authz) offsetTopicOK(op metadata.ACLOperation, byID bool, name string, id [16]byte) bool {
+func (az *Check) offsetTopicOK(op metadata.ACLOperation, byID bool, name string, id [16]byte) bool {
 	if !byID {
 		return az.topic(op, name)
 	}
@@ -199,10 +189,10 @@ func (az *authz) offsetTopicOK(op metadata.ACLOperation, byID bool, name string,
 	return n == "" || az.topic(op, n)
 }
 
-// authzOffsetCommit: READ on the group (refused whole), READ on each topic (split;
+// OffsetCommit: READ on the group (refused whole), READ on each topic (split;
 // v10: by id, refused topics answered with their id).
-func authzOffsetCommit(az *authz) bool {
-	c := az.r.Body.(*kmsg.OffsetCommitRequest)
+func OffsetCommit(az *Check) Decision {
+	c := az.req.Body.(*kmsg.OffsetCommitRequest)
 	groupDenied := !az.group(opRead, c.Group)
 	var allowed []kmsg.OffsetCommitRequestTopic
 	var refused []kmsg.OffsetCommitResponseTopic
@@ -223,28 +213,26 @@ func authzOffsetCommit(az *authz) bool {
 		refused = append(refused, rt)
 	}
 	if len(refused) == 0 && !groupDenied {
-		return true
+		return Decision{}
 	}
 	if len(allowed) == 0 {
-		resp := az.r.ResponseKind().(*kmsg.OffsetCommitResponse)
+		resp := az.responseKind().(*kmsg.OffsetCommitResponse)
 		resp.Topics = refused
-		az.r.Respond(resp)
-		return false
+		return answer(resp)
 	}
 	c.Topics = allowed
-	az.r.amend = func(resp kmsg.Response) {
+	return amended(func(resp kmsg.Response) {
 		r := resp.(*kmsg.OffsetCommitResponse)
 		r.Topics = append(r.Topics, refused...)
-	}
-	return true
+	})
 }
 
-// authzTxnOffsetCommit: WRITE on the transactional id, then READ on the group (either
+// TxnOffsetCommit: WRITE on the transactional id, then READ on the group (either
 // refused: every partition gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED or
 // GROUP_AUTHORIZATION_FAILED), then READ on each topic (split; v6: by id, refused
 // topics answered with their id), in KafkaApis' order.
-func authzTxnOffsetCommit(az *authz) bool {
-	c := az.r.Body.(*kmsg.TxnOffsetCommitRequest)
+func TxnOffsetCommit(az *Check) Decision {
+	c := az.req.Body.(*kmsg.TxnOffsetCommitRequest)
 	whole := int16(0)
 	switch {
 	case !az.txnID(opWrite, c.TransactionalID):
@@ -272,27 +260,25 @@ func authzTxnOffsetCommit(az *authz) bool {
 	}
 	switch {
 	case len(refused) == 0:
-		return true
+		return Decision{}
 	case len(allowed) == 0:
-		resp := az.r.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
+		resp := az.responseKind().(*kmsg.TxnOffsetCommitResponse)
 		resp.Topics = refused
-		az.r.Respond(resp)
-		return false
+		return answer(resp)
 	}
 	c.Topics = allowed
-	az.r.amend = func(resp kmsg.Response) {
+	return amended(func(resp kmsg.Response) {
 		r := resp.(*kmsg.TxnOffsetCommitResponse)
 		r.Topics = append(r.Topics, refused...)
-	}
-	return true
+	})
 }
 
-// authzOffsetFetch: DESCRIBE on each group (v8+: per group; before: the whole
+// OffsetFetch: DESCRIBE on each group (v8+: per group; before: the whole
 // request), DESCRIBE on each topic (named: its partitions refused; all: left out).
-func authzOffsetFetch(az *authz) bool {
-	f := az.r.Body.(*kmsg.OffsetFetchRequest)
+func OffsetFetch(az *Check) Decision {
+	f := az.req.Body.(*kmsg.OffsetFetchRequest)
 	if f.Version < 8 && !az.group(opDescribe, f.Group) {
-		resp := az.r.ResponseKind().(*kmsg.OffsetFetchResponse)
+		resp := az.responseKind().(*kmsg.OffsetFetchResponse)
 		resp.ErrorCode = codeGroup
 		for _, t := range f.Topics {
 			rt := kmsg.NewOffsetFetchResponseTopic()
@@ -304,8 +290,7 @@ func authzOffsetFetch(az *authz) bool {
 			}
 			resp.Topics = append(resp.Topics, rt)
 		}
-		az.r.Respond(resp)
-		return false
+		return answer(resp)
 	}
 	named := map[string]bool{} // groups (v8+) whose request named topics; "" before v8
 	if f.Version < 8 {
@@ -314,7 +299,7 @@ func authzOffsetFetch(az *authz) bool {
 	for _, g := range f.Groups {
 		named[g.Group] = g.Topics != nil
 	}
-	az.r.amend = func(resp kmsg.Response) {
+	return amended(func(resp kmsg.Response) {
 		r := resp.(*kmsg.OffsetFetchResponse)
 		kept := r.Topics[:0]
 		for _, t := range r.Topics {
@@ -354,14 +339,13 @@ func authzOffsetFetch(az *authz) bool {
 			}
 			g.Topics = kt
 		}
-	}
-	return true
+	})
 }
 
-// authzFindCoordinator: DESCRIBE on the group or transactional id of each key
+// FindCoordinator: DESCRIBE on the group or transactional id of each key
 // (amended: a refused key gets its error and no coordinator).
-func authzFindCoordinator(az *authz) bool {
-	f := az.r.Body.(*kmsg.FindCoordinatorRequest)
+func FindCoordinator(az *Check) Decision {
+	f := az.req.Body.(*kmsg.FindCoordinatorRequest)
 	ok := func(key string) (bool, int16) {
 		switch f.CoordinatorType {
 		case 0:
@@ -375,14 +359,13 @@ func authzFindCoordinator(az *authz) bool {
 	}
 	if f.Version < 4 {
 		if allowed, code := ok(f.CoordinatorKey); !allowed {
-			resp := az.r.ResponseKind().(*kmsg.FindCoordinatorResponse)
+			resp := az.responseKind().(*kmsg.FindCoordinatorResponse)
 			resp.ErrorCode, resp.NodeID, resp.Port = code, -1, -1
-			az.r.Respond(resp)
-			return false
+			return answer(resp)
 		}
-		return true
+		return Decision{}
 	}
-	az.r.amend = func(resp kmsg.Response) {
+	return amended(func(resp kmsg.Response) {
 		r := resp.(*kmsg.FindCoordinatorResponse)
 		for i := range r.Coordinators {
 			c := &r.Coordinators[i]
@@ -390,13 +373,32 @@ func authzFindCoordinator(az *authz) bool {
 				*c = kmsg.FindCoordinatorResponseCoordinator{Key: c.Key, NodeID: -1, Port: -1, ErrorCode: code}
 			}
 		}
-	}
-	return true
+	})
 }
 
-// authzDescribeGroups: DESCRIBE on each group (amended).
-func authzDescribeGroups(az *authz) bool {
-	az.r.amend = func(resp kmsg.Response) {
+// JoinGroup: READ on the group (refused whole).
+func JoinGroup(az *Check) Decision {
+	return az.oneGroup(opRead, az.req.Body.(*kmsg.JoinGroupRequest).Group)
+}
+
+// Heartbeat: READ on the group (refused whole).
+func Heartbeat(az *Check) Decision {
+	return az.oneGroup(opRead, az.req.Body.(*kmsg.HeartbeatRequest).Group)
+}
+
+// LeaveGroup: READ on the group (refused whole).
+func LeaveGroup(az *Check) Decision {
+	return az.oneGroup(opRead, az.req.Body.(*kmsg.LeaveGroupRequest).Group)
+}
+
+// SyncGroup: READ on the group (refused whole).
+func SyncGroup(az *Check) Decision {
+	return az.oneGroup(opRead, az.req.Body.(*kmsg.SyncGroupRequest).Group)
+}
+
+// DescribeGroups: DESCRIBE on each group (amended).
+func DescribeGroups(az *Check) Decision {
+	return amended(func(resp kmsg.Response) {
 		r := resp.(*kmsg.DescribeGroupsResponse)
 		for i := range r.Groups {
 			g := &r.Groups[i]
@@ -406,17 +408,16 @@ func authzDescribeGroups(az *authz) bool {
 				*g = ng
 			}
 		}
-	}
-	return true
+	})
 }
 
-// authzListGroups: DESCRIBE on the cluster lists every group; otherwise only the
+// ListGroups: DESCRIBE on the cluster lists every group; otherwise only the
 // groups the principal may DESCRIBE.
-func authzListGroups(az *authz) bool {
+func ListGroups(az *Check) Decision {
 	if az.cluster(opDescribe) {
-		return true
+		return Decision{}
 	}
-	az.r.amend = func(resp kmsg.Response) {
+	return amended(func(resp kmsg.Response) {
 		r := resp.(*kmsg.ListGroupsResponse)
 		kept := r.Groups[:0]
 		for _, g := range r.Groups {
@@ -425,16 +426,15 @@ func authzListGroups(az *authz) bool {
 			}
 		}
 		r.Groups = kept
-	}
-	return true
+	})
 }
 
-// authzCreateTopics: CREATE on the cluster, else on each topic (split).
-func authzCreateTopics(az *authz) bool {
+// CreateTopics: CREATE on the cluster, else on each topic (split).
+func CreateTopics(az *Check) Decision {
 	if az.cluster(opCreate) {
-		return true
+		return Decision{}
 	}
-	c := az.r.Body.(*kmsg.CreateTopicsRequest)
+	c := az.req.Body.(*kmsg.CreateTopicsRequest)
 	var allowed []kmsg.CreateTopicsRequestTopic
 	var refused []kmsg.CreateTopicsResponseTopic
 	for _, t := range c.Topics {
@@ -452,10 +452,10 @@ func authzCreateTopics(az *authz) bool {
 	})
 }
 
-// authzDeleteTopics: DELETE on each topic (split); a topic the principal may not
+// DeleteTopics: DELETE on each topic (split); a topic the principal may not
 // delete is TOPIC_AUTHORIZATION_FAILED whether or not it exists.
-func authzDeleteTopics(az *authz) bool {
-	d := az.r.Body.(*kmsg.DeleteTopicsRequest)
+func DeleteTopics(az *Check) Decision {
+	d := az.req.Body.(*kmsg.DeleteTopicsRequest)
 	var refused []kmsg.DeleteTopicsResponseTopic
 	refuse := func(name *string, id [16]byte) {
 		rt := kmsg.NewDeleteTopicsResponseTopic()
@@ -488,10 +488,10 @@ func authzDeleteTopics(az *authz) bool {
 	})
 }
 
-// authzInitProducerID: WRITE on the transactional id; without one (idempotence),
+// InitProducerID: WRITE on the transactional id; without one (idempotence),
 // IDEMPOTENT_WRITE on the cluster or WRITE on some topic (KIP-679).
-func authzInitProducerID(az *authz) bool {
-	p := az.r.Body.(*kmsg.InitProducerIDRequest)
+func InitProducerID(az *Check) Decision {
+	p := az.req.Body.(*kmsg.InitProducerIDRequest)
 	var code int16
 	switch {
 	case p.TransactionalID != nil:
@@ -502,32 +502,37 @@ func authzInitProducerID(az *authz) bool {
 		code = codeCluster
 	}
 	if code == 0 {
-		return true
+		return Decision{}
 	}
-	resp := az.r.ResponseKind().(*kmsg.InitProducerIDResponse)
+	resp := az.responseKind().(*kmsg.InitProducerIDResponse)
 	resp.ErrorCode, resp.ProducerID, resp.ProducerEpoch = code, -1, -1
-	az.r.Respond(resp)
-	return false
+	return answer(resp)
 }
 
-// authzAddOffsetsToTxn: WRITE on the transactional id, READ on the group.
-func authzAddOffsetsToTxn(az *authz) bool {
-	a := az.r.Body.(*kmsg.AddOffsetsToTxnRequest)
+// AddOffsetsToTxn: WRITE on the transactional id, READ on the group.
+func AddOffsetsToTxn(az *Check) Decision {
+	a := az.req.Body.(*kmsg.AddOffsetsToTxnRequest)
 	switch {
 	case !az.txnID(opWrite, a.TransactionalID):
-		az.refuseAll(codeTxn)
+		return az.refuseAll(codeTxn)
 	case !az.group(opRead, a.Group):
-		az.refuseAll(codeGroup)
-	default:
-		return true
+		return az.refuseAll(codeGroup)
 	}
-	return false
+	return Decision{}
 }
 
-// authzDescribeConfigs: DESCRIBE_CONFIGS on the cluster (broker resources), the topic
+// EndTxn: WRITE on the transactional id (refused whole).
+func EndTxn(az *Check) Decision {
+	if az.txnID(opWrite, az.req.Body.(*kmsg.EndTxnRequest).TransactionalID) {
+		return Decision{}
+	}
+	return az.refuseAll(codeTxn)
+}
+
+// DescribeConfigs: DESCRIBE_CONFIGS on the cluster (broker resources), the topic
 // or the group of each resource (amended: a refused resource has no configs).
-func authzDescribeConfigs(az *authz) bool {
-	az.r.amend = func(resp kmsg.Response) {
+func DescribeConfigs(az *Check) Decision {
+	return amended(func(resp kmsg.Response) {
 		r := resp.(*kmsg.DescribeConfigsResponse)
 		for i := range r.Resources {
 			res := &r.Resources[i]
@@ -545,13 +550,12 @@ func authzDescribeConfigs(az *authz) bool {
 				res.ErrorCode, res.ErrorMessage, res.Configs = code, nil, nil
 			}
 		}
-	}
-	return true
+	})
 }
 
-// authzDeleteGroups: DELETE on each group (split; v3: the refusal with Kafka's message).
-func authzDeleteGroups(az *authz) bool {
-	d := az.r.Body.(*kmsg.DeleteGroupsRequest)
+// DeleteGroups: DELETE on each group (split; v3: the refusal with Kafka's message).
+func DeleteGroups(az *Check) Decision {
+	d := az.req.Body.(*kmsg.DeleteGroupsRequest)
 	var allowed []string
 	var refused []kmsg.DeleteGroupsResponseGroup
 	for _, g := range d.Groups {
@@ -562,7 +566,7 @@ func authzDeleteGroups(az *authz) bool {
 		rg := kmsg.NewDeleteGroupsResponseGroup()
 		rg.Group, rg.ErrorCode = g, codeGroup
 		if d.Version >= 3 {
-			rg.ErrorMessage = deleteGroupsMessage(codeGroup)
+			rg.ErrorMessage = kmsg.StringPtr(groupAuthorizationMessage)
 		}
 		refused = append(refused, rg)
 	}
@@ -572,21 +576,12 @@ func authzDeleteGroups(az *authz) bool {
 	})
 }
 
-// split finishes a split of a decoded (not Raw) request: nothing refused passes it as
-// it is; nothing allowed answers the refusals alone (the handler is not called);
-// otherwise keep narrows the request to the allowed items and add puts the refused
-// ones into the answer.
-func (az *authz) split(allowed, refused int, keep func(), add func(kmsg.Response)) bool {
-	if refused == 0 {
-		return true
-	}
-	if allowed == 0 {
-		resp := az.r.ResponseKind()
-		add(resp)
-		az.r.Respond(resp)
-		return false
-	}
-	keep()
-	az.r.amend = add
-	return true
+// groupAuthorizationMessage is Kafka's message (Errors.java) for
+// GROUP_AUTHORIZATION_FAILED, which DeleteGroups v3 carries per group.
+const groupAuthorizationMessage = "Group authorization failed."
+
+// ConsumerGroupHeartbeat: READ on the group (refused whole). Not done: Kafka also asks
+// DESCRIBE on the subscribed topic names.
+func ConsumerGroupHeartbeat(az *Check) Decision {
+	return az.oneGroup(opRead, az.req.Body.(*kmsg.ConsumerGroupHeartbeatRequest).Group)
 }

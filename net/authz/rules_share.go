@@ -1,29 +1,23 @@
-package kafka
+package authz
 
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// The share groups' rules of authz.go (KIP-932), as Kafka checks them: READ on the
+// The share groups' rules (KIP-932), as Kafka checks them: READ on the
 // group for ShareGroupHeartbeat, ShareFetch and ShareAcknowledge (the whole request
 // refused with GROUP_AUTHORIZATION_FAILED), READ on each topic of ShareFetch and
 // ShareAcknowledge (split: refused partitions answer TOPIC_AUTHORIZATION_FAILED),
 // DESCRIBE on each group of ShareGroupDescribe (amended), DESCRIBE on each group and
 // topic of DescribeShareGroupOffsets (amended), READ (Alter) or DELETE (Delete) on the
 // group and READ on each topic of AlterShareGroupOffsets and DeleteShareGroupOffsets
-// (split). ReadShareGroupState and
-// WriteShareGroupState are CLUSTER_ACTION rows (clusterRow). Not done: Kafka also
-// asks DESCRIBE on the subscribed topics of a ShareGroupHeartbeat and leaves the
-// undescribable ones out of the subscription.
+// (split). ReadShareGroupState and WriteShareGroupState are CLUSTER_ACTION rows
+// (clusterRow). Not done: Kafka also asks DESCRIBE on the subscribed topics of a
+// ShareGroupHeartbeat and leaves the undescribable ones out of the subscription.
 
-func init() {
-	authzRules[76] = oneGroupRule(opRead, func(r *kmsg.ShareGroupHeartbeatRequest) string { return r.GroupID })
-	authzRules[77] = authzShareGroupDescribe
-	authzRules[78] = authzShareFetch
-	authzRules[79] = authzShareAcknowledge
-	authzRules[90] = authzDescribeShareGroupOffsets
-	authzRules[91] = authzAlterShareGroupOffsets
-	authzRules[92] = authzDeleteShareGroupOffsets
+// ShareGroupHeartbeat: READ on the group (refused whole).
+func ShareGroupHeartbeat(az *Check) Decision {
+	return az.oneGroup(opRead, az.req.Body.(*kmsg.ShareGroupHeartbeatRequest).GroupID)
 }
 
 func strOr(s *string) string {
@@ -33,9 +27,9 @@ func strOr(s *string) string {
 	return *s
 }
 
-// authzShareGroupDescribe: DESCRIBE on each group (amended).
-func authzShareGroupDescribe(az *authz) bool {
-	az.r.amend = func(resp kmsg.Response) {
+// ShareGroupDescribe: DESCRIBE on each group (amended).
+func ShareGroupDescribe(az *Check) Decision {
+	return amended(func(resp kmsg.Response) {
 		r := resp.(*kmsg.ShareGroupDescribeResponse)
 		for i := range r.Groups {
 			g := &r.Groups[i]
@@ -45,16 +39,14 @@ func authzShareGroupDescribe(az *authz) bool {
 				*g = ng
 			}
 		}
-	}
-	return true
+	})
 }
 
-// authzShareFetch: READ on the group (refused whole), READ on each topic (split).
-func authzShareFetch(az *authz) bool {
-	req := az.r.Body.(*kmsg.ShareFetchRequest)
+// ShareFetch: READ on the group (refused whole), READ on each topic (split).
+func ShareFetch(az *Check) Decision {
+	req := az.req.Body.(*kmsg.ShareFetchRequest)
 	if !az.group(opRead, strOr(req.GroupID)) {
-		az.refuseAll(codeGroup)
-		return false
+		return az.refuseAll(codeGroup)
 	}
 	var allowed []kmsg.ShareFetchRequestTopic
 	var refused []kmsg.ShareFetchResponseTopic
@@ -77,25 +69,23 @@ func authzShareFetch(az *authz) bool {
 		refused = append(refused, rt)
 	}
 	if len(refused) == 0 {
-		return true
+		return Decision{}
 	}
 	// Unlike other splits, a request left without topics still runs: it carries the
 	// session's epoch, which must move on.
 	req.Topics = allowed
-	az.r.amend = func(resp kmsg.Response) {
+	return amended(func(resp kmsg.Response) {
 		r := resp.(*kmsg.ShareFetchResponse)
 		r.Topics = append(r.Topics, refused...)
-	}
-	return true
+	})
 }
 
-// authzShareAcknowledge: READ on the group (refused whole), READ on each topic
+// ShareAcknowledge: READ on the group (refused whole), READ on each topic
 // (split).
-func authzShareAcknowledge(az *authz) bool {
-	req := az.r.Body.(*kmsg.ShareAcknowledgeRequest)
+func ShareAcknowledge(az *Check) Decision {
+	req := az.req.Body.(*kmsg.ShareAcknowledgeRequest)
 	if !az.group(opRead, strOr(req.GroupID)) {
-		az.refuseAll(codeGroup)
-		return false
+		return az.refuseAll(codeGroup)
 	}
 	var allowed []kmsg.ShareAcknowledgeRequestTopic
 	var refused []kmsg.ShareAcknowledgeResponseTopic
@@ -115,26 +105,25 @@ func authzShareAcknowledge(az *authz) bool {
 		refused = append(refused, rt)
 	}
 	if len(refused) == 0 {
-		return true
+		return Decision{}
 	}
 	req.Topics = allowed
-	az.r.amend = func(resp kmsg.Response) {
+	return amended(func(resp kmsg.Response) {
 		r := resp.(*kmsg.ShareAcknowledgeResponse)
 		r.Topics = append(r.Topics, refused...)
-	}
-	return true
+	})
 }
 
-// authzDescribeShareGroupOffsets: DESCRIBE on each group and on each topic (amended:
+// DescribeShareGroupOffsets: DESCRIBE on each group and on each topic (amended:
 // a refused group answers GROUP_AUTHORIZATION_FAILED, a refused topic's partitions
 // TOPIC_AUTHORIZATION_FAILED; with every topic asked, refused topics are left out).
-func authzDescribeShareGroupOffsets(az *authz) bool {
-	req := az.r.Body.(*kmsg.DescribeShareGroupOffsetsRequest)
+func DescribeShareGroupOffsets(az *Check) Decision {
+	req := az.req.Body.(*kmsg.DescribeShareGroupOffsetsRequest)
 	all := map[string]bool{}
 	for _, g := range req.Groups {
 		all[g.GroupID] = g.Topics == nil
 	}
-	az.r.amend = func(resp kmsg.Response) {
+	return amended(func(resp kmsg.Response) {
 		r := resp.(*kmsg.DescribeShareGroupOffsetsResponse)
 		for i := range r.Groups {
 			g := &r.Groups[i]
@@ -161,17 +150,15 @@ func authzDescribeShareGroupOffsets(az *authz) bool {
 			}
 			g.Topics = kept
 		}
-	}
-	return true
+	})
 }
 
-// authzAlterShareGroupOffsets: READ on the group (refused whole), READ on each topic
+// AlterShareGroupOffsets: READ on the group (refused whole), READ on each topic
 // (split).
-func authzAlterShareGroupOffsets(az *authz) bool {
-	req := az.r.Body.(*kmsg.AlterShareGroupOffsetsRequest)
+func AlterShareGroupOffsets(az *Check) Decision {
+	req := az.req.Body.(*kmsg.AlterShareGroupOffsetsRequest)
 	if !az.group(opRead, req.GroupID) {
-		az.refuseAll(codeGroup)
-		return false
+		return az.refuseAll(codeGroup)
 	}
 	var allowed []kmsg.AlterShareGroupOffsetsRequestTopic
 	var refused []kmsg.AlterShareGroupOffsetsResponseTopic
@@ -193,13 +180,12 @@ func authzAlterShareGroupOffsets(az *authz) bool {
 	})
 }
 
-// authzDeleteShareGroupOffsets: DELETE on the group (refused whole), READ on each
+// DeleteShareGroupOffsets: DELETE on the group (refused whole), READ on each
 // topic (split).
-func authzDeleteShareGroupOffsets(az *authz) bool {
-	req := az.r.Body.(*kmsg.DeleteShareGroupOffsetsRequest)
+func DeleteShareGroupOffsets(az *Check) Decision {
+	req := az.req.Body.(*kmsg.DeleteShareGroupOffsetsRequest)
 	if !az.group(opDelete, req.GroupID) {
-		az.refuseAll(codeGroup)
-		return false
+		return az.refuseAll(codeGroup)
 	}
 	var allowed []kmsg.DeleteShareGroupOffsetsRequestTopic
 	var refused []kmsg.DeleteShareGroupOffsetsResponseTopic

@@ -1,32 +1,19 @@
-package kafka
+package authz
 
 import (
+	"slices"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-broker/samsa/coordinator/metadata"
 )
 
-// More per-API rules of authz.go: deletes, configs, partitions, transactions.
+// More per-API rules: deletes, configs, partitions, transactions, descriptions.
 
-func init() {
-	authzRules[21] = authzDeleteRecords
-	authzRules[23] = authzOffsetForLeaderEpoch
-	authzRules[24] = authzAddPartitionsToTxn
-	authzRules[27] = authzWriteTxnMarkers
-	authzRules[33] = authzAlterConfigs
-	authzRules[37] = authzCreatePartitions
-	authzRules[44] = authzIncrementalAlterConfigs
-	authzRules[47] = authzOffsetDelete
-	authzRules[61] = authzDescribeProducers
-	authzRules[65] = authzDescribeTransactions
-	authzRules[66] = authzListTransactions
-	authzRules[69] = authzConsumerGroupDescribe
-}
-
-// authzDeleteRecords: DELETE on each topic (split).
-func authzDeleteRecords(az *authz) bool {
-	d := az.r.Body.(*kmsg.DeleteRecordsRequest)
+// DeleteRecords: DELETE on each topic (split).
+func DeleteRecords(az *Check) Decision {
+	d := az.req.Body.(*kmsg.DeleteRecordsRequest)
 	var allowed []kmsg.DeleteRecordsRequestTopic
 	var refused []kmsg.DeleteRecordsResponseTopic
 	for _, t := range d.Topics {
@@ -47,13 +34,13 @@ func authzDeleteRecords(az *authz) bool {
 	})
 }
 
-// authzOffsetForLeaderEpoch: CLUSTER_ACTION (followers) or DESCRIBE on each topic
+// OffsetForLeaderEpoch: CLUSTER_ACTION (followers) or DESCRIBE on each topic
 // (amended).
-func authzOffsetForLeaderEpoch(az *authz) bool {
+func OffsetForLeaderEpoch(az *Check) Decision {
 	if az.cluster(opClusterAction) {
-		return true
+		return Decision{}
 	}
-	az.r.amend = func(resp kmsg.Response) {
+	return amended(func(resp kmsg.Response) {
 		r := resp.(*kmsg.OffsetForLeaderEpochResponse)
 		for i := range r.Topics {
 			t := &r.Topics[i]
@@ -65,21 +52,19 @@ func authzOffsetForLeaderEpoch(az *authz) bool {
 				*p = kmsg.OffsetForLeaderEpochResponseTopicPartition{Partition: p.Partition, ErrorCode: codeTopic, LeaderEpoch: -1, EndOffset: -1}
 			}
 		}
-	}
-	return true
+	})
 }
 
-// authzAddPartitionsToTxn: v0-3 (clients): WRITE on the transactional id, then on each
+// AddPartitionsToTxn: v0-3 (clients): WRITE on the transactional id, then on each
 // topic; a refusal answers every partition (refused ones with their code, the others
 // OPERATION_NOT_ATTEMPTED), as Kafka does. v4+ (brokers' batches): CLUSTER_ACTION.
-func authzAddPartitionsToTxn(az *authz) bool {
-	a := az.r.Body.(*kmsg.AddPartitionsToTxnRequest)
+func AddPartitionsToTxn(az *Check) Decision {
+	a := az.req.Body.(*kmsg.AddPartitionsToTxnRequest)
 	if a.Version >= 4 {
 		if az.cluster(opClusterAction) {
-			return true
+			return Decision{}
 		}
-		az.refuseAll(codeCluster)
-		return false
+		return az.refuseAll(codeCluster)
 	}
 	txnOK := az.txnID(opWrite, a.TransactionalID)
 	refused := !txnOK
@@ -93,9 +78,9 @@ func authzAddPartitionsToTxn(az *authz) bool {
 		}
 	}
 	if !refused {
-		return true
+		return Decision{}
 	}
-	resp := az.r.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
+	resp := az.responseKind().(*kmsg.AddPartitionsToTxnResponse)
 	for i, t := range a.Topics {
 		code := codes[i]
 		if code == 0 {
@@ -108,13 +93,12 @@ func authzAddPartitionsToTxn(az *authz) bool {
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
-	az.r.Respond(resp)
-	return false
+	return answer(resp)
 }
 
 // configAllowed decides op on one config resource: the cluster for broker resources,
 // the topic or the group otherwise; with its refusal code.
-func (az *authz) configAllowed(op clusterOrResourceOp, rt kmsg.ConfigResourceType, name string) (bool, int16) {
+func (az *Check) configAllowed(op clusterOrResourceOp, rt kmsg.ConfigResourceType, name string) (bool, int16) {
 	switch rt {
 	case kmsg.ConfigResourceTypeTopic:
 		return az.topic(op.topic, name), codeTopic
@@ -128,9 +112,9 @@ func (az *authz) configAllowed(op clusterOrResourceOp, rt kmsg.ConfigResourceTyp
 // on topics and groups.
 type clusterOrResourceOp struct{ cluster, topic metadata.ACLOperation }
 
-// authzAlterConfigs: ALTER_CONFIGS per resource (split).
-func authzAlterConfigs(az *authz) bool {
-	a := az.r.Body.(*kmsg.AlterConfigsRequest)
+// AlterConfigs: ALTER_CONFIGS per resource (split).
+func AlterConfigs(az *Check) Decision {
+	a := az.req.Body.(*kmsg.AlterConfigsRequest)
 	op := clusterOrResourceOp{opAlterConfigs, opAlterConfigs}
 	var allowed []kmsg.AlterConfigsRequestResource
 	var refused []kmsg.AlterConfigsResponseResource
@@ -149,9 +133,9 @@ func authzAlterConfigs(az *authz) bool {
 	})
 }
 
-// authzIncrementalAlterConfigs: ALTER_CONFIGS per resource (split).
-func authzIncrementalAlterConfigs(az *authz) bool {
-	a := az.r.Body.(*kmsg.IncrementalAlterConfigsRequest)
+// IncrementalAlterConfigs: ALTER_CONFIGS per resource (split).
+func IncrementalAlterConfigs(az *Check) Decision {
+	a := az.req.Body.(*kmsg.IncrementalAlterConfigsRequest)
 	op := clusterOrResourceOp{opAlterConfigs, opAlterConfigs}
 	var allowed []kmsg.IncrementalAlterConfigsRequestResource
 	var refused []kmsg.IncrementalAlterConfigsResponseResource
@@ -170,9 +154,9 @@ func authzIncrementalAlterConfigs(az *authz) bool {
 	})
 }
 
-// authzCreatePartitions: ALTER on each topic (split).
-func authzCreatePartitions(az *authz) bool {
-	c := az.r.Body.(*kmsg.CreatePartitionsRequest)
+// CreatePartitions: ALTER on each topic (split).
+func CreatePartitions(az *Check) Decision {
+	c := az.req.Body.(*kmsg.CreatePartitionsRequest)
 	var allowed []kmsg.CreatePartitionsRequestTopic
 	var refused []kmsg.CreatePartitionsResponseTopic
 	for _, t := range c.Topics {
@@ -190,12 +174,11 @@ func authzCreatePartitions(az *authz) bool {
 	})
 }
 
-// authzOffsetDelete: DELETE on the group (refused whole), READ on each topic (split).
-func authzOffsetDelete(az *authz) bool {
-	d := az.r.Body.(*kmsg.OffsetDeleteRequest)
+// OffsetDelete: DELETE on the group (refused whole), READ on each topic (split).
+func OffsetDelete(az *Check) Decision {
+	d := az.req.Body.(*kmsg.OffsetDeleteRequest)
 	if !az.group(opDelete, d.Group) {
-		az.refuseAll(codeGroup)
-		return false
+		return az.refuseAll(codeGroup)
 	}
 	var allowed []kmsg.OffsetDeleteRequestTopic
 	var refused []kmsg.OffsetDeleteResponseTopic
@@ -217,9 +200,9 @@ func authzOffsetDelete(az *authz) bool {
 	})
 }
 
-// authzDescribeProducers: READ on each topic (amended).
-func authzDescribeProducers(az *authz) bool {
-	az.r.amend = func(resp kmsg.Response) {
+// DescribeProducers: READ on each topic (amended).
+func DescribeProducers(az *Check) Decision {
+	return amended(func(resp kmsg.Response) {
 		r := resp.(*kmsg.DescribeProducersResponse)
 		for i := range r.Topics {
 			t := &r.Topics[i]
@@ -231,14 +214,13 @@ func authzDescribeProducers(az *authz) bool {
 				p.ErrorCode, p.ErrorMessage, p.ActiveProducers = codeTopic, nil, nil
 			}
 		}
-	}
-	return true
+	})
 }
 
-// authzDescribeTransactions: DESCRIBE on each transactional id (amended); partitions
+// DescribeTransactions: DESCRIBE on each transactional id (amended); partitions
 // of topics the principal may not describe are left out.
-func authzDescribeTransactions(az *authz) bool {
-	az.r.amend = func(resp kmsg.Response) {
+func DescribeTransactions(az *Check) Decision {
+	return amended(func(resp kmsg.Response) {
 		r := resp.(*kmsg.DescribeTransactionsResponse)
 		for i := range r.TransactionStates {
 			s := &r.TransactionStates[i]
@@ -256,13 +238,12 @@ func authzDescribeTransactions(az *authz) bool {
 			}
 			s.Topics = kept
 		}
-	}
-	return true
+	})
 }
 
-// authzListTransactions: only the transactional ids the principal may DESCRIBE.
-func authzListTransactions(az *authz) bool {
-	az.r.amend = func(resp kmsg.Response) {
+// ListTransactions: only the transactional ids the principal may DESCRIBE.
+func ListTransactions(az *Check) Decision {
+	return amended(func(resp kmsg.Response) {
 		r := resp.(*kmsg.ListTransactionsResponse)
 		kept := r.TransactionStates[:0]
 		for _, s := range r.TransactionStates {
@@ -271,13 +252,12 @@ func authzListTransactions(az *authz) bool {
 			}
 		}
 		r.TransactionStates = kept
-	}
-	return true
+	})
 }
 
-// authzConsumerGroupDescribe: DESCRIBE on each group (amended).
-func authzConsumerGroupDescribe(az *authz) bool {
-	az.r.amend = func(resp kmsg.Response) {
+// ConsumerGroupDescribe: DESCRIBE on each group (amended).
+func ConsumerGroupDescribe(az *Check) Decision {
+	return amended(func(resp kmsg.Response) {
 		r := resp.(*kmsg.ConsumerGroupDescribeResponse)
 		for i := range r.Groups {
 			g := &r.Groups[i]
@@ -287,19 +267,18 @@ func authzConsumerGroupDescribe(az *authz) bool {
 				*g = ng
 			}
 		}
-	}
-	return true
+	})
 }
 
-// authzWriteTxnMarkers: ALTER or CLUSTER_ACTION on the cluster (KIP-664: ALTER lets an
+// WriteTxnMarkers: ALTER or CLUSTER_ACTION on the cluster (KIP-664: ALTER lets an
 // operator's admin client abort a hanging transaction), refused whole with
 // CLUSTER_AUTHORIZATION_FAILED on every partition of every marker, as Kafka's
 // WriteTxnMarkersRequest.getErrorResponse answers.
-func authzWriteTxnMarkers(az *authz) bool {
+func WriteTxnMarkers(az *Check) Decision {
 	if az.cluster(opAlter) || az.cluster(opClusterAction) {
-		return true
+		return Decision{}
 	}
-	req := az.r.Body.(*kmsg.WriteTxnMarkersRequest)
+	req := az.req.Body.(*kmsg.WriteTxnMarkersRequest)
 	resp := req.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
 	for _, m := range req.Markers {
 		rm := kmsg.NewWriteTxnMarkersResponseMarker()
@@ -316,6 +295,41 @@ func authzWriteTxnMarkers(az *authz) bool {
 		}
 		resp.Markers = append(resp.Markers, rm)
 	}
-	az.r.Respond(resp)
-	return false
+	return answer(resp)
+}
+
+// DescribeTopicPartitions: DESCRIBE on each topic. Named topics the principal may not
+// describe are answered TOPIC_AUTHORIZATION_FAILED; of all topics, those are left out.
+func DescribeTopicPartitions(az *Check) Decision {
+	req := az.req.Body.(*kmsg.DescribeTopicPartitionsRequest)
+	if len(req.Topics) == 0 {
+		return amended(func(resp kmsg.Response) {
+			r := resp.(*kmsg.DescribeTopicPartitionsResponse)
+			kept := r.Topics[:0]
+			for _, t := range r.Topics {
+				if t.Topic != nil && az.topic(opDescribe, *t.Topic) {
+					kept = append(kept, t)
+				}
+			}
+			r.Topics = kept
+		})
+	}
+	var refused []string
+	for _, t := range req.Topics {
+		if !az.topic(opDescribe, t.Topic) {
+			refused = append(refused, t.Topic)
+		}
+	}
+	if len(refused) == 0 {
+		return Decision{}
+	}
+	return amended(func(resp kmsg.Response) {
+		r := resp.(*kmsg.DescribeTopicPartitionsResponse)
+		for i := range r.Topics {
+			t := &r.Topics[i]
+			if t.Topic != nil && slices.Contains(refused, *t.Topic) {
+				*t = kmsg.DescribeTopicPartitionsResponseTopic{Topic: t.Topic, ErrorCode: codeTopic, AuthorizedOperations: OperationsUnknown}
+			}
+		}
+	})
 }

@@ -1,13 +1,12 @@
-package kafka
+package authz
 
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/samsa-broker/samsa/coordinator/group"
 	"github.com/samsa-broker/samsa/coordinator/metadata"
 )
 
-// The streams groups' rules of authz.go (KIP-1071), as Kafka's KafkaApis checks them:
+// The streams groups' rules (KIP-1071), as Kafka's KafkaApis checks them:
 // READ on the group for StreamsGroupHeartbeat (the whole request refused with
 // GROUP_AUTHORIZATION_FAILED), then DESCRIBE on every topic of a joining member's
 // topology (source, repartition and changelog topics; any refused one refuses the
@@ -18,39 +17,37 @@ import (
 // StreamsGroupDescribe and on every topic of its topology (amended: a refused group
 // answers GROUP_AUTHORIZATION_FAILED, one naming a topic the principal may not
 // describe TOPIC_AUTHORIZATION_FAILED), with the authorized operations from the ACLs
-// when asked.
+// when asked. The CREATE check is CreateDenied.
 
-func init() {
-	authzRules[streamsGroupHeartbeatKey] = authzStreamsGroupHeartbeat
-	authzRules[streamsGroupDescribeKey] = authzStreamsGroupDescribe
-}
-
-// authzStreamsGroupHeartbeat: READ on the group, DESCRIBE on the topology's topics
-// (both refused whole).
-func authzStreamsGroupHeartbeat(az *authz) bool {
-	req := az.r.Body.(*kmsg.StreamsGroupHeartbeatRequest)
-	if !az.group(opRead, req.Group) {
-		az.refuseAll(codeGroup)
-		return false
-	}
-	topics := group.StreamsTopologyTopics(req.Topology)
-	if invalidTopologyTopics(topics) != "" {
-		return true // the handler refuses the topology before any topic is checked, as Kafka
-	}
-	for _, t := range topics {
-		if !az.topic(opDescribe, t) {
-			az.refuseAll(codeTopic)
-			return false
+// StreamsGroupHeartbeat returns the rule of StreamsGroupHeartbeat: READ on the group,
+// then DESCRIBE on the topics of the member's topology (both refused whole).
+// topologyTopics names those topics, or reports false when the handler refuses the
+// topology's topic names before any topic is checked, as Kafka does (the handler's
+// own check: internal or invalid names).
+func StreamsGroupHeartbeat(topologyTopics func(*kmsg.StreamsGroupHeartbeatRequestTopology) ([]string, bool)) Rule {
+	return func(az *Check) Decision {
+		req := az.req.Body.(*kmsg.StreamsGroupHeartbeatRequest)
+		if !az.group(opRead, req.Group) {
+			return az.refuseAll(codeGroup)
 		}
+		topics, ok := topologyTopics(req.Topology)
+		if !ok {
+			return Decision{}
+		}
+		for _, t := range topics {
+			if !az.topic(opDescribe, t) {
+				return az.refuseAll(codeTopic)
+			}
+		}
+		return Decision{}
 	}
-	return true
 }
 
-// authzStreamsGroupDescribe: DESCRIBE on each group and on the topics of its topology
+// StreamsGroupDescribe: DESCRIBE on each group and on the topics of its topology
 // (amended), authorized operations from the ACLs.
-func authzStreamsGroupDescribe(az *authz) bool {
-	req := az.r.Body.(*kmsg.StreamsGroupDescribeRequest)
-	az.r.amend = func(resp kmsg.Response) {
+func StreamsGroupDescribe(az *Check) Decision {
+	req := az.req.Body.(*kmsg.StreamsGroupDescribeRequest)
+	return amended(func(resp kmsg.Response) {
 		r := resp.(*kmsg.StreamsGroupDescribeResponse)
 		for i := range r.Groups {
 			g := &r.Groups[i]
@@ -87,28 +84,5 @@ func authzStreamsGroupDescribe(az *authz) bool {
 				g.AuthorizedOperations = az.a.AuthorizedOperations(az.ctx, metadata.ACLResourceGroup, g.Group)
 			}
 		}
-	}
-	return true
-}
-
-// createDenied returns the topics of topics the principal of r may not create: none
-// when it may CREATE on the cluster (or there is no authorizer, or it is a super user).
-func (b *Broker) createDenied(r *Request, topics []string) []string {
-	cs := r.sec
-	if cs == nil || cs.l.sec.Authorizer == nil {
-		return nil
-	}
-	az := &authz{log: b.log, r: r, a: cs.l.sec.Authorizer, ctx: cs.ctx}
-	_, az.im = b.Image()
-	az.a.Update(az.im.ACLs())
-	if az.a.IsSuperUser(az.ctx.Principal) || az.cluster(opCreate) {
-		return nil
-	}
-	var denied []string
-	for _, t := range topics {
-		if !az.topic(opCreate, t) {
-			denied = append(denied, t)
-		}
-	}
-	return denied
+	})
 }
