@@ -257,3 +257,90 @@ func BenchmarkLongPoll(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkFetchSession is a consumer's incremental fetch session (KIP-227) over
+// loopback, one request at a time, each naming no partition (MaxWait 0):
+//   - records: 100 partitions of one 10-record batch each, read from offset 0 by
+//     every request (the session's offsets never move), so every answer carries
+//     them all: the session's collect and choose for each partition, with reads;
+//   - idle: 1,000 partitions read at their end, which go quiet after the first
+//     answer: what an idle consumer's request costs.
+//
+// cpu-µs/req is process CPU (client and broker) per request.
+func BenchmarkFetchSession(b *testing.B) {
+	for _, c := range []struct {
+		name   string
+		nparts int
+		atEnd  bool
+	}{{"records/partitions=100", 100, false}, {"idle/partitions=1000", 1000, true}} {
+		b.Run(c.name, func(b *testing.B) {
+			tb := startDataBroker(b)
+			rc := tb.raw(b)
+			req := kmsg.NewPtrCreateTopicsRequest()
+			ct := kmsg.NewCreateTopicsRequestTopic()
+			ct.Topic, ct.NumPartitions, ct.ReplicationFactor = "bench", int32(c.nparts), 1
+			req.Topics = append(req.Topics, ct)
+			rc.roundTrip(req)
+			preq := kmsg.NewPtrProduceRequest()
+			preq.SetVersion(9)
+			preq.Acks, preq.TimeoutMillis = 1, 5000
+			pt := kmsg.NewProduceRequestTopic()
+			pt.Topic = "bench"
+			batch := appendBatch(nil, batchSpec{pid: -1, epoch: -1, seq: -1, n: 10, valueBytes: 100})
+			for p := range int32(c.nparts) {
+				pp := kmsg.NewProduceRequestTopicPartition()
+				pp.Partition, pp.Records = p, batch
+				pt.Partitions = append(pt.Partitions, pp)
+			}
+			preq.Topics = append(preq.Topics, pt)
+			rc.roundTrip(preq)
+
+			parts := make([]fetchPartReq, c.nparts)
+			for p := range parts {
+				parts[p] = fetchPartReq{topic: "bench", partition: int32(p), maxBytes: 64 << 10, curEpoch: -1, lastEpoch: -1}
+				if c.atEnd {
+					parts[p].offset = 10
+				}
+			}
+			freq := fetchReq(12, 0, 1, 0, 0, parts, nil)
+			resp := rc.roundTrip(freq).(*kmsg.FetchResponse)
+			if resp.ErrorCode != 0 || resp.SessionID == 0 {
+				b.Fatalf("opening the session: error %d, session %d", resp.ErrorCode, resp.SessionID)
+			}
+			inc := fetchReq(12, 0, 1, resp.SessionID, 1, nil, nil)
+			fmtr := kmsg.NewRequestFormatter(kmsg.FormatterClientID("bench"))
+			br := bufio.NewReaderSize(rc.c, 1<<20)
+			rc.c.SetDeadline(time.Time{})
+			var frame []byte
+			var answered int64
+			send := func(n int) {
+				for range n {
+					frame = fmtr.AppendRequest(frame[:0], inc, 1)
+					if _, err := rc.c.Write(frame); err != nil {
+						b.Fatal(err)
+					}
+					var hdr [4]byte
+					if _, err := io.ReadFull(br, hdr[:]); err != nil {
+						b.Fatal(err)
+					}
+					size := int(binary.BigEndian.Uint32(hdr[:]))
+					if _, err := br.Discard(size); err != nil {
+						b.Fatal(err)
+					}
+					answered += int64(size)
+					inc.SessionEpoch++
+				}
+			}
+			send(20) // warm the pools; the idle session's partitions go quiet
+			answered = 0
+			cpu0 := rusageCPU()
+			b.ReportAllocs()
+			b.ResetTimer()
+			send(b.N)
+			b.StopTimer()
+			cpu := rusageCPU() - cpu0
+			b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/req")
+			b.ReportMetric(float64(answered)/float64(b.N), "B/answer")
+		})
+	}
+}
