@@ -66,10 +66,14 @@ var allowed = map[string][]string{
 	"net/authz": {"coordinator/acl", "coordinator/metadata", "coordinator/controller"},
 	// The protocol adapter and the node-to-node client may use everything below net
 	// (net/peer: net/auth, no I/O, whose server sessions its security tests dial).
-	"net/kafka":    {"engine/...", "purgatory", "replication/...", "coordinator/...", "net/transport", "net/peer", "net/auth", "net/authz", "internal/..."},
+	"net/kafka":    {"engine/...", "purgatory", "replication/...", "coordinator/...", "net/transport", "net/peer", "net/auth", "net/authz", "net/quota", "internal/..."},
 	"net/peer":     {"engine/...", "purgatory", "replication/...", "coordinator/...", "net/transport", "net/auth"},
 	"net/...":      {"engine/...", "purgatory", "replication/...", "coordinator/...", "net/...", "internal/..."},
 	"internal/...": {},
+
+	// Client quotas (Kafka's ClientQuotaManager and its siblings): the quotas of the
+	// image in, throttle times out; no protocol layer, no transport.
+	"net/quota": {"coordinator/metadata", "coordinator/configs"},
 
 	// Clients: they talk to brokers over the wire only.
 	"bench":           {},
@@ -213,6 +217,11 @@ func TestRules(t *testing.T) {
 		{"net/authz", "coordinator/acl", true},
 		{"net/authz", "coordinator/group", false},
 		{"net/authz", "net/transport", false},
+		{"net/kafka", "net/quota", true},
+		{"net/quota", "coordinator/metadata", true},
+		{"net/quota", "net/kafka", false},
+		{"net/quota", "net/transport", false},
+		{"net/quota", "replication", false},
 		{"bench", "engine", false},
 		{"cmd/samsa-chaos", "tools/chaos", true},
 		{"tools/audit", "tools/chaos", true},

@@ -153,7 +153,8 @@ func handleProduce(b *Broker, r *Request) {
 	}
 	op.resp.Default()
 	op.resp.SetVersion(v)
-	op.resp.ThrottleMillis = b.throttleProduce(r, len(r.Raw)) // quotas.go
+	_, im := b.Image()
+	op.resp.ThrottleMillis = r.mute(b.quotas.Produce(im.ClientQuotas(), quotaClientOf(r), len(r.Raw))) // quotas.go
 	op.pr.Begin(b.repl, req.Acks, time.Duration(req.TimeoutMillis)*time.Millisecond, op.fin)
 
 	var fixed *kerr.Error

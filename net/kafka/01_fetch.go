@@ -40,7 +40,7 @@
 // Differences from Apache Kafka: no aborted-transaction index (AbortedTransactions is
 // empty for READ_COMMITTED); no preferred read replica (-1).
 //
-// Quotas (quotas.go), as KafkaApis: a consumer's MaxBytes is capped by its
+// Quotas (net/quota; quotas.go), as KafkaApis: a consumer's MaxBytes is capped by its
 // consumer_byte_rate (quota × (samples − 1) × sample window) and MinBytes by MaxBytes;
 // the answer's size (estimated before framing, as Kafka measures it before any
 // conversion) is recorded against the quota, and a consumer over it (or over its
@@ -62,6 +62,7 @@ import (
 	"github.com/samsa-broker/samsa/coordinator/metadata"
 	"github.com/samsa-broker/samsa/engine"
 	"github.com/samsa-broker/samsa/net/authz"
+	"github.com/samsa-broker/samsa/net/quota"
 	"github.com/samsa-broker/samsa/purgatory"
 	"github.com/samsa-broker/samsa/replication"
 )
@@ -122,9 +123,9 @@ type fetchOp struct {
 	parked    bool  // watched in the purgatory: completion may run on a flusher
 	parts     []fetchPart
 
-	// quotas.go: the consumer, for consumer_byte_rate, and where frame wrote
+	// net/quota: the consumer, for consumer_byte_rate, and where frame wrote
 	// throttle_time_ms.
-	quota      quotaClient
+	quota      quota.Client
 	throttleAt int
 	throttled  bool // the answer carries no partitions
 }
@@ -182,7 +183,8 @@ func handleFetch(b *Broker, r *Request) {
 	op.replica, op.replicaID, op.repEpoch = replicaID >= 0, replicaID, repEpoch
 	op.quota = quotaClientOf(r)
 	if !op.replica {
-		op.maxBytes = min(op.maxBytes, b.fetchQuotaBytes(op.quota)) // quotas.go
+		_, im := b.Image()
+		op.maxBytes = min(op.maxBytes, b.quotas.FetchMaxBytes(im.ClientQuotas(), op.quota)) // net/quota
 		op.minBytes = min(op.minBytes, op.maxBytes)
 	}
 	r.quotaExempt = op.replica // a follower's fetch is outside the request quota
@@ -520,12 +522,13 @@ func (op *fetchOp) respondError(code int16) {
 func (op *fetchOp) respond() { op.respondWith(0) }
 
 // respondWith frames the answer and sends it; a consumer over its quota gets an
-// empty one (quotas.go).
+// empty one (net/quota).
 func (op *fetchOp) respondWith(code int16) {
 	op.countErrors(code)
 	var t int32
 	if !op.replica {
-		if t = op.b.throttleFetch(op.r, op.quota, op.responseSize()); t > 0 {
+		_, im := op.b.Image()
+		if t = op.r.mute(op.b.quotas.Fetch(im.ClientQuotas(), op.quota, op.responseSize())); t > 0 {
 			op.throttled = true
 			if op.full && op.sess != nil {
 				op.b.data().sessions.remove(op.sess.id) // Kafka opens it only with an answer that has data

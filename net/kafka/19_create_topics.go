@@ -18,7 +18,7 @@
 // fails whole with POLICY_VIOLATION and a message naming the limit (file_headroom.go).
 //
 // The partitions created or deleted are charged to the client's
-// controller_mutation_rate (KIP-599; mutation_quota.go): over it a topic is answered
+// controller_mutation_rate (KIP-599; net/quota): over it a topic is answered
 // THROTTLING_QUOTA_EXCEEDED (newer versions) or the answer throttled (older ones).
 //
 // Differences from Apache Kafka: the open-file check above (Kafka has none).
@@ -39,7 +39,16 @@ func init() {
 
 func handleCreateTopics(b *Broker, r *Request) {
 	req := r.Body.(*kmsg.CreateTopicsRequest)
-	if b.refuseForFiles(r, b.createTopicsReplicas(req)) || !b.chargeCreateTopics(r, req) {
+	if b.refuseForFiles(r, b.createTopicsReplicas(req)) {
+		return
+	}
+	im := b.meta.Image()
+	refused, t, charged := b.quotas.CreateTopics(im, quotaClientOf(r), r.Header.Version, req,
+		func() int { return int(b.groupInt(im, "num.partitions", 1)) })
+	if charged && !r.answerMutations(t, len(req.Topics), len(refused), func(resp kmsg.Response) {
+		cr := resp.(*kmsg.CreateTopicsResponse)
+		cr.Topics = append(cr.Topics, refused...)
+	}) {
 		return
 	}
 	b.forward(r, forwarded{timeout: time.Duration(req.TimeoutMillis) * time.Millisecond, write: !req.ValidateOnly})

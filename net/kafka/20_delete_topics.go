@@ -9,7 +9,7 @@
 // the wait for the controller.
 //
 // The partitions created or deleted are charged to the client's
-// controller_mutation_rate (KIP-599; mutation_quota.go): over it a topic is answered
+// controller_mutation_rate (KIP-599; net/quota): over it a topic is answered
 // THROTTLING_QUOTA_EXCEEDED (newer versions) or the answer throttled (older ones).
 //
 // Differences from Apache Kafka: internal topics may be deleted (no authorizer to
@@ -31,7 +31,11 @@ func init() {
 
 func handleDeleteTopics(b *Broker, r *Request) {
 	req := r.Body.(*kmsg.DeleteTopicsRequest)
-	if !b.chargeDeleteTopics(r, req) {
+	refused, t, charged := b.quotas.DeleteTopics(b.meta.Image(), quotaClientOf(r), r.Header.Version, req)
+	if charged && !r.answerMutations(t, len(req.TopicNames)+len(req.Topics), len(refused), func(resp kmsg.Response) {
+		dr := resp.(*kmsg.DeleteTopicsResponse)
+		dr.Topics = append(dr.Topics, refused...)
+	}) {
 		return
 	}
 	b.forward(r, forwarded{timeout: time.Duration(req.TimeoutMillis) * time.Millisecond, write: true})

@@ -13,7 +13,7 @@
 // request with POLICY_VIOLATION (file_headroom.go).
 //
 // The partitions created or deleted are charged to the client's
-// controller_mutation_rate (KIP-599; mutation_quota.go): over it a topic is answered
+// controller_mutation_rate (KIP-599; net/quota): over it a topic is answered
 // THROTTLING_QUOTA_EXCEEDED (newer versions) or the answer throttled (older ones).
 //
 // Differences from Apache Kafka: that open-file check (Kafka has none).
@@ -34,7 +34,14 @@ func init() {
 
 func handleCreatePartitions(b *Broker, r *Request) {
 	req := r.Body.(*kmsg.CreatePartitionsRequest)
-	if b.refuseForFiles(r, b.createPartitionsReplicas(req)) || !b.chargeCreatePartitions(r, req) {
+	if b.refuseForFiles(r, b.createPartitionsReplicas(req)) {
+		return
+	}
+	refused, t, charged := b.quotas.CreatePartitions(b.meta.Image(), quotaClientOf(r), r.Header.Version, req)
+	if charged && !r.answerMutations(t, len(req.Topics), len(refused), func(resp kmsg.Response) {
+		cr := resp.(*kmsg.CreatePartitionsResponse)
+		cr.Topics = append(cr.Topics, refused...)
+	}) {
 		return
 	}
 	b.forward(r, forwarded{timeout: time.Duration(req.TimeoutMillis) * time.Millisecond, write: !req.ValidateOnly})

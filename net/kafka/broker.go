@@ -15,6 +15,7 @@ import (
 	"github.com/samsa-broker/samsa/coordinator/controller"
 	"github.com/samsa-broker/samsa/coordinator/metadata"
 	"github.com/samsa-broker/samsa/engine"
+	"github.com/samsa-broker/samsa/net/quota"
 	"github.com/samsa-broker/samsa/net/transport"
 	"github.com/samsa-broker/samsa/replication"
 )
@@ -119,7 +120,7 @@ type Broker struct {
 	txnTopic   topicGate        // the creation of __transaction_state
 	shareTopic topicGate        // the creation of __share_group_state
 
-	quotas   *quotaManager            // client quotas (quotas.go)
+	quotas   *quota.Manager           // client quotas (net/quota; quotas.go)
 	dataPath atomic.Pointer[dataPath] // data-path state, created on first use (partition_state.go)
 	repl     *replication.Manager     // the replica manager: leadership, ISR, HW (partition_state.go)
 
@@ -165,7 +166,7 @@ func NewBroker(cfg Config, deps Deps, log *slog.Logger) (*Broker, error) {
 	}
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	b.metrics = newMetrics(cfg.Registerer)
-	b.quotas = newQuotaManager(cfg.Static, cfg.Registerer)
+	b.quotas = quota.New(cfg.Static, cfg.Registerer)
 	b.apiVersions = buildApiVersions()
 	b.dirs = newDirHealth(b.eng)
 	b.mdCache = newMetadataCache()

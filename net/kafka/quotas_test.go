@@ -21,6 +21,7 @@ import (
 	"github.com/samsa-broker/samsa/coordinator/acl"
 	"github.com/samsa-broker/samsa/coordinator/metadata"
 	"github.com/samsa-broker/samsa/net/auth"
+	"github.com/samsa-broker/samsa/net/quota"
 )
 
 func strp(s string) *string { return &s }
@@ -120,7 +121,7 @@ func TestClientQuotasAdmin(t *testing.T) {
 	if d := describe(false, kadm.DescribeClientQuotaComponent{Type: "user", MatchName: strp("alice"), MatchType: kmsg.QuotasMatchTypeExact}); len(d) != 1 || len(d[0].Values) != 1 {
 		t.Fatalf("alice after removal: %v", d)
 	}
-	if r, ok := tb.b.IPConnectionRate("10.1.2.3"); !ok || r != 7 {
+	if r, ok := quota.IPConnectionRate(tb.image().ClientQuotas(), "10.1.2.3"); !ok || r != 7 {
 		t.Fatal("ip quota not seen by the connection limiter")
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/samsa-broker/samsa/coordinator/metadata"
 	"github.com/samsa-broker/samsa/engine"
 	"github.com/samsa-broker/samsa/net/kafka"
+	"github.com/samsa-broker/samsa/net/quota"
 	"github.com/samsa-broker/samsa/net/transport"
 	"github.com/samsa-broker/samsa/replication"
 )
@@ -297,7 +298,12 @@ func (r *brokerRole) start(kcfg kafka.Config, d brokerDeps) error {
 	// High watermarks of logs recovered after a crash catch up once their data is
 	// durable, before any client asks.
 	r.broker.StartDataPath()
-	limiter := newConnLimiter(r.cfg, d.reg, r.broker.IPConnectionRate, r.log.With("component", "connection-limits"))
+	// The ip entity's connection_creation_rate, read from the broker's image at accept.
+	ipRate := func(ip string) (float64, bool) {
+		_, im := r.broker.Image()
+		return quota.IPConnectionRate(im.ClientQuotas(), ip)
+	}
+	limiter := newConnLimiter(r.cfg, d.reg, ipRate, r.log.With("component", "connection-limits"))
 	r.pubMu.Lock()
 	r.limiter = limiter
 	_, im := r.broker.Image()
