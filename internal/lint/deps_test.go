@@ -66,7 +66,7 @@ var allowed = map[string][]string{
 	"net/authz": {"coordinator/acl", "coordinator/metadata", "coordinator/controller"},
 	// The protocol adapter and the node-to-node client may use everything below net
 	// (net/peer: net/auth, no I/O, whose server sessions its security tests dial).
-	"net/kafka":    {"engine/...", "purgatory", "replication/...", "coordinator/...", "net/transport", "net/peer", "net/auth", "net/authz", "net/quota", "internal/..."},
+	"net/kafka":    {"engine/...", "purgatory", "replication/...", "coordinator/...", "net/transport", "net/peer", "net/auth", "net/authz", "net/quota", "net/fetchsession", "internal/..."},
 	"net/peer":     {"engine/...", "purgatory", "replication/...", "coordinator/...", "net/transport", "net/auth"},
 	"net/...":      {"engine/...", "purgatory", "replication/...", "coordinator/...", "net/...", "internal/..."},
 	"internal/...": {},
@@ -74,6 +74,9 @@ var allowed = map[string][]string{
 	// Client quotas (Kafka's ClientQuotaManager and its siblings): the quotas of the
 	// image in, throttle times out; no protocol layer, no transport.
 	"net/quota": {"coordinator/metadata", "coordinator/configs"},
+	// Fetch sessions (KIP-227, Kafka's FetchSessionCache): the partitions' logs and
+	// replicas (their quiet state), the image; no protocol layer, no purgatory.
+	"net/fetchsession": {"engine/...", "replication/...", "coordinator/metadata"},
 
 	// Clients: they talk to brokers over the wire only.
 	"bench":           {},
@@ -222,6 +225,11 @@ func TestRules(t *testing.T) {
 		{"net/quota", "net/kafka", false},
 		{"net/quota", "net/transport", false},
 		{"net/quota", "replication", false},
+		{"net/kafka", "net/fetchsession", true},
+		{"net/fetchsession", "replication", true},
+		{"net/fetchsession", "coordinator/metadata", true},
+		{"net/fetchsession", "purgatory", false},
+		{"net/fetchsession", "net/kafka", false},
 		{"bench", "engine", false},
 		{"cmd/samsa-chaos", "tools/chaos", true},
 		{"tools/audit", "tools/chaos", true},

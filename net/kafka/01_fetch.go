@@ -35,7 +35,8 @@
 //     whose offset lies on a segment before the one holding its bound (the HW, LSO or
 //     LEO) is answered at once (Kafka's DelayedFetch): a read ends at its segment's
 //     end, so a compacted older segment never gathers MinBytes however much follows.
-//   - v7+: incremental fetch sessions (KIP-227, fetch_session.go).
+//   - v7+: incremental fetch sessions (KIP-227, net/fetchsession), with their quiet
+//     partitions, which requests leave out until their log changes.
 //
 // Differences from Apache Kafka: no aborted-transaction index (AbortedTransactions is
 // empty for READ_COMMITTED); no preferred read replica (-1).
@@ -62,6 +63,7 @@ import (
 	"github.com/samsa-broker/samsa/coordinator/metadata"
 	"github.com/samsa-broker/samsa/engine"
 	"github.com/samsa-broker/samsa/net/authz"
+	"github.com/samsa-broker/samsa/net/fetchsession"
 	"github.com/samsa-broker/samsa/net/quota"
 	"github.com/samsa-broker/samsa/purgatory"
 	"github.com/samsa-broker/samsa/replication"
@@ -83,7 +85,7 @@ type fetchPart struct {
 	maxBytes    int32
 	curEpoch    int32
 	lastFetched int32
-	sp          *sessPart // the session's entry, nil when sessionless
+	sp          *fetchsession.Part // the session's entry, nil when sessionless
 
 	// resolved when the request arrives
 	log                   *engine.Log
@@ -117,10 +119,10 @@ type fetchOp struct {
 	isolation int8
 	minBytes  int32
 	maxBytes  int32
-	sess      *fetchSession
+	sess      *fetchsession.Session
 	full      bool
-	quietable []int // choose: the parts that may go quiet (fetch_session.go)
-	parked    bool  // watched in the purgatory: completion may run on a flusher
+	idle      []fetchsession.Idle // choose: the parts that may go quiet
+	parked    bool                // watched in the purgatory: completion may run on a flusher
 	parts     []fetchPart
 
 	// net/quota: the consumer, for consumer_byte_rate, and where frame wrote
@@ -140,7 +142,9 @@ func (op *fetchOp) recycle() {
 	clear(logs)
 	req := op.req
 	clearFetchRequest(&req)
-	*op = fetchOp{req: req, parts: parts[:0], logs: logs[:0], quietable: op.quietable[:0]}
+	idle := op.idle[:cap(op.idle)]
+	clear(idle)
+	*op = fetchOp{req: req, parts: parts[:0], logs: logs[:0], idle: idle[:0]}
 	fetchOps.Put(op)
 }
 
@@ -190,7 +194,7 @@ func handleFetch(b *Broker, r *Request) {
 	r.quotaExempt = op.replica // a follower's fetch is outside the request quota
 
 	now := time.Now()
-	sess, full, serr := dp.sessions.open(req, v, now)
+	sess, full, serr := dp.sessions.Open(req, v, now)
 	if serr != nil {
 		op.respondError(serr.Code)
 		op.recycle()
@@ -224,9 +228,9 @@ func handleFetch(b *Broker, r *Request) {
 	bytes, done := op.gather()
 	quiet := op.quietSession()
 	if quiet && op.replica && b.repl != nil {
-		sess.clock.Store(b.repl.Now().UnixNano()) // the fetches of quiet parts count from now
+		sess.SetClock(b.repl.Now()) // the fetches of quiet parts count from now
 	}
-	if done || bytes >= int64(op.minBytes) || req.MaxWaitMillis <= 0 || len(op.logs) == 0 && !(quiet && sess.hasQuiet()) {
+	if done || bytes >= int64(op.minBytes) || req.MaxWaitMillis <= 0 || len(op.logs) == 0 && !(quiet && sess.HasQuiet()) {
 		op.respond()
 		op.recycle()
 		return
@@ -239,39 +243,31 @@ func handleFetch(b *Broker, r *Request) {
 	// takes only after reading its arguments).
 	logs := op.logs
 	if quiet {
-		sess.setParked(op) // a quiet part that wakes completes it
+		sess.Park(op) // a quiet part that wakes completes it
 	}
 	dp.waits.TryCompleteElseWatch(op, logs...)
 }
 
 // collectSession sets op's parts to those its session serves now: all of them, or
-// those not quiet (fetch_session.go).
+// those not quiet.
 func (op *fetchOp) collectSession(now time.Time) {
-	sess := op.sess
-	sess.mu.Lock()
-	defer sess.mu.Unlock()
-	parts := sess.parts
-	if op.quietSession() {
-		parts = sess.collectLocked(op.b.meta.Image(), now)
-	}
-	op.parts = growParts(op.parts, len(parts))[:len(parts)]
-	for i, sp := range parts {
-		op.parts[i] = fetchPart{topic: sp.key.topic, id: sp.key.id, partition: sp.key.partition,
-			offset: sp.fetchOffset, maxBytes: sp.maxBytes, curEpoch: sp.currentEpoch, lastFetched: sp.lastFetched, sp: sp}
-	}
+	op.parts = op.parts[:0]
+	op.sess.Collect(op.quietSession(), op.b.meta.Image(), now, func(sp *fetchsession.Part, f fetchsession.Fetch) {
+		op.parts = append(op.parts, fetchPart{topic: f.Topic, id: f.ID, partition: f.Partition,
+			offset: f.Offset, maxBytes: f.MaxBytes, curEpoch: f.CurrentLeaderEpoch, lastFetched: f.LastFetchedEpoch, sp: sp})
+	})
 }
 
 // quietSession reports whether op is a follower's fetch in its own session, or a
-// consumer's in a consumer's session, whose idle partitions go quiet
-// (fetch_session.go).
+// consumer's in a consumer's session, whose idle partitions go quiet.
 func (op *fetchOp) quietSession() bool {
 	if op.sess == nil {
 		return false
 	}
 	if op.replica {
-		return op.sess.replicaID >= 0 && op.sess.replicaID == op.replicaID
+		return op.sess.ReplicaID() >= 0 && op.sess.ReplicaID() == op.replicaID
 	}
-	return op.sess.replicaID == -1 && op.replicaID == -1
+	return op.sess.ReplicaID() == -1 && op.replicaID == -1
 }
 
 // growParts returns parts emptied, with room for n.
@@ -426,7 +422,7 @@ func (op *fetchOp) releaseSlices() {
 // TryComplete implements purgatory.Operation: MinBytes available, or a partition whose
 // fetch offset fell out of range (DeleteRecords, truncation).
 func (op *fetchOp) TryComplete() bool {
-	if op.sess != nil && op.sess.woken.Load() && op.quietSession() {
+	if op.sess != nil && op.sess.Woken() && op.quietSession() {
 		return op.ForceComplete() // a quiet part woke: the next request serves it
 	}
 	var bytes int64
@@ -484,15 +480,15 @@ func (op *fetchOp) OnComplete() {
 // drop releases what an answered parked fetch references, once no TryComplete of it runs.
 func (op *fetchOp) drop() {
 	op.Quiesce()
-	op.parts, op.logs, op.quietable = nil, nil, nil
+	op.parts, op.logs, op.idle = nil, nil, nil
 	op.req = kmsg.FetchRequest{}
 	op.r, op.sess = nil, nil
 }
 
 func (op *fetchOp) finish() {
 	if op.quietSession() {
-		op.sess.unpark(op)
-		if op.parked && !op.replica && op.sess.woken.Load() {
+		op.sess.Unpark(op)
+		if op.parked && !op.replica && op.sess.Woken() {
 			// A consumer's quiet partition woke: answer with it (and any other
 			// woken since), not with nothing, so the wake costs the consumer one
 			// round trip, not two. A follower's are served by its next request,
@@ -531,7 +527,7 @@ func (op *fetchOp) respondWith(code int16) {
 		if t = op.r.mute(op.b.quotas.Fetch(im.ClientQuotas(), op.quota, op.responseSize())); t > 0 {
 			op.throttled = true
 			if op.full && op.sess != nil {
-				op.b.data().sessions.remove(op.sess.id) // Kafka opens it only with an answer that has data
+				op.b.data().sessions.Remove(op.sess.ID()) // Kafka opens it only with an answer that has data
 				op.sess = nil
 			}
 		}
@@ -567,7 +563,7 @@ func (op *fetchOp) frame(code int16) *fetchResp {
 		b = appendI16(b, code)
 		var sid int32
 		if op.sess != nil {
-			sid = op.sess.id
+			sid = op.sess.ID()
 		}
 		b = appendI32(b, sid)
 	}
@@ -653,23 +649,20 @@ func (op *fetchOp) choose() {
 		return
 	}
 	quiet := op.quietSession()
-	op.quietable = op.quietable[:0]
-	op.sess.mu.Lock()
+	op.idle = op.idle[:0]
+	op.sess.Lock()
 	for i := range op.parts {
 		p := &op.parts[i]
-		sp := p.sp
-		p.include = op.full || p.slice.Size > 0 || p.code != 0 || p.diverging ||
-			sp.hw != p.hw || sp.lso != p.lso || sp.logStart != p.logStart
-		if p.include && !sp.removed {
-			sp.hw, sp.lso, sp.logStart = p.hw, p.lso, p.logStart
-		}
-		if quiet && !sp.removed && p.rep != nil && p.code == 0 && !p.diverging && p.slice.Size == 0 && op.atEnd(p) {
-			op.quietable = append(op.quietable, i)
+		st := fetchsession.Sent{HighWatermark: p.hw, LastStableOffset: p.lso, LogStartOffset: p.logStart}
+		var live bool
+		p.include, live = p.sp.CarryLocked(op.full || p.slice.Size > 0 || p.code != 0 || p.diverging, st)
+		if quiet && live && p.rep != nil && p.code == 0 && !p.diverging && p.slice.Size == 0 && op.atEnd(p) {
+			op.idle = append(op.idle, fetchsession.Idle{Part: p.sp, Log: p.log, Rep: p.rep, Offset: p.offset, Sent: st})
 		}
 	}
-	op.sess.mu.Unlock()
-	if len(op.quietable) > 0 {
-		op.quietIdle(op.quietable)
+	op.sess.Unlock()
+	if len(op.idle) > 0 {
+		op.sess.Quiet(op.idle) // before the answer is sent: the next request finds them quiet
 	}
 }
 

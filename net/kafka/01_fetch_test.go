@@ -315,7 +315,7 @@ func TestConsumeAcrossManyFetches(t *testing.T) {
 		}
 		next[r.Partition]++
 	}
-	if s := tb.b.data().sessions.len(); s == 0 {
+	if s := tb.b.data().sessions.Len(); s == 0 {
 		t.Fatal("franz-go used no fetch session")
 	}
 }

@@ -7,11 +7,13 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-broker/samsa/engine"
+	"github.com/samsa-broker/samsa/net/fetchsession"
 )
 
 // FuzzFetchFraming frames random Fetch answers (versions, topics, errors, records
@@ -42,10 +44,11 @@ func FuzzFetchFraming(f *testing.F) {
 		rng := rand.New(rand.NewPCG(seed, 1))
 		op := &fetchOp{r: &Request{Header: Header{Key: 1, Version: v, CorrelationID: int32(rng.Uint32()), Flexible: v >= 12}},
 			v: v, isolation: int8(rng.IntN(2))}
-		if v >= 7 && rng.IntN(2) == 0 {
-			op.sess = &fetchSession{id: int32(rng.Uint32() >> 1)}
+		withSession := v >= 7 && rng.IntN(2) == 0
+		if withSession {
 			op.full = rng.IntN(2) == 0
 		}
+		var sentHW []int64 // per part, the HW its session entry last sent
 		codes := []int16{0, 0, 0, kerr.OffsetOutOfRange.Code, kerr.NotLeaderForPartition.Code, kerr.FencedLeaderEpoch.Code, kerr.UnknownTopicOrPartition.Code}
 		topics := []string{"a", "bb", "a-much-longer-topic-name"}
 		for i := range int(nparts % 9) {
@@ -62,13 +65,17 @@ func FuzzFetchFraming(f *testing.F) {
 				b := a + 1 + rng.IntN(len(bounds)-1-a)
 				p.slice = engine.Slice{File: file, Pos: bounds[a], Size: int32(bounds[b] - bounds[a])}
 			}
-			if op.sess != nil {
-				p.sp = &sessPart{hw: p.hw, lso: p.lso, logStart: p.logStart}
+			if withSession {
+				hw := p.hw
 				if rng.IntN(2) == 0 {
-					p.sp.hw = -1
+					hw = -1
 				}
+				sentHW = append(sentHW, hw)
 			}
 			op.parts = append(op.parts, p)
+		}
+		if withSession {
+			op.sess = openTestSession(t, v, op.parts, sentHW)
 		}
 		// What the answer must carry, decided before frame consumes the slices.
 		type wantPart struct {
@@ -76,8 +83,8 @@ func FuzzFetchFraming(f *testing.F) {
 			records []byte
 		}
 		var want []wantPart
-		for _, p := range op.parts {
-			inc := op.sess == nil || op.full || p.slice.Size > 0 || p.code != 0 || p.diverging || p.sp.hw != p.hw
+		for i, p := range op.parts {
+			inc := op.sess == nil || op.full || p.slice.Size > 0 || p.code != 0 || p.diverging || sentHW[i] != p.hw
 			if !inc {
 				continue
 			}
@@ -125,7 +132,7 @@ func FuzzFetchFraming(f *testing.F) {
 		if v >= 7 {
 			sid := int32(0)
 			if op.sess != nil {
-				sid = op.sess.id
+				sid = op.sess.ID()
 			}
 			if fresp.ErrorCode != topCode || fresp.SessionID != sid {
 				t.Fatalf("v%d: error %d session %d", v, fresp.ErrorCode, fresp.SessionID)
@@ -175,4 +182,41 @@ func FuzzFetchFraming(f *testing.F) {
 			}
 		}
 	})
+}
+
+// openTestSession opens a consumer's session (version v) over parts in a cache of its
+// own, points each part at its entry and has the entry remember an answer that sent
+// sentHW[i] and the part's LSO and log start.
+func openTestSession(t *testing.T, v int16, parts []fetchPart, sentHW []int64) *fetchsession.Session {
+	t.Helper()
+	req := kmsg.NewPtrFetchRequest()
+	req.SetVersion(v)
+	req.ReplicaID, req.ReplicaState.ID = -1, -1
+	req.SessionID, req.SessionEpoch = 0, 0 // open one
+	for _, p := range parts {
+		rt := kmsg.NewFetchRequestTopic()
+		rt.Topic, rt.TopicID = p.topic, p.id
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition = p.partition
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+	}
+	s, full, err := fetchsession.NewCache(1, time.Hour).Open(req, v, time.Now())
+	if s == nil || !full || err != nil {
+		t.Fatalf("v%d: opening a session: %v %v %v", v, s, full, err)
+	}
+	i := 0
+	s.Collect(false, nil, time.Now(), func(sp *fetchsession.Part, f fetchsession.Fetch) {
+		p := &parts[i]
+		if f.Partition != p.partition {
+			t.Fatalf("v%d: session part %d is partition %d, want %d", v, i, f.Partition, p.partition)
+		}
+		p.sp = sp
+		sp.CarryLocked(true, fetchsession.Sent{HighWatermark: sentHW[i], LastStableOffset: p.lso, LogStartOffset: p.logStart})
+		i++
+	})
+	if i != len(parts) {
+		t.Fatalf("v%d: %d session parts, want %d", v, i, len(parts))
+	}
+	return s
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/samsa-broker/samsa/engine"
+	"github.com/samsa-broker/samsa/net/fetchsession"
 )
 
 // TestQuietFollowerPartitionsWake: over three brokers, the idle partitions of the
@@ -41,7 +42,8 @@ func TestQuietFollowerPartitionsWake(t *testing.T) {
 		n := 0
 		for _, b := range c.brokers {
 			if dp := b.b.dataPath.Load(); dp != nil {
-				n += dp.sessions.quiet.quietLen()
+				followers, _ := dp.sessions.QuietParts()
+				n += followers
 			}
 		}
 		return n
@@ -108,15 +110,7 @@ func TestQuietFollowerPartitionsWake(t *testing.T) {
 	}
 	for _, b := range c.brokers {
 		if dp := b.b.dataPath.Load(); dp != nil {
-			dp.sessions.mu.Lock()
-			ids := make([]int32, 0, len(dp.sessions.m))
-			for id := range dp.sessions.m {
-				ids = append(ids, id)
-			}
-			dp.sessions.mu.Unlock()
-			for _, id := range ids {
-				dp.sessions.remove(id)
-			}
+			dp.sessions.Clear()
 		}
 	}
 	if n := quiet(); n != 0 {
@@ -169,7 +163,11 @@ func TestQuietConsumerPartitionsWake(t *testing.T) {
 	allQuiet := func(what string) {
 		eventually(t, 20*time.Second, what, func() bool {
 			dp := tb.b.dataPath.Load()
-			return dp != nil && dp.sessions.cquiet.quietLen() == 2*parts
+			if dp == nil {
+				return false
+			}
+			_, consumers := dp.sessions.QuietParts()
+			return consumers == 2*parts
 		})
 		checkAwakeLists(t, tb.b.dataPath.Load().sessions)
 	}
@@ -223,27 +221,9 @@ func TestQuietConsumerPartitionsWake(t *testing.T) {
 
 // checkAwakeLists checks every session's awake list: exactly its parts neither quiet
 // nor removed, each at the index it records.
-func checkAwakeLists(t *testing.T, c *fetchSessions) {
+func checkAwakeLists(t *testing.T, c *fetchsession.Cache) {
 	t.Helper()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for id, s := range c.m {
-		s.mu.Lock()
-		awake := 0
-		for _, sp := range s.parts {
-			if sp.quiet != (sp.awakeAt < 0) {
-				t.Errorf("session %d: partition %v quiet %v, listed awake at %d", id, sp.key, sp.quiet, sp.awakeAt)
-			}
-			if sp.awakeAt >= 0 {
-				awake++
-				if sp.awakeAt >= len(s.awake) || s.awake[sp.awakeAt] != sp {
-					t.Errorf("session %d: partition %v not at its awake index %d", id, sp.key, sp.awakeAt)
-				}
-			}
-		}
-		if awake != len(s.awake) || awake+s.nquiet != len(s.parts) {
-			t.Errorf("session %d: %d awake listed, %d counted, %d quiet, %d parts", id, len(s.awake), awake, s.nquiet, len(s.parts))
-		}
-		s.mu.Unlock()
+	if err := c.Check(); err != nil {
+		t.Error(err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/samsa-broker/samsa/coordinator/controller"
 	"github.com/samsa-broker/samsa/coordinator/metadata"
 	"github.com/samsa-broker/samsa/engine"
+	"github.com/samsa-broker/samsa/net/fetchsession"
 	"github.com/samsa-broker/samsa/purgatory"
 	"github.com/samsa-broker/samsa/replication"
 )
@@ -39,9 +40,17 @@ type dataPath struct {
 	waits *purgatory.Purgatory[*engine.Log]
 	// shareWaits holds long-poll share fetches (78_share_fetch.go), keyed alike.
 	shareWaits *purgatory.Purgatory[*engine.Log]
-	sessions   *fetchSessions
+	sessions   *fetchsession.Cache
 	pids       pidBlock
 }
+
+// maxFetchSessions is the size of the fetch-session cache (Kafka's
+// max.incremental.fetch.session.cache.slots default).
+const maxFetchSessions = 1000
+
+// quietRescan is how often a session serves its quiet partitions anyway
+// (net/fetchsession; read when a broker's data path starts: tests change it before).
+var quietRescan = 5 * time.Second
 
 // data returns the broker's data-path state, creating it on first use.
 func (b *Broker) data() *dataPath {
@@ -51,7 +60,7 @@ func (b *Broker) data() *dataPath {
 	dp := &dataPath{
 		waits:      purgatory.New[*engine.Log]("fetch", purgatory.Options{}),
 		shareWaits: purgatory.New[*engine.Log]("share-fetch", purgatory.Options{}),
-		sessions:   newFetchSessions(maxFetchSessions),
+		sessions:   fetchsession.NewCache(maxFetchSessions, quietRescan),
 	}
 	if !b.dataPath.CompareAndSwap(nil, dp) {
 		dp.waits.Close()
@@ -162,10 +171,7 @@ func (b *Broker) logChanged(l *engine.Log, hwMoved bool) {
 	}
 	dp.waits.CheckAndComplete(l)
 	dp.shareWaits.CheckAndComplete(l)
-	dp.sessions.quiet.wake(l)
-	if hwMoved {
-		dp.sessions.cquiet.wake(l)
-	}
+	dp.sessions.Wake(l, hwMoved)
 }
 
 // replicaOf returns this node's leader replica of p, resolved by LookupPartition,
