@@ -66,7 +66,7 @@ var allowed = map[string][]string{
 	"net/authz": {"coordinator/acl", "coordinator/metadata", "coordinator/controller"},
 	// The protocol adapter and the node-to-node client may use everything below net
 	// (net/peer: net/auth, no I/O, whose server sessions its security tests dial).
-	"net/kafka":    {"engine/...", "purgatory", "replication/...", "coordinator/...", "net/transport", "net/peer", "net/auth", "net/authz", "net/quota", "net/fetchsession", "internal/..."},
+	"net/kafka":    {"engine/...", "purgatory", "replication/...", "coordinator/...", "net/transport", "net/peer", "net/auth", "net/authz", "net/quota", "net/fetchsession", "net/brokermetrics", "internal/..."},
 	"net/peer":     {"engine/...", "purgatory", "replication/...", "coordinator/...", "net/transport", "net/auth"},
 	"net/...":      {"engine/...", "purgatory", "replication/...", "coordinator/...", "net/...", "internal/..."},
 	"internal/...": {},
@@ -77,6 +77,9 @@ var allowed = map[string][]string{
 	// Fetch sessions (KIP-227, Kafka's FetchSessionCache): the partitions' logs and
 	// replicas (their quiet state), the image; no protocol layer, no purgatory.
 	"net/fetchsession": {"engine/...", "replication/...", "coordinator/metadata"},
+	// The broker's topic and cluster metrics, read from the image, the replica manager,
+	// the group coordinator and the logs; not the request metrics (net/kafka's).
+	"net/brokermetrics": {"engine", "replication", "coordinator/metadata", "coordinator/group"},
 
 	// Clients: they talk to brokers over the wire only.
 	"bench":           {},
@@ -230,6 +233,10 @@ func TestRules(t *testing.T) {
 		{"net/fetchsession", "coordinator/metadata", true},
 		{"net/fetchsession", "purgatory", false},
 		{"net/fetchsession", "net/kafka", false},
+		{"net/kafka", "net/brokermetrics", true},
+		{"net/brokermetrics", "coordinator/group", true},
+		{"net/brokermetrics", "net/kafka", false},
+		{"net/brokermetrics", "net/transport", false},
 		{"bench", "engine", false},
 		{"cmd/samsa-chaos", "tools/chaos", true},
 		{"tools/audit", "tools/chaos", true},

@@ -362,14 +362,14 @@ func (b *Broker) produceAppend(op *produceOp, v int16, p Partition, rep *replica
 	if err != nil {
 		b.log.Debug("produce refused", "topic", p.Topic.Name, "partition", p.Index, "err", err)
 		ke := engineErr(err)
-		b.metrics.produceFailed(p.Topic.Name, ke) // metrics.go
+		b.metrics.topics.ProduceFailed(p.Topic.Name, ke) // net/brokermetrics
 		if ke == kerr.NotLeaderForPartition {
 			b.notLeader(op, v, p, sp)
 		}
 		return ke
 	}
 	res := op.pr.Part(i).Result
-	b.metrics.produced(p.Topic.Name, len(recs), res) // metrics.go
+	b.metrics.topics.Produced(p.Topic.Name, len(recs), res) // net/brokermetrics
 	sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = res.BaseOffset, res.LogAppendTime, res.LogStartOffset
 	op.slots = append(op.slots, sp)
 	return nil

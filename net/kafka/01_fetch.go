@@ -708,7 +708,7 @@ func (op *fetchOp) appendPartition(fr *fetchResp, b []byte, p *fetchPart) []byte
 	}
 	b = appendBytesLen(b, flex, p.slice.Size)
 	if p.slice.Size > 0 {
-		op.countFetched(p) // metrics.go
+		op.countFetched(p) // metrics.go, net/brokermetrics
 		if nb, ok := fr.copyIn(b, p.slice); ok {
 			b = nb
 			p.slice.Release()

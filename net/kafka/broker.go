@@ -15,6 +15,7 @@ import (
 	"github.com/samsa-broker/samsa/coordinator/controller"
 	"github.com/samsa-broker/samsa/coordinator/metadata"
 	"github.com/samsa-broker/samsa/engine"
+	"github.com/samsa-broker/samsa/net/brokermetrics"
 	"github.com/samsa-broker/samsa/net/quota"
 	"github.com/samsa-broker/samsa/net/transport"
 	"github.com/samsa-broker/samsa/replication"
@@ -189,7 +190,13 @@ func NewBroker(cfg Config, deps Deps, log *slog.Logger) (*Broker, error) {
 	if !b.shares.enabled {
 		b.apiVersions = withoutKeys(b.apiVersions, shareAPIKeys...)
 	}
-	b.registerClusterMetrics(cfg.Registerer)
+	// The cluster's state as this broker sees it, read at scrape time (net/brokermetrics).
+	src := brokermetrics.Sources{NodeID: cfg.NodeID, Image: b.Image, Replicas: b.repl, ControllerID: b.controllerID,
+		Groups: b.groups.coordinator, Engine: b.eng, Topics: b.metrics.topics}
+	if v, ok := b.source.(interface{ HighWatermark() uint64 }); ok {
+		src.MetadataHighWatermark = v.HighWatermark // the metadata follower's: the last committed offset + 1
+	}
+	brokermetrics.RegisterCluster(cfg.Registerer, src)
 	return b, nil
 }
 

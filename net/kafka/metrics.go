@@ -7,9 +7,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/samsa-broker/samsa/engine"
+	"github.com/samsa-broker/samsa/net/brokermetrics"
 	"github.com/samsa-broker/samsa/net/transport"
 )
 
@@ -25,9 +24,9 @@ type metrics struct {
 	none              apiMetrics           // for a key outside the table (never served)
 
 	// The broker listener's only (nil on the controller listener's).
-	topics        *topicMetrics
-	listenerConns *prometheus.GaugeVec // open connections per listener name
-	listenerNames sync.Map             // local address -> *prometheus.Gauge child, resolved on first connection
+	topics        *brokermetrics.Topics // per topic (Kafka's BrokerTopicStats)
+	listenerConns *prometheus.GaugeVec  // open connections per listener name
+	listenerNames sync.Map              // local address -> *prometheus.Gauge child, resolved on first connection
 }
 
 type apiMetrics struct {
@@ -55,113 +54,13 @@ func (m *metrics) requests(key int16) prometheus.Counter { return m.lookup(key).
 // and per-listener ones.
 func newMetrics(reg prometheus.Registerer) *metrics {
 	m := newTableMetrics(reg, "", brokerAPIs)
-	m.topics = newTopicMetrics(reg)
+	m.topics = brokermetrics.NewTopics(reg)
 	m.listenerConns = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "samsa", Name: "listener_connections",
 		Help: "Open client connections per broker listener (its name in listeners) [SocketServer connection-count]."}, []string{"listener"})
 	if reg != nil {
 		reg.MustRegister(m.listenerConns)
 	}
 	return m
-}
-
-// topicMetrics count the data path per topic, as Kafka's BrokerTopicMetrics do
-// (kafka.server:type=BrokerTopicMetrics,name=BytesInPerSec,topic=T and the others):
-//
-//	samsa_topic_bytes_in_total{topic}               record-batch bytes appended by produce requests [BytesInPerSec]
-//	samsa_topic_messages_in_total{topic}            records appended by produce requests [MessagesInPerSec]
-//	samsa_topic_bytes_out_total{topic}              record bytes sent to consumers [BytesOutPerSec]
-//	samsa_topic_replication_bytes_out_total{topic}  record bytes sent to follower replicas [ReplicationBytesOutPerSec]
-//
-// Idempotent retries answered from the producer state count no records (nothing is
-// written) but their bytes, as Kafka's do. A deleted topic's series are dropped by
-// the cluster collector's image walk (cluster_metrics.go).
-type topicMetrics struct {
-	bytesIn, msgsIn, bytesOut, replOut *prometheus.CounterVec
-	failedProduce                      *prometheus.CounterVec // topic, error
-	byTopic                            sync.Map               // topic -> *topicCounters
-}
-
-type topicCounters struct {
-	bytesIn, msgsIn, bytesOut, replOut prometheus.Counter
-}
-
-func newTopicMetrics(reg prometheus.Registerer) *topicMetrics {
-	c := func(name, help string) *prometheus.CounterVec {
-		return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "samsa", Subsystem: "topic", Name: name, Help: help}, []string{"topic"})
-	}
-	t := &topicMetrics{
-		bytesIn:  c("bytes_in_total", "Record-batch bytes appended by produce requests, per topic [BrokerTopicMetrics BytesInPerSec]."),
-		msgsIn:   c("messages_in_total", "Records appended by produce requests, per topic [BrokerTopicMetrics MessagesInPerSec]."),
-		bytesOut: c("bytes_out_total", "Record bytes sent in fetch responses to consumers, per topic [BrokerTopicMetrics BytesOutPerSec]."),
-		replOut:  c("replication_bytes_out_total", "Record bytes sent in fetch responses to follower replicas, per topic [BrokerTopicMetrics ReplicationBytesOutPerSec]."),
-		failedProduce: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "samsa", Subsystem: "topic", Name: "failed_produce_requests_total",
-			Help: "Produce appends the partition log refused, per topic and Kafka error [BrokerTopicMetrics FailedProduceRequestsPerSec]."}, []string{"topic", "error"}),
-	}
-	if reg != nil {
-		reg.MustRegister(t.bytesIn, t.msgsIn, t.bytesOut, t.replOut, t.failedProduce)
-	}
-	return t
-}
-
-func (t *topicMetrics) counters(topic string) *topicCounters {
-	if c, ok := t.byTopic.Load(topic); ok {
-		return c.(*topicCounters)
-	}
-	c := &topicCounters{
-		bytesIn: t.bytesIn.WithLabelValues(topic), msgsIn: t.msgsIn.WithLabelValues(topic),
-		bytesOut: t.bytesOut.WithLabelValues(topic), replOut: t.replOut.WithLabelValues(topic),
-	}
-	got, _ := t.byTopic.LoadOrStore(topic, c)
-	return got.(*topicCounters)
-}
-
-// forget drops the series of the topics keep does not report.
-func (t *topicMetrics) forget(keep func(topic string) bool) {
-	t.byTopic.Range(func(k, _ any) bool {
-		topic := k.(string)
-		if !keep(topic) {
-			t.byTopic.Delete(topic)
-			for _, v := range []*prometheus.CounterVec{t.bytesIn, t.msgsIn, t.bytesOut, t.replOut} {
-				v.DeleteLabelValues(topic)
-			}
-			t.failedProduce.DeletePartialMatch(prometheus.Labels{"topic": topic})
-		}
-		return true
-	})
-}
-
-// produced counts a produce request's append of n bytes to topic (res its result).
-func (m *metrics) produced(topic string, n int, res engine.AppendResult) {
-	if m.topics == nil {
-		return
-	}
-	c := m.topics.counters(topic)
-	c.bytesIn.Add(float64(n))
-	if !res.Duplicate && res.LastOffset >= res.BaseOffset {
-		c.msgsIn.Add(float64(res.LastOffset - res.BaseOffset + 1))
-	}
-}
-
-// produceFailed counts an append to topic the log refused with ke.
-func (m *metrics) produceFailed(topic string, ke *kerr.Error) {
-	if m.topics == nil || ke == nil {
-		return
-	}
-	m.topics.failedProduce.WithLabelValues(topic, ke.Message).Inc()
-}
-
-// fetched counts n record bytes of topic sent in a fetch response, to a follower
-// replica or a consumer.
-func (m *metrics) fetched(topic string, replica bool, n int64) {
-	if m.topics == nil || n <= 0 {
-		return
-	}
-	c := m.topics.counters(topic)
-	if replica {
-		c.replOut.Add(float64(n))
-	} else {
-		c.bytesOut.Add(float64(n))
-	}
 }
 
 // countFetched counts the record bytes of p in op's answer under p's topic (the
@@ -171,7 +70,7 @@ func (op *fetchOp) countFetched(p *fetchPart) {
 	if op.b == nil || op.b.metrics == nil || p.log == nil {
 		return
 	}
-	op.b.metrics.fetched(p.log.TopicPartition().Topic, op.replica, int64(p.slice.Size))
+	op.b.metrics.topics.Fetched(p.log.TopicPartition().Topic, op.replica, int64(p.slice.Size))
 }
 
 // listenerGauge is the connection gauge of the listener bound at addr, named from the

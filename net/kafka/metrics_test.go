@@ -6,9 +6,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
-	"github.com/twmb/franz-go/pkg/kerr"
-
-	"github.com/samsa-broker/samsa/engine"
 )
 
 // TestListenerGauge: a connection is counted under the name of the listener bound at
@@ -31,50 +28,6 @@ func TestListenerGauge(t *testing.T) {
 	}
 	if b.listenerGauge(nil) != nil {
 		t.Error("a connection without a local address got a gauge")
-	}
-}
-
-// TestTopicMetrics: produced and fetched count per topic (a duplicate counts its
-// bytes, no records), follower fetches apart; forget drops a topic's series.
-func TestTopicMetrics(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	m := newMetrics(reg)
-	m.produced("a", 100, engine.AppendResult{BaseOffset: 10, LastOffset: 14})
-	m.produced("a", 100, engine.AppendResult{BaseOffset: 10, LastOffset: 14, Duplicate: true})
-	m.produced("b", 7, engine.AppendResult{BaseOffset: 0, LastOffset: 0})
-	m.fetched("a", false, 50)
-	m.fetched("a", true, 30)
-	m.fetched("a", false, 0)
-	tm := m.topics
-	for _, c := range []struct {
-		v     *prometheus.CounterVec
-		topic string
-		want  float64
-	}{{tm.bytesIn, "a", 200}, {tm.msgsIn, "a", 5}, {tm.bytesIn, "b", 7}, {tm.msgsIn, "b", 1}, {tm.bytesOut, "a", 50}, {tm.replOut, "a", 30}} {
-		if got := metricValue(t, c.v.WithLabelValues(c.topic)); got != c.want {
-			t.Errorf("%s: %v, want %v", c.topic, got, c.want)
-		}
-	}
-	m.produceFailed("a", kerr.KafkaStorageError)
-	m.produceFailed("a", kerr.KafkaStorageError)
-	if got := metricValue(t, tm.failedProduce.WithLabelValues("a", "KAFKA_STORAGE_ERROR")); got != 2 {
-		t.Errorf("failed produces: %v, want 2", got)
-	}
-	tm.forget(func(topic string) bool { return topic == "b" })
-	ch := make(chan prometheus.Metric, 10)
-	tm.bytesIn.Collect(ch)
-	close(ch)
-	if n := len(ch); n != 1 {
-		t.Errorf("after a's deletion, %d bytes-in series, want 1 (b)", n)
-	}
-	fch := make(chan prometheus.Metric, 10)
-	tm.failedProduce.Collect(fch)
-	close(fch)
-	if len(fch) != 0 {
-		t.Errorf("after a's deletion, %d failed-produce series, want none", len(fch))
-	}
-	if _, ok := tm.byTopic.Load("a"); ok {
-		t.Error("a is still cached")
 	}
 }
 

@@ -1,4 +1,4 @@
-package kafka
+package brokermetrics
 
 import (
 	"slices"
@@ -9,13 +9,37 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/samsa-broker/samsa/coordinator/group"
+	"github.com/samsa-broker/samsa/coordinator/metadata"
 	"github.com/samsa-broker/samsa/engine"
 	"github.com/samsa-broker/samsa/replication"
 )
 
+// Sources are what the cluster collectors read at scrape time, from any goroutine.
+type Sources struct {
+	NodeID int32
+	// Image is the image the broker answers from and its metadata offset.
+	Image func() (uint64, *metadata.Image)
+	// Replicas is the replica manager (nil: the leader counts come from the image).
+	Replicas *replication.Manager
+	// ControllerID is the active controller's id (-1: unknown).
+	ControllerID func() int32
+	// MetadataHighWatermark is the metadata log's high watermark, the last committed
+	// offset + 1 (nil: not known, and no lag is exported).
+	MetadataHighWatermark func() uint64
+	// Groups is the group coordinator of this node (nil, or it returns nil: no
+	// group series).
+	Groups func() *group.Coordinator
+	// Engine holds the logs whose high watermarks the group lag is taken from.
+	Engine *engine.Manager
+	// Topics, if not nil, has the series of topics the image no longer holds dropped
+	// at each image walk.
+	Topics *Topics
+}
+
 // clusterCollector exports the cluster's state as this broker sees it, computed at
-// scrape time from the published image and the replica manager's Stats (Kafka's JMX
-// names in brackets):
+// scrape time from the image and the replica manager's Stats (Kafka's JMX names in
+// brackets):
 //
 //	samsa_replica_leader_partitions          partitions this node leads [ReplicaManager LeaderCount]
 //	samsa_replica_under_replicated_partitions led partitions whose ISR is below the replicas [UnderReplicatedPartitions]
@@ -26,13 +50,13 @@ import (
 //	samsa_cluster_offline_partitions         partitions without a leader [KafkaController OfflinePartitionsCount]
 //	samsa_cluster_brokers                    registered brokers, by state (unfenced, fenced)
 //	samsa_controller_active                  1 when the active controller is this node [ActiveControllerCount]
-//	samsa_metadata_applied_offset            the published image's metadata offset [last-applied-record-offset]
-//	samsa_metadata_offset_lag                the committed metadata offset minus the applied one [last-applied-record-lag] (when the view knows the committed offset)
+//	samsa_metadata_applied_offset            the image's metadata offset [last-applied-record-offset]
+//	samsa_metadata_offset_lag                the committed metadata offset minus the applied one [last-applied-record-lag] (when the high watermark is known)
 //
 // The image-wide counts walk every partition, so a scrape's result is kept for a
 // second.
 type clusterCollector struct {
-	b *Broker
+	s Sources
 
 	leaders, underReplicated, underMinISR *prometheus.Desc
 	shrinks, expands, followerLag         *prometheus.Desc
@@ -51,20 +75,16 @@ type imageCounts struct {
 	leaders, underReplicated int
 }
 
-// highWatermarkView is a MetadataView that knows the metadata log's high watermark,
-// the last committed offset + 1 (the metadata follower does, from its fetches).
-type highWatermarkView interface {
-	HighWatermark() uint64
-}
-
-func (b *Broker) registerClusterMetrics(reg prometheus.Registerer) {
+// RegisterCluster registers with reg (nil: nothing is registered) the collectors of
+// the cluster's state and of the groups this node coordinates, read from s.
+func RegisterCluster(reg prometheus.Registerer, s Sources) {
 	if reg == nil {
 		return
 	}
 	d := func(name, help string, labels ...string) *prometheus.Desc {
 		return prometheus.NewDesc("samsa_"+name, help, labels, nil)
 	}
-	c := &clusterCollector{b: b,
+	c := &clusterCollector{s: s,
 		leaders:         d("replica_leader_partitions", "Partitions this node leads."),
 		underReplicated: d("replica_under_replicated_partitions", "Partitions this node leads whose ISR is smaller than their replica set."),
 		underMinISR:     d("replica_under_min_isr_partitions", "Partitions this node leads whose ISR is smaller than min.insync.replicas."),
@@ -78,7 +98,7 @@ func (b *Broker) registerClusterMetrics(reg prometheus.Registerer) {
 		lag:             d("metadata_offset_lag", "The committed metadata offset minus the one this broker applied."),
 	}
 	reg.MustRegister(c)
-	reg.MustRegister(&groupCollector{b: b,
+	reg.MustRegister(&groupCollector{s: s,
 		committed: d("group_committed_offset", "The group's committed offset of the partition (groups this node coordinates).", "group", "topic", "partition"),
 		lag:       d("group_lag", "The partition's high watermark minus the group's committed offset, for partitions with a log on this node [kafka-consumer-groups LAG].", "group", "topic", "partition"),
 		members:   d("group_members", "Members of the group (groups this node coordinates).", "group", "state"),
@@ -99,7 +119,7 @@ func (b *Broker) registerClusterMetrics(reg prometheus.Registerer) {
 // offset exported without a lag series. The lag of a partition without a committed
 // offset is not exported (Kafka's tool prints "-").
 type groupCollector struct {
-	b                       *Broker
+	s                       Sources
 	committed, lag, members *prometheus.Desc
 }
 
@@ -112,10 +132,10 @@ func (c *groupCollector) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector.
 func (c *groupCollector) Collect(ch chan<- prometheus.Metric) {
-	if c.b.groups == nil {
+	if c.s.Groups == nil {
 		return
 	}
-	co := c.b.groups.coordinator()
+	co := c.s.Groups()
 	if co == nil {
 		return
 	}
@@ -140,7 +160,7 @@ func (c *groupCollector) Collect(ch chan<- prometheus.Metric) {
 				}
 				part := strconv.Itoa(int(p.Partition))
 				ch <- prometheus.MustNewConstMetric(c.committed, prometheus.GaugeValue, float64(p.Offset), g.Group, t.Topic, part)
-				if l := c.b.eng.Log(engine.TopicPartition{Topic: t.Topic, Partition: p.Partition}); l != nil {
+				if l := c.s.Engine.Log(engine.TopicPartition{Topic: t.Topic, Partition: p.Partition}); l != nil {
 					ch <- prometheus.MustNewConstMetric(c.lag, prometheus.GaugeValue, float64(max(l.HighWatermark()-p.Offset, 0)), g.Group, t.Topic, part)
 				}
 			}
@@ -158,14 +178,14 @@ func (c *clusterCollector) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector.
 func (c *clusterCollector) Collect(ch chan<- prometheus.Metric) {
-	b := c.b
-	off := b.meta.Offset()
+	s := &c.s
+	off, _ := s.Image()
 	ic := c.counts()
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
-	if b.repl != nil {
-		st := b.repl.Stats()
+	if s.Replicas != nil {
+		st := s.Replicas.Stats()
 		gauge(c.leaders, float64(st.Leaders))
 		gauge(c.underReplicated, float64(st.UnderReplicated))
 		gauge(c.underMinISR, float64(st.UnderMinISR))
@@ -180,13 +200,13 @@ func (c *clusterCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.brokers, float64(ic.unfenced), "unfenced")
 	gauge(c.brokers, float64(ic.fenced), "fenced")
 	active := 0.0
-	if b.controllerID() == b.cfg.NodeID {
+	if s.ControllerID != nil && s.ControllerID() == s.NodeID {
 		active = 1
 	}
 	gauge(c.active, active)
 	gauge(c.applied, float64(off))
-	if v, ok := b.source.(highWatermarkView); ok {
-		if hw := v.HighWatermark(); hw > off+1 {
+	if s.MetadataHighWatermark != nil {
+		if hw := s.MetadataHighWatermark(); hw > off+1 {
 			gauge(c.lag, float64(hw-1-off))
 		} else {
 			gauge(c.lag, 0)
@@ -207,13 +227,13 @@ func (c *clusterCollector) counts() imageCounts {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if now := time.Now(); c.at.IsZero() || now.Sub(c.at) >= time.Second {
-		c.at, c.last = now, c.b.imageCounts()
+		c.at, c.last = now, c.imageCounts()
 	}
 	return c.last
 }
 
-func (b *Broker) imageCounts() imageCounts {
-	im := b.meta.Image()
+func (c *clusterCollector) imageCounts() imageCounts {
+	_, im := c.s.Image()
 	var ic imageCounts
 	for _, bi := range im.Brokers() {
 		if bi.Fenced {
@@ -222,8 +242,8 @@ func (b *Broker) imageCounts() imageCounts {
 			ic.unfenced++
 		}
 	}
-	if b.metrics != nil && b.metrics.topics != nil {
-		b.metrics.topics.forget(func(topic string) bool { _, ok := im.Topic(topic); return ok })
+	if c.s.Topics != nil {
+		c.s.Topics.forget(func(topic string) bool { _, ok := im.Topic(topic); return ok })
 	}
 	for _, t := range im.Topics() {
 		for i := range t.Partitions {
@@ -231,7 +251,7 @@ func (b *Broker) imageCounts() imageCounts {
 			if p.Leader < 0 {
 				ic.offline++
 			}
-			if p.Leader == b.cfg.NodeID {
+			if p.Leader == c.s.NodeID {
 				ic.leaders++
 				if len(p.ISR) < len(p.Replicas) && !slices.Equal(p.ISR, p.Replicas) {
 					ic.underReplicated++
