@@ -6,8 +6,10 @@
 // data-path handlers use, and the security of its listeners (SecureListener: the
 // authentication sessions of net/auth). Storage is the engine's; cluster metadata is
 // the published image of coordinator/metadata records, and every change of it goes to
-// the active controller; the authorisation of requests is net/authz's (authz.go
-// adapts its decisions).
+// the active controller. What the handlers only call lives in packages of its own, as
+// Kafka keeps it apart from KafkaApis: the authorisation of requests (net/authz;
+// authz.go adapts its decisions), client quotas (net/quota), fetch sessions
+// (net/fetchsession) and the per-topic and cluster metrics (net/brokermetrics).
 //
 // # The broker in a cluster
 //
