@@ -60,8 +60,8 @@ func partsOf(s *Session) []*Part {
 	return out
 }
 
-// TestOpen: the SessionID/SessionEpoch table of the package doc, and the errors.
-func TestOpen(t *testing.T) {
+// TestSessionOpen: the SessionID/SessionEpoch table of the package doc, and the errors.
+func TestSessionOpen(t *testing.T) {
 	c := NewCache(10, time.Hour)
 	now := time.Unix(1000, 0)
 	a0, a1, b0 := tp{"a", 0, 5}, tp{"a", 1, 7}, tp{"b", 0, 9}
@@ -128,8 +128,8 @@ func TestOpen(t *testing.T) {
 	}
 }
 
-// TestEviction: a full cache evicts the least recently used session.
-func TestEviction(t *testing.T) {
+// TestSessionEviction: a full cache evicts the least recently used session.
+func TestSessionEviction(t *testing.T) {
 	c := NewCache(2, time.Hour)
 	t0 := time.Unix(1000, 0)
 	s1, _, _ := c.Open(request(12, 0, 0, nil, nil), 12, t0)
@@ -143,8 +143,9 @@ func TestEviction(t *testing.T) {
 	}
 }
 
-// TestCarry: what an incremental answer carries, and what the session remembers.
-func TestCarry(t *testing.T) {
+// TestSessionCarry: what an incremental answer carries, and what the session
+// remembers.
+func TestSessionCarry(t *testing.T) {
 	c := NewCache(1, time.Hour)
 	s, _, _ := c.Open(request(12, 0, 0, []tp{{"a", 0, 0}, {"a", 1, 0}}, nil), 12, time.Now())
 	p := partsOf(s)
@@ -177,10 +178,10 @@ type parked struct{ n int }
 
 func (p *parked) ForceComplete() bool { p.n++; return true }
 
-// TestConsumerQuiet: a consumer's idle partition goes quiet and leaves the requests;
-// only a moved HW wakes it (completing the parked long poll); a new image, the rescan
-// and the session's end wake it too.
-func TestConsumerQuiet(t *testing.T) {
+// TestSessionConsumerQuiet: a consumer's idle partition goes quiet and leaves the
+// requests; only a moved HW wakes it (completing the parked long poll); a new image,
+// the rescan and the session's end wake it too.
+func TestSessionConsumerQuiet(t *testing.T) {
 	eng, err := engine.Open(engine.Options{Dirs: []string{t.TempDir()}, Sync: engine.SyncNone})
 	if err != nil {
 		t.Fatal(err)

@@ -54,7 +54,7 @@ func quotaRec(e metadata.QuotaEntity, key string, v float64) metadata.Record {
 	return &metadata.ClientQuotaRecord{Entity: e, Key: key, Value: v}
 }
 
-func TestClientOf(t *testing.T) {
+func TestQuotaClientOf(t *testing.T) {
 	for _, c := range []struct {
 		principal, want string
 	}{{"", "ANONYMOUS"}, {"User:alice", "alice"}, {"User:", ""}, {"Group:ops", "Group:ops"}} {
@@ -64,9 +64,9 @@ func TestClientOf(t *testing.T) {
 	}
 }
 
-// TestPrecedence: the first entity in Kafka's order that sets the key decides, and
+// TestQuotaPrecedence: the first entity in Kafka's order that sets the key decides, and
 // the sensor is shared by what that entity covers.
-func TestPrecedence(t *testing.T) {
+func TestQuotaPrecedence(t *testing.T) {
 	n, d := metadata.QuotaName, metadata.QuotaDefault
 	const key = metadata.QuotaProducerByteRate
 	all := []metadata.Record{
@@ -101,9 +101,9 @@ func TestPrecedence(t *testing.T) {
 	}
 }
 
-// TestProduceThrottle: Kafka's throttle time, (rate − quota) / quota × window, at
+// TestQuotaProduceThrottle: Kafka's throttle time, (rate − quota) / quota × window, at
 // most one sample window, the window at least samples − 1 windows long.
-func TestProduceThrottle(t *testing.T) {
+func TestQuotaProduceThrottle(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m, c := newTest(t, reg)
 	q := image(t, quotaRec(metadata.QuotaEntity{User: metadata.QuotaName("u")}, metadata.QuotaProducerByteRate, 1000)).ClientQuotas()
@@ -141,9 +141,9 @@ func TestProduceThrottle(t *testing.T) {
 	}
 }
 
-// TestFetch: a throttled fetch takes its bytes back out of the rate; the request
+// TestQuotaFetch: a throttled fetch takes its bytes back out of the rate; the request
 // quota throttles a fetch too; the most one fetch may carry.
-func TestFetch(t *testing.T) {
+func TestQuotaFetch(t *testing.T) {
 	m, c := newTest(t, nil)
 	e := metadata.QuotaEntity{ClientID: metadata.QuotaDefault}
 	q := image(t, quotaRec(e, metadata.QuotaConsumerByteRate, 1000), quotaRec(e, metadata.QuotaRequestPercentage, 50)).ClientQuotas()
@@ -196,8 +196,8 @@ func TestFetch(t *testing.T) {
 	}
 }
 
-// TestMutations: the token bucket of controller_mutation_rate, strict and permissive.
-func TestMutations(t *testing.T) {
+// TestQuotaMutations: the token bucket of controller_mutation_rate, strict and permissive.
+func TestQuotaMutations(t *testing.T) {
 	m, c := newTest(t, nil)
 	u := Client{User: "u", ClientID: "a"}
 	recs := []metadata.Record{quotaRec(metadata.QuotaEntity{User: metadata.QuotaName("u")}, metadata.QuotaControllerMutationRate, 2),
@@ -276,7 +276,7 @@ func TestMutations(t *testing.T) {
 	}
 }
 
-func TestIPConnectionRate(t *testing.T) {
+func TestQuotaIPConnectionRate(t *testing.T) {
 	q := image(t, quotaRec(metadata.QuotaEntity{IP: metadata.QuotaName("10.1.2.3")}, metadata.QuotaConnectionCreationRate, 7),
 		quotaRec(metadata.QuotaEntity{IP: metadata.QuotaDefault}, metadata.QuotaConnectionCreationRate, 50)).ClientQuotas()
 	for ip, want := range map[string]float64{"10.1.2.3": 7, "10.1.2.4": 50, "::ffff:10.1.2.3": 7} {
