@@ -33,7 +33,8 @@ import (
 // and heartbeat interval of consumer, share and streams groups (and a streams group's
 // standby replicas, task offset interval and recovery lag) at each heartbeat, share
 // partitions read the lock duration, delivery count limit, in-flight limit, start
-// offset strategy and isolation level at each decision that uses them.
+// offset strategy, isolation level and whether renew acknowledgements are accepted at
+// each decision that uses them.
 
 // GroupDefs are the group keys, in Kafka's definition order. Read-only.
 var GroupDefs = []*Def{
@@ -59,8 +60,8 @@ var GroupDefs = []*Def{
 		Doc: "where a new share partition starts: latest, earliest or by_duration:<ISO-8601 duration>; the broker key of the same name is Samsa's (Kafka has no synonym)"},
 	{Name: "share.isolation.level", Kind: KindString, Default: sp("read_uncommitted"), Enum: []string{"read_committed", "read_uncommitted"},
 		Doc: "read_committed: records are acquired up to the last stable offset, and those of aborted transactions are archived instead of delivered"},
-	{Name: "share.renew.acknowledge.enable", Kind: KindBool, Default: sp("true"), NoEffect: true,
-		Doc: groupKeyNoEffect + "; RENEW acknowledgements (KIP-1222) are always accepted"},
+	{Name: "share.renew.acknowledge.enable", Kind: KindBool, Default: sp("true"),
+		Doc: "whether the share group accepts RENEW acknowledgements (KIP-1222): false refuses them with INVALID_RECORD_STATE; a group key only, with no broker key behind it, as in Kafka"},
 	{Name: "share.assignment.interval.ms", Kind: KindInt, Default: sp("1000"), Min: 0, Synonyms: syn("group.share.assignment.interval.ms"), NoEffect: true,
 		Doc: groupKeyNoEffect + "; Samsa computes a new target assignment at once"},
 	{Name: "share.assignor.offload.enable", Kind: KindBool, Default: sp("true"), Synonyms: syn("group.share.assignor.offload.enable"), NoEffect: true,

@@ -70,6 +70,10 @@ type Config struct {
 	// ShareGroupDeleted (may be nil) is called, with no lock held, when DeleteGroups
 	// deletes a share group, so that its share-partition state can be deleted too.
 	ShareGroupDeleted func(group string)
+	// ShareState (may be nil: no initialization) initializes the state of the share
+	// partitions a share group subscribes to, at their share coordinators
+	// (share_state_init.go).
+	ShareState ShareStateInitializer
 
 	// GroupSettings (may be nil) returns a group's own settings (its GROUP configs:
 	// consumer.session.timeout.ms, consumer.heartbeat.interval.ms,

@@ -27,6 +27,16 @@ import (
 // converted empty group's).
 func serveHeartbeat[R any](c *Coordinator, kind groupKind, id string, join bool, fail func(code int16, msg string),
 	step func(g *group, recs *[]Record) (R, int16, string), ok func(R)) {
+	serveHeartbeatThen(c, kind, id, join, fail, step, nil, ok)
+}
+
+// serveHeartbeatThen is serveHeartbeat with a step between the write of a successful
+// heartbeat's records and its answer: written is told the write's outcome (the answer
+// is then failed by serveHeartbeatThen) or, on success, given the answer to send when
+// it is done (a share group initializes the share state of partitions it assigns
+// first). nil written answers at once.
+func serveHeartbeatThen[R any](c *Coordinator, kind groupKind, id string, join bool, fail func(code int16, msg string),
+	step func(g *group, recs *[]Record) (R, int16, string), written func(g *group, err error, answer func()), ok func(R)) {
 	g, code := c.lookup(id, join)
 	if code != 0 {
 		fail(code, "")
@@ -44,6 +54,12 @@ func serveHeartbeat[R any](c *Coordinator, kind groupKind, id string, join bool,
 			return
 		}
 		g.writeThenLocked(fx, recs, func(err error) {
+			if written != nil {
+				written(g, err, func() { ok(r) })
+				if err == nil {
+					return
+				}
+			}
 			if err != nil {
 				fail(appendErrorCode(err, false), "")
 				return

@@ -43,6 +43,7 @@ type shareState struct {
 	modernGroup[assignment, *smember]
 	subscribedTopics
 	state ShareStateMetadata // the share state it holds (share_state_meta.go)
+	inits shareInits         // its initializations under way (share_state_init.go)
 }
 
 func newShareState() *shareState {
@@ -105,9 +106,21 @@ func (c *Coordinator) ShareGroupHeartbeat(req *kmsg.ShareGroupHeartbeatRequest, 
 		fail(kerr.InvalidRequest.Code, "MemberEpoch is invalid.")
 		return
 	}
-	serveHeartbeat(c, kindShare, req.GroupID, req.MemberEpoch == 0, fail,
+	var in *shareInit
+	serveHeartbeatThen(c, kindShare, req.GroupID, req.MemberEpoch == 0, fail,
 		func(g *group, recs *[]Record) (*kmsg.ShareGroupHeartbeatResponse, int16, string) {
-			return g.shareHeartbeatLocked(req, clientID, clientHost, recs)
+			r, code, msg := g.shareHeartbeatLocked(req, clientID, clientHost, recs)
+			if code == 0 {
+				in = g.shareInitializingLocked(recs) // share_state_init.go
+			}
+			return r, code, msg
+		},
+		func(g *group, err error, answer func()) {
+			if err != nil {
+				g.abandonShareInit(in)
+				return
+			}
+			g.initializeShareState(in, answer)
 		},
 		func(r *kmsg.ShareGroupHeartbeatResponse) {
 			r.Version = req.Version

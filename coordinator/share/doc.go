@@ -22,14 +22,21 @@
 //	    partitions (ManagerConfig.ForGroup), read before each decision.
 //	  - Manager (manager.go) holds the share partitions this broker leads: it loads a
 //	    share partition's state from its share coordinator the first time it is used
-//	    under a leader epoch (or writes its initial state: share.auto.offset.reset),
+//	    under a leader epoch (a state the group coordinator initialized without a
+//	    start gets one by share.auto.offset.reset; one with no state at all, which
+//	    Kafka's leader would refuse, is initialized by the leader itself),
 //	    runs the lock timers, and writes every durable change back, one write in flight
 //	    per share partition, before it tells the caller the change is done.
 //	  - Store (store.go) is the share coordinator: the state of every share partition
 //	    whose record lives in a partition of __share_group_state this broker leads,
 //	    loaded by replaying that partition, written through a group.Log (on a cluster,
 //	    the leader's acks=all append on the replicated partition), so a state survives
-//	    the loss of its broker. The record layout is drawn in schema.go.
+//	    the loss of its broker. The record layout is drawn in schema.go. Besides Read
+//	    and Write (ReadShareGroupState, WriteShareGroupState) it serves the group
+//	    coordinator (store_admin.go): Initialize, Delete (a tombstone) and Summary
+//	    (InitializeShareGroupState, DeleteShareGroupState,
+//	    ReadShareGroupStateSummary); a write to a share partition without state is
+//	    refused (ErrUninitialized), as in Kafka.
 //
 // What is durable: the start offset, the acknowledged and archived records above it,
 // and delivery counts as of the last write (every acknowledgement, start move and
@@ -38,8 +45,7 @@
 //
 // Differences from Kafka: a write carries the whole state of the share partition
 // (Kafka writes deltas, ShareUpdate records, between snapshots); the share
-// coordinator fences a write whose state epoch is older than the stored one (a reset
-// of the state by AlterShareGroupOffsets or DeleteShareGroupOffsets bumps it), or equal
-// with an older data-partition leader epoch; a reset to start -1 stands for Kafka's
-// deleted state.
+// coordinator fences a write whose state epoch is older than the stored one (an
+// initialization by AlterShareGroupOffsets bumps it), or equal with an older
+// data-partition leader epoch.
 package share

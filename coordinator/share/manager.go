@@ -9,13 +9,16 @@ import (
 )
 
 // Persister is where a Manager keeps share-partition state: the share coordinator of
-// the key (a Store here, or a peer broker's over ReadShareGroupState and
-// WriteShareGroupState). done may run on any goroutine, before the call returns or
-// later; Write's done for one key run in Write order when the Manager waits for each
-// before the next (it does).
+// the key (a Store here, or a peer broker's over ReadShareGroupState,
+// WriteShareGroupState and InitializeShareGroupState). Read's found is false for a
+// share partition without state; Write of one fails (ErrUninitialized, or the peer's
+// INVALID_REQUEST). done may run on any goroutine, before the call returns or later;
+// Write's done for one key run in Write order when the Manager waits for each before
+// the next (it does).
 type Persister interface {
 	Read(k Key, done func(snap Snapshot, found bool, err error))
 	Write(k Key, snap *Snapshot, done func(error))
+	Initialize(k Key, stateEpoch int32, start int64, done func(error))
 }
 
 // Clock is the Manager's time: a fake in tests.
@@ -113,6 +116,7 @@ func (m *Manager) configFor(group string) Config {
 		if g.MaxInFlight > 0 {
 			c.MaxInFlight = g.MaxInFlight
 		}
+		c.RenewDisabled = c.RenewDisabled || g.RenewDisabled
 	}
 	return c
 }
@@ -166,31 +170,39 @@ func (m *Manager) load(s *spart, initial func() (int64, error)) {
 			m.notify(s.key)
 			return
 		}
-		// No state, or a reset one (start -1, DeleteShareGroupOffsets): initialized at
-		// the state epoch found.
-		stateEpoch := int32(0)
-		if found {
-			stateEpoch = snap.StateEpoch
-		}
+		// Initialized without a start offset (start -1: InitializeShareGroupState by the
+		// group coordinator, or AlterShareGroupOffsets of an older broker): the start is
+		// picked now (share.auto.offset.reset) and written at the state epoch found.
+		// No state at all: the group coordinator has not initialized this share
+		// partition (a fetch by a session of no member, or one racing the member's
+		// first heartbeat). Kafka's leader fails such a fetch; this one initializes
+		// the state itself, at state epoch 0, with the start picked now.
 		start, err := initial()
 		if err != nil {
 			m.loadFailed(s, err)
 			return
 		}
 		p := NewPartition(m.configFor(s.key.Group), start)
-		snap = Snapshot{StateEpoch: stateEpoch, LeaderEpoch: s.leaderEpoch, StartOffset: start}
-		m.cfg.Persister.Write(s.key, &snap, func(err error) {
-			if err != nil {
-				m.loadFailed(s, err)
-				return
+		ready := func(stateEpoch int32) func(error) {
+			return func(err error) {
+				if err != nil {
+					m.loadFailed(s, err)
+					return
+				}
+				m.mu.Lock()
+				if m.parts[s.key] == s {
+					s.p, s.ready, s.stateEpoch = p, true, stateEpoch
+				}
+				m.mu.Unlock()
+				m.notify(s.key)
 			}
-			m.mu.Lock()
-			if m.parts[s.key] == s {
-				s.p, s.ready, s.stateEpoch = p, true, stateEpoch
-			}
-			m.mu.Unlock()
-			m.notify(s.key)
-		})
+		}
+		if !found {
+			m.cfg.Persister.Initialize(s.key, 0, start, ready(0))
+			return
+		}
+		snap = Snapshot{StateEpoch: snap.StateEpoch, LeaderEpoch: s.leaderEpoch, StartOffset: start}
+		m.cfg.Persister.Write(s.key, &snap, ready(snap.StateEpoch))
 	})
 }
 

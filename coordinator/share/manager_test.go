@@ -148,6 +148,10 @@ func (p localPersister) Read(k Key, done func(Snapshot, bool, error)) {
 
 func (p localPersister) Write(k Key, snap *Snapshot, done func(error)) { p.s.Write(k, snap, done) }
 
+func (p localPersister) Initialize(k Key, stateEpoch int32, start int64, done func(error)) {
+	p.s.Initialize(k, stateEpoch, start, done)
+}
+
 type harness struct {
 	t     *testing.T
 	log   *memLog

@@ -2,6 +2,7 @@ package share
 
 import (
 	"errors"
+	"slices"
 	"time"
 )
 
@@ -68,6 +69,11 @@ type Config struct {
 	// offset and the end are tracked, so no new record is acquired past
 	// start+MaxInFlight until the start moves.
 	MaxInFlight int
+	// RenewDisabled is share.renew.acknowledge.enable=false (a GROUP key, default
+	// true, with no broker key behind it in Kafka 4.4): a renew acknowledgement
+	// (KIP-1222) is refused with ErrInvalidRecordState, as Kafka's share partition
+	// refuses it.
+	RenewDisabled bool
 }
 
 func (c *Config) fill() {
@@ -246,8 +252,9 @@ func (p *Partition) Acquire(member string, from, to int64, max int, now time.Tim
 // Acknowledge applies one acknowledgement batch of member: offsets first..last with
 // types (one type for the whole batch, or one per offset). Every offset must be
 // Acquired by member, else nothing is applied (ErrInvalidRecordState); renew is
-// accepted only when allowRenew. changed reports a change to persist (renew changes
-// nothing durable).
+// accepted only when allowRenew (ErrInvalidRequest otherwise: the request did not say
+// IsRenewAck) and the group allows it (ErrInvalidRecordState when RenewDisabled).
+// changed reports a change to persist (renew changes nothing durable).
 func (p *Partition) Acknowledge(member string, first, last int64, types []AckType, allowRenew bool, now time.Time) (changed bool, err error) {
 	if last < first || len(types) == 0 || (len(types) != 1 && int64(len(types)) != last-first+1) {
 		return false, ErrInvalidRequest
@@ -256,6 +263,9 @@ func (p *Partition) Acknowledge(member string, first, last int64, types []AckTyp
 		if t < AckGap || t > AckRenew || (t == AckRenew && !allowRenew) {
 			return false, ErrInvalidRequest
 		}
+	}
+	if p.cfg.RenewDisabled && slices.Contains(types, AckRenew) {
+		return false, ErrInvalidRecordState
 	}
 	if first < p.start || last >= p.End() {
 		return false, ErrInvalidRecordState

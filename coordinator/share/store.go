@@ -47,10 +47,14 @@ var (
 	// ErrFenced: a write from a data partition leader older than the one that last
 	// wrote (its leader epoch is lower): a deposed leader.
 	ErrFenced = errors.New("share: write from a fenced leader epoch")
-	// ErrFencedState: a write of a state epoch older than the stored one: the state
-	// was reset since the writer read it (AlterShareGroupOffsets,
-	// DeleteShareGroupOffsets).
+	// ErrFencedState: a write (or an initialization) of a state epoch older than the
+	// stored one: the state was initialized again since the writer read it
+	// (AlterShareGroupOffsets).
 	ErrFencedState = errors.New("share: write of a fenced state epoch")
+	// ErrUninitialized: a write to a share partition that has no state: it was never
+	// initialized (InitializeShareGroupState), or its state was deleted since
+	// (DeleteShareGroupState), as Kafka's share coordinator refuses it.
+	ErrUninitialized = errors.New("share: write operation on uninitialized share partition not allowed")
 )
 
 // NewStore returns a share coordinator over log, whose topic has n partitions.
@@ -137,7 +141,8 @@ func (s *Store) partLocked(k Key) (*storePart, error) {
 }
 
 // Read returns k's state; found is false when it has none (a share partition never
-// initialized, or deleted).
+// initialized, or deleted: Kafka's share coordinator answers that read
+// INVALID_REQUEST, which the caller does).
 func (s *Store) Read(k Key) (snap Snapshot, found bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -155,15 +160,17 @@ func (s *Store) Read(k Key) (snap Snapshot, found bool, err error) {
 }
 
 // Write replaces k's state with snap (nil: deletes it) and calls done once it is
-// durable, or with an error (ErrNotCoordinator, ErrLoading, ErrFenced, ErrFencedState,
-// or the log's). A write is fenced when its state epoch is older than the stored one,
-// or equal with an older leader epoch.
+// durable, or with an error (ErrNotCoordinator, ErrLoading, ErrUninitialized,
+// ErrFenced, ErrFencedState, or the log's). A write needs a state to replace (one
+// InitializeShareGroupState made), and is fenced when its state epoch is older than
+// the stored one, or equal with an older leader epoch.
 func (s *Store) Write(k Key, snap *Snapshot, done func(error)) {
 	s.mu.Lock()
 	sp, err := s.partLocked(k)
 	if err == nil && snap != nil {
 		switch cur := sp.state[k]; {
 		case cur == nil:
+			err = fmt.Errorf("%w: %s", ErrUninitialized, k)
 		case snap.StateEpoch < cur.StateEpoch:
 			err = fmt.Errorf("%w: %d < %d", ErrFencedState, snap.StateEpoch, cur.StateEpoch)
 		case snap.StateEpoch == cur.StateEpoch && snap.LeaderEpoch < cur.LeaderEpoch:
@@ -175,7 +182,6 @@ func (s *Store) Write(k Key, snap *Snapshot, done func(error)) {
 		done(err)
 		return
 	}
-	var value []byte
 	var keep *Snapshot
 	if snap != nil {
 		c := *snap
@@ -184,6 +190,16 @@ func (s *Store) Write(k Key, snap *Snapshot, done func(error)) {
 			c.WriteTime = s.now().UnixMilli()
 		}
 		keep = &c
+	}
+	s.put(sp, k, keep, done)
+}
+
+// put appends k's record (keep, or a tombstone when nil) to its state partition,
+// whose entry sp was when the request was checked, and moves the in-memory state
+// once the record is durable; then done.
+func (s *Store) put(sp *storePart, k Key, keep *Snapshot, done func(error)) {
+	var value []byte
+	if keep != nil {
 		value = AppendValue(nil, keep)
 	}
 	rec := group.Record{Timestamp: s.now().UnixMilli(), Key: AppendKey(nil, k), Value: value}

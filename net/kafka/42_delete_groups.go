@@ -2,6 +2,11 @@
 //
 // Deletes empty groups (classic, consumer, share and streams groups) with their committed
 // offsets (tombstones in __consumer_offsets); answers once the tombstones are durable.
+// A share group's share-partition state is deleted first (DeleteShareGroupState of
+// every partition its ShareGroupStatePartitionMetadata holds: tombstones in
+// __share_group_state), as Kafka does, so that a group re-created under the same id
+// starts afresh; a group whose state could not be deleted answers that error
+// (COORDINATOR_NOT_AVAILABLE when no share coordinator answered) and is kept.
 // Groups with members get NON_EMPTY_GROUP, unknown ones GROUP_ID_NOT_FOUND. The configs
 // of a deleted group (GROUP resources) are deleted with it, as in Kafka 4: an
 // IncrementalAlterConfigs DELETE of each of its keys, sent to the active controller so
@@ -29,6 +34,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/samsa-broker/samsa/coordinator/group"
 	"github.com/samsa-broker/samsa/coordinator/metadata"
 	"github.com/samsa-broker/samsa/net/authz"
 )
@@ -89,6 +95,40 @@ func handleDeleteGroups(b *Broker, r *Request) {
 	if c == nil {
 		return
 	}
+	// A share group's share-partition state goes first (shares_state.go); a group
+	// whose state could not be deleted is answered with that error and kept.
+	b.deleteShareGroupsState(c, req.Groups, func(failed map[string]int16) {
+		if len(failed) == 0 {
+			deleteGroups(b, c, req, respond)
+			return
+		}
+		rest := *req
+		rest.Groups = nil
+		for _, g := range req.Groups {
+			if failed[g] == 0 {
+				rest.Groups = append(rest.Groups, g)
+			}
+		}
+		deleteGroups(b, c, &rest, func(resp *kmsg.DeleteGroupsResponse) {
+			byID := map[string]kmsg.DeleteGroupsResponseGroup{}
+			for _, g := range resp.Groups {
+				byID[g.Group] = g
+			}
+			resp.Groups = resp.Groups[:0]
+			for _, g := range req.Groups {
+				out, ok := byID[g]
+				if code := failed[g]; code != 0 || !ok {
+					out = kmsg.DeleteGroupsResponseGroup{Group: g, ErrorCode: code}
+				}
+				resp.Groups = append(resp.Groups, out)
+			}
+			respond(resp)
+		})
+	})
+}
+
+// deleteGroups deletes req's groups and their configs, then responds.
+func deleteGroups(b *Broker, c *group.Coordinator, req *kmsg.DeleteGroupsRequest, respond func(*kmsg.DeleteGroupsResponse)) {
 	c.DeleteGroups(req, func(resp *kmsg.DeleteGroupsResponse) {
 		cfgs := b.deletedGroupConfigs(resp)
 		if cfgs == nil {

@@ -2,14 +2,15 @@
 //
 // A share partition's leader reads the partition's state from its share coordinator,
 // the leader of the key's __share_group_state partition (shares.go). Per partition:
-// the start offset and state batches, or StateEpoch -1 and StartOffset -1 when the
-// share partition has no state yet; NOT_COORDINATOR when this broker does not lead the
-// state partition, COORDINATOR_LOAD_IN_PROGRESS while it loads it. CLUSTER_ACTION
-// with ACLs.
+// the state epoch, start offset and state batches; INVALID_REQUEST ("Read operation
+// on uninitialized share partition not allowed.", as Kafka) when the share partition
+// has no state (never initialized by InitializeShareGroupState, or deleted);
+// NOT_COORDINATOR when this broker does not lead the state partition,
+// COORDINATOR_LOAD_IN_PROGRESS while it loads it. CLUSTER_ACTION with ACLs.
 //
-// Differences from Apache Kafka: an uninitialized share partition is not an error
-// (Kafka answers it through InitializeShareGroupState, which is not served); the
-// leader epoch of the request is not checked (writes are fenced by theirs).
+// Differences from Apache Kafka: the leader epoch of the request is not checked nor
+// recorded (Kafka's read with a newer leader epoch writes it, fencing older leaders'
+// writes; here writes are fenced by their own leader epoch).
 
 package kafka
 
@@ -43,6 +44,10 @@ func handleReadShareGroupState(b *Broker, r *Request) {
 			default:
 				snap, found, err := st.Read(share.Key{Group: req.GroupID, TopicID: t.TopicID, Partition: p.Partition})
 				rp.ErrorCode = storeCode(err)
+				if err == nil && !found {
+					rp.ErrorCode = kerr.InvalidRequest.Code
+					rp.ErrorMessage = shareStateMessage(rp.ErrorCode, "Read operation on uninitialized share partition not allowed.")
+				}
 				if err == nil && found {
 					rp.StateEpoch, rp.StartOffset = snap.StateEpoch, snap.StartOffset
 					for _, sb := range snap.Batches {

@@ -2,22 +2,22 @@
 //
 // Asked of a share group's coordinator: per topic partition, the share-partition
 // start offset (SPSO) and the leader epoch of the share partition's last write, read
-// from the share partition's share coordinator (__share_group_state); StartOffset -1
-// for a partition the group has no state for. With Topics null, the topics the group's
-// members subscribe to and those it holds share state for (its
-// ShareGroupStatePartitionMetadata record: AlterShareGroupOffsets adds a topic,
-// DeleteShareGroupOffsets removes it). v1's Lag is the partition's high watermark (as this broker's
-// replica knows it) minus the start offset minus the records above it already
-// acknowledged or archived; -1 when this broker has no replica of the partition or
-// the partition has no state. A group that is not a share group answers
+// from the share partition's share coordinator with ReadShareGroupStateSummary (87);
+// StartOffset -1 for a partition the group has no state for, or whose start its
+// leader has not picked yet. With Topics null, the topics the group's members
+// subscribe to and those it holds share state for (its
+// ShareGroupStatePartitionMetadata record: the group coordinator adds a topic when
+// the group first subscribes to it or AlterShareGroupOffsets sets it,
+// DeleteShareGroupOffsets removes it). v1's Lag (KIP-1226) is the partition's high
+// watermark (as this broker's replica knows it) minus the start offset minus the
+// summary's DeliveryCompleteCount (the records at or above the start already
+// acknowledged or archived); -1 when this broker has no replica of the partition or
+// the partition has no start offset. A group that is not a share group answers
 // GROUP_ID_NOT_FOUND. With ACLs: DESCRIBE on the group and on each topic
 // (authz.DescribeShareGroupOffsets).
 //
-// Differences from Apache Kafka: with Topics null, the share state a member's first
-// fetch initialized is listed only while a member subscribes to its topic (Kafka's
-// group coordinator initializes every subscribed partition's state and records it;
-// Samsa's share partitions initialize themselves); Lag from this broker's replica's high
-// watermark (Kafka asks the partition's leader).
+// Differences from Apache Kafka: Lag from this broker's replica's high watermark
+// (Kafka asks the partition's leader).
 
 package kafka
 
@@ -119,22 +119,16 @@ func handleDescribeShareGroupOffsets(b *Broker, r *Request) {
 	var mu sync.Mutex
 	left := len(reads)
 	for _, rd := range reads {
-		sharePersister{b.shares}.Read(rd.key, func(snap share.Snapshot, found bool, err error) {
+		sharePersister{b.shares}.Summary(rd.key, func(sum share.Summary, err error) {
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
 			case err != nil:
-				rd.p.ErrorCode = kerr.CoordinatorNotAvailable.Code
-			case found:
-				rd.p.StartOffset, rd.p.LeaderEpoch = snap.StartOffset, snap.LeaderEpoch
-				if rd.log != nil {
-					done := int64(0)
-					for _, sb := range snap.Batches {
-						if sb.State == share.Acknowledged || sb.State == share.Archived {
-							done += sb.Last - sb.First + 1
-						}
-					}
-					rd.p.Lag = max(rd.log.HighWatermark()-snap.StartOffset-done, 0)
+				rd.p.ErrorCode = shareStateCode(err)
+			case sum.Found:
+				rd.p.StartOffset, rd.p.LeaderEpoch = sum.StartOffset, sum.LeaderEpoch
+				if rd.log != nil && sum.StartOffset >= 0 && sum.DeliveryComplete >= 0 {
+					rd.p.Lag = max(rd.log.HighWatermark()-sum.StartOffset-int64(sum.DeliveryComplete), 0)
 				}
 			}
 			left--

@@ -1,8 +1,9 @@
 // AlterShareGroupOffsets (key 91), version 0 (KIP-932).
 //
 // Asked of a share group's coordinator: sets the share-partition start offset of each
-// named partition, discarding its in-flight state, by writing a new state at the next
-// state epoch to the partition's share coordinator (__share_group_state). The group
+// named partition, discarding its in-flight state, by initializing its state afresh
+// at the state epoch after the stored one (ReadShareGroupStateSummary, then
+// InitializeShareGroupState at the partition's share coordinator, __share_group_state). The group
 // must have no members (NON_EMPTY_GROUP otherwise); a group id no group holds becomes
 // an empty share group first, as Kafka creates it (franz-go's TestShareGroupOffsetsAdmin
 // sets a fresh group's offsets before any member joins); a consumer group, or a classic
@@ -19,6 +20,7 @@
 package kafka
 
 import (
+	"errors"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -130,51 +132,63 @@ func alterShareGroupOffsets(b *Broker, r *Request, req *kmsg.AlterShareGroupOffs
 	})
 }
 
-// resetShareStates writes, for each of n share partitions, a state that starts at
-// start (-1: uninitialized, to be initialized by share.auto.offset.reset on next use)
-// with nothing in flight, at the state epoch after the stored one, so a leader's older
+// resetShareStates initializes, for each of n share partitions, a state that starts
+// at start with nothing in flight (InitializeShareGroupState), at the state epoch
+// after the stored one (read with ReadShareGroupStateSummary), so a leader's older
 // state is fenced; set records each outcome, done runs once all are set.
 func (b *Broker) resetShareStates(n int, item func(i int) (share.Key, int64), set func(i int, code int16), done func()) {
+	b.eachShareState(n, func(i int, finish func(code int16)) {
+		k, start := item(i)
+		p := sharePersister{b.shares}
+		p.Summary(k, func(cur share.Summary, err error) {
+			if err != nil {
+				finish(shareStateCode(err))
+				return
+			}
+			p.Initialize(k, cur.StateEpoch+1, start, func(err error) { finish(shareStateCode(err)) })
+		})
+	}, set, done)
+}
+
+// eachShareState runs op for each of n share partitions in parallel; set records
+// each outcome, done runs once all are set.
+func (b *Broker) eachShareState(n int, op func(i int, finish func(code int16)), set func(i int, code int16), done func()) {
 	if n == 0 {
 		done()
 		return
 	}
 	var mu sync.Mutex
 	left := n
-	finish := func(i int, code int16) {
-		mu.Lock()
-		set(i, code)
-		left--
-		last := left == 0
-		mu.Unlock()
-		if last {
-			done()
-		}
-	}
-	p := sharePersister{b.shares}
 	for i := 0; i < n; i++ {
-		k, start := item(i)
-		p.Read(k, func(cur share.Snapshot, found bool, err error) {
-			if err != nil {
-				finish(i, kerr.CoordinatorNotAvailable.Code)
-				return
+		op(i, func(code int16) {
+			mu.Lock()
+			set(i, code)
+			left--
+			last := left == 0
+			mu.Unlock()
+			if last {
+				done()
 			}
-			snap := &share.Snapshot{StartOffset: start}
-			if found {
-				snap.StateEpoch, snap.LeaderEpoch = cur.StateEpoch+1, cur.LeaderEpoch
-			} else if start < 0 {
-				finish(i, 0) // nothing to delete
-				return
-			}
-			p.Write(k, snap, func(err error) {
-				code := int16(0)
-				if err != nil {
-					code = kerr.CoordinatorNotAvailable.Code
-				}
-				finish(i, code)
-			})
 		})
 	}
+}
+
+// shareStateCode is the code an admin API answers for a share-state call's error:
+// the share coordinator's own (FENCED_STATE_EPOCH, UNKNOWN_TOPIC_OR_PARTITION, ...)
+// when it answered one, else COORDINATOR_NOT_AVAILABLE (no coordinator within the
+// retries).
+func shareStateCode(err error) int16 {
+	if err == nil {
+		return 0
+	}
+	var ke *kerr.Error
+	if errors.As(err, &ke) && !errors.Is(err, errRetry) {
+		return ke.Code
+	}
+	if c := storeCode(err); c != kerr.CoordinatorNotAvailable.Code && c != kerr.NotCoordinator.Code && c != kerr.CoordinatorLoadInProgress.Code {
+		return c
+	}
+	return kerr.CoordinatorNotAvailable.Code
 }
 
 // emptyShareGroup checks what AlterShareGroupOffsets and DeleteShareGroupOffsets both

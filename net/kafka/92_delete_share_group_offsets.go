@@ -1,11 +1,13 @@
 // DeleteShareGroupOffsets (key 92), version 0 (KIP-932).
 //
-// Asked of a share group's coordinator: forgets the share-partition state of every
-// partition of each named topic, so that the group's next use of it starts where
-// share.auto.offset.reset says. The state is not deleted from __share_group_state but
-// reset: a start offset of -1 at the next state epoch (a leader holding the older
-// state has its next write fenced, as for AlterShareGroupOffsets). The group must
-// have no members (NON_EMPTY_GROUP); a topic the image does not know answers
+// Asked of a share group's coordinator: deletes the share-partition state of every
+// partition of each named topic from __share_group_state (DeleteShareGroupState to
+// each partition's share coordinator: a tombstone), then the topic from the group's
+// ShareGroupStatePartitionMetadata, as Kafka does; the group's next use of the topic
+// initializes it again and starts where share.auto.offset.reset says. A leader still
+// holding the deleted state has its next write refused (the share partition is
+// uninitialized) and reads it again. The group must have no members
+// (NON_EMPTY_GROUP); a topic the image does not know answers
 // UNKNOWN_TOPIC_OR_PARTITION. With ACLs: DELETE on the group, READ on each topic
 // (authz.DeleteShareGroupOffsets).
 
@@ -55,7 +57,9 @@ func handleDeleteShareGroupOffsets(b *Broker, r *Request) {
 			resets = append(resets, reset{topic: i, key: share.Key{Group: req.GroupID, TopicID: [16]byte(t.ID), Partition: int32(p)}})
 		}
 	}
-	b.resetShareStates(len(resets), func(i int) (share.Key, int64) { return resets[i].key, -1 }, func(i int, code int16) {
+	b.eachShareState(len(resets), func(i int, finish func(int16)) {
+		sharePersister{b.shares}.Delete(resets[i].key, func(err error) { finish(shareStateCode(err)) })
+	}, func(i int, code int16) {
 		if out := &resp.Topics[resets[i].topic]; out.ErrorCode == 0 {
 			out.ErrorCode = code
 		}

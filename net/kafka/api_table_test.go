@@ -200,7 +200,6 @@ const whyNotBuilt = "not built yet"
 const (
 	whyKIP896       = "Kafka 4.0 removed them (KIP-896); Samsa still answers them: harmless, can stay"
 	whyStaticVoters = whyNotBuilt + ": the voter set is static (ApiVersions reports kraft.version 0, 18_api_versions.go)"
-	whyShareState   = "docs/CLUSTER.md lists it as not served: share state is written whole, and a share partition without state is answered by ReadShareGroupState (84_read_share_group_state.go)"
 	whyFeatures     = "Samsa's metadata log has no feature records; transaction.version is the node key samsa.transaction.version (docs/CLUSTER.md)"
 	whyRaft         = "Samsa's quorum is etcd raft: voters exchange SamsaRaft (10000) messages, not KRaft's Vote, BeginQuorumEpoch and EndQuorumEpoch (10000_samsa_raft.go)"
 )
@@ -274,11 +273,11 @@ var brokerClass = map[int16]apiClass{
 	79: {"1-2", stServed, ""},
 	80: {"", stNotServed, whyStaticVoters},
 	81: {"", stNotServed, whyStaticVoters},
-	83: {"", stNotServed, whyShareState},
+	83: {"0", stServed, ""},
 	84: {"0", stServed, ""},
 	85: {"0-1", stServed, ""},
-	86: {"", stNotServed, whyShareState},
-	87: {"", stNotServed, whyShareState},
+	86: {"0", stServed, ""},
+	87: {"0-1", stServed, ""},
 	88: {"0-1", stServed, ""},
 	89: {"0-1", stServed, ""},
 	90: {"0-1", stServed, ""},

@@ -100,6 +100,7 @@ func (g *groupState) newCoordinator(im *metadata.Image, n int32) *group.Coordina
 		ShareHeartbeatInterval: ms("group.share.heartbeat.interval.ms", 5000),
 		ShareMaxSize:           int(b.groupInt(im, "group.share.max.size", 200)),
 		GroupSettings:          b.groupSettings,
+		ShareState:             shareInitializer{b},
 	}, g.log)
 }
 

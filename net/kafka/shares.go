@@ -36,8 +36,9 @@ import (
 // yet), or "share" in group.coordinator.rebalance.protocols (Kafka 4.0's switch).
 //
 // A group's own configs (GROUP resources) are read from the published image at each
-// decision: share.record.lock.duration.ms, share.delivery.count.limit and
-// share.partition.max.record.locks by the Manager (ForGroup), share.auto.offset.reset
+// decision: share.record.lock.duration.ms, share.delivery.count.limit,
+// share.partition.max.record.locks and share.renew.acknowledge.enable by the Manager
+// (ForGroup), share.auto.offset.reset
 // when a share partition has no state (initialStart), share.isolation.level at each
 // fetch (readCommitted).
 type shareState struct {
@@ -168,6 +169,8 @@ func (s *shareState) partitionConfig(group string) share.Config {
 		LockDuration:  time.Duration(n("share.record.lock.duration.ms")) * time.Millisecond,
 		DeliveryLimit: int(n("share.delivery.count.limit")),
 		MaxInFlight:   int(n("share.partition.max.record.locks")),
+		// A group key only (default true): Kafka has no broker key behind it.
+		RenewDisabled: strings.EqualFold(own["share.renew.acknowledge.enable"], "false"),
 	}
 }
 
@@ -268,6 +271,10 @@ func (p sharePersister) Read(k share.Key, done func(share.Snapshot, bool, error)
 				return errors.New("malformed ReadShareGroupState answer")
 			}
 			rpp := r.Topics[0].Partitions[0]
+			if uninitializedRead(rpp.ErrorCode) {
+				found = false
+				return nil
+			}
 			if err := codeErr(rpp.ErrorCode); err != nil {
 				return err
 			}
@@ -378,14 +385,16 @@ func codeErr(code int16) error {
 	switch code {
 	case 0:
 		return nil
+	case kerr.InvalidRequest.Code:
+		return fmt.Errorf("%w: %w", share.ErrUninitialized, kerr.InvalidRequest)
 	case kerr.NotCoordinator.Code, kerr.CoordinatorLoadInProgress.Code, kerr.CoordinatorNotAvailable.Code, kerr.NotLeaderForPartition.Code:
 		return fmt.Errorf("%w: %w", errRetry, kerr.ErrorForCode(code))
 	}
 	return kerr.ErrorForCode(code)
 }
 
-// storeCode maps a Store's error to the code ReadShareGroupState and
-// WriteShareGroupState answer.
+// storeCode maps a Store's error to the code the share coordinator's APIs (83-87)
+// answer.
 func storeCode(err error) int16 {
 	switch {
 	case err == nil:
@@ -398,6 +407,8 @@ func storeCode(err error) int16 {
 		return kerr.FencedLeaderEpoch.Code
 	case errors.Is(err, share.ErrFencedState):
 		return kerr.FencedStateEpoch.Code
+	case errors.Is(err, share.ErrUninitialized):
+		return kerr.InvalidRequest.Code
 	}
 	return kerr.CoordinatorNotAvailable.Code
 }
