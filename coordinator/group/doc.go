@@ -95,9 +95,12 @@
 // unless group.share.enable is false. Which records a member holds (the share-partition state:
 // start offset, in-flight records, acquisition locks, delivery counts) and its durable
 // store, __share_group_state, are coordinator/share's. ShareGroupTopics and
-// ShareGroupEmpty serve the share-group offset admin APIs (net/kafka 90-92);
-// ShareGroupDeleted is not wired (deleting a share group leaves its share-partition
-// state in __share_group_state).
+// ShareGroupEmpty serve the share-group offset admin APIs (net/kafka 90-92).
+// share_state_init.go initializes the state of the partitions a share group
+// subscribes to at their share coordinators (Config.ShareState:
+// InitializeShareGroupState) and records them in its ShareGroupStatePartitionMetadata;
+// ShareStatePartitions lists them for DeleteGroups, which deletes their state first
+// (net/kafka). ShareGroupDeleted is not wired.
 //
 // # Streams groups (KIP-1071)
 //

@@ -23,9 +23,10 @@ import (
 //	  int64 create_timestamp | tags
 //
 // Kafka's layout (group-coordinator's ShareGroupStatePartitionMetadataValue.json), so
-// its tools read what Samsa writes. Samsa writes no initializing or deleting topics:
-// its share partitions initialize themselves on first use, and a deletion is written
-// to the share coordinator before the record drops the topic.
+// its tools read what Samsa writes. Initializing topics are those a heartbeat is
+// initializing at their share coordinators (share_state_init.go); Samsa writes no
+// deleting topics: a deletion is written to the share coordinator before the record
+// drops the topic.
 
 // ShareStateTopic is one topic of a ShareGroupStatePartitionMetadataValue.
 type ShareStateTopic struct {
