@@ -26,7 +26,7 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // nil (Image.Apply rejects nil records, so anything Apply accepted encodes).
 func Encode(dst []byte, r Record) []byte {
 	start := len(dst)
-	dst = append(dst, 0, 0, 0, 0, 0, 0, 0, 0, recordVersion(r.recordType()), byte(r.recordType()))
+	dst = append(dst, 0, 0, 0, 0, 0, 0, 0, 0, encodeVersion(r), byte(r.recordType()))
 	switch r := r.(type) {
 	case *TopicRecord:
 		dst = appendString(dst, r.Name)
@@ -82,6 +82,14 @@ func Encode(dst []byte, r Record) []byte {
 			flags |= 2
 		}
 		dst = append(dst, flags)
+		if len(r.Features) > 0 {
+			dst = binary.AppendUvarint(dst, uint64(len(r.Features)))
+			for _, f := range r.Features {
+				dst = appendString(dst, f.Name)
+				dst = binary.BigEndian.AppendUint16(dst, uint16(f.Min))
+				dst = binary.BigEndian.AppendUint16(dst, uint16(f.Max))
+			}
+		}
 	case *UnregisterBrokerRecord:
 		dst = binary.BigEndian.AppendUint32(dst, uint32(r.ID))
 		dst = binary.BigEndian.AppendUint64(dst, uint64(r.Epoch))
@@ -89,20 +97,46 @@ func Encode(dst []byte, r Record) []byte {
 		dst = binary.BigEndian.AppendUint32(dst, uint32(r.ID))
 		dst = binary.BigEndian.AppendUint64(dst, uint64(r.Epoch))
 		dst = append(dst, byte(r.Fenced), byte(r.InControlledShutdown))
+	case *FeatureLevelRecord:
+		dst = appendString(dst, r.Name)
+		dst = binary.BigEndian.AppendUint16(dst, uint16(r.Level))
 	case securityRecord:
 		dst = appendSecurity(dst, r)
 	}
 	return finishFrame(dst, start)
 }
 
-// recordVersion is the version Encode writes for a record type. Decode also reads
-// version 1 of RegisterBroker and Partition (written before the cluster existed).
-func recordVersion(t recordType) byte {
-	switch t {
-	case typeRegisterBroker, typePartition:
+// encodeVersion is the version Encode writes for r: 2 for Partition, for
+// RegisterBroker without features and for FeatureLevel (type 12, whose version 1 is
+// RemoveUserScramCredential), 3 for RegisterBroker with features, 1 for the others.
+func encodeVersion(r Record) byte {
+	switch r := r.(type) {
+	case *RegisterBrokerRecord:
+		if len(r.Features) > 0 {
+			return 3
+		}
 		return 2
+	case *PartitionRecord:
+		return 2
+	case *FeatureLevelRecord:
+		return featureLevelVersion
 	}
 	return 1
+}
+
+// decodableVersion reports whether Decode reads version ver of type t: every version
+// Encode writes, and version 1 of RegisterBroker and Partition (written before the
+// cluster existed).
+func decodableVersion(t recordType, ver byte) bool {
+	switch t {
+	case typeRegisterBroker:
+		return ver >= 1 && ver <= 3
+	case typePartition:
+		return ver == 1 || ver == 2
+	case typeFeatureLevel: // also typeRemoveUserScramCredential
+		return ver == 1 || ver == featureLevelVersion
+	}
+	return ver == 1
 }
 
 // finishFrame fills in the length and checksum of the frame that starts at start.
@@ -157,7 +191,7 @@ func Decode(b []byte) (Record, int, error) {
 		return nil, 0, fmt.Errorf("%w: record frame of %d bytes", ErrCorrupt, len(body))
 	}
 	typ, ver := recordType(body[1]), body[0]
-	if ver != recordVersion(typ) && !(ver == 1 && (typ == typeRegisterBroker || typ == typePartition)) {
+	if !decodableVersion(typ, ver) {
 		return nil, 0, fmt.Errorf("%w: record type %d version %d unsupported", ErrCorrupt, typ, ver)
 	}
 	d := decoder{b: body[2:]}
@@ -209,12 +243,30 @@ func Decode(b []byte) (Record, int, error) {
 			d.fail("broker flags")
 		}
 		rb.Fenced, rb.InControlledShutdown = flags&1 != 0, flags&2 != 0
+		if ver >= 3 {
+			n := d.uvarint("feature count")
+			// A feature takes at least 5 bytes; version 3 has one at least.
+			if n == 0 || n > uint64(len(d.b)/5) {
+				d.fail("features")
+			} else {
+				rb.Features = make([]BrokerFeature, n)
+				for i := range rb.Features {
+					rb.Features[i] = BrokerFeature{Name: d.string(), Min: d.int16(), Max: d.int16()}
+				}
+			}
+		}
 		r = rb
 	case typeUnregisterBroker:
 		r = &UnregisterBrokerRecord{ID: d.int32(), Epoch: d.int64()}
 	case typeBrokerRegistrationChange:
 		r = &BrokerRegistrationChangeRecord{ID: d.int32(), Epoch: d.int64(), Fenced: d.int8(), InControlledShutdown: d.int8()}
-	case typeUserScramCredential, typeRemoveUserScramCredential, typeAccessControlEntry, typeRemoveAccessControlEntry, typeClientQuota:
+	case typeFeatureLevel:
+		if ver == featureLevelVersion {
+			r = &FeatureLevelRecord{Name: d.string(), Level: d.int16()}
+			break
+		}
+		r = decodeSecurity(typeRemoveUserScramCredential, &d)
+	case typeUserScramCredential, typeAccessControlEntry, typeRemoveAccessControlEntry, typeClientQuota:
 		r = decodeSecurity(typ, &d)
 	default:
 		return nil, 0, fmt.Errorf("%w: record type %d unknown", ErrCorrupt, body[1])

@@ -34,6 +34,10 @@ func sampleRecords() []Record {
 			Removing: []int32{}, Adding: []int32{3}, LeaderRecoveryState: LeaderRecovered},
 		&UnregisterBrokerRecord{ID: 4, Epoch: 12},
 		&BrokerRegistrationChangeRecord{ID: 4, Epoch: 12, Fenced: FenceUnfence, InControlledShutdown: 1},
+		&FeatureLevelRecord{Name: FeatureMetadataVersion, Level: 33},
+		&FeatureLevelRecord{Name: FeatureShareVersion},
+		&RegisterBrokerRecord{ID: 5, Epoch: 80, Endpoints: []Endpoint{{Name: "PLAINTEXT", Host: "h5", Port: 9092}},
+			Features: []BrokerFeature{{Name: FeatureMetadataVersion, Min: 21, Max: 33}, {Name: FeatureKRaftVersion}}},
 	}
 }
 

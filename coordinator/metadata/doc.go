@@ -1,7 +1,8 @@
 // Package metadata owns the cluster metadata, kept the KRaft way: an append-only log of
-// typed records (topics, partitions, configs, producer-id blocks, brokers and their
-// fencing, SCRAM credentials, ACLs) applied by a deterministic state machine (Image.Apply: no I/O, no clock) to
-// an immutable in-memory Image. The Store persists such a log under a directory, with
+// typed records (finalized feature levels, topics, partitions, configs, producer-id
+// blocks, brokers and their fencing, SCRAM credentials, ACLs) applied by a
+// deterministic state machine (Image.Apply: no I/O, no clock) to an immutable
+// in-memory Image. The Store persists such a log under a directory, with
 // snapshots, and replays it on start (the single-node layout). On the controller quorum
 // (go.etcd.io/raft/v3, docs/CLUSTER.md) a raft entry holds exactly one entry frame, and
 // EncodeSnapshot/DecodeSnapshot are the raft snapshot's data.
@@ -18,9 +19,13 @@
 //	length: uint32, bytes after the crc (2 + payload), at most MaxRecordSize
 //	crc32c: Castagnoli CRC of ver, typ and payload
 //	ver:    the record type's version: 2 for RegisterBroker and Partition (version 1,
-//	        written before the cluster existed, is still read), 1 for the others
+//	        written before the cluster existed, is still read), 3 for RegisterBroker
+//	        with features, 2 for FeatureLevel, 1 for the others
 //	opt []int32: a uvarint of count+1 (0 = nil, "unchanged") then the values
 //	typ  ver payload
+//	  0  3  RegisterBroker   version 2's payload, then feature count uvarint (at
+//	                         least 1), per feature: name string, min int16, max int16
+//	                         (the levels it supports; written only when it has some)
 //	  0  2  RegisterBroker   id int32, incarnation id [16]byte, epoch int64,
 //	                         endpoint count uvarint, per endpoint: name string, host
 //	                         string, port int32, security protocol int16;
@@ -49,6 +54,9 @@
 //	                         salt bytes, stored key bytes, server key bytes, iterations
 //	                         int32  (bytes: a uvarint length then the bytes)
 //	 12  1  RemoveUserScramCredential  name string, mechanism int8
+//	 12  2  FeatureLevel     name string, level int16 (Kafka's FeatureLevelRecord is
+//	                         api key 12, which this log had given
+//	                         RemoveUserScramCredential: the version tells them apart)
 //	 23  1  AccessControlEntry  id [16]byte, resource type int8, resource name string,
 //	                         pattern type int8, principal string, host string,
 //	                         operation int8, permission int8 (Kafka's enum values)
@@ -62,7 +70,9 @@
 // Image.Apply's rules for the cluster's records: broker epochs only grow (see
 // RegisterBrokerRecord); a change names the broker's current epoch; a PartitionChange
 // bumps the partition epoch, and the leader epoch when the leader changes; a leader is
-// in the ISR, the ISR in the replicas and never empty.
+// in the ISR, the ISR in the replicas and never empty. A feature level is at least 0
+// (0 removes the feature) and metadata.version at least 1; a broker's features name
+// each feature once, with a range within 0 and up (features.go).
 //
 // Entry frame (EncodeEntry, DecodeEntry): the records of one Append, applied all or
 // none. A log file is a sequence of entry frames and nothing else.

@@ -25,7 +25,8 @@ type Image struct {
 	configs        cowMap[configKey, map[string]string]
 	brokers        map[int32]BrokerImage
 	nextProducerID int64
-	sec            securityState // SCRAM credentials and ACLs (records_security.go)
+	sec            securityState    // SCRAM credentials and ACLs (records_security.go)
+	features       map[string]int16 // finalized feature levels above 0 (features.go)
 
 	sortedTopics atomic.Pointer[[]*TopicImage] // cache for Topics
 }
@@ -64,6 +65,9 @@ type BrokerImage struct {
 	Rack                 *string
 	Fenced               bool
 	InControlledShutdown bool
+	// Features are the feature levels it registered as supported (none: a broker of a
+	// build before feature levels).
+	Features []BrokerFeature
 }
 
 // Endpoint returns the broker's endpoint of listener name.
@@ -168,17 +172,17 @@ func (im *Image) MaxBrokerEpoch() int64 {
 }
 
 // Records returns records that rebuild im when applied to the empty image, in a
-// canonical order: brokers by epoch (then id: Apply wants each registration's epoch
+// canonical order: the finalized feature levels (metadata.version first), brokers by epoch (then id: Apply wants each registration's epoch
 // above every earlier one's), each topic by name with its partitions and configs;
 // broker configs by name and key; group configs by group and key; the producer-id
 // watermark. Snapshots are made of them.
 func (im *Image) Records() []Record {
-	var out []Record
+	out := im.featureRecords()
 	brokers := im.Brokers()
 	slices.SortStableFunc(brokers, func(a, b BrokerImage) int { return cmp.Compare(a.Epoch, b.Epoch) })
 	for _, b := range brokers {
 		out = append(out, &RegisterBrokerRecord{ID: b.ID, IncarnationID: b.IncarnationID, Epoch: b.Epoch,
-			Endpoints: b.Endpoints, Rack: b.Rack, Fenced: b.Fenced, InControlledShutdown: b.InControlledShutdown})
+			Endpoints: b.Endpoints, Rack: b.Rack, Fenced: b.Fenced, InControlledShutdown: b.InControlledShutdown, Features: b.Features})
 	}
 	appendConfigs := func(rt ResourceType, name string) {
 		m, _ := im.configs.get(configKey{rt, name})
@@ -246,6 +250,7 @@ type builder struct {
 	ownIDs         uint32 // shards of im.byID
 	ownConfigs     uint32 // shards of im.configs
 	brokersCopied  bool
+	featuresCopied bool
 	ownTopicImages map[*TopicImage]bool
 	ownConfigMaps  map[configKey]bool
 	secOwn         securityOwned
@@ -259,6 +264,7 @@ func newBuilder(im *Image) *builder {
 		brokers:        im.brokers,
 		nextProducerID: im.nextProducerID,
 		sec:            im.sec,
+		features:       im.features,
 	}}
 }
 
@@ -312,6 +318,8 @@ func isNil(r Record) bool {
 	case *UnregisterBrokerRecord:
 		return r == nil
 	case *BrokerRegistrationChangeRecord:
+		return r == nil
+	case *FeatureLevelRecord:
 		return r == nil
 	case securityRecord:
 		return isNilSecurity(r)
@@ -381,6 +389,8 @@ func (b *builder) apply(r Record) error {
 		return nil
 	case *PartitionChangeRecord:
 		return b.partitionChange(r)
+	case *FeatureLevelRecord:
+		return b.featureLevel(r)
 	case securityRecord:
 		return b.applySecurity(r)
 	}
@@ -411,6 +421,9 @@ func (b *builder) registerBroker(r *RegisterBrokerRecord) error {
 	if r.Epoch < 0 {
 		return fmt.Errorf("%w: broker %d epoch %d", ErrInvalidRecord, r.ID, r.Epoch)
 	}
+	if err := validBrokerFeatures(r.Features); err != nil {
+		return fmt.Errorf("%w: broker %d: %v", ErrInvalidRecord, r.ID, err)
+	}
 	if r.Epoch != 0 {
 		if m := b.im.MaxBrokerEpoch(); r.Epoch <= m {
 			return fmt.Errorf("%w: broker %d epoch %d does not pass %d", ErrInvalidRecord, r.ID, r.Epoch, m)
@@ -419,7 +432,7 @@ func (b *builder) registerBroker(r *RegisterBrokerRecord) error {
 	b.copyBrokers()
 	bi := BrokerImage{ID: r.ID, IncarnationID: r.IncarnationID, Epoch: r.Epoch,
 		Endpoints: slices.Clone(r.Endpoints), Host: r.Endpoints[0].Host, Port: r.Endpoints[0].Port,
-		Fenced: r.Fenced, InControlledShutdown: r.InControlledShutdown}
+		Fenced: r.Fenced, InControlledShutdown: r.InControlledShutdown, Features: slices.Clone(r.Features)}
 	if r.Rack != nil {
 		bi.Rack = StringPtr(*r.Rack)
 	}

@@ -223,6 +223,12 @@ type RegisterBrokerRecord struct {
 	// caught up with the metadata.
 	Fenced               bool
 	InControlledShutdown bool
+	// Features are the ranges of feature levels the broker supports (Kafka's
+	// RegisterBrokerRecord.Features). None: a broker of a build before feature levels,
+	// which supports only the levels of a log without them (LegacyMetadataVersion).
+	// Written as record version 3; a registration without features keeps version 2's
+	// bytes.
+	Features []BrokerFeature
 }
 
 // UnregisterBrokerRecord removes a broker's registration (Epoch must be its current one).
