@@ -799,6 +799,8 @@ func (c *Controller) dispatchLocked(req kmsg.Request, conn uint64) *op {
 		return c.alterQuotasLocked(r)
 	case *kmsg.DescribeClientQuotasRequest:
 		return c.describeQuotasLocked(r)
+	case *kmsg.UpdateFeaturesRequest:
+		return c.updateFeaturesLocked(r)
 	}
 	return &op{resp: ErrorResponse(req, kerr.UnsupportedVersion.Code, "not a controller API")}
 }
@@ -813,7 +815,8 @@ func Serves(req kmsg.Request) bool {
 		*kmsg.DescribeQuorumRequest,
 		*kmsg.CreateACLsRequest, *kmsg.DeleteACLsRequest, *kmsg.DescribeACLsRequest,
 		*kmsg.AlterUserSCRAMCredentialsRequest, *kmsg.DescribeUserSCRAMCredentialsRequest,
-		*kmsg.AlterClientQuotasRequest, *kmsg.DescribeClientQuotasRequest:
+		*kmsg.AlterClientQuotasRequest, *kmsg.DescribeClientQuotasRequest,
+		*kmsg.UpdateFeaturesRequest:
 		return true
 	}
 	return false

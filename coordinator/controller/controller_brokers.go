@@ -15,7 +15,10 @@ import (
 // incarnation of it replaces the old. The cluster id must be this cluster's
 // (INCONSISTENT_CLUSTER_ID); a broker id whose registration has a live session and
 // another incarnation id is refused (DUPLICATE_BROKER_REGISTRATION); a registration
-// without listeners, with a listener twice or a bad port is INVALID_REQUEST. The
+// without listeners, with a listener twice or a bad port, or with a malformed feature
+// range is INVALID_REQUEST; one whose features do not include a finalized level is
+// UNSUPPORTED_VERSION (RegistrationFeatureCheck, Kafka's rule). The features are kept
+// in the registration record. The
 // broker registers fenced with epoch max(MaxBrokerEpoch, committed offset) + 1;
 // a re-registration also leaves the old incarnation's ISRs and leaderships
 // (RegisterBrokerRecords). Answered with the epoch once committed.
@@ -45,7 +48,15 @@ func (c *Controller) brokerRegistrationLocked(r *kmsg.BrokerRegistrationRequest,
 		}
 		eps = append(eps, metadata.Endpoint{Name: l.Name, Host: l.Host, Port: int32(l.Port), SecurityProtocol: l.SecurityProtocol})
 	}
+	features, ok := registrationFeatures(r)
+	if !ok {
+		return fail(kerr.InvalidRequest)
+	}
 	im := c.mu.pending
+	if why := RegistrationFeatureCheck(im, features); why != "" {
+		c.log.Warn("controller: registration refused: "+why, "broker", r.BrokerID, "incarnation", metadata.UUID(r.IncarnationID))
+		return fail(kerr.UnsupportedVersion)
+	}
 	now := c.clock.Now()
 	if cur, ok := im.Broker(r.BrokerID); ok && cur.IncarnationID != metadata.UUID(r.IncarnationID) && c.liveSessionLocked(cur, now) &&
 		Predecessor(r) != cur.IncarnationID {
@@ -56,7 +67,7 @@ func (c *Controller) brokerRegistrationLocked(r *kmsg.BrokerRegistrationRequest,
 	committed, _ := c.q.Committed()
 	epoch := int64(max(uint64(im.MaxBrokerEpoch()), committed)) + 1
 	reg := &metadata.RegisterBrokerRecord{ID: r.BrokerID, IncarnationID: metadata.UUID(r.IncarnationID), Epoch: epoch,
-		Endpoints: eps, Fenced: true}
+		Endpoints: eps, Fenced: true, Features: features}
 	if r.Rack != nil {
 		reg.Rack = metadata.StringPtr(*r.Rack)
 	}

@@ -93,6 +93,17 @@
 // incarnation as its predecessor (PredecessorTag: a restart on the same directories)
 // is never refused. So a node restarted after a SIGKILL registers at once.
 //
+// # Feature levels
+//
+// A broker registers the ranges of feature levels its build supports, kept in its
+// registration record; a registration that does not support a finalized level is
+// UNSUPPORTED_VERSION. UpdateFeatures (controller_features.go) changes a level only
+// when this controller and every unfenced registered broker support it, downgrades
+// metadata.version only where no level in between changed the metadata, and keeps
+// every level's dependencies. A log formatted before feature levels holds none: it is
+// read at configs.LegacyFeatureLevels of this controller's keys until the first
+// UpdateFeatures writes them all.
+//
 // # Invariants
 //
 //  1. A controller proposes only while its voter leads and is ready for writes, and

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -68,6 +70,10 @@ type LifecycleConfig struct {
 	// the controller listener). At least one.
 	Listeners []metadata.Endpoint
 	Rack      *string
+	// Features are the feature levels the broker supports, registered with it (nil:
+	// metadata.SupportedFeatures, this build's). The controller refuses the
+	// registration (UNSUPPORTED_VERSION) while a finalized level is outside them.
+	Features map[string]metadata.VersionRange
 	// HeartbeatInterval (0: broker.heartbeat.interval.ms's default, 2 s).
 	HeartbeatInterval time.Duration
 	// RequestTimeout bounds one request to the controller, retries included (0:
@@ -182,6 +188,9 @@ func NewBrokerLifecycle(cfg LifecycleConfig) (*BrokerLifecycle, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Features == nil {
+		cfg.Features = metadata.SupportedFeatures()
 	}
 	b := &BrokerLifecycle{cfg: cfg, log: cfg.Logger, state: StateStarting, epoch: -1, unfencedSeen: -1, fenced: true,
 		wake: make(chan struct{}, 1), changed: make(chan struct{})}
@@ -371,6 +380,11 @@ func (b *BrokerLifecycle) Next(now time.Time) (kmsg.Request, uint64, time.Time) 
 			l.Name, l.Host, l.Port, l.SecurityProtocol = e.Name, e.Host, uint16(e.Port), e.SecurityProtocol
 			r.Listeners = append(r.Listeners, l)
 		}
+		for _, name := range slices.Sorted(maps.Keys(b.cfg.Features)) {
+			f := kmsg.NewBrokerRegistrationRequestFeature()
+			f.Name, f.MinSupportedVersion, f.MaxSupportedVersion = name, b.cfg.Features[name].Min, b.cfg.Features[name].Max
+			r.Features = append(r.Features, f)
+		}
 		req = r
 	} else {
 		r := kmsg.NewPtrBrokerHeartbeatRequest()
@@ -453,8 +467,12 @@ func (b *BrokerLifecycle) onRegistrationLocked(now time.Time, r *kmsg.BrokerRegi
 	if r.ErrorCode != 0 {
 		err := kerr.ErrorForCode(r.ErrorCode)
 		switch r.ErrorCode {
-		case kerr.InconsistentClusterID.Code, kerr.DuplicateBrokerRegistration.Code:
-			b.log.Error("broker lifecycle: registration refused; retrying", "broker", b.cfg.NodeID, "err", err)
+		case kerr.InconsistentClusterID.Code, kerr.DuplicateBrokerRegistration.Code, kerr.UnsupportedVersion.Code:
+			hint := ""
+			if r.ErrorCode == kerr.UnsupportedVersion.Code {
+				hint = "this build does not support a feature level the cluster finalized (the controller's log says which); run a build that does"
+			}
+			b.log.Error("broker lifecycle: registration refused; retrying", "broker", b.cfg.NodeID, "err", err, "hint", hint)
 			b.nextAt = now.Add(b.cfg.HeartbeatInterval)
 			b.okLocked(now)
 		default:

@@ -137,6 +137,9 @@ func ErrorResponse(req kmsg.Request, code int16, msg string) kmsg.Response {
 	case *kmsg.DescribeUserSCRAMCredentialsRequest:
 		out := resp.(*kmsg.DescribeUserSCRAMCredentialsResponse)
 		out.ErrorCode, out.ErrorMessage = code, m
+	case *kmsg.UpdateFeaturesRequest:
+		out := resp.(*kmsg.UpdateFeaturesResponse)
+		out.ErrorCode, out.ErrorMessage = code, m
 	}
 	return resp
 }
@@ -194,6 +197,8 @@ func NotController(resp kmsg.Response) bool {
 	case *kmsg.AlterUserSCRAMCredentialsResponse:
 		return allCodes(len(r.Results), func(i int) int16 { return r.Results[i].ErrorCode })
 	case *kmsg.DescribeUserSCRAMCredentialsResponse:
+		return r.ErrorCode == nc
+	case *kmsg.UpdateFeaturesResponse:
 		return r.ErrorCode == nc
 	}
 	return false

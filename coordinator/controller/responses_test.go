@@ -26,6 +26,7 @@ func TestErrorResponseEveryAPI(t *testing.T) {
 		&kmsg.ElectLeadersRequest{Version: 0, Topics: []kmsg.ElectLeadersRequestTopic{{Topic: "t", Partitions: []int32{0}}}},
 		kmsg.NewPtrAlterPartitionAssignmentsRequest(), kmsg.NewPtrListPartitionReassignmentsRequest(),
 		&kmsg.DescribeQuorumRequest{Version: 2},
+		&kmsg.UpdateFeaturesRequest{Version: 2}, &kmsg.UpdateFeaturesRequest{Version: 0},
 	}
 	for _, req := range reqs {
 		if !Serves(req) {

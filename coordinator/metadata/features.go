@@ -254,21 +254,22 @@ func ReleaseLevels(mv int16) map[string]int16 {
 // CheckDependencies checks that feature name at level may be finalized beside levels
 // (the finalized or proposed levels of every feature; a missing one is at 0), as
 // Kafka's Feature.validateVersion: a level of 1 or more needs metadata.version, and
-// each level's dependencies must hold. The error's text is Kafka's.
+// each level's dependencies must hold. The error's text is Kafka's (the message of
+// UpdateFeatures' INVALID_UPDATE_VERSION and of the format command's refusal).
 func CheckDependencies(name string, level int16, levels map[string]int16) error {
 	if name == FeatureMetadataVersion {
 		return nil
 	}
 	f, ok := FeatureByName(name)
 	if !ok {
-		return fmt.Errorf("%w: unknown feature %s", ErrInvalidRecord, name)
+		return fmt.Errorf("Feature %s not found.", name)
 	}
 	fl, ok := f.level(level)
 	if !ok {
-		return fmt.Errorf("%w: no feature:%s with feature level %d", ErrInvalidRecord, name, level)
+		return fmt.Errorf("No feature:%s with feature level %d", name, level)
 	}
 	if mv := levels[FeatureMetadataVersion]; level >= 1 && mv < MinMetadataVersion().Level {
-		return fmt.Errorf("%w: %s could not be set to %d because it depends on metadata.version=%d (%s)", ErrInvalidRecord,
+		return fmt.Errorf("%s could not be set to %d because it depends on metadata.version=%d (%s)",
 			name, level, MinMetadataVersion().Level, MinMetadataVersion())
 	}
 	deps := make([]string, 0, len(fl.DependsOn))
@@ -278,7 +279,7 @@ func CheckDependencies(name string, level int16, levels map[string]int16) error 
 	slices.Sort(deps)
 	for _, d := range deps {
 		if levels[d] < fl.DependsOn[d] {
-			return fmt.Errorf("%w: %s could not be set to %d because it depends on %s level %d", ErrInvalidRecord, name, level, d, fl.DependsOn[d])
+			return fmt.Errorf("%s could not be set to %d because it depends on %s level %d", name, level, d, fl.DependsOn[d])
 		}
 	}
 	return nil

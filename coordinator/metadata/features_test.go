@@ -194,7 +194,7 @@ func TestMetadataChanged(t *testing.T) {
 
 func TestCheckDependencies(t *testing.T) {
 	if err := CheckDependencies(FeatureShareVersion, 1, map[string]int16{FeatureMetadataVersion: 26}); err == nil ||
-		err.Error() != "metadata: invalid record: share.version could not be set to 1 because it depends on metadata.version level 27" {
+		err.Error() != "share.version could not be set to 1 because it depends on metadata.version level 27" {
 		t.Fatalf("share.version 1 at 4.1-IV0: %v", err)
 	}
 	if err := CheckDependencies(FeatureShareVersion, 1, map[string]int16{FeatureMetadataVersion: 27}); err != nil {
