@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -39,10 +40,12 @@ type Config struct {
 	// RetryBackoff is the pause before a marker or a completion is tried
 	// again (100 ms).
 	RetryBackoff time.Duration
-	// TransactionVersion is the finalized transaction.version feature (0
-	// or 1: KIP-890 part 1 only; 2: part 2, an epoch bump at every EndTxn of
-	// the clients that send EndTxn v5+). Records are written in
-	// TransactionLogValue version 1 under 2, version 0 otherwise.
+	// TransactionVersion is the finalized transaction.version feature the
+	// coordinator starts at (0 or 1: KIP-890 part 1 only; 2: part 2, an
+	// epoch bump at every EndTxn of the clients that send EndTxn v5+);
+	// SetTransactionVersion changes it when the cluster's level changes.
+	// Records are written in TransactionLogValue version 1 under 2, version 0
+	// otherwise.
 	TransactionVersion int16
 	// MaxTombstonesPerAppend bounds one append of expired ids (1000).
 	MaxTombstonesPerAppend int
@@ -137,6 +140,7 @@ type Coordinator struct {
 	pids    ProducerIDs
 	clock   Clock
 	logger  *slog.Logger
+	tv      atomic.Int32 // the finalized transaction.version (SetTransactionVersion)
 
 	mu struct {
 		sync.Mutex
@@ -161,6 +165,7 @@ type partition struct {
 func New(cfg Config, log Log, markers MarkerChannel, pids ProducerIDs) *Coordinator {
 	cfg.fill()
 	c := &Coordinator{cfg: cfg, log: log, markers: markers, pids: pids, clock: cfg.Clock, logger: cfg.Logger}
+	c.tv.Store(int32(cfg.TransactionVersion))
 	c.mu.parts = map[int32]*partition{}
 	// Under the lock: a timer that fires at once re-arms itself under it.
 	c.mu.Lock()
@@ -181,6 +186,18 @@ func (c *Coordinator) Close() {
 	c.mu.expireTimer.Stop()
 	clear(c.mu.parts)
 }
+
+// SetTransactionVersion sets the finalized transaction.version the coordinator acts
+// on from now on (the broker calls it when its metadata image changes the level, as
+// Kafka's coordinator reads the level of its metadata cache at each request): an
+// EndTxn or a timeout that completes a transaction later bumps the epoch per
+// transaction only at 2; a transaction already under way keeps the version it
+// recorded for its markers.
+func (c *Coordinator) SetTransactionVersion(v int16) { c.tv.Store(int32(v)) }
+
+// TransactionVersion returns the finalized transaction.version the coordinator acts
+// on.
+func (c *Coordinator) TransactionVersion() int16 { return int16(c.tv.Load()) }
 
 // PartitionFor returns the __transaction_state partition of id.
 func (c *Coordinator) PartitionFor(id string) int32 { return PartitionFor(id, c.cfg.NumPartitions) }
@@ -236,7 +253,7 @@ func (c *Coordinator) nowMs() int64 { return c.clock.Now().UnixMilli() }
 
 // valueVersion is the TransactionLogValue version the coordinator writes.
 func (c *Coordinator) valueVersion() int16 {
-	if c.cfg.TransactionVersion >= 2 {
+	if c.TransactionVersion() >= 2 {
 		return 1
 	}
 	return 0

@@ -621,3 +621,31 @@ func TestAddWaitsForAnotherAddition(t *testing.T) {
 		t.Fatalf("the logged addition: %v", kerr.ErrorForCode(*c))
 	}
 }
+
+// TestSetTransactionVersion: the level changes at run time (the cluster finalized
+// another transaction.version): at 1 an EndTxn v5 keeps the epoch, after
+// SetTransactionVersion(2) the next one bumps it, and back at 1 it keeps it again.
+func TestSetTransactionVersion(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.TransactionVersion = 1 })
+	pid := h.init("tx", 1000, -1, -1).ProducerID
+	wantCode(t, "add", h.add("tx", pid, 0, tpA), 0)
+	if e := h.end("tx", pid, 0, true, 5); e.ErrorCode != 0 || e.ProducerEpoch != 0 {
+		t.Fatalf("end v5 at transaction.version 1: %+v", e)
+	}
+	h.c.SetTransactionVersion(2)
+	if h.c.TransactionVersion() != 2 {
+		t.Fatal("level not set")
+	}
+	wantCode(t, "add", h.add("tx", pid, 0, tpA), 0)
+	if e := h.end("tx", pid, 0, true, 5); e.ErrorCode != 0 || e.ProducerEpoch != 1 {
+		t.Fatalf("end v5 at transaction.version 2: %+v", e)
+	}
+	if v := h.log.states(t, PartitionFor("tx", 4))["tx"]; v.Version != 1 {
+		t.Fatalf("records at 2 are TransactionLogValue v1: %+v", v)
+	}
+	h.c.SetTransactionVersion(1)
+	wantCode(t, "add", h.add("tx", pid, 1, tpA), 0)
+	if e := h.end("tx", pid, 1, true, 5); e.ErrorCode != 0 || e.ProducerEpoch != 1 {
+		t.Fatalf("end v5 back at transaction.version 1: %+v", e)
+	}
+}

@@ -11,7 +11,8 @@ import (
 // the client answered, and the markers written to every partition of the
 // transaction (MarkerChannel), then CompleteCommit or CompleteAbort
 // logged. Kafka's handleEndTransaction, with KIP-890 part 2 for clients
-// that send v5+ when Config.TransactionVersion is 2: the epoch is bumped
+// that send v5+ when the transaction.version is 2 (Config.TransactionVersion,
+// SetTransactionVersion): the epoch is bumped
 // at every EndTxn (the answer carries the producer id and epoch of the
 // next transaction, a new producer id once the epoch is exhausted), the
 // markers carry the bumped epoch, a retry with the epoch before the bump
@@ -53,7 +54,7 @@ func (c *Coordinator) endTxn(req *kmsg.EndTxnRequest, deadline int64, done func(
 		return
 	}
 	tv := int16(0)
-	if c.cfg.TransactionVersion >= 2 && req.Version >= 5 {
+	if c.TransactionVersion() >= 2 && req.Version >= 5 {
 		tv = 2
 	}
 	fresh := int64(-1)

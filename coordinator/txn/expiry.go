@@ -36,7 +36,7 @@ func (c *Coordinator) abortTimedOutLocked(fx *effects) {
 			c.logger.Info("aborting a timed-out transaction", "transactional_id", id, "producer_id", m.producerID,
 				"timeout_ms", m.timeoutMs)
 			fresh := int64(-1)
-			c.endTxnLocked(fx, part, m, t.producerID, t.epoch, false, false, c.cfg.TransactionVersion, &fresh, nil,
+			c.endTxnLocked(fx, part, m, t.producerID, t.epoch, false, false, c.TransactionVersion(), &fresh, nil,
 				func(code int16, _ int64, _ int16) {
 					if code != 0 {
 						c.logger.Info("abort of a timed-out transaction not done", "transactional_id", id, "error", kerr.ErrorForCode(code))

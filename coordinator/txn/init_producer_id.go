@@ -155,7 +155,7 @@ func (c *Coordinator) initLocked(fx *effects, id string, timeout int32, expected
 			answer(kerr.UnknownServerError.Code, -1, -1)
 			return false
 		}
-		c.endTxnLocked(fx, part, m, t.producerID, t.epoch, false, false, c.cfg.TransactionVersion, fresh, nil, func(code int16, _ int64, _ int16) {
+		c.endTxnLocked(fx, part, m, t.producerID, t.epoch, false, false, c.TransactionVersion(), fresh, nil, func(code int16, _ int64, _ int16) {
 			if code == 0 {
 				code = kerr.ConcurrentTransactions.Code
 			}
