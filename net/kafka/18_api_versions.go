@@ -15,19 +15,25 @@
 // else INVALID_REQUEST (as Kafka). v5 (KIP-1242): ClusterID and NodeID are both set or
 // both unset (else INVALID_REQUEST); set and not ours: REBOOTSTRAP_REQUIRED.
 //
-// v3+ on the broker listeners: the feature flags (KIP-584) that change what a client
-// does, as a Kafka 4 broker reports them (Broker.features). The controller listener
-// reports none (FinalizedFeaturesEpoch -1).
+// v3+ on the broker listeners: the feature flags (KIP-584) from the broker's metadata
+// image, as a Kafka 4 broker reports them (reportFeatures, features.go), and the APIs
+// of the group types its finalized levels serve (the consumer protocol at
+// group.version 1, share groups at share.version 1, streams groups at streams.version
+// 1): a level changed with UpdateFeatures changes the answer on every broker once its
+// image has the change. The controller listener reports none (FinalizedFeaturesEpoch
+// -1); Kafka's controllers report theirs.
 
 package kafka
 
 import (
+	"maps"
 	"regexp"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/samsa-broker/samsa/coordinator/metadata"
 	"github.com/samsa-broker/samsa/net/transport"
 )
 
@@ -67,53 +73,33 @@ func tableApiVersions(t *apiTable) []apiKeyEntry {
 var softwareName = regexp.MustCompile(`^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$`)
 
 func handleApiVersions(b *Broker, r *Request) {
-	keys := b.apiVersions
-	if !b.streamsEnabled() {
-		keys = withoutKeys(keys, streamsAPIKeys...)
-	}
-	resp := apiVersionsResponse(r, keys, b.cfg.ClusterID, b.cfg.NodeID)
+	v := b.features()
+	resp := apiVersionsResponse(r, v.advertised, b.cfg.ClusterID, b.cfg.NodeID)
 	if r.Header.Version >= 3 {
-		b.features(resp)
+		reportFeatures(resp, v)
 	}
 	r.Respond(resp)
 }
 
-// features fills the feature flags of KIP-584 as a Kafka 4 broker reports them, for
-// the features whose level changes what a client does: group.version 1 (the consumer
-// protocol, KIP-848) when it is served, share.version 1 when share groups are on,
-// streams.version 1 (the streams rebalance protocol, KIP-1071) when streams groups are
-// served (group.coordinator.rebalance.protocols holds "streams", the default as in a
-// new Kafka 4.2 cluster), kraft.version 0 (a static voter set), and
-// transaction.version 0 to 2 with the level samsa.transaction.version finalizes (2:
-// KIP-890 part 2, txns.go). A feature at level 0 is supported but not finalized, as
-// Kafka lists it. The epoch is the metadata offset the broker answers from. metadata.version is not reported: Samsa's
-// metadata log is not Kafka's, and no client acts on its level.
-func (b *Broker) features(resp *kmsg.ApiVersionsResponse) {
-	type feature struct {
-		name     string
-		max, lvl int16
+// reportFeatures fills the feature flags of KIP-584 from the broker's feature levels
+// (features.go), as a Kafka 4 broker reports them: every feature this build supports
+// with its range (metadata.version 21-33, kraft.version 0, transaction.version 0-2,
+// group.version, share.version and streams.version 0-1,
+// eligible.leader.replicas.version 0), and the finalized levels above 0,
+// metadata.version included (a feature at level 0 is supported but not finalized, as
+// Kafka lists it), at the epoch of the image where they last changed.
+func reportFeatures(resp *kmsg.ApiVersionsResponse, v *featureView) {
+	supported := metadata.SupportedFeatures()
+	for _, name := range supportedFeatureNames {
+		r := supported[name]
+		resp.SupportedFeatures = append(resp.SupportedFeatures, kmsg.ApiVersionsResponseSupportedFeature{Name: name, MinVersion: r.Min, MaxVersion: r.Max})
 	}
-	group, share, streams := int16(0), int16(0), int16(0)
-	if b.groups.consumerProtocol {
-		group = 1
-	}
-	if b.shares != nil && b.shares.enabled {
-		share = 1
-	}
-	if b.streamsEnabled() {
-		streams = 1
-	}
-	txnVersion := int16(0)
-	if b.txns != nil {
-		txnVersion = b.txns.version
-	}
-	for _, f := range []feature{{"group.version", 1, group}, {"kraft.version", 0, 0}, {"share.version", 1, share}, {"streams.version", 1, streams}, {"transaction.version", 2, txnVersion}} {
-		resp.SupportedFeatures = append(resp.SupportedFeatures, kmsg.ApiVersionsResponseSupportedFeature{Name: f.name, MinVersion: 0, MaxVersion: f.max})
-		if f.lvl > 0 {
-			resp.FinalizedFeatures = append(resp.FinalizedFeatures, kmsg.ApiVersionsResponseFinalizedFeature{Name: f.name, MinVersionLevel: f.lvl, MaxVersionLevel: f.lvl})
+	for _, name := range slices.Sorted(maps.Keys(v.levels)) {
+		if lvl := v.levels[name]; lvl > 0 {
+			resp.FinalizedFeatures = append(resp.FinalizedFeatures, kmsg.ApiVersionsResponseFinalizedFeature{Name: name, MinVersionLevel: lvl, MaxVersionLevel: lvl})
 		}
 	}
-	resp.FinalizedFeaturesEpoch = int64(b.meta.Offset())
+	resp.FinalizedFeaturesEpoch = v.epoch
 }
 
 // handleControllerApiVersions is ApiVersions on the controller listener: its own table

@@ -42,7 +42,7 @@ func handleConsumerGroupHeartbeat(b *Broker, r *Request) {
 		resp.Version, resp.ErrorCode = req.Version, code
 		r.Respond(resp)
 	}
-	if !b.groups.consumerProtocol {
+	if !b.consumerProtocol() {
 		fail(kerr.UnsupportedVersion.Code)
 		return
 	}

@@ -37,7 +37,7 @@ func handleConsumerGroupDescribe(b *Broker, r *Request) {
 		}
 		r.Respond(resp)
 	}
-	if !b.groups.consumerProtocol {
+	if !b.consumerProtocol() {
 		fail(kerr.UnsupportedVersion.Code)
 		return
 	}

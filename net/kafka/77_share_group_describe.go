@@ -32,7 +32,7 @@ func handleShareGroupDescribe(b *Broker, r *Request) {
 		}
 		r.Respond(resp)
 	}
-	if !b.shares.enabled {
+	if !b.sharesEnabled() {
 		fail(kerr.UnsupportedVersion.Code)
 		return
 	}

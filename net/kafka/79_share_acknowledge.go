@@ -36,7 +36,7 @@ func handleShareAcknowledge(b *Broker, r *Request) {
 		resp.Version, resp.ErrorCode = req.Version, code
 		r.Respond(resp)
 	}
-	if !b.shares.enabled {
+	if !b.sharesEnabled() {
 		fail(kerr.UnsupportedVersion.Code)
 		return
 	}

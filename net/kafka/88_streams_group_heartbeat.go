@@ -48,7 +48,6 @@ package kafka
 
 import (
 	"context"
-	"slices"
 	"strings"
 	"sync"
 
@@ -72,25 +71,17 @@ func init() {
 	register(API{Key: streamsGroupHeartbeatKey, MinVersion: 0, MaxVersion: 1, Handle: handleStreamsGroupHeartbeat, Authz: authz.StreamsGroupHeartbeat(topologyTopics)})
 }
 
-// streamsBroker is the broker's part in streams groups: whether they are served, and
-// the internal topics whose creation is under way (each is asked for once at a time,
-// though every heartbeat of the group reports it missing until it exists).
+// streamsBroker is the broker's part in streams groups: the internal topics whose
+// creation is under way (each is asked for once at a time, though every heartbeat of
+// the group reports it missing until it exists).
 type streamsBroker struct {
-	once     sync.Once
-	on       bool
 	mu       sync.Mutex
 	creating map[string]bool
 }
 
-// streamsEnabled reports whether group.coordinator.rebalance.protocols holds "streams"
-// (a read-only key: read once).
-func (b *Broker) streamsEnabled() bool {
-	s := &b.streams
-	s.once.Do(func() {
-		s.on = slices.Contains(b.groupList(b.meta.Image(), "group.coordinator.rebalance.protocols", "classic,consumer,streams"), "streams")
-	})
-	return s.on
-}
+// streamsEnabled reports whether streams groups are served: streams.version 1 and
+// "streams" in group.coordinator.rebalance.protocols (features.go).
+func (b *Broker) streamsEnabled() bool { return b.features().streams }
 
 // streamsSettings resolves what streams group id acts on: its own configs, capped to
 // the broker's bounds, else the broker's group.streams.* keys, else Kafka's defaults.

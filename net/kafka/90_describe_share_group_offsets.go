@@ -48,7 +48,7 @@ func handleDescribeShareGroupOffsets(b *Broker, r *Request) {
 		}
 		r.Respond(resp)
 	}
-	if !b.shares.enabled {
+	if !b.sharesEnabled() {
 		fail(kerr.UnsupportedVersion.Code)
 		return
 	}

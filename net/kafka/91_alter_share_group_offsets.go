@@ -43,7 +43,7 @@ func handleAlterShareGroupOffsets(b *Broker, r *Request) {
 		resp.ErrorCode = code
 		r.Respond(resp)
 	}
-	if b.shares.enabled && req.GroupID != "" {
+	if b.sharesEnabled() && req.GroupID != "" {
 		if c := b.groupCoordinatorOr(fail); c != nil {
 			if _, code := c.ShareGroupEmpty(req.GroupID); code == kerr.GroupIDNotFound.Code {
 				c.CreateShareGroup(req.GroupID, func(code int16) {
@@ -196,7 +196,7 @@ func shareStateCode(err error) int16 {
 // this broker the group's coordinator, and the group without members
 // (NON_EMPTY_GROUP). It reports false once it has answered with fail.
 func (b *Broker) emptyShareGroup(group string, fail func(int16)) bool {
-	if !b.shares.enabled {
+	if !b.sharesEnabled() {
 		fail(kerr.UnsupportedVersion.Code)
 		return false
 	}

@@ -200,7 +200,6 @@ const whyNotBuilt = "not built yet"
 const (
 	whyKIP896       = "Kafka 4.0 removed them (KIP-896); Samsa still answers them: harmless, can stay"
 	whyStaticVoters = whyNotBuilt + ": the voter set is static (ApiVersions reports kraft.version 0, 18_api_versions.go)"
-	whyFeatures     = "Samsa's metadata log has no feature records; transaction.version is the node key samsa.transaction.version (docs/CLUSTER.md)"
 	whyRaft         = "Samsa's quorum is etcd raft: voters exchange SamsaRaft (10000) messages, not KRaft's Vote, BeginQuorumEpoch and EndQuorumEpoch (10000_samsa_raft.go)"
 )
 
@@ -255,7 +254,7 @@ var brokerClass = map[int16]apiClass{
 	50: {"0", stServed, ""},
 	51: {"0", stServed, ""},
 	55: {"0-2", stServed, ""},
-	57: {"", stNotServed, whyFeatures},
+	57: {"0-2", stServed, ""},
 	60: {"0-2", stServed, ""},
 	61: {"0", stServed, ""},
 	64: {"", stNotServed, whyNotBuilt},
@@ -318,7 +317,7 @@ var controllerClass = map[int16]apiClass{
 	54:                {"", stRefused, whyRaft},
 	55:                {"0-2", stServed, ""},
 	56:                {"0-3", stOlder, "v0-1: " + whyKIP896},
-	57:                {"", stNotServed, whyFeatures},
+	57:                {"0-2", stServed, ""},
 	58:                {"", stNotServed, "brokers forward admin requests to the active controller as themselves, not wrapped in an Envelope (forward.go; docs/CLUSTER.md, \"The paths between nodes\")"},
 	59:                {"0-1", stServed, ""},
 	60:                {"1-2", stRefused, "v0 has no EndpointType (brokers only); the controller listener answers EndpointType 2, the controllers, from v1 (60_describe_cluster.go)"},

@@ -104,7 +104,8 @@ type Broker struct {
 	fetch        func(source int32, index int) replication.FetchClient                            // Deps.Fetch
 	peer         func(ctx context.Context, broker int32, req kmsg.Request) (kmsg.Response, error) // Deps.Peer
 
-	apiVersions []apiKeyEntry // the table, as ApiVersions advertises it
+	apiVersions []apiKeyEntry // the table; ApiVersions advertises it less what the feature levels turn off (features.go)
+	feat        featureState  // the feature levels the broker acts on (features.go)
 	panics      atomic.Int64  // handler panics recovered (bugs)
 
 	adminMu sync.Mutex
@@ -176,20 +177,13 @@ func NewBroker(cfg Config, deps Deps, log *slog.Logger) (*Broker, error) {
 		return nil, err
 	}
 	b.meta.store(off, im)
+	b.initFeatures(off, im)
 	if err := b.startReplication(); err != nil {
 		return nil, err
 	}
 	b.groups = newGroupState(b, im)
-	if !b.groups.consumerProtocol {
-		// Kafka 4 without "consumer" in group.coordinator.rebalance.protocols does not
-		// advertise the consumer protocol's APIs.
-		b.apiVersions = withoutKeys(b.apiVersions, consumerGroupHeartbeatKey, consumerGroupDescribeKey)
-	}
 	b.txns = newTxnState(b, im)
 	b.shares = newShareState(b, im)
-	if !b.shares.enabled {
-		b.apiVersions = withoutKeys(b.apiVersions, shareAPIKeys...)
-	}
 	// The cluster's state as this broker sees it, read at scrape time (net/brokermetrics).
 	src := brokermetrics.Sources{NodeID: cfg.NodeID, Image: b.Image, Replicas: b.repl, ControllerID: b.controllerID,
 		Groups: b.groups.coordinator, Engine: b.eng, Topics: b.metrics.topics}
@@ -224,11 +218,13 @@ func (b *Broker) Logger() *slog.Logger { return b.log }
 //  1. the replica manager applies what the change asks of this node's replicas
 //     (controller.ReplicaDelta: become leader, follower, stop; logs created, deleted,
 //     reconfigured);
-//  2. the group coordinator loads the __consumer_offsets partitions this node now
+//  2. the feature levels follow im's (features.go: the group types served, the
+//     transaction coordinator's transaction.version);
+//  3. the group coordinator loads the __consumer_offsets partitions this node now
 //     leads and unloads those it no longer leads; the transaction coordinator does the
 //     same with __transaction_state's (a partition led at a newer leader epoch is
 //     loaded again, at that coordinator epoch);
-//  3. im becomes the image handlers answer from, and requests waiting for it wake.
+//  4. im becomes the image handlers answer from, and requests waiting for it wake.
 //
 // It does not block on the network.
 func (b *Broker) MetadataChanged(offset uint64, _, im *metadata.Image) {
@@ -246,6 +242,7 @@ func (b *Broker) MetadataChanged(offset uint64, _, im *metadata.Image) {
 		b.log.Error("applying the metadata to the replicas", "offset", offset, "err", err)
 	}
 	b.adminMu.Unlock()
+	b.followFeatures(offset, im)
 	b.groups.follow(im)
 	b.txns.follow(im)
 	b.shares.follow(im)

@@ -92,7 +92,8 @@ var (
 // AlterPartition, AllocateProducerIds), the admin requests brokers forward
 // (CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs,
 // IncrementalAlterConfigs, ElectLeaders, AlterPartitionReassignments,
-// ListPartitionReassignments) and DescribeQuorum, all answered by the Controller;
+// ListPartitionReassignments, UpdateFeatures) and DescribeQuorum, all answered by the
+// Controller;
 // the brokers' metadata fetches (Fetch and FetchSnapshot of __cluster_metadata)
 // answered from the voter's committed log; DescribeCluster of the controllers; and
 // ApiVersions of this table. Its handler table is its own (registerController): an
@@ -249,6 +250,7 @@ var controllerAPIKeys = []struct {
 	{51, 0, 0}, // AlterUserScramCredentials
 	{48, 0, 1}, // DescribeClientQuotas
 	{49, 0, 1}, // AlterClientQuotas
+	{57, 0, 2}, // UpdateFeatures
 }
 
 func init() {
@@ -311,6 +313,8 @@ func requestTimeout(req kmsg.Request) time.Duration {
 	case *kmsg.AlterPartitionAssignmentsRequest:
 		ms = r.TimeoutMillis
 	case *kmsg.ListPartitionReassignmentsRequest:
+		ms = r.TimeoutMillis
+	case *kmsg.UpdateFeaturesRequest:
 		ms = r.TimeoutMillis
 	}
 	return time.Duration(ms) * time.Millisecond

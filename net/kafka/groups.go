@@ -32,9 +32,6 @@ type groupState struct {
 	log group.Log
 	h   *host.Host[*group.Coordinator]
 
-	// consumerProtocol: group.coordinator.rebalance.protocols holds "consumer", so
-	// ConsumerGroupHeartbeat and ConsumerGroupDescribe are served (read at start).
-	consumerProtocol bool
 	// topics is the topic list last handed to the coordinator and topicsVersion its
 	// version (SetTopics' version grows only when the list changed). Under the host's
 	// follow lock (host.Config.Followed), or before the host is shared.
@@ -45,7 +42,6 @@ type groupState struct {
 func newGroupState(b *Broker, im *metadata.Image) *groupState {
 	timeout := time.Duration(b.groupInt(im, "offsets.commit.timeout.ms", group.DefaultCommitTimeout.Milliseconds())) * time.Millisecond
 	g := &groupState{b: b, log: group.NewReplicatedLog(b.repl, timeout)}
-	g.consumerProtocol = slices.Contains(b.groupList(im, "group.coordinator.rebalance.protocols", "classic,consumer"), "consumer")
 	g.h = host.New(host.Config[*group.Coordinator]{
 		Topic:             group.OffsetsTopic,
 		Self:              b.cfg.NodeID,
@@ -185,25 +181,6 @@ func (b *Broker) after(d time.Duration, fn func()) {
 		case <-ctx.Done():
 		}
 	})
-}
-
-// groupList is a list-valued broker key's items (def when unset), trimmed and
-// lower-cased where Kafka compares them so (protocol names).
-func (b *Broker) groupList(im *metadata.Image, key, def string) []string {
-	v := b.brokerValue(im, key)
-	if v == "" {
-		v = def
-	}
-	var out []string
-	for _, it := range strings.Split(v, ",") {
-		if it = strings.TrimSpace(it); it != "" {
-			if key == "group.coordinator.rebalance.protocols" {
-				it = strings.ToLower(it)
-			}
-			out = append(out, it)
-		}
-	}
-	return out
 }
 
 func (b *Broker) groupInt(im *metadata.Image, key string, def int64) int64 {

@@ -41,10 +41,12 @@ func TestApiVersionsRaw(t *testing.T) {
 				t.Fatalf("v%d: client telemetry API %d advertised", v, k.ApiKey)
 			}
 		}
-		// Feature flags (v3+): the consumer protocol finalized at group.version 1,
-		// transaction.version 0-2 finalized at samsa.transaction.version's default
-		// (2), share groups on (share.version 1, group.share.enable's default), streams
-		// groups on (streams.version 1, group.coordinator.rebalance.protocols' default).
+		// Feature flags (v3+), of a log without feature records (the test node writes
+		// none: configs.LegacyFeatureLevels): metadata.version 4.2-IV1, the consumer
+		// protocol finalized at group.version 1, transaction.version 0-2 finalized at
+		// samsa.transaction.version's default (2), share groups on (share.version 1,
+		// group.share.enable's default), streams groups on (streams.version 1,
+		// group.coordinator.rebalance.protocols' default).
 		if v < 3 {
 			continue
 		}
@@ -58,7 +60,7 @@ func TestApiVersionsRaw(t *testing.T) {
 		}
 		if sup["group.version"] != 1 || sup["transaction.version"] != 2 || fin["group.version"] != 1 || fin["transaction.version"] != 2 ||
 			sup["share.version"] != 1 || fin["share.version"] != 1 || sup["streams.version"] != 1 || fin["streams.version"] != 1 ||
-			len(fin) != 4 || resp.FinalizedFeaturesEpoch < 0 {
+			fin["metadata.version"] != 29 || len(fin) != 5 || resp.FinalizedFeaturesEpoch < 0 {
 			t.Fatalf("v%d features: supported %v, finalized %v at epoch %d", v, sup, fin, resp.FinalizedFeaturesEpoch)
 		}
 	}

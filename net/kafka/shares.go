@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -31,9 +30,10 @@ import (
 //     the key's state partition over ReadShareGroupState/WriteShareGroupState (84/85);
 //   - the share sessions of ShareFetch and ShareAcknowledge (shareSessions).
 //
-// Served unless disabled: group.share.enable (default true, as Kafka 4.2 serves share
-// groups on new clusters through the share.version feature, which Samsa does not have
-// yet), or "share" in group.coordinator.rebalance.protocols (Kafka 4.0's switch).
+// Served while share.version is finalized at 1 (Kafka 4.2 finalizes it on new
+// clusters) and the node's keys allow it: group.share.enable (default true) or
+// "share" in group.coordinator.rebalance.protocols (Kafka 4.0's switch); see
+// features.go.
 //
 // A group's own configs (GROUP resources) are read from the published image at each
 // decision: share.record.lock.duration.ms, share.delivery.count.limit,
@@ -42,11 +42,10 @@ import (
 // when a share partition has no state (initialStart), share.isolation.level at each
 // fetch (readCommitted).
 type shareState struct {
-	b       *Broker
-	enabled bool
-	log     group.Log
-	mgr     *share.Manager
-	ses     *shareSessions
+	b   *Broker
+	log group.Log
+	mgr *share.Manager
+	ses *shareSessions
 	// h hosts the share coordinator (share.Store) of the __share_group_state
 	// partitions this node leads: built when the topic appears (Lazy).
 	h *host.Host[*share.Store]
@@ -58,8 +57,6 @@ const shareWriteTimeout = 10 * time.Second
 
 func newShareState(b *Broker, im *metadata.Image) *shareState {
 	s := &shareState{b: b, log: group.NewReplicatedTopicLog(b.repl, share.StateTopic, 0)}
-	s.enabled = b.brokerValue(im, "group.share.enable") == "true" ||
-		slices.Contains(b.groupList(im, "group.coordinator.rebalance.protocols", "classic,consumer"), "share")
 	s.mgr = share.NewManager(share.ManagerConfig{
 		Partition: share.Config{
 			LockDuration:  time.Duration(b.groupInt(im, "group.share.record.lock.duration.ms", 30000)) * time.Millisecond,
@@ -107,9 +104,11 @@ func (s *shareState) store() *share.Store { return s.h.Coordinator() }
 
 // follow loads the __share_group_state partitions this node now leads and unloads
 // the others, and drops the share partitions of data partitions it no longer leads.
-// Called from MetadataChanged.
+// Called from MetadataChanged. While share groups are not served it does nothing,
+// unless it hosts state partitions already (share.version went to 0 at run time):
+// their leadership is still followed, so they unload as it moves.
 func (s *shareState) follow(im *metadata.Image) {
-	if !s.enabled {
+	if !s.b.sharesEnabled() && s.h.Coordinator() == nil {
 		return
 	}
 	self := s.b.cfg.NodeID

@@ -165,7 +165,7 @@ func (b *Broker) serveShareState(items []shareStateItem, op func(st *share.Store
 	for _, it := range items {
 		code, msg := int16(0), ""
 		switch t, ok := im.TopicByID(metadata.UUID(it.key.TopicID)); {
-		case !b.shares.enabled:
+		case !b.sharesEnabled():
 			code = kerr.UnsupportedVersion.Code
 		case it.key.Partition < 0:
 			code, msg = kerr.InvalidRequest.Code, "The partition id cannot be a negative number."
@@ -235,7 +235,7 @@ func (si shareInitializer) InitializeShareState(groupID string, epoch int32, top
 			done(failed)
 		}
 	}
-	if b.shares == nil || !b.shares.enabled {
+	if b.shares == nil || !b.sharesEnabled() {
 		done(nil)
 		return
 	}
@@ -286,7 +286,7 @@ func (b *Broker) deleteShareGroupsState(c *group.Coordinator, groups []string, d
 	im := b.meta.Image()
 	for _, id := range groups {
 		topics, _, ok := c.ShareStatePartitions(id)
-		if !ok || b.shares == nil || !b.shares.enabled {
+		if !ok || b.shares == nil || !b.sharesEnabled() {
 			continue
 		}
 		for _, t := range topics {

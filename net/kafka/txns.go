@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/samsa-broker/samsa/coordinator/configs"
 	"github.com/samsa-broker/samsa/coordinator/group"
 	"github.com/samsa-broker/samsa/coordinator/host"
 	"github.com/samsa-broker/samsa/coordinator/metadata"
@@ -38,23 +39,21 @@ import (
 // transaction.state.log.segment.bytes (104857600), transaction.max.timeout.ms
 // (900000), transactional.id.expiration.ms (604800000),
 // transaction.abort.timed.out.transaction.cleanup.interval.ms (10000),
-// transaction.remove.expired.transaction.cleanup.interval.ms (3600000), and Samsa's
-// samsa.transaction.version (0): the finalized transaction.version feature, which
-// every node of a cluster must set alike (docs/CLUSTER.md).
+// transaction.remove.expired.transaction.cleanup.interval.ms (3600000). The
+// transaction.version the coordinator acts on is the finalized level of the broker's
+// image (features.go), handed to it whenever it changes.
 type txnState struct {
 	b       *Broker
 	log     txn.Log
 	writer  *txn.MarkerWriter
 	markers *txn.Markers
 	h       *host.Host[*txn.Coordinator]
-
-	// version is the finalized transaction.version (samsa.transaction.version, read
-	// at start-up): the coordinator's TransactionVersion and what ApiVersions reports.
-	version int16
 }
 
-// transactionVersionKey is the node key of the finalized transaction.version.
-const transactionVersionKey = "samsa.transaction.version"
+// transactionVersionKey is the node key an earlier Samsa read the finalized
+// transaction.version from; it now sets only the level a cluster is formatted with
+// (configs.TransactionVersionKey).
+const transactionVersionKey = configs.TransactionVersionKey
 
 // markerTimeout bounds a WriteTxnMarkers append on this node (Kafka's
 // request.timeout.ms for the marker requests) and a marker request to another broker.
@@ -64,7 +63,6 @@ func newTxnState(b *Broker, im *metadata.Image) *txnState {
 	s := &txnState{b: b, log: txn.NewReplicatedLog(b.repl, 0), writer: txn.NewMarkerWriter(b.repl, markerTimeout, nil)}
 	s.writer.OnOffsetsMarker = b.completeTxnOffsets // 28_txn_offset_commit.go
 	s.markers = &txn.Markers{Self: b.cfg.NodeID, Image: b.meta.Image, Local: s.writer, Remote: b.sendMarkers}
-	s.version = int16(min(max(b.groupInt(im, transactionVersionKey, 2), 0), 2))
 	// A partition is loaded again when this node leads it at a newer leader epoch: the
 	// coordinator epoch its markers and writes are fenced by.
 	s.h = host.New(host.Config[*txn.Coordinator]{
@@ -104,7 +102,7 @@ func (s *txnState) newCoordinator(im *metadata.Image, n int32) *txn.Coordinator 
 		IDExpiration:       ms("transactional.id.expiration.ms", 604800000),
 		AbortInterval:      ms("transaction.abort.timed.out.transaction.cleanup.interval.ms", 10000),
 		ExpirationInterval: ms("transaction.remove.expired.transaction.cleanup.interval.ms", 3600000),
-		TransactionVersion: s.version,
+		TransactionVersion: b.transactionVersion(),
 		Logger:             b.log.With("component", "transactions"),
 	}, s.log, s.markers, txn.ProducerIDFunc(func() (int64, error) { return b.data().pids.get(b) }))
 }
