@@ -3,6 +3,7 @@ package main
 // samsa storage: the jobs of Kafka's kafka-storage.sh.
 //
 //	samsa storage format --config F --cluster-id ID [--ignore-formatted] [--add-scram CRED]...
+//	                     [--release-version V] [--feature name=level]...
 //	samsa storage random-uuid
 //	samsa storage info --config F
 
@@ -12,10 +13,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"text/tabwriter"
 
+	"github.com/samsa-broker/samsa/coordinator/metadata"
 	"github.com/samsa-broker/samsa/net/node"
 )
 
@@ -36,11 +41,20 @@ const storageUsage = `usage: samsa storage <command> [flags]
                             'SCRAM-SHA-256=[name=alice,password=alice-secret]',
                             also iterations=N and salt=B64,saltedpassword=B64;
                             format every controller with the same credentials
+      --release-version V (-r)  the release whose feature levels the metadata log
+                            starts with: metadata.version (4.2: 4.2-IV1; 4.0-IV1:
+                            that level) and each feature's default there (samsa
+                            features version-mapping shows them); default 4.4
+      --feature name=level (-f)  a feature at another level (repeatable); the key
+                            samsa.transaction.version of the node's config sets
+                            transaction.version when no --feature names it
   info --config F           show the meta.properties of the node's directories
 
 Every node of a cluster is formatted with the same cluster id before its first
 start; samsa serve refuses an unformatted directory or one of another cluster or
-node. A single combined node without process.roles formats itself.`
+node. A single combined node without process.roles formats itself (at the default
+feature levels). Format every controller with the same --release-version, --feature
+and --add-scram arguments.`
 
 func runStorage(args []string) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
@@ -56,8 +70,15 @@ func runStorage(args []string) int {
 	var configFile, clusterID string
 	var ignore bool
 	var scram multiFlag
+	var o formatFlags
 	for _, name := range []string{"add-scram", "S"} {
 		fs.Var(&scram, name, "a SCRAM credential for the bootstrap metadata")
+	}
+	for _, name := range []string{"release-version", "r"} {
+		fs.StringVar(&o.release, name, "", "the release whose feature levels the metadata log starts with")
+	}
+	for _, name := range []string{"feature", "f"} {
+		fs.Var(&o.features, name, "a feature level, name=level (repeatable)")
 	}
 	for _, name := range []string{"config", "c"} {
 		fs.StringVar(&configFile, name, "", "the node's properties file")
@@ -81,7 +102,8 @@ func runStorage(args []string) int {
 		fmt.Println(node.RandomUUID())
 		return 0
 	case "format":
-		err = storageFormat(os.Stdout, configFile, clusterID, ignore, scram...)
+		o.ignore, o.scram = ignore, scram
+		err = storageFormatWith(os.Stdout, configFile, clusterID, o)
 	case "info":
 		err = storageInfo(os.Stdout, configFile)
 	default:
@@ -105,7 +127,19 @@ func storageConfig(configFile string) (*serverConfig, error) {
 	return loadConfig([]string{"--config", configFile}, os.Environ(), log, io.Discard)
 }
 
+// formatFlags are storage format's flags beyond the config file and cluster id.
+type formatFlags struct {
+	ignore   bool
+	scram    multiFlag // --add-scram
+	release  string    // --release-version
+	features multiFlag // --feature
+}
+
 func storageFormat(w io.Writer, configFile, clusterID string, ignore bool, addScram ...string) error {
+	return storageFormatWith(w, configFile, clusterID, formatFlags{ignore: ignore, scram: addScram})
+}
+
+func storageFormatWith(w io.Writer, configFile, clusterID string, f formatFlags) error {
 	if clusterID == "" {
 		return errors.New("--cluster-id is required (make one with `samsa storage random-uuid`)")
 	}
@@ -113,8 +147,11 @@ func storageFormat(w io.Writer, configFile, clusterID string, ignore bool, addSc
 	if err != nil {
 		return err
 	}
-	o := node.FormatOptions{IgnoreFormatted: ignore}
-	for _, a := range addScram {
+	o := node.FormatOptions{IgnoreFormatted: f.ignore}
+	if o.Features, err = node.BootstrapFeatures(cfg.Config, f.release, f.features); err != nil {
+		return err
+	}
+	for _, a := range f.scram {
 		rec, err := node.ParseAddScram(a, clusterID)
 		if err != nil {
 			return err
@@ -123,6 +160,9 @@ func storageFormat(w io.Writer, configFile, clusterID string, ignore bool, addSc
 	}
 	if len(o.Bootstrap) > 0 && !cfg.Roles.Controller {
 		fmt.Fprintln(w, "Ignoring --add-scram: a broker-only node takes its credentials from the controllers.")
+	}
+	if (f.release != "" || len(f.features) > 0) && !cfg.Roles.Controller {
+		fmt.Fprintln(w, "Ignoring --release-version and --feature: a broker-only node takes the feature levels from the controllers.")
 	}
 	res, err := node.FormatWith(cfg.Config, clusterID, o)
 	if err != nil {
@@ -141,13 +181,29 @@ func storageFormat(w io.Writer, configFile, clusterID string, ignore bool, addSc
 		formatted++
 		fmt.Fprintf(w, "Formatting %s %s for cluster %s, node %d.\n", kind, r.Dir, clusterID, cfg.NodeID)
 		if r.Bootstrap {
-			fmt.Fprintf(w, "Writing %d SCRAM credential(s) into %s.\n", len(o.Bootstrap), filepath.Join(r.Dir, node.BootstrapRecordsFile))
+			mv, _ := metadata.MetadataVersionOf(o.Features[metadata.FeatureMetadataVersion])
+			fmt.Fprintf(w, "Writing metadata.version %s and the feature levels %s into %s.\n", mv, featureLevelList(o.Features), filepath.Join(r.Dir, node.BootstrapRecordsFile))
+			if len(o.Bootstrap) > 0 {
+				fmt.Fprintf(w, "Writing %d SCRAM credential(s) into %s.\n", len(o.Bootstrap), filepath.Join(r.Dir, node.BootstrapRecordsFile))
+			}
 		}
 	}
 	if formatted == 0 {
 		fmt.Fprintln(w, "All of the log directories are already formatted.")
 	}
 	return nil
+}
+
+// featureLevelList is "group.version=1, share.version=1, ..." of the features other
+// than metadata.version, by name.
+func featureLevelList(levels map[string]int16) string {
+	var parts []string
+	for _, name := range slices.Sorted(maps.Keys(levels)) {
+		if name != metadata.FeatureMetadataVersion {
+			parts = append(parts, fmt.Sprintf("%s=%d", name, levels[name]))
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 func storageInfo(w io.Writer, configFile string) error {

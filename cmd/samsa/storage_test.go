@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/samsa-broker/samsa/coordinator/metadata"
 	"github.com/samsa-broker/samsa/net/node"
 )
 
@@ -95,10 +96,104 @@ metadata.log.dir=%s
 		t.Fatalf("output:\n%s", out.String())
 	}
 	recs, err := node.ReadBootstrap(filepath.Join(dir, "meta"))
-	if err != nil || len(recs) != 2 {
+	scram := 0
+	for _, r := range recs {
+		if _, ok := r.(*metadata.UserScramCredentialRecord); ok {
+			scram++
+		}
+	}
+	// The feature levels come first (TestStorageFormatFeatures), then the credentials.
+	if err != nil || scram != 2 || len(recs) < 3 {
 		t.Fatalf("bootstrap records: %v %v", recs, err)
 	}
 	if recs, _ := node.ReadBootstrap(filepath.Join(dir, "l1")); len(recs) != 0 {
 		t.Fatal("bootstrap records in a log directory")
+	}
+}
+
+// TestStorageFormatFeatures: `samsa storage format --release-version V --feature
+// name=level` writes the feature levels the metadata log starts with (Kafka's
+// kafka-storage.sh format): the release's defaults, a --feature over them, the node
+// key samsa.transaction.version where no --feature names transaction.version; levels
+// Samsa does not support, or that break a dependency, format nothing.
+func TestStorageFormatFeatures(t *testing.T) {
+	conf := func(dir, extra string) string {
+		return writeFile(t, fmt.Sprintf(`process.roles=broker,controller
+node.id=1
+controller.quorum.voters=1@127.0.0.1:19093
+listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:19093
+controller.listener.names=CONTROLLER
+log.dirs=%s
+metadata.log.dir=%s
+%s
+`, filepath.Join(dir, "l1"), filepath.Join(dir, "meta"), extra))
+	}
+	levels := func(dir string) map[string]int16 {
+		t.Helper()
+		recs, err := node.ReadBootstrap(filepath.Join(dir, "meta"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]int16{}
+		for _, r := range recs {
+			if fl, ok := r.(*metadata.FeatureLevelRecord); ok {
+				out[fl.Name] = fl.Level
+			}
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name, extra string
+		flags       formatFlags
+		want        map[string]int16 // nil: refused
+	}{
+		{name: "default", want: map[string]int16{"metadata.version": 33, "transaction.version": 2, "group.version": 1, "share.version": 1, "streams.version": 1}},
+		{name: "release 4.0", flags: formatFlags{release: "4.0"}, want: map[string]int16{"metadata.version": 25, "transaction.version": 2, "group.version": 1}},
+		{name: "release 3.9 with streams", flags: formatFlags{release: "3.9", features: multiFlag{"streams.version=1"}},
+			want: map[string]int16{"metadata.version": 21, "streams.version": 1}},
+		{name: "the old key", extra: "samsa.transaction.version=1", want: map[string]int16{"metadata.version": 33, "transaction.version": 1, "group.version": 1, "share.version": 1, "streams.version": 1}},
+		{name: "a --feature over the old key", extra: "samsa.transaction.version=1", flags: formatFlags{features: multiFlag{"transaction.version=0"}},
+			want: map[string]int16{"metadata.version": 33, "group.version": 1, "share.version": 1, "streams.version": 1}},
+		{name: "metadata.version as a feature", flags: formatFlags{features: multiFlag{"metadata.version=27"}},
+			want: map[string]int16{"metadata.version": 27, "transaction.version": 2, "group.version": 1}},
+		{name: "both", flags: formatFlags{release: "4.0", features: multiFlag{"metadata.version=25"}}},
+		{name: "a dependency", flags: formatFlags{release: "4.0", features: multiFlag{"share.version=1"}}},
+		{name: "not supported", flags: formatFlags{features: multiFlag{"eligible.leader.replicas.version=1"}}},
+		{name: "unknown feature", flags: formatFlags{features: multiFlag{"colour.version=1"}}},
+		{name: "unknown release", flags: formatFlags{release: "3.7"}},
+		{name: "not a level", flags: formatFlags{features: multiFlag{"group.version"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			var out bytes.Buffer
+			err := storageFormatWith(&out, conf(dir, tc.extra), node.RandomUUID(), tc.flags)
+			if tc.want == nil {
+				if err == nil {
+					t.Fatalf("formatted:\n%s", out.String())
+				}
+				if _, err := node.ReadMetaProperties(filepath.Join(dir, "meta")); err == nil {
+					t.Fatal("a refused format wrote meta.properties")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := levels(dir); fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Fatalf("levels %v, want %v", got, tc.want)
+			}
+			mv, _ := metadata.MetadataVersionOf(tc.want["metadata.version"])
+			if !strings.Contains(out.String(), "Writing metadata.version "+mv.String()+" and the feature levels ") {
+				t.Fatalf("output:\n%s", out.String())
+			}
+		})
+	}
+	// Through the command line.
+	dir := t.TempDir()
+	if code := runStorage([]string{"format", "-c", conf(dir, ""), "-t", node.RandomUUID(), "-r", "4.2", "-f", "streams.version=0"}); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	if got := levels(dir); got["metadata.version"] != 29 || got["streams.version"] != 0 || got["share.version"] != 1 {
+		t.Fatalf("levels %v", got)
 	}
 }

@@ -16,15 +16,17 @@ import (
 )
 
 // Bootstrap metadata: records a controller's metadata log starts with, written by
-// `samsa storage format --add-scram` (Kafka's kafka-storage.sh format --add-scram)
-// into the metadata directory's bootstrap.records, and put into the voter's first
-// snapshot when its raft storage is created (quorum.Config.BootstrapRecords); a voter
-// whose log exists ignores the file. Its one use: SCRAM credentials on the controller
-// listener from the first start, before any client could create them.
+// `samsa storage format` (Kafka's kafka-storage.sh format) into the metadata
+// directory's bootstrap.records, and put into the voter's first snapshot when its raft
+// storage is created (quorum.Config.FormatRecords); a voter whose log exists ignores
+// the file. They are the finalized feature levels (--release-version, --feature:
+// bootstrap_features.go), then --add-scram's SCRAM credentials, so that the
+// controller listener authenticates from the first start, before any client could
+// create them.
 //
 // Every voter's first snapshot must be the same: format every controller with the
-// same cluster id and the same --add-scram arguments (Kafka asks the same of its
-// bootstrap.checkpoint). So that the same arguments give the same credential, a
+// same cluster id and the same --release-version, --feature and --add-scram arguments
+// (Kafka asks the same of its bootstrap.checkpoint). So that the same arguments give the same credential, a
 // credential without salt= gets its salt from HMAC-SHA-256 keyed by the cluster id
 // over the mechanism and the user name (32 bytes, unique per cluster, mechanism and
 // user, which is what a salt must be; Kafka draws a random one). Broker-only nodes

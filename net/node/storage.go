@@ -162,7 +162,9 @@ type FormatResult struct {
 	// Skipped: the directory was already formatted for this cluster and node
 	// (--ignore-formatted).
 	Skipped bool
-	// Bootstrap: the bootstrap records were written into it (bootstrap.go).
+	// Bootstrap: the bootstrap records (the feature levels, and FormatOptions'
+	// Bootstrap) were written into it (bootstrap.go): the metadata dir of a
+	// controller.
 	Bootstrap bool
 }
 
@@ -171,9 +173,13 @@ type FormatOptions struct {
 	// IgnoreFormatted skips directories already formatted for this cluster and node.
 	IgnoreFormatted bool
 	// Bootstrap are records the metadata log starts with (bootstrap.go; --add-scram's
-	// credentials), written into a controller's metadata dir; a broker-only node has
-	// no use for them and writes none.
+	// credentials), written into a controller's metadata dir after the feature
+	// levels; a broker-only node has no use for them and writes none.
 	Bootstrap []metadata.Record
+	// Features are the feature levels the metadata log starts with
+	// (bootstrap_features.go); nil: BootstrapFeatures' defaults for cfg (the newest
+	// release, samsa.transaction.version where cfg sets it).
+	Features map[string]int16
 }
 
 // Format writes meta.properties (version 1, a new directory.id each) into every log
@@ -191,6 +197,17 @@ func FormatWith(cfg *Config, clusterID string, o FormatOptions) ([]FormatResult,
 	ignoreFormatted := o.IgnoreFormatted
 	if err := ValidClusterID(clusterID); err != nil {
 		return nil, err
+	}
+	var boot []metadata.Record
+	if cfg.Roles.Controller {
+		levels := o.Features
+		if levels == nil {
+			var err error
+			if levels, err = BootstrapFeatures(cfg, "", nil); err != nil {
+				return nil, err
+			}
+		}
+		boot = append(FeatureRecords(levels), o.Bootstrap...)
 	}
 	dirs := cfg.Dirs()
 	res := make([]FormatResult, len(dirs))
@@ -219,8 +236,8 @@ func FormatWith(cfg *Config, clusterID string, o FormatOptions) ([]FormatResult,
 		if r.Skipped {
 			continue
 		}
-		if len(o.Bootstrap) > 0 && cfg.Roles.Controller && filepath.Clean(r.Dir) == filepath.Clean(cfg.MetadataDir) {
-			if err := writeBootstrap(r.Dir, o.Bootstrap); err != nil { // before meta.properties: a formatted dir has its bootstrap
+		if cfg.Roles.Controller && filepath.Clean(r.Dir) == filepath.Clean(cfg.MetadataDir) {
+			if err := writeBootstrap(r.Dir, boot); err != nil { // before meta.properties: a formatted dir has its bootstrap
 				return nil, err
 			}
 			r.Bootstrap = true
@@ -288,6 +305,19 @@ func checkStorage(cfg *Config, log *slog.Logger) (string, error) {
 		case cfg.Combined() && cfg.SoleVoter():
 			id := RandomUUID()
 			log.Info("formatting a new single-node cluster", "cluster_id", id, "dirs", strings.Join(dirs, ","))
+			// A new metadata log starts at the default feature levels, as `samsa
+			// storage format` would write them (a directory holding the metadata
+			// store of an earlier single-node version is imported instead, at the
+			// levels of a log without them).
+			if checkEmptyish(cfg.MetadataDir) == nil {
+				levels, err := BootstrapFeatures(cfg, "", nil)
+				if err == nil {
+					err = writeBootstrap(cfg.MetadataDir, FeatureRecords(levels))
+				}
+				if err != nil {
+					return "", err
+				}
+			}
 			return id, formatMissing(cfg, id, dirs, found, log)
 		}
 		return "", fmt.Errorf("%w: no meta.properties in %s: the node is not formatted; run `samsa storage format --config <file> --cluster-id <id>` with one cluster id (from `samsa storage random-uuid`) on every node", ErrStorage, strings.Join(dirs, ", "))
