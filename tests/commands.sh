@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Every command shown in README.md and BENCHMARKS.md works as written from a fresh
+# Every command shown in README.md, BENCHMARKS.md and the section "Upgrading and
+# resizing" of docs/CLUSTER.md works as written from a fresh
 # clone. This test clones the repository (plus the working tree's uncommitted files,
 # unless SAMSA_COMMANDS_FROM_HEAD=1), and in the clone runs each command verbatim, or
 # in a short form: shorter durations, fewer rounds, smaller sizes, with every flag,
@@ -56,7 +57,7 @@ fi
 cd "$clone"
 
 # --- the commands the docs show -------------------------------------------------------
-/usr/bin/python3 - README.md BENCHMARKS.md >"$tmp/doc-commands" <<'PY'
+/usr/bin/python3 - README.md BENCHMARKS.md "docs/CLUSTER.md#Upgrading and resizing" >"$tmp/doc-commands" <<'PY'
 import re, sys
 
 PROGRAMS = re.compile(r"^(make|go|kcat|git|samsa|samsa-bench|bin/\S+|\./\S+)\s")
@@ -73,10 +74,28 @@ def strip_comment(line):
             return line[:i]
     return line
 
-for path in sys.argv[1:]:
+def section(text, heading):
+    # The lines under "## heading" up to the next heading of its level or above.
+    out, inside = [], False
+    for line in text.split("\n"):
+        m = re.match(r"^(#+) (.*)$", line)
+        if m and inside and len(m.group(1)) <= 2:
+            break
+        if m and m.group(2).strip() == heading:
+            inside = True
+            continue
+        if inside:
+            out.append(line)
+    return "\n".join(out)
+
+for arg in sys.argv[1:]:
+    path, _, heading = arg.partition("#")
+    text = open(path, encoding="utf-8").read()
+    if heading:
+        text = section(text, heading)
     seen = []
     block, cont, prose = False, "", []
-    for line in open(path, encoding="utf-8").read().split("\n"):
+    for line in text.split("\n"):
         if line.startswith("```"):
             block = not block
             prose.append("")
@@ -418,6 +437,23 @@ PY
 	here 'bin/samsa serve --config deploy/cluster/node-1.properties & node1=$!'
 	own wait_kafka 127.0.0.1:9092
 	own wait_describe 127.0.0.1:9192 orders 'Isr: [123],[123],[123]\s' 3
+	# docs/CLUSTER.md, Upgrading and resizing: the same three nodes' feature levels
+	step 'bin/samsa features describe'
+	expect '^Feature: metadata\.version.SupportedMinVersion: 3\.9-IV0.SupportedMaxVersion: 4\.4-IV2.FinalizedVersionLevel: 4\.4-IV2.Epoch: [0-9]+$'
+	expect '^Feature: transaction\.version.SupportedMinVersion: 0.SupportedMaxVersion: 2.FinalizedVersionLevel: 2.Epoch: [0-9]+$'
+	step 'bin/samsa features version-mapping --release-version 4.2'
+	expect '^metadata\.version=29 \(4\.2\)$'
+	expect '^share\.version=1$'
+	step 'bin/samsa features downgrade --feature transaction.version=1'
+	expect '^transaction\.version was downgraded to 1\.$'
+	step 'bin/samsa features upgrade --feature transaction.version=2 --dry-run'
+	expect '^transaction\.version can be upgraded to 2\.$'
+	step 'bin/samsa features upgrade --feature transaction.version=2'
+	expect '^transaction\.version was upgraded to 2\.$'
+	step 'bin/samsa features disable --feature streams.version --dry-run'
+	expect '^streams\.version can be disabled\.$'
+	step 'bin/samsa features upgrade --release-version 4.4'
+	expect '^metadata\.version was upgraded to 33\.$'
 	here 'kill $node1 $node2 $node3' 'kill $node1 $node2 $node3 && wait $node1 $node2 $node3'
 	here 'make cluster' 'bg "make cluster CLUSTER_DATA=$tmp/cluster-data"'
 	own wait_bg_log 'cluster .* ready: --bootstrap-server 127\.0\.0\.1:[0-9]+,127\.0\.0\.1:[0-9]+,127\.0\.0\.1:[0-9]+'
@@ -547,9 +583,9 @@ if [ -n "$missing" ]; then
 fi
 if [ -n "$stale" ]; then
 	printf '  %s\n' "$stale" >&2
-	fail "tests/commands.sh has steps for commands that are no longer in README.md or BENCHMARKS.md (above): update or remove them"
+	fail "tests/commands.sh has steps for commands that are no longer in README.md, BENCHMARKS.md or docs/CLUSTER.md's \"Upgrading and resizing\" (above): update or remove them"
 fi
-echo "$(wc -l <"$tmp/doc-set") commands in README.md and BENCHMARKS.md, each with a step; running them in a fresh clone ($clone)"
+echo "$(wc -l <"$tmp/doc-set") commands in README.md, BENCHMARKS.md and docs/CLUSTER.md, each with a step; running them in a fresh clone ($clone)"
 
 mode=run
 start=$SECONDS
