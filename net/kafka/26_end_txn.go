@@ -12,9 +12,8 @@
 // INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED (INVALID_PRODUCER_EPOCH before v2),
 // CONCURRENT_TRANSACTIONS, INVALID_TXN_STATE; a retry of a completed end answers NONE.
 //
-// Differences from Apache Kafka: transaction.version is not advertised (finalized 0),
-// so the epoch is not bumped per transaction (KIP-890 part 2) even at v5; no
-// authorization (WRITE on the transactional id) is checked.
+// At transaction.version 2 (the finalized level, features.go) v5+ bumps the epoch at
+// every transaction (KIP-890 part 2, coordinator/txn).
 
 package kafka
 

@@ -13,8 +13,9 @@
 // each heartbeat), else group.consumer.heartbeat.interval.ms and
 // group.consumer.session.timeout.ms.
 //
-// Served only when group.coordinator.rebalance.protocols holds "consumer" (Kafka 4's
-// default); otherwise UNSUPPORTED_VERSION, as a Kafka broker without the protocol.
+// Served at group.version 1 (finalized by default from release 4.0) when
+// group.coordinator.rebalance.protocols holds "consumer" (Kafka 4's default);
+// otherwise UNSUPPORTED_VERSION, as a Kafka broker without the protocol (features.go).
 // Classic and consumer groups share the group id space: an empty classic group becomes
 // a consumer group on its first member (offline migration, as Kafka); a classic group
 // with members answers GROUP_ID_NOT_FOUND (Kafka's answer when the online upgrade is

@@ -8,7 +8,8 @@
 // describe answers GROUP_AUTHORIZATION_FAILED (authz.ConsumerGroupDescribe); authorized
 // operations, when asked, report READ, DESCRIBE and DELETE, not computed from the ACLs.
 //
-// Served only when group.coordinator.rebalance.protocols holds "consumer".
+// Served with ConsumerGroupHeartbeat: at group.version 1 when
+// group.coordinator.rebalance.protocols holds "consumer".
 
 package kafka
 

@@ -9,9 +9,9 @@
 // The answer leaves once the group's records are durable. A group id held by a
 // classic group with state, or by a consumer group, answers GROUP_ID_NOT_FOUND.
 //
-// Served unless share groups are disabled (group.share.enable=false; on by default, as
-// Kafka 4.2 serves them on new clusters through the share.version feature): then
-// UNSUPPORTED_VERSION and not advertised. Settings: the group's own
+// Served at share.version 1 (finalized by default, as Kafka 4.2 finalizes it on new
+// clusters) unless the node disables share groups (group.share.enable=false);
+// otherwise UNSUPPORTED_VERSION and not advertised (features.go). Settings: the group's own
 // share.session.timeout.ms and share.heartbeat.interval.ms (GROUP configs, read at
 // each heartbeat), else group.share.session.timeout.ms (45000) and
 // group.share.heartbeat.interval.ms (5000); group.share.max.size (200).

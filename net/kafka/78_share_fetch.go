@@ -594,5 +594,6 @@ func (op *shareFetchOp) respond() {
 }
 
 // shareAPIKeys are the share-group APIs, left out of ApiVersions while share groups
-// are not enabled (Kafka 4.1 without share.version does not advertise them either).
+// are not served (features.go; Kafka 4.1 without share.version does not advertise
+// them either).
 var shareAPIKeys = []int16{76, 77, 78, 79, 83, 84, 85, 86, 87, 90, 91, 92}

@@ -40,9 +40,9 @@
 // assignment interval (ASSIGNMENT_DELAYED is never reported: a target is computed at
 // once).
 //
-// Served only when group.coordinator.rebalance.protocols holds "streams" (the default,
-// as in Kafka 4.2, whose new clusters finalize streams.version 1); otherwise
-// UNSUPPORTED_VERSION and the key is not advertised.
+// Served at streams.version 1 (finalized by default, as Kafka 4.2 finalizes it on new
+// clusters) when group.coordinator.rebalance.protocols holds "streams" (the default);
+// otherwise UNSUPPORTED_VERSION and the key is not advertised (features.go).
 
 package kafka
 

@@ -14,7 +14,8 @@
 // TOPIC_AUTHORIZATION_FAILED; authorized operations, when asked, come from the ACLs
 // (without an authorizer: READ, DESCRIBE and DELETE, as ConsumerGroupDescribe).
 //
-// Served only when group.coordinator.rebalance.protocols holds "streams".
+// Served with StreamsGroupHeartbeat: at streams.version 1 when
+// group.coordinator.rebalance.protocols holds "streams".
 
 package kafka
 
