@@ -141,6 +141,7 @@ func runCmd(args []string) int {
 	fs.Var(&gap, "gap", "time between faults, lo-hi")
 	fs.Var(&flen, "fault-len", "length of a fault, lo-hi")
 	fs.DurationVar(&cfg.SessionTimeout, "session-timeout", 9*time.Second, "broker.session.timeout.ms (pauses last longer)")
+	fs.DurationVar(&cfg.ReplicaInterval, "replica-interval", 300*time.Millisecond, "the replica monitor's period: each node's Metadata, log ends and HWs, checked for isr-behind-hw (negative: off)")
 	fs.StringVar(&cfg.Netns, "netns", "auto", "network namespaces: auto (when a fault needs them), on, off")
 	fs.Var(&disk, "disk-size", "tmpfs size of each node's log dir when disk-full runs")
 	fs.StringVar(&cfg.Topic, "topic", "chaos", "topic")

@@ -31,6 +31,7 @@ var Kinds = []string{
 	KNonmonotonicSnd, KNonmonotonicPol, KPollSkip, KRealtime, KCommitBackwards,
 	KLivenessSend, KLivenessRead, KNonlinearizable,
 	KAbortedRead, KTxnLost, KTxnPartial, KG0, KG1c,
+	KISRBehindHW,
 }
 
 // ProcFinal is the process of the final drain: it reads every partition from its
@@ -90,6 +91,8 @@ type Result struct {
 	// Txn counts the transactional workload's operations (zero without it).
 	Txn    TxnStats     `json:"txn"`
 	Linear LinearResult `json:"linear"`
+	// Replicas is what the replica monitor saw (zero when it did not run).
+	Replicas ReplicaStats `json:"replicas"`
 	// LastHeal is when the last fault finished healing (ns since start); the
 	// liveness checks start there. 0 when the run had no faults.
 	LastHeal int64 `json:"last_heal"`
@@ -307,6 +310,8 @@ func (c *checker) index() {
 			if op.End > c.res.LastHeal {
 				c.res.LastHeal = op.End
 			}
+		case FReplica:
+			c.replicaOp(op)
 		case FEvent:
 			if op.Proc == ProcFinalTxn {
 				continue // the transactional drain's marks (checkTxn)

@@ -86,5 +86,18 @@
 // which appends a transaction's records as they are produced: it is counted, not
 // reported.
 //
+// Beside the clients, the runner's replica monitor (runner/replicas.go) reads every
+// few hundred milliseconds each live node's Metadata (the ISR per partition), each
+// node's log end offsets and metadata offset (its admin listener's /metrics) and each
+// leader's high watermark (ListOffsets), and records what it finds as "replicas" ops
+// (check_replicas.go):
+//
+//	isr-behind-hw        a replica seen out of the ISR and then in it again (listed by a
+//	                     majority of the nodes and left out by none, from images at least
+//	                     as new as the one it was missing from) later shows a log end below
+//	                     a high watermark observed before the answer that left it out: it
+//	                     was counted in the ISR without records the HW had passed, so the
+//	                     next leader failure could lose them
+//
 // Each anomaly names the partition, offset, value, process, time and operation ids.
 package chaos

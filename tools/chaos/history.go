@@ -28,7 +28,20 @@ const (
 	FClose  Func = "close"  // a client process stopped
 	FFault  Func = "fault"  // a nemesis fault, from injection (Start) to healed (End)
 	FEvent  Func = "event"  // something the harness saw (a node exited on its own, ...)
+	// FReplica is the replica monitor's (check_replicas.go): an isr-behind-hw it found
+	// (Status fail, Replica.Finding), and at the end what it saw (Status ok,
+	// Replica.Stats).
+	FReplica Func = "replicas"
 )
+
+// ProcReplicas is the process of the replica monitor's ops.
+const ProcReplicas = "replicas"
+
+// ReplicaOp is the payload of an FReplica op.
+type ReplicaOp struct {
+	Finding *ReplicaFinding `json:"finding,omitempty"`
+	Stats   *ReplicaStats   `json:"stats,omitempty"`
+}
 
 // The operations of the transactional workload, on a topic of its own (the queue
 // checks ignore them; checkTxn judges them).
@@ -132,6 +145,7 @@ type Op struct {
 	// PartErr holds a commit's per-partition errors (partitions absent: committed).
 	PartErr map[int32]string `json:"perr,omitempty"`
 	Fault   *FaultInfo       `json:"fault,omitempty"`
+	Replica *ReplicaOp       `json:"replica,omitempty"`
 }
 
 // Header is the first line of a history: what the run was.

@@ -67,6 +67,11 @@ func (r *Report) WriteHTML(b *strings.Builder) {
 		{"transaction graph: ww edges", r.Result.Txn.Graph.WW}, {"transaction graph: wr edges", r.Result.Txn.Graph.WR},
 		{"G0 (anomalies)", r.Result.Counts[chaos.KG0]}, {"G1c (anomalies)", r.Result.Counts[chaos.KG1c]},
 		{"ww cycles of concurrent transactions (allowed)", r.Result.Txn.Graph.WWCycles}, {"ww+wr cycles of concurrent transactions (allowed)", r.Result.Txn.Graph.WWWRCycles},
+		{"replica check: rounds", r.Result.Replicas.Rounds}, {"replica check: Metadata answers", r.Result.Replicas.Answers},
+		{"replica check: log ends read", r.Result.Replicas.LEOs}, {"replica check: high watermarks read", r.Result.Replicas.HWs},
+		{"replica check: answers leaving a replica out of the ISR", r.Result.Replicas.Outs},
+		{"replica check: re-admissions to the ISR checked", r.Result.Replicas.Admissions}, {"replica check: log ends checked", r.Result.Replicas.Checked},
+		{"isr-behind-hw (anomalies)", r.Result.Counts[chaos.KISRBehindHW]},
 	} {
 		fmt.Fprintf(b, "<tr><th>%s</th><td class=\"n\">%d</td></tr>\n", kv[0], kv[1])
 	}

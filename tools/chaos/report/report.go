@@ -244,6 +244,12 @@ func verdict(r *Report, res *chaos.Result) string {
 		what += fmt.Sprintf("; %d transactions: %d committed, %d aborted, %d unknown; G0 %d, G1c %d over %d committed (%d ww, %d wr edges)",
 			tx.Txns, tx.Committed, tx.Aborted, tx.Unknown, res.Counts[chaos.KG0], res.Counts[chaos.KG1c], tx.Graph.Txns, tx.Graph.WW, tx.Graph.WR)
 	}
+	if rs := res.Replicas; rs.Rounds > 0 {
+		what += fmt.Sprintf("; replica check: %d rounds, %d re-admissions to the ISR, %d log ends checked, %d isr-behind-hw",
+			rs.Rounds, rs.Admissions, rs.Checked, res.Counts[chaos.KISRBehindHW])
+	} else if rs.Note != "" {
+		what += "; replica check off"
+	}
 	if res.Valid {
 		return "chaos: VALID (no anomalies): " + what
 	}
@@ -290,6 +296,9 @@ func (r *Report) WriteText(w *strings.Builder) {
 		g := tx.Graph
 		fmt.Fprintf(w, "transaction graph: %d committed transactions (%d consume-transform-produce), %d ww and %d wr edges; G0 %d, G1c %d; cycles of concurrent transactions Kafka allows (counted, not anomalies): %d of ww edges, %d of ww and wr edges\n",
 			g.Txns, g.Readers, g.WW, g.WR, r.Result.Counts[chaos.KG0], r.Result.Counts[chaos.KG1c], g.WWCycles, g.WWWRCycles)
+	}
+	if rs := r.Result.Replicas; rs.Rounds > 0 || rs.Note != "" {
+		fmt.Fprintf(w, "%s\n", rs.Summary())
 	}
 	fmt.Fprintf(w, "liveness bound %.1fs from the last heal at %.3fs\n", float64(r.Result.Liveness)/1e9, float64(r.Result.LastHeal)/1e9)
 	fmt.Fprintf(w, "\nanomalies (%s):\n", r.Result.Summary())

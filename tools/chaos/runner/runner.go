@@ -81,7 +81,10 @@ type Config struct {
 	Set     []string
 	// SessionTimeout: broker.session.timeout.ms (and the pause length's floor).
 	SessionTimeout time.Duration
-	Out            string
+	// ReplicaInterval is the replica monitor's period (runner/replicas.go, the
+	// isr-behind-hw check); 0 means 300 ms, negative turns it off.
+	ReplicaInterval time.Duration
+	Out             string
 	// Command is the command line that replays this run (the CLI fills it in).
 	Command string
 	Stdout  io.Writer
@@ -103,6 +106,9 @@ func (c *Config) Defaults() {
 	def(&c.DurMin, 2*time.Second)
 	def(&c.DurMax, 8*time.Second)
 	def(&c.SessionTimeout, 9*time.Second)
+	if c.ReplicaInterval == 0 {
+		c.ReplicaInterval = 300 * time.Millisecond
+	}
 	if c.Faults == "" {
 		c.Faults = "auto"
 	}
@@ -340,6 +346,8 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
+	mon := r.startReplicas(ctx, cfg, c, hist, txnTopic, ccfg.PowerLoss)
+	defer mon.finishOnce()
 	nemMu.Lock()
 	nem = nemesis.New(nemesis.Env{Cluster: c, Admin: adm, Topic: cfg.Topic, History: hist, Printf: r.printf, Seed: cfg.Seed})
 	nemMu.Unlock()
@@ -367,6 +375,9 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	waitCaughtUp(qctx, wl)
 	qcancel()
 	<-supervised
+	if st, ok := mon.finishOnce(); ok {
+		r.printf("%s", st.Summary())
+	}
 	wl.StopConsumers()
 	stopProgress()
 	fctx, fcancel := context.WithTimeout(context.WithoutCancel(ctx), 60*time.Second)
@@ -481,6 +492,9 @@ func ReplayCommand(cfg Config, kinds []nemesis.Kind) string {
 		"--group-consumers", fmt.Sprint(cfg.GroupConsumers), "--assigned-consumers", fmt.Sprint(cfg.AssignedConsumers),
 		"--txn-producers", fmt.Sprint(offIfZero(cfg.TxnProducers)), "--txn-consumers", fmt.Sprint(offIfZero(cfg.TxnConsumers)),
 		"--txn-rate", fmt.Sprint(cfg.TxnRate), "--txn-copiers", fmt.Sprint(offIfZero(cfg.TxnCopiers)), "--netns", cfg.Netns}
+	if cfg.ReplicaInterval != 300*time.Millisecond {
+		args = append(args, "--replica-interval", cfg.ReplicaInterval.String())
+	}
 	if cfg.ProduceTimeout > 0 {
 		args = append(args, "--produce-timeout", cfg.ProduceTimeout.String())
 	}
