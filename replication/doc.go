@@ -140,10 +140,11 @@
 //
 // Built with the tag samsa_faults, environment variables switch on bugs the tests
 // must catch (faults_on.go): SAMSA_FAULT_ACK_BEFORE_ISR=1 (acks=all answered after the
-// leader's own append, before the ISR holds it) and SAMSA_FAULT_FENCED_LEADER_ACKS=1
-// (a leader that learns of a newer epoch acknowledges what was waiting). A Manager
-// created with any on logs "fault switches active" with the key switches. The default
-// build has none.
+// leader's own append, before the ISR holds it), SAMSA_FAULT_FENCED_LEADER_ACKS=1
+// (a leader that learns of a newer epoch acknowledges what was waiting) and
+// SAMSA_FAULT_EARLY_ISR_JOIN=1 (a follower behind the HW is proposed into the ISR).
+// A Manager created with any on logs "fault switches active" with the key switches.
+// The default build has none.
 //
 // # Differences from Apache Kafka
 //

@@ -8,5 +8,6 @@ type faultSwitches struct{}
 
 func (faultSwitches) ackBeforeISR() bool     { return false }
 func (faultSwitches) fencedLeaderAcks() bool { return false }
+func (faultSwitches) earlyISRJoin() bool     { return false }
 func (faultSwitches) active() string         { return "" }
 func loadFaultSwitches() faultSwitches       { return faultSwitches{} }

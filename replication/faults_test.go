@@ -71,3 +71,38 @@ func TestFaultSwitchesLogged(t *testing.T) {
 		t.Fatalf("log: %s", out)
 	}
 }
+
+// TestFaultEarlyISRJoinProposesABehindReplica: with the switch on, a follower outside
+// the ISR that fetches below the HW is proposed in; without it, it is not (the fault
+// harness's isr-behind-hw is the end-to-end check).
+func TestFaultEarlyISRJoinProposesABehindReplica(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		if on {
+			t.Setenv("SAMSA_FAULT_EARLY_ISR_JOIN", "1")
+		}
+		m, _, _ := newTestManager(t, false)
+		if err := m.Apply(Delta{Leaders: []PartitionState{stateOf(1, 4, 0, []int32{1, 2, 3}, []int32{1, 2}, 2)}}); err != nil {
+			t.Fatal(err)
+		}
+		p := m.Partition(tp0())
+		for _, v := range []string{"a", "b", "c"} {
+			if _, err := produce(m, p, 1, v); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := p.FollowerFetch(2, 12, 3, 4, 4); err != nil {
+			t.Fatal(err)
+		}
+		if hw := p.Log().HighWatermark(); hw != 3 {
+			t.Fatalf("HW %d", hw)
+		}
+		m.TakeAlterPartition()                                     // nothing to take; clear any
+		if _, err := p.FollowerFetch(3, 13, 1, 4, 4); err != nil { // replica 3 two records behind
+			t.Fatal(err)
+		}
+		req := m.TakeAlterPartition()
+		if proposed := req != nil && len(req.Topics[0].Partitions[0].NewISR) == 3; proposed != on {
+			t.Fatalf("switch %v: replica 3 behind the HW proposed into the ISR: %v", on, proposed)
+		}
+	}
+}

@@ -463,8 +463,12 @@ func (p *Partition) followerFetch(replicaID int32, brokerEpoch, fetchOffset int6
 	}
 	moved := p.maybeIncrementHWLocked()
 	res.HighWatermark = l.HighWatermark()
+	caughtUp := fetchOffset >= res.HighWatermark && fetchOffset >= p.epochStart
+	if p.m.faults.earlyISRJoin() {
+		caughtUp = true // planted bug: a replica behind the HW joins the ISR
+	}
 	expand := p.pending == nil && !slices.Contains(p.isr, replicaID) && slices.Contains(p.replicas, replicaID) &&
-		fetchOffset >= res.HighWatermark && fetchOffset >= p.epochStart && p.m.proposesISR()
+		caughtUp && p.m.proposesISR()
 	epoch := p.leaderEpoch
 	p.hwMu.Unlock()
 	p.mu.RUnlock()

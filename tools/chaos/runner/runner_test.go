@@ -274,6 +274,65 @@ func runCut(t *testing.T, bin string, env []string) *Outcome {
 	return out
 }
 
+// TestPlantedEarlyISRJoin: a leader that proposes a follower into the ISR before it
+// has reached the HW (SAMSA_FAULT_EARLY_ISR_JOIN) counts a replica without records
+// the HW had passed, and the replica monitor reports isr-behind-hw. The schedule
+// (pausedFollowers) pauses a node past the session timeout twice: it is fenced and
+// leaves the ISRs of its partitions while the HW moves on; once resumed and unfenced
+// it is proposed in at its first fetch, and its catch-up, one batch per partition a
+// fetch (replica.fetch.max.bytes=1), takes long enough for the monitor's rounds to
+// read its log end while it is in the ISR behind the HW. (A loss may follow when such
+// a replica is elected; the test asks only for the monitor's finding.)
+func TestPlantedEarlyISRJoin(t *testing.T) {
+	bin := plantedBinary(t)
+	const sw = "SAMSA_FAULT_EARLY_ISR_JOIN"
+	env := []string{sw + "=1"}
+	requireSwitch(t, bin, sw, env)
+	out := runPaused(t, bin, env)
+	if out.Result.Counts[chaos.KISRBehindHW] == 0 {
+		t.Fatalf("%s on, yet no isr-behind-hw (seed %d): %s; %s", sw, out.Report.Seed, describe(out.Result), out.Result.Replicas.Summary())
+	}
+	t.Logf("caught: %s; %s", out.Result.Summary(), out.Result.Replicas.Summary())
+}
+
+// TestPlantedPauseControl: the schedule of TestPlantedEarlyISRJoin, on the same
+// binary with no switch: VALID, no isr-behind-hw, and the monitor saw replicas leave
+// the ISR and come back (so the check had something to judge).
+func TestPlantedPauseControl(t *testing.T) {
+	bin := plantedBinary(t)
+	out := runPaused(t, bin, nil)
+	if !out.Result.Valid {
+		t.Fatalf("the control run (no switch) has anomalies (seed %d): %s", out.Report.Seed, describe(out.Result))
+	}
+	if st := out.Result.Replicas; st.Admissions == 0 || st.Checked == 0 {
+		t.Fatalf("the replica check judged nothing: %s", st.Summary())
+	}
+	t.Logf("control VALID: %s; %s", out.Result.Summary(), out.Result.Replicas.Summary())
+}
+
+// runPaused is a 3-node run of two 10 s pauses (3 s session timeout, so the paused
+// node is fenced after about 3 s), 3 s apart, with followers fetching one batch per
+// partition at a time.
+func runPaused(t *testing.T, bin string, env []string) *Outcome {
+	t.Helper()
+	cfg := quick(t, bin, "pause")
+	cfg.Nodes, cfg.Env = 3, env
+	cfg.Duration = 30 * time.Second
+	cfg.GapMin, cfg.GapMax = 3*time.Second, 3*time.Second
+	cfg.DurMin, cfg.DurMax = 10*time.Second, 10*time.Second
+	cfg.Set = []string{"replica.fetch.max.bytes=1"}
+	s := nemesis.Generate(nemesis.Params{Seed: cfg.Seed, Kinds: []nemesis.Kind{nemesis.Pause}, Duration: cfg.Duration, Nodes: cfg.Nodes,
+		Partitions: 4, GapMin: cfg.GapMin, GapMax: cfg.GapMax, DurMin: cfg.DurMin, DurMax: cfg.DurMax, SessionTimeout: cfg.SessionTimeout})
+	if len(s.Faults) != 2 {
+		t.Fatalf("the schedule is not two pauses: %s", s.String())
+	}
+	out, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
 // requireSwitch skips the test unless the broker knows the fault switch: it names it
 // in its "fault switches active" line, or (for brokers that do not announce their
 // switches) its source defines it under the samsa_faults tag.
