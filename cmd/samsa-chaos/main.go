@@ -141,6 +141,8 @@ func runCmd(args []string) int {
 	fs.Var(&gap, "gap", "time between faults, lo-hi")
 	fs.Var(&flen, "fault-len", "length of a fault, lo-hi")
 	fs.DurationVar(&cfg.SessionTimeout, "session-timeout", 9*time.Second, "broker.session.timeout.ms (pauses last longer)")
+	fs.BoolVar(&cfg.Secure, "secure", false, "a secured cluster: SASL_SSL listeners, SCRAM-SHA-512 between nodes, ACLs; the clients authenticate as a user without super powers")
+	fs.BoolVar(&cfg.Cover, "cover", false, "draw the faults' kinds in rounds, every kind once per round (a phase with room for as many faults has each)")
 	fs.DurationVar(&cfg.ReplicaInterval, "replica-interval", 300*time.Millisecond, "the replica monitor's period: each node's Metadata, log ends and HWs, checked for isr-behind-hw (negative: off)")
 	fs.StringVar(&cfg.Netns, "netns", "auto", "network namespaces: auto (when a fault needs them), on, off")
 	fs.Var(&disk, "disk-size", "tmpfs size of each node's log dir when disk-full runs")

@@ -31,7 +31,7 @@ var Kinds = []string{
 	KNonmonotonicSnd, KNonmonotonicPol, KPollSkip, KRealtime, KCommitBackwards,
 	KLivenessSend, KLivenessRead, KNonlinearizable,
 	KAbortedRead, KTxnLost, KTxnPartial, KG0, KG1c,
-	KISRBehindHW,
+	KISRBehindHW, KAuthFailure,
 }
 
 // ProcFinal is the process of the final drain: it reads every partition from its
@@ -93,6 +93,8 @@ type Result struct {
 	Linear LinearResult `json:"linear"`
 	// Replicas is what the replica monitor saw (zero when it did not run).
 	Replicas ReplicaStats `json:"replicas"`
+	// Auth counts failed authentications and authorizations (secured runs).
+	Auth AuthStats `json:"auth"`
 	// LastHeal is when the last fault finished healing (ns since start); the
 	// liveness checks start there. 0 when the run had no faults.
 	LastHeal int64 `json:"last_heal"`
@@ -200,6 +202,7 @@ func Check(h *History, opt Options) *Result {
 	c.commits()
 	c.liveness()
 	c.checkTxn()
+	c.checkAuth()
 	c.res.Linear = checkLinear(c, opt.Linear)
 	sort.SliceStable(c.res.Anomalies, func(i, j int) bool {
 		a, b := c.res.Anomalies[i], c.res.Anomalies[j]
@@ -315,6 +318,9 @@ func (c *checker) index() {
 		case FEvent:
 			if op.Proc == ProcFinalTxn {
 				continue // the transactional drain's marks (checkTxn)
+			}
+			if op.V == EventAuthFailed {
+				continue // judged by checkAuth, not a node exit
 			}
 			if op.Proc == ProcFinal && op.V == "end-offsets" {
 				for p, e := range op.Offs {

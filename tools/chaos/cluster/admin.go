@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -21,7 +22,9 @@ type Admin struct {
 
 // Admin makes a client of every node.
 func (c *Cluster) Admin() (*Admin, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Bootstrap()...), kgo.RetryTimeout(5*time.Second), kgo.DialTimeout(2*time.Second), kgo.RequestTimeoutOverhead(3*time.Second))
+	opts := []kgo.Opt{kgo.SeedBrokers(c.Bootstrap()...), kgo.RetryTimeout(5 * time.Second), kgo.DialTimeout(2 * time.Second),
+		kgo.RequestTimeoutOverhead(3 * time.Second)}
+	cl, err := kgo.NewClient(append(opts, c.AdminOpts()...)...)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: admin client: %w", err)
 	}
@@ -155,5 +158,28 @@ func (a *Admin) StableOffsets(ctx context.Context, topic string) (map[int32]int6
 	}
 	out := map[int32]int64{}
 	offs.Each(func(o kadm.ListedOffset) { out[o.Partition] = o.Offset })
+	return out, nil
+}
+
+// NotInISR lists the partitions of topic that have node id as a replica but not in
+// their ISR (by one node's Metadata).
+func (a *Admin) NotInISR(ctx context.Context, topic string, id int) ([]int32, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	md, err := a.adm.Metadata(ctx, topic)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: metadata: %w", err)
+	}
+	t, ok := md.Topics[topic]
+	if !ok || t.Err != nil {
+		return nil, fmt.Errorf("cluster: metadata of %s: %v", topic, t.Err)
+	}
+	var out []int32
+	for p, d := range t.Partitions {
+		if slices.Contains(d.Replicas, int32(id)) && !slices.Contains(d.ISR, int32(id)) {
+			out = append(out, p)
+		}
+	}
+	slices.Sort(out)
 	return out, nil
 }

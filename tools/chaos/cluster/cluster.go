@@ -85,7 +85,13 @@ type Config struct {
 	// OnExit is called (from a goroutine of the cluster) when a node's process exits
 	// without the cluster having killed or stopped it.
 	OnExit func(Exit)
-	Log    *slog.Logger
+	// Secure runs the cluster with TLS, SASL (SCRAM-SHA-512) and ACLs on every
+	// listener (security.go); KRaft mode only.
+	Secure bool
+	// OnAuthFailure is called (from a goroutine of the cluster, which it must not
+	// block) for each line a node logs about a failed authentication (IsAuthFailure).
+	OnAuthFailure func(AuthFailure)
+	Log           *slog.Logger
 }
 
 // Exit describes a node process that ended on its own.
@@ -94,6 +100,14 @@ type Exit struct {
 	Err  string
 	At   time.Time
 	Tail []string // the last lines of its log
+}
+
+// AuthFailure is a node's log line about a failed authentication.
+type AuthFailure struct {
+	Node int
+	At   time.Time
+	Msg  string
+	Line string
 }
 
 // ErrNoClusterMode: the binary cannot run more than one node.
@@ -105,6 +119,7 @@ type Cluster struct {
 	kraft     bool
 	clusterID string
 	net       *Network
+	sec       *security
 	mounted   []string
 	nodes     []*Node
 	closeOnce sync.Once
@@ -157,6 +172,14 @@ func New(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	if !c.kraft && cfg.Nodes > 1 {
 		return nil, ErrNoClusterMode
 	}
+	if cfg.Secure {
+		if !c.kraft {
+			return nil, fmt.Errorf("cluster: a secured cluster needs KRaft mode (properties files): %w", ErrNoClusterMode)
+		}
+		if c.sec, err = newSecurity(cfg.Dir); err != nil {
+			return nil, err
+		}
+	}
 	hosts := make([]string, cfg.Nodes)
 	var ports [][3]int
 	if cfg.Net == Netns {
@@ -200,6 +223,11 @@ func New(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 			return nil, fmt.Errorf("cluster: %w", err)
 		}
 		c.nodes = append(c.nodes, n)
+		if c.sec != nil {
+			if _, err := c.sec.issue(n, 0); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if c.kraft {
 		if err := c.format(ctx); err != nil {
@@ -323,7 +351,11 @@ func (c *Cluster) format(ctx context.Context) error {
 		if err := os.WriteFile(n.ConfigPath, []byte(c.properties(n)), 0o644); err != nil {
 			return fmt.Errorf("cluster: %w", err)
 		}
-		cmd := exec.CommandContext(ctx, c.cfg.Bin, "storage", "format", "--config", n.ConfigPath, "--cluster-id", c.clusterID)
+		args := []string{"storage", "format", "--config", n.ConfigPath, "--cluster-id", c.clusterID}
+		if c.sec != nil {
+			args = append(args, c.sec.addScram()...)
+		}
+		cmd := exec.CommandContext(ctx, c.cfg.Bin, args...)
 		cmd.Env = c.env(n)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return fmt.Errorf("cluster: samsa storage format (node %d): %w: %s", n.ID, err, strings.TrimSpace(string(out)))

@@ -138,6 +138,9 @@ func (n *Node) scan(r io.ReadCloser, logf *os.File, done chan struct{}) {
 
 func (n *Node) note(line string) {
 	kv := ParseLogLine(line)
+	if f := n.c.cfg.OnAuthFailure; f != nil && IsAuthFailure(kv["msg"]) {
+		f(AuthFailure{Node: n.ID, At: time.Now(), Msg: kv["msg"], Line: line})
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if len(line) > 500 {
@@ -358,7 +361,8 @@ func (n *Node) WaitReady(ctx context.Context, brokers int) error {
 	if done == nil {
 		return fmt.Errorf("%w: node %d is not running", ErrExited, n.ID)
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(n.Addr()), kgo.RequestRetries(0), kgo.RetryTimeout(time.Second), kgo.DialTimeout(time.Second))
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(n.Addr()), kgo.RequestRetries(0), kgo.RetryTimeout(time.Second), kgo.DialTimeout(time.Second)},
+		n.c.AdminOpts()...)...)
 	if err != nil {
 		return fmt.Errorf("cluster: %w", err)
 	}

@@ -287,7 +287,3 @@ func (o *Observer) HighWatermarks(ctx context.Context, parts []TP) HWAnswer {
 }
 
 func (o *Observer) seed() *kgo.Broker { return o.cl.SeedBrokers()[0] }
-
-// AdminOpts are the client options of the harness's own requests (its admin client,
-// readiness probes, observers): none on a plaintext cluster.
-func (c *Cluster) AdminOpts() []kgo.Opt { return nil }

@@ -19,11 +19,6 @@ func (c *Cluster) properties(n *Node) string {
 		"process.roles=broker,controller",
 		fmt.Sprintf("node.id=%d", n.ID),
 		"controller.quorum.voters=" + strings.Join(voters, ","),
-		fmt.Sprintf("listeners=PLAINTEXT://%s,CONTROLLER://%s", n.Addr(), n.ControllerAddr()),
-		"advertised.listeners=PLAINTEXT://" + n.Addr(),
-		"controller.listener.names=CONTROLLER",
-		"inter.broker.listener.name=PLAINTEXT",
-		"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
 		"log.dirs=" + n.LogDir,
 		"metadata.log.dir=" + n.MetaDir,
 		fmt.Sprintf("broker.heartbeat.interval.ms=%d", c.cfg.HeartbeatInterval.Milliseconds()),
@@ -32,6 +27,16 @@ func (c *Cluster) properties(n *Node) string {
 		fmt.Sprintf("min.insync.replicas=%d", isr),
 		fmt.Sprintf("offsets.topic.replication.factor=%d", rf),
 		"admin.listen=" + n.AdminAddr(),
+	}
+	if c.sec != nil {
+		lines = append(lines, c.sec.properties(n)...)
+	} else {
+		lines = append(lines,
+			fmt.Sprintf("listeners=PLAINTEXT://%s,CONTROLLER://%s", n.Addr(), n.ControllerAddr()),
+			"advertised.listeners=PLAINTEXT://"+n.Addr(),
+			"controller.listener.names=CONTROLLER",
+			"inter.broker.listener.name=PLAINTEXT",
+			"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT")
 	}
 	if n.Journal != "" {
 		lines = append(lines, PowerLossKey+"="+n.Journal)

@@ -147,7 +147,13 @@ func (n *Nemesis) one(ctx context.Context, i int, f Fault) error {
 		return n.HealAll(context.WithoutCancel(ctx))
 	}
 	n.env.Printf("fault %d: %s on node(s) %v for %.1fs (%s)", i, f.Kind, in.nodes, f.Dur.Seconds(), strings.Join(in.detail, "; "))
-	timer := time.NewTimer(f.Dur)
+	wait := f.Dur
+	if f.Kind == RollingRestart {
+		// The roll happened in inject; its window is at least the scheduled length.
+		now, _ := n.env.History.Now()
+		wait = max(0, f.Dur-time.Duration(now-start))
+	}
+	timer := time.NewTimer(wait)
 	select {
 	case <-ctx.Done():
 	case <-timer.C:
@@ -300,6 +306,15 @@ func (n *Nemesis) inject(ctx context.Context, f Fault) (injected, error) {
 		}
 		in.detail = []string{what}
 		in.heal = func(context.Context) error { return x.Unslow() }
+	case RollingRestart:
+		for _, nd := range c.Nodes() {
+			in.nodes = append(in.nodes, nd.ID)
+		}
+		detail, err := n.roll(ctx)
+		in.detail = detail
+		if err != nil {
+			return in, err
+		}
 	case DiskFull:
 		nd := c.Node(f.Node)
 		in.nodes = []int{f.Node}
@@ -374,4 +389,70 @@ func (n *Nemesis) HealAll(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// rollISRWait bounds the wait, after a node of a rolling restart is back, for it to be
+// in the ISR of every partition of the topic it is a replica of.
+const rollISRWait = time.Minute
+
+// roll stops every node in turn (SIGTERM, killed after 15 s) and starts it again, on
+// a secured cluster with a new certificate first; before the next node it waits until
+// the restarted one answers Metadata and is back in the ISRs of the workload's topic
+// (as an operator's rolling restart waits for no under-replicated partition). It
+// returns what it did, node by node.
+func (n *Nemesis) roll(ctx context.Context) ([]string, error) {
+	c := n.env.Cluster
+	var detail []string
+	for _, nd := range c.Nodes() {
+		if c.Secure() {
+			what, err := c.RotateCertificate(nd)
+			if err != nil {
+				return detail, err
+			}
+			detail = append(detail, what)
+		}
+		began := time.Now()
+		if err := nd.Stop(15 * time.Second); err != nil {
+			detail = append(detail, err.Error())
+		}
+		if nd.Journal != "" {
+			n.setAside(nd) // a clean stop keeps the page cache: nothing to cut at start
+		}
+		if err := nd.Restart(ctx); err != nil {
+			return detail, fmt.Errorf("node %d did not come back: %w", nd.ID, err)
+		}
+		back := time.Since(began)
+		if c.Secure() {
+			if err := c.CheckServedCertificate(nd, 5*time.Second); err != nil {
+				return detail, err
+			}
+			detail = append(detail, fmt.Sprintf("node %d serves the new certificate", nd.ID))
+		}
+		isr := n.waitInISR(ctx, nd.ID)
+		detail = append(detail, fmt.Sprintf("node %d stopped and ready again in %.1fs, %s", nd.ID, back.Seconds(), isr))
+		n.env.Printf("rolling restart: node %d ready in %.1fs, %s", nd.ID, back.Seconds(), isr)
+	}
+	return detail, nil
+}
+
+// waitInISR waits up to rollISRWait until node id is in the ISR of every partition of
+// the topic that has it as a replica, and says how long it took.
+func (n *Nemesis) waitInISR(ctx context.Context, id int) string {
+	began := time.Now()
+	deadline := began.Add(rollISRWait)
+	for {
+		behind, err := n.env.Admin.NotInISR(ctx, n.env.Topic, id)
+		if err == nil && len(behind) == 0 {
+			return fmt.Sprintf("back in every ISR of %s after %.1fs", n.env.Topic, time.Since(began).Seconds())
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Sprintf("not back in the ISR of %s partitions %v after %s (%v)", n.env.Topic, behind, rollISRWait, err)
+		}
+		t := time.NewTimer(200 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+		t.Stop()
+	}
 }

@@ -36,11 +36,16 @@ const (
 	PartitionBridge Kind = "partition-bridge" // two halves that cannot talk, one node in touch with both
 	Slow            Kind = "slow"             // a node's link slow and lossy
 	DiskFull        Kind = "disk-full"        // a node's log dir file system full
+	// RollingRestart stops every node in turn with SIGTERM and starts it again, each
+	// once the one before is back in the ISRs of the workload's partitions; on a
+	// secured cluster each with a new key and certificate from the other CA. The
+	// schedule's length is the least time the fault lasts; the roll may take longer.
+	RollingRestart Kind = "rolling-restart"
 )
 
 // AllKinds lists every fault.
 var AllKinds = []Kind{Kill, KillLeader, KillController, KillAll, Pause, PauseLeader, PowerLoss, PowerLossAll,
-	PartitionLeader, PartitionHalves, PartitionBridge, Slow, DiskFull}
+	PartitionLeader, PartitionHalves, PartitionBridge, Slow, DiskFull, RollingRestart}
 
 // Capabilities are what the run can do; a fault that needs more is unavailable.
 type Capabilities struct {
@@ -56,7 +61,7 @@ type Capabilities struct {
 // Available reports whether kind can run with caps, and if not, why.
 func Available(kind Kind, caps Capabilities) (bool, string) {
 	switch kind {
-	case Kill, KillLeader, KillController, KillAll, Pause, PauseLeader:
+	case Kill, KillLeader, KillController, KillAll, Pause, PauseLeader, RollingRestart:
 		return true, ""
 	case PowerLoss, PowerLossAll:
 		if !caps.PowerLoss {
@@ -148,6 +153,10 @@ type Params struct {
 	DurMin, DurMax time.Duration
 	// SessionTimeout: a pause lasts at least this plus 2 s (so the node is fenced).
 	SessionTimeout time.Duration
+	// Cover draws the kinds in rounds, each kind once per round in a random order,
+	// so that a phase with room for len(Kinds) faults has every one of them (the
+	// default draws each fault's kind on its own).
+	Cover bool
 }
 
 // Fault is one scheduled fault.
@@ -187,8 +196,20 @@ func Generate(p Params) Schedule {
 	}
 	minPause := p.SessionTimeout + 2*time.Second
 	t := draw(p.GapMin, p.GapMax)
+	var bag []int
+	kind := func() Kind {
+		if !p.Cover {
+			return p.Kinds[rng.IntN(len(p.Kinds))]
+		}
+		if len(bag) == 0 {
+			bag = rng.Perm(len(p.Kinds))
+		}
+		k := p.Kinds[bag[0]]
+		bag = bag[1:]
+		return k
+	}
 	for t < p.Duration {
-		f := Fault{At: t, Kind: p.Kinds[rng.IntN(len(p.Kinds))], Node: 1 + rng.IntN(p.Nodes), Partition: int32(rng.IntN(int(p.Partitions)))}
+		f := Fault{At: t, Kind: kind(), Node: 1 + rng.IntN(p.Nodes), Partition: int32(rng.IntN(int(p.Partitions)))}
 		f.Dur = draw(p.DurMin, p.DurMax)
 		if f.Kind == Pause || f.Kind == PauseLeader {
 			f.Dur = max(f.Dur, minPause)
@@ -237,6 +258,8 @@ func (f Fault) Describe() string {
 	switch f.Kind {
 	case Kill, Pause, PowerLoss, Slow, DiskFull:
 		return fmt.Sprintf("%s node %d", f.Kind, f.Node)
+	case RollingRestart:
+		return "rolling restart of every node"
 	case KillLeader, PauseLeader, PartitionLeader:
 		return fmt.Sprintf("%s of p%d", f.Kind, f.Partition)
 	case PartitionHalves, PartitionBridge:
@@ -253,8 +276,12 @@ func (f Fault) Describe() string {
 func (s Schedule) String() string {
 	var b strings.Builder
 	p := s.Params
-	fmt.Fprintf(&b, "schedule: seed %d, %d faults in %s (%s; gaps %s-%s, faults %s-%s, %d nodes, %d partitions)\n",
-		p.Seed, len(s.Faults), p.Duration, JoinKinds(p.Kinds), p.GapMin, p.GapMax, p.DurMin, p.DurMax, p.Nodes, p.Partitions)
+	cover := ""
+	if p.Cover {
+		cover = ", every kind in each round"
+	}
+	fmt.Fprintf(&b, "schedule: seed %d, %d faults in %s (%s; gaps %s-%s, faults %s-%s, %d nodes, %d partitions%s)\n",
+		p.Seed, len(s.Faults), p.Duration, JoinKinds(p.Kinds), p.GapMin, p.GapMax, p.DurMin, p.DurMax, p.Nodes, p.Partitions, cover)
 	for i, f := range s.Faults {
 		fmt.Fprintf(&b, "  %3d  +%7.2fs  for %6.2fs  %s\n", i+1, f.At.Seconds(), f.Dur.Seconds(), f.Describe())
 	}

@@ -154,3 +154,26 @@ func TestAvailable(t *testing.T) {
 		t.Error("unknown kind available")
 	}
 }
+
+// TestGenerateCover: with Cover, every round of len(Kinds) faults has each kind once;
+// without it each fault draws its kind on its own, as before.
+func TestGenerateCover(t *testing.T) {
+	for seed := int64(1); seed <= 30; seed++ {
+		p := params(seed)
+		p.Cover = true
+		s := Generate(p)
+		n := len(p.Kinds)
+		for i := 0; i+n <= len(s.Faults); i += n {
+			seen := map[Kind]bool{}
+			for _, f := range s.Faults[i : i+n] {
+				seen[f.Kind] = true
+			}
+			if len(seen) != n {
+				t.Fatalf("seed %d: round %d has %d kinds of %d", seed, i/n, len(seen), n)
+			}
+		}
+		if !strings.Contains(s.String(), "every kind in each round") {
+			t.Errorf("schedule text does not say so: %s", s.String()[:120])
+		}
+	}
+}

@@ -244,6 +244,11 @@ func verdict(r *Report, res *chaos.Result) string {
 		what += fmt.Sprintf("; %d transactions: %d committed, %d aborted, %d unknown; G0 %d, G1c %d over %d committed (%d ww, %d wr edges)",
 			tx.Txns, tx.Committed, tx.Aborted, tx.Unknown, res.Counts[chaos.KG0], res.Counts[chaos.KG1c], tx.Graph.Txns, tx.Graph.WW, tx.Graph.WR)
 	}
+	if secured(r.Notes) {
+		a := res.Auth
+		what += fmt.Sprintf("; secured (SASL_SSL, SCRAM-SHA-512, ACLs): %d authentication failures outside the faults' windows, %d during them (%d of all: late re-authentications refused)",
+			a.Outside, a.DuringFaults, a.LateReauth)
+	}
 	if rs := res.Replicas; rs.Rounds > 0 {
 		what += fmt.Sprintf("; replica check: %d rounds, %d re-admissions to the ISR, %d log ends checked, %d isr-behind-hw",
 			rs.Rounds, rs.Admissions, rs.Checked, res.Counts[chaos.KISRBehindHW])
@@ -299,6 +304,10 @@ func (r *Report) WriteText(w *strings.Builder) {
 	}
 	if rs := r.Result.Replicas; rs.Rounds > 0 || rs.Note != "" {
 		fmt.Fprintf(w, "%s\n", rs.Summary())
+	}
+	if a := r.Result.Auth; a != (chaos.AuthStats{}) || secured(r.Notes) {
+		fmt.Fprintf(w, "authentication and authorization failures: %d outside the faults' windows (auth-failure), %d during them; of all, %d late re-authentications refused (session expired)\n",
+			a.Outside, a.DuringFaults, a.LateReauth)
 	}
 	fmt.Fprintf(w, "liveness bound %.1fs from the last heal at %.3fs\n", float64(r.Result.Liveness)/1e9, float64(r.Result.LastHeal)/1e9)
 	fmt.Fprintf(w, "\nanomalies (%s):\n", r.Result.Summary())
@@ -378,4 +387,14 @@ func dash64(o int64) string {
 		return "-"
 	}
 	return fmt.Sprint(o)
+}
+
+// secured reports whether the run's notes say its cluster was secured.
+func secured(notes []string) bool {
+	for _, n := range notes {
+		if strings.HasPrefix(n, "secured:") {
+			return true
+		}
+	}
+	return false
 }

@@ -81,6 +81,13 @@ type Config struct {
 	Set     []string
 	// SessionTimeout: broker.session.timeout.ms (and the pause length's floor).
 	SessionTimeout time.Duration
+	// Secure runs the cluster with SASL_SSL listeners, SCRAM-SHA-512 between nodes and
+	// ACLs (cluster/security.go); the workload's clients authenticate as a user that is
+	// no super user, with the ACLs they need (secure.go).
+	Secure bool
+	// Cover draws the faults' kinds in rounds, every kind once per round
+	// (nemesis.Params.Cover).
+	Cover bool
 	// ReplicaInterval is the replica monitor's period (runner/replicas.go, the
 	// isr-behind-hw check); 0 means 300 ms, negative turns it off.
 	ReplicaInterval time.Duration
@@ -253,7 +260,7 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 		return nil, err
 	}
 	sched := nemesis.Generate(nemesis.Params{Seed: cfg.Seed, Kinds: kinds, Duration: cfg.Duration, Nodes: cfg.Nodes, Partitions: cfg.Partitions,
-		GapMin: cfg.GapMin, GapMax: cfg.GapMax, DurMin: cfg.DurMin, DurMax: cfg.DurMax, SessionTimeout: cfg.SessionTimeout})
+		GapMin: cfg.GapMin, GapMax: cfg.GapMax, DurMin: cfg.DurMin, DurMax: cfg.DurMax, SessionTimeout: cfg.SessionTimeout, Cover: cfg.Cover})
 	replay := cfg.Command
 	if replay == "" {
 		replay = ReplayCommand(cfg, kinds)
@@ -289,7 +296,8 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 		}
 	}
 	ccfg := cluster.Config{Bin: cfg.Bin, Nodes: cfg.Nodes, Dir: out, Env: cfg.Env, NodeEnv: cfg.NodeEnv, Set: cfg.Set,
-		SessionTimeout: cfg.SessionTimeout, HeartbeatInterval: min(2*time.Second, cfg.SessionTimeout/3), OnExit: onExit}
+		SessionTimeout: cfg.SessionTimeout, HeartbeatInterval: min(2*time.Second, cfg.SessionTimeout/3), OnExit: onExit,
+		Secure: cfg.Secure, OnAuthFailure: authFailed(hist)}
 	if slices.ContainsFunc(kinds, nemesis.NeedsNetns) {
 		ccfg.Net = cluster.Netns
 	}
@@ -310,6 +318,10 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	defer c.Close()
 	r.printf("cluster: %d node(s), %s mode, %s: %s", cfg.Nodes, map[bool]string{true: "KRaft", false: "single-node"}[c.KRaft()],
 		map[bool]string{true: "network namespaces", false: "loopback"}[c.Network() != nil], strings.Join(c.Bootstrap(), ","))
+	if c.Secure() {
+		r.note("secured: SASL_SSL listeners (SCRAM-SHA-512 only), SCRAM-SHA-512 between nodes and to the controllers, StandardAuthorizer with ACLs; clients as %s (no super user), the harness as %s; certificates from two CAs made for the run (%s/pki)",
+			cluster.UserClient, cluster.UserAdmin, out)
+	}
 	if err := c.Start(ctx); err != nil {
 		return nil, err
 	}
@@ -330,6 +342,9 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 		txnTopic = cfg.Topic + "-txn"
 		err = adm.CreateTopic(tctx, txnTopic, cfg.Partitions, int16(min(3, cfg.Nodes)))
 	}
+	if err == nil && c.Secure() {
+		err = r.grantClient(tctx, c, adm, cfg, txnTopic)
+	}
 	cancel()
 	if err != nil {
 		return nil, err
@@ -342,7 +357,7 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	wl, err := workload.Start(ctx, workload.Config{Brokers: c.Bootstrap(), Topic: cfg.Topic, Partitions: cfg.Partitions, Producers: cfg.Producers,
 		Rate: cfg.Rate, ProduceTimeout: cfg.ProduceTimeout, MetadataMaxAge: cfg.MetadataMaxAge, GroupConsumers: cfg.GroupConsumers, AssignedConsumers: cfg.AssignedConsumers,
 		TxnTopic: txnTopic, TxnPartitions: cfg.Partitions, TxnProducers: cfg.TxnProducers, TxnConsumers: cfg.TxnConsumers, TxnRate: cfg.TxnRate,
-		TxnCopiers: cfg.TxnCopiers, Seed: cfg.Seed, History: hist, ClientLog: clientLog})
+		TxnCopiers: cfg.TxnCopiers, Seed: cfg.Seed, History: hist, ClientLog: clientLog, ClientOpts: c.ClientOpts()})
 	if err != nil {
 		return nil, err
 	}
@@ -492,6 +507,12 @@ func ReplayCommand(cfg Config, kinds []nemesis.Kind) string {
 		"--group-consumers", fmt.Sprint(cfg.GroupConsumers), "--assigned-consumers", fmt.Sprint(cfg.AssignedConsumers),
 		"--txn-producers", fmt.Sprint(offIfZero(cfg.TxnProducers)), "--txn-consumers", fmt.Sprint(offIfZero(cfg.TxnConsumers)),
 		"--txn-rate", fmt.Sprint(cfg.TxnRate), "--txn-copiers", fmt.Sprint(offIfZero(cfg.TxnCopiers)), "--netns", cfg.Netns}
+	if cfg.Secure {
+		args = append(args, "--secure")
+	}
+	if cfg.Cover {
+		args = append(args, "--cover")
+	}
 	if cfg.ReplicaInterval != 300*time.Millisecond {
 		args = append(args, "--replica-interval", cfg.ReplicaInterval.String())
 	}
@@ -593,7 +614,7 @@ func clearPrevious(out string) error {
 	}
 	cluster.CleanupMounts()   // tmpfs mounts of a run that died
 	cluster.CleanupNetworks() // and its namespaces and bridge
-	for _, pat := range []string{"node*", "probe-*", "history.jsonl", "report.*", "schedule.txt", "clients.log", "porcupine-*.html"} {
+	for _, pat := range []string{"node*", "probe-*", "pki", "history.jsonl", "report.*", "schedule.txt", "clients.log", "porcupine-*.html"} {
 		ms, _ := filepath.Glob(filepath.Join(out, pat))
 		for _, m := range ms {
 			if err := os.RemoveAll(m); err != nil {

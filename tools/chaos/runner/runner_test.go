@@ -115,6 +115,38 @@ func TestRunSingleNode(t *testing.T) {
 	}
 }
 
+// TestRunSecured: one node with SASL_SSL, SCRAM-SHA-512 and ACLs, the clients a user
+// without super powers; a kill and a rolling restart with a new certificate from the
+// other CA; VALID, no authentication failure, and the restarted node serves the new
+// certificate. (The three-node schedule with partitions and pauses is `make
+// chaos-secure`. Sessions are not renewed here, connections.max.reauth.ms=0: a
+// re-authentication begun after the session expired is refused, RELIABILITY.md.)
+func TestRunSecured(t *testing.T) {
+	bin := binary(t)
+	cfg := quick(t, bin, "kill,rolling-restart")
+	cfg.Secure, cfg.Cover = true, true
+	cfg.Duration, cfg.Quiet = 14*time.Second, 10*time.Second
+	cfg.Set = []string{"connections.max.reauth.ms=0"}
+	out, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := out.Result
+	if !res.Valid || res.Auth != (chaos.AuthStats{}) || res.Stats.Acked < 500 || res.Stats.AckedRead != res.Stats.Acked {
+		t.Fatalf("secured run (seed %d): %s, auth %+v, stats %+v", cfg.Seed, describe(res), res.Auth, res.Stats)
+	}
+	rolled := false
+	for _, f := range out.Report.Faults {
+		if f.Kind == string(nemesis.RollingRestart) {
+			rolled = f.Status == string(chaos.OK) && strings.Contains(f.Detail, "serves the new certificate")
+		}
+	}
+	if !rolled {
+		t.Fatalf("no rolling restart with a new certificate: %+v", out.Report.Faults)
+	}
+	t.Logf("%s", out.Report.Verdict)
+}
+
 // seedCovering returns the first seed whose schedule for cfg has every fault of
 // cfg.Faults at least once.
 func seedCovering(t *testing.T, cfg Config) int64 {
@@ -371,6 +403,27 @@ func TestReplayCommand(t *testing.T) {
 	}
 	if got := ReplayCommand(cfg, nil); !strings.Contains(got, "--faults none") {
 		t.Errorf("no faults: %q", got)
+	}
+}
+
+// TestSecureScheduleCoversEveryFault: `make chaos-secure`'s schedule (its faults,
+// --cover, --duration 100s, --gap 3s-5s, fault lengths 2-8 s, a 9 s session) has
+// every one of its kinds, the rolling restart included, for every seed.
+func TestSecureScheduleCoversEveryFault(t *testing.T) {
+	kinds, err := nemesis.ParseKinds("kill,kill-leader,pause,pause-leader,partition-leader,partition-halves,rolling-restart") // CHAOS_SECURE_FAULTS
+	if err != nil {
+		t.Fatal(err)
+	}
+	for seed := int64(1); seed <= 200; seed++ {
+		s := nemesis.Generate(nemesis.Params{Seed: seed, Kinds: kinds, Duration: 100 * time.Second, Nodes: 3, Partitions: 4,
+			GapMin: 3 * time.Second, GapMax: 5 * time.Second, DurMin: 2 * time.Second, DurMax: 8 * time.Second, SessionTimeout: 9 * time.Second, Cover: true})
+		seen := map[nemesis.Kind]bool{}
+		for _, f := range s.Faults {
+			seen[f.Kind] = true
+		}
+		if len(seen) != len(kinds) {
+			t.Fatalf("seed %d misses a kind: %s", seed, s.String())
+		}
 	}
 }
 

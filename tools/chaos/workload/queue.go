@@ -63,8 +63,13 @@ type Config struct {
 	TxnCopiers  int
 	TxnCopyRate float64
 	History     *chaos.Writer
-	// ClientLog receives the clients' warnings (nil: none).
+	// ClientLog receives the clients' warnings (nil: none). A warning that says an
+	// authentication, TLS handshake or authorization failed (chaos.IsAuthError) is
+	// also recorded as a chaos.EventAuthFailed event of the client's process.
 	ClientLog io.Writer
+	// ClientOpts are added to every client's options (TLS and SASL on a secured
+	// cluster).
+	ClientOpts []kgo.Opt
 }
 
 // Workload is a running workload.
@@ -163,31 +168,39 @@ func (w *Workload) logger(proc string) kgo.Opt {
 	if w.cfg.ClientLog == nil {
 		return kgo.WithLogger(nil)
 	}
-	return kgo.WithLogger(kgo.BasicLogger(lockedWriter{&w.logMu, w.cfg.ClientLog}, kgo.LogLevelWarn, func() string {
+	return kgo.WithLogger(kgo.BasicLogger(lockedWriter{&w.logMu, w.cfg.ClientLog, w, proc}, kgo.LogLevelWarn, func() string {
 		return time.Now().Format("15:04:05.000 ") + proc + " "
 	}))
 }
 
+// lockedWriter writes one client's log lines to the shared log, and records those
+// about a failed authentication in the history.
 type lockedWriter struct {
-	mu *sync.Mutex
-	w  io.Writer
+	mu   *sync.Mutex
+	w    io.Writer
+	wl   *Workload
+	proc string
 }
 
 func (l lockedWriter) Write(b []byte) (int, error) {
+	if line := strings.TrimSpace(string(b)); chaos.IsAuthError(line) {
+		now, wall := l.wl.cfg.History.Now()
+		l.wl.append(chaos.Op{Proc: l.proc, F: chaos.FEvent, Status: chaos.Info, Start: now, End: now, Wall: wall, V: chaos.EventAuthFailed, Err: line})
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(b)
 }
 
 func (w *Workload) common(proc string) []kgo.Opt {
-	return []kgo.Opt{
+	return append([]kgo.Opt{
 		kgo.SeedBrokers(w.cfg.Brokers...),
 		kgo.MetadataMaxAge(cmp.Or(w.cfg.MetadataMaxAge, 5*time.Second)),
 		kgo.MetadataMinAge(250 * time.Millisecond),
 		kgo.DialTimeout(3 * time.Second),
 		kgo.RequestTimeoutOverhead(5 * time.Second),
 		w.logger(proc),
-	}
+	}, w.cfg.ClientOpts...)
 }
 
 func (w *Workload) append(op chaos.Op) { w.cfg.History.Append(op) }
