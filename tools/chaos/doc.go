@@ -99,5 +99,11 @@
 //	                     was counted in the ISR without records the HW had passed, so the
 //	                     next leader failure could lose them
 //
+// On a secured cluster (runner --secure: SASL_SSL, SCRAM-SHA-512, ACLs; check_auth.go):
+//
+//	auth-failure         outside every fault's window, a client operation failed on
+//	                     authentication, TLS or authorization, or a client or a node
+//	                     logged a failed authentication ("auth-failed" events)
+//
 // Each anomaly names the partition, offset, value, process, time and operation ids.
 package chaos
