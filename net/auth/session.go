@@ -267,7 +267,9 @@ func (e *HandshakeError) Unwrap() error { return e.Err }
 // version 0 means the tokens follow as raw frames. On an authenticated SASL session
 // with connections.max.reauth.ms set and a client that authenticated with
 // SaslAuthenticate v1+, it begins a re-authentication, which must use the same
-// mechanism. It returns the enabled mechanisms (the response's list) and, on refusal, a
+// mechanism; also after the session expired, as Kafka's
+// KafkaChannel.maybeBeginServerReauthentication (only other requests are refused then,
+// by Admit). It returns the enabled mechanisms (the response's list) and, on refusal, a
 // *HandshakeError: answer it, then close.
 func (s *Session) Handshake(version int16, mechanism string, now time.Time) ([]string, error) {
 	enabled := s.srv.names
@@ -290,9 +292,6 @@ func (s *Session) Handshake(version int16, mechanism string, now time.Time) ([]s
 	case s.state == stateAuthenticated:
 		if s.srv.cfg.MaxReauth <= 0 || !s.reauthOK || version == 0 {
 			return refuse(ErrIllegalState, "Unexpected SaslHandshake request received after successful authentication")
-		}
-		if s.expired(now) {
-			return refuse(ErrIllegalState, "session expired before re-authentication began")
 		}
 		if !ok || m.Name() != s.mech.Name() {
 			return refuse(ErrUnsupportedMechanism, "re-authentication failure: SASL mechanism change (%s -> %s) not allowed", s.mech.Name(), mechanism)

@@ -277,15 +277,30 @@ func TestSessionReauthentication(t *testing.T) {
 		t.Fatalf("the renewed session expired early: %v", err)
 	}
 
-	// Re-authentication must begin before the session expires: after it SaslHandshake
-	// is admitted (to be answered) and refused.
+	// A re-authentication that begins after the session expired is accepted, as
+	// Kafka's (a client idle past its session re-authenticates before its next
+	// request); any other request after expiry is refused.
 	s = newSession()
 	late := t0.Add(life + time.Second)
 	if err := s.Admit(keySASLHandshake, late); err != nil {
 		t.Fatalf("SaslHandshake after expiry not admitted: %v", err)
 	}
-	if _, err := s.Handshake(1, MechScramSHA512, late); !errors.Is(err, ErrIllegalState) {
+	if _, err := s.Handshake(1, MechScramSHA512, late); err != nil {
 		t.Fatalf("re-authentication after expiry: %v", err)
+	}
+	if err := s.Admit(keyProduce, late); !errors.Is(err, ErrNotAuthenticated) {
+		t.Fatalf("a request of an expired session admitted during its re-authentication: %v", err)
+	}
+	cs, msg, _ = alice.Authenticate(context.Background(), "")
+	if res, err = s.Authenticate(1, msg, late); err != nil {
+		t.Fatal(err)
+	}
+	_, msg, _ = cs.Challenge(res.Challenge)
+	if res, err = s.Authenticate(1, msg, late); err != nil || !res.Done || !s.Expiry().Equal(late.Add(life)) {
+		t.Fatalf("late re-authentication = %+v, %v", res, err)
+	}
+	if err := s.Admit(keyProduce, late); err != nil {
+		t.Fatalf("after a late re-authentication: %v", err)
 	}
 
 	// Changing mechanism or principal is refused.

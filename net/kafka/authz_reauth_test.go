@@ -61,3 +61,35 @@ func TestSecurityReauthentication(t *testing.T) {
 		t.Fatalf("%d new connections over three session lifetimes: sessions were not re-authenticated", after-before)
 	}
 }
+
+// TestSecurityLateReauthentication: a client idle past its session's end
+// (connections.max.reauth.ms=1000, 2 s without a request) re-authenticates before its
+// next request, as franz-go does, and that request is served: Kafka accepts a
+// re-authentication begun after the session expired (the fault harness's secured runs
+// saw ILLEGAL_SASL_STATE answered to it, and the request that triggered it failed).
+func TestSecurityLateReauthentication(t *testing.T) {
+	tb := startTestBroker(t)
+	tb.setScram(t, "alice", "alice-secret")
+	_, addr := tb.secureListenerProps(t, auth.SASLPlaintext, testCA{}, acl.New(acl.Config{SuperUsers: []string{"User:alice"}}),
+		map[string]string{"connections.max.reauth.ms": "1000"})
+	var d net.Dialer
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.SASL(scram.Auth{User: "alice", Pass: "alice-secret"}.AsSha512Mechanism()),
+		kgo.DefaultProduceTopic("late-reauth"), kgo.AllowAutoTopicCreation(), kgo.RequestRetries(0),
+		kgo.Dialer(func(ctx context.Context, network, host string) (net.Conn, error) {
+			if host == tb.addr {
+				host = addr
+			}
+			return d.DialContext(ctx, network, host)
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx := context.Background()
+	for i := range 3 {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("x")}).FirstErr(); err != nil {
+			t.Fatalf("produce %d: %v", i, err)
+		}
+		<-time.After(2 * time.Second) // idle past the session's end: the condition under test
+	}
+}
