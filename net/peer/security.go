@@ -190,6 +190,14 @@ func (cn *conn) reauthenticate(m sasl.Mechanism, addr string, deadline time.Time
 	cn.wmu.Unlock()
 	close(g)
 	if err != nil {
+		if !errors.Is(err, ErrAuthentication) && (errors.Is(err, ErrConnection) || errors.Is(err, ErrTimeout) || ctx.Err() != nil) {
+			// The connection was lost (the peer closed it, or was stopped past the
+			// exchange's deadline): not a refusal. The next request dials again and
+			// authenticates anew.
+			cn.s.c.log.Info("peer connection lost during re-authentication; reconnecting", "to", cn.s.key.to.String(), "purpose", string(cn.s.key.purpose), "err", err)
+			cn.fail(err)
+			return
+		}
 		if !errors.Is(err, ErrAuthentication) {
 			err = fmt.Errorf("%w: re-authentication: %w", ErrAuthentication, err)
 		}

@@ -97,6 +97,8 @@ func (c credentials) add(t *testing.T, user, password string, m metadata.ScramMe
 type saslServer struct {
 	srv        *auth.Server
 	handshakes atomic.Int64
+	// dropReauth: a SaslHandshake on an authenticated connection closes it unanswered.
+	dropReauth atomic.Bool
 	failures   atomic.Int64
 	served     atomic.Int64
 
@@ -135,7 +137,10 @@ func (ss *saslServer) handle(t *testing.T) func(s *served) {
 		closeSoon := func() { time.AfterFunc(100*time.Millisecond, s.tr.Ticket.CloseConn) }
 		switch req := s.req.(type) {
 		case *kmsg.SASLHandshakeRequest:
-			ss.handshakes.Add(1)
+			if ss.handshakes.Add(1) > 1 && ss.dropReauth.Load() {
+				s.tr.Ticket.CloseConn()
+				return
+			}
 			resp := kmsg.NewPtrSASLHandshakeResponse()
 			mechs, err := ses.Handshake(s.version, req.Mechanism, now)
 			resp.SupportedMechanisms = mechs
@@ -237,6 +242,57 @@ func TestSecuritySCRAMOverMutualTLS(t *testing.T) {
 	}
 	if ss.served.Load() == 0 {
 		t.Error("no request served")
+	}
+}
+
+// TestSecurityReauthConnectionLost: a peer that closes the connection while it is
+// re-authenticated (a node stopped past the session's expiry, then resumed) loses the
+// connection, not an authentication: no authentication failure is counted or logged
+// as one, and the next request dials and authenticates again.
+func TestSecurityReauthConnectionLost(t *testing.T) {
+	creds := credentials{}
+	creds.add(t, "node", "node-secret", metadata.ScramSHA512)
+	mechs, err := auth.Mechanisms([]string{auth.MechScramSHA512}, creds, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts, ss := startSASLServer(t, nil, auth.ServerConfig{Mechanisms: mechs, MaxReauth: time.Second})
+	ss.dropReauth.Store(true)
+	c, err := New(Config{NodeID: 2, Voters: map[int32]string{1: ts.addr()}, Logger: testLogger(),
+		VoterSecurity: Security{SASL: scram.Auth{User: "node", Pass: "node-secret"}.AsSha512Mechanism()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := metadataRequest(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	// The renewal starts 850-950 ms into the session; the server drops it.
+	for ss.handshakes.Load() < 2 {
+		select {
+		case <-ctx.Done():
+			t.Fatal("no re-authentication began")
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	ss.dropReauth.Store(false)
+	for {
+		err := metadataRequest(ctx, c)
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("no request served after the lost re-authentication: %v", err)
+		}
+		<-time.After(50 * time.Millisecond) // the reconnect backoff
+	}
+	if n := c.AuthenticationFailures(); n != 0 {
+		t.Errorf("%d authentication failures counted for a connection lost during re-authentication", n)
+	}
+	if n := ss.connections(); n < 2 {
+		t.Errorf("%d connections: the request after the lost connection did not dial again", n)
 	}
 }
 
