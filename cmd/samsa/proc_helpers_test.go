@@ -73,7 +73,13 @@ func samsaBin(t *testing.T) string {
 // nodes' logs are printed; the nodes are killed at the end.
 func startProcCluster(t *testing.T, spec procSpec) *procCluster {
 	t.Helper()
-	c, err := newProcCluster(samsaBin(t), t.TempDir(), spec)
+	return startProcClusterOf(t, samsaBin(t), spec)
+}
+
+// startProcClusterOf is startProcCluster with the nodes running bin.
+func startProcClusterOf(t *testing.T, bin string, spec procSpec) *procCluster {
+	t.Helper()
+	c, err := newProcCluster(bin, t.TempDir(), spec)
 	if err != nil {
 		t.Fatal(err)
 	}

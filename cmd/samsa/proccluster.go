@@ -42,6 +42,9 @@ type procCluster struct {
 	dir       string
 	clusterID string
 	nodes     []*procNode
+
+	binMu sync.Mutex
+	bins  map[int32]string // a node's own binary (SetBin), else bin
 }
 
 // procNode is one node of a procCluster.
@@ -69,6 +72,9 @@ type procSpec struct {
 	Keys map[string]string
 	// NodeKeys are added to one node's file (by node id).
 	NodeKeys map[int32]map[string]string
+	// FormatBin, when set, formats the nodes with that binary's `storage format`
+	// (another build of samsa) instead of this one's.
+	FormatBin string
 }
 
 // combined returns a spec of n combined nodes.
@@ -147,6 +153,13 @@ func newProcCluster(bin, dir string, spec procSpec) (*procCluster, error) {
 		}
 	}
 	for _, n := range c.nodes {
+		if spec.FormatBin != "" {
+			out, err := exec.Command(spec.FormatBin, "storage", "format", "--config", n.ConfigFile, "--cluster-id", c.clusterID, "--ignore-formatted").CombinedOutput()
+			if err != nil {
+				return nil, fmt.Errorf("node %d: %s storage format: %v\n%s", n.ID, spec.FormatBin, err, out)
+			}
+			continue
+		}
 		cfg, err := loadConfig([]string{"--config", n.ConfigFile}, nil, slog.New(slog.DiscardHandler), io.Discard)
 		if err != nil {
 			return nil, fmt.Errorf("node %d: %w", n.ID, err)
@@ -226,6 +239,26 @@ func (n *procNode) readAddrs() error {
 	return nil
 }
 
+// SetBin makes node id run bin from its next start (another build of samsa, as in
+// a rolling upgrade).
+func (c *procCluster) SetBin(id int32, bin string) {
+	c.binMu.Lock()
+	defer c.binMu.Unlock()
+	if c.bins == nil {
+		c.bins = map[int32]string{}
+	}
+	c.bins[id] = bin
+}
+
+func (c *procCluster) binOf(id int32) string {
+	c.binMu.Lock()
+	defer c.binMu.Unlock()
+	if b, ok := c.bins[id]; ok {
+		return b
+	}
+	return c.bin
+}
+
 // Node returns the node with id.
 func (c *procCluster) Node(id int32) *procNode { return c.nodes[id-1] }
 
@@ -279,7 +312,7 @@ func (c *procCluster) Start(id int32) error {
 		return err
 	}
 	fmt.Fprintf(logf, "=== %s: start\n", time.Now().Format(time.RFC3339Nano))
-	cmd := exec.Command(c.bin, "serve", "--config", n.ConfigFile)
+	cmd := exec.Command(c.binOf(id), "serve", "--config", n.ConfigFile)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Env = childEnv()
 	cmd.SysProcAttr = childSysProcAttr()

@@ -173,6 +173,13 @@ type session struct {
 	required uint64
 	// offset is the last metadata offset the broker reported.
 	offset uint64
+	// features are the ranges of feature levels the broker sent with its
+	// registration or heartbeats (featuresKnown: it sent them), for a registration
+	// written without them (FeaturesTag).
+	features      []metadata.BrokerFeature
+	featuresKnown bool
+	// heard: the broker registered with, or sent a heartbeat to, this controller.
+	heard bool
 	// shutdownOffset is the offset of its controlled-shutdown records (noOffset until
 	// committed): it may shut down once every active broker has reached it.
 	shutdownOffset uint64

@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"encoding/binary"
+	"maps"
 	"math"
 	"slices"
 	"time"
@@ -68,6 +70,12 @@ func (c *Controller) brokerRegistrationLocked(r *kmsg.BrokerRegistrationRequest,
 	epoch := int64(max(uint64(im.MaxBrokerEpoch()), committed)) + 1
 	reg := &metadata.RegisterBrokerRecord{ID: r.BrokerID, IncarnationID: metadata.UUID(r.IncarnationID), Epoch: epoch,
 		Endpoints: eps, Fenced: true, Features: features}
+	if !im.FeaturesRecorded() {
+		// A log without feature levels is one a build before them may still read (a
+		// rolling upgrade not yet finalized): its registrations keep their old bytes,
+		// and the controller learns the ranges from the registration and heartbeats.
+		reg.Features = nil
+	}
 	if r.Rack != nil {
 		reg.Rack = metadata.StringPtr(*r.Rack)
 	}
@@ -75,7 +83,8 @@ func (c *Controller) brokerRegistrationLocked(r *kmsg.BrokerRegistrationRequest,
 	if len(recs) == 0 {
 		return fail(kerr.InvalidRequest)
 	}
-	s := &session{epoch: epoch, expires: now.Add(c.cfg.SessionTimeout), lastSeen: now, required: noOffset, shutdownOffset: noOffset}
+	s := &session{epoch: epoch, expires: now.Add(c.cfg.SessionTimeout), lastSeen: now, required: noOffset, shutdownOffset: noOffset,
+		features: features, featuresKnown: true, heard: true}
 	c.attachLocked(s, conn, now)
 	c.mu.sessions[r.BrokerID] = s
 	c.log.Info("controller: registering broker", "broker", r.BrokerID, "epoch", epoch, "incarnation", reg.IncarnationID)
@@ -113,6 +122,75 @@ func SetPredecessor(r *kmsg.BrokerRegistrationRequest, id metadata.UUID) {
 	if id != (metadata.UUID{}) {
 		r.UnknownTags.Set(PredecessorTag, slices.Clone(id[:]))
 	}
+}
+
+// FeaturesTag is Samsa's tagged field of BrokerHeartbeat: the ranges of feature
+// levels the broker supports, as its registration lists them. A registration written
+// to a log without feature levels does not carry them (a build before them must read
+// it), so a controller that did not take the registration itself learns them from
+// the heartbeats, and checks UpdateFeatures against them. Kafka's controllers ignore
+// the tag. Encoding: per feature, a 2-byte name length, the name, min and max as
+// 2-byte big-endian levels.
+const FeaturesTag = 10001
+
+// SetHeartbeatFeatures sets r's FeaturesTag to features.
+func SetHeartbeatFeatures(r *kmsg.BrokerHeartbeatRequest, features map[string]metadata.VersionRange) {
+	var b []byte
+	for _, name := range slices.Sorted(maps.Keys(features)) {
+		v := features[name]
+		b = binary.BigEndian.AppendUint16(b, uint16(len(name)))
+		b = append(b, name...)
+		b = binary.BigEndian.AppendUint16(b, uint16(v.Min))
+		b = binary.BigEndian.AppendUint16(b, uint16(v.Max))
+	}
+	r.UnknownTags.Set(FeaturesTag, b)
+}
+
+// HeartbeatFeatures returns the features r's FeaturesTag lists; false when it has
+// none or it is malformed.
+func HeartbeatFeatures(r *kmsg.BrokerHeartbeatRequest) ([]metadata.BrokerFeature, bool) {
+	var out []metadata.BrokerFeature
+	found, ok := false, true
+	r.UnknownTags.Each(func(k uint32, b []byte) {
+		if k != FeaturesTag {
+			return
+		}
+		found = true
+		for len(b) > 0 && ok {
+			if len(b) < 2 || len(b) < 2+int(binary.BigEndian.Uint16(b))+4 {
+				ok = false
+				return
+			}
+			n := int(binary.BigEndian.Uint16(b))
+			f := metadata.BrokerFeature{Name: string(b[2 : 2+n]), Min: int16(binary.BigEndian.Uint16(b[2+n:])), Max: int16(binary.BigEndian.Uint16(b[4+n:]))}
+			if f.Name == "" || f.Min < 0 || f.Max < f.Min {
+				ok = false
+				return
+			}
+			out = append(out, f)
+			b = b[6+n:]
+		}
+	})
+	return out, found && ok
+}
+
+// liveFeaturesLocked returns what this controller learned of the brokers whose
+// registration in im lists no features: the ranges each sent with its registration
+// or heartbeats of its current epoch, and which have sent neither yet.
+func (c *Controller) liveFeaturesLocked(im *metadata.Image) *LiveFeatures {
+	out := &LiveFeatures{Sent: map[int32][]metadata.BrokerFeature{}, NotYet: map[int32]bool{}}
+	for _, b := range im.Brokers() {
+		if len(b.Features) > 0 {
+			continue
+		}
+		switch s := c.mu.sessions[b.ID]; {
+		case s == nil || s.epoch != b.Epoch || !s.heard:
+			out.NotYet[b.ID] = true
+		case s.featuresKnown:
+			out.Sent[b.ID] = s.features
+		}
+	}
+	return out
 }
 
 // liveSessionLocked reports whether broker b is unfenced with a live session: not
@@ -169,6 +247,10 @@ func (c *Controller) brokerHeartbeatLocked(r *kmsg.BrokerHeartbeatRequest, conn 
 		c.mu.sessions[b.ID] = s
 	}
 	s.expires, s.lastSeen = now.Add(c.cfg.SessionTimeout), now
+	if f, ok := HeartbeatFeatures(r); ok {
+		s.features, s.featuresKnown = f, true
+	}
+	s.heard = true
 	c.attachLocked(s, conn, now)
 	if r.CurrentMetadataOffset > 0 {
 		s.offset = max(s.offset, uint64(r.CurrentMetadataOffset))

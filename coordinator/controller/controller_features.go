@@ -60,7 +60,10 @@ var disabled = metadata.VersionRange{}
 //
 // On a log without feature records the records finalize every level (the current
 // ones, then the updates), metadata.version first.
-func UpdateFeatureRecords(im *metadata.Image, current map[string]int16, nodeID int32, updates []FeatureUpdate) ([]metadata.Record, string) {
+//
+// live holds what the controller learned of brokers whose registration in im lists
+// no features (nil: nothing).
+func UpdateFeatureRecords(im *metadata.Image, current map[string]int16, nodeID int32, updates []FeatureUpdate, live *LiveFeatures) ([]metadata.Record, string) {
 	proposed := make(map[string]int16, len(current)+len(updates))
 	for n, l := range current {
 		proposed[n] = l
@@ -79,7 +82,7 @@ func UpdateFeatureRecords(im *metadata.Image, current map[string]int16, nodeID i
 	var recs []metadata.Record
 	for _, n := range names {
 		u := byName[n]
-		if msg := checkFeatureUpdate(im, current, proposed, local, nodeID, u); msg != "" {
+		if msg := checkFeatureUpdate(im, current, proposed, local, nodeID, u, live); msg != "" {
 			return nil, msg
 		}
 		if n != metadata.FeatureKRaftVersion {
@@ -104,7 +107,17 @@ func UpdateFeatureRecords(im *metadata.Image, current map[string]int16, nodeID i
 }
 
 // checkFeatureUpdate is Kafka's updateFeature for one update; "" when it may be made.
-func checkFeatureUpdate(im *metadata.Image, current, proposed map[string]int16, local map[string]metadata.VersionRange, nodeID int32, u FeatureUpdate) string {
+// LiveFeatures is what a controller learned, outside the log, of the brokers whose
+// registration lists no features (written to a log without feature levels, or by a
+// build before them): the ranges a broker sent (FeaturesTag), and the brokers that
+// have not sent a heartbeat to this controller since it became active (their build
+// is not known yet). A broker in neither is of a build before feature levels.
+type LiveFeatures struct {
+	Sent   map[int32][]metadata.BrokerFeature
+	NotYet map[int32]bool
+}
+
+func checkFeatureUpdate(im *metadata.Image, current, proposed map[string]int16, local map[string]metadata.VersionRange, nodeID int32, u FeatureUpdate, live *LiveFeatures) string {
 	invalid := func(msg string) string {
 		return fmt.Sprintf("Invalid update version %d for feature %s. %s", u.Level, u.Name, msg)
 	}
@@ -121,6 +134,13 @@ func checkFeatureUpdate(im *metadata.Image, current, proposed map[string]int16, 
 	for _, b := range im.Brokers() {
 		if b.Fenced {
 			continue
+		}
+		if live != nil && len(b.Features) == 0 {
+			if f, ok := live.Sent[b.ID]; ok {
+				b.Features = f
+			} else if live.NotYet[b.ID] {
+				return invalid(fmt.Sprintf("Broker %d registered without its supported feature levels and has not sent them to this controller yet; retry after its next heartbeat (broker.heartbeat.interval.ms).", b.ID))
+			}
 		}
 		if why := notSupported(u.Level, fmt.Sprintf("Broker %d", b.ID), brokerSupports(b, u.Name)); why != "" {
 			return invalid(why)
@@ -261,7 +281,7 @@ func (c *Controller) updateFeaturesLocked(r *kmsg.UpdateFeaturesRequest) *op {
 		}
 		updates = append(updates, FeatureUpdate{Name: u.Feature, Level: u.MaxVersionLevel, Type: t})
 	}
-	recs, msg := UpdateFeatureRecords(im, configs.FinalizedLevels(im, c.layers(im, "")), c.cfg.NodeID, updates)
+	recs, msg := UpdateFeatureRecords(im, configs.FinalizedLevels(im, c.layers(im, "")), c.cfg.NodeID, updates, c.liveFeaturesLocked(im))
 	if msg != "" {
 		c.log.Warn("controller: feature update refused", "reason", msg)
 		resp.ErrorCode = kerr.InvalidUpdateVersion.Code

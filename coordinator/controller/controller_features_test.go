@@ -111,7 +111,7 @@ func TestUpdateFeatureRecords(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			im := featureImage(t, tc.levels, tc.fourth, tc.fenced)
-			recs, msg := UpdateFeatureRecords(im, im.FinalizedFeatures(), 1, tc.updates)
+			recs, msg := UpdateFeatureRecords(im, im.FinalizedFeatures(), 1, tc.updates, nil)
 			if tc.want == nil {
 				if msg != tc.msg || recs != nil {
 					t.Fatalf("refusal %q, records %v; want %q", msg, recs, tc.msg)
@@ -140,7 +140,7 @@ func TestUpdateFeaturesOnALegacyLog(t *testing.T) {
 	if want := map[string]int16{"metadata.version": 29, "transaction.version": 1, "group.version": 1, "share.version": 1, "streams.version": 1}; !maps.Equal(cur, want) {
 		t.Fatalf("legacy levels %v", cur)
 	}
-	recs, msg := UpdateFeatureRecords(im, cur, 1, []FeatureUpdate{{"transaction.version", 2, UpgradeTypeUpgrade}})
+	recs, msg := UpdateFeatureRecords(im, cur, 1, []FeatureUpdate{{"transaction.version", 2, UpgradeTypeUpgrade}}, nil)
 	if msg != "" {
 		t.Fatal(msg)
 	}
@@ -274,4 +274,101 @@ func featureNames(b metadata.BrokerImage) string {
 		s = append(s, f.Name)
 	}
 	return strings.Join(s, ",")
+}
+
+// TestLegacyLogRegistrations: on a log without feature records (a cluster a build
+// before feature levels formatted, in a rolling upgrade) registrations are written
+// without features, which such a build reads; the controller keeps the ranges each
+// broker sent, so an UpdateFeatures passes with this build's brokers and is refused
+// while one that sent none (the old build) is registered.
+func TestLegacyLogRegistrations(t *testing.T) {
+	h := newHarness(t, nil)
+	_, driveAll := lifecycleNodes(h, 1, 2)
+	driveAll()
+	for _, id := range []int32{1, 2} {
+		if b, _ := h.image().Broker(id); len(b.Features) != 0 {
+			t.Fatalf("broker %d registered with features %v in a log without feature levels", id, b.Features)
+		}
+	}
+	rr := h.do(registration(3, 1, "")).(*kmsg.BrokerRegistrationResponse)
+	if rr.ErrorCode != 0 {
+		t.Fatalf("a registration without features: %v", kerr.ErrorForCode(rr.ErrorCode))
+	}
+	unfence := func(epoch int64) {
+		t.Helper()
+		for range 3 {
+			if hb := h.heartbeat(3, epoch, nil); hb.ErrorCode != 0 || !hb.IsFenced {
+				return
+			}
+		}
+		t.Fatal("broker 3 stays fenced")
+	}
+	unfence(rr.BrokerEpoch)
+	up := FeatureUpdate{"metadata.version", 33, UpgradeTypeUpgrade}
+	r := h.do(updateFeatures(2, false, up)).(*kmsg.UpdateFeaturesResponse)
+	if r.ErrorCode != kerr.InvalidUpdateVersion.Code || r.ErrorMessage == nil || !strings.Contains(*r.ErrorMessage, "Broker 3 only supports versions 29") {
+		t.Fatalf("upgrade with a broker of the old build registered: %+v", r)
+	}
+	if h.image().FeaturesRecorded() {
+		t.Fatal("a refused update wrote feature levels")
+	}
+	// Broker 3 registers again from this build (its ranges in the registration, not
+	// in the record): the upgrade passes.
+	reg := registration(3, 2, "")
+	SetPredecessor(reg, metadata.UUID{0: 3, 1: 1}) // a restart on the same directories
+	for name, rg := range metadata.SupportedFeatures() {
+		f := kmsg.NewBrokerRegistrationRequestFeature()
+		f.Name, f.MinSupportedVersion, f.MaxSupportedVersion = name, rg.Min, rg.Max
+		reg.Features = append(reg.Features, f)
+	}
+	rr = h.do(reg).(*kmsg.BrokerRegistrationResponse)
+	if rr.ErrorCode != 0 {
+		t.Fatalf("registration from this build: %v", kerr.ErrorForCode(rr.ErrorCode))
+	}
+	unfence(rr.BrokerEpoch)
+	if b, _ := h.image().Broker(3); len(b.Features) != 0 {
+		t.Fatalf("broker 3 registered with features %v in a log without feature levels", b.Features)
+	}
+	r = h.do(updateFeatures(2, false, up)).(*kmsg.UpdateFeaturesResponse)
+	if r.ErrorCode != 0 || h.image().FinalizedLevel("metadata.version") != 33 {
+		t.Fatalf("upgrade with this build's brokers: %+v", r)
+	}
+}
+
+// TestLiveFeatures: UpdateFeatureRecords takes a broker's ranges from what it sent
+// the controller where its registration lists none, and asks to retry for one the
+// controller has not heard from.
+func TestLiveFeatures(t *testing.T) {
+	im := featureImage(t, metadata.ReleaseLevels(29), nil, false)
+	up := []FeatureUpdate{{"metadata.version", 33, UpgradeTypeUpgrade}}
+	if _, msg := UpdateFeatureRecords(im, im.FinalizedFeatures(), 1, up, &LiveFeatures{Sent: map[int32][]metadata.BrokerFeature{4: thisBuild()}}); msg != "" {
+		t.Fatalf("broker 4 sent this build's ranges: %s", msg)
+	}
+	_, msg := UpdateFeatureRecords(im, im.FinalizedFeatures(), 1, up, &LiveFeatures{NotYet: map[int32]bool{4: true}})
+	if want := "Invalid update version 33 for feature metadata.version. Broker 4 registered without its supported feature levels and has not sent them to this controller yet; retry after its next heartbeat (broker.heartbeat.interval.ms)."; msg != want {
+		t.Fatalf("not heard yet: %q", msg)
+	}
+	if _, msg := UpdateFeatureRecords(im, im.FinalizedFeatures(), 1, up, &LiveFeatures{}); !strings.Contains(msg, "Broker 4 only supports versions 29") {
+		t.Fatalf("heard, sent nothing: %q", msg)
+	}
+	// The heartbeat's tag carries the ranges.
+	hb := kmsg.NewPtrBrokerHeartbeatRequest()
+	SetHeartbeatFeatures(hb, metadata.SupportedFeatures())
+	got, ok := HeartbeatFeatures(hb)
+	if !ok || len(got) != len(metadata.SupportedFeatures()) {
+		t.Fatalf("round trip: %v %v", got, ok)
+	}
+	for _, f := range got {
+		if r := metadata.SupportedFeatures()[f.Name]; r.Min != f.Min || r.Max != f.Max {
+			t.Errorf("%s %d-%d, want %d-%d", f.Name, f.Min, f.Max, r.Min, r.Max)
+		}
+	}
+	bad := kmsg.NewPtrBrokerHeartbeatRequest()
+	bad.UnknownTags.Set(FeaturesTag, []byte{0, 9, 'x'})
+	if _, ok := HeartbeatFeatures(bad); ok {
+		t.Fatal("a truncated tag read as features")
+	}
+	if _, ok := HeartbeatFeatures(kmsg.NewPtrBrokerHeartbeatRequest()); ok {
+		t.Fatal("features read from a heartbeat without the tag")
+	}
 }

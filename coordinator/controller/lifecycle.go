@@ -392,6 +392,7 @@ func (b *BrokerLifecycle) Next(now time.Time) (kmsg.Request, uint64, time.Time) 
 		r.BrokerID, r.BrokerEpoch, r.CurrentMetadataOffset = b.cfg.NodeID, b.epoch, int64(b.offset)
 		r.WantShutdown = b.shutdown
 		r.WantFence = b.wantFenceLocked()
+		SetHeartbeatFeatures(r, b.cfg.Features)
 		if r.WantFence && !b.selfFenced {
 			b.log.Warn("broker lifecycle: the storage cannot take writes; asking the controller to fence this broker (its leaderships move, it leaves the ISRs) until it can",
 				"broker", b.cfg.NodeID, "epoch", b.epoch)
