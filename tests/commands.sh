@@ -373,6 +373,12 @@ PY
 	expect '^samsa_audit_anomalies_total\{kind="lost"\} 0$'
 	expect '^samsa_audit_valid 1$'
 	own stop_bg # SIGTERM: the audit drains and exits 0 with its verdict (1 would fail here)
+	here 'bin/samsa-bench kfake-serve --listen 127.0.0.1:9192 &' 'bg "bin/samsa-bench kfake-serve --listen 127.0.0.1:9192"'
+	own wait_kafka 127.0.0.1:9192
+	step 'bin/samsa audit --bootstrap-server 127.0.0.1:9192 --duration 10s' \
+		'bin/samsa audit --bootstrap-server 127.0.0.1:9192 --duration 3s'
+	expect '^audit: VALID \(no anomalies\) over [0-9.]+s: [1-9][0-9]* produced, .* lost 0, duplicated 0, reordered 0, aborted-read 0, phantom 0, unseen 0; e2e p50 '
+	own stop_bg
 	# README.md, Pipelines, with the quickstart's broker
 	skip 'make test-pipelines' 'make test runs it (its test: line); the lines below run the pipelines'
 	step '(cd examples/benthos && go build -o ../../bin/samsa-benthos ./cmd/samsa-benthos)'
