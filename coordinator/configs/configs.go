@@ -436,7 +436,7 @@ var BrokerDefs = []*Def{
 	{Name: "samsa.log.level", Kind: KindString, Default: sp("info"), Enum: []string{"debug", "info", "warn", "error"}, ReadOnly: true, Doc: "Samsa: the least severe level samsa serve writes to its log (standard error); debug adds, among others, each refused transactional produce with the transaction coordinator's code"},
 	{Name: "transport", Kind: KindString, Default: sp("std"), Enum: []string{"std", "reactor"}, ReadOnly: true, Doc: "Samsa: network transport: std (Go's net) or reactor (epoll, Linux)"},
 	{Name: "data.dir", Kind: KindString, Default: sp("./data"), ReadOnly: true, Doc: "Samsa: <data.dir>/meta holds metadata, <data.dir>/logs the default log dir"},
-	{Name: "admin.listen", Kind: KindString, Default: sp("127.0.0.1:9644"), ReadOnly: true, Doc: "Samsa: HTTP address of /metrics and /debug/pprof/ (empty: off)"},
+	{Name: "admin.listen", Kind: KindString, Default: sp("127.0.0.1:9644"), ReadOnly: true, Doc: "Samsa: HTTP address of /metrics, the probes /live and /ready, and /debug/pprof/ (empty: off)"},
 	// Security: TLS listeners (net/transport.SSLConfig), SASL (net/auth), the
 	// authorizer (coordinator/acl), quotas and connection limits. These are the
 	// unprefixed keys; a listener's listener.name.<listener>.<key> form overrides each

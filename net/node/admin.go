@@ -10,10 +10,12 @@ import (
 	"github.com/samsa-broker/samsa/engine"
 )
 
-// adminMux serves /metrics and /debug/pprof/.
-func adminMux(reg *prometheus.Registry) *http.ServeMux {
+// adminMux serves /metrics, /debug/pprof/, and n's probes /live and /ready (health.go).
+func adminMux(reg *prometheus.Registry, n *Node) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.HandleFunc("GET /live", n.handleLive)
+	mux.HandleFunc("GET /ready", n.handleReady)
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)

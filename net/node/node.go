@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -57,7 +58,8 @@ type Node struct {
 	admin   *http.Server
 	adminLn net.Listener
 
-	failed    chan error // the first listener or component that failed
+	failed    chan error  // the first listener or component that failed
+	stopping  atomic.Bool // shutdown began (/live and /ready answer 503)
 	failOnce  sync.Once
 	closeOnce sync.Once
 	closeErr  error
@@ -292,7 +294,7 @@ func (n *Node) startAdmin() error {
 		return err
 	}
 	n.adminLn = ln
-	n.admin = &http.Server{Handler: adminMux(n.reg), ReadHeaderTimeout: 10 * time.Second}
+	n.admin = &http.Server{Handler: adminMux(n.reg, n), ReadHeaderTimeout: 10 * time.Second}
 	go n.admin.Serve(ln)
 	n.log.Info("admin listening", "addr", ln.Addr().String())
 	return nil
@@ -364,6 +366,7 @@ func (n *Node) AdminAddr() string {
 func (n *Node) Shutdown(ctx context.Context) error { return n.shutdown(ctx, true) }
 
 func (n *Node) shutdown(ctx context.Context, graceful bool) error {
+	n.stopping.Store(true)
 	n.closeOnce.Do(func() {
 		var errs []error
 		if n.brk != nil {
