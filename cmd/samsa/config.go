@@ -35,6 +35,9 @@ type serverConfig struct {
 	source map[string]string
 	// configFile is --config ("" if none).
 	configFile string
+	// formatClusterID is --cluster-id, or the environment's CLUSTER_ID: serve formats
+	// the node's unformatted directories with it first ("": it does not).
+	formatClusterID string
 }
 
 // flagKeys maps serve's flags onto config keys.
@@ -62,6 +65,7 @@ func loadConfig(args, env []string, log *slog.Logger, usageOut io.Writer) (*serv
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(usageOut)
 	configFile := fs.String("config", "", "Kafka-style server.properties file")
+	formatID := fs.String("cluster-id", "", "format the node's unformatted directories with this cluster id before serving, keeping those already formatted for it (as the apache/kafka image does with CLUSTER_ID; default: the environment's CLUSTER_ID)")
 	flagVals := map[string]*string{}
 	for _, f := range flagKeys {
 		def, _ := configs.BrokerDefault(f.key)
@@ -80,7 +84,14 @@ func loadConfig(args, env []string, log *slog.Logger, usageOut io.Writer) (*serv
 		return nil, fmt.Errorf("%w: unexpected arguments %q", errConfig, fs.Args())
 	}
 
-	c := &serverConfig{set: map[string]string{}, source: map[string]string{}, configFile: *configFile}
+	c := &serverConfig{set: map[string]string{}, source: map[string]string{}, configFile: *configFile, formatClusterID: *formatID}
+	if c.formatClusterID == "" {
+		for _, kv := range env {
+			if v, ok := strings.CutPrefix(kv, "CLUSTER_ID="); ok {
+				c.formatClusterID = v
+			}
+		}
+	}
 	put := func(src, key, value string) error {
 		canon, known, err := configs.ValidateBroker(key, value)
 		if err != nil {

@@ -82,6 +82,12 @@ func runServe(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	log.Info("configuration", cfg.describe()...)
+	if cfg.formatClusterID != "" {
+		if err := formatBeforeServe(cfg, log); err != nil {
+			log.Error("start failed: formatting the node's directories", "cluster_id", cfg.formatClusterID, "err", err)
+			return 1
+		}
+	}
 	n, err := startNode(cfg, log)
 	if err != nil {
 		log.Error("start failed", "err", err)
@@ -101,6 +107,29 @@ func runServe(args []string) int {
 	}
 	log.Info("stopped")
 	return 0
+}
+
+// formatBeforeServe formats the node's unformatted directories with the cluster id of
+// --cluster-id (or CLUSTER_ID) and the latest release's feature levels, as `samsa
+// storage format --ignore-formatted` would: a container or a unit starts a new node
+// without a separate format step. A directory formatted for another cluster or node
+// stops the start.
+func formatBeforeServe(cfg *serverConfig, log *slog.Logger) error {
+	o := node.FormatOptions{IgnoreFormatted: true}
+	var err error
+	if o.Features, err = node.BootstrapFeatures(cfg.Config, "", nil); err != nil {
+		return err
+	}
+	res, err := node.FormatWith(cfg.Config, cfg.formatClusterID, o)
+	if err != nil {
+		return err
+	}
+	for _, r := range res {
+		if !r.Skipped {
+			log.Info("formatted", "dir", r.Dir, "cluster_id", cfg.formatClusterID)
+		}
+	}
+	return nil
 }
 
 // startNode starts the node of cfg.
