@@ -9,7 +9,7 @@ FUZZTIME  ?= 30s
 # Packages tested with the race detector by `make test`.
 PKGS      ?= ./...
 
-.PHONY: all build run test test-go test-kcat test-python test-commands test-pipelines test-franz bench bench-partitions regress regress-latency fuzz lint clean
+.PHONY: all build run test test-go test-kcat test-python test-commands test-pipelines test-franz image bench bench-partitions regress regress-latency fuzz lint clean
 
 all: build
 
@@ -17,6 +17,17 @@ build:
 	$(GO) build -o $(BIN)/samsa ./cmd/samsa
 	$(GO) build -o $(BIN)/samsa-bench ./cmd/samsa-bench
 	$(GO) build -o $(BIN)/dumplog ./tools/dumplog
+
+# The container image (Containerfile) as $(IMAGE), with podman or else docker
+# ($(CONTAINER) overrides): a static binary and the data directory in a temporary
+# context. `make test` checks the image where a container can run (TestContainerImage).
+IMAGE     ?= samsa:dev
+CONTAINER ?= $(shell command -v podman || command -v docker)
+image:
+	@test -n "$(CONTAINER)" || { echo "make image: neither podman nor docker is installed"; exit 1; }
+	ctx=$$(mktemp -d) && trap 'rm -rf $$ctx' EXIT && \
+	CGO_ENABLED=0 $(GO) build -trimpath -o $$ctx/samsa ./cmd/samsa && mkdir $$ctx/data && \
+	$(CONTAINER) build -f Containerfile -t $(IMAGE) $$ctx
 
 # The embedded default: one broker, data in $(DATA), a $(RUN_DURATION) benchmark against
 # it, then the broker keeps serving until Ctrl-C. If $(LISTEN) or $(ADMIN) is taken by

@@ -75,26 +75,7 @@ type pyConsumer struct {
 	lib  string
 	mu   sync.Mutex
 	seen map[string]bool
-	errs lockedBuffer // its stderr
-}
-
-// lockedBuffer is a strings.Builder written by exec's copying goroutine and read by
-// the test.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (lb *lockedBuffer) Write(p []byte) (int, error) {
-	lb.mu.Lock()
-	defer lb.mu.Unlock()
-	return lb.b.Write(p)
-}
-
-func (lb *lockedBuffer) String() string {
-	lb.mu.Lock()
-	defer lb.mu.Unlock()
-	return lb.b.String()
+	errs syncBuffer // its stderr
 }
 
 func (pc *pyConsumer) count() int {

@@ -1,0 +1,128 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"golang.org/x/sys/unix"
+)
+
+// containerTool is podman, else docker, or "".
+func containerTool() string {
+	for _, c := range []string{"podman", "docker"} {
+		if p, err := exec.LookPath(c); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+// TestContainerImage: `make image` builds the Containerfile's image with podman (or
+// docker) where one is installed; where a container can run here, a single node
+// started from it with only environment variables serves a produce and a fetch over
+// a published port, answers /ready, and stops cleanly on `stop` (SIGTERM, exit 0).
+// Where the tool is missing, or runs no container on this machine (a sandbox without
+// the cgroups or the privileges a runtime needs), it is skipped saying why.
+func TestContainerImage(t *testing.T) {
+	samsaBin(t) // skipped with -short
+	tool := containerTool()
+	if tool == "" {
+		t.Skip("neither podman nor docker is installed")
+	}
+	b := make([]byte, 4)
+	rand.Read(b)
+	image := "samsa-test:" + hex.EncodeToString(b)
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("make", "-C", root, "image", "IMAGE="+image, "CONTAINER="+tool).CombinedOutput(); err != nil {
+		t.Fatalf("make image: %v\n%s", err, out)
+	}
+	defer exec.Command(tool, "rmi", "-f", image).Run()
+
+	// Can a container run here at all? Plainly, else with runc and the limits this
+	// process has, at most 4,096 (a runtime raising them needs CAP_SYS_RESOURCE).
+	var runArgs []string
+	try := func(global, run []string) error {
+		args := append(append(append([]string{}, global...), "run", "--rm"), run...)
+		out, err := exec.Command(tool, append(args, image, "serve", "-h")...).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("%v: %s", err, strings.TrimSpace(string(out)))
+		}
+		runArgs = append(append(append([]string{}, global...), "run"), run...)
+		return nil
+	}
+	first := try(nil, nil)
+	if first != nil {
+		var lim [2]string
+		for i, r := range []int{unix.RLIMIT_NOFILE, unix.RLIMIT_NPROC} {
+			var rl unix.Rlimit
+			if err := unix.Getrlimit(r, &rl); err != nil {
+				t.Fatal(err)
+			}
+			lim[i] = strconv.FormatUint(min(rl.Max, 4096), 10)
+		}
+		global := []string(nil)
+		if _, err := exec.LookPath("runc"); err == nil && strings.HasSuffix(tool, "podman") {
+			global = []string{"--runtime", "runc"}
+		}
+		if err := try(global, []string{"--ulimit", "nofile=" + lim[0] + ":" + lim[0], "--ulimit", "nproc=" + lim[1] + ":" + lim[1]}); err != nil {
+			t.Skipf("%s builds the image but runs no container here: %v (then %v)", tool, first, err)
+		}
+		t.Logf("containers run here with %v", runArgs)
+	}
+
+	ports, err := freePorts(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := "samsa-test-" + hex.EncodeToString(b)
+	kafka, admin := fmt.Sprintf("127.0.0.1:%d", ports[0]), fmt.Sprintf("127.0.0.1:%d", ports[1])
+	args := append(runArgs, "-d", "--name", name, "-p", kafka+":9092", "-p", admin+":9644",
+		"-e", "SAMSA_ADVERTISED_LISTENERS="+kafka, image)
+	if out, err := exec.Command(tool, args...).CombinedOutput(); err != nil {
+		t.Fatalf("%s run: %v\n%s", tool, err, out)
+	}
+	defer exec.Command(tool, "rm", "-f", name).Run()
+	logs := func() string {
+		out, _ := exec.Command(tool, "logs", name).CombinedOutput()
+		return string(out)
+	}
+	var body string
+	eventually(t, 60*time.Second, "the container's /ready", func() error {
+		out, err := exec.Command("curl", "-sf", "http://"+admin+"/ready").Output()
+		body = strings.TrimSpace(string(out))
+		return err
+	})
+	t.Logf("/ready: %s", body)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cl := client(t, kafka, kgo.DefaultProduceTopic("boxed"), kgo.ConsumeTopics("boxed"), kgo.AllowAutoTopicCreation())
+	if err := cl.ProduceSync(ctx, kgo.StringRecord("in a box")).FirstErr(); err != nil {
+		t.Fatalf("produce: %v\n%s", err, logs())
+	}
+	fs := cl.PollRecords(ctx, 1)
+	if recs := fs.Records(); len(recs) != 1 || string(recs[0].Value) != "in a box" {
+		t.Fatalf("fetch: %v %v", recs, fs.Errors())
+	}
+	if out, err := exec.Command(tool, "stop", "-t", "30", name).CombinedOutput(); err != nil {
+		t.Fatalf("stop: %v\n%s", err, out)
+	}
+	out, err := exec.Command(tool, "inspect", "-f", "{{.State.ExitCode}}", name).Output()
+	if err != nil || strings.TrimSpace(string(out)) != "0" {
+		t.Fatalf("exit code %q (%v)\n%s", out, err, logs())
+	}
+	if l := logs(); !strings.Contains(l, "msg=stopped") {
+		t.Fatalf("no clean stop in the log:\n%s", l)
+	}
+}
