@@ -378,45 +378,70 @@ func (c *checker) positions() {
 			ri = c.reader(readerOf(op))
 		}
 		for _, r := range op.Recs {
-			vs := c.val(r.V)
-			send := c.sends[r.V]
-			vs.send = send
-			if send == nil && !phantoms[r.V] {
-				phantoms[r.V] = true
-				c.add(Anomaly{Kind: KPhantom, P: r.P, O: r.O, Value: r.V, Proc: op.Proc, Time: op.End,
-					Detail: "read a value that no producer sent", Ops: []int64{op.ID}})
-			}
-			if send != nil && send.Start > op.End {
-				c.add(Anomaly{Kind: KFutureRead, P: r.P, O: r.O, Value: r.V, Proc: op.Proc, Time: op.End,
-					Detail: fmt.Sprintf("poll ended at %s, before %s began sending the value at %s", fmtT(op.End), send.Proc, fmtT(send.Start)),
-					Ops:    []int64{op.ID, send.ID}})
-			}
-			vs.read = true
-			if vs.first == nil || op.End < vs.first.End {
-				vs.first = op
-			}
-			if op.Proc == ProcFinal {
-				vs.final = true
-				fm := c.finalMax[r.P]
-				if r.O+1 > fm {
-					c.finalMax[r.P] = r.O + 1
-				}
-			}
-			if ri >= 0 {
-				for len(vs.readAt) < len(c.readers) {
-					vs.readAt = append(vs.readAt, -1)
-				}
-				if vs.readAt[ri] < 0 || op.End < vs.readAt[ri] {
-					vs.readAt[ri] = op.End
-				}
-			}
-			c.addPos(r.V, vs, pos{r.P, r.O}, op)
-			ps := c.part(r.P)
-			if r.O > ps.maxRead {
-				ps.maxRead, ps.maxReadOp = r.O, op
-			}
+			c.pollRecord(op, r, ri, phantoms)
 		}
 	}
+	c.reportDuplicates()
+	c.reportInconsistent()
+	for _, vs := range c.vals {
+		if vs.read && vs.send != nil && vs.send.Status == OK {
+			c.res.Stats.AckedRead++
+		}
+	}
+	c.res.Stats.DistinctRead = 0
+	for _, vs := range c.vals {
+		if vs.read {
+			c.res.Stats.DistinctRead++
+		}
+	}
+}
+
+// pollRecord notes one record a poll returned (ri: the reader's index, -1 for the
+// final read): its position, when the reader first read it, the highest offset read;
+// a value no producer sent is a phantom (reported once), one read before its send
+// began a future read.
+func (c *checker) pollRecord(op *Op, r Rec, ri int, phantoms map[string]bool) {
+	vs := c.val(r.V)
+	send := c.sends[r.V]
+	vs.send = send
+	if send == nil && !phantoms[r.V] {
+		phantoms[r.V] = true
+		c.add(Anomaly{Kind: KPhantom, P: r.P, O: r.O, Value: r.V, Proc: op.Proc, Time: op.End,
+			Detail: "read a value that no producer sent", Ops: []int64{op.ID}})
+	}
+	if send != nil && send.Start > op.End {
+		c.add(Anomaly{Kind: KFutureRead, P: r.P, O: r.O, Value: r.V, Proc: op.Proc, Time: op.End,
+			Detail: fmt.Sprintf("poll ended at %s, before %s began sending the value at %s", fmtT(op.End), send.Proc, fmtT(send.Start)),
+			Ops:    []int64{op.ID, send.ID}})
+	}
+	vs.read = true
+	if vs.first == nil || op.End < vs.first.End {
+		vs.first = op
+	}
+	if op.Proc == ProcFinal {
+		vs.final = true
+		fm := c.finalMax[r.P]
+		if r.O+1 > fm {
+			c.finalMax[r.P] = r.O + 1
+		}
+	}
+	if ri >= 0 {
+		for len(vs.readAt) < len(c.readers) {
+			vs.readAt = append(vs.readAt, -1)
+		}
+		if vs.readAt[ri] < 0 || op.End < vs.readAt[ri] {
+			vs.readAt[ri] = op.End
+		}
+	}
+	c.addPos(r.V, vs, pos{r.P, r.O}, op)
+	ps := c.part(r.P)
+	if r.O > ps.maxRead {
+		ps.maxRead, ps.maxReadOp = r.O, op
+	}
+}
+
+// reportDuplicates reports each value found at more than one position.
+func (c *checker) reportDuplicates() {
 	for _, v := range sortedKeys(c.vals) {
 		vs := c.vals[v]
 		if vs.send == nil {
@@ -435,6 +460,11 @@ func (c *checker) positions() {
 			c.add(a)
 		}
 	}
+}
+
+// reportInconsistent sorts each partition's known offsets and reports each offset
+// at which more than one value was found.
+func (c *checker) reportInconsistent() {
 	for _, p := range sortedParts(c.parts) {
 		ps := c.parts[p]
 		ps.known = make([]int64, 0, len(ps.offs))
@@ -453,17 +483,6 @@ func (c *checker) positions() {
 			}
 			c.add(Anomaly{Kind: KInconsistent, P: p, O: o, Value: os.vals[0], Proc: os.procs[1], Time: c.opTime(os.ops[1]),
 				Detail: "values at one offset: " + strings.Join(vs, ", "), Ops: append([]int64(nil), os.ops...)})
-		}
-	}
-	for _, vs := range c.vals {
-		if vs.read && vs.send != nil && vs.send.Status == OK {
-			c.res.Stats.AckedRead++
-		}
-	}
-	c.res.Stats.DistinctRead = 0
-	for _, vs := range c.vals {
-		if vs.read {
-			c.res.Stats.DistinctRead++
 		}
 	}
 }

@@ -19,12 +19,15 @@ import (
 // A run without faults checks from its start. Findings are grouped: one anomaly per
 // producer and per (reader, partition), naming the worst case and the count.
 func (c *checker) liveness() {
-	h := c.res.LastHeal
-	b := c.res.Liveness
-	from := func(t int64) int64 { return max(t, h) }
+	c.livenessSends()
+	c.livenessReads(lifetimes(c.h.Ops))
+}
 
-	// Process lifetimes from open and close.
-	type life struct{ open, close int64 }
+// life is a process's lifetime: its first open and its last close (-1 if none).
+type life struct{ open, close int64 }
+
+// lifetimes finds each process's lifetime, and each group's, from open and close.
+func lifetimes(ops []Op) map[string]*life {
 	lives := map[string]*life{}
 	lifeOf := func(name string) *life {
 		l := lives[name]
@@ -34,8 +37,8 @@ func (c *checker) liveness() {
 		}
 		return l
 	}
-	for i := range c.h.Ops {
-		op := &c.h.Ops[i]
+	for i := range ops {
+		op := &ops[i]
 		var names []string
 		switch op.F {
 		case FOpen, FClose:
@@ -56,28 +59,37 @@ func (c *checker) liveness() {
 			}
 		}
 	}
+	return lives
+}
 
-	// 1. Sends.
-	type worst struct {
-		n     int
-		d     int64
-		op    *Op
-		what  string
-		never bool
-	}
-	byProd := map[string]*worst{}
+// lateWorst counts the late cases of one producer or (reader, partition) and keeps
+// the worst.
+type lateWorst struct {
+	n     int
+	d     int64
+	op    *Op
+	what  string
+	never bool
+}
+
+// livenessSends checks 1: one anomaly per producer with sends outstanding longer
+// than the bound after the faults ended.
+func (c *checker) livenessSends() {
+	h := c.res.LastHeal
+	b := c.res.Liveness
+	byProd := map[string]*lateWorst{}
 	for i := range c.h.Ops {
 		op := &c.h.Ops[i]
 		if op.F != FSend || op.End <= h {
 			continue
 		}
-		d := op.End - from(op.Start)
+		d := op.End - max(op.Start, h)
 		if d <= b {
 			continue
 		}
 		w := byProd[op.Proc]
 		if w == nil {
-			w = &worst{}
+			w = &lateWorst{}
 			byProd[op.Proc] = w
 		}
 		w.n++
@@ -96,20 +108,27 @@ func (c *checker) liveness() {
 			Detail: fmt.Sprintf("%d send(s) outstanding longer than %s after the faults ended at %s; worst %q sent at %s, %s after %s", w.n, fmtD(b), fmtT(h), op.V, fmtT(op.Start), w.what, fmtD(w.d)),
 			Ops:    []int64{op.ID}})
 	}
+}
 
-	// 2. Reads.
-	type rp struct {
-		r string
-		p int32
-	}
-	late := map[rp]*worst{}
+// readerPart is a reader and a partition.
+type readerPart struct {
+	r string
+	p int32
+}
+
+// livenessReads checks 2: one anomaly per (reader, partition) with acknowledged
+// values not read within the bound by a reader running over the whole window.
+func (c *checker) livenessReads(lives map[string]*life) {
+	h := c.res.LastHeal
+	b := c.res.Liveness
+	late := map[readerPart]*lateWorst{}
 	for _, v := range sortedKeys(c.vals) {
 		vs := c.vals[v]
 		s := vs.send
 		if s == nil || s.Status != OK {
 			continue
 		}
-		t0 := from(s.End)
+		t0 := max(s.End, h)
 		for ri, r := range c.readers {
 			l := lives[r]
 			if l == nil || l.open < 0 || l.open > t0 || l.close < 0 || l.close < t0+b {
@@ -131,10 +150,10 @@ func (c *checker) liveness() {
 			if d <= b {
 				continue
 			}
-			k := rp{r, s.P}
+			k := readerPart{r, s.P}
 			w := late[k]
 			if w == nil {
-				w = &worst{}
+				w = &lateWorst{}
 				late[k] = w
 			}
 			w.n++
@@ -144,7 +163,7 @@ func (c *checker) liveness() {
 			}
 		}
 	}
-	keys := make([]rp, 0, len(late))
+	keys := make([]readerPart, 0, len(late))
 	for k := range late {
 		keys = append(keys, k)
 	}
@@ -157,7 +176,7 @@ func (c *checker) liveness() {
 	for _, k := range keys {
 		w := late[k]
 		s := w.op
-		c.add(Anomaly{Kind: KLivenessRead, P: k.p, O: s.O, Value: s.V, Proc: k.r, Time: from(s.End) + b,
+		c.add(Anomaly{Kind: KLivenessRead, P: k.p, O: s.O, Value: s.V, Proc: k.r, Time: max(s.End, h) + b,
 			Detail: fmt.Sprintf("%s: %d acknowledged value(s) of p%d not read within %s of max(ack, faults ended %s); worst %q at offset %d, acknowledged %s, %s", k.r, w.n, k.p, fmtD(b), fmtT(h), s.V, s.O, fmtT(s.End), w.what),
 			Ops:    []int64{s.ID}})
 	}

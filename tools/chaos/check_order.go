@@ -173,11 +173,34 @@ type commitAt struct {
 // member that, newly assigned a partition, reads first below an offset committed
 // before the assignment is another (the committed offset it was given went back).
 func (c *checker) commits() {
-	type key struct {
-		g string
-		p int32
+	ended := c.commitsForward()
+	c.resumptions(ended)
+}
+
+// groupPart is a group and a partition.
+type groupPart struct {
+	g string
+	p int32
+}
+
+// commitRuns holds, per group and partition, the commits sorted by End with the
+// running maximum offset, for "the highest offset committed before time t".
+type commitRuns map[groupPart][]commitAt
+
+// before is the highest offset group g committed for partition p before time t.
+func (e commitRuns) before(g string, p int32, t int64) (commitAt, bool) {
+	run := e[groupPart{g, p}]
+	n := sort.Search(len(run), func(i int) bool { return run[i].op.End >= t })
+	if n == 0 {
+		return commitAt{}, false
 	}
-	by := map[key][]commitAt{}
+	return run[n-1], true
+}
+
+// commitsForward reports each successful commit lower than one that completed
+// before it began, and returns the commits in order of their ends.
+func (c *checker) commitsForward() commitRuns {
+	by := map[groupPart][]commitAt{}
 	for i := range c.h.Ops {
 		op := &c.h.Ops[i]
 		if op.F != FCommit || op.Group == "" {
@@ -187,10 +210,10 @@ func (c *checker) commits() {
 			if _, bad := op.PartErr[p]; bad || (op.Status != OK && op.PartErr == nil) {
 				continue
 			}
-			by[key{op.Group, p}] = append(by[key{op.Group, p}], commitAt{off, op})
+			by[groupPart{op.Group, p}] = append(by[groupPart{op.Group, p}], commitAt{off, op})
 		}
 	}
-	keys := make([]key, 0, len(by))
+	keys := make([]groupPart, 0, len(by))
 	for k := range by {
 		keys = append(keys, k)
 	}
@@ -200,9 +223,7 @@ func (c *checker) commits() {
 		}
 		return keys[i].p < keys[j].p
 	})
-	// ended[k]: the commits sorted by End with the running maximum offset, for
-	// "the highest offset committed before time t".
-	ended := map[key][]commitAt{}
+	ended := commitRuns{}
 	for _, k := range keys {
 		cs := append([]commitAt(nil), by[k]...)
 		sort.SliceStable(cs, func(i, j int) bool { return cs[i].op.End < cs[j].op.End })
@@ -227,15 +248,12 @@ func (c *checker) commits() {
 			}
 		}
 	}
-	committedBefore := func(g string, p int32, t int64) (commitAt, bool) {
-		run := ended[key{g, p}]
-		n := sort.Search(len(run), func(i int) bool { return run[i].op.End >= t })
-		if n == 0 {
-			return commitAt{}, false
-		}
-		return run[n-1], true
-	}
-	// Resumption after an assignment.
+	return ended
+}
+
+// resumptions reports a member that, newly assigned a partition, read first below
+// an offset its group committed before the assignment.
+func (c *checker) resumptions(ended commitRuns) {
 	procOps := map[string][]*Op{}
 	for i := range c.h.Ops {
 		op := &c.h.Ops[i]
@@ -264,7 +282,7 @@ func (c *checker) commits() {
 						continue
 					}
 					delete(pending, r.P)
-					m, ok := committedBefore(as.Group, r.P, as.Start)
+					m, ok := ended.before(as.Group, r.P, as.Start)
 					if ok && r.O < m.off {
 						c.add(Anomaly{Kind: KCommitBackwards, P: r.P, O: r.O, Value: r.V, Proc: proc, Time: op.End,
 							Detail: fmt.Sprintf("assigned p%d at %s, resumed at offset %d below offset %d that group %s committed at %s (%s)", r.P, fmtT(as.Start), r.O, m.off, as.Group, fmtT(m.op.End), m.op.Proc),

@@ -312,95 +312,15 @@ func majority(n int) int { return n/2 + 1 }
 func (c *ReplicaChecker) Round(r ReplicaRound) []ReplicaFinding {
 	c.stats.Rounds++
 	before := len(c.found)
-	// Metadata offsets read in this round (an answer's OffHi is a read after it).
-	for _, a := range r.ISR {
-		c.stats.Answers++
-		// OffLo was read before the request began, OffHi after it ended.
-		c.noteApplied(a.OffLo, a.Start)
-		c.noteApplied(a.OffHi, a.End)
-	}
-	// Topic ids: a topic whose id changes is not judged any more.
-	for _, a := range r.ISR {
-		for _, p := range a.Parts {
-			s := c.tp(p.Topic, p.Partition)
-			if p.TopicID == "" {
-				continue
-			}
-			if s.topicID == "" {
-				s.topicID = p.TopicID
-			} else if s.topicID != p.TopicID && !s.skipped {
-				for k, o := range c.parts {
-					if k.topic == p.Topic && !o.skipped {
-						o.skipped = true
-						c.stats.Skipped++
-					}
-				}
-			}
-		}
-	}
+	c.noteAnswers(r.ISR)
 	for _, h := range r.HW {
 		c.stats.HWs++
 		if h.HW >= 0 {
 			c.tp(h.Topic, h.Partition).hw.add(step{end: h.End, v: h.HW, node: h.Node})
 		}
 	}
-	// Log ends against the admissions of earlier rounds.
-	for _, l := range r.LEO {
-		c.stats.LEOs++
-		s := c.parts[tpKey{l.Topic, l.Partition}]
-		if s == nil || s.skipped {
-			continue
-		}
-		st := s.replicas[int32(l.Node)]
-		if st == nil || !st.admitted || !st.hasBound || l.Start <= st.inAt {
-			continue
-		}
-		c.stats.Checked++
-		if l.LEO < st.bound.v && !st.reported {
-			st.reported = true
-			f := ReplicaFinding{Topic: l.Topic, Partition: l.Partition, Replica: int32(l.Node), LEO: l.LEO, LEOAt: l.Start,
-				Bound: st.bound.v, BoundNode: st.bound.node, BoundAt: st.bound.end, OutNode: st.outNode, OutAt: st.outAt, OutOff: st.outOff,
-				InAt: st.inAt, InNodes: st.inNodes, InOff: st.inOff}
-			c.found = append(c.found, f)
-			c.stats.Anomalies++
-		}
-	}
-	// Answers leaving a replica out: the replicas of the partition (as any answer
-	// named them) absent from this answer's ISR.
-	type seen struct {
-		in, out []*ISRAnswer
-	}
-	byTP := map[tpKey]map[int32]*seen{}
-	for i := range r.ISR {
-		a := &r.ISR[i]
-		for _, p := range a.Parts {
-			k := tpKey{p.Topic, p.Partition}
-			s := c.parts[k]
-			if s.skipped {
-				continue
-			}
-			m := byTP[k]
-			if m == nil {
-				m = map[int32]*seen{}
-				byTP[k] = m
-			}
-			for _, rep := range p.Replicas {
-				s.replica(rep)
-			}
-			for rep := range s.replicas {
-				x := m[rep]
-				if x == nil {
-					x = &seen{}
-					m[rep] = x
-				}
-				if slices.Contains(p.ISR, rep) {
-					x.in = append(x.in, a)
-				} else {
-					x.out = append(x.out, a)
-				}
-			}
-		}
-	}
+	c.checkLEOs(r.LEO)
+	byTP := c.isrMembership(r.ISR)
 	keys := make([]tpKey, 0, len(byTP))
 	for k := range byTP {
 		keys = append(keys, k)
@@ -431,6 +351,106 @@ func (c *ReplicaChecker) Round(r ReplicaRound) []ReplicaFinding {
 		}
 	}
 	return c.found[before:]
+}
+
+// noteAnswers notes the metadata offsets the round's Metadata answers read (an
+// answer's OffHi is a read after it) and their topic ids: a topic whose id changes
+// is not judged any more.
+func (c *ReplicaChecker) noteAnswers(isr []ISRAnswer) {
+	for _, a := range isr {
+		c.stats.Answers++
+		// OffLo was read before the request began, OffHi after it ended.
+		c.noteApplied(a.OffLo, a.Start)
+		c.noteApplied(a.OffHi, a.End)
+	}
+	for _, a := range isr {
+		for _, p := range a.Parts {
+			s := c.tp(p.Topic, p.Partition)
+			if p.TopicID == "" {
+				continue
+			}
+			if s.topicID == "" {
+				s.topicID = p.TopicID
+			} else if s.topicID != p.TopicID && !s.skipped {
+				for k, o := range c.parts {
+					if k.topic == p.Topic && !o.skipped {
+						o.skipped = true
+						c.stats.Skipped++
+					}
+				}
+			}
+		}
+	}
+}
+
+// checkLEOs checks the round's log ends against the admissions of earlier rounds:
+// a replica admitted to the ISR whose log end is below the bound it was admitted
+// against is a finding (once per admission).
+func (c *ReplicaChecker) checkLEOs(leos []LEOReading) {
+	for _, l := range leos {
+		c.stats.LEOs++
+		s := c.parts[tpKey{l.Topic, l.Partition}]
+		if s == nil || s.skipped {
+			continue
+		}
+		st := s.replicas[int32(l.Node)]
+		if st == nil || !st.admitted || !st.hasBound || l.Start <= st.inAt {
+			continue
+		}
+		c.stats.Checked++
+		if l.LEO < st.bound.v && !st.reported {
+			st.reported = true
+			f := ReplicaFinding{Topic: l.Topic, Partition: l.Partition, Replica: int32(l.Node), LEO: l.LEO, LEOAt: l.Start,
+				Bound: st.bound.v, BoundNode: st.bound.node, BoundAt: st.bound.end, OutNode: st.outNode, OutAt: st.outAt, OutOff: st.outOff,
+				InAt: st.inAt, InNodes: st.inNodes, InOff: st.inOff}
+			c.found = append(c.found, f)
+			c.stats.Anomalies++
+		}
+	}
+}
+
+// isrSeen is the answers of a round that named a replica in its partition's ISR
+// and those that left it out.
+type isrSeen struct {
+	in, out []*ISRAnswer
+}
+
+// isrMembership sorts the round's answers per partition and replica: those naming
+// the replica in the ISR and those leaving it out (the replicas of the partition,
+// as any answer named them, absent from the answer's ISR).
+func (c *ReplicaChecker) isrMembership(isr []ISRAnswer) map[tpKey]map[int32]*isrSeen {
+	byTP := map[tpKey]map[int32]*isrSeen{}
+	for i := range isr {
+		a := &isr[i]
+		for _, p := range a.Parts {
+			k := tpKey{p.Topic, p.Partition}
+			s := c.parts[k]
+			if s.skipped {
+				continue
+			}
+			m := byTP[k]
+			if m == nil {
+				m = map[int32]*isrSeen{}
+				byTP[k] = m
+			}
+			for _, rep := range p.Replicas {
+				s.replica(rep)
+			}
+			for rep := range s.replicas {
+				x := m[rep]
+				if x == nil {
+					x = &isrSeen{}
+					m[rep] = x
+				}
+				if slices.Contains(p.ISR, rep) {
+					x.in = append(x.in, a)
+				} else {
+					x.out = append(x.out, a)
+				}
+			}
+		}
+	}
+	return byTP
 }
 
 // out records answers without the replica. An answer whose metadata offset after it

@@ -53,6 +53,18 @@ type txnVal struct {
 }
 
 func (c *checker) checkTxn() {
+	txns, vals := c.txnProduced()
+	c.txnReads(vals)
+	c.txnGraph(txns, vals)
+	if !c.res.Txn.Drained {
+		return
+	}
+	c.txnDrained(txns, vals)
+}
+
+// txnProduced counts the transactions and the records they produced, and returns
+// the transactions and each value's producer.
+func (c *checker) txnProduced() ([]*Op, map[string]*txnVal) {
 	st := &c.res.Txn
 	vals := map[string]*txnVal{}
 	var txns []*Op
@@ -83,6 +95,14 @@ func (c *checker) checkTxn() {
 			st.Drained = true
 		}
 	}
+	return txns, vals
+}
+
+// txnReads checks each record read_committed returned (by polls, the final drain
+// and consume-transform-produce transactions): one value per offset, one offset per
+// value, a producer for it, its acknowledged offset, no aborted transaction's.
+func (c *checker) txnReads(vals map[string]*txnVal) {
+	st := &c.res.Txn
 	atOffset := map[pos]string{} // the value first read at each position
 	atOp := map[pos]*Op{}
 	for i := range c.h.Ops {
@@ -109,36 +129,44 @@ func (c *checker) checkTxn() {
 					Detail: "transactional topic: read a record no transaction produced", Ops: []int64{op.ID}})
 				continue
 			}
-			if op.Proc == ProcFinalTxn {
-				tv.seen = true
-			}
-			if _, ok := tv.pos[at]; !ok {
-				tv.pos[at] = op
-				if len(tv.pos) == 2 {
-					var ops []int64
-					for _, o := range tv.pos {
-						ops = append(ops, o.ID)
-					}
-					sort.Slice(ops, func(i, j int) bool { return ops[i] < ops[j] })
-					c.add(Anomaly{Kind: KDuplicate, P: r.P, O: r.O, Value: r.V, Proc: op.Proc, Time: op.End,
-						Detail: "transactional topic: one value read at two offsets", Ops: ops})
-				}
-			}
-			if tv.op.Status == OK && tv.ack >= 0 && tv.ack != r.O {
-				c.add(Anomaly{Kind: KInconsistent, P: r.P, O: r.O, Value: r.V, Proc: op.Proc, Time: op.End,
-					Detail: fmt.Sprintf("committed record acknowledged at offset %d, read at %d", tv.ack, r.O), Ops: []int64{tv.op.ID, op.ID}})
-			}
-			if tv.op.Status == Fail {
-				c.add(Anomaly{Kind: KAbortedRead, P: r.P, O: r.O, Value: r.V, Proc: op.Proc, Time: op.End,
-					Detail: fmt.Sprintf("read_committed read a record of transaction %s/%d, whose abort was answered at %s", tv.op.Proc, tv.op.Seq, fmtT(tv.op.End)),
-					Ops:    []int64{tv.op.ID, op.ID}})
-			}
+			c.txnRead(op, r, at, tv)
 		}
 	}
-	c.txnGraph(txns, vals)
-	if !st.Drained {
-		return
+}
+
+// txnRead checks one record read of a known producer: read at one offset only, the
+// one acknowledged, and not of an aborted transaction.
+func (c *checker) txnRead(op *Op, r Rec, at pos, tv *txnVal) {
+	if op.Proc == ProcFinalTxn {
+		tv.seen = true
 	}
+	if _, ok := tv.pos[at]; !ok {
+		tv.pos[at] = op
+		if len(tv.pos) == 2 {
+			var ops []int64
+			for _, o := range tv.pos {
+				ops = append(ops, o.ID)
+			}
+			sort.Slice(ops, func(i, j int) bool { return ops[i] < ops[j] })
+			c.add(Anomaly{Kind: KDuplicate, P: r.P, O: r.O, Value: r.V, Proc: op.Proc, Time: op.End,
+				Detail: "transactional topic: one value read at two offsets", Ops: ops})
+		}
+	}
+	if tv.op.Status == OK && tv.ack >= 0 && tv.ack != r.O {
+		c.add(Anomaly{Kind: KInconsistent, P: r.P, O: r.O, Value: r.V, Proc: op.Proc, Time: op.End,
+			Detail: fmt.Sprintf("committed record acknowledged at offset %d, read at %d", tv.ack, r.O), Ops: []int64{tv.op.ID, op.ID}})
+	}
+	if tv.op.Status == Fail {
+		c.add(Anomaly{Kind: KAbortedRead, P: r.P, O: r.O, Value: r.V, Proc: op.Proc, Time: op.End,
+			Detail: fmt.Sprintf("read_committed read a record of transaction %s/%d, whose abort was answered at %s", tv.op.Proc, tv.op.Seq, fmtT(tv.op.End)),
+			Ops:    []int64{tv.op.ID, op.ID}})
+	}
+}
+
+// txnDrained checks the final read_committed drain, which read the topic to its
+// end: every record of a committed transaction is in it (txn-lost), and of each
+// transaction all records or none (txn-partial).
+func (c *checker) txnDrained(txns []*Op, vals map[string]*txnVal) {
 	for _, t := range txns {
 		var seen, missing []string
 		for _, r := range t.Recs {

@@ -111,6 +111,26 @@ type graphTxn struct {
 func (c *checker) txnGraph(txns []*Op, vals map[string]*txnVal) {
 	st := &c.res.Txn.Graph
 	g := &moments{wrVal: map[[2]int32]string{}}
+	gt, index := g.addTxns(txns, vals, st)
+	st.Txns = len(gt)
+	if len(gt) == 0 {
+		return
+	}
+	ww := g.addAppends(gt, vals, st)
+	wr := g.addReads(gt, index, vals, st)
+	g.addRealTime(gt)
+	for _, scc := range sccs(g.adj) {
+		if len(scc) > 1 {
+			c.reportCycle(g, gt, scc)
+		}
+	}
+	countElleCycles(st, ww, wr)
+}
+
+// addTxns adds the moments s, r (for a transaction that read) and c of each
+// committed transaction, ok or info with a record a read_committed read returned,
+// and returns them with each one's index.
+func (g *moments) addTxns(txns []*Op, vals map[string]*txnVal, st *TxnGraphStats) ([]graphTxn, map[*Op]int32) {
 	var gt []graphTxn
 	index := map[*Op]int32{}
 	for _, t := range txns {
@@ -142,12 +162,13 @@ func (c *checker) txnGraph(txns []*Op, vals map[string]*txnVal) {
 		}
 		gt = append(gt, x)
 	}
-	st.Txns = len(gt)
-	if len(gt) == 0 {
-		return
-	}
+	return gt, index
+}
 
-	// Appends, in each partition's offset order.
+// addAppends adds a moment per record appended, between its transaction's s (and
+// r) and c, and the ww edges in each partition's offset order. It returns Elle's
+// transaction-level ww edges, for the counts of the cycles Kafka allows.
+func (g *moments) addAppends(gt []graphTxn, vals map[string]*txnVal, st *TxnGraphStats) [][]int32 {
 	type app struct {
 		o    int64
 		node int32
@@ -173,7 +194,6 @@ func (c *checker) txnGraph(txns []*Op, vals map[string]*txnVal) {
 			byPart[at.p] = append(byPart[at.p], app{at.o, n})
 		}
 	}
-	// Elle's transaction-level graph, for the counts of the cycles Kafka allows.
 	ww := make([][]int32, len(gt))
 	for _, as := range byPart {
 		sort.Slice(as, func(i, j int) bool { return as[i].o < as[j].o })
@@ -200,6 +220,12 @@ func (c *checker) txnGraph(txns []*Op, vals map[string]*txnVal) {
 			i = j
 		}
 	}
+	return ww
+}
+
+// addReads adds the wr edges: the commit of the writer of each record a
+// transaction's poll returned, before that poll's r. It returns them by writer.
+func (g *moments) addReads(gt []graphTxn, index map[*Op]int32, vals map[string]*txnVal, st *TxnGraphStats) [][]int32 {
 	wr := make([][]int32, len(gt))
 	for j, x := range gt {
 		for _, r := range x.op.Reads {
@@ -221,10 +247,13 @@ func (c *checker) txnGraph(txns []*Op, vals map[string]*txnVal) {
 			st.WR++
 		}
 	}
+	return wr
+}
 
-	// Real time: a chain of clock moments, one per event in time order (at equal
-	// times a start before an end, so that only an end strictly before a start
-	// reaches it).
+// addRealTime adds real time: a chain of clock moments, one per event in time order
+// (at equal times a start before an end, so that only an end strictly before a
+// start reaches it).
+func (g *moments) addRealTime(gt []graphTxn) {
 	type event struct {
 		t   int64
 		end bool
@@ -256,15 +285,13 @@ func (c *checker) txnGraph(txns []*Op, vals map[string]*txnVal) {
 			g.edge(k, gt[e.txn].s)
 		}
 	}
+}
 
-	for _, scc := range sccs(g.adj) {
-		if len(scc) > 1 {
-			c.reportCycle(g, gt, scc)
-		}
-	}
-
-	both := make([][]int32, len(gt))
-	for i := range gt {
+// countElleCycles counts the cycles of Elle's transaction-level graph that Kafka
+// allows: of ww edges (G0), and of ww and wr edges with a wr edge in them (G1c).
+func countElleCycles(st *TxnGraphStats, ww, wr [][]int32) {
+	both := make([][]int32, len(ww))
+	for i := range ww {
 		both[i] = append(append([]int32(nil), ww[i]...), wr[i]...)
 	}
 	for _, scc := range sccs(ww) {

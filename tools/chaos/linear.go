@@ -223,6 +223,46 @@ func checkLinear(c *checker, opt LinearOptions) LinearResult {
 	if opt.Seed == 0 {
 		opt.Seed = c.h.Header.Seed
 	}
+	for _, w := range chooseWindows(c, opt) {
+		ops, acked := c.linWindow(w.p, w.from, w.to)
+		model := logModel(w.from, acked)
+		r, info := porcupine.CheckOperationsVerbose(model, ops, opt.Timeout)
+		lw := LinearWindow{P: w.p, From: w.from, To: w.to, Ops: len(ops), Result: string(r)}
+		switch r {
+		case porcupine.Ok:
+			res.Ok++
+		case porcupine.Illegal:
+			res.Illegal++
+			if opt.VisualizeDir != "" {
+				path := filepath.Join(opt.VisualizeDir, fmt.Sprintf("porcupine-p%d-%d.html", w.p, w.from))
+				if err := porcupine.VisualizePath(model, info, path); err == nil {
+					lw.File = path
+				}
+			}
+			detail := fmt.Sprintf("no linearization of the %d ops on offsets [%d, %d) of p%d as an append-only log", len(ops), w.from, w.to, w.p)
+			if lw.File != "" {
+				detail += "; see " + lw.File
+			}
+			c.add(Anomaly{Kind: KNonlinearizable, P: w.p, O: w.from, Detail: detail})
+		default:
+			res.Unknown++
+		}
+		res.Windows = append(res.Windows, lw)
+	}
+	return res
+}
+
+// offsetWindow is a window of offsets [from, to) of partition p.
+type offsetWindow struct {
+	p        int32
+	from, to int64
+}
+
+// chooseWindows chooses, seeded, up to opt.Windows windows of opt.Width offsets
+// over the partitions with known offsets: half where faults began (from the first
+// offset acknowledged after one), the rest at random known offsets. They come
+// sorted by partition and offset.
+func chooseWindows(c *checker, opt LinearOptions) []offsetWindow {
 	parts := sortedParts(c.parts)
 	var usable []int32
 	for _, p := range parts {
@@ -231,15 +271,11 @@ func checkLinear(c *checker, opt LinearOptions) LinearResult {
 		}
 	}
 	if len(usable) == 0 {
-		return res
+		return nil
 	}
 	rng := rand.New(rand.NewPCG(uint64(opt.Seed), 0x6c696e))
-	type win struct {
-		p        int32
-		from, to int64
-	}
-	seen := map[win]bool{}
-	var wins []win
+	seen := map[offsetWindow]bool{}
+	var wins []offsetWindow
 	addWin := func(p int32, from int64) {
 		known := c.parts[p].known
 		lo, hi := known[0], known[len(known)-1]
@@ -247,7 +283,7 @@ func checkLinear(c *checker, opt LinearOptions) LinearResult {
 			return // offsets no log has: nothing to sample
 		}
 		from = max(lo, min(from, hi-opt.Width+1))
-		w := win{p, from, from + opt.Width}
+		w := offsetWindow{p, from, from + opt.Width}
 		if !seen[w] {
 			seen[w] = true
 			wins = append(wins, w)
@@ -287,31 +323,5 @@ func checkLinear(c *checker, opt LinearOptions) LinearResult {
 		}
 		return wins[i].from < wins[j].from
 	})
-	for _, w := range wins {
-		ops, acked := c.linWindow(w.p, w.from, w.to)
-		model := logModel(w.from, acked)
-		r, info := porcupine.CheckOperationsVerbose(model, ops, opt.Timeout)
-		lw := LinearWindow{P: w.p, From: w.from, To: w.to, Ops: len(ops), Result: string(r)}
-		switch r {
-		case porcupine.Ok:
-			res.Ok++
-		case porcupine.Illegal:
-			res.Illegal++
-			if opt.VisualizeDir != "" {
-				path := filepath.Join(opt.VisualizeDir, fmt.Sprintf("porcupine-p%d-%d.html", w.p, w.from))
-				if err := porcupine.VisualizePath(model, info, path); err == nil {
-					lw.File = path
-				}
-			}
-			detail := fmt.Sprintf("no linearization of the %d ops on offsets [%d, %d) of p%d as an append-only log", len(ops), w.from, w.to, w.p)
-			if lw.File != "" {
-				detail += "; see " + lw.File
-			}
-			c.add(Anomaly{Kind: KNonlinearizable, P: w.p, O: w.from, Detail: detail})
-		default:
-			res.Unknown++
-		}
-		res.Windows = append(res.Windows, lw)
-	}
-	return res
+	return wins
 }

@@ -128,38 +128,7 @@ type Cluster struct {
 // New prepares a cluster: directories, network, mounts, configuration and storage
 // format. It starts no process; Start does. On error, what was set up is torn down.
 func New(ctx context.Context, cfg Config) (_ *Cluster, err error) {
-	if cfg.Nodes < 1 {
-		return nil, fmt.Errorf("cluster: %d nodes", cfg.Nodes)
-	}
-	if cfg.Log == nil {
-		cfg.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
-	if cfg.SessionTimeout <= 0 {
-		cfg.SessionTimeout = 9 * time.Second
-	}
-	if cfg.HeartbeatInterval <= 0 {
-		cfg.HeartbeatInterval = 2 * time.Second
-	}
-	if cfg.StartTimeout <= 0 {
-		cfg.StartTimeout = 60 * time.Second
-	}
-	bin, err := filepath.Abs(cfg.Bin)
-	if err != nil {
-		return nil, fmt.Errorf("cluster: %w", err)
-	}
-	cfg.Bin = bin
-	if cfg.Dir, err = filepath.Abs(cfg.Dir); err != nil {
-		return nil, fmt.Errorf("cluster: %w", err)
-	}
-	if strings.ContainsAny(cfg.Dir, ", \t\n") {
-		// log.dirs and controller.quorum.voters are comma-separated lists in a
-		// properties file: a node would take the path for several.
-		return nil, fmt.Errorf("cluster: the run directory %q holds a comma or a space, which log.dirs (a comma-separated list) cannot", cfg.Dir)
-	}
-	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
-		return nil, fmt.Errorf("cluster: %w", err)
-	}
-	if err := writeOwnerMark(cfg.Dir); err != nil {
+	if err := cfg.prepare(); err != nil {
 		return nil, err
 	}
 	c := &Cluster{cfg: cfg}
@@ -180,53 +149,13 @@ func New(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 			return nil, err
 		}
 	}
-	hosts := make([]string, cfg.Nodes)
-	var ports [][3]int
-	if cfg.Net == Netns {
-		c.net, err = NewNetwork(cfg.Nodes)
-		if err != nil {
-			return nil, err
-		}
-		for i := range hosts {
-			hosts[i] = c.net.IP(i + 1)
-			ports = append(ports, [3]int{9092, 9093, 9644})
-		}
-	} else {
-		free, err := FreePorts(3 * cfg.Nodes)
-		if err != nil {
-			return nil, err
-		}
-		for i := range hosts {
-			hosts[i] = "127.0.0.1"
-			ports = append(ports, [3]int{free[3*i], free[3*i+1], free[3*i+2]})
-		}
+	hosts, ports, err := c.addresses()
+	if err != nil {
+		return nil, err
 	}
 	for i := 0; i < cfg.Nodes; i++ {
-		n := &Node{c: c, ID: i + 1, Host: hosts[i], KafkaPort: ports[i][0], ControllerPort: ports[i][1], AdminPort: ports[i][2]}
-		n.Dir = filepath.Join(cfg.Dir, fmt.Sprintf("node%d", n.ID))
-		n.DiskDir = filepath.Join(n.Dir, "disk")
-		n.LogDir = filepath.Join(n.DiskDir, "logs")
-		n.MetaDir = filepath.Join(n.Dir, "meta")
-		if cfg.PowerLoss {
-			n.Journal = filepath.Join(n.Dir, "power-loss.journal")
-		}
-		if err := os.MkdirAll(n.DiskDir, 0o755); err != nil {
-			return nil, fmt.Errorf("cluster: %w", err)
-		}
-		if cfg.DiskSize > 0 {
-			if err := MountTmpfs(n.DiskDir, cfg.DiskSize); err != nil {
-				return nil, err
-			}
-			c.mounted = append(c.mounted, n.DiskDir)
-		}
-		if err := os.MkdirAll(n.LogDir, 0o755); err != nil {
-			return nil, fmt.Errorf("cluster: %w", err)
-		}
-		c.nodes = append(c.nodes, n)
-		if c.sec != nil {
-			if _, err := c.sec.issue(n, 0); err != nil {
-				return nil, err
-			}
+		if err := c.addNode(i+1, hosts[i], ports[i]); err != nil {
+			return nil, err
 		}
 	}
 	if c.kraft {
@@ -235,6 +164,106 @@ func New(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 		}
 	}
 	return c, nil
+}
+
+// prepare checks the config, fills in its defaults, makes the binary's and the
+// run directory's paths absolute and creates the run directory, marked as the
+// cluster's.
+func (cfg *Config) prepare() error {
+	if cfg.Nodes < 1 {
+		return fmt.Errorf("cluster: %d nodes", cfg.Nodes)
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if cfg.SessionTimeout <= 0 {
+		cfg.SessionTimeout = 9 * time.Second
+	}
+	if cfg.HeartbeatInterval <= 0 {
+		cfg.HeartbeatInterval = 2 * time.Second
+	}
+	if cfg.StartTimeout <= 0 {
+		cfg.StartTimeout = 60 * time.Second
+	}
+	bin, err := filepath.Abs(cfg.Bin)
+	if err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	cfg.Bin = bin
+	if cfg.Dir, err = filepath.Abs(cfg.Dir); err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	if strings.ContainsAny(cfg.Dir, ", \t\n") {
+		// log.dirs and controller.quorum.voters are comma-separated lists in a
+		// properties file: a node would take the path for several.
+		return fmt.Errorf("cluster: the run directory %q holds a comma or a space, which log.dirs (a comma-separated list) cannot", cfg.Dir)
+	}
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	return writeOwnerMark(cfg.Dir)
+}
+
+// addresses are each node's host and its Kafka, controller and admin ports: in
+// network namespaces (made here) each node's own address with the usual ports, else
+// loopback with free ports.
+func (c *Cluster) addresses() ([]string, [][3]int, error) {
+	hosts := make([]string, c.cfg.Nodes)
+	var ports [][3]int
+	if c.cfg.Net == Netns {
+		var err error
+		c.net, err = NewNetwork(c.cfg.Nodes)
+		if err != nil {
+			return nil, nil, err
+		}
+		for i := range hosts {
+			hosts[i] = c.net.IP(i + 1)
+			ports = append(ports, [3]int{9092, 9093, 9644})
+		}
+		return hosts, ports, nil
+	}
+	free, err := FreePorts(3 * c.cfg.Nodes)
+	if err != nil {
+		return nil, nil, err
+	}
+	for i := range hosts {
+		hosts[i] = "127.0.0.1"
+		ports = append(ports, [3]int{free[3*i], free[3*i+1], free[3*i+2]})
+	}
+	return hosts, ports, nil
+}
+
+// addNode adds node id: its directories (its disk on a tmpfs of DiskSize if set)
+// and, on a secured cluster, its certificate.
+func (c *Cluster) addNode(id int, host string, ports [3]int) error {
+	cfg := c.cfg
+	n := &Node{c: c, ID: id, Host: host, KafkaPort: ports[0], ControllerPort: ports[1], AdminPort: ports[2]}
+	n.Dir = filepath.Join(cfg.Dir, fmt.Sprintf("node%d", n.ID))
+	n.DiskDir = filepath.Join(n.Dir, "disk")
+	n.LogDir = filepath.Join(n.DiskDir, "logs")
+	n.MetaDir = filepath.Join(n.Dir, "meta")
+	if cfg.PowerLoss {
+		n.Journal = filepath.Join(n.Dir, "power-loss.journal")
+	}
+	if err := os.MkdirAll(n.DiskDir, 0o755); err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	if cfg.DiskSize > 0 {
+		if err := MountTmpfs(n.DiskDir, cfg.DiskSize); err != nil {
+			return err
+		}
+		c.mounted = append(c.mounted, n.DiskDir)
+	}
+	if err := os.MkdirAll(n.LogDir, 0o755); err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	c.nodes = append(c.nodes, n)
+	if c.sec != nil {
+		if _, err := c.sec.issue(n, 0); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // KRaft reports whether the cluster runs in KRaft mode (properties files, storage format).

@@ -65,25 +65,7 @@ func rawRead(ctx context.Context, cl *kgo.Client, leader int, topic string, part
 			r.Err = ctx.Err().Error()
 			return r
 		}
-		req := kmsg.NewPtrFetchRequest()
-		req.ReplicaID = -1
-		req.MaxWaitMillis = 300
-		req.MinBytes = 1
-		req.MaxBytes = 1 << 20
-		req.SessionEpoch = -1
-		t := kmsg.NewFetchRequestTopic()
-		t.Topic = topic
-		p := kmsg.NewFetchRequestTopicPartition()
-		p.Partition = partition
-		p.FetchOffset = r.Next
-		p.LogStartOffset = -1
-		p.CurrentLeaderEpoch = -1
-		p.PartitionMaxBytes = 1 << 20
-		t.Partitions = append(t.Partitions, p)
-		req.Topics = append(req.Topics, t)
-		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		resp, err := cl.Broker(leader).Request(rctx, req)
-		cancel()
+		resp, err := fetchFrom(ctx, cl, leader, topic, partition, r.Next)
 		if err != nil {
 			if errSince.IsZero() {
 				errSince = time.Now()
@@ -95,18 +77,7 @@ func rawRead(ctx context.Context, cl *kgo.Client, leader int, topic string, part
 			sleep(ctx, 200*time.Millisecond)
 			continue
 		}
-		fr := resp.(*kmsg.FetchResponse)
-		var rp *kmsg.FetchResponseTopicPartition
-		if fr.ErrorCode != 0 {
-			err = kerr.ErrorForCode(fr.ErrorCode)
-		} else if len(fr.Topics) != 1 || len(fr.Topics[0].Partitions) != 1 {
-			err = fmt.Errorf("fetch answer with %d topics", len(fr.Topics))
-		} else {
-			rp = &fr.Topics[0].Partitions[0]
-			if rp.ErrorCode != 0 {
-				err = kerr.ErrorForCode(rp.ErrorCode)
-			}
-		}
+		rp, err := fetchedPartition(resp.(*kmsg.FetchResponse))
 		if err != nil {
 			if errSince.IsZero() {
 				errSince = time.Now()
@@ -130,21 +101,7 @@ func rawRead(ctx context.Context, cl *kgo.Client, leader int, topic string, part
 		if r.Next >= r.End {
 			return r
 		}
-		// The batches before a damaged one count as read; the read stops at it.
-		at, bad := firstBadBatch(rp.RecordBatches)
-		rp.RecordBatches = rp.RecordBatches[:at]
-		fp, _ := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{Offset: r.Next, Topic: topic, Partition: partition}, rp, kgo.DefaultDecompressor(), nil)
-		moved := false
-		for _, rec := range fp.Records {
-			if rec.Offset >= r.Next {
-				r.Values[rec.Offset] = string(rec.Value)
-				r.Next = rec.Offset + 1
-				moved = true
-			}
-		}
-		if bad == "" && fp.Err != nil {
-			bad = fp.Err.Error()
-		}
+		moved, bad := r.take(rp, topic, partition)
 		if bad != "" {
 			r.Corrupt = bad
 			return r
@@ -161,6 +118,66 @@ func rawRead(ctx context.Context, cl *kgo.Client, leader int, topic string, part
 			return r
 		}
 	}
+}
+
+// fetchFrom sends leader one Fetch of topic-partition from offset (as a consumer,
+// read_uncommitted, without a session), with a 5-second deadline.
+func fetchFrom(ctx context.Context, cl *kgo.Client, leader int, topic string, partition int32, offset int64) (kmsg.Response, error) {
+	req := kmsg.NewPtrFetchRequest()
+	req.ReplicaID = -1
+	req.MaxWaitMillis = 300
+	req.MinBytes = 1
+	req.MaxBytes = 1 << 20
+	req.SessionEpoch = -1
+	t := kmsg.NewFetchRequestTopic()
+	t.Topic = topic
+	p := kmsg.NewFetchRequestTopicPartition()
+	p.Partition = partition
+	p.FetchOffset = offset
+	p.LogStartOffset = -1
+	p.CurrentLeaderEpoch = -1
+	p.PartitionMaxBytes = 1 << 20
+	t.Partitions = append(t.Partitions, p)
+	req.Topics = append(req.Topics, t)
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	return cl.Broker(leader).Request(rctx, req)
+}
+
+// fetchedPartition is the one partition of a Fetch answer, or the error of the
+// answer or of the partition.
+func fetchedPartition(fr *kmsg.FetchResponse) (*kmsg.FetchResponseTopicPartition, error) {
+	if fr.ErrorCode != 0 {
+		return nil, kerr.ErrorForCode(fr.ErrorCode)
+	}
+	if len(fr.Topics) != 1 || len(fr.Topics[0].Partitions) != 1 {
+		return nil, fmt.Errorf("fetch answer with %d topics", len(fr.Topics))
+	}
+	rp := &fr.Topics[0].Partitions[0]
+	if rp.ErrorCode != 0 {
+		return nil, kerr.ErrorForCode(rp.ErrorCode)
+	}
+	return rp, nil
+}
+
+// take records the values of the batches fetched before the first damaged one (the
+// read stops at it) and moves Next past them. It says whether Next moved, and what
+// is wrong with the damaged batch ("" if none).
+func (r *Read) take(rp *kmsg.FetchResponseTopicPartition, topic string, partition int32) (moved bool, bad string) {
+	at, bad := firstBadBatch(rp.RecordBatches)
+	rp.RecordBatches = rp.RecordBatches[:at]
+	fp, _ := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{Offset: r.Next, Topic: topic, Partition: partition}, rp, kgo.DefaultDecompressor(), nil)
+	for _, rec := range fp.Records {
+		if rec.Offset >= r.Next {
+			r.Values[rec.Offset] = string(rec.Value)
+			r.Next = rec.Offset + 1
+			moved = true
+		}
+	}
+	if bad == "" && fp.Err != nil {
+		bad = fp.Err.Error()
+	}
+	return moved, bad
 }
 
 // firstBadBatch finds the first batch of a fetch answer's bytes whose CRC-32C fails

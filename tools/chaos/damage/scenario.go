@@ -85,112 +85,172 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.Stdout == nil {
 		cfg.Stdout = io.Discard
 	}
-	start := time.Now()
-	res := &Result{Scenario: string(cfg.Kind) + "/" + string(cfg.Target)}
-	say := func(format string, args ...any) {
-		fmt.Fprintf(cfg.Stdout, "[%6.2fs] %s: %s\n", time.Since(start).Seconds(), res.Scenario, fmt.Sprintf(format, args...))
-	}
-	nodes := 1
+	s := &scenario{cfg: cfg, start: time.Now(), res: &Result{Scenario: string(cfg.Kind) + "/" + string(cfg.Target)}, nodes: 1,
+		replicas: []int32{1}, acked: map[int64]string{}, leader: 1, victim: 1}
 	if cfg.Target == Follower {
-		nodes = 3
+		s.nodes, s.replicas = 3, []int32{1, 2}
 	} else if cfg.Target != Single {
 		return nil, fmt.Errorf("damage: unknown target %q (single, follower)", cfg.Target)
 	}
-	// Small segments, so that the first is sealed; small preallocated indexes.
-	c, err := cluster.New(ctx, cluster.Config{Bin: cfg.Bin, Nodes: nodes, Dir: cfg.Dir, SessionTimeout: 6 * time.Second,
-		Set: append([]string{"log.segment.bytes=65536", "log.index.size.max.bytes=262144"}, cfg.Set...)})
+	defer s.close()
+	if err := s.setUp(ctx); err != nil {
+		return nil, err
+	}
+	vn, logFrom, err := s.damage(ctx)
 	if err != nil {
 		return nil, err
 	}
-	defer c.Close()
-	if err := c.Start(ctx); err != nil {
+	if s.nodes == 3 {
+		if err := s.failOver(ctx); err != nil {
+			return nil, err
+		}
+	}
+	res := s.res
+	res.Acked, res.ackedOffsets = len(s.acked), s.acked
+	last, err := s.readBack(ctx)
+	if err != nil {
 		return nil, err
+	}
+	res.Lost = missing(s.acked, last.Values)
+	res.Log = damageLines(vn.LogPath(), logFrom)
+	judge(res, cfg.Target)
+	res.Took = time.Since(s.start)
+	return res, nil
+}
+
+// scenario is one run of Run: its cluster, client and the records acknowledged.
+// With three nodes the partition has replicas 1 and 2; the victim is its follower.
+type scenario struct {
+	cfg            Config
+	start          time.Time
+	res            *Result
+	nodes          int
+	replicas       []int32
+	c              *cluster.Cluster
+	cl             *kgo.Client
+	acked          map[int64]string
+	leader, victim int
+}
+
+func (s *scenario) say(format string, args ...any) {
+	fmt.Fprintf(s.cfg.Stdout, "[%6.2fs] %s: %s\n", time.Since(s.start).Seconds(), s.res.Scenario, fmt.Sprintf(format, args...))
+}
+
+func (s *scenario) close() {
+	if s.cl != nil {
+		s.cl.Close()
+	}
+	if s.c != nil {
+		s.c.Close()
+	}
+}
+
+// setUp starts the cluster (small segments, so that the first is sealed; small
+// preallocated indexes), creates the topic, writes the records before the damage
+// and, in a cluster, waits for both replicas in the ISR to learn the leader.
+func (s *scenario) setUp(ctx context.Context) error {
+	c, err := cluster.New(ctx, cluster.Config{Bin: s.cfg.Bin, Nodes: s.nodes, Dir: s.cfg.Dir, SessionTimeout: 6 * time.Second,
+		Set: append([]string{"log.segment.bytes=65536", "log.index.size.max.bytes=262144"}, s.cfg.Set...)})
+	if err != nil {
+		return err
+	}
+	s.c = c
+	if err := c.Start(ctx); err != nil {
+		return err
 	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Bootstrap()...), kgo.MaxVersions(kversion.V2_8_0()), kgo.RetryTimeout(10*time.Second),
 		kgo.DialTimeout(2*time.Second), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerBatchCompression(kgo.NoCompression()),
 		kgo.ProducerLinger(5*time.Millisecond), kgo.ProducerBatchMaxBytes(8<<10), kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
-		return nil, fmt.Errorf("damage: client: %w", err)
+		return fmt.Errorf("damage: client: %w", err)
 	}
-	defer cl.Close()
-	replicas := []int32{1}
-	if nodes == 3 {
-		replicas = []int32{1, 2}
+	s.cl = cl
+	if err := createTopic(ctx, cl, s.replicas); err != nil {
+		return err
 	}
-	if err := createTopic(ctx, cl, replicas); err != nil {
-		return nil, err
+	if err := produce(ctx, cl, "b", s.cfg.Before, s.acked); err != nil {
+		return err
 	}
-	acked := map[int64]string{}
-	if err := produce(ctx, cl, "b", cfg.Before, acked); err != nil {
-		return nil, err
-	}
-	leader, victim := 1, 1
-	if nodes == 3 {
+	if s.nodes == 3 {
 		st, err := waitPartition(ctx, cl, func(st partState) bool { return st.leader >= 0 && len(st.isr) == 2 })
 		if err != nil {
-			return nil, err
+			return err
 		}
-		leader = int(st.leader)
-		victim = int(replicas[0] + replicas[1] - st.leader)
+		s.leader = int(st.leader)
+		s.victim = int(s.replicas[0] + s.replicas[1] - st.leader)
 	}
-	say("%d records acknowledged; leader %d, damaging node %d", len(acked), leader, victim)
-	vn := c.Node(victim)
+	return nil
+}
+
+// damage stops the victim cleanly, damages its partition directory and restarts
+// it. It returns the victim and the size of its log before the restart.
+func (s *scenario) damage(ctx context.Context) (*cluster.Node, int64, error) {
+	s.say("%d records acknowledged; leader %d, damaging node %d", len(s.acked), s.leader, s.victim)
+	vn := s.c.Node(s.victim)
 	if err := vn.Stop(20 * time.Second); err != nil {
-		return nil, fmt.Errorf("damage: stopping node %d: %w", victim, err)
+		return nil, 0, fmt.Errorf("damage: stopping node %d: %w", s.victim, err)
 	}
 	logFrom := logSize(vn.LogPath())
-	res.Applied, err = Apply(PartitionDir(vn.LogDir, topic, 0), cfg.Kind)
+	var err error
+	s.res.Applied, err = Apply(PartitionDir(vn.LogDir, topic, 0), s.cfg.Kind)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	say("node %d stopped cleanly; %s", victim, res.Applied.Detail)
+	s.say("node %d stopped cleanly; %s", s.victim, s.res.Applied.Detail)
 	if err := vn.Restart(ctx); err != nil {
-		return nil, fmt.Errorf("damage: restarting node %d: %w", victim, err)
+		return nil, 0, fmt.Errorf("damage: restarting node %d: %w", s.victim, err)
 	}
-	if nodes == 3 {
-		if _, err := waitPartition(ctx, cl, func(st partState) bool { return len(st.isr) == 2 }); err != nil {
-			res.Why = append(res.Why, fmt.Sprintf("node %d did not rejoin the ISR: %v", victim, err))
-		}
-		if err := produce(ctx, cl, "a", cfg.After, acked); err != nil {
-			res.Why = append(res.Why, fmt.Sprintf("writes after the damaged replica came back: %v", err))
-		}
-		ln := c.Node(leader)
-		if err := ln.Stop(20 * time.Second); err != nil {
-			return nil, fmt.Errorf("damage: stopping node %d: %w", leader, err)
-		}
-		if _, err := waitPartition(ctx, cl, func(st partState) bool { return int(st.leader) == victim }); err != nil {
-			res.Why = append(res.Why, fmt.Sprintf("node %d did not become the leader: %v", victim, err))
-		}
-		say("%d records acknowledged; leader %d stopped, node %d leads", len(acked), leader, victim)
+	return vn, logFrom, nil
+}
+
+// failOver, in a cluster, waits for the damaged replica to rejoin the ISR, writes
+// more records and stops the leader, so that the damaged replica leads.
+func (s *scenario) failOver(ctx context.Context) error {
+	res := s.res
+	if _, err := waitPartition(ctx, s.cl, func(st partState) bool { return len(st.isr) == 2 }); err != nil {
+		res.Why = append(res.Why, fmt.Sprintf("node %d did not rejoin the ISR: %v", s.victim, err))
 	}
-	res.Acked, res.ackedOffsets = len(acked), acked
-	res.Damaged = rawRead(ctx, cl, victim, topic, 0, cfg.Stall)
-	say("read from node %d: %s", victim, res.Damaged.Outcome())
+	if err := produce(ctx, s.cl, "a", s.cfg.After, s.acked); err != nil {
+		res.Why = append(res.Why, fmt.Sprintf("writes after the damaged replica came back: %v", err))
+	}
+	ln := s.c.Node(s.leader)
+	if err := ln.Stop(20 * time.Second); err != nil {
+		return fmt.Errorf("damage: stopping node %d: %w", s.leader, err)
+	}
+	if _, err := waitPartition(ctx, s.cl, func(st partState) bool { return int(st.leader) == s.victim }); err != nil {
+		res.Why = append(res.Why, fmt.Sprintf("node %d did not become the leader: %v", s.victim, err))
+	}
+	s.say("%d records acknowledged; leader %d stopped, node %d leads", len(s.acked), s.leader, s.victim)
+	return nil
+}
+
+// readBack reads the partition from the damaged replica, raw and with a franz-go
+// consumer, and in a cluster restarts the old leader and reads from the leader
+// once both are in the ISR. It returns the last read.
+func (s *scenario) readBack(ctx context.Context) (*Read, error) {
+	res, cfg := s.res, s.cfg
+	res.Damaged = rawRead(ctx, s.cl, s.victim, topic, 0, cfg.Stall)
+	s.say("read from node %d: %s", s.victim, res.Damaged.Outcome())
 	end := res.Damaged.End
 	if end < 0 {
-		end = maxKey(acked) + 1
+		end = maxKey(s.acked) + 1
 	}
-	res.Consumer = consume(ctx, c.Bootstrap(), topic, 0, end, cfg.Stall+5*time.Second)
-	say("franz-go consumer: %s", res.Consumer.Outcome(end))
-	res.Unavailable = missing(acked, res.Damaged.Values)
-	last := res.Damaged
-	if nodes == 3 {
-		if err := c.Node(leader).Restart(ctx); err != nil {
-			return nil, fmt.Errorf("damage: restarting node %d: %w", leader, err)
-		}
-		st, err := waitPartition(ctx, cl, func(st partState) bool { return st.leader >= 0 && len(st.isr) == 2 })
-		if err != nil {
-			res.Why = append(res.Why, fmt.Sprintf("node %d did not rejoin the ISR: %v", leader, err))
-		}
-		res.Final = rawRead(ctx, cl, int(st.leader), topic, 0, cfg.Stall)
-		say("node %d back; read from the leader %d: %s", leader, st.leader, res.Final.Outcome())
-		last = res.Final
+	res.Consumer = consume(ctx, s.c.Bootstrap(), topic, 0, end, cfg.Stall+5*time.Second)
+	s.say("franz-go consumer: %s", res.Consumer.Outcome(end))
+	res.Unavailable = missing(s.acked, res.Damaged.Values)
+	if s.nodes != 3 {
+		return res.Damaged, nil
 	}
-	res.Lost = missing(acked, last.Values)
-	res.Log = damageLines(vn.LogPath(), logFrom)
-	judge(res, cfg.Target)
-	res.Took = time.Since(start)
-	return res, nil
+	if err := s.c.Node(s.leader).Restart(ctx); err != nil {
+		return nil, fmt.Errorf("damage: restarting node %d: %w", s.leader, err)
+	}
+	st, err := waitPartition(ctx, s.cl, func(st partState) bool { return st.leader >= 0 && len(st.isr) == 2 })
+	if err != nil {
+		res.Why = append(res.Why, fmt.Sprintf("node %d did not rejoin the ISR: %v", s.leader, err))
+	}
+	res.Final = rawRead(ctx, s.cl, int(st.leader), topic, 0, cfg.Stall)
+	s.say("node %d back; read from the leader %d: %s", s.leader, st.leader, res.Final.Outcome())
+	return res.Final, nil
 }
 
 // judge fills Pass and Why: no read may stall or be served a corrupt batch; in a

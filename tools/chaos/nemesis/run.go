@@ -220,38 +220,7 @@ func (n *Nemesis) inject(ctx context.Context, f Fault) (injected, error) {
 	var in injected
 	switch f.Kind {
 	case Kill, KillLeader, KillController, KillAll, PowerLoss, PowerLossAll:
-		switch f.Kind {
-		case Kill, PowerLoss:
-			in.nodes, in.detail = []int{f.Node}, []string{"random node"}
-		case KillLeader:
-			id, why := n.leaderOf(ctx, f.Partition)
-			in.nodes, in.detail = []int{id}, []string{why}
-		case KillController:
-			id, src, err := n.env.Admin.Controller(ctx)
-			if err != nil || c.Node(id) == nil {
-				id = n.randomNode()
-				src = fmt.Sprintf("controller unknown (%v); random node %d", err, id)
-			}
-			in.nodes, in.detail = []int{id}, []string{"active controller (" + src + ")"}
-		case KillAll, PowerLossAll:
-			for _, nd := range c.Nodes() {
-				in.nodes = append(in.nodes, nd.ID)
-			}
-			in.detail = []string{"every node"}
-		}
-		power := f.Kind == PowerLoss || f.Kind == PowerLossAll
-		for _, id := range in.nodes {
-			if err := c.Node(id).Kill(); err != nil {
-				return in, err
-			}
-		}
-		switch {
-		case power:
-			in.detail = append(in.detail, "power loss: unsynced writes are lost at restart")
-		case c.Node(in.nodes[0]).Journal != "":
-			in.detail = append(in.detail, "process crash (power-loss journal set aside: the page cache survives)")
-		}
-		in.heal = func(ctx context.Context) error { return n.restart(ctx, in.nodes, power) }
+		return n.injectKill(ctx, f)
 	case Pause, PauseLeader:
 		id, why := f.Node, "random node"
 		if f.Kind == PauseLeader {
@@ -263,37 +232,7 @@ func (n *Nemesis) inject(ctx context.Context, f Fault) (injected, error) {
 		}
 		in.heal = func(context.Context) error { return c.Node(id).Resume() }
 	case PartitionLeader, PartitionHalves, PartitionBridge:
-		x := c.Network()
-		if x == nil {
-			return in, fmt.Errorf("no network namespaces")
-		}
-		cuts := f.Cuts
-		if f.Kind == PartitionLeader {
-			id, why := n.leaderOf(ctx, f.Partition)
-			in.detail = []string{why}
-			for _, nd := range c.Nodes() {
-				if nd.ID != id {
-					cuts = append(cuts, [2]int{min(id, nd.ID), max(id, nd.ID)})
-				}
-			}
-		}
-		seen := map[int]bool{}
-		var cs []string
-		for _, p := range cuts {
-			if err := x.Cut(p[0], p[1]); err != nil {
-				x.HealCuts()
-				return in, err
-			}
-			cs = append(cs, fmt.Sprintf("%d-%d", p[0], p[1]))
-			for _, id := range p {
-				if !seen[id] {
-					seen[id] = true
-					in.nodes = append(in.nodes, id)
-				}
-			}
-		}
-		in.detail = append(in.detail, "cut "+strings.Join(cs, " ")+" (blackhole routes)")
-		in.heal = func(context.Context) error { return x.HealCuts() }
+		return n.injectPartition(ctx, f)
 	case Slow:
 		x := c.Network()
 		if x == nil {
@@ -327,6 +266,86 @@ func (n *Nemesis) inject(ctx context.Context, f Fault) (injected, error) {
 	default:
 		return in, fmt.Errorf("unknown fault %q", f.Kind)
 	}
+	return in, nil
+}
+
+// injectKill kills the fault's nodes with SIGKILL (a random one, a partition's
+// leader, the active controller or every node); the heal restarts them, after a
+// power loss without their unsynced writes.
+func (n *Nemesis) injectKill(ctx context.Context, f Fault) (injected, error) {
+	c := n.env.Cluster
+	var in injected
+	switch f.Kind {
+	case Kill, PowerLoss:
+		in.nodes, in.detail = []int{f.Node}, []string{"random node"}
+	case KillLeader:
+		id, why := n.leaderOf(ctx, f.Partition)
+		in.nodes, in.detail = []int{id}, []string{why}
+	case KillController:
+		id, src, err := n.env.Admin.Controller(ctx)
+		if err != nil || c.Node(id) == nil {
+			id = n.randomNode()
+			src = fmt.Sprintf("controller unknown (%v); random node %d", err, id)
+		}
+		in.nodes, in.detail = []int{id}, []string{"active controller (" + src + ")"}
+	case KillAll, PowerLossAll:
+		for _, nd := range c.Nodes() {
+			in.nodes = append(in.nodes, nd.ID)
+		}
+		in.detail = []string{"every node"}
+	}
+	power := f.Kind == PowerLoss || f.Kind == PowerLossAll
+	for _, id := range in.nodes {
+		if err := c.Node(id).Kill(); err != nil {
+			return in, err
+		}
+	}
+	switch {
+	case power:
+		in.detail = append(in.detail, "power loss: unsynced writes are lost at restart")
+	case c.Node(in.nodes[0]).Journal != "":
+		in.detail = append(in.detail, "process crash (power-loss journal set aside: the page cache survives)")
+	}
+	in.heal = func(ctx context.Context) error { return n.restart(ctx, in.nodes, power) }
+	return in, nil
+}
+
+// injectPartition cuts the network links of the fault (for partition-leader, every
+// link of the partition's leader) with blackhole routes; the heal removes them.
+func (n *Nemesis) injectPartition(ctx context.Context, f Fault) (injected, error) {
+	c := n.env.Cluster
+	var in injected
+	x := c.Network()
+	if x == nil {
+		return in, fmt.Errorf("no network namespaces")
+	}
+	cuts := f.Cuts
+	if f.Kind == PartitionLeader {
+		id, why := n.leaderOf(ctx, f.Partition)
+		in.detail = []string{why}
+		for _, nd := range c.Nodes() {
+			if nd.ID != id {
+				cuts = append(cuts, [2]int{min(id, nd.ID), max(id, nd.ID)})
+			}
+		}
+	}
+	seen := map[int]bool{}
+	var cs []string
+	for _, p := range cuts {
+		if err := x.Cut(p[0], p[1]); err != nil {
+			x.HealCuts()
+			return in, err
+		}
+		cs = append(cs, fmt.Sprintf("%d-%d", p[0], p[1]))
+		for _, id := range p {
+			if !seen[id] {
+				seen[id] = true
+				in.nodes = append(in.nodes, id)
+			}
+		}
+	}
+	in.detail = append(in.detail, "cut "+strings.Join(cs, " ")+" (blackhole routes)")
+	in.heal = func(context.Context) error { return x.HealCuts() }
 	return in, nil
 }
 

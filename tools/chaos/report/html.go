@@ -54,7 +54,19 @@ func (r *Report) WriteHTML(b *strings.Builder) {
 		}
 		b.WriteString("</ul>\n")
 	}
+	r.writeCounts(b)
+	r.writeAnomalies(b)
+	r.writeCharts(b)
+	r.writeFaultTables(b)
+	if r.Schedule != "" {
+		fmt.Fprintf(b, "<h2>Schedule</h2>\n<pre>%s</pre>\n", esc(r.Schedule))
+	}
+	b.WriteString("</body>\n</html>\n")
+}
 
+// writeCounts writes the table of counts: operations, transactions, the
+// transaction graph and the replica check.
+func (r *Report) writeCounts(b *strings.Builder) {
 	st := r.Result.Stats
 	b.WriteString("<h2>Counts</h2>\n<table>\n")
 	for _, kv := range [][2]any{
@@ -76,7 +88,12 @@ func (r *Report) WriteHTML(b *strings.Builder) {
 		fmt.Fprintf(b, "<tr><th>%s</th><td class=\"n\">%d</td></tr>\n", kv[0], kv[1])
 	}
 	b.WriteString("</table>\n")
+}
 
+// writeAnomalies writes the anomalies found, and how many of each kind the
+// report leaves out.
+func (r *Report) writeAnomalies(b *strings.Builder) {
+	esc := html.EscapeString
 	fmt.Fprintf(b, "<h2>Anomalies: %s</h2>\n", esc(r.Result.Summary()))
 	if len(r.Result.Anomalies) > 0 {
 		b.WriteString("<table>\n<tr><th>kind</th><th>partition</th><th>offset</th><th>value</th><th>process</th><th>time s</th><th>detail</th><th>ops</th></tr>\n")
@@ -95,7 +112,10 @@ func (r *Report) WriteHTML(b *strings.Builder) {
 			}
 		}
 	}
+}
 
+// writeCharts writes the charts of throughput and send latency over time.
+func (r *Report) writeCharts(b *strings.Builder) {
 	b.WriteString("<h2>Throughput over time</h2>\n")
 	b.WriteString(r.chart("throughput", "records per second", false, []line{
 		{"acknowledged/s", "#2ca02c", r.pts(func(p Point) float64 { return float64(p.Acks) })},
@@ -108,7 +128,12 @@ func (r *Report) WriteHTML(b *strings.Builder) {
 		{"p99", "#ff7f0e", r.pts(func(p Point) float64 { return p.P99 })},
 		{"max", "#d62728", r.pts(func(p Point) float64 { return p.Max })},
 	}))
+}
 
+// writeFaultTables writes the faults, availability per fault kind, events and the
+// linearizability sample.
+func (r *Report) writeFaultTables(b *strings.Builder) {
+	esc := html.EscapeString
 	fmt.Fprintf(b, "<h2>Faults (%d)</h2>\n<p>no-ack: the longest time within the window without an acknowledged send; recover: from healed to the next acknowledgement.</p>\n<table>\n<tr><th>#</th><th>kind</th><th>nodes</th><th>start s</th><th>heal s</th><th>healed s</th><th>no-ack s</th><th>recover s</th><th>status</th><th>detail</th></tr>\n", len(r.Faults))
 	for _, f := range r.Faults {
 		fmt.Fprintf(b, "<tr><td class=\"n\">%d</td><td style=\"color:%s\">%s</td><td>%s</td><td class=\"n\">%.2f</td><td class=\"n\">%.2f</td><td class=\"n\">%.2f</td><td class=\"n\">%.1f</td><td class=\"n\">%.1f</td><td>%s</td><td>%s</td></tr>\n",
@@ -137,10 +162,6 @@ func (r *Report) WriteHTML(b *strings.Builder) {
 		}
 		b.WriteString("</table>\n")
 	}
-	if r.Schedule != "" {
-		fmt.Fprintf(b, "<h2>Schedule</h2>\n<pre>%s</pre>\n", esc(r.Schedule))
-	}
-	b.WriteString("</body>\n</html>\n")
 }
 
 type line struct {

@@ -224,18 +224,9 @@ func (r *run) note(format string, args ...any) {
 func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	cfg.Defaults()
 	r := &run{cfg: cfg, start: time.Now(), out: cfg.Stdout}
-	out, err := filepath.Abs(cfg.Out)
+	out, err := prepareOut(cfg)
 	if err != nil {
 		return nil, err
-	}
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		return nil, fmt.Errorf("runner: %w", err)
-	}
-	if err := clearPrevious(out); err != nil {
-		return nil, err
-	}
-	if _, err := os.Stat(cfg.Bin); err != nil {
-		return nil, fmt.Errorf("runner: samsa binary: %w", err)
 	}
 	r.printf("samsa-chaos: seed %d, binary %s, out %s", cfg.Seed, cfg.Bin, out)
 
@@ -243,31 +234,12 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Nodes == 0 {
-		// A binary that formats storage runs a cluster: three nodes. Should they not
-		// form one, the start fails with their complaint (a run on one node instead
-		// would hide it).
-		cfg.Nodes = 1
-		if !feat.ClusterMode {
-			r.note("nodes: 1 (this samsa binary has no cluster mode)")
-		} else {
-			cfg.Nodes = 3
-			r.note("nodes: 3 (the binary has `storage format`)")
-		}
-	}
+	r.chooseNodes(&cfg, feat)
 	kinds, err := r.chooseKinds(&cfg, feat)
 	if err != nil {
 		return nil, err
 	}
-	sched := nemesis.Generate(nemesis.Params{Seed: cfg.Seed, Kinds: kinds, Duration: cfg.Duration, Nodes: cfg.Nodes, Partitions: cfg.Partitions,
-		GapMin: cfg.GapMin, GapMax: cfg.GapMax, DurMin: cfg.DurMin, DurMax: cfg.DurMax, SessionTimeout: cfg.SessionTimeout, Cover: cfg.Cover})
-	replay := cfg.Command
-	if replay == "" {
-		replay = ReplayCommand(cfg, kinds)
-	}
-	fmt.Fprint(r.out, sched.String())
-	fmt.Fprintf(r.out, "replay: %s\n", replay)
-	os.WriteFile(filepath.Join(out, "schedule.txt"), []byte(sched.String()+"replay: "+replay+"\n"), 0o644)
+	sched, replay := r.schedule(cfg, kinds, out)
 
 	hist, err := chaos.CreateHistory(filepath.Join(out, "history.jsonl"), chaos.Header{Topic: cfg.Topic, Partitions: cfg.Partitions, Seed: cfg.Seed,
 		Command: replay, Nodes: cfg.Nodes, Liveness: int64(cfg.Liveness), Notes: r.notes}, r.start)
@@ -281,71 +253,19 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 		}
 	}()
 
-	var nem *nemesis.Nemesis
-	var nemMu sync.Mutex
-	onExit := func(e cluster.Exit) {
-		now, wall := hist.Now()
-		hist.Append(chaos.Op{Proc: "cluster", F: chaos.FEvent, Status: chaos.Info, Start: now, End: now, Wall: wall, V: "node-exit",
-			Parts: []int32{int32(e.Node)}, Err: fmt.Sprintf("node %d exited on its own: %s; last log: %s", e.Node, e.Err, strings.Join(lastN(e.Tail, 3), " | "))})
-		r.printf("node %d exited on its own: %s", e.Node, e.Err)
-		nemMu.Lock()
-		n := nem
-		nemMu.Unlock()
-		if n != nil {
-			n.NodeExited(e.Node)
-		}
-	}
-	ccfg := cluster.Config{Bin: cfg.Bin, Nodes: cfg.Nodes, Dir: out, Env: cfg.Env, NodeEnv: cfg.NodeEnv, Set: cfg.Set,
-		SessionTimeout: cfg.SessionTimeout, HeartbeatInterval: min(2*time.Second, cfg.SessionTimeout/3), OnExit: onExit,
-		Secure: cfg.Secure, OnAuthFailure: authFailed(hist)}
-	if slices.ContainsFunc(kinds, nemesis.NeedsNetns) {
-		ccfg.Net = cluster.Netns
-	}
-	if slices.Contains(kinds, nemesis.PowerLoss) || slices.Contains(kinds, nemesis.PowerLossAll) {
-		ccfg.PowerLoss = true
-	}
-	if slices.Contains(kinds, nemesis.DiskFull) {
-		// The engine preallocates each segment's indexes (10 MiB each by default, for
-		// every partition of __consumer_offsets too): smaller ones fit a small tmpfs.
-		ccfg.DiskSize = cfg.DiskSize
-		ccfg.Set = append([]string{"log.index.size.max.bytes=262144"}, ccfg.Set...)
-		r.note("disk-full: each node's log dir on a tmpfs of %d MiB, with log.index.size.max.bytes=262144 so that preallocated indexes fit", cfg.DiskSize>>20)
-	}
-	c, err := cluster.New(ctx, ccfg)
+	exits := &exitRecorder{r: r, hist: hist}
+	ccfg := r.clusterConfig(cfg, kinds, out, hist, exits.record)
+	c, err := r.startCluster(ctx, cfg, ccfg, out)
 	if err != nil {
 		return nil, err
 	}
 	defer c.Close()
-	r.printf("cluster: %d node(s), %s mode, %s: %s", cfg.Nodes, map[bool]string{true: "KRaft", false: "single-node"}[c.KRaft()],
-		map[bool]string{true: "network namespaces", false: "loopback"}[c.Network() != nil], strings.Join(c.Bootstrap(), ","))
-	if c.Secure() {
-		r.note("secured: SASL_SSL listeners (SCRAM-SHA-512 only), SCRAM-SHA-512 between nodes and to the controllers, StandardAuthorizer with ACLs; clients as %s (no super user), the harness as %s; certificates from two CAs made for the run (%s/pki)",
-			cluster.UserClient, cluster.UserAdmin, out)
-	}
-	if err := c.Start(ctx); err != nil {
-		return nil, err
-	}
-	for _, n := range c.Nodes() {
-		if sw := n.Switches(); len(sw) > 0 {
-			r.note("node %d reports fault switches active: %s", n.ID, strings.Join(sw, ","))
-		}
-	}
 	adm, err := c.Admin()
 	if err != nil {
 		return nil, err
 	}
 	defer adm.Close()
-	tctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	err = adm.CreateTopic(tctx, cfg.Topic, cfg.Partitions, int16(min(3, cfg.Nodes)))
-	txnTopic := ""
-	if err == nil && cfg.TxnProducers > 0 {
-		txnTopic = cfg.Topic + "-txn"
-		err = adm.CreateTopic(tctx, txnTopic, cfg.Partitions, int16(min(3, cfg.Nodes)))
-	}
-	if err == nil && c.Secure() {
-		err = r.grantClient(tctx, c, adm, cfg, txnTopic)
-	}
-	cancel()
+	txnTopic, err := r.createTopics(ctx, cfg, c, adm)
 	if err != nil {
 		return nil, err
 	}
@@ -363,9 +283,8 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	}
 	mon := r.startReplicas(ctx, cfg, c, hist, txnTopic, ccfg.PowerLoss)
 	defer mon.finishOnce()
-	nemMu.Lock()
-	nem = nemesis.New(nemesis.Env{Cluster: c, Admin: adm, Topic: cfg.Topic, History: hist, Printf: r.printf, Seed: cfg.Seed})
-	nemMu.Unlock()
+	nem := nemesis.New(nemesis.Env{Cluster: c, Admin: adm, Topic: cfg.Topic, History: hist, Printf: r.printf, Seed: cfg.Seed})
+	exits.setNemesis(nem)
 
 	stopProgress := r.progress(wl)
 	r.printf("workload: %d producers at %.0f/s, %d group members, %d assigned consumers, %d partitions; %d transactional producers at %.0f/s, %d consume-transform-produce copiers, %d read_committed consumers; warmup %s",
@@ -376,6 +295,171 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	if herr != nil {
 		r.note("the cluster could not be healed: %v", herr)
 	}
+	r.quietPeriod(ctx, cfg, nem, wl, mon)
+	stopProgress()
+	r.finalRead(ctx, cfg, adm, wl, txnTopic)
+	if err := c.Close(); err != nil {
+		r.note("stopping the cluster: %v", err)
+	}
+	histClosed = true
+	if err := hist.Close(); err != nil {
+		return nil, err
+	}
+	rep, res, err := r.checkAndReport(cfg, out, sched.String(), feat)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintln(r.out, rep.Verdict)
+	fmt.Fprintf(r.out, "reports: %s/report.txt, report.html, report.json; replay: %s\n", out, replay)
+	return &Outcome{Result: res, Report: rep, Dir: out, Took: time.Since(r.start)}, nil
+}
+
+// chooseNodes sets the node count when none was asked for: three on a binary that
+// formats storage (should they not form a cluster, the start fails with their
+// complaint: a run on one node instead would hide it), else one.
+func (r *run) chooseNodes(cfg *Config, feat cluster.Features) {
+	if cfg.Nodes != 0 {
+		return
+	}
+	cfg.Nodes = 1
+	if !feat.ClusterMode {
+		r.note("nodes: 1 (this samsa binary has no cluster mode)")
+	} else {
+		cfg.Nodes = 3
+		r.note("nodes: 3 (the binary has `storage format`)")
+	}
+}
+
+// schedule generates the seeded fault schedule and the command that replays it,
+// prints both and writes them to schedule.txt.
+func (r *run) schedule(cfg Config, kinds []nemesis.Kind, out string) (nemesis.Schedule, string) {
+	sched := nemesis.Generate(nemesis.Params{Seed: cfg.Seed, Kinds: kinds, Duration: cfg.Duration, Nodes: cfg.Nodes, Partitions: cfg.Partitions,
+		GapMin: cfg.GapMin, GapMax: cfg.GapMax, DurMin: cfg.DurMin, DurMax: cfg.DurMax, SessionTimeout: cfg.SessionTimeout, Cover: cfg.Cover})
+	replay := cfg.Command
+	if replay == "" {
+		replay = ReplayCommand(cfg, kinds)
+	}
+	fmt.Fprint(r.out, sched.String())
+	fmt.Fprintf(r.out, "replay: %s\n", replay)
+	os.WriteFile(filepath.Join(out, "schedule.txt"), []byte(sched.String()+"replay: "+replay+"\n"), 0o644)
+	return sched, replay
+}
+
+// exitRecorder records a node that exited on its own in the history and tells the
+// nemesis, once there is one (a node may exit while the cluster starts).
+type exitRecorder struct {
+	r    *run
+	hist *chaos.Writer
+	mu   sync.Mutex
+	nem  *nemesis.Nemesis
+}
+
+func (x *exitRecorder) setNemesis(n *nemesis.Nemesis) {
+	x.mu.Lock()
+	x.nem = n
+	x.mu.Unlock()
+}
+
+func (x *exitRecorder) record(e cluster.Exit) {
+	now, wall := x.hist.Now()
+	x.hist.Append(chaos.Op{Proc: "cluster", F: chaos.FEvent, Status: chaos.Info, Start: now, End: now, Wall: wall, V: "node-exit",
+		Parts: []int32{int32(e.Node)}, Err: fmt.Sprintf("node %d exited on its own: %s; last log: %s", e.Node, e.Err, strings.Join(lastN(e.Tail, 3), " | "))})
+	x.r.printf("node %d exited on its own: %s", e.Node, e.Err)
+	x.mu.Lock()
+	n := x.nem
+	x.mu.Unlock()
+	if n != nil {
+		n.NodeExited(e.Node)
+	}
+}
+
+// prepareOut makes the out directory (absolute), clears a previous run's files from
+// it and checks that the samsa binary is there.
+func prepareOut(cfg Config) (string, error) {
+	out, err := filepath.Abs(cfg.Out)
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return "", fmt.Errorf("runner: %w", err)
+	}
+	if err := clearPrevious(out); err != nil {
+		return "", err
+	}
+	if _, err := os.Stat(cfg.Bin); err != nil {
+		return "", fmt.Errorf("runner: samsa binary: %w", err)
+	}
+	return out, nil
+}
+
+// clusterConfig is the cluster the chosen faults need: network namespaces for the
+// network faults, power-loss support, a small tmpfs per node for disk-full.
+func (r *run) clusterConfig(cfg Config, kinds []nemesis.Kind, out string, hist *chaos.Writer, onExit func(cluster.Exit)) cluster.Config {
+	ccfg := cluster.Config{Bin: cfg.Bin, Nodes: cfg.Nodes, Dir: out, Env: cfg.Env, NodeEnv: cfg.NodeEnv, Set: cfg.Set,
+		SessionTimeout: cfg.SessionTimeout, HeartbeatInterval: min(2*time.Second, cfg.SessionTimeout/3), OnExit: onExit,
+		Secure: cfg.Secure, OnAuthFailure: authFailed(hist)}
+	if slices.ContainsFunc(kinds, nemesis.NeedsNetns) {
+		ccfg.Net = cluster.Netns
+	}
+	if slices.Contains(kinds, nemesis.PowerLoss) || slices.Contains(kinds, nemesis.PowerLossAll) {
+		ccfg.PowerLoss = true
+	}
+	if slices.Contains(kinds, nemesis.DiskFull) {
+		// The engine preallocates each segment's indexes (10 MiB each by default, for
+		// every partition of __consumer_offsets too): smaller ones fit a small tmpfs.
+		ccfg.DiskSize = cfg.DiskSize
+		ccfg.Set = append([]string{"log.index.size.max.bytes=262144"}, ccfg.Set...)
+		r.note("disk-full: each node's log dir on a tmpfs of %d MiB, with log.index.size.max.bytes=262144 so that preallocated indexes fit", cfg.DiskSize>>20)
+	}
+	return ccfg
+}
+
+// startCluster makes and starts the cluster, noting how it runs and any fault
+// switches its nodes report. On an error after it was made, the cluster is closed.
+func (r *run) startCluster(ctx context.Context, cfg Config, ccfg cluster.Config, out string) (*cluster.Cluster, error) {
+	c, err := cluster.New(ctx, ccfg)
+	if err != nil {
+		return nil, err
+	}
+	r.printf("cluster: %d node(s), %s mode, %s: %s", cfg.Nodes, map[bool]string{true: "KRaft", false: "single-node"}[c.KRaft()],
+		map[bool]string{true: "network namespaces", false: "loopback"}[c.Network() != nil], strings.Join(c.Bootstrap(), ","))
+	if c.Secure() {
+		r.note("secured: SASL_SSL listeners (SCRAM-SHA-512 only), SCRAM-SHA-512 between nodes and to the controllers, StandardAuthorizer with ACLs; clients as %s (no super user), the harness as %s; certificates from two CAs made for the run (%s/pki)",
+			cluster.UserClient, cluster.UserAdmin, out)
+	}
+	if err := c.Start(ctx); err != nil {
+		c.Close()
+		return nil, err
+	}
+	for _, n := range c.Nodes() {
+		if sw := n.Switches(); len(sw) > 0 {
+			r.note("node %d reports fault switches active: %s", n.ID, strings.Join(sw, ","))
+		}
+	}
+	return c, nil
+}
+
+// createTopics creates the queue topic and, with transactional producers, its -txn
+// topic (returned, else ""), and on a secured cluster grants the client its ACLs.
+func (r *run) createTopics(ctx context.Context, cfg Config, c *cluster.Cluster, adm *cluster.Admin) (string, error) {
+	tctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	err := adm.CreateTopic(tctx, cfg.Topic, cfg.Partitions, int16(min(3, cfg.Nodes)))
+	txnTopic := ""
+	if err == nil && cfg.TxnProducers > 0 {
+		txnTopic = cfg.Topic + "-txn"
+		err = adm.CreateTopic(tctx, txnTopic, cfg.Partitions, int16(min(3, cfg.Nodes)))
+	}
+	if err == nil && c.Secure() {
+		err = r.grantClient(tctx, c, adm, cfg, txnTopic)
+	}
+	return txnTopic, err
+}
+
+// quietPeriod lets the cluster settle after the faults: the nemesis keeps restarting
+// nodes that exit, producers stop at a third of the period, readers catch up, then
+// the replica monitor and the consumers stop.
+func (r *run) quietPeriod(ctx context.Context, cfg Config, nem *nemesis.Nemesis, wl *workload.Workload, mon *replicas) {
 	r.printf("faults done; quiet period of up to %s (producers stop at %s)", cfg.Quiet, (cfg.Quiet / 3).Round(100*time.Millisecond))
 	qctx, qcancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.Quiet)
 	if ctx.Err() != nil {
@@ -394,8 +478,13 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 		r.printf("%s", st.Summary())
 	}
 	wl.StopConsumers()
-	stopProgress()
+}
+
+// finalRead reads every partition to its end offset, and the transactional topic
+// read_committed to its stable offsets; what fails is noted.
+func (r *run) finalRead(ctx context.Context, cfg Config, adm *cluster.Admin, wl *workload.Workload, txnTopic string) {
 	fctx, fcancel := context.WithTimeout(context.WithoutCancel(ctx), 60*time.Second)
+	defer fcancel()
 	end, err := adm.EndOffsets(fctx, cfg.Topic)
 	if err != nil {
 		r.note("final read: no end offsets: %v", err)
@@ -409,28 +498,22 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 			r.note("%v", err)
 		}
 	}
-	fcancel()
-	if err := c.Close(); err != nil {
-		r.note("stopping the cluster: %v", err)
-	}
-	histClosed = true
-	if err := hist.Close(); err != nil {
-		return nil, err
-	}
+}
+
+// checkAndReport reads the closed history back, checks it and writes the reports.
+func (r *run) checkAndReport(cfg Config, out, schedule string, feat cluster.Features) (*report.Report, *chaos.Result, error) {
 	h, err := chaos.ReadHistory(filepath.Join(out, "history.jsonl"))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	h.Header.Notes = r.notes
 	r.printf("checking %d operations", len(h.Ops))
 	res := chaos.Check(h, chaos.Options{Liveness: cfg.Liveness, Linear: chaos.LinearOptions{VisualizeDir: out}})
-	rep := report.Build(h, res, report.Extra{Schedule: sched.String(), Took: time.Since(r.start), Features: fingerprint(cfg.Bin) + "; " + describeFeatures(feat)})
+	rep := report.Build(h, res, report.Extra{Schedule: schedule, Took: time.Since(r.start), Features: fingerprint(cfg.Bin) + "; " + describeFeatures(feat)})
 	if err := rep.WriteFiles(out); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	fmt.Fprintln(r.out, rep.Verdict)
-	fmt.Fprintf(r.out, "reports: %s/report.txt, report.html, report.json; replay: %s\n", out, replay)
-	return &Outcome{Result: res, Report: rep, Dir: out, Took: time.Since(r.start)}, nil
+	return rep, res, nil
 }
 
 // chooseKinds resolves cfg.Faults against what the run can do, noting every fault
