@@ -249,55 +249,14 @@ func partitionsRound(ctx context.Context, cfg PartitionsConfig, round int) (Part
 	rd.FDsBase, rd.RSSBase, rd.GoroutBase = countFDs(b.pid()), vmRSS(b.pid()), scrapeMetric(admin, "go_goroutines")
 	rd.DiskBase, _ = diskUsage(b.data)
 
-	topics := make([]string, cfg.Topics)
-	for i := range topics {
-		topics[i] = fmt.Sprintf("p%d-%d", cfg.PartitionsPerTopic, i)
-	}
-	t0 := time.Now()
-	for _, t := range topics {
-		cctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-		resp, err := ka.CreateTopics(cctx, int32(cfg.PartitionsPerTopic), 1, nil, t)
-		cancel()
-		if err == nil {
-			err = resp.Error()
-		}
-		if err != nil {
-			return rd, fmt.Errorf("%w: create %s: %w; log tail:\n%s", ErrPartitions, t, err, logTail(logf.Name()))
-		}
-	}
-	if err := waitLeaders(ctx, ka, topics, cfg.PartitionsPerTopic, 5*time.Minute); err != nil {
+	topics, err := createPartitions(ctx, cfg, ka, logf.Name(), &rd)
+	if err != nil {
 		return rd, err
 	}
-	rd.CreateSeconds = time.Since(t0).Seconds()
-	cfg.progress("  created %d partitions in %.2fs", rd.Partitions, rd.CreateSeconds)
-
-	settle(ctx, 3*time.Second)
 	pid := b.pid()
-	rd.FDs, rd.RSS = countFDs(pid), vmRSS(pid)
-	rd.Goroutines = scrapeMetric(admin, "go_goroutines")
-	rd.HeapInuse = int64(scrapeMetric(admin, "go_memstats_heap_inuse_bytes"))
-	rd.DiskUsed, rd.DiskApp = diskUsage(b.data)
-	cfg.progress("  idle: %d fds, RSS %s, %d goroutines, disk %s", rd.FDs, mib(rd.RSS), rd.Goroutines, mib(rd.DiskUsed))
-
-	rd.MetadataSeconds, rd.MetadataBytes, err = timeMetadata(ctx, cl, cfg.MetadataRequests)
-	if err != nil {
+	if err := measureIdle(ctx, cfg, cl, b, admin, &rd); err != nil {
 		return rd, err
 	}
-	cfg.progress("  metadata: %s, median %.1f ms", mib(int64(rd.MetadataBytes)), rd.MetadataSeconds*1e3)
-
-	settle(ctx, 2*time.Second)
-	c0, err := procUsage(pid)
-	if err != nil {
-		return rd, err
-	}
-	w0 := time.Now()
-	settle(ctx, cfg.Idle)
-	c1, err := procUsage(pid)
-	if err != nil {
-		return rd, err
-	}
-	rd.IdleCPU = (c1.CPUSeconds - c0.CPUSeconds) / time.Since(w0).Seconds()
-	cfg.progress("  idle CPU over %v: %.2f%% of a core", cfg.Idle, rd.IdleCPU*100)
 
 	if cfg.RecordsPerPartition > 0 {
 		parts := allPartitions(topics, cfg.PartitionsPerTopic)
@@ -316,19 +275,90 @@ func partitionsRound(ctx context.Context, cfg PartitionsConfig, round int) (Part
 	if cfg.SkipRestart {
 		return rd, nil
 	}
+	err = measureRestarts(ctx, cfg, b, topics, &rd)
+	return rd, err
+}
+
+// createPartitions creates the round's topics and waits for every partition's
+// leader, timing both; it returns the topics' names. logName is the broker's log,
+// whose tail a failed creation shows.
+func createPartitions(ctx context.Context, cfg PartitionsConfig, ka *kadm.Client, logName string, rd *PartitionsRound) ([]string, error) {
+	topics := make([]string, cfg.Topics)
+	for i := range topics {
+		topics[i] = fmt.Sprintf("p%d-%d", cfg.PartitionsPerTopic, i)
+	}
+	t0 := time.Now()
+	for _, t := range topics {
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+		resp, err := ka.CreateTopics(cctx, int32(cfg.PartitionsPerTopic), 1, nil, t)
+		cancel()
+		if err == nil {
+			err = resp.Error()
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: create %s: %w; log tail:\n%s", ErrPartitions, t, err, logTail(logName))
+		}
+	}
+	if err := waitLeaders(ctx, ka, topics, cfg.PartitionsPerTopic, 5*time.Minute); err != nil {
+		return nil, err
+	}
+	rd.CreateSeconds = time.Since(t0).Seconds()
+	cfg.progress("  created %d partitions in %.2fs", rd.Partitions, rd.CreateSeconds)
+	return topics, nil
+}
+
+// measureIdle measures the broker at rest with its partitions: file descriptors,
+// RSS, goroutines, heap and disk once settled, the time and size of a Metadata
+// answer for every partition, and CPU over cfg.Idle.
+func measureIdle(ctx context.Context, cfg PartitionsConfig, cl *kgo.Client, b *partBroker, admin string, rd *PartitionsRound) error {
+	settle(ctx, 3*time.Second)
+	pid := b.pid()
+	rd.FDs, rd.RSS = countFDs(pid), vmRSS(pid)
+	rd.Goroutines = scrapeMetric(admin, "go_goroutines")
+	rd.HeapInuse = int64(scrapeMetric(admin, "go_memstats_heap_inuse_bytes"))
+	rd.DiskUsed, rd.DiskApp = diskUsage(b.data)
+	cfg.progress("  idle: %d fds, RSS %s, %d goroutines, disk %s", rd.FDs, mib(rd.RSS), rd.Goroutines, mib(rd.DiskUsed))
+
+	var err error
+	rd.MetadataSeconds, rd.MetadataBytes, err = timeMetadata(ctx, cl, cfg.MetadataRequests)
+	if err != nil {
+		return err
+	}
+	cfg.progress("  metadata: %s, median %.1f ms", mib(int64(rd.MetadataBytes)), rd.MetadataSeconds*1e3)
+
+	settle(ctx, 2*time.Second)
+	c0, err := procUsage(pid)
+	if err != nil {
+		return err
+	}
+	w0 := time.Now()
+	settle(ctx, cfg.Idle)
+	c1, err := procUsage(pid)
+	if err != nil {
+		return err
+	}
+	rd.IdleCPU = (c1.CPUSeconds - c0.CPUSeconds) / time.Since(w0).Seconds()
+	cfg.progress("  idle CPU over %v: %.2f%% of a core", cfg.Idle, rd.IdleCPU*100)
+	return nil
+}
+
+// measureRestarts times a clean shutdown (SIGTERM), the restart after it until
+// every partition is writable, and the restart after a SIGKILL (recovery).
+func measureRestarts(ctx context.Context, cfg PartitionsConfig, b *partBroker, topics []string, rd *PartitionsRound) error {
 	parts := allPartitions(topics, cfg.PartitionsPerTopic)
 	rd.ShutdownSeconds = b.stop(syscall.SIGTERM).Seconds()
 	cfg.progress("  shutdown (SIGTERM): %.2fs", rd.ShutdownSeconds)
+	var err error
 	if rd.RestartSeconds, rd.RestartListenSec, err = restartReady(ctx, b, topics, cfg.PartitionsPerTopic, parts); err != nil {
-		return rd, err
+		return err
 	}
 	cfg.progress("  clean restart: answers in %.2fs, every partition writable in %.2fs", rd.RestartListenSec, rd.RestartSeconds)
 	b.stop(syscall.SIGKILL)
 	if rd.RecoverySeconds, _, err = restartReady(ctx, b, topics, cfg.PartitionsPerTopic, parts); err != nil {
-		return rd, err
+		return err
 	}
 	cfg.progress("  restart after SIGKILL: every partition writable in %.2fs", rd.RecoverySeconds)
-	return rd, nil
+	return nil
 }
 
 // restartReady starts b and returns the time until every partition is led and took a

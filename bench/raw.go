@@ -300,114 +300,151 @@ func readProduce(resp *kmsg.ProduceResponse, version int16, body []byte, st *raw
 // then on.
 func rawFetch(ctx context.Context, rc *rawConn, topic string, parts []int32, until map[int32]int64, version int16, msgSize int64, st *rawStats) error {
 	go func() { <-ctx.Done(); rc.Close() }()
-	offsets := make(map[int32]int64, len(parts))
-	req := kmsg.NewPtrFetchRequest()
-	req.Version = version
-	req.ReplicaID = -1
-	req.MaxWaitMillis = 500
-	req.MinBytes = 1
-	req.MaxBytes = 64 << 20
-	req.IsolationLevel = 0
-	var active []int32
-	for _, p := range parts {
-		if until == nil || until[p] > 0 {
-			active = append(active, p)
-		}
-	}
-	session := version >= 7
-	var sessID, epoch int32 // epoch 0: open a session (a full request)
-	moved := map[int32]bool{}
-	var forgotten []int32
-	ft := kmsg.NewFetchRequestTopic()
-	ft.Topic = topic
+	f := newRawFetcher(topic, parts, until, version, msgSize, st)
+	took := f.took
 	resp := kmsg.NewPtrFetchResponse()
 	var buf []byte
-	for corr := int32(1); len(active) > 0; corr++ {
-		full := !session || epoch == 0
-		ft.Partitions = ft.Partitions[:0]
-		add := func(p int32) {
-			fp := kmsg.NewFetchRequestTopicPartition()
-			fp.Partition = p
-			fp.FetchOffset = offsets[p]
-			fp.PartitionMaxBytes = 8 << 20
-			fp.CurrentLeaderEpoch = -1
-			fp.LastFetchedEpoch = -1
-			ft.Partitions = append(ft.Partitions, fp)
-		}
-		if full {
-			for _, p := range active {
-				add(p)
-			}
-		} else {
-			for p := range moved { // not a walk over every partition
-				if until == nil || offsets[p] < until[p] {
-					add(p)
-				}
-			}
-		}
-		req.Topics, req.ForgottenTopics = req.Topics[:0], req.ForgottenTopics[:0]
-		if len(ft.Partitions) > 0 {
-			req.Topics = append(req.Topics, ft)
-		}
-		if !full && len(forgotten) > 0 {
-			f := kmsg.NewFetchRequestForgottenTopic()
-			f.Topic, f.Partitions = topic, forgotten
-			req.ForgottenTopics = append(req.ForgottenTopics, f)
-		}
-		req.SessionID, req.SessionEpoch = sessID, epoch
-		if !session {
-			req.SessionID, req.SessionEpoch = 0, -1
-		}
-		buf = rc.appendRequest(buf[:0], req, corr)
+	for corr := int32(1); len(f.active) > 0; corr++ {
+		f.fillRequest()
+		buf = rc.appendRequest(buf[:0], f.req, corr)
 		if _, err := rc.c.Write(buf); err != nil {
 			return ignoreClosed(ctx, err)
 		}
-		clear(moved)
-		forgotten = forgotten[:0]
-		code, err := rc.readFetch(resp, version, corr, func(p fetchedPartition) {
-			cur, ok := offsets[p.partition]
-			if !ok && !slices.Contains(parts, p.partition) {
-				return
-			}
-			if p.errorCode != 0 {
-				st.errs.Add(1)
-				return
-			}
-			if p.next > cur {
-				offsets[p.partition] = p.next
-				moved[p.partition] = true
-			}
-			st.records.Add(p.records)
-			st.bytes.Add(p.records * msgSize) // payload bytes, as on the produce side
-		})
+		clear(f.moved)
+		f.forgotten = f.forgotten[:0]
+		code, err := rc.readFetch(resp, version, corr, took)
 		if err != nil {
 			return ignoreClosed(ctx, err)
 		}
-		switch {
-		case session && (code == kerr.FetchSessionIDNotFound.Code || code == kerr.InvalidFetchSessionEpoch.Code):
-			sessID, epoch = 0, 0 // the next request opens a new one
-		case code != 0:
-			st.errs.Add(1)
-		case session && epoch == 0:
-			if sessID = resp.SessionID; sessID == 0 {
-				session = false // sessions disabled: full requests
-			} else {
-				epoch = 1
-			}
-		case session:
-			epoch = max(1, epoch+1) // after MaxInt32: 1
-		}
-		if until != nil {
-			active = slices.DeleteFunc(active, func(p int32) bool {
-				if offsets[p] >= until[p] {
-					forgotten = append(forgotten, p)
-					return true
-				}
-				return false
-			})
-		}
+		f.answered(code, resp.SessionID)
 	}
 	return nil
+}
+
+// rawFetcher is the state of rawFetch's connection: the next offset of each
+// partition, the partitions still to read, and the fetch session.
+type rawFetcher struct {
+	topic     string
+	parts     []int32
+	until     map[int32]int64 // nil: read without end
+	msgSize   int64
+	st        *rawStats
+	offsets   map[int32]int64
+	active    []int32 // partitions still to read
+	session   bool    // the version has sessions and the broker keeps them
+	sessID    int32
+	epoch     int32          // 0: open a session (a full request)
+	moved     map[int32]bool // partitions whose offset moved in the last answer
+	forgotten []int32        // partitions done since the last request
+	req       *kmsg.FetchRequest
+	ft        kmsg.FetchRequestTopic
+}
+
+func newRawFetcher(topic string, parts []int32, until map[int32]int64, version int16, msgSize int64, st *rawStats) *rawFetcher {
+	f := &rawFetcher{topic: topic, parts: parts, until: until, msgSize: msgSize, st: st,
+		offsets: make(map[int32]int64, len(parts)), session: version >= 7, moved: map[int32]bool{},
+		req: kmsg.NewPtrFetchRequest(), ft: kmsg.NewFetchRequestTopic()}
+	f.req.Version = version
+	f.req.ReplicaID = -1
+	f.req.MaxWaitMillis = 500
+	f.req.MinBytes = 1
+	f.req.MaxBytes = 64 << 20
+	f.req.IsolationLevel = 0
+	for _, p := range parts {
+		if until == nil || until[p] > 0 {
+			f.active = append(f.active, p)
+		}
+	}
+	f.ft.Topic = topic
+	return f
+}
+
+// fillRequest fills the next request: a full one names every active partition; in
+// a session, only those whose offset moved, and those done as forgotten.
+func (f *rawFetcher) fillRequest() {
+	req := f.req
+	full := !f.session || f.epoch == 0
+	f.ft.Partitions = f.ft.Partitions[:0]
+	if full {
+		for _, p := range f.active {
+			f.add(p)
+		}
+	} else {
+		for p := range f.moved { // not a walk over every partition
+			if f.until == nil || f.offsets[p] < f.until[p] {
+				f.add(p)
+			}
+		}
+	}
+	req.Topics, req.ForgottenTopics = req.Topics[:0], req.ForgottenTopics[:0]
+	if len(f.ft.Partitions) > 0 {
+		req.Topics = append(req.Topics, f.ft)
+	}
+	if !full && len(f.forgotten) > 0 {
+		t := kmsg.NewFetchRequestForgottenTopic()
+		t.Topic, t.Partitions = f.topic, f.forgotten
+		req.ForgottenTopics = append(req.ForgottenTopics, t)
+	}
+	req.SessionID, req.SessionEpoch = f.sessID, f.epoch
+	if !f.session {
+		req.SessionID, req.SessionEpoch = 0, -1
+	}
+}
+
+func (f *rawFetcher) add(p int32) {
+	fp := kmsg.NewFetchRequestTopicPartition()
+	fp.Partition = p
+	fp.FetchOffset = f.offsets[p]
+	fp.PartitionMaxBytes = 8 << 20
+	fp.CurrentLeaderEpoch = -1
+	fp.LastFetchedEpoch = -1
+	f.ft.Partitions = append(f.ft.Partitions, fp)
+}
+
+// took counts a partition of an answer and moves its offset.
+func (f *rawFetcher) took(p fetchedPartition) {
+	cur, ok := f.offsets[p.partition]
+	if !ok && !slices.Contains(f.parts, p.partition) {
+		return
+	}
+	if p.errorCode != 0 {
+		f.st.errs.Add(1)
+		return
+	}
+	if p.next > cur {
+		f.offsets[p.partition] = p.next
+		f.moved[p.partition] = true
+	}
+	f.st.records.Add(p.records)
+	f.st.bytes.Add(p.records * f.msgSize) // payload bytes, as on the produce side
+}
+
+// answered moves the session on after an answer with error code and session id,
+// and drops the partitions read to their end.
+func (f *rawFetcher) answered(code int16, sessionID int32) {
+	switch {
+	case f.session && (code == kerr.FetchSessionIDNotFound.Code || code == kerr.InvalidFetchSessionEpoch.Code):
+		f.sessID, f.epoch = 0, 0 // the next request opens a new one
+	case code != 0:
+		f.st.errs.Add(1)
+	case f.session && f.epoch == 0:
+		if f.sessID = sessionID; f.sessID == 0 {
+			f.session = false // sessions disabled: full requests
+		} else {
+			f.epoch = 1
+		}
+	case f.session:
+		f.epoch = max(1, f.epoch+1) // after MaxInt32: 1
+	}
+	if f.until != nil {
+		f.active = slices.DeleteFunc(f.active, func(p int32) bool {
+			if f.offsets[p] >= f.until[p] {
+				f.forgotten = append(f.forgotten, p)
+				return true
+			}
+			return false
+		})
+	}
 }
 
 // fetchedPartition is what the raw fetcher learns of one partition of a Fetch
