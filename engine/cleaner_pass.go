@@ -308,14 +308,14 @@ type cleanedSeg struct {
 // cleanGroup rewrites the segments [from, to) into one cleaned segment
 // and swaps it in (Kafka's cleanSegments).
 func (p *pass) cleanGroup(from, to int, tm *txnMeta) (err error) {
-	l, t := p.l, p.t
+	l := p.l
 	base := p.segs[from].base
 	names := [4]string{segmentFileName(base, logSuffix), segmentFileName(base, indexSuffix), segmentFileName(base, timeIndexSuffix),
 		segmentFileName(base, txnIndexSuffix)}
-	var files [3]vfs.File
+	o := &groupOut{p: p}
 	p.groupAborted = p.groupAborted[:0]
 	defer func() {
-		for _, f := range files {
+		for _, f := range o.files {
 			if f != nil {
 				f.Close()
 			}
@@ -329,91 +329,22 @@ func (p *pass) cleanGroup(from, to int, tm *txnMeta) (err error) {
 		}
 	}()
 	for i, n := range names[:3] {
-		if files[i], err = l.fs.OpenFile(filepath.Join(l.dir, n+cleanedSuffix), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644); err != nil {
+		if o.files[i], err = l.fs.OpenFile(filepath.Join(l.dir, n+cleanedSuffix), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644); err != nil {
 			return err
 		}
 	}
-	cs := &cleanedSeg{base: base, next: p.ends[to-1], maxTs: -1, offMax: base, firstTs: -1}
-	ib := newIndexBuilder(base, p.cfg.IndexIntervalBytes)
-	var filePos int64
-	t.wbuf = t.wbuf[:0]
-	flush := func() error {
-		if len(t.wbuf) == 0 {
-			return nil
-		}
-		if _, err := files[0].WriteAt(t.wbuf, filePos); err != nil {
-			return err
-		}
-		filePos += int64(len(t.wbuf))
-		t.c.stats.bytesWritten.Add(int64(len(t.wbuf)))
-		n := int64(len(t.wbuf))
-		t.wbuf = t.wbuf[:0]
-		return p.pace(n)
-	}
+	o.cs = &cleanedSeg{base: base, next: p.ends[to-1], maxTs: -1, offMax: base, firstTs: -1}
+	o.ib = newIndexBuilder(base, p.cfg.IndexIntervalBytes)
+	p.t.wbuf = p.t.wbuf[:0]
 	for i := from; i < to; i++ {
-		s := p.segs[i]
-		t.rd.reset(s.log, p.sizes[i], p)
-		for pos := int64(0); pos < p.sizes[i]; {
-			if err := p.aborted(); err != nil {
-				return err
-			}
-			h, b, err := t.rd.batch(pos)
-			if err != nil {
-				return fmt.Errorf("segment %d at %d: %w", s.base, pos, err)
-			}
-			pos += h.Size()
-			// The round's last batch (the one before the first segment the
-			// round does not clean) keeps its header, as Kafka's
-			// upperBoundOffsetOfCleaningRound; the last batches of the other
-			// groups go when emptied.
-			last := i == len(p.segs)-1 && pos >= p.sizes[i]
-			at := len(t.wbuf)
-			if t.wbuf, err = p.filterBatch(&h, b, last, tm, t.wbuf); err != nil {
-				return fmt.Errorf("segment %d at %d: %w", s.base, pos-h.Size(), err)
-			}
-			t.c.stats.batchesRead.Add(1)
-			if len(t.wbuf) > at {
-				nh := parseHeaderUnchecked(t.wbuf[at:])
-				ib.add(&nh, filePos+int64(at))
-				cs.note(&nh)
-				t.c.stats.batchesRetained.Add(1)
-				if nh.NumRecords == 0 {
-					t.c.stats.batchesEmpt.Add(1)
-				}
-			}
-			if len(t.wbuf) >= t.opts.IOBufferSize {
-				if err := flush(); err != nil {
-					return err
-				}
-			}
-		}
-	}
-	if err := flush(); err != nil {
-		return err
-	}
-	ib.finish()
-	cs.size = filePos
-	cs.maxTs, cs.offMax = ib.maxTs, ib.offMax
-	if err := files[0].Datasync(); err != nil {
-		return err
-	}
-	for i, data := range [][]byte{ib.oidx, ib.tidx} {
-		if len(data) > 0 {
-			if _, err := files[i+1].WriteAt(data, 0); err != nil {
-				return err
-			}
-		}
-		if err := files[i+1].Sync(); err != nil {
+		if err := o.copySegment(i, tm); err != nil {
 			return err
 		}
 	}
-	for i := range files {
-		err := files[i].Close()
-		files[i] = nil
-		if err != nil {
-			return err
-		}
+	if err := o.finish(); err != nil {
+		return err
 	}
+	cs := o.cs
 	if len(p.groupAborted) > 0 {
 		cs.aborted = append([]AbortedTxn(nil), p.groupAborted...)
 		if err := writeFileSynced(l.fs, filepath.Join(l.dir, names[3]+cleanedSuffix), encodeTxnIndex(cs.aborted)); err != nil {
@@ -427,6 +358,110 @@ func (p *pass) cleanGroup(from, to int, tm *txnMeta) (err error) {
 	// before its commit point.
 	names = [4]string{}
 	return l.swapCleaned(p.segs[from:to], p.sizes[from:to], cs)
+}
+
+// groupOut is the cleaned segment of one group being written: its log, offset
+// index and time index files, the bytes written to the log (the thread's wbuf
+// holds those not yet written), and the indexes built over them.
+type groupOut struct {
+	p     *pass
+	files [3]vfs.File
+	pos   int64
+	ib    *indexBuilder
+	cs    *cleanedSeg
+}
+
+// copySegment filters the batches of segment i into the cleaned log, indexing
+// those kept, and writes the buffer out whenever it reaches IOBufferSize.
+func (o *groupOut) copySegment(i int, tm *txnMeta) error {
+	p, t := o.p, o.p.t
+	s := p.segs[i]
+	t.rd.reset(s.log, p.sizes[i], p)
+	for pos := int64(0); pos < p.sizes[i]; {
+		if err := p.aborted(); err != nil {
+			return err
+		}
+		h, b, err := t.rd.batch(pos)
+		if err != nil {
+			return fmt.Errorf("segment %d at %d: %w", s.base, pos, err)
+		}
+		pos += h.Size()
+		// The round's last batch (the one before the first segment the
+		// round does not clean) keeps its header, as Kafka's
+		// upperBoundOffsetOfCleaningRound; the last batches of the other
+		// groups go when emptied.
+		last := i == len(p.segs)-1 && pos >= p.sizes[i]
+		at := len(t.wbuf)
+		if t.wbuf, err = p.filterBatch(&h, b, last, tm, t.wbuf); err != nil {
+			return fmt.Errorf("segment %d at %d: %w", s.base, pos-h.Size(), err)
+		}
+		t.c.stats.batchesRead.Add(1)
+		if len(t.wbuf) > at {
+			nh := parseHeaderUnchecked(t.wbuf[at:])
+			o.ib.add(&nh, o.pos+int64(at))
+			o.cs.note(&nh)
+			t.c.stats.batchesRetained.Add(1)
+			if nh.NumRecords == 0 {
+				t.c.stats.batchesEmpt.Add(1)
+			}
+		}
+		if len(t.wbuf) >= t.opts.IOBufferSize {
+			if err := o.flush(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// flush writes the buffered bytes to the cleaned log, paced by the cleaner's
+// I/O limit.
+func (o *groupOut) flush() error {
+	t := o.p.t
+	if len(t.wbuf) == 0 {
+		return nil
+	}
+	if _, err := o.files[0].WriteAt(t.wbuf, o.pos); err != nil {
+		return err
+	}
+	o.pos += int64(len(t.wbuf))
+	t.c.stats.bytesWritten.Add(int64(len(t.wbuf)))
+	n := int64(len(t.wbuf))
+	t.wbuf = t.wbuf[:0]
+	return o.p.pace(n)
+}
+
+// finish writes the rest of the log and syncs it, writes and syncs both
+// indexes, and closes the three files.
+func (o *groupOut) finish() error {
+	if err := o.flush(); err != nil {
+		return err
+	}
+	ib, cs := o.ib, o.cs
+	ib.finish()
+	cs.size = o.pos
+	cs.maxTs, cs.offMax = ib.maxTs, ib.offMax
+	if err := o.files[0].Datasync(); err != nil {
+		return err
+	}
+	for i, data := range [][]byte{ib.oidx, ib.tidx} {
+		if len(data) > 0 {
+			if _, err := o.files[i+1].WriteAt(data, 0); err != nil {
+				return err
+			}
+		}
+		if err := o.files[i+1].Sync(); err != nil {
+			return err
+		}
+	}
+	for i := range o.files {
+		err := o.files[i].Close()
+		o.files[i] = nil
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // note accounts a batch written to the cleaned segment.
@@ -511,6 +546,15 @@ func (p *pass) filterBatch(h *BatchHeader, b []byte, keepHeader bool, tm *txnMet
 		}
 		return out, nil
 	}
+	return p.appendRewritten(out, h, b, needHorizon)
+}
+
+// appendRewritten appends batch h (b, as read) rewritten with only the records
+// kept (the thread's kept), compressed with the batch's codec, and with a
+// delete horizon stamped on it if needHorizon: the base timestamp becomes the
+// horizon and the records' timestamp deltas are shifted to match.
+func (p *pass) appendRewritten(out []byte, h *BatchHeader, b []byte, needHorizon bool) ([]byte, error) {
+	t := p.t
 	attrs, baseTs, shift := h.Attributes, h.BaseTimestamp, int64(0)
 	if needHorizon {
 		hz := int64(math.MaxInt64)
@@ -537,6 +581,7 @@ func (p *pass) filterBatch(h *BatchHeader, b []byte, keepHeader bool, tm *txnMet
 		if c == codecSnappy {
 			xerialFramed = len(b) >= BatchHeaderSize+len(xerialMagic) && string(b[BatchHeaderSize:BatchHeaderSize+len(xerialMagic)]) == string(xerialMagic)
 		}
+		var err error
 		t.comp, err = t.codec.compress(c, t.recs, t.comp[:0], xerialFramed)
 		if err != nil {
 			return out, err

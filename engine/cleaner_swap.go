@@ -107,9 +107,27 @@ func (l *Log) swapCleaned(group []*segment, sizes []int64, cs *cleanedSeg) error
 	if err := l.fs.SyncDir(l.dir); err != nil {
 		return l.swapFailed(err)
 	}
-	ns, err := openSegment(l.m, l.dir, base)
+	ns, err := openCleaned(l.m, l.dir, cs)
 	if err != nil {
 		return l.swapFailed(err)
+	}
+	l.replaceGroup(group, sizes, ns)
+	for _, s := range group {
+		l.m.scheduleDelete(s, cfg.FileDeleteDelayMs)
+	}
+	st := &l.m.cl.stats
+	st.swaps.Add(1)
+	st.segmentsCleaned.Add(int64(len(group)))
+	return nil
+}
+
+// openCleaned opens the cleaned segment cs, swapped in under its live names in
+// dir, with what the cleaner learnt writing it: its end, timestamps, whether it
+// holds producer batches, and its aborted transactions (its indexes are synced).
+func openCleaned(m *Manager, dir string, cs *cleanedSeg) (*segment, error) {
+	ns, err := openSegment(m, dir, cs.base)
+	if err != nil {
+		return nil, err
 	}
 	ns.next.Store(cs.next)
 	ns.maxTs.Store(cs.maxTs)
@@ -119,6 +137,12 @@ func (l *Log) swapCleaned(group []*segment, sizes []int64, cs *cleanedSeg) error
 	ns.idxSynced = true
 	ns.tix.entries = cs.aborted
 	ns.tix.fileEnts, ns.tix.synced = len(cs.aborted), len(cs.aborted)
+	return ns, nil
+}
+
+// replaceGroup puts ns in the place of the segments of group (of sizes) in
+// the log's list, drops their damage records and counts the bytes cleaned away.
+func (l *Log) replaceGroup(group []*segment, sizes []int64, ns *segment) {
 	var old int64
 	for _, sz := range sizes {
 		old += sz
@@ -140,13 +164,6 @@ func (l *Log) swapCleaned(group []*segment, sizes []int64, cs *cleanedSeg) error
 	l.mu.Unlock()
 	l.appendMu.Unlock()
 	l.size.Add(ns.size.Load() - old)
-	for _, s := range group {
-		l.m.scheduleDelete(s, cfg.FileDeleteDelayMs)
-	}
-	st := &l.m.cl.stats
-	st.swaps.Add(1)
-	st.segmentsCleaned.Add(int64(len(group)))
-	return nil
 }
 
 var errGroupGone = errors.New("engine: the segments cleaned are no longer the log's")

@@ -499,88 +499,110 @@ func (l *Log) flush() (files int, err error) {
 	}
 	active := l.segs[len(l.segs)-1]
 	l.mu.RUnlock()
-	syncs := &l.ld.flushStats.syncs
-	count := func(kind, n int) {
-		if n > 0 {
-			syncs[kind].Add(uint64(n))
-			files += n
-		}
-	}
 	for _, s := range segs {
-		// The active segment of a log that writes ahead: how much of the file
-		// this sync covers, for the write-back rounds (flusher_writeback.go).
-		var cover syncedMark
-		if s == active && l.ld.writeback {
-			cover = s.mark()
-		}
-		t0 := time.Now()
-		e := flushSync(s.log)
-		if e != nil && err == nil {
-			err = e
-		}
-		l.ld.recordSync(time.Since(t0))
-		if e == nil {
-			s.synced.covered(cover)
-		}
-		count(SyncKindSegment, 1)
-		synced, e := s.syncTxnCounted()
-		if e != nil && err == nil {
-			err = e
-		}
-		if synced {
-			count(SyncKindTxnIndex, 1)
-		}
-		if s != active && !s.idxSynced && !s.deleted.Load() {
-			s.idxMu.Lock()
-			if s.oidx != nil {
-				n := 0
-				if s.oidx.dirty {
-					n++
-				}
-				if s.tidx.dirty {
-					n++
-				}
-				count(SyncKindIndex, n)
-				if e := s.oidx.syncLocked(); e != nil && err == nil {
-					err = e
-				}
-				if e := s.tidx.syncLocked(); e != nil && err == nil {
-					err = e
-				}
-			}
-			s.idxSynced = err == nil
-			s.idxMu.Unlock()
-		}
+		var n int
+		n, err = l.syncSegment(s, s == active, err)
+		files += n
 	}
 	releaseAll(segs)
-	// A new segment's name is durable only with its directory: without it
-	// a power loss could take the file, synced data and all.
-	dirDirty := err == nil && l.dirDirty.Swap(false)
-	// The leader-epoch checkpoint of an epoch that began since the last
-	// flush (the append path leaves it to us: assignLater). Its write ends
-	// with a sync of the same directory, which then covers the new segment's
-	// name too (a log's first flush did both, one after the other).
-	if err == nil {
-		var wrote bool
-		if wrote, err = l.epochs.persistIfDirtyCounted(); wrote {
-			count(SyncKindEpochs, 1)
-			if err == nil {
-				dirDirty = false
-			}
-		}
+	if err != nil {
+		return files, err
 	}
-	if dirDirty && err == nil {
-		count(SyncKindDir, 1)
-		err = l.fs.SyncDir(l.dir)
-	}
-	if dirDirty && err != nil {
-		l.dirDirty.Store(true)
-	}
+	n, err := l.syncEpochsAndDir()
+	files += n
 	if err != nil {
 		return files, err
 	}
 	l.flushed(dirty, leo)
 	return files, nil
+}
+
+// countSyncs counts n syncs of kind in the directory's FlushStats and returns n.
+func (l *Log) countSyncs(kind, n int) int {
+	if n > 0 {
+		l.ld.flushStats.syncs[kind].Add(uint64(n))
+	}
+	return n
+}
+
+// syncSegment fdatasyncs s (for the active segment of a log that writes ahead,
+// noting how much of the file the sync covers), its transaction index, and the
+// offset and time indexes of a segment no longer active. err is the flush's
+// first error so far: a segment's indexes count as synced only when nothing of
+// the flush failed. It returns the files synced and the flush's first error.
+func (l *Log) syncSegment(s *segment, active bool, err error) (files int, _ error) {
+	// The active segment of a log that writes ahead: how much of the file
+	// this sync covers, for the write-back rounds (flusher_writeback.go).
+	var cover syncedMark
+	if active && l.ld.writeback {
+		cover = s.mark()
+	}
+	t0 := time.Now()
+	e := flushSync(s.log)
+	if e != nil && err == nil {
+		err = e
+	}
+	l.ld.recordSync(time.Since(t0))
+	if e == nil {
+		s.synced.covered(cover)
+	}
+	files += l.countSyncs(SyncKindSegment, 1)
+	synced, e := s.syncTxnCounted()
+	if e != nil && err == nil {
+		err = e
+	}
+	if synced {
+		files += l.countSyncs(SyncKindTxnIndex, 1)
+	}
+	if !active && !s.idxSynced && !s.deleted.Load() {
+		s.idxMu.Lock()
+		if s.oidx != nil {
+			n := 0
+			if s.oidx.dirty {
+				n++
+			}
+			if s.tidx.dirty {
+				n++
+			}
+			files += l.countSyncs(SyncKindIndex, n)
+			if e := s.oidx.syncLocked(); e != nil && err == nil {
+				err = e
+			}
+			if e := s.tidx.syncLocked(); e != nil && err == nil {
+				err = e
+			}
+		}
+		s.idxSynced = err == nil
+		s.idxMu.Unlock()
+	}
+	return files, err
+}
+
+// syncEpochsAndDir makes durable, after the segments synced, a new segment's
+// name and the leader-epoch checkpoint. It returns the files synced.
+func (l *Log) syncEpochsAndDir() (files int, err error) {
+	// A new segment's name is durable only with its directory: without it
+	// a power loss could take the file, synced data and all.
+	dirDirty := l.dirDirty.Swap(false)
+	// The leader-epoch checkpoint of an epoch that began since the last
+	// flush (the append path leaves it to us: assignLater). Its write ends
+	// with a sync of the same directory, which then covers the new segment's
+	// name too (a log's first flush did both, one after the other).
+	var wrote bool
+	if wrote, err = l.epochs.persistIfDirtyCounted(); wrote {
+		files += l.countSyncs(SyncKindEpochs, 1)
+		if err == nil {
+			dirDirty = false
+		}
+	}
+	if dirDirty && err == nil {
+		files += l.countSyncs(SyncKindDir, 1)
+		err = l.fs.SyncDir(l.dir)
+	}
+	if dirDirty && err != nil {
+		l.dirDirty.Store(true)
+	}
+	return files, err
 }
 
 // flushed records a successful flush: the dirty bytes it read are durable, and so is

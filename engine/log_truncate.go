@@ -60,6 +60,25 @@ func (l *Log) TruncateTo(offset int64) error {
 		return ioFailure(fmt.Sprintf("truncate %s", l.tp), err)
 	}
 
+	// The truncation is durable before anything is appended after it: a
+	// crash must not bring the cut records back under new ones.
+	ferr := l.cutDurablyLocked(i, s, pos, newEnd)
+	l.size.Add(pos - s.size.Load())
+	s.moveEndTo(pos, newEnd)
+	if err := l.lowerToLocked(newEnd); err != nil {
+		return err
+	}
+	if ferr == nil {
+		ferr = l.checkpointLowerRecoveryPoint()
+	}
+	return ferr
+}
+
+// cutDurablyLocked drops the segments after segment i (scheduled for deletion),
+// cuts s's file at pos and its transaction index at newEnd, and syncs both (and
+// the directory if segments went). A failure takes the log directory offline and
+// is returned; the caller goes on cutting the log's state in memory.
+func (l *Log) cutDurablyLocked(i int, s *segment, pos, newEnd int64) error {
 	l.mu.Lock()
 	gone := append([]*segment(nil), l.segs[i+1:]...)
 	l.segs = l.segs[:i+1]
@@ -72,8 +91,6 @@ func (l *Log) TruncateTo(offset int64) error {
 		}
 		l.m.scheduleDelete(g, 0)
 	}
-	// The truncation is durable before anything is appended after it: a
-	// crash must not bring the cut records back under new ones.
 	l.dropPreallocLocked(s) // any blocks allocated ahead go with the cut
 	terr := s.cutFile(pos)
 	if terr == nil {
@@ -85,13 +102,18 @@ func (l *Log) TruncateTo(offset int64) error {
 	if derr == nil && len(gone) > 0 {
 		derr = l.fs.SyncDir(l.dir)
 	}
-	var ferr error
 	if err := errors.Join(terr, derr); err != nil {
 		l.m.reportIO(l.tp.String(), err, "op", "truncate")
 		l.ld.setOffline(err)
-		ferr = ioFailure(fmt.Sprintf("truncate %s", l.tp), err)
+		return ioFailure(fmt.Sprintf("truncate %s", l.tp), err)
 	}
-	l.size.Add(pos - s.size.Load())
+	return nil
+}
+
+// moveEndTo sets the active segment s's size to pos and its next offset to
+// newEnd, and cuts its offset and time indexes to match: its largest timestamp
+// is the time index's last, and its first timestamp unknown.
+func (s *segment) moveEndTo(pos, newEnd int64) {
 	s.size.Store(pos)
 	s.next.Store(newEnd)
 	s.idxMu.Lock()
@@ -118,10 +140,15 @@ func (l *Log) TruncateTo(offset int64) error {
 	s.bytesSinceIndex = pos - lastPos
 	s.rollAtMs = 0
 	s.firstTs.Store(unknownTimestamp)
+}
+
+// lowerToLocked brings the log's offsets and state down to the new log end
+// newEnd: the first dirty offset, damage, high watermark, recovery point, leader
+// epochs, producer snapshots and producer state.
+func (l *Log) lowerToLocked(newEnd int64) error {
 	if fd := l.firstDirty.Load(); fd > newEnd {
 		l.firstDirty.Store(newEnd) // Kafka's maybeTruncateCheckpoint
 	}
-
 	l.pruneDamage()
 	l.leo.Store(newEnd)
 	if l.hw.Load() > newEnd {
@@ -138,10 +165,7 @@ func (l *Log) TruncateTo(offset int64) error {
 	}
 	removeSnapshots(l.fs, l.dir, 0, newEnd)
 	l.rebuildProducerState(newEnd, math.MaxInt64) // reads only: no error
-	if ferr == nil {
-		ferr = l.checkpointLowerRecoveryPoint()
-	}
-	return ferr
+	return nil
 }
 
 // checkpointLowerRecoveryPoint writes the directory's checkpoints after a

@@ -118,44 +118,12 @@ func Open(opts Options) (*Manager, error) {
 			"files_cut", st.FilesCut, "bytes_lost", st.BytesLost, "names_undone", st.Undone)
 		m.fs, m.journal = cfs, cfs
 	}
-	seen := map[string]bool{}
-	for _, p := range opts.Dirs {
-		abs, err := filepath.Abs(p)
-		if err != nil {
-			return nil, err
-		}
-		if seen[abs] {
-			return nil, fmt.Errorf("%w: log directory %s listed twice", ErrInvalidConfig, p)
-		}
-		seen[abs] = true
-		if err := m.fs.MkdirAll(abs, 0o755); err != nil {
-			m.unlock()
-			return nil, err
-		}
-		unlock, err := lockDir(m.fs, abs)
-		if err != nil {
-			m.unlock()
-			return nil, err
-		}
-		m.unlocks = append(m.unlocks, unlock)
-		m.dirs = append(m.dirs, newLogDir(m, abs))
+	if err := m.lockDirs(opts.Dirs); err != nil {
+		return nil, err
 	}
-	t0 := time.Now()
-	for _, d := range m.dirs {
-		if err := m.loadDir(d); err != nil {
-			m.abandon()
-			return nil, err
-		}
+	if err := m.loadDirs(); err != nil {
+		return nil, err
 	}
-	for _, l := range m.logs {
-		m.recovery.add(l.rec)
-	}
-	m.recovery.Duration = time.Since(t0)
-	r := m.recovery
-	m.logger.Info("logs opened", "logs", r.Logs, "clean", r.CleanLogs, "recovered", r.RecoveredLogs,
-		"segments_scanned", r.SegmentsScanned, "bytes_scanned", r.BytesScanned, "bytes_truncated", r.BytesTruncated,
-		"segments_deleted", r.SegmentsDeleted, "indexes_rebuilt", r.IndexesRebuilt,
-		"tail_bytes_verified", r.TailBytesVerified, "damaged_batches", r.DamagedBatches, "took", r.Duration)
 	m.checkFileLimit()
 	for _, d := range m.dirs {
 		d.openFSSync()
@@ -176,6 +144,56 @@ func Open(opts Options) (*Manager, error) {
 	}
 	m.cl.start()
 	return m, nil
+}
+
+// lockDirs creates each log directory if it is missing and takes its lock. On
+// an error the directories locked are unlocked.
+func (m *Manager) lockDirs(dirs []string) error {
+	seen := map[string]bool{}
+	for _, p := range dirs {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return err
+		}
+		if seen[abs] {
+			return fmt.Errorf("%w: log directory %s listed twice", ErrInvalidConfig, p)
+		}
+		seen[abs] = true
+		if err := m.fs.MkdirAll(abs, 0o755); err != nil {
+			m.unlock()
+			return err
+		}
+		unlock, err := lockDir(m.fs, abs)
+		if err != nil {
+			m.unlock()
+			return err
+		}
+		m.unlocks = append(m.unlocks, unlock)
+		m.dirs = append(m.dirs, newLogDir(m, abs))
+	}
+	return nil
+}
+
+// loadDirs opens the logs of every directory, recovering those that need it,
+// and logs what the recovery did. On an error the Manager is abandoned.
+func (m *Manager) loadDirs() error {
+	t0 := time.Now()
+	for _, d := range m.dirs {
+		if err := m.loadDir(d); err != nil {
+			m.abandon()
+			return err
+		}
+	}
+	for _, l := range m.logs {
+		m.recovery.add(l.rec)
+	}
+	m.recovery.Duration = time.Since(t0)
+	r := m.recovery
+	m.logger.Info("logs opened", "logs", r.Logs, "clean", r.CleanLogs, "recovered", r.RecoveredLogs,
+		"segments_scanned", r.SegmentsScanned, "bytes_scanned", r.BytesScanned, "bytes_truncated", r.BytesTruncated,
+		"segments_deleted", r.SegmentsDeleted, "indexes_rebuilt", r.IndexesRebuilt,
+		"tail_bytes_verified", r.TailBytesVerified, "damaged_batches", r.DamagedBatches, "took", r.Duration)
+	return nil
 }
 
 func (m *Manager) nowMs() int64 { return m.now().UnixMilli() }

@@ -659,19 +659,47 @@ func (l *Log) recoverSegmentKeeping(s *segment, active, keepDamaged bool, buf []
 	size := s.size.Load()
 	w := &window{f: s.log, buf: buf, limit: size}
 	b := newIndexBuilder(s.base, cfg.IndexIntervalBytes)
+	pos, next, err := l.scanBatches(s, w, b, size, active, keepDamaged)
+	if err != nil {
+		return false, err
+	}
+	s.firstTs.Store(unknownTimestamp)
+	l.rec.SegmentsScanned++
+	l.rec.BytesScanned += pos
+	l.rec.IndexesRebuilt++
+	s.fail.indexRebuilds.Add(1)
+	if pos < size {
+		if err := l.cutTail(s, w, pos, size, active); err != nil {
+			return false, err
+		}
+		cut = true
+	}
+	s.size.Store(pos)
+	s.next.Store(next)
+	if !active {
+		b.finish()
+	}
+	err = s.installIndexes(b, active, cfg)
+	return cut, err
+}
+
+// scanBatches reads s's batches up to size, adding each intact one to b and
+// its leader epoch to the recovered epochs, and stops at the first batch that
+// is torn, out of order or (without keepDamaged) damaged. It returns the
+// position it stopped at and the offset after the last batch kept.
+func (l *Log) scanBatches(s *segment, w *window, b *indexBuilder, size int64, active, keepDamaged bool) (pos, next int64, err error) {
 	segEnd := int64(math.MaxInt64) // a batch reaching the next segment's base is not this segment's
 	if !active && s.next.Load() > s.base {
 		segEnd = s.next.Load()
 	}
-	next := s.base
-	var pos int64
+	next = s.base
 	producers := false
 	var pending *Damage // a damaged batch kept, recorded once the batch after it bounds it
 	for pos < size {
 		hb, err := w.at(pos, BatchHeaderSize)
 		if err != nil {
 			if !errors.Is(err, io.ErrUnexpectedEOF) {
-				return false, err
+				return 0, 0, err
 			}
 			break
 		}
@@ -685,7 +713,7 @@ func (l *Log) recoverSegmentKeeping(s *segment, active, keepDamaged bool, buf []
 		}
 		ok, err := batchIntact(w, pos, &h)
 		if err != nil {
-			return false, err
+			return 0, 0, err
 		}
 		if (!ok && !keepDamaged) || (ok && outOfOrder) {
 			break
@@ -734,51 +762,48 @@ func (l *Log) recoverSegmentKeeping(s *segment, active, keepDamaged bool, buf []
 		l.recordDamage(*pending)
 	}
 	s.noProducers = !producers
-	s.firstTs.Store(unknownTimestamp)
-	l.rec.SegmentsScanned++
-	l.rec.BytesScanned += pos
-	l.rec.IndexesRebuilt++
-	s.fail.indexRebuilds.Add(1)
-	if pos < size {
-		zeros, err := zeroTail(w, pos, size)
-		if err != nil {
-			return false, err
-		}
-		if zeros && active {
-			l.rec.PreallocatedBytesCut += size - pos
-			l.logger.Debug("cutting the blocks allocated ahead of the appends", "base", s.base, "valid", pos, "size", size)
-		} else {
-			l.rec.BytesTruncated += size - pos
-			l.logger.Warn("truncating corrupt or torn tail", "base", s.base, "valid", pos, "size", size)
-		}
-		if err := s.cutFile(pos); err != nil {
-			return false, err
-		}
-		cut = true
+	return pos, next, nil
+}
+
+// cutTail cuts s's file at pos, the end of its last good batch, below size:
+// blocks allocated ahead of the appends (zeros in the active segment), or a
+// corrupt or torn tail.
+func (l *Log) cutTail(s *segment, w *window, pos, size int64, active bool) error {
+	zeros, err := zeroTail(w, pos, size)
+	if err != nil {
+		return err
 	}
-	s.size.Store(pos)
-	s.next.Store(next)
-	if !active {
-		b.finish()
+	if zeros && active {
+		l.rec.PreallocatedBytesCut += size - pos
+		l.logger.Debug("cutting the blocks allocated ahead of the appends", "base", s.base, "valid", pos, "size", size)
+	} else {
+		l.rec.BytesTruncated += size - pos
+		l.logger.Warn("truncating corrupt or torn tail", "base", s.base, "valid", pos, "size", size)
 	}
+	return s.cutFile(pos)
+}
+
+// installIndexes writes the indexes b built over s's index files (opened if
+// they are not, writable for the active segment).
+func (s *segment) installIndexes(b *indexBuilder, active bool, cfg *LogConfig) error {
 	s.idxMu.Lock()
 	defer s.idxMu.Unlock()
 	if s.oidx == nil {
 		if _, err := s.openIndexesLocked(active, cfg.SegmentIndexBytes); err != nil {
-			return cut, err
+			return err
 		}
 	}
 	s.writable = active
 	if err := s.oidx.rewriteLocked(b.oidx, active, cfg.SegmentIndexBytes); err != nil {
-		return cut, err
+		return err
 	}
 	if err := s.tidx.rewriteLocked(b.tidx, active, cfg.SegmentIndexBytes); err != nil {
-		return cut, err
+		return err
 	}
 	s.maxTs.Store(b.maxTs)
 	s.offMax.Store(b.offMax)
 	s.bytesSinceIndex = b.bytesSinceIndex
-	return cut, nil
+	return nil
 }
 
 // batchIntact checks the CRC (and, when the batch fits the buffer, the
