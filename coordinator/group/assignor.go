@@ -134,29 +134,55 @@ func assignRange(spec *assignSpec) map[string]assignment {
 	return out
 }
 
+// assignUniform is the uniform assignor (see the file's comment): it keeps what
+// each member had where still valid, gives every unowned partition to the
+// eligible member with the fewest, then balances by single moves.
 func assignUniform(spec *assignSpec) map[string]assignment {
-	type state struct {
-		id    string
-		count int
-		parts assignment
+	u := newUniform(spec)
+	u.keepCurrent(spec)
+	u.placeUnowned(spec)
+	u.balance()
+	out := make(map[string]assignment, len(u.ms))
+	for _, s := range u.ms {
+		out[s.id] = s.parts
 	}
-	ms := make([]*state, len(spec.members))
-	byID := make(map[string]*state, len(spec.members))
+	return out
+}
+
+// uniformMember is a member as the uniform assignor fills it.
+type uniformMember struct {
+	id    string
+	count int
+	parts assignment
+}
+
+// uniform is the uniform assignor's state: the members, the members eligible
+// for each topic (subscribed to it, in id order) and each partition's owner.
+type uniform struct {
+	ms       []*uniformMember
+	eligible map[[16]byte][]*uniformMember
+	owner    map[tpKey]*uniformMember
+}
+
+func newUniform(spec *assignSpec) *uniform {
+	u := &uniform{ms: make([]*uniformMember, len(spec.members)), eligible: map[[16]byte][]*uniformMember{}, owner: map[tpKey]*uniformMember{}}
 	for i, m := range spec.members {
-		ms[i] = &state{id: m.id, parts: assignment{}}
-		byID[m.id] = ms[i]
+		u.ms[i] = &uniformMember{id: m.id, parts: assignment{}}
 	}
-	// Eligible members per topic, in id order.
-	eligible := map[[16]byte][]*state{}
 	for i, m := range spec.members {
 		for id := range m.subscribed {
 			if _, ok := spec.topics[id]; ok {
-				eligible[id] = append(eligible[id], ms[i])
+				u.eligible[id] = append(u.eligible[id], u.ms[i])
 			}
 		}
 	}
-	owner := map[tpKey]*state{}
-	// 1. Keep what each member had, where still valid.
+	return u
+}
+
+// keepCurrent keeps what each member had, where still valid (the topic exists,
+// the member is subscribed to it, the partition is in range and not kept by
+// another member already).
+func (u *uniform) keepCurrent(spec *assignSpec) {
 	for i, m := range spec.members {
 		m.current.each(func(id [16]byte, p int32) {
 			n, ok := spec.topics[id]
@@ -164,45 +190,55 @@ func assignUniform(spec *assignSpec) map[string]assignment {
 				return
 			}
 			k := tpKey{id, p}
-			if owner[k] != nil {
+			if u.owner[k] != nil {
 				return
 			}
-			owner[k] = ms[i]
-			ms[i].parts.add(id, p)
-			ms[i].count++
+			u.owner[k] = u.ms[i]
+			u.ms[i].parts.add(id, p)
+			u.ms[i].count++
 		})
 	}
-	minOf := func(id [16]byte) *state {
-		var best *state
-		for _, s := range eligible[id] {
-			if best == nil || s.count < best.count {
-				best = s
-			}
+}
+
+// minOf is the member eligible for topic id with the fewest partitions (the
+// first in id order among equals), nil if none.
+func (u *uniform) minOf(id [16]byte) *uniformMember {
+	var best *uniformMember
+	for _, s := range u.eligible[id] {
+		if best == nil || s.count < best.count {
+			best = s
 		}
-		return best
 	}
-	// 2. Give every unowned partition to the eligible member with the fewest.
+	return best
+}
+
+// placeUnowned gives every unowned partition to the eligible member with the
+// fewest.
+func (u *uniform) placeUnowned(spec *assignSpec) {
 	for _, id := range sortedTopicIDs(spec.topics) {
 		for p := int32(0); p < spec.topics[id]; p++ {
 			k := tpKey{id, p}
-			if owner[k] != nil {
+			if u.owner[k] != nil {
 				continue
 			}
-			s := minOf(id)
+			s := u.minOf(id)
 			if s == nil {
 				continue
 			}
-			owner[k] = s
+			u.owner[k] = s
 			s.parts.add(id, p)
 			s.count++
 		}
 	}
-	// 3. Move one partition at a time from the fullest member that can give one to an
-	// eligible member with two or more fewer, until none can: with homogeneous
-	// subscriptions this is the fewest moves that balance the group. Each move lowers
-	// the sum of squared counts, so this ends.
+}
+
+// balance moves one partition at a time from the fullest member that can give
+// one to an eligible member with two or more fewer, until none can: with
+// homogeneous subscriptions this is the fewest moves that balance the group.
+// Each move lowers the sum of squared counts, so this ends.
+func (u *uniform) balance() {
 	for {
-		order := slices.Clone(ms)
+		order := slices.Clone(u.ms)
 		sort.SliceStable(order, func(i, j int) bool { return order[i].count > order[j].count })
 		moved := false
 		for _, a := range order {
@@ -210,7 +246,7 @@ func assignUniform(spec *assignSpec) map[string]assignment {
 			a.parts.each(func(id [16]byte, p int32) { parts = append(parts, tpKey{id, p}) })
 			for i := len(parts) - 1; i >= 0 && !moved; i-- { // give away the highest partitions first
 				k := parts[i]
-				b := minOf(k.id)
+				b := u.minOf(k.id)
 				if b == nil || b == a || a.count-b.count < 2 {
 					continue
 				}
@@ -218,7 +254,7 @@ func assignUniform(spec *assignSpec) map[string]assignment {
 				a.count--
 				b.parts.add(k.id, k.p)
 				b.count++
-				owner[k] = b
+				u.owner[k] = b
 				moved = true
 			}
 			if moved {
@@ -229,9 +265,4 @@ func assignUniform(spec *assignSpec) map[string]assignment {
 			break
 		}
 	}
-	out := make(map[string]assignment, len(ms))
-	for _, s := range ms {
-		out[s.id] = s.parts
-	}
-	return out
 }

@@ -98,16 +98,7 @@ func (t *txnOffsets) take(p int32, pid int64) map[string]map[topicPartition]Offs
 // group), UNKNOWN_TOPIC_ID, and the Log's (INVALID_PRODUCER_EPOCH, INVALID_TXN_STATE are
 // mapped by the Log's caller through errors it wraps).
 func (c *Coordinator) TxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest, cb func(*kmsg.TxnOffsetCommitResponse, error)) {
-	r := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
-	r.Topics = make([]kmsg.TxnOffsetCommitResponseTopic, len(req.Topics))
-	for i, t := range req.Topics {
-		rt := &r.Topics[i]
-		rt.Topic = t.Topic
-		rt.Partitions = make([]kmsg.TxnOffsetCommitResponseTopicPartition, len(t.Partitions))
-		for j, p := range t.Partitions {
-			rt.Partitions[j].Partition = p.Partition
-		}
-	}
+	r := newTxnOffsetCommitResponse(req)
 	all := func(code int16) *kmsg.TxnOffsetCommitResponse {
 		for i := range r.Topics {
 			for j := range r.Topics[i].Partitions {
@@ -137,69 +128,13 @@ func (c *Coordinator) TxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest, cb func(
 		cb(all(kerr.IllegalGeneration.Code), nil)
 		return
 	}
-	// Below v6 the answer cannot carry STALE_MEMBER_EPOCH: Kafka maps it.
-	forVersion := func(code int16) int16 {
-		if code == kerr.StaleMemberEpoch.Code && req.Version < 6 {
-			return kerr.IllegalGeneration.Code
-		}
-		return code
-	}
 	g.with(func(fx *effects) {
-		var code int16
-		var perPart func(topic string, partition int32) int16
-		anonymous := generation < 0 && memberID == "" && (req.Version < 3 || req.InstanceID == nil)
-		switch {
-		case g.state == stateDead:
-			code = kerr.CoordinatorNotAvailable.Code
-		case g.kind == kindShare:
-			code = kerr.GroupIDNotFound.Code
-		case anonymous:
-		case g.kind == kindConsumer:
-			code, perPart = g.validateConsumerCommitLocked(9, generation, memberID)
-		case g.kind == kindStreams:
-			code = g.validateStreamsCommitLocked(9, generation, memberID, req.InstanceID, true)
-		default:
-			code = g.validateCommitLocked(generation, memberID, req.InstanceID)
-		}
-		if code = forVersion(code); code != 0 {
+		code, perPart := g.validateTxnCommitLocked(req, generation, memberID)
+		if code = txnCommitCode(code, req.Version); code != 0 {
 			fx.add(func() { cb(all(code), nil) })
 			return
 		}
-		now := g.c.clock.Now().UnixMilli()
-		offs := map[topicPartition]OffsetValue{}
-		var recs []Record
-		var codes []*int16
-		for i, t := range req.Topics {
-			for j, p := range t.Partitions {
-				pc := &r.Topics[i].Partitions[j].ErrorCode
-				md := ""
-				if p.Metadata != nil {
-					md = *p.Metadata
-				}
-				if len(md) > g.c.cfg.MaxOffsetMetadata {
-					*pc = kerr.OffsetMetadataTooLarge.Code
-					continue
-				}
-				if g.c.staleTopicID(t.Topic, t.TopicID) {
-					*pc = kerr.UnknownTopicID.Code
-					continue
-				}
-				if perPart != nil {
-					if c := perPart(t.Topic, p.Partition); c != 0 {
-						*pc = forVersion(c)
-						continue
-					}
-				}
-				v := OffsetValue{Version: 3, Offset: p.Offset, LeaderEpoch: -1, Metadata: md, CommitTimestamp: now, ExpireTimestamp: -1}
-				if req.Version >= 2 {
-					v.LeaderEpoch = p.LeaderEpoch
-				}
-				tp := topicPartition{t.Topic, p.Partition}
-				offs[tp] = v
-				codes = append(codes, pc)
-				recs = append(recs, Record{Timestamp: now, Key: AppendOffsetKey(nil, g.id, tp.topic, tp.partition), Value: AppendOffsetValue(nil, v)})
-			}
-		}
+		offs, recs, codes := g.txnOffsetRecordsLocked(req, r, perPart)
 		if len(recs) == 0 {
 			fx.add(func() { cb(r, nil) })
 			return
@@ -216,6 +151,94 @@ func (c *Coordinator) TxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest, cb func(
 			cb(r, err)
 		})
 	})
+}
+
+// newTxnOffsetCommitResponse is the answer to req, every partition named.
+func newTxnOffsetCommitResponse(req *kmsg.TxnOffsetCommitRequest) *kmsg.TxnOffsetCommitResponse {
+	r := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
+	r.Topics = make([]kmsg.TxnOffsetCommitResponseTopic, len(req.Topics))
+	for i, t := range req.Topics {
+		rt := &r.Topics[i]
+		rt.Topic = t.Topic
+		rt.Partitions = make([]kmsg.TxnOffsetCommitResponseTopicPartition, len(t.Partitions))
+		for j, p := range t.Partitions {
+			rt.Partitions[j].Partition = p.Partition
+		}
+	}
+	return r
+}
+
+// txnCommitCode is code as a TxnOffsetCommit of version carries it: below v6
+// the answer cannot carry STALE_MEMBER_EPOCH, and Kafka maps it.
+func txnCommitCode(code, version int16) int16 {
+	if code == kerr.StaleMemberEpoch.Code && version < 6 {
+		return kerr.IllegalGeneration.Code
+	}
+	return code
+}
+
+// validateTxnCommitLocked checks the committing member against g by g's kind
+// (none to check for a commit without a member). perPart, if not nil, checks
+// each partition (a consumer group's member commits only its own).
+func (g *group) validateTxnCommitLocked(req *kmsg.TxnOffsetCommitRequest, generation int32, memberID string) (code int16, perPart func(topic string, partition int32) int16) {
+	anonymous := generation < 0 && memberID == "" && (req.Version < 3 || req.InstanceID == nil)
+	switch {
+	case g.state == stateDead:
+		code = kerr.CoordinatorNotAvailable.Code
+	case g.kind == kindShare:
+		code = kerr.GroupIDNotFound.Code
+	case anonymous:
+	case g.kind == kindConsumer:
+		code, perPart = g.validateConsumerCommitLocked(9, generation, memberID)
+	case g.kind == kindStreams:
+		code = g.validateStreamsCommitLocked(9, generation, memberID, req.InstanceID, true)
+	default:
+		code = g.validateCommitLocked(generation, memberID, req.InstanceID)
+	}
+	return code, perPart
+}
+
+// txnOffsetRecordsLocked makes the offset records of the partitions of req that
+// may commit, setting the error code in r of those that may not. It returns the
+// offsets by partition, their records, and where their codes go in r.
+func (g *group) txnOffsetRecordsLocked(req *kmsg.TxnOffsetCommitRequest, r *kmsg.TxnOffsetCommitResponse,
+	perPart func(topic string, partition int32) int16) (map[topicPartition]OffsetValue, []Record, []*int16) {
+	now := g.c.clock.Now().UnixMilli()
+	offs := map[topicPartition]OffsetValue{}
+	var recs []Record
+	var codes []*int16
+	for i, t := range req.Topics {
+		for j, p := range t.Partitions {
+			pc := &r.Topics[i].Partitions[j].ErrorCode
+			md := ""
+			if p.Metadata != nil {
+				md = *p.Metadata
+			}
+			if len(md) > g.c.cfg.MaxOffsetMetadata {
+				*pc = kerr.OffsetMetadataTooLarge.Code
+				continue
+			}
+			if g.c.staleTopicID(t.Topic, t.TopicID) {
+				*pc = kerr.UnknownTopicID.Code
+				continue
+			}
+			if perPart != nil {
+				if c := perPart(t.Topic, p.Partition); c != 0 {
+					*pc = txnCommitCode(c, req.Version)
+					continue
+				}
+			}
+			v := OffsetValue{Version: 3, Offset: p.Offset, LeaderEpoch: -1, Metadata: md, CommitTimestamp: now, ExpireTimestamp: -1}
+			if req.Version >= 2 {
+				v.LeaderEpoch = p.LeaderEpoch
+			}
+			tp := topicPartition{t.Topic, p.Partition}
+			offs[tp] = v
+			codes = append(codes, pc)
+			recs = append(recs, Record{Timestamp: now, Key: AppendOffsetKey(nil, g.id, tp.topic, tp.partition), Value: AppendOffsetValue(nil, v)})
+		}
+	}
+	return offs, recs, codes
 }
 
 // appendTxnLocked is appendLocked for a producer's transactional batch.

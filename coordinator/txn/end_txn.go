@@ -101,127 +101,179 @@ func (c *Coordinator) endTxn(req *kmsg.EndTxnRequest, deadline int64, done func(
 func (c *Coordinator) endTxnLocked(fx *effects, part *partition, m *txnMeta, pid int64, epoch int16, commit, fromClient bool,
 	tv int16, fresh *int64, wait func() bool, cb func(code int16, pid int64, epoch int16)) (needPid bool) {
 	answer := func(code int16, pid int64, epoch int16) { fx.add(func() { cb(code, pid, epoch) }) }
-	fencing := m.pending == PrepareEpochFence
-	curPid, curEpoch := m.producerID, m.epoch
-	v2 := tv >= 2
-	// A retry of an end whose epoch bump overflowed to a new producer id.
-	retryOnOverflow := v2 && !fencing && m.prevProducerID == pid && epoch == math.MaxInt16-1 && m.epoch == 0
-	// A retry of an end that bumped the epoch (the client has the old one).
-	retryOnBump := v2 && !fencing && m.epoch == epoch+1
-	isRetry := retryOnBump || retryOnOverflow
-	var validEpoch bool
-	switch {
-	case !v2 || fencing:
-		validEpoch = (!fromClient || epoch == m.epoch) && epoch >= m.epoch
-	case m.state == PrepareCommit, m.state == PrepareAbort:
-		validEpoch = retryOnBump
-	case m.state == CompleteCommit, m.state == CompleteAbort:
-		validEpoch = isRetry || epoch == m.epoch
-	default:
-		validEpoch = epoch == m.epoch
+	r := newEndRequest(m, pid, epoch, commit, fromClient, tv)
+	act, code := r.checkProducer(m)
+	if act == endLog {
+		act, code = r.checkState(m)
 	}
-	// While a completion that moves to a new producer id is logged, the
-	// client may already use that id: it waits.
-	movingTo := m.markers != nil && m.markers.complete.producerID == pid && pid != m.producerID
-	ending := m.pending != noState && !fencing
-	concurrent := func() {
+	switch act {
+	case endReply:
+		if code == 0 {
+			answer(0, m.producerID, m.epoch) // a retry of an end that completed
+		} else {
+			answer(code, -1, -1)
+		}
+		return false
+	case endWait:
 		if wait == nil || !wait() {
 			answer(kerr.ConcurrentTransactions.Code, -1, -1)
 		}
-	}
-	switch {
-	case ending && movingTo:
-		concurrent()
 		return false
-	case m.producerID != pid && !retryOnOverflow:
-		answer(kerr.InvalidProducerIDMapping.Code, -1, -1)
-		return false
-	case ending && v2:
-		// Before the epoch check under version 2: the client's next end
-		// carries the bumped epoch while the last end is in flight.
-		concurrent()
-		return false
-	case !validEpoch:
-		answer(kerr.ProducerFenced.Code, -1, -1)
-		return false
-	case ending:
-		concurrent()
-		return false
-	}
-	invalid := func() {
+	case endInvalid:
 		c.logger.Debug("EndTxn in a state that does not take it", "transactional_id", m.id, "state", m.state, "commit", commit)
 		answer(kerr.InvalidTxnState.Code, -1, -1)
+		return false
+	case endBroken:
+		c.logger.Error("transactional id in a state it is never left in", "transactional_id", m.id, "state", m.state)
+		answer(kerr.UnknownServerError.Code, -1, -1)
+		return false
 	}
-	state := PrepareAbort
-	if commit {
-		state = PrepareCommit
+	return c.logEndLocked(fx, part, m, r, tv, fresh, cb)
+}
+
+// endRequest is an EndTxn, or a fence's abort, as endTxnLocked judges it
+// against the transactional id's metadata m.
+type endRequest struct {
+	pid        int64
+	epoch      int16
+	commit     bool
+	fromClient bool
+	fencing    bool // a fence's abort: m pending PrepareEpochFence
+	v2         bool // transaction version 2
+	// A retry of an end whose epoch bump overflowed to a new producer id.
+	retryOnOverflow bool
+	// A retry of an end that bumped the epoch (the client has the old one).
+	retryOnBump bool
+}
+
+func newEndRequest(m *txnMeta, pid int64, epoch int16, commit, fromClient bool, tv int16) endRequest {
+	r := endRequest{pid: pid, epoch: epoch, commit: commit, fromClient: fromClient,
+		fencing: m.pending == PrepareEpochFence, v2: tv >= 2}
+	r.retryOnOverflow = r.v2 && !r.fencing && m.prevProducerID == pid && epoch == math.MaxInt16-1 && m.epoch == 0
+	r.retryOnBump = r.v2 && !r.fencing && m.epoch == epoch+1
+	return r
+}
+
+func (r endRequest) isRetry() bool { return r.retryOnBump || r.retryOnOverflow }
+
+// endAction is what endTxnLocked does with a request.
+type endAction uint8
+
+const (
+	endLog     endAction = iota // log the end
+	endReply                    // answer the code now (NONE: with m's producer id and epoch)
+	endWait                     // a transition is in flight: wait for it, else CONCURRENT_TRANSACTIONS
+	endInvalid                  // INVALID_TXN_STATE
+	endBroken                   // m is in a state it is never left in: UNKNOWN_SERVER_ERROR
+)
+
+// checkProducer checks the request's producer id and epoch against m, and
+// whether a transition of m is in flight.
+func (r endRequest) checkProducer(m *txnMeta) (endAction, int16) {
+	var validEpoch bool
+	switch {
+	case !r.v2 || r.fencing:
+		validEpoch = (!r.fromClient || r.epoch == m.epoch) && r.epoch >= m.epoch
+	case m.state == PrepareCommit, m.state == PrepareAbort:
+		validEpoch = r.retryOnBump
+	case m.state == CompleteCommit, m.state == CompleteAbort:
+		validEpoch = r.isRetry() || r.epoch == m.epoch
+	default:
+		validEpoch = r.epoch == m.epoch
 	}
+	// While a completion that moves to a new producer id is logged, the
+	// client may already use that id: it waits.
+	movingTo := m.markers != nil && m.markers.complete.producerID == r.pid && r.pid != m.producerID
+	ending := m.pending != noState && !r.fencing
+	switch {
+	case ending && movingTo:
+		return endWait, 0
+	case m.producerID != r.pid && !r.retryOnOverflow:
+		return endReply, kerr.InvalidProducerIDMapping.Code
+	case ending && r.v2:
+		// Before the epoch check under version 2: the client's next end
+		// carries the bumped epoch while the last end is in flight.
+		return endWait, 0
+	case !validEpoch:
+		return endReply, kerr.ProducerFenced.Code
+	case ending:
+		return endWait, 0
+	}
+	return endLog, 0
+}
+
+// checkState checks that m's state takes the request: a commit or an abort of
+// an ongoing transaction, a retry of a completed end (answered NONE), or under
+// version 2 an abort with no transaction (an empty abort, which bumps the epoch).
+func (r endRequest) checkState(m *txnMeta) (endAction, int16) {
+	commit, isRetry, v2 := r.commit, r.isRetry(), r.v2
 	switch m.state {
 	case Ongoing:
 	case Empty:
 		// Transaction version 2: an abort with nothing to abort bumps the
 		// epoch all the same (the client aborts when it cannot tell).
-		if commit || !v2 || fencing {
-			invalid()
-			return false
+		if commit || !v2 || r.fencing {
+			return endInvalid, 0
 		}
 	case CompleteCommit:
 		switch {
 		case commit && (isRetry || !v2):
-			answer(0, curPid, curEpoch)
-			return false
+			return endReply, 0
 		case commit, isRetry || !v2:
-			invalid()
-			return false
+			return endInvalid, 0
 		}
 		// Version 2: an empty abort.
 	case CompleteAbort:
 		switch {
 		case commit:
-			invalid()
-			return false
+			return endInvalid, 0
 		case isRetry || !v2:
-			answer(0, curPid, curEpoch)
-			return false
+			return endReply, 0
 		}
 		// Version 2: an empty abort.
 	case PrepareCommit:
 		if commit {
-			answer(kerr.ConcurrentTransactions.Code, -1, -1)
-		} else {
-			invalid()
+			return endReply, kerr.ConcurrentTransactions.Code
 		}
-		return false
+		return endInvalid, 0
 	case PrepareAbort:
 		if !commit {
-			answer(kerr.ConcurrentTransactions.Code, -1, -1)
-		} else {
-			invalid()
+			return endReply, kerr.ConcurrentTransactions.Code
 		}
-		return false
+		return endInvalid, 0
 	default:
-		c.logger.Error("transactional id in a state it is never left in", "transactional_id", m.id, "state", m.state)
-		answer(kerr.UnknownServerError.Code, -1, -1)
-		return false
+		return endBroken, 0
+	}
+	return endLog, 0
+}
+
+// logEndLocked logs PrepareCommit or PrepareAbort for m (with a fresh producer
+// id under version 2 once the epoch is exhausted: needPid when it has none),
+// answers once it is written and starts the markers.
+func (c *Coordinator) logEndLocked(fx *effects, part *partition, m *txnMeta, r endRequest, tv int16, fresh *int64,
+	cb func(code int16, pid int64, epoch int16)) (needPid bool) {
+	state := PrepareAbort
+	if r.commit {
+		state = PrepareCommit
 	}
 	nextPid := int64(noProducer)
-	if v2 && !fencing && epochExhausted(m.epoch) {
+	if r.v2 && !r.fencing && epochExhausted(m.epoch) {
 		if *fresh < 0 {
 			return true
 		}
 		nextPid, *fresh = *fresh, -1
 	}
 	epochFence := false
-	if state == PrepareAbort && fencing {
+	if state == PrepareAbort && r.fencing {
 		// The fence's bump becomes the epoch the abort is logged with.
 		epochFence = true
 		m.pending = noState
-		m.epoch, m.lastEpoch = epoch, noProducer
+		m.epoch, m.lastEpoch = r.epoch, noProducer
 	}
 	t, err := m.prepareEnd(state, tv, nextPid, c.nowMs())
 	if err != nil {
 		c.logger.Error("EndTxn transition", "transactional_id", m.id, "err", err)
-		answer(kerr.UnknownServerError.Code, -1, -1)
+		fx.add(func() { cb(kerr.UnknownServerError.Code, -1, -1) })
 		return false
 	}
 	c.appendLocked(fx, part, m, t, nil, func(fx *effects, code int16) {
@@ -243,7 +295,7 @@ func (c *Coordinator) endTxnLocked(fx *effects, part *partition, m *txnMeta, pid
 			return
 		}
 		fx.add(func() { cb(0, ct.producerID, ct.epoch) })
-		c.startMarkersLocked(fx, part, m, commit, ct)
+		c.startMarkersLocked(fx, part, m, r.commit, ct)
 	})
 	return false
 }
