@@ -356,7 +356,27 @@ func ParseListeners(key, s string) ([]Listener, error) {
 	return out, nil
 }
 
+// deriveListeners derives the listeners from listeners, their protocols, the
+// controller listeners, the inter-broker listener and the advertised addresses.
 func (c *Config) deriveListeners() error {
+	if err := c.deriveProtocols(); err != nil {
+		return err
+	}
+	if err := c.deriveControllerListeners(); err != nil {
+		return err
+	}
+	if c.Roles.Broker {
+		if err := c.deriveInterBrokerListener(); err != nil {
+			return err
+		}
+	}
+	return c.deriveAdvertised()
+}
+
+// deriveProtocols parses listeners and gives each its security protocol (from
+// listener.security.protocol.map, or its name when that is a protocol); no two
+// bind one port.
+func (c *Config) deriveProtocols() error {
 	pm, err := protocolMap(c.Get("listener.security.protocol.map"))
 	if err != nil {
 		return err
@@ -385,7 +405,12 @@ func (c *Config) deriveListeners() error {
 		}
 		ports[l.Port] = l.Name
 	}
+	return nil
+}
 
+// deriveControllerListeners sets the controller listener names and checks them
+// against process.roles: a controller binds one, a broker alone none.
+func (c *Config) deriveControllerListeners() error {
 	if v, ok := c.Keys["controller.listener.names"]; ok {
 		for _, n := range strings.Split(v, ",") {
 			if n = strings.ToUpper(strings.TrimSpace(n)); n != "" {
@@ -412,31 +437,40 @@ func (c *Config) deriveListeners() error {
 			}
 		}
 	}
+	return nil
+}
 
-	if c.Roles.Broker {
-		brokers := c.BrokerListeners()
-		if len(brokers) == 0 {
-			return errorf("process.roles=%s includes broker but every listener is a controller listener: add PLAINTEXT://host:port to listeners", c.Roles)
-		}
-		ib, set := c.Keys["inter.broker.listener.name"]
-		ib = strings.ToUpper(strings.TrimSpace(ib))
-		if !set || ib == "" {
-			ib = brokers[0].Name
-			for _, l := range brokers {
-				if l.Name == "PLAINTEXT" {
-					ib = l.Name
-				}
+// deriveInterBrokerListener sets the listener brokers talk to each other on:
+// inter.broker.listener.name, else PLAINTEXT if it is a broker listener, else the
+// first broker listener.
+func (c *Config) deriveInterBrokerListener() error {
+	brokers := c.BrokerListeners()
+	if len(brokers) == 0 {
+		return errorf("process.roles=%s includes broker but every listener is a controller listener: add PLAINTEXT://host:port to listeners", c.Roles)
+	}
+	ib, set := c.Keys["inter.broker.listener.name"]
+	ib = strings.ToUpper(strings.TrimSpace(ib))
+	if !set || ib == "" {
+		ib = brokers[0].Name
+		for _, l := range brokers {
+			if l.Name == "PLAINTEXT" {
+				ib = l.Name
 			}
 		}
-		if slices.Contains(c.ControllerListenerNames, ib) {
-			return errorf("inter.broker.listener.name=%s is a controller listener: name a broker listener", ib)
-		}
-		if _, ok := c.Listener(ib); !ok {
-			return errorf("inter.broker.listener.name=%s is not among listeners (%s)", ib, listenerNames(c.Listeners))
-		}
-		c.InterBrokerListener = ib
 	}
+	if slices.Contains(c.ControllerListenerNames, ib) {
+		return errorf("inter.broker.listener.name=%s is a controller listener: name a broker listener", ib)
+	}
+	if _, ok := c.Listener(ib); !ok {
+		return errorf("inter.broker.listener.name=%s is not among listeners (%s)", ib, listenerNames(c.Listeners))
+	}
+	c.InterBrokerListener = ib
+	return nil
+}
 
+// deriveAdvertised sets the address each broker listener advertises, from
+// advertised.listeners (a bare host:port is the client listener's).
+func (c *Config) deriveAdvertised() error {
 	c.Advertised = map[string]Listener{}
 	if v := c.Get("advertised.listeners"); v != "" {
 		adv, err := ParseListeners("advertised.listeners", v)
