@@ -30,6 +30,11 @@ var allowed = map[string][]string{
 	"engine/...": {"engine/..."},
 	"purgatory":  {},
 
+	// Remote storage (KIP-405's RemoteStorageManager over S3): a leaf beside
+	// the engine; its tests write real segments through the engine. No
+	// broker package: the remote log manager above it drives it.
+	"engine/remote": {"engine"},
+
 	// Replica state: partitions' leader/follower state, ISR, HW, fetchers
 	// (internal/invariants: a leaf of constants, the invariants build tag).
 	"replication":     {"engine/...", "purgatory", "replication/...", "internal/invariants"},
@@ -209,6 +214,10 @@ func TestRules(t *testing.T) {
 		{"engine", "purgatory", false},
 		{"engine", "engine/vfs", true},
 		{"engine/vfs", "engine", true},
+		{"engine/remote", "engine", true},
+		{"engine/remote", "replication", false},
+		{"engine/remote", "net/kafka", false},
+		{"engine/remote", "coordinator/metadata", false},
 		{"net/transport", "net/kafka", false},
 		{"coordinator/metadata", "engine", false},
 		{"coordinator/group", "coordinator/metadata", false},
