@@ -62,9 +62,11 @@ type Config struct {
 	// PartSize is the part of a multipart upload; a file up to it is one PUT.
 	PartSize int64
 	// CallTimeout bounds a whole call (an upload, a delete, the opening of a
-	// read); AttemptTimeout bounds the wait for any progress: a request's
-	// answer, or the next bytes of a read's body. A server that stops
-	// answering mid-read fails the read after AttemptTimeout.
+	// read); AttemptTimeout bounds each wait of a read or a delete: a dial,
+	// the answer's headers, the next bytes of a read's body. A server that
+	// stops answering mid-read fails the read after AttemptTimeout. An
+	// upload waits for its answer up to CallTimeout: a store answers it only
+	// once the object is stored.
 	CallTimeout, AttemptTimeout time.Duration
 	// ChunkSize (chunk.size) is read and checked; it is the unit of the
 	// plugin's transforms and chunk cache, neither of which exists here yet,

@@ -19,6 +19,14 @@ type awsStore struct {
 	c        *s3.Client
 	bucket   string
 	partSize int64
+	// uploads is the calls of an upload: they go through a transport
+	// without the attempt timeout on the answer's headers, which a store
+	// may send only once it has the whole body stored (the assembly of a
+	// multipart upload takes a while). An attempt cut there is retried
+	// while the first still completes: versitygw then answered the retry
+	// 200 with the object not yet readable. Uploads are bounded by the call
+	// timeout.
+	uploads func(*s3.Options)
 }
 
 func newAWSStore(cfg *Config) (*awsStore, error) {
@@ -36,7 +44,10 @@ func newAWSStore(cfg *Config) (*awsStore, error) {
 	if cfg.Endpoint != "" {
 		o.BaseEndpoint = aws.String(cfg.Endpoint)
 	}
-	return &awsStore{c: s3.New(o), bucket: cfg.Bucket, partSize: cfg.PartSize}, nil
+	wt := newTransport(cfg)
+	wt.ResponseHeaderTimeout = 0
+	wc := &http.Client{Transport: wt}
+	return &awsStore{c: s3.New(o), bucket: cfg.Bucket, partSize: cfg.PartSize, uploads: func(o *s3.Options) { o.HTTPClient = wc }}, nil
 }
 
 func (s *awsStore) put(ctx context.Context, key string, r io.ReaderAt, size int64) error {
@@ -44,10 +55,10 @@ func (s *awsStore) put(ctx context.Context, key string, r io.ReaderAt, size int6
 		_, err := s.c.PutObject(ctx, &s3.PutObjectInput{
 			Bucket: &s.bucket, Key: &key, Body: io.NewSectionReader(r, 0, size), ContentLength: &size,
 			ContentType: aws.String("application/octet-stream"),
-		})
+		}, s.uploads)
 		return err
 	}
-	up, err := s.c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: &s.bucket, Key: &key, ContentType: aws.String("application/octet-stream")})
+	up, err := s.c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: &s.bucket, Key: &key, ContentType: aws.String("application/octet-stream")}, s.uploads)
 	if err != nil {
 		return err
 	}
@@ -57,7 +68,7 @@ func (s *awsStore) put(ctx context.Context, key string, r io.ReaderAt, size int6
 		p, err := s.c.UploadPart(ctx, &s3.UploadPartInput{
 			Bucket: &s.bucket, Key: &key, UploadId: up.UploadId, PartNumber: aws.Int32(n),
 			Body: io.NewSectionReader(r, off, l), ContentLength: aws.Int64(l),
-		})
+		}, s.uploads)
 		if err != nil {
 			s.abort(key, up.UploadId)
 			return err
@@ -66,7 +77,7 @@ func (s *awsStore) put(ctx context.Context, key string, r io.ReaderAt, size int6
 	}
 	_, err = s.c.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{
 		Bucket: &s.bucket, Key: &key, UploadId: up.UploadId, MultipartUpload: &types.CompletedMultipartUpload{Parts: parts},
-	})
+	}, s.uploads)
 	if err != nil {
 		s.abort(key, up.UploadId)
 	}

@@ -24,9 +24,10 @@ type objectStore interface {
 	codeOf(err error) string
 }
 
-// newTransport is the HTTP transport of either client: connections reused
-// across calls, and no wait for a dial or an answer's headers longer than
-// the attempt timeout (a body's progress is watched by idleBody).
+// newTransport is the client's HTTP transport: connections reused across
+// calls, and no wait for a dial or an answer's headers longer than the
+// attempt timeout (a body's progress is watched by idleBody; uploads lift
+// the wait for headers, see awsStore.uploads).
 func newTransport(cfg *Config) *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.DialContext = (&net.Dialer{Timeout: cfg.AttemptTimeout, KeepAlive: 30 * time.Second}).DialContext
