@@ -207,6 +207,7 @@ func TestErrors(t *testing.T) {
 	if !errors.Is(err, ErrBucketNotFound) || !strings.Contains(err.Error(), "s3://no-such-bucket/") {
 		t.Fatalf("copy to a missing bucket: %v", err)
 	}
+	t.Logf("missing bucket: %v", err)
 	if _, err := noBucket.FetchLogSegment(ctx, &s.md, 0); !errors.Is(err, ErrBucketNotFound) {
 		t.Fatalf("fetch from a missing bucket: %v", err)
 	}
@@ -217,6 +218,7 @@ func TestErrors(t *testing.T) {
 	if !errors.Is(err, ErrAccessDenied) {
 		t.Fatalf("copy with a wrong secret key: %v", err)
 	}
+	t.Logf("wrong secret key: %v", err)
 	cfg = g.config("tiered")
 	cfg.AccessKeyID = "nobody"
 	if _, err := newManager(t, cfg).FetchIndex(ctx, &s.md, IndexOffset); !errors.Is(err, ErrAccessDenied) {
