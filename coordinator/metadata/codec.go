@@ -102,6 +102,8 @@ func Encode(dst []byte, r Record) []byte {
 		dst = binary.BigEndian.AppendUint16(dst, uint16(r.Level))
 	case securityRecord:
 		dst = appendSecurity(dst, r)
+	case *VotersRecord:
+		dst = appendVoters(dst, r)
 	}
 	return finishFrame(dst, start)
 }
@@ -268,6 +270,8 @@ func Decode(b []byte) (Record, int, error) {
 		r = decodeSecurity(typeRemoveUserScramCredential, &d)
 	case typeUserScramCredential, typeAccessControlEntry, typeRemoveAccessControlEntry, typeClientQuota:
 		r = decodeSecurity(typ, &d)
+	case typeVoters:
+		r = decodeVoters(&d)
 	default:
 		return nil, 0, fmt.Errorf("%w: record type %d unknown", ErrCorrupt, body[1])
 	}

@@ -38,6 +38,10 @@ func sampleRecords() []Record {
 		&FeatureLevelRecord{Name: FeatureShareVersion},
 		&RegisterBrokerRecord{ID: 5, Epoch: 80, Endpoints: []Endpoint{{Name: "PLAINTEXT", Host: "h5", Port: 9092}},
 			Features: []BrokerFeature{{Name: FeatureMetadataVersion, Min: 21, Max: 33}, {Name: FeatureKRaftVersion}}},
+		&VotersRecord{Voters: []QuorumVoter{
+			{ID: 1, DirectoryID: idA, RaftID: 0xabcd00000002, Endpoints: []VoterEndpoint{{Name: "CONTROLLER", Host: "127.0.0.1", Port: 9093}},
+				KRaftVersion: VersionRange{Min: 0, Max: 1}},
+			{ID: 2, RaftID: 3, Learner: true, Endpoints: []VoterEndpoint{{Name: "CONTROLLER", Host: "::1", Port: 9193}, {Name: "CONTROLLER_TLS", Host: "h", Port: 9194}}}}},
 	}
 }
 

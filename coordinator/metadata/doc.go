@@ -1,6 +1,7 @@
 // Package metadata owns the cluster metadata, kept the KRaft way: an append-only log of
-// typed records (finalized feature levels, topics, partitions, configs, producer-id
-// blocks, brokers and their fencing, SCRAM credentials, ACLs) applied by a
+// typed records (finalized feature levels, the controller quorum's voters, topics,
+// partitions, configs, producer-id blocks, brokers and their fencing, SCRAM
+// credentials, ACLs) applied by a
 // deterministic state machine (Image.Apply: no I/O, no clock) to an immutable
 // in-memory Image. The Store persists such a log under a directory, with
 // snapshots, and replays it on start (the single-node layout). On the controller quorum
@@ -61,6 +62,12 @@
 //	                         pattern type int8, principal string, host string,
 //	                         operation int8, permission int8 (Kafka's enum values)
 //	 24  1  RemoveAccessControlEntry  id [16]byte
+//	134  1  Voters           the controller quorum's members (records_voters.go):
+//	                         count uvarint, per member: id int32, directory id
+//	                         [16]byte, raft id u64, flags byte (1 learner),
+//	                         endpoint count uvarint, per endpoint: name string, host
+//	                         string, port u16; kraft.version min int16, max int16
+//	                         (Kafka's control record KRaftVoters, type 6, plus 128)
 //
 // Image.Apply's rules for the security records: a credential has a known mechanism,
 // keys of its hash's size and 4096 to 16384 iterations, and is never a password; an ACL

@@ -27,6 +27,7 @@ type Image struct {
 	nextProducerID int64
 	sec            securityState    // SCRAM credentials and ACLs (records_security.go)
 	features       map[string]int16 // finalized feature levels above 0 (features.go)
+	voters         []QuorumVoter    // the controller quorum's members (records_voters.go); nil at kraft.version 0
 
 	sortedTopics atomic.Pointer[[]*TopicImage] // cache for Topics
 }
@@ -172,12 +173,13 @@ func (im *Image) MaxBrokerEpoch() int64 {
 }
 
 // Records returns records that rebuild im when applied to the empty image, in a
-// canonical order: the finalized feature levels (metadata.version first), brokers by epoch (then id: Apply wants each registration's epoch
+// canonical order: the finalized feature levels (metadata.version first), the quorum's
+// voters, brokers by epoch (then id: Apply wants each registration's epoch
 // above every earlier one's), each topic by name with its partitions and configs;
 // broker configs by name and key; group configs by group and key; the producer-id
 // watermark. Snapshots are made of them.
 func (im *Image) Records() []Record {
-	out := im.featureRecords()
+	out := append(im.featureRecords(), im.votersRecords()...)
 	brokers := im.Brokers()
 	slices.SortStableFunc(brokers, func(a, b BrokerImage) int { return cmp.Compare(a.Epoch, b.Epoch) })
 	for _, b := range brokers {
@@ -265,6 +267,7 @@ func newBuilder(im *Image) *builder {
 		nextProducerID: im.nextProducerID,
 		sec:            im.sec,
 		features:       im.features,
+		voters:         im.voters,
 	}}
 }
 
@@ -320,6 +323,8 @@ func isNil(r Record) bool {
 	case *BrokerRegistrationChangeRecord:
 		return r == nil
 	case *FeatureLevelRecord:
+		return r == nil
+	case *VotersRecord:
 		return r == nil
 	case securityRecord:
 		return isNilSecurity(r)
@@ -391,6 +396,8 @@ func (b *builder) apply(r Record) error {
 		return b.partitionChange(r)
 	case *FeatureLevelRecord:
 		return b.featureLevel(r)
+	case *VotersRecord:
+		return b.applyVoters(r)
 	case securityRecord:
 		return b.applySecurity(r)
 	}

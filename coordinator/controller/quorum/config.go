@@ -36,12 +36,21 @@ const (
 
 // Config configures one voter.
 type Config struct {
-	// NodeID is this node's id (node.id). Inside raft the id is NodeID+1 (raft
-	// reserves 0); nothing outside this package sees raft ids.
+	// NodeID is this node's id (node.id). Inside raft the id is NodeID+1 in a
+	// static quorum (raft reserves 0), DynamicRaftID in a dynamic one (membership.go).
 	NodeID int32
-	// Voters is controller.quorum.voters' ids. It must contain NodeID and is the
-	// same on every voter. It is stored at the first start (bootstrap) and a later
-	// start with another set fails with ErrVotersChanged.
+	// DirectoryID is the directory.id of metadata.log.dir (meta.properties): with
+	// the node id, the controller's identity in a dynamic quorum.
+	DirectoryID metadata.UUID
+	// Voters is controller.quorum.voters' ids: a static quorum (kraft.version 0).
+	// It must contain NodeID and is the same on every voter. It is stored at the
+	// first start (bootstrap) and a later start with another set fails with
+	// ErrVotersChanged, while the log records no voter set (once it does,
+	// kraft.version 1, the log's set is the quorum's). Empty: a dynamic quorum,
+	// whose first voters are the VotersRecord of the bootstrap records (`samsa
+	// storage format --standalone` or `--initial-controllers`); without one
+	// (`--no-initial-controllers`) the voter starts as no member and waits for the
+	// leader to add it.
 	Voters []int32
 	// ElectionTicks and HeartbeatTicks are raft's election timeout and heartbeat
 	// interval in ticks (0: DefaultElectionTicks, DefaultHeartbeatTicks).
@@ -107,24 +116,10 @@ type Transport interface {
 	Send(msgs []*raftpb.Message)
 }
 
-// RaftID returns the raft id of a node id (node id + 1).
-func RaftID(node int32) uint64 { return uint64(node) + 1 }
-
-// NodeOf returns the node id of a raft id (-1 for raft's "none", 0).
-func NodeOf(raftID uint64) int32 {
-	if raftID == 0 || raftID > 1<<31 {
-		return -1
-	}
-	return int32(raftID - 1)
-}
-
 // withDefaults validates c and returns it with defaults filled in and Voters sorted.
 func (c Config) withDefaults() (Config, error) {
 	if c.NodeID < 0 {
 		return c, fmt.Errorf("%w: node id %d", ErrInvalidConfig, c.NodeID)
-	}
-	if len(c.Voters) == 0 {
-		return c, fmt.Errorf("%w: no voters (controller.quorum.voters)", ErrInvalidConfig)
 	}
 	c.Voters = slices.Clone(c.Voters)
 	slices.Sort(c.Voters)
@@ -136,7 +131,7 @@ func (c Config) withDefaults() (Config, error) {
 			return c, fmt.Errorf("%w: voter %d listed twice in controller.quorum.voters", ErrInvalidConfig, v)
 		}
 	}
-	if !slices.Contains(c.Voters, c.NodeID) {
+	if len(c.Voters) > 0 && !slices.Contains(c.Voters, c.NodeID) {
 		return c, fmt.Errorf("%w: node id %d is not among controller.quorum.voters %v", ErrInvalidConfig, c.NodeID, c.Voters)
 	}
 	if c.ElectionTicks == 0 {
@@ -163,8 +158,8 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
-	if len(c.BootstrapRecords) > 0 && len(c.Voters) != 1 {
-		return c, fmt.Errorf("%w: bootstrap records (an imported single-node store) need a quorum of one voter, have %v", ErrInvalidConfig, c.Voters)
+	if len(c.BootstrapRecords) > 0 && (len(c.Voters) != 1 || c.Voters[0] != c.NodeID) {
+		return c, fmt.Errorf("%w: bootstrap records (an imported single-node store) need a static quorum of one voter, have %v", ErrInvalidConfig, c.Voters)
 	}
 	return c, nil
 }

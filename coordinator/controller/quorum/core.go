@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
-	"google.golang.org/protobuf/proto"
+
+	"go.etcd.io/raft/v3/tracker"
 
 	"github.com/samsa-broker/samsa/coordinator/metadata"
 )
@@ -42,9 +44,10 @@ func (q *Quorum) HandleReady() (err error) {
 		return q.failed
 	}
 	q.inbox.Lock()
-	msgs, props, unreachable := q.inbox.msgs, q.inbox.props, q.inbox.unreachable
-	q.inbox.msgs, q.inbox.props, q.inbox.unreachable, q.inbox.bytes = nil, nil, nil, 0
+	msgs, props, ops, unreachable := q.inbox.msgs, q.inbox.props, q.inbox.ops, q.inbox.unreachable
+	q.inbox.msgs, q.inbox.props, q.inbox.ops, q.inbox.unreachable, q.inbox.bytes = nil, nil, nil, nil, 0
 	q.inbox.Unlock()
+	opsTaken := false
 	defer func() {
 		if r := recover(); r != nil {
 			err = q.fail(fmt.Errorf("%w: raft: %v", ErrCorrupt, r))
@@ -53,6 +56,11 @@ func (q *Quorum) HandleReady() (err error) {
 			for _, p := range props {
 				if !p.handled {
 					p.ch <- ProposeResult{Err: q.failed}
+				}
+			}
+			if !opsTaken {
+				for _, o := range ops {
+					o.ch <- q.failed
 				}
 			}
 		}
@@ -79,6 +87,16 @@ func (q *Quorum) HandleReady() (err error) {
 			return q.fail(err)
 		}
 	}
+	if len(ops) > 0 || q.op != nil {
+		opsTaken = true
+		if err := q.runVoterOps(ops, now); err != nil {
+			return q.fail(err)
+		}
+	}
+	q.handOver()
+	if err := q.drain(); err != nil {
+		return q.fail(err)
+	}
 	q.publishStatus(now)
 	return nil
 }
@@ -98,11 +116,17 @@ func (q *Quorum) stop(why error) {
 	if q.inbox.stopped == nil {
 		q.inbox.stopped = why
 	}
-	props := q.inbox.props
-	q.inbox.msgs, q.inbox.props, q.inbox.bytes = nil, nil, 0
+	props, ops := q.inbox.props, q.inbox.ops
+	q.inbox.msgs, q.inbox.props, q.inbox.ops, q.inbox.bytes = nil, nil, nil, 0
 	q.inbox.Unlock()
 	for _, p := range props {
 		p.ch <- ProposeResult{Err: fmt.Errorf("%w: %v", ErrStopped, why)}
+	}
+	for _, o := range ops {
+		o.ch <- fmt.Errorf("%w: %v", ErrStopped, why)
+	}
+	if q.op != nil {
+		q.finishOp(fmt.Errorf("%w: %v", ErrStopped, why))
 	}
 	q.failPending(fmt.Errorf("%w: %v", ErrStopped, why))
 	q.flushResolved()
@@ -151,9 +175,6 @@ func (q *Quorum) handle(rd raft.Ready) error {
 	var snapImage *metadata.Image
 	if !raft.IsEmptySnap(rd.Snapshot) {
 		md := rd.Snapshot.GetMetadata()
-		if err := checkVoters(md.GetConfState(), q.voters); err != nil {
-			return fmt.Errorf("snapshot at %d from the leader: %w", md.GetIndex(), err)
-		}
 		im, err := metadata.DecodeSnapshot(rd.Snapshot.GetData())
 		if err != nil {
 			return fmt.Errorf("%w: snapshot at %d from the leader: %v", ErrCorrupt, md.GetIndex(), err)
@@ -179,7 +200,9 @@ func (q *Quorum) handle(rd raft.Ready) error {
 	if snapImage != nil {
 		md := rd.Snapshot.GetMetadata()
 		q.image, q.applied, q.appliedTerm, q.snapIndex = snapImage, md.GetIndex(), md.GetTerm(), md.GetIndex()
-		q.log.Info("applied a snapshot from the leader", "index", md.GetIndex(), "term", md.GetTerm())
+		q.cs = cloneConfState(md.GetConfState())
+		q.publishMembers()
+		q.log.Info("applied a snapshot from the leader", "index", md.GetIndex(), "term", md.GetTerm(), "configuration", describeConfState(q.cs))
 	}
 	q.apply(rd.CommittedEntries)
 	return q.maybeSnapshot()
@@ -198,12 +221,10 @@ func (q *Quorum) apply(ents []*raftpb.Entry) {
 				rejected = q.applyData(e)
 			}
 		case raftpb.EntryConfChange, raftpb.EntryConfChangeV2:
-			// The voter set is static and no voter proposes a change; cancel it (raft's
-			// documented way: a change of node 0) so that raft's config stays the set.
-			q.log.Error("committed conf change ignored: the voter set is static", "index", e.GetIndex(), "term", e.GetTerm())
-			q.rn.ApplyConfChange(&raftpb.ConfChange{Type: raftpb.ConfChangeAddNode.Enum(), NodeId: proto.Uint64(0)})
+			rejected = q.applyConfChange(e)
 		}
 		q.applied, q.appliedTerm = e.GetIndex(), e.GetTerm()
+		q.opApplied(e, rejected)
 		if p := q.pending[e.GetIndex()]; p != nil {
 			delete(q.pending, e.GetIndex())
 			var res ProposeResult
@@ -237,6 +258,9 @@ func (q *Quorum) applyData(e *raftpb.Entry) error {
 		return err
 	}
 	q.image = im
+	if slices.ContainsFunc(recs, func(r metadata.Record) bool { _, ok := r.(*metadata.VotersRecord); return ok }) {
+		q.publishMembers() // endpoints or directory ids changed (UpdateRaftVoter, kraft.version 1)
+	}
 	return nil
 }
 
@@ -267,7 +291,7 @@ func (q *Quorum) propose(props []*proposal) error {
 		return err
 	}
 	for _, p := range props {
-		if q.state != raft.StateLeader {
+		if !q.leads() {
 			p.handled = true
 			p.ch <- ProposeResult{Err: ErrNotLeader}
 			continue
@@ -288,13 +312,41 @@ func (q *Quorum) propose(props []*proposal) error {
 	return nil
 }
 
+// leads reports whether this voter leads the quorum: raft's leader, and a voter of
+// the (incoming) configuration. A leader that applied its own removal stays raft's
+// leader until it has moved leadership to a voter (handOver), but proposes nothing
+// more: the voters left must be able to elect one of them without its vote.
+func (q *Quorum) leads() bool {
+	return q.state == raft.StateLeader && slices.Contains(q.cs.GetVoters(), q.self)
+}
+
+// handOver moves leadership away from a leader that is no voter of its applied
+// configuration (it removed itself, or leadership reached the voter being removed):
+// to the voter with the highest match index, as soon as raft has one caught up. Core
+// only.
+func (q *Quorum) handOver() {
+	if q.state != raft.StateLeader || q.leads() || q.rn.BasicStatus().LeadTransferee != 0 {
+		return
+	}
+	var best, match uint64
+	q.rn.WithProgress(func(id uint64, typ raft.ProgressType, pr tracker.Progress) {
+		if typ != raft.ProgressTypeLearner && id != q.self && slices.Contains(q.cs.GetVoters(), id) && (best == 0 || pr.Match > match) {
+			best, match = id, pr.Match
+		}
+	})
+	if best != 0 {
+		q.log.Info("this leader is no voter of its configuration: moving leadership", "to", fmt.Sprintf("%x", best), "configuration", describeConfState(q.cs))
+		q.rn.TransferLeader(best)
+	}
+}
+
 // observe reads raft's role, leader and term; a leader that lost its role (or its
 // term) fails its pending proposals with ErrLost.
 func (q *Quorum) observe() {
 	bs := q.rn.BasicStatus()
-	wasLeader, oldTerm := q.state == raft.StateLeader, q.term
+	wasLeader, oldTerm := q.leads(), q.term
 	q.term, q.lead, q.state = bs.GetTerm(), bs.Lead, bs.RaftState
-	if wasLeader && (q.state != raft.StateLeader || q.term != oldTerm) {
+	if wasLeader && (!q.leads() || q.term != oldTerm) {
 		q.failPending(fmt.Errorf("%w: leadership lost in term %d", ErrLost, oldTerm))
 	}
 }
@@ -309,7 +361,7 @@ func (q *Quorum) failPending(err error) {
 // publish makes the core's image, offset and leadership visible, calls the
 // subscribers, then resolves the proposals the applied entries decided.
 func (q *Quorum) publish() {
-	lead := Leadership{Leader: NodeOf(q.lead), Term: q.term, IsLeader: q.state == raft.StateLeader}
+	lead := Leadership{Leader: NodeOf(q.lead), Term: q.term, IsLeader: q.leads()}
 	lead.ReadyForWrites = lead.IsLeader && q.appliedTerm == q.term
 	q.pub.Lock()
 	if q.pub.stopped != nil {

@@ -140,12 +140,15 @@ func (d *DiskStorage) recover() error {
 			}
 			return nil // fresh
 		}
-		return fmt.Errorf("%w: %s holds raft log segments but no snapshot", ErrCorrupt, d.dir)
 	}
-	snapIndex := snaps[len(snaps)-1]
-	snap, err := d.readSnapshot(snapIndex)
-	if err != nil {
-		return err
+	// A voter not yet added to a dynamic quorum has no snapshot until the leader
+	// sends one; it may have saved a hard state (a term, a vote) before.
+	snap, snapIndex := emptySnapshot(), uint64(0)
+	if len(snaps) > 0 {
+		snapIndex = snaps[len(snaps)-1]
+		if snap, err = d.readSnapshot(snapIndex); err != nil {
+			return err
+		}
 	}
 
 	l := newLogState()
@@ -480,14 +483,24 @@ func (d *DiskStorage) Save(hs *raftpb.HardState, ents []*raftpb.Entry, sync bool
 	if err := d.writableLocked(); err != nil {
 		return err
 	}
-	if d.mu.seg == nil {
-		return d.failLocked(errors.New("save before bootstrap"))
-	}
 	if hs == nil && len(ents) == 0 {
 		return nil
 	}
 	if err := d.mu.l.checkAppend(ents); err != nil {
 		return d.failLocked(err)
+	}
+	if d.mu.seg == nil {
+		// Not bootstrapped: a voter that waits to be added to a dynamic quorum
+		// saves its hard state before the leader's snapshot arrives.
+		if d.mu.l.snap.GetMetadata().GetIndex() != 0 {
+			return d.failLocked(errors.New("save without an active segment"))
+		}
+		if err := d.startSegmentLocked(segHeader{base: 0, reset: true}, hs, ents); err != nil {
+			return d.failLocked(err)
+		}
+		d.mu.l.setHardState(hs)
+		d.mu.l.appendEntries(ents)
+		return nil
 	}
 	buf := appendWriteFrame(d.mu.buf[:0], hs, ents)
 	d.mu.buf = buf

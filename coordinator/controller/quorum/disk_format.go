@@ -17,6 +17,7 @@ const (
 	segHeaderSize = 8 + 8 + 8 + 4 + 4 // magic, base, base term, flags, crc32c
 	segFlagReset  = 1                 // the segment starts a new log after a received snapshot
 	snapMagic     = "SMRSNP01"
+	snapMagic2    = "SMRSNP02" // with the joint configuration's fields (written only for one)
 
 	frameHeaderSize = 12 // length u32, crc32c of the length u32, crc32c of the body u32
 	frameWrite      = 1  // the only frame kind: one Save (hard state and/or entries)
@@ -168,36 +169,57 @@ func decodeWriteBody(b []byte) (*raftpb.HardState, []*raftpb.Entry, error) {
 	return hs, ents, nil
 }
 
-// encodeSnapshotFile returns the bytes of a snapshot file.
+// encodeSnapshotFile returns the bytes of a snapshot file: version 1, or version 2
+// when the configuration is joint (a change of the voters in progress), which
+// version 1 cannot hold, so that a build that reads only version 1 reads every
+// snapshot of a quorum whose voters do not change.
 func encodeSnapshotFile(snap *raftpb.Snapshot) []byte {
 	md := snap.GetMetadata()
 	cs := md.GetConfState()
+	v2 := len(cs.GetVotersOutgoing()) > 0 || len(cs.GetLearnersNext()) > 0 || cs.GetAutoLeave()
 	b := make([]byte, 0, 64+len(snap.GetData()))
-	b = append(b, snapMagic...)
+	lists := [][]uint64{cs.GetVoters(), cs.GetLearners()}
+	if v2 {
+		b = append(b, snapMagic2...)
+		lists = append(lists, cs.GetVotersOutgoing(), cs.GetLearnersNext())
+	} else {
+		b = append(b, snapMagic...)
+	}
 	b = binary.BigEndian.AppendUint64(b, md.GetIndex())
 	b = binary.BigEndian.AppendUint64(b, md.GetTerm())
-	for _, ids := range [][]uint64{cs.GetVoters(), cs.GetLearners()} {
+	for _, ids := range lists {
 		b = binary.AppendUvarint(b, uint64(len(ids)))
 		for _, id := range ids {
 			b = binary.BigEndian.AppendUint64(b, id)
 		}
+	}
+	if v2 {
+		var auto byte
+		if cs.GetAutoLeave() {
+			auto = 1
+		}
+		b = append(b, auto)
 	}
 	b = binary.BigEndian.AppendUint64(b, uint64(len(snap.GetData())))
 	b = append(b, snap.GetData()...)
 	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
 }
 
-// decodeSnapshotFile parses a snapshot file. The data aliases b.
+// decodeSnapshotFile parses a snapshot file (version 1 or 2). The data aliases b.
 func decodeSnapshotFile(b []byte) (*raftpb.Snapshot, error) {
-	if len(b) < len(snapMagic)+4 || string(b[:len(snapMagic)]) != snapMagic {
+	if len(b) < len(snapMagic)+4 || (string(b[:len(snapMagic)]) != snapMagic && string(b[:len(snapMagic)]) != snapMagic2) {
 		return nil, fmt.Errorf("%w: not a snapshot file", ErrCorrupt)
 	}
+	v2 := string(b[:len(snapMagic)]) == snapMagic2
 	if crc32.Checksum(b[:len(b)-4], castagnoli) != binary.BigEndian.Uint32(b[len(b)-4:]) {
 		return nil, fmt.Errorf("%w: snapshot checksum", ErrCorrupt)
 	}
 	d := reader{b: b[len(snapMagic) : len(b)-4]}
 	index, term := d.u64(), d.u64()
-	var lists [2][]uint64
+	lists := make([][]uint64, 2, 4)
+	if v2 {
+		lists = lists[:4]
+	}
 	for i := range lists {
 		n := d.uvarint()
 		if n > uint64(len(d.b)/8) {
@@ -205,6 +227,17 @@ func decodeSnapshotFile(b []byte) (*raftpb.Snapshot, error) {
 		}
 		for j := uint64(0); j < n; j++ {
 			lists[i] = append(lists[i], d.u64())
+		}
+	}
+	cs := &raftpb.ConfState{Voters: lists[0], Learners: lists[1]}
+	if v2 {
+		cs.VotersOutgoing, cs.LearnersNext = lists[2], lists[3]
+		switch d.byte() {
+		case 0:
+		case 1:
+			cs.AutoLeave = proto.Bool(true)
+		default:
+			return nil, fmt.Errorf("%w: snapshot auto-leave flag", ErrCorrupt)
 		}
 	}
 	size := d.u64()
@@ -216,8 +249,7 @@ func decodeSnapshotFile(b []byte) (*raftpb.Snapshot, error) {
 		return nil, fmt.Errorf("%w: snapshot: %v", ErrCorrupt, d.err)
 	}
 	return &raftpb.Snapshot{Data: data, Metadata: &raftpb.SnapshotMetadata{
-		Index: proto.Uint64(index), Term: proto.Uint64(term),
-		ConfState: raftpb.EnsureConfState(&raftpb.ConfState{Voters: lists[0], Learners: lists[1]}),
+		Index: proto.Uint64(index), Term: proto.Uint64(term), ConfState: raftpb.EnsureConfState(cs),
 	}}, nil
 }
 

@@ -14,7 +14,9 @@
 // bootstrapped with a snapshot at offset 1, term 1, that holds the voter set and
 // the image of Config.BootstrapRecords (empty, or a single-node store imported by
 // ImportLegacyStore); the first entry of the log is offset 2. A raft snapshot's data
-// is metadata.EncodeSnapshot of the image at its offset.
+// is metadata.EncodeSnapshot of the image at its offset. A configuration change
+// (EntryConfChangeV2) carries in its context an entry frame too: the
+// metadata.VotersRecord of the members after it, applied with it (membership.go).
 //
 // # Goroutines
 //
@@ -75,9 +77,17 @@
 //     with ErrLost (they may still commit: read the log to know).
 //  6. ReadyForWrites: this voter leads and has applied its term's first entry, hence
 //     every entry of earlier terms.
-//  7. The voter set is fixed at bootstrap (controller.quorum.voters) and stored with
-//     every snapshot; New refuses another set (ErrVotersChanged), and a committed
-//     conf change — which no voter proposes — is cancelled and logged.
+//  7. A static quorum's voter set is fixed at bootstrap (controller.quorum.voters)
+//     and stored with every snapshot; New refuses another set (ErrVotersChanged),
+//     and a committed conf change — which no voter proposes — is cancelled and
+//     logged. A dynamic quorum's members change only through raft's configuration
+//     changes (membership.go, voterops.go): one at a time, a controller added as a
+//     learner that votes only once caught up, voters added and removed in a joint
+//     configuration, a member's raft id a function of its node id and directory id,
+//     and the configuration and the image's VotersRecord changed by the same entry.
+//  8. A leader leads (IsLeader, proposals) only while it is a voter of its applied
+//     configuration; one that is not moves leadership to a voter (handOver), and
+//     one asked to remove itself moves it first.
 //
 // # Storage
 //
@@ -136,6 +146,10 @@
 //	+------------+-------+------+---------------+-----------------+-------------+------+--------+
 //	crc32c covers everything before it; data is metadata.EncodeSnapshot's
 //
+//	"SMRSNP02", written only for a joint configuration (a voter change in
+//	progress): after learners, voters outgoing and learners next (uvar n, n u64
+//	each) and auto-leave (u8 0 or 1), then data length, data, crc32c as above
+//
 // Writes. Bootstrap: the snapshot at 1, then segment 1 (reset) with the hard state.
 // Save: one frame, fdatasync'ed if sync. CreateSnapshot at i (an applied index): the
 // snapshot file; then, after syncing the active segment, a new segment based at i
@@ -156,7 +170,9 @@
 // with nothing but zeros after it. Anything else is ErrCorrupt, an error the operator
 // sees and nothing repaired: a bad frame with data after it, any bad frame in an
 // earlier segment, a length that fails its own checksum, a segment that does not
-// continue the log, a commit index past the last entry, segments without a snapshot.
+// continue the log, a commit index past the last entry, segments without a snapshot
+// that hold more than a hard state from offset 0 (what a controller not yet added to
+// a dynamic quorum saves before the leader's snapshot).
 // (A damaged byte in the last frame of the last segment is indistinguishable from a
 // torn write and is truncated; with fdatasync before every acknowledgement that frame
 // is the only one a crash can tear.) If the log does not hold the snapshot's index
@@ -170,13 +186,15 @@
 // entries from an offset, or SnapshotNeeded when the offset is compacted, with the
 // snapshot's offset and term; Snapshot returns its data; WaitCommitted long-polls.
 // Status is DescribeQuorum's: leader, term, commit index (the high watermark is
-// commit+1) and, on the leader, each voter's match index, lag, last contact and last
-// time caught up.
+// commit+1) and, on the leader, each voter's and each learner's match index, lag,
+// last contact and last time caught up, with its directory id; Members the
+// configuration's members with their endpoints (SubscribeMembers follows them, so
+// that the transport knows a new member's address before raft sends to it).
 //
 // # Not in scope
 //
-// Dynamic membership (adding or removing voters), learners (brokers follow the
-// committed log by fetching it, KRaft's way, not as raft learners), raft's
+// Brokers as raft learners (they follow the committed log by fetching it, KRaft's
+// way; learners are controllers being added), raft's
 // asynchronous storage writes and the leader's parallel append (thesis §10.2.1),
 // ReadIndex reads, and snapshots sent in chunks by raft (a MsgSnap carries the whole
 // snapshot; brokers read snapshots with FetchSnapshot's chunks at the net layer).
@@ -191,7 +209,11 @@
 // unsynced writes, restarts, clients proposing throughout) checking at every step:
 // one leader per term, every voter's applied log a prefix of one history, every
 // voter's image that history's image, acknowledged proposals at their offsets, and
-// convergence within a bound after heal. storage_test.go: the disk against the
+// convergence within a bound after heal. sim_members_test.go: the same checks on a
+// dynamic quorum whose voters are added, removed and whose disks are wiped during
+// the chaos (TestSimMembership), and the operator's story, one controller grown
+// to three, the leader removed, a lost disk replaced, shrunk back to one
+// (TestSimGrowShrinkReplace). storage_test.go: the disk against the
 // memory model across power losses (engine/vfs.CrashFS), torn tails, corruption,
 // compaction; FuzzStorageRecovery. realtime_test.go: three Run loops, the leader
 // killed, a new one committing within 3 s. bench_test.go: propose→commit latency on

@@ -23,8 +23,26 @@ var (
 	// ErrInvalidConfig: the Config is unusable (voters, node id, ticks).
 	ErrInvalidConfig = errors.New("quorum: invalid config")
 	// ErrVotersChanged: the storage was bootstrapped with another voter set than
-	// Config.Voters. The voter set is static: dynamic membership is not supported.
+	// Config.Voters (a static quorum), or the log's voter of this node id has
+	// another metadata directory.
 	ErrVotersChanged = errors.New("quorum: voter set differs from the stored one")
+
+	// Changes of the voter set (voterops.go), and Kafka's errors for them.
+	//
+	// ErrStaticQuorum: the log records no voter set (kraft.version 0): UNSUPPORTED_VERSION.
+	ErrStaticQuorum = errors.New("quorum: the voter set is static (kraft.version 0)")
+	// ErrVoterChangePending: another change is in progress, or the leader has not
+	// committed its term's first entry: REQUEST_TIMED_OUT.
+	ErrVoterChangePending = errors.New("quorum: a change of the voter set is in progress")
+	// ErrDuplicateVoter: the node id is a voter already: DUPLICATE_VOTER.
+	ErrDuplicateVoter = errors.New("quorum: duplicate voter")
+	// ErrVoterNotFound: no member has the node id and directory id: VOTER_NOT_FOUND.
+	ErrVoterNotFound = errors.New("quorum: voter not found")
+	// ErrInvalidVoter: the change cannot be made (the last voter, endpoints that
+	// are not valid): INVALID_REQUEST.
+	ErrInvalidVoter = errors.New("quorum: invalid change of the voter set")
+	// ErrTimeout: the change's deadline passed; it may still complete: REQUEST_TIMED_OUT.
+	ErrTimeout = errors.New("quorum: timed out")
 
 	// ErrCorrupt: stored data fails its checksum, does not parse, or is inconsistent
 	// (a gap, a lost committed entry). It is never repaired silently: an operator

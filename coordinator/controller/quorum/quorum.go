@@ -5,7 +5,9 @@ import (
 	"log/slog"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/raft/v3"
@@ -56,16 +58,15 @@ type Leadership struct {
 //  4. A proposal resolves once: success only if the committed entry at its index
 //     has its term and data.
 type Quorum struct {
-	cfg    Config
-	st     Storage
-	tr     Transport
-	log    *slog.Logger
-	self   uint64
-	voters []uint64
-	cs     *raftpb.ConfState
+	cfg  Config
+	st   Storage
+	tr   Transport
+	log  *slog.Logger
+	self uint64 // this voter's raft id (membership.go)
 
 	// Core state: the goroutine running Tick and HandleReady only.
 	rn          *raft.RawNode
+	cs          *raftpb.ConfState // the configuration of the applied log
 	image       *metadata.Image
 	applied     uint64
 	appliedTerm uint64
@@ -79,14 +80,20 @@ type Quorum struct {
 	snapReports []uint64
 	resolved    []resolved
 	failed      error
+	op          *voterOp // the voter set's change in progress (voterops.go); nil: none
 
 	notify chan struct{} // wakes Run: input was queued
+
+	// members is the configuration's raft ids, for Step and ReportUnreachable on
+	// any goroutine; the core stores a new set when the configuration changes.
+	members atomic.Pointer[memberSet]
 
 	inbox struct {
 		sync.Mutex
 		msgs        []*raftpb.Message
 		bytes       int // messageBytes of msgs
 		props       []*proposal
+		ops         []*voterOp
 		unreachable []uint64
 		stopped     error
 	}
@@ -97,10 +104,12 @@ type Quorum struct {
 		image      *metadata.Image
 		leadership Leadership
 		status     Status
+		members    []Member
 		changed    chan struct{} // closed when applied moves or the quorum stops
 		stopped    error
 		subs       []func(uint64, *metadata.Image)
 		leaderSubs []func(Leadership)
+		memberSubs []func([]Member)
 	}
 }
 
@@ -120,9 +129,12 @@ type resolved struct {
 // New returns the voter cfg describes over st, restored from it: the newest
 // snapshot's image, then (as raft hands them back) the committed entries after it.
 // A fresh st is bootstrapped first: a snapshot at offset 1, term 1, holding the
-// voter set and the image of cfg.BootstrapRecords. A st bootstrapped with another
-// voter set fails with ErrVotersChanged. When the voter set is this node alone, the
-// voter campaigns at once: its first HandleReady makes it leader.
+// configuration and the image of cfg's bootstrap records; the configuration is
+// cfg.Voters (static), or the VotersRecord of the bootstrap records (dynamic); with
+// neither, st stays fresh and the voter starts as no member, waiting for a leader to
+// add it. A static quorum's st bootstrapped with another voter set fails with
+// ErrVotersChanged. When the configuration's only voter is this one, the voter
+// campaigns at once: its first HandleReady makes it leader.
 //
 // The caller keeps ownership of st (closes it after Run returns) and of tr.
 func New(cfg Config, st Storage, tr Transport) (*Quorum, error) {
@@ -132,20 +144,15 @@ func New(cfg Config, st Storage, tr Transport) (*Quorum, error) {
 	}
 	q := &Quorum{
 		cfg: cfg, st: st, tr: tr, log: cfg.Logger.With("node", cfg.NodeID),
-		self: RaftID(cfg.NodeID), voters: raftVoters(cfg.Voters),
 		pending: map[uint64]*proposal{}, contact: map[uint64]time.Time{}, caughtUp: map[uint64]time.Time{},
 		notify: make(chan struct{}, 1),
 	}
-	q.cs = raftpb.EnsureConfState(&raftpb.ConfState{Voters: q.voters})
 	if err := q.bootstrapIfFresh(); err != nil {
 		return nil, err
 	}
 	hs, cs, err := st.InitialState()
 	if err != nil {
 		return nil, fmt.Errorf("quorum: initial state: %w", err)
-	}
-	if err := checkVoters(cs, q.voters); err != nil {
-		return nil, err
 	}
 	snap, err := st.Snapshot()
 	if err != nil {
@@ -155,13 +162,23 @@ func New(cfg Config, st Storage, tr Transport) (*Quorum, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: snapshot at %d: %v", ErrCorrupt, snap.GetMetadata().GetIndex(), err)
 	}
+	if _, dynamic := im.QuorumVoters(); len(cfg.Voters) > 0 && !dynamic {
+		if err := checkVoters(cs, raftVoters(cfg.Voters)); err != nil {
+			return nil, err
+		}
+	} else if len(cfg.Voters) > 0 {
+		q.log.Info("the metadata log records the voter set (kraft.version 1): controller.quorum.voters is not read", "voters", cfg.Voters)
+	}
+	if q.self, err = selfRaftID(cfg, cs, im); err != nil {
+		return nil, err
+	}
 	md := snap.GetMetadata()
 	first, _ := st.FirstIndex()
 	last, _ := st.LastIndex()
 	if hs.GetCommit() < md.GetIndex() || hs.GetCommit() > last || md.GetIndex()+1 < first {
 		return nil, fmt.Errorf("%w: commit %d, snapshot %d, log [%d, %d]", ErrCorrupt, hs.GetCommit(), md.GetIndex(), first, last)
 	}
-	q.image, q.applied, q.appliedTerm, q.snapIndex = im, md.GetIndex(), md.GetTerm(), md.GetIndex()
+	q.image, q.applied, q.appliedTerm, q.snapIndex, q.cs = im, md.GetIndex(), md.GetTerm(), md.GetIndex(), cloneConfState(cs)
 
 	rn, err := newRawNode(&raft.Config{
 		ID:                        q.self,
@@ -175,8 +192,9 @@ func New(cfg Config, st Storage, tr Transport) (*Quorum, error) {
 		CheckQuorum:               true,
 		PreVote:                   true,
 		DisableProposalForwarding: true,
-		StepDownOnRemoval:         true,
-		Logger:                    raftLogger{q.log},
+		StepDownOnRemoval:         false, // handOver moves leadership away instead
+
+		Logger: raftLogger{q.log},
 	})
 	if err != nil {
 		return nil, err
@@ -185,16 +203,39 @@ func New(cfg Config, st Storage, tr Transport) (*Quorum, error) {
 	q.observe()
 	q.pub.applied, q.pub.image = q.applied, q.image
 	q.pub.changed = make(chan struct{})
+	q.publishMembers()
 	q.publishStatus(cfg.Clock.Now())
-	if len(q.voters) == 1 {
+	if v := cs.GetVoters(); len(v) == 1 && v[0] == q.self && !joint(cs) {
 		// A quorum of one need not wait an election timeout.
 		if err := rn.Campaign(); err != nil {
 			return nil, fmt.Errorf("quorum: campaign: %w", err)
 		}
 	}
-	q.log.Info("quorum voter started", "voters", cfg.Voters, "term", hs.GetTerm(), "commit", hs.GetCommit(),
-		"snapshot", md.GetIndex(), "first", first, "last", last)
+	q.log.Info("quorum voter started", "raft_id", fmt.Sprintf("%x", q.self), "configuration", describeConfState(cs), "term", hs.GetTerm(),
+		"commit", hs.GetCommit(), "snapshot", md.GetIndex(), "first", first, "last", last)
 	return q, nil
+}
+
+// describeConfState is cs as raft ids in hex, the form raft's log lines use.
+func describeConfState(cs *raftpb.ConfState) string {
+	if len(confStateIDs(cs)) == 0 {
+		return "none (not a member)"
+	}
+	hex := func(ids []uint64) string {
+		parts := make([]string, len(ids))
+		for i, id := range ids {
+			parts[i] = fmt.Sprintf("%x", id)
+		}
+		return "[" + strings.Join(parts, " ") + "]"
+	}
+	out := "voters=" + hex(cs.GetVoters())
+	if joint(cs) {
+		out += "&&" + hex(cs.GetVotersOutgoing())
+	}
+	if l := append(slices.Clone(cs.GetLearners()), cs.GetLearnersNext()...); len(l) > 0 {
+		out += " learners=" + hex(l)
+	}
+	return out
 }
 
 // newRawNode is raft.NewRawNode with its panics (a storage it cannot start from)
@@ -208,6 +249,9 @@ func newRawNode(c *raft.Config) (rn *raft.RawNode, err error) {
 	return raft.NewRawNode(c)
 }
 
+// bootstrapIfFresh writes a fresh storage's first snapshot: the bootstrap records'
+// image with the initial configuration (static: cfg.Voters; dynamic: the records'
+// VotersRecord). A fresh storage of a dynamic quorum without one stays fresh.
 func (q *Quorum) bootstrapIfFresh() error {
 	fresh, err := isFresh(q.st)
 	if err != nil {
@@ -224,16 +268,34 @@ func (q *Quorum) bootstrapIfFresh() error {
 	if err != nil {
 		return fmt.Errorf("%w: bootstrap records: %v", ErrInvalidConfig, err)
 	}
+	cs := &raftpb.ConfState{Voters: raftVoters(q.cfg.Voters)}
+	if recorded, dynamic := im.QuorumVoters(); dynamic {
+		if len(q.cfg.Voters) > 0 {
+			return fmt.Errorf("%w: the bootstrap records hold a voter set (a dynamic quorum, formatted with --standalone or --initial-controllers) and controller.quorum.voters is set: use controller.quorum.bootstrap.servers", ErrInvalidConfig)
+		}
+		cs.Voters = nil
+		for _, v := range recorded {
+			if v.Learner {
+				cs.Learners = append(cs.Learners, v.RaftID)
+			} else {
+				cs.Voters = append(cs.Voters, v.RaftID)
+			}
+		}
+	} else if len(q.cfg.Voters) == 0 {
+		q.log.Info("no initial voters (formatted with --no-initial-controllers): waiting to be added to the quorum")
+		return nil
+	}
+	cs = raftpb.EnsureConfState(cs)
 	data, err := metadata.EncodeSnapshot(nil, im)
 	if err != nil {
 		return fmt.Errorf("%w: bootstrap records: %v", ErrInvalidConfig, err)
 	}
 	snap := &raftpb.Snapshot{Data: data, Metadata: &raftpb.SnapshotMetadata{
-		Index: proto.Uint64(1), Term: proto.Uint64(1), ConfState: cloneConfState(q.cs)}}
+		Index: proto.Uint64(1), Term: proto.Uint64(1), ConfState: cs}}
 	if err := q.st.Bootstrap(snap); err != nil {
 		return fmt.Errorf("quorum: bootstrap: %w", err)
 	}
-	q.log.Info("quorum storage bootstrapped", "voters", q.cfg.Voters, "records", len(boot))
+	q.log.Info("quorum storage bootstrapped", "configuration", describeConfState(cs), "records", len(boot))
 	return nil
 }
 
@@ -242,7 +304,7 @@ func checkVoters(cs *raftpb.ConfState, voters []uint64) error {
 	got := slices.Clone(cs.GetVoters())
 	slices.Sort(got)
 	if !slices.Equal(got, voters) || len(cs.GetLearners()) > 0 || len(cs.GetVotersOutgoing()) > 0 || len(cs.GetLearnersNext()) > 0 {
-		return fmt.Errorf("%w: stored voters %v, controller.quorum.voters %v (the voter set is fixed when the metadata log is created; dynamic membership is not supported)",
+		return fmt.Errorf("%w: stored voters %v, controller.quorum.voters %v (a static voter set is fixed when the metadata log is created; to change it, upgrade kraft.version to 1 and use AddRaftVoter and RemoveRaftVoter)",
 			ErrVotersChanged, nodeIDs(got), nodeIDs(voters))
 	}
 	return nil
@@ -304,12 +366,13 @@ func encodeProposal(recs []metadata.Record) ([]byte, error) {
 	return data, nil
 }
 
-// Step queues a message from another voter for the core. Messages not addressed to
-// this voter, not from a voter, raft-local, or proposals (voters never forward
-// them) are dropped, as are messages beyond a bounded queue (raft retransmits).
-// Safe from any goroutine; it never blocks.
+// Step queues a message from another member for the core. Messages not addressed
+// to this voter, not from a member of its configuration (from anyone while it is no
+// member: memberSet), raft-local, or proposals (voters never forward them) are
+// dropped, as are messages beyond a bounded queue (raft retransmits). Safe from any
+// goroutine; it never blocks.
 func (q *Quorum) Step(m *raftpb.Message) {
-	if m == nil || m.GetTo() != q.self || !slices.Contains(q.voters, m.GetFrom()) || m.GetFrom() == q.self ||
+	if m == nil || m.GetTo() != q.self || m.GetFrom() == q.self || !q.members.Load().accepts(m.GetFrom()) ||
 		raft.IsLocalMsg(m.GetType()) || m.GetType() == raftpb.MsgProp {
 		return
 	}
@@ -335,13 +398,13 @@ func messageBytes(m *raftpb.Message) int {
 // ReportUnreachable tells raft that the last messages to node may have been lost (a
 // transport whose connection broke). Safe from any goroutine.
 func (q *Quorum) ReportUnreachable(node int32) {
-	id := RaftID(node)
-	if !slices.Contains(q.voters, id) || id == q.self {
-		return
-	}
+	ms := q.members.Load()
+	ids := ms.raftIDsOf(node)
 	q.inbox.Lock()
-	if len(q.inbox.unreachable) < len(q.voters)*4 {
-		q.inbox.unreachable = append(q.inbox.unreachable, id)
+	for _, id := range ids {
+		if id != q.self && len(q.inbox.unreachable) < len(ms.ids)*4 {
+			q.inbox.unreachable = append(q.inbox.unreachable, id)
+		}
 	}
 	q.inbox.Unlock()
 	q.wake()

@@ -19,7 +19,6 @@ func TestConfigRefused(t *testing.T) {
 	}{
 		{Config{NodeID: 4, Voters: []int32{1, 2, 3}}, "not among controller.quorum.voters"},
 		{Config{NodeID: 1, Voters: []int32{1, 2, 2}}, "listed twice"},
-		{Config{NodeID: 1}, "no voters"},
 		{Config{NodeID: 1, Voters: []int32{1}, ElectionTicks: 2, HeartbeatTicks: 2}, "election ticks"},
 	} {
 		_, err := New(c.cfg, NewMemStorage(), dropTransport{})

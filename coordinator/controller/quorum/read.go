@@ -10,15 +10,19 @@ import (
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
 	"go.etcd.io/raft/v3/tracker"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/samsa-broker/samsa/coordinator/metadata"
 )
 
 // Entry is one committed metadata log entry.
 type Entry struct {
 	Offset uint64 // raft index
 	Term   uint64
-	// Data is the entry's metadata.EncodeEntry frame, nil for an entry without
-	// records (raft's empty entry of a new term, a conf change). Shared with the
-	// storage: do not modify.
+	// Data is the entry's metadata.EncodeEntry frame: a normal entry's data, a
+	// configuration change's context (its VotersRecord); nil for an entry without
+	// records (raft's empty entry of a new term, raft's leaving of a joint
+	// configuration). Shared with the storage: do not modify.
 	Data []byte
 }
 
@@ -69,12 +73,27 @@ func (q *Quorum) ReadCommitted(from uint64, maxBytes int) (ReadResult, error) {
 	}
 	res.Entries = make([]Entry, len(ents))
 	for i, e := range ents {
-		res.Entries[i] = Entry{Offset: e.GetIndex(), Term: e.GetTerm()}
-		if e.GetType() == raftpb.EntryNormal && len(e.GetData()) > 0 {
-			res.Entries[i].Data = e.GetData()
-		}
+		res.Entries[i] = Entry{Offset: e.GetIndex(), Term: e.GetTerm(), Data: entryRecords(e)}
 	}
 	return res, nil
+}
+
+// entryRecords returns the metadata entry frame an entry carries: a normal entry's
+// data, a configuration change's context (the VotersRecord of the members after it),
+// nil for none.
+func entryRecords(e *raftpb.Entry) []byte {
+	switch e.GetType() {
+	case raftpb.EntryNormal:
+		if len(e.GetData()) > 0 {
+			return e.GetData()
+		}
+	case raftpb.EntryConfChangeV2:
+		cc := &raftpb.ConfChangeV2{}
+		if proto.Unmarshal(e.GetData(), cc) == nil && len(cc.GetContext()) > 0 {
+			return cc.GetContext()
+		}
+	}
+	return nil
 }
 
 // Snapshot returns the newest snapshot: its offset (raft index), term and data
@@ -123,13 +142,17 @@ type Status struct {
 	// FirstIndex and LastIndex bound the retained log; SnapshotIndex is the newest
 	// snapshot's.
 	FirstIndex, LastIndex, SnapshotIndex uint64
-	// Voters, on the leader only, is every voter's replication state, by id.
-	Voters []VoterStatus
+	// Voters, on the leader only, is every voter's replication state, by id;
+	// Learners the same of the controllers being added (DescribeQuorum's
+	// observers).
+	Voters, Learners []VoterStatus
 }
 
-// VoterStatus is one voter's replication state as the leader sees it.
+// VoterStatus is one member's replication state as the leader sees it.
 type VoterStatus struct {
-	ID int32
+	ID          int32
+	DirectoryID metadata.UUID // zero: not recorded (a static quorum)
+	RaftID      uint64
 	// MatchIndex is the last index known replicated on the voter; Lag is the
 	// leader's last index minus it.
 	MatchIndex, Lag uint64
@@ -144,7 +167,7 @@ func (q *Quorum) Status() Status {
 	q.pub.Lock()
 	defer q.pub.Unlock()
 	s := q.pub.status
-	s.Voters = slices.Clone(s.Voters)
+	s.Voters, s.Learners = slices.Clone(s.Voters), slices.Clone(s.Learners)
 	return s
 }
 
@@ -170,18 +193,30 @@ func (q *Quorum) publishStatus(now time.Time) {
 	s := &q.pub.status
 	*s = Status{NodeID: q.cfg.NodeID, Leader: NodeOf(bs.Lead), Term: bs.GetTerm(), Role: roleName(bs.RaftState),
 		CommitIndex: bs.GetCommit(), AppliedIndex: q.applied, FirstIndex: first, LastIndex: last,
-		SnapshotIndex: q.snapIndex, Voters: s.Voters[:0]}
+		SnapshotIndex: q.snapIndex, Voters: s.Voters[:0], Learners: s.Learners[:0]}
 	if bs.RaftState != raft.StateLeader {
-		s.Voters = s.Voters[:0]
 		return
 	}
 	q.contact[q.self] = now
-	q.rn.WithProgress(func(id uint64, _ raft.ProgressType, pr tracker.Progress) {
+	recorded, _ := q.image.QuorumVoters()
+	q.rn.WithProgress(func(id uint64, typ raft.ProgressType, pr tracker.Progress) {
 		if pr.Match >= last {
 			q.caughtUp[id] = now
 		}
-		s.Voters = append(s.Voters, VoterStatus{ID: NodeOf(id), MatchIndex: pr.Match, Lag: last - min(pr.Match, last),
-			LastContact: q.contact[id], LastCaughtUp: q.caughtUp[id]})
+		vs := VoterStatus{ID: NodeOf(id), RaftID: id, MatchIndex: pr.Match, Lag: last - min(pr.Match, last),
+			LastContact: q.contact[id], LastCaughtUp: q.caughtUp[id]}
+		for _, v := range recorded {
+			if v.RaftID == id {
+				vs.DirectoryID = v.DirectoryID
+			}
+		}
+		if typ == raft.ProgressTypeLearner {
+			s.Learners = append(s.Learners, vs)
+		} else {
+			s.Voters = append(s.Voters, vs)
+		}
 	})
-	slices.SortFunc(s.Voters, func(a, b VoterStatus) int { return int(a.ID) - int(b.ID) })
+	byID := func(a, b VoterStatus) int { return int(a.ID) - int(b.ID) }
+	slices.SortFunc(s.Voters, byID)
+	slices.SortFunc(s.Learners, byID)
 }

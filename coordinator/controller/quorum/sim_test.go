@@ -49,6 +49,7 @@ const (
 	evFault
 	evRestart
 	evHeal
+	evMembers // a change of the voter set (sim_members_test.go)
 )
 
 type event struct {
@@ -108,6 +109,8 @@ func drawParams(rng *rand.Rand, voters int, chaos time.Duration) simParams {
 
 type simNode struct {
 	id      int32
+	dir     metadata.UUID     // a dynamic quorum's directory id (sim_members_test.go)
+	boot    []metadata.Record // a dynamic quorum's format records
 	st      *MemStorage
 	q       *Quorum
 	gen     int
@@ -157,6 +160,12 @@ type sim struct {
 
 	installTime time.Duration // wall time of HandleReady on delivered snapshots
 	stats       simStats
+
+	// dynamic: the nodes are controllers of a dynamic quorum (their dir and boot
+	// make their Config; sim_members_test.go); convergence is then asked of the
+	// members of the leader's configuration only.
+	dynamic bool
+	members *simMembers
 }
 
 type simStats struct {
@@ -230,7 +239,11 @@ func (s *sim) fatalf(format string, args ...any) {
 	if longRun() {
 		env = "SAMSA_LONG=1 "
 	}
-	fmt.Fprintf(&b, "replay: %sgo test ./coordinator/controller/quorum -run '^TestSim$/voters=%d' -seed %d -simtrace -v\n", env, s.p.voters, s.seed)
+	run := fmt.Sprintf("'^TestSim$/voters=%d'", s.p.voters)
+	if s.dynamic {
+		run = "'^TestSimMembership$'"
+	}
+	fmt.Fprintf(&b, "replay: %sgo test ./coordinator/controller/quorum -run %s -seed %d -simtrace -v\n", env, run, s.seed)
 	s.t.Fatal(b.String())
 }
 
@@ -267,8 +280,12 @@ func (s *sim) schedule(e *event) {
 }
 
 func (s *sim) config(i int) Config {
-	return Config{NodeID: s.voters[i], Voters: s.voters, ElectionTicks: simElection, HeartbeatTicks: simHeartbeat,
+	c := Config{NodeID: s.nodes[i].id, Voters: s.voters, ElectionTicks: simElection, HeartbeatTicks: simHeartbeat,
 		TickInterval: simTick, SnapshotEntries: s.p.snapshotEntries, Clock: simClock{s}}
+	if s.dynamic {
+		c.Voters, c.DirectoryID, c.FormatRecords = nil, s.nodes[i].dir, s.nodes[i].boot
+	}
+	return c
 }
 
 // start (re)creates node i's Quorum from its storage and starts its ticks.
@@ -639,6 +656,8 @@ func (s *sim) step(e *event) {
 	case evClient:
 		s.clientStep()
 		s.schedule(&event{at: s.now + time.Duration(1+s.rng.Int64N(int64(s.p.clientEvery))), kind: evClient})
+	case evMembers:
+		s.membersStep()
 	case evFault:
 		if !s.healed {
 			s.faultStep()
@@ -659,6 +678,9 @@ func (s *sim) step(e *event) {
 		}
 	}
 	s.pollClients()
+	if s.members != nil {
+		s.pollMembers()
+	}
 }
 
 // heal ends the chaos: every node up, no partition, no loss or duplication.
@@ -684,6 +706,9 @@ func (s *sim) converged() bool {
 		return false
 	}
 	for _, n := range s.nodes {
+		if s.dynamic && !s.isMember(n) {
+			continue // a controller removed (or never added) follows no more entries
+		}
 		if off, _ := n.q.Committed(); off < s.target {
 			return false
 		}

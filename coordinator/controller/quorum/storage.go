@@ -219,5 +219,7 @@ func cloneHardState(hs *raftpb.HardState) *raftpb.HardState {
 }
 
 func cloneConfState(cs *raftpb.ConfState) *raftpb.ConfState {
-	return raftpb.EnsureConfState(&raftpb.ConfState{Voters: slices.Clone(cs.GetVoters()), Learners: slices.Clone(cs.GetLearners())})
+	return raftpb.EnsureConfState(&raftpb.ConfState{Voters: slices.Clone(cs.GetVoters()), Learners: slices.Clone(cs.GetLearners()),
+		VotersOutgoing: slices.Clone(cs.GetVotersOutgoing()), LearnersNext: slices.Clone(cs.GetLearnersNext()),
+		AutoLeave: proto.Bool(cs.GetAutoLeave())})
 }
