@@ -178,8 +178,10 @@ func featureUpdates(op string, o featuresOpts) ([]featureUpdate, error) {
 			return nil, fmt.Errorf("Unknown metadata.version %s. Supported metadata.version are %s", o.release, metadataVersionList())
 		}
 		for name, level := range metadata.ReleaseLevels(mv.Level) {
-			// Don't ask to upgrade a feature to 0.
-			if typ != 1 || level > 0 {
+			// Don't ask to upgrade a feature to 0. kraft.version is left as it
+			// is: its upgrade makes the voter set dynamic, an operator's step
+			// of its own (--feature kraft.version=1).
+			if name != metadata.FeatureKRaftVersion && (typ != 1 || level > 0) {
 				byName[name] = level
 			}
 		}

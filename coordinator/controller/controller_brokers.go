@@ -357,8 +357,10 @@ const MetadataTopic = "__cluster_metadata"
 
 // describeQuorumLocked is DescribeQuorum (55) from the voter's Status: the leader,
 // its term as the epoch, the high watermark (commit index + 1), each voter's log end
-// and contact times, and the brokers as observers (the metadata offset their last
-// heartbeat reported).
+// and contact times with its directory id, and as observers the controllers being
+// added (raft learners, with their directory ids) and the brokers (the metadata
+// offset their last heartbeat reported); v2's Nodes are the voters' and learners'
+// endpoints.
 func (c *Controller) describeQuorumLocked(r *kmsg.DescribeQuorumRequest) *op {
 	resp := r.ResponseKind().(*kmsg.DescribeQuorumResponse)
 	resp.SetVersion(r.GetVersion())
@@ -381,14 +383,21 @@ func (c *Controller) describeQuorumLocked(r *kmsg.DescribeQuorumRequest) *op {
 				continue
 			}
 			rp.LeaderID, rp.LeaderEpoch, rp.HighWatermark = st.Leader, int32(min(st.Term, math.MaxInt32)), int64(st.CommitIndex+1)
-			for _, v := range st.Voters {
+			state := func(v VoterStatus) kmsg.DescribeQuorumResponseTopicPartitionReplicaState {
 				rs := kmsg.NewDescribeQuorumResponseTopicPartitionReplicaState()
-				rs.ReplicaID, rs.LogEndOffset = v.ID, int64(v.MatchIndex+1)
+				rs.ReplicaID, rs.ReplicaDirectoryID, rs.LogEndOffset = v.ID, v.DirectoryID, int64(v.MatchIndex+1)
+				rs.LastFetchTimestamp, rs.LastCaughtUpTimestamp = ms(v.LastContact), ms(v.LastCaughtUp)
+				return rs
+			}
+			for _, v := range st.Voters {
+				rs := state(v)
 				if v.ID == st.NodeID {
 					rs.LogEndOffset = int64(st.LastIndex + 1)
 				}
-				rs.LastFetchTimestamp, rs.LastCaughtUpTimestamp = ms(v.LastContact), ms(v.LastCaughtUp)
 				rp.CurrentVoters = append(rp.CurrentVoters, rs)
+			}
+			for _, v := range st.Learners {
+				rp.Observers = append(rp.Observers, state(v))
 			}
 			ids := make([]int32, 0, len(c.mu.sessions))
 			for id := range c.mu.sessions {
@@ -406,16 +415,36 @@ func (c *Controller) describeQuorumLocked(r *kmsg.DescribeQuorumRequest) *op {
 		resp.Topics = append(resp.Topics, rt)
 	}
 	if r.GetVersion() >= 2 {
-		ids := make([]int32, 0, len(c.cfg.VoterListeners))
-		for id := range c.cfg.VoterListeners {
-			ids = append(ids, id)
-		}
-		sortInt32s(ids)
-		for _, id := range ids {
-			n := kmsg.NewDescribeQuorumResponseNode()
-			n.NodeID, n.Listeners = id, c.cfg.VoterListeners[id]
-			resp.Nodes = append(resp.Nodes, n)
-		}
+		resp.Nodes = quorumNodes(st, c.cfg.VoterListeners)
 	}
 	return &op{resp: resp}
+}
+
+// quorumNodes are DescribeQuorum v2's Nodes: the endpoints the metadata log records
+// of each voter and learner (a dynamic quorum), else the configured ones
+// (controller.quorum.voters), by id.
+func quorumNodes(st QuorumStatus, static map[int32][]kmsg.DescribeQuorumResponseNodeListener) []kmsg.DescribeQuorumResponseNode {
+	byID := map[int32][]kmsg.DescribeQuorumResponseNodeListener{}
+	for _, v := range append(slices.Clone(st.Voters), st.Learners...) {
+		for _, e := range v.Endpoints {
+			l := kmsg.NewDescribeQuorumResponseNodeListener()
+			l.Name, l.Host, l.Port = e.Name, e.Host, e.Port
+			byID[v.ID] = append(byID[v.ID], l)
+		}
+	}
+	if len(byID) == 0 {
+		byID = static
+	}
+	ids := make([]int32, 0, len(byID))
+	for id := range byID {
+		ids = append(ids, id)
+	}
+	sortInt32s(ids)
+	var out []kmsg.DescribeQuorumResponseNode
+	for _, id := range ids {
+		n := kmsg.NewDescribeQuorumResponseNode()
+		n.NodeID, n.Listeners = id, byID[id]
+		out = append(out, n)
+	}
+	return out
 }

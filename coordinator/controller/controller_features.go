@@ -56,7 +56,9 @@ var disabled = metadata.VersionRange{}
 //     metadata (MetadataChanged), never an unsafe one (Kafka does not do them either);
 //   - every finalized level, updated or not, keeps its dependencies
 //     (metadata.CheckDependencies; Kafka checks those of the updated features only);
-//   - kraft.version is never written (Samsa supports only 0, a static voter set).
+//   - kraft.version: an upgrade from 0 to 1 makes a static quorum dynamic (KIP-853:
+//     the caller adds the VotersRecord of the voters, KRaftUpgradeRecord); it is
+//     never downgraded ("Can't downgrade the version of this feature.", Kafka's).
 //
 // On a log without feature records the records finalize every level (the current
 // ones, then the updates), metadata.version first.
@@ -85,15 +87,16 @@ func UpdateFeatureRecords(im *metadata.Image, current map[string]int16, nodeID i
 		if msg := checkFeatureUpdate(im, current, proposed, local, nodeID, u, live); msg != "" {
 			return nil, msg
 		}
-		if n != metadata.FeatureKRaftVersion {
-			recs = append(recs, &metadata.FeatureLevelRecord{Name: n, Level: u.Level})
+		if n == metadata.FeatureKRaftVersion && u.Level == current[n] {
+			continue // kraft.version is written once, with the voters
 		}
+		recs = append(recs, &metadata.FeatureLevelRecord{Name: n, Level: u.Level})
 	}
 	if !im.FeaturesRecorded() {
 		recs = recs[:0]
 		all := make([]string, 0, len(proposed))
 		for n, l := range proposed {
-			if n != metadata.FeatureMetadataVersion && n != metadata.FeatureKRaftVersion && l > 0 {
+			if n != metadata.FeatureMetadataVersion && l > 0 {
 				all = append(all, n)
 			}
 		}
@@ -151,6 +154,9 @@ func checkFeatureUpdate(im *metadata.Image, current, proposed map[string]int16, 
 		return invalid("Can't downgrade the version of this feature without setting the upgrade type to either safe or unsafe downgrade.")
 	case u.Level > cur && u.Type != UpgradeTypeUpgrade:
 		return invalid("Can't downgrade to a newer version.")
+	}
+	if u.Name == metadata.FeatureKRaftVersion && u.Level < cur {
+		return invalid("Can't downgrade the version of this feature.")
 	}
 	if u.Name == metadata.FeatureMetadataVersion && u.Level < cur && metadata.MetadataChanged(cur, u.Level) {
 		why := "Refusing to perform the requested downgrade because it might delete metadata information."
@@ -237,6 +243,9 @@ func RegistrationFeatureCheck(im *metadata.Image, features []metadata.BrokerFeat
 	}
 	slices.Sort(names)
 	for _, n := range names {
+		if n == metadata.FeatureKRaftVersion {
+			continue // the quorum's, not the brokers' (Kafka does not check it either)
+		}
 		r := brokerSupports(b, n)
 		if level := fin[n]; !r.Contains(level) {
 			return fmt.Sprintf("Unable to register because the broker does not support finalized version %d of %s. The broker wants a version between %d and %d, inclusive.",
@@ -298,9 +307,40 @@ func (c *Controller) updateFeaturesLocked(r *kmsg.UpdateFeaturesRequest) *op {
 	if r.ValidateOnly || len(recs) == 0 {
 		return &op{resp: resp}
 	}
+	if up := KRaftUpgradeRecord(im, recs, c.q.Status(), c.cfg.VoterListeners); up != nil {
+		recs = append(recs, up)
+		c.log.Info("controller: the voter set becomes dynamic (kraft.version 1)", "voters", len(up.Voters))
+	}
 	for _, rec := range recs {
 		fl := rec.(*metadata.FeatureLevelRecord)
 		c.log.Info("controller: finalizing a feature level", "feature", fl.Name, "level", fl.Level, "was", configs.FinalizedLevels(im, c.layers(im, ""))[fl.Name])
 	}
 	return &op{recs: recs, finish: func(uint64) kmsg.Response { return resp }}
+}
+
+// KRaftUpgradeRecord returns the VotersRecord that goes with recs when they raise
+// kraft.version from 0 to 1 on image im (nil otherwise): the static quorum's voters
+// (st, the leader's view) with raft ids node id + 1, no directory id yet (each voter
+// records its own with UpdateRaftVoter once it reads the level) and the endpoints of
+// controller.quorum.voters (listeners).
+func KRaftUpgradeRecord(im *metadata.Image, recs []metadata.Record, st QuorumStatus, listeners map[int32][]kmsg.DescribeQuorumResponseNodeListener) *metadata.VotersRecord {
+	if _, dynamic := im.QuorumVoters(); dynamic || im.FinalizedLevel(metadata.FeatureKRaftVersion) >= 1 {
+		return nil
+	}
+	raised := slices.ContainsFunc(recs, func(r metadata.Record) bool {
+		fl, ok := r.(*metadata.FeatureLevelRecord)
+		return ok && fl.Name == metadata.FeatureKRaftVersion && fl.Level >= 1
+	})
+	if !raised {
+		return nil
+	}
+	out := &metadata.VotersRecord{}
+	for _, v := range st.Voters {
+		qv := metadata.QuorumVoter{ID: v.ID, RaftID: uint64(v.ID) + 1, KRaftVersion: metadata.SupportedFeatures()[metadata.FeatureKRaftVersion]}
+		for _, l := range listeners[v.ID] {
+			qv.Endpoints = append(qv.Endpoints, metadata.VoterEndpoint{Name: l.Name, Host: l.Host, Port: l.Port})
+		}
+		out.Voters = append(out.Voters, qv)
+	}
+	return out
 }

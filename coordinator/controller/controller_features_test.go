@@ -56,6 +56,8 @@ func TestUpdateFeatureRecords(t *testing.T) {
 		return FeatureUpdate{name, level, UpgradeTypeUnsafeDowngrade}
 	}
 	old := []metadata.BrokerFeature(nil)
+	static44 := maps.Clone(at44) // formatted with controller.quorum.voters
+	static44["kraft.version"] = 0
 	for _, tc := range []struct {
 		name    string
 		levels  map[string]int16
@@ -106,8 +108,12 @@ func TestUpdateFeatureRecords(t *testing.T) {
 			msg: "Invalid update version 25 for feature metadata.version. share.version could not be set to 1 because it depends on metadata.version level 27"},
 		{name: "both at once", levels: at42, fourth: thisBuild(), updates: []FeatureUpdate{down("metadata.version", 25), down("share.version", 0)},
 			want: map[string]int16{"metadata.version": 25, "share.version": 0}},
-		{name: "kraft.version stays 0", levels: at44, fourth: thisBuild(), updates: []FeatureUpdate{up("kraft.version", 1)},
-			msg: "Invalid update version 1 for feature kraft.version. Local controller 1 does not support this feature."},
+		{name: "kraft.version from 0 to 1", levels: static44, fourth: thisBuild(), updates: []FeatureUpdate{up("kraft.version", 1)},
+			want: map[string]int16{"kraft.version": 1}},
+		{name: "kraft.version is not downgraded", levels: at44, fourth: thisBuild(), updates: []FeatureUpdate{down("kraft.version", 0)},
+			msg: "Invalid update version 0 for feature kraft.version. Can't downgrade the version of this feature."},
+		{name: "kraft.version 2 does not exist", levels: at44, fourth: thisBuild(), updates: []FeatureUpdate{up("kraft.version", 2)},
+			msg: "Invalid update version 2 for feature kraft.version. Local controller 1 only supports versions 0-1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			im := featureImage(t, tc.levels, tc.fourth, tc.fenced)
@@ -370,5 +376,29 @@ func TestLiveFeatures(t *testing.T) {
 	}
 	if _, ok := HeartbeatFeatures(kmsg.NewPtrBrokerHeartbeatRequest()); ok {
 		t.Fatal("features read from a heartbeat without the tag")
+	}
+}
+
+// TestKRaftUpgradeRecord: raising kraft.version from 0 to 1 records the static
+// voters, with node id + 1 as raft ids and controller.quorum.voters' endpoints; a
+// dynamic quorum, or records that do not raise it, get none.
+func TestKRaftUpgradeRecord(t *testing.T) {
+	im := featureImage(t, map[string]int16{"metadata.version": 33}, thisBuild(), false)
+	st := QuorumStatus{Voters: []VoterStatus{{ID: 1}, {ID: 2}}}
+	listeners := map[int32][]kmsg.DescribeQuorumResponseNodeListener{1: {{Name: "CONTROLLER", Host: "h1", Port: 9093}}, 2: {{Name: "CONTROLLER", Host: "h2", Port: 9193}}}
+	raise := []metadata.Record{&metadata.FeatureLevelRecord{Name: "kraft.version", Level: 1}}
+	up := KRaftUpgradeRecord(im, raise, st, listeners)
+	if up == nil || len(up.Voters) != 2 || up.Voters[1].RaftID != 3 || up.Voters[1].Endpoints[0].Host != "h2" || up.Voters[0].DirectoryID != metadata.ZeroUUID {
+		t.Fatalf("upgrade record %+v", up)
+	}
+	next := mustApply(t, im, append(raise, up)...)
+	if vs, ok := next.QuorumVoters(); !ok || len(vs) != 2 || next.FinalizedLevel("kraft.version") != 1 {
+		t.Fatalf("after the upgrade: %+v", vs)
+	}
+	if KRaftUpgradeRecord(next, raise, st, listeners) != nil {
+		t.Fatal("a dynamic quorum got another voter set")
+	}
+	if KRaftUpgradeRecord(im, []metadata.Record{&metadata.FeatureLevelRecord{Name: "group.version", Level: 1}}, st, listeners) != nil {
+		t.Fatal("records that do not raise kraft.version got a voter set")
 	}
 }

@@ -48,8 +48,10 @@ type QuorumStatus struct {
 	Term        uint64
 	CommitIndex uint64 // the high watermark is CommitIndex+1
 	LastIndex   uint64 // the last index of this voter's log
-	// Voters, on the leader only, is every voter's replication state, by id.
-	Voters []VoterStatus
+	// Voters, on the leader only, is every voter's replication state, by id;
+	// Learners the same of the controllers being added to a dynamic quorum
+	// (DescribeQuorum lists them as observers).
+	Voters, Learners []VoterStatus
 }
 
 // VoterStatus is one voter's replication state as the leader sees it.
@@ -57,6 +59,10 @@ type VoterStatus struct {
 	ID                        int32
 	MatchIndex                uint64
 	LastContact, LastCaughtUp time.Time
+	// DirectoryID and Endpoints are what the metadata log records of the voter
+	// (zero and none in a static quorum: controller.quorum.voters has them).
+	DirectoryID metadata.UUID
+	Endpoints   []metadata.VoterEndpoint
 }
 
 // CommittedLog is what a MetadataSource over a local voter reads (a combined node's

@@ -196,8 +196,12 @@ func (f Feature) level(l int16) (FeatureLevel, bool) {
 // features are the features other than metadata.version, by name. Each lists only
 // the levels Samsa supports:
 //
-//   - kraft.version 0: a static voter set (controller.quorum.voters); Kafka's level 1
-//     (KIP-853, a dynamic quorum) is not built.
+//   - kraft.version 0-1: 0 is a static voter set (controller.quorum.voters), 1 a
+//     dynamic one (KIP-853: the log records the voters, VotersRecord, and
+//     AddRaftVoter, RemoveRaftVoter and UpdateRaftVoter change them); Kafka's
+//     default from 3.9-IV0, which its format command, as Samsa's, applies only to
+//     a quorum formatted without controller.quorum.voters (--standalone,
+//     --initial-controllers, --no-initial-controllers).
 //   - transaction.version 0-2: 2 is KIP-890 part 2, an epoch bump at every
 //     transaction (coordinator/txn); Kafka's default from 4.0-IV2.
 //   - group.version 0-1: 1 serves the consumer rebalance protocol (KIP-848,
@@ -210,7 +214,7 @@ func (f Feature) level(l int16) (FeatureLevel, bool) {
 var features = []Feature{
 	{Name: FeatureELRVersion, Levels: []FeatureLevel{{Level: 0}}},
 	{Name: FeatureGroupVersion, Levels: []FeatureLevel{{Level: 0}, {Level: 1, Bootstrap: 22}}},
-	{Name: FeatureKRaftVersion, Levels: []FeatureLevel{{Level: 0}}},
+	{Name: FeatureKRaftVersion, Levels: []FeatureLevel{{Level: 0}, {Level: 1, Bootstrap: 21}}},
 	{Name: FeatureShareVersion, Levels: []FeatureLevel{{Level: 0}, {Level: 1, Bootstrap: 28, DependsOn: map[string]int16{FeatureMetadataVersion: 27}}}},
 	{Name: FeatureStreamsVersion, Levels: []FeatureLevel{{Level: 0}, {Level: 1, Bootstrap: 29}}},
 	{Name: FeatureTransactionVersion, Levels: []FeatureLevel{{Level: 0}, {Level: 1, Bootstrap: 24}, {Level: 2, Bootstrap: 24}}},

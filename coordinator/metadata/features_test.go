@@ -123,7 +123,8 @@ func mustSnapshot(t *testing.T, im *Image) []byte {
 
 // TestReleaseLevels is the table of release versions and the levels a cluster
 // formatted at each starts with (Kafka's Feature.defaultLevel, capped at the levels
-// Samsa supports: eligible.leader.replicas.version and kraft.version stay 0).
+// Samsa supports: eligible.leader.replicas.version stays 0; kraft.version is 1 from
+// 3.9-IV0, as Kafka's, which the format command applies to dynamic quorums only).
 func TestReleaseLevels(t *testing.T) {
 	type row struct {
 		mv                                  int16
@@ -133,15 +134,15 @@ func TestReleaseLevels(t *testing.T) {
 		release string
 		want    row
 	}{
-		{"3.9", row{21, 0, 0, 0, 0, 0, 0}},
-		{"4.0", row{25, 2, 1, 0, 0, 0, 0}},
-		{"4.0-IV1", row{23, 0, 1, 0, 0, 0, 0}},
-		{"4.1", row{27, 2, 1, 0, 0, 0, 0}},
-		{"4.2", row{29, 2, 1, 1, 1, 0, 0}},
-		{"4.2-IV0", row{28, 2, 1, 1, 0, 0, 0}},
-		{"4.3", row{30, 2, 1, 1, 1, 0, 0}},
-		{"4.4", row{33, 2, 1, 1, 1, 0, 0}},
-		{"4.4.1", row{33, 2, 1, 1, 1, 0, 0}},
+		{"3.9", row{21, 0, 0, 0, 0, 0, 1}},
+		{"4.0", row{25, 2, 1, 0, 0, 0, 1}},
+		{"4.0-IV1", row{23, 0, 1, 0, 0, 0, 1}},
+		{"4.1", row{27, 2, 1, 0, 0, 0, 1}},
+		{"4.2", row{29, 2, 1, 1, 1, 0, 1}},
+		{"4.2-IV0", row{28, 2, 1, 1, 0, 0, 1}},
+		{"4.3", row{30, 2, 1, 1, 1, 0, 1}},
+		{"4.4", row{33, 2, 1, 1, 1, 0, 1}},
+		{"4.4.1", row{33, 2, 1, 1, 1, 0, 1}},
 	} {
 		mv, err := ParseMetadataVersion(tc.release)
 		if err != nil {

@@ -44,8 +44,22 @@ func (v voter) CurrentLeadership() controller.Leadership {
 func (v voter) Status() controller.QuorumStatus {
 	s := v.q.Status()
 	out := controller.QuorumStatus{NodeID: s.NodeID, Leader: s.Leader, Term: s.Term, CommitIndex: s.CommitIndex, LastIndex: s.LastIndex}
+	if len(s.Voters) == 0 {
+		return out
+	}
+	endpoints := map[uint64][]metadata.VoterEndpoint{}
+	for _, m := range v.q.Members() {
+		endpoints[m.RaftID] = m.Endpoints
+	}
+	conv := func(vs quorum.VoterStatus) controller.VoterStatus {
+		return controller.VoterStatus{ID: vs.ID, MatchIndex: vs.MatchIndex, LastContact: vs.LastContact, LastCaughtUp: vs.LastCaughtUp,
+			DirectoryID: vs.DirectoryID, Endpoints: endpoints[vs.RaftID]}
+	}
 	for _, vs := range s.Voters {
-		out.Voters = append(out.Voters, controller.VoterStatus{ID: vs.ID, MatchIndex: vs.MatchIndex, LastContact: vs.LastContact, LastCaughtUp: vs.LastCaughtUp})
+		out.Voters = append(out.Voters, conv(vs))
+	}
+	for _, vs := range s.Learners {
+		out.Learners = append(out.Learners, conv(vs))
 	}
 	return out
 }

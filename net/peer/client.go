@@ -231,8 +231,11 @@ type Client struct {
 	clientID string
 	fmt      *kmsg.RequestFormatter
 	voters   atomic.Pointer[voterSet] // nil until learned from the bootstrap servers
-	ctx      context.Context
-	cancel   context.CancelFunc
+	// dynamic: the voters come from the metadata log (SetVoters, a dynamic
+	// quorum); CheckVoterSet compares static lists and is off.
+	dynamic atomic.Bool
+	ctx     context.Context
+	cancel  context.CancelFunc
 
 	mu struct {
 		sync.Mutex
@@ -321,6 +324,21 @@ func (c *Client) VoterAddrs() map[int32]string {
 		return vs.addrs
 	}
 	return nil
+}
+
+// SetVoters replaces the voters' addresses with addrs (voter id → host:port of its
+// controller listener): a dynamic quorum's members as the metadata log records them
+// (KIP-853), learners included, since raft sends to them too. From then on the voter
+// set is not checked against the voters' (CheckVoterSet): members change. A
+// connection to an id whose address changed is dialed anew at its next failure.
+func (c *Client) SetVoters(addrs map[int32]string) {
+	c.dynamic.Store(true)
+	cur := c.voters.Load()
+	if cur != nil && maps.Equal(cur.addrs, addrs) {
+		return
+	}
+	c.voters.Store(newVoterSet(maps.Clone(addrs)))
+	c.log.Info("voters", "voters", newVoterSet(addrs).String())
 }
 
 // Close closes every connection and stops the raft senders; requests in flight and
@@ -609,8 +627,8 @@ func (s *slot) dial(ctx context.Context) (*conn, error) {
 // checkVoterSet asks the voter on cn for its voters and compares their ids with
 // this client's (Config.CheckVoterSet).
 func (s *slot) checkVoterSet(ctx context.Context, cn *conn, addr string) error {
-	if r, ok := cn.versions[60]; !ok || r.max < 1 {
-		return nil // it cannot say
+	if r, ok := cn.versions[60]; !ok || r.max < 1 || s.c.dynamic.Load() {
+		return nil // it cannot say, or the voters change (a dynamic quorum)
 	}
 	req := kmsg.NewPtrDescribeClusterRequest()
 	req.EndpointType = 2
