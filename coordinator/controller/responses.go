@@ -140,6 +140,14 @@ func ErrorResponse(req kmsg.Request, code int16, msg string) kmsg.Response {
 	case *kmsg.UpdateFeaturesRequest:
 		out := resp.(*kmsg.UpdateFeaturesResponse)
 		out.ErrorCode, out.ErrorMessage = code, m
+	case *kmsg.AddRaftVoterRequest:
+		out := resp.(*kmsg.AddRaftVoterResponse)
+		out.ErrorCode, out.ErrorMessage = code, m
+	case *kmsg.RemoveRaftVoterRequest:
+		out := resp.(*kmsg.RemoveRaftVoterResponse)
+		out.ErrorCode, out.ErrorMessage = code, m
+	case *kmsg.UpdateRaftVoterRequest:
+		resp.(*kmsg.UpdateRaftVoterResponse).ErrorCode = code
 	}
 	return resp
 }
@@ -199,6 +207,12 @@ func NotController(resp kmsg.Response) bool {
 	case *kmsg.DescribeUserSCRAMCredentialsResponse:
 		return r.ErrorCode == nc
 	case *kmsg.UpdateFeaturesResponse:
+		return r.ErrorCode == nc
+	case *kmsg.AddRaftVoterResponse:
+		return r.ErrorCode == nc
+	case *kmsg.RemoveRaftVoterResponse:
+		return r.ErrorCode == nc
+	case *kmsg.UpdateRaftVoterResponse:
 		return r.ErrorCode == nc
 	}
 	return false

@@ -83,7 +83,7 @@ func handleApiVersions(b *Broker, r *Request) {
 
 // reportFeatures fills the feature flags of KIP-584 from the broker's feature levels
 // (features.go), as a Kafka 4 broker reports them: every feature this build supports
-// with its range (metadata.version 21-33, kraft.version 0, transaction.version 0-2,
+// with its range (metadata.version 21-33, kraft.version 0-1, transaction.version 0-2,
 // group.version, share.version and streams.version 0-1,
 // eligible.leader.replicas.version 0), and the finalized levels above 0,
 // metadata.version included (a feature at level 0 is supported but not finalized, as

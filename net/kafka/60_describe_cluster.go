@@ -6,7 +6,8 @@
 // the active controller when it is one of them, else the lowest live broker (which
 // forwards controller-bound requests), as Metadata does. EndpointType 2 (controllers,
 // KIP-919) is answered by the controller listener (v1-2): every voter at its controller
-// listener (controller.quorum.voters) and as ControllerID the quorum's leader (-1
+// listener (controller.quorum.voters; a dynamic quorum's members as its log records
+// them, KIP-853) and as ControllerID the quorum's leader (-1
 // while there is none). Each listener answers the other's type, and any other type,
 // UNSUPPORTED_ENDPOINT_TYPE.
 //
@@ -62,7 +63,7 @@ func handleDescribeControllers(h *ControllerHandler, r *Request) {
 	}
 	resp.ClusterID = h.cfg.ClusterID
 	resp.ControllerID, _ = h.voter.Leader()
-	for _, v := range h.cfg.Voters {
+	for _, v := range h.voterList() {
 		resp.Brokers = append(resp.Brokers, kmsg.DescribeClusterResponseBroker{NodeID: v.ID, Host: v.Host, Port: v.Port})
 	}
 	r.Respond(resp)

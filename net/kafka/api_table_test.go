@@ -198,9 +198,8 @@ const whyNotBuilt = "not built yet"
 
 // Reasons shared by several keys.
 const (
-	whyKIP896       = "Kafka 4.0 removed them (KIP-896); Samsa still answers them: harmless, can stay"
-	whyStaticVoters = whyNotBuilt + ": the voter set is static (ApiVersions reports kraft.version 0, 18_api_versions.go)"
-	whyRaft         = "Samsa's quorum is etcd raft: voters exchange SamsaRaft (10000) messages, not KRaft's Vote, BeginQuorumEpoch and EndQuorumEpoch (10000_samsa_raft.go)"
+	whyKIP896 = "Kafka 4.0 removed them (KIP-896); Samsa still answers them: harmless, can stay"
+	whyRaft   = "Samsa's quorum is etcd raft: voters exchange SamsaRaft (10000) messages, not KRaft's Vote, BeginQuorumEpoch and EndQuorumEpoch (10000_samsa_raft.go)"
 )
 
 // brokerClass classifies each key of the broker listeners.
@@ -270,8 +269,8 @@ var brokerClass = map[int16]apiClass{
 	77: {"1", stServed, ""},
 	78: {"1-2", stServed, ""},
 	79: {"1-2", stServed, ""},
-	80: {"", stNotServed, whyStaticVoters},
-	81: {"", stNotServed, whyStaticVoters},
+	80: {"0-1", stServed, ""},
+	81: {"0", stServed, ""},
 	83: {"0", stServed, ""},
 	84: {"0", stServed, ""},
 	85: {"0-1", stServed, ""},
@@ -327,9 +326,9 @@ var controllerClass = map[int16]apiClass{
 	67:                {"0", stServed, ""},
 	70:                {"", stNotServed, whyNotBuilt + " (voters are known from controller.quorum.voters, 60_describe_cluster.go)"},
 	73:                {"", stNotServed, whyNotBuilt},
-	80:                {"", stNotServed, whyStaticVoters},
-	81:                {"", stNotServed, whyStaticVoters},
-	82:                {"", stNotServed, whyStaticVoters},
+	80:                {"0-1", stServed, ""},
+	81:                {"0", stServed, ""},
+	82:                {"0", stServed, ""},
 	94:                {"", stNotServed, whyNotBuilt},
 	peer.SamsaRaftKey: {"0", stExtra, "Samsa's private raft transport between voters (10000_samsa_raft.go)"},
 }

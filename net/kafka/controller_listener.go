@@ -29,6 +29,9 @@ type ControllerConfig struct {
 	// Voters are the voters' controller listeners (controller.quorum.voters), for
 	// DescribeCluster with EndpointType 2.
 	Voters []VoterEndpoint
+	// DynamicVoters, when set and it returns any, replaces Voters: a dynamic
+	// quorum's members as the metadata log records them (KIP-853).
+	DynamicVoters func() []VoterEndpoint
 	// Registerer receives the listener's metrics (samsa_controller_listener_*); nil
 	// keeps them unregistered.
 	Registerer prometheus.Registerer
@@ -327,4 +330,15 @@ func (h *ControllerHandler) checkClusterID(id *string) int16 {
 		return kerr.InconsistentClusterID.Code
 	}
 	return 0
+}
+
+// voterList is the voters' controller listeners: the dynamic quorum's members, else
+// controller.quorum.voters.
+func (h *ControllerHandler) voterList() []VoterEndpoint {
+	if h.cfg.DynamicVoters != nil {
+		if vs := h.cfg.DynamicVoters(); len(vs) > 0 {
+			return vs
+		}
+	}
+	return h.cfg.Voters
 }

@@ -70,7 +70,7 @@ func (h *ControllerHandler) secureConnOpened(c transport.Conn) {
 // controllerNodeAPI reports whether key is one of the APIs only nodes send here.
 func controllerNodeAPI(key int16) bool {
 	switch key {
-	case peer.SamsaRaftKey, 1, 59, 56, 62, 63, 67: // raft, Fetch, FetchSnapshot, AlterPartition, BrokerRegistration, BrokerHeartbeat, AllocateProducerIds
+	case peer.SamsaRaftKey, 1, 59, 56, 62, 63, 67, 82: // raft, Fetch, FetchSnapshot, AlterPartition, BrokerRegistration, BrokerHeartbeat, AllocateProducerIds, UpdateRaftVoter
 		return true
 	}
 	return false
