@@ -48,6 +48,16 @@ const storageUsage = `usage: samsa storage <command> [flags]
       --feature name=level (-f)  a feature at another level (repeatable); the key
                             samsa.transaction.version of the node's config sets
                             transaction.version when no --feature names it
+      --standalone (-s)     a dynamic quorum (KIP-853, kraft.version 1) whose only
+                            voter is this controller
+      --initial-controllers L (-I)  a dynamic quorum of the voters L,
+                            id@host:port:directory-id,... (this controller's
+                            metadata.log.dir takes the directory id L gives it)
+      --no-initial-controllers (-N)  a controller of a dynamic quorum that waits
+                            to be added (samsa metadata-quorum add-controller)
+                            A controller given controller.quorum.bootstrap.servers
+                            instead of controller.quorum.voters needs one of the
+                            three, unless the servers name it alone
   info --config F           show the meta.properties of the node's directories
 
 Every node of a cluster is formatted with the same cluster id before its first
@@ -79,6 +89,15 @@ func runStorage(args []string) int {
 	}
 	for _, name := range []string{"feature", "f"} {
 		fs.Var(&o.features, name, "a feature level, name=level (repeatable)")
+	}
+	for _, name := range []string{"standalone", "s"} {
+		fs.BoolVar(&o.standalone, name, false, "a dynamic quorum of this controller alone")
+	}
+	for _, name := range []string{"initial-controllers", "I"} {
+		fs.StringVar(&o.initial, name, "", "the initial voters of a dynamic quorum, id@host:port:directory-id,...")
+	}
+	for _, name := range []string{"no-initial-controllers", "N"} {
+		fs.BoolVar(&o.noInitial, name, false, "a controller of a dynamic quorum that waits to be added")
 	}
 	for _, name := range []string{"config", "c"} {
 		fs.StringVar(&configFile, name, "", "the node's properties file")
@@ -133,6 +152,10 @@ type formatFlags struct {
 	scram    multiFlag // --add-scram
 	release  string    // --release-version
 	features multiFlag // --feature
+
+	standalone bool   // --standalone
+	initial    string // --initial-controllers
+	noInitial  bool   // --no-initial-controllers
 }
 
 func storageFormat(w io.Writer, configFile, clusterID string, ignore bool, addScram ...string) error {
@@ -148,6 +171,15 @@ func storageFormatWith(w io.Writer, configFile, clusterID string, f formatFlags)
 		return err
 	}
 	o := node.FormatOptions{IgnoreFormatted: f.ignore}
+	o.Quorum.Standalone, o.Quorum.NoInitialControllers = f.standalone, f.noInitial
+	if f.initial != "" {
+		if o.Quorum.InitialControllers, err = node.ParseInitialControllers(f.initial); err != nil {
+			return err
+		}
+	}
+	if o.Quorum.Dynamic() && !cfg.Roles.Controller {
+		fmt.Fprintln(w, "Ignoring --standalone, --initial-controllers and --no-initial-controllers: a broker-only node is no voter.")
+	}
 	if o.Features, err = node.BootstrapFeatures(cfg.Config, f.release, f.features); err != nil {
 		return err
 	}
@@ -185,6 +217,14 @@ func storageFormatWith(w io.Writer, configFile, clusterID string, f formatFlags)
 			fmt.Fprintf(w, "Writing metadata.version %s and the feature levels %s into %s.\n", mv, featureLevelList(o.Features), filepath.Join(r.Dir, node.BootstrapRecordsFile))
 			if len(o.Bootstrap) > 0 {
 				fmt.Fprintf(w, "Writing %d SCRAM credential(s) into %s.\n", len(o.Bootstrap), filepath.Join(r.Dir, node.BootstrapRecordsFile))
+			}
+			switch q := o.Quorum; {
+			case q.Standalone:
+				fmt.Fprintf(w, "A dynamic controller quorum (kraft.version 1) whose only voter is node %d, directory %s.\n", cfg.NodeID, r.DirectoryID)
+			case len(q.InitialControllers) > 0:
+				fmt.Fprintf(w, "A dynamic controller quorum (kraft.version 1) of %d initial voters; this controller's directory is %s.\n", len(q.InitialControllers), r.DirectoryID)
+			case q.NoInitialControllers:
+				fmt.Fprintf(w, "A controller of a dynamic quorum (kraft.version 1), directory %s: add it with samsa metadata-quorum add-controller.\n", r.DirectoryID)
 			}
 		}
 	}

@@ -61,6 +61,9 @@ func BootstrapFeatures(cfg *Config, release string, features []string) (map[stri
 		}
 	}
 	levels := metadata.ReleaseLevels(mv.Level)
+	// kraft.version is the quorum's, not the release's: 0 (a static voter set)
+	// unless named; the format of a dynamic quorum raises it (FormatWith).
+	levels[metadata.FeatureKRaftVersion] = 0
 	if v, ok := cfg.Keys[configs.TransactionVersionKey]; ok {
 		if _, named := given[metadata.FeatureTransactionVersion]; !named {
 			n, err := strconv.ParseInt(v, 10, 16)
@@ -106,12 +109,12 @@ func ParseFeatureLevel(s string) (string, int16, error) {
 }
 
 // FeatureRecords returns the records that finalize levels: metadata.version first,
-// then the features above 0 by name (kraft.version is never written: Samsa's voter
-// set is static, level 0).
+// then the features above 0 by name (kraft.version 1 only for a dynamic quorum:
+// FormatWith).
 func FeatureRecords(levels map[string]int16) []metadata.Record {
 	out := []metadata.Record{&metadata.FeatureLevelRecord{Name: metadata.FeatureMetadataVersion, Level: levels[metadata.FeatureMetadataVersion]}}
 	for _, name := range slices.Sorted(maps.Keys(levels)) {
-		if name != metadata.FeatureMetadataVersion && name != metadata.FeatureKRaftVersion && levels[name] > 0 {
+		if name != metadata.FeatureMetadataVersion && levels[name] > 0 {
 			out = append(out, &metadata.FeatureLevelRecord{Name: name, Level: levels[name]})
 		}
 	}

@@ -80,7 +80,19 @@ type controllerListener struct {
 func startControllerListener(cfg *Config, clusterID string, r *controllerRole, ln net.Listener, sec *internode, reg prometheus.Registerer, log *slog.Logger, fail func(error)) (*controllerListener, error) {
 	var voters []kafka.VoterEndpoint
 	for _, v := range cfg.Voters {
-		voters = append(voters, kafka.VoterEndpoint{ID: v.ID, Host: v.Host, Port: int32(v.Port)})
+		if v.ID >= 0 { // not a bootstrap server (a dynamic quorum)
+			voters = append(voters, kafka.VoterEndpoint{ID: v.ID, Host: v.Host, Port: int32(v.Port)})
+		}
+	}
+	name := cfg.ControllerListenerNames[0]
+	dynamicVoters := func() []kafka.VoterEndpoint {
+		var out []kafka.VoterEndpoint
+		for _, m := range r.q.Members() {
+			if e, ok := (metadata.QuorumVoter{Endpoints: m.Endpoints}).Endpoint(name); ok {
+				out = append(out, kafka.VoterEndpoint{ID: m.ID, Host: e.Host, Port: int32(e.Port)})
+			}
+		}
+		return out
 	}
 	server, err := serverConfig(cfg)
 	if err != nil {
@@ -96,7 +108,7 @@ func startControllerListener(cfg *Config, clusterID string, r *controllerRole, l
 		return nil, fmt.Errorf("%w: controller listener: %v", ErrConfig, err)
 	}
 	h, err := kafka.NewControllerHandler(kafka.ControllerConfig{
-		NodeID: cfg.NodeID, ClusterID: clusterID, Listener: cfg.ControllerListenerNames[0], Voters: voters, Registerer: reg,
+		NodeID: cfg.NodeID, ClusterID: clusterID, Listener: name, Voters: voters, DynamicVoters: dynamicVoters, Registerer: reg,
 		Security: ls, Image: image,
 	}, r.ctl, r.q, log.With("component", "controller-listener"))
 	if err != nil {

@@ -108,9 +108,19 @@ type Config struct {
 	Roles    Roles
 	RolesSet bool
 	NodeID   int32
-	// Voters are controller.quorum.voters, sorted by id. A broker-only node given
-	// controller.quorum.bootstrap.servers instead has voters with ID -1.
+	// Voters are controller.quorum.voters, sorted by id. A node given
+	// controller.quorum.bootstrap.servers instead has voters with ID -1 (a
+	// controller's too, unless they name it alone: a quorum of one).
 	Voters []Voter
+	// QuorumBootstrap: a controller given controller.quorum.bootstrap.servers
+	// instead of controller.quorum.voters. Its quorum is dynamic (KIP-853) when
+	// `samsa storage format` made it so (--standalone, --initial-controllers,
+	// --no-initial-controllers: DynamicQuorum); otherwise the servers must name it
+	// alone, a static quorum of one.
+	QuorumBootstrap bool
+	// DynamicQuorum: the node runs a controller of a dynamic quorum (set by
+	// Dynamic, at start, from the format): Voters are the bootstrap servers.
+	DynamicQuorum bool
 
 	// Listeners are the listeners to bind, in the order given.
 	Listeners []Listener
@@ -222,6 +232,18 @@ func (c *Config) Combined() bool { return c.Roles.Broker && c.Roles.Controller }
 // one, which formats its directories itself and needs no network for raft.
 func (c *Config) SoleVoter() bool {
 	return c.Roles.Controller && len(c.Voters) == 1 && c.Voters[0].ID == c.NodeID
+}
+
+// Dynamic returns cfg as a controller of a dynamic quorum runs it: the voters are
+// the bootstrap servers (ID -1; the members come from the metadata log), so that it
+// is never a SoleVoter, whose raft needs no network. cfg is not modified.
+func (c *Config) Dynamic() *Config {
+	d := *c
+	d.Voters, d.DynamicQuorum = nil, true
+	if bs, err := parseBootstrapServers(c.Keys["controller.quorum.bootstrap.servers"]); err == nil {
+		d.Voters = bs
+	}
+	return &d
 }
 
 // VoterIDs are the voters' node ids, sorted.
@@ -621,16 +643,26 @@ func (c *Config) deriveVoters() error {
 		return nil
 	case c.Roles.Controller && hasBootstrap && bootstrap != "":
 		// Kafka's sample files (dynamic quorums, KIP-853) give a controller only the
-		// bootstrap servers; Samsa's quorum is static, so this is accepted only when
-		// they name this controller alone: a quorum of one.
+		// bootstrap servers. Naming this controller alone they make a quorum of one
+		// (static unless formatted dynamic); otherwise the quorum is dynamic, which
+		// the node checks at start against its format (DynamicQuorum).
 		bs, err := parseBootstrapServers(bootstrap)
 		if err != nil {
 			return err
 		}
-		if len(bs) != 1 || !sameAddress(ctl, bs[0].Host, bs[0].Port) {
-			return errorf("controller.quorum.voters is required on a controller: Samsa's quorum is static (no KIP-853 dynamic voters); controller.quorum.bootstrap.servers=%s is accepted only when it names this controller alone", bootstrap)
+		if len(bs) == 0 {
+			return errorf("controller.quorum.bootstrap.servers is empty")
 		}
-		c.Voters = []Voter{{ID: c.NodeID, Host: bs[0].Host, Port: bs[0].Port}}
+		c.QuorumBootstrap = true
+		if len(bs) == 1 && sameAddress(ctl, bs[0].Host, bs[0].Port) {
+			c.Voters = []Voter{{ID: c.NodeID, Host: bs[0].Host, Port: bs[0].Port}}
+			break
+		}
+		if !hasCtl || ctl.Port == 0 {
+			return errorf("listeners: a controller of a dynamic quorum (controller.quorum.bootstrap.servers) needs a controller listener with a fixed port")
+		}
+		c.Voters = bs
+		return nil
 	default:
 		return errorf("controller.quorum.voters is required with process.roles=%s (e.g. controller.quorum.voters=1@127.0.0.1:9093)", c.Roles)
 	}

@@ -107,7 +107,6 @@ func TestFromKeysRefuses(t *testing.T) {
 		{"advertised unknown", with(three(), "advertised.listeners", "EXTERNAL://h:1"), "advertised.listeners names EXTERNAL"},
 		{"heartbeat vs session", with(three(), "broker.heartbeat.interval.ms", "9000"), "must be less than broker.session.timeout.ms"},
 		{"several voters without roles", with(three(), "process.roles", "<unset>"), "process.roles is unset"},
-		{"controller with bootstrap of others", with(three(), "controller.quorum.voters", "<unset>", "controller.quorum.bootstrap.servers", "127.0.0.1:9193"), "Samsa's quorum is static"},
 		{"controller port 0 in a quorum", with(three(), "listeners", "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:0"), "binds 127.0.0.1:0"},
 		{"roles", with(three(), "process.roles", ","), "process.roles"},
 		{"empty listeners", with(three(), "listeners", " "), "listeners is empty"},

@@ -14,6 +14,7 @@ import (
 
 	"github.com/samsa-broker/samsa/coordinator/controller"
 	"github.com/samsa-broker/samsa/coordinator/controller/quorum"
+	"github.com/samsa-broker/samsa/coordinator/metadata"
 	"github.com/samsa-broker/samsa/engine/vfs"
 )
 
@@ -55,7 +56,9 @@ func quorumTicks(election time.Duration) (tick time.Duration, electionTicks int)
 
 // startControllerRole opens the voter's storage and starts the voter and the
 // controller. fail is called with the voter's fatal error, if any.
-func startControllerRole(cfg *Config, clusterID string, fsys vfs.FS, tr raftTransport, log *slog.Logger, fail func(error)) (_ *controllerRole, err error) {
+// members, if set, is called with the quorum's members before the voter runs and on
+// the voter's goroutine whenever they change (it must not block).
+func startControllerRole(cfg *Config, clusterID string, fsys vfs.FS, tr raftTransport, log *slog.Logger, fail func(error), members func([]quorum.Member)) (_ *controllerRole, err error) {
 	r := &controllerRole{log: log}
 	imp, err := quorum.ImportLegacyStore(cfg.MetadataDir, cfg.MetadataDir, log.With("component", "quorum"))
 	if err != nil {
@@ -78,11 +81,24 @@ func startControllerRole(cfg *Config, clusterID string, fsys vfs.FS, tr raftTran
 		}
 	}()
 	tick, electionTicks := quorumTicks(cfg.ElectionTimeout)
-	if r.q, err = quorum.New(quorum.Config{
+	qcfg := quorum.Config{
 		NodeID: cfg.NodeID, Voters: cfg.VoterIDs(), TickInterval: tick, ElectionTicks: electionTicks,
 		Logger: log.With("component", "quorum"), BootstrapRecords: imp.Records, FormatRecords: boot,
-	}, r.st, tr); err != nil {
+	}
+	if cfg.DynamicQuorum {
+		qcfg.Voters = nil // the log's (quorum_dynamic.go)
+	}
+	if mp, err := ReadMetaProperties(cfg.MetadataDir); err == nil && mp.DirectoryID != "" {
+		if qcfg.DirectoryID, err = metadata.ParseUUID(mp.DirectoryID); err != nil {
+			return nil, fmt.Errorf("%w: %s: directory.id %q: %v", ErrStorage, cfg.MetadataDir, mp.DirectoryID, err)
+		}
+	}
+	if r.q, err = quorum.New(qcfg, r.st, tr); err != nil {
 		return nil, fmt.Errorf("starting the raft voter: %w", err)
+	}
+	if members != nil {
+		r.q.SubscribeMembers(members)
+		members(r.q.Members())
 	}
 	if len(imp.Records) > 0 {
 		log.Info("imported the single-node metadata store into the raft log", "dir", cfg.MetadataDir, "records", len(imp.Records))

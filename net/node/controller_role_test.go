@@ -71,7 +71,7 @@ func TestControllerRoleSingleVoter(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	for round := range 2 {
-		r, err := startControllerRole(cfg, id, nil, noTransport{}, discard, func(err error) { t.Error(err) })
+		r, err := startControllerRole(cfg, id, nil, noTransport{}, discard, func(err error) { t.Error(err) }, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -113,11 +113,11 @@ func TestControllerRoleImportsSingleNodeStore(t *testing.T) {
 
 	three := clusterCfg(t, t.TempDir(), "1")
 	three.MetadataDir = cfg.MetadataDir
-	if _, err := startControllerRole(three, RandomUUID(), nil, noTransport{}, discard, func(error) {}); err == nil || !errors.Is(err, ErrStorage) {
+	if _, err := startControllerRole(three, RandomUUID(), nil, noTransport{}, discard, func(error) {}, nil); err == nil || !errors.Is(err, ErrStorage) {
 		t.Fatalf("a voter of three imported a single-node store: %v", err)
 	}
 
-	r, err := startControllerRole(cfg, RandomUUID(), nil, noTransport{}, discard, func(err error) { t.Error(err) })
+	r, err := startControllerRole(cfg, RandomUUID(), nil, noTransport{}, discard, func(err error) { t.Error(err) }, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func TestControllerRoleImportsSingleNodeStore(t *testing.T) {
 	if err := r.stop(); err != nil {
 		t.Fatal(err)
 	}
-	r, err = startControllerRole(cfg, RandomUUID(), nil, noTransport{}, discard, func(err error) { t.Error(err) })
+	r, err = startControllerRole(cfg, RandomUUID(), nil, noTransport{}, discard, func(err error) { t.Error(err) }, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +171,7 @@ func TestControllerRoleThreeVoters(t *testing.T) {
 	id := RandomUUID()
 	for i := int32(1); i <= 3; i++ {
 		cfg := clusterCfg(t, filepath.Join(dir, fmt.Sprint(i)), fmt.Sprint(i))
-		r, err := startControllerRole(cfg, id, nil, memTransport{net, i}, discard, func(err error) { t.Error(err) })
+		r, err := startControllerRole(cfg, id, nil, memTransport{net, i}, discard, func(err error) { t.Error(err) }, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -104,6 +105,15 @@ func Start(cfg *Config, opts Options) (_ *Node, err error) {
 	if n.clusterID, err = checkStorage(cfg, n.log); err != nil {
 		return nil, err
 	}
+	switch dynamic, err := DynamicQuorum(cfg); {
+	case err != nil:
+		return nil, err
+	case dynamic:
+		// The quorum's members come from its log (quorum_dynamic.go).
+		cfg = cfg.Dynamic()
+		n.cfg = cfg
+		n.log.Info("the controller quorum is dynamic (kraft.version 1): its voters come from the metadata log", "bootstrap_servers", voterList(cfg.Voters))
+	}
 	fsys, err := n.openJournal()
 	if err != nil {
 		return nil, err
@@ -126,8 +136,25 @@ func Start(cfg *Config, opts Options) (_ *Node, err error) {
 		if !cfg.SoleVoter() {
 			tr = n.peer.RaftTransport()
 		}
-		if n.ctl, err = startControllerRole(cfg, n.clusterID, fsys, tr, n.log, n.fail); err != nil {
+		// The members a dynamic quorum's log records are where raft sends (a
+		// static quorum's log records none: controller.quorum.voters stays).
+		ctlName := cfg.ControllerListenerNames[0]
+		members := func(ms []quorum.Member) {
+			if addrs := memberAddrs(ms, ctlName); len(addrs) > 0 {
+				n.peer.SetVoters(addrs)
+			}
+		}
+		if n.ctl, err = startControllerRole(cfg, n.clusterID, fsys, tr, n.log, n.fail, members); err != nil {
 			return nil, err
+		}
+		if cfg.DynamicQuorum && len(n.ctl.q.Members()) == 0 {
+			// Formatted with --no-initial-controllers: the leader that adds this
+			// controller is found through the bootstrap servers.
+			go func() {
+				if err := n.peer.LearnVoters(context.Background()); err != nil {
+					n.log.Info("learning the quorum's voters from controller.quorum.bootstrap.servers stopped", "err", err)
+				}
+			}()
 		}
 		// The broker's requests to the active controller go first where this voter
 		// knows the leader to be: a leader that stopped answering (SIGSTOP, a
@@ -144,6 +171,15 @@ func Start(cfg *Config, opts Options) (_ *Node, err error) {
 			return nil, err
 		}
 		images.f.Store(n.brk.follower)
+		if !cfg.Roles.Controller {
+			// A dynamic quorum's voters change: a broker follows them in its image.
+			name := cfg.ControllerListenerNames[0]
+			n.brk.follower.Subscribe(func(_ uint64, old, im *metadata.Image) {
+				if addrs := imageVoterAddrs(im, name); len(addrs) > 0 && (old == nil || !maps.Equal(addrs, imageVoterAddrs(old, name))) {
+					n.peer.SetVoters(addrs)
+				}
+			})
+		}
 	}
 	if err := n.startAdmin(); err != nil {
 		return nil, err

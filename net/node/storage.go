@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -166,6 +168,8 @@ type FormatResult struct {
 	// Bootstrap) were written into it (bootstrap.go): the metadata dir of a
 	// controller.
 	Bootstrap bool
+	// DirectoryID is the directory.id written (empty when Skipped).
+	DirectoryID string
 }
 
 // FormatOptions are Format's options beyond the cluster id.
@@ -180,6 +184,9 @@ type FormatOptions struct {
 	// (bootstrap_features.go); nil: BootstrapFeatures' defaults for cfg (the newest
 	// release, samsa.transaction.version where cfg sets it).
 	Features map[string]int16
+	// Quorum makes a controller's quorum dynamic (quorum_dynamic.go: --standalone,
+	// --initial-controllers, --no-initial-controllers); the zero value, static.
+	Quorum QuorumFormat
 }
 
 // Format writes meta.properties (version 1, a new directory.id each) into every log
@@ -198,18 +205,50 @@ func FormatWith(cfg *Config, clusterID string, o FormatOptions) ([]FormatResult,
 	if err := ValidClusterID(clusterID); err != nil {
 		return nil, err
 	}
+	if err := checkQuorumFormat(cfg, o.Quorum); err != nil {
+		return nil, err
+	}
+	dirs := cfg.Dirs()
+	dirIDs := make([]metadata.UUID, len(dirs))
+	for i, d := range dirs {
+		dirIDs[i] = metadata.NewUUID()
+		if filepath.Clean(d) != filepath.Clean(cfg.MetadataDir) {
+			continue
+		}
+		for _, c := range o.Quorum.InitialControllers {
+			if c.ID == cfg.NodeID {
+				dirIDs[i] = c.DirectoryID // the metadata dir is the voter's directory
+			}
+		}
+	}
 	var boot []metadata.Record
 	if cfg.Roles.Controller {
-		levels := o.Features
+		levels := maps.Clone(o.Features)
 		if levels == nil {
 			var err error
 			if levels, err = BootstrapFeatures(cfg, "", nil); err != nil {
 				return nil, err
 			}
 		}
-		boot = append(FeatureRecords(levels), o.Bootstrap...)
+		// kraft.version is the quorum's: 1 for a dynamic one, 0 for a static one
+		// (BootstrapFeatures' default; Kafka's format does the same).
+		if o.Quorum.Dynamic() {
+			levels[metadata.FeatureKRaftVersion] = 1
+		} else if levels[metadata.FeatureKRaftVersion] > 0 {
+			return nil, fmt.Errorf("%w: kraft.version %d is a dynamic quorum: format it with --standalone, --initial-controllers or --no-initial-controllers (and controller.quorum.bootstrap.servers), or raise the level later with samsa features upgrade --feature kraft.version=1",
+				ErrConfig, levels[metadata.FeatureKRaftVersion])
+		}
+		boot = FeatureRecords(levels)
+		metaID := dirIDs[slices.IndexFunc(dirs, func(d string) bool { return filepath.Clean(d) == filepath.Clean(cfg.MetadataDir) })]
+		vr, err := formatVoters(cfg, o.Quorum, metaID)
+		if err != nil {
+			return nil, err
+		}
+		if vr != nil {
+			boot = append(boot, vr)
+		}
+		boot = append(boot, o.Bootstrap...)
 	}
-	dirs := cfg.Dirs()
 	res := make([]FormatResult, len(dirs))
 	for i, d := range dirs {
 		res[i].Dir = d
@@ -236,13 +275,14 @@ func FormatWith(cfg *Config, clusterID string, o FormatOptions) ([]FormatResult,
 		if r.Skipped {
 			continue
 		}
+		r.DirectoryID = dirIDs[i].String()
 		if cfg.Roles.Controller && filepath.Clean(r.Dir) == filepath.Clean(cfg.MetadataDir) {
 			if err := writeBootstrap(r.Dir, boot); err != nil { // before meta.properties: a formatted dir has its bootstrap
 				return nil, err
 			}
 			r.Bootstrap = true
 		}
-		if err := WriteMetaProperties(r.Dir, MetaProperties{Version: 1, ClusterID: clusterID, NodeID: cfg.NodeID, DirectoryID: RandomUUID()}); err != nil {
+		if err := WriteMetaProperties(r.Dir, MetaProperties{Version: 1, ClusterID: clusterID, NodeID: cfg.NodeID, DirectoryID: r.DirectoryID}); err != nil {
 			return nil, err
 		}
 	}

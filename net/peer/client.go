@@ -341,6 +341,31 @@ func (c *Client) SetVoters(addrs map[int32]string) {
 	c.log.Info("voters", "voters", newVoterSet(addrs).String())
 }
 
+// LearnVoters asks the bootstrap servers for the voters (DescribeCluster with
+// EndpointType 2), once they answer or ctx ends: a controller formatted with
+// --no-initial-controllers learns where the leader that adds it is, to answer its
+// raft messages before its own log names any member. As with SetVoters, the voter
+// set is not checked from then on. Voters already known are kept.
+func (c *Client) LearnVoters(ctx context.Context) error {
+	c.dynamic.Store(true)
+	for c.voters.Load() == nil {
+		if _, err := c.discoverVoters(ctx); err == nil || errors.Is(err, ErrClosed) {
+			return err
+		}
+		t := time.NewTimer(c.cfg.RetryBackoff)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-c.ctx.Done():
+			t.Stop()
+			return ErrClosed
+		}
+	}
+	return nil
+}
+
 // Close closes every connection and stops the raft senders; requests in flight and
 // later ones fail with ErrClosed. Idempotent.
 func (c *Client) Close() error {
