@@ -264,11 +264,15 @@ func (q *Quorum) applyData(e *raftpb.Entry) error {
 	return nil
 }
 
-// maybeSnapshot takes a snapshot every SnapshotEntries applied entries.
+// maybeSnapshot takes a snapshot every SnapshotEntries applied entries, and once a
+// configuration change that adds a learner has applied: a controller being added
+// starts from an empty log, so the leader sends it its newest snapshot, which raft
+// refuses unless its configuration holds the new member.
 func (q *Quorum) maybeSnapshot() error {
-	if q.applied < q.snapIndex+q.cfg.SnapshotEntries {
+	if q.applied < q.snapIndex+q.cfg.SnapshotEntries && !q.snapForLearner {
 		return nil
 	}
+	q.snapForLearner = false
 	start := time.Now()
 	data, err := metadata.EncodeSnapshot(nil, q.image)
 	if err != nil {

@@ -81,6 +81,8 @@ type Quorum struct {
 	resolved    []resolved
 	failed      error
 	op          *voterOp // the voter set's change in progress (voterops.go); nil: none
+	// snapForLearner: a learner was added; snapshot at the next maybeSnapshot.
+	snapForLearner bool
 
 	notify chan struct{} // wakes Run: input was queued
 

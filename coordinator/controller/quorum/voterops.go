@@ -466,6 +466,11 @@ func (q *Quorum) applyConfChange(e *raftpb.Entry) error {
 		return err
 	}
 	q.cs = cloneConfState(q.rn.ApplyConfChange(cc))
+	for _, c := range cc.GetChanges() {
+		if c.GetType() == raftpb.ConfChangeAddLearnerNode {
+			q.snapForLearner = true // core.go, maybeSnapshot
+		}
+	}
 	q.log.Info("configuration changed", "index", e.GetIndex(), "term", e.GetTerm(), "change", confchangeString(cc), "configuration", describeConfState(q.cs))
 	q.publishMembers()
 	return rejected
@@ -479,6 +484,19 @@ func (q *Quorum) publishMembers() {
 	q.members.Store(&memberSet{ids: ids, open: dynamic || !slices.Contains(ids, q.self)})
 	ms := members(q.cs, q.image)
 	q.pub.Lock()
+	for i, m := range ms {
+		// A voter being removed is in the joint configuration but no longer in
+		// the VotersRecord: it keeps the endpoints it had, since raft still
+		// needs its vote until the configuration is left.
+		if len(m.Endpoints) > 0 {
+			continue
+		}
+		for _, p := range q.pub.members {
+			if p.RaftID == m.RaftID {
+				ms[i].DirectoryID, ms[i].Endpoints = p.DirectoryID, p.Endpoints
+			}
+		}
+	}
 	changed := !slices.EqualFunc(ms, q.pub.members, equalMember)
 	q.pub.members = ms
 	subs := q.pub.memberSubs
