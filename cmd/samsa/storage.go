@@ -183,6 +183,9 @@ func storageFormatWith(w io.Writer, configFile, clusterID string, f formatFlags)
 	if o.Features, err = node.BootstrapFeatures(cfg.Config, f.release, f.features); err != nil {
 		return err
 	}
+	if o.Quorum.Dynamic() {
+		o.Features[metadata.FeatureKRaftVersion] = 1 // FormatWith's, printed below
+	}
 	for _, a := range f.scram {
 		rec, err := node.ParseAddScram(a, clusterID)
 		if err != nil {
