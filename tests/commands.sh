@@ -465,6 +465,32 @@ PY
 	step 'bin/samsa features upgrade --release-version 4.4'
 	expect '^metadata\.version was upgraded to 33\.$'
 	here 'kill $node1 $node2 $node3' 'kill $node1 $node2 $node3 && wait $node1 $node2 $node3'
+	# docs/CLUSTER.md, Resizing the controller quorum: deploy/quorum/'s dynamic quorum
+	# grown from one controller to three, then one removed
+	here 'id=$(bin/samsa storage random-uuid)'
+	here 'bin/samsa storage format --config deploy/quorum/controller-1.properties --cluster-id $id --standalone'
+	expect '^A dynamic controller quorum \(kraft\.version 1\) whose only voter is node 1, directory '
+	here 'bin/samsa storage format --config deploy/quorum/controller-2.properties --cluster-id $id --no-initial-controllers'
+	expect '^A controller of a dynamic quorum \(kraft\.version 1\), directory '
+	here 'bin/samsa storage format --config deploy/quorum/controller-3.properties --cluster-id $id --no-initial-controllers'
+	here 'bin/samsa storage format --config deploy/quorum/broker-4.properties --cluster-id $id'
+	here 'bin/samsa serve --config deploy/quorum/controller-1.properties &' 'bin/samsa serve --config deploy/quorum/controller-1.properties & q1=$!'
+	here 'bin/samsa serve --config deploy/quorum/controller-2.properties &' 'bin/samsa serve --config deploy/quorum/controller-2.properties & q2=$!'
+	here 'bin/samsa serve --config deploy/quorum/controller-3.properties &' 'bin/samsa serve --config deploy/quorum/controller-3.properties & q3=$!'
+	here 'bin/samsa serve --config deploy/quorum/broker-4.properties &' 'bin/samsa serve --config deploy/quorum/broker-4.properties & b4=$!'
+	own wait_kafka 127.0.0.1:9592
+	step 'bin/samsa metadata-quorum --bootstrap-controller 127.0.0.1:9593 describe --status'
+	expect '^CurrentVoters: +\[\{"id":1,"directoryId":"[A-Za-z0-9_-]{22}","endpoints":\["CONTROLLER://127\.0\.0\.1:9593"\]\}\]$'
+	step 'bin/samsa metadata-quorum --bootstrap-controller 127.0.0.1:9593 --command-config deploy/quorum/controller-2.properties add-controller'
+	expect '^Added controller 2 with directory id [A-Za-z0-9_-]{22} and endpoints: CONTROLLER://127\.0\.0\.1:9693$'
+	step 'bin/samsa metadata-quorum --bootstrap-server 127.0.0.1:9592 --command-config deploy/quorum/controller-3.properties add-controller'
+	expect '^Added controller 3 with directory id '
+	step 'bin/samsa metadata-quorum --bootstrap-server 127.0.0.1:9592 describe --replication'
+	expect '^3 +[A-Za-z0-9_-]{22} +[0-9]+ +[0-9]+ .* Follower$'
+	here "dir3=\$(bin/samsa storage info --config deploy/quorum/controller-3.properties | awk '/meta/ {print \$4}')"
+	here 'bin/samsa metadata-quorum --bootstrap-controller 127.0.0.1:9593,127.0.0.1:9693 remove-controller --controller-id 3 --controller-directory-id $dir3'
+	expect '^Removed KRaft controller 3 with directory id [A-Za-z0-9_-]{22}$'
+	own eval 'kill $q1 $q2 $q3 $b4; wait $q1 $q2 $q3 $b4 || true'
 	here 'make cluster' 'bg "make cluster CLUSTER_DATA=$tmp/cluster-data"'
 	own wait_bg_log 'cluster .* ready: --bootstrap-server 127\.0\.0\.1:[0-9]+,127\.0\.0\.1:[0-9]+,127\.0\.0\.1:[0-9]+'
 	own stop_bg
