@@ -291,6 +291,12 @@ func (c *Controller) updateFeaturesLocked(r *kmsg.UpdateFeaturesRequest) *op {
 		updates = append(updates, FeatureUpdate{Name: u.Feature, Level: u.MaxVersionLevel, Type: t})
 	}
 	recs, msg := UpdateFeatureRecords(im, configs.FinalizedLevels(im, c.layers(im, "")), c.cfg.NodeID, updates, c.liveFeaturesLocked(im))
+	up := KRaftUpgradeRecord(im, recs, c.q.Status(), c.cfg.VoterListeners)
+	if up != nil && msg == "" {
+		if _, err := (&metadata.Image{}).Apply(up); err != nil {
+			msg = fmt.Sprintf("Invalid update version 1 for feature kraft.version. The voter set cannot be recorded: %v", err)
+		}
+	}
 	if msg != "" {
 		c.log.Warn("controller: feature update refused", "reason", msg)
 		resp.ErrorCode = kerr.InvalidUpdateVersion.Code
@@ -307,13 +313,14 @@ func (c *Controller) updateFeaturesLocked(r *kmsg.UpdateFeaturesRequest) *op {
 	if r.ValidateOnly || len(recs) == 0 {
 		return &op{resp: resp}
 	}
-	if up := KRaftUpgradeRecord(im, recs, c.q.Status(), c.cfg.VoterListeners); up != nil {
+	if up != nil {
 		recs = append(recs, up)
 		c.log.Info("controller: the voter set becomes dynamic (kraft.version 1)", "voters", len(up.Voters))
 	}
 	for _, rec := range recs {
-		fl := rec.(*metadata.FeatureLevelRecord)
-		c.log.Info("controller: finalizing a feature level", "feature", fl.Name, "level", fl.Level, "was", configs.FinalizedLevels(im, c.layers(im, ""))[fl.Name])
+		if fl, ok := rec.(*metadata.FeatureLevelRecord); ok {
+			c.log.Info("controller: finalizing a feature level", "feature", fl.Name, "level", fl.Level, "was", configs.FinalizedLevels(im, c.layers(im, ""))[fl.Name])
+		}
 	}
 	return &op{recs: recs, finish: func(uint64) kmsg.Response { return resp }}
 }

@@ -402,3 +402,27 @@ func TestKRaftUpgradeRecord(t *testing.T) {
 		t.Fatal("records that do not raise kraft.version got a voter set")
 	}
 }
+
+// TestKRaftUpgradeThroughController: UpdateFeatures raising kraft.version to 1
+// commits the level with the quorum's voters in one entry, and a second raise
+// writes nothing more.
+func TestKRaftUpgradeThroughController(t *testing.T) {
+	h := newHarness(t, func(c *Config) {
+		c.VoterListeners = map[int32][]kmsg.DescribeQuorumResponseNodeListener{1: {{Name: "CONTROLLER", Host: "127.0.0.1", Port: 9093}}}
+	})
+	_, driveAll := lifecycleNodes(h, 1)
+	driveAll()
+	r := h.do(updateFeatures(2, false, FeatureUpdate{"kraft.version", 1, UpgradeTypeUpgrade})).(*kmsg.UpdateFeaturesResponse)
+	if r.ErrorCode != 0 {
+		t.Fatalf("kraft.version 1: %+v", r)
+	}
+	im := h.image()
+	vs, dynamic := im.QuorumVoters()
+	if !dynamic || im.FinalizedLevel("kraft.version") != 1 || len(vs) != 1 || vs[0].RaftID != 2 || vs[0].Endpoints[0].Port != 9093 {
+		t.Fatalf("after the upgrade: level %d, voters %+v", im.FinalizedLevel("kraft.version"), vs)
+	}
+	before := h.offset()
+	if r := h.do(updateFeatures(2, false, FeatureUpdate{"kraft.version", 1, UpgradeTypeUpgrade})).(*kmsg.UpdateFeaturesResponse); r.ErrorCode != 0 || h.offset() != before {
+		t.Fatalf("again: %+v, offset %d -> %d", r, before, h.offset())
+	}
+}

@@ -109,8 +109,9 @@ func appendVoters(dst []byte, r *VotersRecord) []byte {
 
 func decodeVoters(d *decoder) Record {
 	n := d.uvarint("voter count")
-	// A voter takes at least 35 bytes: bound the count before sizing by it.
-	if n > uint64(len(d.b)/35) {
+	// A voter takes at least 34 bytes (id 4, directory 16, raft id 8, flags 1, no
+	// endpoint 1, kraft.version 4): bound the count before sizing by it.
+	if n > uint64(len(d.b)/34) {
 		d.fail("voters")
 		return nil
 	}

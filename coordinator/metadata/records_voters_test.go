@@ -34,6 +34,13 @@ func TestVotersRecord(t *testing.T) {
 	if vs, ok := back.QuorumVoters(); !ok || len(vs) != 1 || vs[0].Endpoints[0] != ep[0] || vs[0].DirectoryID != one.DirectoryID {
 		t.Fatalf("after a snapshot: %+v", vs)
 	}
+	// A voter without endpoints (a static voter recorded at the upgrade to
+	// kraft.version 1), alone in its record, is the smallest encoding: 34 bytes.
+	bare := &VotersRecord{Voters: []QuorumVoter{{ID: 1, RaftID: 2}}}
+	recs, _, err := DecodeEntry(EncodeEntry(nil, bare))
+	if err != nil || len(recs) != 1 || len(recs[0].(*VotersRecord).Voters) != 1 {
+		t.Fatalf("a voter without endpoints: %v %v", recs, err)
+	}
 	if e := (VoterEndpoint{Name: "CONTROLLER", Host: "::1", Port: 9093}).String(); e != "CONTROLLER://[::1]:9093" {
 		t.Fatalf("endpoint %s", e)
 	}
