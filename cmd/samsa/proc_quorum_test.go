@@ -329,3 +329,75 @@ func TestProcQuorumResize(t *testing.T) {
 		answered, maxCreate.Round(time.Millisecond), len(acks), lost, dups, gap.Round(time.Millisecond))
 	checkAcked(t, acks, log)
 }
+
+// TestProcQuorumUpgrade: three combined nodes of a static quorum
+// (controller.quorum.voters) made dynamic with `samsa features upgrade --feature
+// kraft.version=1`: the log records the voters without directory ids, each voter
+// then reports its own (UpdateRaftVoter), and a voter is removed by its id and
+// directory id while CreateTopics keeps being answered; the removed node's broker
+// goes on following the metadata log from the other voters.
+func TestProcQuorumUpgrade(t *testing.T) {
+	spec := combined(3)
+	spec.Keys = map[string]string{"broker.session.timeout.ms": "6000"}
+	c := startProcCluster(t, spec)
+	bs := c.Bootstrap()
+	if vs, _, err := describeVoters(t, "--bootstrap-server", bs); err != nil || len(vs) != 3 || vs[0].DirectoryID != "AAAAAAAAAAAAAAAAAAAAAA" {
+		t.Fatalf("a static quorum's voters: %+v %v", vs, err)
+	}
+	code, out, errOut := runSamsa(t, "metadata-quorum", "--bootstrap-server", bs, "remove-controller", "--controller-id", "3", "--controller-directory-id", "AAAAAAAAAAAAAAAAAAAAAA")
+	if code != 1 || !strings.Contains(errOut, "UNSUPPORTED_VERSION") {
+		t.Fatalf("remove-controller on a static quorum: exit %d\n%s%s", code, out, errOut)
+	}
+	runSamsaOut(t, "features", "--bootstrap-server", bs, "upgrade", "--feature", "kraft.version=1")
+	var vs []quorumVoter
+	took := eventually(t, 20*time.Second, "every voter's directory id recorded", func() error {
+		var err error
+		if vs, _, err = describeVoters(t, "--bootstrap-server", bs); err != nil {
+			return err
+		}
+		for _, v := range vs {
+			if v.DirectoryID == "AAAAAAAAAAAAAAAAAAAAAA" || len(v.Endpoints) != 1 || v.Endpoints[0] != "CONTROLLER://"+c.Node(v.ID).Controller {
+				return fmt.Errorf("voter %+v", v)
+			}
+		}
+		if len(vs) != 3 {
+			return fmt.Errorf("voters %+v", vs)
+		}
+		return nil
+	})
+	t.Logf("kraft.version 1: every voter reported its directory id within %v: %+v", took.Round(time.Millisecond), vs)
+	creates := startCreateLoad(t, bs)
+	runSamsaOut(t, "metadata-quorum", "--bootstrap-server", bs, "remove-controller", "--controller-id", "3", "--controller-directory-id", vs[2].DirectoryID)
+	eventually(t, 15*time.Second, "voters 1 and 2", func() error {
+		got, _, err := describeVoters(t, "--bootstrap-server", bs)
+		if err == nil && !slices.Equal(voterIDs(got), []int32{1, 2}) {
+			err = fmt.Errorf("voters %v", voterIDs(got))
+		}
+		return err
+	})
+	eventually(t, 10*time.Second, "CreateTopics answered after the removal", func() error {
+		if n := creates.answered(); n < 20 {
+			return fmt.Errorf("%d answered", n)
+		}
+		return nil
+	})
+	maxCreate, answered, errs := creates.finish()
+	for _, e := range errs {
+		t.Error(e)
+	}
+	t.Logf("CreateTopics across the removal: %d answered, max %v", answered, maxCreate.Round(time.Millisecond))
+	// Node 3's broker, whose voter is no member now, follows the others' log.
+	adm := kadm.NewClient(client(t, c.Node(1).Client))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "after-removal"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "node 3's broker sees a topic created after its voter's removal", func() error {
+		resp, err := metadataOf(ctx, c.Node(3).Client, "after-removal")
+		if err == nil && (len(resp.Topics) != 1 || resp.Topics[0].ErrorCode != 0) {
+			err = fmt.Errorf("metadata %+v", resp.Topics)
+		}
+		return err
+	})
+}

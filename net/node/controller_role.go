@@ -32,6 +32,7 @@ type controllerRole struct {
 	q   *quorum.Quorum
 	ctl *controller.Controller
 
+	ctx    context.Context // ends at stop
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	mu     sync.Mutex
@@ -88,10 +89,8 @@ func startControllerRole(cfg *Config, clusterID string, fsys vfs.FS, tr raftTran
 	if cfg.DynamicQuorum {
 		qcfg.Voters = nil // the log's (quorum_dynamic.go)
 	}
-	if mp, err := ReadMetaProperties(cfg.MetadataDir); err == nil && mp.DirectoryID != "" {
-		if qcfg.DirectoryID, err = metadata.ParseUUID(mp.DirectoryID); err != nil {
-			return nil, fmt.Errorf("%w: %s: directory.id %q: %v", ErrStorage, cfg.MetadataDir, mp.DirectoryID, err)
-		}
+	if qcfg.DirectoryID, err = metaDirectoryID(cfg); err != nil && !errors.Is(err, errNoDirectoryID) {
+		return nil, err
 	}
 	if r.q, err = quorum.New(qcfg, r.st, tr); err != nil {
 		return nil, fmt.Errorf("starting the raft voter: %w", err)
@@ -129,7 +128,7 @@ func startControllerRole(cfg *Config, clusterID string, fsys vfs.FS, tr raftTran
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r.cancel = cancel
+	r.ctx, r.cancel = ctx, cancel
 	r.wg.Add(2)
 	go func() {
 		defer r.wg.Done()
@@ -147,6 +146,31 @@ func startControllerRole(cfg *Config, clusterID string, fsys vfs.FS, tr raftTran
 	}()
 	log.Info("controller started", "voters", voterList(cfg.Voters), "election_timeout", strconv.Itoa(int(tick)*electionTicks/int(time.Millisecond))+"ms")
 	return r, nil
+}
+
+// errNoDirectoryID: the metadata dir's meta.properties has no directory.id (or none).
+var errNoDirectoryID = errors.New("no directory.id")
+
+// metaDirectoryID is the directory.id of cfg's metadata dir.
+func metaDirectoryID(cfg *Config) (metadata.UUID, error) {
+	mp, err := ReadMetaProperties(cfg.MetadataDir)
+	if err != nil || mp.DirectoryID == "" {
+		return metadata.ZeroUUID, errNoDirectoryID
+	}
+	id, err := metadata.ParseUUID(mp.DirectoryID)
+	if err != nil {
+		return metadata.ZeroUUID, fmt.Errorf("%w: %s: directory.id %q: %v", ErrStorage, cfg.MetadataDir, mp.DirectoryID, err)
+	}
+	return id, nil
+}
+
+// goRun runs fn on a goroutine that stop ends (ctx) and waits for.
+func (r *controllerRole) goRun(fn func(ctx context.Context)) {
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		fn(r.ctx)
+	}()
 }
 
 // voter is the role's quorum as the controller package's seams.

@@ -147,6 +147,12 @@ func Start(cfg *Config, opts Options) (_ *Node, err error) {
 		if n.ctl, err = startControllerRole(cfg, n.clusterID, fsys, tr, n.log, n.fail, members); err != nil {
 			return nil, err
 		}
+		if dir, err := metaDirectoryID(cfg); err == nil {
+			// A voter of a dynamic quorum (or one upgraded to it) keeps its own
+			// entry of the voter set right.
+			ch := n.peer.ControllerChannel()
+			n.ctl.goRun(func(ctx context.Context) { n.ctl.reportVoter(ctx, cfg, dir, ch, 2*time.Second) })
+		}
 		if cfg.DynamicQuorum && len(n.ctl.q.Members()) == 0 {
 			// Formatted with --no-initial-controllers: the leader that adds this
 			// controller is found through the bootstrap servers.
@@ -273,8 +279,10 @@ func (n *Node) startBroker(fsys vfs.FS) error {
 			d.incarnation = b.IncarnationID
 		}
 	case cfg.Roles.Controller:
-		// Its own voter's committed log; the active controller wherever it is.
-		d.source, d.channel, d.heartbeats = controller.LogSource{Log: n.ctl.voter()}, n.peer.ControllerChannel(), n.peer.HeartbeatChannel()
+		// Its own voter's committed log (the voters' once it is removed from a
+		// dynamic quorum); the active controller wherever it is.
+		d.source = memberSource{local: controller.LogSource{Log: n.ctl.voter()}, remote: n.peer.MetadataSource(), q: n.ctl.q}
+		d.channel, d.heartbeats = n.peer.ControllerChannel(), n.peer.HeartbeatChannel()
 	default:
 		d.source, d.channel, d.heartbeats = n.peer.MetadataSource(), n.peer.ControllerChannel(), n.peer.HeartbeatChannel()
 	}

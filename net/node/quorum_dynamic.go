@@ -1,12 +1,18 @@
 package node
 
 import (
+	"context"
 	"net"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-broker/samsa/coordinator/controller"
 	"github.com/samsa-broker/samsa/coordinator/controller/quorum"
 	"github.com/samsa-broker/samsa/coordinator/metadata"
 )
@@ -148,12 +154,18 @@ func formatVoters(cfg *Config, f QuorumFormat, dir metadata.UUID) (*metadata.Vot
 }
 
 // ControllerEndpoint is the address other controllers reach this one at, as a
-// VotersRecord records it (--standalone, samsa metadata-quorum add-controller): the
-// bootstrap server that is its controller listener, else the listener's host.
+// VotersRecord records it (--standalone, samsa metadata-quorum add-controller,
+// UpdateRaftVoter): its entry of controller.quorum.voters, else the bootstrap server
+// that is its controller listener, else the listener's host.
 func ControllerEndpoint(cfg *Config) (string, int, error) {
 	ctl, ok := cfg.ControllerListener()
 	if !ok || ctl.Port == 0 {
 		return "", 0, errorf("the controller listener needs a fixed port")
+	}
+	for _, v := range cfg.Voters {
+		if v.ID == cfg.NodeID && v.Port != 0 {
+			return v.Host, v.Port, nil
+		}
 	}
 	if bs, err := parseBootstrapServers(cfg.Keys["controller.quorum.bootstrap.servers"]); err == nil {
 		for _, b := range bs {
@@ -225,4 +237,123 @@ func imageVoterAddrs(im *metadata.Image, name string) map[int32]string {
 		}
 	}
 	return out
+}
+
+// voterChannel sends a request to the quorum's leader (net/peer's ControllerChannel).
+type voterChannel interface {
+	Request(ctx context.Context, req kmsg.Request) (kmsg.Response, error)
+}
+
+// reportVoter keeps this controller's entry in a dynamic quorum's VotersRecord
+// right, as Kafka's voters do with UpdateRaftVoter (82): a voter recorded without
+// its directory id (a quorum upgraded from kraft.version 0) or with other endpoints
+// than its controller listener's sends the leader its own. It looks whenever the
+// members or the leadership change, and every retry interval while an update is
+// due; it returns when ctx ends. A static quorum's log records no voters: nothing
+// to report.
+func (r *controllerRole) reportVoter(ctx context.Context, cfg *Config, dir metadata.UUID, ch voterChannel, retry time.Duration) {
+	host, port, err := ControllerEndpoint(cfg)
+	if err != nil || dir == metadata.ZeroUUID {
+		return
+	}
+	want := metadata.VoterEndpoint{Name: cfg.ControllerListenerNames[0], Host: host, Port: uint16(port)}
+	wake := make(chan struct{}, 1)
+	poke := func() {
+		select {
+		case wake <- struct{}{}:
+		default:
+		}
+	}
+	r.q.SubscribeMembers(func([]quorum.Member) { poke() })
+	r.q.SubscribeLeadership(func(quorum.Leadership) { poke() })
+	t := time.NewTicker(retry)
+	defer t.Stop()
+	for {
+		if due(r.q, cfg.NodeID, dir, want) {
+			if err := sendUpdateVoter(ctx, ch, cfg.NodeID, dir, want); err != nil {
+				r.log.Info("reporting this controller's directory id and endpoint to the quorum's leader (UpdateRaftVoter): will retry", "err", err)
+			} else {
+				r.log.Info("reported this controller's directory id and endpoint to the quorum's leader (UpdateRaftVoter)", "directory_id", dir.String(), "endpoint", want.String())
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-wake:
+		case <-t.C:
+		}
+	}
+}
+
+// due reports whether the log records node's entry (by directory id, or without
+// one under the static raft id) with another directory id or without endpoint want.
+func due(q *quorum.Quorum, node int32, dir metadata.UUID, want metadata.VoterEndpoint) bool {
+	_, im := q.Committed()
+	vs, dynamic := im.QuorumVoters()
+	if !dynamic {
+		return false
+	}
+	for _, v := range vs {
+		switch {
+		case v.ID != node:
+		case v.DirectoryID == dir:
+			return !slices.Contains(v.Endpoints, want)
+		case v.DirectoryID == metadata.ZeroUUID && v.RaftID == quorum.RaftID(node):
+			return true
+		}
+	}
+	return false
+}
+
+func sendUpdateVoter(ctx context.Context, ch voterChannel, node int32, dir metadata.UUID, e metadata.VoterEndpoint) error {
+	req := kmsg.NewPtrUpdateRaftVoterRequest()
+	req.VoterID, req.VoterDirectoryID, req.CurrentLeaderEpoch = node, dir, -1
+	l := kmsg.NewUpdateRaftVoterRequestListener()
+	l.Name, l.Host, l.Port = e.Name, e.Host, e.Port
+	req.Listeners = append(req.Listeners, l)
+	kv := metadata.SupportedFeatures()[metadata.FeatureKRaftVersion]
+	req.KRaftVersionFeature.MinSupportedVersion, req.KRaftVersionFeature.MaxSupportedVersion = kv.Min, kv.Max
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	resp, err := ch.Request(rctx, req)
+	if err != nil {
+		return err
+	}
+	return kerr.ErrorForCode(resp.(*kmsg.UpdateRaftVoterResponse).ErrorCode)
+}
+
+// memberSource is a combined node's metadata source: its own voter's committed log
+// while the voter is a member of the quorum, else the voters' (net/peer). A voter
+// removed from a dynamic quorum stops receiving the log once the configuration
+// without it is left; its broker goes on with the others' log from the offset it
+// reached (raft indexes: the same offsets). It is no member when its image records
+// a voter set without it (from the entry that starts its removal on), or records
+// nothing yet (a controller waiting to be added).
+type memberSource struct {
+	local, remote controller.MetadataSource
+	q             *quorum.Quorum
+}
+
+func (s memberSource) source() controller.MetadataSource {
+	off, im := s.q.Committed()
+	vs, dynamic := im.QuorumVoters()
+	switch {
+	case off == 0:
+		return s.remote
+	case !dynamic:
+		return s.local
+	case slices.ContainsFunc(vs, func(v metadata.QuorumVoter) bool { return v.RaftID == s.q.RaftID() }):
+		return s.local
+	}
+	return s.remote
+}
+
+// Fetch implements controller.MetadataSource.
+func (s memberSource) Fetch(ctx context.Context, offset uint64, maxBytes int, wait time.Duration) (controller.MetadataBatch, error) {
+	return s.source().Fetch(ctx, offset, maxBytes, wait)
+}
+
+// Snapshot implements controller.MetadataSource.
+func (s memberSource) Snapshot(ctx context.Context) (uint64, []byte, error) {
+	return s.source().Snapshot(ctx)
 }

@@ -451,6 +451,9 @@ func (q *Quorum) Leader() (int32, uint64) {
 	return q.pub.leadership.Leader, q.pub.leadership.Term
 }
 
+// RaftID is this voter's id inside raft (membership.go). Safe from any goroutine.
+func (q *Quorum) RaftID() uint64 { return q.self }
+
 // IsLeader reports whether this voter leads the quorum.
 func (q *Quorum) IsLeader() bool {
 	q.pub.Lock()
