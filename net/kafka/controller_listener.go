@@ -98,8 +98,9 @@ var (
 // ListPartitionReassignments, UpdateFeatures) and DescribeQuorum, all answered by the
 // Controller;
 // the brokers' metadata fetches (Fetch and FetchSnapshot of __cluster_metadata)
-// answered from the voter's committed log; DescribeCluster of the controllers; and
-// ApiVersions of this table. Its handler table is its own (registerController): an
+// answered from the voter's committed log; DescribeCluster of the controllers;
+// AddRaftVoter, RemoveRaftVoter and UpdateRaftVoter run by the voter (a
+// VoterChanger, controller_voters.go); and ApiVersions of this table. Its handler table is its own (registerController): an
 // API it does not list closes the connection, as Kafka does for an API a listener
 // does not serve.
 //

@@ -24,8 +24,9 @@
 // # Configuration
 //
 // Kafka's KRaft keys (docs/CLUSTER.md, "Configuration"): process.roles, node.id,
-// controller.quorum.voters (or controller.quorum.bootstrap.servers on a broker-only
-// node: the voters are asked of them), listeners, advertised.listeners, controller.listener.names,
+// controller.quorum.voters (or controller.quorum.bootstrap.servers: on a broker-only
+// node the voters are asked of them; on a controller they make a dynamic quorum,
+// quorum_dynamic.go), listeners, advertised.listeners, controller.listener.names,
 // inter.broker.listener.name, listener.security.protocol.map (security.go, internode.go),
 // log.dirs, metadata.log.dir, broker.heartbeat.interval.ms,
 // broker.session.timeout.ms, broker.rack, the replica.* keys and sync. FromKeys
@@ -80,7 +81,12 @@
 // connection to a voter checks that the voter lists the same voter ids as this node
 // (a node with another list says so in an error, names both lists, and neither
 // registers nor exchanges raft messages with those voters). A broker-only node given
-// controller.quorum.bootstrap.servers learns the voters from them.
+// controller.quorum.bootstrap.servers learns the voters from them. In a dynamic quorum
+// (KIP-853, quorum_dynamic.go) the voters are the members the metadata log records:
+// net/peer follows them (a controller from its voter's configuration, a broker from
+// its image) and checks no voter list; a voter reports its own directory id and
+// endpoint to the leader (UpdateRaftVoter) when the log records others; a combined
+// node whose voter was removed reads the log from the voters.
 //
 // A cluster node's broker records its incarnation id in broker.incarnation and names
 // the previous one as its predecessor when it registers: it holds the node's log dirs

@@ -27,7 +27,10 @@
 // with EndpointType 2, KIP-919) before its first request to the voters, and keeps the
 // first answer of its cluster. With CheckVoterSet, every new connection to a voter asks
 // it for its voters the same way and is refused (ErrVoterSetMismatch, logged with both
-// lists) when their ids differ from this node's.
+// lists) when their ids differ from this node's. In a dynamic quorum (KIP-853) the node
+// sets the voters from the metadata log as they change (SetVoters), or asks the
+// bootstrap servers once more for a controller waiting to be added (LearnVoters), and
+// the voter lists are not compared.
 //
 // Requests to the active controller go to the leader hint first (the voter that last
 // answered as active, or the leader a metadata fetch or the local voter reported for

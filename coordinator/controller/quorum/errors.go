@@ -31,8 +31,7 @@ var (
 	//
 	// ErrStaticQuorum: the log records no voter set (kraft.version 0): UNSUPPORTED_VERSION.
 	ErrStaticQuorum = errors.New("quorum: the voter set is static (kraft.version 0)")
-	// ErrVoterChangePending: another change is in progress, or the leader has not
-	// committed its term's first entry: REQUEST_TIMED_OUT.
+	// ErrVoterChangePending: another change is in progress: REQUEST_TIMED_OUT.
 	ErrVoterChangePending = errors.New("quorum: a change of the voter set is in progress")
 	// ErrDuplicateVoter: the node id is a voter already: DUPLICATE_VOTER.
 	ErrDuplicateVoter = errors.New("quorum: duplicate voter")

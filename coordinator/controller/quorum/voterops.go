@@ -17,8 +17,8 @@ import (
 // UpdateRaftVoter), run by the leader's core one at a time (membership.go has the
 // configuration changes they make). Each is checked as Kafka's handlers check it:
 //
-//  1. this voter leads and has applied its term's first entry (ErrNotLeader, or
-//     ErrVoterChangePending while the term's first entry is not applied);
+//  1. this voter leads (ErrNotLeader) and has applied its term's first entry (the
+//     change waits for it, up to its deadline: ErrTimeout);
 //  2. the quorum is dynamic: the log records its voters (ErrStaticQuorum,
 //     kraft.version 0);
 //  3. no other change is in progress: none queued before it, no joint
@@ -264,7 +264,9 @@ func (q *Quorum) matchOf(id uint64) uint64 {
 // entry; it reports whether it proposed one.
 func (q *Quorum) startOp(o *voterOp) bool {
 	if q.appliedTerm != q.term {
-		q.finishOp(fmt.Errorf("%w: the leader has not yet committed the first entry of its term %d", ErrVoterChangePending, q.term))
+		// A leader just elected (often because the last one handed over before
+		// its removal): the change waits, within its deadline, for the term's
+		// first entry to apply, where Kafka answers REQUEST_TIMED_OUT at once.
 		return false
 	}
 	recorded, dynamic := q.image.QuorumVoters()
