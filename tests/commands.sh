@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Every command shown in README.md, BENCHMARKS.md and the section "Upgrading and
-# resizing" of docs/CLUSTER.md works as written from a fresh
+# Every command shown in README.md, BENCHMARKS.md, docs/DEPLOY.md and the section
+# "Upgrading and resizing" of docs/CLUSTER.md works as written from a fresh
 # clone. This test clones the repository (plus the working tree's uncommitted files,
 # unless SAMSA_COMMANDS_FROM_HEAD=1), and in the clone runs each command verbatim, or
 # in a short form: shorter durations, fewer rounds, smaller sizes, with every flag,
@@ -57,7 +57,7 @@ fi
 cd "$clone"
 
 # --- the commands the docs show -------------------------------------------------------
-/usr/bin/python3 - README.md BENCHMARKS.md "docs/CLUSTER.md#Upgrading and resizing" >"$tmp/doc-commands" <<'PY'
+/usr/bin/python3 - README.md BENCHMARKS.md "docs/CLUSTER.md#Upgrading and resizing" docs/DEPLOY.md >"$tmp/doc-commands" <<'PY'
 import re, sys
 
 PROGRAMS = re.compile(r"^(make|go|kcat|git|samsa|samsa-bench|bin/\S+|\./\S+)\s")
@@ -306,6 +306,10 @@ steps() {
 	skip 'make test' 'the command that runs this test'
 	skip 'helm install samsa deploy/kubernetes/samsa --set clusterId=$(bin/samsa storage random-uuid)' 'needs a Kubernetes cluster; TestHelmChart renders the chart and runs its pods as processes'
 	skip 'kubectl apply -f deploy/kubernetes/samsa.yaml' 'needs a Kubernetes cluster; TestHelmChart checks the manifest is the chart rendered'
+	skip 'install -m 0755 bin/samsa /usr/local/bin/samsa' 'installs into the system; TestSystemdUnit runs the unit with this build'
+	skip 'install -m 0644 deploy/systemd/samsa.service /etc/systemd/system/' 'needs systemd as PID 1; TestSystemdUnit verifies the unit'
+	skip 'useradd --system --home-dir /var/lib/samsa --shell /usr/sbin/nologin samsa' 'changes the system; the unit runs as this user'
+	skip 'systemctl daemon-reload && systemctl enable --now samsa' 'needs systemd as PID 1; TestSystemdUnit runs ExecStart and ExecStop'
 	skip 'make image' 'needs podman or docker; TestContainerImage (cmd/samsa) runs it where one is installed'
 	skip 'podman run -d --name samsa -p 9092:9092 -p 9644:9644 -e SAMSA_ADVERTISED_LISTENERS=127.0.0.1:9092 samsa:dev' 'needs a container runtime; TestContainerImage runs the image the same way, on free ports'
 	skip 'make test-commands' 'the command that runs this test'
@@ -377,6 +381,9 @@ PY
 	expect '^samsa_audit_anomalies_total\{kind="lost"\} 0$'
 	expect '^samsa_audit_valid 1$'
 	own stop_bg # SIGTERM: the audit drains and exits 0 with its verdict (1 would fail here)
+	# docs/DEPLOY.md, a rolling restart: the quickstart's broker answers its probe
+	step 'curl -sf http://127.0.0.1:9644/ready?isr=true'
+	expect '^ready: broker [0-9]+, epoch [0-9]+, metadata offset [0-9]+, in every ISR of its replicas$'
 	here 'bin/samsa-bench kfake-serve --listen 127.0.0.1:9192 &' 'bg "bin/samsa-bench kfake-serve --listen 127.0.0.1:9192"'
 	own wait_kafka 127.0.0.1:9192
 	step 'bin/samsa audit --bootstrap-server 127.0.0.1:9192 --duration 10s' \
@@ -621,9 +628,9 @@ if [ -n "$missing" ]; then
 fi
 if [ -n "$stale" ]; then
 	printf '  %s\n' "$stale" >&2
-	fail "tests/commands.sh has steps for commands that are no longer in README.md, BENCHMARKS.md or docs/CLUSTER.md's \"Upgrading and resizing\" (above): update or remove them"
+	fail "tests/commands.sh has steps for commands that are no longer in README.md, BENCHMARKS.md, docs/DEPLOY.md or docs/CLUSTER.md's \"Upgrading and resizing\" (above): update or remove them"
 fi
-echo "$(wc -l <"$tmp/doc-set") commands in README.md, BENCHMARKS.md and docs/CLUSTER.md, each with a step; running them in a fresh clone ($clone)"
+echo "$(wc -l <"$tmp/doc-set") commands in README.md, BENCHMARKS.md, docs/CLUSTER.md and docs/DEPLOY.md, each with a step; running them in a fresh clone ($clone)"
 
 mode=run
 start=$SECONDS

@@ -33,7 +33,7 @@ func containerTool() string {
 // Where the tool is missing, or runs no container on this machine (a sandbox without
 // the cgroups or the privileges a runtime needs), it is skipped saying why.
 func TestContainerImage(t *testing.T) {
-	samsaBin(t) // skipped with -short
+	bin := samsaBin(t) // skipped with -short; the topics command below
 	tool := containerTool()
 	if tool == "" {
 		t.Skip("neither podman nor docker is installed")
@@ -125,4 +125,58 @@ func TestContainerImage(t *testing.T) {
 	if l := logs(); !strings.Contains(l, "msg=stopped") {
 		t.Fatalf("no clean stop in the log:\n%s", l)
 	}
+
+	// Three containers on the host's network form a cluster from the environment
+	// alone (CLUSTER_ID formats each one's volume), and pass kcat's smoke test.
+	if _, err := exec.LookPath("kcat"); err != nil {
+		t.Skip("kcat is not installed")
+	}
+	cp, err := freePorts(9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var voters, seeds []string
+	for i := range 3 {
+		voters = append(voters, fmt.Sprintf("%d@127.0.0.1:%d", i+1, cp[3*i+1]))
+		seeds = append(seeds, fmt.Sprintf("127.0.0.1:%d", cp[3*i]))
+	}
+	for i := range 3 {
+		cname := fmt.Sprintf("%s-%d", name, i+1)
+		args := append(runArgs, "-d", "--name", cname, "--network", "host",
+			"-e", "CLUSTER_ID=Y29udGFpbmVyLWNsdXN0ZQ",
+			"-e", "SAMSA_PROCESS_ROLES=broker,controller",
+			"-e", fmt.Sprintf("SAMSA_NODE_ID=%d", i+1),
+			"-e", "SAMSA_CONTROLLER_QUORUM_VOTERS="+strings.Join(voters, ","),
+			"-e", fmt.Sprintf("SAMSA_LISTENERS=PLAINTEXT://%s,CONTROLLER://127.0.0.1:%d", seeds[i], cp[3*i+1]),
+			"-e", "SAMSA_CONTROLLER_LISTENER_NAMES=CONTROLLER",
+			"-e", fmt.Sprintf("SAMSA_ADMIN_LISTEN=127.0.0.1:%d", cp[3*i+2]),
+			image)
+		if out, err := exec.Command(tool, args...).CombinedOutput(); err != nil {
+			t.Fatalf("%s run %s: %v\n%s", tool, cname, err, out)
+		}
+		defer exec.Command(tool, "rm", "-f", cname).Run()
+	}
+	for i := range 3 {
+		eventually(t, 60*time.Second, fmt.Sprintf("container %d's /ready", i+1), func() error {
+			return exec.Command("curl", "-sf", fmt.Sprintf("http://127.0.0.1:%d/ready", cp[3*i+2])).Run()
+		})
+	}
+	bootstrap := strings.Join(seeds, ",")
+	if out, err := exec.Command(bin, "topics", "create", "boxes", "--bootstrap-server", bootstrap, "--partitions", "3", "--replication-factor", "3").CombinedOutput(); err != nil {
+		t.Fatalf("topics create: %v\n%s", err, out)
+	}
+	var in strings.Builder
+	for k := range 100 {
+		fmt.Fprintf(&in, "box-%d\n", k)
+	}
+	produce := exec.Command("kcat", "-b", bootstrap, "-P", "-t", "boxes", "-X", "acks=all")
+	produce.Stdin = strings.NewReader(in.String())
+	if out, err := produce.CombinedOutput(); err != nil {
+		t.Fatalf("kcat -P: %v\n%s", err, out)
+	}
+	got, err := exec.Command("kcat", "-b", bootstrap, "-C", "-t", "boxes", "-o", "beginning", "-e", "-q").Output()
+	if err != nil || strings.Count(string(got), "box-") != 100 {
+		t.Fatalf("kcat -C: %v, %d of 100", err, strings.Count(string(got), "box-"))
+	}
+	t.Logf("three containers (host network): a topic of RF 3, 100 records through kcat")
 }
