@@ -42,6 +42,9 @@ func Encode(dst []byte, r Record) []byte {
 		dst = binary.BigEndian.AppendUint32(dst, uint32(r.LeaderEpoch))
 		dst = binary.BigEndian.AppendUint32(dst, uint32(r.PartitionEpoch))
 		dst = append(dst, byte(r.LeaderRecoveryState))
+		if partitionHasELR(r) {
+			dst = appendTaggedArrays(dst, taggedArray{tagPartitionELR, orNil(r.ELR)}, taggedArray{tagPartitionLastKnownELR, orNil(r.LastKnownELR)})
+		}
 	case *PartitionChangeRecord:
 		dst = append(dst, r.TopicID[:]...)
 		dst = binary.BigEndian.AppendUint32(dst, uint32(r.Partition))
@@ -51,6 +54,11 @@ func Encode(dst []byte, r Record) []byte {
 		dst = appendOptInt32s(dst, r.Removing)
 		dst = appendOptInt32s(dst, r.Adding)
 		dst = append(dst, byte(r.LeaderRecoveryState))
+		if changeHasELR(r) {
+			dst = appendTaggedArrays(dst, taggedArray{tagChangeELR, r.ELR}, taggedArray{tagChangeLastKnownELR, r.LastKnownELR})
+		}
+	case *ClearElrRecord:
+		dst = appendString(dst, r.TopicName)
 	case *RemoveTopicRecord:
 		dst = append(dst, r.ID[:]...)
 	case *ConfigRecord:
@@ -110,7 +118,12 @@ func Encode(dst []byte, r Record) []byte {
 
 // encodeVersion is the version Encode writes for r: 2 for Partition, for
 // RegisterBroker without features and for FeatureLevel (type 12, whose version 1 is
-// RemoveUserScramCredential), 3 for RegisterBroker with features, 1 for the others.
+// RemoveUserScramCredential), 3 for RegisterBroker with features and for Partition
+// with an ELR or last known ELR, 2 for PartitionChange with either, 1 for the others.
+// A record's version follows what it carries, never a level: the controller writes
+// ELR fields only while eligible.leader.replicas.version is 1 (finalized only once
+// every broker supports it), so a cluster that has not finalized ELR writes exactly
+// the bytes a build before ELR writes and reads.
 func encodeVersion(r Record) byte {
 	switch r := r.(type) {
 	case *RegisterBrokerRecord:
@@ -119,7 +132,15 @@ func encodeVersion(r Record) byte {
 		}
 		return 2
 	case *PartitionRecord:
+		if partitionHasELR(r) {
+			return 3
+		}
 		return 2
+	case *PartitionChangeRecord:
+		if changeHasELR(r) {
+			return 2
+		}
+		return 1
 	case *FeatureLevelRecord:
 		return featureLevelVersion
 	}
@@ -134,6 +155,8 @@ func decodableVersion(t recordType, ver byte) bool {
 	case typeRegisterBroker:
 		return ver >= 1 && ver <= 3
 	case typePartition:
+		return ver >= 1 && ver <= 3
+	case typePartitionChange:
 		return ver == 1 || ver == 2
 	case typeFeatureLevel: // also typeRemoveUserScramCredential
 		return ver == 1 || ver == featureLevelVersion
@@ -210,10 +233,27 @@ func Decode(b []byte) (Record, int, error) {
 		if ver >= 2 {
 			p.PartitionEpoch, p.LeaderRecoveryState = d.int32(), d.int8()
 		}
+		if ver >= 3 {
+			f := d.taggedArrays(tagPartitionELR, tagPartitionLastKnownELR)
+			p.ELR, p.LastKnownELR = f[0], f[1]
+			if !partitionHasELR(p) || (p.ELR != nil && len(p.ELR) == 0) || (p.LastKnownELR != nil && len(p.LastKnownELR) == 0) {
+				d.fail("partition ELR fields") // version 3 carries at least one, never empty
+			}
+		}
 		r = p
 	case typePartitionChange:
-		r = &PartitionChangeRecord{TopicID: d.uuid(), Partition: d.int32(), ISR: d.optInt32s(), Leader: d.int32(),
+		c := &PartitionChangeRecord{TopicID: d.uuid(), Partition: d.int32(), ISR: d.optInt32s(), Leader: d.int32(),
 			Replicas: d.optInt32s(), Removing: d.optInt32s(), Adding: d.optInt32s(), LeaderRecoveryState: d.int8()}
+		if ver >= 2 {
+			f := d.taggedArrays(tagChangeELR, tagChangeLastKnownELR)
+			c.ELR, c.LastKnownELR = f[0], f[1]
+			if !changeHasELR(c) {
+				d.fail("partition change ELR fields") // version 2 carries at least one
+			}
+		}
+		r = c
+	case typeClearElr:
+		r = &ClearElrRecord{TopicName: d.string()}
 	case typeRemoveTopic:
 		r = &RemoveTopicRecord{ID: d.uuid()}
 	case typeConfig:
@@ -477,6 +517,95 @@ func (d *decoder) optInt32s() []int32 {
 	out := make([]int32, n)
 	for i := range out {
 		out[i] = d.int32()
+	}
+	return out
+}
+
+// Tags of the ELR fields, Kafka's: PartitionRecord's EligibleLeaderReplicas (1) and
+// LastKnownElr (2), PartitionChangeRecord's (6 and 7).
+const (
+	tagPartitionELR          = 1
+	tagPartitionLastKnownELR = 2
+	tagChangeELR             = 6
+	tagChangeLastKnownELR    = 7
+)
+
+func partitionHasELR(r *PartitionRecord) bool { return len(r.ELR) > 0 || len(r.LastKnownELR) > 0 }
+
+func changeHasELR(r *PartitionChangeRecord) bool { return r.ELR != nil || r.LastKnownELR != nil }
+
+// orNil is v, or nil when it is empty (a PartitionRecord writes no empty field).
+func orNil(v []int32) []int32 {
+	if len(v) == 0 {
+		return nil
+	}
+	return v
+}
+
+// taggedArray is one tagged field holding an []int32; nil: absent.
+type taggedArray struct {
+	tag uint64
+	v   []int32
+}
+
+// appendTaggedArrays writes a tagged-field section as Kafka's flexible versions do: a
+// uvarint count of the fields present, then per field, tags ascending, a uvarint tag,
+// a uvarint size of its bytes, and the bytes (here an int32 array as appendInt32s
+// writes it). fs must be in tag order.
+func appendTaggedArrays(dst []byte, fs ...taggedArray) []byte {
+	n := 0
+	for _, f := range fs {
+		if f.v != nil {
+			n++
+		}
+	}
+	dst = binary.AppendUvarint(dst, uint64(n))
+	for _, f := range fs {
+		if f.v == nil {
+			continue
+		}
+		dst = binary.AppendUvarint(dst, f.tag)
+		dst = binary.AppendUvarint(dst, uint64(uvarintLen(uint64(len(f.v)))+4*len(f.v)))
+		dst = appendInt32s(dst, f.v)
+	}
+	return dst
+}
+
+// taggedArrays reads appendTaggedArrays's section: the array of each tag of known
+// (nil: absent; present: non-nil, possibly empty). Tags must ascend and be known:
+// every record has one encoding, so a field a later build adds comes with a new
+// record version.
+func (d *decoder) taggedArrays(known ...uint64) [][]int32 {
+	out := make([][]int32, len(known))
+	n := d.uvarint("tagged field count")
+	if n > uint64(len(known)) {
+		d.fail("tagged fields")
+		return out
+	}
+	next := 0
+	for range n {
+		tag, size := d.uvarint("tag"), d.uvarint("tagged field size")
+		if d.err != nil {
+			return out
+		}
+		for next < len(known) && known[next] < tag {
+			next++
+		}
+		if next == len(known) || known[next] != tag || size > uint64(len(d.b)) {
+			d.fail("tagged field")
+			return out
+		}
+		sub := decoder{b: d.take(int(size), "tagged field")}
+		v := sub.int32s()
+		if sub.err != nil || len(sub.b) != 0 {
+			d.fail("tagged field")
+			return out
+		}
+		if v == nil {
+			v = []int32{}
+		}
+		out[next] = v
+		next++
 	}
 	return out
 }

@@ -42,6 +42,15 @@ func sampleRecords() []Record {
 			{ID: 1, DirectoryID: idA, RaftID: 0xabcd00000002, Endpoints: []VoterEndpoint{{Name: "CONTROLLER", Host: "127.0.0.1", Port: 9093}},
 				KRaftVersion: VersionRange{Min: 0, Max: 1}},
 			{ID: 2, RaftID: 3, Learner: true, Endpoints: []VoterEndpoint{{Name: "CONTROLLER", Host: "::1", Port: 9193}, {Name: "CONTROLLER_TLS", Host: "h", Port: 9194}}}}},
+		&PartitionRecord{TopicID: idA, Partition: 3, Replicas: []int32{1, 2, 3}, ISR: []int32{1}, Leader: 1, LeaderEpoch: 4,
+			PartitionEpoch: 6, ELR: []int32{2}},
+		&PartitionRecord{TopicID: idA, Partition: 4, Replicas: []int32{1, 2, 3}, Leader: -1, LeaderEpoch: 4,
+			PartitionEpoch: 6, ELR: []int32{2, 3}, LastKnownELR: []int32{1}},
+		&PartitionChangeRecord{TopicID: idA, Partition: 2, ISR: []int32{}, Leader: -1, LeaderRecoveryState: -1,
+			ELR: []int32{1, 2}, LastKnownELR: []int32{3}},
+		&PartitionChangeRecord{TopicID: idA, Partition: 2, Leader: NoLeaderChange, LeaderRecoveryState: -1, ELR: []int32{}},
+		&ClearElrRecord{TopicName: "orders"},
+		&ClearElrRecord{},
 	}
 }
 

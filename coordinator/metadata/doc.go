@@ -21,8 +21,12 @@
 //	crc32c: Castagnoli CRC of ver, typ and payload
 //	ver:    the record type's version: 2 for RegisterBroker and Partition (version 1,
 //	        written before the cluster existed, is still read), 3 for RegisterBroker
-//	        with features, 2 for FeatureLevel, 1 for the others
+//	        with features and for Partition with ELR fields, 2 for PartitionChange
+//	        with ELR fields and for FeatureLevel, 1 for the others
 //	opt []int32: a uvarint of count+1 (0 = nil, "unchanged") then the values
+//	tagged: Kafka's tagged fields: a uvarint count, then per field, tags ascending, a
+//	        uvarint tag, a uvarint size and that many bytes (here an []int32); only
+//	        the tags the version lists, at least one
 //	typ  ver payload
 //	  0  3  RegisterBroker   version 2's payload, then feature count uvarint (at
 //	                         least 1), per feature: name string, min int16, max int16
@@ -40,6 +44,8 @@
 //	                         isr []int32, removing []int32, adding []int32, leader
 //	                         int32, leader epoch int32, partition epoch int32, leader
 //	                         recovery state int8
+//	  3  3  Partition        version 2's payload, then tagged: 1 ELR, 2 last known
+//	                         ELR (Kafka's tags; each present only when not empty)
 //	  3  1  Partition        topic id, partition, replicas, isr, leader, leader epoch
 //	  4  1  Config           resource int8 (2 topic, 4 broker, 32 group), name string,
 //	                         key string, value nullable string
@@ -47,6 +53,8 @@
 //	                         int32 (-2 unchanged), replicas opt []int32, removing opt
 //	                         []int32, adding opt []int32, leader recovery state int8
 //	                         (-1 unchanged)
+//	  5  2  PartitionChange  version 1's payload, then tagged: 6 ELR, 7 last known
+//	                         ELR (Kafka's tags; absent: unchanged)
 //	  9  1  RemoveTopic      id [16]byte
 //	 15  1  ProducerIDs      broker id int32, broker epoch int64, next producer id int64
 //	 17  1  BrokerRegistrationChange  id int32, epoch int64, fenced int8 (-1 unfence,
@@ -62,6 +70,7 @@
 //	                         pattern type int8, principal string, host string,
 //	                         operation int8, permission int8 (Kafka's enum values)
 //	 24  1  RemoveAccessControlEntry  id [16]byte
+//	 28  1  ClearElr         topic name string ("" every topic)
 //	134  1  Voters           the controller quorum's members (records_voters.go):
 //	                         count uvarint, per member: id int32, directory id
 //	                         [16]byte, raft id u64, flags byte (1 learner),
@@ -77,7 +86,11 @@
 // Image.Apply's rules for the cluster's records: broker epochs only grow (see
 // RegisterBrokerRecord); a change names the broker's current epoch; a PartitionChange
 // bumps the partition epoch, and the leader epoch when the leader changes; a leader is
-// in the ISR, the ISR in the replicas and never empty. A feature level is at least 0
+// in the ISR, the ISR in the replicas and never emptied by a change but at
+// eligible.leader.replicas.version 1, where the ELR and last known ELR live (replicas,
+// the ELR outside the ISR; a ClearElr empties them, a new partition epoch for each
+// partition it changes); that level goes back to 0 only once no partition has an ELR,
+// a last known ELR or an empty ISR. A feature level is at least 0
 // (0 removes the feature) and metadata.version at least 1; a broker's features name
 // each feature once, with a range within 0 and up (features.go).
 //

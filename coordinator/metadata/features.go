@@ -321,6 +321,12 @@ func (im *Image) FinalizedFeatures() map[string]int16 { return im.features }
 // FinalizedLevel returns feature name's finalized level (0 when not finalized).
 func (im *Image) FinalizedLevel(name string) int16 { return im.features[name] }
 
+// ELREnabled reports whether eligible.leader.replicas.version is 1 or more: the
+// controller keeps eligible leader replicas and a leader's high watermark advances
+// only with min.insync.replicas in the ISR (KIP-966). A log without feature levels
+// is at 0.
+func (im *Image) ELREnabled() bool { return im.features[FeatureELRVersion] >= 1 }
+
 // FeaturesRecorded reports whether the log holds a metadata.version record: a log
 // formatted before Samsa kept feature levels holds none (see LegacyMetadataVersion).
 func (im *Image) FeaturesRecorded() bool {
@@ -364,6 +370,14 @@ func (b *builder) featureLevel(r *FeatureLevelRecord) error {
 	if cur, ok := b.im.features[r.Name]; ok == (r.Level != 0) && cur == r.Level {
 		return nil
 	}
+	if r.Name == FeatureELRVersion && r.Level == 0 && b.im.ELREnabled() {
+		// What only ELR allows must be gone first (the controller writes the changes
+		// before the level, in the same entry): a build before ELR reads the
+		// partitions of the images after this one.
+		if err := b.noELRState(); err != nil {
+			return fmt.Errorf("%w: %s to 0: %v", ErrInvalidRecord, FeatureELRVersion, err)
+		}
+	}
 	if !b.featuresCopied {
 		b.im.features = cloneMap(b.im.features)
 		b.featuresCopied = true
@@ -375,6 +389,19 @@ func (b *builder) featureLevel(r *FeatureLevelRecord) error {
 		}
 	} else {
 		b.im.features[r.Name] = r.Level
+	}
+	return nil
+}
+
+// noELRState returns an error naming a partition with an ELR, a last known ELR or an
+// empty ISR.
+func (b *builder) noELRState() error {
+	for _, t := range b.im.topics.all() {
+		for i, p := range t.Partitions {
+			if len(p.ELR) > 0 || len(p.LastKnownELR) > 0 || len(p.ISR) == 0 {
+				return fmt.Errorf("partition %d of %q has ISR %v, ELR %v, last known ELR %v", i, t.Name, p.ISR, p.ELR, p.LastKnownELR)
+			}
+		}
 	}
 	return nil
 }

@@ -46,13 +46,18 @@ type TopicImage struct {
 
 // PartitionImage is one partition's assignment and leadership. Leader is -1 when the
 // partition has no leader. Removing and Adding are the replicas a reassignment is
-// removing and adding (both subsets of Replicas; nil when none).
+// removing and adding (both subsets of Replicas; nil when none). ELR and LastKnownELR
+// are the eligible leader replicas and the last known leader (KIP-966, see
+// PartitionRecord; nil when none): replicas, the ELR disjoint from the ISR. The ISR
+// is empty only at eligible.leader.replicas.version 1, and then the partition has no
+// leader.
 type PartitionImage struct {
 	Replicas, ISR       []int32
 	Removing, Adding    []int32
 	Leader, LeaderEpoch int32
 	PartitionEpoch      int32
 	LeaderRecoveryState int8
+	ELR, LastKnownELR   []int32
 }
 
 // BrokerImage is a registered broker. Host and Port are its first endpoint's.
@@ -202,7 +207,7 @@ func (im *Image) Records() []Record {
 		for i, p := range t.Partitions {
 			out = append(out, &PartitionRecord{TopicID: t.ID, Partition: int32(i), Replicas: p.Replicas,
 				ISR: p.ISR, Removing: p.Removing, Adding: p.Adding, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
-				PartitionEpoch: p.PartitionEpoch, LeaderRecoveryState: p.LeaderRecoveryState})
+				PartitionEpoch: p.PartitionEpoch, LeaderRecoveryState: p.LeaderRecoveryState, ELR: p.ELR, LastKnownELR: p.LastKnownELR})
 		}
 		appendConfigs(ResourceTopic, t.Name)
 	}
@@ -326,6 +331,8 @@ func isNil(r Record) bool {
 		return r == nil
 	case *VotersRecord:
 		return r == nil
+	case *ClearElrRecord:
+		return r == nil
 	case securityRecord:
 		return isNilSecurity(r)
 	}
@@ -398,6 +405,8 @@ func (b *builder) apply(r Record) error {
 		return b.featureLevel(r)
 	case *VotersRecord:
 		return b.applyVoters(r)
+	case *ClearElrRecord:
+		return b.clearElr(r)
 	case securityRecord:
 		return b.applySecurity(r)
 	}
@@ -475,6 +484,9 @@ func (b *builder) partition(r *PartitionRecord) error {
 	if err := validAssignment(r); err != nil {
 		return fmt.Errorf("%w: partition %d of %q: %v", ErrInvalidRecord, r.Partition, t.Name, err)
 	}
+	if err := b.elrAllowed(r, false); err != nil {
+		return fmt.Errorf("%w: partition %d of %q: %v", ErrInvalidRecord, r.Partition, t.Name, err)
+	}
 	if int(r.Partition) < len(t.Partitions) && r.LeaderEpoch < t.Partitions[r.Partition].LeaderEpoch {
 		return fmt.Errorf("%w: partition %d of %q: leader epoch %d below %d", ErrInvalidRecord,
 			r.Partition, t.Name, r.LeaderEpoch, t.Partitions[r.Partition].LeaderEpoch)
@@ -482,7 +494,8 @@ func (b *builder) partition(r *PartitionRecord) error {
 	t = b.mutableTopic(t)
 	p := PartitionImage{Replicas: slices.Clone(r.Replicas), ISR: slices.Clone(r.ISR),
 		Removing: cloneOrNil(r.Removing), Adding: cloneOrNil(r.Adding), Leader: r.Leader, LeaderEpoch: r.LeaderEpoch,
-		PartitionEpoch: r.PartitionEpoch, LeaderRecoveryState: r.LeaderRecoveryState}
+		PartitionEpoch: r.PartitionEpoch, LeaderRecoveryState: r.LeaderRecoveryState,
+		ELR: cloneOrNil(r.ELR), LastKnownELR: cloneOrNil(r.LastKnownELR)}
 	if int(r.Partition) == len(t.Partitions) {
 		t.Partitions = append(t.Partitions, p)
 	} else {
@@ -510,12 +523,16 @@ func (b *builder) partitionChange(r *PartitionChangeRecord) error {
 	p := t.Partitions[r.Partition]
 	next := PartitionRecord{TopicID: r.TopicID, Partition: r.Partition, Replicas: p.Replicas, ISR: p.ISR,
 		Removing: p.Removing, Adding: p.Adding, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
-		PartitionEpoch: p.PartitionEpoch + 1, LeaderRecoveryState: p.LeaderRecoveryState}
+		PartitionEpoch: p.PartitionEpoch + 1, LeaderRecoveryState: p.LeaderRecoveryState,
+		ELR: p.ELR, LastKnownELR: p.LastKnownELR}
 	if r.ISR != nil {
-		if len(r.ISR) == 0 {
-			return fmt.Errorf("%w: partition %d of %q: empty ISR", ErrInvalidRecord, r.Partition, t.Name)
-		}
 		next.ISR = r.ISR
+	}
+	if r.ELR != nil {
+		next.ELR = r.ELR
+	}
+	if r.LastKnownELR != nil {
+		next.LastKnownELR = r.LastKnownELR
 	}
 	if r.Replicas != nil {
 		next.Replicas = r.Replicas
@@ -547,10 +564,61 @@ func (b *builder) partitionChange(r *PartitionChangeRecord) error {
 	if err := validAssignment(&next); err != nil {
 		return fmt.Errorf("%w: partition %d of %q: %v", ErrInvalidRecord, r.Partition, t.Name, err)
 	}
+	if err := b.elrAllowed(&next, true); err != nil {
+		return fmt.Errorf("%w: partition %d of %q: %v", ErrInvalidRecord, r.Partition, t.Name, err)
+	}
 	t = b.mutableTopic(t)
-	t.Partitions[r.Partition] = PartitionImage{Replicas: slices.Clone(next.Replicas), ISR: slices.Clone(next.ISR),
+	t.Partitions[r.Partition] = PartitionImage{Replicas: slices.Clone(next.Replicas), ISR: cloneOrNil(next.ISR),
 		Removing: cloneOrNil(next.Removing), Adding: cloneOrNil(next.Adding), Leader: next.Leader, LeaderEpoch: next.LeaderEpoch,
-		PartitionEpoch: next.PartitionEpoch, LeaderRecoveryState: next.LeaderRecoveryState}
+		PartitionEpoch: next.PartitionEpoch, LeaderRecoveryState: next.LeaderRecoveryState,
+		ELR: cloneOrNil(next.ELR), LastKnownELR: cloneOrNil(next.LastKnownELR)}
+	return nil
+}
+
+// elrAllowed checks what only eligible.leader.replicas.version 1 allows: an ELR or
+// last known ELR, and a change that empties the ISR (every ISR member left).
+func (b *builder) elrAllowed(r *PartitionRecord, change bool) error {
+	if b.im.ELREnabled() {
+		return nil
+	}
+	switch {
+	case len(r.ELR) > 0 || len(r.LastKnownELR) > 0:
+		return fmt.Errorf("ELR %v, last known ELR %v while %s is 0", r.ELR, r.LastKnownELR, FeatureELRVersion)
+	case change && len(r.ISR) == 0:
+		return fmt.Errorf("empty ISR while %s is 0", FeatureELRVersion)
+	}
+	return nil
+}
+
+// clearElr applies a ClearElrRecord: the ELR and last known ELR of every partition of
+// the topic (every topic when the name is empty) are cleared; each partition that had
+// one takes a new partition epoch (Kafka's PartitionRegistration.merge).
+func (b *builder) clearElr(r *ClearElrRecord) error {
+	var topics []*TopicImage
+	if r.TopicName != "" {
+		t, ok := b.im.topics.get(r.TopicName)
+		if !ok {
+			return fmt.Errorf("%w: clearing the ELRs of %q", ErrUnknownTopic, r.TopicName)
+		}
+		topics = []*TopicImage{t}
+	} else {
+		for _, t := range b.im.topics.all() {
+			topics = append(topics, t)
+		}
+	}
+	for _, t := range topics {
+		has := slices.ContainsFunc(t.Partitions, func(p PartitionImage) bool { return len(p.ELR) > 0 || len(p.LastKnownELR) > 0 })
+		if !has {
+			continue
+		}
+		t = b.mutableTopic(t)
+		for i := range t.Partitions {
+			if p := &t.Partitions[i]; len(p.ELR) > 0 || len(p.LastKnownELR) > 0 {
+				p.ELR, p.LastKnownELR = nil, nil
+				p.PartitionEpoch++
+			}
+		}
+	}
 	return nil
 }
 
@@ -589,6 +657,21 @@ func validAssignment(r *PartitionRecord) error {
 	}
 	if r.Leader != -1 && !slices.Contains(r.ISR, r.Leader) {
 		return fmt.Errorf("leader %d not in the ISR", r.Leader)
+	}
+	for _, set := range []struct {
+		name string
+		v    []int32
+	}{{"ELR", r.ELR}, {"last known ELR", r.LastKnownELR}} {
+		for i, x := range set.v {
+			if !slices.Contains(r.Replicas, x) || slices.Contains(set.v[:i], x) {
+				return fmt.Errorf("%s member %d is not a replica or listed twice", set.name, x)
+			}
+		}
+	}
+	for _, x := range r.ELR {
+		if slices.Contains(r.ISR, x) {
+			return fmt.Errorf("ELR member %d is in the ISR", x)
+		}
 	}
 	if r.LeaderEpoch < 0 {
 		return fmt.Errorf("leader epoch %d", r.LeaderEpoch)

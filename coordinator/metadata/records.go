@@ -105,6 +105,7 @@ const (
 	typeRemoveTopic              recordType = 9
 	typeProducerIDs              recordType = 15
 	typeBrokerRegistrationChange recordType = 17
+	typeClearElr                 recordType = 28
 )
 
 // Record is one metadata change. The set is closed: only this package's record types
@@ -143,6 +144,14 @@ type PartitionRecord struct {
 	// names the epoch it expects).
 	PartitionEpoch      int32
 	LeaderRecoveryState int8
+	// ELR are the eligible leader replicas (KIP-966): replicas out of the ISR that hold
+	// every committed record, because they left it while it was at or below
+	// min.insync.replicas and the high watermark has not moved since. LastKnownELR is
+	// the last leader of a partition whose ISR and ELR emptied (Kafka keeps the last
+	// known leader there). Both are kept only at eligible.leader.replicas.version 1;
+	// nil when empty. A record carrying either is written as version 3.
+	ELR          []int32
+	LastKnownELR []int32
 }
 
 // NoLeaderChange in PartitionChangeRecord.Leader keeps the leader.
@@ -160,6 +169,19 @@ type PartitionChangeRecord struct {
 	Removing            []int32 // nil: unchanged
 	Adding              []int32 // nil: unchanged
 	LeaderRecoveryState int8    // -1: unchanged
+	// ELR and LastKnownELR (nil: unchanged; empty: cleared) as in PartitionRecord. A
+	// record carrying either is written as version 2.
+	ELR          []int32
+	LastKnownELR []int32
+}
+
+// ClearElrRecord clears the ELR and last known ELR of every partition of topic
+// TopicName, or of every topic when it is "" (Kafka's ClearElrRecord, api key 28):
+// written when min.insync.replicas changes while ELR is on, as the ELR members were
+// chosen against the old value. Each partition it changes takes a new partition
+// epoch.
+type ClearElrRecord struct {
+	TopicName string
 }
 
 // RemoveTopicRecord deletes a topic, its partitions and its configs.
@@ -262,6 +284,7 @@ func (*ProducerIDsRecord) recordType() recordType              { return typeProd
 func (*RegisterBrokerRecord) recordType() recordType           { return typeRegisterBroker }
 func (*UnregisterBrokerRecord) recordType() recordType         { return typeUnregisterBroker }
 func (*BrokerRegistrationChangeRecord) recordType() recordType { return typeBrokerRegistrationChange }
+func (*ClearElrRecord) recordType() recordType                 { return typeClearElr }
 
 // StringPtr returns &s, for ConfigRecord.Value and RegisterBrokerRecord.Rack.
 func StringPtr(s string) *string { return &s }
