@@ -723,7 +723,7 @@ func (c *Controller) sessionIDsLocked() []int32 {
 // fenceLostLocked fences broker id for the loss of its session s (it must register
 // again to be unfenced), logging msg with args.
 func (c *Controller) fenceLostLocked(id int32, s *session, out *callbacks, msg string, args ...any) {
-	recs := FenceBrokerRecords(c.mu.pending, id, c.uncleanFunc(c.mu.pending))
+	recs := FenceBrokerRecords(c.mu.pending, id, c.policyFunc(c.mu.pending))
 	if len(recs) == 0 {
 		return
 	}
@@ -744,7 +744,7 @@ func (c *Controller) maybeRebalanceLocked(out *callbacks) {
 		return
 	}
 	pct := int(l.BrokerInt("leader.imbalance.per.broker.percentage"))
-	if recs := RebalanceRecords(c.mu.pending, pct, rebalanceBatch); len(recs) > 0 {
+	if recs := RebalanceRecords(c.mu.pending, pct, rebalanceBatch, c.policyFunc(c.mu.pending)); len(recs) > 0 {
 		c.log.Info("controller: moving leadership back to preferred replicas", "partitions", len(recs))
 		c.runLocked(&op{recs: recs, what: "preferred leader rebalance"}, out)
 	}
@@ -756,10 +756,26 @@ func (c *Controller) layers(im *metadata.Image, topic string) configs.Layers {
 	return configs.ForImage(im, c.cfg.NodeID, c.cfg.Static, topic)
 }
 
-// uncleanFunc resolves unclean.leader.election.enable per topic in im.
-func (c *Controller) uncleanFunc(im *metadata.Image) UncleanFunc {
-	return func(topic string) bool {
-		return c.layers(im, topic).TopicValue("unclean.leader.election.enable") == "true"
+// policyFunc resolves a topic's ElectionPolicy in im (Kafka's
+// getTopicEffectiveMinIsr and, for the strategy, KIP-966's rule): min.insync.replicas
+// by the usual layers; with unclean.recovery.manager.enabled, the topic's
+// unclean.recovery.strategy, else unclean.leader.election.enable (true: Aggressive,
+// false: Balanced).
+func (c *Controller) policyFunc(im *metadata.Image) PolicyFunc {
+	manager := c.layers(im, "").BrokerValue("unclean.recovery.manager.enabled") == "true"
+	return func(topic string) ElectionPolicy {
+		l := c.layers(im, topic)
+		p := ElectionPolicy{MinISR: 1, Recovery: RecoveryBalanced}
+		if n, err := strconv.Atoi(l.TopicValue("min.insync.replicas")); err == nil && n > 0 {
+			p.MinISR = n
+		}
+		switch {
+		case manager:
+			p.Recovery = ParseRecoveryStrategy(l.TopicValue("unclean.recovery.strategy"))
+		case l.TopicValue("unclean.leader.election.enable") == "true":
+			p.Recovery = RecoveryAggressive
+		}
+		return p
 	}
 }
 

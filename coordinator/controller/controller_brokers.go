@@ -23,7 +23,10 @@ import (
 // in the registration record. The
 // broker registers fenced with epoch max(MaxBrokerEpoch, committed offset) + 1;
 // a re-registration also leaves the old incarnation's ISRs and leaderships
-// (RegisterBrokerRecords). Answered with the epoch once committed.
+// (RegisterBrokerRecords), and, unless it names the registered epoch as its
+// PreviousBrokerEpoch (v3+: a clean shutdown, or the same process after a lost
+// session), with ELR on its eligible leader replicas. Answered with the epoch once
+// committed.
 func (c *Controller) brokerRegistrationLocked(r *kmsg.BrokerRegistrationRequest, conn uint64) *op {
 	fail := func(code *kerr.Error) *op {
 		resp := r.ResponseKind().(*kmsg.BrokerRegistrationResponse)
@@ -79,7 +82,18 @@ func (c *Controller) brokerRegistrationLocked(r *kmsg.BrokerRegistrationRequest,
 	if r.Rack != nil {
 		reg.Rack = metadata.StringPtr(*r.Rack)
 	}
-	recs := RegisterBrokerRecords(im, reg, c.uncleanFunc(im))
+	clean := false
+	if cur, ok := im.Broker(r.BrokerID); ok {
+		// Kafka's isCleanShutdown: the registering process names the registered epoch
+		// as the one it follows (the epoch a clean shutdown recorded in its logs, or
+		// its own when it registers again after losing its session).
+		clean = r.GetVersion() >= 3 && r.PreviousBrokerEpoch > 0 && r.PreviousBrokerEpoch == cur.Epoch
+		if !clean && im.ELREnabled() {
+			c.log.Info("controller: registration after an unclean shutdown: the broker leaves the ISRs and the eligible leader replicas",
+				"broker", r.BrokerID, "registered epoch", cur.Epoch, "previous epoch", r.PreviousBrokerEpoch)
+		}
+	}
+	recs := RegisterBrokerRecords(im, reg, c.policyFunc(im), clean)
 	if len(recs) == 0 {
 		return fail(kerr.InvalidRequest)
 	}
@@ -257,7 +271,7 @@ func (c *Controller) brokerHeartbeatLocked(r *kmsg.BrokerHeartbeatRequest, conn 
 	}
 	caughtUp := s.required != noOffset && s.offset >= s.required
 	resp.IsCaughtUp = caughtUp
-	unclean := c.uncleanFunc(im)
+	policy := c.policyFunc(im)
 	var recs []metadata.Record
 	fencedAfter, shouldShutdown := b.Fenced, false
 	markShutdown := false
@@ -268,29 +282,29 @@ func (c *Controller) brokerHeartbeatLocked(r *kmsg.BrokerHeartbeatRequest, conn 
 			shouldShutdown = true
 		case r.WantFence:
 		case caughtUp && !s.lost:
-			recs, fencedAfter = UnfenceBrokerRecords(im, b.ID, unclean), false
+			recs, fencedAfter = UnfenceBrokerRecords(im, b.ID, policy), false
 			c.log.Info("controller: broker caught up: unfencing it", "broker", b.ID, "epoch", b.Epoch, "offset", s.offset)
 		}
 	case b.InControlledShutdown:
 		switch {
 		case r.WantFence:
-			recs, fencedAfter = FenceBrokerRecords(im, b.ID, unclean), true
+			recs, fencedAfter = FenceBrokerRecords(im, b.ID, policy), true
 		case c.shutdownCompleteLocked(im, b.ID, s):
-			recs, fencedAfter, shouldShutdown = FenceBrokerRecords(im, b.ID, unclean), true, true
+			recs, fencedAfter, shouldShutdown = FenceBrokerRecords(im, b.ID, policy), true, true
 			c.log.Info("controller: controlled shutdown complete", "broker", b.ID)
 		}
 	default:
 		switch {
 		case r.WantFence:
-			recs, fencedAfter = FenceBrokerRecords(im, b.ID, unclean), true
+			recs, fencedAfter = FenceBrokerRecords(im, b.ID, policy), true
 			c.log.Warn("controller: broker asked to be fenced: moving its leaderships, taking it out of the ISRs", "broker", b.ID, "epoch", b.Epoch, "partition changes", max(len(recs)-1, 0))
 		case r.WantShutdown:
-			recs, markShutdown = ControlledShutdownRecords(im, b.ID, unclean), true
+			recs, markShutdown = ControlledShutdownRecords(im, b.ID, policy), true
 			s.shutdownOffset = noOffset
 			if len(recs) == 1 {
 				// It leads nothing and is in no ISR: no broker has anything to
 				// learn before it stops. Done at once.
-				recs, markShutdown = FenceBrokerRecords(im, b.ID, unclean), false
+				recs, markShutdown = FenceBrokerRecords(im, b.ID, policy), false
 				fencedAfter, shouldShutdown = true, true
 				c.log.Info("controller: controlled shutdown complete (the broker leads nothing and is in no ISR)", "broker", b.ID)
 				break

@@ -21,6 +21,7 @@ type alterTarget struct {
 	wire    kmsg.ConfigResourceType
 	current map[string]string // the resource's explicitly set keys (shared: read only)
 	layers  configs.Layers
+	elr     bool // eligible.leader.replicas.version 1 (controller_elr.go)
 }
 
 // resolveAlterTarget checks that the resource exists and may be altered: a TOPIC
@@ -29,7 +30,7 @@ type alterTarget struct {
 // (the group need not exist, as in Kafka; INVALID_REQUEST for an empty name); other
 // types INVALID_REQUEST.
 func (c *Controller) resolveAlterTarget(im *metadata.Image, rtype kmsg.ConfigResourceType, name string) (*alterTarget, error) {
-	t := &alterTarget{name: name, wire: rtype}
+	t := &alterTarget{name: name, wire: rtype, elr: im.ELREnabled()}
 	switch rtype {
 	case kmsg.ConfigResourceTypeTopic:
 		if _, ok := im.Topic(name); !ok {
@@ -91,6 +92,7 @@ func (t *alterTarget) record(key string, value *string) *metadata.ConfigRecord {
 // resulting set is then checked: validateGroupConfigs); read-only keys INVALID_CONFIG;
 // a key twice INVALID_REQUEST. The changes of all resources commit as one entry;
 // brokers apply them to their logs when they see it. ValidateOnly validates only.
+// While ELR is on, min.insync.replicas follows controller_elr.go's rules.
 func (c *Controller) incrementalAlterConfigsLocked(r *kmsg.IncrementalAlterConfigsRequest) *op {
 	resp := r.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
 	resp.SetVersion(r.GetVersion())
@@ -176,7 +178,7 @@ func (c *Controller) incrementalRecords(im *metadata.Image, res *kmsg.Incrementa
 	if err := t.checkResult(recs); err != nil {
 		return nil, err
 	}
-	return recs, nil
+	return append(recs, t.clearELRRecords(recs)...), nil
 }
 
 // alterConfigsLocked is AlterConfigs (33), the legacy non-incremental alter: the
@@ -242,13 +244,17 @@ func (c *Controller) replaceRecords(im *metadata.Image, res *kmsg.AlterConfigsRe
 	if err := t.checkResult(recs); err != nil {
 		return nil, err
 	}
-	return recs, nil
+	return append(recs, t.clearELRRecords(recs)...), nil
 }
 
 // checkResult checks the configs the resource would have after recs: a GROUP's whole
-// set as Kafka's GroupConfig.validate does (validateGroupConfigs); other types need
-// no check beyond each value's.
+// set as Kafka's GroupConfig.validate does (validateGroupConfigs); a BROKER's
+// min.insync.replicas while ELR is on (elrConfigCheck); other types need no check
+// beyond each value's.
 func (t *alterTarget) checkResult(recs []metadata.Record) error {
+	if err := t.elrConfigCheck(recs); err != nil {
+		return err
+	}
 	if t.rt != metadata.ResourceGroup {
 		return nil
 	}

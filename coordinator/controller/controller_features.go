@@ -269,12 +269,35 @@ func registrationFeatures(r *kmsg.BrokerRegistrationRequest) ([]metadata.BrokerF
 	return out, true
 }
 
+// elrLevelRecords returns the records a change of eligible.leader.replicas.version
+// among the feature records recs needs before them (controller_elr.go): enabling it,
+// the min.insync.replicas configs; disabling it, the partitions back to the classic
+// rule, or why that cannot be done.
+func (c *Controller) elrLevelRecords(im *metadata.Image, recs []metadata.Record) ([]metadata.Record, string) {
+	cur := configs.FinalizedLevels(im, c.layers(im, ""))[metadata.FeatureELRVersion]
+	for _, rec := range recs {
+		fl := rec.(*metadata.FeatureLevelRecord)
+		if fl.Name != metadata.FeatureELRVersion {
+			continue
+		}
+		switch {
+		case fl.Level >= 1:
+			return ELRSafetyRecords(im, configs.Layers{Static: c.cfg.Static}.BrokerValue(minISRKey)), ""
+		case cur >= 1:
+			return ELRDowngradeRecords(im)
+		}
+	}
+	return nil, ""
+}
+
 // updateFeaturesLocked is UpdateFeatures (57): the updates validated against the
 // pending image (UpdateFeatureRecords), written as one entry unless ValidateOnly, and
 // answered once committed: a refusal is INVALID_UPDATE_VERSION on the whole request
 // with Kafka's message ("The update failed for all features since the following
 // feature had an error: ..."); versions 0 and 1 list every feature in Results on
-// success. Version 0's AllowDowngrade is a safe downgrade.
+// success. Version 0's AllowDowngrade is a safe downgrade. A change of
+// eligible.leader.replicas.version writes what it needs in the same entry, before the
+// level (elrLevelRecords).
 func (c *Controller) updateFeaturesLocked(r *kmsg.UpdateFeaturesRequest) *op {
 	resp := r.ResponseKind().(*kmsg.UpdateFeaturesResponse)
 	resp.SetVersion(r.GetVersion())
@@ -302,6 +325,15 @@ func (c *Controller) updateFeaturesLocked(r *kmsg.UpdateFeaturesRequest) *op {
 		resp.ErrorCode = kerr.InvalidUpdateVersion.Code
 		resp.ErrorMessage = kmsg.StringPtr("The update failed for all features since the following feature had an error: " + msg)
 		return &op{resp: resp}
+	}
+	if pre, why := c.elrLevelRecords(im, recs); why != "" {
+		msg = fmt.Sprintf("Invalid update version 0 for feature %s. %s", metadata.FeatureELRVersion, why)
+		c.log.Warn("controller: feature update refused", "reason", msg)
+		resp.ErrorCode = kerr.InvalidUpdateVersion.Code
+		resp.ErrorMessage = kmsg.StringPtr("The update failed for all features since the following feature had an error: " + msg)
+		return &op{resp: resp}
+	} else if len(pre) > 0 {
+		recs = append(pre, recs...)
 	}
 	if r.GetVersion() <= 1 {
 		for _, u := range r.FeatureUpdates {

@@ -94,8 +94,17 @@ func TestUpdateFeatureRecords(t *testing.T) {
 			msg: "Invalid update version -1 for feature group.version. A feature version cannot be less than 0."},
 		{name: "above what the controller supports", levels: at44, fourth: thisBuild(), updates: []FeatureUpdate{up("transaction.version", 3)},
 			msg: "Invalid update version 3 for feature transaction.version. Local controller 1 only supports versions 0-2"},
-		{name: "eligible leader replicas are not built", levels: at44, fourth: thisBuild(), updates: []FeatureUpdate{up("eligible.leader.replicas.version", 1)},
-			msg: "Invalid update version 1 for feature eligible.leader.replicas.version. Local controller 1 does not support this feature."},
+		{name: "enable eligible leader replicas", levels: metadata.ReleaseLevels(25), fourth: thisBuild(), updates: []FeatureUpdate{up("eligible.leader.replicas.version", 1)},
+			want: map[string]int16{"eligible.leader.replicas.version": 1}},
+		{name: "eligible leader replicas need 4.0-IV1", levels: metadata.ReleaseLevels(22), fourth: thisBuild(), updates: []FeatureUpdate{up("eligible.leader.replicas.version", 1)},
+			msg: "Invalid update version 1 for feature eligible.leader.replicas.version. eligible.leader.replicas.version could not be set to 1 because it depends on metadata.version level 23"},
+		{name: "eligible leader replicas above 1", levels: at44, fourth: thisBuild(), updates: []FeatureUpdate{up("eligible.leader.replicas.version", 2)},
+			msg: "Invalid update version 2 for feature eligible.leader.replicas.version. Local controller 1 only supports versions 0-1"},
+		{name: "a broker of a build before eligible leader replicas", levels: metadata.ReleaseLevels(25),
+			fourth: []metadata.BrokerFeature{bf("metadata.version", 21, 33), bf("eligible.leader.replicas.version", 0, 0)}, updates: []FeatureUpdate{up("eligible.leader.replicas.version", 1)},
+			msg: "Invalid update version 1 for feature eligible.leader.replicas.version. Broker 4 does not support this feature."},
+		{name: "disable eligible leader replicas", levels: at44, fourth: thisBuild(), updates: []FeatureUpdate{down("eligible.leader.replicas.version", 0)},
+			want: map[string]int16{"eligible.leader.replicas.version": 0}},
 		{name: "a broker of an older build", levels: at42, fourth: old, updates: []FeatureUpdate{up("metadata.version", 33)},
 			msg: "Invalid update version 33 for feature metadata.version. Broker 4 only supports versions 29"},
 		{name: "a broker without the feature", levels: at42, fourth: []metadata.BrokerFeature{bf("metadata.version", 21, 33)}, updates: []FeatureUpdate{up("transaction.version", 2)},
@@ -168,10 +177,12 @@ func TestRegistrationFeatureCheck(t *testing.T) {
 		features []metadata.BrokerFeature
 		want     string
 	}{
-		{nil, "Unable to register because the broker does not support finalized version 1 of group.version. The broker wants a version between 0 and 0, inclusive."},
-		{[]metadata.BrokerFeature{bf("metadata.version", 21, 33), bf("group.version", 0, 1), bf("share.version", 0, 1), bf("streams.version", 0, 1), bf("transaction.version", 0, 1)},
+		{nil, "Unable to register because the broker does not support finalized version 1 of eligible.leader.replicas.version. The broker wants a version between 0 and 0, inclusive."},
+		{[]metadata.BrokerFeature{bf("metadata.version", 21, 33), bf("eligible.leader.replicas.version", 0, 1), bf("group.version", 0, 1), bf("share.version", 0, 1), bf("streams.version", 0, 1), bf("transaction.version", 0, 1)},
 			"Unable to register because the broker does not support finalized version 2 of transaction.version. The broker wants a version between 0 and 1, inclusive."},
-		{[]metadata.BrokerFeature{bf("metadata.version", 21, 30)}, "Unable to register because the broker does not support finalized version 1 of group.version. The broker wants a version between 0 and 0, inclusive."},
+		{[]metadata.BrokerFeature{bf("metadata.version", 21, 33), bf("eligible.leader.replicas.version", 0, 1)},
+			"Unable to register because the broker does not support finalized version 1 of group.version. The broker wants a version between 0 and 0, inclusive."},
+		{[]metadata.BrokerFeature{bf("metadata.version", 21, 30)}, "Unable to register because the broker does not support finalized version 1 of eligible.leader.replicas.version. The broker wants a version between 0 and 0, inclusive."},
 	} {
 		if why := RegistrationFeatureCheck(im, tc.features); why != tc.want {
 			t.Errorf("%v: %q, want %q", tc.features, why, tc.want)

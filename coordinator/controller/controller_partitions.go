@@ -63,7 +63,7 @@ func (c *Controller) alterPartitionLocked(r *kmsg.AlterPartitionRequest) *op {
 				}
 			}
 			cur, _ := im.TopicByID(ti.ID)
-			rec, code := alterPartitionChange(im, cur, p.Partition, in)
+			rec, code := alterPartitionChange(im, cur, p.Partition, in, c.policyFunc(im))
 			if code != nil {
 				rp.ErrorCode = code.Code
 				rt.Partitions = append(rt.Partitions, rp)
@@ -115,7 +115,7 @@ func (c *Controller) electLeadersLocked(r *kmsg.ElectLeadersRequest) *op {
 	var recs []metadata.Record
 	elect := func(ti *metadata.TopicImage, index int32) error {
 		cur, _ := im.TopicByID(ti.ID)
-		rec, err := electLeaderChange(im, cur, index, typ)
+		rec, err := electLeaderChange(im, cur, index, typ, c.policyFunc(im))
 		if err != nil || rec == nil {
 			return err
 		}
@@ -193,9 +193,9 @@ func (c *Controller) alterReassignmentsLocked(r *kmsg.AlterPartitionAssignmentsR
 			case !ok:
 				err = errf(kerr.UnknownTopicOrPartition, "topic %q does not exist", t.Topic)
 			case p.Replicas == nil:
-				rec, err = cancelReassignChange(im, ti, p.Partition, c.uncleanFunc(im)(t.Topic))
+				rec, err = cancelReassignChange(im, ti, p.Partition, c.policyFunc(im))
 			default:
-				rec, err = reassignChange(im, ti, p.Partition, p.Replicas, allowRF, c.uncleanFunc(im)(t.Topic))
+				rec, err = reassignChange(im, ti, p.Partition, p.Replicas, allowRF, c.policyFunc(im))
 			}
 			if err == nil && rec != nil {
 				next, aerr := im.Apply(rec)

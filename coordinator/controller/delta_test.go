@@ -93,7 +93,7 @@ func TestReplicaDelta(t *testing.T) {
 	}
 
 	// Reassigned away from 1: stopped and deleted there.
-	rec, err := reassignChange(im, topic(t, im, "a"), 1, []int32{2, 3}, true, false)
+	rec, err := reassignChange(im, topic(t, im, "a"), 1, []int32{2, 3}, true, never)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +106,7 @@ func TestReplicaDelta(t *testing.T) {
 		}
 		p := part(t, moved, "a", 1)
 		ch, code := alterPartitionChange(moved, topic(t, moved, "a"), 1, alterPartitionInput{brokerID: 2, leaderEpoch: p.LeaderEpoch,
-			partitionEpoch: p.PartitionEpoch, isr: []isrMember{{2, -1}, {1, -1}, {3, -1}}, version: 2})
+			partitionEpoch: p.PartitionEpoch, isr: []isrMember{{2, -1}, {1, -1}, {3, -1}}, version: 2}, never)
 		if code != nil {
 			t.Fatal(code)
 		}

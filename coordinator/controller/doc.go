@@ -93,6 +93,14 @@
 // incarnation as its predecessor (PredecessorTag: a restart on the same directories)
 // is never refused. So a node restarted after a SIGKILL registers at once.
 //
+// # Eligible leader replicas
+//
+// At eligible.leader.replicas.version 1 (the default of a cluster formatted at 4.1 or
+// later) partitionChange keeps each partition's ELR and last known leader, a
+// registration that does not name the registered epoch as its PreviousBrokerEpoch
+// (no clean shutdown) takes the broker out of the ELRs, and min.insync.replicas is
+// one cluster-level value (or a topic's): controller_elr.go.
+//
 // # Feature levels
 //
 // A broker registers the ranges of feature levels its build supports, kept in its
@@ -116,11 +124,15 @@
 //     brokers registered before this controller became active, the activation's
 //     committed offset), and never again in an epoch whose session this controller
 //     declared lost.
-//  4. A fenced broker leads nothing and is in no ISR but as a partition's last member
-//     (the ISR never empties: Kafka's classic rule, no KIP-966 ELR); a leader is always
-//     in its ISR; a leader is elected from the ISR, the preferred replica first, and
-//     outside it only where the topic allows unclean election (then RECOVERING, ISR of
-//     one).
+//  4. A fenced broker leads nothing and is in no ISR but, at
+//     eligible.leader.replicas.version 0, as a partition's last member (the ISR never
+//     empties: Kafka's classic rule); a leader is always in its ISR; a leader is
+//     elected from the ISR, the preferred replica first, then, at level 1 with an
+//     empty ISR, from the eligible leader replicas (KIP-966: replicas that left an ISR
+//     below min.insync.replicas, so hold every committed record; an unclean restart
+//     takes a broker out of them), and outside them only as the topic's recovery
+//     strategy allows (the last known leader, any live replica; then RECOVERING, ISR
+//     of one). See partitionChange and controller_elr.go.
 //  5. A broker in controlled shutdown leads nothing; it is told to shut down only
 //     once every active broker has applied the records that moved its leaderships
 //     (at once when it led nothing and was in no ISR: it is fenced in the same

@@ -52,6 +52,7 @@ type testPartition struct {
 	replicas, isr    []int32
 	leader           int32
 	adding, removing []int32
+	elr, lastKnown   []int32 // eligible leader replicas (the image must be at ELR 1)
 }
 
 // withTopic adds a topic with the given partitions (leader epochs 0).
@@ -61,7 +62,7 @@ func withTopic(t testing.TB, im *metadata.Image, name string, parts ...testParti
 	recs := []metadata.Record{&metadata.TopicRecord{Name: name, ID: id}}
 	for i, p := range parts {
 		recs = append(recs, &metadata.PartitionRecord{TopicID: id, Partition: int32(i), Replicas: p.replicas, ISR: p.isr,
-			Leader: p.leader, Adding: p.adding, Removing: p.removing})
+			Leader: p.leader, Adding: p.adding, Removing: p.removing, ELR: p.elr, LastKnownELR: p.lastKnown})
 	}
 	return mustApply(t, im, recs...)
 }
@@ -92,8 +93,10 @@ func topic(t testing.TB, im *metadata.Image, name string) *metadata.TopicImage {
 	return ti
 }
 
-func never(string) bool  { return false }
-func always(string) bool { return true }
+// never and always are topic policies: min ISR 1 and no unclean election (Balanced,
+// unclean.leader.election.enable=false), or unclean elections (Aggressive).
+func never(string) ElectionPolicy  { return ElectionPolicy{MinISR: 1, Recovery: RecoveryBalanced} }
+func always(string) ElectionPolicy { return ElectionPolicy{MinISR: 1, Recovery: RecoveryAggressive} }
 
 // lifecycleNode is a broker lifecycle and the metadata follower that feeds it.
 type lifecycleNode struct {

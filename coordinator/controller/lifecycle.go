@@ -66,6 +66,14 @@ type LifecycleConfig struct {
 	// same directories (zero: none known), sent as the registration's PredecessorTag:
 	// a restart after a crash then registers at once.
 	PredecessorID metadata.UUID
+	// PreviousBrokerEpoch is the broker epoch under which this broker's logs were last
+	// closed cleanly (0: unknown, or not cleanly: a crash), sent as the first
+	// registration's PreviousBrokerEpoch (Kafka's, from its clean-shutdown files).
+	// The controller takes a registration that names the registered epoch as
+	// following a clean shutdown; any other, with eligible leader replicas on, takes
+	// the broker out of the ELRs, as its logs may have lost records. A registration
+	// after a lost session names the epoch it had.
+	PreviousBrokerEpoch int64
 	// Listeners are the endpoints the broker registers (advertised.listeners; never
 	// the controller listener). At least one.
 	Listeners []metadata.Endpoint
@@ -372,6 +380,9 @@ func (b *BrokerLifecycle) Next(now time.Time) (kmsg.Request, uint64, time.Time) 
 		r.Version = 3
 		r.BrokerID, r.ClusterID, r.IncarnationID, r.Rack = b.cfg.NodeID, b.cfg.ClusterID, b.cfg.IncarnationID, b.cfg.Rack
 		r.PreviousBrokerEpoch = b.epoch
+		if b.epoch < 0 && b.cfg.PreviousBrokerEpoch > 0 {
+			r.PreviousBrokerEpoch = b.cfg.PreviousBrokerEpoch
+		}
 		if b.cfg.PredecessorID != b.cfg.IncarnationID {
 			SetPredecessor(r, b.cfg.PredecessorID)
 		}

@@ -47,8 +47,10 @@ type alterPartitionInput struct {
 //   - a member unregistered, fenced, in controlled shutdown or (v3+) of another
 //     broker epoch: INELIGIBLE_REPLICA (OPERATION_NOT_ATTEMPTED before v2).
 //
-// A reassignment whose adding replicas are all in the new ISR completes with it.
-func alterPartitionChange(im *metadata.Image, t *metadata.TopicImage, index int32, in alterPartitionInput) (*metadata.PartitionChangeRecord, *kerr.Error) {
+// A reassignment whose adding replicas are all in the new ISR completes with it; with
+// ELR on, the members that leave an ISR below the topic's min.insync.replicas
+// (policy) become eligible leader replicas.
+func alterPartitionChange(im *metadata.Image, t *metadata.TopicImage, index int32, in alterPartitionInput, policy PolicyFunc) (*metadata.PartitionChangeRecord, *kerr.Error) {
 	if index < 0 || int(index) >= len(t.Partitions) {
 		return nil, kerr.UnknownTopicOrPartition
 	}
@@ -90,7 +92,7 @@ func alterPartitionChange(im *metadata.Image, t *metadata.TopicImage, index int3
 			return nil, kerr.IneligibleReplica
 		}
 	}
-	c := newChange(im, t, index, electKeep)
+	c := newChange(im, t, index, electKeep, policy)
 	c.isr = ids
 	c.recovery = in.recovery
 	return c.build(), nil
@@ -99,8 +101,9 @@ func alterPartitionChange(im *metadata.Image, t *metadata.TopicImage, index int3
 // electLeaderChange is one partition of ElectLeaders (API 43): a preferred election
 // (PREFERRED_LEADER_NOT_AVAILABLE when the preferred replica may not lead,
 // ELECTION_NOT_NEEDED when it leads) or an unclean one (ELECTION_NOT_NEEDED when the
-// partition has a leader, ELIGIBLE_LEADERS_NOT_AVAILABLE when no replica may lead).
-func electLeaderChange(im *metadata.Image, t *metadata.TopicImage, index int32, typ int8) (*metadata.PartitionChangeRecord, error) {
+// partition has a leader, ELIGIBLE_LEADERS_NOT_AVAILABLE when no replica may lead;
+// with ELR on an ELR member, then the last known leader, come before any replica).
+func electLeaderChange(im *metadata.Image, t *metadata.TopicImage, index int32, typ int8, policy PolicyFunc) (*metadata.PartitionChangeRecord, error) {
 	if index < 0 || int(index) >= len(t.Partitions) {
 		return nil, errf(kerr.UnknownTopicOrPartition, "partition %d of %q does not exist", index, t.Name)
 	}
@@ -110,7 +113,7 @@ func electLeaderChange(im *metadata.Image, t *metadata.TopicImage, index int32, 
 		if len(p.Replicas) > 0 && p.Leader == p.Replicas[0] {
 			return nil, errf(kerr.ElectionNotNeeded, "the preferred replica %d leads", p.Leader)
 		}
-		c := newChange(im, t, index, electPreferred)
+		c := newChange(im, t, index, electPreferred, policy)
 		if r := c.compute(); len(p.Replicas) == 0 || r.leader != p.Replicas[0] {
 			return nil, errf(kerr.PreferredLeaderNotAvailable, "the preferred replica is not in the ISR or not alive")
 		}
@@ -119,7 +122,7 @@ func electLeaderChange(im *metadata.Image, t *metadata.TopicImage, index int32, 
 		if p.Leader != -1 {
 			return nil, errf(kerr.ElectionNotNeeded, "partition has leader %d", p.Leader)
 		}
-		c := newChange(im, t, index, electUnclean)
+		c := newChange(im, t, index, electUnclean, policy)
 		if r := c.compute(); r.leader == -1 {
 			return nil, errf(kerr.EligibleLeadersNotAvailable, "no replica of %v is alive", p.Replicas)
 		}
@@ -136,8 +139,9 @@ func electLeaderChange(im *metadata.Image, t *metadata.TopicImage, index int32, 
 // reassignment completes at once; otherwise AlterPartition completes it when they
 // have joined. An earlier reassignment's adding replicas that target drops leave at
 // once. allowRFChange false (v1+) refuses a target of another size
-// (INVALID_REPLICATION_FACTOR).
-func reassignChange(im *metadata.Image, t *metadata.TopicImage, index int32, target []int32, allowRFChange bool, unclean bool) (*metadata.PartitionChangeRecord, error) {
+// (INVALID_REPLICATION_FACTOR). The ELR and last known ELR keep only replicas that
+// stay.
+func reassignChange(im *metadata.Image, t *metadata.TopicImage, index int32, target []int32, allowRFChange bool, policy PolicyFunc) (*metadata.PartitionChangeRecord, error) {
 	if index < 0 || int(index) >= len(t.Partitions) {
 		return nil, errf(kerr.UnknownTopicOrPartition, "partition %d of %q does not exist", index, t.Name)
 	}
@@ -161,11 +165,7 @@ func reassignChange(im *metadata.Image, t *metadata.TopicImage, index int32, tar
 	if len(isr) == 0 {
 		return nil, errf(kerr.InvalidReplicaAssignment, "partition %d: the reassignment would leave the ISR %v empty", index, p.ISR)
 	}
-	mode := electKeep
-	if unclean {
-		mode = electUnclean
-	}
-	c := newChange(im, t, index, mode)
+	c := newChange(im, t, index, electKeep, policy)
 	c.replicas, c.isr, c.removing, c.adding = replicas, isr, orEmpty(removing), orEmpty(adding)
 	return c.build(), nil
 }
@@ -174,8 +174,8 @@ func reassignChange(im *metadata.Image, t *metadata.TopicImage, index int32, tar
 // AlterPartitionReassignments): the adding replicas leave the replicas and the ISR.
 // NO_REASSIGNMENT_IN_PROGRESS when there is none; INVALID_REPLICA_ASSIGNMENT when
 // only adding replicas are in the ISR and the topic does not allow an unclean
-// election.
-func cancelReassignChange(im *metadata.Image, t *metadata.TopicImage, index int32, unclean bool) (*metadata.PartitionChangeRecord, error) {
+// election (its recovery strategy is not Aggressive).
+func cancelReassignChange(im *metadata.Image, t *metadata.TopicImage, index int32, policy PolicyFunc) (*metadata.PartitionChangeRecord, error) {
 	if index < 0 || int(index) >= len(t.Partitions) {
 		return nil, errf(kerr.UnknownTopicOrPartition, "partition %d of %q does not exist", index, t.Name)
 	}
@@ -185,9 +185,9 @@ func cancelReassignChange(im *metadata.Image, t *metadata.TopicImage, index int3
 	}
 	replicas := minus(p.Replicas, p.Adding)
 	isr := minus(p.ISR, p.Adding)
-	c := newChange(im, t, index, electKeep)
+	c := newChange(im, t, index, electKeep, policy)
 	if len(isr) == 0 {
-		if !unclean {
+		if c.mode != electUnclean {
 			return nil, errf(kerr.InvalidReplicaAssignment, "unable to revert the assignment of %s-%d: it would require an unclean leader election", t.Name, index)
 		}
 		c.mode = electUnclean

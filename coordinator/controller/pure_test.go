@@ -189,7 +189,7 @@ func TestElection(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			im := withTopic(t, imageWith(t, tc.brokers...), "t", tc.p)
-			c := newChange(im, topic(t, im, "t"), 0, tc.mode)
+			c := newChange(im, topic(t, im, "t"), 0, tc.mode, nil)
 			c.isr = tc.isr
 			r := c.compute()
 			if r.leader != tc.leader || !reflect.DeepEqual(r.isr, tc.wantISR) || r.recovery != tc.recovery {
@@ -204,10 +204,10 @@ func TestElection(t *testing.T) {
 
 func TestPartitionChangeRecordsOnlyDifferences(t *testing.T) {
 	im := withTopic(t, imageWith(t, brokers(1, 2)...), "t", testPartition{replicas: []int32{1, 2}, isr: []int32{1, 2}, leader: 1})
-	if rec := newChange(im, topic(t, im, "t"), 0, electKeep).build(); rec != nil {
+	if rec := newChange(im, topic(t, im, "t"), 0, electKeep, nil).build(); rec != nil {
 		t.Fatalf("no-op change built %+v", rec)
 	}
-	c := newChange(im, topic(t, im, "t"), 0, electKeep)
+	c := newChange(im, topic(t, im, "t"), 0, electKeep, nil)
 	c.isr = []int32{1}
 	rec := c.build()
 	if rec == nil || !reflect.DeepEqual(rec.ISR, []int32{1}) || rec.Leader != metadata.NoLeaderChange || rec.Replicas != nil || rec.LeaderRecoveryState != -1 {
@@ -296,7 +296,7 @@ func TestControlledShutdownRecords(t *testing.T) {
 func TestReregistrationFences(t *testing.T) {
 	im := fenceImage(t)
 	reg := &metadata.RegisterBrokerRecord{ID: 1, Epoch: 10, Fenced: true, Endpoints: []metadata.Endpoint{{Name: "PLAINTEXT", Host: "h", Port: 1}}}
-	next := mustApply(t, im, RegisterBrokerRecords(im, reg, never)...)
+	next := mustApply(t, im, RegisterBrokerRecords(im, reg, never, false)...)
 	if LeadsAny(next, 1) {
 		t.Fatal("re-registered (fenced) broker still leads")
 	}
@@ -304,7 +304,7 @@ func TestReregistrationFences(t *testing.T) {
 		t.Fatalf("p1 = %+v", p)
 	}
 	fresh := &metadata.RegisterBrokerRecord{ID: 7, Epoch: 11, Fenced: true, Endpoints: reg.Endpoints}
-	if recs := RegisterBrokerRecords(next, fresh, never); len(recs) != 1 {
+	if recs := RegisterBrokerRecords(next, fresh, never, false); len(recs) != 1 {
 		t.Fatalf("a new broker's registration: %d records", len(recs))
 	}
 }
@@ -352,7 +352,7 @@ func TestAlterPartitionValidation(t *testing.T) {
 			if tc.mod != nil {
 				tc.mod(&in)
 			}
-			rec, code := alterPartitionChange(im, topic(t, im, "t"), 0, in)
+			rec, code := alterPartitionChange(im, topic(t, im, "t"), 0, in, never)
 			if code != tc.err {
 				t.Fatalf("code = %v, want %v", code, tc.err)
 			}
@@ -371,7 +371,7 @@ func TestAlterPartitionValidation(t *testing.T) {
 			mustApply(t, im, rec)
 		})
 	}
-	if _, code := alterPartitionChange(im, topic(t, im, "t"), 3, ok); code != kerr.UnknownTopicOrPartition {
+	if _, code := alterPartitionChange(im, topic(t, im, "t"), 3, ok, never); code != kerr.UnknownTopicOrPartition {
 		t.Fatalf("unknown partition: %v", code)
 	}
 }
@@ -380,11 +380,11 @@ func TestAlterPartitionRecovering(t *testing.T) {
 	im := withTopic(t, imageWith(t, brokers(1, 2)...), "t", testPartition{replicas: []int32{1, 2}, isr: []int32{1}, leader: 1})
 	im = mustApply(t, im, &metadata.PartitionChangeRecord{TopicID: topicID("t"), Leader: metadata.NoLeaderChange, LeaderRecoveryState: metadata.LeaderRecovering})
 	in := alterPartitionInput{brokerID: 1, partitionEpoch: 1, isr: []isrMember{{1, -1}, {2, -1}}, recovery: metadata.LeaderRecovering, version: 2}
-	if _, code := alterPartitionChange(im, topic(t, im, "t"), 0, in); code != kerr.InvalidRequest {
+	if _, code := alterPartitionChange(im, topic(t, im, "t"), 0, in, never); code != kerr.InvalidRequest {
 		t.Fatalf("growing the ISR while recovering: %v", code)
 	}
 	in.recovery = metadata.LeaderRecovered
-	rec, code := alterPartitionChange(im, topic(t, im, "t"), 0, in)
+	rec, code := alterPartitionChange(im, topic(t, im, "t"), 0, in, never)
 	if code != nil || rec.LeaderRecoveryState != metadata.LeaderRecovered {
 		t.Fatalf("recovered: %+v %v", rec, code)
 	}
@@ -400,7 +400,7 @@ func TestRebalance(t *testing.T) {
 		testPartition{replicas: []int32{1, 3}, isr: []int32{3}, leader: 3}, // 1 not in the ISR
 		testPartition{replicas: []int32{2, 1}, isr: []int32{2, 1}, leader: 2},
 		testPartition{replicas: []int32{2, 1}, isr: []int32{2, 1}, leader: 2})
-	recs := RebalanceRecords(im, 10, 0)
+	recs := RebalanceRecords(im, 10, 0, never)
 	if len(recs) != 2 {
 		t.Fatalf("rebalance: %d records %+v", len(recs), recs)
 	}
@@ -410,10 +410,10 @@ func TestRebalance(t *testing.T) {
 			t.Errorf("p%d leader %d, want %d", i, p.Leader, want)
 		}
 	}
-	if RebalanceRecords(im, 80, 0) != nil {
+	if RebalanceRecords(im, 80, 0, never) != nil {
 		t.Fatal("75% imbalance rebalanced at an 80% threshold")
 	}
-	if got := RebalanceRecords(im, 10, 1); len(got) != 1 {
+	if got := RebalanceRecords(im, 10, 1, never); len(got) != 1 {
 		t.Fatalf("limit 1: %d records", len(got))
 	}
 }
@@ -440,7 +440,7 @@ func TestElectLeaderChange(t *testing.T) {
 		{"unknown partition", 9, electionPreferred, kerr.UnknownTopicOrPartition, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rec, err := electLeaderChange(im, tp, tc.index, tc.typ)
+			rec, err := electLeaderChange(im, tp, tc.index, tc.typ, never)
 			if tc.err != nil {
 				if !errors.Is(err, tc.err) {
 					t.Fatalf("err = %v, want %v", err, tc.err)
@@ -463,7 +463,7 @@ func TestElectLeaderChange(t *testing.T) {
 func TestReassignmentSteps(t *testing.T) {
 	im := withTopic(t, imageWith(t, brokers(1, 2, 3, 4, 5)...), "t",
 		testPartition{replicas: []int32{1, 2, 3}, isr: []int32{1, 2, 3}, leader: 1})
-	rec, err := reassignChange(im, topic(t, im, "t"), 0, []int32{4, 2, 5}, false, false)
+	rec, err := reassignChange(im, topic(t, im, "t"), 0, []int32{4, 2, 5}, false, never)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -476,7 +476,7 @@ func TestReassignmentSteps(t *testing.T) {
 	// 4 joins: not complete yet.
 	in := alterPartitionInput{brokerID: 1, leaderEpoch: p.LeaderEpoch, partitionEpoch: p.PartitionEpoch,
 		isr: []isrMember{{1, -1}, {2, -1}, {3, -1}, {4, -1}}, version: 2}
-	ch, code := alterPartitionChange(im, topic(t, im, "t"), 0, in)
+	ch, code := alterPartitionChange(im, topic(t, im, "t"), 0, in, never)
 	if code != nil {
 		t.Fatal(code)
 	}
@@ -486,7 +486,7 @@ func TestReassignmentSteps(t *testing.T) {
 	}
 	// 5 joins: complete; 1 and 3 leave; 1 led, so 4 (first of the target) leads.
 	in.partitionEpoch, in.isr = p.PartitionEpoch, append(in.isr, isrMember{5, -1})
-	ch, code = alterPartitionChange(im, topic(t, im, "t"), 0, in)
+	ch, code = alterPartitionChange(im, topic(t, im, "t"), 0, in, never)
 	if code != nil {
 		t.Fatal(code)
 	}
@@ -495,7 +495,7 @@ func TestReassignmentSteps(t *testing.T) {
 	if !reflect.DeepEqual(p.Replicas, []int32{4, 2, 5}) || !reflect.DeepEqual(p.ISR, []int32{2, 4, 5}) || p.Adding != nil || p.Removing != nil || p.Leader != 4 {
 		t.Fatalf("completed: %+v", p)
 	}
-	if _, err := cancelReassignChange(im, topic(t, im, "t"), 0, false); !errors.Is(err, kerr.NoReassignmentInProgress) {
+	if _, err := cancelReassignChange(im, topic(t, im, "t"), 0, never); !errors.Is(err, kerr.NoReassignmentInProgress) {
 		t.Fatalf("cancel without reassignment: %v", err)
 	}
 }
@@ -505,32 +505,32 @@ func TestReassignmentShapes(t *testing.T) {
 		testPartition{replicas: []int32{1, 2, 3}, isr: []int32{1, 2, 3}, leader: 1})
 	tp := topic(t, im, "t")
 	// Removal only completes at once.
-	rec, err := reassignChange(im, tp, 0, []int32{2, 3}, true, false)
+	rec, err := reassignChange(im, tp, 0, []int32{2, 3}, true, never)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if p := part(t, mustApply(t, im, rec), "t", 0); !reflect.DeepEqual(p.Replicas, []int32{2, 3}) || p.Leader != 2 || p.Removing != nil {
 		t.Fatalf("removal: %+v", p)
 	}
-	if _, err := reassignChange(im, tp, 0, []int32{2, 3}, false, false); !errors.Is(err, kerr.InvalidReplicationFactor) {
+	if _, err := reassignChange(im, tp, 0, []int32{2, 3}, false, never); !errors.Is(err, kerr.InvalidReplicationFactor) {
 		t.Fatalf("rf change refused: %v", err)
 	}
-	if _, err := reassignChange(im, tp, 0, []int32{2, 9}, true, false); !errors.Is(err, kerr.InvalidReplicaAssignment) {
+	if _, err := reassignChange(im, tp, 0, []int32{2, 9}, true, never); !errors.Is(err, kerr.InvalidReplicaAssignment) {
 		t.Fatalf("unknown broker: %v", err)
 	}
 	// Reordering only.
-	rec, _ = reassignChange(im, tp, 0, []int32{3, 2, 1}, false, false)
+	rec, _ = reassignChange(im, tp, 0, []int32{3, 2, 1}, false, never)
 	if p := part(t, mustApply(t, im, rec), "t", 0); !reflect.DeepEqual(p.Replicas, []int32{3, 2, 1}) || p.Leader != 1 {
 		t.Fatalf("reorder: %+v", p)
 	}
-	if rec, _ := reassignChange(im, tp, 0, []int32{1, 2, 3}, false, false); rec != nil {
+	if rec, _ := reassignChange(im, tp, 0, []int32{1, 2, 3}, false, never); rec != nil {
 		t.Fatalf("same assignment made %+v", rec)
 	}
 	// Cancel: 4 is being added; it leaves (the replicas keep their current order
 	// without it, as Kafka's revert does).
-	rec, _ = reassignChange(im, tp, 0, []int32{4, 2, 3}, false, false)
+	rec, _ = reassignChange(im, tp, 0, []int32{4, 2, 3}, false, never)
 	mid := mustApply(t, im, rec)
-	rec, err = cancelReassignChange(mid, topic(t, mid, "t"), 0, false)
+	rec, err = cancelReassignChange(mid, topic(t, mid, "t"), 0, never)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -552,7 +552,7 @@ func TestReassignmentRemoveThenReaddKeepsTheReplicaOut(t *testing.T) {
 	im := withTopic(t, imageWith(t, brokers(1, 2, 3)...), "t",
 		testPartition{replicas: []int32{1, 2, 3}, isr: []int32{1, 2, 3}, leader: 1})
 	before := part(t, im, "t", 0)
-	rec, err := reassignChange(im, topic(t, im, "t"), 0, []int32{1, 2}, true, false)
+	rec, err := reassignChange(im, topic(t, im, "t"), 0, []int32{1, 2}, true, never)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -562,7 +562,7 @@ func TestReassignmentRemoveThenReaddKeepsTheReplicaOut(t *testing.T) {
 		removed.Leader != 1 || removed.LeaderEpoch != before.LeaderEpoch+1 {
 		t.Fatalf("removal: %+v (leader epoch before %d)", removed, before.LeaderEpoch)
 	}
-	rec, err = reassignChange(im, topic(t, im, "t"), 0, []int32{1, 2, 3}, true, false)
+	rec, err = reassignChange(im, topic(t, im, "t"), 0, []int32{1, 2, 3}, true, never)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -580,18 +580,18 @@ func TestReassignmentRemoveThenReaddKeepsTheReplicaOut(t *testing.T) {
 			isr: []isrMember{{1, -1}, {2, -1}, {3, -1}}, version: 3}
 	}
 	for _, pe := range []int32{before.PartitionEpoch, removed.PartitionEpoch} {
-		if _, code := alterPartitionChange(im, topic(t, im, "t"), 0, expand(pe)); code != kerr.InvalidUpdateVersion {
+		if _, code := alterPartitionChange(im, topic(t, im, "t"), 0, expand(pe), never); code != kerr.InvalidUpdateVersion {
 			t.Fatalf("an expansion on partition epoch %d (now %d): %v, want INVALID_UPDATE_VERSION", pe, p.PartitionEpoch, code)
 		}
 	}
-	rec, err = cancelReassignChange(im, topic(t, im, "t"), 0, false)
+	rec, err = cancelReassignChange(im, topic(t, im, "t"), 0, never)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c := part(t, mustApply(t, im, rec), "t", 0); !reflect.DeepEqual(c.ISR, []int32{1, 2}) || !reflect.DeepEqual(c.Replicas, []int32{1, 2}) {
 		t.Fatalf("cancelled: %+v", c)
 	}
-	ch, code := alterPartitionChange(im, topic(t, im, "t"), 0, expand(p.PartitionEpoch))
+	ch, code := alterPartitionChange(im, topic(t, im, "t"), 0, expand(p.PartitionEpoch), never)
 	if code != nil {
 		t.Fatal(code)
 	}

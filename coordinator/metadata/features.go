@@ -209,10 +209,12 @@ func (f Feature) level(l int16) (FeatureLevel, bool) {
 //   - share.version 0-1: 1 serves share groups (KIP-932); default from 4.2-IV0, and it
 //     needs metadata.version 4.1-IV1.
 //   - streams.version 0-1: 1 serves streams groups (KIP-1071); default from 4.2-IV1.
-//   - eligible.leader.replicas.version 0: Kafka's level 1 (KIP-966, its default from
-//     4.1-IV0) is not built, so Samsa formats every release at 0 and refuses 1.
+//   - eligible.leader.replicas.version 0-1: 1 keeps eligible leader replicas
+//     (KIP-966: the high watermark advances only with min.insync.replicas in the
+//     ISR, and a leader is elected from the ISR, then the ELR); default from 4.1-IV0,
+//     and it needs metadata.version 4.0-IV1.
 var features = []Feature{
-	{Name: FeatureELRVersion, Levels: []FeatureLevel{{Level: 0}}},
+	{Name: FeatureELRVersion, Levels: []FeatureLevel{{Level: 0}, {Level: 1, Bootstrap: 26, DependsOn: map[string]int16{FeatureMetadataVersion: 23}}}},
 	{Name: FeatureGroupVersion, Levels: []FeatureLevel{{Level: 0}, {Level: 1, Bootstrap: 22}}},
 	{Name: FeatureKRaftVersion, Levels: []FeatureLevel{{Level: 0}, {Level: 1, Bootstrap: 21}}},
 	{Name: FeatureShareVersion, Levels: []FeatureLevel{{Level: 0}, {Level: 1, Bootstrap: 28, DependsOn: map[string]int16{FeatureMetadataVersion: 27}}}},

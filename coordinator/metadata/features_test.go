@@ -123,8 +123,8 @@ func mustSnapshot(t *testing.T, im *Image) []byte {
 
 // TestReleaseLevels is the table of release versions and the levels a cluster
 // formatted at each starts with (Kafka's Feature.defaultLevel, capped at the levels
-// Samsa supports: eligible.leader.replicas.version stays 0; kraft.version is 1 from
-// 3.9-IV0, as Kafka's, which the format command applies to dynamic quorums only).
+// Samsa supports: kraft.version is 1 from 3.9-IV0, as Kafka's, which the format
+// command applies to dynamic quorums only).
 func TestReleaseLevels(t *testing.T) {
 	type row struct {
 		mv                                  int16
@@ -137,12 +137,12 @@ func TestReleaseLevels(t *testing.T) {
 		{"3.9", row{21, 0, 0, 0, 0, 0, 1}},
 		{"4.0", row{25, 2, 1, 0, 0, 0, 1}},
 		{"4.0-IV1", row{23, 0, 1, 0, 0, 0, 1}},
-		{"4.1", row{27, 2, 1, 0, 0, 0, 1}},
-		{"4.2", row{29, 2, 1, 1, 1, 0, 1}},
-		{"4.2-IV0", row{28, 2, 1, 1, 0, 0, 1}},
-		{"4.3", row{30, 2, 1, 1, 1, 0, 1}},
-		{"4.4", row{33, 2, 1, 1, 1, 0, 1}},
-		{"4.4.1", row{33, 2, 1, 1, 1, 0, 1}},
+		{"4.1", row{27, 2, 1, 0, 0, 1, 1}},
+		{"4.2", row{29, 2, 1, 1, 1, 1, 1}},
+		{"4.2-IV0", row{28, 2, 1, 1, 0, 1, 1}},
+		{"4.3", row{30, 2, 1, 1, 1, 1, 1}},
+		{"4.4", row{33, 2, 1, 1, 1, 1, 1}},
+		{"4.4.1", row{33, 2, 1, 1, 1, 1, 1}},
 	} {
 		mv, err := ParseMetadataVersion(tc.release)
 		if err != nil {
@@ -201,8 +201,15 @@ func TestCheckDependencies(t *testing.T) {
 	if err := CheckDependencies(FeatureShareVersion, 1, map[string]int16{FeatureMetadataVersion: 27}); err != nil {
 		t.Fatal(err)
 	}
-	if err := CheckDependencies(FeatureELRVersion, 1, map[string]int16{FeatureMetadataVersion: 33}); err == nil {
-		t.Fatal("eligible.leader.replicas.version 1 is not supported")
+	if err := CheckDependencies(FeatureELRVersion, 1, map[string]int16{FeatureMetadataVersion: 22}); err == nil ||
+		err.Error() != "eligible.leader.replicas.version could not be set to 1 because it depends on metadata.version level 23" {
+		t.Fatalf("eligible.leader.replicas.version 1 at 4.0-IV0: %v", err)
+	}
+	if err := CheckDependencies(FeatureELRVersion, 1, map[string]int16{FeatureMetadataVersion: 23}); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckDependencies(FeatureELRVersion, 2, map[string]int16{FeatureMetadataVersion: 33}); err == nil {
+		t.Fatal("eligible.leader.replicas.version 2 is not supported")
 	}
 	if err := CheckDependencies(FeatureGroupVersion, 1, map[string]int16{}); err == nil {
 		t.Fatal("a level above 0 without metadata.version")

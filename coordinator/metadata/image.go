@@ -136,6 +136,19 @@ func (im *Image) Configs(rt ResourceType, name string) map[string]string {
 	return m
 }
 
+// BrokerConfigNames returns the names of the broker config resources that have keys
+// set ("" the cluster default, else broker ids), sorted.
+func (im *Image) BrokerConfigNames() []string {
+	var out []string
+	for k := range im.configs.all() {
+		if k.rt == ResourceBroker {
+			out = append(out, k.name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // NextProducerID returns the first producer id not yet handed out.
 func (im *Image) NextProducerID() int64 { return im.nextProducerID }
 

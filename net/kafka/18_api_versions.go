@@ -85,7 +85,7 @@ func handleApiVersions(b *Broker, r *Request) {
 // (features.go), as a Kafka 4 broker reports them: every feature this build supports
 // with its range (metadata.version 21-33, kraft.version 0-1, transaction.version 0-2,
 // group.version, share.version and streams.version 0-1,
-// eligible.leader.replicas.version 0), and the finalized levels above 0,
+// eligible.leader.replicas.version 0-1), and the finalized levels above 0,
 // metadata.version included (a feature at level 0 is supported but not finalized, as
 // Kafka lists it), at the epoch of the image where they last changed.
 func reportFeatures(resp *kmsg.ApiVersionsResponse, v *featureView) {

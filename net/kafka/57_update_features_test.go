@@ -175,8 +175,8 @@ func TestUpdateFeaturesVersions(t *testing.T) {
 		"Invalid update version 1 for feature transaction.version. Can't downgrade the version of this feature without setting the upgrade type to either safe or unsafe downgrade.") {
 		t.Fatalf("v0 downgrade without AllowDowngrade: %+v", r)
 	}
-	if r := upd(2, "eligible.leader.replicas.version", 1, false); r.ErrorCode != kerr.InvalidUpdateVersion.Code || r.ErrorMessage == nil ||
-		!strings.HasSuffix(*r.ErrorMessage, "Local controller 1 does not support this feature.") || len(r.Results) != 0 {
+	if r := upd(2, "eligible.leader.replicas.version", 2, false); r.ErrorCode != kerr.InvalidUpdateVersion.Code || r.ErrorMessage == nil ||
+		!strings.HasSuffix(*r.ErrorMessage, "Local controller 1 only supports versions 0-1") || len(r.Results) != 0 {
 		t.Fatalf("ELR: %+v", r)
 	}
 }

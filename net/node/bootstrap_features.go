@@ -110,13 +110,19 @@ func ParseFeatureLevel(s string) (string, int16, error) {
 
 // FeatureRecords returns the records that finalize levels: metadata.version first,
 // then the features above 0 by name (kraft.version 1 only for a dynamic quorum:
-// FormatWith).
-func FeatureRecords(levels map[string]int16) []metadata.Record {
+// FormatWith); with eligible.leader.replicas.version 1, then the cluster-level
+// min.insync.replicas, cfg's (Kafka's ActivationRecordsGenerator: with ELR on, the
+// controller and every leader read one value per topic).
+func FeatureRecords(cfg *Config, levels map[string]int16) []metadata.Record {
 	out := []metadata.Record{&metadata.FeatureLevelRecord{Name: metadata.FeatureMetadataVersion, Level: levels[metadata.FeatureMetadataVersion]}}
 	for _, name := range slices.Sorted(maps.Keys(levels)) {
 		if name != metadata.FeatureMetadataVersion && levels[name] > 0 {
 			out = append(out, &metadata.FeatureLevelRecord{Name: name, Level: levels[name]})
 		}
+	}
+	if levels[metadata.FeatureELRVersion] >= 1 {
+		minISR := configs.Layers{Static: cfg.Keys}.BrokerValue("min.insync.replicas")
+		out = append(out, &metadata.ConfigRecord{Resource: metadata.ResourceBroker, Key: "min.insync.replicas", Value: metadata.StringPtr(minISR)})
 	}
 	return out
 }

@@ -34,14 +34,20 @@ func TestSelfFormatWritesFeatureLevels(t *testing.T) {
 	if _, err := checkStorage(cfg, discard); err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]int16{"metadata.version": 33, "transaction.version": 1, "group.version": 1, "share.version": 1, "streams.version": 1}
+	want := map[string]int16{"metadata.version": 33, "transaction.version": 1, "group.version": 1, "share.version": 1, "streams.version": 1,
+		"eligible.leader.replicas.version": 1}
 	if got := levelsIn(cfg.MetadataDir); !maps.Equal(got, want) {
 		t.Fatalf("self-formatted levels %v, want %v", got, want)
 	}
-	// The records apply to the empty image (the voter's first snapshot).
-	im, err := (&metadata.Image{}).Apply(FeatureRecords(want)...)
+	// The records apply to the empty image (the voter's first snapshot); with ELR on
+	// they set the cluster-level min.insync.replicas, from the node's keys.
+	cfg.Keys["min.insync.replicas"] = "2"
+	im, err := (&metadata.Image{}).Apply(FeatureRecords(cfg, want)...)
 	if err != nil || !maps.Equal(im.FinalizedFeatures(), want) {
 		t.Fatalf("applied: %v %v", im.FinalizedFeatures(), err)
+	}
+	if v := im.Configs(metadata.ResourceBroker, "")["min.insync.replicas"]; v != "2" {
+		t.Fatalf("cluster-level min.insync.replicas %q", v)
 	}
 	broker, err := FromKeys(map[string]string{"process.roles": "broker", "node.id": "4", "controller.quorum.voters": "1@127.0.0.1:19093",
 		"listeners": "PLAINTEXT://127.0.0.1:0", "controller.listener.names": "CONTROLLER", "data.dir": t.TempDir()})

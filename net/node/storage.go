@@ -238,7 +238,7 @@ func FormatWith(cfg *Config, clusterID string, o FormatOptions) ([]FormatResult,
 			return nil, fmt.Errorf("%w: kraft.version %d is a dynamic quorum: format it with --standalone, --initial-controllers or --no-initial-controllers (and controller.quorum.bootstrap.servers), or raise the level later with samsa features upgrade --feature kraft.version=1",
 				ErrConfig, levels[metadata.FeatureKRaftVersion])
 		}
-		boot = FeatureRecords(levels)
+		boot = FeatureRecords(cfg, levels)
 		metaID := dirIDs[slices.IndexFunc(dirs, func(d string) bool { return filepath.Clean(d) == filepath.Clean(cfg.MetadataDir) })]
 		vr, err := formatVoters(cfg, o.Quorum, metaID)
 		if err != nil {
@@ -352,7 +352,7 @@ func checkStorage(cfg *Config, log *slog.Logger) (string, error) {
 			if checkEmptyish(cfg.MetadataDir) == nil {
 				levels, err := BootstrapFeatures(cfg, "", nil)
 				if err == nil {
-					err = writeBootstrap(cfg.MetadataDir, FeatureRecords(levels))
+					err = writeBootstrap(cfg.MetadataDir, FeatureRecords(cfg, levels))
 				}
 				if err != nil {
 					return "", err
