@@ -25,6 +25,12 @@ type PartitionState struct {
 
 	MinISR    int              // min.insync.replicas of the topic
 	LogConfig engine.LogConfig // the topic's log configuration (creating the log, changes)
+	// StrictMinISR: the cluster keeps eligible leader replicas
+	// (eligible.leader.replicas.version 1, KIP-966), so a leader moves its high
+	// watermark only while its ISR holds at least min(MinISR, replicas) members: a
+	// replica that leaves a smaller ISR then holds every committed record and may be
+	// elected.
+	StrictMinISR bool
 }
 
 // TP returns the state's topic-partition.

@@ -45,6 +45,11 @@
 //	maximal ISR:       the committed ISR, or while an AlterPartition is unresolved the
 //	                   larger of it and the proposed one (expanding: with the newcomer;
 //	                   shrinking: still with the laggards)
+//	with eligible leader replicas (PartitionState.StrictMinISR, the cluster at
+//	eligible.leader.replicas.version 1, KIP-966): no move at all while the committed
+//	ISR has fewer than min(min.insync.replicas, replicas) members (Kafka's
+//	isUnderMinIsr), so a replica that leaves such an ISR holds every committed record
+//	and the controller may elect it
 //
 // ISR changes (isr.go): a follower not in the ISR that fetches at or past the HW and the
 // start of this leader epoch is proposed in; one that has not caught up for
@@ -55,16 +60,16 @@
 // partition out (FollowerQuiet: in the ISR, at the log end) is caught up as of its
 // latest fetch, through the session's clock, until its next recorded fetch. One proposal per partition at a time,
 // sent through the ISRClient with the partition epoch; the leader never applies the
-// answer, only what Apply brings from the committed metadata. The ISR never becomes
-// empty (the leader stays in its own); when the controller fences the last member it
-// stays in the ISR and the partition has no leader until it returns: Kafka's classic
-// rule, not KIP-966's eligible leader replicas.
+// answer, only what Apply brings from the committed metadata. The ISR a leader
+// proposes never becomes empty (the leader stays in its own); what the controller does
+// when it fences the last member (keep it there, or, with eligible leader replicas,
+// empty the ISR and elect from the ELR) is coordinator/controller's.
 //
 // Damage (fetcher.go): before each fetch a follower whose log records a damaged range
 // (engine: found at open or by the scrubber) truncates to its first damaged offset and
 // fetches the rest again from the leader. A leader with damage keeps leading (its
 // damaged range is refused with CORRUPT_MESSAGE): giving up leadership for it is not
-// built. The HW keeps moving below
+// built. Without eligible leader replicas the HW keeps moving below
 // min.insync.replicas; acks=all is refused there instead (below).
 //
 // acks (produce.go): acks=0 and 1 are settled once the leader's append is durable by
@@ -91,7 +96,8 @@
 //  1. Roles change only in Apply, in metadata order, per partition; no stale state is
 //     applied, and a replica follows or leads in exactly one leader epoch at a time.
 //  2. While this node leads, the HW only moves forward, and only to the smallest of the
-//     leader's own end and the maximal ISR's fetch offsets (above).
+//     leader's own end and the maximal ISR's fetch offsets (above); with StrictMinISR
+//     only while the committed ISR holds min.insync.replicas (capped) members.
 //  3. A follower's fetch offset counts only if its fetch was made in this leader epoch,
 //     carried no diverging epoch, lay within [log start, log end], and came from the
 //     broker's newest incarnation seen (KIP-903: an older broker epoch is refused).

@@ -384,6 +384,7 @@ func (p *Partition) setAssignmentLocked(st *PartitionState) {
 	p.removing = slices.Clone(st.Removing)
 	p.partitionEpoch = st.PartitionEpoch
 	p.minISR = max(st.MinISR, 1)
+	p.strictMinISR = st.StrictMinISR
 	p.recovering = st.LeaderRecovering
 }
 

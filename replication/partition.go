@@ -117,7 +117,8 @@ type isrChange struct {
 // Invariants kept here (numbered as in the package doc):
 //
 //	(2) the HW moves only forward while this node leads, and only to the smallest of
-//	    the leader's durable end and the fetch offsets of the maximal ISR;
+//	    the leader's durable end and the fetch offsets of the maximal ISR; with
+//	    strictMinISR, never while the committed ISR is under min.insync.replicas;
 //	(3) a follower fetch offset counts only if the fetch was made in this leader epoch,
 //	    carried no diverging epoch, was within [log start, LEO] and came from the
 //	    broker's newest incarnation seen, and only when it arrives (FollowerFetch,
@@ -141,6 +142,7 @@ type Partition struct {
 	adding         []int32
 	removing       []int32
 	minISR         int
+	strictMinISR   bool // PartitionState.StrictMinISR
 	recovering     bool
 	epochStart     int64      // log end offset when this node became leader in leaderEpoch
 	pending        *isrChange // leader: an ISR change not yet resolved
@@ -205,6 +207,7 @@ type State struct {
 	MaximalISR     []int32 // the ISR the HW is computed over (ISR plus a pending change)
 	PendingISR     []int32 // a proposed ISR not yet resolved (nil: none)
 	MinISR         int
+	StrictMinISR   bool
 	HighWatermark  int64
 	LogEndOffset   int64
 }
@@ -215,7 +218,7 @@ func (p *Partition) State() State {
 	defer p.mu.RUnlock()
 	s := State{Role: p.role, Leader: p.leader, LeaderEpoch: p.leaderEpoch, PartitionEpoch: p.partitionEpoch,
 		Replicas: slices.Clone(p.replicas), ISR: slices.Clone(p.isr), MaximalISR: slices.Clone(p.maximalISRLocked()),
-		MinISR: p.minISR, HighWatermark: p.log.HighWatermark(), LogEndOffset: p.log.LogEndOffset()}
+		MinISR: p.minISR, StrictMinISR: p.strictMinISR, HighWatermark: p.log.HighWatermark(), LogEndOffset: p.log.LogEndOffset()}
 	if p.pending != nil {
 		s.PendingISR = slices.Clone(p.pending.proposed)
 	}
@@ -263,10 +266,12 @@ func (p *Partition) checkHW(where string) {
 }
 
 // maybeIncrementHWLocked moves the HW to the smallest of the leader's durable end and
-// the fetch offsets of the maximal ISR, if that is above it. It reports whether the HW
-// moved. Caller holds mu (shared or exclusive) and hwMu.
+// the fetch offsets of the maximal ISR, if that is above it, and, with strictMinISR
+// (eligible leader replicas, Kafka's maybeIncrementLeaderHW), only while the committed
+// ISR is not under min.insync.replicas. It reports whether the HW moved. Caller holds
+// mu (shared or exclusive) and hwMu.
 func (p *Partition) maybeIncrementHWLocked() bool {
-	if p.role != RoleLeader {
+	if p.role != RoleLeader || p.underMinISRLocked() {
 		return false
 	}
 	hw := p.durable
@@ -289,6 +294,13 @@ func (p *Partition) maybeIncrementHWLocked() bool {
 		p.checkHW("leader's high watermark moved")
 	}
 	return p.log.HighWatermark() > old
+}
+
+// underMinISRLocked reports whether strictMinISR holds the HW: the committed ISR
+// has fewer members than min(min.insync.replicas, replicas) (Kafka's isUnderMinIsr
+// over its effectiveMinIsr). Caller holds mu.
+func (p *Partition) underMinISRLocked() bool {
+	return p.strictMinISR && len(p.isr) < min(p.minISR, len(p.replicas))
 }
 
 // localDurable records that the leader's log is durable below end (its OnDurable

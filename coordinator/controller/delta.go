@@ -17,8 +17,8 @@ import (
 //
 //   - Leaders: partitions with a replica here that this broker leads in new, whose
 //     state (replicas, ISR, adding, removing, leader, epochs, recovery state) or
-//     settings (min.insync.replicas, the log configuration, by configs.ForImage)
-//     changed, or that are new here;
+//     settings (min.insync.replicas, the log configuration, by configs.ForImage;
+//     whether eligible.leader.replicas.version is 1) changed, or that are new here;
 //   - Followers: the same for partitions it does not lead (including leaderless
 //     ones, Leader -1);
 //   - Stopped with Delete: replicas here whose topic is gone from new (by topic id),
@@ -36,7 +36,8 @@ func ReplicaDelta(nodeID int32, old, new *metadata.Image, static map[string]stri
 	var d replication.Delta
 	node := strconv.Itoa(int(nodeID))
 	brokerCfgChanged := !maps.Equal(old.Configs(metadata.ResourceBroker, node), new.Configs(metadata.ResourceBroker, node)) ||
-		!maps.Equal(old.Configs(metadata.ResourceBroker, ""), new.Configs(metadata.ResourceBroker, ""))
+		!maps.Equal(old.Configs(metadata.ResourceBroker, ""), new.Configs(metadata.ResourceBroker, "")) ||
+		old.ELREnabled() != new.ELREnabled()
 	for _, t := range new.Topics() {
 		ot, had := old.TopicByID(t.ID)
 		cfgChanged := brokerCfgChanged || (had && !maps.Equal(old.Configs(metadata.ResourceTopic, ot.Name), new.Configs(metadata.ResourceTopic, t.Name)))
@@ -89,6 +90,7 @@ func ReplicaDelta(nodeID int32, old, new *metadata.Image, static map[string]stri
 // topicSettings are the settings of a topic a replica needs.
 type topicSettings struct {
 	minISR int
+	strict bool // eligible.leader.replicas.version 1: the HW waits for min.insync.replicas
 	log    engine.LogConfig
 }
 
@@ -98,7 +100,7 @@ func settingsOf(im *metadata.Image, nodeID int32, static map[string]string, topi
 	if err != nil || minISR < 1 {
 		minISR = 1
 	}
-	return &topicSettings{minISR: minISR, log: l.LogConfig()}
+	return &topicSettings{minISR: minISR, strict: im.ELREnabled(), log: l.LogConfig()}
 }
 
 func samePartition(a, b *metadata.PartitionImage) bool {
@@ -114,7 +116,7 @@ func partitionState(t *metadata.TopicImage, index int32, p *metadata.PartitionIm
 		Adding: cloneOrNil(p.Adding), Removing: cloneOrNil(p.Removing),
 		Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch,
 		LeaderRecovering: p.LeaderRecoveryState == metadata.LeaderRecovering,
-		MinISR:           st.minISR, LogConfig: st.log,
+		MinISR:           st.minISR, LogConfig: st.log, StrictMinISR: st.strict,
 	}
 }
 

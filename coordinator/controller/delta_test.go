@@ -130,3 +130,22 @@ func TestReplicaDelta(t *testing.T) {
 		t.Fatalf("re-created: stopped %v leaders %+v", got, d.Leaders)
 	}
 }
+
+// TestReplicaDeltaStrictMinISR: eligible.leader.replicas.version going to 1 (or back)
+// reaches every replica here as StrictMinISR, the leader's HW rule.
+func TestReplicaDeltaStrictMinISR(t *testing.T) {
+	off := withTopic(t, elrImage(t, 0, brokers(1, 2)...), "a",
+		testPartition{replicas: []int32{1, 2}, isr: []int32{1, 2}, leader: 1},
+		testPartition{replicas: []int32{2, 1}, isr: []int32{2, 1}, leader: 2})
+	if d := ReplicaDelta(1, nil, off, nil); len(d.Leaders) != 1 || d.Leaders[0].StrictMinISR || d.Followers[0].StrictMinISR {
+		t.Fatalf("at level 0: %+v", d)
+	}
+	on := mustApply(t, off, &metadata.FeatureLevelRecord{Name: metadata.FeatureELRVersion, Level: 1})
+	d := ReplicaDelta(1, off, on, nil)
+	if len(d.Leaders) != 1 || len(d.Followers) != 1 || !d.Leaders[0].StrictMinISR || !d.Followers[0].StrictMinISR {
+		t.Fatalf("to level 1: %+v", d)
+	}
+	if d := ReplicaDelta(1, on, off, nil); len(d.Leaders) != 1 || d.Leaders[0].StrictMinISR {
+		t.Fatalf("back to level 0: %+v", d)
+	}
+}
