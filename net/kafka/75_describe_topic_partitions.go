@@ -9,9 +9,9 @@
 // Kafka's default; the key is not configurable here); when more remain, NextCursor
 // names the first one left out. Unknown topics: UNKNOWN_TOPIC_OR_PARTITION; invalid
 // names INVALID_TOPIC_EXCEPTION. Partitions carry their leader, leader epoch,
-// replicas, ISR and offline replicas as in Metadata; the eligible leader replicas of
-// KIP-966 are not kept by Samsa's controller, so EligibleLeaderReplicas and
-// LastKnownELR are empty. Authorization (authz.DescribeTopicPartitions): DESCRIBE on
+// replicas, ISR and offline replicas as in Metadata, and the eligible leader replicas
+// and last known ELR (KIP-966, kept at eligible.leader.replicas.version 1; empty
+// otherwise) that Metadata does not report, as Kafka. Authorization (authz.DescribeTopicPartitions): DESCRIBE on
 // each topic, as Kafka.
 
 package kafka
@@ -99,10 +99,11 @@ func handleDescribeTopicPartitions(b *Broker, r *Request) {
 				break
 			}
 			mp := mt.Partitions[p]
+			ip := t.Partitions[p]
 			rt.Partitions = append(rt.Partitions, kmsg.DescribeTopicPartitionsResponseTopicPartition{
 				ErrorCode: mp.ErrorCode, Partition: mp.Partition, LeaderID: mp.Leader, LeaderEpoch: mp.LeaderEpoch,
-				Replicas: mp.Replicas, ISR: mp.ISR, EligibleLeaderReplicas: []int32{}, LastKnownELR: []int32{},
-				OfflineReplicas: orEmpty(mp.OfflineReplicas),
+				Replicas: mp.Replicas, ISR: mp.ISR, EligibleLeaderReplicas: orEmpty(slices.Clone(ip.ELR)),
+				LastKnownELR: orEmpty(slices.Clone(ip.LastKnownELR)), OfflineReplicas: orEmpty(mp.OfflineReplicas),
 			})
 			left--
 		}
