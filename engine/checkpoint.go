@@ -3,6 +3,7 @@ package engine
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -230,4 +231,48 @@ func (c *ckptCache) encode(k int) []byte {
 	}
 	c.buf = b
 	return b
+}
+
+// cleanShutdownMarker is the content of the clean-shutdown marker, Kafka's
+// CleanShutdownFileHandler's: {"version":0,"brokerEpoch":N}. A marker written before
+// it held an epoch is empty, and reads as none.
+type cleanShutdownMarker struct {
+	Version     int   `json:"version"`
+	BrokerEpoch int64 `json:"brokerEpoch"`
+}
+
+// markerContent is the marker for broker epoch epoch (at most 0: none, -1 as Kafka
+// writes it).
+func markerContent(epoch int64) []byte {
+	if epoch <= 0 {
+		epoch = -1
+	}
+	b, _ := json.Marshal(cleanShutdownMarker{BrokerEpoch: epoch})
+	return b
+}
+
+// readMarkerEpoch returns the broker epoch a marker records, or -1.
+func readMarkerEpoch(fsys vfs.FS, path string) int64 {
+	data, err := vfs.ReadFile(fsys, path)
+	if err != nil || len(data) == 0 {
+		return -1
+	}
+	var mk cleanShutdownMarker
+	if err := json.Unmarshal(data, &mk); err != nil || mk.Version != 0 || mk.BrokerEpoch <= 0 {
+		return -1
+	}
+	return mk.BrokerEpoch
+}
+
+// sameEpoch is the epoch every directory recorded, or -1 (none, or they differ).
+func sameEpoch(epochs []int64) int64 {
+	if len(epochs) == 0 {
+		return -1
+	}
+	for _, e := range epochs {
+		if e <= 0 || e != epochs[0] {
+			return -1
+		}
+	}
+	return epochs[0]
 }

@@ -20,7 +20,8 @@
 // # Layout
 //
 //	<log.dir>/
-//	  .kafka_cleanshutdown               present only while no Manager has the dir open after a clean Close
+//	  .kafka_cleanshutdown               present only while no Manager has the dir open after a clean Close;
+//	                                     {"version":0,"brokerEpoch":N} (Manager.SetBrokerEpoch; empty before)
 //	  recovery-point-offset-checkpoint   "0\n<n>\n<topic> <partition> <offset>\n"...
 //	  replication-offset-checkpoint      (high watermarks, same format)
 //	  log-start-offset-checkpoint        (same format)

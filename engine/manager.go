@@ -55,6 +55,12 @@ type Manager struct {
 	cl *cleaner
 
 	space func(path string) (total, usable int64) // diskSpace; tests replace it
+
+	// brokerEpoch is what Close records in the clean-shutdown markers
+	// (SetBrokerEpoch; 0: none); cleanEpoch what Open read from them
+	// (CleanShutdownEpoch).
+	brokerEpoch atomic.Int64
+	cleanEpoch  int64
 }
 
 // DirStat describes one log directory (DescribeLogDirs).
@@ -178,12 +184,16 @@ func (m *Manager) lockDirs(dirs []string) error {
 // and logs what the recovery did. On an error the Manager is abandoned.
 func (m *Manager) loadDirs() error {
 	t0 := time.Now()
-	for _, d := range m.dirs {
-		if err := m.loadDir(d); err != nil {
+	epochs := make([]int64, len(m.dirs))
+	for i, d := range m.dirs {
+		epoch, err := m.loadDir(d)
+		if err != nil {
 			m.abandon()
 			return err
 		}
+		epochs[i] = epoch
 	}
+	m.cleanEpoch = sameEpoch(epochs)
 	for _, l := range m.logs {
 		m.recovery.add(l.rec)
 	}
@@ -208,8 +218,9 @@ func (m *Manager) unlock() {
 	}
 }
 
-// loadDir recovers every partition log of d.
-func (m *Manager) loadDir(d *logDir) error {
+// loadDir recovers every partition log of d. It returns the broker epoch of d's
+// clean-shutdown marker: -1 if d was not closed cleanly, or its marker names none.
+func (m *Manager) loadDir(d *logDir) (int64, error) {
 	marker := filepath.Join(d.path, cleanShutdownFile)
 	_, err := m.fs.Stat(marker)
 	clean := err == nil
@@ -236,7 +247,7 @@ func (m *Manager) loadDir(d *logDir) error {
 	}
 	ents, err := m.fs.ReadDir(d.path)
 	if err != nil {
-		return err
+		return -1, err
 	}
 	for _, e := range ents {
 		if !e.IsDir() {
@@ -253,13 +264,13 @@ func (m *Manager) loadDir(d *logDir) error {
 			continue
 		}
 		if _, dup := m.logs[tp]; dup {
-			return fmt.Errorf("%w: %s found in two log directories", ErrInvalidConfig, tp)
+			return -1, fmt.Errorf("%w: %s found in two log directories", ErrInvalidConfig, tp)
 		}
 		rp, hasRP := rps[tp]
 		l, err := m.loadLog(loadSpec{dir: d, path: path, tp: tp, cfg: m.opts.DefaultConfig, clean: clean,
 			hasRecoveryPoint: hasRP, recoveryPoint: rp, highWatermark: hws[tp], logStart: lss[tp]})
 		if err != nil {
-			return fmt.Errorf("load %s: %w", path, tooManyFiles(err, len(m.logs)))
+			return -1, fmt.Errorf("load %s: %w", path, tooManyFiles(err, len(m.logs)))
 		}
 		if off, ok := cleaned[tp]; ok {
 			l.firstDirty.Store(off)
@@ -269,10 +280,13 @@ func (m *Manager) loadDir(d *logDir) error {
 		d.logsGen++
 	}
 	if clean {
+		// Read before the marker goes: a directory whose checkpoint could not
+		// be read was recovered as after a crash, and its epoch counts for nothing.
+		epoch := readMarkerEpoch(m.fs, marker)
 		if err := m.fs.Remove(marker); err != nil {
-			return err
+			return -1, err
 		}
-		return m.fs.SyncDir(d.path)
+		return epoch, m.fs.SyncDir(d.path)
 	}
 	// Recovery may have cut logs below their checkpointed recovery points:
 	// checkpoint the lower ones before anything is appended (see
@@ -282,7 +296,7 @@ func (m *Manager) loadDir(d *logDir) error {
 		m.reportIO(d.path, err, "op", "checkpoint")
 		d.setOffline(err)
 	}
-	return nil
+	return -1, nil
 }
 
 // parseLogDirName splits "<topic>-<partition>".
@@ -632,8 +646,20 @@ func (m *Manager) finishDeletes(release bool) {
 	}
 }
 
+// SetBrokerEpoch sets the broker epoch Close records in every clean-shutdown marker
+// (Kafka's CleanShutdownFileHandler): the epoch of the broker's registration when its
+// logs were closed cleanly, which the next process names as its previous broker
+// epoch when it registers, so that the controller keeps it among the eligible leader
+// replicas. At most 0: none is recorded.
+func (m *Manager) SetBrokerEpoch(epoch int64) { m.brokerEpoch.Store(epoch) }
+
+// CleanShutdownEpoch is the broker epoch the clean-shutdown markers recorded when
+// Open found them (Kafka's readBrokerEpochFromCleanShutdownFiles): -1 unless every
+// log directory was closed cleanly and records the same epoch.
+func (m *Manager) CleanShutdownEpoch() int64 { return m.cleanEpoch }
+
 // Close flushes every log, writes the checkpoints and the clean-shutdown
-// marker. It is idempotent.
+// marker (with the broker epoch of SetBrokerEpoch). It is idempotent.
 func (m *Manager) Close() error {
 	m.mu.Lock()
 	if m.closed {
@@ -665,7 +691,7 @@ func (m *Manager) Close() error {
 		if bad || dirErr[d] {
 			continue
 		}
-		if err := writeFileAtomic(m.fs, filepath.Join(d.path, cleanShutdownFile), nil); err != nil && first == nil {
+		if err := writeFileAtomic(m.fs, filepath.Join(d.path, cleanShutdownFile), markerContent(m.brokerEpoch.Load())); err != nil && first == nil {
 			first = err
 		}
 	}

@@ -215,7 +215,7 @@ func TestCheckpointFilesFormat(t *testing.T) {
 		replicationFile:    "0\n1\nmy.topic-x 7 3\n",
 		logStartOffsetFile: "0\n1\nmy.topic-x 7 0\n",
 		filepath.Join("my.topic-x-7", leaderEpochFile): "0\n2\n1 0\n9 5\n",
-		cleanShutdownFile: "",
+		cleanShutdownFile: `{"version":0,"brokerEpoch":-1}`, // Kafka's; no broker epoch set
 	}
 	for name, w := range want {
 		got, err := os.ReadFile(filepath.Join(dir, name))
@@ -422,5 +422,45 @@ func TestCleanOpenWithLogCutBehindIndexes(t *testing.T) {
 	}
 	if ts, off := l.MaxTimestamp(); ts != hs[len(hs)-1].MaxTimestamp || off != hs[len(hs)-1].LastOffset() {
 		t.Fatalf("MaxTimestamp = %d at %d, from an index entry past the data", ts, off)
+	}
+}
+
+// TestCleanShutdownEpoch: Close records the broker epoch in every directory's marker
+// and the next Open reads it back (Kafka's CleanShutdownFileHandler); a directory not
+// closed cleanly, an empty marker (an earlier build's) or directories that disagree
+// read as -1.
+func TestCleanShutdownEpoch(t *testing.T) {
+	dirs := []string{t.TempDir(), t.TempDir()}
+	m := openTest(t, dirs, SyncNone, nil)
+	if e := m.CleanShutdownEpoch(); e != -1 {
+		t.Fatalf("new directories: epoch %d", e)
+	}
+	m.SetBrokerEpoch(42)
+	m.Close()
+	m = openTest(t, dirs, SyncNone, nil)
+	if e := m.CleanShutdownEpoch(); e != 42 {
+		t.Fatalf("after a clean close at epoch 42: %d", e)
+	}
+	m.Close() // no epoch set this time
+	m = openTest(t, dirs, SyncNone, nil)
+	if e := m.CleanShutdownEpoch(); e != -1 {
+		t.Fatalf("after a close without an epoch: %d", e)
+	}
+	m.SetBrokerEpoch(43)
+	m.Close()
+	os.Remove(filepath.Join(dirs[1], cleanShutdownFile)) // as a crash leaves it
+	m = openTest(t, dirs, SyncNone, nil)
+	if e := m.CleanShutdownEpoch(); e != -1 {
+		t.Fatalf("one directory not closed cleanly: %d", e)
+	}
+	m.SetBrokerEpoch(44)
+	m.Close()
+	if err := os.WriteFile(filepath.Join(dirs[0], cleanShutdownFile), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m = openTest(t, dirs, SyncNone, nil)
+	defer m.Close()
+	if e := m.CleanShutdownEpoch(); e != -1 {
+		t.Fatalf("an empty marker: %d", e)
 	}
 }
