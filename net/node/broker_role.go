@@ -127,7 +127,10 @@ func newBrokerRole(cfg *Config, clusterID string, d brokerDeps, log *slog.Logger
 	var err error
 	if r.lifecycle, err = controller.NewBrokerLifecycle(controller.LifecycleConfig{
 		NodeID: cfg.NodeID, ClusterID: clusterID, IncarnationID: d.incarnation, PredecessorID: d.predecessor, Listeners: eps, Rack: cfg.Rack,
-		HeartbeatInterval: cfg.HeartbeatInterval, RequestTimeout: cfg.SessionTimeout / 2,
+		// The epoch the logs were last closed cleanly under (-1 after a crash): the
+		// controller keeps the broker among the eligible leader replicas only then.
+		PreviousBrokerEpoch: d.eng.CleanShutdownEpoch(),
+		HeartbeatInterval:   cfg.HeartbeatInterval, RequestTimeout: cfg.SessionTimeout / 2,
 		// A full or offline log directory: fenced (its leaderships move, it leaves
 		// the ISRs) until it takes writes again.
 		StorageFailed: func() bool { return len(d.eng.UnwritableDirs()) > 0 },
@@ -443,5 +446,8 @@ func (r *brokerRole) stop(ctx context.Context) error {
 	}
 	r.pubMu.Unlock()
 	r.wg.Wait()
+	// Closing the logs (after this) records the epoch they were closed under, which the
+	// next process names as its PreviousBrokerEpoch (Kafka's logManager.shutdown(brokerEpoch)).
+	r.eng.SetBrokerEpoch(r.lifecycle.Epoch())
 	return errors.Join(errs...)
 }
