@@ -315,6 +315,14 @@ func createTopic(ctx context.Context, cl *kgo.Client, replicas []int32) error {
 	a := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
 	a.Partition, a.Replicas = 0, replicas
 	t.ReplicaAssignment = append(t.ReplicaAssignment, a)
+	// min.insync.replicas=1: the repaired follower must serve every acknowledged record
+	// when it leads alone. With eligible leader replicas (KIP-966, on in a cluster
+	// formatted at 4.1) a leader's high watermark does not move while its ISR is below
+	// min.insync.replicas (the cluster's 2), so records it had not yet learned were
+	// committed would stay unserved until the other replica is back.
+	mi := kmsg.NewCreateTopicsRequestTopicConfig()
+	mi.Name, mi.Value = "min.insync.replicas", kmsg.StringPtr("1")
+	t.Configs = append(t.Configs, mi)
 	req.Topics = append(req.Topics, t)
 	deadline := time.Now().Add(60 * time.Second)
 	for {
