@@ -176,7 +176,8 @@ cluster:
 
 # The fault harness (cmd/samsa-chaos, tools/chaos): a seeded 2-minute schedule (5 s warmup,
 # $(CHAOS_DURATION) of faults, up to 30 s of quiet) against $(CHAOS_NODES) combined nodes, then the
-# checker; it fails on any anomaly. The schedule and the command that replays it are
+# checker, then the eligible-leader-replicas schedule (chaos-elr, below); it fails on any
+# anomaly. The schedule and the command that replays it are
 # printed; SEED=n replays one. Reports in $(CHAOS_OUT)/ci. `make soak SOAK=1h` runs a long
 # schedule with a fault every 5-15 s into $(CHAOS_OUT)/soak (each node's log dir a 1 GiB
 # tmpfs, room for an hour's records), with binaries of its own in $(CHAOS_OUT)/soak-bin
@@ -208,6 +209,20 @@ chaos:
 	$(GO) build -o $(BIN)/samsa-chaos ./cmd/samsa-chaos
 	$(BIN)/samsa-chaos run --samsa-bin $(BIN)/samsa --nodes $(CHAOS_NODES) --faults $(CHAOS_FAULTS) \
 		--duration $(CHAOS_DURATION) --quiet 30s $(if $(SEED),--seed $(SEED)) --out $(CHAOS_OUT)/ci
+	$(MAKE) --no-print-directory chaos-elr
+# Eligible leader replicas (KIP-966), about 90 s, run by `make chaos` after the schedule above:
+# kill-replicas takes a partition's three replicas down to one, over and over (the first
+# killed, the second killed or stopped cleanly, sometimes the last paused while the first
+# comes back alone), on five nodes (two replicas down must leave a majority of the
+# controller voters) with a 3 s session timeout. The checker adds unsafe-election (a
+# replica that lacks committed records leads) to its anomalies; the run prints its figures.
+CHAOS_ELR_DURATION ?= 40s
+.PHONY: chaos-elr
+chaos-elr:
+	$(GO) build -o $(BIN)/samsa ./cmd/samsa
+	$(GO) build -o $(BIN)/samsa-chaos ./cmd/samsa-chaos
+	$(BIN)/samsa-chaos run --samsa-bin $(BIN)/samsa --nodes 5 --faults kill-replicas --duration $(CHAOS_ELR_DURATION) \
+		--gap 2s-4s --fault-len 4s-8s --session-timeout 3s --quiet 30s $(if $(SEED),--seed $(SEED)) --out $(CHAOS_OUT)/elr
 soak:
 	$(GO) build -o $(CHAOS_OUT)/soak-bin/samsa ./cmd/samsa
 	$(GO) build -o $(CHAOS_OUT)/soak-bin/samsa-chaos ./cmd/samsa-chaos

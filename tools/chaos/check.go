@@ -23,13 +23,18 @@ const (
 	KLivenessSend    = "liveness-send"
 	KLivenessRead    = "liveness-read"
 	KNonlinearizable = "nonlinearizable"
+	KUnsafeElection  = "unsafe-election"
 )
+
+// EventUnsafeElection is the value of the event the nemesis records when it sees a
+// partition led by a replica that lacks committed records (kill-replicas).
+const EventUnsafeElection = "unsafe-election"
 
 // Kinds lists every anomaly kind in the order reports show them.
 var Kinds = []string{
 	KLost, KUnseen, KDuplicate, KInconsistent, KPhantom, KFutureRead,
 	KNonmonotonicSnd, KNonmonotonicPol, KPollSkip, KRealtime, KCommitBackwards,
-	KLivenessSend, KLivenessRead, KNonlinearizable,
+	KLivenessSend, KLivenessRead, KNonlinearizable, KUnsafeElection,
 	KAbortedRead, KTxnLost, KTxnPartial, KG0, KG1c,
 	KISRBehindHW, KAuthFailure,
 }
@@ -327,6 +332,13 @@ func (c *checker) index() {
 					c.finalEnd[p] = e
 				}
 				continue
+			}
+			if op.V == EventUnsafeElection {
+				p := int32(-1)
+				if len(op.Parts) > 0 {
+					p = op.Parts[0]
+				}
+				c.add(Anomaly{Kind: KUnsafeElection, P: p, O: -1, Proc: op.Proc, Time: op.Start, Detail: op.Err, Ops: []int64{op.ID}})
 			}
 			st.Events++
 		}

@@ -423,3 +423,20 @@ func TestCheckIncompleteFinalRead(t *testing.T) {
 	b.poll(ProcFinal, "", 10, 11, r(0, 0, "p0-a"), r(0, 1, "p0-b"))
 	expect(t, check(t, b), nil, nil)
 }
+
+// TestCheckUnsafeElection: the nemesis's unsafe-election event is an anomaly of its
+// partition; a node-exit event is not.
+func TestCheckUnsafeElection(t *testing.T) {
+	b := newHB()
+	b.op(Op{Proc: "nemesis", F: FFault, Status: OK, Start: ns(5), End: ns(10), Fault: &FaultInfo{Kind: "kill-replicas", Nodes: []int{1, 2, 3}}})
+	b.op(Op{Proc: "cluster", F: FEvent, Status: Info, Start: ns(6), End: ns(6), V: "node-exit", Parts: []int32{2}, Err: "node 2 exited"})
+	b.op(Op{Proc: "nemesis", F: FEvent, Status: Fail, Start: ns(9), End: ns(9), V: EventUnsafeElection, Parts: []int32{1},
+		Err: "p1: node 3, out of the ISR before it fell below min.insync.replicas, was elected"})
+	b.ack("p0", 1, 0, 0, "p0-1", 1, 2)
+	b.poll(ProcFinal, "", 20, 21, r(0, 0, "p0-1"))
+	res := check(t, b)
+	expect(t, res, map[string]int{KUnsafeElection: 1}, map[string][]string{KUnsafeElection: {"node 3", "was elected"}})
+	if a := res.Anomalies[0]; a.P != 1 || a.O != -1 {
+		t.Errorf("anomaly %+v", a)
+	}
+}

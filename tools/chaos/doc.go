@@ -63,6 +63,9 @@
 //	                     bound to read, or never read
 //	nonlinearizable      porcupine found no linearization of a sampled window of a
 //	                     partition's log against the model of an append-only log
+//	unsafe-election      the nemesis saw a partition led by a replica that lacks
+//	                     committed records (kill-replicas: the replica that left the
+//	                     ISR first, restarted while every other replica is down)
 //
 // The transactional workload (workload/txn.go) writes to a topic of its own: "txn"
 // ops (one per transaction, its records and its outcome: ok committed, fail aborted,

@@ -183,3 +183,45 @@ func (a *Admin) NotInISR(ctx context.Context, topic string, id int) ([]int32, er
 	slices.Sort(out)
 	return out, nil
 }
+
+// PartitionState is a partition as DescribeTopicPartitions reports it: with eligible
+// leader replicas (KIP-966) the ISR may be empty and the ELR names the replicas that
+// hold every committed record outside it.
+type PartitionState struct {
+	Leader       int32
+	Replicas     []int32
+	ISR          []int32
+	ELR          []int32
+	LastKnownELR []int32
+}
+
+func (s PartitionState) String() string {
+	return fmt.Sprintf("leader %d ISR %v ELR %v last known %v", s.Leader, s.ISR, s.ELR, s.LastKnownELR)
+}
+
+// Partition describes partition p of topic (DescribeTopicPartitions, asked of any
+// node the client reaches).
+func (a *Admin) Partition(ctx context.Context, topic string, p int32) (PartitionState, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req := kmsg.NewPtrDescribeTopicPartitionsRequest()
+	rt := kmsg.NewDescribeTopicPartitionsRequestTopic()
+	rt.Topic = topic
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, a.cl)
+	if err != nil {
+		return PartitionState{}, fmt.Errorf("cluster: describe %s: %w", topic, err)
+	}
+	if len(resp.Topics) != 1 {
+		return PartitionState{}, fmt.Errorf("cluster: describe %s: %d topics answered", topic, len(resp.Topics))
+	}
+	if err := kerr.ErrorForCode(resp.Topics[0].ErrorCode); err != nil {
+		return PartitionState{}, fmt.Errorf("cluster: describe %s: %w", topic, err)
+	}
+	for _, d := range resp.Topics[0].Partitions {
+		if d.Partition == p {
+			return PartitionState{Leader: d.LeaderID, Replicas: d.Replicas, ISR: d.ISR, ELR: d.EligibleLeaderReplicas, LastKnownELR: d.LastKnownELR}, nil
+		}
+	}
+	return PartitionState{}, fmt.Errorf("cluster: describe %s: no partition %d", topic, p)
+}

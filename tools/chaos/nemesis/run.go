@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -254,6 +255,8 @@ func (n *Nemesis) inject(ctx context.Context, f Fault) (injected, error) {
 		if err != nil {
 			return in, err
 		}
+	case KillReplicas:
+		return n.killReplicas(ctx, f)
 	case DiskFull:
 		nd := c.Node(f.Node)
 		in.nodes = []int{f.Node}
@@ -346,6 +349,132 @@ func (n *Nemesis) injectPartition(ctx context.Context, f Fault) (injected, error
 	}
 	in.detail = append(in.detail, "cut "+strings.Join(cs, " ")+" (blackhole routes)")
 	in.heal = func(context.Context) error { return x.HealCuts() }
+	return in, nil
+}
+
+// killReplicas takes partition f.Partition's replicas down to one (KillReplicas): the
+// first victim is killed; once the controller has taken it out of the ISR the second
+// is killed or stopped cleanly, and the ISR shrinks to the survivor. With
+// f.PauseLast, half-way through the fault, the survivor is paused and the first
+// victim restarted: once the controller fences the survivor the ISR is empty, and the
+// first victim, which lacks the records committed after it left, is the only replica
+// running: it must not be elected (an unsafe-election event if it is). The
+// partition's state (DescribeTopicPartitions) is in the detail after each step. The
+// heal resumes the survivor, then restarts the victims still down, in order.
+func (n *Nemesis) killReplicas(ctx context.Context, f Fault) (injected, error) {
+	c, adm := n.env.Cluster, n.env.Admin
+	var in injected
+	st, err := adm.Partition(ctx, n.env.Topic, f.Partition)
+	if err != nil {
+		return in, err
+	}
+	if len(st.Replicas) < 3 || st.Leader < 0 {
+		return in, fmt.Errorf("p%d: fewer than 3 replicas or no leader (%s, replicas %v)", f.Partition, st, st.Replicas)
+	}
+	var followers []int
+	for _, id := range st.Replicas {
+		if id != st.Leader {
+			followers = append(followers, int(id))
+		}
+	}
+	// victims[1] is the last to leave the ISR while another replica remains: the
+	// eligible one; survivor the last in the ISR.
+	victims, survivor := []int{followers[0], followers[1]}, int(st.Leader)
+	if !f.KeepLeader {
+		victims[1], survivor = survivor, victims[1]
+	}
+	in.detail = append(in.detail, fmt.Sprintf("p%d replicas %v: %s", f.Partition, st.Replicas, st))
+	// out waits until id is out of the partition's ISR (the controller fences a killed
+	// or paused broker after its session timeout; a clean stop moves it out at once).
+	out := func(id int) error {
+		deadline := time.Now().Add(time.Minute)
+		for {
+			st, err = adm.Partition(ctx, n.env.Topic, f.Partition)
+			if err == nil && !slices.Contains(st.ISR, int32(id)) && st.Leader != int32(id) {
+				return nil
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("p%d: node %d still in the ISR after a minute (%s, %v)", f.Partition, id, st, err)
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}
+	for i, id := range victims {
+		in.nodes = append(in.nodes, id)
+		nd, how := c.Node(id), "SIGKILL"
+		if i == 1 && f.CleanStop {
+			how = "SIGTERM (clean shutdown)"
+			err = nd.Stop(time.Minute)
+		} else {
+			err = nd.Kill()
+		}
+		if err != nil {
+			return in, err
+		}
+		if err := out(id); err != nil {
+			return in, err
+		}
+		in.detail = append(in.detail, fmt.Sprintf("node %d %s: %s", id, how, st))
+	}
+	in.heal = func(ctx context.Context) error {
+		if c.Node(survivor).Paused() {
+			if err := c.Node(survivor).Resume(); err != nil {
+				return err
+			}
+		}
+		for _, id := range victims {
+			if c.Node(id).Running() {
+				continue
+			}
+			if err := n.restart(ctx, []int{id}, false); err != nil {
+				return err
+			}
+			st, err := adm.Partition(ctx, n.env.Topic, f.Partition)
+			n.env.Printf("kill-replicas: node %d back: p%d %s%s", id, f.Partition, st, errSuffix(err))
+		}
+		return nil
+	}
+	if !f.PauseLast {
+		return in, nil
+	}
+	select {
+	case <-ctx.Done():
+		return in, nil
+	case <-time.After(f.Dur / 2):
+	}
+	in.nodes = append(in.nodes, survivor)
+	if err := c.Node(survivor).Pause(); err != nil {
+		return in, err
+	}
+	first := victims[0]
+	if err := n.restart(ctx, []int{first}, false); err != nil {
+		return in, err
+	}
+	if err := out(survivor); err != nil {
+		return in, err
+	}
+	// Alone among the replicas: it must stay out of the lead. Watched for a second, as
+	// another node's image may trail the controller's (an answer that fails, from the
+	// paused node say, is no observation).
+	seen := 0
+	for end := time.Now().Add(time.Second); time.Now().Before(end) && st.Leader != int32(first); {
+		time.Sleep(100 * time.Millisecond) // sampling a state that must not change
+		if s, err := adm.Partition(ctx, n.env.Topic, f.Partition); err == nil {
+			st, seen = s, seen+1
+		}
+	}
+	in.detail = append(in.detail, fmt.Sprintf("node %d SIGSTOP, node %d back: %s (%d samples)", survivor, first, st, seen))
+	if st.Leader == int32(first) {
+		e := fmt.Sprintf("p%d: node %d, out of the ISR before it fell below min.insync.replicas, was elected while no other replica ran (%s)", f.Partition, first, st)
+		now, wall := n.env.History.Now()
+		n.env.History.Append(chaos.Op{Proc: "nemesis", F: chaos.FEvent, Status: chaos.Fail, Start: now, End: now, Wall: wall,
+			V: chaos.EventUnsafeElection, Parts: []int32{f.Partition}, Err: e})
+		n.env.Printf("%s", e)
+	}
 	return in, nil
 }
 

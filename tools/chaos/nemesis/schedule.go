@@ -41,11 +41,20 @@ const (
 	// secured cluster each with a new key and certificate from the other CA. The
 	// schedule's length is the least time the fault lasts; the roll may take longer.
 	RollingRestart Kind = "rolling-restart"
+	// KillReplicas takes a partition's replicas down to one: one is killed, then, once
+	// it is out of the ISR, another is killed or stopped cleanly (Fault.CleanStop),
+	// which leaves an ISR below min.insync.replicas (with eligible leader replicas,
+	// the second joins the ELR and the high watermark stops). With Fault.PauseLast,
+	// half-way through, the last one is paused past its session and the first
+	// restarted: it lacks the records committed without it, and, the only replica
+	// running once the ISR is empty, it must not be elected. At the heal the others
+	// come back (the paused one resumed first).
+	KillReplicas Kind = "kill-replicas"
 )
 
 // AllKinds lists every fault.
 var AllKinds = []Kind{Kill, KillLeader, KillController, KillAll, Pause, PauseLeader, PowerLoss, PowerLossAll,
-	PartitionLeader, PartitionHalves, PartitionBridge, Slow, DiskFull, RollingRestart}
+	PartitionLeader, PartitionHalves, PartitionBridge, Slow, DiskFull, RollingRestart, KillReplicas}
 
 // Capabilities are what the run can do; a fault that needs more is unavailable.
 type Capabilities struct {
@@ -92,6 +101,13 @@ func Available(kind Kind, caps Capabilities) (bool, string) {
 	case DiskFull:
 		if !caps.DiskFull {
 			return false, caps.DiskWhy
+		}
+		return true, ""
+	case KillReplicas:
+		// Every node is a controller voter: two of three replicas down must leave a
+		// majority of the voters, or no controller moves the ISR.
+		if caps.Nodes < 5 {
+			return false, fmt.Sprintf("needs at least 5 nodes, so that a majority of the controller voters outlives two replicas (the run has %d)", caps.Nodes)
 		}
 		return true, ""
 	}
@@ -170,6 +186,14 @@ type Fault struct {
 	Partition int32
 	// Cuts are the node pairs a halves or bridge partition cuts.
 	Cuts [][2]int
+	// KeepLeader, CleanStop and PauseLast shape kill-replicas: whether the replica
+	// left standing is the partition's leader (else the leader is the second to go,
+	// and the survivor is elected), whether the second goes by SIGTERM (a clean
+	// shutdown, after which it stays eligible) rather than SIGKILL, and whether,
+	// half-way through, the survivor is paused (the ISR empties) and the first
+	// restarted. (Three of five nodes down would take the controller quorum with
+	// them: the survivor is paused, not killed, after the first is back.)
+	KeepLeader, CleanStop, PauseLast bool
 }
 
 // Schedule is a seeded list of faults.
@@ -222,6 +246,9 @@ func Generate(p Params) Schedule {
 		case PartitionBridge:
 			side := (p.Nodes - 1) / 2
 			f.Cuts = crossCuts(perm[:side], perm[p.Nodes-side:])
+		case KillReplicas:
+			// Drawn only for this kind: the schedules of the others stay as they were.
+			f.KeepLeader, f.CleanStop, f.PauseLast = rng.IntN(2) == 0, rng.IntN(2) == 0, rng.IntN(2) == 0
 		}
 		if t+f.Dur > p.Duration {
 			if f.Kind == Pause || f.Kind == PauseLeader || p.Duration-t < p.DurMin {
@@ -268,6 +295,18 @@ func (f Fault) Describe() string {
 			cs = append(cs, fmt.Sprintf("%d-%d", c[0], c[1]))
 		}
 		return fmt.Sprintf("%s cutting %s", f.Kind, strings.Join(cs, " "))
+	case KillReplicas:
+		last, how := "a follower", "killed"
+		if f.KeepLeader {
+			last = "the leader"
+		}
+		if f.CleanStop {
+			how = "stopped cleanly"
+		}
+		if f.PauseLast {
+			last += ", then that one paused and the first back"
+		}
+		return fmt.Sprintf("%s of p%d down to %s (the second %s)", f.Kind, f.Partition, last, how)
 	}
 	return string(f.Kind)
 }

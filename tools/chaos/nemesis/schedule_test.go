@@ -138,6 +138,7 @@ func TestAvailable(t *testing.T) {
 		PartitionHalves: "at least 2 nodes",
 		PartitionBridge: "at least 3 nodes",
 		Slow:            "network namespaces: off",
+		KillReplicas:    "at least 5 nodes",
 	} {
 		ok, why := Available(k, one)
 		if ok != (want == "") || !strings.Contains(why, want) {
@@ -146,9 +147,14 @@ func TestAvailable(t *testing.T) {
 	}
 	three := Capabilities{Nodes: 3, Netns: true, PowerLoss: true, DiskFull: true}
 	for _, k := range AllKinds {
-		if ok, why := Available(k, three); !ok {
+		if ok, why := Available(k, three); !ok && k != KillReplicas {
 			t.Errorf("%s unavailable on a full setup: %s", k, why)
 		}
+	}
+	five := three
+	five.Nodes = 5
+	if ok, why := Available(KillReplicas, five); !ok {
+		t.Errorf("%s unavailable on five nodes: %s", KillReplicas, why)
 	}
 	if ok, _ := Available("nope", three); ok {
 		t.Error("unknown kind available")

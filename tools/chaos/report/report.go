@@ -398,3 +398,18 @@ func secured(notes []string) bool {
 	}
 	return false
 }
+
+// Figures is the run's figures on one line: sends acknowledged, the safety anomalies
+// a fault schedule is judged by (lost, duplicate, unsafe-election), and the longest
+// time a fault's window went without an acknowledged send.
+func (r *Report) Figures() string {
+	st, c := r.Result.Stats, r.Result.Counts
+	gap, which := 0.0, "no fault"
+	for _, f := range r.Faults {
+		if f.NoAck > gap {
+			gap, which = f.NoAck, fmt.Sprintf("fault %d, %s", f.N, f.Kind)
+		}
+	}
+	return fmt.Sprintf("figures: %d sends, %d acknowledged, %d lost, %d duplicated, %d unsafe elections; longest gap without an acknowledgement %.1fs (%s)",
+		st.Sends, st.Acked, c[chaos.KLost], c[chaos.KDuplicate], c[chaos.KUnsafeElection], gap, which)
+}

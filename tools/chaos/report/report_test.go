@@ -128,4 +128,9 @@ func TestAvailability(t *testing.T) {
 	if len(r.Availability) != 1 || r.Availability[0].Count != 2 || r.Availability[0].Unhealthy != 1 || r.Availability[0].NoAckMax < 2.99 {
 		t.Errorf("availability %+v", r.Availability)
 	}
+	// Every send of this history has the value "v": four duplicates.
+	want := "figures: 5 sends, 5 acknowledged, 0 lost, 4 duplicated, 0 unsafe elections; longest gap without an acknowledgement 3.0s (fault 1, kill)"
+	if got := r.Figures(); got != want {
+		t.Errorf("figures %q,\nwant %q", got, want)
+	}
 }

@@ -310,6 +310,7 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 		return nil, err
 	}
 	fmt.Fprintln(r.out, rep.Verdict)
+	fmt.Fprintln(r.out, rep.Figures())
 	fmt.Fprintf(r.out, "reports: %s/report.txt, report.html, report.json; replay: %s\n", out, replay)
 	return &Outcome{Result: res, Report: rep, Dir: out, Took: time.Since(r.start)}, nil
 }
