@@ -24,17 +24,22 @@ const (
 	KLivenessRead    = "liveness-read"
 	KNonlinearizable = "nonlinearizable"
 	KUnsafeElection  = "unsafe-election"
+	KEligibleCrash   = "eligible-after-crash"
 )
 
-// EventUnsafeElection is the value of the event the nemesis records when it sees a
-// partition led by a replica that lacks committed records (kill-replicas).
-const EventUnsafeElection = "unsafe-election"
+// The events the nemesis records when kill-replicas sees a partition led by a replica
+// that lacks committed records, or a replica that was killed still eligible to lead
+// after its restart; each is an anomaly of its kind.
+const (
+	EventUnsafeElection     = KUnsafeElection
+	EventEligibleAfterCrash = KEligibleCrash
+)
 
 // Kinds lists every anomaly kind in the order reports show them.
 var Kinds = []string{
 	KLost, KUnseen, KDuplicate, KInconsistent, KPhantom, KFutureRead,
 	KNonmonotonicSnd, KNonmonotonicPol, KPollSkip, KRealtime, KCommitBackwards,
-	KLivenessSend, KLivenessRead, KNonlinearizable, KUnsafeElection,
+	KLivenessSend, KLivenessRead, KNonlinearizable, KUnsafeElection, KEligibleCrash,
 	KAbortedRead, KTxnLost, KTxnPartial, KG0, KG1c,
 	KISRBehindHW, KAuthFailure,
 }
@@ -333,12 +338,12 @@ func (c *checker) index() {
 				}
 				continue
 			}
-			if op.V == EventUnsafeElection {
+			if op.Proc == "nemesis" && (op.V == EventUnsafeElection || op.V == EventEligibleAfterCrash) {
 				p := int32(-1)
 				if len(op.Parts) > 0 {
 					p = op.Parts[0]
 				}
-				c.add(Anomaly{Kind: KUnsafeElection, P: p, O: -1, Proc: op.Proc, Time: op.Start, Detail: op.Err, Ops: []int64{op.ID}})
+				c.add(Anomaly{Kind: op.V, P: p, O: -1, Proc: op.Proc, Time: op.Start, Detail: op.Err, Ops: []int64{op.ID}})
 			}
 			st.Events++
 		}

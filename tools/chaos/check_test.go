@@ -424,8 +424,8 @@ func TestCheckIncompleteFinalRead(t *testing.T) {
 	expect(t, check(t, b), nil, nil)
 }
 
-// TestCheckUnsafeElection: the nemesis's unsafe-election event is an anomaly of its
-// partition; a node-exit event is not.
+// TestCheckUnsafeElection: the nemesis's unsafe-election and eligible-after-crash
+// events are anomalies of their partitions; a node-exit event is not.
 func TestCheckUnsafeElection(t *testing.T) {
 	b := newHB()
 	b.op(Op{Proc: "nemesis", F: FFault, Status: OK, Start: ns(5), End: ns(10), Fault: &FaultInfo{Kind: "kill-replicas", Nodes: []int{1, 2, 3}}})
@@ -434,8 +434,11 @@ func TestCheckUnsafeElection(t *testing.T) {
 		Err: "p1: node 3, out of the ISR before it fell below min.insync.replicas, was elected"})
 	b.ack("p0", 1, 0, 0, "p0-1", 1, 2)
 	b.poll(ProcFinal, "", 20, 21, r(0, 0, "p0-1"))
+	b.op(Op{Proc: "nemesis", F: FEvent, Status: Fail, Start: ns(10), End: ns(10), V: EventEligibleAfterCrash, Parts: []int32{2},
+		Err: "p2: node 1, killed, is still an eligible leader replica after its restart"})
 	res := check(t, b)
-	expect(t, res, map[string]int{KUnsafeElection: 1}, map[string][]string{KUnsafeElection: {"node 3", "was elected"}})
+	expect(t, res, map[string]int{KUnsafeElection: 1, KEligibleCrash: 1}, map[string][]string{
+		KUnsafeElection: {"node 3", "was elected"}, KEligibleCrash: {"node 1", "killed"}})
 	if a := res.Anomalies[0]; a.P != 1 || a.O != -1 {
 		t.Errorf("anomaly %+v", a)
 	}

@@ -65,7 +65,12 @@
 //	                     partition's log against the model of an append-only log
 //	unsafe-election      the nemesis saw a partition led by a replica that lacks
 //	                     committed records (kill-replicas: the replica that left the
-//	                     ISR first, restarted while every other replica is down)
+//	                     ISR first, restarted while every other replica is down or
+//	                     paused)
+//	eligible-after-crash kill-replicas saw a replica it killed (SIGKILL), restarted while
+//	                     the last in-sync one is paused, still an eligible leader
+//	                     replica, or elected: its registration names no previous
+//	                     broker epoch (it may have lost records)
 //
 // The transactional workload (workload/txn.go) writes to a topic of its own: "txn"
 // ops (one per transaction, its records and its outcome: ok committed, fail aborted,

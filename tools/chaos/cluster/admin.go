@@ -199,16 +199,20 @@ func (s PartitionState) String() string {
 	return fmt.Sprintf("leader %d ISR %v ELR %v last known %v", s.Leader, s.ISR, s.ELR, s.LastKnownELR)
 }
 
-// Partition describes partition p of topic (DescribeTopicPartitions, asked of any
-// node the client reaches).
-func (a *Admin) Partition(ctx context.Context, topic string, p int32) (PartitionState, error) {
+// Partition describes partition p of topic (DescribeTopicPartitions), asked of node
+// via (0: any node the client reaches; a paused one would hold the answer back).
+func (a *Admin) Partition(ctx context.Context, topic string, p int32, via int) (PartitionState, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	req := kmsg.NewPtrDescribeTopicPartitionsRequest()
 	rt := kmsg.NewDescribeTopicPartitionsRequestTopic()
 	rt.Topic = topic
 	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctx, a.cl)
+	var r kmsg.Requestor = a.cl
+	if via > 0 {
+		r = a.cl.Broker(via)
+	}
+	resp, err := req.RequestWith(ctx, r)
 	if err != nil {
 		return PartitionState{}, fmt.Errorf("cluster: describe %s: %w", topic, err)
 	}

@@ -359,15 +359,18 @@ func (n *Nemesis) injectPartition(ctx context.Context, f Fault) (injected, error
 // victim restarted: once the controller fences the survivor the ISR is empty, and the
 // first victim, which lacks the records committed after it left, is the only replica
 // running: it must not be elected (an unsafe-election event if it is). The
-// partition's state (DescribeTopicPartitions) is in the detail after each step. The
-// heal resumes the survivor, then restarts the victims still down, in order.
+// partition's state (DescribeTopicPartitions, asked of a node that is no replica) is
+// in the detail after each step. The heal restarts the second victim while the
+// survivor is still paused (afterRestart), resumes the survivor, then restarts the
+// victims still down, in order.
 func (n *Nemesis) killReplicas(ctx context.Context, f Fault) (injected, error) {
 	c, adm := n.env.Cluster, n.env.Admin
 	var in injected
-	st, err := adm.Partition(ctx, n.env.Topic, f.Partition)
+	st, err := adm.Partition(ctx, n.env.Topic, f.Partition, 0)
 	if err != nil {
 		return in, err
 	}
+	replicas := st.Replicas
 	if len(st.Replicas) < 3 || st.Leader < 0 {
 		return in, fmt.Errorf("p%d: fewer than 3 replicas or no leader (%s, replicas %v)", f.Partition, st, st.Replicas)
 	}
@@ -389,7 +392,7 @@ func (n *Nemesis) killReplicas(ctx context.Context, f Fault) (injected, error) {
 	out := func(id int) error {
 		deadline := time.Now().Add(time.Minute)
 		for {
-			st, err = adm.Partition(ctx, n.env.Topic, f.Partition)
+			st, err = adm.Partition(ctx, n.env.Topic, f.Partition, n.bystander(replicas))
 			if err == nil && !slices.Contains(st.ISR, int32(id)) && st.Leader != int32(id) {
 				return nil
 			}
@@ -421,6 +424,14 @@ func (n *Nemesis) killReplicas(ctx context.Context, f Fault) (injected, error) {
 		in.detail = append(in.detail, fmt.Sprintf("node %d %s: %s", id, how, st))
 	}
 	in.heal = func(ctx context.Context) error {
+		if f.PauseLast && !c.Node(victims[1]).Running() {
+			// The survivor is still paused: the ISR is empty and no replica can catch
+			// up, so what the controller makes of the second's registration shows.
+			if err := n.restart(ctx, []int{victims[1]}, false); err != nil {
+				return err
+			}
+			n.afterRestart(ctx, f, victims[1], survivor, replicas)
+		}
 		if c.Node(survivor).Paused() {
 			if err := c.Node(survivor).Resume(); err != nil {
 				return err
@@ -433,7 +444,7 @@ func (n *Nemesis) killReplicas(ctx context.Context, f Fault) (injected, error) {
 			if err := n.restart(ctx, []int{id}, false); err != nil {
 				return err
 			}
-			st, err := adm.Partition(ctx, n.env.Topic, f.Partition)
+			st, err := adm.Partition(ctx, n.env.Topic, f.Partition, n.bystander(replicas))
 			n.env.Printf("kill-replicas: node %d back: p%d %s%s", id, f.Partition, st, errSuffix(err))
 		}
 		return nil
@@ -463,19 +474,71 @@ func (n *Nemesis) killReplicas(ctx context.Context, f Fault) (injected, error) {
 	seen := 0
 	for end := time.Now().Add(time.Second); time.Now().Before(end) && st.Leader != int32(first); {
 		time.Sleep(100 * time.Millisecond) // sampling a state that must not change
-		if s, err := adm.Partition(ctx, n.env.Topic, f.Partition); err == nil {
+		if s, err := adm.Partition(ctx, n.env.Topic, f.Partition, n.bystander(replicas)); err == nil {
 			st, seen = s, seen+1
 		}
 	}
 	in.detail = append(in.detail, fmt.Sprintf("node %d SIGSTOP, node %d back: %s (%d samples)", survivor, first, st, seen))
 	if st.Leader == int32(first) {
-		e := fmt.Sprintf("p%d: node %d, out of the ISR before it fell below min.insync.replicas, was elected while no other replica ran (%s)", f.Partition, first, st)
-		now, wall := n.env.History.Now()
-		n.env.History.Append(chaos.Op{Proc: "nemesis", F: chaos.FEvent, Status: chaos.Fail, Start: now, End: now, Wall: wall,
-			V: chaos.EventUnsafeElection, Parts: []int32{f.Partition}, Err: e})
-		n.env.Printf("%s", e)
+		n.event(chaos.EventUnsafeElection, f.Partition,
+			fmt.Sprintf("p%d: node %d, out of the ISR before it fell below min.insync.replicas, was elected while no other replica ran (%s)", f.Partition, first, st))
 	}
 	return in, nil
+}
+
+// afterRestart checks the partition once the second victim id is back while the
+// survivor is paused (the ISR empty, the ELR the second and the survivor). Killed, id
+// registers without a previous broker epoch: it must leave the ELR and not be elected
+// (an eligible-after-crash event otherwise). Stopped cleanly, it names its epoch,
+// stays eligible and is elected: said, not judged (a liveness matter).
+func (n *Nemesis) afterRestart(ctx context.Context, f Fault, id, survivor int, replicas []int32) {
+	adm := n.env.Admin
+	var st cluster.PartitionState
+	var err error
+	settled := func() bool {
+		if f.CleanStop {
+			return st.Leader == int32(id)
+		}
+		return st.Leader < 0 && slices.Equal(st.ELR, []int32{int32(survivor)})
+	}
+	// Up to 3 s: another node's image may trail the controller's.
+	for end := time.Now().Add(3 * time.Second); ; {
+		st, err = adm.Partition(ctx, n.env.Topic, f.Partition, n.bystander(replicas))
+		if (err == nil && settled()) || time.Now().After(end) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond) // until the state settles, at most 3 s
+	}
+	switch {
+	case err != nil:
+		n.env.Printf("kill-replicas: node %d back, survivor %d paused: p%d unknown%s", id, survivor, f.Partition, errSuffix(err))
+	case !f.CleanStop && (st.Leader == int32(id) || slices.Contains(st.ELR, int32(id))):
+		n.event(chaos.EventEligibleAfterCrash, f.Partition,
+			fmt.Sprintf("p%d: node %d, killed, is still eligible after its restart, or elected (%s)", f.Partition, id, st))
+	default:
+		n.env.Printf("kill-replicas: node %d back (%s), survivor %d paused: p%d %s", id,
+			map[bool]string{true: "after a clean shutdown", false: "after SIGKILL"}[f.CleanStop], survivor, f.Partition, st)
+	}
+}
+
+// bystander is a running node that is none of replicas, to ask about their partition
+// (a paused node would hold the answer back); 0 (any node) when there is none.
+func (n *Nemesis) bystander(replicas []int32) int {
+	for _, nd := range n.env.Cluster.Nodes() {
+		if nd.Running() && !nd.Paused() && !slices.Contains(replicas, int32(nd.ID)) {
+			return nd.ID
+		}
+	}
+	return 0
+}
+
+// event records what the nemesis saw that the checker reports as an anomaly of
+// partition p (chaos.EventUnsafeElection, chaos.EventEligibleAfterCrash), and says it.
+func (n *Nemesis) event(v string, p int32, detail string) {
+	now, wall := n.env.History.Now()
+	n.env.History.Append(chaos.Op{Proc: "nemesis", F: chaos.FEvent, Status: chaos.Fail, Start: now, End: now, Wall: wall,
+		V: v, Parts: []int32{p}, Err: detail})
+	n.env.Printf("%s", detail)
 }
 
 // setAside renames a killed node's power-loss journal so that its restart applies

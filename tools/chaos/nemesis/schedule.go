@@ -47,8 +47,9 @@ const (
 	// the second joins the ELR and the high watermark stops). With Fault.PauseLast,
 	// half-way through, the last one is paused past its session and the first
 	// restarted: it lacks the records committed without it, and, the only replica
-	// running once the ISR is empty, it must not be elected. At the heal the others
-	// come back (the paused one resumed first).
+	// running once the ISR is empty, it must not be elected; at the heal the second
+	// comes back before the paused one is resumed: killed, it must leave the ELR,
+	// stopped cleanly, it is elected from it. At the heal the others come back.
 	KillReplicas Kind = "kill-replicas"
 )
 

@@ -400,7 +400,8 @@ func secured(notes []string) bool {
 }
 
 // Figures is the run's figures on one line: sends acknowledged, the safety anomalies
-// a fault schedule is judged by (lost, duplicate, unsafe-election), and the longest
+// a fault schedule is judged by (lost, duplicate, unsafe-election,
+// eligible-after-crash), and the longest
 // time a fault's window went without an acknowledged send.
 func (r *Report) Figures() string {
 	st, c := r.Result.Stats, r.Result.Counts
@@ -410,6 +411,6 @@ func (r *Report) Figures() string {
 			gap, which = f.NoAck, fmt.Sprintf("fault %d, %s", f.N, f.Kind)
 		}
 	}
-	return fmt.Sprintf("figures: %d sends, %d acknowledged, %d lost, %d duplicated, %d unsafe elections; longest gap without an acknowledgement %.1fs (%s)",
-		st.Sends, st.Acked, c[chaos.KLost], c[chaos.KDuplicate], c[chaos.KUnsafeElection], gap, which)
+	return fmt.Sprintf("figures: %d sends, %d acknowledged, %d lost, %d duplicated, %d unsafe elections, %d eligible after a crash; longest gap without an acknowledgement %.1fs (%s)",
+		st.Sends, st.Acked, c[chaos.KLost], c[chaos.KDuplicate], c[chaos.KUnsafeElection], c[chaos.KEligibleCrash], gap, which)
 }

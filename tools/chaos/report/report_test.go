@@ -129,7 +129,7 @@ func TestAvailability(t *testing.T) {
 		t.Errorf("availability %+v", r.Availability)
 	}
 	// Every send of this history has the value "v": four duplicates.
-	want := "figures: 5 sends, 5 acknowledged, 0 lost, 4 duplicated, 0 unsafe elections; longest gap without an acknowledgement 3.0s (fault 1, kill)"
+	want := "figures: 5 sends, 5 acknowledged, 0 lost, 4 duplicated, 0 unsafe elections, 0 eligible after a crash; longest gap without an acknowledgement 3.0s (fault 1, kill)"
 	if got := r.Figures(); got != want {
 		t.Errorf("figures %q,\nwant %q", got, want)
 	}
