@@ -28,7 +28,7 @@ var listeningRE = regexp.MustCompile(`msg=listening addr=(\S+)`)
 
 func startBrokerProc(t *testing.T, bin, dataDir string) *brokerProc {
 	t.Helper()
-	cmd := exec.Command(bin, "serve", "--data-dir", dataDir, "--listen", "127.0.0.1:0", "--sync", "fsync")
+	cmd := exec.Command(bin, "serve", "--data-dir", dataDir, "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--sync", "fsync")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
