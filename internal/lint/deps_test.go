@@ -85,6 +85,11 @@ var allowed = map[string][]string{
 	// The broker's topic and cluster metrics, read from the image, the replica manager,
 	// the group coordinator and the logs; not the request metrics (net/kafka's).
 	"net/brokermetrics": {"engine", "replication", "coordinator/metadata", "coordinator/group"},
+	// The broker's assembly (Kafka's BrokerServer and BrokerMetadataPublisher): the
+	// replica manager, the coordinators on their internal topics' leadership, the
+	// feature levels and the publisher, around the protocol adapter, which it imports
+	// and which never imports it.
+	"net/broker": {"engine/...", "purgatory", "replication/...", "coordinator/...", "net/kafka", "net/peer", "net/brokermetrics", "internal/..."},
 
 	// Clients: they talk to brokers over the wire only.
 	"bench":           {},
@@ -227,6 +232,10 @@ func TestRules(t *testing.T) {
 		{"coordinator/acl", "coordinator/configs", false},
 		{"replication", "coordinator/metadata", false},
 		{"net/kafka", "coordinator/group", true},
+		{"net/kafka", "net/broker", false},
+		{"net/broker", "net/kafka", true},
+		{"net/broker", "net/node", false},
+		{"net/node", "net/broker", true},
 		{"net/kafka", "net/authz", true},
 		{"net/authz", "net/kafka", false},
 		{"net/authz", "coordinator/acl", true},
