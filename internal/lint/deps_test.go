@@ -21,7 +21,8 @@ const module = "github.com/samsa-broker/samsa"
 // own; an allowed entry ending in "/..." allows that package and every package below
 // it. A package of the repository without a rule is itself a violation, so a new
 // package has to say where it stands. Test files are held to the same rules as the
-// package they test.
+// package they test; the files of an external test package (package x_test) may have
+// a rule of their own, keyed by the directory and externalTests.
 var allowed = map[string][]string{
 	// Storage is the leaf: it imports no other package of the project; its own
 	// subpackages (file-system seams) import only each other. internal/invariants
@@ -90,6 +91,10 @@ var allowed = map[string][]string{
 	// feature levels and the publisher, around the protocol adapter, which it imports
 	// and which never imports it.
 	"net/broker": {"engine/...", "purgatory", "replication/...", "coordinator/...", "net/kafka", "net/peer", "net/brokermetrics", "internal/..."},
+	// net/kafka's tests serve brokers assembled by net/broker, which imports net/kafka:
+	// an external test file hands the assembly to the package's tests.
+	"net/kafka" + externalTests: {"engine/...", "purgatory", "replication/...", "coordinator/...", "net/transport", "net/peer", "net/auth",
+		"net/authz", "net/quota", "net/fetchsession", "net/brokermetrics", "internal/...", "net/kafka", "net/broker"},
 
 	// Clients: they talk to brokers over the wire only.
 	"bench":           {},
@@ -112,6 +117,9 @@ var allowed = map[string][]string{
 	"cmd/samsa-bench": {"bench/...", "internal/kafkaprops"}, // --command-config: the client properties parser
 	"cmd/samsa-chaos": {"tools/chaos/..."},
 }
+
+// externalTests suffixes the key of an external test package's rule.
+const externalTests = " (external tests)"
 
 // ruleFor returns the rule of package dir: its own key, else the nearest "/..." key.
 func ruleFor(dir string) ([]string, bool) {
@@ -184,6 +192,9 @@ func TestDependencyDirection(t *testing.T) {
 		if err != nil {
 			return err
 		}
+		if r, ok := allowed[dir+externalTests]; ok && strings.HasSuffix(path, "_test.go") && strings.HasSuffix(f.Name.Name, "_test") {
+			rule = r
+		}
 		checked++
 		for _, imp := range f.Imports {
 			p, _ := strconv.Unquote(imp.Path.Value)
@@ -233,6 +244,7 @@ func TestRules(t *testing.T) {
 		{"replication", "coordinator/metadata", false},
 		{"net/kafka", "coordinator/group", true},
 		{"net/kafka", "net/broker", false},
+		{"net/kafka" + externalTests, "net/broker", true},
 		{"net/broker", "net/kafka", true},
 		{"net/broker", "net/node", false},
 		{"net/node", "net/broker", true},

@@ -45,7 +45,7 @@ func withManyPartitions(b *testing.B, tb *testBroker, topics, partitions int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	tb.b.MetadataChanged(off+1, im, next)
+	tb.a.MetadataChanged(off+1, im, next)
 }
 
 // BenchmarkMetadataAllTopics is a Metadata request for every topic of a broker with

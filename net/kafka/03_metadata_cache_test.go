@@ -213,7 +213,7 @@ func TestMetadataCacheListenersAndPrincipals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tb.b.MetadataChanged(off+1, im, next)
+	tb.a.MetadataChanged(off+1, im, next)
 
 	broker2 := func(md *kmsg.MetadataResponse) string {
 		for _, b := range md.Brokers {

@@ -39,7 +39,7 @@ func TestOffsetsSurviveRestart(t *testing.T) {
 		}
 	}
 	check(adm)
-	tb.b.CloseGroupCoordinator()
+	tb.a.Close()
 	tb.restart()
 	check(tb.admin(t))
 }
@@ -219,7 +219,7 @@ func TestDeletedTopicOffsetsGo(t *testing.T) {
 	check(adm, "the deleted topic's offsets gone, the other topic's kept")
 	mustCreate(t, adm, "doomed", 2, nil)
 	check(adm, "no offsets for the re-created topic")
-	tb.b.CloseGroupCoordinator()
+	tb.a.Close()
 	tb.restart()
 	check(tb.admin(t), "no offsets for the re-created topic after a restart")
 }

@@ -72,7 +72,7 @@ func handleFindCoordinator(b *Broker, r *Request) {
 		b.async(func(ctx context.Context) {
 			ctx, cancel := context.WithTimeout(ctx, defaultForwardTimeout)
 			defer cancel()
-			if err := b.ensureTxnTopic(ctx); err != nil {
+			if err := b.topicMgr.EnsureInternal(ctx, txn.StateTopic); err != nil {
 				b.log.Warn("creating __transaction_state", "err", err)
 			}
 			r.Respond(b.findCoordinatorResponse(req, keys))
@@ -83,7 +83,7 @@ func handleFindCoordinator(b *Broker, r *Request) {
 		b.async(func(ctx context.Context) {
 			ctx, cancel := context.WithTimeout(ctx, defaultForwardTimeout)
 			defer cancel()
-			if err := b.ensureOffsetsTopic(ctx); err != nil {
+			if err := b.topicMgr.EnsureInternal(ctx, group.OffsetsTopic); err != nil {
 				b.log.Warn("creating __consumer_offsets", "err", err)
 			}
 			r.Respond(b.findCoordinatorResponse(req, keys))

@@ -40,7 +40,7 @@ func coordinatorImages(t *testing.T, key string) (*testBroker, *rawConn, *kmsg.F
 			t.Fatal(err)
 		}
 		off++
-		tb.b.MetadataChanged(off, im, next)
+		tb.a.MetadataChanged(off, im, next)
 		im = next
 	}
 	return tb, rc, fc, ot, group.PartitionFor(key, int32(len(ot.Partitions))), apply

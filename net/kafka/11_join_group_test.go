@@ -25,7 +25,7 @@ func groupTestBroker(t *testing.T, sync engine.SyncPolicy) *testBroker {
 		"group.initial.rebalance.delay.ms": "0",
 		"group.min.session.timeout.ms":     "100",
 	}})
-	t.Cleanup(func() { tb.b.CloseGroupCoordinator() }) // runs before tb.stop
+	t.Cleanup(func() { tb.a.Close() }) // runs before tb.stop
 	return tb
 }
 
@@ -306,7 +306,7 @@ func BenchmarkGroupRebalanceTCP(b *testing.B) {
 				"group.initial.rebalance.delay.ms": "0",
 				"offsets.topic.num.partitions":     "1",
 			}})
-			b.Cleanup(func() { tb.b.CloseGroupCoordinator() })
+			b.Cleanup(func() { tb.a.Close() })
 			clients := make([]*kgo.Client, n)
 			for i := range clients {
 				clients[i] = tb.client(b)

@@ -156,7 +156,7 @@ func TestGroupConsumption(t *testing.T) {
 			if len(violations) > 0 {
 				t.Fatalf("records processed again after commit:\n%v", violations)
 			}
-			tb.b.CloseGroupCoordinator()
+			tb.a.Close()
 			tb.restart()
 			got, err := tb.admin(t).FetchOffsets(testCtx(t), g)
 			if err != nil {

@@ -25,7 +25,6 @@ package kafka
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -54,7 +53,7 @@ func handleInitProducerID(b *Broker, r *Request) {
 		return
 	}
 	b.async(func(context.Context) {
-		id, err := b.data().pids.get(b)
+		id, err := b.pids()
 		if err != nil {
 			b.log.Error("allocating producer ids", "err", err)
 			resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
@@ -64,34 +63,4 @@ func handleInitProducerID(b *Broker, r *Request) {
 		resp.ProducerID, resp.ProducerEpoch = id, 0
 		r.Respond(resp)
 	})
-}
-
-// allocateProducerIDs asks the active controller for a block of producer ids for this
-// broker and returns its first id and length.
-func (b *Broker) allocateProducerIDs() (first, n int64, err error) {
-	ctx, cancel := context.WithTimeout(b.ctx, defaultForwardTimeout)
-	defer cancel()
-	req := kmsg.NewPtrAllocateProducerIDsRequest()
-	req.BrokerID, req.BrokerEpoch = b.cfg.NodeID, b.brokerEpoch()
-	resp, err := b.ctrl.Request(ctx, req)
-	if err != nil {
-		return 0, 0, fmt.Errorf("kafka: allocating producer ids: %w", err)
-	}
-	ar := resp.(*kmsg.AllocateProducerIDsResponse)
-	if ar.ErrorCode != 0 {
-		return 0, 0, fmt.Errorf("kafka: allocating producer ids: %w", kerr.ErrorForCode(ar.ErrorCode))
-	}
-	if ar.ProducerIDStart < 0 || ar.ProducerIDLen <= 0 {
-		return 0, 0, fmt.Errorf("kafka: allocating producer ids: block of %d from %d", ar.ProducerIDLen, ar.ProducerIDStart)
-	}
-	return ar.ProducerIDStart, int64(ar.ProducerIDLen), nil
-}
-
-// brokerEpoch is this broker's registration epoch in the published image (-1 when it
-// is not registered).
-func (b *Broker) brokerEpoch() int64 {
-	if bi, ok := b.meta.Image().Broker(b.cfg.NodeID); ok {
-		return bi.Epoch
-	}
-	return -1
 }

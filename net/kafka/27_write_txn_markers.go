@@ -31,5 +31,5 @@ func init() {
 
 func handleWriteTxnMarkers(b *Broker, r *Request) {
 	req := r.Body.(*kmsg.WriteTxnMarkersRequest)
-	b.txns.writer.WriteTxnMarkers(req, func(resp *kmsg.WriteTxnMarkersResponse) { r.Respond(resp) })
+	b.markers.WriteTxnMarkers(req, func(resp *kmsg.WriteTxnMarkersResponse) { r.Respond(resp) })
 }

@@ -177,7 +177,7 @@ func handleTxnOffsetCommit(b *Broker, r *Request) {
 	if add {
 		vreq = addRequest(id, producer, []txn.TopicPartition{tp})
 	}
-	if tc := b.txns.coordinator(); tc != nil && tc.Status(id) == 0 {
+	if tc := b.coord.Txn(); tc != nil && tc.Status(id) == 0 {
 		if !add {
 			verified(tc.VerifyPartitions(id, req.ProducerID, req.ProducerEpoch, []txn.TopicPartition{tp}))
 			return
@@ -201,12 +201,4 @@ func handleTxnOffsetCommit(b *Broker, r *Request) {
 		cancel()
 		verified(verifyCodes(resp, err))
 	})
-}
-
-// completeTxnOffsets is the marker writer's OnOffsetsMarker: a marker durable on
-// partition p of __consumer_offsets commits or drops producer pid's pending offsets.
-func (b *Broker) completeTxnOffsets(p int32, pid int64, commit bool) {
-	if c := b.groups.coordinator(); c != nil {
-		c.CompleteTxnOffsets(p, pid, commit)
-	}
 }

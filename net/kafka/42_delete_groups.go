@@ -30,12 +30,14 @@ import (
 	"context"
 	"maps"
 	"slices"
+	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-broker/samsa/coordinator/group"
 	"github.com/samsa-broker/samsa/coordinator/metadata"
+	"github.com/samsa-broker/samsa/coordinator/share"
 	"github.com/samsa-broker/samsa/net/authz"
 )
 
@@ -95,7 +97,7 @@ func handleDeleteGroups(b *Broker, r *Request) {
 	if c == nil {
 		return
 	}
-	// A share group's share-partition state goes first (shares_state.go); a group
+	// A share group's share-partition state goes first (deleteShareGroupsState); a group
 	// whose state could not be deleted is answered with that error and kept.
 	b.deleteShareGroupsState(c, req.Groups, func(failed map[string]int16) {
 		if len(failed) == 0 {
@@ -183,5 +185,53 @@ func (b *Broker) deleteGroupConfigs(ctx context.Context, req *kmsg.IncrementalAl
 			b.log.Warn("deleting the configs of a deleted group", "group", res.ResourceName, "code", res.ErrorCode, "message", res.ErrorMessage)
 		}
 	}
-	b.syncMetadata(ctx)
+	b.ctrl.Sync(ctx)
+}
+
+// deleteShareGroupsState deletes, for each of groups that is a share group without
+// members here, the state of the share partitions it holds (its
+// ShareGroupStatePartitionMetadata) with DeleteShareGroupState, before DeleteGroups
+// deletes the group, as Kafka's GroupCoordinatorService does; done gets the groups
+// whose state could not be deleted, with the code to answer (they are not deleted).
+// Partitions of topics deleted since are skipped.
+func (b *Broker) deleteShareGroupsState(c *group.Coordinator, groups []string, done func(failed map[string]int16)) {
+	var mu sync.Mutex
+	failed := map[string]int16{}
+	left := 1
+	finish := func(id string, code int16) {
+		mu.Lock()
+		if code != 0 && failed[id] == 0 {
+			failed[id] = code
+		}
+		left--
+		last := left == 0
+		mu.Unlock()
+		if last {
+			done(failed)
+		}
+	}
+	im := b.meta.Image()
+	for _, id := range groups {
+		topics, _, ok := c.ShareStatePartitions(id)
+		if !ok || b.shares == nil || !b.sharesEnabled() {
+			continue
+		}
+		for _, t := range topics {
+			if _, known := im.TopicByID(metadata.UUID(t.TopicID)); !known {
+				continue
+			}
+			for _, part := range t.Partitions {
+				mu.Lock()
+				left++
+				mu.Unlock()
+				b.shares.states.Delete(share.Key{Group: id, TopicID: t.TopicID, Partition: part}, func(code int16) {
+					if code == kerr.UnknownTopicOrPartition.Code {
+						code = 0 // deleted meanwhile
+					}
+					finish(id, code)
+				})
+			}
+		}
+	}
+	finish("", 0)
 }

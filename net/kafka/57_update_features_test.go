@@ -70,7 +70,7 @@ func TestUpdateFeaturesCluster(t *testing.T) {
 	for _, b := range c.brokers {
 		eventually(t, 10*time.Second, "transaction.version 2 on every broker", func() bool {
 			fin, _, _ := finalizedAt(t, b.addr)
-			tc := b.b.txns.coordinator()
+			tc := b.b.coord.Txn()
 			return fin["transaction.version"] == 2 && fin["metadata.version"] == 29 && fin["streams.version"] == 1 && tc != nil && tc.TransactionVersion() == 2
 		})
 		if _, im := b.b.Image(); !im.FeaturesRecorded() {

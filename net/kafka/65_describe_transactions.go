@@ -23,7 +23,7 @@ func init() {
 
 func handleDescribeTransactions(b *Broker, r *Request) {
 	req := r.Body.(*kmsg.DescribeTransactionsRequest)
-	c := b.txns.coordinator()
+	c := b.coord.Txn()
 	if c == nil {
 		resp := req.ResponseKind().(*kmsg.DescribeTransactionsResponse)
 		for _, id := range req.TransactionalIDs {

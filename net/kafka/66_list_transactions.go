@@ -25,7 +25,7 @@ func init() {
 
 func handleListTransactions(b *Broker, r *Request) {
 	req := r.Body.(*kmsg.ListTransactionsRequest)
-	c := b.txns.coordinator()
+	c := b.coord.Txn()
 	if c == nil {
 		resp := req.ResponseKind().(*kmsg.ListTransactionsResponse)
 		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code

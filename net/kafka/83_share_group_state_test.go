@@ -114,7 +114,7 @@ func TestShareStateAPIs(t *testing.T) {
 	}
 	codeIs(t, "initialize before the state topic", c.initialize(0, 0, 0).ErrorCode, kerr.NotCoordinator)
 	codeIs(t, "summary before the state topic", c.summary(1, 0).ErrorCode, kerr.NotCoordinator)
-	if err := tb.b.ensureShareStateTopic(ctx); err != nil {
+	if err := tb.b.topicMgr.EnsureInternal(ctx, share.StateTopic); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 10*time.Second, "the share coordinator loaded", func() bool {
@@ -171,7 +171,7 @@ func TestShareStateAPIs(t *testing.T) {
 	// The tombstone is in __share_group_state.
 	k := share.Key{Group: "g", TopicID: c.tid, Partition: 0}
 	tomb := false
-	err := tb.b.shares.log.Replay(share.PartitionFor(k, 2), func(r group.Record) error {
+	err := group.NewReplicatedTopicLog(tb.b.repl, share.StateTopic, 0).Replay(share.PartitionFor(k, 2), func(r group.Record) error {
 		if dk, err := share.DecodeKey(r.Key); err == nil && dk == k {
 			tomb = r.Value == nil
 		}
@@ -206,27 +206,6 @@ func TestShareStateAPIs(t *testing.T) {
 		}
 		if n != 0 {
 			t.Fatalf("%T answered %d topics, want none", req, n)
-		}
-	}
-}
-
-// TestShareStoreCodes: the share coordinator's errors as its APIs answer them.
-func TestShareStoreCodes(t *testing.T) {
-	for _, c := range []struct {
-		err  error
-		want int16
-	}{
-		{nil, 0},
-		{share.ErrNotCoordinator, kerr.NotCoordinator.Code},
-		{group.ErrNotLeader, kerr.NotCoordinator.Code},
-		{share.ErrLoading, kerr.CoordinatorLoadInProgress.Code},
-		{share.ErrFenced, kerr.FencedLeaderEpoch.Code},
-		{share.ErrFencedState, kerr.FencedStateEpoch.Code},
-		{share.ErrUninitialized, kerr.InvalidRequest.Code},
-		{errors.New("disk gone"), kerr.CoordinatorNotAvailable.Code},
-	} {
-		if got := storeCode(c.err); got != c.want {
-			t.Errorf("storeCode(%v) = %d, want %d", c.err, got, c.want)
 		}
 	}
 }

@@ -29,7 +29,7 @@ func handleReadShareGroupState(b *Broker, r *Request) {
 	req := r.Body.(*kmsg.ReadShareGroupStateRequest)
 	resp := kmsg.NewPtrReadShareGroupStateResponse()
 	resp.Version = req.Version
-	st := b.shares.store()
+	st := b.coord.ShareStore()
 	for _, t := range req.Topics {
 		rt := kmsg.NewReadShareGroupStateResponseTopic()
 		rt.TopicID = t.TopicID
@@ -43,7 +43,7 @@ func handleReadShareGroupState(b *Broker, r *Request) {
 				rp.ErrorCode = kerr.NotCoordinator.Code
 			default:
 				snap, found, err := st.Read(share.Key{Group: req.GroupID, TopicID: t.TopicID, Partition: p.Partition})
-				rp.ErrorCode = storeCode(err)
+				rp.ErrorCode = share.ErrorCode(err)
 				if err == nil && !found {
 					rp.ErrorCode = kerr.InvalidRequest.Code
 					rp.ErrorMessage = shareStateMessage(rp.ErrorCode, "Read operation on uninitialized share partition not allowed.")

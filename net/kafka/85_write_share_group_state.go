@@ -30,7 +30,7 @@ func handleWriteShareGroupState(b *Broker, r *Request) {
 	req := r.Body.(*kmsg.WriteShareGroupStateRequest)
 	resp := kmsg.NewPtrWriteShareGroupStateResponse()
 	resp.Version = req.Version
-	st := b.shares.store()
+	st := b.coord.ShareStore()
 	var mu sync.Mutex
 	left := 1
 	finish := func() {
@@ -69,7 +69,7 @@ func handleWriteShareGroupState(b *Broker, r *Request) {
 			mu.Unlock()
 			st.Write(share.Key{Group: req.GroupID, TopicID: t.TopicID, Partition: p.Partition}, snap, func(err error) {
 				mu.Lock()
-				rp.ErrorCode = storeCode(err)
+				rp.ErrorCode = share.ErrorCode(err)
 				mu.Unlock()
 				finish()
 			})

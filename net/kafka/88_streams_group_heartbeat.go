@@ -218,7 +218,7 @@ func (b *Broker) createStreamsTopics(r *Request, resp *kmsg.StreamsGroupHeartbea
 			}
 			req.Topics = append(req.Topics, rt)
 		}
-		for name, code := range b.createTopics(ctx, req) {
+		for name, code := range b.topicMgr.Create(ctx, req) {
 			if code != 0 && code != kerr.TopicAlreadyExists.Code {
 				b.log.Warn("creating a streams group's internal topic", "topic", name, "err", kerr.ErrorForCode(code))
 			}

@@ -119,12 +119,12 @@ func handleDescribeShareGroupOffsets(b *Broker, r *Request) {
 	var mu sync.Mutex
 	left := len(reads)
 	for _, rd := range reads {
-		sharePersister{b.shares}.Summary(rd.key, func(sum share.Summary, err error) {
+		b.shares.states.Summary(rd.key, func(sum share.Summary, code int16) {
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
-			case err != nil:
-				rd.p.ErrorCode = shareStateCode(err)
+			case code != 0:
+				rd.p.ErrorCode = code
 			case sum.Found:
 				rd.p.StartOffset, rd.p.LeaderEpoch = sum.StartOffset, sum.LeaderEpoch
 				if rd.log != nil && sum.StartOffset >= 0 && sum.DeliveryComplete >= 0 {

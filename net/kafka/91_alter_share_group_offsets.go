@@ -20,7 +20,6 @@
 package kafka
 
 import (
-	"errors"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -118,7 +117,7 @@ func alterShareGroupOffsets(b *Broker, r *Request, req *kmsg.AlterShareGroupOffs
 			}
 			topics[i].Partitions = append(topics[i].Partitions, w.key.Partition)
 		}
-		c := b.groups.coordinator()
+		c := b.coord.Group()
 		if len(topics) == 0 || c == nil {
 			r.Respond(resp)
 			return
@@ -139,13 +138,13 @@ func alterShareGroupOffsets(b *Broker, r *Request, req *kmsg.AlterShareGroupOffs
 func (b *Broker) resetShareStates(n int, item func(i int) (share.Key, int64), set func(i int, code int16), done func()) {
 	b.eachShareState(n, func(i int, finish func(code int16)) {
 		k, start := item(i)
-		p := sharePersister{b.shares}
-		p.Summary(k, func(cur share.Summary, err error) {
-			if err != nil {
-				finish(shareStateCode(err))
+		p := b.shares.states
+		p.Summary(k, func(cur share.Summary, code int16) {
+			if code != 0 {
+				finish(code)
 				return
 			}
-			p.Initialize(k, cur.StateEpoch+1, start, func(err error) { finish(shareStateCode(err)) })
+			p.Initialize(k, cur.StateEpoch+1, start, finish)
 		})
 	}, set, done)
 }
@@ -171,24 +170,6 @@ func (b *Broker) eachShareState(n int, op func(i int, finish func(code int16)), 
 			}
 		})
 	}
-}
-
-// shareStateCode is the code an admin API answers for a share-state call's error:
-// the share coordinator's own (FENCED_STATE_EPOCH, UNKNOWN_TOPIC_OR_PARTITION, ...)
-// when it answered one, else COORDINATOR_NOT_AVAILABLE (no coordinator within the
-// retries).
-func shareStateCode(err error) int16 {
-	if err == nil {
-		return 0
-	}
-	var ke *kerr.Error
-	if errors.As(err, &ke) && !errors.Is(err, errRetry) {
-		return ke.Code
-	}
-	if c := storeCode(err); c != kerr.CoordinatorNotAvailable.Code && c != kerr.NotCoordinator.Code && c != kerr.CoordinatorLoadInProgress.Code {
-		return c
-	}
-	return kerr.CoordinatorNotAvailable.Code
 }
 
 // emptyShareGroup checks what AlterShareGroupOffsets and DeleteShareGroupOffsets both

@@ -157,7 +157,7 @@ func TestShareGroupOffsetsAlterCreatesTheGroup(t *testing.T) {
 	if g, ok := groups["never-joined"]; !ok || g.ProtocolType != "share" {
 		t.Fatalf("the fresh group is not listed as a share group: %+v", groups)
 	}
-	tb.b.CloseGroupCoordinator()
+	tb.a.Close()
 	tb.restart()
 	for _, all := range []bool{false, true} {
 		if s := startOf(all); s != 8 {

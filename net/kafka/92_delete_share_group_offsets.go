@@ -58,7 +58,7 @@ func handleDeleteShareGroupOffsets(b *Broker, r *Request) {
 		}
 	}
 	b.eachShareState(len(resets), func(i int, finish func(int16)) {
-		sharePersister{b.shares}.Delete(resets[i].key, func(err error) { finish(shareStateCode(err)) })
+		b.shares.states.Delete(resets[i].key, finish)
 	}, func(i int, code int16) {
 		if out := &resp.Topics[resets[i].topic]; out.ErrorCode == 0 {
 			out.ErrorCode = code
@@ -71,7 +71,7 @@ func handleDeleteShareGroupOffsets(b *Broker, r *Request) {
 				gone = append(gone, out.TopicID)
 			}
 		}
-		c := b.groups.coordinator()
+		c := b.coord.Group()
 		if len(gone) == 0 || c == nil {
 			r.Respond(resp)
 			return

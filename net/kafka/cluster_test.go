@@ -40,7 +40,8 @@ type clusterBroker struct {
 	cl        *peer.Client
 	follower  *controller.MetadataFollower
 	lifecycle *controller.BrokerLifecycle
-	b         *Broker
+	a         TestAssembly // the broker, assembled by net/broker
+	b         *Broker      // its protocol adapter
 	tr        transport.Transport
 	stop      func()
 }
@@ -116,21 +117,22 @@ func startClusterBroker(t *testing.T, id int32, voters map[int32]string, static 
 	cb.follower.Subscribe(func(off uint64, old, im *metadata.Image) {
 		mu.Lock()
 		defer mu.Unlock()
-		if cb.b != nil {
-			cb.b.MetadataChanged(off, old, im)
+		if cb.a != nil {
+			cb.a.MetadataChanged(off, old, im)
 		}
 		cb.lifecycle.MetadataApplied(off, im)
 	})
 	go func() { defer wg.Done(); cb.lifecycle.Run(ctx, cb.cl.ControllerChannel()) }()
 	mu.Lock()
-	cb.b, err = NewBroker(Config{NodeID: id, ClusterID: "test-cluster", Host: "127.0.0.1", Port: port, Static: static},
-		Deps{Engine: cb.eng, Metadata: cb.follower, Controller: cb.cl.ControllerChannel(), ControllerID: func() int32 { l, _ := cb.follower.Leader(); return l },
+	cb.a, err = assemble(Config{NodeID: id, ClusterID: "test-cluster", Host: "127.0.0.1", Port: port, Static: static},
+		TestNodeDeps{Engine: cb.eng, Metadata: cb.follower, Controller: cb.cl.ControllerChannel(), ControllerID: func() int32 { l, _ := cb.follower.Leader(); return l },
 			Fetch: cb.cl.FetchClient, Peer: func(ctx context.Context, broker int32, req kmsg.Request) (kmsg.Response, error) {
 				return cb.cl.Request(ctx, peer.Broker(broker), peer.PurposeTxn, req)
 			}}, testLogger(t))
 	if err == nil {
+		cb.b = cb.a.Kafka()
 		off, im := cb.follower.Image()
-		cb.b.MetadataChanged(off, nil, im)
+		cb.a.MetadataChanged(off, nil, im)
 	}
 	mu.Unlock()
 	if err != nil {
@@ -147,8 +149,8 @@ func startClusterBroker(t *testing.T, id int32, voters map[int32]string, static 
 			scancel()
 			<-served
 			mu.Lock()
-			cb.b.CloseDataPath()
-			cb.b.Close()
+			cb.a.CloseDataPath()
+			cb.a.Close()
 			mu.Unlock()
 			cancel()
 			wg.Wait()

@@ -24,7 +24,7 @@ func startDataBroker(t testing.TB, opts ...testBrokerOptions) *testBroker {
 	tb := startTestBroker(t, opts...)
 	t.Cleanup(func() {
 		if tb.b != nil {
-			tb.b.CloseDataPath()
+			tb.a.CloseDataPath()
 		}
 	})
 	return tb

@@ -1,40 +1,45 @@
-// Package kafka owns the broker's Kafka protocol layer: it turns framed requests from a
-// net/transport into calls of per-API handlers and encodes their answers. It holds the
-// handler table, the request-header codec, the response encoder, ApiVersions built from
-// the table, the admin APIs, the routing of a cluster (which broker leads what, which
-// one coordinates a group, who the controller is), and the partition-lookup helpers the
-// data-path handlers use, and the security of its listeners (SecureListener: the
-// authentication sessions of net/auth). Storage is the engine's; cluster metadata is
-// the published image of coordinator/metadata records, and every change of it goes to
-// the active controller. What the handlers only call lives in packages of its own, as
-// Kafka keeps it apart from KafkaApis: the authorisation of requests (net/authz;
-// authz.go adapts its decisions), client quotas (net/quota), fetch sessions
-// (net/fetchsession) and the per-topic and cluster metrics (net/brokermetrics).
+// Package kafka is the broker's Kafka protocol adapter (Kafka's KafkaApis): it turns
+// framed requests from a net/transport into calls of per-API handlers and encodes
+// their answers. It holds the handler table, the request-header codec, the response
+// encoder, ApiVersions built from the table, the handlers of every API, the routing of
+// a cluster in their answers (which broker leads what, which one coordinates a group,
+// who the controller is), the partition-lookup helpers the data-path handlers use,
+// and the security of its listeners (SecureListener: the authentication sessions of
+// net/auth). Storage is the engine's, partitions the replica manager's; cluster
+// metadata is the published image of coordinator/metadata records, and every change of
+// it goes to the active controller. What the handlers only call lives in packages of
+// its own, as Kafka keeps it apart from KafkaApis: the node's assembly (net/broker: the
+// replica manager, the coordinators and their hosting, the feature levels, the
+// publishing of images, topic creation, producer ids), the authorisation of requests
+// (net/authz; authz.go adapts its decisions), client quotas (net/quota), fetch
+// sessions (net/fetchsession) and the per-topic and cluster metrics
+// (net/brokermetrics).
 //
 // # The broker in a cluster
 //
-//	                Deps.Metadata (coordinator/controller's MetadataFollower)
-//	                       │ MetadataChanged(offset, old, new), in offset order
-//	                       ▼
-//	client ──▶ handlers ──reads──▶ broker's image ──▶ replica manager (ReplicaDelta),
-//	             │                                     group coordinator (load/unload),
-//	             │                                     share coordinator and share
-//	             │                                     partitions (shares.go)
-//	             └─forward──▶ Deps.Controller (net/peer's ControllerChannel;
-//	                            controller.LocalChannel on a combined node)
+//	                net/broker (the node's assembly)
+//	                       │ builds the replica manager, the coordinators; publishes
+//	                       ▼ each image (View.Publish) once they took it
+//	client ──▶ handlers ──reads──▶ Deps.View ─── Deps.Replicas (partitions, appends,
+//	             │                                 follower fetches),
+//	             │                                 Deps.Coordinators (group, transaction,
+//	             │                                 share), Deps.Shares, Deps.Topics, ...
+//	             └─forward──▶ Deps.Controller (the node's controller channel, and the
+//	                            barrier after a write)
 //
 // Admin requests (CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs,
 // IncrementalAlterConfigs, ElectLeaders, AlterPartitionReassignments,
 // ListPartitionReassignments, DescribeQuorum), auto-created topics, __consumer_offsets
 // and producer-id blocks are requests to the active controller (forward.go), sent from
-// a goroutine of their own; a write is answered once the broker's image has caught up
-// with the controller's commit (syncMetadata), so the client that made a change sees
-// it here at once. The image handlers read is the last one MetadataChanged processed,
-// so the engine's logs and the coordinator's partitions always match it.
+// a goroutine of the node's (Deps.Async); a write is answered once the broker's image
+// has caught up with the controller's commit (Controller.Sync), so the client that
+// made a change sees it here at once. The image handlers read is the last one the
+// node's publisher published, so the engine's logs and the coordinator's partitions
+// always match it.
 //
-// NewBroker(cfg, Deps, log) builds a broker; net/node wires its dependencies, on a
-// single node too (a raft quorum of one). The controller listener of a voter is
-// ControllerHandler (controller_listener.go), with its own handler table.
+// New(cfg, Deps, log) builds a broker; net/broker builds its Deps, on a single node
+// too (a raft quorum of one). The controller listener of a voter is ControllerHandler
+// (controller_listener.go), with its own handler table.
 //
 // # The kernel, for handler authors
 //
@@ -88,9 +93,9 @@
 //
 // # Helpers for handlers
 //
-//	b.LookupPartition(topic, p)      image → partition → *engine.Log (the log is
-//	b.LookupPartitionByID(id, p)     created if the image has the partition and the
-//	                                 engine lacks it); Kafka errors: UNKNOWN_TOPIC_OR_
+//	b.LookupPartition(topic, p)      image → partition → this node's leader replica
+//	b.LookupPartitionByID(id, p)     and its *engine.Log (the replica manager's: none
+//	                                 is created here); Kafka errors: UNKNOWN_TOPIC_OR_
 //	                                 PARTITION / UNKNOWN_TOPIC_ID, NOT_LEADER_OR_FOLLOWER
 //	                                 (Partition.Image names the leader, KIP-951),
 //	                                 KAFKA_STORAGE_ERROR
@@ -103,15 +108,16 @@
 //	errf(kerr.X, fmt, ...)           a Kafka error with a message; errCode/errMsg map
 //	                                 any error to the response's code and message
 //
-// Replica and log changes follow the image and nothing else: MetadataChanged hands the
-// replica manager (replication.Manager, the owner of every partition and its log) the
-// image's ReplicaDelta before it publishes the image, under b.adminMu; a lookup only
-// reads the replica the manager holds (Partition.Rep, and its log Partition.Log).
+// Replica and log changes follow the image and nothing else: the node's publisher
+// hands the replica manager (replication.Manager, the owner of every partition and its
+// log) the image's ReplicaDelta before it publishes the image; a lookup only reads the
+// replica the manager holds (Partition.Rep, and its log Partition.Log).
 //
 // Tests: startTestBroker(t) (testbroker_test.go) serves a single node of the
-// cluster's real parts (singlenode_test.go) from t.TempDir() on 127.0.0.1:0; tb.client(t)/tb.admin(t) give kgo/kadm
-// clients, tb.raw(t) a hand-driven kmsg connection, tb.restart() a restart on the
-// same data.
+// cluster's real parts (singlenode_test.go), its broker assembled by net/broker
+// (assembly_test.go), from t.TempDir() on 127.0.0.1:0; tb.client(t)/tb.admin(t) give
+// kgo/kadm clients, tb.raw(t) a hand-driven kmsg connection, tb.restart() a restart
+// on the same data.
 //
 // # Bad requests
 //

@@ -9,22 +9,18 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-broker/samsa/coordinator/controller"
-	"github.com/samsa-broker/samsa/coordinator/metadata"
 )
 
-// ControllerChannel sends a request to the active controller and returns its answer
-// (coordinator/controller's ControllerChannel: net/peer's over the network,
-// controller.LocalChannel to the node's own controller). It retries until ctx ends.
-type ControllerChannel interface {
+// Controller is the active controller as handlers reach it (the node's assembly,
+// net/broker, over its controller channel: net/peer's, or controller.LocalChannel to
+// the node's own controller). Request sends req and returns the answer, retrying
+// until ctx ends. Sync waits until the image handlers answer from has every change
+// the active controller had committed when asked: after a write, so that a client
+// that created a topic finds it in this broker's Metadata; on failure (ctx ended, no
+// controller) it returns without waiting more.
+type Controller interface {
 	Request(ctx context.Context, req kmsg.Request) (kmsg.Response, error)
-}
-
-// MetadataView is the broker's published metadata: coordinator/controller's
-// MetadataFollower. Image returns
-// the published image (never nil) and its metadata offset. The broker reads it once,
-// at NewBroker; later images reach it through MetadataChanged.
-type MetadataView interface {
-	Image() (uint64, *metadata.Image)
+	Sync(ctx context.Context)
 }
 
 // defaultForwardTimeout bounds a forwarded request whose API carries no timeout
@@ -36,7 +32,7 @@ type forwarded struct {
 	// timeout is the request's own (TimeoutMillis) where it has one; <= 0: the default.
 	timeout time.Duration
 	// write: the request changes the metadata, so the answer waits until this broker's
-	// image shows the change (syncMetadata).
+	// image shows the change (Controller.Sync).
 	write bool
 	// after, if set, runs on the controller's answer before it is sent (on the
 	// forwarding goroutine).
@@ -49,7 +45,7 @@ type forwarded struct {
 // for). The request is sent in the shape of its newest version (normalizeForward), so
 // the controller sees one shape whatever the client's version. A write is answered
 // once this broker's published image is at least as new as the controller's commit
-// (syncMetadata): a client that created a topic finds it in this broker's Metadata.
+// (Controller.Sync): a client that created a topic finds it in this broker's Metadata.
 func (b *Broker) forward(r *Request, f forwarded) {
 	req := r.Body
 	normalizeForward(req)
@@ -62,12 +58,12 @@ func (b *Broker) forward(r *Request, f forwarded) {
 		defer cancel()
 		resp, err := b.ctrl.Request(ctx, req)
 		if err != nil {
-			code, msg := forwardError(err)
+			code, msg := ForwardError(err)
 			b.log.Debug("forwarding to the controller failed", "api", kmsg.NameForKey(req.Key()), "err", err)
 			resp = controller.ErrorResponse(req, code, msg)
 		} else {
 			if f.write {
-				b.syncMetadata(ctx)
+				b.ctrl.Sync(ctx)
 			}
 			if f.after != nil {
 				f.after(resp)
@@ -77,8 +73,9 @@ func (b *Broker) forward(r *Request, f forwarded) {
 	})
 }
 
-// forwardError maps a ControllerChannel error to a Kafka code and message.
-func forwardError(err error) (int16, string) {
+// ForwardError maps a Controller error to the Kafka code and message a request sent to
+// the active controller is answered with.
+func ForwardError(err error) (int16, string) {
 	msg := err.Error()
 	var ke *kerr.Error
 	switch {
@@ -107,67 +104,4 @@ func normalizeForward(req kmsg.Request) {
 		d.TopicNames = nil
 	}
 	req.SetVersion(req.MaxVersion())
-}
-
-// syncMetadata waits until this broker's published image has every change the active
-// controller had committed when it answered: it asks the controller for its high
-// watermark (DescribeQuorum) and waits for the image to reach it. On failure (ctx
-// ended, no controller) it returns without waiting more: the write itself succeeded.
-func (b *Broker) syncMetadata(ctx context.Context) {
-	req := kmsg.NewPtrDescribeQuorumRequest()
-	rt := kmsg.NewDescribeQuorumRequestTopic()
-	rt.Topic = metadataTopic
-	rt.Partitions = []kmsg.DescribeQuorumRequestTopicPartition{{Partition: 0}}
-	req.Topics = []kmsg.DescribeQuorumRequestTopic{rt}
-	req.SetVersion(req.MaxVersion())
-	resp, err := b.ctrl.Request(ctx, req)
-	if err != nil {
-		b.log.Debug("metadata barrier: no high watermark", "err", err)
-		return
-	}
-	dq := resp.(*kmsg.DescribeQuorumResponse)
-	if dq.ErrorCode != 0 || len(dq.Topics) != 1 || len(dq.Topics[0].Partitions) != 1 {
-		b.log.Debug("metadata barrier: no high watermark", "code", dq.ErrorCode)
-		return
-	}
-	hw := dq.Topics[0].Partitions[0].HighWatermark
-	if hw <= 0 {
-		return
-	}
-	if err := b.awaitOffset(ctx, uint64(hw-1)); err != nil {
-		b.log.Debug("metadata barrier: image behind the controller", "want", hw-1, "have", b.meta.Offset(), "err", err)
-	}
-}
-
-// awaitOffset waits until the published image is at offset or later, or ctx ends. It
-// wakes on MetadataChanged.
-func (b *Broker) awaitOffset(ctx context.Context, offset uint64) error {
-	for {
-		ch := b.published.wait()
-		if b.meta.Offset() >= offset {
-			return nil
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-}
-
-// async runs fn on a goroutine the broker waits for in Close; fn's ctx ends when the
-// broker closes. Once Close has begun waiting, fn does not run (an Add racing the
-// WaitGroup's Wait is a data race).
-func (b *Broker) async(fn func(ctx context.Context)) {
-	b.asyncMu.Lock()
-	if b.asyncDone {
-		b.asyncMu.Unlock()
-		return
-	}
-	b.wg.Add(1)
-	b.asyncMu.Unlock()
-	go func() {
-		defer b.wg.Done()
-		fn(b.ctx)
-	}()
 }

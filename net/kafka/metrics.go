@@ -50,11 +50,11 @@ func (m *metrics) lookup(key int16) *apiMetrics {
 
 func (m *metrics) requests(key int16) prometheus.Counter { return m.lookup(key).requests }
 
-// newMetrics builds the broker listener's collectors (samsa_*), with the per-topic
-// and per-listener ones.
-func newMetrics(reg prometheus.Registerer) *metrics {
+// newMetrics builds the broker listener's collectors (samsa_*), with the per-listener
+// ones, beside the per-topic ones the node registered (topics).
+func newMetrics(reg prometheus.Registerer, topics *brokermetrics.Topics) *metrics {
 	m := newTableMetrics(reg, "", brokerAPIs)
-	m.topics = brokermetrics.NewTopics(reg)
+	m.topics = topics
 	m.listenerConns = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "samsa", Name: "listener_connections",
 		Help: "Open client connections per broker listener (its name in listeners) [SocketServer connection-count]."}, []string{"listener"})
 	if reg != nil {

@@ -13,7 +13,7 @@ import (
 // listener names is its own label.
 func TestListenerGauge(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	b := &Broker{cfg: Config{Derived: map[string]string{"listeners": "PLAINTEXT://127.0.0.1:9092, INTERNAL://0.0.0.0:9094,CONTROLLER://127.0.0.1:9093"}}, metrics: newMetrics(reg)}
+	b := &Broker{cfg: Config{Derived: map[string]string{"listeners": "PLAINTEXT://127.0.0.1:9092, INTERNAL://0.0.0.0:9094,CONTROLLER://127.0.0.1:9093"}}, metrics: newMetrics(reg, nil)}
 	for _, a := range []string{"127.0.0.1:9092", "127.0.0.1:9092", "10.0.0.5:9094", "127.0.0.1:7777"} {
 		tcp, err := net.ResolveTCPAddr("tcp", a)
 		if err != nil {

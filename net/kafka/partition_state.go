@@ -1,16 +1,11 @@
 package kafka
 
 import (
-	"context"
 	"errors"
-	"fmt"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/samsa-broker/samsa/coordinator/controller"
 	"github.com/samsa-broker/samsa/coordinator/metadata"
 	"github.com/samsa-broker/samsa/engine"
 	"github.com/samsa-broker/samsa/net/fetchsession"
@@ -19,13 +14,13 @@ import (
 )
 
 // dataPath is the per-broker state of the data-path handlers (Produce, Fetch,
-// ListOffsets, DeleteRecords, InitProducerId): the purgatory of long-poll fetches, the
-// fetch-session cache and the producer-id block. It hangs off Broker.dataPath, created
-// by the first data request or by StartDataPath at start-up.
+// ListOffsets, DeleteRecords): the purgatories of long-poll fetches and share fetches
+// and the fetch-session cache. It hangs off Broker.dataPath, created by the first data
+// request or by StartDataPath at start-up.
 //
-// The high watermark is replication's (Broker.repl, built by New): the leader's durable
-// end and its followers' fetch offsets move it, and its hooks retry the fetches waiting
-// here. On one node the ISR is {self}:
+// The high watermark is replication's (Deps.Replicas): the leader's durable end and its
+// followers' fetch offsets move it, and its hooks retry the fetches waiting here
+// (LogChanged). On one node the ISR is {self}:
 //
 //	append ─▶ Log.OnDurable(last) ─▶ HW = the leader's durable end ─▶ waits.CheckAndComplete(log)
 //	          (fsync: after the group-committed fdatasync; none/interval: inline)
@@ -34,14 +29,13 @@ import (
 // the fetches waiting on them (replication.Produce), so one wake-up sees the whole
 // request. The HW, what consumers see, never passes data that is not durable under the
 // fsync policy, and equals the LEO right after the append otherwise. Logs opened with
-// HW < LEO (a restart) catch up when New makes their replicas leaders.
+// HW < LEO (a restart) catch up when the replica manager makes their replicas leaders.
 type dataPath struct {
 	// waits holds long-poll fetches, keyed by the logs they read.
 	waits *purgatory.Purgatory[*engine.Log]
 	// shareWaits holds long-poll share fetches (78_share_fetch.go), keyed alike.
 	shareWaits *purgatory.Purgatory[*engine.Log]
 	sessions   *fetchsession.Cache
-	pids       pidBlock
 }
 
 // maxFetchSessions is the size of the fetch-session cache (Kafka's
@@ -75,96 +69,20 @@ func (b *Broker) data() *dataPath {
 func (b *Broker) StartDataPath() { b.data() }
 
 // CloseDataPath expires pending long-poll fetches (they are answered with what the
-// logs hold), stops the fetch purgatory's timer and closes the replica manager (its
-// fetchers and timers; waiting acks=all produces answer REQUEST_TIMED_OUT). Call it
-// after the transport has drained and before closing the engine. Idempotent; a later
-// request recreates the fetch state (the replica manager keeps serving, without
-// goroutines).
+// logs hold) and stops the purgatories' timers. Call it after the transport has
+// drained. Idempotent; a later request recreates the fetch state.
 func (b *Broker) CloseDataPath() {
 	if dp := b.dataPath.Swap(nil); dp != nil {
 		dp.waits.Close()
 		dp.shareWaits.Close()
 	}
-	if b.repl != nil {
-		b.repl.Close()
-	}
 }
 
-// startReplication builds the broker's replica manager (NewBroker calls it, once) and
-// gives it the replicas the starting image places on this node
-// (controller.ReplicaDelta from the empty image). Its settings are the broker keys
-// (replica.lag.time.max.ms, num.replica.fetchers, replica.fetch.*,
-// follower.replication.throttled.rate); its ISR changes go to the controller channel;
-// its followers fetch through Deps.Fetch (net/peer's ReplicaClient; nil: a follower
-// replica stays idle, and the manager logs it).
-//
-// After start-up MetadataChanged applies every image's controller.ReplicaDelta to it;
-// replicaOf still applies a partition's image state when a request finds the manager
-// behind the image (a log created on lookup).
-func (b *Broker) startReplication() error {
-	_, im := b.source.Image()
-	l := b.layers(im, "")
-	self := b.cfg.NodeID
-	cfg := replication.Config{
-		NodeID: self,
-		BrokerEpoch: func() int64 {
-			if bi, ok := b.meta.Image().Broker(self); ok {
-				return bi.Epoch
-			}
-			return -1
-		},
-		Logs:               replication.EngineLogs(b.eng),
-		Logger:             b.log.With("component", "replication"),
-		ReplicaLagTimeMax:  time.Duration(l.BrokerInt("replica.lag.time.max.ms")) * time.Millisecond,
-		NumReplicaFetchers: int(l.BrokerInt("num.replica.fetchers")),
-		Fetcher: replication.FetcherConfig{
-			MaxBytes:         int32(l.BrokerInt("replica.fetch.max.bytes")),
-			ResponseMaxBytes: int32(l.BrokerInt("replica.fetch.response.max.bytes")),
-			MaxWait:          time.Duration(l.BrokerInt("replica.fetch.wait.max.ms")) * time.Millisecond,
-			MinBytes:         int32(l.BrokerInt("replica.fetch.min.bytes")),
-			Backoff:          time.Duration(l.BrokerInt("replica.fetch.backoff.ms")) * time.Millisecond,
-		},
-		FollowerThrottleRate: l.BrokerInt("follower.replication.throttled.rate"),
-		Hooks:                replication.Hooks{HighWatermarkMoved: b.hwMoved, LeaderAppended: b.leaderAppended},
-		Fetch:                b.fetch,
-	}
-	cfg.ISR = controllerISR{b.ctrl}
-	m, err := replication.NewManager(cfg)
-	if err != nil {
-		return fmt.Errorf("kafka: replica manager: %w", err)
-	}
-	b.repl = m
-	if err := m.Apply(controller.ReplicaDelta(self, nil, im, b.cfg.Static)); err != nil {
-		b.log.Error("replicas", "err", err)
-	}
-	return nil
-}
-
-// controllerISR sends the replica manager's AlterPartition through the controller
-// channel.
-type controllerISR struct{ ch ControllerChannel }
-
-func (c controllerISR) AlterPartition(ctx context.Context, req *kmsg.AlterPartitionRequest) (*kmsg.AlterPartitionResponse, error) {
-	resp, err := c.ch.Request(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	r, ok := resp.(*kmsg.AlterPartitionResponse)
-	if !ok {
-		return nil, fmt.Errorf("kafka: %T for AlterPartition", resp)
-	}
-	return r, nil
-}
-
-// hwMoved and leaderAppended are replication's hooks (HighWatermarkMoved,
-// LeaderAppended): a partition's HW moved or its leader appended.
-func (b *Broker) hwMoved(p *replication.Partition)        { b.logChanged(p.EngineLog(), true) }
-func (b *Broker) leaderAppended(p *replication.Partition) { b.logChanged(p.EngineLog(), false) }
-
-// logChanged completes the fetches waiting on l that may complete now and wakes the
+// LogChanged completes the fetches waiting on l that may complete now and wakes the
 // followers' quiet partitions of it; a moved HW wakes the consumers' too (an append
-// the HW has not passed gives a consumer nothing).
-func (b *Broker) logChanged(l *engine.Log, hwMoved bool) {
+// the HW has not passed gives a consumer nothing). The replica manager's hooks call it
+// (HighWatermarkMoved: hwMoved set, LeaderAppended: not), on any goroutine.
+func (b *Broker) LogChanged(l *engine.Log, hwMoved bool) {
 	dp := b.dataPath.Load()
 	if dp == nil || l == nil {
 		return
@@ -195,30 +113,6 @@ func (b *Broker) leaderOf(tp engine.TopicPartition, im metadata.PartitionImage) 
 		}
 	}
 	return im.Leader, im.LeaderEpoch
-}
-
-// pidBlock hands out producer ids from blocks the active controller allocates
-// (AllocateProducerIds, recorded in the metadata log), so an id is never handed out
-// twice, across restarts too. get may block on the controller: call it off the read
-// path.
-type pidBlock struct {
-	mu        sync.Mutex
-	next, end int64
-}
-
-func (p *pidBlock) get(b *Broker) (int64, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.next >= p.end {
-		first, n, err := b.allocateProducerIDs()
-		if err != nil {
-			return 0, err
-		}
-		p.next, p.end = first, first+n
-	}
-	id := p.next
-	p.next++
-	return id, nil
 }
 
 // engineErr maps an engine or replication error to the Kafka error of the data path.

@@ -126,7 +126,7 @@ func TestProduceNotLeaderNamesTheLeader(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tb.b.MetadataChanged(off+1, im, next)
+	tb.a.MetadataChanged(off+1, im, next)
 	moved, _ := next.Topic("moved")
 	pi := moved.Partitions[0]
 	rc := tb.raw(t)

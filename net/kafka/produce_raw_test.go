@@ -237,7 +237,7 @@ func TestProducerIDsNeverRepeatAcrossRestarts(t *testing.T) {
 	if second != first+1 {
 		t.Fatalf("ids %d then %d", first, second)
 	}
-	tb.b.CloseDataPath()
+	tb.a.CloseDataPath()
 	tb.restart()
 	third := get()
 	if third <= second {

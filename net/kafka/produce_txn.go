@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -49,6 +50,10 @@ import (
 // inline, on the read path, as a non-transactional one; the engine's checks (epoch,
 // sequence, a batch that would open a transaction without a verification:
 // INVALID_TXN_STATE) apply to every transactional batch.
+
+// markerTimeout bounds a verification at another broker's transaction coordinator
+// (Kafka's request.timeout.ms).
+const markerTimeout = 30 * time.Second
 
 // txnProduceQueues holds the transactional ids with a produce request in process,
 // and the requests waiting behind it.
@@ -199,7 +204,7 @@ func (b *Broker) verifyTransactional(op *produceOp) bool {
 	if add {
 		return b.addOnBehalf(op, parts, id, producer, check)
 	}
-	if c := b.txns.coordinator(); c != nil && c.Status(id) == 0 {
+	if c := b.coord.Txn(); c != nil && c.Status(id) == 0 {
 		b.applyVerification(op, parts, c.VerifyPartitions(id, producer.pid, producer.epoch, check))
 		b.appendTransactional(op, parts)
 		return true
@@ -241,7 +246,7 @@ func (b *Broker) addOnBehalf(op *produceOp, parts []txnPart, id string, producer
 		b.appendTransactional(op, parts)
 		b.runTransactional(b.txnProd.leave(id))
 	}
-	if c := b.txns.coordinator(); c != nil && c.Status(id) == 0 {
+	if c := b.coord.Txn(); c != nil && c.Status(id) == 0 {
 		// The answer may come on replication's goroutine (the addition's append):
 		// the appends go on from one of the broker's.
 		c.AddPartitionsToTxn(areq, nil, func(resp *kmsg.AddPartitionsToTxnResponse) {

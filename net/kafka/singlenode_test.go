@@ -48,7 +48,8 @@ type singleNode struct {
 	follower  *controller.MetadataFollower
 	lifecycle *controller.BrokerLifecycle
 	eng       *engine.Manager
-	b         *Broker
+	a         TestAssembly // the broker, assembled by net/broker
+	b         *Broker      // its protocol adapter
 
 	mu     sync.Mutex // serializes deliveries of images to the broker and the lifecycle
 	cancel context.CancelFunc
@@ -131,8 +132,8 @@ func openSingleNode(t testing.TB, dir string, cfg Config, o singleNodeOptions) (
 	n.follower.Subscribe(func(off uint64, old, im *metadata.Image) {
 		n.mu.Lock()
 		defer n.mu.Unlock()
-		if n.b != nil {
-			n.b.MetadataChanged(off, old, im)
+		if n.a != nil {
+			n.a.MetadataChanged(off, old, im)
 		}
 		n.lifecycle.MetadataApplied(off, im)
 	})
@@ -141,10 +142,11 @@ func openSingleNode(t testing.TB, dir string, cfg Config, o singleNodeOptions) (
 		return nil, fmt.Errorf("the follower did not catch up: %w", err)
 	}
 	n.mu.Lock()
-	n.b, err = NewBroker(cfg, Deps{Engine: n.eng, Metadata: n.follower, Controller: channel, ControllerID: n.ctrl.Leader}, log)
+	n.a, err = assemble(cfg, TestNodeDeps{Engine: n.eng, Metadata: n.follower, Controller: channel, ControllerID: n.ctrl.Leader}, log)
 	if err == nil {
+		n.b = n.a.Kafka()
 		off, im := n.follower.Image()
-		n.b.MetadataChanged(off, nil, im)
+		n.a.MetadataChanged(off, nil, im)
 	}
 	n.mu.Unlock()
 	if err != nil {
@@ -171,9 +173,9 @@ func openSingleNode(t testing.TB, dir string, cfg Config, o singleNodeOptions) (
 // then the stores. Call it after the transport has drained.
 func (n *singleNode) close() error {
 	n.mu.Lock()
-	if n.b != nil {
-		n.b.CloseDataPath()
-		n.b.Close()
+	if n.a != nil {
+		n.a.CloseDataPath()
+		n.a.Close()
 	}
 	n.mu.Unlock()
 	if n.cancel != nil {

@@ -30,9 +30,10 @@ type testBroker struct {
 	opts   testBrokerOptions
 	dir    string
 	node   *singleNode
-	b      *Broker
+	a      TestAssembly // the broker, assembled by net/broker
+	b      *Broker      // its protocol adapter
 	eng    *engine.Manager
-	meta   *brokerView // the broker's image (meta.Image())
+	meta   *View // the broker's image (meta.Image())
 	tr     transport.Transport
 	addr   string
 	served chan error
@@ -90,7 +91,7 @@ func (tb *testBroker) start() {
 	port := ln.Addr().(*net.TCPAddr).Port
 	tb.node = startSingleNode(t, tb.dir, Config{NodeID: 1, ClusterID: "test-cluster", Host: "127.0.0.1", Port: int32(port), Static: tb.opts.Static, Registerer: tb.opts.Registerer},
 		singleNodeOptions{Sync: tb.opts.Sync, Now: tb.opts.Now})
-	tb.b, tb.eng, tb.meta = tb.node.b, tb.node.eng, tb.node.b.meta
+	tb.a, tb.b, tb.eng, tb.meta = tb.node.a, tb.node.b, tb.node.eng, tb.node.b.meta
 	tb.addr, tb.served = ln.Addr().String(), make(chan error, 1)
 	tb.tr, err = transport.New(testTransport(t), transport.ReactorConfig{UnlockedLoops: true}, tb.b, testLogger(t))
 	if err != nil {

@@ -132,39 +132,21 @@ func (b *Broker) autoCreate(ctx context.Context, topics []string) map[string]int
 		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, -1, -1
 		req.Topics = append(req.Topics, rt)
 	}
-	return b.createTopics(ctx, req)
+	return b.topicMgr.Create(ctx, req)
 }
 
-// createTopics sends req (topics this broker creates on its own: auto-created ones,
-// __consumer_offsets) to the active controller, waits for its image to show them and
-// returns each topic's code (TOPIC_ALREADY_EXISTS counts as 0).
-func (b *Broker) createTopics(ctx context.Context, req *kmsg.CreateTopicsRequest) map[string]int16 {
-	codes := make(map[string]int16, len(req.Topics))
-	req.SetVersion(req.MaxVersion())
-	resp, err := b.ctrl.Request(ctx, req)
-	if err != nil {
-		code, _ := forwardError(err)
-		for _, t := range req.Topics {
-			codes[t.Topic] = code
-		}
-		b.log.Warn("creating topics through the controller", "topics", len(req.Topics), "err", err)
-		return codes
-	}
-	exists := false
-	for _, t := range resp.(*kmsg.CreateTopicsResponse).Topics {
-		switch t.ErrorCode {
-		case 0:
-			b.log.Info("created topic", "topic", t.Topic, "partitions", t.NumPartitions, "replication_factor", t.ReplicationFactor)
-		case kerr.TopicAlreadyExists.Code: // created by another request, maybe on another broker
-			t.ErrorCode = 0
-		}
-		exists = exists || t.ErrorCode == 0
-		codes[t.Topic] = t.ErrorCode
-	}
-	if exists {
-		b.syncMetadata(ctx)
-	}
-	return codes
+// Topics creates topics through the active controller on the handlers' behalf (the
+// node's assembly, net/broker: Kafka's AutoTopicCreationManager). Both block: call
+// them off the read path.
+type Topics interface {
+	// Create sends req (topics the broker creates on its own: auto-created ones, a
+	// streams group's internal topics), waits until the image handlers answer from
+	// shows them and returns each topic's code (TOPIC_ALREADY_EXISTS counts as 0).
+	Create(ctx context.Context, req *kmsg.CreateTopicsRequest) map[string]int16
+	// EnsureInternal returns once the image has the internal topic name
+	// (__consumer_offsets, __transaction_state, __share_group_state), creating it
+	// with its keys if it has not, one creation at a time per topic.
+	EnsureInternal(ctx context.Context, name string) error
 }
 
 // validTopicName applies Kafka's rules: [a-zA-Z0-9._-], 1..249 chars, not "." or "..".

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/samsa-broker/samsa/coordinator/configs"
 	"github.com/samsa-broker/samsa/engine"
 )
 
@@ -26,7 +27,7 @@ import (
 // txnV2Static is txnTestBroker's configuration with transaction version 2.
 func txnV2Static() map[string]string {
 	return map[string]string{
-		transactionVersionKey:                                         "2",
+		configs.TransactionVersionKey:                                 "2",
 		"transaction.state.log.num.partitions":                        "3",
 		"offsets.topic.num.partitions":                                "3",
 		"group.initial.rebalance.delay.ms":                            "0",
@@ -358,7 +359,7 @@ func TestTxnV2Cluster(t *testing.T) {
 // AddOffsetsToTxn before its produces and offsets, no epoch bump), exactly once.
 func TestTxnV0GroupTransactSession(t *testing.T) {
 	static := txnV2Static()
-	static[transactionVersionKey] = "0"
+	static[configs.TransactionVersionKey] = "0"
 	tb := startTestBroker(t, testBrokerOptions{Static: static})
 	adm := tb.admin(t)
 	mustCreate(t, adm, "v0-in", 2, nil)

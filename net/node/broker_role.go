@@ -17,6 +17,7 @@ import (
 	"github.com/samsa-broker/samsa/coordinator/controller"
 	"github.com/samsa-broker/samsa/coordinator/metadata"
 	"github.com/samsa-broker/samsa/engine"
+	"github.com/samsa-broker/samsa/net/broker"
 	"github.com/samsa-broker/samsa/net/kafka"
 	"github.com/samsa-broker/samsa/net/quota"
 	"github.com/samsa-broker/samsa/net/transport"
@@ -60,7 +61,7 @@ type brokerRole struct {
 	pubMu sync.Mutex // serializes deliveries of images to the broker and the lifecycle
 	// delivered is closed and renewed (under pubMu) after each image the broker took.
 	delivered chan struct{}
-	broker    *kafka.Broker
+	broker    *broker.Broker
 
 	ctx    context.Context // ends at stop
 	cancel context.CancelFunc
@@ -85,7 +86,7 @@ func advertisedEndpoint(cfg *Config, l Listener, bound *net.TCPAddr) metadata.En
 type brokerDeps struct {
 	eng *engine.Manager
 	lns map[string]net.Listener // the bound broker listeners
-	// peer sends a request to another broker's inter-broker listener (kafka.Deps.Peer);
+	// peer sends a request to another broker's inter-broker listener (broker.Deps.Peer);
 	// nil on a single node.
 	peer    func(ctx context.Context, broker int32, req kmsg.Request) (kmsg.Response, error)
 	source  controller.MetadataSource
@@ -288,7 +289,7 @@ func (r *brokerRole) start(kcfg kafka.Config, d brokerDeps) error {
 	}
 	r.pubMu.Lock()
 	var err, kerr error
-	r.broker, kerr = kafka.NewBroker(kcfg, kafka.Deps{Engine: r.eng, Metadata: r.follower, Controller: r.channel, ControllerID: r.controllerID, Fetch: d.fetch, Peer: d.peer}, r.log.With("component", "kafka"))
+	r.broker, kerr = broker.New(kcfg, broker.Deps{Engine: r.eng, Metadata: r.follower, Controller: r.channel, ControllerID: r.controllerID, Fetch: d.fetch, Peer: d.peer}, r.log.With("component", "kafka"))
 	if kerr == nil {
 		// Images published while the broker was being built.
 		off, im := r.follower.Image()
@@ -316,12 +317,12 @@ func (r *brokerRole) start(kcfg kafka.Config, d brokerDeps) error {
 		Limiter: limiter}
 	switch r.cfg.Transport {
 	case "std":
-		r.tr = transport.NewStd(tcfg, r.broker, r.log.With("component", "transport"))
+		r.tr = transport.NewStd(tcfg, r.broker.Kafka(), r.log.With("component", "transport"))
 	case "reactor":
 		// Loops park in Go's poller without holding an OS thread each: locked loops
 		// cost two thread switches per wake-up, which lost on one connection here.
 		rc := transport.ReactorConfig{Config: tcfg, Workers: r.cfg.IOThreads, UnlockedLoops: true, Loops: r.cfg.NetLoops}
-		if r.tr, err = transport.NewReactor(rc, r.broker, r.log.With("component", "transport")); err != nil {
+		if r.tr, err = transport.NewReactor(rc, r.broker.Kafka(), r.log.With("component", "transport")); err != nil {
 			return err
 		}
 	default:
@@ -336,7 +337,7 @@ func (r *brokerRole) start(kcfg kafka.Config, d brokerDeps) error {
 	for name, ln := range r.lns {
 		tr := r.tr
 		if !r.sec.plain(name) {
-			h, err := r.sec.handler(name, r.broker)
+			h, err := r.sec.handler(name, r.broker.Kafka())
 			if err != nil {
 				return fmt.Errorf("listener %s: %w", name, err)
 			}

@@ -1,8 +1,9 @@
 // Package node wires one Samsa node from its configuration: the storage checks
 // (meta.properties), the controller role (the raft voter and the active controller),
-// the broker role (engine, metadata follower, broker lifecycle, Kafka broker on its
-// listeners), the admin HTTP listener; start-up and shutdown in order. `samsa serve`
-// runs one Node; in-process multi-node tests run several.
+// the broker role (engine, metadata follower, broker lifecycle, the broker net/broker
+// assembles, its protocol adapter on the listeners), the admin HTTP listener; start-up
+// and shutdown in order. `samsa serve` runs one Node; in-process multi-node tests run
+// several.
 //
 //	keys (server.properties, env, flags) ──FromKeys──▶ *Config ──Start──▶ *Node ──Shutdown
 //
@@ -16,9 +17,10 @@
 //	│      │ net/peer ControllerChannel           │ committed log)              │
 //	│ brokerRole:  BrokerLifecycle ─────────────  MetadataFollower ─▶ published │
 //	│              (register, heartbeat,          images, in offset order, to   │
-//	│               controlled shutdown)          kafka.Broker + the lifecycle  │
-//	│              kafka.Broker on the broker listeners (engine: log.dirs;      │
-//	│              its replica fetchers reach other brokers through net/peer)   │
+//	│               controlled shutdown)          broker.Broker + the lifecycle │
+//	│              broker.Broker (net/broker: replica manager, coordinators;    │
+//	│              engine: log.dirs; its replica fetchers reach other brokers   │
+//	│              through net/peer), its kafka.Broker on the broker listeners  │
 //	└──────────────────────────────────────────────────────────────────────────┘
 //
 // # Configuration

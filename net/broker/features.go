@@ -1,12 +1,12 @@
-package kafka
+package broker
 
 import (
 	"maps"
-	"slices"
 	"sync/atomic"
 
 	"github.com/samsa-broker/samsa/coordinator/configs"
 	"github.com/samsa-broker/samsa/coordinator/metadata"
+	"github.com/samsa-broker/samsa/net/kafka"
 )
 
 // featureState is the feature levels (KIP-584) this broker acts on, followed from its
@@ -15,9 +15,10 @@ import (
 // levels the node's keys gave (configs.LegacyFeatureLevels). What depends on them
 // changes at run time, with the image:
 //
-//   - ApiVersions v3+ reports them, with FinalizedFeaturesEpoch the metadata offset of
-//     the image where they last changed (the image this broker started from, before
-//     any change), and advertises the group APIs of the group types served;
+//   - the adapter (kafka.Broker.SetFeatures): ApiVersions v3+ reports them, with
+//     FinalizedFeaturesEpoch the metadata offset of the image where they last changed
+//     (the image this broker started from, before any change), and advertises the
+//     group APIs of the group types served;
 //   - the consumer protocol (ConsumerGroupHeartbeat, ConsumerGroupDescribe) is served
 //     at group.version 1, share groups at share.version 1, streams groups at
 //     streams.version 1, each only where the node's keys allow the type too
@@ -26,8 +27,8 @@ import (
 //   - the transaction coordinator bumps the epoch per transaction only at
 //     transaction.version 2 (txn.Coordinator.SetTransactionVersion).
 //
-// follow runs on MetadataChanged's goroutine; handlers read the current view
-// (atomic).
+// follow runs on MetadataChanged's goroutine; the coordinators and the adapter read
+// the current view (atomic).
 type featureState struct {
 	allowed configs.GroupTypes // the node's read-only keys, read at start
 	keySet  bool               // samsa.transaction.version is set explicitly
@@ -41,7 +42,6 @@ type featureView struct {
 	epoch    int64            // the offset of the image where they last changed
 
 	consumer, share, streams bool
-	advertised               []apiKeyEntry // the broker's table less the APIs of the group types not served
 }
 
 // initFeatures computes the view of the broker's first image, at offset.
@@ -68,6 +68,9 @@ func (b *Broker) followFeatures(offset uint64, im *metadata.Image) {
 	if v.recorded && !old.recorded {
 		b.warnTransactionKey(v)
 	}
+	if kb := b.kafka.Load(); kb != nil {
+		kb.SetFeatures(b.features())
+	}
 	if c := b.txns.coordinator(); c != nil {
 		c.SetTransactionVersion(v.levels[metadata.FeatureTransactionVersion])
 	}
@@ -80,18 +83,6 @@ func (b *Broker) featureView(im *metadata.Image, epoch int64) *featureView {
 		share:    b.feat.allowed.Share && levels[metadata.FeatureShareVersion] >= 1,
 		streams:  b.feat.allowed.Streams && levels[metadata.FeatureStreamsVersion] >= 1,
 	}
-	var off []int16
-	if !v.consumer {
-		// Kafka 4 without the consumer protocol does not advertise its APIs.
-		off = append(off, consumerGroupHeartbeatKey, consumerGroupDescribeKey)
-	}
-	if !v.share {
-		off = append(off, shareAPIKeys...)
-	}
-	if !v.streams {
-		off = append(off, streamsAPIKeys...)
-	}
-	v.advertised = withoutKeys(b.apiVersions, off...)
 	return v
 }
 
@@ -104,24 +95,17 @@ func (b *Broker) warnTransactionKey(v *featureView) {
 	}
 }
 
-// features returns the current view.
-func (b *Broker) features() *featureView { return b.feat.cur.Load() }
-
-// consumerProtocol reports whether the consumer rebalance protocol (KIP-848) is
-// served: group.version 1 and "consumer" in group.coordinator.rebalance.protocols.
-func (b *Broker) consumerProtocol() bool { return b.features().consumer }
+// features is the current view as the adapter takes it.
+func (b *Broker) features() kafka.Features {
+	v := b.feat.cur.Load()
+	return kafka.Features{Levels: v.levels, Epoch: v.epoch, Consumer: v.consumer, Share: v.share, Streams: v.streams}
+}
 
 // sharesEnabled reports whether share groups (KIP-932) are served: share.version 1,
 // and group.share.enable (or "share" in group.coordinator.rebalance.protocols).
-func (b *Broker) sharesEnabled() bool { return b.features().share }
+func (b *Broker) sharesEnabled() bool { return b.feat.cur.Load().share }
 
 // transactionVersion is the finalized transaction.version.
 func (b *Broker) transactionVersion() int16 {
-	return b.features().levels[metadata.FeatureTransactionVersion]
+	return b.feat.cur.Load().levels[metadata.FeatureTransactionVersion]
 }
-
-// advertisedAPIs is what ApiVersions advertises now.
-func (b *Broker) advertisedAPIs() []apiKeyEntry { return b.features().advertised }
-
-// supportedFeatureNames are the features ApiVersions reports as supported, sorted.
-var supportedFeatureNames = slices.Sorted(maps.Keys(metadata.SupportedFeatures()))

@@ -1,4 +1,4 @@
-package kafka
+package broker
 
 import (
 	"context"
@@ -10,13 +10,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/samsa-broker/samsa/coordinator/configs"
 	"github.com/samsa-broker/samsa/coordinator/group"
 	"github.com/samsa-broker/samsa/coordinator/host"
 	"github.com/samsa-broker/samsa/coordinator/metadata"
 	"github.com/samsa-broker/samsa/coordinator/share"
-	"github.com/samsa-broker/samsa/engine"
-	"github.com/samsa-broker/samsa/net/transport"
 )
 
 // shareState is the broker's side of share groups (KIP-932), built with the broker:
@@ -27,8 +24,9 @@ import (
 //     topic (acks=all);
 //   - the share partitions this node leads (share.Manager), whose state is read from
 //     and written to the key's share coordinator: the local Store, or the leader of
-//     the key's state partition over ReadShareGroupState/WriteShareGroupState (84/85);
-//   - the share sessions of ShareFetch and ShareAcknowledge (shareSessions).
+//     the key's state partition over ReadShareGroupState/WriteShareGroupState (84/85).
+//
+// The share sessions of ShareFetch and ShareAcknowledge are the adapter's.
 //
 // Served while share.version is finalized at 1 (Kafka 4.2 finalizes it on new
 // clusters) and the node's keys allow it: group.share.enable (default true) or
@@ -38,14 +36,11 @@ import (
 // A group's own configs (GROUP resources) are read from the published image at each
 // decision: share.record.lock.duration.ms, share.delivery.count.limit,
 // share.partition.max.record.locks and share.renew.acknowledge.enable by the Manager
-// (ForGroup), share.auto.offset.reset
-// when a share partition has no state (initialStart), share.isolation.level at each
-// fetch (readCommitted).
+// (ForGroup).
 type shareState struct {
 	b   *Broker
 	log group.Log
 	mgr *share.Manager
-	ses *shareSessions
 	// h hosts the share coordinator (share.Store) of the __share_group_state
 	// partitions this node leads: built when the topic appears (Lazy).
 	h *host.Host[*share.Store]
@@ -68,7 +63,6 @@ func newShareState(b *Broker, im *metadata.Image) *shareState {
 		Available: s.wake,
 		Logger:    b.log.With("component", "share"),
 	})
-	s.ses = newShareSessions(int(b.groupInt(im, "group.share.max.share.sessions", 2000)))
 	// A state partition is read on a goroutine of its own; one this node leads before
 	// its replica manager made it leader fails to read and is tried again shortly.
 	s.h = host.New(host.Config[*share.Store]{
@@ -119,16 +113,6 @@ func (s *shareState) follow(im *metadata.Image) {
 	s.h.Follow(im)
 }
 
-// connClosed ends the share sessions conn opened, releasing what their members hold.
-func (s *shareState) connClosed(conn transport.Conn) {
-	if s == nil {
-		return // a Broker built without NewBroker (tests of its parts)
-	}
-	for _, ss := range s.ses.closeConn(conn) {
-		s.b.shareRelease(ss.key.member, ss.parts)
-	}
-}
-
 func (s *shareState) close() {
 	s.h.Close()
 	s.mgr.Close()
@@ -137,14 +121,8 @@ func (s *shareState) close() {
 // wake retries the parked share fetches reading k's partition (records of k may be
 // acquirable now).
 func (s *shareState) wake(k share.Key) {
-	im := s.b.meta.Image()
-	t, ok := im.TopicByID(metadata.UUID(k.TopicID))
-	if !ok {
-		return
-	}
-	dp := s.b.dataPath.Load()
-	if l := s.b.eng.Log(engine.TopicPartition{Topic: t.Name, Partition: k.Partition}); l != nil && dp != nil {
-		dp.shareWaits.CheckAndComplete(l)
+	if kb := s.b.kafka.Load(); kb != nil {
+		kb.ShareAvailable(k)
 	}
 }
 
@@ -170,44 +148,6 @@ func (s *shareState) partitionConfig(group string) share.Config {
 		MaxInFlight:   int(n("share.partition.max.record.locks")),
 		// A group key only (default true): Kafka has no broker key behind it.
 		RenewDisabled: strings.EqualFold(own["share.renew.acknowledge.enable"], "false"),
-	}
-}
-
-// readCommitted reports whether group reads with share.isolation.level=read_committed.
-func (s *shareState) readCommitted(group string) bool {
-	im := s.b.meta.Image()
-	own := im.Configs(metadata.ResourceGroup, group)
-	return own != nil && strings.EqualFold(own["share.isolation.level"], "read_committed")
-}
-
-// initialStart is where a share partition of group without state starts, by the
-// group's share.auto.offset.reset as it is when the state is first written (else the
-// broker key of that name, else latest): the log's end (the high watermark) under
-// latest, its start under earliest, and under by_duration:<d> the first record whose
-// timestamp is at most d old (the high watermark when there is none).
-func (s *shareState) initialStart(group string, l *engine.Log) func() (int64, error) {
-	return func() (int64, error) {
-		im := s.b.meta.Image()
-		v := s.b.groupLayers(im, group).GroupValue("share.auto.offset.reset")
-		strategy, back, err := configs.ParseShareAutoOffsetReset(v)
-		if err != nil {
-			s.b.log.Warn("unusable share.auto.offset.reset: starting at latest", "group", group, "value", v, "err", err)
-			strategy = configs.ResetLatest
-		}
-		hw := l.HighWatermark()
-		switch strategy {
-		case configs.ResetEarliest:
-			return l.LogStartOffset(), nil
-		case configs.ResetByDuration:
-			off, _, ok, err := l.OffsetForTimestamp(time.Now().Add(-back).UnixMilli())
-			if err != nil {
-				return 0, err
-			}
-			if ok && off < hw {
-				return max(off, l.LogStartOffset()), nil
-			}
-		}
-		return hw, nil
 	}
 }
 
@@ -348,7 +288,7 @@ func (p sharePersister) once(ctx context.Context, k share.Key, attempt func(lead
 	im := b.meta.Image()
 	t, ok := im.Topic(share.StateTopic)
 	if !ok {
-		if err := b.ensureShareStateTopic(ctx); err != nil {
+		if err := b.topics.EnsureInternal(ctx, share.StateTopic); err != nil {
 			return fmt.Errorf("%w: creating %s: %w", errRetry, share.StateTopic, err)
 		}
 		return errRetry
@@ -390,24 +330,4 @@ func codeErr(code int16) error {
 		return fmt.Errorf("%w: %w", errRetry, kerr.ErrorForCode(code))
 	}
 	return kerr.ErrorForCode(code)
-}
-
-// storeCode maps a Store's error to the code the share coordinator's APIs (83-87)
-// answer.
-func storeCode(err error) int16 {
-	switch {
-	case err == nil:
-		return 0
-	case errors.Is(err, share.ErrNotCoordinator), errors.Is(err, group.ErrNotLeader):
-		return kerr.NotCoordinator.Code
-	case errors.Is(err, share.ErrLoading):
-		return kerr.CoordinatorLoadInProgress.Code
-	case errors.Is(err, share.ErrFenced):
-		return kerr.FencedLeaderEpoch.Code
-	case errors.Is(err, share.ErrFencedState):
-		return kerr.FencedStateEpoch.Code
-	case errors.Is(err, share.ErrUninitialized):
-		return kerr.InvalidRequest.Code
-	}
-	return kerr.CoordinatorNotAvailable.Code
 }

@@ -1,4 +1,4 @@
-package kafka
+package broker
 
 import (
 	"errors"
@@ -16,7 +16,7 @@ import (
 // the image through the replica manager (MetadataChanged).
 //
 // The image must be at least as new as every image this node applied before it
-// stopped (NewBroker's contract): over an older one it would delete live logs.
+// stopped (New's contract): over an older one it would delete live logs.
 func (b *Broker) removeStrayLogs(im *metadata.Image) error {
 	b.adminMu.Lock()
 	defer b.adminMu.Unlock()
@@ -36,7 +36,7 @@ func (b *Broker) removeStrayLogs(im *metadata.Image) error {
 // deleteLogLocked deletes tp's log, if any. Caller holds adminMu.
 func (b *Broker) deleteLogLocked(tp engine.TopicPartition) error {
 	if err := b.eng.DeleteLog(tp); err != nil && !errors.Is(err, engine.ErrNoLog) {
-		return fmt.Errorf("kafka: deleting log %s: %w", tp, err)
+		return fmt.Errorf("broker: deleting log %s: %w", tp, err)
 	}
 	return nil
 }

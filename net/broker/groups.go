@@ -1,4 +1,4 @@
-package kafka
+package broker
 
 import (
 	"context"
@@ -6,8 +6,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/samsa-broker/samsa/coordinator/group"
 	"github.com/samsa-broker/samsa/coordinator/host"
@@ -194,42 +192,4 @@ func (b *Broker) groupInt(im *metadata.Image, key string, def int64) int64 {
 		return def
 	}
 	return n
-}
-
-// GroupCoordinator returns the broker's group coordinator, built with the broker.
-// (Kept for launchers that loaded committed offsets at start-up explicitly: the broker
-// now does so itself.)
-func (b *Broker) GroupCoordinator() (*group.Coordinator, error) {
-	if c := b.groups.coordinator(); c != nil {
-		return c, nil
-	}
-	return nil, kerr.CoordinatorNotAvailable
-}
-
-// CloseGroupCoordinator is Close (kept for launchers written before Close): the group
-// coordinator stops (parked joins are answered NOT_COORDINATOR, timers stop) and
-// forwarded requests end. Call it before closing the engine.
-func (b *Broker) CloseGroupCoordinator() { b.Close() }
-
-// groupCoordinatorOr returns the coordinator, or answers code via fail. Before
-// __consumer_offsets exists a group request starts its creation (as FindCoordinator
-// does) and is answered COORDINATOR_LOAD_IN_PROGRESS, so the client retries.
-func (b *Broker) groupCoordinatorOr(fail func(code int16)) *group.Coordinator {
-	c := b.groups.coordinator()
-	if c == nil {
-		fail(kerr.NotCoordinator.Code)
-		return nil
-	}
-	if _, ok := b.meta.Image().Topic(group.OffsetsTopic); !ok {
-		b.async(func(ctx context.Context) {
-			ctx, cancel := context.WithTimeout(ctx, defaultForwardTimeout)
-			defer cancel()
-			if err := b.ensureOffsetsTopic(ctx); err != nil {
-				b.log.Warn("creating __consumer_offsets", "err", err)
-			}
-		})
-		fail(kerr.CoordinatorLoadInProgress.Code)
-		return nil
-	}
-	return c
 }

@@ -1,4 +1,4 @@
-package kafka
+package broker
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-broker/samsa/coordinator/group"
-	"github.com/samsa-broker/samsa/coordinator/metadata"
 	"github.com/samsa-broker/samsa/coordinator/share"
 )
 
@@ -136,76 +135,6 @@ func (p sharePersister) Summary(k share.Key, done func(share.Summary, error)) {
 // INVALID_REQUEST a well-formed read of one partition gets).
 func uninitializedRead(code int16) bool { return code == kerr.InvalidRequest.Code }
 
-// shareStateItem is one partition of a share coordinator's request (83, 86, 87):
-// answer sets its answer's ErrorCode and ErrorMessage (nil on success).
-type shareStateItem struct {
-	key    share.Key
-	answer func(code int16, msg *string)
-}
-
-// serveShareState runs op on this node's share coordinator for each item after the
-// checks Kafka's ShareCoordinatorShard makes of every key (share groups on, a
-// partition index not negative, a topic partition the image holds; this node the
-// leader of the key's __share_group_state partition, loaded), items in parallel,
-// and calls respond once all are answered. op's error maps by storeCode.
-func (b *Broker) serveShareState(items []shareStateItem, op func(st *share.Store, k share.Key, done func(error)), respond func()) {
-	st := b.shares.store()
-	im := b.meta.Image()
-	var mu sync.Mutex
-	left := 1
-	finish := func() {
-		mu.Lock()
-		left--
-		last := left == 0
-		mu.Unlock()
-		if last {
-			respond()
-		}
-	}
-	for _, it := range items {
-		code, msg := int16(0), ""
-		switch t, ok := im.TopicByID(metadata.UUID(it.key.TopicID)); {
-		case !b.sharesEnabled():
-			code = kerr.UnsupportedVersion.Code
-		case it.key.Partition < 0:
-			code, msg = kerr.InvalidRequest.Code, "The partition id cannot be a negative number."
-		case !ok || int(it.key.Partition) >= len(t.Partitions):
-			code = kerr.UnknownTopicOrPartition.Code
-		case st == nil:
-			code = kerr.NotCoordinator.Code
-		}
-		if code != 0 {
-			it.answer(code, shareStateMessage(code, msg))
-			continue
-		}
-		mu.Lock()
-		left++
-		mu.Unlock()
-		op(st, it.key, func(err error) {
-			code := storeCode(err)
-			var m *string
-			if code != 0 {
-				m = shareStateMessage(code, err.Error())
-			}
-			mu.Lock()
-			it.answer(code, m)
-			mu.Unlock()
-			finish()
-		})
-	}
-	finish()
-}
-
-// shareStateMessage is an answer's ErrorMessage: msg, else the code's description.
-func shareStateMessage(code int16, msg string) *string {
-	if msg == "" {
-		if e, ok := kerr.ErrorForCode(code).(*kerr.Error); ok {
-			msg = e.Description
-		}
-	}
-	return &msg
-}
-
 // shareInitializer is the group coordinator's Config.ShareState: it initializes the
 // share partitions a share group subscribes to at their share coordinators
 // (InitializeShareGroupState at the group epoch, start -1). A partition that already
@@ -235,7 +164,7 @@ func (si shareInitializer) InitializeShareState(groupID string, epoch int32, top
 			done(failed)
 		}
 	}
-	if b.shares == nil || !b.sharesEnabled() {
+	if !b.sharesEnabled() {
 		done(nil)
 		return
 	}
@@ -261,51 +190,36 @@ func (si shareInitializer) InitializeShareState(groupID string, epoch int32, top
 	finish(share.Key{}, nil)
 }
 
-// deleteShareGroupsState deletes, for each of groups that is a share group without
-// members here, the state of the share partitions it holds (its
-// ShareGroupStatePartitionMetadata) with DeleteShareGroupState, before DeleteGroups
-// deletes the group, as Kafka's GroupCoordinatorService does; done gets the groups
-// whose state could not be deleted, with the code to answer (they are not deleted).
-// Partitions of topics deleted since are skipped.
-func (b *Broker) deleteShareGroupsState(c *group.Coordinator, groups []string, done func(failed map[string]int16)) {
-	var mu sync.Mutex
-	failed := map[string]int16{}
-	left := 1
-	finish := func(id string, code int16) {
-		mu.Lock()
-		if code != 0 && failed[id] == 0 {
-			failed[id] = code
-		}
-		left--
-		last := left == 0
-		mu.Unlock()
-		if last {
-			done(failed)
-		}
+// shareStates is kafka.ShareStates: the persister's calls, answered with the codes of
+// the share-group admin APIs (shareStateCode).
+type shareStates struct{ s *shareState }
+
+func (ss shareStates) Summary(k share.Key, done func(share.Summary, int16)) {
+	sharePersister{ss.s}.Summary(k, func(sum share.Summary, err error) { done(sum, shareStateCode(err)) })
+}
+
+func (ss shareStates) Initialize(k share.Key, stateEpoch int32, start int64, done func(int16)) {
+	sharePersister{ss.s}.Initialize(k, stateEpoch, start, func(err error) { done(shareStateCode(err)) })
+}
+
+func (ss shareStates) Delete(k share.Key, done func(int16)) {
+	sharePersister{ss.s}.Delete(k, func(err error) { done(shareStateCode(err)) })
+}
+
+// shareStateCode is the code an admin API answers for a share-state call's error:
+// the share coordinator's own (FENCED_STATE_EPOCH, UNKNOWN_TOPIC_OR_PARTITION, ...)
+// when it answered one, else COORDINATOR_NOT_AVAILABLE (no coordinator within the
+// retries).
+func shareStateCode(err error) int16 {
+	if err == nil {
+		return 0
 	}
-	im := b.meta.Image()
-	for _, id := range groups {
-		topics, _, ok := c.ShareStatePartitions(id)
-		if !ok || b.shares == nil || !b.sharesEnabled() {
-			continue
-		}
-		for _, t := range topics {
-			if _, known := im.TopicByID(metadata.UUID(t.TopicID)); !known {
-				continue
-			}
-			for _, part := range t.Partitions {
-				mu.Lock()
-				left++
-				mu.Unlock()
-				sharePersister{b.shares}.Delete(share.Key{Group: id, TopicID: t.TopicID, Partition: part}, func(err error) {
-					code := shareStateCode(err)
-					if code == kerr.UnknownTopicOrPartition.Code {
-						code = 0 // deleted meanwhile
-					}
-					finish(id, code)
-				})
-			}
-		}
+	var ke *kerr.Error
+	if errors.As(err, &ke) && !errors.Is(err, errRetry) {
+		return ke.Code
 	}
-	finish("", 0)
+	if c := share.ErrorCode(err); c != kerr.CoordinatorNotAvailable.Code && c != kerr.NotCoordinator.Code && c != kerr.CoordinatorLoadInProgress.Code {
+		return c
+	}
+	return kerr.CoordinatorNotAvailable.Code
 }

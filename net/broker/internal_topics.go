@@ -1,7 +1,8 @@
-package kafka
+package broker
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"sync"
 
@@ -12,11 +13,14 @@ import (
 	"github.com/samsa-broker/samsa/coordinator/metadata"
 	"github.com/samsa-broker/samsa/coordinator/share"
 	"github.com/samsa-broker/samsa/coordinator/txn"
+	"github.com/samsa-broker/samsa/net/kafka"
 )
 
-// The coordinators' internal topics, created through the active controller on first
-// use (a FindCoordinator, a share group's first heartbeat), as Kafka's
-// AutoTopicCreationManager creates them, with Kafka's keys and defaults:
+// The creation of topics on the broker's behalf (Kafka's AutoTopicCreationManager):
+// auto-created topics and a streams group's internal topics as the handlers ask
+// (internalTopics.Create), and the coordinators' internal topics, created through the
+// active controller on first use (a FindCoordinator, a share group's first heartbeat)
+// with Kafka's keys and defaults (internalTopics.EnsureInternal):
 //
 //	topic                 partitions (default 50)                        replication factor (default 3)                   min.insync.replicas (default 2)   segment.bytes (default 100 MiB)
 //	__consumer_offsets    offsets.topic.num.partitions                   offsets.topic.replication.factor                 -                                 offsets.topic.segment.bytes
@@ -49,7 +53,7 @@ var (
 // request is the CreateTopics of t with the keys of image im.
 func (t internalTopic) request(b *Broker, im *metadata.Image) *kmsg.CreateTopicsRequest {
 	req := kmsg.NewPtrCreateTopicsRequest()
-	req.TimeoutMillis = int32(defaultForwardTimeout.Milliseconds())
+	req.TimeoutMillis = int32(forwardTimeout.Milliseconds())
 	rt := kmsg.NewCreateTopicsRequestTopic()
 	rt.Topic = t.name
 	rt.NumPartitions = int32(b.groupInt(im, t.partitionsKey, 50))
@@ -69,34 +73,77 @@ func (t internalTopic) request(b *Broker, im *metadata.Image) *kmsg.CreateTopics
 	}
 	for _, kv := range kvs {
 		c := kmsg.NewCreateTopicsRequestTopicConfig()
-		c.Name, c.Value = kv[0], stringPtr(kv[1])
+		c.Name, c.Value = kv[0], &kv[1]
 		rt.Configs = append(rt.Configs, c)
 	}
 	req.Topics = []kmsg.CreateTopicsRequestTopic{rt}
 	return req
 }
 
+// internalTopics is kafka.Topics: the creation of topics through the active
+// controller, the broker's internal ones one at a time each.
+type internalTopics struct {
+	b     *Broker
+	gates map[string]*topicGate // by internal topic; read-only after newInternalTopics
+}
+
 // topicGate makes the creation of one internal topic one at a time for the whole
 // broker.
 type topicGate struct {
+	spec     internalTopic
 	mu       sync.Mutex
 	creating chan struct{} // closed when the running creation ends
 }
 
-// ensureOffsetsTopic returns once the image has __consumer_offsets (ensureInternalTopic).
-func (b *Broker) ensureOffsetsTopic(ctx context.Context) error {
-	return b.ensureInternalTopic(ctx, &b.offsets, offsetsTopicSpec)
+func newInternalTopics(b *Broker) *internalTopics {
+	t := &internalTopics{b: b, gates: map[string]*topicGate{}}
+	for _, spec := range []internalTopic{offsetsTopicSpec, txnTopicSpec, shareStateTopicSpec} {
+		t.gates[spec.name] = &topicGate{spec: spec}
+	}
+	return t
 }
 
-// ensureTxnTopic returns once the image has __transaction_state (ensureInternalTopic).
-func (b *Broker) ensureTxnTopic(ctx context.Context) error {
-	return b.ensureInternalTopic(ctx, &b.txnTopic, txnTopicSpec)
+// EnsureInternal returns once the image has the internal topic name, creating it
+// through the active controller if it has not (ensureInternalTopic).
+func (t *internalTopics) EnsureInternal(ctx context.Context, name string) error {
+	gate, ok := t.gates[name]
+	if !ok {
+		return fmt.Errorf("broker: %s is not an internal topic", name)
+	}
+	return t.b.ensureInternalTopic(ctx, gate, gate.spec)
 }
 
-// ensureShareStateTopic returns once the image has __share_group_state
-// (ensureInternalTopic).
-func (b *Broker) ensureShareStateTopic(ctx context.Context) error {
-	return b.ensureInternalTopic(ctx, &b.shareTopic, shareStateTopicSpec)
+// Create sends req (topics this broker creates on its own: auto-created ones,
+// __consumer_offsets) to the active controller, waits for its image to show them and
+// returns each topic's code (TOPIC_ALREADY_EXISTS counts as 0).
+func (t *internalTopics) Create(ctx context.Context, req *kmsg.CreateTopicsRequest) map[string]int16 {
+	b := t.b
+	codes := make(map[string]int16, len(req.Topics))
+	req.SetVersion(req.MaxVersion())
+	resp, err := b.ctrl.Request(ctx, req)
+	if err != nil {
+		code, _ := kafka.ForwardError(err)
+		for _, t := range req.Topics {
+			codes[t.Topic] = code
+		}
+		b.log.Warn("creating topics through the controller", "topics", len(req.Topics), "err", err)
+		return codes
+	}
+	exists := false
+	for _, t := range resp.(*kmsg.CreateTopicsResponse).Topics {
+		switch t.ErrorCode {
+		case 0:
+			b.log.Info("created topic", "topic", t.Topic, "partitions", t.NumPartitions, "replication_factor", t.ReplicationFactor)
+		case kerr.TopicAlreadyExists.Code: // created by another request, maybe on another broker
+			t.ErrorCode = 0
+		}
+		exists = exists || t.ErrorCode == 0
+		codes[t.Topic] = t.ErrorCode
+	}
+	if exists {
+		forwarder{b}.Sync(ctx)
+	}
+	return codes
 }
 
 // ensureInternalTopic returns once the image has the internal topic t, creating it
@@ -122,7 +169,7 @@ func (b *Broker) ensureInternalTopic(ctx context.Context, gate *topicGate, t int
 		gate.creating = ch
 		gate.mu.Unlock()
 
-		code := b.createTopics(ctx, t.request(b, im))[t.name]
+		code := b.topics.Create(ctx, t.request(b, im))[t.name]
 
 		gate.mu.Lock()
 		gate.creating = nil

@@ -1,11 +1,10 @@
-package kafka
+package broker
 
 import (
 	"context"
 	"errors"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-broker/samsa/coordinator/configs"
@@ -61,7 +60,7 @@ const markerTimeout = 30 * time.Second
 
 func newTxnState(b *Broker, im *metadata.Image) *txnState {
 	s := &txnState{b: b, log: txn.NewReplicatedLog(b.repl, 0), writer: txn.NewMarkerWriter(b.repl, markerTimeout, nil)}
-	s.writer.OnOffsetsMarker = b.completeTxnOffsets // 28_txn_offset_commit.go
+	s.writer.OnOffsetsMarker = b.completeTxnOffsets
 	s.markers = &txn.Markers{Self: b.cfg.NodeID, Image: b.meta.Image, Local: s.writer, Remote: b.sendMarkers}
 	// A partition is loaded again when this node leads it at a newer leader epoch: the
 	// coordinator epoch its markers and writes are fenced by.
@@ -104,7 +103,7 @@ func (s *txnState) newCoordinator(im *metadata.Image, n int32) *txn.Coordinator 
 		ExpirationInterval: ms("transaction.remove.expired.transaction.cleanup.interval.ms", 3600000),
 		TransactionVersion: b.transactionVersion(),
 		Logger:             b.log.With("component", "transactions"),
-	}, s.log, s.markers, txn.ProducerIDFunc(func() (int64, error) { return b.data().pids.get(b) }))
+	}, s.log, s.markers, txn.ProducerIDFunc(b.producerID))
 }
 
 // coordinator returns the coordinator (nil after close).
@@ -115,16 +114,6 @@ func (s *txnState) coordinator() *txn.Coordinator { return s.h.Coordinator() }
 func (s *txnState) follow(im *metadata.Image) { s.h.Follow(im) }
 
 func (s *txnState) close() { s.h.Close() }
-
-// txnCoordinatorOr returns the transaction coordinator, or answers code via fail
-// (NOT_COORDINATOR once the broker is closing).
-func (b *Broker) txnCoordinatorOr(fail func(code int16)) *txn.Coordinator {
-	c := b.txns.coordinator()
-	if c == nil {
-		fail(kerr.NotCoordinator.Code)
-	}
-	return c
-}
 
 // sendMarkers is txn.Markers' Remote: the request goes to broker's inter-broker
 // listener over Deps.Peer, from a goroutine of its own.
@@ -143,7 +132,7 @@ func (b *Broker) sendMarkers(broker int32, req *kmsg.WriteTxnMarkersRequest, don
 		}
 		wr, ok := resp.(*kmsg.WriteTxnMarkersResponse)
 		if !ok {
-			done(nil, errors.New("kafka: WriteTxnMarkers answered by another kind"))
+			done(nil, errors.New("broker: WriteTxnMarkers answered by another kind"))
 			return
 		}
 		done(wr, nil)
@@ -151,20 +140,12 @@ func (b *Broker) sendMarkers(broker int32, req *kmsg.WriteTxnMarkersRequest, don
 }
 
 // errNoPeer: the wiring gave the broker no channel to the other brokers (Deps.Peer).
-var errNoPeer = errors.New("kafka: no channel to the other brokers (Deps.Peer is nil)")
+var errNoPeer = errors.New("broker: no channel to the other brokers (Deps.Peer is nil)")
 
-// findTxnCoordinator returns the broker coordinating transactional id key: the
-// leader of its __transaction_state partition in im, or the error code.
-func (b *Broker) findTxnCoordinator(im *metadata.Image, key string) (int32, string, int32, int16) {
-	return b.leaderOfKey(im, txn.StateTopic, key, txn.PartitionFor)
-}
-
-// txnCoordinatorOf returns the broker leading id's __transaction_state partition in
-// the image (-1 when there is none).
-func (b *Broker) txnCoordinatorOf(id string) int32 {
-	leader, _, _, code := b.findTxnCoordinator(b.meta.Image(), id)
-	if code != 0 {
-		return -1
+// completeTxnOffsets is the marker writer's OnOffsetsMarker: a marker durable on
+// partition p of __consumer_offsets commits or drops producer pid's pending offsets.
+func (b *Broker) completeTxnOffsets(p int32, pid int64, commit bool) {
+	if c := b.groups.coordinator(); c != nil {
+		c.CompleteTxnOffsets(p, pid, commit)
 	}
-	return leader
 }

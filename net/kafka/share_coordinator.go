@@ -1,0 +1,80 @@
+package kafka
+
+import (
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/samsa-broker/samsa/coordinator/metadata"
+	"github.com/samsa-broker/samsa/coordinator/share"
+)
+
+// shareStateItem is one partition of a share coordinator's request (83, 86, 87):
+// answer sets its answer's ErrorCode and ErrorMessage (nil on success).
+type shareStateItem struct {
+	key    share.Key
+	answer func(code int16, msg *string)
+}
+
+// serveShareState runs op on this node's share coordinator for each item after the
+// checks Kafka's ShareCoordinatorShard makes of every key (share groups on, a
+// partition index not negative, a topic partition the image holds; this node the
+// leader of the key's __share_group_state partition, loaded), items in parallel,
+// and calls respond once all are answered. op's error maps by share.ErrorCode.
+func (b *Broker) serveShareState(items []shareStateItem, op func(st *share.Store, k share.Key, done func(error)), respond func()) {
+	st := b.coord.ShareStore()
+	im := b.meta.Image()
+	var mu sync.Mutex
+	left := 1
+	finish := func() {
+		mu.Lock()
+		left--
+		last := left == 0
+		mu.Unlock()
+		if last {
+			respond()
+		}
+	}
+	for _, it := range items {
+		code, msg := int16(0), ""
+		switch t, ok := im.TopicByID(metadata.UUID(it.key.TopicID)); {
+		case !b.sharesEnabled():
+			code = kerr.UnsupportedVersion.Code
+		case it.key.Partition < 0:
+			code, msg = kerr.InvalidRequest.Code, "The partition id cannot be a negative number."
+		case !ok || int(it.key.Partition) >= len(t.Partitions):
+			code = kerr.UnknownTopicOrPartition.Code
+		case st == nil:
+			code = kerr.NotCoordinator.Code
+		}
+		if code != 0 {
+			it.answer(code, shareStateMessage(code, msg))
+			continue
+		}
+		mu.Lock()
+		left++
+		mu.Unlock()
+		op(st, it.key, func(err error) {
+			code := share.ErrorCode(err)
+			var m *string
+			if code != 0 {
+				m = shareStateMessage(code, err.Error())
+			}
+			mu.Lock()
+			it.answer(code, m)
+			mu.Unlock()
+			finish()
+		})
+	}
+	finish()
+}
+
+// shareStateMessage is an answer's ErrorMessage: msg, else the code's description.
+func shareStateMessage(code int16, msg string) *string {
+	if msg == "" {
+		if e, ok := kerr.ErrorForCode(code).(*kerr.Error); ok {
+			msg = e.Description
+		}
+	}
+	return &msg
+}

@@ -1,0 +1,121 @@
+package kafka
+
+import (
+	"strings"
+	"time"
+
+	"github.com/samsa-broker/samsa/coordinator/configs"
+	"github.com/samsa-broker/samsa/coordinator/metadata"
+	"github.com/samsa-broker/samsa/coordinator/share"
+	"github.com/samsa-broker/samsa/engine"
+	"github.com/samsa-broker/samsa/net/transport"
+)
+
+// shareState is the handlers' side of share groups (KIP-932):
+//
+//   - the share partitions this node leads (share.Manager, Deps.Shares: the node's
+//     assembly builds it and keeps their state at the key's share coordinator);
+//   - the share sessions of ShareFetch and ShareAcknowledge (shareSessions);
+//   - share-partition state at any node's share coordinator, for the admin APIs
+//     (ShareStates, Deps.ShareStates).
+//
+// Served while share.version is finalized at 1 (Kafka 4.2 finalizes it on new
+// clusters) and the node's keys allow it: group.share.enable (default true) or
+// "share" in group.coordinator.rebalance.protocols (Kafka 4.0's switch); see
+// features_view.go.
+//
+// A group's own configs (GROUP resources) are read from the image at each fetch:
+// share.auto.offset.reset when a share partition has no state (initialStart),
+// share.isolation.level (readCommitted).
+type shareState struct {
+	b      *Broker
+	mgr    *share.Manager
+	ses    *shareSessions
+	states ShareStates
+}
+
+// ShareStates are share partitions' states at their share coordinators, wherever
+// those are (the node's assembly: this node's Store when it leads the key's
+// __share_group_state partition, else its leader over the wire, retried while none
+// answers), for the share-group admin APIs: the answers are the codes those APIs
+// give (COORDINATOR_NOT_AVAILABLE when no share coordinator answered in time, the
+// share coordinator's own otherwise). done may run on any goroutine.
+type ShareStates interface {
+	// Summary reads k's summary (start offset, epochs, delivery-complete count).
+	Summary(k share.Key, done func(share.Summary, int16))
+	// Initialize initializes k's state at stateEpoch with start offset start (-1:
+	// the leader picks it by share.auto.offset.reset).
+	Initialize(k share.Key, stateEpoch int32, start int64, done func(int16))
+	// Delete deletes k's state (a tombstone in __share_group_state).
+	Delete(k share.Key, done func(int16))
+}
+
+func newShareState(b *Broker, mgr *share.Manager, states ShareStates) *shareState {
+	if mgr == nil {
+		return nil
+	}
+	ses := newShareSessions(int(b.groupInt(b.meta.Image(), "group.share.max.share.sessions", 2000)))
+	return &shareState{b: b, mgr: mgr, ses: ses, states: states}
+}
+
+// connClosed ends the share sessions conn opened, releasing what their members hold.
+func (s *shareState) connClosed(conn transport.Conn) {
+	if s == nil {
+		return // a Broker built without share groups (tests of its parts)
+	}
+	for _, ss := range s.ses.closeConn(conn) {
+		s.b.shareRelease(ss.key.member, ss.parts)
+	}
+}
+
+// ShareAvailable retries the parked share fetches reading k's partition (records of k
+// may be acquirable now): the share partitions' Available (share.ManagerConfig).
+func (b *Broker) ShareAvailable(k share.Key) {
+	im := b.meta.Image()
+	t, ok := im.TopicByID(metadata.UUID(k.TopicID))
+	if !ok {
+		return
+	}
+	dp := b.dataPath.Load()
+	if l := b.eng.Log(engine.TopicPartition{Topic: t.Name, Partition: k.Partition}); l != nil && dp != nil {
+		dp.shareWaits.CheckAndComplete(l)
+	}
+}
+
+// readCommitted reports whether group reads with share.isolation.level=read_committed.
+func (s *shareState) readCommitted(group string) bool {
+	im := s.b.meta.Image()
+	own := im.Configs(metadata.ResourceGroup, group)
+	return own != nil && strings.EqualFold(own["share.isolation.level"], "read_committed")
+}
+
+// initialStart is where a share partition of group without state starts, by the
+// group's share.auto.offset.reset as it is when the state is first written (else the
+// broker key of that name, else latest): the log's end (the high watermark) under
+// latest, its start under earliest, and under by_duration:<d> the first record whose
+// timestamp is at most d old (the high watermark when there is none).
+func (s *shareState) initialStart(group string, l *engine.Log) func() (int64, error) {
+	return func() (int64, error) {
+		im := s.b.meta.Image()
+		v := s.b.groupLayers(im, group).GroupValue("share.auto.offset.reset")
+		strategy, back, err := configs.ParseShareAutoOffsetReset(v)
+		if err != nil {
+			s.b.log.Warn("unusable share.auto.offset.reset: starting at latest", "group", group, "value", v, "err", err)
+			strategy = configs.ResetLatest
+		}
+		hw := l.HighWatermark()
+		switch strategy {
+		case configs.ResetEarliest:
+			return l.LogStartOffset(), nil
+		case configs.ResetByDuration:
+			off, _, ok, err := l.OffsetForTimestamp(time.Now().Add(-back).UnixMilli())
+			if err != nil {
+				return 0, err
+			}
+			if ok && off < hw {
+				return max(off, l.LogStartOffset()), nil
+			}
+		}
+		return hw, nil
+	}
+}
