@@ -39,7 +39,7 @@ func init() {
 
 func handleCreateTopics(b *Broker, r *Request) {
 	req := r.Body.(*kmsg.CreateTopicsRequest)
-	if b.refuseForFiles(r, b.createTopicsReplicas(req)) {
+	if b.refuseForFiles(r) {
 		return
 	}
 	im := b.meta.Image()

@@ -8,10 +8,11 @@
 // the producer's first batch there in a transaction the partition's membership of the
 // transaction is verified with the transaction coordinator, as a Produce's (KIP-890
 // part 1; AddOffsetsToTxn added it): locally, or with AddPartitionsToTxn v4
-// VerifyOnly over Deps.Peer. From v5 on (KIP-890 part 2: a client under
+// VerifyOnly at another broker's. From v5 on (KIP-890 part 2: a client under
 // transaction.version 2 sends no AddOffsetsToTxn) the partition is added to the
 // transaction instead, as Kafka's group coordinator does: AddPartitionsToTxn v5
-// without VerifyOnly, to this node's transaction coordinator or over Deps.Peer.
+// without VerifyOnly, to this node's transaction coordinator or another broker's
+// (Deps.TxnVerifier either way).
 // Errors per partition: the group coordinator's
 // (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE,
 // ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID, OFFSET_METADATA_TOO_LARGE;
@@ -42,8 +43,6 @@
 package kafka
 
 import (
-	"context"
-
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -171,34 +170,8 @@ func handleTxnOffsetCommit(b *Broker, r *Request) {
 		}
 		all(code)
 	}
-	id := req.TransactionalID
-	producer := txnBatch{ok: true, pid: req.ProducerID, epoch: req.ProducerEpoch}
-	vreq := verifyRequest(id, producer, []txn.TopicPartition{tp})
-	if add {
-		vreq = addRequest(id, producer, []txn.TopicPartition{tp})
+	tps := []txn.TopicPartition{tp}
+	if codes, now := b.txnVerify.Verify(req.TransactionalID, req.ProducerID, req.ProducerEpoch, tps, add, verified); now {
+		verified(codes)
 	}
-	if tc := b.coord.Txn(); tc != nil && tc.Status(id) == 0 {
-		if !add {
-			verified(tc.VerifyPartitions(id, req.ProducerID, req.ProducerEpoch, []txn.TopicPartition{tp}))
-			return
-		}
-		// The answer may come on replication's goroutine (the addition's append):
-		// the commit goes on from one of the broker's.
-		tc.AddPartitionsToTxn(vreq, nil, func(resp *kmsg.AddPartitionsToTxnResponse) {
-			codes := verifyCodes(resp, nil)
-			b.async(func(context.Context) { verified(codes) })
-		})
-		return
-	}
-	coord := b.txnCoordinatorOf(id)
-	if coord < 0 || coord == b.cfg.NodeID || b.peer == nil {
-		verified(nil) // retriable: COORDINATOR_NOT_AVAILABLE
-		return
-	}
-	b.async(func(ctx context.Context) {
-		ctx, cancel := context.WithTimeout(ctx, markerTimeout)
-		resp, err := b.peer(ctx, coord, vreq)
-		cancel()
-		verified(verifyCodes(resp, err))
-	})
 }

@@ -34,7 +34,7 @@ func init() {
 
 func handleCreatePartitions(b *Broker, r *Request) {
 	req := r.Body.(*kmsg.CreatePartitionsRequest)
-	if b.refuseForFiles(r, b.createPartitionsReplicas(req)) {
+	if b.refuseForFiles(r) {
 		return
 	}
 	refused, t, charged := b.quotas.CreatePartitions(b.meta.Image(), quotaClientOf(r), r.Header.Version, req)

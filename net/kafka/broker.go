@@ -79,9 +79,14 @@ type Deps struct {
 	// state at any node's share coordinator.
 	Shares      *share.Manager
 	ShareStates ShareStates
+	// TxnVerifier checks or adds a transaction's partitions at its coordinator.
+	TxnVerifier TxnVerifier
 	// ProducerIDs returns an unused producer id (a block from the active controller);
 	// it may block on the controller.
 	ProducerIDs func() (int64, error)
+	// FileHeadroom says why this node cannot open the logs of the partitions req
+	// (CreateTopics, CreatePartitions) would add here, "" when it can (nil: it can).
+	FileHeadroom func(req kmsg.Request) string
 	// Features are the feature levels at start; SetFeatures moves them.
 	Features Features
 	// TopicMetrics are the per-topic metrics (Kafka's BrokerTopicStats), shared with
@@ -90,13 +95,6 @@ type Deps struct {
 	// Async runs fn on a goroutine of the node's; fn's ctx ends when the node closes,
 	// and fn does not run once it is closing.
 	Async func(fn func(ctx context.Context))
-	// Peer sends req to broker's inter-broker listener and returns its answer: a
-	// partition leader's transaction verification (AddPartitionsToTxn v4 VerifyOnly) at
-	// the transaction coordinator of another broker. It may block until ctx ends; the
-	// broker calls it from goroutines of its own. nil: a single node (everything is
-	// local); on a cluster, verifications at other brokers then fail, answered
-	// NOT_ENOUGH_REPLICAS (produce).
-	Peer func(ctx context.Context, broker int32, req kmsg.Request) (kmsg.Response, error)
 }
 
 // Broker serves the Kafka protocol on a transport: it implements transport.Handler and
@@ -121,8 +119,9 @@ type Broker struct {
 	coord        Coordinators
 	markers      *txn.MarkerWriter
 	pids         func() (int64, error)
-	async        func(fn func(ctx context.Context))                                               // Deps.Async
-	peer         func(ctx context.Context, broker int32, req kmsg.Request) (kmsg.Response, error) // Deps.Peer
+	txnVerify    TxnVerifier
+	headroom     func(req kmsg.Request) string      // Deps.FileHeadroom
+	async        func(fn func(ctx context.Context)) // Deps.Async
 
 	apiVersions []apiKeyEntry               // the table; ApiVersions advertises it less what the feature levels turn off (features_view.go)
 	feat        atomic.Pointer[featureView] // the feature levels the broker acts on (features_view.go)
@@ -149,8 +148,8 @@ func New(cfg Config, deps Deps, log *slog.Logger) (*Broker, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	if deps.View == nil || deps.Engine == nil || deps.Replicas == nil || deps.Controller == nil || deps.Topics == nil ||
-		deps.Coordinators == nil || deps.Async == nil || deps.ProducerIDs == nil {
-		return nil, errors.New("kafka: New needs an image view, an engine, a replica manager, a controller, topics, coordinators, producer ids and goroutines")
+		deps.Coordinators == nil || deps.TxnVerifier == nil || deps.Async == nil || deps.ProducerIDs == nil {
+		return nil, errors.New("kafka: New needs an image view, an engine, a replica manager, a controller, topics, coordinators, a transaction verifier, producer ids and goroutines")
 	}
 	if cfg.Static == nil {
 		cfg.Static = map[string]string{}
@@ -160,7 +159,7 @@ func New(cfg Config, deps Deps, log *slog.Logger) (*Broker, error) {
 	}
 	b := &Broker{cfg: cfg, log: log, eng: deps.Engine, meta: deps.View, ctrl: deps.Controller, controllerID: deps.ControllerID,
 		repl: deps.Replicas, topicMgr: deps.Topics, coord: deps.Coordinators, markers: deps.Markers, pids: deps.ProducerIDs,
-		async: deps.Async, peer: deps.Peer}
+		txnVerify: deps.TxnVerifier, headroom: deps.FileHeadroom, async: deps.Async}
 	if b.controllerID == nil {
 		b.controllerID = func() int32 { return -1 }
 	}

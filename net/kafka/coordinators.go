@@ -64,13 +64,3 @@ func (b *Broker) txnCoordinatorOr(fail func(code int16)) *txn.Coordinator {
 func (b *Broker) findTxnCoordinator(im *metadata.Image, key string) (int32, string, int32, int16) {
 	return b.leaderOfKey(im, txn.StateTopic, key, txn.PartitionFor)
 }
-
-// txnCoordinatorOf returns the broker leading id's __transaction_state partition in
-// the image (-1 when there is none).
-func (b *Broker) txnCoordinatorOf(id string) int32 {
-	leader, _, _, code := b.findTxnCoordinator(b.meta.Image(), id)
-	if code != 0 {
-		return -1
-	}
-	return leader
-}

@@ -1,10 +1,8 @@
 package kafka
 
 import (
-	"context"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -24,7 +22,8 @@ import (
 //	       open in the partition (and transaction.partition.verification.enable)
 //	all partitions that need it, one question to the transaction coordinator:
 //	    this node's (Coordinator.VerifyPartitions, inline) or another broker's
-//	    (AddPartitionsToTxn v4 VerifyOnly over Deps.Peer, from a goroutine)
+//	    (AddPartitionsToTxn v4 VerifyOnly over the peer client, from a goroutine):
+//	    Deps.TxnVerifier
 //	    ─▶ NONE: Log.CompleteTxnVerification(guard); else the partition's error:
 //	       PRODUCER_FENCED → INVALID_PRODUCER_EPOCH, TRANSACTION_ABORTABLE →
 //	       INVALID_TXN_STATE before Produce v11, NOT_COORDINATOR,
@@ -51,9 +50,17 @@ import (
 // sequence, a batch that would open a transaction without a verification:
 // INVALID_TXN_STATE) apply to every transactional batch.
 
-// markerTimeout bounds a verification at another broker's transaction coordinator
-// (Kafka's request.timeout.ms).
-const markerTimeout = 30 * time.Second
+// TxnVerifier asks the transaction coordinator of a transactional id about partitions
+// of its producer's transaction (the node's assembly, net/broker: Kafka's
+// AddPartitionsToTxnManager): with add false whether they are in it (KIP-890 part 1),
+// with add true to add them (part 2). The codes are the coordinator's, per partition;
+// none when it could not be asked or did not answer. Verify returns them and true
+// when it has them at once; otherwise false, and done gets them later, on a goroutine
+// of the node's. id is copied before Verify returns.
+type TxnVerifier interface {
+	Verify(id string, pid int64, epoch int16, tps []txn.TopicPartition, add bool,
+		done func(map[txn.TopicPartition]int16)) (map[txn.TopicPartition]int16, bool)
+}
 
 // txnProduceQueues holds the transactional ids with a produce request in process,
 // and the requests waiting behind it.
@@ -161,8 +168,9 @@ func (b *Broker) runTransactional(op *produceOp) {
 }
 
 // verifyTransactional lays out op's answer, resolves its partitions and starts the
-// verification they need. It reports true when op is done (appended or failed,
-// sealed); false when it waits for another broker's coordinator, whose answer
+// verification they need (Deps.TxnVerifier; from v12 the addition of the partitions
+// the producer has no transaction open in). It reports true when op is done (appended
+// or failed, sealed); false when it waits for the coordinator's answer, which
 // completes it and goes on with its id's queue. The transactional batches of a
 // request must all come from one producer id and epoch (else
 // INVALID_PRODUCER_ID_MAPPING for the others, as Kafka refuses a request with several).
@@ -201,76 +209,18 @@ func (b *Broker) verifyTransactional(op *produceOp) bool {
 		b.appendTransactional(op, parts)
 		return true
 	}
-	if add {
-		return b.addOnBehalf(op, parts, id, producer, check)
-	}
-	if c := b.coord.Txn(); c != nil && c.Status(id) == 0 {
-		b.applyVerification(op, parts, c.VerifyPartitions(id, producer.pid, producer.epoch, check))
-		b.appendTransactional(op, parts)
-		return true
-	}
-	coord := b.txnCoordinatorOf(id)
-	if coord < 0 || coord == b.cfg.NodeID || b.peer == nil {
-		// No coordinator in the image, or this node is named but has not loaded the
-		// partition yet: retriable.
-		b.applyVerification(op, parts, nil)
-		b.appendTransactional(op, parts)
-		return true
-	}
-	vreq := verifyRequest(id, producer, check)
-	id = vreq.Transactions[0].TransactionalID // a copy: op's frame goes once op is answered
-	b.async(func(ctx context.Context) {
-		ctx, cancel := context.WithTimeout(ctx, markerTimeout)
-		resp, err := b.peer(ctx, coord, vreq)
-		cancel()
-		if err != nil {
-			b.log.Debug("transaction verification failed", "transactional_id", id, "coordinator", coord, "err", err)
-		}
-		b.applyVerification(op, parts, verifyCodes(resp, err))
-		b.appendTransactional(op, parts)
-		b.runTransactional(b.txnProd.leave(id))
-	})
-	return false
-}
-
-// addOnBehalf asks the transaction coordinator to add check, the partitions of op
-// the producer has no transaction open in, to its transaction (Produce v12+), then
-// applies the answer and appends as verifyTransactional does. It reports true when op
-// is done inline (no coordinator to ask: retriable errors); false when the answer
-// completes op later, on a goroutine of its own, and goes on with id's queue.
-func (b *Broker) addOnBehalf(op *produceOp, parts []txnPart, id string, producer txnBatch, check []txn.TopicPartition) bool {
-	areq := addRequest(id, producer, check)
-	id = areq.Transactions[0].TransactionalID // a copy: op's frame goes once op is answered
-	finish := func(codes map[txn.TopicPartition]int16) {
+	id = strings.Clone(id) // op's frame goes once op is answered
+	codes, now := b.txnVerify.Verify(id, producer.pid, producer.epoch, check, add, func(codes map[txn.TopicPartition]int16) {
 		b.applyVerification(op, parts, codes)
 		b.appendTransactional(op, parts)
 		b.runTransactional(b.txnProd.leave(id))
-	}
-	if c := b.coord.Txn(); c != nil && c.Status(id) == 0 {
-		// The answer may come on replication's goroutine (the addition's append):
-		// the appends go on from one of the broker's.
-		c.AddPartitionsToTxn(areq, nil, func(resp *kmsg.AddPartitionsToTxnResponse) {
-			codes := verifyCodes(resp, nil)
-			b.async(func(context.Context) { finish(codes) })
-		})
+	})
+	if !now {
 		return false
 	}
-	coord := b.txnCoordinatorOf(id)
-	if coord < 0 || coord == b.cfg.NodeID || b.peer == nil {
-		b.applyVerification(op, parts, nil) // retriable, as for a verification
-		b.appendTransactional(op, parts)
-		return true
-	}
-	b.async(func(ctx context.Context) {
-		ctx, cancel := context.WithTimeout(ctx, markerTimeout)
-		resp, err := b.peer(ctx, coord, areq)
-		cancel()
-		if err != nil {
-			b.log.Debug("adding partitions to a transaction failed", "transactional_id", id, "coordinator", coord, "err", err)
-		}
-		finish(verifyCodes(resp, err))
-	})
-	return false
+	b.applyVerification(op, parts, codes)
+	b.appendTransactional(op, parts)
+	return true
 }
 
 // applyVerification applies the coordinator's codes to the partitions that waited
@@ -334,63 +284,4 @@ func (b *Broker) appendTransactional(op *produceOp, parts []txnPart) {
 		}
 	}
 	op.sealProduce(failed)
-}
-
-// verifyRequest asks the coordinator whether tps are in id's transaction of
-// producer: AddPartitionsToTxn v4 with VerifyOnly.
-func verifyRequest(id string, producer txnBatch, tps []txn.TopicPartition) *kmsg.AddPartitionsToTxnRequest {
-	return txnPartitionsRequest(4, true, id, producer, tps)
-}
-
-// addRequest asks the coordinator to add tps to id's transaction of producer (KIP-890
-// part 2): AddPartitionsToTxn v5 without VerifyOnly.
-func addRequest(id string, producer txnBatch, tps []txn.TopicPartition) *kmsg.AddPartitionsToTxnRequest {
-	return txnPartitionsRequest(5, false, id, producer, tps)
-}
-
-// txnPartitionsRequest is a broker's AddPartitionsToTxn (v4+) of one transaction.
-func txnPartitionsRequest(version int16, verifyOnly bool, id string, producer txnBatch, tps []txn.TopicPartition) *kmsg.AddPartitionsToTxnRequest {
-	req := kmsg.NewPtrAddPartitionsToTxnRequest()
-	req.SetVersion(version)
-	tr := kmsg.NewAddPartitionsToTxnRequestTransaction()
-	tr.TransactionalID, tr.ProducerID, tr.ProducerEpoch, tr.VerifyOnly = strings.Clone(id), producer.pid, producer.epoch, verifyOnly
-	for _, tp := range tps {
-		j := -1
-		for n := range tr.Topics {
-			if tr.Topics[n].Topic == tp.Topic {
-				j = n
-			}
-		}
-		if j < 0 {
-			t := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
-			t.Topic = tp.Topic
-			tr.Topics = append(tr.Topics, t)
-			j = len(tr.Topics) - 1
-		}
-		tr.Topics[j].Partitions = append(tr.Topics[j].Partitions, tp.Partition)
-	}
-	req.Transactions = []kmsg.AddPartitionsToTxnRequestTransaction{tr}
-	return req
-}
-
-// verifyCodes reads a verification answer: per partition its code (none when the
-// request failed or the answer carries a top-level error).
-func verifyCodes(resp kmsg.Response, err error) map[txn.TopicPartition]int16 {
-	ar, ok := resp.(*kmsg.AddPartitionsToTxnResponse)
-	if err != nil || !ok {
-		return nil
-	}
-	out := map[txn.TopicPartition]int16{}
-	for _, tr := range ar.Transactions {
-		for _, t := range tr.Topics {
-			for _, p := range t.Partitions {
-				code := p.ErrorCode
-				if ar.ErrorCode != 0 {
-					code = ar.ErrorCode
-				}
-				out[txn.TopicPartition{Topic: t.Topic, Partition: p.Partition}] = code
-			}
-		}
-	}
-	return out
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-broker/samsa/coordinator/configs"
+	"github.com/samsa-broker/samsa/coordinator/controller"
 	"github.com/samsa-broker/samsa/coordinator/metadata"
 	"github.com/samsa-broker/samsa/engine"
 	"github.com/samsa-broker/samsa/net/peer"
@@ -219,4 +220,20 @@ func stringPtr(s string) *string { return &s }
 // hostsReplica reports whether this node holds a replica of partition p.
 func (b *Broker) hostsReplica(p *metadata.PartitionImage) bool {
 	return slices.Contains(p.Replicas, b.cfg.NodeID)
+}
+
+// refuseForFiles answers r (CreateTopics, CreatePartitions) with POLICY_VIOLATION for
+// every topic when the request's new replicas on this broker do not fit under the open
+// file limit (Deps.FileHeadroom), and says whether it did.
+func (b *Broker) refuseForFiles(r *Request) bool {
+	if b.headroom == nil {
+		return false
+	}
+	msg := b.headroom(r.Body)
+	if msg == "" {
+		return false
+	}
+	b.log.Warn("refusing new partitions: open file limit", "detail", msg)
+	r.Respond(controller.ErrorResponse(r.Body, kerr.PolicyViolation.Code, msg))
+	return true
 }

@@ -1,4 +1,4 @@
-package kafka
+package broker
 
 // The descriptor check of CreateTopics and CreatePartitions: every partition this
 // broker hosts holds a descriptor per segment (engine.FilesPerNewLog for a new one),
@@ -17,13 +17,24 @@ package kafka
 import (
 	"fmt"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/samsa-broker/samsa/coordinator/controller"
 	"github.com/samsa-broker/samsa/coordinator/metadata"
 	"github.com/samsa-broker/samsa/engine"
 )
+
+// headroom is kafka.Deps.FileHeadroom: why this broker cannot host the partitions req
+// (a CreateTopics or CreatePartitions) would add here ("" when it can, when the limit
+// is unknown, or for another request).
+func (b *Broker) headroom(req kmsg.Request) string {
+	switch req := req.(type) {
+	case *kmsg.CreateTopicsRequest:
+		return b.fileHeadroom(b.createTopicsReplicas(req))
+	case *kmsg.CreatePartitionsRequest:
+		return b.fileHeadroom(b.createPartitionsReplicas(req))
+	}
+	return ""
+}
 
 // fileHeadroom says why this broker cannot host newReplicas more partitions
 // ("" when it can, or when the limit is unknown).
@@ -105,16 +116,4 @@ func (b *Broker) createPartitionsReplicas(req *kmsg.CreatePartitionsRequest) int
 		n += hostedShare(im, int(t.Count)-len(ti.Partitions), rf)
 	}
 	return n
-}
-
-// refuseForFiles answers r with POLICY_VIOLATION for every topic when the request's
-// new replicas do not fit under the open file limit, and says whether it did.
-func (b *Broker) refuseForFiles(r *Request, newReplicas int) bool {
-	msg := b.fileHeadroom(newReplicas)
-	if msg == "" {
-		return false
-	}
-	b.log.Warn("refusing new partitions: open file limit", "detail", msg)
-	r.Respond(controller.ErrorResponse(r.Body, kerr.PolicyViolation.Code, msg))
-	return true
 }
