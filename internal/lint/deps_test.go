@@ -72,7 +72,7 @@ var allowed = map[string][]string{
 	"net/authz": {"coordinator/acl", "coordinator/metadata", "coordinator/controller"},
 	// The protocol adapter and the node-to-node client may use everything below net
 	// (net/peer: net/auth, no I/O, whose server sessions its security tests dial).
-	"net/kafka":    {"engine/...", "purgatory", "replication/...", "coordinator/...", "net/transport", "net/peer", "net/auth", "net/authz", "net/quota", "net/fetchsession", "net/brokermetrics", "internal/..."},
+	"net/kafka":    {"engine/...", "purgatory", "replication/...", "coordinator/...", "net/transport", "net/peer", "net/auth", "net/authz", "net/quota", "net/fetchsession", "net/sharesession", "net/brokermetrics", "internal/..."},
 	"net/peer":     {"engine/...", "purgatory", "replication/...", "coordinator/...", "net/transport", "net/auth"},
 	"net/...":      {"engine/...", "purgatory", "replication/...", "coordinator/...", "net/...", "internal/..."},
 	"internal/...": {},
@@ -83,6 +83,9 @@ var allowed = map[string][]string{
 	// Fetch sessions (KIP-227, Kafka's FetchSessionCache): the partitions' logs and
 	// replicas (their quiet state), the image; no protocol layer, no purgatory.
 	"net/fetchsession": {"engine/...", "replication/...", "coordinator/metadata"},
+	// Share sessions (KIP-932, Kafka's ShareSessionCache): share partitions' keys and
+	// the connections that opened them; no protocol layer, no share partitions' state.
+	"net/sharesession": {"coordinator/share", "net/transport"},
 	// The broker's topic and cluster metrics, read from the image, the replica manager,
 	// the group coordinator and the logs; not the request metrics (net/kafka's).
 	"net/brokermetrics": {"engine", "replication", "coordinator/metadata", "coordinator/group"},
@@ -94,7 +97,7 @@ var allowed = map[string][]string{
 	// net/kafka's tests serve brokers assembled by net/broker, which imports net/kafka:
 	// an external test file hands the assembly to the package's tests.
 	"net/kafka" + externalTests: {"engine/...", "purgatory", "replication/...", "coordinator/...", "net/transport", "net/peer", "net/auth",
-		"net/authz", "net/quota", "net/fetchsession", "net/brokermetrics", "internal/...", "net/kafka", "net/broker"},
+		"net/authz", "net/quota", "net/fetchsession", "net/sharesession", "net/brokermetrics", "internal/...", "net/kafka", "net/broker"},
 
 	// Clients: they talk to brokers over the wire only.
 	"bench":           {},
@@ -263,6 +266,10 @@ func TestRules(t *testing.T) {
 		{"net/fetchsession", "coordinator/metadata", true},
 		{"net/fetchsession", "purgatory", false},
 		{"net/fetchsession", "net/kafka", false},
+		{"net/kafka", "net/sharesession", true},
+		{"net/sharesession", "coordinator/share", true},
+		{"net/sharesession", "net/kafka", false},
+		{"net/sharesession", "engine", false},
 		{"net/kafka", "net/brokermetrics", true},
 		{"net/brokermetrics", "coordinator/group", true},
 		{"net/brokermetrics", "net/kafka", false},

@@ -49,6 +49,7 @@ package kafka
 
 import (
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -59,6 +60,7 @@ import (
 
 	"github.com/samsa-broker/samsa/engine"
 	"github.com/samsa-broker/samsa/net/authz"
+	"github.com/samsa-broker/samsa/net/quota"
 	"github.com/samsa-broker/samsa/replication"
 )
 
@@ -127,11 +129,11 @@ func (op *produceOp) clearRequest() {
 
 // decodeProduce decodes r's frame into op.req. A body that does not parse closes the
 // connection, as the dispatcher does for kmsg-decoded APIs.
-func decodeProduce(b *Broker, r *Request, op *produceOp) bool {
+func decodeProduce(pr *producer, r *Request, op *produceOp) bool {
 	op.req.SetVersion(r.Header.Version)
 	if err := op.req.UnsafeReadFrom(r.Raw); err != nil {
-		b.metrics.rejected.Inc()
-		b.log.Debug("closing connection: bad request", "remote", r.Conn.RemoteAddr(), "key", r.Header.Key,
+		pr.metrics.rejected.Inc()
+		pr.log.Debug("closing connection: bad request", "remote", r.Conn.RemoteAddr(), "key", r.Header.Key,
 			"version", r.Header.Version, "err", fmt.Errorf("%w: Produce v%d: %w", ErrMalformedBody, r.Header.Version, err))
 		r.CloseConn()
 		return false
@@ -139,10 +141,28 @@ func decodeProduce(b *Broker, r *Request, op *produceOp) bool {
 	return true
 }
 
-func handleProduce(b *Broker, r *Request) {
+func handleProduce(b *Broker, r *Request) { b.produce.handle(r) }
+
+// producer is the Produce handler's part of the broker: what a request's partitions
+// are resolved, checked and appended with, the order of the transactional requests of
+// each transactional id, and their verification at the transaction coordinator
+// (produce_txn.go). Safe for concurrent use.
+type producer struct {
+	parts   partitions
+	route   routing
+	repl    *replication.Manager
+	quotas  *quota.Manager
+	metrics *metrics
+	log     *slog.Logger
+	verify  TxnVerifier      // Deps.TxnVerifier
+	txns    txnProduceQueues // transactional requests in verification
+}
+
+// handle serves one Produce request.
+func (pr *producer) handle(r *Request) {
 	v := r.Header.Version
 	op := produceOps.Get().(*produceOp)
-	if !decodeProduce(b, r, op) {
+	if !decodeProduce(pr, r, op) {
 		op.release()
 		return
 	}
@@ -153,19 +173,19 @@ func handleProduce(b *Broker, r *Request) {
 	}
 	op.resp.Default()
 	op.resp.SetVersion(v)
-	_, im := b.Image()
-	op.resp.ThrottleMillis = r.mute(b.quotas.Produce(im.ClientQuotas(), quotaClientOf(r), len(r.Raw))) // quotas.go
-	op.pr.Begin(b.repl, req.Acks, time.Duration(req.TimeoutMillis)*time.Millisecond, op.fin)
+	im := pr.parts.meta.Image()
+	op.resp.ThrottleMillis = r.mute(pr.quotas.Produce(im.ClientQuotas(), quotaClientOf(r), len(r.Raw))) // quotas.go
+	op.pr.Begin(pr.repl, req.Acks, time.Duration(req.TimeoutMillis)*time.Millisecond, op.fin)
 
 	var fixed *kerr.Error
 	if req.Acks != 0 && req.Acks != 1 && req.Acks != -1 {
 		fixed = kerr.InvalidRequiredAcks
 	}
 	if req.TransactionID != nil && fixed == nil {
-		b.produceTransactional(op) // produce_txn.go
+		pr.produceTransactional(op) // produce_txn.go
 		return
 	}
-	b.layoutProduce(op)
+	pr.layoutProduce(op)
 	failed := false
 	for i := range req.Topics {
 		rt := &req.Topics[i]
@@ -175,7 +195,7 @@ func handleProduce(b *Broker, r *Request) {
 			sp := &st.Partitions[j]
 			err := fixed
 			if err == nil {
-				err = b.producePartition(op, v, rt, rp, sp)
+				err = pr.producePartition(op, v, rt, rp, sp)
 			}
 			if err != nil {
 				failed = true
@@ -188,7 +208,7 @@ func handleProduce(b *Broker, r *Request) {
 
 // layoutProduce sizes op's answer to its request: a topic per request topic, a
 // partition per request partition, each without an offset yet.
-func (b *Broker) layoutProduce(op *produceOp) {
+func (pr *producer) layoutProduce(op *produceOp) {
 	req := &op.req
 	nparts := 0
 	for i := range req.Topics {
@@ -234,12 +254,12 @@ func (op *produceOp) sealProduce(failed bool) {
 
 // producePartition validates and appends one partition's records of a request
 // without a transactional id, recording the part in op.
-func (b *Broker) producePartition(op *produceOp, v int16, rt *kmsg.ProduceRequestTopic, rp *kmsg.ProduceRequestTopicPartition, sp *kmsg.ProduceResponseTopicPartition) *kerr.Error {
-	p, rep, _, ke := b.produceTarget(op, v, rt, rp, sp, false)
+func (pr *producer) producePartition(op *produceOp, v int16, rt *kmsg.ProduceRequestTopic, rp *kmsg.ProduceRequestTopicPartition, sp *kmsg.ProduceResponseTopicPartition) *kerr.Error {
+	p, rep, _, ke := pr.produceTarget(op, v, rt, rp, sp, false)
 	if ke != nil {
 		return ke
 	}
-	return b.produceAppend(op, v, p, rep, rp.Records, sp)
+	return pr.produceAppend(op, v, p, rep, rp.Records, sp)
 }
 
 // txnBatch is the first transactional batch of a partition's records.
@@ -256,20 +276,20 @@ type txnBatch struct {
 // transactional request (else TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as Kafka). It
 // returns this node's leader replica and the first transactional batch. A partition
 // this node does not lead gets the current leader in sp (KIP-951).
-func (b *Broker) produceTarget(op *produceOp, v int16, rt *kmsg.ProduceRequestTopic, rp *kmsg.ProduceRequestTopicPartition,
+func (pr *producer) produceTarget(op *produceOp, v int16, rt *kmsg.ProduceRequestTopic, rp *kmsg.ProduceRequestTopicPartition,
 	sp *kmsg.ProduceResponseTopicPartition, transactional bool) (Partition, *replication.Partition, txnBatch, *kerr.Error) {
 	var p Partition
 	var err error
 	var first txnBatch
 	if v >= 13 {
-		p, err = b.LookupPartitionByID(rt.TopicID, rp.Partition)
+		p, err = pr.parts.LookupByID(rt.TopicID, rp.Partition)
 	} else {
-		p, err = b.LookupPartition(rt.Topic, rp.Partition)
+		p, err = pr.parts.Lookup(rt.Topic, rp.Partition)
 	}
 	if err != nil {
 		ke := engineErr(err)
 		if ke == kerr.NotLeaderForPartition && p.Topic != nil {
-			b.notLeader(op, v, p, sp)
+			pr.notLeader(op, v, p, sp)
 		}
 		return p, nil, first, ke
 	}
@@ -309,10 +329,10 @@ func (b *Broker) produceTarget(op *produceOp, v int16, rt *kmsg.ProduceRequestTo
 			return p, nil, first, ke
 		}
 	}
-	rep, ke := b.replicaOf(&p)
+	rep, ke := p.leader()
 	if ke != nil {
 		if ke == kerr.NotLeaderForPartition {
-			b.notLeader(op, v, p, sp)
+			pr.notLeader(op, v, p, sp)
 		}
 		return p, nil, first, ke
 	}
@@ -357,19 +377,19 @@ func keylessRecords(p Partition, recs []byte, sp *kmsg.ProduceResponseTopicParti
 }
 
 // produceAppend appends recs to rep, recording the part in op.
-func (b *Broker) produceAppend(op *produceOp, v int16, p Partition, rep *replication.Partition, recs []byte, sp *kmsg.ProduceResponseTopicPartition) *kerr.Error {
+func (pr *producer) produceAppend(op *produceOp, v int16, p Partition, rep *replication.Partition, recs []byte, sp *kmsg.ProduceResponseTopicPartition) *kerr.Error {
 	i, err := op.pr.Append(rep, recs)
 	if err != nil {
-		b.log.Debug("produce refused", "topic", p.Topic.Name, "partition", p.Index, "err", err)
+		pr.log.Debug("produce refused", "topic", p.Topic.Name, "partition", p.Index, "err", err)
 		ke := engineErr(err)
-		b.metrics.topics.ProduceFailed(p.Topic.Name, ke) // net/brokermetrics
+		pr.metrics.topics.ProduceFailed(p.Topic.Name, ke) // net/brokermetrics
 		if ke == kerr.NotLeaderForPartition {
-			b.notLeader(op, v, p, sp)
+			pr.notLeader(op, v, p, sp)
 		}
 		return ke
 	}
 	res := op.pr.Part(i).Result
-	b.metrics.topics.Produced(p.Topic.Name, len(recs), res) // net/brokermetrics
+	pr.metrics.topics.Produced(p.Topic.Name, len(recs), res) // net/brokermetrics
 	sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = res.BaseOffset, res.LogAppendTime, res.LogStartOffset
 	op.slots = append(op.slots, sp)
 	return nil
@@ -377,13 +397,13 @@ func (b *Broker) produceAppend(op *produceOp, v int16, p Partition, rep *replica
 
 // notLeader fills the current leader of p into sp and, from v10, the leader's endpoint
 // into the response's NodeEndpoints (KIP-951).
-func (b *Broker) notLeader(op *produceOp, v int16, p Partition, sp *kmsg.ProduceResponseTopicPartition) {
-	id, epoch := b.leaderOf(engine.TopicPartition{Topic: p.Topic.Name, Partition: p.Index}, p.Image)
+func (pr *producer) notLeader(op *produceOp, v int16, p Partition, sp *kmsg.ProduceResponseTopicPartition) {
+	id, epoch := pr.parts.leaderOf(engine.TopicPartition{Topic: p.Topic.Name, Partition: p.Index}, p.Image)
 	sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = id, epoch
 	if v < 10 || id < 0 || slices.ContainsFunc(op.resp.Brokers, func(br kmsg.ProduceResponseBroker) bool { return br.NodeID == id }) {
 		return
 	}
-	if host, port, rack, ok := b.LeaderEndpoint(op.r, id); ok {
+	if host, port, rack, ok := pr.route.LeaderEndpoint(op.r, id); ok {
 		br := kmsg.NewProduceResponseBroker()
 		br.NodeID, br.Host, br.Port, br.Rack = id, host, port, rack
 		op.resp.Brokers = append(op.resp.Brokers, br)

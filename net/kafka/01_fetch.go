@@ -283,9 +283,9 @@ func (op *fetchOp) resolve(p *fetchPart) bool {
 	var part Partition
 	var err error
 	if op.v >= 13 {
-		part, err = op.b.LookupPartitionByID(p.id, p.partition)
+		part, err = op.b.parts.LookupByID(p.id, p.partition)
 	} else {
-		part, err = op.b.LookupPartition(p.topic, p.partition)
+		part, err = op.b.parts.Lookup(p.topic, p.partition)
 	}
 	p.leaderID, p.leaderEpoch = part.Image.Leader, part.Image.LeaderEpoch
 	if err != nil {
@@ -293,21 +293,21 @@ func (op *fetchOp) resolve(p *fetchPart) bool {
 		if part.Topic == nil {
 			p.leaderID, p.leaderEpoch = -1, -1
 		} else {
-			p.leaderID, p.leaderEpoch = op.b.leaderOf(engine.TopicPartition{Topic: part.Topic.Name, Partition: part.Index}, part.Image)
+			p.leaderID, p.leaderEpoch = op.b.parts.leaderOf(engine.TopicPartition{Topic: part.Topic.Name, Partition: part.Index}, part.Image)
 		}
 		return false
 	}
-	rep, ke := op.b.replicaOf(&part)
+	rep, ke := part.leader()
 	if ke != nil {
 		p.err = ke
-		p.leaderID, p.leaderEpoch = op.b.leaderOf(engine.TopicPartition{Topic: part.Topic.Name, Partition: part.Index}, part.Image)
+		p.leaderID, p.leaderEpoch = op.b.parts.leaderOf(engine.TopicPartition{Topic: part.Topic.Name, Partition: part.Index}, part.Image)
 		return false
 	}
 	p.rep = rep
 	if !op.replica {
 		if err := rep.CheckLeader(p.curEpoch); err != nil {
 			p.err = engineErr(err)
-			p.leaderID, p.leaderEpoch = op.b.leaderOf(rep.TopicPartition(), part.Image)
+			p.leaderID, p.leaderEpoch = op.b.parts.leaderOf(rep.TopicPartition(), part.Image)
 			return false
 		}
 	} // a follower's epoch is FollowerFetch's to check, in gather
@@ -355,7 +355,7 @@ func (op *fetchOp) gather() (bytes int64, done bool) {
 			if err != nil {
 				p.code = engineErr(err).Code
 				if p.code == kerr.NotLeaderForPartition.Code {
-					p.leaderID, p.leaderEpoch = op.b.leaderOf(p.rep.TopicPartition(), metadata.PartitionImage{Leader: -1, LeaderEpoch: -1})
+					p.leaderID, p.leaderEpoch = op.b.parts.leaderOf(p.rep.TopicPartition(), metadata.PartitionImage{Leader: -1, LeaderEpoch: -1})
 				}
 				done = true
 				continue

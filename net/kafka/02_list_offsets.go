@@ -61,11 +61,11 @@ func handleListOffsets(b *Broker, r *Request) {
 }
 
 func (b *Broker) listOffset(v int16, replicaID int32, isolation int8, topic string, rp *kmsg.ListOffsetsRequestTopicPartition, sp *kmsg.ListOffsetsResponseTopicPartition) *kerr.Error {
-	p, err := b.LookupPartition(topic, rp.Partition)
+	p, err := b.parts.Lookup(topic, rp.Partition)
 	if err != nil {
 		return engineErr(err)
 	}
-	rep, ke := b.replicaOf(&p)
+	rep, ke := p.leader()
 	if ke != nil {
 		return ke
 	}

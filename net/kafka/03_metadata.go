@@ -100,10 +100,10 @@ func (b *Broker) metadataResponseFrom(im *metadata.Image, r *Request, req *kmsg.
 		if bi.Fenced {
 			continue
 		}
-		host, port := b.endpointFor(r, bi)
+		host, port := b.route.endpointFor(r, bi)
 		resp.Brokers = append(resp.Brokers, kmsg.MetadataResponseBroker{NodeID: bi.ID, Host: host, Port: port, Rack: bi.Rack})
 	}
-	resp.ControllerID = b.advertisedController(im)
+	resp.ControllerID = b.route.advertisedController(im)
 	offline := b.dirs.offline()
 	if all {
 		for _, t := range im.Topics() {
@@ -179,28 +179,6 @@ func (b *Broker) metadataTopic(im *metadata.Image, t *metadata.TopicImage, offli
 		mt.Partitions = append(mt.Partitions, mp)
 	}
 	return mt
-}
-
-// endpoint is the address a client is told for broker bi: its endpoint of the
-// advertised listener, else its first.
-func (b *Broker) endpoint(bi metadata.BrokerImage) (string, int32) {
-	if e, ok := bi.Endpoint(b.cfg.Listener); ok {
-		return e.Host, e.Port
-	}
-	return bi.Host, bi.Port
-}
-
-// advertisedController is the ControllerID clients are told: the active controller if
-// it is a live broker, else the lowest live broker (which forwards), else -1.
-func (b *Broker) advertisedController(im *metadata.Image) int32 {
-	live := im.UnfencedBrokers()
-	if id := b.controllerID(); id >= 0 && slices.Contains(live, id) {
-		return id
-	}
-	if len(live) > 0 {
-		return live[0]
-	}
-	return -1
 }
 
 // dirHealth caches the failed log directories. The engine reports them only with

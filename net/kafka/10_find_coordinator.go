@@ -37,11 +37,9 @@ import (
 	"context"
 	"net"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-broker/samsa/coordinator/group"
-	"github.com/samsa-broker/samsa/coordinator/metadata"
 	"github.com/samsa-broker/samsa/coordinator/txn"
 	"github.com/samsa-broker/samsa/net/authz"
 )
@@ -75,7 +73,7 @@ func handleFindCoordinator(b *Broker, r *Request) {
 			if err := b.topicMgr.EnsureInternal(ctx, txn.StateTopic); err != nil {
 				b.log.Warn("creating __transaction_state", "err", err)
 			}
-			r.Respond(b.findCoordinatorResponse(req, keys))
+			r.Respond(b.route.findCoordinatorResponse(req, keys))
 		})
 		return
 	}
@@ -86,66 +84,9 @@ func handleFindCoordinator(b *Broker, r *Request) {
 			if err := b.topicMgr.EnsureInternal(ctx, group.OffsetsTopic); err != nil {
 				b.log.Warn("creating __consumer_offsets", "err", err)
 			}
-			r.Respond(b.findCoordinatorResponse(req, keys))
+			r.Respond(b.route.findCoordinatorResponse(req, keys))
 		})
 		return
 	}
-	r.Respond(b.findCoordinatorResponse(req, keys))
-}
-
-func (b *Broker) findCoordinatorResponse(req *kmsg.FindCoordinatorRequest, keys []string) *kmsg.FindCoordinatorResponse {
-	resp := kmsg.NewPtrFindCoordinatorResponse()
-	resp.Version = req.Version
-	im := b.meta.Image()
-	for _, key := range keys {
-		rc := kmsg.NewFindCoordinatorResponseCoordinator()
-		rc.Key, rc.NodeID, rc.Port = key, -1, -1
-		id, host, port, code := b.findCoordinator(im, req.CoordinatorType, key)
-		if code == 0 {
-			rc.NodeID, rc.Host, rc.Port = id, host, port
-		} else {
-			rc.ErrorCode = code
-			msg := kerr.ErrorForCode(code).Error()
-			rc.ErrorMessage = &msg
-		}
-		resp.Coordinators = append(resp.Coordinators, rc)
-	}
-	if req.Version < 4 && len(resp.Coordinators) == 1 {
-		rc := resp.Coordinators[0]
-		resp.ErrorCode, resp.ErrorMessage = rc.ErrorCode, rc.ErrorMessage
-		resp.NodeID, resp.Host, resp.Port = rc.NodeID, rc.Host, rc.Port
-		resp.Coordinators = nil
-	}
-	return resp
-}
-
-// findCoordinator returns the broker coordinating key, or the error code.
-func (b *Broker) findCoordinator(im *metadata.Image, keyType int8, key string) (int32, string, int32, int16) {
-	switch keyType {
-	case 0: // group
-		return b.leaderOfKey(im, group.OffsetsTopic, key, group.PartitionFor)
-	case 1: // transaction (txns.go)
-		return b.findTxnCoordinator(im, key)
-	}
-	return -1, "", -1, kerr.InvalidRequest.Code
-}
-
-// leaderOfKey returns the leader of key's partition of the internal topic (the
-// coordinator of key), with its endpoint, or the error code: INVALID_REQUEST for an
-// empty key, COORDINATOR_NOT_AVAILABLE while the topic or a live leader is missing.
-func (b *Broker) leaderOfKey(im *metadata.Image, topic, key string, partitionFor func(string, int32) int32) (int32, string, int32, int16) {
-	if key == "" {
-		return -1, "", -1, kerr.InvalidRequest.Code
-	}
-	t, ok := im.Topic(topic)
-	if !ok || len(t.Partitions) == 0 {
-		return -1, "", -1, kerr.CoordinatorNotAvailable.Code
-	}
-	leader := t.Partitions[partitionFor(key, int32(len(t.Partitions)))].Leader
-	bi, ok := im.Broker(leader)
-	if leader < 0 || !ok || bi.Fenced {
-		return -1, "", -1, kerr.CoordinatorNotAvailable.Code
-	}
-	host, port := b.endpoint(bi)
-	return leader, host, port, 0
+	r.Respond(b.route.findCoordinatorResponse(req, keys))
 }

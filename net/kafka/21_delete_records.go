@@ -39,12 +39,12 @@ func handleDeleteRecords(b *Broker, r *Request) {
 			rp := &rt.Partitions[j]
 			sp := &st.Partitions[j]
 			sp.Partition, sp.LowWatermark = rp.Partition, -1
-			p, err := b.LookupPartition(rt.Topic, rp.Partition)
+			p, err := b.parts.Lookup(rt.Topic, rp.Partition)
 			if err != nil {
 				sp.ErrorCode = engineErr(err).Code
 				continue
 			}
-			if rep, ke := b.replicaOf(&p); ke != nil {
+			if rep, ke := p.leader(); ke != nil {
 				sp.ErrorCode = ke.Code
 				continue
 			} else if err := rep.CheckLeader(-1); err != nil {

@@ -32,12 +32,12 @@ func handleOffsetForLeaderEpoch(b *Broker, r *Request) {
 			rp := &rt.Partitions[j]
 			sp := &st.Partitions[j]
 			sp.Partition, sp.LeaderEpoch, sp.EndOffset = rp.Partition, -1, -1
-			p, err := b.LookupPartition(rt.Topic, rp.Partition)
+			p, err := b.parts.Lookup(rt.Topic, rp.Partition)
 			if err != nil {
 				sp.ErrorCode = engineErr(err).Code
 				continue
 			}
-			rep, ke := b.replicaOf(&p)
+			rep, ke := p.leader()
 			if ke != nil {
 				sp.ErrorCode = ke.Code
 				continue

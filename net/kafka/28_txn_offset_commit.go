@@ -131,7 +131,7 @@ func handleTxnOffsetCommit(b *Broker, r *Request) {
 		})
 	}
 	p := c.PartitionFor(req.Group)
-	part, err := b.LookupPartition(group.OffsetsTopic, p)
+	part, err := b.parts.Lookup(group.OffsetsTopic, p)
 	if err != nil || part.Log == nil {
 		commit() // the coordinator answers (NOT_COORDINATOR)
 		return
@@ -171,7 +171,7 @@ func handleTxnOffsetCommit(b *Broker, r *Request) {
 		all(code)
 	}
 	tps := []txn.TopicPartition{tp}
-	if codes, now := b.txnVerify.Verify(req.TransactionalID, req.ProducerID, req.ProducerEpoch, tps, add, verified); now {
+	if codes, now := b.produce.verify.Verify(req.TransactionalID, req.ProducerID, req.ProducerEpoch, tps, add, verified); now {
 		verified(codes)
 	}
 }

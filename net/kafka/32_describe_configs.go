@@ -89,14 +89,14 @@ func (b *Broker) describeResource(im *metadata.Image, res kmsg.DescribeConfigsRe
 		if _, ok := im.Topic(res.ResourceName); !ok {
 			return nil, errf(kerr.UnknownTopicOrPartition, "topic %q does not exist", res.ResourceName)
 		}
-		l := b.layers(im, res.ResourceName)
+		l := b.keys.layers(im, res.ResourceName)
 		for _, d := range configs.TopicDefs {
 			if wanted(res.ConfigNames, d.Name) {
 				out = append(out, entry(d, l.ResolveTopic(d, syn)))
 			}
 		}
 	case kmsg.ConfigResourceTypeBroker:
-		l := b.layers(im, "")
+		l := b.keys.layers(im, "")
 		switch res.ResourceName {
 		case strconv.Itoa(int(b.cfg.NodeID)):
 			for _, d := range configs.BrokerDefs {
@@ -136,7 +136,7 @@ func (b *Broker) describeResource(im *metadata.Image, res kmsg.DescribeConfigsRe
 		if res.ResourceName == "" {
 			return nil, errf(kerr.InvalidRequest, "group name must not be empty")
 		}
-		l := b.groupLayers(im, res.ResourceName)
+		l := b.keys.groupLayers(im, res.ResourceName)
 		for _, d := range configs.GroupDefs {
 			if wanted(res.ConfigNames, d.Name) {
 				out = append(out, entry(d, l.ResolveGroup(d, syn)))

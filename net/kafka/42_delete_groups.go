@@ -213,7 +213,7 @@ func (b *Broker) deleteShareGroupsState(c *group.Coordinator, groups []string, d
 	im := b.meta.Image()
 	for _, id := range groups {
 		topics, _, ok := c.ShareStatePartitions(id)
-		if !ok || b.shares == nil || !b.sharesEnabled() {
+		if !ok || b.shares == nil || !b.features().share {
 			continue
 		}
 		for _, t := range topics {

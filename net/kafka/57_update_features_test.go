@@ -167,7 +167,7 @@ func TestUpdateFeaturesVersions(t *testing.T) {
 	if fin, keys, _ := finalizedAt(t, tb.addr); fin["share.version"] != 0 || fin["metadata.version"] != 33 || keys[76] || keys[78] {
 		t.Fatalf("after share.version 0: %v, share APIs advertised %v", fin, keys[76])
 	}
-	if tb.b.sharesEnabled() {
+	if tb.b.features().share {
 		t.Fatal("share groups still served")
 	}
 	r := upd(0, "transaction.version", 1, false)

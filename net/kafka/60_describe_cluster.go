@@ -39,12 +39,12 @@ func handleDescribeCluster(b *Broker, r *Request) {
 	}
 	im := b.meta.Image()
 	resp.ClusterID = b.cfg.ClusterID
-	resp.ControllerID = b.advertisedController(im)
+	resp.ControllerID = b.route.advertisedController(im)
 	for _, bi := range im.Brokers() {
 		if bi.Fenced && !(r.Header.Version >= 2 && req.IncludeFencedBrokers) {
 			continue
 		}
-		host, port := b.endpointFor(r, bi)
+		host, port := b.route.endpointFor(r, bi)
 		resp.Brokers = append(resp.Brokers, kmsg.DescribeClusterResponseBroker{NodeID: bi.ID, Host: host, Port: port, Rack: bi.Rack, IsFenced: bi.Fenced})
 	}
 	r.Respond(resp)

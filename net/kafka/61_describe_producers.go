@@ -29,9 +29,9 @@ func handleDescribeProducers(b *Broker, r *Request) {
 		for _, i := range t.Partitions {
 			rp := kmsg.NewDescribeProducersResponseTopicPartition()
 			rp.Partition = i
-			p, err := b.LookupPartition(t.Topic, i)
+			p, err := b.parts.Lookup(t.Topic, i)
 			if err == nil {
-				_, ke := b.replicaOf(&p)
+				_, ke := p.leader()
 				if ke != nil {
 					err = ke
 				}

@@ -43,7 +43,7 @@ func handleConsumerGroupHeartbeat(b *Broker, r *Request) {
 		resp.Version, resp.ErrorCode = req.Version, code
 		r.Respond(resp)
 	}
-	if !b.consumerProtocol() {
+	if !b.features().consumer {
 		fail(kerr.UnsupportedVersion.Code)
 		return
 	}

@@ -461,10 +461,10 @@ func TestConsumerGroupConfigKeys(t *testing.T) {
 	// a client that sends one anyway is answered UNSUPPORTED_VERSION.
 	off := startTestBroker(t, testBrokerOptions{Static: map[string]string{"group.coordinator.rebalance.protocols": "classic"}})
 	for _, key := range []int16{consumerGroupHeartbeatKey, consumerGroupDescribeKey} {
-		if slices.ContainsFunc(off.b.advertisedAPIs(), func(e apiKeyEntry) bool { return e.ApiKey == key }) {
+		if slices.ContainsFunc(off.b.features().advertised, func(e apiKeyEntry) bool { return e.ApiKey == key }) {
 			t.Errorf("ApiVersions lists %d with the consumer protocol off", key)
 		}
-		if !slices.ContainsFunc(tb.b.advertisedAPIs(), func(e apiKeyEntry) bool { return e.ApiKey == key }) {
+		if !slices.ContainsFunc(tb.b.features().advertised, func(e apiKeyEntry) bool { return e.ApiKey == key }) {
 			t.Errorf("ApiVersions does not list %d with the consumer protocol on", key)
 		}
 	}

@@ -38,7 +38,7 @@ func handleConsumerGroupDescribe(b *Broker, r *Request) {
 		}
 		r.Respond(resp)
 	}
-	if !b.consumerProtocol() {
+	if !b.features().consumer {
 		fail(kerr.UnsupportedVersion.Code)
 		return
 	}

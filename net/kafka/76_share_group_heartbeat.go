@@ -36,7 +36,7 @@ func handleShareGroupHeartbeat(b *Broker, r *Request) {
 		resp.Version, resp.ErrorCode = req.Version, code
 		r.Respond(resp)
 	}
-	if !b.sharesEnabled() {
+	if !b.features().share {
 		fail(kerr.UnsupportedVersion.Code)
 		return
 	}

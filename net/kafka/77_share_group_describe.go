@@ -32,7 +32,7 @@ func handleShareGroupDescribe(b *Broker, r *Request) {
 		}
 		r.Respond(resp)
 	}
-	if !b.sharesEnabled() {
+	if !b.features().share {
 		fail(kerr.UnsupportedVersion.Code)
 		return
 	}

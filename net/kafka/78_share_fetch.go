@@ -8,7 +8,7 @@
 // (the group's share.record.lock.duration.ms, else group.share.record.lock.duration.ms).
 //
 // Behaviour:
-//   - Share sessions (shares_session.go): ShareSessionEpoch 0 opens the member's
+//   - Share sessions (net/sharesession): ShareSessionEpoch 0 opens the member's
 //     session on this broker with the request's partitions (acknowledgements there are
 //     refused: INVALID_REQUEST), later epochs must follow the previous answer's
 //     (INVALID_SHARE_SESSION_EPOCH, SHARE_SESSION_NOT_FOUND) and add Topics and remove
@@ -57,6 +57,7 @@ import (
 	"github.com/samsa-broker/samsa/coordinator/share"
 	"github.com/samsa-broker/samsa/engine"
 	"github.com/samsa-broker/samsa/net/authz"
+	"github.com/samsa-broker/samsa/net/sharesession"
 	"github.com/samsa-broker/samsa/purgatory"
 )
 
@@ -87,19 +88,19 @@ type sharePart struct {
 
 // resolve finds p's log on this node, its leader; false (p.code set) when this node
 // cannot serve it.
-func (b *Broker) shareResolve(p *sharePart) bool {
+func (s *shareState) resolve(p *sharePart) bool {
 	p.leaderID, p.leaderEpoch = -1, -1
-	part, err := b.LookupPartitionByID(metadata.UUID(p.key.TopicID), p.key.Partition)
+	part, err := s.parts.LookupByID(metadata.UUID(p.key.TopicID), p.key.Partition)
 	if err != nil {
 		p.code = engineErr(err).Code
 		if part.Topic != nil {
-			p.leaderID, p.leaderEpoch = b.leaderOf(engine.TopicPartition{Topic: part.Topic.Name, Partition: part.Index}, part.Image)
+			p.leaderID, p.leaderEpoch = s.parts.leaderOf(engine.TopicPartition{Topic: part.Topic.Name, Partition: part.Index}, part.Image)
 		}
 		return false
 	}
-	if _, ke := b.replicaOf(&part); ke != nil {
+	if _, ke := part.leader(); ke != nil {
 		p.code = ke.Code
-		p.leaderID, p.leaderEpoch = b.leaderOf(engine.TopicPartition{Topic: part.Topic.Name, Partition: part.Index}, part.Image)
+		p.leaderID, p.leaderEpoch = s.parts.leaderOf(engine.TopicPartition{Topic: part.Topic.Name, Partition: part.Index}, part.Image)
 		return false
 	}
 	p.log, p.epoch = part.Log, part.Image.LeaderEpoch
@@ -119,9 +120,9 @@ func shareAckCode(err error) int16 {
 	return kerr.RequestTimedOut.Code // not durable: the client may retry
 }
 
-// shareAcknowledge applies the acknowledgements of parts (those with hasAcks) and
+// acknowledge applies the acknowledgements of parts (those with hasAcks) and
 // calls done once all are durable or failed, each part's ackCode set.
-func (b *Broker) shareAcknowledge(member string, parts []*sharePart, allowRenew bool, done func()) {
+func (s *shareState) acknowledge(member string, parts []*sharePart, allowRenew bool, done func()) {
 	var mu sync.Mutex
 	left := 1
 	finish := func() {
@@ -137,7 +138,7 @@ func (b *Broker) shareAcknowledge(member string, parts []*sharePart, allowRenew 
 		if !p.hasAcks {
 			continue
 		}
-		if p.log == nil && p.code == 0 && !b.shareResolve(p) {
+		if p.log == nil && p.code == 0 && !s.resolve(p) {
 			p.ackCode = p.code
 			continue
 		}
@@ -148,7 +149,7 @@ func (b *Broker) shareAcknowledge(member string, parts []*sharePart, allowRenew 
 		mu.Lock()
 		left++
 		mu.Unlock()
-		b.shares.mgr.Acknowledge(p.key, p.epoch, member, p.acks, allowRenew, func(err error) {
+		s.mgr.Acknowledge(p.key, p.epoch, member, p.acks, allowRenew, func(err error) {
 			p.ackCode = shareAckCode(err)
 			finish()
 		})
@@ -196,7 +197,7 @@ func handleShareFetch(b *Broker, r *Request) {
 		resp.Version, resp.ErrorCode = req.Version, code
 		r.Respond(resp)
 	}
-	if !b.sharesEnabled() {
+	if !b.features().share {
 		fail(kerr.UnsupportedVersion.Code)
 		return
 	}
@@ -269,7 +270,7 @@ func handleShareFetch(b *Broker, r *Request) {
 	}
 
 	// The session.
-	sk := shareSessionKey{group: groupID, member: member}
+	sk := sharesession.Key{Group: groupID, Member: member}
 	now := time.Now()
 	var sessionKeys, released []share.Key
 	switch epoch := req.ShareSessionEpoch; {
@@ -280,16 +281,16 @@ func handleShareFetch(b *Broker, r *Request) {
 				return
 			}
 		}
-		_, replaced, code := b.shares.ses.open(sk, r.Conn, keys, now)
+		_, replaced, code := b.shares.ses.Open(sk, r.Conn, keys, now)
 		released = replaced
 		if code != 0 {
-			b.shareRelease(member, released)
+			b.shares.release(member, released)
 			fail(code)
 			return
 		}
 		sessionKeys = keys
 	case epoch == -1:
-		parts, code := b.shares.ses.close(sk)
+		parts, code := b.shares.ses.Close(sk)
 		if code != 0 {
 			fail(code)
 			return
@@ -297,7 +298,7 @@ func handleShareFetch(b *Broker, r *Request) {
 		op.final = true
 		released = parts
 	default:
-		parts, removed, code := b.shares.ses.next(sk, epoch, keys, forget, now)
+		parts, removed, code := b.shares.ses.Next(sk, epoch, keys, forget, now)
 		if code != 0 {
 			fail(code)
 			return
@@ -320,9 +321,9 @@ func handleShareFetch(b *Broker, r *Request) {
 		}
 	}
 	all := append(append([]*sharePart(nil), op.parts...), op.ackOnly...)
-	b.shareAcknowledge(member, all, renew, func() {
+	b.shares.acknowledge(member, all, renew, func() {
 		// Released after the acknowledgements: a final request's acks settle first.
-		b.shareRelease(member, released)
+		b.shares.release(member, released)
 		op.fetchOrPark()
 	})
 }
@@ -336,14 +337,14 @@ func containsPart(ps []*sharePart, p *sharePart) bool {
 	return false
 }
 
-// shareRelease releases what member holds in the share partitions keys, and evicts
+// release releases what member holds in the share partitions keys, and evicts
 // from memory those no share session uses any more (share.Manager.Evict).
-func (b *Broker) shareRelease(member string, keys []share.Key) {
+func (s *shareState) release(member string, keys []share.Key) {
 	for _, k := range keys {
-		b.shares.mgr.ReleaseMember(k, member)
+		s.mgr.ReleaseMember(k, member)
 	}
-	for _, k := range b.shares.ses.unused(keys) {
-		b.shares.mgr.Evict(k)
+	for _, k := range s.ses.Unused(keys) {
+		s.mgr.Evict(k)
 	}
 }
 
@@ -380,7 +381,7 @@ func (op *shareFetchOp) gather() int {
 		if p.code != 0 || left <= 0 || bytesLeft <= 0 {
 			continue
 		}
-		if p.log == nil && !b.shareResolve(p) {
+		if p.log == nil && !b.shares.resolve(p) {
 			continue
 		}
 		l := p.log
@@ -569,7 +570,7 @@ func (op *shareFetchOp) respond() {
 			if p.code == kerr.NotLeaderForPartition.Code || p.code == kerr.FencedLeaderEpoch.Code {
 				rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = p.leaderID, p.leaderEpoch
 				if p.leaderID >= 0 && !endpoints[p.leaderID] {
-					if host, port, rack, ok := b.LeaderEndpoint(op.r, p.leaderID); ok {
+					if host, port, rack, ok := b.route.LeaderEndpoint(op.r, p.leaderID); ok {
 						endpoints[p.leaderID] = true
 						resp.NodeEndpoints = append(resp.NodeEndpoints, kmsg.ShareFetchResponseNodeEndpoint{NodeID: p.leaderID, Host: host, Port: port, Rack: rack})
 					}

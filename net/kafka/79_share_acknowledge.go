@@ -23,6 +23,7 @@ import (
 
 	"github.com/samsa-broker/samsa/coordinator/share"
 	"github.com/samsa-broker/samsa/net/authz"
+	"github.com/samsa-broker/samsa/net/sharesession"
 )
 
 func init() {
@@ -36,7 +37,7 @@ func handleShareAcknowledge(b *Broker, r *Request) {
 		resp.Version, resp.ErrorCode = req.Version, code
 		r.Respond(resp)
 	}
-	if !b.sharesEnabled() {
+	if !b.features().share {
 		fail(kerr.UnsupportedVersion.Code)
 		return
 	}
@@ -84,21 +85,21 @@ func handleShareAcknowledge(b *Broker, r *Request) {
 			parts = append(parts, p)
 		}
 	}
-	sk := shareSessionKey{group: groupID, member: member}
+	sk := sharesession.Key{Group: groupID, Member: member}
 	var released []share.Key
 	if req.ShareSessionEpoch == -1 {
-		ps, code := b.shares.ses.close(sk)
+		ps, code := b.shares.ses.Close(sk)
 		if code != 0 {
 			fail(code)
 			return
 		}
 		released = ps
-	} else if code := b.shares.ses.check(sk, req.ShareSessionEpoch, time.Now()); code != 0 {
+	} else if code := b.shares.ses.Check(sk, req.ShareSessionEpoch, time.Now()); code != 0 {
 		fail(code)
 		return
 	}
-	b.shareAcknowledge(member, parts, renew, func() {
-		b.shareRelease(member, released)
+	b.shares.acknowledge(member, parts, renew, func() {
+		b.shares.release(member, released)
 		resp := kmsg.NewPtrShareAcknowledgeResponse()
 		resp.Version = req.Version
 		resp.AcquisitionLockTimeoutMillis = int32(b.shares.mgr.LockDuration(groupID) / time.Millisecond)
@@ -119,7 +120,7 @@ func handleShareAcknowledge(b *Broker, r *Request) {
 			if p.ackCode == kerr.NotLeaderForPartition.Code {
 				rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = p.leaderID, p.leaderEpoch
 				if p.leaderID >= 0 && !endpoints[p.leaderID] {
-					if host, port, rack, ok := b.LeaderEndpoint(r, p.leaderID); ok {
+					if host, port, rack, ok := b.route.LeaderEndpoint(r, p.leaderID); ok {
 						endpoints[p.leaderID] = true
 						resp.NodeEndpoints = append(resp.NodeEndpoints, kmsg.ShareAcknowledgeResponseNodeEndpoint{NodeID: p.leaderID, Host: host, Port: port, Rack: rack})
 					}

@@ -37,7 +37,7 @@ func handleReadShareGroupState(b *Broker, r *Request) {
 			rp := kmsg.NewReadShareGroupStateResponseTopicPartition()
 			rp.Partition, rp.StateEpoch, rp.StartOffset = p.Partition, -1, -1
 			switch {
-			case !b.sharesEnabled():
+			case !b.features().share:
 				rp.ErrorCode = kerr.UnsupportedVersion.Code
 			case st == nil:
 				rp.ErrorCode = kerr.NotCoordinator.Code

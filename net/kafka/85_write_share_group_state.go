@@ -53,7 +53,7 @@ func handleWriteShareGroupState(b *Broker, r *Request) {
 			*rp = kmsg.NewWriteShareGroupStateResponseTopicPartition()
 			rp.Partition = p.Partition
 			switch {
-			case !b.sharesEnabled():
+			case !b.features().share:
 				rp.ErrorCode = kerr.UnsupportedVersion.Code
 				continue
 			case st == nil:

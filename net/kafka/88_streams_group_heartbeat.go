@@ -79,14 +79,10 @@ type streamsBroker struct {
 	creating map[string]bool
 }
 
-// streamsEnabled reports whether streams groups are served: streams.version 1 and
-// "streams" in group.coordinator.rebalance.protocols (features.go).
-func (b *Broker) streamsEnabled() bool { return b.features().streams }
-
 // streamsSettings resolves what streams group id acts on: its own configs, capped to
 // the broker's bounds, else the broker's group.streams.* keys, else Kafka's defaults.
 func (b *Broker) streamsSettings(id string) group.StreamsSettings {
-	l := b.groupLayers(b.meta.Image(), id)
+	l := b.keys.groupLayers(b.meta.Image(), id)
 	return group.StreamsSettings{
 		SessionTimeout:        l.GroupDuration("streams.session.timeout.ms"),
 		HeartbeatInterval:     l.GroupDuration("streams.heartbeat.interval.ms"),
@@ -136,7 +132,7 @@ func handleStreamsGroupHeartbeat(b *Broker, r *Request) {
 		}
 		r.Respond(resp)
 	}
-	if !b.streamsEnabled() {
+	if !b.features().streams {
 		fail(kerr.UnsupportedVersion.Code, "")
 		return
 	}

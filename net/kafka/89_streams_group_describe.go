@@ -42,7 +42,7 @@ func handleStreamsGroupDescribe(b *Broker, r *Request) {
 		}
 		r.Respond(resp)
 	}
-	if !b.streamsEnabled() {
+	if !b.features().streams {
 		fail(kerr.UnsupportedVersion.Code)
 		return
 	}

@@ -48,7 +48,7 @@ func handleDescribeShareGroupOffsets(b *Broker, r *Request) {
 		}
 		r.Respond(resp)
 	}
-	if !b.sharesEnabled() {
+	if !b.features().share {
 		fail(kerr.UnsupportedVersion.Code)
 		return
 	}

@@ -42,7 +42,7 @@ func handleAlterShareGroupOffsets(b *Broker, r *Request) {
 		resp.ErrorCode = code
 		r.Respond(resp)
 	}
-	if b.sharesEnabled() && req.GroupID != "" {
+	if b.features().share && req.GroupID != "" {
 		if c := b.groupCoordinatorOr(fail); c != nil {
 			if _, code := c.ShareGroupEmpty(req.GroupID); code == kerr.GroupIDNotFound.Code {
 				c.CreateShareGroup(req.GroupID, func(code int16) {
@@ -98,7 +98,7 @@ func alterShareGroupOffsets(b *Broker, r *Request, req *kmsg.AlterShareGroupOffs
 			}
 		}
 	}
-	b.resetShareStates(len(writes), func(i int) (share.Key, int64) { return writes[i].key, writes[i].start }, func(i int, code int16) {
+	b.shares.resetStates(len(writes), func(i int) (share.Key, int64) { return writes[i].key, writes[i].start }, func(i int, code int16) {
 		writes[i].p.ErrorCode = code
 	}, func() {
 		// The partitions now holding state join the group's share-state record, which
@@ -131,14 +131,14 @@ func alterShareGroupOffsets(b *Broker, r *Request, req *kmsg.AlterShareGroupOffs
 	})
 }
 
-// resetShareStates initializes, for each of n share partitions, a state that starts
+// resetStates initializes, for each of n share partitions, a state that starts
 // at start with nothing in flight (InitializeShareGroupState), at the state epoch
 // after the stored one (read with ReadShareGroupStateSummary), so a leader's older
 // state is fenced; set records each outcome, done runs once all are set.
-func (b *Broker) resetShareStates(n int, item func(i int) (share.Key, int64), set func(i int, code int16), done func()) {
-	b.eachShareState(n, func(i int, finish func(code int16)) {
+func (s *shareState) resetStates(n int, item func(i int) (share.Key, int64), set func(i int, code int16), done func()) {
+	eachShareState(n, func(i int, finish func(code int16)) {
 		k, start := item(i)
-		p := b.shares.states
+		p := s.states
 		p.Summary(k, func(cur share.Summary, code int16) {
 			if code != 0 {
 				finish(code)
@@ -151,7 +151,7 @@ func (b *Broker) resetShareStates(n int, item func(i int) (share.Key, int64), se
 
 // eachShareState runs op for each of n share partitions in parallel; set records
 // each outcome, done runs once all are set.
-func (b *Broker) eachShareState(n int, op func(i int, finish func(code int16)), set func(i int, code int16), done func()) {
+func eachShareState(n int, op func(i int, finish func(code int16)), set func(i int, code int16), done func()) {
 	if n == 0 {
 		done()
 		return
@@ -177,7 +177,7 @@ func (b *Broker) eachShareState(n int, op func(i int, finish func(code int16)), 
 // this broker the group's coordinator, and the group without members
 // (NON_EMPTY_GROUP). It reports false once it has answered with fail.
 func (b *Broker) emptyShareGroup(group string, fail func(int16)) bool {
-	if !b.sharesEnabled() {
+	if !b.features().share {
 		fail(kerr.UnsupportedVersion.Code)
 		return false
 	}

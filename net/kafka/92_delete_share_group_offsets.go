@@ -57,7 +57,7 @@ func handleDeleteShareGroupOffsets(b *Broker, r *Request) {
 			resets = append(resets, reset{topic: i, key: share.Key{Group: req.GroupID, TopicID: [16]byte(t.ID), Partition: int32(p)}})
 		}
 	}
-	b.eachShareState(len(resets), func(i int, finish func(int16)) {
+	eachShareState(len(resets), func(i int, finish func(int16)) {
 		b.shares.states.Delete(resets[i].key, finish)
 	}, func(i int, code int16) {
 		if out := &resp.Topics[resets[i].topic]; out.ErrorCode == 0 {

@@ -486,11 +486,11 @@ func TestLookupPartition(t *testing.T) {
 	if err := tb.eng.DeleteLog(engine.TopicPartition{Topic: "look", Partition: 1}); err != nil {
 		t.Fatal(err)
 	}
-	p, err := tb.b.LookupPartition("look", 1)
+	p, err := tb.b.parts.Lookup("look", 1)
 	if err != nil || p.Log == nil || p.Log.Config().SegmentBytes != 1048576 || p.Image.Leader != 1 {
 		t.Fatalf("lookup: %v %+v", err, p)
 	}
-	if p, err := tb.b.LookupPartitionByID(metadata.UUID(created.ID), 0); err != nil || p.Topic.Name != "look" {
+	if p, err := tb.b.parts.LookupByID(metadata.UUID(created.ID), 0); err != nil || p.Topic.Name != "look" {
 		t.Fatalf("by id: %v", err)
 	}
 	for _, c := range []struct {
@@ -498,17 +498,17 @@ func TestLookupPartition(t *testing.T) {
 		p     int32
 		want  error
 	}{{"look", 2, kerr.UnknownTopicOrPartition}, {"look", -1, kerr.UnknownTopicOrPartition}, {"nope", 0, kerr.UnknownTopicOrPartition}} {
-		if _, err := tb.b.LookupPartition(c.topic, c.p); !errors.Is(err, c.want) {
+		if _, err := tb.b.parts.Lookup(c.topic, c.p); !errors.Is(err, c.want) {
 			t.Errorf("%s/%d: %v", c.topic, c.p, err)
 		}
 	}
-	if _, err := tb.b.LookupPartitionByID(metadata.UUID{7}, 0); !errors.Is(err, kerr.UnknownTopicID) {
+	if _, err := tb.b.parts.LookupByID(metadata.UUID{7}, 0); !errors.Is(err, kerr.UnknownTopicID) {
 		t.Errorf("unknown id: %v", err)
 	}
 	if _, err := adm.DeleteTopic(testCtx(t), "look"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tb.b.LookupPartition("look", 0); !errors.Is(err, kerr.UnknownTopicOrPartition) {
+	if _, err := tb.b.parts.Lookup("look", 0); !errors.Is(err, kerr.UnknownTopicOrPartition) {
 		t.Errorf("after delete: %v", err)
 	}
 }

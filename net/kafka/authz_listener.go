@@ -8,10 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kmsg"
-
 	"github.com/samsa-broker/samsa/coordinator/acl"
-	"github.com/samsa-broker/samsa/coordinator/metadata"
 	"github.com/samsa-broker/samsa/net/auth"
 	"github.com/samsa-broker/samsa/net/transport"
 )
@@ -133,7 +130,7 @@ func (l *SecureListener) Serve(tr transport.Request) {
 		return
 	}
 	if r.Header.Key == findCoordinatorKey {
-		l.b.advertiseListener(r)
+		l.b.route.advertiseListener(r)
 	}
 	l.b.handle(api, r) // quotas.go
 }
@@ -169,24 +166,6 @@ func (l *SecureListener) admit(tr transport.Request, m *metrics) *connSecurity {
 }
 
 const findCoordinatorKey = 10
-
-// advertiseListener makes FindCoordinator's answer name the coordinators' endpoints
-// of r's listener (Metadata and DescribeCluster call endpointFor themselves).
-func (b *Broker) advertiseListener(r *Request) {
-	r.amendWith(func(resp kmsg.Response) {
-		_, im := b.Image()
-		fc := resp.(*kmsg.FindCoordinatorResponse)
-		if bi, ok := im.Broker(fc.NodeID); ok && fc.ErrorCode == 0 {
-			fc.Host, fc.Port = b.endpointFor(r, bi)
-		}
-		for i := range fc.Coordinators {
-			c := &fc.Coordinators[i]
-			if bi, ok := im.Broker(c.NodeID); ok && c.ErrorCode == 0 {
-				c.Host, c.Port = b.endpointFor(r, bi)
-			}
-		}
-	})
-}
 
 // rawToken answers a raw SASL token (after a version-0 SaslHandshake) with a raw frame.
 func (cs *connSecurity) rawToken(tr transport.Request, now time.Time) {
@@ -228,18 +207,6 @@ func failureReason(err error) string {
 		return f.Reason
 	}
 	return fmt.Sprint(err)
-}
-
-// endpointFor is the address a client of r's listener is told for broker bi: bi's
-// endpoint of that listener (Kafka advertises the listener a request arrived on), else
-// the broker's configured one (endpoint).
-func (b *Broker) endpointFor(r *Request, bi metadata.BrokerImage) (string, int32) {
-	if name := listenerOf(r); name != "" {
-		if e, ok := bi.Endpoint(name); ok {
-			return e.Host, e.Port
-		}
-	}
-	return b.endpoint(bi)
 }
 
 // listenerOf is the name of the listener r arrived on: its SecureListener's, or, on a

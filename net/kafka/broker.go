@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"strconv"
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/samsa-broker/samsa/coordinator/configs"
 	"github.com/samsa-broker/samsa/coordinator/metadata"
 	"github.com/samsa-broker/samsa/coordinator/share"
 	"github.com/samsa-broker/samsa/coordinator/txn"
@@ -119,7 +117,6 @@ type Broker struct {
 	coord        Coordinators
 	markers      *txn.MarkerWriter
 	pids         func() (int64, error)
-	txnVerify    TxnVerifier
 	headroom     func(req kmsg.Request) string      // Deps.FileHeadroom
 	async        func(fn func(ctx context.Context)) // Deps.Async
 
@@ -127,11 +124,14 @@ type Broker struct {
 	feat        atomic.Pointer[featureView] // the feature levels the broker acts on (features_view.go)
 	panics      atomic.Int64                // handler panics recovered (bugs)
 
+	route    routing                  // endpoints and coordinators in answers (routing.go)
+	parts    partitions               // partition lookups (partitions.go)
+	keys     brokerKeys               // broker keys and topic and group configs (keys.go)
 	dirs     *dirHealth               // failed log directories, cached (03_metadata.go reads it)
 	mdCache  *metadataCache           // encoded all-topics Metadata answers (03_metadata_cache.go); nil: off
 	shares   *shareState              // share partitions, sessions and states (share_groups.go)
 	streams  streamsBroker            // streams groups: internal topics being created (88_streams_group_heartbeat.go)
-	txnProd  txnProduceQueues         // transactional produce requests in verification (00_produce.go)
+	produce  *producer                // Produce (00_produce.go, produce_txn.go)
 	quotas   *quota.Manager           // client quotas (net/quota; quotas.go)
 	dataPath atomic.Pointer[dataPath] // data-path state, created on first use (partition_state.go)
 }
@@ -159,12 +159,16 @@ func New(cfg Config, deps Deps, log *slog.Logger) (*Broker, error) {
 	}
 	b := &Broker{cfg: cfg, log: log, eng: deps.Engine, meta: deps.View, ctrl: deps.Controller, controllerID: deps.ControllerID,
 		repl: deps.Replicas, topicMgr: deps.Topics, coord: deps.Coordinators, markers: deps.Markers, pids: deps.ProducerIDs,
-		txnVerify: deps.TxnVerifier, headroom: deps.FileHeadroom, async: deps.Async}
+		headroom: deps.FileHeadroom, async: deps.Async}
 	if b.controllerID == nil {
 		b.controllerID = func() int32 { return -1 }
 	}
+	b.route = routing{listener: cfg.Listener, meta: deps.View, controllerID: b.controllerID}
+	b.parts = partitions{nodeID: cfg.NodeID, meta: deps.View, repl: deps.Replicas}
+	b.keys = brokerKeys{nodeID: cfg.NodeID, static: cfg.Static, log: log}
 	b.metrics = newMetrics(cfg.Registerer, deps.TopicMetrics)
 	b.quotas = quota.New(cfg.Static, cfg.Registerer)
+	b.produce = &producer{parts: b.parts, route: b.route, repl: deps.Replicas, quotas: b.quotas, metrics: b.metrics, log: log, verify: deps.TxnVerifier}
 	b.apiVersions = buildApiVersions()
 	b.dirs = newDirHealth(b.eng)
 	b.mdCache = newMetadataCache()
@@ -184,45 +188,3 @@ func (b *Broker) Image() (uint64, *metadata.Image) { return b.meta.Load() }
 
 // Logger is the broker's logger.
 func (b *Broker) Logger() *slog.Logger { return b.log }
-
-// layers returns the config layers for topic (empty: broker keys only).
-func (b *Broker) layers(im *metadata.Image, topic string) configs.Layers {
-	return configs.ForImage(im, b.cfg.NodeID, b.cfg.Static, topic)
-}
-
-// groupLayers is layers for group: its own configs (GROUP resources) over the broker's.
-func (b *Broker) groupLayers(im *metadata.Image, group string) configs.Layers {
-	return configs.ForGroup(im, b.cfg.NodeID, b.cfg.Static, group)
-}
-
-// topicLogConfig is the engine configuration of topic in image im.
-func (b *Broker) topicLogConfig(im *metadata.Image, topic string) engine.LogConfig {
-	l := b.layers(im, topic)
-	return l.LogConfig()
-}
-
-// brokerValue resolves a broker key: dynamic node, dynamic default, static, default.
-func (b *Broker) brokerValue(im *metadata.Image, key string) string {
-	l := b.layers(im, "")
-	return l.BrokerValue(key)
-}
-
-// groupInt is the broker key key as an integer, def when it is not set or does not
-// parse (with a warning).
-func (b *Broker) groupInt(im *metadata.Image, key string, def int64) int64 {
-	v := b.brokerValue(im, key)
-	if v == "" {
-		return def
-	}
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil {
-		b.log.Warn("ignoring unparsable group setting", "key", key, "value", v)
-		return def
-	}
-	return n
-}
-
-func (b *Broker) brokerInt(im *metadata.Image, key string) int64 {
-	n, _ := strconv.ParseInt(b.brokerValue(im, key), 10, 64)
-	return n
-}

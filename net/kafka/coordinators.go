@@ -6,7 +6,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/samsa-broker/samsa/coordinator/group"
-	"github.com/samsa-broker/samsa/coordinator/metadata"
 	"github.com/samsa-broker/samsa/coordinator/share"
 	"github.com/samsa-broker/samsa/coordinator/txn"
 )
@@ -57,10 +56,4 @@ func (b *Broker) txnCoordinatorOr(fail func(code int16)) *txn.Coordinator {
 		fail(kerr.NotCoordinator.Code)
 	}
 	return c
-}
-
-// findTxnCoordinator returns the broker coordinating transactional id key: the
-// leader of its __transaction_state partition in im, or the error code.
-func (b *Broker) findTxnCoordinator(im *metadata.Image, key string) (int32, string, int32, int16) {
-	return b.leaderOfKey(im, txn.StateTopic, key, txn.PartitionFor)
 }

@@ -186,7 +186,7 @@ func (b *Broker) Serve(tr transport.Request) {
 	defer recoverHandler(r, b.log, &b.panics)
 	if r.Header.Key == findCoordinatorKey && b.cfg.Listener != "" {
 		if name := listenerOf(r); name != "" && name != b.cfg.Listener {
-			b.advertiseListener(r)
+			b.route.advertiseListener(r)
 		}
 	}
 	b.handle(api, r) // quotas.go

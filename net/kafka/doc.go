@@ -93,20 +93,29 @@
 //
 // # Helpers for handlers
 //
-//	b.LookupPartition(topic, p)      image → partition → this node's leader replica
-//	b.LookupPartitionByID(id, p)     and its *engine.Log (the replica manager's: none
-//	                                 is created here); Kafka errors: UNKNOWN_TOPIC_OR_
-//	                                 PARTITION / UNKNOWN_TOPIC_ID, NOT_LEADER_OR_FOLLOWER
-//	                                 (Partition.Image names the leader, KIP-951),
-//	                                 KAFKA_STORAGE_ERROR
-//	b.LeaderEndpoint(r, id)          a broker's address on r's listener (KIP-951 NodeEndpoints)
-//	b.forward(r, forwarded{...})     answer r with the active controller's answer
-//	b.AutoCreateTopic(ctx, name)     auto.create.topics.enable through the controller
-//	b.brokerValue(im, key)           a broker key: dynamic (node, cluster default),
-//	                                 static (server.properties/env/flags), Kafka default
-//	b.topicLogConfig(im, topic)      a topic's engine.LogConfig from the same layers
-//	errf(kerr.X, fmt, ...)           a Kafka error with a message; errCode/errMsg map
-//	                                 any error to the response's code and message
+// The Broker holds the handlers' shared state; the helpers sit on small types of
+// their own, each holding only what it reads:
+//
+//	b.parts.Lookup(topic, p)          image → partition → this node's leader replica
+//	b.parts.LookupByID(id, p)         and its *engine.Log (the replica manager's: none
+//	                                  is created here); Kafka errors: UNKNOWN_TOPIC_OR_
+//	                                  PARTITION / UNKNOWN_TOPIC_ID, NOT_LEADER_OR_FOLLOWER
+//	                                  (Partition.Image names the leader, KIP-951),
+//	                                  KAFKA_STORAGE_ERROR (partitions.go)
+//	b.route.LeaderEndpoint(r, id)     a broker's address on r's listener (KIP-951
+//	                                  NodeEndpoints); b.route also finds coordinators
+//	                                  and the controller clients are told (routing.go)
+//	b.forward(r, forwarded{...})      answer r with the active controller's answer
+//	b.AutoCreateTopic(ctx, name)      auto.create.topics.enable through the controller
+//	b.keys.value(im, key)             a broker key: dynamic (node, cluster default),
+//	                                  static (server.properties/env/flags), Kafka default
+//	b.keys.topicLogConfig(im, topic)  a topic's engine.LogConfig from the same layers
+//	                                  (keys.go)
+//	b.features()                      the feature levels acted on (features_view.go)
+//	b.produce, b.shares               Produce's and the share groups' own parts
+//	                                  (00_produce.go, share_groups.go)
+//	errf(kerr.X, fmt, ...)            a Kafka error with a message; errCode/errMsg map
+//	                                  any error to the response's code and message
 //
 // Replica and log changes follow the image and nothing else: the node's publisher
 // hands the replica manager (replication.Manager, the owner of every partition and its

@@ -25,6 +25,10 @@ type Features struct {
 }
 
 // featureView is the levels handlers act on and what ApiVersions advertises with them.
+// consumer: the consumer rebalance protocol (KIP-848) is served (group.version 1 and
+// "consumer" in group.coordinator.rebalance.protocols); share: share groups (KIP-932,
+// share.version 1 and group.share.enable or "share" in the protocols); streams:
+// streams groups (streams.version 1 and "streams" in the protocols).
 type featureView struct {
 	levels                   map[string]int16
 	epoch                    int64
@@ -53,17 +57,6 @@ func (b *Broker) SetFeatures(f Features) {
 
 // features returns the current view.
 func (b *Broker) features() *featureView { return b.feat.Load() }
-
-// consumerProtocol reports whether the consumer rebalance protocol (KIP-848) is
-// served: group.version 1 and "consumer" in group.coordinator.rebalance.protocols.
-func (b *Broker) consumerProtocol() bool { return b.features().consumer }
-
-// sharesEnabled reports whether share groups (KIP-932) are served: share.version 1,
-// and group.share.enable (or "share" in group.coordinator.rebalance.protocols).
-func (b *Broker) sharesEnabled() bool { return b.features().share }
-
-// advertisedAPIs is what ApiVersions advertises now.
-func (b *Broker) advertisedAPIs() []apiKeyEntry { return b.features().advertised }
 
 // supportedFeatureNames are the features ApiVersions reports as supported, sorted.
 var supportedFeatureNames = slices.Sorted(maps.Keys(metadata.SupportedFeatures()))

@@ -6,7 +6,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/samsa-broker/samsa/coordinator/metadata"
 	"github.com/samsa-broker/samsa/engine"
 	"github.com/samsa-broker/samsa/net/fetchsession"
 	"github.com/samsa-broker/samsa/purgatory"
@@ -90,29 +89,6 @@ func (b *Broker) LogChanged(l *engine.Log, hwMoved bool) {
 	dp.waits.CheckAndComplete(l)
 	dp.shareWaits.CheckAndComplete(l)
 	dp.sessions.Wake(l, hwMoved)
-}
-
-// replicaOf returns this node's leader replica of p, resolved by LookupPartition,
-// while it still leads it (NOT_LEADER_OR_FOLLOWER once another broker does).
-func (b *Broker) replicaOf(p *Partition) (*replication.Partition, *kerr.Error) {
-	if p.Rep == nil {
-		return nil, kerr.KafkaStorageError
-	}
-	if p.Rep.Role() != replication.RoleLeader {
-		return nil, kerr.NotLeaderForPartition
-	}
-	return p.Rep, nil
-}
-
-// leaderOf returns the leader and leader epoch to tell a client that asked this node
-// for tp (KIP-951): replication's view when it has a replica, else the image's.
-func (b *Broker) leaderOf(tp engine.TopicPartition, im metadata.PartitionImage) (int32, int32) {
-	if rp := b.repl.Partition(tp); rp != nil && rp.Role() != replication.RoleLeader {
-		if id, epoch := rp.Leader(); epoch >= 0 {
-			return id, epoch
-		}
-	}
-	return im.Leader, im.LeaderEpoch
 }
 
 // engineErr maps an engine or replication error to the Kafka error of the data path.

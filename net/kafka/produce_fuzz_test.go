@@ -37,7 +37,7 @@ func FuzzProduceRecords(f *testing.F) {
 			op.fin = op.finish
 		}
 		op.pr.Begin(tb.b.repl, 1, time.Second, op.fin)
-		kerr := tb.b.producePartition(op, 9, rt, rp, &kmsg.ProduceResponseTopicPartition{})
+		kerr := tb.b.produce.producePartition(op, 9, rt, rp, &kmsg.ProduceResponseTopicPartition{})
 		var res engine.AppendResult
 		if kerr == nil {
 			res = op.pr.Part(op.pr.Len() - 1).Result

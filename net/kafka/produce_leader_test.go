@@ -35,7 +35,7 @@ func TestFollowerFetchMovesTheHW(t *testing.T) {
 	ti, _ := im.Topic("repl")
 	st := replication.PartitionState{Topic: "repl", TopicID: ti.ID, Partition: 0, Replicas: []int32{1, 2}, ISR: []int32{1, 2},
 		Leader: 1, LeaderEpoch: ti.Partitions[0].LeaderEpoch, PartitionEpoch: ti.Partitions[0].PartitionEpoch + 1, MinISR: 2,
-		LogConfig: tb.b.topicLogConfig(im, "repl")}
+		LogConfig: tb.b.keys.topicLogConfig(im, "repl")}
 	if err := tb.b.repl.Apply(replication.Delta{Leaders: []replication.PartitionState{st}}); err != nil {
 		t.Fatal(err)
 	}

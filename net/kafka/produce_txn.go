@@ -146,24 +146,24 @@ func completeLateVerification(l *engine.Log, pid int64, epoch int16, seq int32) 
 
 // produceTransactional processes op, a request with a transactional id, now or once
 // the requests of its id ahead of it are done.
-func (b *Broker) produceTransactional(op *produceOp) {
+func (pr *producer) produceTransactional(op *produceOp) {
 	id := *op.req.TransactionID
-	if !b.txnProd.enter(id, op) {
+	if !pr.txns.enter(id, op) {
 		return
 	}
-	b.runTransactional(op)
+	pr.runTransactional(op)
 }
 
 // runTransactional processes op and, when it is done, the requests of its id that
 // queued behind it, on this goroutine; it returns at the first that waits for a
 // verification from another broker (its answer goes on).
-func (b *Broker) runTransactional(op *produceOp) {
+func (pr *producer) runTransactional(op *produceOp) {
 	for op != nil {
 		id := strings.Clone(*op.req.TransactionID)
-		if !b.verifyTransactional(op) {
+		if !pr.verifyTransactional(op) {
 			return
 		}
-		op = b.txnProd.leave(id)
+		op = pr.txns.leave(id)
 	}
 }
 
@@ -174,11 +174,11 @@ func (b *Broker) runTransactional(op *produceOp) {
 // completes it and goes on with its id's queue. The transactional batches of a
 // request must all come from one producer id and epoch (else
 // INVALID_PRODUCER_ID_MAPPING for the others, as Kafka refuses a request with several).
-func (b *Broker) verifyTransactional(op *produceOp) bool {
+func (pr *producer) verifyTransactional(op *produceOp) bool {
 	req, v := &op.req, op.r.Header.Version
 	id := *req.TransactionID
 	add := v >= 12 // KIP-890 part 2: the partitions are added on the producer's behalf
-	b.layoutProduce(op)
+	pr.layoutProduce(op)
 	parts := make([]txnPart, 0, len(op.partBuf))
 	var check []txn.TopicPartition
 	var producer txnBatch
@@ -186,7 +186,7 @@ func (b *Broker) verifyTransactional(op *produceOp) bool {
 		rt := &req.Topics[i]
 		for j := range rt.Partitions {
 			tp := txnPart{rt: rt, rp: &rt.Partitions[j], sp: &op.topics[i].Partitions[j]}
-			tp.p, tp.rep, tp.first, tp.err = b.produceTarget(op, v, rt, tp.rp, tp.sp, true)
+			tp.p, tp.rep, tp.first, tp.err = pr.produceTarget(op, v, rt, tp.rp, tp.sp, true)
 			switch {
 			case tp.err != nil || !tp.first.ok:
 			case producer.ok && (tp.first.pid != producer.pid || tp.first.epoch != producer.epoch):
@@ -206,26 +206,26 @@ func (b *Broker) verifyTransactional(op *produceOp) bool {
 		}
 	}
 	if len(check) == 0 {
-		b.appendTransactional(op, parts)
+		pr.appendTransactional(op, parts)
 		return true
 	}
 	id = strings.Clone(id) // op's frame goes once op is answered
-	codes, now := b.txnVerify.Verify(id, producer.pid, producer.epoch, check, add, func(codes map[txn.TopicPartition]int16) {
-		b.applyVerification(op, parts, codes)
-		b.appendTransactional(op, parts)
-		b.runTransactional(b.txnProd.leave(id))
+	codes, now := pr.verify.Verify(id, producer.pid, producer.epoch, check, add, func(codes map[txn.TopicPartition]int16) {
+		pr.applyVerification(op, parts, codes)
+		pr.appendTransactional(op, parts)
+		pr.runTransactional(pr.txns.leave(id))
 	})
 	if !now {
 		return false
 	}
-	b.applyVerification(op, parts, codes)
-	b.appendTransactional(op, parts)
+	pr.applyVerification(op, parts, codes)
+	pr.appendTransactional(op, parts)
 	return true
 }
 
 // applyVerification applies the coordinator's codes to the partitions that waited
 // for them (one missing: COORDINATOR_NOT_AVAILABLE), with the mapping above.
-func (b *Broker) applyVerification(op *produceOp, parts []txnPart, codes map[txn.TopicPartition]int16) {
+func (pr *producer) applyVerification(op *produceOp, parts []txnPart, codes map[txn.TopicPartition]int16) {
 	for i := range parts {
 		tp := &parts[i]
 		if !tp.check {
@@ -262,21 +262,21 @@ func (b *Broker) applyVerification(op *produceOp, parts []txnPart, codes map[txn
 				tp.err = kerr.UnknownServerError
 			}
 		}
-		b.log.Debug("transactional produce not verified", "transactional_id", *op.req.TransactionID, "topic", tp.p.Topic.Name,
+		pr.log.Debug("transactional produce not verified", "transactional_id", *op.req.TransactionID, "topic", tp.p.Topic.Name,
 			"partition", tp.p.Index, "code", code)
 	}
 }
 
 // appendTransactional appends the partitions that passed, in request order, and
 // seals op.
-func (b *Broker) appendTransactional(op *produceOp, parts []txnPart) {
+func (pr *producer) appendTransactional(op *produceOp, parts []txnPart) {
 	v := op.r.Header.Version
 	failed := false
 	for i := range parts {
 		tp := &parts[i]
 		err := tp.err
 		if err == nil {
-			err = b.produceAppend(op, v, tp.p, tp.rep, tp.rp.Records, tp.sp)
+			err = pr.produceAppend(op, v, tp.p, tp.rep, tp.rp.Records, tp.sp)
 		}
 		if err != nil {
 			failed = true

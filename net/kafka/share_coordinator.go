@@ -38,7 +38,7 @@ func (b *Broker) serveShareState(items []shareStateItem, op func(st *share.Store
 	for _, it := range items {
 		code, msg := int16(0), ""
 		switch t, ok := im.TopicByID(metadata.UUID(it.key.TopicID)); {
-		case !b.sharesEnabled():
+		case !b.features().share:
 			code = kerr.UnsupportedVersion.Code
 		case it.key.Partition < 0:
 			code, msg = kerr.InvalidRequest.Code, "The partition id cannot be a negative number."

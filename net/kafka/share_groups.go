@@ -8,6 +8,7 @@ import (
 	"github.com/samsa-broker/samsa/coordinator/metadata"
 	"github.com/samsa-broker/samsa/coordinator/share"
 	"github.com/samsa-broker/samsa/engine"
+	"github.com/samsa-broker/samsa/net/sharesession"
 	"github.com/samsa-broker/samsa/net/transport"
 )
 
@@ -15,7 +16,7 @@ import (
 //
 //   - the share partitions this node leads (share.Manager, Deps.Shares: the node's
 //     assembly builds it and keeps their state at the key's share coordinator);
-//   - the share sessions of ShareFetch and ShareAcknowledge (shareSessions);
+//   - the share sessions of ShareFetch and ShareAcknowledge (net/sharesession);
 //   - share-partition state at any node's share coordinator, for the admin APIs
 //     (ShareStates, Deps.ShareStates).
 //
@@ -29,8 +30,9 @@ import (
 // share.isolation.level (readCommitted).
 type shareState struct {
 	b      *Broker
+	parts  partitions
 	mgr    *share.Manager
-	ses    *shareSessions
+	ses    *sharesession.Cache
 	states ShareStates
 }
 
@@ -54,8 +56,8 @@ func newShareState(b *Broker, mgr *share.Manager, states ShareStates) *shareStat
 	if mgr == nil {
 		return nil
 	}
-	ses := newShareSessions(int(b.groupInt(b.meta.Image(), "group.share.max.share.sessions", 2000)))
-	return &shareState{b: b, mgr: mgr, ses: ses, states: states}
+	ses := sharesession.NewCache(int(b.keys.groupInt(b.meta.Image(), "group.share.max.share.sessions", 2000)))
+	return &shareState{b: b, parts: b.parts, mgr: mgr, ses: ses, states: states}
 }
 
 // connClosed ends the share sessions conn opened, releasing what their members hold.
@@ -63,8 +65,8 @@ func (s *shareState) connClosed(conn transport.Conn) {
 	if s == nil {
 		return // a Broker built without share groups (tests of its parts)
 	}
-	for _, ss := range s.ses.closeConn(conn) {
-		s.b.shareRelease(ss.key.member, ss.parts)
+	for _, ss := range s.ses.CloseConn(conn) {
+		s.release(ss.Key.Member, ss.Parts)
 	}
 }
 
@@ -97,7 +99,7 @@ func (s *shareState) readCommitted(group string) bool {
 func (s *shareState) initialStart(group string, l *engine.Log) func() (int64, error) {
 	return func() (int64, error) {
 		im := s.b.meta.Image()
-		v := s.b.groupLayers(im, group).GroupValue("share.auto.offset.reset")
+		v := s.b.keys.groupLayers(im, group).GroupValue("share.auto.offset.reset")
 		strategy, back, err := configs.ParseShareAutoOffsetReset(v)
 		if err != nil {
 			s.b.log.Warn("unusable share.auto.offset.reset: starting at latest", "group", group, "value", v, "err", err)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -14,87 +13,15 @@ import (
 	"github.com/samsa-broker/samsa/coordinator/configs"
 	"github.com/samsa-broker/samsa/coordinator/controller"
 	"github.com/samsa-broker/samsa/coordinator/metadata"
-	"github.com/samsa-broker/samsa/engine"
 	"github.com/samsa-broker/samsa/net/peer"
-	"github.com/samsa-broker/samsa/replication"
 )
 
 // metadataTopic is the metadata log's topic (__cluster_metadata).
 const metadataTopic = peer.MetadataTopic
 
-// Partition is a partition resolved for a data-path request.
-type Partition struct {
-	Topic *metadata.TopicImage
-	Index int32
-	Image metadata.PartitionImage
-	// Rep is this node's leader replica of the partition (replication owns it and its
-	// log: it created both from a metadata delta), and Log its log.
-	Rep *replication.Partition
-	Log *engine.Log
-}
-
-// LookupPartition resolves topic/partition against the published image and returns
-// this node's leader replica of it and its log. The replica manager applies an image
-// before the broker publishes it (MetadataChanged), so a partition the image has this
-// node lead has its replica and log already; no log is created here. The error is a
-// Kafka error (*kerr.Error): UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER (this
-// node does not lead it, or the replica manager is already past the image: the
-// returned Partition's Image names the leader and its epoch, for KIP-951's
-// CurrentLeader, and LeaderEndpoint its address), KAFKA_STORAGE_ERROR (the image has
-// this node lead it but its log could not be opened).
-func (b *Broker) LookupPartition(topic string, partition int32) (Partition, error) {
-	t, ok := b.meta.Image().Topic(topic)
-	if !ok {
-		return Partition{}, kerr.UnknownTopicOrPartition
-	}
-	return b.partitionOf(t, partition)
-}
-
-// LookupPartitionByID is LookupPartition by topic id (UNKNOWN_TOPIC_ID when unknown).
-func (b *Broker) LookupPartitionByID(id metadata.UUID, partition int32) (Partition, error) {
-	t, ok := b.meta.Image().TopicByID(id)
-	if !ok {
-		return Partition{}, kerr.UnknownTopicID
-	}
-	return b.partitionOf(t, partition)
-}
-
-func (b *Broker) partitionOf(t *metadata.TopicImage, partition int32) (Partition, error) {
-	if partition < 0 || int(partition) >= len(t.Partitions) {
-		return Partition{}, kerr.UnknownTopicOrPartition
-	}
-	p := Partition{Topic: t, Index: partition, Image: t.Partitions[partition]}
-	if p.Image.Leader != b.cfg.NodeID {
-		return p, kerr.NotLeaderForPartition
-	}
-	rp := b.repl.Partition(engine.TopicPartition{Topic: t.Name, Partition: partition})
-	switch {
-	case rp == nil || rp.TopicID() != [16]byte(t.ID):
-		return p, kerr.KafkaStorageError
-	case rp.Role() != replication.RoleLeader:
-		return p, kerr.NotLeaderForPartition
-	case rp.EngineLog() == nil:
-		return p, kerr.KafkaStorageError
-	}
-	p.Rep, p.Log = rp, rp.EngineLog()
-	return p, nil
-}
-
-// LeaderEndpoint returns the address of broker id that a client of r's listener is
-// told (endpointFor: Metadata's), from the published image, for KIP-951's
-// NodeEndpoints in Produce and share answers. A fenced or unknown broker has none.
-func (b *Broker) LeaderEndpoint(r *Request, id int32) (host string, port int32, rack *string, ok bool) {
-	bi, ok := b.meta.Image().Broker(id)
-	if !ok || bi.Fenced {
-		return "", 0, nil, false
-	}
-	host, port = b.endpointFor(r, bi)
-	return host, port, bi.Rack, true
-}
-
 // AutoCreateEnabled reports auto.create.topics.enable (dynamic override, else static).
 func (b *Broker) AutoCreateEnabled() bool {
-	return b.brokerValue(b.meta.Image(), "auto.create.topics.enable") == "true"
+	return b.keys.value(b.meta.Image(), "auto.create.topics.enable") == "true"
 }
 
 // AutoCreateTopic creates topic through the active controller with the broker's
@@ -216,11 +143,6 @@ func isUnder(path, dir string) bool {
 }
 
 func stringPtr(s string) *string { return &s }
-
-// hostsReplica reports whether this node holds a replica of partition p.
-func (b *Broker) hostsReplica(p *metadata.PartitionImage) bool {
-	return slices.Contains(p.Replicas, b.cfg.NodeID)
-}
 
 // refuseForFiles answers r (CreateTopics, CreatePartitions) with POLICY_VIOLATION for
 // every topic when the request's new replicas on this broker do not fit under the open

@@ -1,4 +1,4 @@
-package kafka
+package sharesession
 
 import (
 	"sync"
@@ -10,8 +10,8 @@ import (
 	"github.com/samsa-broker/samsa/net/transport"
 )
 
-// shareSessions are the share sessions of this broker (KIP-932's share fetch
-// sessions): per (group, member), the partitions the member fetches here and the
+// Cache holds the share sessions of a broker (KIP-932's share fetch sessions): per
+// (group, member), the partitions the member fetches here and the
 // epoch its next request must carry. ShareFetch at epoch 0 opens (or replaces) the
 // member's session with the request's partitions; later requests carry the epoch
 // the previous answer moved to (epoch+1, wrapping to 1) and add partitions (Topics)
@@ -19,35 +19,37 @@ import (
 // partition leaving its session is released.
 //
 // At most max sessions are kept (group.share.max.share.sessions, 2000); a new one
-// beyond that evicts the least recently used session idle for longer than
-// shareSessionIdle, else it is refused with SHARE_SESSION_LIMIT_REACHED. Safe for
-// concurrent use; a session's requests are serialized by the client (one in flight
-// per broker).
-type shareSessions struct {
+// beyond that evicts the least recently used session idle for longer than idle, else
+// it is refused with SHARE_SESSION_LIMIT_REACHED. Safe for concurrent use; a
+// session's requests are serialized by the client (one in flight per broker).
+type Cache struct {
 	max int
 
 	mu       sync.Mutex
-	sessions map[shareSessionKey]*shareSession
+	sessions map[Key]*Session
 }
 
-type shareSessionKey struct{ group, member string }
+// Key names a session: a share group's member.
+type Key struct{ Group, Member string }
 
-type shareSession struct {
-	key   shareSessionKey
+// Session is one member's share session.
+type Session struct {
+	Key   Key
 	conn  transport.Conn // the connection that opened it (nil: unknown)
 	epoch int32          // the epoch the next request must carry
-	parts []share.Key
+	Parts []share.Key    // the share partitions it fetches
 	used  time.Time
 }
 
-// shareSessionIdle is how long a session must be unused before a new one may evict it.
-const shareSessionIdle = time.Minute
+// idle is how long a session must be unused before a new one may evict it.
+const idle = time.Minute
 
-func newShareSessions(max int) *shareSessions {
+// NewCache returns a cache of at most max sessions (2000 when max is not positive).
+func NewCache(max int) *Cache {
 	if max <= 0 {
 		max = 2000
 	}
-	return &shareSessions{max: max, sessions: map[shareSessionKey]*shareSession{}}
+	return &Cache{max: max, sessions: map[Key]*Session{}}
 }
 
 // nextEpoch is the epoch after e (Kafka: wraps to 1).
@@ -58,36 +60,36 @@ func nextEpoch(e int32) int32 {
 	return e + 1
 }
 
-// open starts a session for key with parts, replacing the member's previous one
+// Open starts a session for key with parts, replacing the member's previous one
 // (whose partitions are returned so its records are released).
-func (ss *shareSessions) open(key shareSessionKey, conn transport.Conn, parts []share.Key, now time.Time) (s *shareSession, replaced []share.Key, code int16) {
+func (ss *Cache) Open(key Key, conn transport.Conn, parts []share.Key, now time.Time) (s *Session, replaced []share.Key, code int16) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	if old := ss.sessions[key]; old != nil {
-		replaced = old.parts
+		replaced = old.Parts
 		delete(ss.sessions, key)
 	}
 	if len(ss.sessions) >= ss.max {
-		var lru *shareSession
+		var lru *Session
 		for _, c := range ss.sessions {
-			if now.Sub(c.used) >= shareSessionIdle && (lru == nil || c.used.Before(lru.used)) {
+			if now.Sub(c.used) >= idle && (lru == nil || c.used.Before(lru.used)) {
 				lru = c
 			}
 		}
 		if lru == nil {
 			return nil, replaced, kerr.ShareSessionLimitReached.Code
 		}
-		delete(ss.sessions, lru.key)
+		delete(ss.sessions, lru.Key)
 	}
-	s = &shareSession{key: key, conn: conn, epoch: 1, used: now}
+	s = &Session{Key: key, conn: conn, epoch: 1, used: now}
 	s.add(parts)
 	ss.sessions[key] = s
 	return s, replaced, 0
 }
 
-// next checks epoch against key's session and moves it on, adding and removing
+// Next checks epoch against key's session and moves it on, adding and removing
 // partitions; removed lists what left it.
-func (ss *shareSessions) next(key shareSessionKey, epoch int32, add, forget []share.Key, now time.Time) (parts, removed []share.Key, code int16) {
+func (ss *Cache) Next(key Key, epoch int32, add, forget []share.Key, now time.Time) (parts, removed []share.Key, code int16) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	s := ss.sessions[key]
@@ -101,19 +103,19 @@ func (ss *shareSessions) next(key shareSessionKey, epoch int32, add, forget []sh
 	s.used = now
 	s.add(add)
 	for _, k := range forget {
-		for i, p := range s.parts {
+		for i, p := range s.Parts {
 			if p == k {
-				s.parts = append(s.parts[:i], s.parts[i+1:]...)
+				s.Parts = append(s.Parts[:i], s.Parts[i+1:]...)
 				removed = append(removed, k)
 				break
 			}
 		}
 	}
-	return append([]share.Key(nil), s.parts...), removed, 0
+	return append([]share.Key(nil), s.Parts...), removed, 0
 }
 
-// close ends key's session, returning its partitions (code: no session).
-func (ss *shareSessions) close(key shareSessionKey) (parts []share.Key, code int16) {
+// Close ends key's session, returning its partitions (code: no session).
+func (ss *Cache) Close(key Key) (parts []share.Key, code int16) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	s := ss.sessions[key]
@@ -121,12 +123,12 @@ func (ss *shareSessions) close(key shareSessionKey) (parts []share.Key, code int
 		return nil, kerr.ShareSessionNotFound.Code
 	}
 	delete(ss.sessions, key)
-	return s.parts, 0
+	return s.Parts, 0
 }
 
-// closeConn ends the sessions conn opened (Kafka ties a share session to its
+// CloseConn ends the sessions conn opened (Kafka ties a share session to its
 // connection), returning each one's member and partitions.
-func (ss *shareSessions) closeConn(conn transport.Conn) (closed []*shareSession) {
+func (ss *Cache) CloseConn(conn transport.Conn) (closed []*Session) {
 	if conn == nil {
 		return nil
 	}
@@ -141,15 +143,15 @@ func (ss *shareSessions) closeConn(conn transport.Conn) (closed []*shareSession)
 	return closed
 }
 
-// unused returns the keys no session lists.
-func (ss *shareSessions) unused(keys []share.Key) []share.Key {
+// Unused returns the keys no session lists.
+func (ss *Cache) Unused(keys []share.Key) []share.Key {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	var out []share.Key
 	for _, k := range keys {
 		used := false
 		for _, s := range ss.sessions {
-			for _, p := range s.parts {
+			for _, p := range s.Parts {
 				if p == k {
 					used = true
 					break
@@ -166,23 +168,23 @@ func (ss *shareSessions) unused(keys []share.Key) []share.Key {
 	return out
 }
 
-// check reports whether key's session expects epoch (ShareAcknowledge), moving it on.
-func (ss *shareSessions) check(key shareSessionKey, epoch int32, now time.Time) int16 {
-	_, _, code := ss.next(key, epoch, nil, nil, now)
+// Check reports whether key's session expects epoch (ShareAcknowledge), moving it on.
+func (ss *Cache) Check(key Key, epoch int32, now time.Time) int16 {
+	_, _, code := ss.Next(key, epoch, nil, nil, now)
 	return code
 }
 
-func (s *shareSession) add(parts []share.Key) {
+func (s *Session) add(parts []share.Key) {
 	for _, k := range parts {
 		dup := false
-		for _, p := range s.parts {
+		for _, p := range s.Parts {
 			if p == k {
 				dup = true
 				break
 			}
 		}
 		if !dup {
-			s.parts = append(s.parts, k)
+			s.Parts = append(s.Parts, k)
 		}
 	}
 }
