@@ -85,6 +85,12 @@ func (t internalTopic) request(b *Broker, im *metadata.Image) *kmsg.CreateTopics
 type internalTopics struct {
 	b     *Broker
 	gates map[string]*topicGate // by internal topic; read-only after newInternalTopics
+
+	// streams are the streams groups' internal topics whose creation is under way.
+	streams struct {
+		sync.Mutex
+		creating map[string]bool
+	}
 }
 
 // topicGate makes the creation of one internal topic one at a time for the whole
@@ -113,8 +119,8 @@ func (t *internalTopics) EnsureInternal(ctx context.Context, name string) error 
 	return t.b.ensureInternalTopic(ctx, gate, gate.spec)
 }
 
-// Create sends req (topics this broker creates on its own: auto-created ones,
-// __consumer_offsets) to the active controller, waits for its image to show them and
+// Create sends req (topics this broker creates on its own: auto-created ones, a
+// streams group's internal topics, the internal topics) to the active controller, waits for its image to show them and
 // returns each topic's code (TOPIC_ALREADY_EXISTS counts as 0).
 func (t *internalTopics) Create(ctx context.Context, req *kmsg.CreateTopicsRequest) map[string]int16 {
 	b := t.b
@@ -144,6 +150,69 @@ func (t *internalTopics) Create(ctx context.Context, req *kmsg.CreateTopicsReque
 		forwarder{b}.Sync(ctx)
 	}
 	return codes
+}
+
+// AutoCreate creates topics with the broker's defaults: NumPartitions and
+// ReplicationFactor -1, which the controller reads as num.partitions and
+// default.replication.factor.
+func (t *internalTopics) AutoCreate(ctx context.Context, topics []string) map[string]int16 {
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.TimeoutMillis = int32(forwardTimeout.Milliseconds())
+	for _, name := range topics {
+		rt := kmsg.NewCreateTopicsRequestTopic()
+		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, -1, -1
+		req.Topics = append(req.Topics, rt)
+	}
+	return t.Create(ctx, req)
+}
+
+// CreateStreamsTopics starts the creation of a streams group's internal topics not
+// under way already, on a goroutine of the broker's (kafka.Topics).
+func (t *internalTopics) CreateStreamsTopics(topics []group.StreamsTopicInfo) {
+	s := &t.streams
+	s.Lock()
+	if s.creating == nil {
+		s.creating = map[string]bool{}
+	}
+	var todo []group.StreamsTopicInfo
+	for _, st := range topics {
+		if !s.creating[st.Name] {
+			s.creating[st.Name] = true
+			todo = append(todo, st)
+		}
+	}
+	s.Unlock()
+	if len(todo) == 0 {
+		return
+	}
+	t.b.async(func(ctx context.Context) {
+		defer func() {
+			s.Lock()
+			for _, st := range todo {
+				delete(s.creating, st.Name)
+			}
+			s.Unlock()
+		}()
+		ctx, cancel := context.WithTimeout(ctx, forwardTimeout)
+		defer cancel()
+		req := kmsg.NewPtrCreateTopicsRequest()
+		req.TimeoutMillis = int32(forwardTimeout.Milliseconds())
+		for _, st := range todo {
+			rt := kmsg.NewCreateTopicsRequestTopic()
+			rt.Topic, rt.NumPartitions, rt.ReplicationFactor = st.Name, st.Partitions, st.ReplicationFactor
+			for _, kv := range st.Configs {
+				cfg := kmsg.NewCreateTopicsRequestTopicConfig()
+				cfg.Name, cfg.Value = kv.Key, &kv.Value
+				rt.Configs = append(rt.Configs, cfg)
+			}
+			req.Topics = append(req.Topics, rt)
+		}
+		for name, code := range t.Create(ctx, req) {
+			if code != 0 && code != kerr.TopicAlreadyExists.Code {
+				t.b.log.Warn("creating a streams group's internal topic", "topic", name, "err", kerr.ErrorForCode(code))
+			}
+		}
+	})
 }
 
 // ensureInternalTopic returns once the image has the internal topic t, creating it

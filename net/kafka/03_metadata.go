@@ -76,7 +76,7 @@ func handleMetadata(b *Broker, r *Request) {
 			b.async(func(ctx context.Context) {
 				ctx, cancel := context.WithTimeout(ctx, defaultForwardTimeout)
 				defer cancel()
-				codes := b.autoCreate(ctx, missing)
+				codes := b.topicMgr.AutoCreate(ctx, missing)
 				r.Respond(b.metadataResponse(r, req, all, codes))
 			})
 			return

@@ -27,17 +27,10 @@
 package kafka
 
 import (
-	"context"
-	"maps"
-	"slices"
-	"sync"
-
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-broker/samsa/coordinator/group"
-	"github.com/samsa-broker/samsa/coordinator/metadata"
-	"github.com/samsa-broker/samsa/coordinator/share"
 	"github.com/samsa-broker/samsa/net/authz"
 )
 
@@ -97,9 +90,9 @@ func handleDeleteGroups(b *Broker, r *Request) {
 	if c == nil {
 		return
 	}
-	// A share group's share-partition state goes first (deleteShareGroupsState); a group
+	// A share group's share-partition state goes first (Coordinators.DeleteShareGroupsState); a group
 	// whose state could not be deleted is answered with that error and kept.
-	b.deleteShareGroupsState(c, req.Groups, func(failed map[string]int16) {
+	b.coord.DeleteShareGroupsState(c, req.Groups, func(failed map[string]int16) {
 		if len(failed) == 0 {
 			deleteGroups(b, c, req, respond)
 			return
@@ -129,109 +122,10 @@ func handleDeleteGroups(b *Broker, r *Request) {
 	})
 }
 
-// deleteGroups deletes req's groups and their configs, then responds.
+// deleteGroups deletes req's groups and their configs (Coordinators.DeleteGroupConfigs),
+// then responds.
 func deleteGroups(b *Broker, c *group.Coordinator, req *kmsg.DeleteGroupsRequest, respond func(*kmsg.DeleteGroupsResponse)) {
 	c.DeleteGroups(req, func(resp *kmsg.DeleteGroupsResponse) {
-		cfgs := b.deletedGroupConfigs(resp)
-		if cfgs == nil {
-			respond(resp)
-			return
-		}
-		b.async(func(ctx context.Context) {
-			b.deleteGroupConfigs(ctx, cfgs)
-			respond(resp)
-		})
+		b.coord.DeleteGroupConfigs(resp, func() { respond(resp) })
 	})
-}
-
-// deletedGroupConfigs is the request deleting the configs of the groups resp deleted,
-// nil when none of them has any.
-func (b *Broker) deletedGroupConfigs(resp *kmsg.DeleteGroupsResponse) *kmsg.IncrementalAlterConfigsRequest {
-	im := b.meta.Image()
-	var req *kmsg.IncrementalAlterConfigsRequest
-	for _, g := range resp.Groups {
-		set := im.Configs(metadata.ResourceGroup, g.Group)
-		if g.ErrorCode != 0 || len(set) == 0 {
-			continue
-		}
-		if req == nil {
-			req = kmsg.NewPtrIncrementalAlterConfigsRequest()
-		}
-		res := kmsg.NewIncrementalAlterConfigsRequestResource()
-		res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, g.Group
-		for _, k := range slices.Sorted(maps.Keys(set)) {
-			c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
-			c.Name, c.Op = k, kmsg.IncrementalAlterConfigOpDelete
-			res.Configs = append(res.Configs, c)
-		}
-		req.Resources = append(req.Resources, res)
-	}
-	return req
-}
-
-// deleteGroupConfigs sends req to the active controller and waits until this broker's
-// image has the change.
-func (b *Broker) deleteGroupConfigs(ctx context.Context, req *kmsg.IncrementalAlterConfigsRequest) {
-	ctx, cancel := context.WithTimeout(ctx, defaultForwardTimeout)
-	defer cancel()
-	req.SetVersion(req.MaxVersion())
-	resp, err := b.ctrl.Request(ctx, req)
-	if err != nil {
-		b.log.Warn("deleting the configs of deleted groups", "err", err)
-		return
-	}
-	for _, res := range resp.(*kmsg.IncrementalAlterConfigsResponse).Resources {
-		if res.ErrorCode != 0 {
-			b.log.Warn("deleting the configs of a deleted group", "group", res.ResourceName, "code", res.ErrorCode, "message", res.ErrorMessage)
-		}
-	}
-	b.ctrl.Sync(ctx)
-}
-
-// deleteShareGroupsState deletes, for each of groups that is a share group without
-// members here, the state of the share partitions it holds (its
-// ShareGroupStatePartitionMetadata) with DeleteShareGroupState, before DeleteGroups
-// deletes the group, as Kafka's GroupCoordinatorService does; done gets the groups
-// whose state could not be deleted, with the code to answer (they are not deleted).
-// Partitions of topics deleted since are skipped.
-func (b *Broker) deleteShareGroupsState(c *group.Coordinator, groups []string, done func(failed map[string]int16)) {
-	var mu sync.Mutex
-	failed := map[string]int16{}
-	left := 1
-	finish := func(id string, code int16) {
-		mu.Lock()
-		if code != 0 && failed[id] == 0 {
-			failed[id] = code
-		}
-		left--
-		last := left == 0
-		mu.Unlock()
-		if last {
-			done(failed)
-		}
-	}
-	im := b.meta.Image()
-	for _, id := range groups {
-		topics, _, ok := c.ShareStatePartitions(id)
-		if !ok || b.shares == nil || !b.features().share {
-			continue
-		}
-		for _, t := range topics {
-			if _, known := im.TopicByID(metadata.UUID(t.TopicID)); !known {
-				continue
-			}
-			for _, part := range t.Partitions {
-				mu.Lock()
-				left++
-				mu.Unlock()
-				b.shares.states.Delete(share.Key{Group: id, TopicID: t.TopicID, Partition: part}, func(code int16) {
-					if code == kerr.UnknownTopicOrPartition.Code {
-						code = 0 // deleted meanwhile
-					}
-					finish(id, code)
-				})
-			}
-		}
-	}
-	finish("", 0)
 }

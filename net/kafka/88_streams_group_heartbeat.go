@@ -47,9 +47,7 @@
 package kafka
 
 import (
-	"context"
 	"strings"
-	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -69,14 +67,6 @@ var streamsAPIKeys = []int16{streamsGroupHeartbeatKey, streamsGroupDescribeKey}
 
 func init() {
 	register(API{Key: streamsGroupHeartbeatKey, MinVersion: 0, MaxVersion: 1, Handle: handleStreamsGroupHeartbeat, Authz: authz.StreamsGroupHeartbeat(topologyTopics)})
-}
-
-// streamsBroker is the broker's part in streams groups: the internal topics whose
-// creation is under way (each is asked for once at a time, though every heartbeat of
-// the group reports it missing until it exists).
-type streamsBroker struct {
-	mu       sync.Mutex
-	creating map[string]bool
 }
 
 // streamsSettings resolves what streams group id acts on: its own configs, capped to
@@ -154,8 +144,9 @@ func handleStreamsGroupHeartbeat(b *Broker, r *Request) {
 }
 
 // createStreamsTopics starts the creation of a streams group's missing internal
-// topics, those the principal may create (Kafka: CREATE on the cluster, else on each
-// topic); the others are named in resp's MISSING_INTERNAL_TOPICS status.
+// topics (Deps.Topics) when the principal may create them all (Kafka: CREATE on the
+// cluster, else on each topic); else the refused ones are named in resp's
+// MISSING_INTERNAL_TOPICS status.
 func (b *Broker) createStreamsTopics(r *Request, resp *kmsg.StreamsGroupHeartbeatResponse, topics []group.StreamsTopicInfo) {
 	names := make([]string, len(topics))
 	for i, t := range topics {
@@ -176,48 +167,5 @@ func (b *Broker) createStreamsTopics(r *Request, resp *kmsg.StreamsGroupHeartbea
 		}
 		return
 	}
-	s := &b.streams
-	s.mu.Lock()
-	if s.creating == nil {
-		s.creating = map[string]bool{}
-	}
-	var todo []group.StreamsTopicInfo
-	for _, t := range topics {
-		if !s.creating[t.Name] {
-			s.creating[t.Name] = true
-			todo = append(todo, t)
-		}
-	}
-	s.mu.Unlock()
-	if len(todo) == 0 {
-		return
-	}
-	b.async(func(ctx context.Context) {
-		defer func() {
-			s.mu.Lock()
-			for _, t := range todo {
-				delete(s.creating, t.Name)
-			}
-			s.mu.Unlock()
-		}()
-		ctx, cancel := context.WithTimeout(ctx, defaultForwardTimeout)
-		defer cancel()
-		req := kmsg.NewPtrCreateTopicsRequest()
-		req.TimeoutMillis = int32(defaultForwardTimeout.Milliseconds())
-		for _, t := range todo {
-			rt := kmsg.NewCreateTopicsRequestTopic()
-			rt.Topic, rt.NumPartitions, rt.ReplicationFactor = t.Name, t.Partitions, t.ReplicationFactor
-			for _, kv := range t.Configs {
-				cfg := kmsg.NewCreateTopicsRequestTopicConfig()
-				cfg.Name, cfg.Value = kv.Key, stringPtr(kv.Value)
-				rt.Configs = append(rt.Configs, cfg)
-			}
-			req.Topics = append(req.Topics, rt)
-		}
-		for name, code := range b.topicMgr.Create(ctx, req) {
-			if code != 0 && code != kerr.TopicAlreadyExists.Code {
-				b.log.Warn("creating a streams group's internal topic", "topic", name, "err", kerr.ErrorForCode(code))
-			}
-		}
-	})
+	b.topicMgr.CreateStreamsTopics(topics)
 }

@@ -130,7 +130,6 @@ type Broker struct {
 	dirs     *dirHealth               // failed log directories, cached (03_metadata.go reads it)
 	mdCache  *metadataCache           // encoded all-topics Metadata answers (03_metadata_cache.go); nil: off
 	shares   *shareState              // share partitions, sessions and states (share_groups.go)
-	streams  streamsBroker            // streams groups: internal topics being created (88_streams_group_heartbeat.go)
 	produce  *producer                // Produce (00_produce.go, produce_txn.go)
 	quotas   *quota.Manager           // client quotas (net/quota; quotas.go)
 	dataPath atomic.Pointer[dataPath] // data-path state, created on first use (partition_state.go)

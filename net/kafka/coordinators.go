@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-broker/samsa/coordinator/group"
 	"github.com/samsa-broker/samsa/coordinator/share"
@@ -23,6 +24,16 @@ type Coordinators interface {
 	// ShareStore is the share coordinator (__share_group_state) of the partitions this
 	// node leads.
 	ShareStore() *share.Store
+	// DeleteShareGroupsState deletes, for each of groups that is a share group without
+	// members on c, the state of the share partitions it holds, before DeleteGroups
+	// deletes the group; done gets the groups whose state could not be deleted, with
+	// the code to answer (they are not deleted). done may run on any goroutine.
+	DeleteShareGroupsState(c *group.Coordinator, groups []string, done func(failed map[string]int16))
+	// DeleteGroupConfigs deletes the configs (GROUP resources) of the groups resp
+	// deleted, through the active controller, and calls done once this node's image
+	// has the change (or the attempt failed): at once when none had any, else on a
+	// goroutine of the node's.
+	DeleteGroupConfigs(resp *kmsg.DeleteGroupsResponse, done func())
 }
 
 // groupCoordinatorOr returns the coordinator, or answers code via fail. Before

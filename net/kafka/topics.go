@@ -8,11 +8,10 @@ import (
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-broker/samsa/coordinator/configs"
 	"github.com/samsa-broker/samsa/coordinator/controller"
-	"github.com/samsa-broker/samsa/coordinator/metadata"
+	"github.com/samsa-broker/samsa/coordinator/group"
 	"github.com/samsa-broker/samsa/net/peer"
 )
 
@@ -24,53 +23,21 @@ func (b *Broker) AutoCreateEnabled() bool {
 	return b.keys.value(b.meta.Image(), "auto.create.topics.enable") == "true"
 }
 
-// AutoCreateTopic creates topic through the active controller with the broker's
-// defaults (num.partitions, default.replication.factor) if auto.create.topics.enable
-// and the name is valid, and returns it once this broker's image has it (also when
-// another request created it first). It blocks: call it off the read path. Errors are
-// Kafka errors: UNKNOWN_TOPIC_OR_PARTITION when auto-creation is off,
-// INVALID_TOPIC_EXCEPTION for a bad name, the controller's refusal, REQUEST_TIMED_OUT.
-func (b *Broker) AutoCreateTopic(ctx context.Context, topic string) (*metadata.TopicImage, error) {
-	if t, ok := b.meta.Image().Topic(topic); ok {
-		return t, nil
-	}
-	if !b.AutoCreateEnabled() {
-		return nil, kerr.UnknownTopicOrPartition
-	}
-	if err := validTopicName(topic); err != nil {
-		return nil, kerr.InvalidTopicException
-	}
-	if code := b.autoCreate(ctx, []string{topic})[topic]; code != 0 {
-		return nil, kerr.ErrorForCode(code)
-	}
-	if t, ok := b.meta.Image().Topic(topic); ok {
-		return t, nil
-	}
-	return nil, kerr.LeaderNotAvailable
-}
-
-// autoCreate asks the active controller to create topics with the broker's defaults
-// and waits until this broker's image has them. It returns each topic's code (0 also
-// for one that already existed).
-func (b *Broker) autoCreate(ctx context.Context, topics []string) map[string]int16 {
-	req := kmsg.NewPtrCreateTopicsRequest()
-	req.TimeoutMillis = int32(defaultForwardTimeout.Milliseconds())
-	for _, name := range topics {
-		rt := kmsg.NewCreateTopicsRequestTopic()
-		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, -1, -1
-		req.Topics = append(req.Topics, rt)
-	}
-	return b.topicMgr.Create(ctx, req)
-}
-
 // Topics creates topics through the active controller on the handlers' behalf (the
-// node's assembly, net/broker: Kafka's AutoTopicCreationManager). Both block: call
-// them off the read path.
+// node's assembly, net/broker: Kafka's AutoTopicCreationManager). AutoCreate and
+// EnsureInternal block: call them off the read path.
 type Topics interface {
-	// Create sends req (topics the broker creates on its own: auto-created ones, a
-	// streams group's internal topics), waits until the image handlers answer from
-	// shows them and returns each topic's code (TOPIC_ALREADY_EXISTS counts as 0).
-	Create(ctx context.Context, req *kmsg.CreateTopicsRequest) map[string]int16
+	// AutoCreate creates topics with the broker's defaults (num.partitions,
+	// default.replication.factor: auto.create.topics.enable), waits until the image
+	// handlers answer from shows them and returns each topic's code (0 also for one
+	// that already existed).
+	AutoCreate(ctx context.Context, topics []string) map[string]int16
+	// CreateStreamsTopics starts the creation of a streams group's internal topics
+	// with their partitions, replication factor and configs, on a goroutine of the
+	// node's, and returns at once: each topic is asked for once at a time, though
+	// every heartbeat of the group reports it missing until it exists; a failure is
+	// logged (the next heartbeat asks again).
+	CreateStreamsTopics(topics []group.StreamsTopicInfo)
 	// EnsureInternal returns once the image has the internal topic name
 	// (__consumer_offsets, __transaction_state, __share_group_state), creating it
 	// with its keys if it has not, one creation at a time per topic.
