@@ -72,7 +72,7 @@ var allowed = map[string][]string{
 	"net/authz": {"coordinator/acl", "coordinator/metadata", "coordinator/controller"},
 	// The protocol adapter and the node-to-node client may use everything below net
 	// (net/peer: net/auth, no I/O, whose server sessions its security tests dial).
-	"net/kafka":    {"engine/...", "purgatory", "replication/...", "coordinator/...", "net/transport", "net/peer", "net/auth", "net/authz", "net/quota", "net/fetchsession", "net/sharesession", "net/brokermetrics", "internal/..."},
+	"net/kafka":    {"engine/...", "purgatory", "replication/...", "coordinator/...", "net/transport", "net/peer", "net/auth", "net/authz", "net/quota", "net/fetchsession", "net/sharesession", "net/wire", "net/brokermetrics", "internal/..."},
 	"net/peer":     {"engine/...", "purgatory", "replication/...", "coordinator/...", "net/transport", "net/auth"},
 	"net/...":      {"engine/...", "purgatory", "replication/...", "coordinator/...", "net/...", "internal/..."},
 	"internal/...": {},
@@ -86,6 +86,10 @@ var allowed = map[string][]string{
 	// Share sessions (KIP-932, Kafka's ShareSessionCache): share partitions' keys and
 	// the connections that opened them; no protocol layer, no share partitions' state.
 	"net/sharesession": {"coordinator/share", "net/transport"},
+	// The hand-written parts of the wire format (request and response headers, the
+	// Fetch response framed around file ranges, the error codes of an answer): the
+	// engine's slices and the transport's chunks, nothing of the protocol adapter.
+	"net/wire": {"engine", "net/transport"},
 	// The broker's topic and cluster metrics, read from the image, the replica manager,
 	// the group coordinator and the logs; not the request metrics (net/kafka's).
 	"net/brokermetrics": {"engine", "replication", "coordinator/metadata", "coordinator/group"},
@@ -97,7 +101,7 @@ var allowed = map[string][]string{
 	// net/kafka's tests serve brokers assembled by net/broker, which imports net/kafka:
 	// an external test file hands the assembly to the package's tests.
 	"net/kafka" + externalTests: {"engine/...", "purgatory", "replication/...", "coordinator/...", "net/transport", "net/peer", "net/auth",
-		"net/authz", "net/quota", "net/fetchsession", "net/sharesession", "net/brokermetrics", "internal/...", "net/kafka", "net/broker"},
+		"net/authz", "net/quota", "net/fetchsession", "net/sharesession", "net/wire", "net/brokermetrics", "internal/...", "net/kafka", "net/broker"},
 
 	// Clients: they talk to brokers over the wire only.
 	"bench":           {},
@@ -270,6 +274,10 @@ func TestRules(t *testing.T) {
 		{"net/sharesession", "coordinator/share", true},
 		{"net/sharesession", "net/kafka", false},
 		{"net/sharesession", "engine", false},
+		{"net/kafka", "net/wire", true},
+		{"net/wire", "engine", true},
+		{"net/wire", "net/kafka", false},
+		{"net/wire", "replication", false},
 		{"net/kafka", "net/brokermetrics", true},
 		{"net/brokermetrics", "coordinator/group", true},
 		{"net/brokermetrics", "net/kafka", false},

@@ -65,6 +65,7 @@ import (
 	"github.com/samsa-broker/samsa/net/authz"
 	"github.com/samsa-broker/samsa/net/fetchsession"
 	"github.com/samsa-broker/samsa/net/quota"
+	"github.com/samsa-broker/samsa/net/wire"
 	"github.com/samsa-broker/samsa/purgatory"
 	"github.com/samsa-broker/samsa/replication"
 )
@@ -534,9 +535,9 @@ func (op *fetchOp) respondWith(code int16) {
 	}
 	fr := op.frame(code)
 	if t > 0 {
-		binary.BigEndian.PutUint32(fr.bb.B[op.throttleAt:], uint32(t))
+		binary.BigEndian.PutUint32(fr.Bytes()[op.throttleAt:], uint32(t))
 	}
-	op.r.RespondRaw(fr.response())
+	op.r.RespondRaw(fr.Response())
 }
 
 // responseSize estimates the answer's size before it is framed: the records gathered
@@ -553,19 +554,19 @@ func (op *fetchOp) responseSize() int64 {
 }
 
 // frame writes the answer (see fetch_frame.go), handing the gathered slices to it.
-func (op *fetchOp) frame(code int16) *fetchResp {
+func (op *fetchOp) frame(code int16) *wire.FetchFrame {
 	v, flex := op.v, op.v >= 12
-	fr := getFetchResp()
-	b := AppendResponseHeader(fr.bb.B[:0], &op.r.Header)
+	fr := wire.GetFetchFrame()
+	b := wire.AppendResponseHeader(fr.Bytes()[:0], &op.r.Header)
 	op.throttleAt = len(b)
-	b = appendI32(b, 0) // throttle (respondWith fills it in)
+	b = wire.AppendI32(b, 0) // throttle (respondWith fills it in)
 	if v >= 7 {
-		b = appendI16(b, code)
+		b = wire.AppendI16(b, code)
 		var sid int32
 		if op.sess != nil {
 			sid = op.sess.ID()
 		}
-		b = appendI32(b, sid)
+		b = wire.AppendI32(b, sid)
 	}
 	op.choose()
 
@@ -588,7 +589,7 @@ func (op *fetchOp) frame(code int16) *fetchResp {
 		}
 		prev = p
 	}
-	b = appendArrayLen(b, flex, ntopics)
+	b = wire.AppendArrayLen(b, flex, ntopics)
 	for i := 0; i < len(op.parts); {
 		p := &op.parts[i]
 		if !p.include {
@@ -609,9 +610,9 @@ func (op *fetchOp) frame(code int16) *fetchResp {
 		if v >= 13 {
 			b = append(b, p.id[:]...)
 		} else {
-			b = appendStr(b, flex, p.topic)
+			b = wire.AppendStr(b, flex, p.topic)
 		}
-		b = appendArrayLen(b, flex, n)
+		b = wire.AppendArrayLen(b, flex, n)
 		for k := i; k < j; k++ {
 			q := &op.parts[k]
 			if !q.include {
@@ -627,7 +628,7 @@ func (op *fetchOp) frame(code int16) *fetchResp {
 	if flex {
 		b = append(b, 0)
 	}
-	fr.bb.B = b
+	fr.SetBytes(b)
 	op.releaseSlices() // those not spliced: none, unless an answer was cut short
 	return fr
 }
@@ -682,39 +683,39 @@ func (op *fetchOp) atEnd(p *fetchPart) bool {
 }
 
 // appendPartition frames one partition, splicing its records in.
-func (op *fetchOp) appendPartition(fr *fetchResp, b []byte, p *fetchPart) []byte {
+func (op *fetchOp) appendPartition(fr *wire.FetchFrame, b []byte, p *fetchPart) []byte {
 	v, flex := op.v, op.v >= 12
-	b = appendI32(b, p.partition)
-	b = appendI16(b, p.code)
-	b = appendI64(b, p.hw)
-	b = appendI64(b, p.lso)
+	b = wire.AppendI32(b, p.partition)
+	b = wire.AppendI16(b, p.code)
+	b = wire.AppendI64(b, p.hw)
+	b = wire.AppendI64(b, p.lso)
 	if v >= 5 {
-		b = appendI64(b, p.logStart)
+		b = wire.AppendI64(b, p.logStart)
 	}
 	if op.isolation == 1 {
-		b = appendArrayLen(b, flex, len(p.aborted))
+		b = wire.AppendArrayLen(b, flex, len(p.aborted))
 		for _, a := range p.aborted {
-			b = appendI64(b, a.ProducerID)
-			b = appendI64(b, a.FirstOffset)
+			b = wire.AppendI64(b, a.ProducerID)
+			b = wire.AppendI64(b, a.FirstOffset)
 			if flex {
 				b = append(b, 0)
 			}
 		}
 	} else {
-		b = appendArrayLen(b, flex, -1)
+		b = wire.AppendArrayLen(b, flex, -1)
 	}
 	if v >= 11 {
-		b = appendI32(b, -1) // preferred read replica
+		b = wire.AppendI32(b, -1) // preferred read replica
 	}
-	b = appendBytesLen(b, flex, p.slice.Size)
+	b = wire.AppendBytesLen(b, flex, p.slice.Size)
 	if p.slice.Size > 0 {
 		op.countFetched(p) // metrics.go, net/brokermetrics
-		if nb, ok := fr.copyIn(b, p.slice); ok {
+		if nb, ok := fr.CopyIn(b, p.slice); ok {
 			b = nb
 			p.slice.Release()
 		} else {
-			fr.bb.B = b
-			fr.splice(p.slice)
+			fr.SetBytes(b)
+			fr.Splice(p.slice)
 		}
 		p.slice = engine.Slice{}
 	}
@@ -733,14 +734,14 @@ func (op *fetchOp) appendPartition(fr *fetchResp, b []byte, p *fetchPart) []byte
 	b = append(b, byte(ntags))
 	if p.diverging {
 		b = append(b, 0, 13) // tag 0, 13 bytes
-		b = appendI32(b, p.divEpoch)
-		b = appendI64(b, p.divEnd)
+		b = wire.AppendI32(b, p.divEpoch)
+		b = wire.AppendI64(b, p.divEnd)
 		b = append(b, 0)
 	}
 	if leader {
 		b = append(b, 1, 9) // tag 1, 9 bytes
-		b = appendI32(b, p.leaderID)
-		b = appendI32(b, p.leaderEpoch)
+		b = wire.AppendI32(b, p.leaderID)
+		b = wire.AppendI32(b, p.leaderEpoch)
 		b = append(b, 0)
 	}
 	return b
@@ -751,10 +752,10 @@ func (op *fetchOp) appendPartition(fr *fetchResp, b []byte, p *fetchPart) []byte
 // of Request.Respond does not see it).
 func (op *fetchOp) countErrors(code int16) {
 	a := op.r.m.lookup(op.r.Header.Key)
-	a.countError(code)
+	a.CountError(code)
 	for i := range op.parts {
 		if e := op.parts[i].err; e != nil {
-			a.countError(e.Code)
+			a.CountError(e.Code)
 		}
 	}
 }

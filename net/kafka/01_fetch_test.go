@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-broker/samsa/engine"
+	"github.com/samsa-broker/samsa/net/wire"
 )
 
 // fetchPartReq is one partition of a hand-made fetch.
@@ -446,10 +447,10 @@ func TestFetchCopiedAndSplicedRecords(t *testing.T) {
 	tb := startDataBroker(t)
 	mustCreate(t, tb.admin(t), "mixed", 3, nil)
 	rc := tb.raw(t)
-	sizes := []int{3, 400, 5} // records of 100 bytes: p1's batch is beyond fetchCopyMax
+	sizes := []int{3, 400, 5} // records of 100 bytes: p1's batch is beyond wire.FetchCopyMax
 	for p, n := range sizes {
 		batch := appendBatch(nil, batchSpec{pid: -1, epoch: -1, seq: -1, n: n, valueBytes: 100})
-		if p == 1 && len(batch) <= fetchCopyMax {
+		if p == 1 && len(batch) <= wire.FetchCopyMax {
 			t.Fatalf("the large batch has %d bytes", len(batch))
 		}
 		preq := produceReq("mixed", 1, batch)

@@ -42,7 +42,6 @@ package kafka
 
 import (
 	"encoding/binary"
-	"reflect"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -51,6 +50,7 @@ import (
 
 	"github.com/samsa-broker/samsa/coordinator/metadata"
 	"github.com/samsa-broker/samsa/net/transport"
+	"github.com/samsa-broker/samsa/net/wire"
 )
 
 // maxMetadataEntries bounds the cache: versions × listeners × flags in use at once are
@@ -82,10 +82,10 @@ type codeCount struct {
 	n    int
 }
 
-// errorTally collects an answer's error codes (an errSink).
+// errorTally collects an answer's error codes (a wire.ErrorSink).
 type errorTally struct{ counts []codeCount }
 
-func (t *errorTally) countError(code int16) {
+func (t *errorTally) CountError(code int16) {
 	if code == 0 {
 		return
 	}
@@ -183,7 +183,7 @@ func (b *Broker) respondCachedMetadata(r *Request, req *kmsg.MetadataRequest) bo
 	}
 	a := r.m.lookup(r.Header.Key)
 	for _, cc := range e.errs {
-		a.errors.WithLabelValues(a.name, errorName(cc.code)).Add(float64(cc.n))
+		a.errors.WithLabelValues(a.name, wire.ErrorName(cc.code)).Add(float64(cc.n))
 	}
 	r.respondEncoded(cachedMetadataResponse(&r.Header, e.body, r.throttle))
 	return true
@@ -203,9 +203,7 @@ func (b *Broker) fillMetadataEntry(c *metadataCache, e *metadataEntry, im *metad
 	resp.ControllerID = e.key.controller // the key's, should the controller move meanwhile
 	resp.SetVersion(r.Header.Version)
 	var tally errorTally
-	if w := walkerFor(reflect.TypeOf(resp)); w != nil {
-		w(reflect.ValueOf(resp), &tally)
-	}
+	wire.ErrorCodes(resp, &tally)
 	e.body, e.errs, e.ok = resp.AppendTo(nil), tally.counts, true
 }
 
@@ -216,7 +214,7 @@ const metadataThrottleVersion = 3
 // the throttle time in a pooled chunk, the rest of body shared.
 func cachedMetadataResponse(h *Header, body []byte, throttle int32) transport.Response {
 	cr := cachedResps.Get().(*cachedResp)
-	head := AppendResponseHeader(cr.head[:0], h)
+	head := wire.AppendResponseHeader(cr.head[:0], h)
 	rest := body
 	if h.Version >= metadataThrottleVersion && len(body) >= 4 {
 		head = binary.BigEndian.AppendUint32(head, uint32(max(throttle, 0)))

@@ -8,6 +8,7 @@ import (
 	"github.com/samsa-broker/samsa/coordinator/metadata"
 	"github.com/samsa-broker/samsa/net/authz"
 	"github.com/samsa-broker/samsa/net/transport"
+	"github.com/samsa-broker/samsa/net/wire"
 )
 
 // Authorisation of the requests of a SecureListener with an authorizer, and of the
@@ -114,7 +115,7 @@ func (r *Request) amendRaw(raw transport.Response) (transport.Response, bool) {
 			return transport.Response{}, false
 		}
 	}
-	hdr := len(AppendResponseHeader(nil, &r.Header))
+	hdr := len(wire.AppendResponseHeader(nil, &r.Header))
 	resp := r.ResponseKind()
 	if len(buf) < hdr || resp.ReadFrom(buf[hdr:]) != nil {
 		return transport.Response{}, false

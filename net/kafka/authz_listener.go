@@ -11,6 +11,7 @@ import (
 	"github.com/samsa-broker/samsa/coordinator/acl"
 	"github.com/samsa-broker/samsa/net/auth"
 	"github.com/samsa-broker/samsa/net/transport"
+	"github.com/samsa-broker/samsa/net/wire"
 )
 
 // ListenerSecurity is the security of one client listener: its protocol
@@ -151,7 +152,7 @@ func (l *SecureListener) admit(tr transport.Request, m *metrics) *connSecurity {
 		cs.rawToken(tr, now)
 		return nil
 	}
-	h, err := parseFixedHeader(tr.Frame)
+	h, err := wire.ParseFixedHeader(tr.Frame)
 	if err != nil {
 		reject(tr, &h, m, l.log, err)
 		return nil

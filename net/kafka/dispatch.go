@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"sort"
@@ -14,7 +15,21 @@ import (
 	"github.com/samsa-broker/samsa/net/authz"
 	"github.com/samsa-broker/samsa/net/peer"
 	"github.com/samsa-broker/samsa/net/transport"
+	"github.com/samsa-broker/samsa/net/wire"
 )
+
+// Errors of request framing. They never reach a client as codes: a request whose
+// header or body cannot be parsed, or whose key or version is not served, gets its
+// connection closed (see doc.go, "Bad requests").
+var (
+	ErrMalformedHeader    = wire.ErrMalformedHeader
+	ErrUnknownAPIKey      = errors.New("kafka: unknown api key")
+	ErrUnsupportedVersion = errors.New("kafka: unsupported api version")
+	ErrMalformedBody      = errors.New("kafka: malformed request body")
+)
+
+// Header is a parsed request header (net/wire).
+type Header = wire.Header
 
 // maxAPIKey bounds the dense part of a handler table; Kafka's keys are small and
 // dense. Private keys (SamsaRaft, 10000) live in the table's short private list.
@@ -198,7 +213,7 @@ func (b *Broker) Serve(tr transport.Request) {
 // version answered with the table, av).
 func parseRequest(tr transport.Request, t *apiTable, m *metrics, log *slog.Logger, av []apiKeyEntry) (*API, *Request) {
 	m.bytesIn.Add(float64(len(tr.Frame) + 4))
-	h, err := parseFixedHeader(tr.Frame)
+	h, err := wire.ParseFixedHeader(tr.Frame)
 	if err != nil {
 		reject(tr, &h, m, log, err)
 		return nil, nil
@@ -216,7 +231,7 @@ func parseRequest(tr transport.Request, t *apiTable, m *metrics, log *slog.Logge
 		reject(tr, &h, m, log, fmt.Errorf("%w: key %d version %d (serving %d..%d)", ErrUnsupportedVersion, h.Key, h.Version, api.MinVersion, api.MaxVersion))
 		return nil, nil
 	}
-	body, err := parseHeaderRest(&h, tr.Frame, isFlexible(h.Key, h.Version))
+	body, err := wire.ParseHeaderRest(&h, tr.Frame, wire.IsFlexible(h.Key, h.Version))
 	if err != nil {
 		reject(tr, &h, m, log, err)
 		return nil, nil
@@ -294,7 +309,7 @@ func encodeResponse(h *Header, resp kmsg.Response) transport.Response {
 	rb := respBufs.Get().(*respBuf)
 	rb.bb = bytebufferpool.Get()
 	resp.SetVersion(h.Version)
-	buf := AppendResponseHeader(rb.bb.B[:0], h)
+	buf := wire.AppendResponseHeader(rb.bb.B[:0], h)
 	buf = resp.AppendTo(buf)
 	rb.bb.B = buf
 	rb.chunks[0] = transport.Chunk{Bytes: buf}

@@ -1,7 +1,7 @@
 // Package kafka is the broker's Kafka protocol adapter (Kafka's KafkaApis): it turns
 // framed requests from a net/transport into calls of per-API handlers and encodes
-// their answers. It holds the handler table, the request-header codec, the response
-// encoder, ApiVersions built from the table, the handlers of every API, the routing of
+// their answers. It holds the handler table, the response encoder, ApiVersions built
+// from the table, the handlers of every API, the routing of
 // a cluster in their answers (which broker leads what, which one coordinates a group,
 // who the controller is), the partition-lookup helpers the data-path handlers use,
 // and the security of its listeners (SecureListener: the authentication sessions of
@@ -12,8 +12,10 @@
 // replica manager, the coordinators and their hosting, the feature levels, the
 // publishing of images, topic creation, producer ids), the authorisation of requests
 // (net/authz; authz.go adapts its decisions), client quotas (net/quota), fetch
-// sessions (net/fetchsession) and the per-topic and cluster metrics
-// (net/brokermetrics).
+// sessions (net/fetchsession), share sessions (net/sharesession), the per-topic and
+// cluster metrics (net/brokermetrics), and the parts of the wire format written by
+// hand (net/wire: request and response headers, the Fetch response framed for
+// sendfile, the error codes of an answer).
 //
 // # The broker in a cluster
 //
@@ -77,7 +79,7 @@
 //	r.Respond(resp kmsg.Response)   encode header+body into a pooled buffer and answer
 //	r.RespondRaw(transport.Response) a hand-framed answer (bytes + file ranges for
 //	                                 sendfile, with a Releaser); begin it with
-//	                                 AppendResponseHeader(dst, &r.Header)
+//	                                 wire.AppendResponseHeader(dst, &r.Header)
 //	r.NoResponse()                  nothing on the wire (acks=0)
 //	r.CloseConn()                   close once the earlier answers left
 //
@@ -106,7 +108,7 @@
 //	                                  NodeEndpoints); b.route also finds coordinators
 //	                                  and the controller clients are told (routing.go)
 //	b.forward(r, forwarded{...})      answer r with the active controller's answer
-//	b.AutoCreateTopic(ctx, name)      auto.create.topics.enable through the controller
+//	b.topicMgr.AutoCreate(ctx, names) auto.create.topics.enable through the controller
 //	b.keys.value(im, key)             a broker key: dynamic (node, cluster default),
 //	                                  static (server.properties/env/flags), Kafka default
 //	b.keys.topicLogConfig(im, topic)  a topic's engine.LogConfig from the same layers

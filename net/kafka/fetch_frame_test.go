@@ -96,7 +96,7 @@ func FuzzFetchFraming(f *testing.F) {
 		}
 
 		fr := op.frame(topCode)
-		resp := fr.response()
+		resp := fr.Response()
 		var wire []byte
 		for _, c := range resp.Chunks {
 			if c.File == nil {

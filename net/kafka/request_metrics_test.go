@@ -1,7 +1,6 @@
 package kafka
 
 import (
-	"reflect"
 	"testing"
 	"time"
 
@@ -100,28 +99,6 @@ func TestRequestErrorsAndTimes(t *testing.T) {
 	}
 }
 
-// The reflective error walk finds codes at every depth of a kmsg answer.
-func TestErrorWalkerDepths(t *testing.T) {
-	resp := kmsg.NewPtrOffsetCommitResponse()
-	for _, codes := range [][]int16{{0, 3}, {29}} {
-		rt := kmsg.NewOffsetCommitResponseTopic()
-		for _, c := range codes {
-			p := kmsg.NewOffsetCommitResponseTopicPartition()
-			p.ErrorCode = c
-			rt.Partitions = append(rt.Partitions, p)
-		}
-		resp.Topics = append(resp.Topics, rt)
-	}
-	var got codeList
-	walkerFor(reflect.TypeOf(resp))(reflect.ValueOf(resp), &got)
-	if len(got) != 3 || got[0] != 0 || got[1] != 3 || got[2] != 29 {
-		t.Fatalf("codes %v", got)
-	}
-	if w := walkerFor(reflect.TypeOf(kmsg.NewPtrApiVersionsResponse())); w == nil {
-		t.Fatal("ApiVersions' top-level ErrorCode not found")
-	}
-}
-
 // The reflective error count of a successful one-partition Produce answer, the hot
 // path's case.
 func BenchmarkCountErrorsProduce(b *testing.B) {
@@ -136,7 +113,3 @@ func BenchmarkCountErrorsProduce(b *testing.B) {
 		a.countErrors(resp)
 	}
 }
-
-type codeList []int16
-
-func (l *codeList) countError(c int16) { *l = append(*l, c) }

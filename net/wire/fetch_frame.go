@@ -1,4 +1,4 @@
-package kafka
+package wire
 
 import (
 	"encoding/binary"
@@ -47,21 +47,22 @@ import (
 // engine slices stay pinned until the transport has written or dropped the answer and
 // runs the Release below.
 //
-// Small ranges are copied instead: a range of at most fetchCopyMax bytes is read
+// Small ranges are copied instead: a range of at most FetchCopyMax bytes is read
 // (pread) into the buffer while the answer is framed, as long as the answer's copied
-// bytes stay within fetchCopyTotal. A file range costs the transport three system
+// bytes stay within FetchCopyTotal. A file range costs the transport three system
 // calls (write what precedes it, sendfile, write what follows) and a break in the
 // batch of answers it writes with one writev; a copied range costs one pread. The
 // tail-following consumer of a busy log fetches a few KiB at a time, so its answers
 // become one plain buffer. A failed pread falls back to the file range.
+// FetchCopyMax and FetchCopyTotal bound the record bytes a frame copies (CopyIn).
 const (
-	fetchCopyMax   = 16 << 10
-	fetchCopyTotal = 64 << 10
+	FetchCopyMax   = 16 << 10
+	FetchCopyTotal = 64 << 10
 )
 
-// fetchResp is a hand-framed Fetch answer: a pooled buffer, its chunk list and the
+// FetchFrame is a hand-framed Fetch answer: a pooled buffer, its chunk list and the
 // pinned slices. It releases itself (transport.Releaser).
-type fetchResp struct {
+type FetchFrame struct {
 	bb     *bytebufferpool.ByteBuffer
 	marks  []int // positions in bb.B after which slices[i] is spliced in
 	slices []engine.Slice
@@ -69,16 +70,17 @@ type fetchResp struct {
 	copied int // record bytes copied into bb
 }
 
-var fetchResps = sync.Pool{New: func() any { return new(fetchResp) }}
+var fetchFrames = sync.Pool{New: func() any { return new(FetchFrame) }}
 
-func getFetchResp() *fetchResp {
-	fr := fetchResps.Get().(*fetchResp)
+// GetFetchFrame returns a pooled, empty frame.
+func GetFetchFrame() *FetchFrame {
+	fr := fetchFrames.Get().(*FetchFrame)
 	fr.bb = bytebufferpool.Get()
 	return fr
 }
 
 // Release implements transport.Releaser: unpin the segments, recycle the buffers.
-func (fr *fetchResp) Release() {
+func (fr *FetchFrame) Release() {
 	for i := range fr.slices {
 		fr.slices[i].Release()
 	}
@@ -90,21 +92,27 @@ func (fr *fetchResp) Release() {
 	fr.copied = 0
 	bytebufferpool.Put(fr.bb)
 	fr.bb = nil
-	fetchResps.Put(fr)
+	fetchFrames.Put(fr)
 }
 
-// splice records that the slice's bytes follow the buffer's current end. The caller
+// Bytes is the frame's buffer: the answer framed so far.
+func (fr *FetchFrame) Bytes() []byte { return fr.bb.B }
+
+// SetBytes makes b (the buffer, appended to) the frame's buffer.
+func (fr *FetchFrame) SetBytes(b []byte) { fr.bb.B = b }
+
+// Splice records that the slice's bytes follow the buffer's current end. The caller
 // gives up the slice (fr releases it).
-func (fr *fetchResp) splice(s engine.Slice) {
+func (fr *FetchFrame) Splice(s engine.Slice) {
 	fr.marks = append(fr.marks, len(fr.bb.B))
 	fr.slices = append(fr.slices, s)
 }
 
-// copyIn appends s's bytes to b when s is small enough to be copied (see
-// fetchCopyMax) and the read succeeds; the caller still owns s.
-func (fr *fetchResp) copyIn(b []byte, s engine.Slice) ([]byte, bool) {
+// CopyIn appends s's bytes to b when s is small enough to be copied (see
+// FetchCopyMax) and the read succeeds; the caller still owns s.
+func (fr *FetchFrame) CopyIn(b []byte, s engine.Slice) ([]byte, bool) {
 	n := int(s.Size)
-	if n > fetchCopyMax || fr.copied+n > fetchCopyTotal {
+	if n > FetchCopyMax || fr.copied+n > FetchCopyTotal {
 		return b, false
 	}
 	b = slices.Grow(b, n)
@@ -115,8 +123,8 @@ func (fr *fetchResp) copyIn(b []byte, s engine.Slice) ([]byte, bool) {
 	return b[:len(b)+n], true
 }
 
-// response cuts the buffer into chunks around the file ranges.
-func (fr *fetchResp) response() transport.Response {
+// Response cuts the buffer into chunks around the file ranges.
+func (fr *FetchFrame) Response() transport.Response {
 	b := fr.bb.B
 	prev := 0
 	for i, m := range fr.marks {
@@ -133,33 +141,35 @@ func (fr *fetchResp) response() transport.Response {
 	return transport.Response{Chunks: fr.chunks, Release: fr}
 }
 
-// Wire helpers (big-endian; compact forms for flexible versions).
+// Field writers (big-endian; compact forms for flexible versions).
 
-func appendI16(b []byte, v int16) []byte { return binary.BigEndian.AppendUint16(b, uint16(v)) }
-func appendI32(b []byte, v int32) []byte { return binary.BigEndian.AppendUint32(b, uint32(v)) }
-func appendI64(b []byte, v int64) []byte { return binary.BigEndian.AppendUint64(b, uint64(v)) }
+// AppendI16, AppendI32 and AppendI64 write a big-endian integer.
+func AppendI16(b []byte, v int16) []byte { return binary.BigEndian.AppendUint16(b, uint16(v)) }
+func AppendI32(b []byte, v int32) []byte { return binary.BigEndian.AppendUint32(b, uint32(v)) }
+func AppendI64(b []byte, v int64) []byte { return binary.BigEndian.AppendUint64(b, uint64(v)) }
 
-// appendArrayLen writes an array length (n < 0: null).
-func appendArrayLen(b []byte, flex bool, n int) []byte {
+// AppendArrayLen writes an array length (n < 0: null).
+func AppendArrayLen(b []byte, flex bool, n int) []byte {
 	if flex {
 		return binary.AppendUvarint(b, uint64(n+1))
 	}
-	return appendI32(b, int32(n))
+	return AppendI32(b, int32(n))
 }
 
-func appendStr(b []byte, flex bool, s string) []byte {
+// AppendStr writes a string: int16 length, or its compact form.
+func AppendStr(b []byte, flex bool, s string) []byte {
 	if flex {
 		b = binary.AppendUvarint(b, uint64(len(s)+1))
 	} else {
-		b = appendI16(b, int16(len(s)))
+		b = AppendI16(b, int16(len(s)))
 	}
 	return append(b, s...)
 }
 
-// appendBytesLen writes the length of a nullable bytes field (n < 0: null).
-func appendBytesLen(b []byte, flex bool, n int32) []byte {
+// AppendBytesLen writes the length of a nullable bytes field (n < 0: null).
+func AppendBytesLen(b []byte, flex bool, n int32) []byte {
 	if flex {
 		return binary.AppendUvarint(b, uint64(int64(n)+1))
 	}
-	return appendI32(b, n)
+	return AppendI32(b, n)
 }

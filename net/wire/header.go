@@ -1,4 +1,4 @@
-package kafka
+package wire
 
 import (
 	"encoding/binary"
@@ -8,14 +8,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// Errors of request framing. They never reach a client as codes: a request whose header
-// cannot be parsed gets its connection closed (see doc.go, "Bad requests").
-var (
-	ErrMalformedHeader    = errors.New("kafka: malformed request header")
-	ErrUnknownAPIKey      = errors.New("kafka: unknown api key")
-	ErrUnsupportedVersion = errors.New("kafka: unsupported api version")
-	ErrMalformedBody      = errors.New("kafka: malformed request body")
-)
+// ErrMalformedHeader is a request header that does not parse. It never reaches a
+// client as a code: such a request gets its connection closed.
+var ErrMalformedHeader = errors.New("kafka: malformed request header")
 
 // Header is a parsed request header.
 //
@@ -36,8 +31,8 @@ type Header struct {
 	Flexible bool
 }
 
-// parseFixedHeader reads the fields every header version has.
-func parseFixedHeader(frame []byte) (Header, error) {
+// ParseFixedHeader reads the fields every header version has.
+func ParseFixedHeader(frame []byte) (Header, error) {
 	if len(frame) < 8 {
 		return Header{}, fmt.Errorf("%w: %d bytes", ErrMalformedHeader, len(frame))
 	}
@@ -48,9 +43,9 @@ func parseFixedHeader(frame []byte) (Header, error) {
 	}, nil
 }
 
-// parseHeaderRest parses the header after the fixed part, given whether the request's
+// ParseHeaderRest parses the header after the fixed part, given whether the request's
 // version is flexible, and returns the body that follows it.
-func parseHeaderRest(h *Header, frame []byte, flexible bool) ([]byte, error) {
+func ParseHeaderRest(h *Header, frame []byte, flexible bool) ([]byte, error) {
 	b := frame[8:]
 	h.Flexible = flexible
 	if h.Key == 7 && h.Version == 0 { // ControlledShutdown v0: header v0
@@ -118,8 +113,8 @@ var flexibleFrom = func() [kmsg.MaxKey + 1]int16 {
 	return t
 }()
 
-// isFlexible reports whether version v of API key is flexible, per kmsg.
-func isFlexible(key, v int16) bool {
+// IsFlexible reports whether version v of API key is flexible, per kmsg.
+func IsFlexible(key, v int16) bool {
 	if key < 0 || int(key) >= len(flexibleFrom) {
 		return false
 	}

@@ -1,4 +1,4 @@
-package kafka
+package wire
 
 import (
 	"testing"
@@ -18,12 +18,12 @@ func TestIsFlexibleMatchesKmsg(t *testing.T) {
 				r.SetVersion(v)
 				want = r.IsFlexible()
 			}
-			if got := isFlexible(key, v); got != want {
-				t.Errorf("isFlexible(%d, %d) = %v, kmsg says %v", key, v, got, want)
+			if got := IsFlexible(key, v); got != want {
+				t.Errorf("IsFlexible(%d, %d) = %v, kmsg says %v", key, v, got, want)
 			}
 		}
 	}
-	if n := testing.AllocsPerRun(100, func() { isFlexible(0, 9) }); n != 0 {
+	if n := testing.AllocsPerRun(100, func() { IsFlexible(0, 9) }); n != 0 {
 		t.Errorf("isFlexible allocates %.1f times per call", n)
 	}
 }
