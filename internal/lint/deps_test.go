@@ -72,7 +72,7 @@ var allowed = map[string][]string{
 	"net/authz": {"coordinator/acl", "coordinator/metadata", "coordinator/controller"},
 	// The protocol adapter and the node-to-node client may use everything below net
 	// (net/peer: net/auth, no I/O, whose server sessions its security tests dial).
-	"net/kafka":    {"engine/...", "purgatory", "replication/...", "coordinator/...", "net/transport", "net/peer", "net/auth", "net/authz", "net/quota", "net/fetchsession", "net/sharesession", "net/wire", "net/brokermetrics", "internal/..."},
+	"net/kafka":    {"engine/...", "purgatory", "replication/...", "coordinator/...", "net/transport", "net/peer", "net/auth", "net/authz", "net/quota", "net/fetchsession", "net/sharesession", "net/wire", "net/request", "net/brokermetrics", "internal/..."},
 	"net/peer":     {"engine/...", "purgatory", "replication/...", "coordinator/...", "net/transport", "net/auth"},
 	"net/...":      {"engine/...", "purgatory", "replication/...", "coordinator/...", "net/...", "internal/..."},
 	"internal/...": {},
@@ -90,6 +90,10 @@ var allowed = map[string][]string{
 	// Fetch response framed around file ranges, the error codes of an answer): the
 	// engine's slices and the transport's chunks, nothing of the protocol adapter.
 	"net/wire": {"engine", "net/transport"},
+	// A request between the transport and the protocol adapter (Kafka's
+	// RequestChannel.Request and RequestMetrics): parsing against a listener's APIs,
+	// answering, the request metrics; no API's meaning, no broker state.
+	"net/request": {"net/transport", "net/wire"},
 	// The broker's topic and cluster metrics, read from the image, the replica manager,
 	// the group coordinator and the logs; not the request metrics (net/kafka's).
 	"net/brokermetrics": {"engine", "replication", "coordinator/metadata", "coordinator/group"},
@@ -101,7 +105,7 @@ var allowed = map[string][]string{
 	// net/kafka's tests serve brokers assembled by net/broker, which imports net/kafka:
 	// an external test file hands the assembly to the package's tests.
 	"net/kafka" + externalTests: {"engine/...", "purgatory", "replication/...", "coordinator/...", "net/transport", "net/peer", "net/auth",
-		"net/authz", "net/quota", "net/fetchsession", "net/sharesession", "net/wire", "net/brokermetrics", "internal/...", "net/kafka", "net/broker"},
+		"net/authz", "net/quota", "net/fetchsession", "net/sharesession", "net/wire", "net/request", "net/brokermetrics", "internal/...", "net/kafka", "net/broker"},
 
 	// Clients: they talk to brokers over the wire only.
 	"bench":           {},
@@ -278,6 +282,11 @@ func TestRules(t *testing.T) {
 		{"net/wire", "engine", true},
 		{"net/wire", "net/kafka", false},
 		{"net/wire", "replication", false},
+		{"net/kafka", "net/request", true},
+		{"net/request", "net/wire", true},
+		{"net/request", "net/kafka", false},
+		{"net/request", "net/authz", false},
+		{"net/request", "engine", false},
 		{"net/kafka", "net/brokermetrics", true},
 		{"net/brokermetrics", "coordinator/group", true},
 		{"net/brokermetrics", "net/kafka", false},

@@ -132,7 +132,7 @@ func (op *produceOp) clearRequest() {
 func decodeProduce(pr *producer, r *Request, op *produceOp) bool {
 	op.req.SetVersion(r.Header.Version)
 	if err := op.req.UnsafeReadFrom(r.Raw); err != nil {
-		pr.metrics.rejected.Inc()
+		pr.metrics.Rejected()
 		pr.log.Debug("closing connection: bad request", "remote", r.Conn.RemoteAddr(), "key", r.Header.Key,
 			"version", r.Header.Version, "err", fmt.Errorf("%w: Produce v%d: %w", ErrMalformedBody, r.Header.Version, err))
 		r.CloseConn()
@@ -174,7 +174,7 @@ func (pr *producer) handle(r *Request) {
 	op.resp.Default()
 	op.resp.SetVersion(v)
 	im := pr.parts.meta.Image()
-	op.resp.ThrottleMillis = r.mute(pr.quotas.Produce(im.ClientQuotas(), quotaClientOf(r), len(r.Raw))) // quotas.go
+	op.resp.ThrottleMillis = r.MuteFor(pr.quotas.Produce(im.ClientQuotas(), quotaClientOf(r), len(r.Raw))) // quotas.go
 	op.pr.Begin(pr.repl, req.Acks, time.Duration(req.TimeoutMillis)*time.Millisecond, op.fin)
 
 	var fixed *kerr.Error

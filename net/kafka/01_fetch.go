@@ -171,7 +171,7 @@ func handleFetch(b *Broker, r *Request) {
 	req := &op.req
 	req.SetVersion(v)
 	if err := req.UnsafeReadFrom(r.Raw); err != nil {
-		b.metrics.rejected.Inc()
+		b.metrics.Rejected()
 		b.log.Debug("closing connection: bad request", "remote", r.Conn.RemoteAddr(), "key", r.Header.Key,
 			"version", v, "err", fmt.Errorf("%w: Fetch v%d: %w", ErrMalformedBody, v, err))
 		r.CloseConn()
@@ -192,7 +192,7 @@ func handleFetch(b *Broker, r *Request) {
 		op.maxBytes = min(op.maxBytes, b.quotas.FetchMaxBytes(im.ClientQuotas(), op.quota)) // net/quota
 		op.minBytes = min(op.minBytes, op.maxBytes)
 	}
-	r.quotaExempt = op.replica // a follower's fetch is outside the request quota
+	r.ExemptFromQuota(op.replica) // a follower's fetch is outside the request quota
 
 	now := time.Now()
 	sess, full, serr := dp.sessions.Open(req, v, now)
@@ -525,7 +525,7 @@ func (op *fetchOp) respondWith(code int16) {
 	var t int32
 	if !op.replica {
 		_, im := op.b.Image()
-		if t = op.r.mute(op.b.quotas.Fetch(im.ClientQuotas(), op.quota, op.responseSize())); t > 0 {
+		if t = op.r.MuteFor(op.b.quotas.Fetch(im.ClientQuotas(), op.quota, op.responseSize())); t > 0 {
 			op.throttled = true
 			if op.full && op.sess != nil {
 				op.b.data().sessions.Remove(op.sess.ID()) // Kafka opens it only with an answer that has data
@@ -751,11 +751,10 @@ func (op *fetchOp) appendPartition(fr *wire.FetchFrame, b []byte, p *fetchPart) 
 // one and every partition's (the answer is framed by hand, so the reflective count
 // of Request.Respond does not see it).
 func (op *fetchOp) countErrors(code int16) {
-	a := op.r.m.lookup(op.r.Header.Key)
-	a.CountError(code)
+	op.r.CountError(code, 1)
 	for i := range op.parts {
 		if e := op.parts[i].err; e != nil {
-			a.CountError(e.Code)
+			op.r.CountError(e.Code, 1)
 		}
 	}
 }

@@ -156,7 +156,7 @@ func (c *metadataCache) size() int {
 // the caller then answers it itself.
 func (b *Broker) respondCachedMetadata(r *Request, req *kmsg.MetadataRequest) bool {
 	c := b.mdCache
-	if c == nil || c.disabled.Load() || r.amend != nil || len(b.dirs.offline()) > 0 {
+	if c == nil || c.disabled.Load() || r.Amended() || len(b.dirs.offline()) > 0 {
 		return false
 	}
 	off, im := b.Image()
@@ -166,8 +166,8 @@ func (b *Broker) respondCachedMetadata(r *Request, req *kmsg.MetadataRequest) bo
 		clusterOps: req.IncludeClusterAuthorizedOperations,
 		topicOps:   req.IncludeTopicAuthorizedOperations,
 	}
-	if r.sec != nil {
-		key.listener = r.sec.l.sec.Name
+	if cs := secOf(r); cs != nil {
+		key.listener = cs.l.sec.Name
 	}
 	e, fill := c.entry(off, im, key)
 	switch {
@@ -181,17 +181,16 @@ func (b *Broker) respondCachedMetadata(r *Request, req *kmsg.MetadataRequest) bo
 	if !e.ok {
 		return false
 	}
-	a := r.m.lookup(r.Header.Key)
 	for _, cc := range e.errs {
-		a.errors.WithLabelValues(a.name, wire.ErrorName(cc.code)).Add(float64(cc.n))
+		r.CountError(cc.code, cc.n)
 	}
-	r.respondEncoded(cachedMetadataResponse(&r.Header, e.body, r.throttle))
+	r.RespondEncoded(cachedMetadataResponse(&r.Header, e.body, r.Throttle()))
 	return true
 }
 
 // fillMetadataEntry encodes the answer of e's key from im and closes e.done, also when
 // the encoding panics (e.ok stays false, the entry leaves the cache; the panic goes on
-// to recoverHandler).
+// to request.Recover).
 func (b *Broker) fillMetadataEntry(c *metadataCache, e *metadataEntry, im *metadata.Image, r *Request, req *kmsg.MetadataRequest) {
 	defer func() {
 		if !e.ok {

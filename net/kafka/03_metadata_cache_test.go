@@ -17,6 +17,7 @@ import (
 	"github.com/samsa-broker/samsa/coordinator/acl"
 	"github.com/samsa-broker/samsa/coordinator/metadata"
 	"github.com/samsa-broker/samsa/net/auth"
+	"github.com/samsa-broker/samsa/net/request"
 )
 
 // allTopicsRequest is a Metadata request for every topic at version v.
@@ -151,8 +152,10 @@ func TestMetadataCacheThrottleAndHeader(t *testing.T) {
 			resp.Topics = []kmsg.MetadataResponseTopic{{Topic: &name, Partitions: []kmsg.MetadataResponseTopicPartition{{Leader: 1}}}}
 			body := resp.AppendTo(nil)
 			h := Header{Key: 3, Version: v, CorrelationID: 77, Flexible: v >= 9}
-			raiseThrottle(resp, throttle)
-			want := encodeResponse(&h, resp)
+			if throttle > 0 {
+				resp.SetThrottle(throttle)
+			}
+			want := request.Encode(&h, resp)
 			got := cachedMetadataResponse(&h, body, throttle)
 			var w, g []byte
 			for _, ch := range want.Chunks {

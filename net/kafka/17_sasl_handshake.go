@@ -32,12 +32,12 @@ func init() {
 func handleSaslHandshake(b *Broker, r *Request) {
 	req := r.Body.(*kmsg.SASLHandshakeRequest)
 	resp := r.ResponseKind().(*kmsg.SASLHandshakeResponse)
-	if r.sec == nil || !r.sec.session.Protocol().SASL() {
+	if secOf(r) == nil || !secOf(r).session.Protocol().SASL() {
 		resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
 		r.Respond(resp)
 		return
 	}
-	cs := r.sec
+	cs := secOf(r)
 	mechs, err := cs.session.Handshake(r.Header.Version, req.Mechanism, cs.l.sec.Now())
 	resp.SupportedMechanisms = slices.Clone(mechs)
 	if err != nil {

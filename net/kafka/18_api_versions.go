@@ -34,7 +34,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-broker/samsa/coordinator/metadata"
-	"github.com/samsa-broker/samsa/net/transport"
 )
 
 const apiVersionsKey = 18
@@ -125,17 +124,4 @@ func apiVersionsResponse(r *Request, keys []apiKeyEntry, clusterID string, nodeI
 		resp.ErrorCode = kerr.RebootstrapRequired.Code
 	}
 	return resp
-}
-
-// answerUnsupportedApiVersions answers an ApiVersions request at a version outside the
-// served range: v0 body, UNSUPPORTED_VERSION, and the keys served (keys).
-func answerUnsupportedApiVersions(tr transport.Request, h *Header, m *metrics, keys []apiKeyEntry) {
-	m.rejected.Inc()
-	resp := kmsg.NewPtrApiVersionsResponse()
-	resp.ErrorCode = kerr.UnsupportedVersion.Code
-	resp.ApiKeys = keys
-	v0 := Header{Key: h.Key, Version: 0, CorrelationID: h.CorrelationID}
-	out := encodeResponse(&v0, resp)
-	m.bytesOut.Add(float64(out.Size() + 4))
-	tr.Ticket.Respond(out)
 }

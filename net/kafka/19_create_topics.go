@@ -45,7 +45,7 @@ func handleCreateTopics(b *Broker, r *Request) {
 	im := b.meta.Image()
 	refused, t, charged := b.quotas.CreateTopics(im, quotaClientOf(r), r.Header.Version, req,
 		func() int { return int(b.keys.groupInt(im, "num.partitions", 1)) })
-	if charged && !r.answerMutations(t, len(req.Topics), len(refused), func(resp kmsg.Response) {
+	if charged && !answerMutations(r, t, len(req.Topics), len(refused), func(resp kmsg.Response) {
 		cr := resp.(*kmsg.CreateTopicsResponse)
 		cr.Topics = append(cr.Topics, refused...)
 	}) {

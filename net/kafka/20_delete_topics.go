@@ -32,7 +32,7 @@ func init() {
 func handleDeleteTopics(b *Broker, r *Request) {
 	req := r.Body.(*kmsg.DeleteTopicsRequest)
 	refused, t, charged := b.quotas.DeleteTopics(b.meta.Image(), quotaClientOf(r), r.Header.Version, req)
-	if charged && !r.answerMutations(t, len(req.TopicNames)+len(req.Topics), len(refused), func(resp kmsg.Response) {
+	if charged && !answerMutations(r, t, len(req.TopicNames)+len(req.Topics), len(refused), func(resp kmsg.Response) {
 		dr := resp.(*kmsg.DeleteTopicsResponse)
 		dr.Topics = append(dr.Topics, refused...)
 	}) {

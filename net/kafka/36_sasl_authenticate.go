@@ -37,14 +37,14 @@ const saslCloseGrace = time.Second
 func handleSaslAuthenticate(b *Broker, r *Request) {
 	req := r.Body.(*kmsg.SASLAuthenticateRequest)
 	resp := r.ResponseKind().(*kmsg.SASLAuthenticateResponse)
-	if r.sec == nil || !r.sec.session.Protocol().SASL() {
+	if secOf(r) == nil || !secOf(r).session.Protocol().SASL() {
 		resp.ErrorCode = kerr.IllegalSaslState.Code
 		msg := "SaslAuthenticate on a listener without SASL"
 		resp.ErrorMessage = &msg
 		r.Respond(resp)
 		return
 	}
-	cs := r.sec
+	cs := secOf(r)
 	res, err := cs.session.Authenticate(r.Header.Version, req.SASLAuthBytes, cs.l.sec.Now())
 	if err != nil {
 		resp.ErrorCode = kerr.IllegalSaslState.Code

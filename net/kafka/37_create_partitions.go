@@ -38,7 +38,7 @@ func handleCreatePartitions(b *Broker, r *Request) {
 		return
 	}
 	refused, t, charged := b.quotas.CreatePartitions(b.meta.Image(), quotaClientOf(r), r.Header.Version, req)
-	if charged && !r.answerMutations(t, len(req.Topics), len(refused), func(resp kmsg.Response) {
+	if charged && !answerMutations(r, t, len(req.Topics), len(refused), func(resp kmsg.Response) {
 		cr := resp.(*kmsg.CreatePartitionsResponse)
 		cr.Topics = append(cr.Topics, refused...)
 	}) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/samsa-broker/samsa/coordinator/acl"
 	"github.com/samsa-broker/samsa/net/auth"
+	"github.com/samsa-broker/samsa/net/request"
 	"github.com/samsa-broker/samsa/net/transport"
 	"github.com/samsa-broker/samsa/net/wire"
 )
@@ -65,6 +66,13 @@ func NewSecureListener(b *Broker, sec ListenerSecurity) (*SecureListener, error)
 		sec.Now = time.Now
 	}
 	return &SecureListener{b: b, sec: sec, log: b.log.With("listener", sec.Name)}, nil
+}
+
+// secOf is r's connection security (Request.Sec, set by the listener that admitted
+// it), nil on a listener without one.
+func secOf(r *Request) *connSecurity {
+	cs, _ := r.Sec.(*connSecurity)
+	return cs
 }
 
 // connSecurity is one connection's security state. Its session is used by the
@@ -125,8 +133,8 @@ func (l *SecureListener) Serve(tr transport.Request) {
 	if r == nil {
 		return
 	}
-	r.sec = cs
-	defer recoverHandler(r, l.log, &l.b.panics)
+	r.Sec = cs
+	defer request.Recover(r, l.log, &l.b.panics)
 	if !l.authorize(r, api) { // authz.go
 		return
 	}
@@ -154,12 +162,12 @@ func (l *SecureListener) admit(tr transport.Request, m *metrics) *connSecurity {
 	}
 	h, err := wire.ParseFixedHeader(tr.Frame)
 	if err != nil {
-		reject(tr, &h, m, l.log, err)
+		request.Reject(tr, &h, m.Metrics, l.log, err)
 		return nil
 	}
 	if err := cs.session.Admit(h.Key, now); err != nil {
 		l.log.Debug("closing connection: request before authentication", "remote", tr.Conn.RemoteAddr(), "key", h.Key, "err", err)
-		m.rejected.Inc()
+		m.Rejected()
 		tr.Ticket.CloseConn()
 		return nil
 	}
@@ -214,8 +222,8 @@ func failureReason(err error) string {
 // listener the Broker serves itself, the one its transport accepted the connection
 // on ("" when unnamed).
 func listenerOf(r *Request) string {
-	if r.sec != nil {
-		return r.sec.l.sec.Name
+	if secOf(r) != nil {
+		return secOf(r).l.sec.Name
 	}
 	if r.Conn == nil {
 		return ""

@@ -16,6 +16,7 @@ import (
 	"github.com/samsa-broker/samsa/coordinator/controller"
 	"github.com/samsa-broker/samsa/coordinator/controller/quorum"
 	"github.com/samsa-broker/samsa/coordinator/metadata"
+	"github.com/samsa-broker/samsa/net/request"
 	"github.com/samsa-broker/samsa/net/transport"
 )
 
@@ -175,8 +176,10 @@ func (h *ControllerHandler) Serve(tr transport.Request) {
 	if r == nil {
 		return
 	}
-	r.sec = cs
-	defer recoverHandler(r, h.log, &h.panics)
+	if cs != nil {
+		r.Sec = cs
+	}
+	defer request.Recover(r, h.log, &h.panics)
 	if !h.authorize(r) { // controller_security.go
 		return
 	}
@@ -185,8 +188,8 @@ func (h *ControllerHandler) Serve(tr transport.Request) {
 
 // ConnOpened implements transport.ConnObserver.
 func (h *ControllerHandler) ConnOpened(c transport.Conn) {
-	h.metrics.connections.Inc()
-	h.metrics.accepted.Inc()
+	h.metrics.Connections.Inc()
+	h.metrics.Accepted.Inc()
 	if h.sec != nil {
 		h.secureConnOpened(c)
 	}
@@ -195,7 +198,7 @@ func (h *ControllerHandler) ConnOpened(c transport.Conn) {
 // ConnClosed implements transport.ConnObserver: a connection that carried a
 // broker's heartbeats is reported to a ConnAwareController.
 func (h *ControllerHandler) ConnClosed(c transport.Conn) {
-	h.metrics.connections.Dec()
+	h.metrics.Connections.Dec()
 	if c == nil {
 		return
 	}

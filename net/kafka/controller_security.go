@@ -79,7 +79,7 @@ func controllerNodeAPI(key int16) bool {
 // authorize decides r (see above) by net/authz, under the broker listener's rule of
 // its API; it reports whether r's handler is to run.
 func (h *ControllerHandler) authorize(r *Request) bool {
-	cs := r.sec
+	cs := secOf(r)
 	if cs == nil || h.sec.sec.Authorizer == nil {
 		return true
 	}
@@ -87,6 +87,6 @@ func (h *ControllerHandler) authorize(r *Request) bool {
 	if api := lookupAPI(r.Header.Key); api != nil {
 		rule = api.Authz
 	}
-	d := authz.Controller(cs.caller(h.cfg.Image()), r.authzRequest(), rule, controllerNodeAPI(r.Header.Key))
-	return r.applyAuthz(d, h.sec.log)
+	d := authz.Controller(cs.caller(h.cfg.Image()), authzRequest(r), rule, controllerNodeAPI(r.Header.Key))
+	return applyAuthz(r, d, h.sec.log)
 }

@@ -59,14 +59,16 @@
 // grows a switch: the table alone decides what is served, and ApiVersions advertises
 // exactly the table (versions capped at what kmsg knows).
 //
-// Request path, per connection, inline on the transport's read goroutine:
+// Request path, per connection, inline on the transport's read goroutine (the parsing
+// and the answering are net/request's, the header codec net/wire's):
 //
-//	frame ─▶ parseFixedHeader ─▶ table lookup ─▶ version check ─▶ parseHeaderRest
-//	      ─▶ kmsg decode (unless API.Raw) ─▶ API.Handle(b, *Request)
+//	frame ─▶ request.Parse: wire.ParseFixedHeader ─▶ table lookup ─▶ version check
+//	      ─▶ wire.ParseHeaderRest ─▶ kmsg decode (unless API.Raw) ─▶ API.Handle(b, *Request)
 //
 // On a SecureListener the connection's session admits the frame before it is parsed,
 // and with an authorizer authz.Broker decides the decoded request under API.Authz
-// before Handle runs (answered, closed, or run narrowed with Request.amend set).
+// before Handle runs (answered, closed, or run narrowed with an amendment:
+// Request.AmendWith).
 //
 // Because Handle runs inline, requests of one connection reach their handler in order
 // (appends from one connection happen in order; idempotent producers pipeline up to 5).

@@ -1,13 +1,11 @@
 package kafka
 
 import (
-	"math"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-broker/samsa/net/quota"
-	"github.com/samsa-broker/samsa/net/transport"
 )
 
 // Client quotas are net/quota's (Kafka's ClientQuotaManager,
@@ -22,16 +20,16 @@ import (
 //	                            Broker.quotas.CreateTopics, ...: controller mutations
 //	                            (refused topics added to the answer: answerMutations)
 //
-// and a throttle time goes into the answer's throttle_time_ms (raiseThrottle, or the
-// handler's own field) while the connection is muted for that long (Request.mute),
-// so a client that ignores the throttle time is held back anyway.
+// and a throttle time goes into the answer's throttle_time_ms (Request.Mute, or with
+// Request.MuteFor the handler's own field) while the connection is muted for that
+// long, so a client that ignores the throttle time is held back anyway.
 
 // quotaClientOf is r's client: its principal's user name (ANONYMOUS without
 // authentication) and client id. Read on the request's read path.
 func quotaClientOf(r *Request) quota.Client {
 	var principal string
-	if r.sec != nil {
-		principal = r.sec.ctx.Principal
+	if cs := secOf(r); cs != nil {
+		principal = cs.ctx.Principal
 	}
 	return quota.ClientOf(principal, r.Header.ClientID)
 }
@@ -62,11 +60,11 @@ func (b *Broker) handle(api *API, r *Request) {
 		return
 	}
 	if r.Header.Key != fetchKey {
-		r.throttle = r.mute(rq.Throttle())
+		r.Mute(rq.Throttle())
 	}
 	start := time.Now()
 	api.Handle(b, r)
-	if !r.quotaExempt {
+	if !r.QuotaExempt() {
 		rq.Record(time.Since(start))
 	}
 }
@@ -74,44 +72,15 @@ func (b *Broker) handle(api *API, r *Request) {
 // fetchKey is Fetch's api key.
 const fetchKey = 1
 
-// raiseThrottle sets resp's throttle time to t unless it is higher already.
-func raiseThrottle(resp kmsg.Response, t int32) {
-	tr, ok := resp.(interface {
-		kmsg.ThrottleResponse
-		SetThrottle(int32)
-	})
-	if ok {
-		if cur, _ := tr.Throttle(); cur < t {
-			tr.SetThrottle(t)
-		}
-	}
-}
-
-// mute holds back r's connection for a throttle time t (nothing when t is 0) and
-// returns t in ms, for the answer's throttle_time_ms.
-func (r *Request) mute(t time.Duration) int32 {
-	if t <= 0 {
-		return 0
-	}
-	transport.Mute(r.Conn, t)
-	return int32(min(t.Milliseconds(), math.MaxInt32))
-}
-
 // answerMutations finishes r after its controller mutations were charged
 // (quota.Manager's CreateTopics, CreatePartitions, DeleteTopics): it sets the answer's
 // throttle time t (muting the connection) and has add put the refused topics in the
 // answer (after any authorisation amendment). It reports whether anything is left to
 // forward (left topics); when nothing is, the answer has been sent.
-func (r *Request) answerMutations(t time.Duration, left, refused int, add func(kmsg.Response)) bool {
-	r.throttle = max(r.throttle, r.mute(t))
+func answerMutations(r *Request, t time.Duration, left, refused int, add func(kmsg.Response)) bool {
+	r.Mute(t)
 	if refused > 0 {
-		prev := r.amend
-		r.amend = func(resp kmsg.Response) {
-			if prev != nil {
-				prev(resp)
-			}
-			add(resp)
-		}
+		r.AmendWith(add)
 	}
 	if left == 0 && refused > 0 {
 		r.Respond(r.ResponseKind())

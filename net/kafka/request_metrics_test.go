@@ -98,18 +98,3 @@ func TestRequestErrorsAndTimes(t *testing.T) {
 		t.Errorf("queue+local+remote %.6fs > total %.6fs", parts, total)
 	}
 }
-
-// The reflective error count of a successful one-partition Produce answer, the hot
-// path's case.
-func BenchmarkCountErrorsProduce(b *testing.B) {
-	m := newTableMetrics(nil, "", brokerAPIs)
-	a := m.lookup(0)
-	resp := kmsg.NewPtrProduceResponse()
-	rt := kmsg.NewProduceResponseTopic()
-	rt.Partitions = append(rt.Partitions, kmsg.NewProduceResponseTopicPartition())
-	resp.Topics = append(resp.Topics, rt)
-	b.ReportAllocs()
-	for b.Loop() {
-		a.countErrors(resp)
-	}
-}

@@ -46,7 +46,7 @@ func (rt routing) advertisedController(im *metadata.Image) int32 {
 // advertiseListener makes FindCoordinator's answer name the coordinators' endpoints
 // of r's listener (Metadata and DescribeCluster call endpointFor themselves).
 func (rt routing) advertiseListener(r *Request) {
-	r.amendWith(func(resp kmsg.Response) {
+	r.AmendWith(func(resp kmsg.Response) {
 		im := rt.meta.Image()
 		fc := resp.(*kmsg.FindCoordinatorResponse)
 		if bi, ok := im.Broker(fc.NodeID); ok && fc.ErrorCode == 0 {
