@@ -167,7 +167,7 @@ func (b *Broker) respondCachedMetadata(r *Request, req *kmsg.MetadataRequest) bo
 		topicOps:   req.IncludeTopicAuthorizedOperations,
 	}
 	if cs := secOf(r); cs != nil {
-		key.listener = cs.l.sec.Name
+		key.listener = cs.Listener()
 	}
 	e, fill := c.entry(off, im, key)
 	switch {

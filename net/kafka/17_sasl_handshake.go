@@ -15,40 +15,10 @@
 package kafka
 
 import (
-	"errors"
-	"slices"
-
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/samsa-broker/samsa/net/auth"
+	"github.com/samsa-broker/samsa/net/connauth"
 )
 
 func init() {
-	register(API{Key: 17, MinVersion: 0, MaxVersion: 1, Handle: handleSaslHandshake})
-	registerController(API{Key: 17, MinVersion: 0, MaxVersion: 1, Control: func(_ *ControllerHandler, r *Request) { handleSaslHandshake(nil, r) }})
-}
-
-func handleSaslHandshake(b *Broker, r *Request) {
-	req := r.Body.(*kmsg.SASLHandshakeRequest)
-	resp := r.ResponseKind().(*kmsg.SASLHandshakeResponse)
-	if secOf(r) == nil || !secOf(r).session.Protocol().SASL() {
-		resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
-		r.Respond(resp)
-		return
-	}
-	cs := secOf(r)
-	mechs, err := cs.session.Handshake(r.Header.Version, req.Mechanism, cs.l.sec.Now())
-	resp.SupportedMechanisms = slices.Clone(mechs)
-	if err != nil {
-		resp.ErrorCode = kerr.IllegalSaslState.Code
-		if errors.Is(err, auth.ErrUnsupportedMechanism) {
-			resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
-		}
-		cs.l.log.Info("SASL handshake refused", "remote", r.Conn.RemoteAddr(), "mechanism", req.Mechanism, "err", err)
-		r.Respond(resp)
-		cs.l.closeSoon(r.Conn)
-		return
-	}
-	r.Respond(resp)
+	register(API{Key: 17, MinVersion: 0, MaxVersion: 1, Handle: func(_ *Broker, r *Request) { connauth.SaslHandshake(r) }})
+	registerController(API{Key: 17, MinVersion: 0, MaxVersion: 1, Control: func(_ *ControllerHandler, r *Request) { connauth.SaslHandshake(r) }})
 }

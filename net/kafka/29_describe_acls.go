@@ -20,7 +20,7 @@ func init() {
 }
 
 // securityDisabled reports whether r arrived on a listener without an authorizer.
-func securityDisabled(r *Request) bool { return secOf(r) == nil || secOf(r).l.sec.Authorizer == nil }
+func securityDisabled(r *Request) bool { return secOf(r) == nil || secOf(r).Authorizer() == nil }
 
 func handleDescribeACLs(b *Broker, r *Request) {
 	req := r.Body.(*kmsg.DescribeACLsRequest)

@@ -16,65 +16,10 @@
 package kafka
 
 import (
-	"errors"
-	"time"
-
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/samsa-broker/samsa/net/auth"
-	"github.com/samsa-broker/samsa/net/transport"
+	"github.com/samsa-broker/samsa/net/connauth"
 )
 
 func init() {
-	register(API{Key: 36, MinVersion: 0, MaxVersion: 2, Handle: handleSaslAuthenticate})
-	registerController(API{Key: 36, MinVersion: 0, MaxVersion: 2, Control: func(_ *ControllerHandler, r *Request) { handleSaslAuthenticate(nil, r) }})
-}
-
-// saslCloseGrace is how long after a refusal's answer its connection is closed.
-const saslCloseGrace = time.Second
-
-func handleSaslAuthenticate(b *Broker, r *Request) {
-	req := r.Body.(*kmsg.SASLAuthenticateRequest)
-	resp := r.ResponseKind().(*kmsg.SASLAuthenticateResponse)
-	if secOf(r) == nil || !secOf(r).session.Protocol().SASL() {
-		resp.ErrorCode = kerr.IllegalSaslState.Code
-		msg := "SaslAuthenticate on a listener without SASL"
-		resp.ErrorMessage = &msg
-		r.Respond(resp)
-		return
-	}
-	cs := secOf(r)
-	res, err := cs.session.Authenticate(r.Header.Version, req.SASLAuthBytes, cs.l.sec.Now())
-	if err != nil {
-		resp.ErrorCode = kerr.IllegalSaslState.Code
-		if errors.Is(err, auth.ErrAuthenticationFailed) {
-			resp.ErrorCode = kerr.SaslAuthenticationFailed.Code
-		}
-		msg := err.Error()
-		resp.ErrorMessage = &msg
-		cs.l.log.Info("SASL authentication failed", "remote", r.Conn.RemoteAddr(), "mechanism", cs.session.Mechanism(), "reason", failureReason(err))
-		d := cs.l.sec.Auth.FailureDelay()
-		if d <= 0 {
-			r.Respond(resp)
-			cs.l.closeSoon(r.Conn)
-			return
-		}
-		time.AfterFunc(d, func() {
-			r.Respond(resp)
-			cs.l.closeSoon(r.Conn)
-		})
-		return
-	}
-	resp.SASLAuthBytes = append([]byte(nil), res.Challenge...)
-	if res.Done {
-		cs.authenticated()
-		resp.SessionLifetimeMillis = res.SessionLifetime.Milliseconds()
-	}
-	r.Respond(resp)
-}
-
-// closeSoon closes c after saslCloseGrace (its last answer leaves first).
-func (l *SecureListener) closeSoon(c transport.Conn) {
-	time.AfterFunc(saslCloseGrace, func() { c.Close() })
+	register(API{Key: 36, MinVersion: 0, MaxVersion: 2, Handle: func(_ *Broker, r *Request) { connauth.SaslAuthenticate(r) }})
+	registerController(API{Key: 36, MinVersion: 0, MaxVersion: 2, Control: func(_ *ControllerHandler, r *Request) { connauth.SaslAuthenticate(r) }})
 }

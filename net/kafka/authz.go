@@ -5,6 +5,7 @@ import (
 
 	"github.com/samsa-broker/samsa/coordinator/metadata"
 	"github.com/samsa-broker/samsa/net/authz"
+	"github.com/samsa-broker/samsa/net/connauth"
 )
 
 // Authorisation of the requests of a SecureListener with an authorizer, and of the
@@ -19,16 +20,16 @@ import (
 // authorize decides r under api's rule on a listener with an authorizer; it reports
 // whether r's handler is to run.
 func (l *SecureListener) authorize(r *Request, api *API) bool {
-	if l.sec.Authorizer == nil {
+	if l.sessions.Security().Authorizer == nil {
 		return true
 	}
 	_, im := l.b.Image()
-	return applyAuthz(r, authz.Broker(secOf(r).caller(im), authzRequest(r), api.Authz), l.log)
+	return applyAuthz(r, authz.Broker(caller(secOf(r), im), authzRequest(r), api.Authz), l.sessions.Log())
 }
 
 // caller is cs's principal before its listener's authorizer, under the ACLs of im.
-func (cs *connSecurity) caller(im *metadata.Image) authz.Caller {
-	return authz.Caller{Authorizer: cs.l.sec.Authorizer, Principal: cs.ctx, Image: im}
+func caller(cs *connauth.Conn, im *metadata.Image) authz.Caller {
+	return authz.Caller{Authorizer: cs.Authorizer(), Principal: cs.Principal(), Image: im}
 }
 
 // authzRequest is what net/authz reads of r.
@@ -41,7 +42,7 @@ func authzRequest(r *Request) authz.Request {
 func applyAuthz(r *Request, d authz.Decision, log *slog.Logger) bool {
 	principal := ""
 	if cs := secOf(r); cs != nil {
-		principal = cs.ctx.Principal
+		principal = cs.Principal().Principal
 	}
 	switch d.Outcome {
 	case authz.Run:
@@ -68,8 +69,8 @@ func applyAuthz(r *Request, d authz.Decision, log *slog.Logger) bool {
 // (authz.CreateDenied): none without an authorizer.
 func createDenied(r *Request, im *metadata.Image, topics []string) []string {
 	cs := secOf(r)
-	if cs == nil || cs.l.sec.Authorizer == nil {
+	if cs == nil || cs.Authorizer() == nil {
 		return nil
 	}
-	return authz.CreateDenied(cs.caller(im), topics)
+	return authz.CreateDenied(caller(cs, im), topics)
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/samsa-broker/samsa/coordinator/controller"
 	"github.com/samsa-broker/samsa/coordinator/controller/quorum"
 	"github.com/samsa-broker/samsa/coordinator/metadata"
+	"github.com/samsa-broker/samsa/net/connauth"
 	"github.com/samsa-broker/samsa/net/request"
 	"github.com/samsa-broker/samsa/net/transport"
 )
@@ -118,7 +119,7 @@ type ControllerHandler struct {
 	voter   Voter
 
 	apiVersions []apiKeyEntry
-	sec         *SecureListener // the connections' sessions; nil: PLAINTEXT
+	sec         *connauth.Listener // the connections' sessions; nil: PLAINTEXT
 	panics      atomic.Int64
 	raftDropped atomic.Int64 // SamsaRaft bodies that did not decode
 
@@ -166,9 +167,9 @@ func NewControllerHandler(cfg ControllerConfig, ctrl ControllerService, voter Vo
 
 // Serve implements transport.Handler.
 func (h *ControllerHandler) Serve(tr transport.Request) {
-	var cs *connSecurity
+	var cs *connauth.Conn
 	if h.sec != nil {
-		if cs = h.sec.admit(tr, h.metrics); cs == nil {
+		if cs = h.sec.Admit(tr, h.metrics.Metrics); cs == nil {
 			return
 		}
 	}
@@ -191,7 +192,7 @@ func (h *ControllerHandler) ConnOpened(c transport.Conn) {
 	h.metrics.Connections.Inc()
 	h.metrics.Accepted.Inc()
 	if h.sec != nil {
-		h.secureConnOpened(c)
+		h.sec.Opened(c)
 	}
 }
 
@@ -203,7 +204,7 @@ func (h *ControllerHandler) ConnClosed(c transport.Conn) {
 		return
 	}
 	if h.sec != nil {
-		h.sec.conns.Delete(c.ID())
+		h.sec.Closed(c)
 	}
 	if _, ok := h.hbConns.LoadAndDelete(c.ID()); ok {
 		if ca, ok := h.ctrl.(ConnAwareController); ok {

@@ -2,11 +2,10 @@ package kafka
 
 import (
 	"errors"
-	"time"
 
 	"github.com/samsa-broker/samsa/net/authz"
+	"github.com/samsa-broker/samsa/net/connauth"
 	"github.com/samsa-broker/samsa/net/peer"
-	"github.com/samsa-broker/samsa/net/transport"
 )
 
 // The security of the CONTROLLER listener (ControllerConfig.Security): the same
@@ -40,31 +39,18 @@ import (
 //
 // A PLAINTEXT controller listener (no Security) authorizes nothing, where Kafka
 // would authorize User:ANONYMOUS.
-// newControllerSessions returns the session keeper of a secured controller listener:
-// a SecureListener without a broker, whose admit and session handlers only are used.
-func newControllerSessions(h *ControllerHandler, sec ListenerSecurity) (*SecureListener, error) {
+// newControllerSessions returns the session keeper of a secured controller listener.
+func newControllerSessions(h *ControllerHandler, sec ListenerSecurity) (*connauth.Listener, error) {
 	if sec.Auth == nil {
 		return nil, errors.New("kafka: a secured controller listener needs an auth server")
 	}
 	if sec.Authorizer != nil && h.cfg.Image == nil {
 		return nil, errors.New("kafka: an authorizing controller listener needs the image of its ACLs (ControllerConfig.Image)")
 	}
-	if sec.Now == nil {
-		sec.Now = time.Now
-	}
 	if sec.Name == "" {
 		sec.Name = h.cfg.Listener
 	}
-	return &SecureListener{sec: sec, log: h.log.With("listener", sec.Name)}, nil
-}
-
-// secureConnOpened starts c's session; a connection the session refuses (an SSL
-// client certificate no mapping rule maps) is closed.
-func (h *ControllerHandler) secureConnOpened(c transport.Conn) {
-	if _, err := h.sec.state(c); err != nil {
-		h.sec.log.Info("refusing connection", "remote", c.RemoteAddr(), "err", err)
-		c.Close()
-	}
+	return connauth.New(sec, h.log.With("listener", sec.Name))
 }
 
 // controllerNodeAPI reports whether key is one of the APIs only nodes send here.
@@ -80,13 +66,13 @@ func controllerNodeAPI(key int16) bool {
 // its API; it reports whether r's handler is to run.
 func (h *ControllerHandler) authorize(r *Request) bool {
 	cs := secOf(r)
-	if cs == nil || h.sec.sec.Authorizer == nil {
+	if cs == nil || h.sec.Security().Authorizer == nil {
 		return true
 	}
 	var rule authz.Rule
 	if api := lookupAPI(r.Header.Key); api != nil {
 		rule = api.Authz
 	}
-	d := authz.Controller(cs.caller(h.cfg.Image()), authzRequest(r), rule, controllerNodeAPI(r.Header.Key))
-	return applyAuthz(r, d, h.sec.log)
+	d := authz.Controller(caller(cs, h.cfg.Image()), authzRequest(r), rule, controllerNodeAPI(r.Header.Key))
+	return applyAuthz(r, d, h.sec.Log())
 }

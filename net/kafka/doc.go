@@ -4,8 +4,8 @@
 // from the table, the handlers of every API, the routing of
 // a cluster in their answers (which broker leads what, which one coordinates a group,
 // who the controller is), the partition-lookup helpers the data-path handlers use,
-// and the security of its listeners (SecureListener: the authentication sessions of
-// net/auth). Storage is the engine's, partitions the replica manager's; cluster
+// and its secured listeners (SecureListener: the authentication of their connections
+// is net/connauth's, the authorisation of their requests net/authz's). Storage is the engine's, partitions the replica manager's; cluster
 // metadata is the published image of coordinator/metadata records, and every change of
 // it goes to the active controller. What the handlers only call lives in packages of
 // its own, as Kafka keeps it apart from KafkaApis: the node's assembly (net/broker: the
@@ -13,9 +13,11 @@
 // publishing of images, topic creation, producer ids), the authorisation of requests
 // (net/authz; authz.go adapts its decisions), client quotas (net/quota), fetch
 // sessions (net/fetchsession), share sessions (net/sharesession), the per-topic and
-// cluster metrics (net/brokermetrics), and the parts of the wire format written by
-// hand (net/wire: request and response headers, the Fetch response framed for
-// sendfile, the error codes of an answer).
+// cluster metrics (net/brokermetrics), a request between the transport and the
+// handlers (net/request: parsing, answering, the request metrics), the parts of the
+// wire format written by hand (net/wire: request and response headers, the Fetch
+// response framed for sendfile, the error codes of an answer) and the authentication
+// of connections (net/connauth: sessions, SaslHandshake, SaslAuthenticate).
 //
 // # The broker in a cluster
 //

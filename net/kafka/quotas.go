@@ -29,7 +29,7 @@ import (
 func quotaClientOf(r *Request) quota.Client {
 	var principal string
 	if cs := secOf(r); cs != nil {
-		principal = cs.ctx.Principal
+		principal = cs.Principal().Principal
 	}
 	return quota.ClientOf(principal, r.Header.ClientID)
 }
