@@ -72,7 +72,8 @@ var allowed = map[string][]string{
 	"net/authz": {"coordinator/acl", "coordinator/metadata", "coordinator/controller"},
 	// The protocol adapter and the node-to-node client may use everything below net
 	// (net/peer: net/auth, no I/O, whose server sessions its security tests dial).
-	"net/kafka":    {"engine/...", "purgatory", "replication/...", "coordinator/...", "net/transport", "net/peer", "net/auth", "net/authz", "net/quota", "net/fetchsession", "net/sharesession", "net/wire", "net/request", "net/connauth", "net/brokermetrics", "internal/..."},
+	"net/kafka": {"engine/...", "purgatory", "replication/...", "coordinator/...", "net/transport", "net/peer", "net/auth", "net/authz", "net/quota", "net/fetchsession", "net/sharesession", "net/wire", "net/request", "net/connauth", "net/brokermetrics", "internal/...",
+		"net/controllerapi"}, // its tests serve voters on the controller listener
 	"net/peer":     {"engine/...", "purgatory", "replication/...", "coordinator/...", "net/transport", "net/auth"},
 	"net/...":      {"engine/...", "purgatory", "replication/...", "coordinator/...", "net/...", "internal/..."},
 	"internal/...": {},
@@ -94,10 +95,14 @@ var allowed = map[string][]string{
 	// RequestChannel.Request and RequestMetrics): parsing against a listener's APIs,
 	// answering, the request metrics; no API's meaning, no broker state.
 	"net/request": {"net/transport", "net/wire"},
-	// The authentication of a listener's connections (Kafka's ChannelBuilders and
-	// SaslServerAuthenticator): net/auth's sessions, the principal the authorizer
-	// reads; no handler table, no authorisation decisions.
-	"net/connauth": {"coordinator/acl", "net/auth", "net/request", "net/transport", "net/wire"},
+	// The security of a listener's connections (Kafka's ChannelBuilders and
+	// SaslServerAuthenticator): net/auth's sessions, the principal, the carrying out
+	// of net/authz's decisions on a request; no handler table.
+	// The controller listener (Kafka's ControllerApis): the controller and the voter it
+	// serves, requests parsed and answered by net/request, sessions of net/connauth,
+	// the authorizer's decisions; never the broker's protocol adapter.
+	"net/controllerapi": {"coordinator/controller/...", "coordinator/metadata", "net/authz", "net/connauth", "net/peer", "net/request", "net/transport"},
+	"net/connauth":      {"coordinator/acl", "coordinator/metadata", "net/auth", "net/authz", "net/request", "net/transport", "net/wire"},
 	// The broker's topic and cluster metrics, read from the image, the replica manager,
 	// the group coordinator and the logs; not the request metrics (net/kafka's).
 	"net/brokermetrics": {"engine", "replication", "coordinator/metadata", "coordinator/group"},
@@ -109,7 +114,7 @@ var allowed = map[string][]string{
 	// net/kafka's tests serve brokers assembled by net/broker, which imports net/kafka:
 	// an external test file hands the assembly to the package's tests.
 	"net/kafka" + externalTests: {"engine/...", "purgatory", "replication/...", "coordinator/...", "net/transport", "net/peer", "net/auth",
-		"net/authz", "net/quota", "net/fetchsession", "net/sharesession", "net/wire", "net/request", "net/connauth", "net/brokermetrics", "internal/...", "net/kafka", "net/broker"},
+		"net/authz", "net/quota", "net/fetchsession", "net/sharesession", "net/wire", "net/request", "net/connauth", "net/controllerapi", "net/brokermetrics", "internal/...", "net/kafka", "net/broker"},
 
 	// Clients: they talk to brokers over the wire only.
 	"bench":           {},
@@ -294,7 +299,11 @@ func TestRules(t *testing.T) {
 		{"net/kafka", "net/connauth", true},
 		{"net/connauth", "net/auth", true},
 		{"net/connauth", "net/kafka", false},
-		{"net/connauth", "net/authz", false},
+		{"net/connauth", "net/authz", true},
+		{"net/controllerapi", "coordinator/controller/quorum", true},
+		{"net/controllerapi", "net/kafka", false},
+		{"net/node", "net/controllerapi", true},
+		{"net/authz", "net/connauth", false},
 		{"net/kafka", "net/brokermetrics", true},
 		{"net/brokermetrics", "coordinator/group", true},
 		{"net/brokermetrics", "net/kafka", false},

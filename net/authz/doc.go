@@ -9,7 +9,7 @@
 //
 //	net/kafka                                     net/authz
 //	─────────                                     ─────────
-//	SecureListener.Serve, ControllerHandler
+//	SecureListener.Serve, controllerapi.Handler
 //	  Request{Key, Version, Body | Raw} ────────▶ Broker(caller, req, rule)
 //	  Caller{Authorizer, Principal, Image}        Controller(caller, req, rule, node)
 //	  rule: the registration's API.Authz                │ the API's row (acl.Lookup),

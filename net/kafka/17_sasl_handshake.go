@@ -10,7 +10,7 @@
 // same mechanism begins a re-authentication (KIP-368). On a listener without SASL (or
 // a broker served without a SecureListener) it is UNSUPPORTED_SASL_MECHANISM with no
 // mechanisms listed. The controller listener serves it the same way
-// (controller_security.go).
+// (net/controllerapi's security.go).
 
 package kafka
 
@@ -20,5 +20,4 @@ import (
 
 func init() {
 	register(API{Key: 17, MinVersion: 0, MaxVersion: 1, Handle: func(_ *Broker, r *Request) { connauth.SaslHandshake(r) }})
-	registerController(API{Key: 17, MinVersion: 0, MaxVersion: 1, Control: func(_ *ControllerHandler, r *Request) { connauth.SaslHandshake(r) }})
 }

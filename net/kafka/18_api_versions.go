@@ -27,20 +27,18 @@ package kafka
 
 import (
 	"maps"
-	"regexp"
 	"slices"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-broker/samsa/coordinator/metadata"
+	"github.com/samsa-broker/samsa/net/request"
 )
 
 const apiVersionsKey = 18
 
 func init() {
 	register(API{Key: apiVersionsKey, MinVersion: 0, MaxVersion: 5, Handle: handleApiVersions})
-	registerController(API{Key: apiVersionsKey, MinVersion: 0, MaxVersion: 5, Control: handleControllerApiVersions})
 }
 
 type apiKeyEntry = kmsg.ApiVersionsResponseApiKey
@@ -69,11 +67,9 @@ func tableApiVersions(t *apiTable) []apiKeyEntry {
 	return keys
 }
 
-var softwareName = regexp.MustCompile(`^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$`)
-
 func handleApiVersions(b *Broker, r *Request) {
 	v := b.features()
-	resp := apiVersionsResponse(r, v.advertised, b.cfg.ClusterID, b.cfg.NodeID)
+	resp := request.ApiVersionsResponse(r, v.advertised, b.cfg.ClusterID, b.cfg.NodeID)
 	if r.Header.Version >= 3 {
 		reportFeatures(resp, v)
 	}
@@ -99,29 +95,4 @@ func reportFeatures(resp *kmsg.ApiVersionsResponse, v *featureView) {
 		}
 	}
 	resp.FinalizedFeaturesEpoch = v.epoch
-}
-
-// handleControllerApiVersions is ApiVersions on the controller listener: its own table
-// (SamsaRaft included).
-func handleControllerApiVersions(h *ControllerHandler, r *Request) {
-	r.Respond(apiVersionsResponse(r, h.apiVersions, h.cfg.ClusterID, h.cfg.NodeID))
-}
-
-// apiVersionsResponse answers an ApiVersions request of a listener advertising keys,
-// on node nodeID of cluster clusterID.
-func apiVersionsResponse(r *Request, keys []apiKeyEntry, clusterID string, nodeID int32) *kmsg.ApiVersionsResponse {
-	req := r.Body.(*kmsg.ApiVersionsRequest)
-	resp := r.ResponseKind().(*kmsg.ApiVersionsResponse)
-	resp.ApiKeys = keys
-	resp.FinalizedFeaturesEpoch = -1
-	v := r.Header.Version
-	switch {
-	case v >= 3 && (!softwareName.MatchString(req.ClientSoftwareName) || !softwareName.MatchString(req.ClientSoftwareVersion)):
-		resp.ErrorCode = kerr.InvalidRequest.Code
-	case v >= 5 && (req.ClusterID == nil) != (req.NodeID == -1):
-		resp.ErrorCode = kerr.InvalidRequest.Code
-	case v >= 5 && req.ClusterID != nil && (*req.ClusterID != clusterID || req.NodeID != nodeID):
-		resp.ErrorCode = kerr.RebootstrapRequired.Code
-	}
-	return resp
 }

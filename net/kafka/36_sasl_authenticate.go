@@ -21,5 +21,4 @@ import (
 
 func init() {
 	register(API{Key: 36, MinVersion: 0, MaxVersion: 2, Handle: func(_ *Broker, r *Request) { connauth.SaslAuthenticate(r) }})
-	registerController(API{Key: 36, MinVersion: 0, MaxVersion: 2, Control: func(_ *ControllerHandler, r *Request) { connauth.SaslAuthenticate(r) }})
 }

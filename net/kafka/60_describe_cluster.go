@@ -23,7 +23,6 @@ import (
 
 func init() {
 	register(API{Key: 60, MinVersion: 0, MaxVersion: 2, Handle: handleDescribeCluster})
-	registerController(API{Key: 60, MinVersion: 1, MaxVersion: 2, Control: handleDescribeControllers})
 }
 
 func handleDescribeCluster(b *Broker, r *Request) {
@@ -46,25 +45,6 @@ func handleDescribeCluster(b *Broker, r *Request) {
 		}
 		host, port := b.route.endpointFor(r, bi)
 		resp.Brokers = append(resp.Brokers, kmsg.DescribeClusterResponseBroker{NodeID: bi.ID, Host: host, Port: port, Rack: bi.Rack, IsFenced: bi.Fenced})
-	}
-	r.Respond(resp)
-}
-
-func handleDescribeControllers(h *ControllerHandler, r *Request) {
-	req := r.Body.(*kmsg.DescribeClusterRequest)
-	resp := r.ResponseKind().(*kmsg.DescribeClusterResponse)
-	resp.ClusterAuthorizedOperations = authorizedOpsUnknown
-	resp.EndpointType = req.EndpointType
-	if req.EndpointType != 2 {
-		resp.ErrorCode = kerr.UnsupportedEndpointType.Code
-		resp.ErrorMessage = stringPtr("a controller listener describes controllers (endpoint type 2); ask a broker listener for brokers")
-		r.Respond(resp)
-		return
-	}
-	resp.ClusterID = h.cfg.ClusterID
-	resp.ControllerID, _ = h.voter.Leader()
-	for _, v := range h.voterList() {
-		resp.Brokers = append(resp.Brokers, kmsg.DescribeClusterResponseBroker{NodeID: v.ID, Host: v.Host, Port: v.Port})
 	}
 	r.Respond(resp)
 }

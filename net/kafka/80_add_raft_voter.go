@@ -23,46 +23,14 @@ package kafka
 import (
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/samsa-broker/samsa/coordinator/metadata"
 )
 
 func init() {
 	register(API{Key: 80, MinVersion: 0, MaxVersion: 1, Handle: handleAddRaftVoter})
-	registerController(API{Key: 80, MinVersion: 0, MaxVersion: 1, Control: controlAddRaftVoter})
 }
 
 func handleAddRaftVoter(b *Broker, r *Request) {
 	req := r.Body.(*kmsg.AddRaftVoterRequest)
 	b.forward(r, forwarded{timeout: time.Duration(req.TimeoutMillis) * time.Millisecond, write: true})
-}
-
-func controlAddRaftVoter(h *ControllerHandler, r *Request) {
-	req := r.Body.(*kmsg.AddRaftVoterRequest)
-	resp := r.ResponseKind().(*kmsg.AddRaftVoterResponse)
-	respond := func(code int16, msg *string) {
-		resp.ErrorCode, resp.ErrorMessage = code, msg
-		r.Respond(resp)
-	}
-	if code := h.checkClusterID(req.ClusterID); code != 0 {
-		respond(code, nil)
-		return
-	}
-	eps, bad := h.voterEndpoints(len(req.Listeners), func(i int) (string, string, uint16) {
-		l := req.Listeners[i]
-		return l.Name, l.Host, l.Port
-	})
-	if bad != "" || req.VoterID < 0 || req.VoterDirectoryID == metadata.ZeroUUID {
-		if bad == "" {
-			bad = "a voter needs a node id and a directory id"
-		}
-		respond(kerr.InvalidRequest.Code, &bad)
-		return
-	}
-	v := metadata.QuorumVoter{ID: req.VoterID, DirectoryID: req.VoterDirectoryID, Endpoints: eps, KRaftVersion: supportedKRaft()}
-	h.changeVoters(time.Duration(req.TimeoutMillis)*time.Millisecond, func(vc VoterChanger, t time.Duration) <-chan error {
-		return vc.AddVoter(v, t)
-	}, respond)
 }

@@ -18,33 +18,10 @@
 
 package kafka
 
-import (
-	"time"
-
-	"github.com/twmb/franz-go/pkg/kmsg"
-)
-
 func init() {
 	register(API{Key: 81, MinVersion: 0, MaxVersion: 0, Handle: handleRemoveRaftVoter})
-	registerController(API{Key: 81, MinVersion: 0, MaxVersion: 0, Control: controlRemoveRaftVoter})
 }
 
 func handleRemoveRaftVoter(b *Broker, r *Request) {
 	b.forward(r, forwarded{write: true})
-}
-
-func controlRemoveRaftVoter(h *ControllerHandler, r *Request) {
-	req := r.Body.(*kmsg.RemoveRaftVoterRequest)
-	resp := r.ResponseKind().(*kmsg.RemoveRaftVoterResponse)
-	respond := func(code int16, msg *string) {
-		resp.ErrorCode, resp.ErrorMessage = code, msg
-		r.Respond(resp)
-	}
-	if code := h.checkClusterID(req.ClusterID); code != 0 {
-		respond(code, nil)
-		return
-	}
-	h.changeVoters(0, func(vc VoterChanger, t time.Duration) <-chan error {
-		return vc.RemoveVoter(req.VoterID, req.VoterDirectoryID, t)
-	}, respond)
 }

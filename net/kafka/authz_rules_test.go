@@ -16,6 +16,7 @@ import (
 	"github.com/samsa-broker/samsa/engine"
 	"github.com/samsa-broker/samsa/net/auth"
 	"github.com/samsa-broker/samsa/net/authz"
+	"github.com/samsa-broker/samsa/net/controllerapi"
 )
 
 // TestAuthzEveryServedAPIHasARule: each API is described once, by its registration,
@@ -41,7 +42,7 @@ func TestAuthzEveryServedAPIHasARule(t *testing.T) {
 			t.Errorf("api %d (%s) is served, its row names more than the cluster, and it has no authorisation rule: every request of a principal that is not a super user would close its connection", api.Key, apiName(api.Key))
 		}
 	}
-	for _, api := range controllerAPIs.served() {
+	for _, api := range controllerTable().served() {
 		row, ok := acl.Lookup(api.Key)
 		switch {
 		case !ok:
@@ -50,7 +51,7 @@ func TestAuthzEveryServedAPIHasARule(t *testing.T) {
 		case api.Authz != nil:
 			t.Errorf("api %d (%s): the controller table's registration names a rule; the controller listener applies the broker table's", api.Key, apiName(api.Key))
 		}
-		if controllerNodeAPI(api.Key) || authz.RowAlone(row) {
+		if controllerapi.NodeAPI(api.Key) || authz.RowAlone(row) {
 			continue
 		}
 		if b := lookupAPI(api.Key); b == nil || b.Authz == nil {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/samsa-broker/samsa/net/controllerapi"
 )
 
 // The broker's cluster metrics and the controller listener's collectors share one
@@ -13,7 +14,7 @@ import (
 func TestClusterMetrics(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	tb := startTestBroker(t, testBrokerOptions{Registerer: reg})
-	h, err := NewControllerHandler(ControllerConfig{NodeID: 1, ClusterID: "test-cluster", Registerer: reg}, tb.node.ctrl, tb.node.q, testLogger(t))
+	h, err := controllerapi.New(controllerapi.Config{Rules: AuthzRule, NodeID: 1, ClusterID: "test-cluster", Registerer: reg}, tb.node.ctrl, tb.node.q, testLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/samsa-broker/samsa/coordinator/controller"
 	"github.com/samsa-broker/samsa/coordinator/controller/quorum"
 	"github.com/samsa-broker/samsa/coordinator/metadata"
+	"github.com/samsa-broker/samsa/net/controllerapi"
 	"github.com/samsa-broker/samsa/net/peer"
 	"github.com/samsa-broker/samsa/net/transport"
 )
@@ -59,7 +60,7 @@ type testVoter struct {
 	addr string
 	q    *quorum.Quorum
 	ctrl *controller.Controller
-	h    *ControllerHandler
+	h    *controllerapi.Handler
 	cl   *peer.Client
 	tr   transport.Transport
 	stop func()
@@ -81,14 +82,14 @@ func startVoters(t testing.TB, o voterOptions, ids ...int32) []*testVoter {
 	t.Helper()
 	lns := map[int32]net.Listener{}
 	addrs := map[int32]string{}
-	var eps []VoterEndpoint
+	var eps []controllerapi.VoterEndpoint
 	for _, id := range ids {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
 		}
 		lns[id], addrs[id] = ln, ln.Addr().String()
-		eps = append(eps, VoterEndpoint{ID: id, Host: "127.0.0.1", Port: int32(ln.Addr().(*net.TCPAddr).Port)})
+		eps = append(eps, controllerapi.VoterEndpoint{ID: id, Host: "127.0.0.1", Port: int32(ln.Addr().(*net.TCPAddr).Port)})
 	}
 	var out []*testVoter
 	for _, id := range ids {
@@ -106,12 +107,12 @@ func startVoters(t testing.TB, o voterOptions, ids ...int32) []*testVoter {
 			CheckListener: o.checkListener}, quorumAdapter{v.q}); err != nil {
 			t.Fatal(err)
 		}
-		cfg := ControllerConfig{NodeID: id, ClusterID: "test-cluster", Voters: eps, Security: o.security}
+		cfg := controllerapi.Config{Rules: AuthzRule, NodeID: id, ClusterID: "test-cluster", Voters: eps, Security: o.security}
 		if o.security != nil && o.security.Authorizer != nil {
 			q := v.q
 			cfg.Image = func() *metadata.Image { _, im := q.Committed(); return im }
 		}
-		if v.h, err = NewControllerHandler(cfg, v.ctrl, v.q, testLogger(t)); err != nil {
+		if v.h, err = controllerapi.New(cfg, v.ctrl, v.q, testLogger(t)); err != nil {
 			t.Fatal(err)
 		}
 		v.tr = transport.NewStd(transport.Config{}, v.h, testLogger(t))
@@ -134,7 +135,7 @@ func startVoters(t testing.TB, o voterOptions, ids ...int32) []*testVoter {
 				<-done
 			}
 			v.cl.Close()
-			if n := v.h.panics.Load(); n != 0 {
+			if n := v.h.Panics(); n != 0 {
 				t.Errorf("voter %d: %d handler panics", id, n)
 			}
 		}
@@ -441,7 +442,7 @@ func marshalRaft(t testing.TB, from, to int32) []byte {
 func controllerSeedFrames(t testing.TB) [][]byte {
 	var out [][]byte
 	f := kmsg.NewRequestFormatter(kmsg.FormatterClientID("fuzz"))
-	for _, a := range controllerAPIs.served() {
+	for _, a := range controllerTable().served() {
 		for _, v := range []int16{a.MinVersion, a.MaxVersion} {
 			var req kmsg.Request
 			if a.Key == peer.SamsaRaftKey {
@@ -485,7 +486,7 @@ func FuzzControllerRequest(f *testing.F) {
 	f.Fuzz(func(t *testing.T, frame []byte) {
 		c := newFakeConn()
 		h.Serve(transport.Request{Conn: c, Ticket: transport.NewTicket(c, 0), Frame: frame})
-		if n := h.panics.Load(); n != 0 {
+		if n := h.Panics(); n != 0 {
 			t.Fatalf("handler panicked on %x", frame)
 		}
 		if len(frame) >= 2 && int16(frame[0])<<8|int16(frame[1]) == 1 {

@@ -190,7 +190,7 @@ func FuzzSecuredControllerListener(f *testing.F) {
 				break
 			}
 		}
-		if n := h.panics.Load(); n != 0 {
+		if n := h.Panics(); n != 0 {
 			t.Fatalf("%d handler panics", n)
 		}
 	})

@@ -53,8 +53,6 @@ type API struct {
 	// and must answer it exactly once, now or later, with one of Request's answer
 	// methods.
 	Handle func(b *Broker, r *Request)
-	// Control is Handle for the controller listener's table.
-	Control func(h *ControllerHandler, r *Request)
 	// Authz is the API's authorisation rule on a listener with an authorizer
 	// (net/authz), in the broker's table; the controller listener applies the broker
 	// table's rule of the same key. nil when the API's row of acl.APIs decides it
@@ -71,11 +69,9 @@ type apiTable struct {
 	private []*API // keys above maxAPIKey, sorted
 }
 
-// The two tables: the broker's client listeners and the controller listener.
-var (
-	brokerAPIs     = &apiTable{name: "broker"}
-	controllerAPIs = &apiTable{name: "controller"}
-)
+// brokerAPIs is the broker listeners' table (the controller listener's is
+// net/controllerapi's).
+var brokerAPIs = &apiTable{name: "broker"}
 
 // register adds api to the broker listener's table. Called once per API from its
 // file's init; a duplicate or out-of-range key is a programming error and panics at
@@ -85,14 +81,6 @@ func register(api API) {
 		panic(fmt.Sprintf("kafka: api key %d registered without Handle", api.Key))
 	}
 	brokerAPIs.add(api)
-}
-
-// registerController adds api to the controller listener's table.
-func registerController(api API) {
-	if api.Control == nil {
-		panic(fmt.Sprintf("kafka: controller api key %d registered without Control", api.Key))
-	}
-	controllerAPIs.add(api)
 }
 
 func (t *apiTable) add(api API) {

@@ -42,8 +42,9 @@
 // always match it.
 //
 // New(cfg, Deps, log) builds a broker; net/broker builds its Deps, on a single node
-// too (a raft quorum of one). The controller listener of a voter is ControllerHandler
-// (controller_listener.go), with its own handler table.
+// too (a raft quorum of one). The controller listener of a voter is net/controllerapi's
+// (Kafka's ControllerApis), with its own handler table; it applies this package's
+// authorisation rules (AuthzRule).
 //
 // # The kernel, for handler authors
 //

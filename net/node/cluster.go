@@ -14,6 +14,7 @@ import (
 
 	"github.com/samsa-broker/samsa/coordinator/controller"
 	"github.com/samsa-broker/samsa/coordinator/metadata"
+	"github.com/samsa-broker/samsa/net/controllerapi"
 	"github.com/samsa-broker/samsa/net/kafka"
 	"github.com/samsa-broker/samsa/net/peer"
 	"github.com/samsa-broker/samsa/net/transport"
@@ -22,7 +23,7 @@ import (
 // The paths between nodes (docs/CLUSTER.md): a node of a cluster reaches the others
 // through one net/peer client (voters by controller.quorum.voters, brokers by the
 // endpoints of the published image), and a controller serves its CONTROLLER listener
-// with net/kafka's ControllerHandler.
+// with net/controllerapi's Handler.
 
 // imageRef holds the broker's published image for net/peer's broker addresses (set
 // once the follower exists; nil on a controller-only node).
@@ -67,7 +68,7 @@ func newPeer(cfg *Config, clusterID string, images *imageRef, sec *internode, lo
 
 // controllerListener is a voter's CONTROLLER listener: its handler and transport.
 type controllerListener struct {
-	h  *kafka.ControllerHandler
+	h  *controllerapi.Handler
 	tr transport.Transport
 	ln net.Listener
 }
@@ -78,18 +79,18 @@ type controllerListener struct {
 // (SSL, SASL_SSL) and with SASL sessions (SASL_*), SCRAM credentials read from the
 // voter's committed image.
 func startControllerListener(cfg *Config, clusterID string, r *controllerRole, ln net.Listener, sec *internode, reg prometheus.Registerer, log *slog.Logger, fail func(error)) (*controllerListener, error) {
-	var voters []kafka.VoterEndpoint
+	var voters []controllerapi.VoterEndpoint
 	for _, v := range cfg.Voters {
 		if v.ID >= 0 { // not a bootstrap server (a dynamic quorum)
-			voters = append(voters, kafka.VoterEndpoint{ID: v.ID, Host: v.Host, Port: int32(v.Port)})
+			voters = append(voters, controllerapi.VoterEndpoint{ID: v.ID, Host: v.Host, Port: int32(v.Port)})
 		}
 	}
 	name := cfg.ControllerListenerNames[0]
-	dynamicVoters := func() []kafka.VoterEndpoint {
-		var out []kafka.VoterEndpoint
+	dynamicVoters := func() []controllerapi.VoterEndpoint {
+		var out []controllerapi.VoterEndpoint
 		for _, m := range r.q.Members() {
 			if e, ok := (metadata.QuorumVoter{Endpoints: m.Endpoints}).Endpoint(name); ok {
-				out = append(out, kafka.VoterEndpoint{ID: m.ID, Host: e.Host, Port: int32(e.Port)})
+				out = append(out, controllerapi.VoterEndpoint{ID: m.ID, Host: e.Host, Port: int32(e.Port)})
 			}
 		}
 		return out
@@ -107,9 +108,9 @@ func startControllerListener(cfg *Config, clusterID string, r *controllerRole, l
 	if err != nil {
 		return nil, fmt.Errorf("%w: controller listener: %v", ErrConfig, err)
 	}
-	h, err := kafka.NewControllerHandler(kafka.ControllerConfig{
+	h, err := controllerapi.New(controllerapi.Config{
 		NodeID: cfg.NodeID, ClusterID: clusterID, Listener: name, Voters: voters, DynamicVoters: dynamicVoters, Registerer: reg,
-		Security: ls, Image: image,
+		Security: ls, Image: image, Rules: kafka.AuthzRule,
 	}, r.ctl, r.q, log.With("component", "controller-listener"))
 	if err != nil {
 		return nil, err

@@ -11,7 +11,7 @@
 //	┌──────────────────────────────────────────────────────────────────────────┐
 //	│ controllerRole: quorum.Quorum (raft, DiskStorage in metadata.log.dir) ◀──┼── SamsaRaft
 //	│                 controller.Controller over it (voter: the seam adapter)  │   (other voters)
-//	│ CONTROLLER listener: kafka.ControllerHandler (raft, brokers' requests,   │◀─ brokers
+//	│ CONTROLLER listener: controllerapi.Handler (raft, brokers' requests,     │◀─ brokers
 //	│                      metadata fetches)                                   │
 //	│      ▲ LocalChannel (sole voter) or         │ LogSource (its own voter's  │
 //	│      │ net/peer ControllerChannel           │ committed log)              │
@@ -76,7 +76,7 @@
 // with it (ControllerChannel), a broker-only node fetches the committed log with it
 // (MetadataSource; a combined node reads its own voter's), and the replica fetchers
 // copy from other brokers with it (FetchClient). A controller serves its CONTROLLER
-// listener with net/kafka's ControllerHandler, and checks the inter-broker listener
+// listener with net/controllerapi's Handler, and checks the inter-broker listener
 // of a broker whose heartbeat connection closed (coordinator/controller's liveness
 // rules: one that refuses is gone, and fenced at once). The broker lifecycle has a
 // connection of its own to the active controller (peer's HeartbeatChannel); every

@@ -379,3 +379,6 @@ func raiseThrottle(resp kmsg.Response, t int32) {
 		}
 	}
 }
+
+// APIName is the name of r's API, as its listener's metrics label it.
+func (r *Request) APIName() string { return r.m.lookup(r.Header.Key).name }

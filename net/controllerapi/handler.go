@@ -1,4 +1,4 @@
-package kafka
+package controllerapi
 
 import (
 	"context"
@@ -16,13 +16,14 @@ import (
 	"github.com/samsa-broker/samsa/coordinator/controller"
 	"github.com/samsa-broker/samsa/coordinator/controller/quorum"
 	"github.com/samsa-broker/samsa/coordinator/metadata"
+	"github.com/samsa-broker/samsa/net/authz"
 	"github.com/samsa-broker/samsa/net/connauth"
 	"github.com/samsa-broker/samsa/net/request"
 	"github.com/samsa-broker/samsa/net/transport"
 )
 
-// ControllerConfig is a controller listener's identity.
-type ControllerConfig struct {
+// Config is a controller listener's identity.
+type Config struct {
 	NodeID    int32
 	ClusterID string
 	// Listener is the controller listener's name (controller.listener.names' first;
@@ -38,13 +39,21 @@ type ControllerConfig struct {
 	// keeps them unregistered.
 	Registerer prometheus.Registerer
 	// Security, when set, is the listener's protocol, authentication (SSL,
-	// SASL_PLAINTEXT, SASL_SSL) and authorizer: see controller_security.go. Nil:
-	// PLAINTEXT, every connection served.
-	Security *ListenerSecurity
+	// SASL_PLAINTEXT, SASL_SSL) and authorizer: see security.go. Nil: PLAINTEXT, every
+	// connection served.
+	Security *connauth.Security
 	// Image is the metadata the authorizer takes its ACLs from (the voter's
 	// committed image); needed with Security.Authorizer.
 	Image func() *metadata.Image
+	// Rules are the broker listener's authorisation rules by API key (net/kafka's
+	// AuthzRule, the registrations' API.Authz), which the authorizer applies here
+	// too; nil: none (the API's row of acl.APIs decides alone).
+	Rules func(key int16) authz.Rule
 }
+
+// forwardTimeout bounds a request to the Controller whose API carries no timeout
+// (Kafka's request.timeout.ms).
+const forwardTimeout = 30 * time.Second
 
 // VoterEndpoint is a voter's controller listener.
 type VoterEndpoint struct {
@@ -53,21 +62,21 @@ type VoterEndpoint struct {
 	Port int32
 }
 
-// ControllerService is the active-controller logic the listener hands requests to
+// Service is the active-controller logic the listener hands requests to
 // (*coordinator/controller.Controller): Handle blocks until the change commits or ctx
 // ends, answers NOT_CONTROLLER while this voter is not the active controller, and
 // returns an error only for a request type it does not serve.
-type ControllerService interface {
+type Service interface {
 	Handle(ctx context.Context, req kmsg.Request) (kmsg.Response, error)
 }
 
-// ConnAwareController is a ControllerService that ties brokers' heartbeats to the
+// ConnAwareController is a Service that ties brokers' heartbeats to the
 // connection they arrive on (*coordinator/controller.Controller): the listener hands
 // it BrokerRegistration and BrokerHeartbeat with their connection's id, and tells it
 // when a connection that carried one closes (a killed broker's connections are
 // closed by its kernel at once; the controller's liveness rules use it).
 type ConnAwareController interface {
-	ControllerService
+	Service
 	HandleConn(ctx context.Context, conn uint64, req kmsg.Request) (kmsg.Response, error)
 	ConnClosed(conn uint64)
 }
@@ -85,13 +94,13 @@ type Voter interface {
 
 var (
 	_ Voter                  = (*quorum.Quorum)(nil)
-	_ ControllerService      = (*controller.Controller)(nil)
+	_ Service                = (*controller.Controller)(nil)
 	_ ConnAwareController    = (*controller.Controller)(nil)
-	_ transport.Handler      = (*ControllerHandler)(nil)
-	_ transport.ConnObserver = (*ControllerHandler)(nil)
+	_ transport.Handler      = (*Handler)(nil)
+	_ transport.ConnObserver = (*Handler)(nil)
 )
 
-// ControllerHandler serves the CONTROLLER listener of a voter (docs/CLUSTER.md, "The
+// Handler serves the CONTROLLER listener of a voter (docs/CLUSTER.md, "The
 // paths between nodes"): raft messages between voters (SamsaRaft, key 10000), the
 // brokers' requests to the active controller (BrokerRegistration, BrokerHeartbeat,
 // AlterPartition, AllocateProducerIds), the admin requests brokers forward
@@ -101,24 +110,24 @@ var (
 // Controller;
 // the brokers' metadata fetches (Fetch and FetchSnapshot of __cluster_metadata)
 // answered from the voter's committed log; DescribeCluster of the controllers;
-// AddRaftVoter, RemoveRaftVoter and UpdateRaftVoter run by the voter (a
-// VoterChanger, controller_voters.go); and ApiVersions of this table. Its handler table is its own (registerController): an
-// API it does not list closes the connection, as Kafka does for an API a listener
+// AddRaftVoter, RemoveRaftVoter and UpdateRaftVoter run by the voter (a VoterChanger,
+// voters.go); and ApiVersions of this table. Its handler table is its own (table.go):
+// an API it does not list closes the connection, as Kafka does for an API a listener
 // does not serve.
 //
 // Requests that wait (the Controller's, long-poll metadata fetches) run on a
 // goroutine each, which Close ends and waits for; raft messages are stepped inline
 // (Step only queues). A ConnAwareController gets a broker's registration and
 // heartbeats with their connection's id, and hears when such a connection closes.
-// Safe for concurrent use, like Broker.
-type ControllerHandler struct {
-	cfg     ControllerConfig
+// Safe for concurrent use.
+type Handler struct {
+	cfg     Config
 	log     *slog.Logger
-	metrics *metrics
-	ctrl    ControllerService
+	metrics *request.Metrics
+	ctrl    Service
 	voter   Voter
 
-	apiVersions []apiKeyEntry
+	apiVersions []kmsg.ApiVersionsResponseApiKey
 	sec         *connauth.Listener // the connections' sessions; nil: PLAINTEXT
 	panics      atomic.Int64
 	raftDropped atomic.Int64 // SamsaRaft bodies that did not decode
@@ -134,11 +143,11 @@ type ControllerHandler struct {
 	hbConns sync.Map // uint64 → struct{}
 }
 
-// NewControllerHandler returns the controller listener's handler over ctrl and voter.
+// New returns the controller listener's handler over ctrl and voter.
 // log may be nil.
-func NewControllerHandler(cfg ControllerConfig, ctrl ControllerService, voter Voter, log *slog.Logger) (*ControllerHandler, error) {
+func New(cfg Config, ctrl Service, voter Voter, log *slog.Logger) (*Handler, error) {
 	if ctrl == nil || voter == nil {
-		return nil, errors.New("kafka: the controller listener needs a controller and a voter")
+		return nil, errors.New("controllerapi: the controller listener needs a controller and a voter")
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -146,9 +155,9 @@ func NewControllerHandler(cfg ControllerConfig, ctrl ControllerService, voter Vo
 	if cfg.Listener == "" {
 		cfg.Listener = "CONTROLLER"
 	}
-	h := &ControllerHandler{cfg: cfg, log: log, ctrl: ctrl, voter: voter}
-	h.metrics = newTableMetrics(cfg.Registerer, "controller_listener", controllerAPIs)
-	h.apiVersions = tableApiVersions(controllerAPIs)
+	h := &Handler{cfg: cfg, log: log, ctrl: ctrl, voter: voter}
+	h.metrics = request.NewMetrics(cfg.Registerer, "controller_listener", keys(), apiName)
+	h.apiVersions = apiVersions()
 	if cfg.Security != nil {
 		var err error
 		if h.sec, err = newControllerSessions(h, *cfg.Security); err != nil {
@@ -166,14 +175,14 @@ func NewControllerHandler(cfg ControllerConfig, ctrl ControllerService, voter Vo
 }
 
 // Serve implements transport.Handler.
-func (h *ControllerHandler) Serve(tr transport.Request) {
+func (h *Handler) Serve(tr transport.Request) {
 	var cs *connauth.Conn
 	if h.sec != nil {
-		if cs = h.sec.Admit(tr, h.metrics.Metrics); cs == nil {
+		if cs = h.sec.Admit(tr, h.metrics); cs == nil {
 			return
 		}
 	}
-	api, r := parseRequest(tr, controllerAPIs, h.metrics, h.log, h.apiVersions)
+	r := request.Parse(tr, lookup, h.metrics, h.log, h.apiVersions)
 	if r == nil {
 		return
 	}
@@ -181,14 +190,14 @@ func (h *ControllerHandler) Serve(tr transport.Request) {
 		r.Sec = cs
 	}
 	defer request.Recover(r, h.log, &h.panics)
-	if !h.authorize(r) { // controller_security.go
+	if !h.authorize(r) { // security.go
 		return
 	}
-	api.Control(h, r)
+	apis[r.Header.Key].handle(h, r)
 }
 
 // ConnOpened implements transport.ConnObserver.
-func (h *ControllerHandler) ConnOpened(c transport.Conn) {
+func (h *Handler) ConnOpened(c transport.Conn) {
 	h.metrics.Connections.Inc()
 	h.metrics.Accepted.Inc()
 	if h.sec != nil {
@@ -198,7 +207,7 @@ func (h *ControllerHandler) ConnOpened(c transport.Conn) {
 
 // ConnClosed implements transport.ConnObserver: a connection that carried a
 // broker's heartbeats is reported to a ConnAwareController.
-func (h *ControllerHandler) ConnClosed(c transport.Conn) {
+func (h *Handler) ConnClosed(c transport.Conn) {
 	h.metrics.Connections.Dec()
 	if c == nil {
 		return
@@ -217,7 +226,7 @@ func (h *ControllerHandler) ConnClosed(c transport.Conn) {
 // REQUEST_TIMED_OUT, metadata fetches answer what they have) and waits for them. Call
 // it after the listener's transport has drained and before stopping the controller.
 // Idempotent.
-func (h *ControllerHandler) Close() {
+func (h *Handler) Close() {
 	if h.closed.Swap(true) {
 		return
 	}
@@ -226,7 +235,7 @@ func (h *ControllerHandler) Close() {
 }
 
 // async runs fn on a goroutine Close waits for.
-func (h *ControllerHandler) async(fn func(ctx context.Context)) {
+func (h *Handler) async(fn func(ctx context.Context)) {
 	h.wg.Add(1)
 	go func() {
 		defer h.wg.Done()
@@ -263,7 +272,7 @@ var controllerAPIKeys = []struct {
 
 func init() {
 	for _, a := range controllerAPIKeys {
-		registerController(API{Key: a.key, MinVersion: a.min, MaxVersion: a.max, Control: handleControllerRequest})
+		register(request.Spec{Key: a.key, MinVersion: a.min, MaxVersion: a.max}, handleControllerRequest)
 	}
 }
 
@@ -272,7 +281,7 @@ func init() {
 // (else 30 s): past it the Controller answers REQUEST_TIMED_OUT (the change may still
 // commit). A broker's registration and heartbeats go with their connection's id to a
 // ConnAwareController.
-func handleControllerRequest(h *ControllerHandler, r *Request) {
+func handleControllerRequest(h *Handler, r *request.Request) {
 	req := r.Body
 	var conn uint64
 	if _, ok := h.ctrl.(ConnAwareController); ok && r.Conn != nil {
@@ -285,7 +294,7 @@ func handleControllerRequest(h *ControllerHandler, r *Request) {
 	h.async(func(ctx context.Context) {
 		timeout := requestTimeout(req)
 		if timeout <= 0 {
-			timeout = defaultForwardTimeout
+			timeout = forwardTimeout
 		}
 		ctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
@@ -330,7 +339,7 @@ func requestTimeout(req kmsg.Request) time.Duration {
 
 // checkClusterID answers INCONSISTENT_CLUSTER_ID to a request naming another cluster
 // (nil: any).
-func (h *ControllerHandler) checkClusterID(id *string) int16 {
+func (h *Handler) checkClusterID(id *string) int16 {
 	if id != nil && h.cfg.ClusterID != "" && *id != h.cfg.ClusterID {
 		return kerr.InconsistentClusterID.Code
 	}
@@ -339,7 +348,7 @@ func (h *ControllerHandler) checkClusterID(id *string) int16 {
 
 // voterList is the voters' controller listeners: the dynamic quorum's members, else
 // controller.quorum.voters.
-func (h *ControllerHandler) voterList() []VoterEndpoint {
+func (h *Handler) voterList() []VoterEndpoint {
 	if h.cfg.DynamicVoters != nil {
 		if vs := h.cfg.DynamicVoters(); len(vs) > 0 {
 			return vs
@@ -347,3 +356,6 @@ func (h *ControllerHandler) voterList() []VoterEndpoint {
 	}
 	return h.cfg.Voters
 }
+
+// Panics is how many handler panics (bugs) were recovered.
+func (h *Handler) Panics() int64 { return h.panics.Load() }

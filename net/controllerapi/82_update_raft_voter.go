@@ -12,7 +12,7 @@
 // Differences from Apache Kafka: CurrentLeaderEpoch is not compared with the
 // leader's epoch (the change is checked against the applied voter set instead).
 
-package kafka
+package controllerapi
 
 import (
 	"time"
@@ -21,13 +21,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-broker/samsa/coordinator/metadata"
+	"github.com/samsa-broker/samsa/net/request"
 )
 
 func init() {
-	registerController(API{Key: 82, MinVersion: 0, MaxVersion: 0, Control: controlUpdateRaftVoter})
+	register(request.Spec{Key: 82, MinVersion: 0, MaxVersion: 0}, controlUpdateRaftVoter)
 }
 
-func controlUpdateRaftVoter(h *ControllerHandler, r *Request) {
+func controlUpdateRaftVoter(h *Handler, r *request.Request) {
 	req := r.Body.(*kmsg.UpdateRaftVoterRequest)
 	resp := r.ResponseKind().(*kmsg.UpdateRaftVoterResponse)
 	respond := func(code int16, _ *string) {

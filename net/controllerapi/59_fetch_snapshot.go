@@ -15,23 +15,25 @@
 // one snapshot across chunks); the snapshot's bytes are entry frames, not record
 // batches.
 
-package kafka
+package controllerapi
 
 import (
 	"math"
 
+	"github.com/samsa-broker/samsa/net/peer"
+	"github.com/samsa-broker/samsa/net/request"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func init() {
-	registerController(API{Key: 59, MinVersion: 0, MaxVersion: 1, Control: handleFetchSnapshot})
+	register(request.Spec{Key: 59, MinVersion: 0, MaxVersion: 1}, handleFetchSnapshot)
 }
 
 // maxSnapshotChunk bounds one FetchSnapshot answer's bytes.
 const maxSnapshotChunk = 16 << 20
 
-func handleFetchSnapshot(h *ControllerHandler, r *Request) {
+func handleFetchSnapshot(h *Handler, r *request.Request) {
 	req := r.Body.(*kmsg.FetchSnapshotRequest)
 	resp := r.ResponseKind().(*kmsg.FetchSnapshotResponse)
 	if code := h.checkClusterID(req.ClusterID); code != 0 {
@@ -47,7 +49,7 @@ func handleFetchSnapshot(h *ControllerHandler, r *Request) {
 			rp := kmsg.NewFetchSnapshotResponseTopicPartition()
 			rp.Partition = p.Partition
 			rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = leader, int32(min(term, math.MaxInt32))
-			if rt.Topic != metadataTopic || p.Partition != 0 {
+			if rt.Topic != peer.MetadataTopic || p.Partition != 0 {
 				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			} else {
 				h.snapshotChunk(&rp, p, req.MaxBytes)
@@ -60,7 +62,7 @@ func handleFetchSnapshot(h *ControllerHandler, r *Request) {
 }
 
 // snapshotChunk fills rp with the part of the voter's newest snapshot that p asks for.
-func (h *ControllerHandler) snapshotChunk(rp *kmsg.FetchSnapshotResponseTopicPartition, p kmsg.FetchSnapshotRequestTopicPartition, maxBytes int32) {
+func (h *Handler) snapshotChunk(rp *kmsg.FetchSnapshotResponseTopicPartition, p kmsg.FetchSnapshotRequestTopicPartition, maxBytes int32) {
 	off, term, data, err := h.voter.Snapshot()
 	if err != nil || off == 0 {
 		rp.ErrorCode = kerr.SnapshotNotFound.Code

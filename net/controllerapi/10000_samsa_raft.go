@@ -10,17 +10,18 @@
 // EndQuorumEpoch and Fetch; Samsa's quorum is etcd raft and carries its messages
 // whole.
 
-package kafka
+package controllerapi
 
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.etcd.io/raft/v3/raftpb"
 
 	"github.com/samsa-broker/samsa/net/peer"
+	"github.com/samsa-broker/samsa/net/request"
 )
 
 func init() {
-	registerController(API{Key: peer.SamsaRaftKey, MinVersion: 0, MaxVersion: 0, Decode: decodeSamsaRaft, Control: handleSamsaRaft})
+	register(request.Spec{Key: peer.SamsaRaftKey, MinVersion: 0, MaxVersion: 0, Decode: decodeSamsaRaft}, handleSamsaRaft)
 }
 
 // samsaRaftRequest is a decoded SamsaRaft request: the message, owning its memory.
@@ -37,7 +38,7 @@ func decodeSamsaRaft(version int16, body []byte) (kmsg.Request, error) {
 	return &samsaRaftRequest{SamsaRaftRequest: peer.SamsaRaftRequest{Version: version}, msg: m}, nil
 }
 
-func handleSamsaRaft(h *ControllerHandler, r *Request) {
+func handleSamsaRaft(h *Handler, r *request.Request) {
 	h.voter.Step(r.Body.(*samsaRaftRequest).msg)
 	r.NoResponse()
 }

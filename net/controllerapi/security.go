@@ -1,4 +1,4 @@
-package kafka
+package controllerapi
 
 import (
 	"errors"
@@ -6,9 +6,10 @@ import (
 	"github.com/samsa-broker/samsa/net/authz"
 	"github.com/samsa-broker/samsa/net/connauth"
 	"github.com/samsa-broker/samsa/net/peer"
+	"github.com/samsa-broker/samsa/net/request"
 )
 
-// The security of the CONTROLLER listener (ControllerConfig.Security): the same
+// The security of the CONTROLLER listener (Config.Security): the same
 // per-connection auth.Session as a broker's SecureListener (admit, the SaslHandshake
 // and SaslAuthenticate handlers of 17_sasl_handshake.go and 36_sasl_authenticate.go,
 // registered in the controller table too), so a SASL_SSL, SASL_PLAINTEXT or SSL
@@ -17,8 +18,8 @@ import (
 // whose session expired without re-authentication (KIP-368). TLS itself is the
 // transport's (transport.TLS.Listener on the Std transport).
 //
-// With an authorizer (ListenerSecurity.Authorizer, the node's authorizer.class.name;
-// ControllerConfig.Image gives the ACLs: the voter's committed image) every request
+// With an authorizer (connauth.Security.Authorizer, the node's authorizer.class.name;
+// Config.Image gives the ACLs: the voter's committed image) every request
 // after authentication is authorized as Kafka's ControllerApis does:
 //
 //	ApiVersions, SaslHandshake, SaslAuthenticate   no check (their rows: none)
@@ -40,12 +41,12 @@ import (
 // A PLAINTEXT controller listener (no Security) authorizes nothing, where Kafka
 // would authorize User:ANONYMOUS.
 // newControllerSessions returns the session keeper of a secured controller listener.
-func newControllerSessions(h *ControllerHandler, sec ListenerSecurity) (*connauth.Listener, error) {
+func newControllerSessions(h *Handler, sec connauth.Security) (*connauth.Listener, error) {
 	if sec.Auth == nil {
 		return nil, errors.New("kafka: a secured controller listener needs an auth server")
 	}
 	if sec.Authorizer != nil && h.cfg.Image == nil {
-		return nil, errors.New("kafka: an authorizing controller listener needs the image of its ACLs (ControllerConfig.Image)")
+		return nil, errors.New("kafka: an authorizing controller listener needs the image of its ACLs (Config.Image)")
 	}
 	if sec.Name == "" {
 		sec.Name = h.cfg.Listener
@@ -53,8 +54,8 @@ func newControllerSessions(h *ControllerHandler, sec ListenerSecurity) (*connaut
 	return connauth.New(sec, h.log.With("listener", sec.Name))
 }
 
-// controllerNodeAPI reports whether key is one of the APIs only nodes send here.
-func controllerNodeAPI(key int16) bool {
+// NodeAPI reports whether key is one of the APIs only nodes send here.
+func NodeAPI(key int16) bool {
 	switch key {
 	case peer.SamsaRaftKey, 1, 59, 56, 62, 63, 67, 82: // raft, Fetch, FetchSnapshot, AlterPartition, BrokerRegistration, BrokerHeartbeat, AllocateProducerIds, UpdateRaftVoter
 		return true
@@ -64,15 +65,15 @@ func controllerNodeAPI(key int16) bool {
 
 // authorize decides r (see above) by net/authz, under the broker listener's rule of
 // its API; it reports whether r's handler is to run.
-func (h *ControllerHandler) authorize(r *Request) bool {
-	cs := secOf(r)
+func (h *Handler) authorize(r *request.Request) bool {
+	cs := connauth.Of(r)
 	if cs == nil || h.sec.Security().Authorizer == nil {
 		return true
 	}
 	var rule authz.Rule
-	if api := lookupAPI(r.Header.Key); api != nil {
-		rule = api.Authz
+	if h.cfg.Rules != nil {
+		rule = h.cfg.Rules(r.Header.Key)
 	}
-	d := authz.Controller(caller(cs, h.cfg.Image()), authzRequest(r), rule, controllerNodeAPI(r.Header.Key))
-	return applyAuthz(r, d, h.sec.Log())
+	d := authz.Controller(cs.Caller(h.cfg.Image()), connauth.AuthzRequest(r), rule, NodeAPI(r.Header.Key))
+	return connauth.Apply(r, d, h.sec.Log())
 }

@@ -23,7 +23,7 @@
 // uncommitted entries and detects divergence (KIP-595); brokers here only ever read
 // committed entries, from any voter, so they never diverge.
 
-package kafka
+package controllerapi
 
 import (
 	"context"
@@ -36,16 +36,17 @@ import (
 	"github.com/samsa-broker/samsa/coordinator/controller/quorum"
 	"github.com/samsa-broker/samsa/coordinator/metadata"
 	"github.com/samsa-broker/samsa/net/peer"
+	"github.com/samsa-broker/samsa/net/request"
 )
 
 func init() {
-	registerController(API{Key: 1, MinVersion: 12, MaxVersion: 18, Control: handleMetadataFetch})
+	register(request.Spec{Key: 1, MinVersion: 12, MaxVersion: 18}, handleMetadataFetch)
 }
 
 // maxMetadataFetchBytes bounds one metadata fetch's records.
 const maxMetadataFetchBytes = 64 << 20
 
-func handleMetadataFetch(h *ControllerHandler, r *Request) {
+func handleMetadataFetch(h *Handler, r *request.Request) {
 	req := r.Body.(*kmsg.FetchRequest)
 	resp := r.ResponseKind().(*kmsg.FetchResponse)
 	v := r.Header.Version
@@ -59,7 +60,7 @@ func handleMetadataFetch(h *ControllerHandler, r *Request) {
 	for _, rt := range req.Topics {
 		out := kmsg.NewFetchResponseTopic()
 		out.Topic, out.TopicID = rt.Topic, rt.TopicID
-		isMeta := (v < 13 && rt.Topic == metadataTopic) || (v >= 13 && rt.TopicID == [16]byte(metadata.MetadataTopicID))
+		isMeta := (v < 13 && rt.Topic == peer.MetadataTopic) || (v >= 13 && rt.TopicID == [16]byte(metadata.MetadataTopicID))
 		for i := range rt.Partitions {
 			rp := kmsg.NewFetchResponseTopicPartition()
 			rp.Partition = rt.Partitions[i].Partition

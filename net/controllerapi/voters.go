@@ -1,4 +1,4 @@
-package kafka
+package controllerapi
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-broker/samsa/coordinator/controller/quorum"
 	"github.com/samsa-broker/samsa/coordinator/metadata"
@@ -59,14 +60,14 @@ func voterChangeError(err error) int16 {
 
 // changeVoters runs one change on the voter (a goroutine of the listener's, bounded
 // by timeout) and answers with respond(code, message).
-func (h *ControllerHandler) changeVoters(timeout time.Duration, start func(VoterChanger, time.Duration) <-chan error, respond func(code int16, msg *string)) {
+func (h *Handler) changeVoters(timeout time.Duration, start func(VoterChanger, time.Duration) <-chan error, respond func(code int16, msg *string)) {
 	vc, ok := h.voter.(VoterChanger)
 	if !ok {
-		respond(kerr.UnsupportedVersion.Code, stringPtr("this voter does not change its quorum's members"))
+		respond(kerr.UnsupportedVersion.Code, kmsg.StringPtr("this voter does not change its quorum's members"))
 		return
 	}
 	if timeout <= 0 {
-		timeout = defaultForwardTimeout
+		timeout = forwardTimeout
 	}
 	h.async(func(ctx context.Context) {
 		ch := start(vc, timeout)
@@ -78,7 +79,7 @@ func (h *ControllerHandler) changeVoters(timeout time.Duration, start func(Voter
 		}
 		if err != nil {
 			h.log.Info("voter change refused", "err", err)
-			respond(voterChangeError(err), stringPtr(err.Error()))
+			respond(voterChangeError(err), kmsg.StringPtr(err.Error()))
 			return
 		}
 		respond(0, nil)
@@ -87,7 +88,7 @@ func (h *ControllerHandler) changeVoters(timeout time.Duration, start func(Voter
 
 // voterEndpoints converts a request's listeners; it returns a message when they do
 // not name this quorum's controller listener (Kafka's check) or are not valid.
-func (h *ControllerHandler) voterEndpoints(n int, at func(i int) (name, host string, port uint16)) ([]metadata.VoterEndpoint, string) {
+func (h *Handler) voterEndpoints(n int, at func(i int) (name, host string, port uint16)) ([]metadata.VoterEndpoint, string) {
 	var out []metadata.VoterEndpoint
 	found := false
 	for i := range n {
