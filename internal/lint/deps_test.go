@@ -72,8 +72,8 @@ var allowed = map[string][]string{
 	"net/authz": {"coordinator/acl", "coordinator/metadata", "coordinator/controller"},
 	// The protocol adapter and the node-to-node client may use everything below net
 	// (net/peer: net/auth, no I/O, whose server sessions its security tests dial).
-	"net/kafka": {"engine/...", "purgatory", "replication/...", "coordinator/...", "net/transport", "net/peer", "net/auth", "net/authz", "net/quota", "net/fetchsession", "net/sharesession", "net/wire", "net/request", "net/connauth", "net/brokermetrics", "internal/...",
-		"net/controllerapi"}, // its tests serve voters on the controller listener
+	"net/kafka": {"engine/...", "purgatory", "replication/...", "coordinator/...", "net/transport", "net/peer", "net/auth", "net/authz", "net/quota", "net/fetchsession", "net/sharesession", "net/wire", "net/request", "net/connauth", "net/metadatacache", "net/brokermetrics",
+		"internal/...", "net/controllerapi"}, // its tests serve voters on the controller listener
 	"net/peer":     {"engine/...", "purgatory", "replication/...", "coordinator/...", "net/transport", "net/auth"},
 	"net/...":      {"engine/...", "purgatory", "replication/...", "coordinator/...", "net/...", "internal/..."},
 	"internal/...": {},
@@ -98,6 +98,10 @@ var allowed = map[string][]string{
 	// The security of a listener's connections (Kafka's ChannelBuilders and
 	// SaslServerAuthenticator): net/auth's sessions, the principal, the carrying out
 	// of net/authz's decisions on a request; no handler table.
+	// What handlers read of the cluster (Kafka's MetadataCache): the published image,
+	// endpoints and coordinators from it, this node's leader replicas; no protocol
+	// adapter, no request.
+	"net/metadatacache": {"coordinator/metadata", "coordinator/group", "coordinator/txn", "engine", "replication"},
 	// The controller listener (Kafka's ControllerApis): the controller and the voter it
 	// serves, requests parsed and answered by net/request, sessions of net/connauth,
 	// the authorizer's decisions; never the broker's protocol adapter.
@@ -114,7 +118,8 @@ var allowed = map[string][]string{
 	// net/kafka's tests serve brokers assembled by net/broker, which imports net/kafka:
 	// an external test file hands the assembly to the package's tests.
 	"net/kafka" + externalTests: {"engine/...", "purgatory", "replication/...", "coordinator/...", "net/transport", "net/peer", "net/auth",
-		"net/authz", "net/quota", "net/fetchsession", "net/sharesession", "net/wire", "net/request", "net/connauth", "net/controllerapi", "net/brokermetrics", "internal/...", "net/kafka", "net/broker"},
+		"net/authz", "net/quota", "net/fetchsession", "net/sharesession", "net/wire", "net/request", "net/connauth", "net/controllerapi", "net/metadatacache", "net/brokermetrics", "internal/...",
+		"net/kafka", "net/broker"},
 
 	// Clients: they talk to brokers over the wire only.
 	"bench":           {},
@@ -303,6 +308,9 @@ func TestRules(t *testing.T) {
 		{"net/controllerapi", "coordinator/controller/quorum", true},
 		{"net/controllerapi", "net/kafka", false},
 		{"net/node", "net/controllerapi", true},
+		{"net/kafka", "net/metadatacache", true},
+		{"net/metadatacache", "net/kafka", false},
+		{"net/metadatacache", "net/request", false},
 		{"net/authz", "net/connauth", false},
 		{"net/kafka", "net/brokermetrics", true},
 		{"net/brokermetrics", "coordinator/group", true},

@@ -20,10 +20,11 @@ package controllerapi
 import (
 	"math"
 
-	"github.com/samsa-broker/samsa/net/peer"
-	"github.com/samsa-broker/samsa/net/request"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-broker/samsa/net/peer"
+	"github.com/samsa-broker/samsa/net/request"
 )
 
 func init() {

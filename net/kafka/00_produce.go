@@ -60,6 +60,7 @@ import (
 
 	"github.com/samsa-broker/samsa/engine"
 	"github.com/samsa-broker/samsa/net/authz"
+	"github.com/samsa-broker/samsa/net/metadatacache"
 	"github.com/samsa-broker/samsa/net/quota"
 	"github.com/samsa-broker/samsa/replication"
 )
@@ -148,8 +149,8 @@ func handleProduce(b *Broker, r *Request) { b.produce.handle(r) }
 // each transactional id, and their verification at the transaction coordinator
 // (produce_txn.go). Safe for concurrent use.
 type producer struct {
-	parts   partitions
-	route   routing
+	parts   metadatacache.Partitions
+	route   metadatacache.Routing
 	repl    *replication.Manager
 	quotas  *quota.Manager
 	metrics *metrics
@@ -173,7 +174,7 @@ func (pr *producer) handle(r *Request) {
 	}
 	op.resp.Default()
 	op.resp.SetVersion(v)
-	im := pr.parts.meta.Image()
+	im := pr.parts.View.Image()
 	op.resp.ThrottleMillis = r.MuteFor(pr.quotas.Produce(im.ClientQuotas(), quotaClientOf(r), len(r.Raw))) // quotas.go
 	op.pr.Begin(pr.repl, req.Acks, time.Duration(req.TimeoutMillis)*time.Millisecond, op.fin)
 
@@ -329,7 +330,7 @@ func (pr *producer) produceTarget(op *produceOp, v int16, rt *kmsg.ProduceReques
 			return p, nil, first, ke
 		}
 	}
-	rep, ke := p.leader()
+	rep, ke := p.Leader()
 	if ke != nil {
 		if ke == kerr.NotLeaderForPartition {
 			pr.notLeader(op, v, p, sp)
@@ -398,12 +399,12 @@ func (pr *producer) produceAppend(op *produceOp, v int16, p Partition, rep *repl
 // notLeader fills the current leader of p into sp and, from v10, the leader's endpoint
 // into the response's NodeEndpoints (KIP-951).
 func (pr *producer) notLeader(op *produceOp, v int16, p Partition, sp *kmsg.ProduceResponseTopicPartition) {
-	id, epoch := pr.parts.leaderOf(engine.TopicPartition{Topic: p.Topic.Name, Partition: p.Index}, p.Image)
+	id, epoch := pr.parts.LeaderOf(engine.TopicPartition{Topic: p.Topic.Name, Partition: p.Index}, p.Image)
 	sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = id, epoch
 	if v < 10 || id < 0 || slices.ContainsFunc(op.resp.Brokers, func(br kmsg.ProduceResponseBroker) bool { return br.NodeID == id }) {
 		return
 	}
-	if host, port, rack, ok := pr.route.LeaderEndpoint(op.r, id); ok {
+	if host, port, rack, ok := pr.route.LeaderEndpoint(listenerOf(op.r), id); ok {
 		br := kmsg.NewProduceResponseBroker()
 		br.NodeID, br.Host, br.Port, br.Rack = id, host, port, rack
 		op.resp.Brokers = append(op.resp.Brokers, br)

@@ -294,21 +294,21 @@ func (op *fetchOp) resolve(p *fetchPart) bool {
 		if part.Topic == nil {
 			p.leaderID, p.leaderEpoch = -1, -1
 		} else {
-			p.leaderID, p.leaderEpoch = op.b.parts.leaderOf(engine.TopicPartition{Topic: part.Topic.Name, Partition: part.Index}, part.Image)
+			p.leaderID, p.leaderEpoch = op.b.parts.LeaderOf(engine.TopicPartition{Topic: part.Topic.Name, Partition: part.Index}, part.Image)
 		}
 		return false
 	}
-	rep, ke := part.leader()
+	rep, ke := part.Leader()
 	if ke != nil {
 		p.err = ke
-		p.leaderID, p.leaderEpoch = op.b.parts.leaderOf(engine.TopicPartition{Topic: part.Topic.Name, Partition: part.Index}, part.Image)
+		p.leaderID, p.leaderEpoch = op.b.parts.LeaderOf(engine.TopicPartition{Topic: part.Topic.Name, Partition: part.Index}, part.Image)
 		return false
 	}
 	p.rep = rep
 	if !op.replica {
 		if err := rep.CheckLeader(p.curEpoch); err != nil {
 			p.err = engineErr(err)
-			p.leaderID, p.leaderEpoch = op.b.parts.leaderOf(rep.TopicPartition(), part.Image)
+			p.leaderID, p.leaderEpoch = op.b.parts.LeaderOf(rep.TopicPartition(), part.Image)
 			return false
 		}
 	} // a follower's epoch is FollowerFetch's to check, in gather
@@ -356,7 +356,7 @@ func (op *fetchOp) gather() (bytes int64, done bool) {
 			if err != nil {
 				p.code = engineErr(err).Code
 				if p.code == kerr.NotLeaderForPartition.Code {
-					p.leaderID, p.leaderEpoch = op.b.parts.leaderOf(p.rep.TopicPartition(), metadata.PartitionImage{Leader: -1, LeaderEpoch: -1})
+					p.leaderID, p.leaderEpoch = op.b.parts.LeaderOf(p.rep.TopicPartition(), metadata.PartitionImage{Leader: -1, LeaderEpoch: -1})
 				}
 				done = true
 				continue

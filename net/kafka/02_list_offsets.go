@@ -65,7 +65,7 @@ func (b *Broker) listOffset(v int16, replicaID int32, isolation int8, topic stri
 	if err != nil {
 		return engineErr(err)
 	}
-	rep, ke := p.leader()
+	rep, ke := p.Leader()
 	if ke != nil {
 		return ke
 	}

@@ -100,10 +100,10 @@ func (b *Broker) metadataResponseFrom(im *metadata.Image, r *Request, req *kmsg.
 		if bi.Fenced {
 			continue
 		}
-		host, port := b.route.endpointFor(r, bi)
+		host, port := b.route.EndpointFor(listenerOf(r), bi)
 		resp.Brokers = append(resp.Brokers, kmsg.MetadataResponseBroker{NodeID: bi.ID, Host: host, Port: port, Rack: bi.Rack})
 	}
-	resp.ControllerID = b.route.advertisedController(im)
+	resp.ControllerID = b.route.AdvertisedController(im)
 	offline := b.dirs.offline()
 	if all {
 		for _, t := range im.Topics() {

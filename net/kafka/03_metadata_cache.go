@@ -162,7 +162,7 @@ func (b *Broker) respondCachedMetadata(r *Request, req *kmsg.MetadataRequest) bo
 	off, im := b.Image()
 	key := metadataKey{
 		version:    r.Header.Version,
-		controller: b.route.advertisedController(im),
+		controller: b.route.AdvertisedController(im),
 		clusterOps: req.IncludeClusterAuthorizedOperations,
 		topicOps:   req.IncludeTopicAuthorizedOperations,
 	}

@@ -37,11 +37,13 @@ import (
 	"context"
 	"net"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-broker/samsa/coordinator/group"
 	"github.com/samsa-broker/samsa/coordinator/txn"
 	"github.com/samsa-broker/samsa/net/authz"
+	"github.com/samsa-broker/samsa/net/metadatacache"
 )
 
 func init() {
@@ -73,7 +75,7 @@ func handleFindCoordinator(b *Broker, r *Request) {
 			if err := b.topicMgr.EnsureInternal(ctx, txn.StateTopic); err != nil {
 				b.log.Warn("creating __transaction_state", "err", err)
 			}
-			r.Respond(b.route.findCoordinatorResponse(req, keys))
+			r.Respond(findCoordinatorResponse(b.route, req, keys))
 		})
 		return
 	}
@@ -84,9 +86,35 @@ func handleFindCoordinator(b *Broker, r *Request) {
 			if err := b.topicMgr.EnsureInternal(ctx, group.OffsetsTopic); err != nil {
 				b.log.Warn("creating __consumer_offsets", "err", err)
 			}
-			r.Respond(b.route.findCoordinatorResponse(req, keys))
+			r.Respond(findCoordinatorResponse(b.route, req, keys))
 		})
 		return
 	}
-	r.Respond(b.route.findCoordinatorResponse(req, keys))
+	r.Respond(findCoordinatorResponse(b.route, req, keys))
+}
+
+func findCoordinatorResponse(rt metadatacache.Routing, req *kmsg.FindCoordinatorRequest, keys []string) *kmsg.FindCoordinatorResponse {
+	resp := kmsg.NewPtrFindCoordinatorResponse()
+	resp.Version = req.Version
+	im := rt.View.Image()
+	for _, key := range keys {
+		rc := kmsg.NewFindCoordinatorResponseCoordinator()
+		rc.Key, rc.NodeID, rc.Port = key, -1, -1
+		id, host, port, code := rt.FindCoordinator(im, req.CoordinatorType, key)
+		if code == 0 {
+			rc.NodeID, rc.Host, rc.Port = id, host, port
+		} else {
+			rc.ErrorCode = code
+			msg := kerr.ErrorForCode(code).Error()
+			rc.ErrorMessage = &msg
+		}
+		resp.Coordinators = append(resp.Coordinators, rc)
+	}
+	if req.Version < 4 && len(resp.Coordinators) == 1 {
+		rc := resp.Coordinators[0]
+		resp.ErrorCode, resp.ErrorMessage = rc.ErrorCode, rc.ErrorMessage
+		resp.NodeID, resp.Host, resp.Port = rc.NodeID, rc.Host, rc.Port
+		resp.Coordinators = nil
+	}
+	return resp
 }

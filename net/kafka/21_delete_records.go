@@ -44,7 +44,7 @@ func handleDeleteRecords(b *Broker, r *Request) {
 				sp.ErrorCode = engineErr(err).Code
 				continue
 			}
-			if rep, ke := p.leader(); ke != nil {
+			if rep, ke := p.Leader(); ke != nil {
 				sp.ErrorCode = ke.Code
 				continue
 			} else if err := rep.CheckLeader(-1); err != nil {

@@ -37,7 +37,7 @@ func handleOffsetForLeaderEpoch(b *Broker, r *Request) {
 				sp.ErrorCode = engineErr(err).Code
 				continue
 			}
-			rep, ke := p.leader()
+			rep, ke := p.Leader()
 			if ke != nil {
 				sp.ErrorCode = ke.Code
 				continue

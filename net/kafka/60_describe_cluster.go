@@ -38,12 +38,12 @@ func handleDescribeCluster(b *Broker, r *Request) {
 	}
 	im := b.meta.Image()
 	resp.ClusterID = b.cfg.ClusterID
-	resp.ControllerID = b.route.advertisedController(im)
+	resp.ControllerID = b.route.AdvertisedController(im)
 	for _, bi := range im.Brokers() {
 		if bi.Fenced && !(r.Header.Version >= 2 && req.IncludeFencedBrokers) {
 			continue
 		}
-		host, port := b.route.endpointFor(r, bi)
+		host, port := b.route.EndpointFor(listenerOf(r), bi)
 		resp.Brokers = append(resp.Brokers, kmsg.DescribeClusterResponseBroker{NodeID: bi.ID, Host: host, Port: port, Rack: bi.Rack, IsFenced: bi.Fenced})
 	}
 	r.Respond(resp)

@@ -31,7 +31,7 @@ func handleDescribeProducers(b *Broker, r *Request) {
 			rp.Partition = i
 			p, err := b.parts.Lookup(t.Topic, i)
 			if err == nil {
-				_, ke := p.leader()
+				_, ke := p.Leader()
 				if ke != nil {
 					err = ke
 				}

@@ -94,13 +94,13 @@ func (s *shareState) resolve(p *sharePart) bool {
 	if err != nil {
 		p.code = engineErr(err).Code
 		if part.Topic != nil {
-			p.leaderID, p.leaderEpoch = s.parts.leaderOf(engine.TopicPartition{Topic: part.Topic.Name, Partition: part.Index}, part.Image)
+			p.leaderID, p.leaderEpoch = s.parts.LeaderOf(engine.TopicPartition{Topic: part.Topic.Name, Partition: part.Index}, part.Image)
 		}
 		return false
 	}
-	if _, ke := part.leader(); ke != nil {
+	if _, ke := part.Leader(); ke != nil {
 		p.code = ke.Code
-		p.leaderID, p.leaderEpoch = s.parts.leaderOf(engine.TopicPartition{Topic: part.Topic.Name, Partition: part.Index}, part.Image)
+		p.leaderID, p.leaderEpoch = s.parts.LeaderOf(engine.TopicPartition{Topic: part.Topic.Name, Partition: part.Index}, part.Image)
 		return false
 	}
 	p.log, p.epoch = part.Log, part.Image.LeaderEpoch
@@ -570,7 +570,7 @@ func (op *shareFetchOp) respond() {
 			if p.code == kerr.NotLeaderForPartition.Code || p.code == kerr.FencedLeaderEpoch.Code {
 				rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = p.leaderID, p.leaderEpoch
 				if p.leaderID >= 0 && !endpoints[p.leaderID] {
-					if host, port, rack, ok := b.route.LeaderEndpoint(op.r, p.leaderID); ok {
+					if host, port, rack, ok := b.route.LeaderEndpoint(listenerOf(op.r), p.leaderID); ok {
 						endpoints[p.leaderID] = true
 						resp.NodeEndpoints = append(resp.NodeEndpoints, kmsg.ShareFetchResponseNodeEndpoint{NodeID: p.leaderID, Host: host, Port: port, Rack: rack})
 					}

@@ -120,7 +120,7 @@ func handleShareAcknowledge(b *Broker, r *Request) {
 			if p.ackCode == kerr.NotLeaderForPartition.Code {
 				rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = p.leaderID, p.leaderEpoch
 				if p.leaderID >= 0 && !endpoints[p.leaderID] {
-					if host, port, rack, ok := b.route.LeaderEndpoint(r, p.leaderID); ok {
+					if host, port, rack, ok := b.route.LeaderEndpoint(listenerOf(r), p.leaderID); ok {
 						endpoints[p.leaderID] = true
 						resp.NodeEndpoints = append(resp.NodeEndpoints, kmsg.ShareAcknowledgeResponseNodeEndpoint{NodeID: p.leaderID, Host: host, Port: port, Rack: rack})
 					}

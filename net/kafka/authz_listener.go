@@ -3,7 +3,10 @@ package kafka
 import (
 	"errors"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/samsa-broker/samsa/net/connauth"
+	"github.com/samsa-broker/samsa/net/metadatacache"
 	"github.com/samsa-broker/samsa/net/request"
 	"github.com/samsa-broker/samsa/net/transport"
 )
@@ -71,7 +74,7 @@ func (l *SecureListener) Serve(tr transport.Request) {
 		return
 	}
 	if r.Header.Key == findCoordinatorKey {
-		l.b.route.advertiseListener(r)
+		advertiseListener(l.b.route, r)
 	}
 	l.b.handle(api, r) // quotas.go
 }
@@ -93,4 +96,22 @@ func listenerOf(r *Request) string {
 		return ""
 	}
 	return transport.ListenerOf(r.Conn)
+}
+
+// advertiseListener makes FindCoordinator's answer name the coordinators' endpoints
+// of r's listener (Metadata and DescribeCluster call endpointFor themselves).
+func advertiseListener(rt metadatacache.Routing, r *Request) {
+	r.AmendWith(func(resp kmsg.Response) {
+		im := rt.View.Image()
+		fc := resp.(*kmsg.FindCoordinatorResponse)
+		if bi, ok := im.Broker(fc.NodeID); ok && fc.ErrorCode == 0 {
+			fc.Host, fc.Port = rt.EndpointFor(listenerOf(r), bi)
+		}
+		for i := range fc.Coordinators {
+			c := &fc.Coordinators[i]
+			if bi, ok := im.Broker(c.NodeID); ok && c.ErrorCode == 0 {
+				c.Host, c.Port = rt.EndpointFor(listenerOf(r), bi)
+			}
+		}
+	})
 }

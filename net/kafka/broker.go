@@ -14,6 +14,7 @@ import (
 	"github.com/samsa-broker/samsa/coordinator/txn"
 	"github.com/samsa-broker/samsa/engine"
 	"github.com/samsa-broker/samsa/net/brokermetrics"
+	"github.com/samsa-broker/samsa/net/metadatacache"
 	"github.com/samsa-broker/samsa/net/quota"
 	"github.com/samsa-broker/samsa/net/transport"
 	"github.com/samsa-broker/samsa/replication"
@@ -95,6 +96,13 @@ type Deps struct {
 	Async func(fn func(ctx context.Context))
 }
 
+// View is the image a broker answers from, with its metadata offset
+// (net/metadatacache): the node's publisher writes it, handlers read it.
+type View = metadatacache.View
+
+// Partition is a partition resolved for a data-path request (net/metadatacache).
+type Partition = metadatacache.Partition
+
 // Broker serves the Kafka protocol on a transport: it implements transport.Handler and
 // transport.ConnObserver. Serve runs on connection read goroutines, concurrently for
 // different connections; everything a Broker holds is safe for that. It is the
@@ -124,8 +132,8 @@ type Broker struct {
 	feat        atomic.Pointer[featureView] // the feature levels the broker acts on (features_view.go)
 	panics      atomic.Int64                // handler panics recovered (bugs)
 
-	route    routing                  // endpoints and coordinators in answers (routing.go)
-	parts    partitions               // partition lookups (partitions.go)
+	route    metadatacache.Routing    // endpoints and coordinators in answers (net/metadatacache)
+	parts    metadatacache.Partitions // partition lookups (net/metadatacache)
 	keys     brokerKeys               // broker keys and topic and group configs (keys.go)
 	dirs     *dirHealth               // failed log directories, cached (03_metadata.go reads it)
 	mdCache  *metadataCache           // encoded all-topics Metadata answers (03_metadata_cache.go); nil: off
@@ -162,8 +170,8 @@ func New(cfg Config, deps Deps, log *slog.Logger) (*Broker, error) {
 	if b.controllerID == nil {
 		b.controllerID = func() int32 { return -1 }
 	}
-	b.route = routing{listener: cfg.Listener, meta: deps.View, controllerID: b.controllerID}
-	b.parts = partitions{nodeID: cfg.NodeID, meta: deps.View, repl: deps.Replicas}
+	b.route = metadatacache.Routing{Listener: cfg.Listener, View: deps.View, ControllerID: b.controllerID}
+	b.parts = metadatacache.Partitions{NodeID: cfg.NodeID, View: deps.View, Repl: deps.Replicas}
 	b.keys = brokerKeys{nodeID: cfg.NodeID, static: cfg.Static, log: log}
 	b.metrics = newMetrics(cfg.Registerer, deps.TopicMetrics)
 	b.quotas = quota.New(cfg.Static, cfg.Registerer)

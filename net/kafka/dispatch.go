@@ -2,7 +2,6 @@ package kafka
 
 import (
 	"fmt"
-	"github.com/samsa-broker/samsa/net/request"
 	"log/slog"
 	"sort"
 
@@ -10,6 +9,7 @@ import (
 
 	"github.com/samsa-broker/samsa/net/authz"
 	"github.com/samsa-broker/samsa/net/peer"
+	"github.com/samsa-broker/samsa/net/request"
 	"github.com/samsa-broker/samsa/net/transport"
 	"github.com/samsa-broker/samsa/net/wire"
 )
@@ -164,7 +164,7 @@ func (b *Broker) Serve(tr transport.Request) {
 	defer request.Recover(r, b.log, &b.panics)
 	if r.Header.Key == findCoordinatorKey && b.cfg.Listener != "" {
 		if name := listenerOf(r); name != "" && name != b.cfg.Listener {
-			b.route.advertiseListener(r)
+			advertiseListener(b.route, r)
 		}
 	}
 	b.handle(api, r) // quotas.go

@@ -1,10 +1,7 @@
 // Package kafka is the broker's Kafka protocol adapter (Kafka's KafkaApis): it turns
 // framed requests from a net/transport into calls of per-API handlers and encodes
-// their answers. It holds the handler table, the response encoder, ApiVersions built
-// from the table, the handlers of every API, the routing of
-// a cluster in their answers (which broker leads what, which one coordinates a group,
-// who the controller is), the partition-lookup helpers the data-path handlers use,
-// and its secured listeners (SecureListener: the authentication of their connections
+// their answers. It holds the handler table, ApiVersions built from the table, the
+// handlers of every API, and its secured listeners (SecureListener: the authentication of their connections
 // is net/connauth's, the authorisation of their requests net/authz's). Storage is the engine's, partitions the replica manager's; cluster
 // metadata is the published image of coordinator/metadata records, and every change of
 // it goes to the active controller. What the handlers only call lives in packages of
@@ -17,7 +14,10 @@
 // handlers (net/request: parsing, answering, the request metrics), the parts of the
 // wire format written by hand (net/wire: request and response headers, the Fetch
 // response framed for sendfile, the error codes of an answer) and the authentication
-// of connections (net/connauth: sessions, SaslHandshake, SaslAuthenticate).
+// of connections (net/connauth: sessions, SaslHandshake, SaslAuthenticate); what
+// handlers read of the cluster is net/metadatacache's (the published image, the
+// routing of a cluster in answers: which broker leads what, which one coordinates a
+// group, who the controller is; the partition lookups of the data path).
 //
 // # The broker in a cluster
 //
@@ -108,10 +108,10 @@
 //	                                  is created here); Kafka errors: UNKNOWN_TOPIC_OR_
 //	                                  PARTITION / UNKNOWN_TOPIC_ID, NOT_LEADER_OR_FOLLOWER
 //	                                  (Partition.Image names the leader, KIP-951),
-//	                                  KAFKA_STORAGE_ERROR (partitions.go)
-//	b.route.LeaderEndpoint(r, id)     a broker's address on r's listener (KIP-951
-//	                                  NodeEndpoints); b.route also finds coordinators
-//	                                  and the controller clients are told (routing.go)
+//	                                  KAFKA_STORAGE_ERROR (net/metadatacache)
+//	b.route.LeaderEndpoint(l, id)     a broker's address on listener l (listenerOf(r);
+//	                                  KIP-951 NodeEndpoints); b.route also finds
+//	                                  coordinators and the controller clients are told
 //	b.forward(r, forwarded{...})      answer r with the active controller's answer
 //	b.topicMgr.AutoCreate(ctx, names) auto.create.topics.enable through the controller
 //	b.keys.value(im, key)             a broker key: dynamic (node, cluster default),

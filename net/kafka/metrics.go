@@ -1,7 +1,6 @@
 package kafka
 
 import (
-	"github.com/samsa-broker/samsa/net/request"
 	"net"
 	"strings"
 	"sync"
@@ -9,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/samsa-broker/samsa/net/brokermetrics"
+	"github.com/samsa-broker/samsa/net/request"
 	"github.com/samsa-broker/samsa/net/transport"
 )
 

@@ -8,6 +8,7 @@ import (
 	"github.com/samsa-broker/samsa/coordinator/metadata"
 	"github.com/samsa-broker/samsa/coordinator/share"
 	"github.com/samsa-broker/samsa/engine"
+	"github.com/samsa-broker/samsa/net/metadatacache"
 	"github.com/samsa-broker/samsa/net/sharesession"
 	"github.com/samsa-broker/samsa/net/transport"
 )
@@ -30,7 +31,7 @@ import (
 // share.isolation.level (readCommitted).
 type shareState struct {
 	b      *Broker
-	parts  partitions
+	parts  metadatacache.Partitions
 	mgr    *share.Manager
 	ses    *sharesession.Cache
 	states ShareStates

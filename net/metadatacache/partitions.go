@@ -1,4 +1,4 @@
-package kafka
+package metadatacache
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -8,14 +8,14 @@ import (
 	"github.com/samsa-broker/samsa/replication"
 )
 
-// partitions resolves the partitions of data-path requests: the published image
+// Partitions resolves the partitions of data-path requests: the published image
 // (Deps.View) names the leader, the replica manager (Deps.Replicas) holds this node's
 // replica and its log. It only reads: no replica or log is created here. Safe from
 // any goroutine.
-type partitions struct {
-	nodeID int32
-	meta   *View
-	repl   *replication.Manager
+type Partitions struct {
+	NodeID int32
+	View   *View
+	Repl   *replication.Manager
 }
 
 // Partition is a partition resolved for a data-path request.
@@ -38,8 +38,8 @@ type Partition struct {
 // returned Partition's Image names the leader and its epoch, for KIP-951's
 // CurrentLeader, and LeaderEndpoint its address), KAFKA_STORAGE_ERROR (the image has
 // this node lead it but its log could not be opened).
-func (ps partitions) Lookup(topic string, partition int32) (Partition, error) {
-	t, ok := ps.meta.Image().Topic(topic)
+func (ps Partitions) Lookup(topic string, partition int32) (Partition, error) {
+	t, ok := ps.View.Image().Topic(topic)
 	if !ok {
 		return Partition{}, kerr.UnknownTopicOrPartition
 	}
@@ -47,23 +47,23 @@ func (ps partitions) Lookup(topic string, partition int32) (Partition, error) {
 }
 
 // LookupByID is Lookup by topic id (UNKNOWN_TOPIC_ID when unknown).
-func (ps partitions) LookupByID(id metadata.UUID, partition int32) (Partition, error) {
-	t, ok := ps.meta.Image().TopicByID(id)
+func (ps Partitions) LookupByID(id metadata.UUID, partition int32) (Partition, error) {
+	t, ok := ps.View.Image().TopicByID(id)
 	if !ok {
 		return Partition{}, kerr.UnknownTopicID
 	}
 	return ps.of(t, partition)
 }
 
-func (ps partitions) of(t *metadata.TopicImage, partition int32) (Partition, error) {
+func (ps Partitions) of(t *metadata.TopicImage, partition int32) (Partition, error) {
 	if partition < 0 || int(partition) >= len(t.Partitions) {
 		return Partition{}, kerr.UnknownTopicOrPartition
 	}
 	p := Partition{Topic: t, Index: partition, Image: t.Partitions[partition]}
-	if p.Image.Leader != ps.nodeID {
+	if p.Image.Leader != ps.NodeID {
 		return p, kerr.NotLeaderForPartition
 	}
-	rp := ps.repl.Partition(engine.TopicPartition{Topic: t.Name, Partition: partition})
+	rp := ps.Repl.Partition(engine.TopicPartition{Topic: t.Name, Partition: partition})
 	switch {
 	case rp == nil || rp.TopicID() != [16]byte(t.ID):
 		return p, kerr.KafkaStorageError
@@ -76,9 +76,9 @@ func (ps partitions) of(t *metadata.TopicImage, partition int32) (Partition, err
 	return p, nil
 }
 
-// leader returns this node's leader replica of p, resolved by Lookup, while it still
+// Leader returns this node's leader replica of p, resolved by Lookup, while it still
 // leads it (NOT_LEADER_OR_FOLLOWER once another broker does).
-func (p *Partition) leader() (*replication.Partition, *kerr.Error) {
+func (p *Partition) Leader() (*replication.Partition, *kerr.Error) {
 	if p.Rep == nil {
 		return nil, kerr.KafkaStorageError
 	}
@@ -88,10 +88,10 @@ func (p *Partition) leader() (*replication.Partition, *kerr.Error) {
 	return p.Rep, nil
 }
 
-// leaderOf returns the leader and leader epoch to tell a client that asked this node
+// LeaderOf returns the leader and leader epoch to tell a client that asked this node
 // for tp (KIP-951): replication's view when it has a replica, else the image's.
-func (ps partitions) leaderOf(tp engine.TopicPartition, im metadata.PartitionImage) (int32, int32) {
-	if rp := ps.repl.Partition(tp); rp != nil && rp.Role() != replication.RoleLeader {
+func (ps Partitions) LeaderOf(tp engine.TopicPartition, im metadata.PartitionImage) (int32, int32) {
+	if rp := ps.Repl.Partition(tp); rp != nil && rp.Role() != replication.RoleLeader {
 		if id, epoch := rp.Leader(); epoch >= 0 {
 			return id, epoch
 		}
