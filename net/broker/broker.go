@@ -136,7 +136,7 @@ func New(cfg kafka.Config, deps Deps, log *slog.Logger) (*Broker, error) {
 	}
 	topicMetrics := brokermetrics.NewTopics(cfg.Registerer)
 	kb, err := kafka.New(cfg, kafka.Deps{View: b.meta, Engine: b.eng, Replicas: b.repl, Controller: forwarder{b}, ControllerID: controllerID,
-		Topics: b.topics, Coordinators: coordinators{b}, Markers: b.txns.writer, Shares: b.shares.mgr, ShareStates: shareStates{b.shares},
+		Topics: b.topics, Coordinators: coordinators{b}, Markers: b.txns.writer, Shares: b.shares.mgr, ShareReader: shareReader{b.shares}, ShareStates: shareStates{b.shares},
 		TxnVerifier: txnVerifier{b}, ProducerIDs: b.producerID, FileHeadroom: b.headroom, Features: b.features(), TopicMetrics: topicMetrics, Async: b.async}, log)
 	if err != nil {
 		return nil, err

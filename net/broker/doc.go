@@ -55,12 +55,16 @@
 //	                  fetches
 //	Controller        forwarded requests, and the barrier  controller.go
 //	                  after a write (Sync)
-//	Topics            internal and auto-created topics     topics.go
-//	Coordinators      the group, transaction and share     groups.go, txns.go, shares.go
-//	                  coordinators as hosted now (nil:
-//	                  none here)
+//	Topics            internal and auto-created topics,    internal_topics.go
+//	                  a streams group's internal topics
+//	Coordinators      the group, transaction and share     groups.go, txns.go, shares.go,
+//	                  coordinators as hosted now (nil:     group_deletion.go
+//	                  none here); what deleting groups
+//	                  does beyond the group coordinator
 //	Markers           WriteTxnMarkers on this node         txns.go
 //	Shares            the share partitions this node leads shares.go
+//	ShareReader       their records read and acquired      share_reader.go
+//	                  for a member (ShareFetch)
 //	ShareStates       share-partition state at any node's  shares_state.go
 //	                  share coordinator, for the admin
 //	                  APIs (codes out)

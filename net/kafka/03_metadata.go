@@ -36,14 +36,11 @@ package kafka
 import (
 	"context"
 	"slices"
-	"sync"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-broker/samsa/coordinator/metadata"
-	"github.com/samsa-broker/samsa/engine"
 	"github.com/samsa-broker/samsa/net/authz"
 )
 
@@ -104,7 +101,7 @@ func (b *Broker) metadataResponseFrom(im *metadata.Image, r *Request, req *kmsg.
 		resp.Brokers = append(resp.Brokers, kmsg.MetadataResponseBroker{NodeID: bi.ID, Host: host, Port: port, Rack: bi.Rack})
 	}
 	resp.ControllerID = b.route.AdvertisedController(im)
-	offline := b.dirs.offline()
+	offline := b.dirs.Offline()
 	if all {
 		for _, t := range im.Topics() {
 			resp.Topics = append(resp.Topics, b.metadataTopic(im, t, offline))
@@ -166,7 +163,7 @@ func (b *Broker) metadataTopic(im *metadata.Image, t *metadata.TopicImage, offli
 				mp.OfflineReplicas = append(mp.OfflineReplicas, id)
 			}
 		}
-		localOffline := len(offline) > 0 && slices.Contains(p.Replicas, b.cfg.NodeID) && b.logOffline(t.Name, int32(i), offline)
+		localOffline := len(offline) > 0 && slices.Contains(p.Replicas, b.cfg.NodeID) && b.dirs.LogOffline(t.Name, int32(i), offline)
 		if localOffline && !slices.Contains(mp.OfflineReplicas, b.cfg.NodeID) {
 			mp.OfflineReplicas = append(mp.OfflineReplicas, b.cfg.NodeID)
 		}
@@ -179,48 +176,4 @@ func (b *Broker) metadataTopic(im *metadata.Image, t *metadata.TopicImage, offli
 		mt.Partitions = append(mt.Partitions, mp)
 	}
 	return mt
-}
-
-// dirHealth caches the failed log directories. The engine reports them only with
-// per-log statistics (DirStats, O(logs)), so the answer is kept for a second rather
-// than computed per Metadata request. Built with the broker.
-type dirHealth struct {
-	eng *engine.Manager
-	mu  sync.Mutex
-	at  time.Time
-	out []string
-}
-
-func newDirHealth(eng *engine.Manager) *dirHealth { return &dirHealth{eng: eng} }
-
-// offline lists the log directories that failed (usually none). The slice is shared.
-func (d *dirHealth) offline() []string {
-	now := time.Now()
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if !d.at.IsZero() && now.Sub(d.at) < time.Second {
-		return d.out
-	}
-	var out []string
-	for _, ds := range d.eng.DirStats() {
-		if ds.Err != nil {
-			out = append(out, ds.Path)
-		}
-	}
-	d.at, d.out = now, out
-	return out
-}
-
-// logOffline reports whether the partition's log lives in one of the offline dirs.
-func (b *Broker) logOffline(topic string, partition int32, offline []string) bool {
-	l := b.eng.Log(engine.TopicPartition{Topic: topic, Partition: partition})
-	if l == nil {
-		return false
-	}
-	for _, d := range offline {
-		if isUnder(l.Dir(), d) {
-			return true
-		}
-	}
-	return false
 }

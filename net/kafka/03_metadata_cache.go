@@ -31,7 +31,7 @@ package kafka
 //     operations are filled per principal by amend, so those requests take the
 //     uncached path; a super user's
 //     answer, and every answer on a listener without an authorizer, is the same for
-//     every principal. While a log directory is offline (dirHealth) nothing is cached
+//     every principal. While a log directory is offline (metadatacache.DirHealth) nothing is cached
 //     either: the answer then depends on the engine, not only on the image.
 //  4. At most one encoding per key and image: requests that arrive while it runs
 //     wait for it (singleflight); if it fails (a panic) they fall back to encoding
@@ -156,7 +156,7 @@ func (c *metadataCache) size() int {
 // the caller then answers it itself.
 func (b *Broker) respondCachedMetadata(r *Request, req *kmsg.MetadataRequest) bool {
 	c := b.mdCache
-	if c == nil || c.disabled.Load() || r.Amended() || len(b.dirs.offline()) > 0 {
+	if c == nil || c.disabled.Load() || r.Amended() || len(b.dirs.Offline()) > 0 {
 		return false
 	}
 	off, im := b.Image()

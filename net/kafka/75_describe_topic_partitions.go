@@ -67,7 +67,7 @@ func handleDescribeTopicPartitions(b *Broker, r *Request) {
 	if limit <= 0 || limit > maxPartitionsPerDescribe {
 		limit = maxPartitionsPerDescribe
 	}
-	offline := b.dirs.offline()
+	offline := b.dirs.Offline()
 	left := limit
 	for i := start; i < len(names); i++ {
 		name := names[i]

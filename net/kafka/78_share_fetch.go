@@ -45,7 +45,6 @@
 package kafka
 
 import (
-	"encoding/binary"
 	"errors"
 	"sync"
 	"time"
@@ -105,6 +104,25 @@ func (s *shareState) resolve(p *sharePart) bool {
 	}
 	p.log, p.epoch = part.Log, part.Image.LeaderEpoch
 	return true
+}
+
+// ShareReader reads and acquires the records of share partitions this node leads for
+// their members (the node's assembly, net/broker: Kafka's SharePartitionManager
+// reading for its SharePartitions). Safe for concurrent use.
+type ShareReader interface {
+	// Acquire reads k's log l (at leader epoch epoch) from the share partition's next
+	// acquirable offset (initial: where one without state starts) up to its read end
+	// (the high watermark; with readCommitted the last stable offset, the records of
+	// aborted transactions archived instead of handed out), whole batches within
+	// maxBytes (one at least when first), acquires at most maxRecords of their records
+	// for member, and returns the batches up to the last record acquired and the
+	// ranges acquired. Nothing while the partition's state loads, when nothing is
+	// acquirable, or when the log start passed the offset meanwhile; an error only
+	// from reading the log.
+	Acquire(k share.Key, epoch int32, l *engine.Log, member string, maxRecords int, maxBytes int32, first, readCommitted bool,
+		initial func() (int64, error)) ([]byte, []share.Range, error)
+	// Acquirable reports whether k has records to acquire below its read end.
+	Acquirable(k share.Key, epoch int32, l *engine.Log, readCommitted bool, initial func() (int64, error)) bool
 }
 
 // shareAckCode maps an acknowledgement's outcome to its code.
@@ -373,7 +391,6 @@ func (op *shareFetchOp) fetchOrPark() {
 // many it acquired.
 func (op *shareFetchOp) gather() int {
 	b := op.b
-	mgr := b.shares.mgr
 	left, bytesLeft := op.maxRecords, op.maxBytes
 	committed := b.shares.readCommitted(op.group)
 	n := 0
@@ -384,148 +401,31 @@ func (op *shareFetchOp) gather() int {
 		if p.log == nil && !b.shares.resolve(p) {
 			continue
 		}
-		l := p.log
-		initial := b.shares.initialStart(op.group, l)
-		if _, err := mgr.NextFetchOffset(p.key, p.epoch, initial); err != nil {
-			continue // loading: a later answer
-		}
-		mgr.MoveStart(p.key, p.epoch, l.LogStartOffset())
-		from, err := mgr.NextFetchOffset(p.key, p.epoch, initial)
-		hw := shareReadEnd(l, committed)
-		if err != nil || from < 0 || from >= hw {
-			continue
-		}
-		buf, err := l.ReadCopy(from, bytesLeft, hw, n == 0, nil)
+		recs, got, err := b.shares.reader.Acquire(p.key, p.epoch, p.log, op.member, left, bytesLeft, n == 0, committed, b.shares.initialStart(op.group, p.log))
 		if err != nil {
-			if errors.Is(err, engine.ErrOffsetOutOfRange) {
-				continue // the log start moved past it meanwhile: the next fetch
-			}
 			p.code = engineErr(err).Code
 			continue
 		}
-		to := engine.BatchesEnd(buf)
-		if to <= from {
+		if len(got) == 0 {
 			continue
-		}
-		got, err := mgr.Acquire(p.key, p.epoch, op.member, from, to, left)
-		if err != nil || len(got) == 0 {
-			continue
-		}
-		if committed {
-			got = op.dropAborted(p, buf, got)
-			if len(got) == 0 {
-				continue
-			}
 		}
 		for _, g := range got {
 			left -= int(g.Last - g.First + 1)
 			n += int(g.Last - g.First + 1)
 		}
-		p.records, p.acquired = trimBatches(buf, got[len(got)-1].Last), got
+		p.records, p.acquired = recs, got
 		bytesLeft -= int32(len(p.records))
 	}
 	return n
 }
 
-// shareReadEnd is where a share fetch reads up to: the high watermark, or under
-// share.isolation.level=read_committed the last stable offset.
-func shareReadEnd(l *engine.Log, readCommitted bool) int64 {
-	if readCommitted {
-		return l.LastStableOffset()
-	}
-	return l.HighWatermark()
-}
-
-// dropAborted archives, for a read_committed group, the records of got that belong to
-// aborted transactions (the data batches of buf whose producer aborted the
-// transaction holding them) instead of delivering them, as Kafka's SharePartition
-// does, and returns the rest of got.
-func (op *shareFetchOp) dropAborted(p *sharePart, buf []byte, got []share.Range) []share.Range {
-	last := got[len(got)-1].Last
-	aborted := p.log.AbortedTransactions(got[0].First, last+1, nil)
-	if len(aborted) == 0 {
-		return got
-	}
-	var drop []share.Range
-	for off := 0; off+61 <= len(buf); {
-		n := int(int32(binary.BigEndian.Uint32(buf[off+8:]))) + 12
-		if n < 61 || off+n > len(buf) {
-			break
-		}
-		base := int64(binary.BigEndian.Uint64(buf[off:]))
-		attrs := binary.BigEndian.Uint16(buf[off+21:])
-		batchLast := base + int64(int32(binary.BigEndian.Uint32(buf[off+23:])))
-		pid := int64(binary.BigEndian.Uint64(buf[off+43:]))
-		off += n
-		if attrs&0x10 == 0 || attrs&0x20 != 0 || base > last {
-			continue // not transactional data
-		}
-		for _, a := range aborted {
-			if a.ProducerID == pid && base >= a.FirstOffset && base < a.LastOffset {
-				if first, l := max(base, got[0].First), min(batchLast, last); first <= l {
-					drop = append(drop, share.Range{First: first, Last: l})
-				}
-				break
-			}
-		}
-	}
-	if len(drop) == 0 {
-		return got
-	}
-	op.b.shares.mgr.ArchiveAcquired(p.key, p.epoch, op.member, drop)
-	var out []share.Range
-	for _, g := range got {
-		out = append(out, subtractRanges(g, drop)...)
-	}
-	return out
-}
-
-// subtractRanges is g without the offsets of drop (sorted by First, not overlapping).
-func subtractRanges(g share.Range, drop []share.Range) []share.Range {
-	var out []share.Range
-	cur := g.First
-	for _, d := range drop {
-		if d.Last < cur || d.First > g.Last {
-			continue
-		}
-		if d.First > cur {
-			out = append(out, share.Range{First: cur, Last: d.First - 1, DeliveryCount: g.DeliveryCount})
-		}
-		cur = d.Last + 1
-	}
-	if cur <= g.Last {
-		out = append(out, share.Range{First: cur, Last: g.Last, DeliveryCount: g.DeliveryCount})
-	}
-	return out
-}
-
-// trimBatches drops the whole batches of b that start after last.
-func trimBatches(b []byte, last int64) []byte {
-	off := 0
-	for off+61 <= len(b) {
-		if int64(binary.BigEndian.Uint64(b[off:])) > last {
-			break
-		}
-		n := int(int32(binary.BigEndian.Uint32(b[off+8:]))) + 12
-		if n < 61 || off+n > len(b) {
-			break
-		}
-		off += n
-	}
-	return b[:off]
-}
-
 // TryComplete implements purgatory.Operation: a fetched partition has something to
 // acquire (or its state finished loading, or a partition failed).
 func (op *shareFetchOp) TryComplete() bool {
-	mgr := op.b.shares.mgr
-	committed := op.b.shares.readCommitted(op.group)
+	s := op.b.shares
+	committed := s.readCommitted(op.group)
 	for _, p := range op.parts {
-		if p.log == nil {
-			continue
-		}
-		from, err := mgr.NextFetchOffset(p.key, p.epoch, op.b.shares.initialStart(op.group, p.log))
-		if err == nil && from >= 0 && from < shareReadEnd(p.log, committed) {
+		if p.log != nil && s.reader.Acquirable(p.key, p.epoch, p.log, committed, s.initialStart(op.group, p.log)) {
 			return op.ForceComplete()
 		}
 	}

@@ -74,9 +74,11 @@ type Deps struct {
 	Coordinators Coordinators
 	// Markers writes WriteTxnMarkers' markers to this node's leader replicas.
 	Markers *txn.MarkerWriter
-	// Shares are the share partitions this node leads (KIP-932), and ShareStates their
-	// state at any node's share coordinator.
+	// Shares are the share partitions this node leads (KIP-932), ShareReader reads
+	// and acquires their records, and ShareStates is their state at any node's share
+	// coordinator.
 	Shares      *share.Manager
+	ShareReader ShareReader
 	ShareStates ShareStates
 	// TxnVerifier checks or adds a transaction's partitions at its coordinator.
 	TxnVerifier TxnVerifier
@@ -135,7 +137,7 @@ type Broker struct {
 	route    metadatacache.Routing    // endpoints and coordinators in answers (net/metadatacache)
 	parts    metadatacache.Partitions // partition lookups (net/metadatacache)
 	keys     brokerKeys               // broker keys and topic and group configs (keys.go)
-	dirs     *dirHealth               // failed log directories, cached (03_metadata.go reads it)
+	dirs     *metadatacache.DirHealth // failed log directories, cached
 	mdCache  *metadataCache           // encoded all-topics Metadata answers (03_metadata_cache.go); nil: off
 	shares   *shareState              // share partitions, sessions and states (share_groups.go)
 	produce  *producer                // Produce (00_produce.go, produce_txn.go)
@@ -177,9 +179,9 @@ func New(cfg Config, deps Deps, log *slog.Logger) (*Broker, error) {
 	b.quotas = quota.New(cfg.Static, cfg.Registerer)
 	b.produce = &producer{parts: b.parts, route: b.route, repl: deps.Replicas, quotas: b.quotas, metrics: b.metrics, log: log, verify: deps.TxnVerifier}
 	b.apiVersions = buildApiVersions()
-	b.dirs = newDirHealth(b.eng)
+	b.dirs = metadatacache.NewDirHealth(b.eng)
 	b.mdCache = newMetadataCache()
-	b.shares = newShareState(b, deps.Shares, deps.ShareStates)
+	b.shares = newShareState(b, deps.Shares, deps.ShareReader, deps.ShareStates)
 	b.SetFeatures(deps.Features)
 	return b, nil
 }

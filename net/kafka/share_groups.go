@@ -33,6 +33,7 @@ type shareState struct {
 	b      *Broker
 	parts  metadatacache.Partitions
 	mgr    *share.Manager
+	reader ShareReader // reads and acquires their records (Deps.ShareReader)
 	ses    *sharesession.Cache
 	states ShareStates
 }
@@ -53,12 +54,12 @@ type ShareStates interface {
 	Delete(k share.Key, done func(int16))
 }
 
-func newShareState(b *Broker, mgr *share.Manager, states ShareStates) *shareState {
-	if mgr == nil {
+func newShareState(b *Broker, mgr *share.Manager, reader ShareReader, states ShareStates) *shareState {
+	if mgr == nil || reader == nil {
 		return nil
 	}
 	ses := sharesession.NewCache(int(b.keys.groupInt(b.meta.Image(), "group.share.max.share.sessions", 2000)))
-	return &shareState{b: b, parts: b.parts, mgr: mgr, ses: ses, states: states}
+	return &shareState{b: b, parts: b.parts, mgr: mgr, reader: reader, ses: ses, states: states}
 }
 
 // connClosed ends the share sessions conn opened, releasing what their members hold.

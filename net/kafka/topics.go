@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
-	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -101,12 +99,6 @@ func errMsg(err error) *string {
 	}
 	s := err.Error()
 	return &s
-}
-
-// isUnder reports whether path is dir or inside it.
-func isUnder(path, dir string) bool {
-	rel, err := filepath.Rel(dir, path)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }
 
 func stringPtr(s string) *string { return &s }
