@@ -14,7 +14,7 @@
 // timeout; a failure is logged and leaves the configs, the groups stay deleted).
 //
 // v3 (KIP-1331, Kafka 4.4) adds an error message per group: a group not deleted
-// carries Kafka's message for its code (Errors.java, deleteGroupsMessage: "The group is
+// carries Kafka's message for its code (Errors.java, wire.ErrorMessage: "The group is
 // not empty." for NON_EMPTY_GROUP, ...), the refusals of authorisation too
 // (authz.DeleteGroups); a deleted group carries none (null).
 //
@@ -27,44 +27,15 @@
 package kafka
 
 import (
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-broker/samsa/coordinator/group"
 	"github.com/samsa-broker/samsa/net/authz"
+	"github.com/samsa-broker/samsa/net/wire"
 )
 
 func init() {
 	register(API{Key: 42, MinVersion: 0, MaxVersion: 3, Handle: handleDeleteGroups, Authz: authz.DeleteGroups})
-}
-
-// deleteGroupsMessages are Kafka's messages (Errors.java) for the codes a group of
-// DeleteGroups can get.
-var deleteGroupsMessages = map[int16]string{
-	kerr.UnknownServerError.Code:        "The server experienced an unexpected error when processing the request.",
-	kerr.CoordinatorLoadInProgress.Code: "The coordinator is loading and hence can't process requests.",
-	kerr.CoordinatorNotAvailable.Code:   "The coordinator is not available.",
-	kerr.NotCoordinator.Code:            "This is not the correct coordinator.",
-	kerr.InvalidGroupID.Code:            "The configured groupId is invalid.",
-	kerr.GroupAuthorizationFailed.Code:  "Group authorization failed.",
-	kerr.NonEmptyGroup.Code:             "The group is not empty.",
-	kerr.GroupIDNotFound.Code:           "The group id does not exist.",
-}
-
-// deleteGroupsMessage is the ErrorMessage (v3+) of a group of DeleteGroups answered
-// code: Kafka's message, nil for success.
-func deleteGroupsMessage(code int16) *string {
-	if code == 0 {
-		return nil
-	}
-	if m, ok := deleteGroupsMessages[code]; ok {
-		return &m
-	}
-	if e, ok := kerr.ErrorForCode(code).(*kerr.Error); ok {
-		m := e.Description
-		return &m
-	}
-	return nil
 }
 
 func handleDeleteGroups(b *Broker, r *Request) {
@@ -73,7 +44,7 @@ func handleDeleteGroups(b *Broker, r *Request) {
 		if req.Version >= 3 {
 			for i := range resp.Groups {
 				if g := &resp.Groups[i]; g.ErrorMessage == nil {
-					g.ErrorMessage = deleteGroupsMessage(g.ErrorCode)
+					g.ErrorMessage = wire.ErrorMessage(g.ErrorCode)
 				}
 			}
 		}

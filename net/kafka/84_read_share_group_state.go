@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-broker/samsa/coordinator/share"
+	"github.com/samsa-broker/samsa/net/wire"
 )
 
 func init() {
@@ -46,7 +47,7 @@ func handleReadShareGroupState(b *Broker, r *Request) {
 				rp.ErrorCode = share.ErrorCode(err)
 				if err == nil && !found {
 					rp.ErrorCode = kerr.InvalidRequest.Code
-					rp.ErrorMessage = shareStateMessage(rp.ErrorCode, "Read operation on uninitialized share partition not allowed.")
+					rp.ErrorMessage = wire.MessageOr(rp.ErrorCode, "Read operation on uninitialized share partition not allowed.")
 				}
 				if err == nil && found {
 					rp.StateEpoch, rp.StartOffset = snap.StateEpoch, snap.StartOffset

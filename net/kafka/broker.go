@@ -175,7 +175,7 @@ func New(cfg Config, deps Deps, log *slog.Logger) (*Broker, error) {
 	b.route = metadatacache.Routing{Listener: cfg.Listener, View: deps.View, ControllerID: b.controllerID}
 	b.parts = metadatacache.Partitions{NodeID: cfg.NodeID, View: deps.View, Repl: deps.Replicas}
 	b.keys = brokerKeys{nodeID: cfg.NodeID, static: cfg.Static, log: log}
-	b.metrics = newMetrics(cfg.Registerer, deps.TopicMetrics)
+	b.metrics = newMetrics(cfg.Registerer, cfg.Derived["listeners"], deps.TopicMetrics)
 	b.quotas = quota.New(cfg.Static, cfg.Registerer)
 	b.produce = &producer{parts: b.parts, route: b.route, repl: deps.Replicas, quotas: b.quotas, metrics: b.metrics, log: log, verify: deps.TxnVerifier}
 	b.apiVersions = buildApiVersions()

@@ -7,6 +7,7 @@ import (
 
 	"github.com/samsa-broker/samsa/coordinator/metadata"
 	"github.com/samsa-broker/samsa/coordinator/share"
+	"github.com/samsa-broker/samsa/net/wire"
 )
 
 // shareStateItem is one partition of a share coordinator's request (83, 86, 87):
@@ -48,7 +49,7 @@ func (b *Broker) serveShareState(items []shareStateItem, op func(st *share.Store
 			code = kerr.NotCoordinator.Code
 		}
 		if code != 0 {
-			it.answer(code, shareStateMessage(code, msg))
+			it.answer(code, wire.MessageOr(code, msg))
 			continue
 		}
 		mu.Lock()
@@ -58,7 +59,7 @@ func (b *Broker) serveShareState(items []shareStateItem, op func(st *share.Store
 			code := share.ErrorCode(err)
 			var m *string
 			if code != 0 {
-				m = shareStateMessage(code, err.Error())
+				m = wire.MessageOr(code, err.Error())
 			}
 			mu.Lock()
 			it.answer(code, m)
@@ -67,14 +68,4 @@ func (b *Broker) serveShareState(items []shareStateItem, op func(st *share.Store
 		})
 	}
 	finish()
-}
-
-// shareStateMessage is an answer's ErrorMessage: msg, else the code's description.
-func shareStateMessage(code int16, msg string) *string {
-	if msg == "" {
-		if e, ok := kerr.ErrorForCode(code).(*kerr.Error); ok {
-			msg = e.Description
-		}
-	}
-	return &msg
 }

@@ -5,7 +5,8 @@
 // request; the Request is answered exactly once, from any goroutine (Respond,
 // RespondRaw, NoResponse, CloseConn), with the edits the listener set (an
 // authorisation's amendment, a quota's throttle time) applied, and its times and
-// error codes recorded in the listener's Metrics.
+// error codes recorded in the listener's Metrics (with ListenerConns, the open
+// connections per listener name).
 //
 // It knows no API's meaning and holds no broker state: net/kafka's handler tables,
 // handlers, listener security and quotas sit above it; net/wire's header codec below.

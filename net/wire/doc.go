@@ -4,5 +4,6 @@
 // key or version closes the connection without decoding anything), the response
 // header, the Fetch response framed around file ranges for sendfile (FetchFrame), and
 // the error codes of any answer, found once per response type by reflection for the
-// request metrics (ErrorCodes). No I/O of its own, no state beyond pools and caches.
+// request metrics (ErrorCodes), and Kafka's messages for error codes (ErrorMessage).
+// No I/O of its own, no state beyond pools and caches.
 package wire
