@@ -100,7 +100,7 @@
 //
 // # Helpers for handlers
 //
-// The Broker holds the handlers' shared state; the helpers sit on small types of
+// The Broker holds the handlers' shared state; what they call sits on small types of
 // their own, each holding only what it reads:
 //
 //	b.parts.Lookup(topic, p)          image → partition → this node's leader replica
