@@ -21,7 +21,7 @@ import (
 func TestDynamicBrokerConfigs(t *testing.T) {
 	cfg, err := FromKeys(map[string]string{
 		"log.cleaner.backoff.ms": "3600000",
-		"data.dir":               t.TempDir(), "admin.listen": "",
+		"data.dir":               t.TempDir(), "admin.listen": "", "listeners": "127.0.0.1:0",
 	})
 	if err != nil {
 		t.Fatal(err)
