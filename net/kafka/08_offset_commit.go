@@ -68,27 +68,18 @@ func handleOffsetCommit(b *Broker, r *Request) {
 	known := *req
 	known.Topics = nil
 	im := b.meta.Image()
+	var cs commitSplit
 	for i, t := range req.Topics {
 		rt := &resp.Topics[i]
 		rt.Topic, rt.TopicID = t.Topic, t.TopicID
 		rt.Partitions = make([]kmsg.OffsetCommitResponseTopicPartition, len(t.Partitions))
-		ti, code := groupTopic(im, req.Version >= 10, t.Topic, t.TopicID)
-		var kt kmsg.OffsetCommitRequestTopic
-		if ti != nil {
-			kt = kmsg.OffsetCommitRequestTopic{Topic: ti.Name, TopicID: t.TopicID}
-		}
+		name := cs.topic(im, req.Version >= 10, t.Topic, t.TopicID)
+		kt := kmsg.OffsetCommitRequestTopic{Topic: name, TopicID: t.TopicID}
 		for j, p := range t.Partitions {
 			rt.Partitions[j].Partition = p.Partition
-			switch {
-			case ti == nil:
-				rt.Partitions[j].ErrorCode = code
-				continue
-			case p.Partition < 0 || int(p.Partition) >= len(ti.Partitions):
-				rt.Partitions[j].ErrorCode = kerr.UnknownTopicOrPartition.Code
-				continue
+			if rt.Partitions[j].ErrorCode = cs.partition(p.Partition); rt.Partitions[j].ErrorCode == -1 {
+				kt.Partitions = append(kt.Partitions, p)
 			}
-			rt.Partitions[j].ErrorCode = -1 // filled from the coordinator's answer
-			kt.Partitions = append(kt.Partitions, p)
 		}
 		if len(kt.Partitions) > 0 {
 			known.Topics = append(known.Topics, kt)
@@ -113,20 +104,52 @@ func handleOffsetCommit(b *Broker, r *Request) {
 		return
 	}
 	c.OffsetCommit(&known, func(kr *kmsg.OffsetCommitResponse) {
-		// known keeps the request's order: walk both in step.
 		var codes []int16
 		for _, t := range kr.Topics {
 			for _, p := range t.Partitions {
 				codes = append(codes, p.ErrorCode)
 			}
 		}
-		fill(func() int16 {
-			if len(codes) == 0 {
-				return kerr.UnknownServerError.Code
-			}
-			c := codes[0]
-			codes = codes[1:]
-			return c
-		})
+		fill(codesInOrder(codes))
 	})
+}
+
+// commitSplit sorts the partitions of an OffsetCommit's or a TxnOffsetCommit's topics
+// into those the group coordinator answers and those answered at once: topic resolves
+// a topic (groupTopic) and returns the name the coordinator keys it by; partition
+// then returns -1 for a partition of it the coordinator is to answer, else the error.
+type commitSplit struct {
+	t    *metadata.TopicImage
+	code int16
+}
+
+func (cs *commitSplit) topic(im *metadata.Image, byID bool, name string, id [16]byte) string {
+	if cs.t, cs.code = groupTopic(im, byID, name, id); cs.t != nil {
+		return cs.t.Name
+	}
+	return ""
+}
+
+func (cs *commitSplit) partition(p int32) int16 {
+	switch {
+	case cs.t == nil:
+		return cs.code
+	case p < 0 || int(p) >= len(cs.t.Partitions):
+		return kerr.UnknownTopicOrPartition.Code
+	}
+	return -1 // filled from the coordinator's answer
+}
+
+// codesInOrder hands out a coordinator's codes in the order of its answer, which keeps
+// the request's order of the partitions it was given (UNKNOWN_SERVER_ERROR past
+// its end).
+func codesInOrder(codes []int16) func() int16 {
+	return func() int16 {
+		if len(codes) == 0 {
+			return kerr.UnknownServerError.Code
+		}
+		c := codes[0]
+		codes = codes[1:]
+		return c
+	}
 }

@@ -62,27 +62,18 @@ func handleTxnOffsetCommit(b *Broker, r *Request) {
 	known := *req
 	known.Topics = nil
 	im := b.meta.Image()
+	var cs commitSplit
 	for i, t := range req.Topics {
 		rt := &resp.Topics[i]
 		rt.Topic, rt.TopicID = t.Topic, t.TopicID
 		rt.Partitions = make([]kmsg.TxnOffsetCommitResponseTopicPartition, len(t.Partitions))
-		ti, code := groupTopic(im, req.Version >= 6, t.Topic, t.TopicID)
-		var kt kmsg.TxnOffsetCommitRequestTopic
-		if ti != nil {
-			kt = kmsg.TxnOffsetCommitRequestTopic{Topic: ti.Name, TopicID: t.TopicID}
-		}
+		name := cs.topic(im, req.Version >= 6, t.Topic, t.TopicID)
+		kt := kmsg.TxnOffsetCommitRequestTopic{Topic: name, TopicID: t.TopicID}
 		for j, p := range t.Partitions {
 			rt.Partitions[j].Partition = p.Partition
-			switch {
-			case ti == nil:
-				rt.Partitions[j].ErrorCode = code
-				continue
-			case p.Partition < 0 || int(p.Partition) >= len(ti.Partitions):
-				rt.Partitions[j].ErrorCode = kerr.UnknownTopicOrPartition.Code
-				continue
+			if rt.Partitions[j].ErrorCode = cs.partition(p.Partition); rt.Partitions[j].ErrorCode == -1 {
+				kt.Partitions = append(kt.Partitions, p)
 			}
-			rt.Partitions[j].ErrorCode = -1 // filled from the coordinator's answer
-			kt.Partitions = append(kt.Partitions, p)
 		}
 		if len(kt.Partitions) > 0 {
 			known.Topics = append(known.Topics, kt)
@@ -113,21 +104,13 @@ func handleTxnOffsetCommit(b *Broker, r *Request) {
 				all(ke.Code)
 				return
 			}
-			// known keeps the request's order: walk both in step.
 			var codes []int16
 			for _, t := range kr.Topics {
 				for _, p := range t.Partitions {
 					codes = append(codes, p.ErrorCode)
 				}
 			}
-			fill(func() int16 {
-				if len(codes) == 0 {
-					return kerr.UnknownServerError.Code
-				}
-				c := codes[0]
-				codes = codes[1:]
-				return c
-			})
+			fill(codesInOrder(codes))
 		})
 	}
 	p := c.PartitionFor(req.Group)
