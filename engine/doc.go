@@ -394,8 +394,13 @@
 //   - Producer state: a producer id unknown to the log is accepted at any
 //     sequence number (Kafka >= 2.5 behaviour, since retention may have removed
 //     its state). Snapshots keep Kafka's layout, which holds only the last
-//     batch per producer; the last five batches are rebuilt only for batches
-//     replayed from the log after the snapshot. A duplicate inside a
+//     batch per producer; Open gives each producer back the batches before
+//     it, up to five, from the batches replayed after the snapshot and the
+//     headers of the active segment's last 256 KiB (Kafka loads the one
+//     batch: a retry of an earlier batch whose answer a restart lost is
+//     OUT_OF_ORDER_SEQUENCE_NUMBER there, which franz-go and Kafka's own
+//     producer answer by writing the batch again under a new epoch). A
+//     producer's batches further back stay unknown. A duplicate inside a
 //     multi-batch append is reported as ErrOutOfOrderSequence. Transactions
 //     completed by a marker not yet below the high watermark (Kafka's
 //     unreplicated transactions) are known only from the batches replayed

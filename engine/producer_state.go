@@ -64,6 +64,14 @@ func (e *producerEntry) push(m batchMeta) {
 	e.head = (e.head + 1) % producerBatches
 }
 
+// prepend puts m before the oldest batch; the entry holds fewer than
+// producerBatches.
+func (e *producerEntry) prepend(m batchMeta) {
+	e.head = (e.head + producerBatches - 1) % producerBatches
+	e.batches[e.head] = m
+	e.n++
+}
+
 // setEpoch moves the entry to epoch, forgetting the batches of the old one
 // (Kafka's maybeUpdateProducerEpoch). An open transaction stays open.
 func (e *producerEntry) setEpoch(epoch int16) {

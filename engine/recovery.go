@@ -363,8 +363,95 @@ func (l *Log) loadProducerState(leo, rebuildFrom int64) error {
 	if err := l.rebuildProducerState(leo, rebuildFrom); err != nil {
 		return ioFailure(fmt.Sprintf("rebuild the transaction index of %s", l.tp), err)
 	}
+	l.restoreProducerBatches()
 	removeSnapshots(l.fs, l.dir, l.segs[0].base, leo)
 	return nil
+}
+
+// restoreProducerBatches gives each producer back the batches before its
+// oldest known one, up to producerBatches, from the end of the active
+// segment. A snapshot holds only a producer's newest batch (Kafka's format;
+// Kafka's ProducerStateManager loads no more): after a restart, the retry
+// of an earlier batch whose answer the restart lost was answered
+// OUT_OF_ORDER_SEQUENCE_NUMBER although the log held it, and a client that
+// takes that answer for a rejection renumbers the batch under a new epoch
+// and writes it a second time (franz-go does; so does Kafka's producer
+// for the batch it expects next). With the batches back, such a retry is
+// the duplicate it was before the restart, answered with its offsets.
+//
+// Only batch headers are read, those that start in the last
+// tailVerifyBytes of the active segment (the bytes Open has just CRC-checked
+// after a clean shutdown): a producer's earlier batches further back or in
+// the segment before stay unknown, as in Kafka. A batch is restored only
+// where the sequences join: it ends right before the oldest known batch,
+// at the same epoch, with no batch or marker of another epoch between.
+// Called while loading; the snapshot on disk is unchanged (it holds the
+// newest batch only, whatever the state holds before it).
+func (l *Log) restoreProducerBatches() {
+	need := map[int64]*producerEntry{}
+	for pid, e := range l.prod.m {
+		if e.n > 0 && e.n < producerBatches {
+			need[pid] = e
+		}
+	}
+	if len(need) == 0 {
+		return
+	}
+	s := l.segs[len(l.segs)-1]
+	if s.noProducers {
+		return
+	}
+	size := s.size.Load()
+	var from int64
+	s.idxMu.RLock()
+	if s.oidx != nil {
+		if _, p, has := s.oidx.lookupBound(size-tailVerifyBytes, math.MaxInt64); has {
+			from = p
+		}
+	}
+	s.idxMu.RUnlock()
+	// Per producer, its batches of one epoch before its oldest known batch,
+	// in log order; a batch or marker of another epoch starts the list again.
+	type seen struct {
+		epoch   int16
+		batches []batchMeta
+	}
+	found := map[int64]*seen{}
+	sc := getScanner(s.log, size)
+	for pos := from; pos < sc.limit; {
+		h, err := sc.header(pos)
+		if err != nil {
+			break
+		}
+		pos += h.Size()
+		e := need[h.ProducerID]
+		if e == nil || h.BaseOffset >= e.batches[e.head].firstOffset {
+			continue
+		}
+		f := found[h.ProducerID]
+		if f == nil || f.epoch != h.ProducerEpoch {
+			f = &seen{epoch: h.ProducerEpoch}
+			found[h.ProducerID] = f
+		}
+		if !h.Control() {
+			f.batches = append(f.batches, batchMeta{firstSeq: h.BaseSequence, lastSeq: h.LastSequence(),
+				firstOffset: h.BaseOffset, lastOffs: h.LastOffset(), timestamp: h.MaxTimestamp})
+		}
+	}
+	putScanner(sc)
+	for pid, f := range found {
+		e := need[pid]
+		if f.epoch != e.epoch {
+			continue
+		}
+		for i := len(f.batches) - 1; i >= 0 && e.n < producerBatches; i-- {
+			b := f.batches[i]
+			if b.firstSeq < 0 || nextSequence(b.lastSeq) != e.batches[e.head].firstSeq {
+				break
+			}
+			e.prepend(b)
+		}
+	}
 }
 
 func parseBase(name, suffix string) (int64, bool) {
