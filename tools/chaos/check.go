@@ -142,8 +142,9 @@ type pos struct {
 // valState is what is known of one value.
 type valState struct {
 	send   *Op
-	pos    []pos   // distinct positions: the ack's first when acknowledged
-	posOp  []int64 // op of the first evidence of each position
+	pos    []pos          // distinct positions: the ack's first when acknowledged
+	posOp  []int64        // op of the first evidence of each position
+	prod   map[pos]string // producer "<id>/<epoch>" a reader saw at a position
 	read   bool
 	readAt []int64 // per reader index: End of the first poll that read it; -1 never
 	first  *Op     // the first poll (by end) that read it
@@ -394,8 +395,17 @@ func (c *checker) positions() {
 		if op.Proc != ProcFinal {
 			ri = c.reader(readerOf(op))
 		}
-		for _, r := range op.Recs {
+		for j, r := range op.Recs {
 			c.pollRecord(op, r, ri, phantoms)
+			if j < len(op.Prods) && op.Prods[j] != "" {
+				vs := c.val(r.V)
+				if vs.prod == nil {
+					vs.prod = map[pos]string{}
+				}
+				if _, ok := vs.prod[pos{r.P, r.O}]; !ok {
+					vs.prod[pos{r.P, r.O}] = op.Prods[j]
+				}
+			}
 		}
 	}
 	c.reportDuplicates()
@@ -469,13 +479,54 @@ func (c *checker) reportDuplicates() {
 			for i, p := range vs.pos {
 				ps = append(ps, fmt.Sprintf("p%d@%d (op %d)", p.p, p.o, vs.posOp[i]))
 			}
+			detail := "value at " + strings.Join(ps, ", ")
+			if why := duplicateCause(vs); why != "" {
+				detail += "; " + why
+			}
 			a := Anomaly{Kind: KDuplicate, P: vs.pos[0].p, O: vs.pos[0].o, Value: v,
-				Detail: "value at " + strings.Join(ps, ", "), Ops: append([]int64(nil), vs.posOp...)}
+				Detail: detail, Ops: append([]int64(nil), vs.posOp...)}
 			if vs.send != nil {
 				a.Proc, a.Time = vs.send.Proc, vs.send.Start
 			}
 			c.add(a)
 		}
+	}
+}
+
+// duplicateCause tells, from the producer the readers saw at each of a value's
+// positions, which kind of duplicate it is (empty when a position's producer is
+// unknown):
+//
+//   - the same producer id and epoch at each: a retry the broker wrote again, a
+//     failure of its idempotence (it dedupes a producer's last five batches);
+//   - one producer id at several epochs: the client wrote the records again after
+//     bumping its epoch, which no broker dedupes; franz-go and Kafka's producer do
+//     so when a retry is answered OUT_OF_ORDER_SEQUENCE_NUMBER (a broker that
+//     forgot the batch the retry repeats) and after a batch failed;
+//   - different producer ids: written by two producers.
+func duplicateCause(vs *valState) string {
+	var prods []string
+	for _, p := range vs.pos {
+		s, ok := vs.prod[p]
+		if !ok {
+			return ""
+		}
+		prods = append(prods, s)
+	}
+	id := func(s string) string { return s[:max(0, strings.IndexByte(s, '/'))] }
+	sameID, same := true, true
+	for _, s := range prods[1:] {
+		sameID = sameID && id(s) == id(prods[0])
+		same = same && s == prods[0]
+	}
+	list := strings.Join(prods, ", ")
+	switch {
+	case same:
+		return "producer " + prods[0] + " (id/epoch) at each: a retry the broker did not recognise as a duplicate"
+	case sameID:
+		return "producer (id/epoch) " + list + ": written again by the client under a new epoch, which a broker cannot dedupe (after a retry answered OUT_OF_ORDER_SEQUENCE_NUMBER, or a failed batch)"
+	default:
+		return "producers (id/epoch) " + list + ": written by different producer ids"
 	}
 }
 

@@ -159,6 +159,39 @@ func TestCheckDuplicate(t *testing.T) {
 	expect(t, check(t, b), map[string]int{KDuplicate: 1}, map[string][]string{KDuplicate: {"p0@1", "p0@2"}})
 }
 
+// TestCheckDuplicateCause: a duplicate's detail says, from the producers the
+// readers saw, whether the broker wrote one producer's retry twice (same id and
+// epoch), the client wrote the records again under a new epoch (franz-go after an
+// OUT_OF_ORDER_SEQUENCE_NUMBER), or two producer ids did; nothing without them.
+func TestCheckDuplicateCause(t *testing.T) {
+	for _, c := range []struct {
+		prods []string
+		words []string
+		not   string
+	}{
+		{[]string{"0/0", "0/0"}, []string{"producer 0/0", "did not recognise"}, "new epoch"},
+		{[]string{"0/0", "0/1"}, []string{"0/0, 0/1", "under a new epoch"}, "did not recognise"},
+		{[]string{"0/0", "5/0"}, []string{"0/0, 5/0", "different producer ids"}, "new epoch"},
+		{nil, []string{"p0@1", "p0@2"}, "producer"},
+	} {
+		b := newHB()
+		b.ack("p0", 1, 0, 0, "p0-1", 1, 2).sendInfo("p0", 2, 0, "p0-2", 1, 12)
+		var prods []string
+		if c.prods != nil {
+			prods = append([]string{"0/0"}, c.prods...)
+		}
+		b.op(Op{Proc: "a0", F: FPoll, Status: OK, Start: ns(15), End: ns(16),
+			Recs: []Rec{r(0, 0, "p0-1"), r(0, 1, "p0-2"), r(0, 2, "p0-2")}, Prods: prods})
+		res := check(t, b)
+		expect(t, res, map[string]int{KDuplicate: 1}, map[string][]string{KDuplicate: c.words})
+		for _, a := range res.Anomalies {
+			if strings.Contains(a.Detail, c.not) {
+				t.Errorf("producers %v: %q says %q", c.prods, a.Detail, c.not)
+			}
+		}
+	}
+}
+
 func TestCheckInconsistentOffsets(t *testing.T) {
 	b := newHB()
 	b.ack("p0", 1, 0, 0, "p0-1", 1, 2).sendInfo("p1", 1, 0, "p1-1", 1, 12)

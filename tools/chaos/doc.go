@@ -18,7 +18,7 @@
 //
 //	{"header":{"version":1,"topic":"chaos","partitions":4,"seed":7,...}}
 //	{"id":1,"proc":"p0","f":"send","st":"ok","s":1200,"e":5400,"w":...,"seq":1,"p":2,"o":0,"v":"p0-1"}
-//	{"id":2,"proc":"a0","f":"poll","st":"ok","s":900,"e":6100,"recs":[[2,0,"p0-1"]]}
+//	{"id":2,"proc":"a0","f":"poll","st":"ok","s":900,"e":6100,"recs":[[2,0,"p0-1"]],"prods":["3/0"]}
 //	{"id":3,"proc":"g1","f":"commit","st":"ok","g":"chaos-g","offs":{"2":1}}
 //	{"id":4,"proc":"nemesis","f":"fault","st":"ok","s":9e9,"e":14e9,"fault":{"kind":"kill",...}}
 //
@@ -41,7 +41,11 @@
 //	                     never read, though a later offset of its partition was
 //	unseen               acknowledged, never read, nothing after it read, no complete final
 //	                     drain of its partition
-//	duplicate            one value at two positions (partition, offset), acks included
+//	duplicate            one value at two positions (partition, offset), acks included;
+//	                     where the readers saw the batches' producers, the detail says
+//	                     whether both copies carry one producer id and epoch (a retry the
+//	                     broker did not dedupe), one id at two epochs (the client wrote
+//	                     it again under a new epoch) or two ids
 //	inconsistent-offsets two values at one position, across acks and readers
 //	phantom              a value read that no producer sent
 //	future-read          a value read by a poll that ended before its send began

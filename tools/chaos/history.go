@@ -137,6 +137,7 @@ type Op struct {
 	V string `json:"v,omitempty"`
 
 	Recs  []Rec           `json:"recs,omitempty"`
+	Prods []string        `json:"prods,omitempty"` // a poll's: each record's producer "<id>/<epoch>" ("": none), when recorded
 	Reads []Rec           `json:"reads,omitempty"` // a transaction's reads (FTxn)
 	Offs  map[int32]int64 `json:"offs,omitempty"`
 	Parts []int32         `json:"parts,omitempty"`

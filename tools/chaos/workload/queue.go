@@ -403,6 +403,11 @@ func (c *consumer) pollOnce(ctx context.Context, proc, group string) int {
 	fs.EachRecord(func(r *kgo.Record) {
 		if r.Topic == w.cfg.Topic {
 			op.Recs = append(op.Recs, chaos.Rec{P: r.Partition, O: r.Offset, V: string(r.Value)})
+			prod := ""
+			if r.ProducerID >= 0 {
+				prod = fmt.Sprintf("%d/%d", r.ProducerID, r.ProducerEpoch)
+			}
+			op.Prods = append(op.Prods, prod)
 		}
 	})
 	if len(errs) > 0 {

@@ -2,6 +2,7 @@ package workload
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -84,6 +85,17 @@ func TestWorkloadAgainstKfake(t *testing.T) {
 	for _, op := range h.Ops {
 		if op.F == chaos.FPoll {
 			procs[op.Proc] = true
+			// Every record was written by an idempotent producer, which the
+			// readers record with it (the checker's duplicate causes).
+			if len(op.Prods) != len(op.Recs) {
+				t.Fatalf("poll with %d records and %d producers: %+v", len(op.Recs), len(op.Prods), op)
+			}
+			for _, pr := range op.Prods {
+				var id, epoch int64
+				if n, err := fmt.Sscanf(pr, "%d/%d", &id, &epoch); n != 2 || err != nil || id < 0 {
+					t.Fatalf("record producer %q", pr)
+				}
+			}
 		}
 		if op.F == chaos.FSend && op.Status == chaos.OK && (op.End < op.Start || op.Wall == 0) {
 			t.Fatalf("send without times: %+v", op)
