@@ -86,4 +86,21 @@ func TestProducerRetryAfterRestart(t *testing.T) {
 		// close wrote at the log end, with nothing after it to replay.
 		m.abandon()
 	}
+	// A truncation back to that snapshot (a follower cut to its leader's log)
+	// rebuilds the state from it: the retries are answered as before.
+	m = openTest(t, []string{dir}, SyncNone, nil)
+	defer m.Close()
+	l = m.Log(tp)
+	for i := 0; i < 2; i++ {
+		mustAppend(t, l, makeBatch(testBatch{records: 1, pid: 8, seq: int32(i)}))
+	}
+	if err := l.TruncateTo(leo); err != nil {
+		t.Fatal(err)
+	}
+	got := answers(l)
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("truncated: retry of batch %d: %s, before %s", i, got[i], want[i])
+		}
+	}
 }

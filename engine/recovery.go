@@ -363,7 +363,6 @@ func (l *Log) loadProducerState(leo, rebuildFrom int64) error {
 	if err := l.rebuildProducerState(leo, rebuildFrom); err != nil {
 		return ioFailure(fmt.Sprintf("rebuild the transaction index of %s", l.tp), err)
 	}
-	l.restoreProducerBatches()
 	removeSnapshots(l.fs, l.dir, l.segs[0].base, leo)
 	return nil
 }
@@ -385,8 +384,10 @@ func (l *Log) loadProducerState(leo, rebuildFrom int64) error {
 // the segment before stay unknown, as in Kafka. A batch is restored only
 // where the sequences join: it ends right before the oldest known batch,
 // at the same epoch, with no batch or marker of another epoch between.
-// Called while loading; the snapshot on disk is unchanged (it holds the
-// newest batch only, whatever the state holds before it).
+// Called at the end of rebuildProducerState (Open, a truncation, an append
+// undone): while loading or with appendMu held. The snapshots on disk are
+// unchanged (they hold the newest batch only, whatever the state holds
+// before it).
 func (l *Log) restoreProducerBatches() {
 	need := map[int64]*producerEntry{}
 	for pid, e := range l.prod.m {
@@ -469,8 +470,9 @@ func parseBase(name, suffix string) (int64, bool) {
 // (MaxInt64: none) are rewritten from the markers replayed; those below
 // are taken as they are (durable, as everything below the recovery
 // point). The indexes rewritten are synced (with the directory) before it
-// returns: the recovery point may already lie past them. Called while
-// loading, or with appendMu held.
+// returns: the recovery point may already lie past them. Each producer
+// then gets back its batches before the oldest one known
+// (restoreProducerBatches). Called while loading, or with appendMu held.
 func (l *Log) rebuildProducerState(upTo, rebuildFrom int64) error {
 	ps, from := loadLatestSnapshot(l.fs, l.dir, min(upTo, rebuildFrom))
 	ps.attach(&l.txns)
@@ -538,6 +540,7 @@ func (l *Log) rebuildProducerState(upTo, rebuildFrom int64) error {
 			dirChanged = dirChanged || created
 		}
 	}
+	l.restoreProducerBatches()
 	if dirChanged {
 		ioErr = errors.Join(ioErr, l.fs.SyncDir(l.dir))
 	}
