@@ -104,3 +104,54 @@ func TestProducerRetryAfterRestart(t *testing.T) {
 		}
 	}
 }
+
+// TestProducerRetryAfterRestartFarBack: a producer's earlier batches are
+// found behind other producers' writes, as far back as the last 256 KiB of
+// the active segment; past that they stay unknown, as in Kafka, and a
+// retry of one is out of order.
+func TestProducerRetryAfterRestartFarBack(t *testing.T) {
+	dir := t.TempDir()
+	m := openTest(t, []string{dir}, SyncNone, nil)
+	tp := TopicPartition{"far", 0}
+	l, err := m.CreateLog(tp, DefaultLogConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pb := func(pid int64, seq int32) []byte {
+		return makeBatch(testBatch{records: 1, valueSize: 100, pid: pid, seq: seq})
+	}
+	filler := func(kib int) {
+		for n := 0; n < kib*1024; {
+			b := makeBatch(testBatch{records: 1, valueSize: 900})
+			mustAppend(t, l, b)
+			n += len(b)
+		}
+	}
+	// Producer 45: two batches, then 300 KiB, then its last batch.
+	// Producer 44: four batches, then 100 KiB, then its last batch.
+	r45 := []AppendResult{mustAppend(t, l, pb(45, 0))}
+	filler(300)
+	r45 = append(r45, mustAppend(t, l, pb(45, 1)))
+	var r44 []AppendResult
+	for i := int32(0); i < 4; i++ {
+		r44 = append(r44, mustAppend(t, l, pb(44, i)))
+	}
+	filler(100)
+	r44 = append(r44, mustAppend(t, l, pb(44, 4)))
+	m.Close()
+	m = openTest(t, []string{dir}, SyncNone, nil)
+	defer m.Close()
+	l = m.Log(tp)
+	for i, r := range r44 {
+		d, err := l.Append(pb(44, int32(i)), AppendOptions{})
+		if err != nil || !d.Duplicate || d.BaseOffset != r.BaseOffset {
+			t.Errorf("retry of producer 44's batch %d (at %d): %+v %v", i, r.BaseOffset, d, err)
+		}
+	}
+	if _, err := l.Append(pb(45, 0), AppendOptions{}); !errors.Is(err, ErrOutOfOrderSequence) {
+		t.Errorf("retry of producer 45's batch 300 KiB back: %v, want out of order", err)
+	}
+	if d, err := l.Append(pb(45, 1), AppendOptions{}); err != nil || !d.Duplicate || d.BaseOffset != r45[1].BaseOffset {
+		t.Errorf("retry of producer 45's last batch: %+v %v", d, err)
+	}
+}

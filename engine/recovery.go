@@ -378,10 +378,11 @@ func (l *Log) loadProducerState(leo, rebuildFrom int64) error {
 // for the batch it expects next). With the batches back, such a retry is
 // the duplicate it was before the restart, answered with its offsets.
 //
-// Only batch headers are read, those that start in the last
-// tailVerifyBytes of the active segment (the bytes Open has just CRC-checked
-// after a clean shutdown): a producer's earlier batches further back or in
-// the segment before stay unknown, as in Kafka. A batch is restored only
+// Only batch headers are read, of the active segment's end: the last 16
+// KiB, then twice as much before it, and so on while a producer's batches
+// may go on further back, up to tailVerifyBytes (the bytes Open has just
+// CRC-checked after a clean shutdown). A producer's batches further back or
+// in the segment before stay unknown, as in Kafka. A batch is restored only
 // where the sequences join: it ends right before the oldest known batch,
 // at the same epoch, with no batch or marker of another epoch between.
 // Called at the end of rebuildProducerState (Open, a truncation, an append
@@ -389,70 +390,100 @@ func (l *Log) loadProducerState(leo, rebuildFrom int64) error {
 // unchanged (they hold the newest batch only, whatever the state holds
 // before it).
 func (l *Log) restoreProducerBatches() {
+	s := l.segs[len(l.segs)-1]
+	if s.noProducers {
+		return
+	}
 	need := map[int64]*producerEntry{}
 	for pid, e := range l.prod.m {
-		if e.n > 0 && e.n < producerBatches {
+		if e.n > 0 && e.n < producerBatches && e.batches[e.head].firstOffset > s.base {
 			need[pid] = e
 		}
 	}
 	if len(need) == 0 {
 		return
 	}
-	s := l.segs[len(l.segs)-1]
-	if s.noProducers {
-		return
-	}
-	size := s.size.Load()
-	var from int64
-	s.idxMu.RLock()
-	if s.oidx != nil {
-		if _, p, has := s.oidx.lookupBound(size-tailVerifyBytes, math.MaxInt64); has {
-			from = p
+	// Each producer's batches and markers before its oldest known batch, in
+	// log order, from the part of the segment read so far.
+	found := map[int64][]restoreItem{}
+	sc := getScanner(s.log, s.size.Load())
+	defer putScanner(sc)
+	end := sc.limit
+	for window := int64(16 << 10); len(need) > 0 && end > 0; window *= 2 {
+		window = min(window, tailVerifyBytes)
+		var start int64
+		s.idxMu.RLock()
+		if s.oidx != nil {
+			if _, p, has := s.oidx.lookupBound(sc.limit-window, math.MaxInt64); has && p < end {
+				start = p
+			}
 		}
-	}
-	s.idxMu.RUnlock()
-	// Per producer, its batches of one epoch before its oldest known batch,
-	// in log order; a batch or marker of another epoch starts the list again.
-	type seen struct {
-		epoch   int16
-		batches []batchMeta
-	}
-	found := map[int64]*seen{}
-	sc := getScanner(s.log, size)
-	for pos := from; pos < sc.limit; {
-		h, err := sc.header(pos)
-		if err != nil {
-			break
-		}
-		pos += h.Size()
-		e := need[h.ProducerID]
-		if e == nil || h.BaseOffset >= e.batches[e.head].firstOffset {
-			continue
-		}
-		f := found[h.ProducerID]
-		if f == nil || f.epoch != h.ProducerEpoch {
-			f = &seen{epoch: h.ProducerEpoch}
-			found[h.ProducerID] = f
-		}
-		if !h.Control() {
-			f.batches = append(f.batches, batchMeta{firstSeq: h.BaseSequence, lastSeq: h.LastSequence(),
-				firstOffset: h.BaseOffset, lastOffs: h.LastOffset(), timestamp: h.MaxTimestamp})
-		}
-	}
-	putScanner(sc)
-	for pid, f := range found {
-		e := need[pid]
-		if f.epoch != e.epoch {
-			continue
-		}
-		for i := len(f.batches) - 1; i >= 0 && e.n < producerBatches; i-- {
-			b := f.batches[i]
-			if b.firstSeq < 0 || nextSequence(b.lastSeq) != e.batches[e.head].firstSeq {
+		s.idxMu.RUnlock()
+		chunk := map[int64][]restoreItem{}
+		for pos := start; pos < end; {
+			h, err := sc.header(pos)
+			if err != nil {
 				break
 			}
+			pos += h.Size()
+			if e := need[h.ProducerID]; e != nil && h.BaseOffset < e.batches[e.head].firstOffset {
+				chunk[h.ProducerID] = append(chunk[h.ProducerID], restoreItem{epoch: h.ProducerEpoch, control: h.Control(),
+					b: batchMeta{firstSeq: h.BaseSequence, lastSeq: h.LastSequence(), firstOffset: h.BaseOffset, lastOffs: h.LastOffset(), timestamp: h.MaxTimestamp}})
+			}
+		}
+		for pid, items := range chunk {
+			found[pid] = append(items, found[pid]...)
+		}
+		for pid, e := range need {
+			if _, settled := restoreChain(e, found[pid]); settled {
+				delete(need, pid)
+			}
+		}
+		end = start
+		if window == tailVerifyBytes {
+			break
+		}
+	}
+	for pid, items := range found {
+		e := l.prod.m[pid]
+		chain, _ := restoreChain(e, items)
+		for _, b := range chain {
 			e.prepend(b)
 		}
 	}
+}
+
+// restoreItem is a batch or marker of a producer that restoreProducerBatches read.
+type restoreItem struct {
+	epoch   int16
+	control bool
+	b       batchMeta
+}
+
+// restoreChain walks items (a producer's batches and markers before e's
+// oldest batch, in log order) back from the end: the batches whose
+// sequences join, newest first, up to what e has room for. settled is
+// false when every item joined and more may lie before them.
+func restoreChain(e *producerEntry, items []restoreItem) (chain []batchMeta, settled bool) {
+	next := e.batches[e.head].firstSeq
+	for i := len(items) - 1; i >= 0; i-- {
+		it := items[i]
+		if it.epoch != e.epoch {
+			return chain, true
+		}
+		if it.control {
+			continue // a marker of the same epoch: the sequences go on across it
+		}
+		if it.b.firstSeq < 0 || nextSequence(it.b.lastSeq) != next {
+			return chain, true
+		}
+		chain = append(chain, it.b)
+		if e.n+len(chain) == producerBatches {
+			return chain, true
+		}
+		next = it.b.firstSeq
+	}
+	return chain, false
 }
 
 func parseBase(name, suffix string) (int64, bool) {
