@@ -275,7 +275,13 @@ func rdkafkaPython() string {
 // startRdkafkaLoad is startLoad with rdkafkaProducer as the producer.
 func startRdkafkaLoad(t *testing.T, py, bootstrap, topic string) *loadProducer {
 	t.Helper()
-	cmd := exec.Command(py, "-c", rdkafkaProducer, bootstrap, topic)
+	return runRdkafkaLoad(t, exec.Command(py, "-c", rdkafkaProducer, bootstrap, topic), "")
+}
+
+// runRdkafkaLoad runs a producer script's cmd and reads its deliveries from its
+// stdout; its stderr goes to the file logTo ("": kept for the error of a failed exit).
+func runRdkafkaLoad(t *testing.T, cmd *exec.Cmd, logTo string) *loadProducer {
+	t.Helper()
 	cmd.SysProcAttr = childSysProcAttr()
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -287,6 +293,14 @@ func startRdkafkaLoad(t *testing.T, py, bootstrap, topic string) *loadProducer {
 	}
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
+	if logTo != "" {
+		f, err := os.Create(logTo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+		cmd.Stderr = f
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

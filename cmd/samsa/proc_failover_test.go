@@ -1,0 +1,444 @@
+package main
+
+import (
+	"bufio"
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// The failover timeline (issue 33): a three-node cluster, a topic of 6 partitions
+// with RF 3 and min.insync.replicas=2, a producer with its client's default settings
+// sending at a steady rate to every partition in turn, the leader of partition 0
+// SIGKILLed every 8-11 s and restarted 3 s later, then the leader of partition 0
+// SIGSTOPped for 20 s. Per fault, per partition, the longest time without an
+// acknowledgement, and per fault kind their median and maximum.
+//
+//	SAMSA_FAILOVER=1 go test -count=1 -v -timeout 60m -run TestProcFailoverTimeline ./cmd/samsa
+//
+// Knobs (environment): SAMSA_FAILOVER_KILLS (20), SAMSA_FAILOVER_RATE (records/s of
+// the producer, 4000), SAMSA_FAILOVER_CLIENTS (franz-go,librdkafka),
+// SAMSA_FAILOVER_STOP (the SIGSTOP's length, 20s; 0 for none), SAMSA_FAILOVER_SEED,
+// SAMSA_FAILOVER_OUT (a directory for the acknowledgements, the client's log and the
+// nodes' logs of each run). SAMSA_FAILOVER_REPORT=<a run's directory there> prints
+// the report of that run again, from its acks.txt and events.txt.
+//
+// A measurement, not a check of a bound: it fails only on a lost acknowledged record.
+// TestProcLeaderKillClientDefaults is the bounded test.
+
+// failoverEvent is one fault or heal of the timeline.
+type failoverEvent struct {
+	At     time.Time
+	Kind   string // "create", "kill", "restart", "stop", "cont"
+	Victim int32
+}
+
+// failoverGap is a stretch of one partition without an acknowledgement.
+type failoverGap struct {
+	Partition  int32
+	Start, End time.Time
+}
+
+func (g failoverGap) len() time.Duration { return g.End.Sub(g.Start) }
+
+func envInt(key string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(key)); err == nil {
+		return v
+	}
+	return def
+}
+
+func TestProcFailoverTimeline(t *testing.T) {
+	if dir := os.Getenv("SAMSA_FAILOVER_REPORT"); dir != "" {
+		// The report of a recorded run again (its acks.txt and events.txt).
+		acks, events, end, err := readFailoverRun(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Log(failoverReport(acks, events, 6, end))
+		return
+	}
+	if os.Getenv("SAMSA_FAILOVER") == "" {
+		t.Skip("a measurement of several minutes: set SAMSA_FAILOVER=1")
+	}
+	kills := envInt("SAMSA_FAILOVER_KILLS", 20)
+	rate := envInt("SAMSA_FAILOVER_RATE", 4000)
+	stop := 20 * time.Second
+	if v := os.Getenv("SAMSA_FAILOVER_STOP"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stop = d
+	}
+	seed := uint64(envInt("SAMSA_FAILOVER_SEED", 1))
+	for _, name := range strings.Split(cmp.Or(os.Getenv("SAMSA_FAILOVER_CLIENTS"), "franz-go,librdkafka"), ",") {
+		t.Run(name, func(t *testing.T) {
+			var start func(t *testing.T, bootstrap, topic string, parts, rate int, logTo string) *loadProducer
+			switch name {
+			case "franz-go":
+				start = startPacedFranz
+			case "librdkafka":
+				py := rdkafkaPython()
+				if py == "" {
+					t.Skip("no python3 with confluent_kafka")
+				}
+				start = func(t *testing.T, bootstrap, topic string, parts, rate int, logTo string) *loadProducer {
+					return startPacedRdkafka(t, py, bootstrap, topic, parts, rate, logTo)
+				}
+			default:
+				t.Fatalf("unknown client %q", name)
+			}
+			failoverTimeline(t, start, kills, rate, stop, seed)
+		})
+	}
+}
+
+// failoverTimeline runs the schedule of TestProcFailoverTimeline with the producer
+// start starts, and logs its figures.
+func failoverTimeline(t *testing.T, start func(t *testing.T, bootstrap, topic string, parts, rate int, logTo string) *loadProducer, kills, rate int, stop time.Duration, seed uint64) {
+	const parts = 6
+	c := startProcCluster(t, combined(3))
+	out := os.Getenv("SAMSA_FAILOVER_OUT")
+	if out != "" {
+		out = filepath.Join(out, strings.ReplaceAll(t.Name(), "/", "-"))
+		if err := os.MkdirAll(out, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var events []failoverEvent
+	if err := createTopic(ctx, c.Node(1).Client, "fo", parts, 3, map[string]*string{"min.insync.replicas": kmsg.StringPtr("2")}); err != nil {
+		t.Fatal(err)
+	}
+	events = append(events, failoverEvent{At: time.Now(), Kind: "create"})
+	logTo := ""
+	if out != "" {
+		logTo = filepath.Join(out, "client.log")
+	}
+	lp := start(t, c.Bootstrap(), "fo", parts, rate, logTo)
+	time.Sleep(10 * time.Second) // the load's warm-up: what the topic's first seconds cost
+	rng := rand.New(rand.NewPCG(seed, 33))
+	leaderOf0 := func(except int32) int32 {
+		var leader int32 = -1
+		eventually(t, 20*time.Second, "partition 0's leader", func() error {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			v, err := sameEverywhere(ctx, c.brokerAddrs(except), "fo", parts)
+			if err != nil {
+				return err
+			}
+			if leader = v[0].Leader; leader < 0 {
+				return errors.New("no leader")
+			}
+			return nil
+		})
+		return leader
+	}
+	for range kills {
+		victim := leaderOf0(-1)
+		c.Kill(victim)
+		events = append(events, failoverEvent{At: time.Now(), Kind: "kill", Victim: victim})
+		time.Sleep(3 * time.Second)
+		if err := c.Start(victim); err != nil {
+			t.Fatal(err)
+		}
+		events = append(events, failoverEvent{At: time.Now(), Kind: "restart", Victim: victim})
+		time.Sleep(5*time.Second + time.Duration(rng.Int64N(int64(3*time.Second))))
+	}
+	if stop > 0 {
+		// Every node back and unfenced first: a stop right after a restart measures the
+		// restart too.
+		time.Sleep(5 * time.Second)
+		victim := leaderOf0(-1)
+		if err := c.Signal(victim, syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		events = append(events, failoverEvent{At: time.Now(), Kind: "stop", Victim: victim})
+		time.Sleep(stop)
+		if err := c.Signal(victim, syscall.SIGCONT); err != nil {
+			t.Fatal(err)
+		}
+		events = append(events, failoverEvent{At: time.Now(), Kind: "cont", Victim: victim})
+		time.Sleep(10 * time.Second)
+	}
+	end := time.Now()
+	acks, _, errs := lp.finish()
+	log := readAll(t, c.Bootstrap(), "fo")
+	lost, dups, msgs := compareAcked(acks, log)
+	for _, m := range msgs {
+		t.Log(m)
+	}
+	t.Logf("%d acknowledged, %d lost, %d duplicated, %d errors", len(acks), lost, dups, len(errs))
+	if lost > 0 {
+		t.Errorf("%d acknowledged records lost", lost)
+	}
+	if out != "" {
+		f, err := os.Create(filepath.Join(out, "acks.txt"))
+		if err == nil {
+			w := bufio.NewWriter(f)
+			for _, a := range acks {
+				fmt.Fprintf(w, "%d %d %d\n", a.At.UnixNano(), a.Partition, a.Offset)
+			}
+			w.Flush()
+			f.Close()
+		}
+		for _, n := range c.nodes {
+			b, _ := os.ReadFile(filepath.Join(n.Dir, "samsa.log"))
+			os.WriteFile(filepath.Join(out, fmt.Sprintf("node%d.log", n.ID)), b, 0o644)
+		}
+		var ev strings.Builder
+		for _, e := range events {
+			fmt.Fprintf(&ev, "%s %s %d\n", e.At.UTC().Format(time.RFC3339Nano), e.Kind, e.Victim)
+		}
+		fmt.Fprintf(&ev, "%s end 0\n", end.UTC().Format(time.RFC3339Nano))
+		os.WriteFile(filepath.Join(out, "events.txt"), []byte(ev.String()), 0o644)
+	}
+	t.Log(failoverReport(acks, events, parts, end))
+}
+
+// failoverGaps returns, per partition, every stretch longer than min without an
+// acknowledgement between from and to (from and to count as acknowledgements).
+func failoverGaps(acks []ack, parts int, from, to time.Time, min time.Duration) []failoverGap {
+	at := make([][]time.Time, parts)
+	for _, a := range acks {
+		if int(a.Partition) < parts && !a.At.Before(from) && !a.At.After(to) {
+			at[a.Partition] = append(at[a.Partition], a.At)
+		}
+	}
+	var out []failoverGap
+	for p, ts := range at {
+		slices.SortFunc(ts, func(a, b time.Time) int { return a.Compare(b) })
+		last := from
+		for _, x := range append(ts, to) {
+			if x.Sub(last) > min {
+				out = append(out, failoverGap{Partition: int32(p), Start: last, End: x})
+			}
+			last = x
+		}
+	}
+	slices.SortFunc(out, func(a, b failoverGap) int { return a.Start.Compare(b.Start) })
+	return out
+}
+
+// failoverReport lays out the timeline: per event, the gaps over 500 ms that began in
+// its window (from 100 ms before it: a request in flight at a kill was acknowledged
+// just before), the longest of them (its no-ack time), and per kind of event the
+// median and maximum of those.
+func failoverReport(acks []ack, events []failoverEvent, parts int, end time.Time) string {
+	const slack = 100 * time.Millisecond
+	gaps := failoverGaps(acks, parts, events[0].At, end, 0)
+	var b strings.Builder
+	byKind := map[string][]time.Duration{}
+	var kinds []string
+	t0 := events[0].At
+	for i, e := range events {
+		next := end
+		if i+1 < len(events) {
+			next = events[i+1].At
+		}
+		var longest time.Duration
+		var lines []string
+		for _, g := range gaps {
+			if g.Start.Before(e.At.Add(-slack)) && i > 0 || !g.Start.Before(next.Add(-slack)) {
+				continue
+			}
+			longest = max(longest, g.len())
+			if g.len() < 500*time.Millisecond {
+				continue
+			}
+			lines = append(lines, fmt.Sprintf("p%d %+.2f..%+.2f (%.2f s)", g.Partition, g.Start.Sub(e.At).Seconds(), g.End.Sub(e.At).Seconds(), g.len().Seconds()))
+		}
+		if _, ok := byKind[e.Kind]; !ok {
+			kinds = append(kinds, e.Kind)
+		}
+		byKind[e.Kind] = append(byKind[e.Kind], longest)
+		fmt.Fprintf(&b, "%7.2f s %-7s node %d: no-ack %.2f s; %s\n", e.At.Sub(t0).Seconds(), e.Kind, e.Victim, longest.Seconds(), strings.Join(lines, ", "))
+	}
+	b.WriteString("per kind (no-ack of a fault: the longest time any partition went without an acknowledgement in its window):\n")
+	for _, k := range kinds {
+		ds := slices.Clone(byKind[k])
+		slices.Sort(ds)
+		med := ds[len(ds)/2]
+		if len(ds)%2 == 0 {
+			med = (ds[len(ds)/2-1] + ds[len(ds)/2]) / 2
+		}
+		fmt.Fprintf(&b, "  %-7s n=%-3d median %.2f s, max %.2f s\n", k, len(ds), med.Seconds(), ds[len(ds)-1].Seconds())
+	}
+	return b.String()
+}
+
+// startPacedFranz produces rate records a second, to partition i mod parts, with a
+// franz-go client at its defaults (acks=all, idempotent, MetadataMinAge 5 s,
+// MaxBufferedRecords 10,000); only the partition of each record is chosen. logTo
+// receives the client's log at info level ("": none).
+func startPacedFranz(t *testing.T, bootstrap, topic string, parts, rate int, logTo string) *loadProducer {
+	t.Helper()
+	opts := []kgo.Opt{kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner())}
+	if logTo != "" {
+		f, err := os.Create(logTo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+		var mu sync.Mutex
+		opts = append(opts, kgo.WithLogger(kgo.BasicLogger(lockedFile{f, &mu}, kgo.LogLevelInfo, func() string {
+			return time.Now().UTC().Format("15:04:05.000000 ")
+		})))
+	}
+	cl := client(t, bootstrap, opts...)
+	ctx, cancel := context.WithCancel(context.Background())
+	lp := &loadProducer{stop: cancel, abort: cl.Close, done: make(chan struct{})}
+	go func() {
+		defer close(lp.done)
+		var wg sync.WaitGroup
+		begin := time.Now()
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		i := 0
+		for ctx.Err() == nil {
+			select {
+			case <-ctx.Done():
+			case <-tick.C:
+			}
+			for due := int(time.Since(begin).Seconds() * float64(rate)); i < due && ctx.Err() == nil; i++ {
+				wg.Add(1)
+				cl.Produce(ctx, &kgo.Record{Partition: int32(i % parts), Value: []byte(fmt.Sprintf("v-%08d", i))}, func(r *kgo.Record, err error) {
+					defer wg.Done()
+					now := time.Now()
+					lp.mu.Lock()
+					defer lp.mu.Unlock()
+					if err != nil {
+						if !errors.Is(err, context.Canceled) {
+							lp.errs = append(lp.errs, err)
+						}
+						return
+					}
+					lp.acks = append(lp.acks, ack{Partition: r.Partition, Offset: r.Offset, Value: string(r.Value), At: now})
+				})
+			}
+		}
+		wg.Wait()
+	}()
+	return lp
+}
+
+// lockedFile serializes the client's log lines.
+type lockedFile struct {
+	f  *os.File
+	mu *sync.Mutex
+}
+
+func (l lockedFile) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.f.Write(b)
+}
+
+// rdkafkaPaced is rdkafkaProducer at a rate (argv[3] records a second, to partition i
+// mod argv[4]), every setting at its default but bootstrap.servers. It writes
+// librdkafka's own log lines to stderr.
+const rdkafkaPaced = `
+import select, sys, time
+from confluent_kafka import Producer
+p = Producer({"bootstrap.servers": sys.argv[1]})
+topic, rate, parts = sys.argv[2], float(sys.argv[3]), int(sys.argv[4])
+out = sys.stdout
+def delivered(err, msg):
+    if err is None:
+        out.write("ok %d %d %s %d\n" % (msg.partition(), msg.offset(), msg.value().decode(), time.time_ns()))
+    else:
+        out.write("err %s\n" % err)
+i = 0
+begin = time.monotonic()
+while True:
+    r, _, _ = select.select([sys.stdin], [], [], 0)
+    if r and not sys.stdin.read(1):
+        break
+    due = int((time.monotonic() - begin) * rate)
+    while i < due:
+        try:
+            p.produce(topic, ("v-%08d" % i).encode(), partition=i % parts, callback=delivered)
+        except BufferError:
+            break
+        i += 1
+    p.poll(0.001)
+    out.flush()
+p.flush(30)
+out.flush()
+`
+
+// startPacedRdkafka is startPacedFranz with librdkafka (confluent-kafka-python).
+func startPacedRdkafka(t *testing.T, py, bootstrap, topic string, parts, rate int, logTo string) *loadProducer {
+	t.Helper()
+	cmd := exec.Command(py, "-c", rdkafkaPaced, bootstrap, topic, strconv.Itoa(rate), strconv.Itoa(parts))
+	return runRdkafkaLoad(t, cmd, logTo)
+}
+
+// readFailoverRun reads the acknowledgements and events a run wrote to dir.
+func readFailoverRun(dir string) (acks []ack, events []failoverEvent, end time.Time, err error) {
+	b, err := os.ReadFile(filepath.Join(dir, "events.txt"))
+	if err != nil {
+		return nil, nil, end, err
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 3 {
+			return nil, nil, end, fmt.Errorf("events.txt: %q", line)
+		}
+		at, err := time.Parse(time.RFC3339Nano, f[0])
+		if err != nil {
+			return nil, nil, end, err
+		}
+		victim, _ := strconv.Atoi(f[2])
+		if f[1] == "end" {
+			end = at
+			continue
+		}
+		events = append(events, failoverEvent{At: at, Kind: f[1], Victim: int32(victim)})
+	}
+	f, err := os.Open(filepath.Join(dir, "acks.txt"))
+	if err != nil {
+		return nil, nil, end, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var ns, off int64
+		var p int32
+		if _, err := fmt.Sscan(sc.Text(), &ns, &p, &off); err != nil {
+			return nil, nil, end, err
+		}
+		acks = append(acks, ack{Partition: p, Offset: off, At: time.Unix(0, ns)})
+	}
+	if end.IsZero() && len(acks) > 0 {
+		end = acks[len(acks)-1].At
+		for _, a := range acks {
+			end = later(end, a.At)
+		}
+	}
+	return acks, events, end, sc.Err()
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
