@@ -245,6 +245,7 @@ type Client struct {
 		mismatchLogged map[int32]time.Time
 	}
 	leader leaderHint // the active controller, as last learned; suspects
+	lost   lostSet    // brokers whose process this node found gone (reach.go)
 	raft   raftState
 	reauth atomic.Int64 // re-authentications that succeeded (security.go)
 	// authFailures: dials and re-authentications that failed with ErrAuthentication.
@@ -504,6 +505,9 @@ func (s *slot) get(ctx context.Context) (*conn, error) {
 		s.mu.Unlock()
 
 		cn, err := s.dial(ctx)
+		if callerDone(ctx) == nil || err == nil {
+			s.noteDial(err)
+		}
 
 		s.mu.Lock()
 		s.mu.dialing = nil

@@ -98,6 +98,7 @@ func (cn *conn) fail(err error) {
 	for _, c := range pending {
 		c.done <- result{err: err}
 	}
+	cn.s.noteBroken(err)
 	cn.s.connBroke(cn)
 }
 

@@ -245,6 +245,13 @@ func startRawPeer(t testing.TB, act func(c net.Conn, corr int32, frame []byte) b
 	}
 	rp := &rawPeer{ln: ln}
 	t.Cleanup(func() { ln.Close() })
+	serveRawPeer(rp, act)
+	return rp
+}
+
+// serveRawPeer serves rp's listener as startRawPeer does.
+func serveRawPeer(rp *rawPeer, act func(c net.Conn, corr int32, frame []byte) bool) {
+	ln := rp.ln
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -280,10 +287,22 @@ func startRawPeer(t testing.TB, act func(c net.Conn, corr int32, frame []byte) b
 			}()
 		}
 	}()
-	return rp
 }
 
 func (rp *rawPeer) addr() string { return rp.ln.Addr().String() }
+
+// respondRaw writes resp as the answer to the request frame (its version and
+// correlation id) on c.
+func respondRaw(c net.Conn, frame []byte, resp kmsg.Response) {
+	resp.SetVersion(int16(binary.BigEndian.Uint16(frame[2:])))
+	b := binary.BigEndian.AppendUint32(nil, binary.BigEndian.Uint32(frame[4:]))
+	if resp.IsFlexible() {
+		b = append(b, 0) // the response header's empty tag section
+	}
+	b = resp.AppendTo(b)
+	c.Write(binary.BigEndian.AppendUint32(nil, uint32(len(b))))
+	c.Write(b)
+}
 
 func readFull(c net.Conn, b []byte) (int, error) {
 	n := 0

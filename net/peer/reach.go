@@ -1,0 +1,98 @@
+package peer
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Brokers this node has lost: a connection to a broker's inter-broker listener that
+// the broker closed (end of stream, reset), or a dial it refused, marks the broker
+// lost from that moment, until a dial to it succeeds (its connection set up: TCP,
+// TLS, SASL, ApiVersions), of any purpose. A connection closed that way is followed
+// at once by a probe, a dial of a connection of its own, which clears the mark when
+// the broker answers. When a leader's process dies, each follower of its partitions
+// marks it at once (the kernel closes the dead process's sockets, then refuses the
+// dials). A broker that answers nothing (stopped, cut off) is not marked; one that
+// closed an idle connection is marked for as long as the probe takes.
+//
+// The broker's Metadata answers use it (net/kafka, Deps.Unreachable): an answer that
+// would name such a broker as a partition's leader waits a moment for the controller
+// to fence it.
+
+// lostSet is the lost brokers. Safe for concurrent use.
+type lostSet struct {
+	mu sync.Mutex
+	m  map[int32]time.Time // broker id -> since when it is lost
+}
+
+// mark records broker id lost at at, unless it already is.
+func (l *lostSet) mark(id int32, at time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.m == nil {
+		l.m = map[int32]time.Time{}
+	}
+	if _, ok := l.m[id]; !ok {
+		l.m[id] = at
+	}
+}
+
+// clear forgets that broker id was lost.
+func (l *lostSet) clear(id int32) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.m, id)
+}
+
+// Unreachable reports whether this node has lost broker id (see lostSet), and since
+// when.
+func (c *Client) Unreachable(id int32) (since time.Time, ok bool) {
+	c.lost.mu.Lock()
+	defer c.lost.mu.Unlock()
+	since, ok = c.lost.m[id]
+	return since, ok
+}
+
+// noteDial records the outcome of a dial of s: a refused one marks a broker lost, a
+// successful one clears the mark.
+func (s *slot) noteDial(err error) {
+	if s.key.to.Role != RoleBroker {
+		return
+	}
+	switch {
+	case err == nil:
+		s.c.lost.clear(s.key.to.Node)
+	case errors.Is(err, syscall.ECONNREFUSED):
+		s.c.lost.mark(s.key.to.Node, time.Now())
+	}
+}
+
+// noteBroken records that a connection of s failed with err: the peer's close (end
+// of stream, reset) marks a broker lost and probes its listener.
+func (s *slot) noteBroken(err error) {
+	if s.key.to.Role != RoleBroker || s.c.ctx.Err() != nil {
+		return
+	}
+	if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, syscall.ECONNRESET) {
+		return
+	}
+	s.c.lost.mark(s.key.to.Node, time.Now())
+	go func() {
+		// A dial of a connection of its own, with the handshake: the listener of a
+		// process being killed may still accept, but it answers no ApiVersions.
+		ctx, cancel := context.WithTimeout(s.c.ctx, probeTimeout)
+		defer cancel()
+		s.c.conn(ctx, s.key.to, purposeProbe) // its dial clears the mark (noteDial)
+	}()
+}
+
+// purposeProbe is the connection of the probes: it stays open, idle, once made.
+const purposeProbe Purpose = "probe"
+
+// probeTimeout bounds the probe after a broken connection; a probe without an
+// answer leaves the mark.
+const probeTimeout = time.Second

@@ -1,0 +1,73 @@
+package peer
+
+import (
+	"net"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// TestUnreachableBroker: a broker whose process dies while a request waits on its
+// connection (the peer closes it), and whose listener then refuses the redial, is
+// lost from the close on; a dial that reaches it again clears that, and a broker that
+// closes a connection with nothing waiting on it (an idle close) is not lost.
+func TestUnreachableBroker(t *testing.T) {
+	conns := make(chan net.Conn, 4)
+	rp := startRawPeer(t, func(c net.Conn, corr int32, frame []byte) bool {
+		conns <- c // the request is never answered: the test closes the connection
+		return true
+	})
+	addr := rp.addr()
+	c := newTestClient(t, Config{NodeID: 2, BrokerAddr: func(id int32) (string, bool) { return addr, id == 1 }})
+	if _, ok := c.Unreachable(1); ok {
+		t.Fatal("lost before any connection")
+	}
+
+	// A request waits; the peer's process dies: the connection closes, the listener is gone.
+	errc := make(chan error, 1)
+	go func() {
+		_, err := c.Request(ctxT(t, 5*time.Second), Broker(1), PurposeTxn, kmsg.NewPtrMetadataRequest())
+		errc <- err
+	}()
+	pc := <-conns
+	before := time.Now()
+	rp.ln.Close()
+	pc.Close()
+	if err := <-errc; err == nil {
+		t.Fatal("the request was answered")
+	}
+	since, ok := c.Unreachable(1)
+	if !ok || since.Before(before) {
+		t.Fatalf("after the peer closed a connection with a request waiting: lost %v since %v (closed at %v)", ok, since, before)
+	}
+	// The redial is refused: still lost, since the close.
+	time.Sleep(30 * time.Millisecond) // past the reconnect backoff (5-20 ms in tests)
+	if _, err := c.Request(ctxT(t, time.Second), Broker(1), PurposeTxn, kmsg.NewPtrMetadataRequest()); err == nil {
+		t.Fatal("a request to a closed listener was answered")
+	}
+	if again, ok := c.Unreachable(1); !ok || !again.Equal(since) {
+		t.Fatalf("after a refused dial: lost %v since %v, want since %v", ok, again, since)
+	}
+
+	// The broker comes back on the same address: the next dial clears the mark.
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Skipf("the address was taken meanwhile: %v", err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	serveRawPeer(&rawPeer{ln: ln}, func(c net.Conn, corr int32, frame []byte) bool {
+		respondRaw(c, frame, kmsg.NewPtrMetadataResponse())
+		return false // then close the connection, with nothing waiting on it
+	})
+	eventually(t, 5*time.Second, "the broker reached again", func() bool {
+		c.Request(ctxT(t, time.Second), Broker(1), PurposeTxn, kmsg.NewPtrMetadataRequest())
+		_, lost := c.Unreachable(1)
+		return !lost
+	})
+	// The broker closed that connection after answering, with nothing waiting: not lost.
+	time.Sleep(50 * time.Millisecond)
+	if _, ok := c.Unreachable(1); ok {
+		t.Fatal("lost after an idle close")
+	}
+}
