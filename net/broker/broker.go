@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -48,6 +49,10 @@ type Deps struct {
 	// on a cluster, markers for and verifications at other brokers then fail and are
 	// retried (markers) or answered NOT_ENOUGH_REPLICAS (produce).
 	Peer func(ctx context.Context, broker int32, req kmsg.Request) (kmsg.Response, error)
+	// Unreachable reports whether this node lost broker id, and since when (net/peer's
+	// Client.Unreachable); the adapter's Metadata answers wait for such a leader's
+	// fence (kafka.Deps.Unreachable). nil: no broker is ever lost.
+	Unreachable func(id int32) (since time.Time, ok bool)
 }
 
 // MetadataView is the broker's published metadata: coordinator/controller's
@@ -137,7 +142,7 @@ func New(cfg kafka.Config, deps Deps, log *slog.Logger) (*Broker, error) {
 	topicMetrics := brokermetrics.NewTopics(cfg.Registerer)
 	kb, err := kafka.New(cfg, kafka.Deps{View: b.meta, Engine: b.eng, Replicas: b.repl, Controller: forwarder{b}, ControllerID: controllerID,
 		Topics: b.topics, Coordinators: coordinators{b}, Markers: b.txns.writer, Shares: b.shares.mgr, ShareReader: shareReader{b.shares}, ShareStates: shareStates{b.shares},
-		TxnVerifier: txnVerifier{b}, ProducerIDs: b.producerID, FileHeadroom: b.headroom, Features: b.features(), TopicMetrics: topicMetrics, Async: b.async}, log)
+		TxnVerifier: txnVerifier{b}, ProducerIDs: b.producerID, FileHeadroom: b.headroom, Features: b.features(), TopicMetrics: topicMetrics, Async: b.async, Unreachable: deps.Unreachable}, log)
 	if err != nil {
 		return nil, err
 	}

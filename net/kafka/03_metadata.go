@@ -30,10 +30,16 @@
 // An all-topics answer that is the same for every principal (no authorizer, or a super
 // user not asking for authorized operations) is encoded once per image and shape and
 // served from a cache (03_metadata_cache.go).
+//
+// An answer that would name as a partition's leader a broker this node has just lost
+// (its connections closed by the broker's side or refused) waits up to LeaderHold for
+// the controller to fence it (03_metadata_hold.go).
 
 package kafka
 
 import (
+	"time"
+
 	"context"
 	"slices"
 
@@ -56,6 +62,17 @@ func handleMetadata(b *Broker, r *Request) {
 	req := r.Body.(*kmsg.MetadataRequest)
 	v := r.Header.Version
 	all := req.Topics == nil || (v == 0 && len(req.Topics) == 0)
+	if until := b.leaderHoldUntil(b.meta.Image(), req, all, time.Now()); !until.IsZero() {
+		b.holdMetadata(r, req, all, until) // 03_metadata_hold.go
+		return
+	}
+	b.answerMetadata(r, req, all)
+}
+
+// answerMetadata answers req (from the cache, after auto-creating its missing topics,
+// or from the image).
+func (b *Broker) answerMetadata(r *Request, req *kmsg.MetadataRequest, all bool) {
+	v := r.Header.Version
 	if all && b.respondCachedMetadata(r, req) { // 03_metadata_cache.go
 		return
 	}

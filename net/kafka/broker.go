@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -96,6 +97,11 @@ type Deps struct {
 	// Async runs fn on a goroutine of the node's; fn's ctx ends when the node closes,
 	// and fn does not run once it is closing.
 	Async func(fn func(ctx context.Context))
+	// Unreachable reports whether this node lost broker id, and since when: its
+	// connections to it were closed by its side or refused, none reached it since
+	// (net/peer's Client.Unreachable). Metadata answers naming such a broker leader
+	// wait for its fence (03_metadata_hold.go). nil: no broker is ever lost.
+	Unreachable func(id int32) (since time.Time, ok bool)
 }
 
 // View is the image a broker answers from, with its metadata offset
@@ -129,6 +135,7 @@ type Broker struct {
 	pids         func() (int64, error)
 	headroom     func(req kmsg.Request) string      // Deps.FileHeadroom
 	async        func(fn func(ctx context.Context)) // Deps.Async
+	unreachable  func(id int32) (time.Time, bool)   // Deps.Unreachable
 
 	apiVersions []apiKeyEntry               // the table; ApiVersions advertises it less what the feature levels turn off (features_view.go)
 	feat        atomic.Pointer[featureView] // the feature levels the broker acts on (features_view.go)
@@ -168,7 +175,7 @@ func New(cfg Config, deps Deps, log *slog.Logger) (*Broker, error) {
 	}
 	b := &Broker{cfg: cfg, log: log, eng: deps.Engine, meta: deps.View, ctrl: deps.Controller, controllerID: deps.ControllerID,
 		repl: deps.Replicas, topicMgr: deps.Topics, coord: deps.Coordinators, markers: deps.Markers, pids: deps.ProducerIDs,
-		headroom: deps.FileHeadroom, async: deps.Async}
+		headroom: deps.FileHeadroom, async: deps.Async, unreachable: deps.Unreachable}
 	if b.controllerID == nil {
 		b.controllerID = func() int32 { return -1 }
 	}

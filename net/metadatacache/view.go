@@ -48,6 +48,9 @@ func (v *View) Image() *metadata.Image { return v.p.Load().im }
 // Offset is Image's metadata offset.
 func (v *View) Offset() uint64 { return v.p.Load().offset }
 
+// Changed returns a channel that closes at the next Publish.
+func (v *View) Changed() <-chan struct{} { return v.published.wait() }
+
 // Wait waits until the image is at offset or later, or ctx ends. It wakes on Publish.
 func (v *View) Wait(ctx context.Context, offset uint64) error {
 	for {

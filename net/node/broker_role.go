@@ -88,9 +88,11 @@ type brokerDeps struct {
 	lns map[string]net.Listener // the bound broker listeners
 	// peer sends a request to another broker's inter-broker listener (broker.Deps.Peer);
 	// nil on a single node.
-	peer    func(ctx context.Context, broker int32, req kmsg.Request) (kmsg.Response, error)
-	source  controller.MetadataSource
-	channel controller.ControllerChannel // forwarded requests
+	peer func(ctx context.Context, broker int32, req kmsg.Request) (kmsg.Response, error)
+	// unreachable: whether this node lost a broker (kafka.Deps.Unreachable).
+	unreachable func(id int32) (time.Time, bool)
+	source      controller.MetadataSource
+	channel     controller.ControllerChannel // forwarded requests
 	// heartbeats carries the lifecycle's registration and heartbeats (nil: channel):
 	// on a cluster, a connection of its own, whose close tells the controller.
 	heartbeats controller.ControllerChannel
@@ -289,7 +291,7 @@ func (r *brokerRole) start(kcfg kafka.Config, d brokerDeps) error {
 	}
 	r.pubMu.Lock()
 	var err, kerr error
-	r.broker, kerr = broker.New(kcfg, broker.Deps{Engine: r.eng, Metadata: r.follower, Controller: r.channel, ControllerID: r.controllerID, Fetch: d.fetch, Peer: d.peer}, r.log.With("component", "kafka"))
+	r.broker, kerr = broker.New(kcfg, broker.Deps{Engine: r.eng, Metadata: r.follower, Controller: r.channel, ControllerID: r.controllerID, Fetch: d.fetch, Peer: d.peer, Unreachable: d.unreachable}, r.log.With("component", "kafka"))
 	if kerr == nil {
 		// Images published while the broker was being built.
 		off, im := r.follower.Image()

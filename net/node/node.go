@@ -268,7 +268,7 @@ func (n *Node) startBroker(fsys vfs.FS) error {
 	for _, l := range cfg.BrokerListeners() {
 		brokerLns[l.Name] = n.lns[l.Name]
 	}
-	d := brokerDeps{eng: n.eng, lns: brokerLns, reg: n.reg, fail: n.fail, fetch: n.peer.FetchClient}
+	d := brokerDeps{eng: n.eng, lns: brokerLns, reg: n.reg, fail: n.fail, fetch: n.peer.FetchClient, unreachable: n.peer.Unreachable}
 	switch {
 	case cfg.SoleVoter():
 		// Its own voter and controller, in process.
