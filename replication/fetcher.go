@@ -42,6 +42,7 @@ type fetchPart struct {
 	epoch   int32 // the leader epoch this replica follows in
 	state   partState
 	delay   time.Time // no fetch before (a partition error's backoff)
+	errs    int       // partition errors since its last answer without one
 	inSync  bool      // at the leader's HW as of the last answer
 	lag     int64     // leader HW − log end, as of the last answer
 
@@ -373,12 +374,37 @@ func (f *Fetcher) HandleFetch(now time.Time, req *kmsg.FetchRequest, resp *kmsg.
 	f.hold.Release()
 }
 
+// leaderCatchUpRetry is the first wait after an error that says the leader has not
+// yet applied the metadata this follower follows it by (or the other way round).
+const leaderCatchUpRetry = 50 * time.Millisecond
+
+// partitionBackoff is the wait after partition error code, the fp.errs-th in a row.
+// The errors of a leader or follower whose image is a moment behind the other's
+// (NOT_LEADER_OR_FOLLOWER, UNKNOWN_LEADER_EPOCH, FENCED_LEADER_EPOCH,
+// UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_ID: a new leader's followers start
+// fetching as soon as their own image names it, often before its image does) are
+// retried after leaderCatchUpRetry, doubling per repeat up to backoff
+// (replica.fetch.backoff.ms); Kafka's fetcher waits backoff at once, which an acks=all
+// producer waited out after every leader change and after a topic's creation (1 s).
+// Other errors wait backoff.
+func partitionBackoff(fp *fetchPart, code int16, backoff time.Duration) time.Duration {
+	switch code {
+	case kerr.NotLeaderForPartition.Code, kerr.UnknownLeaderEpoch.Code, kerr.FencedLeaderEpoch.Code,
+		kerr.UnknownTopicOrPartition.Code, kerr.UnknownTopicID.Code:
+		d := leaderCatchUpRetry << min(fp.errs, 16)
+		fp.errs++
+		return min(d, backoff)
+	}
+	return backoff
+}
+
 // handlePartitionLocked applies one partition of a fetch answer.
 func (f *Fetcher) handlePartitionLocked(now time.Time, fp *fetchPart, rp *kmsg.FetchResponseTopicPartition) {
 	l := fp.p.log
 	backoff := f.m.cfg.Fetcher.Backoff
 	switch rp.ErrorCode {
 	case 0:
+		fp.errs = 0
 	case kerr.OffsetOutOfRange.Code:
 		leo := l.LogEndOffset()
 		if rp.LogStartOffset >= 0 && leo < rp.LogStartOffset {
@@ -396,7 +422,7 @@ func (f *Fetcher) handlePartitionLocked(now time.Time, fp *fetchPart, rp *kmsg.F
 		fp.state = truncating
 		return
 	default:
-		fp.delay = now.Add(backoff)
+		fp.delay = now.Add(partitionBackoff(fp, rp.ErrorCode, backoff))
 		f.m.log.Debug("follower fetch partition error", "partition", fp.tp.String(), "code", rp.ErrorCode)
 		return
 	}

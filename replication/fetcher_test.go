@@ -300,3 +300,41 @@ func TestClientSessionSentCache(t *testing.T) {
 	step("after a reset", []int64{5, 6, 5}, true, 0, 1, 2)
 	step("unchanged after the reset", []int64{5, 6, 5}, true)
 }
+
+// TestFetcherLeaderCatchUpRetry: a partition error that says the leader's image is a
+// moment behind the follower's (UNKNOWN_LEADER_EPOCH, NOT_LEADER_OR_FOLLOWER) is
+// retried after 50 ms, doubling per repeat up to replica.fetch.backoff.ms (1 s); an
+// answer without an error starts over; other errors wait the backoff at once.
+func TestFetcherLeaderCatchUpRetry(t *testing.T) {
+	l := logWithEpochs(0, 0)
+	m, f := followerFetcher(t, l, 1)
+	clock := m.clock.(*fakeClock)
+	fail := func(code int16) time.Duration {
+		t.Helper()
+		answer(t, m, f, func(rp *kmsg.FetchResponseTopicPartition) { rp.ErrorCode = code })
+		req, at := f.Next(clock.Now())
+		if req.Fetch != nil || at.IsZero() {
+			t.Fatalf("after error %d: a fetch at once (%v)", code, req.Fetch != nil)
+		}
+		wait := at.Sub(clock.Now())
+		clock.advance(wait)
+		return wait
+	}
+	const unknownLeaderEpoch, notLeader, storageError = 74, 6, 56
+	for i, want := range []time.Duration{50, 100, 200, 400, 800, 1000, 1000} {
+		code := int16(unknownLeaderEpoch)
+		if i%2 == 1 {
+			code = notLeader
+		}
+		if got := fail(code); got != want*time.Millisecond {
+			t.Fatalf("retry %d after error %d: %v, want %v ms", i, code, got, want)
+		}
+	}
+	answer(t, m, f, func(rp *kmsg.FetchResponseTopicPartition) { rp.HighWatermark, rp.LogStartOffset = 2, 0 })
+	if got := fail(unknownLeaderEpoch); got != 50*time.Millisecond {
+		t.Fatalf("after an answer without error: %v, want 50 ms", got)
+	}
+	if got := fail(storageError); got != time.Second {
+		t.Fatalf("KAFKA_STORAGE_ERROR: %v, want the backoff (1 s)", got)
+	}
+}
