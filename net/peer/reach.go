@@ -49,12 +49,37 @@ func (l *lostSet) clear(id int32) {
 }
 
 // Unreachable reports whether this node has lost broker id (see lostSet), and since
-// when.
+// when. A broker not marked yet is marked now when the kernel already holds its close
+// of one of this node's connections to it, not yet read (closedByPeer): a client
+// that saw a leader's process die asks for metadata as fast as this node's reader
+// learns of it.
 func (c *Client) Unreachable(id int32) (since time.Time, ok bool) {
 	c.lost.mu.Lock()
-	defer c.lost.mu.Unlock()
 	since, ok = c.lost.m[id]
-	return since, ok
+	c.lost.mu.Unlock()
+	if ok {
+		return since, true
+	}
+	var conns []*conn
+	c.mu.Lock()
+	for k, s := range c.mu.slots {
+		if k.to == Broker(id) {
+			s.mu.Lock()
+			if cn := s.mu.conn; cn != nil && cn.alive() {
+				conns = append(conns, cn)
+			}
+			s.mu.Unlock()
+		}
+	}
+	c.mu.Unlock()
+	for _, cn := range conns {
+		if closedByPeer(cn.nc) {
+			now := time.Now()
+			c.lost.mark(id, now)
+			return now, true
+		}
+	}
+	return time.Time{}, false
 }
 
 // noteDial records the outcome of a dial of s: a refused one marks a broker lost, a
