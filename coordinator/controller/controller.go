@@ -186,6 +186,10 @@ type session struct {
 	// lost: this controller fenced the broker for an expired session (or found it
 	// gone); it must register again (a new epoch) to be unfenced.
 	lost bool
+	// unfencedAt: when this controller unfenced the broker (zero: not since it
+	// became active); the preferred-leader rebalance moves no leadership to it
+	// within RebalanceInterval of that.
+	unfencedAt time.Time
 
 	// conn is the connection its last heartbeat or registration arrived on (0: in
 	// process, or not known).
@@ -744,10 +748,34 @@ func (c *Controller) maybeRebalanceLocked(out *callbacks) {
 		return
 	}
 	pct := int(l.BrokerInt("leader.imbalance.per.broker.percentage"))
-	if recs := RebalanceRecords(c.mu.pending, pct, rebalanceBatch, c.policyFunc(c.mu.pending)); len(recs) > 0 {
+	if recs := c.afterReturnsLocked(RebalanceRecords(c.mu.pending, pct, rebalanceBatch, c.policyFunc(c.mu.pending)), now); len(recs) > 0 {
 		c.log.Info("controller: moving leadership back to preferred replicas", "partitions", len(recs))
 		c.runLocked(&op{recs: recs, what: "preferred leader rebalance"}, out)
 	}
+}
+
+// afterReturnsLocked drops from the rebalance's records those that would move a
+// leadership to a broker this controller unfenced less than RebalanceInterval ago
+// (leader.imbalance.check.interval.seconds), and brings the next rebalance forward
+// to when the first of those brokers is past it. A restarted broker joins the ISRs
+// as it catches up; moving leaderships to it at once would cost every producer of
+// those partitions a leader change right after its return, and a second one if it
+// fails again soon (Kafka moves them at the next check, however close to the
+// return).
+func (c *Controller) afterReturnsLocked(recs []metadata.Record, now time.Time) []metadata.Record {
+	out := recs[:0]
+	for _, r := range recs {
+		if pc, ok := r.(*metadata.PartitionChangeRecord); ok && pc.Leader >= 0 {
+			if s := c.mu.sessions[pc.Leader]; s != nil && !s.unfencedAt.IsZero() && now.Sub(s.unfencedAt) < c.cfg.RebalanceInterval {
+				if at := s.unfencedAt.Add(c.cfg.RebalanceInterval); at.Before(c.mu.nextRebalance) {
+					c.mu.nextRebalance = at
+				}
+				continue
+			}
+		}
+		out = append(out, r)
+	}
+	return out
 }
 
 // layers returns the config layers of this node in im, for topic ("" for broker

@@ -283,6 +283,7 @@ func (c *Controller) brokerHeartbeatLocked(r *kmsg.BrokerHeartbeatRequest, conn 
 		case r.WantFence:
 		case caughtUp && !s.lost:
 			recs, fencedAfter = UnfenceBrokerRecords(im, b.ID, policy), false
+			s.unfencedAt = c.clock.Now()
 			c.log.Info("controller: broker caught up: unfencing it", "broker", b.ID, "epoch", b.Epoch, "offset", s.offset)
 		}
 	case b.InControlledShutdown:

@@ -178,6 +178,64 @@ func TestAutoRebalance(t *testing.T) {
 	}
 }
 
+// TestAutoRebalanceAfterReturn: a broker that returns (fenced, then unfenced, then
+// back in the ISRs) gets its preferred leaderships back only once
+// leader.imbalance.check.interval.seconds has passed since its return, at a check
+// brought forward to that moment, not at a check within it.
+func TestAutoRebalanceAfterReturn(t *testing.T) {
+	const interval = 30 * time.Second
+	h := newHarness(t, func(c *Config) { c.RebalanceInterval = interval })
+	epochs := h.join(1, 2)
+	h.createTopic("t", 4, 2)
+	start := h.clock.Now()
+	beat := func(until time.Duration) {
+		for h.clock.Now().Sub(start) < until {
+			h.clock.Advance(time.Second)
+			h.heartbeat(1, epochs[1], nil)
+			h.heartbeat(2, epochs[2], nil)
+			h.settle()
+		}
+	}
+	beat(40 * time.Second) // past the first check (at most 30 s after activation): balanced
+	// Broker 1 fails and returns at 40 s: fenced, unfenced, back in every ISR.
+	h.heartbeat(1, epochs[1], func(r *kmsg.BrokerHeartbeatRequest) { r.WantFence = true })
+	h.heartbeat(1, epochs[1], nil)
+	returned := h.clock.Now()
+	ti := topic(t, h.image(), "t")
+	for i, p := range ti.Partitions {
+		if !slices.Contains(p.ISR, 1) {
+			ap := alterPartition(p.Leader, epochs[p.Leader], ti.ID, p, append(slices.Clone(p.ISR), 1)...)
+			ap.Topics[0].Partitions[0].Partition = int32(i)
+			h.do(ap)
+		}
+	}
+	notLeading := func() int {
+		n := 0
+		for _, p := range topic(t, h.image(), "t").Partitions {
+			if p.Leader != p.Replicas[0] {
+				n++
+			}
+		}
+		return n
+	}
+	off := notLeading()
+	if off == 0 {
+		t.Fatal("no imbalance to fix")
+	}
+	// A check comes within the interval of the return (at 60 s or before): no move.
+	for h.clock.Now().Sub(returned) < interval-2*time.Second {
+		beat(h.clock.Now().Sub(start) + time.Second)
+		if n := notLeading(); n != off {
+			t.Fatalf("%v after broker 1's return, within the interval: %d partitions moved back", h.clock.Now().Sub(returned), off-n)
+		}
+	}
+	// Just past it: moved back, without waiting for the next regular check.
+	beat(h.clock.Now().Sub(start) + 4*time.Second)
+	if n := notLeading(); n != 0 {
+		t.Fatalf("%v after the return: %d partitions still off their preferred leader", h.clock.Now().Sub(returned), n)
+	}
+}
+
 func TestAllocateProducerIDs(t *testing.T) {
 	h := newHarness(t, nil)
 	e := h.join(1)[1]

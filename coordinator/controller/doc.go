@@ -51,7 +51,9 @@
 // since its last heartbeat) expired or that the liveness rules below find gone,
 // moving its leaderships, and every leader.imbalance.check.interval.seconds, with
 // auto.leader.rebalance.enable, moves leadership back to preferred replicas (at most
-// 1,000 partitions at a time, brokers above leader.imbalance.per.broker.percentage).
+// 1,000 partitions at a time, brokers above leader.imbalance.per.broker.percentage;
+// a preferred replica leads only from the ISR, and not within that interval of its
+// unfencing by this controller: the next check comes when it is past it).
 // A controller that becomes active gives every registered broker a fresh session.
 // The broker side: heartbeats every broker.heartbeat.interval.ms (every
 // ShutdownPoll while in controlled shutdown, and at once when the image shows
