@@ -21,6 +21,9 @@
 //   - KIP-320: CurrentLeaderEpoch newer than the partition's: UNKNOWN_LEADER_EPOCH,
 //     older: FENCED_LEADER_EPOCH. v12+: a LastFetchedEpoch that the log contradicts
 //     answers DivergingEpoch and no records.
+//   - KIP-951: NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH and UNKNOWN_LEADER_EPOCH
+//     carry the partition's CurrentLeader (v12+) and, from v16, the answer carries
+//     the endpoints of the leaders they name (NodeEndpoints).
 //   - A follower (ReplicaID >= 0, or ReplicaState from v15) is served through
 //     replication's FollowerFetch, per partition: it checks the leader epoch, answers a
 //     diverging epoch, records the follower's fetch offset (which may move the HW and
@@ -54,6 +57,7 @@ package kafka
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -626,11 +630,60 @@ func (op *fetchOp) frame(code int16) *wire.FetchFrame {
 		i = j
 	}
 	if flex {
-		b = append(b, 0)
+		b = op.appendNodeEndpoints(b)
 	}
 	fr.SetBytes(b)
 	op.releaseSlices() // those not spliced: none, unless an answer was cut short
 	return fr
+}
+
+// appendNodeEndpoints writes the answer's tagged fields: from v16, NodeEndpoints
+// (tag 0, KIP-951), the address of every leader named by a partition's
+// CurrentLeader, so that a consumer moves to it without asking for metadata first
+// (franz-go uses a hint only with its leader's endpoint); none, or an earlier
+// version: no tags.
+func (op *fetchOp) appendNodeEndpoints(b []byte) []byte {
+	var ids []int32
+	if op.v >= 16 && op.b != nil { // the framing tests frame ops of no broker
+		for i := range op.parts {
+			p := &op.parts[i]
+			if p.include && p.leaderID >= 0 && fetchLeaderError(p.code) && !slices.Contains(ids, p.leaderID) {
+				ids = append(ids, p.leaderID)
+			}
+		}
+	}
+	var eps []byte
+	n := 0
+	for _, id := range ids {
+		host, port, rack, ok := op.b.LeaderEndpoint(op.r, id)
+		if !ok {
+			continue
+		}
+		n++
+		eps = appendI32(eps, id)
+		eps = appendStr(eps, true, host)
+		eps = appendI32(eps, port)
+		if rack == nil {
+			eps = append(eps, 0)
+		} else {
+			eps = appendStr(eps, true, *rack)
+		}
+		eps = append(eps, 0) // the endpoint's tags
+	}
+	if n == 0 {
+		return append(b, 0)
+	}
+	arr := binary.AppendUvarint(nil, uint64(n+1))
+	b = append(b, 1, 0) // one tag: 0
+	b = binary.AppendUvarint(b, uint64(len(arr)+len(eps)))
+	b = append(b, arr...)
+	return append(b, eps...)
+}
+
+// fetchLeaderError reports whether a partition's error code names its current leader
+// (CurrentLeader, tag 1).
+func fetchLeaderError(code int16) bool {
+	return code == kerr.NotLeaderForPartition.Code || code == kerr.FencedLeaderEpoch.Code || code == kerr.UnknownLeaderEpoch.Code
 }
 
 // choose marks the partitions the answer carries: all of them in a full answer; in
@@ -722,8 +775,7 @@ func (op *fetchOp) appendPartition(fr *wire.FetchFrame, b []byte, p *fetchPart) 
 	if !flex {
 		return b
 	}
-	leader := p.code == kerr.NotLeaderForPartition.Code || p.code == kerr.FencedLeaderEpoch.Code ||
-		p.code == kerr.UnknownLeaderEpoch.Code
+	leader := fetchLeaderError(p.code)
 	ntags := 0
 	if p.diverging {
 		ntags++

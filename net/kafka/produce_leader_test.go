@@ -147,3 +147,46 @@ func TestProduceNotLeaderNamesTheLeader(t *testing.T) {
 		}
 	}
 }
+
+// TestFetchNotLeaderNamesTheLeader: a consumer's Fetch of a partition this node does
+// not lead answers NOT_LEADER_OR_FOLLOWER with the current leader (v12+) and, from
+// v16, its endpoint in NodeEndpoints (KIP-951), once per leader.
+func TestFetchNotLeaderNamesTheLeader(t *testing.T) {
+	tb := startDataBroker(t)
+	mustCreate(t, tb.admin(t), "moved", 2, nil)
+	off, im := tb.b.Image()
+	ti, _ := im.Topic("moved")
+	next, err := im.Apply(
+		&metadata.RegisterBrokerRecord{ID: 2, Epoch: im.MaxBrokerEpoch() + 1,
+			Endpoints: []metadata.Endpoint{{Name: "PLAINTEXT", Host: "127.0.0.2", Port: 19092, SecurityProtocol: metadata.ProtocolPlaintext}}},
+		&metadata.PartitionChangeRecord{TopicID: ti.ID, Partition: 0, Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: metadata.NoLeaderChange, LeaderRecoveryState: -1},
+		&metadata.PartitionChangeRecord{TopicID: ti.ID, Partition: 0, Leader: 2, LeaderRecoveryState: -1},
+		&metadata.PartitionChangeRecord{TopicID: ti.ID, Partition: 1, Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: metadata.NoLeaderChange, LeaderRecoveryState: -1},
+		&metadata.PartitionChangeRecord{TopicID: ti.ID, Partition: 1, Leader: 2, LeaderRecoveryState: -1},
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb.b.MetadataChanged(off+1, im, next)
+	moved, _ := next.Topic("moved")
+	rc := tb.raw(t)
+	for _, v := range []int16{12, 15, 16, 17} {
+		parts := []fetchPartReq{{topic: "moved", id: moved.ID, partition: 0, curEpoch: -1, lastEpoch: -1}, {topic: "moved", id: moved.ID, partition: 1, curEpoch: -1, lastEpoch: -1}}
+		resp := rc.roundTrip(fetchReq(v, 0, 1, 0, -1, parts, nil)).(*kmsg.FetchResponse)
+		for _, rp := range resp.Topics[0].Partitions {
+			wantCode(t, "fetch from a follower", rp.ErrorCode, kerr.NotLeaderForPartition)
+			if pi := moved.Partitions[rp.Partition]; rp.CurrentLeader.LeaderID != 2 || rp.CurrentLeader.LeaderEpoch != pi.LeaderEpoch {
+				t.Fatalf("v%d partition %d: current leader %+v, want 2 epoch %d", v, rp.Partition, rp.CurrentLeader, pi.LeaderEpoch)
+			}
+		}
+		if v < 16 {
+			if len(resp.Brokers) != 0 {
+				t.Fatalf("v%d: node endpoints %+v", v, resp.Brokers)
+			}
+			continue
+		}
+		if len(resp.Brokers) != 1 || resp.Brokers[0].NodeID != 2 || resp.Brokers[0].Host != "127.0.0.2" || resp.Brokers[0].Port != 19092 || resp.Brokers[0].Rack != nil {
+			t.Fatalf("v%d node endpoints %+v", v, resp.Brokers)
+		}
+	}
+}

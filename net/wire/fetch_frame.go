@@ -36,7 +36,8 @@ import (
 //	    [flex: tags: 0: diverging_epoch {epoch int32, end_offset int64, 0x00}
 //	                 1: current_leader  {leader_id int32, leader_epoch int32, 0x00}]
 //	  [flex: topic tags 0x00]
-//	[flex: tags 0x00]
+//	[flex: tags: 0: node_endpoints (v16+, when a partition names a leader)
+//	                {array of {node_id int32, host string, port int32, rack nullable string, 0x00}}]
 //
 // Everything but the record bytes goes into one pooled buffer; the response is that
 // buffer cut at each records field, interleaved with the file ranges:
