@@ -34,6 +34,7 @@ import (
 // Knobs (environment): SAMSA_FAILOVER_KILLS (20), SAMSA_FAILOVER_RATE (records/s of
 // the producer, 4000), SAMSA_FAILOVER_CLIENTS (franz-go,librdkafka),
 // SAMSA_FAILOVER_STOP (the SIGSTOP's length, 20s; 0 for none), SAMSA_FAILOVER_SEED,
+// SAMSA_FAILOVER_RDKAFKA_DEBUG (librdkafka's debug contexts, e.g. metadata,broker),
 // SAMSA_FAILOVER_OUT (a directory for the acknowledgements, the client's log and the
 // nodes' logs of each run). SAMSA_FAILOVER_REPORT=<a run's directory there> prints
 // the report of that run again, from its acks.txt and events.txt.
@@ -133,6 +134,7 @@ func failoverTimeline(t *testing.T, start func(t *testing.T, bootstrap, topic st
 		logTo = filepath.Join(out, "client.log")
 	}
 	lp := start(t, c.Bootstrap(), "fo", parts, rate, logTo)
+	views := watchPartitions(t, c, "fo", parts)
 	time.Sleep(10 * time.Second) // the load's warm-up: what the topic's first seconds cost
 	rng := rand.New(rand.NewPCG(seed, 33))
 	leaderOf0 := func(except int32) int32 {
@@ -153,8 +155,8 @@ func failoverTimeline(t *testing.T, start func(t *testing.T, bootstrap, topic st
 	}
 	for range kills {
 		victim := leaderOf0(-1)
-		c.Kill(victim)
 		events = append(events, failoverEvent{At: time.Now(), Kind: "kill", Victim: victim})
+		c.Kill(victim)
 		time.Sleep(3 * time.Second)
 		if err := c.Start(victim); err != nil {
 			t.Fatal(err)
@@ -167,10 +169,10 @@ func failoverTimeline(t *testing.T, start func(t *testing.T, bootstrap, topic st
 		// restart too.
 		time.Sleep(5 * time.Second)
 		victim := leaderOf0(-1)
+		events = append(events, failoverEvent{At: time.Now(), Kind: "stop", Victim: victim})
 		if err := c.Signal(victim, syscall.SIGSTOP); err != nil {
 			t.Fatal(err)
 		}
-		events = append(events, failoverEvent{At: time.Now(), Kind: "stop", Victim: victim})
 		time.Sleep(stop)
 		if err := c.Signal(victim, syscall.SIGCONT); err != nil {
 			t.Fatal(err)
@@ -180,6 +182,7 @@ func failoverTimeline(t *testing.T, start func(t *testing.T, bootstrap, topic st
 	}
 	end := time.Now()
 	acks, _, errs := lp.finish()
+	changes := views()
 	log := readAll(t, c.Bootstrap(), "fo")
 	lost, dups, msgs := compareAcked(acks, log)
 	for _, m := range msgs {
@@ -209,6 +212,12 @@ func failoverTimeline(t *testing.T, start func(t *testing.T, bootstrap, topic st
 		}
 		fmt.Fprintf(&ev, "%s end 0\n", end.UTC().Format(time.RFC3339Nano))
 		os.WriteFile(filepath.Join(out, "events.txt"), []byte(ev.String()), 0o644)
+		var pv strings.Builder
+		for _, ch := range changes {
+			fmt.Fprintf(&pv, "%s %+.3f p%d leader %d epoch %d isr %v (from node %d)\n", ch.At.UTC().Format(time.RFC3339Nano),
+				ch.At.Sub(events[0].At).Seconds(), ch.Partition, ch.Leader, ch.Epoch, ch.ISR, ch.From)
+		}
+		os.WriteFile(filepath.Join(out, "partitions.txt"), []byte(pv.String()), 0o644)
 	}
 	t.Log(failoverReport(acks, events, parts, end))
 }
@@ -352,12 +361,16 @@ func (l lockedFile) Write(b []byte) (int, error) {
 }
 
 // rdkafkaPaced is rdkafkaProducer at a rate (argv[3] records a second, to partition i
-// mod argv[4]), every setting at its default but bootstrap.servers. It writes
-// librdkafka's own log lines to stderr.
+// mod argv[4]), every setting at its default but bootstrap.servers (and debug, only
+// logging, when argv[5] names contexts). It writes librdkafka's own log lines to
+// stderr.
 const rdkafkaPaced = `
 import select, sys, time
 from confluent_kafka import Producer
-p = Producer({"bootstrap.servers": sys.argv[1]})
+conf = {"bootstrap.servers": sys.argv[1]}
+if sys.argv[5]:
+    conf["debug"] = sys.argv[5]
+p = Producer(conf)
 topic, rate, parts = sys.argv[2], float(sys.argv[3]), int(sys.argv[4])
 out = sys.stdout
 def delivered(err, msg):
@@ -387,7 +400,7 @@ out.flush()
 // startPacedRdkafka is startPacedFranz with librdkafka (confluent-kafka-python).
 func startPacedRdkafka(t *testing.T, py, bootstrap, topic string, parts, rate int, logTo string) *loadProducer {
 	t.Helper()
-	cmd := exec.Command(py, "-c", rdkafkaPaced, bootstrap, topic, strconv.Itoa(rate), strconv.Itoa(parts))
+	cmd := exec.Command(py, "-c", rdkafkaPaced, bootstrap, topic, strconv.Itoa(rate), strconv.Itoa(parts), os.Getenv("SAMSA_FAILOVER_RDKAFKA_DEBUG"))
 	return runRdkafkaLoad(t, cmd, logTo)
 }
 
@@ -441,4 +454,64 @@ func later(a, b time.Time) time.Time {
 		return b
 	}
 	return a
+}
+
+// partitionChange is a change of a partition's leader, leader epoch or ISR as a
+// broker's Metadata showed it.
+type partitionChange struct {
+	At            time.Time
+	Partition     int32
+	Leader, Epoch int32
+	ISR           []int32
+	From          int32 // the broker asked
+}
+
+// watchPartitions asks a running broker for topic's Metadata every 100 ms and keeps
+// every change it sees; the returned func stops it and returns them.
+func watchPartitions(t *testing.T, c *procCluster, topic string, parts int) func() []partitionChange {
+	done := make(chan struct{})
+	var out []partitionChange
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		last := map[int32]partitionChange{}
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for i := 0; ; i++ {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			ids := c.Brokers()
+			id := ids[i%len(ids)]
+			if !c.Running(id) {
+				continue
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+			resp, err := metadataOf(ctx, c.Node(id).Client, topic)
+			cancel()
+			if err != nil {
+				continue
+			}
+			now := time.Now()
+			for _, rt := range resp.Topics {
+				for _, p := range rt.Partitions {
+					isr := slices.Clone(p.ISR)
+					slices.Sort(isr)
+					ch := partitionChange{At: now, Partition: p.Partition, Leader: p.Leader, Epoch: p.LeaderEpoch, ISR: isr, From: id}
+					if l, ok := last[p.Partition]; ok && (l.Epoch > ch.Epoch || l.Epoch == ch.Epoch && slices.Equal(l.ISR, ch.ISR) && l.Leader == ch.Leader) {
+						continue // a broker behind the last one asked, or no change
+					}
+					last[p.Partition] = ch
+					out = append(out, ch)
+				}
+			}
+		}
+	}()
+	return func() []partitionChange {
+		close(done)
+		<-stopped
+		return out
+	}
 }
