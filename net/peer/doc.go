@@ -72,6 +72,14 @@
 //     sends at the version its caller chose, if the peer serves it. A response is
 //     decoded at the version its request was sent at.
 //
+// # Lost brokers
+//
+// A broker whose side closed a connection of this node (end of stream, reset: in the
+// TCP state already before the reader sees it, on Linux) or refused a dial is lost
+// until a dial to it succeeds; a probe, a connection of its own with the handshake,
+// follows each such close (reach.go). Unreachable reports it; the broker's Metadata
+// answers wait for the fence of a lost leader (net/kafka).
+//
 // # SamsaRaft (private key 10000, version 0)
 //
 //	request header v1 (api key 10000, version 0, correlation id, client id)
