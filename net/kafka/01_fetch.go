@@ -655,18 +655,18 @@ func (op *fetchOp) appendNodeEndpoints(b []byte) []byte {
 	var eps []byte
 	n := 0
 	for _, id := range ids {
-		host, port, rack, ok := op.b.LeaderEndpoint(op.r, id)
+		host, port, rack, ok := op.b.route.LeaderEndpoint(listenerOf(op.r), id)
 		if !ok {
 			continue
 		}
 		n++
-		eps = appendI32(eps, id)
-		eps = appendStr(eps, true, host)
-		eps = appendI32(eps, port)
+		eps = wire.AppendI32(eps, id)
+		eps = wire.AppendStr(eps, true, host)
+		eps = wire.AppendI32(eps, port)
 		if rack == nil {
 			eps = append(eps, 0)
 		} else {
-			eps = appendStr(eps, true, *rack)
+			eps = wire.AppendStr(eps, true, *rack)
 		}
 		eps = append(eps, 0) // the endpoint's tags
 	}

@@ -167,7 +167,7 @@ func TestFetchNotLeaderNamesTheLeader(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tb.b.MetadataChanged(off+1, im, next)
+	tb.a.MetadataChanged(off+1, im, next)
 	moved, _ := next.Topic("moved")
 	rc := tb.raw(t)
 	for _, v := range []int16{12, 15, 16, 17} {
