@@ -648,11 +648,15 @@ func TestProcLeaderKillClientDefaults(t *testing.T) {
 					time.Sleep(6 * time.Second)
 					return lp
 				}
-				// The active controller's kill adds the quorum's election (1 to 2 s)
-				// before the fence.
-				bound := 3 * time.Second
+				// The brokers' held Metadata answer names the new leader: measured
+				// 0.24 s median over 20 kills (RELIABILITY.md, TestProcFailoverTimeline);
+				// a client whose first refresh raced the fence still waits its
+				// MetadataMinAge (5 s; 1 kill in 20), and a loaded machine adds more,
+				// so the test fails only past that: 6 s (7 s when the killed leader was
+				// the active controller: the quorum's election comes first).
+				bound := 6 * time.Second
 				if tc.which == leaderAndController {
-					bound = 4 * time.Second
+					bound = 7 * time.Second
 				}
 				if r := leaderKill(t, nil, tc.which, load, true); r.gap > bound {
 					t.Errorf("franz-go: no acknowledgement for %v after the leader's SIGKILL (want at most %v)", r.gap, bound)
