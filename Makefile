@@ -181,7 +181,8 @@ cluster:
 # printed; SEED=n replays one. Reports in $(CHAOS_OUT)/ci. `make soak SOAK=1h` runs a long
 # schedule with a fault every 5-15 s into $(CHAOS_OUT)/soak (each node's log dir a 1 GiB
 # tmpfs, room for an hour's records), with binaries of its own in $(CHAOS_OUT)/soak-bin
-# (a build of bin/ during the hour does not change what the restarted nodes run);
+# (a build of bin/ during the hour does not change what the restarted nodes run), then
+# the secured schedule (chaos-secure) with the same binaries;
 # CHAOS_OUT=/tmp/x puts it all outside the tree. `make chaos-damage` damages a stopped
 # node's segment files (flipped bytes, a torn tail, deleted indexes) on one node and on a
 # follower, and checks what is then served (RELIABILITY.md). `make chaos-planted` runs the
@@ -229,6 +230,7 @@ soak:
 	$(CHAOS_OUT)/soak-bin/samsa-chaos run --samsa-bin $(CHAOS_OUT)/soak-bin/samsa --nodes $(CHAOS_NODES) --faults $(CHAOS_FAULTS) \
 		--duration $(SOAK) --gap 5s-15s --fault-len 2s-12s --quiet 60s --liveness 30s --disk-size $(SOAK_DISK) \
 		$(if $(SEED),--seed $(SEED)) --out $(CHAOS_OUT)/soak
+	$(MAKE) --no-print-directory chaos-secure BIN=$(CHAOS_OUT)/soak-bin
 chaos-secure:
 	$(GO) build -o $(BIN)/samsa ./cmd/samsa
 	$(GO) build -o $(BIN)/samsa-chaos ./cmd/samsa-chaos
