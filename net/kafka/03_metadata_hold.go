@@ -32,9 +32,11 @@ const LeaderHold = 3 * time.Second
 // end of the hold of a lost, unfenced broker that leads a partition the answer would
 // name; zero when none does.
 func (b *Broker) leaderHoldUntil(im *metadata.Image, req *kmsg.MetadataRequest, all bool, now time.Time) time.Time {
-	if b.unreachable == nil {
+	up := b.unreachable.Load()
+	if up == nil {
 		return time.Time{}
 	}
+	unreachable := *up
 	var until time.Time
 	lost := map[int32]time.Time{}
 	check := func(id int32) {
@@ -44,7 +46,7 @@ func (b *Broker) leaderHoldUntil(im *metadata.Image, req *kmsg.MetadataRequest, 
 		end, seen := lost[id]
 		if !seen {
 			if bi, ok := im.Broker(id); ok && !bi.Fenced {
-				if since, ok := b.unreachable(id); ok && now.Before(since.Add(LeaderHold)) {
+				if since, ok := unreachable(id); ok && now.Before(since.Add(LeaderHold)) {
 					end = since.Add(LeaderHold)
 				}
 			}

@@ -35,11 +35,12 @@ func TestMetadataHoldsLostLeader(t *testing.T) {
 
 	var mu sync.Mutex
 	lostSince := time.Now()
-	tb.b.unreachable = func(id int32) (time.Time, bool) {
+	lost := func(id int32) (time.Time, bool) {
 		mu.Lock()
 		defer mu.Unlock()
 		return lostSince, id == 2
 	}
+	tb.b.unreachable.Store(&lost)
 	ask := func(topic string) (*kmsg.MetadataResponse, time.Duration) {
 		req := kmsg.NewPtrMetadataRequest()
 		req.SetVersion(12)
@@ -107,7 +108,8 @@ func TestMetadataHoldEnds(t *testing.T) {
 	}
 	tb.a.MetadataChanged(off+1, im, next)
 	since := time.Now().Add(-LeaderHold + 500*time.Millisecond)
-	tb.b.unreachable = func(id int32) (time.Time, bool) { return since, id == 2 }
+	lost := func(id int32) (time.Time, bool) { return since, id == 2 }
+	tb.b.unreachable.Store(&lost)
 	req := kmsg.NewPtrMetadataRequest()
 	req.SetVersion(12)
 	rt := kmsg.NewMetadataRequestTopic()

@@ -133,9 +133,9 @@ type Broker struct {
 	coord        Coordinators
 	markers      *txn.MarkerWriter
 	pids         func() (int64, error)
-	headroom     func(req kmsg.Request) string      // Deps.FileHeadroom
-	async        func(fn func(ctx context.Context)) // Deps.Async
-	unreachable  func(id int32) (time.Time, bool)   // Deps.Unreachable
+	headroom     func(req kmsg.Request) string                    // Deps.FileHeadroom
+	async        func(fn func(ctx context.Context))               // Deps.Async
+	unreachable  atomic.Pointer[func(id int32) (time.Time, bool)] // Deps.Unreachable (tests replace it while serving)
 
 	apiVersions []apiKeyEntry               // the table; ApiVersions advertises it less what the feature levels turn off (features_view.go)
 	feat        atomic.Pointer[featureView] // the feature levels the broker acts on (features_view.go)
@@ -175,7 +175,10 @@ func New(cfg Config, deps Deps, log *slog.Logger) (*Broker, error) {
 	}
 	b := &Broker{cfg: cfg, log: log, eng: deps.Engine, meta: deps.View, ctrl: deps.Controller, controllerID: deps.ControllerID,
 		repl: deps.Replicas, topicMgr: deps.Topics, coord: deps.Coordinators, markers: deps.Markers, pids: deps.ProducerIDs,
-		headroom: deps.FileHeadroom, async: deps.Async, unreachable: deps.Unreachable}
+		headroom: deps.FileHeadroom, async: deps.Async}
+	if deps.Unreachable != nil {
+		b.unreachable.Store(&deps.Unreachable)
+	}
 	if b.controllerID == nil {
 		b.controllerID = func() int32 { return -1 }
 	}
