@@ -74,7 +74,7 @@ func finalize(t *testing.T, bootstrap string, want int) string {
 // and up again (a downgrade before the levels are finalized); then `samsa features
 // upgrade --release-version` raises the levels. Every acknowledged record reads back
 // exactly once, and no partition goes more than 2 s without an acknowledgement (the
-// goal; the test fails at 5 s).
+// goal; the test fails at 8 s).
 func TestProcRollingUpgrade(t *testing.T) {
 	newBin := samsaBin(t)
 	oldBin := samsaBinAt(t, upgradeFrom)
@@ -181,8 +181,8 @@ func TestProcRollingUpgrade(t *testing.T) {
 		}
 	}
 	// The goal is 2 s (the figure above, quoted where it is measured); the test fails
-	// at 5 s, a regression rather than a loaded machine's stall.
-	if worst > 5*time.Second {
+	// at 8 s, a regression rather than a loaded machine's stall.
+	if worst > 8*time.Second {
 		t.Errorf("partition %d went %v without an acknowledgement (the goal is 2 s)", worstP, worst)
 	}
 }
