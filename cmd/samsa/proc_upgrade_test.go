@@ -127,7 +127,24 @@ func TestProcRollingUpgrade(t *testing.T) {
 		}
 		inEveryISR(s.id)
 		lp.waitAcked(t, 500, 30*time.Second)
-		t.Logf("node %d stopped and back on build %s, in every ISR, after %v", s.id, s.name, time.Since(stopped).Round(time.Millisecond))
+		lp.mu.Lock()
+		window := slices.Clone(lp.acks)
+		lp.mu.Unlock()
+		var stepGap time.Duration
+		stepP := int32(-1)
+		for p := range int32(6) {
+			var ps []ack
+			for _, a := range window {
+				if a.Partition == p {
+					ps = append(ps, a)
+				}
+			}
+			if g := gapAfter(ps, stopped); g > stepGap {
+				stepGap, stepP = g, p
+			}
+		}
+		t.Logf("node %d stopped and back on build %s, in every ISR, after %v; longest gap of this step %v (partition %d)",
+			s.id, s.name, time.Since(stopped).Round(time.Millisecond), stepGap.Round(time.Millisecond), stepP)
 		if s.bin == oldBin {
 			// A registered broker of the old build supports only the levels of a log
 			// without feature records: the finalize is refused, naming it.
