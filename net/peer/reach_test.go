@@ -1,6 +1,7 @@
 package peer
 
 import (
+	"errors"
 	"net"
 	"testing"
 	"time"
@@ -41,11 +42,15 @@ func TestUnreachableBroker(t *testing.T) {
 	if !ok || since.Before(before) {
 		t.Fatalf("after the peer closed a connection with a request waiting: lost %v since %v (closed at %v)", ok, since, before)
 	}
-	// The redial is refused: still lost, since the close.
-	time.Sleep(30 * time.Millisecond) // past the reconnect backoff (5-20 ms in tests)
-	if _, err := c.Request(ctxT(t, time.Second), Broker(1), PurposeTxn, kmsg.NewPtrMetadataRequest()); err == nil {
-		t.Fatal("a request to a closed listener was answered")
-	}
+	// The redial is refused: still lost, since the close. (Requests within the
+	// reconnect backoff fail without a dial: wait for one that dials.)
+	eventually(t, 5*time.Second, "a redial past the reconnect backoff", func() bool {
+		_, err := c.Request(ctxT(t, time.Second), Broker(1), PurposeTxn, kmsg.NewPtrMetadataRequest())
+		if err == nil {
+			t.Fatal("a request to a closed listener was answered")
+		}
+		return !errors.Is(err, ErrBackoff)
+	})
 	if again, ok := c.Unreachable(1); !ok || !again.Equal(since) {
 		t.Fatalf("after a refused dial: lost %v since %v, want since %v", ok, again, since)
 	}
@@ -65,9 +70,12 @@ func TestUnreachableBroker(t *testing.T) {
 		_, lost := c.Unreachable(1)
 		return !lost
 	})
-	// The broker closed that connection after answering, with nothing waiting: not lost.
-	time.Sleep(50 * time.Millisecond)
-	if _, ok := c.Unreachable(1); ok {
-		t.Fatal("lost after an idle close")
+	// The broker closed that connection after answering, with nothing waiting: not
+	// lost, however long the client has had to see the close (sampled for 100 ms).
+	for range 10 {
+		if _, ok := c.Unreachable(1); ok {
+			t.Fatal("lost after an idle close")
+		}
+		time.Sleep(10 * time.Millisecond) // sampling a state that must not change
 	}
 }
