@@ -376,7 +376,7 @@ type rawMeter struct {
 	// received), drained when its fetchers have read every partition to the end
 	// offsets taken after the fill (nil until the drain starts).
 	filled, drained chan struct{}
-	fillStopped     bool // the fill ran out of time: its producers were stopped
+	fillStopped     bool // stopProd is closed: the fill ran out of time, or the run ended
 }
 
 // newMeter starts the run's clock, and the fetchers unless a backlog is to be
@@ -550,11 +550,27 @@ func (m *rawMeter) closeWindow() rawWindowEnd {
 	}
 	e.snap = takeCPUSnap()
 	m.endSteady()
+	// The producers finish the requests in flight (for at most rawDrainWait) before
+	// the run ends: a record the broker took in and a consumer read is then counted
+	// as acknowledged too, so that consumed never exceeds acknowledged.
+	if !m.fillStopped {
+		m.fillStopped = true
+		close(r.stopProd)
+	}
+	drained := make(chan struct{})
+	go func() { r.prodWG.Wait(); close(drained) }()
+	select {
+	case <-drained:
+	case <-time.After(rawDrainWait):
+	}
 	r.stop()
 	r.wg.Wait()
 	r.prodWG.Wait()
 	return e
 }
+
+// rawDrainWait bounds how long the end of a run waits for the answers in flight.
+const rawDrainWait = 5 * time.Second
 
 // result fills in the run's result from the window that ended with e: rates over
 // the window, totals, request latency, a backlog's catch-up, and the CPU cost of the
