@@ -3,10 +3,11 @@ package group
 import (
 	"sort"
 	"strings"
-	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-broker/samsa/internal/latch"
 )
 
 // groupOperations is the authorized-operations bit set reported when a client asks
@@ -135,18 +136,9 @@ func (c *Coordinator) DeleteGroups(req *kmsg.DeleteGroupsRequest, cb func(*kmsg.
 	r := kmsg.NewPtrDeleteGroupsResponse()
 	r.Version = req.Version
 	r.Groups = make([]kmsg.DeleteGroupsResponseGroup, len(req.Groups))
-	// left counts outstanding answers; the one that brings it to zero answers.
-	var mu sync.Mutex
-	left := 1
-	done := func() {
-		mu.Lock()
-		left--
-		last := left == 0
-		mu.Unlock()
-		if last {
-			cb(r)
-		}
-	}
+	// The answer leaves once every group's is in.
+	l := latch.New(func() { cb(r) })
+	done := func() { l.Done(nil) }
 	for i, id := range req.Groups {
 		out := &r.Groups[i]
 		out.Group = id
@@ -159,9 +151,7 @@ func (c *Coordinator) DeleteGroups(req *kmsg.DeleteGroupsRequest, cb func(*kmsg.
 			out.ErrorCode = kerr.GroupIDNotFound.Code
 			continue
 		}
-		mu.Lock()
-		left++
-		mu.Unlock()
+		l.Add()
 		g.with(func(fx *effects) {
 			mg := g.modern()
 			nonEmpty := mg != nil && mg.size() > 0

@@ -55,7 +55,7 @@ var allowed = map[string][]string{
 	// The logs of the internal topics the coordinators keep their state in.
 	"coordinator/statelog": {"engine/...", "purgatory", "replication/..."},
 	"coordinator/host":     {"coordinator/metadata"},
-	"coordinator/group":    {"engine/...", "purgatory", "replication/...", "coordinator/statelog"},
+	"coordinator/group":    {"engine/...", "purgatory", "replication/...", "coordinator/statelog", "internal/latch"},
 	// Share-partition state (KIP-932) and its share coordinator, over the group
 	// package's replicated-log seam.
 	"coordinator/share": {"engine/...", "purgatory", "replication/...", "coordinator/group"},

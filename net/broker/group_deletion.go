@@ -4,7 +4,6 @@ import (
 	"context"
 	"maps"
 	"slices"
-	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -12,6 +11,7 @@ import (
 	"github.com/samsa-broker/samsa/coordinator/group"
 	"github.com/samsa-broker/samsa/coordinator/metadata"
 	"github.com/samsa-broker/samsa/coordinator/share"
+	"github.com/samsa-broker/samsa/internal/latch"
 )
 
 // What deleting groups does beyond the group coordinator, on the DeleteGroups
@@ -88,21 +88,8 @@ func (c coordinators) deleteGroupConfigs(ctx context.Context, req *kmsg.Incremen
 // code to answer (they are not deleted). Partitions of topics deleted since are
 // skipped; nothing is deleted while share groups are off.
 func (c coordinators) DeleteShareGroupsState(gc *group.Coordinator, groups []string, done func(failed map[string]int16)) {
-	var mu sync.Mutex
 	failed := map[string]int16{}
-	left := 1
-	finish := func(id string, code int16) {
-		mu.Lock()
-		if code != 0 && failed[id] == 0 {
-			failed[id] = code
-		}
-		left--
-		last := left == 0
-		mu.Unlock()
-		if last {
-			done(failed)
-		}
-	}
+	l := latch.New(func() { done(failed) })
 	im := c.b.meta.Image()
 	states := shareStates{c.b.shares}
 	for _, id := range groups {
@@ -115,17 +102,17 @@ func (c coordinators) DeleteShareGroupsState(gc *group.Coordinator, groups []str
 				continue
 			}
 			for _, part := range t.Partitions {
-				mu.Lock()
-				left++
-				mu.Unlock()
+				l.Add()
 				states.Delete(share.Key{Group: id, TopicID: t.TopicID, Partition: part}, func(code int16) {
-					if code == kerr.UnknownTopicOrPartition.Code {
-						code = 0 // deleted meanwhile
-					}
-					finish(id, code)
+					l.Done(func() {
+						// UNKNOWN_TOPIC_OR_PARTITION: deleted meanwhile.
+						if code != 0 && code != kerr.UnknownTopicOrPartition.Code && failed[id] == 0 {
+							failed[id] = code
+						}
+					})
 				})
 			}
 		}
 	}
-	finish("", 0)
+	l.Done(nil)
 }

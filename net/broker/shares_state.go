@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-broker/samsa/coordinator/group"
 	"github.com/samsa-broker/samsa/coordinator/share"
+	"github.com/samsa-broker/samsa/internal/latch"
 )
 
 // The share coordinator's calls of a share group's life (Kafka's Persister as the
@@ -145,24 +145,18 @@ type shareInitializer struct{ b *Broker }
 
 func (si shareInitializer) InitializeShareState(groupID string, epoch int32, topics []group.ShareStateTopic, done func(map[[16]byte][]int32)) {
 	b := si.b
-	var mu sync.Mutex
 	var failed map[[16]byte][]int32
-	left := 1
+	l := latch.New(func() { done(failed) })
 	finish := func(k share.Key, err error) {
-		mu.Lock()
-		if err != nil {
-			b.log.Debug("initializing share partition state failed", "key", k.String(), "err", err)
-			if failed == nil {
-				failed = map[[16]byte][]int32{}
+		l.Done(func() {
+			if err != nil {
+				b.log.Debug("initializing share partition state failed", "key", k.String(), "err", err)
+				if failed == nil {
+					failed = map[[16]byte][]int32{}
+				}
+				failed[k.TopicID] = append(failed[k.TopicID], k.Partition)
 			}
-			failed[k.TopicID] = append(failed[k.TopicID], k.Partition)
-		}
-		left--
-		last := left == 0
-		mu.Unlock()
-		if last {
-			done(failed)
-		}
+		})
 	}
 	if !b.sharesEnabled() {
 		done(nil)
@@ -172,9 +166,7 @@ func (si shareInitializer) InitializeShareState(groupID string, epoch int32, top
 	for _, t := range topics {
 		for _, part := range t.Partitions {
 			k := share.Key{Group: groupID, TopicID: t.TopicID, Partition: part}
-			mu.Lock()
-			left++
-			mu.Unlock()
+			l.Add()
 			p.Summary(k, func(cur share.Summary, err error) {
 				switch {
 				case err != nil:
@@ -187,7 +179,7 @@ func (si shareInitializer) InitializeShareState(groupID string, epoch int32, top
 			})
 		}
 	}
-	finish(share.Key{}, nil)
+	l.Done(nil)
 }
 
 // shareStates is kafka.ShareStates: the persister's calls, answered with the codes of

@@ -55,6 +55,7 @@ import (
 	"github.com/samsa-broker/samsa/coordinator/metadata"
 	"github.com/samsa-broker/samsa/coordinator/share"
 	"github.com/samsa-broker/samsa/engine"
+	"github.com/samsa-broker/samsa/internal/latch"
 	"github.com/samsa-broker/samsa/net/authz"
 	"github.com/samsa-broker/samsa/net/sharesession"
 	"github.com/samsa-broker/samsa/purgatory"
@@ -141,17 +142,7 @@ func shareAckCode(err error) int16 {
 // acknowledge applies the acknowledgements of parts (those with hasAcks) and
 // calls done once all are durable or failed, each part's ackCode set.
 func (s *shareState) acknowledge(member string, parts []*sharePart, allowRenew bool, done func()) {
-	var mu sync.Mutex
-	left := 1
-	finish := func() {
-		mu.Lock()
-		left--
-		last := left == 0
-		mu.Unlock()
-		if last {
-			done()
-		}
-	}
+	l := latch.New(done)
 	for _, p := range parts {
 		if !p.hasAcks {
 			continue
@@ -164,15 +155,12 @@ func (s *shareState) acknowledge(member string, parts []*sharePart, allowRenew b
 			p.ackCode = p.code
 			continue
 		}
-		mu.Lock()
-		left++
-		mu.Unlock()
+		l.Add()
 		s.mgr.Acknowledge(p.key, p.epoch, member, p.acks, allowRenew, func(err error) {
-			p.ackCode = shareAckCode(err)
-			finish()
+			l.Done(func() { p.ackCode = shareAckCode(err) })
 		})
 	}
-	finish()
+	l.Done(nil)
 }
 
 // shareAckBatches converts a request's batches; false when one is malformed.

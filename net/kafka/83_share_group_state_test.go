@@ -132,6 +132,11 @@ func TestShareStateAPIs(t *testing.T) {
 	codeIs(t, "an unknown topic id", unknown.initialize(0, 0, 0).ErrorCode, kerr.UnknownTopicOrPartition)
 	codeIs(t, "summary of an unknown topic id", unknown.summary(1, 0).ErrorCode, kerr.UnknownTopicOrPartition)
 	codeIs(t, "delete of an unknown topic id", unknown.delete(0).ErrorCode, kerr.UnknownTopicOrPartition)
+	// Reads and writes are checked as Kafka's ShareCoordinatorShard checks them.
+	codeIs(t, "read of an unknown topic id", unknown.read(0).ErrorCode, kerr.UnknownTopicOrPartition)
+	codeIs(t, "write of an unknown topic id", unknown.write(0, 0, 3), kerr.UnknownTopicOrPartition)
+	codeIs(t, "read of a negative partition", c.read(-1).ErrorCode, kerr.InvalidRequest)
+	codeIs(t, "write of a negative partition", c.write(-1, 0, 3), kerr.InvalidRequest)
 	codeIs(t, "initialize without a start", c.initialize(1, 2, -1).ErrorCode, nil)
 
 	if s := c.summary(1, 0); s.ErrorCode != 0 || s.StartOffset != 5 || s.StateEpoch != 2 || s.LeaderEpoch != 0 || s.DeliveryCompleteCount != 0 {

@@ -5,7 +5,9 @@
 // the state epoch, start offset and state batches; INVALID_REQUEST ("Read operation
 // on uninitialized share partition not allowed.", as Kafka) when the share partition
 // has no state (never initialized by InitializeShareGroupState, or deleted);
-// NOT_COORDINATOR when this broker does not lead the state partition,
+// INVALID_REQUEST for a negative partition and UNKNOWN_TOPIC_OR_PARTITION for a topic
+// partition the metadata does not hold, as Kafka's ShareCoordinatorShard checks a
+// read; NOT_COORDINATOR when this broker does not lead the state partition,
 // COORDINATOR_LOAD_IN_PROGRESS while it loads it. CLUSTER_ACTION with ACLs.
 //
 // Differences from Apache Kafka: the leader epoch of the request is not checked nor
@@ -30,36 +32,41 @@ func handleReadShareGroupState(b *Broker, r *Request) {
 	req := r.Body.(*kmsg.ReadShareGroupStateRequest)
 	resp := kmsg.NewPtrReadShareGroupStateResponse()
 	resp.Version = req.Version
-	st := b.coord.ShareStore()
-	for _, t := range req.Topics {
-		rt := kmsg.NewReadShareGroupStateResponseTopic()
+	var items []shareStateItem
+	parts := map[share.Key]*kmsg.ReadShareGroupStateResponseTopicPartition{}
+	resp.Topics = make([]kmsg.ReadShareGroupStateResponseTopic, len(req.Topics))
+	for i, t := range req.Topics {
+		rt := &resp.Topics[i]
+		*rt = kmsg.NewReadShareGroupStateResponseTopic()
 		rt.TopicID = t.TopicID
-		for _, p := range t.Partitions {
-			rp := kmsg.NewReadShareGroupStateResponseTopicPartition()
+		rt.Partitions = make([]kmsg.ReadShareGroupStateResponseTopicPartition, len(t.Partitions))
+		for j, p := range t.Partitions {
+			rp := &rt.Partitions[j]
+			*rp = kmsg.NewReadShareGroupStateResponseTopicPartition()
 			rp.Partition, rp.StateEpoch, rp.StartOffset = p.Partition, -1, -1
-			switch {
-			case !b.features().share:
-				rp.ErrorCode = kerr.UnsupportedVersion.Code
-			case st == nil:
-				rp.ErrorCode = kerr.NotCoordinator.Code
-			default:
-				snap, found, err := st.Read(share.Key{Group: req.GroupID, TopicID: t.TopicID, Partition: p.Partition})
-				rp.ErrorCode = share.ErrorCode(err)
-				if err == nil && !found {
-					rp.ErrorCode = kerr.InvalidRequest.Code
-					rp.ErrorMessage = wire.MessageOr(rp.ErrorCode, "Read operation on uninitialized share partition not allowed.")
+			k := share.Key{Group: req.GroupID, TopicID: t.TopicID, Partition: p.Partition}
+			parts[k] = rp
+			items = append(items, shareStateItem{key: k, answer: func(code int16, msg *string) {
+				if rp.ErrorCode == 0 {
+					rp.ErrorCode, rp.ErrorMessage = code, msg
 				}
-				if err == nil && found {
-					rp.StateEpoch, rp.StartOffset = snap.StateEpoch, snap.StartOffset
-					for _, sb := range snap.Batches {
-						rp.StateBatches = append(rp.StateBatches, kmsg.ReadShareGroupStateResponseTopicPartitionStateBatch{
-							FirstOffset: sb.First, LastOffset: sb.Last, DeliveryState: int8(sb.State), DeliveryCount: sb.Count})
-					}
-				}
-			}
-			rt.Partitions = append(rt.Partitions, rp)
+			}})
 		}
-		resp.Topics = append(resp.Topics, rt)
 	}
-	r.Respond(resp)
+	b.serveShareState(items, func(st *share.Store, k share.Key, done func(error)) {
+		snap, found, err := st.Read(k)
+		rp := parts[k]
+		switch {
+		case err == nil && !found:
+			rp.ErrorCode = kerr.InvalidRequest.Code
+			rp.ErrorMessage = wire.MessageOr(rp.ErrorCode, "Read operation on uninitialized share partition not allowed.")
+		case err == nil:
+			rp.StateEpoch, rp.StartOffset = snap.StateEpoch, snap.StartOffset
+			for _, sb := range snap.Batches {
+				rp.StateBatches = append(rp.StateBatches, kmsg.ReadShareGroupStateResponseTopicPartitionStateBatch{
+					FirstOffset: sb.First, LastOffset: sb.Last, DeliveryState: int8(sb.State), DeliveryCount: sb.Count})
+			}
+		}
+		done(err)
+	}, func() { r.Respond(resp) })
 }

@@ -1,16 +1,15 @@
 package kafka
 
 import (
-	"sync"
-
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/samsa-broker/samsa/coordinator/metadata"
 	"github.com/samsa-broker/samsa/coordinator/share"
+	"github.com/samsa-broker/samsa/internal/latch"
 	"github.com/samsa-broker/samsa/net/wire"
 )
 
-// shareStateItem is one partition of a share coordinator's request (83, 86, 87):
+// shareStateItem is one partition of a share coordinator's request (83 to 87):
 // answer sets its answer's ErrorCode and ErrorMessage (nil on success).
 type shareStateItem struct {
 	key    share.Key
@@ -25,17 +24,7 @@ type shareStateItem struct {
 func (b *Broker) serveShareState(items []shareStateItem, op func(st *share.Store, k share.Key, done func(error)), respond func()) {
 	st := b.coord.ShareStore()
 	im := b.meta.Image()
-	var mu sync.Mutex
-	left := 1
-	finish := func() {
-		mu.Lock()
-		left--
-		last := left == 0
-		mu.Unlock()
-		if last {
-			respond()
-		}
-	}
+	l := latch.New(respond)
 	for _, it := range items {
 		code, msg := int16(0), ""
 		switch t, ok := im.TopicByID(metadata.UUID(it.key.TopicID)); {
@@ -52,20 +41,15 @@ func (b *Broker) serveShareState(items []shareStateItem, op func(st *share.Store
 			it.answer(code, wire.MessageOr(code, msg))
 			continue
 		}
-		mu.Lock()
-		left++
-		mu.Unlock()
+		l.Add()
 		op(st, it.key, func(err error) {
 			code := share.ErrorCode(err)
 			var m *string
 			if code != 0 {
 				m = wire.MessageOr(code, err.Error())
 			}
-			mu.Lock()
-			it.answer(code, m)
-			mu.Unlock()
-			finish()
+			l.Done(func() { it.answer(code, m) })
 		})
 	}
-	finish()
+	l.Done(nil)
 }
