@@ -643,41 +643,20 @@ func (op *fetchOp) frame(code int16) *wire.FetchFrame {
 // (franz-go uses a hint only with its leader's endpoint); none, or an earlier
 // version: no tags.
 func (op *fetchOp) appendNodeEndpoints(b []byte) []byte {
-	var ids []int32
+	var eps []wire.NodeEndpoint
 	if op.v >= 16 && op.b != nil { // the framing tests frame ops of no broker
 		for i := range op.parts {
 			p := &op.parts[i]
-			if p.include && p.leaderID >= 0 && fetchLeaderError(p.code) && !slices.Contains(ids, p.leaderID) {
-				ids = append(ids, p.leaderID)
+			if !p.include || p.leaderID < 0 || !fetchLeaderError(p.code) ||
+				slices.ContainsFunc(eps, func(e wire.NodeEndpoint) bool { return e.NodeID == p.leaderID }) {
+				continue
+			}
+			if host, port, rack, ok := op.b.route.LeaderEndpoint(listenerOf(op.r), p.leaderID); ok {
+				eps = append(eps, wire.NodeEndpoint{NodeID: p.leaderID, Host: host, Port: port, Rack: rack})
 			}
 		}
 	}
-	var eps []byte
-	n := 0
-	for _, id := range ids {
-		host, port, rack, ok := op.b.route.LeaderEndpoint(listenerOf(op.r), id)
-		if !ok {
-			continue
-		}
-		n++
-		eps = wire.AppendI32(eps, id)
-		eps = wire.AppendStr(eps, true, host)
-		eps = wire.AppendI32(eps, port)
-		if rack == nil {
-			eps = append(eps, 0)
-		} else {
-			eps = wire.AppendStr(eps, true, *rack)
-		}
-		eps = append(eps, 0) // the endpoint's tags
-	}
-	if n == 0 {
-		return append(b, 0)
-	}
-	arr := binary.AppendUvarint(nil, uint64(n+1))
-	b = append(b, 1, 0) // one tag: 0
-	b = binary.AppendUvarint(b, uint64(len(arr)+len(eps)))
-	b = append(b, arr...)
-	return append(b, eps...)
+	return wire.AppendFetchTags(b, eps)
 }
 
 // fetchLeaderError reports whether a partition's error code names its current leader
@@ -737,65 +716,16 @@ func (op *fetchOp) atEnd(p *fetchPart) bool {
 
 // appendPartition frames one partition, splicing its records in.
 func (op *fetchOp) appendPartition(fr *wire.FetchFrame, b []byte, p *fetchPart) []byte {
-	v, flex := op.v, op.v >= 12
-	b = wire.AppendI32(b, p.partition)
-	b = wire.AppendI16(b, p.code)
-	b = wire.AppendI64(b, p.hw)
-	b = wire.AppendI64(b, p.lso)
-	if v >= 5 {
-		b = wire.AppendI64(b, p.logStart)
-	}
-	if op.isolation == 1 {
-		b = wire.AppendArrayLen(b, flex, len(p.aborted))
-		for _, a := range p.aborted {
-			b = wire.AppendI64(b, a.ProducerID)
-			b = wire.AppendI64(b, a.FirstOffset)
-			if flex {
-				b = append(b, 0)
-			}
-		}
-	} else {
-		b = wire.AppendArrayLen(b, flex, -1)
-	}
-	if v >= 11 {
-		b = wire.AppendI32(b, -1) // preferred read replica
-	}
-	b = wire.AppendBytesLen(b, flex, p.slice.Size)
 	if p.slice.Size > 0 {
 		op.countFetched(p) // metrics.go, net/brokermetrics
-		if nb, ok := fr.CopyIn(b, p.slice); ok {
-			b = nb
-			p.slice.Release()
-		} else {
-			fr.SetBytes(b)
-			fr.Splice(p.slice)
-		}
-		p.slice = engine.Slice{}
 	}
-	if !flex {
-		return b
-	}
-	leader := fetchLeaderError(p.code)
-	ntags := 0
-	if p.diverging {
-		ntags++
-	}
-	if leader {
-		ntags++
-	}
-	b = append(b, byte(ntags))
-	if p.diverging {
-		b = append(b, 0, 13) // tag 0, 13 bytes
-		b = wire.AppendI32(b, p.divEpoch)
-		b = wire.AppendI64(b, p.divEnd)
-		b = append(b, 0)
-	}
-	if leader {
-		b = append(b, 1, 9) // tag 1, 9 bytes
-		b = wire.AppendI32(b, p.leaderID)
-		b = wire.AppendI32(b, p.leaderEpoch)
-		b = append(b, 0)
-	}
+	b = fr.AppendPartition(b, op.v, op.isolation == 1, &wire.FetchPartition{
+		Partition: p.partition, ErrorCode: p.code, HighWatermark: p.hw, LastStableOffset: p.lso,
+		LogStartOffset: p.logStart, Aborted: p.aborted, Records: p.slice,
+		Diverging: p.diverging, DivergingEpoch: p.divEpoch, DivergingEndOffset: p.divEnd,
+		CurrentLeader: fetchLeaderError(p.code), LeaderID: p.leaderID, LeaderEpoch: p.leaderEpoch,
+	})
+	p.slice = engine.Slice{}
 	return b
 }
 

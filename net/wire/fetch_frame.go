@@ -174,3 +174,120 @@ func AppendBytesLen(b []byte, flex bool, n int32) []byte {
 	}
 	return AppendI32(b, n)
 }
+
+// FetchPartition is one partition of a Fetch answer, its fields in the order of the
+// wire (the format above).
+type FetchPartition struct {
+	Partition        int32
+	ErrorCode        int16
+	HighWatermark    int64
+	LastStableOffset int64
+	LogStartOffset   int64
+	// Aborted is written only for a READ_COMMITTED fetch (otherwise null).
+	Aborted []engine.AbortedTxn
+	// Records is spliced in as a file range or copied (CopyIn); AppendPartition
+	// takes it over.
+	Records engine.Slice
+	// The tagged fields of the flexible versions: DivergingEpoch (tag 0) when
+	// Diverging, CurrentLeader (tag 1) when CurrentLeader.
+	Diverging             bool
+	DivergingEpoch        int32
+	DivergingEndOffset    int64
+	CurrentLeader         bool
+	LeaderID, LeaderEpoch int32
+}
+
+// AppendPartition frames p for Fetch version v after b, splicing its records in (or
+// copying them, then releasing them), and returns the buffer to go on with.
+func (fr *FetchFrame) AppendPartition(b []byte, v int16, readCommitted bool, p *FetchPartition) []byte {
+	flex := v >= 12
+	b = AppendI32(b, p.Partition)
+	b = AppendI16(b, p.ErrorCode)
+	b = AppendI64(b, p.HighWatermark)
+	b = AppendI64(b, p.LastStableOffset)
+	if v >= 5 {
+		b = AppendI64(b, p.LogStartOffset)
+	}
+	if readCommitted {
+		b = AppendArrayLen(b, flex, len(p.Aborted))
+		for _, a := range p.Aborted {
+			b = AppendI64(b, a.ProducerID)
+			b = AppendI64(b, a.FirstOffset)
+			if flex {
+				b = append(b, 0)
+			}
+		}
+	} else {
+		b = AppendArrayLen(b, flex, -1)
+	}
+	if v >= 11 {
+		b = AppendI32(b, -1) // preferred read replica
+	}
+	b = AppendBytesLen(b, flex, p.Records.Size)
+	if p.Records.Size > 0 {
+		if nb, ok := fr.CopyIn(b, p.Records); ok {
+			b = nb
+			p.Records.Release()
+		} else {
+			fr.SetBytes(b)
+			fr.Splice(p.Records)
+		}
+		p.Records = engine.Slice{}
+	}
+	if !flex {
+		return b
+	}
+	ntags := 0
+	if p.Diverging {
+		ntags++
+	}
+	if p.CurrentLeader {
+		ntags++
+	}
+	b = append(b, byte(ntags))
+	if p.Diverging {
+		b = append(b, 0, 13) // tag 0, 13 bytes
+		b = AppendI32(b, p.DivergingEpoch)
+		b = AppendI64(b, p.DivergingEndOffset)
+		b = append(b, 0)
+	}
+	if p.CurrentLeader {
+		b = append(b, 1, 9) // tag 1, 9 bytes
+		b = AppendI32(b, p.LeaderID)
+		b = AppendI32(b, p.LeaderEpoch)
+		b = append(b, 0)
+	}
+	return b
+}
+
+// NodeEndpoint is an entry of a Fetch answer's NodeEndpoints (KIP-951).
+type NodeEndpoint struct {
+	NodeID int32
+	Host   string
+	Port   int32
+	Rack   *string
+}
+
+// AppendFetchTags writes the tagged fields that end a flexible Fetch answer:
+// NodeEndpoints (tag 0) when eps is not empty, else none.
+func AppendFetchTags(b []byte, eps []NodeEndpoint) []byte {
+	if len(eps) == 0 {
+		return append(b, 0)
+	}
+	var body []byte
+	body = binary.AppendUvarint(body, uint64(len(eps)+1))
+	for _, e := range eps {
+		body = AppendI32(body, e.NodeID)
+		body = AppendStr(body, true, e.Host)
+		body = AppendI32(body, e.Port)
+		if e.Rack == nil {
+			body = append(body, 0)
+		} else {
+			body = AppendStr(body, true, *e.Rack)
+		}
+		body = append(body, 0) // the endpoint's tags
+	}
+	b = append(b, 1, 0) // one tag: 0
+	b = binary.AppendUvarint(b, uint64(len(body)))
+	return append(b, body...)
+}
