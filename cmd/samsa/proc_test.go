@@ -612,7 +612,7 @@ func TestProcLeaderKillAckedWithin3s(t *testing.T) {
 // record twice, so only losses are checked) refreshes metadata 100 ms after a failure
 // and is acknowledged again within 3 s. franz-go asks for metadata once at the
 // failure, then not before its MetadataMinAge (5 s) since: the brokers hold that first
-// answer until the controller fenced the dead leader (kafka's LeaderHold), so it names
+// answer until the controller fenced the dead leader (metadatacache.LeaderHold), so it names
 // the new one and franz-go is acknowledged again within 3 s too (4 s when the leader
 // was the active controller: the quorum's election comes first), when its previous
 // refresh was MetadataMinAge or more before the kill (its producer's first, here: the

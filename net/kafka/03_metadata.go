@@ -32,7 +32,7 @@
 // served from a cache (03_metadata_cache.go).
 //
 // An answer that would name as a partition's leader a broker this node has just lost
-// (its connections closed by the broker's side or refused) waits up to LeaderHold for
+// (its connections closed by the broker's side or refused) waits up to metadatacache.LeaderHold for
 // the controller to fence it (03_metadata_hold.go).
 
 package kafka

@@ -7,79 +7,33 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-broker/samsa/coordinator/metadata"
+	"github.com/samsa-broker/samsa/net/metadatacache"
 )
 
-// A Metadata answer that would name a lost broker as a partition's leader waits for
-// the controller to fence it, for at most LeaderHold from the moment the broker was
-// lost (Deps.Unreachable: this node's connections to it were closed by its side or
-// refused). When a leader's process dies, its followers lose it at once, and its
-// clients ask for metadata at once; the controller fences it a little later (its
-// heartbeat connection closed and its listener refuses: tens of milliseconds; when
-// it was also the active controller, after the quorum elected another, one to two
-// seconds). Answered at once, that first Metadata request names the dead leader
-// again, and a client that then waits before it asks again (franz-go's
-// MetadataMinAge, 5 s) stays on it for that long; held until the fence, the answer
-// names the new leader. Only the requests whose answer names a lost leader wait, the
-// rest are answered at once, and past LeaderHold nothing waits for that broker any
-// more (a broker only this node cannot reach is not held against for longer).
-
-// LeaderHold bounds how long after a broker was lost Metadata answers naming it
-// leader may wait: the quorum's election (controller.quorum.election.timeout.ms, 1 s,
-// randomized up to twice that) and the fence after it.
-const LeaderHold = 3 * time.Second
-
-// leaderHoldUntil returns until when the answer to req, from im, should wait: the
-// end of the hold of a lost, unfenced broker that leads a partition the answer would
-// name; zero when none does.
+// leaderHoldUntil returns until when the answer to req, from im, should wait
+// (metadatacache.LeaderHoldUntil); zero when it need not.
 func (b *Broker) leaderHoldUntil(im *metadata.Image, req *kmsg.MetadataRequest, all bool, now time.Time) time.Time {
 	up := b.unreachable.Load()
 	if up == nil {
 		return time.Time{}
 	}
-	unreachable := *up
-	var until time.Time
-	lost := map[int32]time.Time{}
-	check := func(id int32) {
-		if id < 0 || id == b.cfg.NodeID {
-			return
-		}
-		end, seen := lost[id]
-		if !seen {
-			if bi, ok := im.Broker(id); ok && !bi.Fenced {
-				if since, ok := unreachable(id); ok && now.Before(since.Add(LeaderHold)) {
-					end = since.Add(LeaderHold)
-				}
+	topics := im.Topics()
+	if !all {
+		topics = nil
+		for _, rt := range req.Topics {
+			var t *metadata.TopicImage
+			var ok bool
+			if rt.Topic != nil && *rt.Topic != "" {
+				t, ok = im.Topic(*rt.Topic)
+			} else {
+				t, ok = im.TopicByID(metadata.UUID(rt.TopicID))
 			}
-			lost[id] = end
-		}
-		if end.After(until) {
-			until = end
-		}
-	}
-	topic := func(t *metadata.TopicImage) {
-		for _, p := range t.Partitions {
-			check(p.Leader)
+			if ok {
+				topics = append(topics, t)
+			}
 		}
 	}
-	if all {
-		for _, t := range im.Topics() {
-			topic(t)
-		}
-		return until
-	}
-	for _, rt := range req.Topics {
-		var t *metadata.TopicImage
-		var ok bool
-		if rt.Topic != nil && *rt.Topic != "" {
-			t, ok = im.Topic(*rt.Topic)
-		} else {
-			t, ok = im.TopicByID(metadata.UUID(rt.TopicID))
-		}
-		if ok {
-			topic(t)
-		}
-	}
-	return until
+	return metadatacache.LeaderHoldUntil(im, b.cfg.NodeID, *up, topics, now)
 }
 
 // holdMetadata answers r from a goroutine of its own once no partition its answer

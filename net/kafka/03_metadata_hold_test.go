@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-broker/samsa/coordinator/metadata"
+	"github.com/samsa-broker/samsa/net/metadatacache"
 )
 
 // TestMetadataHoldsLostLeader: a Metadata answer that would name as leader a broker
@@ -54,7 +55,7 @@ func TestMetadataHoldsLostLeader(t *testing.T) {
 	leader := func(resp *kmsg.MetadataResponse) int32 { return resp.Topics[0].Partitions[0].Leader }
 
 	// Not naming the lost broker: at once.
-	if resp, took := ask("local"); leader(resp) != 1 || took > LeaderHold/2 {
+	if resp, took := ask("local"); leader(resp) != 1 || took > metadatacache.LeaderHold/2 {
 		t.Fatalf("local topic: leader %d after %v", leader(resp), took)
 	}
 
@@ -85,8 +86,8 @@ func TestMetadataHoldsLostLeader(t *testing.T) {
 	}
 	tb.a.MetadataChanged(off+1, im, fenced)
 	a := <-held
-	if leader(a.resp) != 1 || a.took < fenceAfter || a.took > LeaderHold {
-		t.Fatalf("held answer: leader %d after %v, want 1 after the fence (%v) and before %v", leader(a.resp), a.took, fenceAfter, LeaderHold)
+	if leader(a.resp) != 1 || a.took < fenceAfter || a.took > metadatacache.LeaderHold {
+		t.Fatalf("held answer: leader %d after %v, want 1 after the fence (%v) and before %v", leader(a.resp), a.took, fenceAfter, metadatacache.LeaderHold)
 	}
 }
 
@@ -107,7 +108,7 @@ func TestMetadataHoldEnds(t *testing.T) {
 		t.Fatal(err)
 	}
 	tb.a.MetadataChanged(off+1, im, next)
-	since := time.Now().Add(-LeaderHold + 500*time.Millisecond)
+	since := time.Now().Add(-metadatacache.LeaderHold + 500*time.Millisecond)
 	lost := func(id int32) (time.Time, bool) { return since, id == 2 }
 	tb.b.unreachable.Store(&lost)
 	req := kmsg.NewPtrMetadataRequest()
