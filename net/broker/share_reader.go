@@ -3,7 +3,11 @@ package broker
 import (
 	"encoding/binary"
 	"errors"
+	"strings"
+	"time"
 
+	"github.com/samsa-broker/samsa/coordinator/configs"
+	"github.com/samsa-broker/samsa/coordinator/metadata"
 	"github.com/samsa-broker/samsa/coordinator/share"
 	"github.com/samsa-broker/samsa/engine"
 )
@@ -14,9 +18,9 @@ import (
 type shareReader struct{ s *shareState }
 
 // Acquire implements kafka.ShareReader.
-func (r shareReader) Acquire(k share.Key, epoch int32, l *engine.Log, member string, maxRecords int, maxBytes int32, first, readCommitted bool,
-	initial func() (int64, error)) ([]byte, []share.Range, error) {
+func (r shareReader) Acquire(k share.Key, epoch int32, l *engine.Log, member string, maxRecords int, maxBytes int32, first bool) ([]byte, []share.Range, error) {
 	mgr := r.s.mgr
+	readCommitted, initial := r.groupReads(k.Group, l)
 	if _, err := mgr.NextFetchOffset(k, epoch, initial); err != nil {
 		return nil, nil, nil // loading: a later answer
 	}
@@ -52,9 +56,50 @@ func (r shareReader) Acquire(k share.Key, epoch int32, l *engine.Log, member str
 
 // Acquirable implements kafka.ShareReader: the next acquirable offset is below the
 // read end (a parked share fetch may complete).
-func (r shareReader) Acquirable(k share.Key, epoch int32, l *engine.Log, readCommitted bool, initial func() (int64, error)) bool {
+func (r shareReader) Acquirable(k share.Key, epoch int32, l *engine.Log) bool {
+	readCommitted, initial := r.groupReads(k.Group, l)
 	from, err := r.s.mgr.NextFetchOffset(k, epoch, initial)
 	return err == nil && from >= 0 && from < readEnd(l, readCommitted)
+}
+
+// groupReads is how group reads l, by its own configs (GROUP resources) as the image
+// holds them at each fetch: whether up to the last stable offset
+// (share.isolation.level=read_committed), and where a share partition without state
+// starts (initialStart).
+func (r shareReader) groupReads(group string, l *engine.Log) (readCommitted bool, initial func() (int64, error)) {
+	im := r.s.b.meta.Image()
+	own := im.Configs(metadata.ResourceGroup, group)
+	readCommitted = own != nil && strings.EqualFold(own["share.isolation.level"], "read_committed")
+	return readCommitted, func() (int64, error) { return r.InitialStart(group, l) }
+}
+
+// InitialStart is where a share partition of group without state starts, by the
+// group's share.auto.offset.reset as it is when the state is first written (else the
+// broker key of that name, else latest): the log's end (the high watermark) under
+// latest, its start under earliest, and under by_duration:<d> the first record whose
+// timestamp is at most d old (the high watermark when there is none).
+func (r shareReader) InitialStart(group string, l *engine.Log) (int64, error) {
+	b := r.s.b
+	v := b.groupLayers(b.meta.Image(), group).GroupValue("share.auto.offset.reset")
+	strategy, back, err := configs.ParseShareAutoOffsetReset(v)
+	if err != nil {
+		b.log.Warn("unusable share.auto.offset.reset: starting at latest", "group", group, "value", v, "err", err)
+		strategy = configs.ResetLatest
+	}
+	hw := l.HighWatermark()
+	switch strategy {
+	case configs.ResetEarliest:
+		return l.LogStartOffset(), nil
+	case configs.ResetByDuration:
+		off, _, ok, err := l.OffsetForTimestamp(time.Now().Add(-back).UnixMilli())
+		if err != nil {
+			return 0, err
+		}
+		if ok && off < hw {
+			return max(off, l.LogStartOffset()), nil
+		}
+	}
+	return hw, nil
 }
 
 // readEnd is where a share fetch reads up to: the high watermark, or under

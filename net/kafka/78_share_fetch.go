@@ -112,18 +112,18 @@ func (s *shareState) resolve(p *sharePart) bool {
 // reading for its SharePartitions). Safe for concurrent use.
 type ShareReader interface {
 	// Acquire reads k's log l (at leader epoch epoch) from the share partition's next
-	// acquirable offset (initial: where one without state starts) up to its read end
-	// (the high watermark; with readCommitted the last stable offset, the records of
+	// acquirable offset (without state: where the group's share.auto.offset.reset
+	// starts it) up to its read end (the high watermark; under the group's
+	// share.isolation.level=read_committed the last stable offset, the records of
 	// aborted transactions archived instead of handed out), whole batches within
 	// maxBytes (one at least when first), acquires at most maxRecords of their records
 	// for member, and returns the batches up to the last record acquired and the
 	// ranges acquired. Nothing while the partition's state loads, when nothing is
 	// acquirable, or when the log start passed the offset meanwhile; an error only
 	// from reading the log.
-	Acquire(k share.Key, epoch int32, l *engine.Log, member string, maxRecords int, maxBytes int32, first, readCommitted bool,
-		initial func() (int64, error)) ([]byte, []share.Range, error)
+	Acquire(k share.Key, epoch int32, l *engine.Log, member string, maxRecords int, maxBytes int32, first bool) ([]byte, []share.Range, error)
 	// Acquirable reports whether k has records to acquire below its read end.
-	Acquirable(k share.Key, epoch int32, l *engine.Log, readCommitted bool, initial func() (int64, error)) bool
+	Acquirable(k share.Key, epoch int32, l *engine.Log) bool
 }
 
 // shareAckCode maps an acknowledgement's outcome to its code.
@@ -207,19 +207,9 @@ func handleShareFetch(b *Broker, r *Request) {
 		fail(kerr.UnsupportedVersion.Code)
 		return
 	}
-	var groupID, member string
-	if req.GroupID != nil {
-		groupID = *req.GroupID
-	}
-	if req.MemberID != nil {
-		member = *req.MemberID
-	}
-	if groupID == "" {
-		fail(kerr.InvalidGroupID.Code)
-		return
-	}
-	if member == "" || len(member) > 36 {
-		fail(kerr.InvalidRequest.Code)
+	groupID, member, code := shareMember(req.GroupID, req.MemberID)
+	if code != 0 {
+		fail(code)
 		return
 	}
 	renew := req.Version >= 2 && req.IsRenewAck
@@ -334,6 +324,25 @@ func handleShareFetch(b *Broker, r *Request) {
 	})
 }
 
+// shareMember applies KIP-932's checks to a share request's group and member ids:
+// INVALID_GROUP_ID for no group, INVALID_REQUEST for a member id empty or longer than
+// 36 characters (a UUID's string).
+func shareMember(group, member *string) (groupID, memberID string, code int16) {
+	if group != nil {
+		groupID = *group
+	}
+	if member != nil {
+		memberID = *member
+	}
+	switch {
+	case groupID == "":
+		code = kerr.InvalidGroupID.Code
+	case memberID == "" || len(memberID) > 36:
+		code = kerr.InvalidRequest.Code
+	}
+	return groupID, memberID, code
+}
+
 func containsPart(ps []*sharePart, p *sharePart) bool {
 	for _, q := range ps {
 		if q == p {
@@ -380,7 +389,6 @@ func (op *shareFetchOp) fetchOrPark() {
 func (op *shareFetchOp) gather() int {
 	b := op.b
 	left, bytesLeft := op.maxRecords, op.maxBytes
-	committed := b.shares.readCommitted(op.group)
 	n := 0
 	for _, p := range op.parts {
 		if p.code != 0 || left <= 0 || bytesLeft <= 0 {
@@ -389,7 +397,7 @@ func (op *shareFetchOp) gather() int {
 		if p.log == nil && !b.shares.resolve(p) {
 			continue
 		}
-		recs, got, err := b.shares.reader.Acquire(p.key, p.epoch, p.log, op.member, left, bytesLeft, n == 0, committed, b.shares.initialStart(op.group, p.log))
+		recs, got, err := b.shares.reader.Acquire(p.key, p.epoch, p.log, op.member, left, bytesLeft, n == 0)
 		if err != nil {
 			p.code = engineErr(err).Code
 			continue
@@ -411,9 +419,8 @@ func (op *shareFetchOp) gather() int {
 // acquire (or its state finished loading, or a partition failed).
 func (op *shareFetchOp) TryComplete() bool {
 	s := op.b.shares
-	committed := s.readCommitted(op.group)
 	for _, p := range op.parts {
-		if p.log != nil && s.reader.Acquirable(p.key, p.epoch, p.log, committed, s.initialStart(op.group, p.log)) {
+		if p.log != nil && s.reader.Acquirable(p.key, p.epoch, p.log) {
 			return op.ForceComplete()
 		}
 	}

@@ -41,19 +41,10 @@ func handleShareAcknowledge(b *Broker, r *Request) {
 		fail(kerr.UnsupportedVersion.Code)
 		return
 	}
-	var groupID, member string
-	if req.GroupID != nil {
-		groupID = *req.GroupID
-	}
-	if req.MemberID != nil {
-		member = *req.MemberID
-	}
+	groupID, member, code := shareMember(req.GroupID, req.MemberID)
 	switch {
-	case groupID == "":
-		fail(kerr.InvalidGroupID.Code)
-		return
-	case member == "" || len(member) > 36:
-		fail(kerr.InvalidRequest.Code)
+	case code != 0:
+		fail(code)
 		return
 	case req.ShareSessionEpoch == 0:
 		fail(kerr.InvalidShareSessionEpoch.Code)

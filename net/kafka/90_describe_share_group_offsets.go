@@ -22,13 +22,12 @@
 package kafka
 
 import (
-	"sync"
-
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-broker/samsa/coordinator/share"
 	"github.com/samsa-broker/samsa/engine"
+	"github.com/samsa-broker/samsa/internal/latch"
 	"github.com/samsa-broker/samsa/net/authz"
 )
 
@@ -112,29 +111,22 @@ func handleDescribeShareGroupOffsets(b *Broker, r *Request) {
 			}
 		}
 	}
-	if len(reads) == 0 {
-		r.Respond(resp)
-		return
-	}
-	var mu sync.Mutex
-	left := len(reads)
+	l := latch.New(func() { r.Respond(resp) })
 	for _, rd := range reads {
+		l.Add()
 		b.shares.states.Summary(rd.key, func(sum share.Summary, code int16) {
-			mu.Lock()
-			defer mu.Unlock()
-			switch {
-			case code != 0:
-				rd.p.ErrorCode = code
-			case sum.Found:
-				rd.p.StartOffset, rd.p.LeaderEpoch = sum.StartOffset, sum.LeaderEpoch
-				if rd.log != nil && sum.StartOffset >= 0 && sum.DeliveryComplete >= 0 {
-					rd.p.Lag = max(rd.log.HighWatermark()-sum.StartOffset-int64(sum.DeliveryComplete), 0)
+			l.Done(func() {
+				switch {
+				case code != 0:
+					rd.p.ErrorCode = code
+				case sum.Found:
+					rd.p.StartOffset, rd.p.LeaderEpoch = sum.StartOffset, sum.LeaderEpoch
+					if rd.log != nil && sum.StartOffset >= 0 && sum.DeliveryComplete >= 0 {
+						rd.p.Lag = max(rd.log.HighWatermark()-sum.StartOffset-int64(sum.DeliveryComplete), 0)
+					}
 				}
-			}
-			left--
-			if left == 0 {
-				r.Respond(resp)
-			}
+			})
 		})
 	}
+	l.Done(nil)
 }

@@ -20,13 +20,12 @@
 package kafka
 
 import (
-	"sync"
-
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-broker/samsa/coordinator/group"
 	"github.com/samsa-broker/samsa/coordinator/share"
+	"github.com/samsa-broker/samsa/internal/latch"
 	"github.com/samsa-broker/samsa/net/authz"
 )
 
@@ -152,24 +151,12 @@ func (s *shareState) resetStates(n int, item func(i int) (share.Key, int64), set
 // eachShareState runs op for each of n share partitions in parallel; set records
 // each outcome, done runs once all are set.
 func eachShareState(n int, op func(i int, finish func(code int16)), set func(i int, code int16), done func()) {
-	if n == 0 {
-		done()
-		return
-	}
-	var mu sync.Mutex
-	left := n
+	l := latch.New(done)
 	for i := 0; i < n; i++ {
-		op(i, func(code int16) {
-			mu.Lock()
-			set(i, code)
-			left--
-			last := left == 0
-			mu.Unlock()
-			if last {
-				done()
-			}
-		})
+		l.Add()
+		op(i, func(code int16) { l.Done(func() { set(i, code) }) })
 	}
+	l.Done(nil)
 }
 
 // emptyShareGroup checks what AlterShareGroupOffsets and DeleteShareGroupOffsets both

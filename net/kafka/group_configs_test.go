@@ -17,6 +17,7 @@ import (
 	"github.com/samsa-broker/samsa/coordinator/acl"
 	"github.com/samsa-broker/samsa/coordinator/configs"
 	"github.com/samsa-broker/samsa/coordinator/metadata"
+	"github.com/samsa-broker/samsa/engine"
 	"github.com/samsa-broker/samsa/net/auth"
 )
 
@@ -291,12 +292,15 @@ func TestShareGroupConfigEarliest(t *testing.T) {
 		}
 	}
 	l := tb.log(aged, 0)
+	reader := tb.b.shares.reader.(interface {
+		InitialStart(group string, l *engine.Log) (int64, error)
+	})
 	for _, c := range []struct {
 		reset string
 		want  int64
 	}{{"by_duration:PT3H", 0}, {"by_duration:PT1H", 5}, {"by_duration:P0DT30S", 8}, {"earliest", 0}, {"latest", 8}} {
 		mustAlterGroupConfigs(t, cl, "by-duration", "share.auto.offset.reset", kmsg.IncrementalAlterConfigOpSet, c.reset)
-		if got, err := tb.b.shares.initialStart("by-duration", l)(); err != nil || got != c.want {
+		if got, err := reader.InitialStart("by-duration", l); err != nil || got != c.want {
 			t.Errorf("share.auto.offset.reset=%s: start %d %v, want %d", c.reset, got, err, c.want)
 		}
 	}

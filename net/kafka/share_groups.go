@@ -1,10 +1,6 @@
 package kafka
 
 import (
-	"strings"
-	"time"
-
-	"github.com/samsa-broker/samsa/coordinator/configs"
 	"github.com/samsa-broker/samsa/coordinator/metadata"
 	"github.com/samsa-broker/samsa/coordinator/share"
 	"github.com/samsa-broker/samsa/engine"
@@ -25,10 +21,6 @@ import (
 // clusters) and the node's keys allow it: group.share.enable (default true) or
 // "share" in group.coordinator.rebalance.protocols (Kafka 4.0's switch); see
 // features_view.go.
-//
-// A group's own configs (GROUP resources) are read from the image at each fetch:
-// share.auto.offset.reset when a share partition has no state (initialStart),
-// share.isolation.level (readCommitted).
 type shareState struct {
 	b      *Broker
 	parts  metadatacache.Partitions
@@ -83,43 +75,5 @@ func (b *Broker) ShareAvailable(k share.Key) {
 	dp := b.dataPath.Load()
 	if l := b.eng.Log(engine.TopicPartition{Topic: t.Name, Partition: k.Partition}); l != nil && dp != nil {
 		dp.shareWaits.CheckAndComplete(l)
-	}
-}
-
-// readCommitted reports whether group reads with share.isolation.level=read_committed.
-func (s *shareState) readCommitted(group string) bool {
-	im := s.b.meta.Image()
-	own := im.Configs(metadata.ResourceGroup, group)
-	return own != nil && strings.EqualFold(own["share.isolation.level"], "read_committed")
-}
-
-// initialStart is where a share partition of group without state starts, by the
-// group's share.auto.offset.reset as it is when the state is first written (else the
-// broker key of that name, else latest): the log's end (the high watermark) under
-// latest, its start under earliest, and under by_duration:<d> the first record whose
-// timestamp is at most d old (the high watermark when there is none).
-func (s *shareState) initialStart(group string, l *engine.Log) func() (int64, error) {
-	return func() (int64, error) {
-		im := s.b.meta.Image()
-		v := s.b.keys.groupLayers(im, group).GroupValue("share.auto.offset.reset")
-		strategy, back, err := configs.ParseShareAutoOffsetReset(v)
-		if err != nil {
-			s.b.log.Warn("unusable share.auto.offset.reset: starting at latest", "group", group, "value", v, "err", err)
-			strategy = configs.ResetLatest
-		}
-		hw := l.HighWatermark()
-		switch strategy {
-		case configs.ResetEarliest:
-			return l.LogStartOffset(), nil
-		case configs.ResetByDuration:
-			off, _, ok, err := l.OffsetForTimestamp(time.Now().Add(-back).UnixMilli())
-			if err != nil {
-				return 0, err
-			}
-			if ok && off < hw {
-				return max(off, l.LogStartOffset()), nil
-			}
-		}
-		return hw, nil
 	}
 }
