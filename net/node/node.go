@@ -401,7 +401,9 @@ func (n *Node) AdminAddr() string {
 //  2. the admin listener;
 //  3. the controller: it stops taking requests and waits (at most drainTimeout) for
 //     its proposals in flight, while the CONTROLLER listener still carries raft
-//     messages; then the listener drains; then the raft voter stops, its log closes;
+//     messages; an active controller then hands the quorum's leadership to another
+//     voter (at most resignWait); then the listener drains; then the raft voter
+//     stops, its log closes;
 //  4. the logs close (writing the clean-shutdown marker), then the power-loss
 //     journal.
 //
@@ -442,6 +444,9 @@ func (n *Node) shutdown(ctx context.Context, graceful bool) error {
 			dctx, cancel := context.WithTimeout(ctx, drainTimeout)
 			n.ctl.ctl.Drain(dctx)
 			cancel()
+			if graceful {
+				n.ctl.resign(ctx)
+			}
 		}
 		if n.ctlLn != nil {
 			if err := n.ctlLn.stop(ctx); err != nil {

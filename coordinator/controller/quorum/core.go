@@ -44,8 +44,8 @@ func (q *Quorum) HandleReady() (err error) {
 		return q.failed
 	}
 	q.inbox.Lock()
-	msgs, props, ops, unreachable := q.inbox.msgs, q.inbox.props, q.inbox.ops, q.inbox.unreachable
-	q.inbox.msgs, q.inbox.props, q.inbox.ops, q.inbox.unreachable, q.inbox.bytes = nil, nil, nil, nil, 0
+	msgs, props, ops, unreachable, resign := q.inbox.msgs, q.inbox.props, q.inbox.ops, q.inbox.unreachable, q.inbox.resign
+	q.inbox.msgs, q.inbox.props, q.inbox.ops, q.inbox.unreachable, q.inbox.bytes, q.inbox.resign = nil, nil, nil, nil, 0, false
 	q.inbox.Unlock()
 	opsTaken := false
 	defer func() {
@@ -94,6 +94,9 @@ func (q *Quorum) HandleReady() (err error) {
 		}
 	}
 	q.handOver()
+	if resign && q.state == raft.StateLeader && q.rn.BasicStatus().LeadTransferee == 0 {
+		q.leaveLeadership("this voter is shutting down")
+	}
 	if err := q.drain(); err != nil {
 		return q.fail(err)
 	}

@@ -179,3 +179,47 @@ func TestPartitionedVoterDoesNotDisrupt(t *testing.T) {
 		}
 	}
 }
+
+// TestResignHandsOverLeadership: a leader that resigns (a graceful shutdown) hands
+// leadership to another voter within a few message delays, well inside an election
+// timeout, and the new leader commits; a follower's Resign changes nothing.
+func TestResignHandsOverLeadership(t *testing.T) {
+	const seed = 7
+	cryptotest.SetGlobalRandom(t, seed)
+	s := newQuietSim(t, seed, 3, time.Hour)
+	s.p.drop, s.p.dup = 0, 0
+	s.advance(2 * time.Second)
+	li := s.leaderIndex()
+	if li < 0 {
+		t.Fatal("no leader after 2s")
+	}
+	old, term := s.nodes[li].q.Leader()
+	f := (li + 1) % 3
+	s.nodes[f].q.Resign()
+	s.handle(f)
+	s.advance(s.now + 3*simTick)
+	if lead, tm := s.nodes[li].q.Leader(); lead != old || tm != term {
+		t.Fatalf("a follower's Resign moved leadership: leader %d term %d, was %d in %d", lead, tm, old, term)
+	}
+
+	resigned := s.now
+	s.nodes[li].q.Resign()
+	s.handle(li)
+	for s.leaderIndex() == li || s.leaderIndex() < 0 {
+		if s.now-resigned > simElection*simTick/2 {
+			t.Fatalf("no other leader %v after Resign (election timeout %v)", s.now-resigned, simElection*simTick)
+		}
+		s.advance(s.now + simTick/2)
+	}
+	ni := s.leaderIndex()
+	if lead, tm := s.nodes[ni].q.Leader(); lead == old || tm <= term {
+		t.Fatalf("after Resign: leader %d term %d, was %d in %d", lead, tm, old, term)
+	}
+	t.Logf("leadership moved from %d to %d in %v", old, s.nodes[ni].id, s.now-resigned)
+	ch := s.nodes[ni].q.Propose([]metadata.Record{topic("after-resign")})
+	s.handle(ni)
+	s.advance(s.now + time.Second)
+	if r := result(t, ch); r.Err != nil {
+		t.Fatalf("proposal to the new leader: %v", r.Err)
+	}
+}

@@ -235,8 +235,9 @@ func (q *Quorum) advanceOp(now time.Time) bool {
 	return false
 }
 
-// leaveLeadership moves leadership to the voter with the highest match index.
-func (q *Quorum) leaveLeadership() {
+// leaveLeadership moves leadership to the voter with the highest match index, saying
+// why in the log.
+func (q *Quorum) leaveLeadership(why string) {
 	var best, match uint64
 	q.rn.WithProgress(func(id uint64, typ raft.ProgressType, pr tracker.Progress) {
 		if typ != raft.ProgressTypeLearner && id != q.self && (best == 0 || pr.Match > match) {
@@ -244,7 +245,7 @@ func (q *Quorum) leaveLeadership() {
 		}
 	})
 	if best != 0 {
-		q.log.Info("moving leadership before this voter's removal", "to", fmt.Sprintf("%x", best))
+		q.log.Info("moving leadership: "+why, "to", fmt.Sprintf("%x", best))
 		q.rn.TransferLeader(best)
 	}
 }
@@ -314,7 +315,7 @@ func (q *Quorum) startOp(o *voterOp) bool {
 			// A leader that removed itself would leave the voters unable to elect
 			// one of them without its vote until they learn that the change
 			// committed: leadership moves first, and the new leader removes it.
-			q.leaveLeadership()
+			q.leaveLeadership("before this voter's removal")
 			q.finishOp(fmt.Errorf("%w: voter %d is this leader; leadership is moving to another voter: ask the new leader", ErrNotLeader, o.voter.ID))
 			return false
 		}
