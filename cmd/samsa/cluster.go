@@ -4,6 +4,7 @@ package main
 //
 //	samsa cluster describe [--bootstrap-server H:P]
 //	samsa cluster start --nodes N --data-dir DIR [--timeout 60s]
+//	samsa cluster roll --restart-command CMD [--bootstrap-server H:P] (cluster_roll.go)
 //
 // describe shows the brokers (host, port, rack, fenced), the active controller and
 // the metadata quorum (DescribeQuorum: leader, epoch, high watermark, each voter's
@@ -40,7 +41,7 @@ import (
 )
 
 func init() {
-	register("cluster", "the cluster: describe (brokers, controller, quorum), start (N local nodes)", runCluster)
+	register("cluster", "the cluster: describe (brokers, controller, quorum), start (N local nodes), roll (rolling restart)", runCluster)
 }
 
 const clusterUsage = `usage: samsa cluster <command> [flags]
@@ -55,7 +56,10 @@ const clusterUsage = `usage: samsa cluster <command> [flags]
                             running; start it again with the printed
                             samsa serve --config node-<id>/server.properties
       --nodes N (default 3), --data-dir DIR (default ./cluster-data),
-      --timeout 60s (how long to wait for the cluster to form)`
+      --timeout 60s (how long to wait for the cluster to form)
+  roll                      a rolling restart: each node restarted in turn by
+                            --restart-command, waiting until it is ready with its
+                            replicas in their ISRs; samsa cluster roll -h`
 
 func runCluster(args []string) int { return clusterMain(args, os.Stdout) }
 
@@ -82,6 +86,8 @@ func clusterMain(args []string, out io.Writer) int {
 		})
 	case "start":
 		return runClusterStart(args[1:])
+	case "roll":
+		return runClusterRoll(args[1:], out)
 	}
 	fmt.Fprintf(os.Stderr, "samsa cluster: unknown command %q\n%s\n", args[0], clusterUsage)
 	return 2
