@@ -219,11 +219,40 @@ func envName(key string) string {
 	return "SAMSA_" + strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
 }
 
-// envKey maps an environment variable back to a known key.
+// envKey maps an environment variable back to a known key. A listener's override
+// (Kafka's listener.name.<listener>.<key>) is SAMSA_LISTENER_NAME_ + the listener's
+// name + the key's variable without SAMSA_, e.g.
+// SAMSA_LISTENER_NAME_SASL_SSL_PLAIN_SASL_JAAS_CONFIG for
+// listener.name.sasl_ssl.plain.sasl.jaas.config: the listener's name is the shortest
+// prefix that leaves a key a listener may override.
 func envKey(name string) (string, bool) {
 	for _, k := range configs.BrokerKeys() {
 		if envName(k) == name {
 			return k, true
+		}
+	}
+	rest, ok := strings.CutPrefix(name, "SAMSA_LISTENER_NAME_")
+	if !ok {
+		return "", false
+	}
+	for i := 1; i < len(rest)-1; i++ {
+		if rest[i] != '_' {
+			continue
+		}
+		listener, sub := strings.ToLower(rest[:i]), rest[i+1:]
+		for _, mech := range []string{"PLAIN", "SCRAM_SHA_256", "SCRAM_SHA_512"} {
+			if sub == mech+"_SASL_JAAS_CONFIG" {
+				return "listener.name." + listener + "." + strings.ToLower(strings.ReplaceAll(mech, "_", "-")) + ".sasl.jaas.config", true
+			}
+		}
+		for _, k := range configs.BrokerKeys() {
+			if envName(k) != "SAMSA_"+sub {
+				continue
+			}
+			key := "listener.name." + listener + "." + k
+			if _, known, _ := configs.ValidateBroker(key, ""); known {
+				return key, true
+			}
 		}
 	}
 	return "", false

@@ -182,6 +182,41 @@ func TestConfigWarnsUnknownKeys(t *testing.T) {
 	}
 }
 
+// TestEnvKey: a variable maps back to its key, a listener's override too (the
+// listener's name may hold underscores: the shortest prefix that leaves a key a
+// listener may override).
+func TestEnvKey(t *testing.T) {
+	for _, c := range []struct {
+		name, key string
+	}{
+		{"SAMSA_LOG_RETENTION_MS", "log.retention.ms"},
+		{"SAMSA_SSL_KEYSTORE_LOCATION", "ssl.keystore.location"},
+		{"SAMSA_LISTENER_NAME_SASL_SSL_PLAIN_SASL_JAAS_CONFIG", "listener.name.sasl_ssl.plain.sasl.jaas.config"},
+		{"SAMSA_LISTENER_NAME_CONTROLLER_SCRAM_SHA_512_SASL_JAAS_CONFIG", "listener.name.controller.scram-sha-512.sasl.jaas.config"},
+		{"SAMSA_LISTENER_NAME_SASL_SSL_SASL_ENABLED_MECHANISMS", "listener.name.sasl_ssl.sasl.enabled.mechanisms"},
+		{"SAMSA_LISTENER_NAME_EXTERNAL_SSL_KEYSTORE_LOCATION", "listener.name.external.ssl.keystore.location"},
+		{"SAMSA_LISTENER_NAME_SSL_SSL_CLIENT_AUTH", "listener.name.ssl.ssl.client.auth"},
+		{"SAMSA_LISTENER_NAME_EXTERNAL_LOG_RETENTION_MS", ""}, // not a listener's key
+		{"SAMSA_LISTENER_NAME_EXTERNAL", ""},
+		{"SAMSA_NO_SUCH", ""},
+	} {
+		key, known := envKey(c.name)
+		if key != c.key || known != (c.key != "") {
+			t.Errorf("envKey(%s) = %q, %v; want %q", c.name, key, known, c.key)
+		}
+	}
+	c, err := loadConfig(nil, []string{
+		"SAMSA_LISTENERS=SASL_SSL://127.0.0.1:0",
+		"SAMSA_LISTENER_NAME_SASL_SSL_PLAIN_SASL_JAAS_CONFIG=org.apache.kafka.common.security.plain.PlainLoginModule required user_a=\"b\";",
+	}, slog.New(slog.DiscardHandler), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.set["listener.name.sasl_ssl.plain.sasl.jaas.config"]; !ok {
+		t.Errorf("the listener's JAAS entry from the environment not set: %v", c.set)
+	}
+}
+
 func TestReadProperties(t *testing.T) {
 	file := writeFile(t, "! bang comment\n  a=1\nb : two words \nc\\:d=e\\tf\nlong=x,\\\n    y\nuni=\\u0041\nempty=\n")
 	props, err := readProperties(file)

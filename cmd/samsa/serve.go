@@ -26,8 +26,9 @@ itself. A node of a cluster is configured with Kafka's KRaft keys and formatted 
 with ` + "`samsa storage format`" + `.
 
 Configuration, highest precedence first: flags; environment (SAMSA_ + the key
-upper-cased with dots as underscores, e.g. SAMSA_LOG_RETENTION_MS=3600000); the
-properties file given by --config (Kafka's server.properties key names); Kafka's
+upper-cased with dots as underscores, e.g. SAMSA_LOG_RETENTION_MS=3600000; a
+listener's override listener.name.<l>.<key> as SAMSA_LISTENER_NAME_<L>_<KEY>, e.g.
+SAMSA_LISTENER_NAME_SASL_SSL_PLAIN_SASL_JAAS_CONFIG); the properties file given by --config (Kafka's server.properties key names); Kafka's
 defaults. Unknown keys are warned about; bad values stop the node with a message.
 
 The cluster's keys (Kafka's KRaft names):
