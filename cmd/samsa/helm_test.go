@@ -55,9 +55,13 @@ type k8sContainer struct {
 		Name      string `yaml:"name"`
 		Value     string `yaml:"value"`
 		ValueFrom *struct {
-			FieldRef struct {
+			FieldRef *struct {
 				FieldPath string `yaml:"fieldPath"`
 			} `yaml:"fieldRef"`
+			SecretKeyRef *struct {
+				Name string `yaml:"name"`
+				Key  string `yaml:"key"`
+			} `yaml:"secretKeyRef"`
 		} `yaml:"valueFrom"`
 	} `yaml:"env"`
 	Ports []struct {
@@ -70,6 +74,7 @@ type k8sContainer struct {
 		} `yaml:"httpGet"`
 	} `yaml:"readinessProbe"`
 	VolumeMounts []struct {
+		Name      string `yaml:"name"`
 		MountPath string `yaml:"mountPath"`
 	} `yaml:"volumeMounts"`
 }
@@ -86,9 +91,226 @@ type k8sStatefulSet struct {
 			Spec struct {
 				TerminationGracePeriodSeconds int            `yaml:"terminationGracePeriodSeconds"`
 				Containers                    []k8sContainer `yaml:"containers"`
+				Volumes                       []struct {
+					Name   string `yaml:"name"`
+					Secret *struct {
+						SecretName string `yaml:"secretName"`
+					} `yaml:"secret"`
+				} `yaml:"volumes"`
 			} `yaml:"spec"`
 		} `yaml:"template"`
 	} `yaml:"spec"`
+}
+
+// helmTemplate runs `helm template samsa CHART --namespace default` with args and
+// returns what it rendered and its StatefulSet (one container).
+func helmTemplate(t *testing.T, helm, chart string, args ...string) ([]byte, *k8sStatefulSet) {
+	t.Helper()
+	rendered, err := exec.Command(helm, append([]string{"template", "samsa", chart, "--namespace", "default"}, args...)...).Output()
+	if err != nil {
+		t.Fatalf("helm template %s: %v", strings.Join(args, " "), err)
+	}
+	var sts *k8sStatefulSet
+	dec := yaml.NewDecoder(bytes.NewReader(rendered))
+	for {
+		var s k8sStatefulSet
+		if err := dec.Decode(&s); err != nil {
+			break
+		}
+		if s.Kind == "StatefulSet" {
+			sts = &s
+		}
+	}
+	if sts == nil || len(sts.Spec.Template.Spec.Containers) != 1 {
+		t.Fatal("no StatefulSet with one container rendered")
+	}
+	return rendered, sts
+}
+
+// chartPod is one pod of a chartCluster: a process of this build.
+type chartPod struct {
+	cmd    *exec.Cmd
+	out    *syncBuffer
+	exited chan error
+}
+
+// chartCluster runs the pods of a rendered StatefulSet as Kubernetes would run them,
+// as processes of this build: each pod's environment from its fieldRefs, its
+// secretKeyRefs and $(VAR) references, its DNS names and container ports mapped to
+// ports of 127.0.0.1, its data volume a directory, a Secret volume a directory of the
+// Secret's keys.
+type chartCluster struct {
+	t        *testing.T
+	bin      string
+	sts      *k8sStatefulSet
+	ctr      k8sContainer
+	ports    map[string]int    // container port by name
+	hostPort map[string]int    // "ordinal/container port" -> port of 127.0.0.1
+	mounts   map[string]string // a Secret volume's mount path -> its directory
+	secrets  map[string]map[string]string
+	dir      string
+	pods     []*chartPod
+}
+
+// startChartPods starts every pod of sts, with secrets (Secret name -> key -> value)
+// for its secretKeyRefs and Secret volumes, and waits until each is ready by its
+// readiness probe. The pods are killed at the end of the test (their output logged
+// if it failed).
+func startChartPods(t *testing.T, bin string, sts *k8sStatefulSet, secrets map[string]map[string]string) *chartCluster {
+	t.Helper()
+	c := &chartCluster{t: t, bin: bin, sts: sts, ctr: sts.Spec.Template.Spec.Containers[0], ports: map[string]int{},
+		hostPort: map[string]int{}, mounts: map[string]string{}, secrets: secrets, dir: t.TempDir()}
+	n := sts.Spec.Replicas
+	for _, p := range c.ctr.Ports {
+		c.ports[p.Name] = p.ContainerPort
+	}
+	free, err := freePorts(n * len(c.ports))
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := []string{}
+	for name := range c.ports {
+		names = append(names, name)
+	}
+	for i := range n {
+		for j, name := range names {
+			c.hostPort[fmt.Sprintf("%d/%d", i, c.ports[name])] = free[i*len(names)+j]
+		}
+	}
+	for _, v := range sts.Spec.Template.Spec.Volumes {
+		if v.Secret == nil {
+			t.Fatalf("volume %s: only Secret volumes are run", v.Name)
+		}
+		data, ok := secrets[v.Secret.SecretName]
+		if !ok {
+			t.Fatalf("volume %s: no Secret %s given", v.Name, v.Secret.SecretName)
+		}
+		d := filepath.Join(c.dir, "secret-"+v.Secret.SecretName)
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		for k, val := range data {
+			if err := os.WriteFile(filepath.Join(d, k), []byte(val), 0o400); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, vm := range c.ctr.VolumeMounts {
+			if vm.Name == v.Name {
+				c.mounts[vm.MountPath] = d
+			}
+		}
+	}
+	c.pods = make([]*chartPod, n)
+	t.Cleanup(func() {
+		for i, p := range c.pods {
+			if p != nil {
+				p.cmd.Process.Kill()
+				if t.Failed() {
+					t.Logf("pod %d:\n%s", i, p.out.String())
+				}
+			}
+		}
+	})
+	for i := range n {
+		c.start(i)
+	}
+	for i := range n {
+		c.ready(i)
+	}
+	return c
+}
+
+// env is pod i's environment.
+func (c *chartCluster) env(i int) []string {
+	t, sts := c.t, c.sts
+	dns := regexp.MustCompile(regexp.QuoteMeta(sts.Metadata.Name) + `-(\d+)\.` + regexp.QuoteMeta(sts.Spec.ServiceName) + `\.default\.svc\.cluster\.local:(\d+)`)
+	any := regexp.MustCompile(`0\.0\.0\.0:(\d+)`)
+	vars := map[string]string{}
+	env := childEnv()
+	for _, e := range c.ctr.Env {
+		v := e.Value
+		switch {
+		case e.ValueFrom == nil:
+		case e.ValueFrom.FieldRef != nil:
+			switch e.ValueFrom.FieldRef.FieldPath {
+			case "metadata.name":
+				v = fmt.Sprintf("%s-%d", sts.Metadata.Name, i)
+			case "metadata.namespace":
+				v = "default"
+			case "metadata.labels['apps.kubernetes.io/pod-index']":
+				v = strconv.Itoa(i)
+			default:
+				t.Fatalf("fieldRef %s", e.ValueFrom.FieldRef.FieldPath)
+			}
+		case e.ValueFrom.SecretKeyRef != nil:
+			ref := e.ValueFrom.SecretKeyRef
+			val, ok := c.secrets[ref.Name][ref.Key]
+			if !ok {
+				t.Fatalf("%s: no key %s in Secret %s", e.Name, ref.Key, ref.Name)
+			}
+			v = val
+		default:
+			t.Fatalf("%s: valueFrom of another kind", e.Name)
+		}
+		if e.ValueFrom == nil {
+			v = regexp.MustCompile(`\$\((\w+)\)`).ReplaceAllStringFunc(v, func(m string) string { return vars[m[2:len(m)-1]] })
+			v = dns.ReplaceAllStringFunc(v, func(m string) string {
+				s := dns.FindStringSubmatch(m) // pod ordinal, port
+				return fmt.Sprintf("127.0.0.1:%d", c.hostPort[s[1]+"/"+s[2]])
+			})
+			v = any.ReplaceAllStringFunc(v, func(m string) string {
+				return fmt.Sprintf("127.0.0.1:%d", c.hostPort[strconv.Itoa(i)+"/"+any.FindStringSubmatch(m)[1]])
+			})
+			for _, vm := range c.ctr.VolumeMounts {
+				to, ok := c.mounts[vm.MountPath]
+				if !ok {
+					to = filepath.Join(c.dir, fmt.Sprintf("pod-%d", i))
+				}
+				v = strings.ReplaceAll(v, vm.MountPath, to)
+			}
+		}
+		vars[e.Name] = v
+		env = append(env, e.Name+"="+v)
+	}
+	return env
+}
+
+// start starts pod i.
+func (c *chartCluster) start(i int) {
+	p := &chartPod{cmd: exec.Command(c.bin, c.ctr.Args...), out: &syncBuffer{}, exited: make(chan error, 1)}
+	p.cmd.Env = c.env(i)
+	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
+	if err := p.cmd.Start(); err != nil {
+		c.t.Fatal(err)
+	}
+	go func() { p.exited <- p.cmd.Wait() }()
+	c.pods[i] = p
+}
+
+// ready waits until pod i's readiness probe answers 200.
+func (c *chartCluster) ready(i int) {
+	c.t.Helper()
+	url := fmt.Sprintf("http://127.0.0.1:%d%s", c.hostPort[fmt.Sprintf("%d/%d", i, c.ports["admin"])], c.ctr.ReadinessProbe.HTTPGet.Path)
+	eventually(c.t, 60*time.Second, fmt.Sprintf("pod %d ready (%s)", i, url), func() error {
+		resp, err := http.Get(url)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			return fmt.Errorf("%s", resp.Status)
+		}
+		return nil
+	})
+}
+
+// bootstrap is the pods' Kafka listeners on 127.0.0.1.
+func (c *chartCluster) bootstrap() string {
+	var seeds []string
+	for i := range c.sts.Spec.Replicas {
+		seeds = append(seeds, fmt.Sprintf("127.0.0.1:%d", c.hostPort[fmt.Sprintf("%d/%d", i, c.ports["kafka"])]))
+	}
+	return strings.Join(seeds, ",")
 }
 
 // TestHelmChart: deploy/kubernetes/samsa passes `helm lint`; `helm template` renders
@@ -113,10 +335,7 @@ func TestHelmChart(t *testing.T) {
 	if out, err := exec.Command(helm, "template", "samsa", chart).CombinedOutput(); err == nil || !bytes.Contains(out, []byte("set clusterId")) {
 		t.Fatalf("helm template without a cluster id: %v\n%s", err, out)
 	}
-	rendered, err := exec.Command(helm, "template", "samsa", chart, "--namespace", "default", "--set", "clusterId="+chartClusterID).Output()
-	if err != nil {
-		t.Fatalf("helm template: %v", err)
-	}
+	rendered, sts := helmTemplate(t, helm, chart, "--set", "clusterId="+chartClusterID)
 	manifest := "../../deploy/kubernetes/samsa.yaml"
 	want := manifestHeader + string(rendered)
 	if *updateManifests {
@@ -127,133 +346,12 @@ func TestHelmChart(t *testing.T) {
 	if have, err := os.ReadFile(manifest); err != nil || string(have) != want {
 		t.Fatalf("%s is not what the chart renders (go test -run TestHelmChart ./cmd/samsa -update-manifests): %v", manifest, err)
 	}
-
-	var sts *k8sStatefulSet
-	dec := yaml.NewDecoder(bytes.NewReader(rendered))
-	for {
-		var s k8sStatefulSet
-		if err := dec.Decode(&s); err != nil {
-			break
-		}
-		if s.Kind == "StatefulSet" {
-			sts = &s
-		}
-	}
-	if sts == nil || len(sts.Spec.Template.Spec.Containers) != 1 {
-		t.Fatal("no StatefulSet with one container rendered")
-	}
-	ctr := sts.Spec.Template.Spec.Containers[0]
 	if _, err := exec.LookPath("kcat"); err != nil {
 		t.Skip("kcat is not installed")
 	}
-	n := sts.Spec.Replicas
-	ports := map[string]int{}
-	for _, p := range ctr.Ports {
-		ports[p.Name] = p.ContainerPort
-	}
-	free, err := freePorts(n * len(ports))
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Each pod's container port, mapped to its own port of 127.0.0.1.
-	hostPort := map[string]int{}
-	names := []string{}
-	for name := range ports {
-		names = append(names, name)
-	}
-	for i := range n {
-		for j, name := range names {
-			hostPort[fmt.Sprintf("%d/%d", i, ports[name])] = free[i*len(names)+j]
-		}
-	}
-	dns := regexp.MustCompile(regexp.QuoteMeta(sts.Metadata.Name) + `-(\d+)\.` + regexp.QuoteMeta(sts.Spec.ServiceName) + `\.default\.svc\.cluster\.local:(\d+)`)
-	any := regexp.MustCompile(`0\.0\.0\.0:(\d+)`)
-	dir := t.TempDir()
-	podEnv := func(i int) []string {
-		vars := map[string]string{}
-		env := childEnv()
-		for _, e := range ctr.Env {
-			v := e.Value
-			if e.ValueFrom != nil {
-				switch e.ValueFrom.FieldRef.FieldPath {
-				case "metadata.name":
-					v = fmt.Sprintf("%s-%d", sts.Metadata.Name, i)
-				case "metadata.namespace":
-					v = "default"
-				case "metadata.labels['apps.kubernetes.io/pod-index']":
-					v = strconv.Itoa(i)
-				default:
-					t.Fatalf("fieldRef %s", e.ValueFrom.FieldRef.FieldPath)
-				}
-			}
-			v = regexp.MustCompile(`\$\((\w+)\)`).ReplaceAllStringFunc(v, func(m string) string { return vars[m[2:len(m)-1]] })
-			v = dns.ReplaceAllStringFunc(v, func(m string) string {
-				s := dns.FindStringSubmatch(m) // pod ordinal, port
-				return fmt.Sprintf("127.0.0.1:%d", hostPort[s[1]+"/"+s[2]])
-			})
-			v = any.ReplaceAllStringFunc(v, func(m string) string {
-				return fmt.Sprintf("127.0.0.1:%d", hostPort[strconv.Itoa(i)+"/"+any.FindStringSubmatch(m)[1]])
-			})
-			for _, vm := range ctr.VolumeMounts {
-				v = strings.ReplaceAll(v, vm.MountPath, filepath.Join(dir, fmt.Sprintf("pod-%d", i)))
-			}
-			vars[e.Name] = v
-			env = append(env, e.Name+"="+v)
-		}
-		return env
-	}
-	type pod struct {
-		cmd    *exec.Cmd
-		out    *syncBuffer
-		exited chan error
-	}
-	pods := make([]*pod, n)
-	start := func(i int) {
-		p := &pod{cmd: exec.Command(bin, ctr.Args...), out: &syncBuffer{}, exited: make(chan error, 1)}
-		p.cmd.Env = podEnv(i)
-		p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
-		if err := p.cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		go func() { p.exited <- p.cmd.Wait() }()
-		pods[i] = p
-	}
-	defer func() {
-		for i, p := range pods {
-			if p != nil {
-				p.cmd.Process.Kill()
-				if t.Failed() {
-					t.Logf("pod %d:\n%s", i, p.out.String())
-				}
-			}
-		}
-	}()
-	ready := func(i int) {
-		t.Helper()
-		url := fmt.Sprintf("http://127.0.0.1:%d%s", hostPort[fmt.Sprintf("%d/%d", i, ports["admin"])], ctr.ReadinessProbe.HTTPGet.Path)
-		eventually(t, 60*time.Second, fmt.Sprintf("pod %d ready (%s)", i, url), func() error {
-			resp, err := http.Get(url)
-			if err != nil {
-				return err
-			}
-			resp.Body.Close()
-			if resp.StatusCode != 200 {
-				return fmt.Errorf("%s", resp.Status)
-			}
-			return nil
-		})
-	}
-	for i := range n {
-		start(i)
-	}
-	for i := range n {
-		ready(i)
-	}
-	var seeds []string
-	for i := range n {
-		seeds = append(seeds, fmt.Sprintf("127.0.0.1:%d", hostPort[fmt.Sprintf("%d/%d", i, ports["kafka"])]))
-	}
-	bootstrap := strings.Join(seeds, ",")
+	c := startChartPods(t, bin, sts, nil)
+	n, ctr := sts.Spec.Replicas, c.ctr
+	bootstrap := c.bootstrap()
 	produce := func(from, to int) {
 		t.Helper()
 		var in strings.Builder
@@ -275,8 +373,8 @@ func TestHelmChart(t *testing.T) {
 		return strings.Count(string(out), "record-")
 	}
 	produce(0, 1000)
-	if c := count(); c != 1000 {
-		t.Fatalf("read %d of 1000", c)
+	if got := count(); got != 1000 {
+		t.Fatalf("read %d of 1000", got)
 	}
 	// acks=all idempotent load through the roll (franz-go, MetadataMinAge 100 ms as
 	// in leaderKill) on a topic of 6 partitions at the chart's replication factor and
@@ -295,22 +393,22 @@ func TestHelmChart(t *testing.T) {
 	grace := time.Duration(sts.Spec.Template.Spec.TerminationGracePeriodSeconds) * time.Second
 	for i := n - 1; i >= 0; i-- {
 		began := time.Now()
-		pods[i].cmd.Process.Signal(syscall.SIGTERM)
+		c.pods[i].cmd.Process.Signal(syscall.SIGTERM)
 		select {
-		case err := <-pods[i].exited:
+		case err := <-c.pods[i].exited:
 			if err != nil {
 				t.Fatalf("pod %d after SIGTERM: %v", i, err)
 			}
 		case <-time.After(grace):
 			t.Fatalf("pod %d still ran after the grace period (%v)", i, grace)
 		}
-		start(i)
-		ready(i)
+		c.start(i)
+		c.ready(i)
 		t.Logf("pod %d restarted and ready (%s) in %v", i, ctr.ReadinessProbe.HTTPGet.Path, time.Since(began).Round(time.Millisecond))
 		produce(1000+100*(n-1-i), 1000+100*(n-i))
 	}
-	if c, want := count(), 1000+100*n; c != want {
-		t.Fatalf("read %d of %d after the rolling restart", c, want)
+	if got, want := count(), 1000+100*n; got != want {
+		t.Fatalf("read %d of %d after the rolling restart", got, want)
 	}
 	lp.waitAcked(t, 2000, 30*time.Second)
 	acks, _, errs := lp.finish()
@@ -334,4 +432,105 @@ func TestHelmChart(t *testing.T) {
 	if worst > 8*time.Second {
 		t.Errorf("a partition went %v without an acknowledgement during the roll (the goal is 2 s)", worst)
 	}
+}
+
+// TestHelmChartSecure: the chart with TLS from a Secret (the key store and the CA
+// mounted, on the Kafka and the controller listeners) and SASL PLAIN users from a
+// Secret (SASL_SSL between the nodes too) passes `helm lint`, and its rendered pods,
+// run as in TestHelmChart with the two Secrets, form a cluster: every pod ready,
+// kcat (SASL_SSL, PLAIN, the CA) writes 1,000 records with acks=all to a topic of
+// replication factor 3 whose replicas are all in their ISRs, and reads them back; a
+// wrong password and a client without TLS are refused.
+func TestHelmChartSecure(t *testing.T) {
+	bin := samsaBin(t)
+	helm := helmBin()
+	if helm == "" {
+		t.Skip("helm is not installed (.ci/run installs it: go install helm.sh/helm/v4/cmd/helm@v4.3.2)")
+	}
+	chart := "../../deploy/kubernetes/samsa"
+	values := []string{"--set", "clusterId=" + chartClusterID,
+		"--set", "tls.enabled=true", "--set", "tls.secretName=samsa-tls",
+		"--set", "sasl.enabled=true", "--set", "sasl.secretName=samsa-users", "--set", "sasl.users={admin}"}
+	if out, err := exec.Command(helm, append([]string{"lint", chart}, values...)...).CombinedOutput(); err != nil {
+		t.Fatalf("helm lint: %v\n%s", err, out)
+	}
+	for _, miss := range []struct{ set, want string }{{"tls.secretName=", "set tls.secretName"}, {"sasl.secretName=", "set sasl.secretName"}} {
+		if out, err := exec.Command(helm, append([]string{"template", "samsa", chart}, append(values, "--set", miss.set)...)...).CombinedOutput(); err == nil || !bytes.Contains(out, []byte(miss.want)) {
+			t.Fatalf("helm template with %s: %v\n%s", miss.set, err, out)
+		}
+	}
+	_, sts := helmTemplate(t, helm, chart, values...)
+	if _, err := exec.LookPath("kcat"); err != nil {
+		t.Skip("kcat is not installed")
+	}
+	pki := t.TempDir()
+	testPKI(t, pki) // a CA and a key store for 127.0.0.1, where the pods' names are mapped
+	ks, err := os.ReadFile(filepath.Join(pki, "keystore.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, err := os.ReadFile(filepath.Join(pki, "ca.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := startChartPods(t, bin, sts, map[string]map[string]string{
+		"samsa-tls":   {"tls-combined.pem": string(ks), "ca.crt": string(ca)},
+		"samsa-users": {"broker": "broker-secret", "admin": "admin-secret"},
+	})
+	bootstrap := c.bootstrap()
+	kcat := func(password string, args ...string) *exec.Cmd {
+		return exec.Command("kcat", append([]string{"-b", bootstrap, "-X", "security.protocol=SASL_SSL", "-X", "sasl.mechanisms=PLAIN",
+			"-X", "sasl.username=admin", "-X", "sasl.password=" + password, "-X", "ssl.ca.location=" + filepath.Join(pki, "ca.pem")}, args...)...)
+	}
+	var in strings.Builder
+	for k := range 1000 {
+		fmt.Fprintf(&in, "record-%d\n", k)
+	}
+	produce := kcat("admin-secret", "-P", "-t", "secure", "-X", "acks=all")
+	produce.Stdin = strings.NewReader(in.String())
+	if out, err := produce.CombinedOutput(); err != nil {
+		t.Fatalf("kcat -P over SASL_SSL: %v\n%s", err, out)
+	}
+	out, err := kcat("admin-secret", "-C", "-t", "secure", "-o", "beginning", "-e", "-q").Output()
+	if err != nil {
+		t.Fatalf("kcat -C over SASL_SSL: %v", err)
+	}
+	if got := strings.Count(string(out), "record-"); got != 1000 {
+		t.Fatalf("read %d of 1000 over SASL_SSL", got)
+	}
+	// Replication between the nodes runs over SASL_SSL: the topic's replicas (RF 3,
+	// the chart's default) are all in their ISRs.
+	isrs := regexp.MustCompile(`partition \d+, leader \d+, replicas: \d+,\d+,\d+, isrs: \d+,\d+,\d+`)
+	var md string
+	eventually(t, 30*time.Second, "every replica of topic secure in its ISR", func() error {
+		out, err := kcat("admin-secret", "-L", "-t", "secure").CombinedOutput()
+		md = string(out)
+		if err != nil {
+			return fmt.Errorf("kcat -L: %v\n%s", err, out)
+		}
+		if n := len(isrs.FindAllString(md, -1)); n == 0 || n != strings.Count(md, "partition ") {
+			return fmt.Errorf("not every partition with 3 replicas in its ISR:\n%s", md)
+		}
+		return nil
+	})
+	t.Logf("1,000 records written and read over SASL_SSL with kcat:\n%s", md)
+	if out, err := kcat("wrong", "-L", "-m", "5").CombinedOutput(); err == nil || !bytes.Contains(out, []byte("Authentication failed: Invalid username or password")) {
+		t.Fatalf("kcat with a wrong password: %v\n%s", err, out)
+	}
+	if out, err := exec.Command("kcat", "-b", bootstrap, "-L", "-m", "5").CombinedOutput(); err == nil {
+		t.Fatalf("kcat without TLS and SASL listed the cluster:\n%s", out)
+	} else {
+		t.Logf("kcat without TLS and SASL: %v: %s", err, lastLine(string(out)))
+	}
+	// The controller listener serves TLS too.
+	for i, p := range c.pods {
+		if !regexp.MustCompile(`msg="controller listener" addr=127\.0\.0\.1:\d+ protocol=SSL`).MatchString(p.out.String()) {
+			t.Errorf("pod %d: its controller listener is not SSL", i)
+		}
+	}
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
 }

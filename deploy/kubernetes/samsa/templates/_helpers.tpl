@@ -13,3 +13,16 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 {{- join "," $out -}}
 {{- end -}}
+{{/* The Kafka listener's security protocol, and its name: PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL. */}}
+{{- define "samsa.protocol" -}}
+{{- if .Values.sasl.enabled -}}SASL_{{- end -}}
+{{- if .Values.tls.enabled -}}SSL{{- else -}}PLAINTEXT{{- end -}}
+{{- end -}}
+{{/* The PLAIN users: the inter-broker user first, then the others, each once. */}}
+{{- define "samsa.saslUsers" -}}
+{{- $out := list .Values.sasl.interBrokerUser -}}
+{{- range $u := .Values.sasl.users -}}
+{{- if not (has $u $out) -}}{{- $out = append $out $u -}}{{- end -}}
+{{- end -}}
+{{- join "," $out -}}
+{{- end -}}
