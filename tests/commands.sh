@@ -271,6 +271,16 @@ wait_bg_log() {
 	tail -n 20 "$log" >&2
 	fail "the background command printed no line matching /$1/ within 90 s"
 }
+# wait_ready ADMIN: until the admin listener at ADMIN answers /ready?isr=true with 200
+# (60 s at most).
+wait_ready() {
+	local i
+	for i in $(seq 1 600); do
+		curl -sf "http://$1/ready?isr=true" >/dev/null 2>&1 && return 0
+		sleep 0.1
+	done
+	fail "http://$1/ready?isr=true did not answer 200 within 60 s"
+}
 # wait_describe BOOTSTRAP TOPIC REGEX COUNT: until samsa topics describe TOPIC, asked
 # at BOOTSTRAP, prints COUNT partition lines matching REGEX (60 s at most).
 wait_describe() {
@@ -306,6 +316,10 @@ steps() {
 	skip 'make test' 'the command that runs this test'
 	skip 'helm install samsa deploy/kubernetes/samsa --set clusterId=$(bin/samsa storage random-uuid)' 'needs a Kubernetes cluster; TestHelmChart renders the chart and runs its pods as processes'
 	skip 'kubectl apply -f deploy/kubernetes/samsa.yaml' 'needs a Kubernetes cluster; TestHelmChart checks the manifest is the chart rendered'
+	skip 'kubectl create secret generic samsa-tls --from-file=tls-combined.pem=node.pem --from-file=ca.crt=ca.pem' 'needs a Kubernetes cluster; TestHelmChartSecure gives the pods this Secret'
+	skip 'kubectl create secret generic samsa-users --from-literal=broker=$(openssl rand -hex 16) --from-literal=admin=admin-secret' 'needs a Kubernetes cluster; TestHelmChartSecure gives the pods this Secret'
+	skip "helm install samsa deploy/kubernetes/samsa --set clusterId=\$(bin/samsa storage random-uuid) --set tls.enabled=true --set tls.secretName=samsa-tls --set sasl.enabled=true --set sasl.secretName=samsa-users --set 'sasl.users={admin}'" 'needs a Kubernetes cluster; TestHelmChartSecure renders the chart with these values and runs its pods as processes'
+	skip "bin/samsa cluster roll --bootstrap-server 10.0.0.1:9092 --restart-command 'ssh {host} sudo systemctl restart samsa'" 'needs nodes under systemd on other hosts; TestProcClusterRoll runs the roll with a restart command that stops a node with SIGTERM and starts it again'
 	skip 'install -m 0755 bin/samsa /usr/local/bin/samsa' 'installs into the system; TestSystemdUnit runs the unit with this build'
 	skip 'install -m 0644 deploy/systemd/samsa.service /etc/systemd/system/' 'needs systemd as PID 1; TestSystemdUnit verifies the unit'
 	skip 'useradd --system --home-dir /var/lib/samsa --shell /usr/sbin/nologin samsa' 'changes the system; the unit runs as this user'
@@ -454,6 +468,10 @@ PY
 	here 'bin/samsa serve --config deploy/cluster/node-1.properties & node1=$!'
 	own wait_kafka 127.0.0.1:9092
 	own wait_describe 127.0.0.1:9192 orders 'Isr: [123],[123],[123]\s' 3
+	# docs/DEPLOY.md, a rolling restart: the plan of a roll of the same three nodes
+	own wait_ready 127.0.0.1:9644
+	step 'bin/samsa cluster roll --dry-run'
+	expect '^rolling 3 nodes: 1 \(admin 127\.0\.0\.1:9644\), 2 \(admin 127\.0\.0\.1:9744\), 3 \(admin 127\.0\.0\.1:9844\); the active controller is node [123], restarted last$'
 	# docs/CLUSTER.md, Upgrading and resizing: the same three nodes' feature levels
 	step 'bin/samsa features describe'
 	expect '^Feature: metadata\.version.SupportedMinVersion: 3\.9-IV0.SupportedMaxVersion: 4\.4-IV2.FinalizedVersionLevel: 4\.4-IV2.Epoch: [0-9]+$'
