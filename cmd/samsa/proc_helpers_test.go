@@ -388,12 +388,12 @@ func (lp *loadProducer) finish() ([]ack, time.Duration, []error) {
 }
 
 // readAll reads every partition of topic from the start to its end (as the cluster
-// reports it now), from outside: a fresh client, no group.
-func readAll(t *testing.T, bootstrap, topic string) map[int32]map[int64]string {
+// reports it now), from outside: a fresh client (with opts), no group.
+func readAll(t *testing.T, bootstrap, topic string, opts ...kgo.Opt) map[int32]map[int64]string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	adm := kadm.NewClient(client(t, bootstrap))
+	adm := kadm.NewClient(client(t, bootstrap, opts...))
 	var ends kadm.ListedOffsets
 	eventually(t, 30*time.Second, "end offsets of every partition", func() error {
 		var err error
@@ -408,7 +408,7 @@ func readAll(t *testing.T, bootstrap, topic string) map[int32]map[int64]string {
 		want[o.Partition] = o.Offset
 		offs[topic][o.Partition] = kgo.NewOffset().AtStart()
 	})
-	cl := client(t, bootstrap, kgo.ConsumePartitions(offs), kgo.FetchMaxWait(200*time.Millisecond))
+	cl := client(t, bootstrap, append(slices.Clone(opts), kgo.ConsumePartitions(offs), kgo.FetchMaxWait(200*time.Millisecond))...)
 	got := map[int32]map[int64]string{}
 	next := map[int32]int64{}
 	done := func() bool {
