@@ -169,3 +169,45 @@ func TestProcClusterRoll(t *testing.T) {
 		t.Errorf("partition %d went %v without an acknowledgement during the roll (the goal is 2 s)", worstP, worst)
 	}
 }
+
+// TestProcClusterRollControllerOnly: a controller-only voter is not in Metadata, so
+// the roll asks for its admin listener (--admin-addresses) and, given it, restarts the
+// two brokers and then the controller, the active one, last.
+func TestProcClusterRollControllerOnly(t *testing.T) {
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("curl is not installed (the restart command uses it)")
+	}
+	c := startProcCluster(t, procSpec{Roles: []string{"controller", "broker", "broker"}})
+	bs := c.Bootstrap()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, err := strconv.Atoi(strings.TrimPrefix(r.URL.Path, "/restart/"))
+		if err != nil || n < 1 || n > 3 {
+			http.Error(w, "POST /restart/{id}", http.StatusBadRequest)
+			return
+		}
+		if err := c.Stop(int32(n), time.Minute); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		if err := c.Start(int32(n)); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+	}))
+	defer srv.Close()
+	restart := "curl -sf -X POST " + srv.URL + "/restart/{id}"
+	code, out, errOut := runSamsa(t, "cluster", "roll", "--bootstrap-server", bs, "--restart-command", restart)
+	if code != 1 || !strings.Contains(errOut, "node 1 is a voter without a broker in Metadata") || !strings.Contains(errOut, "--admin-addresses 1=HOST:PORT") {
+		t.Fatalf("roll without the controller's admin listener: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = runSamsa(t, "cluster", "roll", "--bootstrap-server", bs, "--restart-command", restart,
+		"--admin-addresses", "1="+c.Node(1).Admin)
+	t.Logf("samsa cluster roll --admin-addresses 1=%s: exit %d\n%s%s", c.Node(1).Admin, code, out, errOut)
+	if code != 0 {
+		t.Fatal("the roll failed")
+	}
+	lines := regexp.MustCompile(`(?m)^node (\d+)(, the active controller)?: curl `).FindAllStringSubmatch(out, -1)
+	if len(lines) != 3 || lines[0][1] != "2" || lines[1][1] != "3" || lines[2][1] != "1" || lines[2][2] == "" {
+		t.Errorf("restarted in the order %v, want 2, 3, then the active controller 1", lines)
+	}
+}
