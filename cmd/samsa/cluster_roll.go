@@ -147,8 +147,7 @@ func (r *roller) roll(ctx context.Context, explicit map[int32]string, dry bool) 
 	for i, n := range nodes {
 		ids[i] = fmt.Sprintf("%d (admin %s)", n.id, n.admin)
 	}
-	leader := r.quorumLeader(ctx)
-	fmt.Fprintf(r.out, "rolling %d nodes: %s; the active controller is node %d, restarted last\n", len(nodes), strings.Join(ids, ", "), leader)
+	fmt.Fprintf(r.out, "rolling %d nodes: %s; the active controller is node %d, restarted last\n", len(nodes), strings.Join(ids, ", "), r.activeController(ctx))
 	if dry {
 		return nil
 	}
@@ -159,14 +158,14 @@ func (r *roller) roll(ctx context.Context, explicit map[int32]string, dry bool) 
 	for len(left) > 0 {
 		// The active controller may have moved to a node not yet restarted: take
 		// another first while one is left.
-		leader := r.quorumLeader(ctx)
-		i := slices.IndexFunc(left, func(n rollNode) bool { return n.id != leader })
+		active := r.activeController(ctx)
+		i := slices.IndexFunc(left, func(n rollNode) bool { return n.id != active })
 		if i < 0 {
 			i = 0
 		}
 		n := left[i]
 		left = slices.Delete(left, i, i+1)
-		took, err := r.restartNode(ctx, n, n.id == leader)
+		took, err := r.restartNode(ctx, n, n.id == active)
 		if err != nil {
 			return fmt.Errorf("node %d: %w (the nodes not restarted yet: %s)", n.id, err, rollIDs(left))
 		}
@@ -272,6 +271,23 @@ func (r *roller) voters(ctx context.Context) ([]int32, error) {
 		ids = append(ids, v.ReplicaID)
 	}
 	return ids, nil
+}
+
+// activeController is the quorum's leader, waited for (at most 10 s) while an
+// election runs; -1 if none is known by then.
+func (r *roller) activeController(ctx context.Context) int32 {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		id := r.quorumLeader(ctx)
+		if id >= 0 || time.Now().After(deadline) {
+			return id
+		}
+		select {
+		case <-ctx.Done():
+			return -1
+		case <-time.After(100 * time.Millisecond): // the poll interval
+		}
+	}
 }
 
 // quorumLeader is the active controller's id, -1 if it is not known now.
