@@ -163,6 +163,15 @@ func TestProcClusterRoll(t *testing.T) {
 	t.Logf("samsa cluster roll of 3 nodes under acks=all load: %d acknowledged, %d lost, %d duplicated, %d producer errors; longest time a partition went without an acknowledgement %v (partition %d)",
 		len(acks), lost, dups, len(errs), worst.Round(time.Millisecond), worstP)
 	checkAcked(t, acks, log)
+	if worst > 2*time.Second {
+		var ps []ack
+		for _, a := range acks {
+			if a.Partition == worstP {
+				ps = append(ps, a)
+			}
+		}
+		logGapWindow(t, c, ps, rollStart)
+	}
 	// The goal is 2 s (the figure above); the test fails at 8 s, a regression rather
 	// than a loaded machine's stall.
 	if worst > 8*time.Second {

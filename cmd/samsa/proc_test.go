@@ -1344,3 +1344,44 @@ func TestProcVoterListDisagrees(t *testing.T) {
 		return nil
 	})
 }
+
+// gapWindow returns where the longest gap between acks after since began and ended.
+func gapWindow(acks []ack, since time.Time) (from, to time.Time) {
+	var ts []time.Time
+	for _, a := range acks {
+		if a.At.After(since) {
+			ts = append(ts, a.At)
+		}
+	}
+	slices.SortFunc(ts, func(a, b time.Time) int { return a.Compare(b) })
+	last := since
+	for _, at := range ts {
+		if at.Sub(last) > to.Sub(from) {
+			from, to = last, at
+		}
+		last = at
+	}
+	return from, to
+}
+
+// logGapWindow logs, for a gap over the goal, the nodes' log lines from 200 ms
+// before it began to its end: what the brokers and the controller did meanwhile.
+func logGapWindow(t *testing.T, c *procCluster, acks []ack, since time.Time) {
+	t.Helper()
+	from, to := gapWindow(acks, since)
+	t.Logf("the longest gap: %s to %s", from.UTC().Format("15:04:05.000"), to.UTC().Format("15:04:05.000"))
+	for _, id := range c.Brokers() {
+		var in []string
+		for _, line := range strings.Split(c.LogTail(id, 1_000_000), "\n") {
+			i := strings.Index(line, "time=")
+			if i < 0 || len(line) < i+29 {
+				continue
+			}
+			at, err := time.Parse(time.RFC3339Nano, line[i+5:i+29])
+			if err == nil && !at.Before(from.Add(-200*time.Millisecond)) && !at.After(to) {
+				in = append(in, line)
+			}
+		}
+		t.Logf("node %d during the gap:\n%s", id, strings.Join(in, "\n"))
+	}
+}

@@ -192,6 +192,15 @@ func TestProcRollingUpgrade(t *testing.T) {
 	t.Logf("rolling upgrade %s -> this build, a downgrade and the finalize: %d acknowledged, %d lost, %d duplicated, %d producer errors; longest time without an acknowledgement: %v on partition %d (any partition: %v)",
 		upgradeFrom, len(acks), lost, dups, len(errs), worst.Round(time.Millisecond), worstP, gapAfter(acks, start).Round(time.Millisecond))
 	checkAcked(t, acks, log)
+	if worst > 2*time.Second {
+		var ps []ack
+		for _, a := range acks {
+			if a.Partition == worstP {
+				ps = append(ps, a)
+			}
+		}
+		logGapWindow(t, c, ps, start)
+	}
 	// No node of either build logged an error: none failed to read what another wrote.
 	for _, id := range c.Brokers() {
 		for _, line := range strings.Split(c.LogTail(id, 1_000_000), "\n") {
