@@ -327,6 +327,7 @@ steps() {
 	skip 'make image' 'needs podman or docker; TestContainerImage (cmd/samsa) runs it where one is installed'
 	skip 'podman run -d --name samsa -p 9092:9092 -p 9644:9644 -e SAMSA_ADVERTISED_LISTENERS=127.0.0.1:9092 samsa:dev' 'needs a container runtime; TestContainerImage runs the image the same way, on free ports'
 	skip 'make test-commands' 'the command that runs this test'
+	skip 'go test -count=1 -run TestProcRollingUpgrade -v ./cmd/samsa' 'make test runs it (go test ./cmd/samsa)'
 	here 'make build && bin/samsa serve &' 'bg "make build && bin/samsa serve"'
 	own wait_kafka 127.0.0.1:9092
 	step 'kcat -b 127.0.0.1:9092 -L'
