@@ -341,8 +341,15 @@ func runOne(ctx context.Context, cfg CompareConfig, spec, name string, round int
 		wc.ReplicationFactor = t.replicationFactor
 		w = &wc
 	}
+	rts := t.RuntimeSource()
+	if rts != nil {
+		if _, err := rts.Runtime(); err != nil {
+			notes = append(notes, "broker runtime figures not measured: "+err.Error())
+			rts = nil
+		}
+	}
 	rc := RunConfig{Workload: w, Brokers: t.Brokers, Target: name, Progress: cfg.Progress,
-		Logger: cfg.Logger, Broker: src, ClientOpts: cfg.ClientOpts[spec], BrokerInProcess: t.cluster != nil}
+		Logger: cfg.Logger, Broker: src, BrokerRuntime: rts, ClientOpts: cfg.ClientOpts[spec], BrokerInProcess: t.cluster != nil}
 	if len(rc.ClientOpts) == 0 {
 		rc.ClientOpts = t.ClientOpts // a spawned secured target's
 	}
@@ -370,7 +377,7 @@ func runOne(ctx context.Context, cfg CompareConfig, spec, name string, round int
 	} else if cfg.Raw || cfg.RawOnly {
 		rcfg := cfg.RawConfig
 		rcfg.Workload, rcfg.Brokers, rcfg.Target, rcfg.Progress, rcfg.Broker = w, t.Brokers, name, cfg.Progress, src
-		rcfg.BrokerInProcess = t.cluster != nil
+		rcfg.BrokerInProcess, rcfg.BrokerRuntime = t.cluster != nil, rts
 		rprof := roundProfiler(cfg, t, fmt.Sprintf("%s-r%d-raw-", name, round))
 		if rprof != nil {
 			rcfg.OnSteady = rprof.Capture

@@ -17,6 +17,9 @@
 //   - broker cost (proc_linux.go, usage.go): CPU seconds and peak RSS of a broker
 //     process, from /proc/<pid> (a spawned target, or --pid) or from its Prometheus
 //     /metrics (--admin);
+//   - runtime figures (runtime.go): the loader's and the broker's GC pauses,
+//     scheduling latency and GC CPU over the measured window, and the note that
+//     names what coincides with a spike;
 //   - physical limits (limits_linux.go): disk, fdatasync, loopback and sendfile;
 //   - profiles (profile.go): CPU and heap profiles pulled from /debug/pprof;
 //   - reports (report_*.go): table, JSON and a self-contained HTML page with SVG

@@ -267,6 +267,13 @@ func TestCompareKfakeInProcessAndChild(t *testing.T) {
 	if l := rs[1].Loader; l == nil || l.CPUSeconds <= 0 || l.CPUUsPerMsg <= 0 || l.CPUCores <= 0 || l.IncludesBroker {
 		t.Errorf("loader cost against the child %+v", l)
 	}
+	// The loader's runtime figures; with kfake in process they are the broker's too.
+	if l := rs[0].LoaderRuntime; l == nil || !l.IncludesBroker || rs[0].BrokerRuntime != nil {
+		t.Errorf("runtime figures with kfake in process: loader %+v broker %+v", l, rs[0].BrokerRuntime)
+	}
+	if l := rs[1].LoaderRuntime; l == nil || l.IncludesBroker || l.SchedMaxMs <= 0 {
+		t.Errorf("loader runtime figures against the child %+v", l)
+	}
 	figs := Figures(rs)
 	if len(figs) == 0 || len(figs[0].Stats) != 2 {
 		t.Errorf("figures %+v", figs)
@@ -352,7 +359,7 @@ func TestRunSpawnedSamsa(t *testing.T) {
 		}
 	}()
 	w := e2eWorkload(t)
-	r, err := Run(ctx, RunConfig{Workload: w, Brokers: tg.Brokers, Target: "samsa", Broker: tg.UsageSource(),
+	r, err := Run(ctx, RunConfig{Workload: w, Brokers: tg.Brokers, Target: "samsa", Broker: tg.UsageSource(), BrokerRuntime: tg.RuntimeSource(),
 		DeliveryTimeout: 20 * time.Second, JoinTimeout: 15 * time.Second, DrainTimeout: 15 * time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -364,7 +371,12 @@ func TestRunSpawnedSamsa(t *testing.T) {
 	if r.Loader == nil || r.Loader.CPUSeconds <= 0 || r.Loader.IncludesBroker {
 		t.Errorf("loader cost %+v", r.Loader)
 	}
-	raw, err := RunRaw(ctx, RawConfig{Workload: w, Brokers: tg.Brokers, Target: "samsa", Duration: 2 * time.Second, Connections: 1, InFlight: 4, RecordsPerBatch: 100})
+	// The broker's runtime figures from its /metrics: its goroutines ran, so the
+	// scheduling latency histogram moved in the window.
+	if b := r.BrokerRuntime; b == nil || b.SchedMaxMs <= 0 || b.SchedP99Ms > b.SchedMaxMs || !strings.HasSuffix(b.Source, "/metrics") || b.GCCPUShare > 1 {
+		t.Errorf("broker runtime %+v (notes %q)", b, r.Notes)
+	}
+	raw, err := RunRaw(ctx, RawConfig{Workload: w, Brokers: tg.Brokers, Target: "samsa", BrokerRuntime: tg.RuntimeSource(), Duration: 2 * time.Second, Connections: 1, InFlight: 4, RecordsPerBatch: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -373,6 +385,9 @@ func TestRunSpawnedSamsa(t *testing.T) {
 	}
 	if raw.Loader == nil || raw.Loader.CPUSeconds <= 0 {
 		t.Errorf("raw loader cost %+v", raw.Loader)
+	}
+	if raw.BrokerRuntime == nil || raw.LoaderRuntime == nil {
+		t.Errorf("raw runtime figures: broker %+v loader %+v", raw.BrokerRuntime, raw.LoaderRuntime)
 	}
 }
 

@@ -40,6 +40,8 @@ type RawConfig struct {
 	Target   string
 	Progress io.Writer
 	Broker   UsageSource
+	// BrokerRuntime, if set, reports the broker's Go runtime figures (runtime.go).
+	BrokerRuntime RuntimeSource
 	// BrokerInProcess: the broker runs in this process, so the loader's CPU includes it.
 	BrokerInProcess bool
 

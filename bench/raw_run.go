@@ -369,6 +369,7 @@ type rawMeter struct {
 	win0      [4]int64
 	use0      Usage
 	snap0     cpuSnap
+	rt        *runtimeProbe   // the runtime figures' start of the window
 	steadyCtx context.Context // OnSteady's: ends with the window
 	endSteady context.CancelFunc
 
@@ -415,6 +416,7 @@ func (m *rawMeter) beginWindow(cur [4]int64) {
 		m.use0, _ = cfg.Broker.Usage()
 	}
 	m.snap0 = takeCPUSnap()
+	m.rt = startRuntimeProbe(cfg.BrokerRuntime)
 	if cfg.OnSteady != nil {
 		go cfg.OnSteady(m.steadyCtx)
 	}
@@ -549,6 +551,7 @@ func (m *rawMeter) closeWindow() rawWindowEnd {
 		e.use, _ = r.cfg.Broker.Usage()
 	}
 	e.snap = takeCPUSnap()
+	m.rt.finish(m.res, r.cfg.BrokerInProcess)
 	m.endSteady()
 	// The producers finish the requests in flight (for at most rawDrainWait) before
 	// the run ends: a record the broker took in and a consumer read is then counted
@@ -606,5 +609,6 @@ func (m *rawMeter) result(e rawWindowEnd) *Result {
 	if res.Loader = loaderCost(m.snap0, e.snap, msgs, secs, per, cfg.BrokerInProcess); res.Loader != nil {
 		res.Notes = append(res.Notes, saturationNotes(res, runtime.NumCPU(), runtime.GOMAXPROCS(0))...)
 	}
+	addSpikeNote(res)
 	return res
 }

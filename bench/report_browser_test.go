@@ -74,7 +74,7 @@ func TestReportsInChromium(t *testing.T) {
 	regress := base("samsa-bench regress: e2e", ab)
 	regress.Regress = verdict
 
-	common := []string{"verdict", "results", "throughput", "latency", "percentile"}
+	common := []string{"verdict", "results", "runtime", "throughput", "latency", "percentile"}
 	for _, tc := range []struct {
 		name string
 		rep  *Report

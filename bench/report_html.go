@@ -17,6 +17,7 @@ import (
 //
 //	verdict        the summary lines (what --summary prints)
 //	results        one row per run
+//	runtime        the publish tail beside the Go runtime's figures (report_runtime.go)
 //	side-by-side   one row per figure, one column per target (several targets or rounds)
 //	throughput, latency, broker-cpu, percentile   line charts (when they have points)
 //	profiles       top functions of each captured profile
@@ -133,6 +134,7 @@ func (rep *Report) WriteHTML(w io.Writer) error {
 	if len(rep.Results) > 0 {
 		rep.htmlResults(&b)
 	}
+	rep.htmlRuntime(&b)
 	if rep.showSideBySide() {
 		rep.htmlSideBySide(&b)
 	}

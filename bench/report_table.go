@@ -68,6 +68,7 @@ func (rep *Report) WriteTable(w io.Writer) {
 			fmt.Fprintf(w, "  WARNING [%s r%d]: consumers did not catch up: acked %d × %d subscriptions, consumed %d\n", r.Target, r.Round, r.Acked, r.Subscriptions, r.Consumed)
 		}
 	}
+	rep.writeRuntimeText(w)
 	if rep.showSideBySide() {
 		fmt.Fprintln(w)
 		rep.WriteFigures(w)

@@ -49,9 +49,14 @@ type Result struct {
 	Broker *BrokerCost `json:"broker,omitempty"`
 	// Loader is samsa-bench's own CPU over the same window (loader.go); nil where it
 	// could not be read.
-	Loader   *LoaderCost      `json:"loader,omitempty"`
-	Profiles []ProfileSummary `json:"profiles,omitempty"`
-	Notes    []string         `json:"notes,omitempty"`
+	Loader *LoaderCost `json:"loader,omitempty"`
+	// LoaderRuntime and BrokerRuntime are the Go runtime's own figures over the same
+	// window (GC pauses, scheduling latency, GC's share of CPU: runtime.go), the
+	// broker's from its /metrics; nil where they could not be read.
+	LoaderRuntime *RuntimeStats    `json:"loader_runtime,omitempty"`
+	BrokerRuntime *RuntimeStats    `json:"broker_runtime,omitempty"`
+	Profiles      []ProfileSummary `json:"profiles,omitempty"`
+	Notes         []string         `json:"notes,omitempty"`
 	// Failed is why the run did not complete, or "".
 	Failed string `json:"failed,omitempty"`
 }

@@ -42,6 +42,8 @@ type RunConfig struct {
 	KeepTopics      bool
 	// Broker, if set, reports the broker process's CPU and memory.
 	Broker UsageSource
+	// BrokerRuntime, if set, reports the broker's Go runtime figures (runtime.go).
+	BrokerRuntime RuntimeSource
 	// OnSteady, if set, runs in its own goroutine when the measured window starts;
 	// its context ends with the window.
 	OnSteady func(ctx context.Context)
@@ -101,6 +103,7 @@ type run struct {
 	created                time.Time // when the run began, before topics exist
 	windowStart            time.Time // when the measured window began
 	measuring              bool
+	rt                     *runtimeProbe // the runtime figures' start of the window
 	progressMu             sync.Mutex
 	consumerWG, producerWG sync.WaitGroup
 }
@@ -215,6 +218,7 @@ func Run(ctx context.Context, cfg RunConfig) (*Result, error) {
 	res.PublishLatencyUncorrected = summarize(r.pubRaw, true)
 	res.E2ELatency = summarize(r.e2e, true)
 	res.Notes = append(res.Notes, saturationNotes(res, runtime.NumCPU(), runtime.GOMAXPROCS(0))...)
+	addSpikeNote(res)
 	return res, nil
 }
 
@@ -575,6 +579,7 @@ func (r *run) beginWindow(ctx context.Context, c *counts, u *Usage) {
 	*c = r.sample()
 	*u, _ = r.usage()
 	r.cpu0 = takeCPUSnap()
+	r.rt = startRuntimeProbe(r.cfg.BrokerRuntime)
 	if r.cfg.OnSteady != nil {
 		go r.cfg.OnSteady(ctx)
 	}
@@ -583,6 +588,7 @@ func (r *run) beginWindow(ctx context.Context, c *counts, u *Usage) {
 // loaderCost sets res.Loader from the loader's CPU now against the window's start.
 func (r *run) loaderCost(res *Result, msgs int64, secs float64, per string) {
 	res.Loader = loaderCost(r.cpu0, takeCPUSnap(), msgs, secs, per, r.cfg.BrokerInProcess)
+	r.rt.finish(res, r.cfg.BrokerInProcess)
 }
 
 func (r *run) usage() (Usage, error) {

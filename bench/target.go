@@ -182,6 +182,18 @@ func (t *Target) UsageSource() UsageSource {
 	return nil
 }
 
+// RuntimeSource returns where the broker's Go runtime figures come from: its admin
+// /metrics when AdminURL is set, else nil.
+func (t *Target) RuntimeSource() RuntimeSource {
+	if t.AdminURL == "" {
+		return nil
+	}
+	if t.metrics == nil || t.metrics.URL != strings.TrimSuffix(t.AdminURL, "/") {
+		t.metrics = NewMetricsUsage(t.AdminURL)
+	}
+	return t.metrics
+}
+
 // StartTarget starts or names a target: samsa, samsa-cluster (see
 // TargetSamsaCluster), kfake, kfake-proc, or a list of host:port separated by commas
 // or '+'. samsa@k=v@k2=v2 spawns samsa with extra

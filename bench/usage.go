@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -50,23 +51,11 @@ func (m *MetricsUsage) String() string { return m.URL + "/metrics" }
 
 // Usage implements UsageSource.
 func (m *MetricsUsage) Usage() (Usage, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, m.URL+"/metrics", nil)
+	body, err := m.scrape()
 	if err != nil {
-		return Usage{}, fmt.Errorf("%w: broker usage: %w", ErrTarget, err)
+		return Usage{}, err
 	}
-	// The text format: no protobuf or OpenMetrics negotiation.
-	req.Header.Set("Accept", "text/plain;version=0.0.4")
-	resp, err := m.Client.Do(req)
-	if err != nil {
-		return Usage{}, fmt.Errorf("%w: broker usage: %w", ErrTarget, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return Usage{}, fmt.Errorf("%w: broker usage: GET %s/metrics: %s", ErrTarget, m.URL, resp.Status)
-	}
-	vals, err := scrapeValues(io.LimitReader(resp.Body, 64<<20), "process_cpu_seconds_total", "process_resident_memory_bytes")
+	vals, err := scrapeValues(bytes.NewReader(body), "process_cpu_seconds_total", "process_resident_memory_bytes")
 	if err != nil {
 		return Usage{}, fmt.Errorf("%w: broker usage from %s/metrics: %w", ErrTarget, m.URL, err)
 	}
@@ -75,6 +64,31 @@ func (m *MetricsUsage) Usage() (Usage, error) {
 	peak := m.peak
 	m.mu.Unlock()
 	return Usage{CPUSeconds: vals[0], PeakRSS: peak}, nil
+}
+
+// scrape reads the broker's /metrics page (at most 64 MiB).
+func (m *MetricsUsage) scrape() ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, m.URL+"/metrics", nil)
+	if err != nil {
+		return nil, fmt.Errorf("%w: broker metrics: %w", ErrTarget, err)
+	}
+	// The text format: no protobuf or OpenMetrics negotiation.
+	req.Header.Set("Accept", "text/plain;version=0.0.4")
+	resp, err := m.Client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("%w: broker metrics: %w", ErrTarget, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%w: broker metrics: GET %s/metrics: %s", ErrTarget, m.URL, resp.Status)
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return nil, fmt.Errorf("%w: broker metrics: %w", ErrTarget, err)
+	}
+	return body, nil
 }
 
 // scrapeValues reads the Prometheus text format and returns the values of the

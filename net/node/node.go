@@ -122,7 +122,7 @@ func Start(cfg *Config, opts Options) (_ *Node, err error) {
 		return nil, err
 	}
 	n.reg = prometheus.NewRegistry()
-	n.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	n.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), newRuntimeTailCollector())
 	images := &imageRef{}
 	if n.inter, err = newInternode(cfg, n.log); err != nil {
 		return nil, err
