@@ -140,12 +140,16 @@ regress:
 		--duration 20s --rounds 5 --threshold 0.10 --out bench-out/regress
 
 # Latency-regression gate: the same A B A B on latency-20k (a fixed 20,000 msg/s), where
-# throughput only catches a shortfall and the gate is on publish p99 and broker CPU per
-# message. 3 rounds of 5 s warm-up + 20 s, about 4 minutes with the two builds; the
-# threshold is 20% because a p99 on a shared machine moves more than a throughput.
+# throughput only catches a shortfall and the gate is on publish p99, p99.9 and broker CPU
+# per message. 3 rounds of 5 s warm-up + 20 s, about 4 minutes with the two builds; the
+# threshold is 20% because a p99 on a shared machine moves more than a throughput, and
+# 50% for p99.9: it rests on the slowest 400 of a round's 400,000 records and moved 16×
+# between two rounds of one quiet compare run (issue 35), so the median of three can
+# still move by a third on noise, while a tail that grows by half (a longer GC pause, a
+# flush stall) is a regression to catch.
 regress-latency:
 	$(GO) run ./cmd/samsa-bench regress --baseline $(BASE) --workload latency-20k \
-		--warmup 5s --duration 20s --rounds 3 --threshold 0.20 --out bench-out/regress-latency
+		--warmup 5s --duration 20s --rounds 3 --threshold 0.20 --p999-threshold 0.50 --out bench-out/regress-latency
 
 # Each fuzz target of $(FUZZPKGS) for $(FUZZTIME). `go test -fuzz` takes one target and
 # one package at a time.

@@ -128,3 +128,17 @@ func parseMachineStat(b []byte) (float64, error) {
 	}
 	return float64(busy) / clockTicks, nil
 }
+
+// loadAvg is the machine's load average over 1, 5 and 15 minutes (/proc/loadavg),
+// zeros where it cannot be read.
+func loadAvg() (l [3]float64) {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return l
+	}
+	f := strings.Fields(string(b))
+	for i := 0; i < 3 && i < len(f); i++ {
+		l[i], _ = strconv.ParseFloat(f[i], 64)
+	}
+	return l
+}

@@ -18,6 +18,9 @@ type RegressConfig struct {
 	Workload   *Workload
 	Rounds     int     // default 3
 	Threshold  float64 // default 0.10
+	// P999Threshold, when positive, gates the median publish p99.9 too: it may not
+	// rise by more than this. 0 reports its ratio without gating it.
+	P999Threshold float64
 	// Raw gates on the raw (broker capacity) mode instead of the client mode.
 	Raw       bool
 	RawConfig RawConfig
@@ -36,6 +39,10 @@ type Verdict struct {
 	Threshold       float64 `json:"threshold"`
 	ThroughputRatio float64 `json:"throughput_ratio"` // current / baseline median publish rate
 	P99Ratio        float64 `json:"p99_ratio"`        // current / baseline median publish p99
+	// P999Ratio is current / baseline median publish p99.9, gated at P999Threshold
+	// when that is positive.
+	P999Ratio     float64 `json:"p999_ratio"`
+	P999Threshold float64 `json:"p999_threshold,omitempty"`
 	// CPUPerMsgRatio is current / baseline median broker CPU per message; 0 when
 	// either side has no CPU figure (then Notes says so and the check is skipped).
 	CPUPerMsgRatio float64 `json:"cpu_per_msg_ratio"`
@@ -52,7 +59,8 @@ type Verdict struct {
 // Regress builds the broker at cfg.Baseline (in a temporary git worktree) and at the
 // working tree, runs the workload against each alternately for Rounds rounds, and
 // judges the medians: throughput may not fall, nor publish p99 or broker CPU per
-// message rise, by more than Threshold. A failed run fails the gate.
+// message rise, by more than Threshold, nor publish p99.9 by more than
+// P999Threshold when it is set. A failed run fails the gate.
 //
 // Broker CPU per message comes from /proc of the spawned broker. Where a side has no
 // CPU figure at all (no /proc: not Linux) the CPU check is not made, and the verdict
@@ -92,7 +100,7 @@ func Regress(ctx context.Context, cfg RegressConfig) (*Verdict, []*Result, error
 		return nil, nil, fmt.Errorf("%w: %w", ErrTarget, err)
 	}
 	defer os.RemoveAll(tmp)
-	v := &Verdict{Baseline: cfg.Baseline, Rounds: cfg.Rounds, Threshold: cfg.Threshold, Mode: "client"}
+	v := &Verdict{Baseline: cfg.Baseline, Rounds: cfg.Rounds, Threshold: cfg.Threshold, P999Threshold: cfg.P999Threshold, Mode: "client"}
 	if cfg.Raw {
 		v.Mode = "raw"
 	} else if cfg.Workload != nil && cfg.Workload.ProducerRate > 0 {
@@ -188,6 +196,13 @@ func judge(v *Verdict, results []*Result) {
 	if v.P99Ratio > 1+v.Threshold {
 		v.Reasons = append(v.Reasons, fmt.Sprintf("publish p99 ratio %.3f > %.3f", v.P99Ratio, 1+v.Threshold))
 	}
+	p999 := func(r *Result) float64 { return r.PublishLatency.P999 }
+	if b := med(base, p999); b > 0 {
+		v.P999Ratio = med(cur, p999) / b
+	}
+	if v.P999Threshold > 0 && v.P999Ratio > 1+v.P999Threshold {
+		v.Reasons = append(v.Reasons, fmt.Sprintf("publish p99.9 ratio %.3f > %.3f", v.P999Ratio, 1+v.P999Threshold))
+	}
 	judgeCPU(v, base, cur)
 	if v.TargetRate > 0 {
 		for _, side := range []struct {
@@ -260,6 +275,11 @@ func (v *Verdict) WriteVerdict(w io.Writer) {
 	}
 	fmt.Fprintf(w, "  throughput ratio (current/baseline, median): %.3f%s\n", v.ThroughputRatio, fixed)
 	fmt.Fprintf(w, "  publish p99 ratio (current/baseline, median): %.3f\n", v.P99Ratio)
+	p999Gate := "not gated"
+	if v.P999Threshold > 0 {
+		p999Gate = fmt.Sprintf("threshold %.0f%%", 100*v.P999Threshold)
+	}
+	fmt.Fprintf(w, "  publish p99.9 ratio (current/baseline, median): %.3f (%s)\n", v.P999Ratio, p999Gate)
 	fmt.Fprintf(w, "  broker CPU/msg ratio (current/baseline, median): %s\n", v.cpuRatioText())
 	for _, r := range v.Reasons {
 		fmt.Fprintf(w, "  - %s\n", r)

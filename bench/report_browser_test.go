@@ -73,6 +73,15 @@ func TestReportsInChromium(t *testing.T) {
 	limitsOnly := &Report{Title: "samsa-bench limits", Command: command, Started: time.Now().UTC(), Machine: DescribeMachine(), Limits: limits}
 	regress := base("samsa-bench regress: e2e", ab)
 	regress.Regress = verdict
+	var lines []HistoryEntry
+	for i, c := range []string{"1111111111111111", "2222222222222222"} {
+		r := *regress
+		r.Started = time.Now().Add(time.Duration(i) * time.Hour)
+		lines = append(lines, HistoryEntries(&r, "regress", c, nil)...)
+	}
+	if regress.History, err = BuildHistory(lines, "p99.9", HistoryFilter{}); err != nil {
+		t.Fatal(err)
+	}
 
 	common := []string{"verdict", "results", "runtime", "throughput", "latency", "percentile"}
 	for _, tc := range []struct {
@@ -83,7 +92,7 @@ func TestReportsInChromium(t *testing.T) {
 		{"run", run, append(common, "broker-cpu")},
 		{"compare", compare, append(common, "side-by-side", "broker-cpu", "limits")},
 		{"limits", limitsOnly, []string{"verdict", "limits"}},
-		{"regress", regress, append(common, "side-by-side", "broker-cpu", "regress")},
+		{"regress", regress, append(common, "side-by-side", "broker-cpu", "regress", "history")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -23,6 +23,7 @@ import (
 //	profiles       top functions of each captured profile
 //	limits         the physical limits: a table, bar charts, and the runs' shares
 //	regress        the regression gate's verdict
+//	history        a figure of the history file across commits (history.go)
 //
 // A section is written only with content: every table in it has a data row and every
 // chart a drawn series or bar (the browser test checks this on the rendered page).
@@ -44,6 +45,19 @@ func (rep *Report) targetColors() map[string]string {
 		}
 	}
 	return colors
+}
+
+// historyColor colours the history chart's targets: a target of the results keeps
+// its colour, the others take the next ones.
+func (rep *Report) historyColor() func(string) string {
+	colors := rep.targetColors()
+	return func(t string) string {
+		if c, ok := colors[t]; ok {
+			return c
+		}
+		colors[t] = palette[len(colors)%len(palette)]
+		return colors[t]
+	}
 }
 
 // fullSeconds leaves out the points that close an interval of less than half a
@@ -146,6 +160,7 @@ func (rep *Report) WriteHTML(w io.Writer) error {
 	if rep.Regress != nil {
 		rep.htmlRegress(&b)
 	}
+	rep.History.html(&b, rep.historyColor())
 	b.WriteString("</body>\n</html>\n")
 	_, err := w.Write(b.Bytes())
 	return err
@@ -458,10 +473,15 @@ func (rep *Report) htmlRegress(b *bytes.Buffer) {
 	b.WriteString("<table>\n<tr><th class=\"l\">check</th><th>current ÷ baseline (median)</th><th>allowed</th><th class=\"l\">better</th></tr>\n")
 	fmt.Fprintf(b, "<tr><td class=\"l\">publish throughput</td><td>%.3f</td><td>≥ %.3f</td><td class=\"l dir\">↑ higher is better</td></tr>\n", v.ThroughputRatio, 1-v.Threshold)
 	fmt.Fprintf(b, "<tr><td class=\"l\">publish p99</td><td>%.3f</td><td>≤ %.3f</td><td class=\"l dir\">↓ lower is better</td></tr>\n", v.P99Ratio, 1+v.Threshold)
+	p999Allowed := "not gated"
+	if v.P999Threshold > 0 {
+		p999Allowed = fmt.Sprintf("≤ %.3f", 1+v.P999Threshold)
+	}
+	fmt.Fprintf(b, "<tr><td class=\"l\">publish p99.9</td><td>%.3f</td><td>%s</td><td class=\"l dir\">↓ lower is better</td></tr>\n", v.P999Ratio, p999Allowed)
 	fmt.Fprintf(b, "<tr><td class=\"l\">broker CPU per msg</td><td>%s</td><td>≤ %.3f</td><td class=\"l dir\">↓ lower is better</td></tr>\n", v.cpuRatioText(), 1+v.Threshold)
 	b.WriteString("</table>\n")
 	if v.TargetRate > 0 {
-		fmt.Fprintf(b, "<p class=\"note\">Fixed-rate workload (%s msg/s): throughput equals the target whenever the broker keeps up, so its check catches a shortfall only; the gate is on publish p99 and CPU per message.</p>\n", esc(fmtFig(v.TargetRate)))
+		fmt.Fprintf(b, "<p class=\"note\">Fixed-rate workload (%s msg/s): throughput equals the target whenever the broker keeps up, so its check catches a shortfall only; the gate is on publish p99 (and p99.9 when its threshold is set) and CPU per message.</p>\n", esc(fmtFig(v.TargetRate)))
 	}
 	fmt.Fprintf(b, "<p class=\"note\">baseline %s (%s) against current %s, %s mode, %d rounds A B A B.</p>\n", esc(v.Baseline), esc(short(v.BaselineCommit)), esc(short(v.CurrentCommit)), esc(v.Mode), v.Rounds)
 	if len(v.Reasons) > 0 {

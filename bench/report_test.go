@@ -352,6 +352,27 @@ func TestJudge(t *testing.T) {
 	if v := mk(1000, 12); v.Pass {
 		t.Errorf("p99 +20%% should fail: %+v", v)
 	}
+	// p99.9: its ratio is always given; it fails the gate only with its threshold.
+	mkTail := func(curP999, threshold float64) *Verdict {
+		v := &Verdict{Mode: "client", Threshold: 0.1, P999Threshold: threshold}
+		var rs []*Result
+		for i := 1; i <= 3; i++ {
+			b, c := fakeResult("baseline", "client", i, 1000, 10), fakeResult("current", "client", i, 1000, 10)
+			b.PublishLatency.P999, c.PublishLatency.P999 = 20, curP999
+			rs = append(rs, b, c)
+		}
+		judge(v, rs)
+		return v
+	}
+	if v := mkTail(40, 0); !v.Pass || v.P999Ratio != 2 {
+		t.Errorf("p99.9 ×2 without its threshold should pass with ratio 2: %+v", v)
+	}
+	if v := mkTail(29, 0.5); !v.Pass {
+		t.Errorf("p99.9 +45%% under a 50%% threshold should pass: %+v", v)
+	}
+	if v := mkTail(31, 0.5); v.Pass || !strings.Contains(strings.Join(v.Reasons, ";"), "publish p99.9 ratio 1.550 > 1.500") {
+		t.Errorf("p99.9 +55%% over a 50%% threshold should fail: %+v", v)
+	}
 	v := &Verdict{Mode: "client", Threshold: 0.1}
 	judge(v, []*Result{fakeResult("baseline", "client", 1, 1, 1), {Target: "current", Mode: "client", Failed: "x"}})
 	if v.Pass {

@@ -106,6 +106,8 @@ type Report struct {
 	Compare []Figure  `json:"compare,omitempty"`
 	Limits  *Limits   `json:"limits,omitempty"`
 	Regress *Verdict  `json:"regress,omitempty"`
+	// History is a figure of the history file across commits (history.go).
+	History *History `json:"history,omitempty"`
 }
 
 // Machine describes where the run happened.

@@ -554,6 +554,10 @@ PY
 		'bin/samsa-bench compare --targets samsa,samsa@set=samsa.log.flush.concurrent.rounds=4,kfake-proc --samsa-bin bin/samsa --workload latency-20k --rounds 1 --duration 1s --warmup 0s'
 	step 'bin/samsa-bench compare --targets samsa,kfake-proc --samsa-bin bin/samsa --workload latency-20k --rounds 2 --duration 15s --warmup 3s' \
 		'bin/samsa-bench compare --targets samsa,kfake-proc --samsa-bin bin/samsa --workload latency-20k --rounds 1 --duration 1s --warmup 0s'
+	# the compare runs above appended to results/history.jsonl of the clone
+	step 'bin/samsa-bench history --figure p99.9 --target samsa --workload latency-20k'
+	expect '^publish p99\.9 \(ms\) across commits'
+	expect ' samsa +latency-20k +client +1 '
 	step 'bin/samsa-bench compare --targets samsa,kfake-proc --samsa-bin bin/samsa --sync none --workload latency-20k --rounds 2 --duration 15s --warmup 3s' \
 		'bin/samsa-bench compare --targets samsa,kfake-proc --samsa-bin bin/samsa --sync none --workload latency-20k --rounds 1 --duration 1s --warmup 0s'
 	step 'bin/samsa-bench compare --targets samsa --samsa-bin bin/samsa --workload latency-100k --rounds 2 --duration 15s --warmup 3s' \

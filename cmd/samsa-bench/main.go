@@ -5,10 +5,13 @@
 //	samsa-bench compare  --workload ... --targets samsa,kfake,host:port --rounds 3
 //	samsa-bench limits   --dir /data/dir
 //	samsa-bench regress  --baseline origin/main --workload ... --rounds 3 --threshold 0.10
+//	samsa-bench history  --figure p99.9 --target samsa --workload latency-20k
 //	samsa-bench workloads
 //
 // Every run prints a progress line per second and a summary table, and writes
-// report.json and report.html into --out.
+// report.json and report.html into --out. compare and regress also append their
+// figures to a local history file (results/history.jsonl), which history prints and
+// charts across commits.
 package main
 
 import (
@@ -51,6 +54,8 @@ func main() {
 		code = limitsCmd(os.Args[2:])
 	case "regress":
 		code = regressCmd(os.Args[2:])
+	case "history":
+		code = historyCmd(os.Args[2:])
 	case "partitions":
 		code = partitionsCmd(os.Args[2:])
 	case "workloads":
@@ -82,6 +87,7 @@ func usage() {
   compare    run a workload against several targets, A B A B for --rounds rounds
   limits     measure this machine's disk, fdatasync, loopback and sendfile limits
   regress    gate: baseline git ref vs working tree, exit 1 on regression
+  history    one figure (--figure p99.9) of compare's and regress's history file across commits
   partitions many partitions on one broker it starts: create, idle cost, Metadata, restart
   workloads  list the built-in workloads
   kfake-serve --listen host:port   serve franz-go's kfake (used by --spawn kfake-proc)
@@ -233,6 +239,10 @@ func runCmd(args []string, compare bool) int {
 	fs.Var(&cmdConfigs, "command-config", "Kafka client properties `FILE` for the clients of a running target (security.protocol, sasl.mechanism, sasl.jaas.config or sasl.username/sasl.password, ssl.truststore.location, ...: as samsa's --command-config); with several targets, TARGET=FILE (repeatable)")
 	targets := fs.String("targets", "", "compare: targets, comma separated (samsa, samsa-cluster@rf=3, kfake, kfake-proc, kfake-null, host:port, host:port+host:port)")
 	rounds := fs.Int("rounds", 1, "compare: A B A B rounds")
+	var hist historyFlags
+	if compare {
+		hist.register(fs)
+	}
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -287,6 +297,9 @@ func runCmd(args []string, compare bool) int {
 		if rep.Limits, err = bench.MeasureLimits(limitsDir(c.workDir), 256<<20); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 		}
+	}
+	if compare {
+		hist.record(rep, "compare", bench.HeadCommit(ctx, "."), nil)
 	}
 	return finish(rep, out, err, c.summary)
 }
@@ -481,6 +494,9 @@ func regressCmd(args []string) int {
 	baseline := fs.String("baseline", "", "git ref of the baseline broker (required)")
 	rounds := fs.Int("rounds", 3, "baseline/current rounds")
 	threshold := fs.Float64("threshold", 0.10, "allowed relative regression of median throughput, publish p99 and broker CPU per message")
+	p999 := fs.Float64("p999-threshold", 0, "allowed relative rise of median publish p99.9 (0: its ratio is reported, not gated)")
+	var hist historyFlags
+	hist.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -495,7 +511,7 @@ func regressCmd(args []string) int {
 	}
 	ctx, cancel := signalContext()
 	defer cancel()
-	rc := bench.RegressConfig{Baseline: *baseline, Workload: w, Rounds: *rounds, Threshold: *threshold,
+	rc := bench.RegressConfig{Baseline: *baseline, Workload: w, Rounds: *rounds, Threshold: *threshold, P999Threshold: *p999,
 		Raw: c.rawOnly, RawConfig: c.rawConfig(),
 		Spawn: c.spawn(), Logger: c.logger()}
 	if !c.quiet && !c.summary {
@@ -504,6 +520,14 @@ func regressCmd(args []string) int {
 	v, results, err := bench.Regress(ctx, rc)
 	rep := newReport("regress", w, results)
 	rep.Regress = v
+	if v != nil {
+		hist.record(rep, "regress", "", func(target string) string {
+			if target == "baseline" {
+				return v.BaselineCommit
+			}
+			return v.CurrentCommit
+		})
+	}
 	out := c.outDir()
 	code := finish(rep, out, err, c.summary)
 	if v == nil {

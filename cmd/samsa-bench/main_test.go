@@ -125,3 +125,51 @@ func TestTargetClientConfigs(t *testing.T) {
 		t.Fatalf("GSSAPI: %v", err)
 	}
 }
+
+// TestCompareAppendsHistory: two compare runs append a line per target and round to
+// --history; history prints the figure across them and writes its chart; --no-history
+// appends nothing.
+func TestCompareAppendsHistory(t *testing.T) {
+	dir := t.TempDir()
+	wl := filepath.Join(dir, "w.yaml")
+	if err := os.WriteFile(wl, []byte("name: cmd-test\npartitionsPerTopic: 2\nproducerRate: 2000\nwarmup: 0s\nduration: 1s\nproducer: {maxBufferedRecords: 10000}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	stdout = &buf
+	defer func() { stdout = os.Stdout }()
+	file := filepath.Join(dir, "results", "history.jsonl")
+	for i := 0; i < 2; i++ {
+		if code := runCmd([]string{"--targets", "kfake", "--rounds", "2", "--workload", wl, "--out", filepath.Join(dir, "out"), "-q", "--history", file}, true); code != 0 {
+			t.Fatalf("compare exit %d:\n%s", code, buf.String())
+		}
+	}
+	if code := runCmd([]string{"--targets", "kfake", "--workload", wl, "--out", filepath.Join(dir, "out-none"), "-q", "--history", file, "--no-history"}, true); code != 0 {
+		t.Fatalf("compare --no-history exit %d", code)
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(b), "\n"); n != 4 {
+		t.Fatalf("%d history lines, want 4 (2 runs × 2 rounds):\n%s", n, b)
+	}
+	h, err := os.ReadFile(filepath.Join(dir, "out", "report.html"))
+	if err != nil || !strings.Contains(string(h), `data-section="history"`) {
+		t.Errorf("compare report without its history section: %v", err)
+	}
+	buf.Reset()
+	out := filepath.Join(dir, "hist")
+	if code := historyCmd([]string{"--history", file, "--figure", "p99", "--target", "kfake", "--workload", "cmd-test", "--out", out}); code != 0 {
+		t.Fatalf("history exit %d:\n%s", code, buf.String())
+	}
+	if got := buf.String(); !strings.Contains(got, "publish p99 (ms) across commits") || strings.Count(got, " compare ") != 2 {
+		t.Errorf("history table:\n%s", got)
+	}
+	if h, err := os.ReadFile(filepath.Join(out, "report.html")); err != nil || !strings.Contains(string(h), `data-chart="history"`) {
+		t.Errorf("history page without its chart: %v", err)
+	}
+	if code := historyCmd([]string{"--history", file, "--figure", "p42"}); code != 2 {
+		t.Errorf("unknown figure: exit %d, want 2", code)
+	}
+}
