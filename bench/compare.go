@@ -307,7 +307,17 @@ func runOne(ctx context.Context, cfg CompareConfig, spec, name string, round int
 		cfg.Logger.Error("run failed", "target", name, "round", round, "mode", mode, "err", err)
 		return &Result{Target: name, Workload: cfg.Workload.Name, Mode: mode, Round: round, Started: time.Now().UTC(), Failed: err.Error()}
 	}
-	t, err := StartTarget(ctx, spec, cfg.Spawn)
+	sp, brokerNote := cfg.Spawn, ""
+	if args := cfg.Workload.BrokerArgs(); len(args) > 0 {
+		// The workload's broker configs: given to a samsa started here, noted as
+		// not applied on any other broker.
+		if base, _, _ := strings.Cut(spec, "@"); base == TargetSamsa {
+			sp.SamsaArgs = append(append([]string(nil), sp.SamsaArgs...), args...)
+		} else {
+			brokerNote = fmt.Sprintf("the workload's broker configs (%s) were not applied: samsa-bench sets them only on a samsa it starts; this broker runs with its own", strings.Join(args, " "))
+		}
+	}
+	t, err := StartTarget(ctx, spec, sp)
 	if err != nil {
 		return []*Result{fail("client", err)}
 	}
@@ -320,6 +330,9 @@ func runOne(ctx context.Context, cfg CompareConfig, spec, name string, round int
 		t.AdminURL = cfg.AdminURLs[spec]
 	}
 	var notes []string
+	if brokerNote != "" {
+		notes = append(notes, brokerNote)
+	}
 	if pid := cfg.PIDs[spec]; pid != 0 && t.PID == 0 {
 		// A process named by the caller: an error here means a wrong --pid, and a
 		// run without the broker's cost would hide it.

@@ -46,7 +46,11 @@ func RunRaw(ctx context.Context, cfg RawConfig) (*Result, error) {
 	if runErr != nil {
 		return nil, fmt.Errorf("%w: raw: %w", ErrRun, runErr)
 	}
-	return m.result(end), nil
+	res := m.result(end)
+	if n := retentionNote(ctx, t.ka, []string{t.name}, cfg.Workload); n != "" {
+		res.Notes = append(res.Notes, n)
+	}
+	return res, nil
 }
 
 // withDefaults checks cfg (a workload and brokers; the paced mode needs a fixed

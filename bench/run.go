@@ -212,6 +212,9 @@ func Run(ctx context.Context, cfg RunConfig) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if n := retentionNote(ctx, ka, r.topics, w); n != "" {
+		res.Notes = append(res.Notes, n)
+	}
 	res.ErrorSamples = r.errs.list()
 	res.Series = r.series
 	res.PublishLatency = summarize(r.pub, true)
@@ -220,6 +223,33 @@ func Run(ctx context.Context, cfg RunConfig) (*Result, error) {
 	res.Notes = append(res.Notes, saturationNotes(res, runtime.NumCPU(), runtime.GOMAXPROCS(0))...)
 	addSpikeNote(res)
 	return res, nil
+}
+
+// retentionNote says, for a workload that sets retention.bytes, whether the broker
+// deleted segments: on how many partitions the log start offset had left 0 at the
+// end of the run. "" for other workloads.
+func retentionNote(ctx context.Context, ka *kadm.Client, topics []string, w *Workload) string {
+	limit, ok := w.TopicConfigs["retention.bytes"]
+	if !ok {
+		return ""
+	}
+	lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	starts, err := ka.ListStartOffsets(lctx, topics...)
+	if err != nil {
+		return fmt.Sprintf("retention: log start offsets not read: %v", err)
+	}
+	var moved, all int
+	starts.Each(func(o kadm.ListedOffset) {
+		all++
+		if o.Err == nil && o.Offset > 0 {
+			moved++
+		}
+	})
+	if moved == 0 {
+		return fmt.Sprintf("retention: the log start offset is 0 on all %d partitions at the end of the run: the broker deleted no segment (retention.bytes %s; its retention check may not have run yet)", all, limit)
+	}
+	return fmt.Sprintf("retention: segments deleted: the log start offset is above 0 on %d of %d partitions at the end of the run (retention.bytes %s)", moved, all, limit)
 }
 
 func runID() string {
@@ -232,9 +262,12 @@ func createTopics(ctx context.Context, cl *kgo.Client, topics []string, w *Workl
 	ka := kadm.NewClient(cl)
 	cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	var configs map[string]*string
+	configs := map[string]*string{}
 	if w.MinInsyncReplicas > 0 && w.MinInsyncReplicas <= w.ReplicationFactor {
-		configs = map[string]*string{"min.insync.replicas": kadm.StringPtr(strconv.Itoa(w.MinInsyncReplicas))}
+		configs["min.insync.replicas"] = kadm.StringPtr(strconv.Itoa(w.MinInsyncReplicas))
+	}
+	for k, v := range w.TopicConfigs {
+		configs[k] = kadm.StringPtr(v)
 	}
 	resp, err := ka.CreateTopics(cctx, int32(w.PartitionsPerTopic), int16(w.ReplicationFactor), configs, topics...)
 	if err != nil {

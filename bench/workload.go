@@ -40,6 +40,14 @@ type Workload struct {
 	// replication factor 1 beside one of 3 in a comparison keeps the broker's
 	// default); 0 leaves the broker's default.
 	MinInsyncReplicas int `yaml:"minInsyncReplicas" json:"minInsyncReplicas,omitempty"`
+	// TopicConfigs are Kafka topic configs of the created topics (retention.bytes,
+	// segment.bytes, ...), set at creation beside minInsyncReplicas.
+	TopicConfigs map[string]string `yaml:"topicConfigs" json:"topicConfigs,omitempty"`
+	// BrokerConfigs are static broker configs the workload needs (the retention
+	// check's interval for retention-reached): passed as `serve --set key=value` to a
+	// samsa that samsa-bench starts. Any other broker runs as it is, and a note says
+	// that they were not applied.
+	BrokerConfigs map[string]string `yaml:"brokerConfigs" json:"brokerConfigs,omitempty"`
 
 	MessageSize int `yaml:"messageSize" json:"messageSize"`
 	// RandomBytesRatio is the share (0..1) of each payload that is random; the rest
@@ -373,6 +381,22 @@ func (w *Workload) Validate() error {
 	case w.Consumer.FetchMaxBytes < 1024 || w.Consumer.FetchMaxBytes > 1<<30:
 		return bad("fetchMaxBytes %d not in 1KiB..1GiB", w.Consumer.FetchMaxBytes)
 	}
+	for _, m := range []struct {
+		what string
+		kv   map[string]string
+	}{{"topicConfigs", w.TopicConfigs}, {"brokerConfigs", w.BrokerConfigs}} {
+		if len(m.kv) > 64 {
+			return bad("%s: %d keys, at most 64", m.what, len(m.kv))
+		}
+		for k, v := range m.kv {
+			if k == "" || strings.ContainsAny(k, "= \t\n") || strings.ContainsAny(v, "\n") || len(k)+len(v) > 1024 {
+				return bad("%s: key %q: want a config name (no '=', no spaces) and a one-line value", m.what, k)
+			}
+		}
+	}
+	if _, ok := w.TopicConfigs["min.insync.replicas"]; ok && w.MinInsyncReplicas > 0 {
+		return bad("topicConfigs: min.insync.replicas and minInsyncReplicas both set")
+	}
 	switch w.Producer.Compression {
 	case "none", "gzip", "snappy", "lz4", "zstd":
 	default:
@@ -383,6 +407,20 @@ func (w *Workload) Validate() error {
 
 // Producers is the number of producer clients.
 func (w *Workload) Producers() int { return w.Topics * w.ProducersPerTopic }
+
+// BrokerArgs are the `samsa serve` flags that set BrokerConfigs, in key order.
+func (w *Workload) BrokerArgs() []string {
+	keys := make([]string, 0, len(w.BrokerConfigs))
+	for k := range w.BrokerConfigs {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var args []string
+	for _, k := range keys {
+		args = append(args, "--set", k+"="+w.BrokerConfigs[k])
+	}
+	return args
+}
 
 // Consumers is the number of consumer clients.
 func (w *Workload) Consumers() int {

@@ -8,7 +8,7 @@ import (
 )
 
 func TestBuiltinWorkloadsParse(t *testing.T) {
-	want := []string{"backlog-drain", "fanout", "latency-100k", "latency-100k-1kb", "latency-20k", "max-throughput-100b", "omb-1topic-100p-1kb", "partitions-10k"}
+	want := []string{"backlog-drain", "fanout", "latency-100k", "latency-100k-1kb", "latency-20k", "many-producers", "max-throughput-100b", "omb-1topic-100p-1kb", "partitions-10k", "retention-reached"}
 	have := map[string]bool{}
 	for _, n := range BuiltinWorkloads() {
 		have[n] = true
@@ -40,6 +40,20 @@ func TestBuiltinWorkloadsParse(t *testing.T) {
 	w, _ = LoadWorkload("latency-100k")
 	if w.ProducerRate != 100000 || w.MessageSize != 100 || w.PartitionsPerTopic != 6 {
 		t.Errorf("latency-100k: %+v", w)
+	}
+	// The hard workloads: omb-1topic-100p-1kb's load from 64 keyed producers, and the
+	// same at the topic's retention.bytes.
+	omb, _ := LoadWorkload("omb-1topic-100p-1kb")
+	for _, n := range []string{"many-producers", "retention-reached"} {
+		w, _ = LoadWorkload(n)
+		if w.Producers() != 64 || w.PartitionsPerTopic != omb.PartitionsPerTopic || w.MessageSize != omb.MessageSize || w.ProducerRate != omb.ProducerRate ||
+			w.KeyDistributor != KeyRandom || w.Consumers() != omb.Consumers() || w.Producer != (ProducerConfig{Acks: -1, Compression: "none", Linger: omb.Producer.Linger, BatchSize: omb.Producer.BatchSize, MaxInFlight: 5, MaxBufferedRecords: 5000}) {
+			t.Errorf("%s: %+v", n, w)
+		}
+	}
+	if w.TopicConfigs["retention.bytes"] != "2097152" || w.TopicConfigs["segment.bytes"] != "1048576" ||
+		strings.Join(w.BrokerArgs(), " ") != "--set log.retention.check.interval.ms=1000" {
+		t.Errorf("retention-reached: topic configs %v, broker args %v", w.TopicConfigs, w.BrokerArgs())
 	}
 	w, _ = LoadWorkload("latency-100k-1kb")
 	if w.ProducerRate != 100000 || w.MessageSize != 1024 || w.PartitionsPerTopic != 6 {
@@ -103,6 +117,9 @@ func TestParseWorkloadRejects(t *testing.T) {
 		{"payload pool too big", "messageSize: 1048576\nrandomizedPayloadPoolSize: 1000\n"},
 		{"not yaml", "{{{"},
 		{"backlog without consumers", "consumerBacklogSizeGB: 1\nsubscriptionsPerTopic: -1\n"},
+		{"topic config key with =", "topicConfigs: {\"retention.bytes=1\": \"2\"}\n"},
+		{"empty broker config key", "brokerConfigs: {\"\": \"1\"}\n"},
+		{"min ISR twice", "minInsyncReplicas: 2\ntopicConfigs: {min.insync.replicas: \"2\"}\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ParseWorkload(strings.NewReader(tc.yaml))

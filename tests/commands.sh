@@ -624,6 +624,15 @@ PY
 	step "go test -run '^\$' -bench 'ScaleSnapshot|SimSnapshotCatchUp' -benchtime 3x -count 6 ./coordinator/controller/quorum" \
 		"go test -run '^\$' -bench 'ScaleSnapshot|SimSnapshotCatchUp' -benchtime 1x -count 1 ./coordinator/controller/quorum"
 	expect 'MiB/image'
+	# BENCHMARKS.md, Hard workloads
+	step 'bin/samsa-bench compare --targets samsa,kfake-proc --samsa-bin bin/samsa --workload many-producers --rounds 3 --duration 30s --warmup 10s' \
+		'bin/samsa-bench compare --targets samsa,kfake-proc --samsa-bin bin/samsa --workload many-producers --rounds 1 --duration 1s --warmup 0s'
+	expect 'kfake-proc +client +1 +[0-9]'
+	step 'bin/samsa-bench compare --targets samsa,kfake-proc --samsa-bin bin/samsa --workload retention-reached --rounds 3 --duration 30s --warmup 10s' \
+		'bin/samsa-bench compare --targets samsa,kfake-proc --samsa-bin bin/samsa --workload retention-reached --rounds 1 --duration 1s --warmup 0s'
+	expect 'retention: '
+	step "go test -run 'ManyProducers|RetentionReached' ./bench"
+	expect '^ok '
 	# BENCHMARKS.md, 10,000 partitions per node
 	skip 'make bench-partitions' 'about 15 minutes; the two partitions lines below run its first part in a short form'
 	step 'bin/samsa-bench partitions --samsa-bin bin/samsa --layout 10x1000 --rounds 3 --out bench-out/partitions' \
