@@ -153,6 +153,7 @@ func startCluster(ctx context.Context, spec string, cs clusterSpec, o SpawnOptio
 			t.AdminURL = nodes[0].admin
 			for _, n := range nodes {
 				t.pids = append(t.pids, n.pid)
+				t.nodeAdmins = append(t.nodeAdmins, n.admin)
 			}
 			return t, nil
 		}

@@ -85,7 +85,7 @@ func TestRunSpawnedSamsaCluster(t *testing.T) {
 	}
 	w := e2eWorkload(t)
 	w.ReplicationFactor, w.MinInsyncReplicas = tg.replicationFactor, 2
-	r, err := Run(ctx, RunConfig{Workload: w, Brokers: tg.Brokers, Target: tg.Name, Broker: tg.UsageSource(), KeepTopics: true,
+	r, err := Run(ctx, RunConfig{Workload: w, Brokers: tg.Brokers, Target: tg.Name, Broker: tg.UsageSource(), BrokerRuntime: tg.RuntimeSource(), KeepTopics: true,
 		TopicPrefix: "cluster-e2e", DeliveryTimeout: 20 * time.Second, JoinTimeout: 15 * time.Second, DrainTimeout: 15 * time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -93,6 +93,11 @@ func TestRunSpawnedSamsaCluster(t *testing.T) {
 	checkCounts(t, r)
 	if r.Broker == nil || r.Broker.CPUSeconds <= 0 {
 		t.Errorf("broker cost %+v", r.Broker)
+	}
+	// The three nodes' runtime and group-commit figures, read together: acks=all at
+	// RF 3 under fsync syncs on every node.
+	if b := r.BrokerRuntime; b == nil || b.Source != "/metrics of 3 nodes, summed" || b.SchedMaxMs <= 0 || !b.Engine || b.Fsyncs == 0 {
+		t.Errorf("cluster runtime %+v (notes %q)", b, r.Notes)
 	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(tg.Brokers...))
 	if err != nil {

@@ -15,7 +15,7 @@ import (
 // latency of either process. The spike notes themselves are among the run's notes.
 
 var runtimeHeader = []string{"target", "mode", "round", "pub p99", "pub p99.9", "pub max",
-	"broker GC pauses", "GC p99", "GC max", "sched p99", "sched max", "GC CPU",
+	"broker GC pauses", "GC p99", "GC max", "sched p99", "sched max", "GC CPU", "fdatasyncs", "fdatasync p99", "fdatasync max", "flush queue max",
 	"loader GC pauses", "GC p99", "GC max", "sched p99", "sched max", "GC CPU"}
 
 // runtimeRows are the table's rows: one per run that has runtime figures.
@@ -32,6 +32,7 @@ func (rep *Report) runtimeRows() [][]string {
 			broker = r.LoaderRuntime // one process: the same figures
 		}
 		row = append(row, runtimeCells(broker)...)
+		row = append(row, engineCells(broker)...)
 		row = append(row, runtimeCells(r.LoaderRuntime)...)
 		rows = append(rows, row)
 	}
@@ -56,7 +57,19 @@ func runtimeCells(s *RuntimeStats) []string {
 		fmt.Sprintf("%.3f", s.SchedP99Ms), fmt.Sprintf("%.3f", s.SchedMaxMs), gc}
 }
 
-const runtimeFootnote = "latencies in ms, over the measured window; GC pauses: stop-the-world pauses (runtime/metrics /gc/pauses:seconds); sched: time a runnable goroutine waited to run (/sched/latencies:seconds); GC CPU: the runtime's estimate of GC's share of the process's CPU, assists included; the broker's from its /metrics, n/a without an admin URL; a note names each round whose max exceeds 10× its p99"
+// engineCells are a Samsa broker's group-commit columns: fdatasyncs, their p99 and
+// max, and the flush queue's longest wait; n/a for a broker that does not export them.
+func engineCells(s *RuntimeStats) []string {
+	if s == nil || !s.Engine {
+		return []string{"n/a", "n/a", "n/a", "n/a"}
+	}
+	if s.Fsyncs == 0 {
+		return []string{"0", "-", "-", fmt.Sprintf("%.3f", s.FlushQueueMaxMs)}
+	}
+	return []string{fmt.Sprint(s.Fsyncs), fmt.Sprintf("%.3f", s.FsyncP99Ms), fmt.Sprintf("%.3f", s.FsyncMaxMs), fmt.Sprintf("%.3f", s.FlushQueueMaxMs)}
+}
+
+const runtimeFootnote = "latencies in ms, over the measured window; GC pauses: stop-the-world pauses (runtime/metrics /gc/pauses:seconds); sched: time a runnable goroutine waited to run (/sched/latencies:seconds); GC CPU: the runtime's estimate of GC's share of the process's CPU, assists included; the broker's from its /metrics (a cluster's nodes summed), n/a without an admin URL; fdatasync and flush queue (a durability waiter's wait for its flusher round): a Samsa broker's group commits, n/a for other brokers; a note names each round whose max exceeds 10× its p99"
 
 // writeRuntimeText prints the runtime table, when a run has runtime figures.
 func (rep *Report) writeRuntimeText(w io.Writer) {
@@ -88,7 +101,7 @@ func (rep *Report) htmlRuntime(b *bytes.Buffer) {
 	esc := html.EscapeString
 	section(b, "runtime", "Go runtime over the window")
 	b.WriteString("<table>\n<tr><th class=\"l\" rowspan=\"2\">target</th><th rowspan=\"2\">mode</th><th rowspan=\"2\">round</th><th colspan=\"3\">publish (ms)</th>" +
-		"<th colspan=\"6\">broker</th><th colspan=\"6\">loader</th></tr>\n<tr>")
+		"<th colspan=\"10\">broker</th><th colspan=\"6\">loader</th></tr>\n<tr>")
 	for _, h := range runtimeHeader[3:] {
 		fmt.Fprintf(b, "<th>%s</th>", esc(strings.TrimPrefix(strings.TrimPrefix(h, "broker "), "loader ")))
 	}

@@ -28,6 +28,14 @@ import (
 // runtime's own buckets are a few per cent wide; Samsa's export has ten a decade, so
 // a broker's figure is within 26% above the true one.
 //
+// A Samsa broker's /metrics also has its engine's group-commit histograms
+// (net/node/metrics_engine.go), read the same way: the fdatasync latency
+// (samsa_engine_fsync_latency_seconds) and a durability waiter's wait for its
+// flusher round (samsa_engine_flush_queue_wait_seconds), both with bounds doubling
+// (50 µs and 5 µs up), so within 2× above the true figure. A broker without them (not
+// Samsa) has only the runtime's. A samsa-cluster target's nodes are read together:
+// their histograms and CPU classes summed (one pause of any node is a pause).
+//
 // A spike (spikeNote) is a window whose publish max exceeds spikeRatio × its p99;
 // the note names the runtime figures that could account for it: a maximum of at
 // least spikeShare of the excess (max − p99). The maxima are the window's, not
@@ -50,7 +58,16 @@ type RuntimeStats struct {
 	// on GC (background marking, assists, pauses), 0..1; -1 when the runtime did not
 	// update its estimate in the window (it does at each GC).
 	GCCPUShare float64 `json:"gc_cpu_share"`
-	Source     string  `json:"source"`
+	// Engine: the broker exported its engine's group-commit figures (Samsa), the
+	// fdatasyncs of the window (count, p99, max) and a durability waiter's wait for
+	// its flusher round (p99, max).
+	Engine          bool    `json:"engine,omitempty"`
+	Fsyncs          int64   `json:"fsyncs,omitempty"`
+	FsyncP99Ms      float64 `json:"fsync_p99_ms,omitempty"`
+	FsyncMaxMs      float64 `json:"fsync_max_ms,omitempty"`
+	FlushQueueP99Ms float64 `json:"flush_queue_p99_ms,omitempty"`
+	FlushQueueMaxMs float64 `json:"flush_queue_max_ms,omitempty"`
+	Source          string  `json:"source"`
 	// IncludesBroker: the broker ran in the loader's process (the kfake target).
 	IncludesBroker bool `json:"includes_broker,omitempty"`
 }
@@ -64,6 +81,30 @@ type RuntimeSource interface {
 type RuntimeSnap struct {
 	gcPauses, sched runtimeHist
 	gcCPU, totalCPU float64
+	// A Samsa broker's engine: fdatasyncs and the flush queue's wait; engine says
+	// they were exported.
+	fsync, flushQueue runtimeHist
+	engine            bool
+}
+
+// add sums two readings of processes of one build (the nodes of a cluster):
+// histograms of the same shape bucket by bucket.
+func (a RuntimeSnap) add(b RuntimeSnap) RuntimeSnap {
+	sum := func(x, y runtimeHist) runtimeHist {
+		if len(x.counts) == 0 {
+			return y
+		}
+		out := runtimeHist{upper: x.upper, counts: append([]uint64(nil), x.counts...)}
+		if len(y.counts) == len(x.counts) {
+			for i, c := range y.counts {
+				out.counts[i] += c
+			}
+		}
+		return out
+	}
+	return RuntimeSnap{gcPauses: sum(a.gcPauses, b.gcPauses), sched: sum(a.sched, b.sched),
+		gcCPU: a.gcCPU + b.gcCPU, totalCPU: a.totalCPU + b.totalCPU,
+		fsync: sum(a.fsync, b.fsync), flushQueue: sum(a.flushQueue, b.flushQueue), engine: a.engine || b.engine}
 }
 
 // runtimeHist is a histogram in seconds: counts[i] fell at or below upper[i] and
@@ -113,7 +154,11 @@ func parseRuntime(r io.Reader) (RuntimeSnap, error) {
 		bound float64
 		cum   uint64
 	}
-	hists := map[string][]le{"go_gc_pauses_seconds_bucket": nil, "go_sched_latencies_seconds_bucket": nil}
+	names := []string{"go_gc_pauses_seconds_bucket", "go_sched_latencies_seconds_bucket", "samsa_engine_fsync_latency_seconds_bucket", "samsa_engine_flush_queue_wait_seconds_bucket"}
+	hists := map[string][]le{}
+	for _, n := range names {
+		hists[n] = nil
+	}
 	var snap RuntimeSnap
 	var haveGC, haveTotal bool
 	sc := bufio.NewScanner(r)
@@ -131,7 +176,7 @@ func parseRuntime(r io.Reader) (RuntimeSnap, error) {
 		}
 		v, err := strconv.ParseFloat(f[0], 64)
 		switch series {
-		case "go_gc_pauses_seconds_bucket", "go_sched_latencies_seconds_bucket":
+		case names[0], names[1], names[2], names[3]:
 			b, ok := strings.CutPrefix(labels, `le="`)
 			b, _, _ = strings.Cut(b, `"`)
 			bound, berr := strconv.ParseFloat(b, 64)
@@ -149,14 +194,17 @@ func parseRuntime(r io.Reader) (RuntimeSnap, error) {
 		return snap, err
 	}
 	var missing []string
-	for i, n := range []string{"go_gc_pauses_seconds_bucket", "go_sched_latencies_seconds_bucket"} {
+	snap.engine = len(hists[names[2]]) > 0 && len(hists[names[3]]) > 0
+	for i, n := range names {
 		bs := hists[n]
 		if len(bs) == 0 {
-			missing = append(missing, strings.TrimSuffix(n, "_bucket"))
+			if i < 2 { // the engine's are optional: a broker that is not Samsa
+				missing = append(missing, strings.TrimSuffix(n, "_bucket"))
+			}
 			continue
 		}
 		sort.Slice(bs, func(a, b int) bool { return bs[a].bound < bs[b].bound })
-		h := []*runtimeHist{&snap.gcPauses, &snap.sched}[i]
+		h := []*runtimeHist{&snap.gcPauses, &snap.sched, &snap.fsync, &snap.flushQueue}[i]
 		var prev uint64
 		last := 0.0
 		for _, b := range bs {
@@ -222,6 +270,11 @@ func runtimeStats(a, b RuntimeSnap, source string) *RuntimeStats {
 	_, s.SchedP99Ms, s.SchedMaxMs = b.sched.since(a.sched).quantiles(0.99)
 	if dt := b.totalCPU - a.totalCPU; dt > 0 {
 		s.GCCPUShare = (b.gcCPU - a.gcCPU) / dt
+	}
+	if a.engine && b.engine {
+		s.Engine = true
+		s.Fsyncs, s.FsyncP99Ms, s.FsyncMaxMs = b.fsync.since(a.fsync).quantiles(0.99)
+		_, s.FlushQueueP99Ms, s.FlushQueueMaxMs = b.flushQueue.since(a.flushQueue).quantiles(0.99)
 	}
 	return s
 }
@@ -304,6 +357,17 @@ func spikeNote(r *Result) string {
 		if s.SchedMaxMs >= spikeShare*excess {
 			named = append(named, fmt.Sprintf("a %s scheduling latency of %s ms", who, fmtFig(s.SchedMaxMs)))
 		}
+		if !s.Engine {
+			return
+		}
+		fmt.Fprintf(&b, ", %d fdatasyncs (p99 %s, max %s ms), flush queue wait p99 %s max %s ms",
+			s.Fsyncs, fmtFig(s.FsyncP99Ms), fmtFig(s.FsyncMaxMs), fmtFig(s.FlushQueueP99Ms), fmtFig(s.FlushQueueMaxMs))
+		if s.FsyncMaxMs >= spikeShare*excess {
+			named = append(named, fmt.Sprintf("a %s fdatasync of %s ms", who, fmtFig(s.FsyncMaxMs)))
+		}
+		if s.FlushQueueMaxMs >= spikeShare*excess {
+			named = append(named, fmt.Sprintf("a %s flush queue wait of %s ms", who, fmtFig(s.FlushQueueMaxMs)))
+		}
 	}
 	broker := "broker"
 	if r.LoaderRuntime != nil && r.LoaderRuntime.IncludesBroker {
@@ -319,7 +383,7 @@ func spikeNote(r *Result) string {
 	if len(named) > 0 {
 		fmt.Fprintf(&b, "; coinciding: %s", strings.Join(named, ", "))
 	} else {
-		fmt.Fprintf(&b, "; no runtime figure reaches %.0f%% of the excess (%s ms): the spike lies outside the Go runtimes measured (the disk, the network, a lock, the kernel's scheduling)", 100*spikeShare, fmtFig(excess))
+		fmt.Fprintf(&b, "; no runtime figure reaches %.0f%% of the excess (%s ms): the spike lies outside the figures measured (the network, a lock, the kernel's scheduling, a follower's fetch)", 100*spikeShare, fmtFig(excess))
 	}
 	return b.String()
 }
@@ -342,4 +406,26 @@ func (m *MetricsUsage) Runtime() (RuntimeSnap, error) {
 		return snap, fmt.Errorf("%w: broker runtime from %s/metrics: %w", ErrTarget, m.URL, err)
 	}
 	return snap, nil
+}
+
+// NodesRuntime reads the runtime figures of several brokers of one build (the nodes
+// of a samsa-cluster target) and sums them.
+type NodesRuntime []*MetricsUsage
+
+// Runtime implements RuntimeSource.
+func (n NodesRuntime) Runtime() (RuntimeSnap, error) {
+	var sum RuntimeSnap
+	for _, m := range n {
+		s, err := m.Runtime()
+		if err != nil {
+			return RuntimeSnap{}, err
+		}
+		sum = sum.add(s)
+	}
+	return sum, nil
+}
+
+// String names the source in reports.
+func (n NodesRuntime) String() string {
+	return fmt.Sprintf("/metrics of %d nodes, summed", len(n))
 }

@@ -84,6 +84,38 @@ func TestBrokerRuntimeFromMetrics(t *testing.T) {
 	if _, _, mx := c.gcPauses.quantiles(0.99); mx != 100 {
 		t.Errorf("a pause in +Inf read as %v ms, want the last bound 100", mx)
 	}
+	// Without the engine's series (a broker that is not Samsa) there are no
+	// group-commit figures; with them, the window's fdatasyncs and queue wait.
+	if s.Engine || s.Fsyncs != 0 {
+		t.Errorf("engine figures from a page without them: %+v", s)
+	}
+	engine := func(fsyncs50us, fsyncs1ms, fsyncs26ms, waits uint64) string {
+		return fmt.Sprintf("samsa_engine_fsync_latency_seconds_bucket{le=\"5e-05\"} %d\nsamsa_engine_fsync_latency_seconds_bucket{le=\"0.0008\"} %d\n"+
+			"samsa_engine_fsync_latency_seconds_bucket{le=\"0.0256\"} %d\nsamsa_engine_fsync_latency_seconds_bucket{le=\"+Inf\"} %d\n"+
+			"samsa_engine_flush_queue_wait_seconds_bucket{le=\"0.00032\"} %d\nsamsa_engine_flush_queue_wait_seconds_bucket{le=\"+Inf\"} %d\n",
+			fsyncs50us, fsyncs50us+fsyncs1ms, fsyncs50us+fsyncs1ms+fsyncs26ms, fsyncs50us+fsyncs1ms+fsyncs26ms, waits, waits)
+	}
+	e0, err := parseRuntime(strings.NewReader(pages[0] + engine(0, 10, 0, 5)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e1, err := parseRuntime(strings.NewReader(pages[1] + engine(0, 108, 2, 300)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	es := runtimeStats(e0, e1, "")
+	if !es.Engine || es.Fsyncs != 100 || es.FsyncP99Ms != 25.6 || es.FsyncMaxMs != 25.6 || es.FlushQueueMaxMs != 0.32 {
+		t.Errorf("engine figures %+v", es)
+	}
+	// Two nodes read together: their pauses and CPU classes summed.
+	nodes := NodesRuntime{m, m}
+	nodesSnap, err := nodes.Runtime()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _, _ := nodesSnap.gcPauses.quantiles(0.99); got != 300 || nodesSnap.totalCPU != 40 {
+		t.Errorf("two nodes: %d pauses, total CPU %v; want 300 and 40", got, nodesSnap.totalCPU)
+	}
 	// A broker without the series (another broker, an old Samsa) says which.
 	if _, err := parseRuntime(strings.NewReader("process_cpu_seconds_total 3\n")); err == nil || !strings.Contains(err.Error(), "go_gc_pauses_seconds") {
 		t.Errorf("page without the series: %v", err)
@@ -105,6 +137,12 @@ func TestSpikeNote(t *testing.T) {
 		}
 	}
 	r.BrokerRuntime.SchedMaxMs, r.LoaderRuntime.GCPauseMaxMs = 1, 1
+	// A Samsa broker's group commit: a 51.2 ms fdatasync is named.
+	r.BrokerRuntime.Engine, r.BrokerRuntime.Fsyncs, r.BrokerRuntime.FsyncP99Ms, r.BrokerRuntime.FsyncMaxMs, r.BrokerRuntime.FlushQueueMaxMs = true, 900, 1.6, 51.2, 3.2
+	if n := spikeNote(r); !strings.Contains(n, "900 fdatasyncs (p99 1.60, max 51.2 ms), flush queue wait p99 0 max 3.20 ms") || !strings.Contains(n, "coinciding: a broker fdatasync of 51.2 ms") {
+		t.Errorf("fdatasync spike: %s", n)
+	}
+	r.BrokerRuntime.Engine = false
 	if n := spikeNote(r); !strings.Contains(n, "no runtime figure reaches 25% of the excess (81 ms)") {
 		t.Errorf("no coinciding figure: %s", n)
 	}

@@ -145,6 +145,9 @@ type Target struct {
 	metrics *MetricsUsage
 	// pids are the nodes of a samsa-cluster target (PID is then 0: the cost is theirs).
 	pids []int
+	// nodeAdmins are the admin URLs of a samsa-cluster target's nodes (AdminURL is
+	// the first), whose runtime figures are read together.
+	nodeAdmins []string
 	// replicationFactor, when positive, is the replication factor of the topics a
 	// run on this target creates (samsa-cluster@rf=N).
 	replicationFactor int
@@ -182,9 +185,17 @@ func (t *Target) UsageSource() UsageSource {
 	return nil
 }
 
-// RuntimeSource returns where the broker's Go runtime figures come from: its admin
-// /metrics when AdminURL is set, else nil.
+// RuntimeSource returns where the broker's Go runtime figures come from: every
+// node's admin /metrics for a samsa-cluster target, its admin /metrics when AdminURL
+// is set, else nil.
 func (t *Target) RuntimeSource() RuntimeSource {
+	if len(t.nodeAdmins) > 1 && t.AdminURL == t.nodeAdmins[0] {
+		var nodes NodesRuntime
+		for _, a := range t.nodeAdmins {
+			nodes = append(nodes, NewMetricsUsage(a))
+		}
+		return nodes
+	}
 	if t.AdminURL == "" {
 		return nil
 	}
