@@ -21,7 +21,7 @@ import (
 func TestMain(m *testing.M) {
 	if addr := os.Getenv(KfakeServeEnv); addr != "" {
 		ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-		err := ServeKfake(ctx, addr, os.Getenv(KfakeNullEnv) != "")
+		err := ServeKfake(ctx, addr, os.Getenv(KfakeAdminEnv), os.Getenv(KfakeNullEnv) != "")
 		cancel()
 		if err != nil {
 			os.Exit(1)
@@ -273,6 +273,10 @@ func TestCompareKfakeInProcessAndChild(t *testing.T) {
 	}
 	if l := rs[1].LoaderRuntime; l == nil || l.IncludesBroker || l.SchedMaxMs <= 0 {
 		t.Errorf("loader runtime figures against the child %+v", l)
+	}
+	// The child serves its own runtime figures on its admin address.
+	if b := rs[1].BrokerRuntime; b == nil || b.SchedMaxMs <= 0 || b.Engine {
+		t.Errorf("kfake-proc's runtime figures %+v (notes %q)", b, rs[1].Notes)
 	}
 	figs := Figures(rs)
 	if len(figs) == 0 || len(figs[0].Stats) != 2 {

@@ -429,3 +429,28 @@ func (n NodesRuntime) Runtime() (RuntimeSnap, error) {
 func (n NodesRuntime) String() string {
 	return fmt.Sprintf("/metrics of %d nodes, summed", len(n))
 }
+
+// WriteRuntimeMetrics writes this process's runtime figures in the Prometheus text
+// format, under the names parseRuntime reads (the runtime's own buckets): what a
+// kfake child serves on its /metrics.
+func WriteRuntimeMetrics(w io.Writer) {
+	snap := selfRuntime()
+	for _, h := range []struct {
+		name string
+		h    runtimeHist
+	}{{"go_gc_pauses_seconds", snap.gcPauses}, {"go_sched_latencies_seconds", snap.sched}} {
+		fmt.Fprintf(w, "# TYPE %s histogram\n", h.name)
+		var cum uint64
+		last := math.Inf(-1)
+		for i, c := range h.h.counts {
+			cum += c
+			if up := h.h.upper[i]; up > last && !math.IsInf(up, 0) {
+				fmt.Fprintf(w, "%s_bucket{le=\"%g\"} %d\n", h.name, up, cum)
+				last = up
+			}
+		}
+		fmt.Fprintf(w, "%s_bucket{le=\"+Inf\"} %d\n%s_count %d\n", h.name, cum, h.name, cum)
+	}
+	fmt.Fprintf(w, "# TYPE go_cpu_classes_gc_total_cpu_seconds_total counter\ngo_cpu_classes_gc_total_cpu_seconds_total %g\n", snap.gcCPU)
+	fmt.Fprintf(w, "# TYPE go_cpu_classes_total_cpu_seconds_total counter\ngo_cpu_classes_total_cpu_seconds_total %g\n", snap.totalCPU)
+}

@@ -183,3 +183,24 @@ func TestRuntimeTable(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteRuntimeMetrics: what a kfake child serves reads back as this process's
+// figures: two forced GCs between two pages are two pauses or more.
+func TestWriteRuntimeMetrics(t *testing.T) {
+	var a, b strings.Builder
+	WriteRuntimeMetrics(&a)
+	runtime.GC()
+	runtime.GC()
+	WriteRuntimeMetrics(&b)
+	s0, err := parseRuntime(strings.NewReader(a.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s1, err := parseRuntime(strings.NewReader(b.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := runtimeStats(s0, s1, ""); s.GCPauses < 2 || s.GCPauseMaxMs <= 0 || s.Engine {
+		t.Errorf("window from the served pages: %+v", s)
+	}
+}

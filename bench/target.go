@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -35,6 +37,10 @@ const (
 
 // KfakeNullEnv, set with KfakeServeEnv, makes the served kfake a null broker.
 const KfakeNullEnv = "SAMSA_BENCH_KFAKE_NULL"
+
+// KfakeAdminEnv, set with KfakeServeEnv, is the address where the served kfake's
+// process answers /metrics (its Go runtime's figures, runtime.go) and /debug/pprof.
+const KfakeAdminEnv = "SAMSA_BENCH_KFAKE_ADMIN"
 
 // KfakeServeEnv, when set in a child's environment, tells a program that embeds
 // ServeKfake (samsa-bench, or a test binary's TestMain) to serve kfake on the address
@@ -258,11 +264,16 @@ func StartTarget(ctx context.Context, spec string, o SpawnOptions) (*Target, err
 		if err != nil {
 			return nil, err
 		}
-		args, env := []string{"kfake-serve", "--listen", addr}, []string{KfakeServeEnv + "=" + addr}
+		admin, err := freeAddr()
+		if err != nil {
+			return nil, err
+		}
+		args := []string{"kfake-serve", "--listen", addr, "--admin-listen", admin}
+		env := []string{KfakeServeEnv + "=" + addr, KfakeAdminEnv + "=" + admin}
 		if spec == TargetKfakeNull {
 			args, env = append(args, "--null"), append(env, KfakeNullEnv+"=1")
 		}
-		return spawn(ctx, spec, self, args, env, addr, "", o)
+		return spawn(ctx, spec, self, args, env, addr, admin, o)
 	case TargetSamsa:
 		bin := o.SamsaBin
 		if bin == "" {
@@ -462,9 +473,10 @@ func BuildSamsa(ctx context.Context, root, out string) error {
 	return nil
 }
 
-// ServeKfake runs a one-broker kfake cluster on listen until ctx ends. A null
+// ServeKfake runs a one-broker kfake cluster on listen until ctx ends, with its
+// admin endpoint on admin (kfakeAdminMux) unless that is "". A null
 // cluster stores nothing and serves synthetic fetches (see TargetKfakeNull).
-func ServeKfake(ctx context.Context, listen string, null bool) error {
+func ServeKfake(ctx context.Context, listen, admin string, null bool) error {
 	_, port, err := net.SplitHostPort(listen)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrTarget, err)
@@ -477,11 +489,41 @@ func ServeKfake(ctx context.Context, listen string, null bool) error {
 	if null {
 		opts = append(opts, kfake.BlackholeProduce(), kfake.SyntheticFetch(kfake.SyntheticBatch{}))
 	}
+	var srv *http.Server
+	if admin != "" {
+		ln, err := net.Listen("tcp", admin)
+		if err != nil {
+			return fmt.Errorf("%w: kfake admin: %w", ErrTarget, err)
+		}
+		srv = &http.Server{Handler: kfakeAdminMux(), ReadHeaderTimeout: 10 * time.Second}
+		go srv.Serve(ln)
+	}
 	c, err := kfake.NewCluster(opts...)
 	if err != nil {
+		if srv != nil {
+			srv.Close()
+		}
 		return fmt.Errorf("%w: kfake: %w", ErrTarget, err)
 	}
 	<-ctx.Done()
 	c.Close()
+	if srv != nil {
+		srv.Close()
+	}
 	return nil
+}
+
+// kfakeAdminMux serves a kfake process's /metrics (the Go runtime's figures that
+// samsa-bench reads of a broker, WriteRuntimeMetrics) and /debug/pprof (for
+// --profile), so that the peer is measured as Samsa is.
+func kfakeAdminMux() *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/metrics", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		WriteRuntimeMetrics(w)
+	})
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	return mux
 }

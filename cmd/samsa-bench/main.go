@@ -547,12 +547,13 @@ func kfakeServe(args []string) int {
 	fs := flag.NewFlagSet("kfake-serve", flag.ContinueOnError)
 	listen := fs.String("listen", "127.0.0.1:9092", "address")
 	null := fs.Bool("null", false, "store nothing, serve canned fetches (the loader's ceiling)")
+	admin := fs.String("admin-listen", "", "also serve /metrics (the Go runtime's figures) and /debug/pprof on this address")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	ctx, cancel := signalContext()
 	defer cancel()
-	if err := bench.ServeKfake(ctx, *listen, *null); err != nil && !errors.Is(err, context.Canceled) {
+	if err := bench.ServeKfake(ctx, *listen, *admin, *null); err != nil && !errors.Is(err, context.Canceled) {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
