@@ -26,7 +26,10 @@
 //     (sections only with content; the side-by-side table one row per figure and one
 //     column per target, with the direction and the best marked), and the verdict
 //     lines of --summary;
-//   - compare and regress (compare.go, regress.go): A B A B rounds and the gate.
+//   - compare and regress (compare.go, regress.go): A B A B rounds and the gate;
+//   - the history (history.go): every compare and regress round's figures, with the
+//     commit and the machine, appended to a local JSON lines file, and one figure of
+//     it across commits.
 //
 // Every record the client runner produces carries two timestamps in its value:
 //
