@@ -176,23 +176,33 @@ const ReplayChunk = 1 << 20
 
 // ReplayLog is Replay over log itself.
 func ReplayLog(log *engine.Log, decode func(b []byte, from int64) error) error {
-	off, end := log.LogStartOffset(), log.LogEndOffset()
+	_, err := ReplayRange(log, log.LogStartOffset(), log.LogEndOffset(), decode)
+	return err
+}
+
+// ReplayRange is ReplayLog over the offsets [from, to) of log only: a replica
+// that keeps up with a partition (every replica of __remote_log_metadata
+// does) reads from where it stopped to the high watermark. It returns the
+// offset it read up to (the next to read), which is to when the range was
+// read whole.
+func ReplayRange(log *engine.Log, from, to int64, decode func(b []byte, from int64) error) (int64, error) {
+	off := from
 	buf := make([]byte, 0, ReplayChunk)
-	for off < end {
-		b, err := log.ReadCopy(off, ReplayChunk, end, true, buf[:0])
+	for off < to {
+		b, err := log.ReadCopy(off, ReplayChunk, to, true, buf[:0])
 		if err != nil {
-			return fmt.Errorf("replay %s at %d: %w", log.TopicPartition(), off, err)
+			return off, fmt.Errorf("replay %s at %d: %w", log.TopicPartition(), off, err)
 		}
 		next := engine.BatchesEnd(b)
 		if len(b) == 0 || next <= off {
 			break
 		}
 		if err := decode(b, off); err != nil {
-			return fmt.Errorf("replay %s at %d: %w", log.TopicPartition(), off, err)
+			return off, fmt.Errorf("replay %s at %d: %w", log.TopicPartition(), off, err)
 		}
 		off, buf = next, b
 	}
-	return nil
+	return off, nil
 }
 
 // Deferred calls appendFn (a Log's append, made with the coordinator's lock held)

@@ -144,6 +144,16 @@ type SegmentMetadata struct {
 	CustomMetadata []byte
 }
 
+// SegmentMetadataUpdate is Kafka's RemoteLogSegmentMetadataUpdate: a copy's
+// new state, as the leader records it.
+type SegmentMetadataUpdate struct {
+	ID             SegmentID
+	BrokerID       int32 // the leader that reached the state
+	EventTimestamp int64 // when (ms)
+	CustomMetadata []byte
+	State          SegmentState
+}
+
 // ErrInvalidMetadata: a SegmentMetadata that breaks its invariants.
 var ErrInvalidMetadata = errors.New("remote: invalid remote log segment metadata")
 

@@ -56,6 +56,9 @@ var allowed = map[string][]string{
 	"coordinator/statelog": {"engine/...", "purgatory", "replication/..."},
 	"coordinator/host":     {"coordinator/metadata"},
 	"coordinator/group":    {"engine/...", "purgatory", "replication/...", "coordinator/statelog", "internal/latch"},
+	// Tiered storage's remote log metadata manager (Kafka's
+	// TopicBasedRemoteLogMetadataManager) over __remote_log_metadata.
+	"coordinator/remotelog": {"engine/...", "purgatory", "replication/...", "coordinator/statelog"},
 	// Share-partition state (KIP-932) and its share coordinator, over the group
 	// package's replicated-log seam.
 	"coordinator/share": {"engine/...", "purgatory", "replication/...", "coordinator/group"},
