@@ -64,6 +64,18 @@ type LogConfig struct {
 	// emptied, is kept after the cleaner first kept it (its batch's delete
 	// horizon, KIP-534).
 	DeleteRetentionMs int64
+
+	// RemoteStorage is remote.storage.enable with the broker's
+	// remote.log.storage.system.enable (KIP-405): sealed segments are
+	// copied to remote storage, and retention by time and size deletes a
+	// local segment only once it is copied (Log.SetRemoteEnd), by
+	// LocalRetentionMs and LocalRetentionBytes (local.retention.ms and
+	// local.retention.bytes; -2: retention.ms and retention.bytes).
+	// retention.ms and retention.bytes then govern the whole log, local
+	// and remote, which the remote log manager enforces on the copies.
+	RemoteStorage       bool
+	LocalRetentionMs    int64
+	LocalRetentionBytes int64
 }
 
 // DefaultLogConfig returns Apache Kafka's defaults.
@@ -84,6 +96,8 @@ func DefaultLogConfig() LogConfig {
 		MinCompactionLagMs:     0,
 		MaxCompactionLagMs:     math.MaxInt64,
 		DeleteRetentionMs:      24 * 3600 * 1000,
+		LocalRetentionMs:       -2,
+		LocalRetentionBytes:    -2,
 	}
 }
 
@@ -140,11 +154,33 @@ func (c LogConfig) sanitized() LogConfig {
 	if c.DeleteRetentionMs < 0 {
 		c.DeleteRetentionMs = d.DeleteRetentionMs
 	}
+	if c.LocalRetentionMs < -2 {
+		c.LocalRetentionMs = -2
+	}
+	if c.LocalRetentionBytes < -2 {
+		c.LocalRetentionBytes = -2
+	}
 	return c
 }
 
 // deletes reports whether retention by time and size applies.
 func (c *LogConfig) deletes() bool { return !c.Compact || c.Delete }
+
+// localRetention is the retention by time and size of the local segments:
+// local.retention.* with remote storage (-2 meaning retention.*),
+// retention.* without.
+func (c *LogConfig) localRetention() (ms, bytes int64) {
+	ms, bytes = c.RetentionMs, c.RetentionBytes
+	if c.RemoteStorage {
+		if c.LocalRetentionMs != -2 {
+			ms = c.LocalRetentionMs
+		}
+		if c.LocalRetentionBytes != -2 {
+			bytes = c.LocalRetentionBytes
+		}
+	}
+	return ms, bytes
+}
 
 // rollMs is the age at which the active segment is rolled: segment.ms, or
 // max.compaction.lag.ms when lower on a compacted log (Kafka's

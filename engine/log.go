@@ -58,6 +58,7 @@ type Log struct {
 	logStart      atomic.Int64
 	recoveryPoint atomic.Int64 // everything below is fdatasynced and indexed
 	size          atomic.Int64
+	remoteEnd     atomic.Int64 // offsets below are copied to remote storage (SetRemoteEnd)
 	dirtyBytes    atomic.Int64
 	flushes       atomic.Int32 // consecutive small flushes, up to preallocAfter (prealloc.go)
 	flushQueued   atomic.Bool

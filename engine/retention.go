@@ -10,7 +10,9 @@ import (
 // enforceRetention deletes the oldest segments that are wholly below the
 // high watermark and either wholly below the log start offset, or (unless
 // the log is compacted without cleanup.policy delete) older than
-// retention.ms (by their largest timestamp) or beyond retention.bytes. An
+// retention.ms (by their largest timestamp) or beyond retention.bytes; with
+// remote storage, local.retention.ms and local.retention.bytes, and only
+// segments wholly copied to remote storage (SetRemoteEnd). An
 // expired, non-empty active segment is rolled first so it can go too.
 // Deleted segments are renamed *.deleted and removed file.delete.delay.ms
 // later, once no reader pins them. Producers silent for
@@ -32,6 +34,7 @@ func (l *Log) enforceRetention() (int, error) {
 	leo := l.leo.Load()
 	logStart := l.logStart.Load()
 	size := l.size.Load()
+	retMs, retBytes := cfg.localRetention()
 	n := 0
 	for i := 0; i < len(l.segs); i++ {
 		s := l.segs[i]
@@ -44,10 +47,14 @@ func (l *Log) enforceRetention() (int, error) {
 			break
 		}
 		del := !last && upper <= logStart
-		if !del && cfg.deletes() && cfg.RetentionMs >= 0 && now-s.largestTimestamp(cfg) > cfg.RetentionMs {
+		// With remote storage, only a segment wholly copied may go by age
+		// or size (Kafka's UnifiedLog.deleteOldSegments with
+		// remote.storage.enable), and never the active one.
+		copied := !cfg.RemoteStorage || (!last && upper <= l.remoteEnd.Load())
+		if !del && cfg.deletes() && copied && retMs >= 0 && now-s.largestTimestamp(cfg) > retMs {
 			del = true
 		}
-		if !del && cfg.deletes() && cfg.RetentionBytes >= 0 && size-s.size.Load() >= cfg.RetentionBytes {
+		if !del && cfg.deletes() && copied && retBytes >= 0 && size-s.size.Load() >= retBytes {
 			del = true
 		}
 		if !del {

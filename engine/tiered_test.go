@@ -1,0 +1,90 @@
+package engine
+
+import (
+	"os"
+	"testing"
+)
+
+// A log with remote storage keeps its local segments past
+// local.retention.bytes until they are copied, then deletes exactly the
+// copied ones; its sealed segments name their files and the producer
+// snapshot at their end.
+func TestLocalRetentionWaitsForCopies(t *testing.T) {
+	dir := t.TempDir()
+	m := openTest(t, []string{dir}, SyncNone, nil)
+	defer m.Close()
+	cfg := smallConfig()
+	cfg.RemoteStorage = true
+	cfg.RetentionBytes = -1
+	cfg.LocalRetentionBytes = 0
+	l, err := m.CreateLog(TopicPartition{"tiered", 0}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 60; i++ {
+		mustAppend(t, l, makeBatch(testBatch{records: 1, valueSize: 200, baseTs: 1000 + int64(i)}))
+	}
+	l.SetHighWatermark(l.LogEndOffset())
+	sealed := l.SealedSegments(l.LogEndOffset())
+	if len(sealed) < 3 {
+		t.Fatalf("%d sealed segments, want at least 3", len(sealed))
+	}
+	for i, s := range sealed {
+		if i > 0 && s.Base != sealed[i-1].Next {
+			t.Fatalf("segment %d starts at %d, the one before ends at %d", i, s.Base, sealed[i-1].Next)
+		}
+		for _, p := range []string{s.Log, s.OffsetIndex, s.TimeIndex, s.ProducerSnapshot} {
+			if _, err := os.Stat(p); err != nil {
+				t.Fatalf("segment %d: %v", s.Base, err)
+			}
+		}
+		if st, _ := os.Stat(s.Log); st.Size() != s.Size {
+			t.Fatalf("segment %d: size %d, file %d", s.Base, s.Size, st.Size())
+		}
+		if s.MaxTimestamp != 1000+s.Next-1 {
+			t.Fatalf("segment %d: max timestamp %d, want %d", s.Base, s.MaxTimestamp, 1000+s.Next-1)
+		}
+	}
+	if got := l.SealedSegments(sealed[1].Next - 1); len(got) != 1 {
+		t.Fatalf("SealedSegments below %d: %d, want 1", sealed[1].Next-1, len(got))
+	}
+
+	// Nothing copied: nothing deleted.
+	if n, err := l.EnforceRetention(); err != nil || n != 0 {
+		t.Fatalf("retention before any copy deleted %d (%v)", n, err)
+	}
+	// Two copied: those two go, and the log start follows.
+	l.SetRemoteEnd(sealed[1].Next)
+	if n, err := l.EnforceRetention(); err != nil || n != 2 {
+		t.Fatalf("retention after two copies deleted %d (%v), want 2", n, err)
+	}
+	if l.LogStartOffset() != sealed[2].Base {
+		t.Fatalf("log start %d, want %d", l.LogStartOffset(), sealed[2].Base)
+	}
+	// Everything copied: every sealed segment goes, never the active one.
+	l.SetRemoteEnd(l.LogEndOffset())
+	if _, err := l.EnforceRetention(); err != nil {
+		t.Fatal(err)
+	}
+	if l.LogStartOffset() != sealed[len(sealed)-1].Next {
+		t.Fatalf("log start %d, want the active segment's base %d", l.LogStartOffset(), sealed[len(sealed)-1].Next)
+	}
+	if len(l.SealedSegments(l.LogEndOffset())) != 0 {
+		t.Fatal("sealed segments left after everything was copied")
+	}
+}
+
+func TestEpochsIn(t *testing.T) {
+	es := []EpochStart{{1, 0}, {3, 10}, {4, 20}}
+	got := EpochsIn(es, 5, 15)
+	want := []EpochStart{{1, 5}, {3, 10}}
+	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
+		t.Fatalf("EpochsIn(5, 15) = %v, want %v", got, want)
+	}
+	if got := EpochsIn(es, 20, 30); len(got) != 1 || got[0] != (EpochStart{4, 20}) {
+		t.Fatalf("EpochsIn(20, 30) = %v", got)
+	}
+	if b := string(EncodeEpochCheckpoint(es[:2])); b != "0\n2\n1 0\n3 10\n" {
+		t.Fatalf("checkpoint %q", b)
+	}
+}
