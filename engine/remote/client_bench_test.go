@@ -79,13 +79,13 @@ func readRange(b *testing.B, s objectStore, key string, start, end int64, buf []
 func measure(b *testing.B, g *gateway, size int64, op func()) {
 	b.ReportAllocs()
 	b.SetBytes(size)
-	c0, s0 := selfCPU(), procCPU(b, g.cmd.Process.Pid)
+	c0, s0 := selfCPU(), procCPU(b, g.Pid())
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		op()
 	}
 	b.StopTimer()
-	c1, s1 := selfCPU(), procCPU(b, g.cmd.Process.Pid)
+	c1, s1 := selfCPU(), procCPU(b, g.Pid())
 	bytes := float64(size) * float64(b.N)
 	b.ReportMetric(float64(c1-c0)/bytes, "client-cpu-ns/B")
 	b.ReportMetric(float64(s1-s0)/bytes, "server-cpu-ns/B")

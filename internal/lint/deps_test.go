@@ -34,12 +34,15 @@ var allowed = map[string][]string{
 	// Remote storage (KIP-405's RemoteStorageManager over S3): a leaf beside
 	// the engine; its tests write real segments through the engine. No
 	// broker package: the remote log manager above it drives it.
-	"engine/remote": {"engine"},
+	"engine/remote": {"engine", "internal/s3test"},
 
 	// Replica state: partitions' leader/follower state, ISR, HW, fetchers
 	// (internal/invariants: a leaf of constants, the invariants build tag).
 	"replication":     {"engine/...", "purgatory", "replication/...", "internal/invariants"},
 	"replication/...": {"engine/...", "purgatory", "replication/..."},
+	// Tiered storage's remote log manager is tested with the real remote log
+	// metadata manager and a real S3-compatible server.
+	"replication/tiered" + externalTests: {"engine/...", "purgatory", "replication/...", "coordinator/remotelog", "internal/s3test"},
 
 	// Metadata records and images: a leaf, read by everything above it.
 	"coordinator/metadata": {},

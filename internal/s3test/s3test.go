@@ -1,0 +1,148 @@
+// Package s3test runs a real S3-compatible server for tests: versity's
+// versitygw over a temporary directory (its posix backend: a bucket is a
+// directory, an object a file), as a child process on a free port with
+// random root credentials. Tests of the remote storage manager, the remote
+// log manager and the broker with tiered storage use it; never a mock.
+package s3test
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"go/build"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Module is what .ci/run installs when versitygw is not on PATH.
+const Module = "github.com/versity/versitygw/cmd/versitygw@v1.8.0"
+
+// Gateway is a running versitygw.
+type Gateway struct {
+	Endpoint       string // http://127.0.0.1:port
+	Access, Secret string // its root credentials
+	Root           string // the directory it serves
+	cmd            *exec.Cmd
+	exited         chan struct{}
+}
+
+// Binary finds versitygw on PATH or in $GOPATH/bin. Without it the test is
+// skipped, except under CI (CI=true), where .ci/run installs it.
+func Binary(tb testing.TB) string {
+	tb.Helper()
+	if p, err := exec.LookPath("versitygw"); err == nil {
+		return p
+	}
+	p := filepath.Join(build.Default.GOPATH, "bin", "versitygw")
+	if _, err := os.Stat(p); err == nil {
+		return p
+	}
+	if os.Getenv("CI") == "true" {
+		tb.Fatalf("no versitygw on PATH or in %s (go install %s; .ci/run does)", filepath.Dir(p), Module)
+	}
+	tb.Skipf("no versitygw on PATH or in %s: go install %s", filepath.Dir(p), Module)
+	return ""
+}
+
+// Start starts versitygw and waits until it answers S3 requests; it is
+// killed when the test ends.
+func Start(tb testing.TB) *Gateway {
+	tb.Helper()
+	bin := Binary(tb)
+	g := &Gateway{Access: randomHex(8), Secret: randomHex(16), Root: tb.TempDir(), exited: make(chan struct{})}
+	for attempt := 0; ; attempt++ {
+		port := freePort(tb)
+		g.Endpoint = fmt.Sprintf("http://127.0.0.1:%d", port)
+		g.cmd = exec.Command(bin, "--port", fmt.Sprintf("127.0.0.1:%d", port), "--access", g.Access, "--secret", g.Secret,
+			"--keep-alive", "--quiet", "posix", g.Root)
+		out, err := os.Create(filepath.Join(tb.TempDir(), "versitygw.log"))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		g.cmd.Stdout, g.cmd.Stderr = out, out
+		if err := g.cmd.Start(); err != nil {
+			tb.Fatalf("start versitygw: %v", err)
+		}
+		exited := make(chan struct{})
+		go func() { _ = g.cmd.Wait(); close(exited) }()
+		g.exited = exited
+		if g.waitReady(10 * time.Second) {
+			tb.Cleanup(func() { g.Kill() })
+			return g
+		}
+		g.Kill()
+		log, _ := os.ReadFile(out.Name())
+		if attempt == 2 {
+			tb.Fatalf("versitygw did not answer on %s: %s", g.Endpoint, log)
+		}
+	}
+}
+
+// waitReady polls the endpoint until any HTTP answer comes back (an
+// unsigned request gets an S3 error document), or the process exits.
+func (g *Gateway) waitReady(limit time.Duration) bool {
+	deadline := time.Now().Add(limit)
+	c := &http.Client{Timeout: time.Second}
+	for time.Now().Before(deadline) {
+		select {
+		case <-g.exited:
+			return false
+		default:
+		}
+		if resp, err := c.Get(g.Endpoint + "/"); err == nil {
+			resp.Body.Close()
+			return true
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return false
+}
+
+// Kill ends the gateway (SIGKILL; a stopped one is continued first so it
+// can die) and waits for it.
+func (g *Gateway) Kill() {
+	_ = g.cmd.Process.Signal(syscall.SIGCONT)
+	_ = g.cmd.Process.Kill()
+	<-g.exited
+}
+
+// Pause stops the gateway (SIGSTOP): its sockets stay open and silent, as a
+// store that hangs. It is continued when the test ends.
+func (g *Gateway) Pause(tb testing.TB) {
+	if err := g.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = g.cmd.Process.Signal(syscall.SIGCONT) })
+}
+
+// MakeBucket creates a bucket as a directory of the posix backend's root,
+// which is what CreateBucket does there.
+func (g *Gateway) MakeBucket(tb testing.TB, name string) {
+	if err := os.Mkdir(filepath.Join(g.Root, name), 0o755); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+func freePort(tb testing.TB) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// Pid is the gateway's process id.
+func (g *Gateway) Pid() int { return g.cmd.Process.Pid }
