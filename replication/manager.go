@@ -166,6 +166,8 @@ type Manager struct {
 
 	throttle *Throttle
 
+	remote atomic.Pointer[remoteLogBox] // tiered storage, once the wiring sets it (remote.go)
+
 	shrinks, expands atomic.Int64
 
 	ctx    context.Context

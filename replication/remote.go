@@ -1,0 +1,96 @@
+package replication
+
+import (
+	"context"
+	"errors"
+)
+
+// RemoteLog is tiered storage's side of this node's partitions (KIP-405):
+// what the remote log manager (replication/tiered) answers for a partition
+// whose older segments live in remote storage. The node's wiring sets it
+// with SetRemoteLog; without it every partition is local only. Its methods
+// may be called from any goroutine.
+type RemoteLog interface {
+	// Enabled reports whether p's log is tiered (remote.storage.enable on
+	// a broker with remote.log.storage.system.enable).
+	Enabled(p *Partition) bool
+	// LogStartOffset is the whole log's start: the start of its oldest
+	// copy in remote storage, when that is below the local log start
+	// (Kafka's logStartOffset beside localLogStartOffset); ok false when
+	// no copy is known.
+	LogStartOffset(p *Partition) (start int64, ok bool)
+	// RemoteEnd is the offset after the last one copied (Kafka's
+	// highestOffsetInRemoteStorage + 1); 0 when nothing is.
+	RemoteEnd(p *Partition) int64
+	// Read returns whole record batches from offset (the batch holding it
+	// first) out of remote storage, at most maxBytes of them but at least
+	// one. An offset below the whole log's start wraps ErrOffsetOutOfRange;
+	// a failure of the store wraps ErrRemoteStorage (retriable).
+	Read(ctx context.Context, p *Partition, offset int64, maxBytes int32) ([]byte, error)
+}
+
+// ErrRemoteStorage: remote storage could not serve a read now (Kafka's
+// RemoteStorageException, answered KAFKA_STORAGE_ERROR: the client retries).
+var ErrRemoteStorage = errors.New("replication: remote storage unavailable")
+
+type remoteLogBox struct{ r RemoteLog }
+
+// SetRemoteLog sets tiered storage's side of the partitions (nil: none).
+func (m *Manager) SetRemoteLog(r RemoteLog) {
+	if r == nil {
+		m.remote.Store(nil)
+		return
+	}
+	m.remote.Store(&remoteLogBox{r})
+}
+
+// remoteLog returns the tiered storage set, or nil.
+func (m *Manager) remoteLog() RemoteLog {
+	if b := m.remote.Load(); b != nil {
+		return b.r
+	}
+	return nil
+}
+
+// Tiered reports whether p's log is tiered.
+func (p *Partition) Tiered() bool {
+	r := p.m.remoteLog()
+	return r != nil && r.Enabled(p)
+}
+
+// LogStartOffset is the whole log's start: the remote log's start when p is
+// tiered and its oldest copy lies below the local log start, else the local
+// log start.
+func (p *Partition) LogStartOffset() int64 {
+	local := p.log.LogStartOffset()
+	if r := p.m.remoteLog(); r != nil && r.Enabled(p) {
+		if s, ok := r.LogStartOffset(p); ok && s < local {
+			return s
+		}
+	}
+	return local
+}
+
+// LocalLogStartOffset is the local log's start (KIP-1005's earliest-local).
+func (p *Partition) LocalLogStartOffset() int64 { return p.log.LogStartOffset() }
+
+// EarliestPendingUpload is KIP-1005's earliest-pending-upload offset: the
+// first offset not yet copied to remote storage, and false when p is not
+// tiered.
+func (p *Partition) EarliestPendingUpload() (int64, bool) {
+	r := p.m.remoteLog()
+	if r == nil || !r.Enabled(p) {
+		return -1, false
+	}
+	return max(r.RemoteEnd(p), p.LogStartOffset()), true
+}
+
+// ReadRemote reads whole batches from offset out of remote storage (see
+// RemoteLog.Read); p must be tiered and offset below the local log start.
+func (p *Partition) ReadRemote(ctx context.Context, offset int64, maxBytes int32) ([]byte, error) {
+	r := p.m.remoteLog()
+	if r == nil || !r.Enabled(p) {
+		return nil, ErrOffsetOutOfRange
+	}
+	return r.Read(ctx, p, offset, maxBytes)
+}

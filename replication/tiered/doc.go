@@ -1,0 +1,36 @@
+// Package tiered is tiered storage's remote log manager (KIP-405, Kafka's
+// RemoteLogManager): for every partition this node leads whose log is
+// tiered, it copies the sealed segments to remote storage, records each
+// copy in the remote log metadata, lets local retention delete what is
+// copied, deletes remote copies by the whole log's retention, and serves
+// reads below the local log start from remote storage. It is the
+// replication.RemoteLog of the node's replica manager, so handlers reach it
+// through the partition handle.
+//
+//	every remote.log.manager.task.interval.ms, per partition led here with remote.storage.enable:
+//	  1. list the copies (Metadata.ListRemoteLogSegments)
+//	  2. clean up: a copy left COPY_SEGMENT_STARTED (a leader stopped mid-copy,
+//	     here or elsewhere) or DELETE_SEGMENT_STARTED is deleted from the store
+//	     and marked DELETE_SEGMENT_FINISHED: never finished late, never listed twice
+//	  3. copy: each sealed segment wholly below min(HW, LSO) and past the last
+//	     finished copy, oldest first:
+//	       COPY_SEGMENT_STARTED ─▶ CopyLogSegmentData (throttled by
+//	       remote.log.manager.copy.max.bytes.per.second) ─▶ still leader at the
+//	       same epoch? COPY_SEGMENT_FINISHED, Log.SetRemoteEnd : delete the copy
+//	  4. local retention (local.retention.ms / .bytes) runs on the log, which
+//	     deletes only copied segments
+//	  5. remote retention: the oldest finished copies go while the whole log
+//	     (remote copies and the local part not copied) is over retention.bytes,
+//	     or older than retention.ms
+//
+// Only the leader copies and deletes: the task checks the partition's role
+// and leader epoch before each step that writes metadata. Reads (Read) run
+// on at most remote.log.reader.threads goroutines at once; each reads the
+// copy's offset index (kept in memory for the most recent copies) and one
+// byte range of its segment.
+//
+// Not built yet: followers do not learn the remote end (they keep their
+// local segments); a READ_COMMITTED read from remote carries no aborted
+// transactions; the chunk cache on local disk; remote.log.copy.disable and
+// remote.log.delete.on.disable; metrics.
+package tiered

@@ -1,0 +1,413 @@
+package tiered
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/samsa-broker/samsa/engine"
+	"github.com/samsa-broker/samsa/engine/remote"
+	"github.com/samsa-broker/samsa/replication"
+)
+
+// Metadata is the remote log metadata manager the copies are recorded in
+// (coordinator/remotelog's Manager, Kafka's RemoteLogMetadataManager).
+type Metadata interface {
+	AddRemoteLogSegmentMetadata(ctx context.Context, md *remote.SegmentMetadata) error
+	UpdateRemoteLogSegmentMetadata(ctx context.Context, u *remote.SegmentMetadataUpdate) error
+	ListRemoteLogSegments(tp remote.TopicIDPartition) ([]remote.SegmentMetadata, error)
+}
+
+// Config is a Manager's: Kafka's broker keys where it has them.
+type Config struct {
+	NodeID   int32
+	Replicas *replication.Manager
+	Storage  *remote.StorageManager
+	Metadata Metadata
+	// Interval is remote.log.manager.task.interval.ms (30 s).
+	Interval time.Duration
+	// CopyBytesPerSecond is remote.log.manager.copy.max.bytes.per.second
+	// (≤ 0: unlimited).
+	CopyBytesPerSecond int64
+	// ReaderThreads is remote.log.reader.threads (10): reads from remote
+	// storage running at once; more wait.
+	ReaderThreads int
+	// TempDir holds an empty producer snapshot for a segment that has none
+	// on disk ("": the system's).
+	TempDir string
+	Logger  *slog.Logger
+	Now     func() time.Time
+}
+
+// Manager is the remote log manager. Start runs its task; Read may be
+// called from any goroutine.
+type Manager struct {
+	cfg     Config
+	log     *slog.Logger
+	readers chan struct{}
+	copyLim *limiter
+
+	runMu sync.Mutex // one RunOnce at a time
+
+	mu     sync.Mutex
+	parts  map[engine.TopicPartition]*partState
+	idx    map[remote.Uuid][]byte // offset indexes of copies read lately
+	idxLRU []remote.Uuid
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// partState is what the manager knows of a tiered partition's copies, as of
+// its last listing.
+type partState struct {
+	copies    []remote.SegmentMetadata // COPY_SEGMENT_FINISHED, by start offset
+	remoteEnd int64                    // the end of the last finished copy (0: none)
+}
+
+// New returns a Manager; it does nothing until Start or RunOnce.
+func New(cfg Config) *Manager {
+	if cfg.Interval <= 0 {
+		cfg.Interval = 30 * time.Second
+	}
+	if cfg.ReaderThreads <= 0 {
+		cfg.ReaderThreads = 10
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	m := &Manager{cfg: cfg, log: cfg.Logger, readers: make(chan struct{}, cfg.ReaderThreads), copyLim: newLimiter(cfg.CopyBytesPerSecond),
+		parts: map[engine.TopicPartition]*partState{}, idx: map[remote.Uuid][]byte{}}
+	m.ctx, m.cancel = context.WithCancel(context.Background())
+	return m
+}
+
+// Start runs the task every Interval until Close.
+func (m *Manager) Start() {
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		t := time.NewTicker(m.cfg.Interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-m.ctx.Done():
+				return
+			case <-t.C:
+				m.RunOnce(m.ctx)
+			}
+		}
+	}()
+}
+
+// Close stops the task (a copy under way is cancelled and cleaned up by the
+// next leader's task) and waits for it.
+func (m *Manager) Close() {
+	m.cancel()
+	m.wg.Wait()
+}
+
+// Enabled implements replication.RemoteLog.
+func (m *Manager) Enabled(p *replication.Partition) bool {
+	el := p.EngineLog()
+	return el != nil && el.Config().RemoteStorage
+}
+
+// LogStartOffset implements replication.RemoteLog.
+func (m *Manager) LogStartOffset(p *replication.Partition) (int64, bool) {
+	st := m.state(p)
+	if st == nil || len(st.copies) == 0 {
+		return 0, false
+	}
+	return st.copies[0].StartOffset, true
+}
+
+// RemoteEnd implements replication.RemoteLog.
+func (m *Manager) RemoteEnd(p *replication.Partition) int64 {
+	if st := m.state(p); st != nil {
+		return st.remoteEnd
+	}
+	return 0
+}
+
+// state returns p's known copies, listing them first if they never were.
+func (m *Manager) state(p *replication.Partition) *partState {
+	m.mu.Lock()
+	st := m.parts[p.TopicPartition()]
+	m.mu.Unlock()
+	if st != nil {
+		return st
+	}
+	st, _ = m.refresh(p)
+	return st
+}
+
+// refresh lists p's copies and records the finished ones.
+func (m *Manager) refresh(p *replication.Partition) (*partState, error) {
+	all, err := m.cfg.Metadata.ListRemoteLogSegments(topicIDPartition(p))
+	if err != nil {
+		return nil, err
+	}
+	st := &partState{}
+	for _, md := range all {
+		if md.State == remote.CopySegmentFinished {
+			st.copies = append(st.copies, md)
+			st.remoteEnd = max(st.remoteEnd, md.EndOffset+1)
+		}
+	}
+	m.mu.Lock()
+	m.parts[p.TopicPartition()] = st
+	m.mu.Unlock()
+	if el := p.EngineLog(); el != nil && st.remoteEnd > 0 {
+		el.SetRemoteEnd(st.remoteEnd)
+	}
+	return st, nil
+}
+
+func topicIDPartition(p *replication.Partition) remote.TopicIDPartition {
+	tp := p.TopicPartition()
+	return remote.TopicIDPartition{TopicID: remote.Uuid(p.TopicID()), Topic: tp.Topic, Partition: tp.Partition}
+}
+
+// RunOnce runs the task once over every tiered partition this node leads:
+// clean-up, copies, local and remote retention (see the package doc). The
+// errors of each partition are logged and joined.
+func (m *Manager) RunOnce(ctx context.Context) error {
+	m.runMu.Lock()
+	defer m.runMu.Unlock()
+	var errs []error
+	for _, p := range m.cfg.Replicas.Partitions() {
+		if p.Role() != replication.RoleLeader || !m.Enabled(p) {
+			continue
+		}
+		if err := m.runPartition(ctx, p); err != nil {
+			m.log.Warn("tiered storage task", "partition", p.TopicPartition(), "err", err)
+			errs = append(errs, fmt.Errorf("%s: %w", p.TopicPartition(), err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// leading reports whether this node still leads p at epoch.
+func leading(p *replication.Partition, epoch int32) bool {
+	return p.Role() == replication.RoleLeader && p.LeaderEpoch() == epoch
+}
+
+func (m *Manager) runPartition(ctx context.Context, p *replication.Partition) error {
+	epoch := p.LeaderEpoch()
+	el := p.EngineLog()
+	all, err := m.cfg.Metadata.ListRemoteLogSegments(topicIDPartition(p))
+	if err != nil {
+		return err
+	}
+	// 2. Copies a leader left unfinished, and deletions left half done.
+	for i := range all {
+		md := &all[i]
+		if md.State != remote.CopySegmentStarted && md.State != remote.DeleteSegmentStarted {
+			continue
+		}
+		if !leading(p, epoch) {
+			return nil
+		}
+		if err := m.deleteCopy(ctx, md); err != nil {
+			return err
+		}
+	}
+	st, err := m.refresh(p)
+	if err != nil {
+		return err
+	}
+	// 3. Copies.
+	upTo := min(el.HighWatermark(), el.LastStableOffset())
+	for _, s := range el.SealedSegments(upTo) {
+		if s.Next <= st.remoteEnd {
+			continue
+		}
+		if !leading(p, epoch) {
+			return nil
+		}
+		if err := m.copySegment(ctx, p, epoch, el, s); err != nil {
+			return err
+		}
+		if st, err = m.refresh(p); err != nil {
+			return err
+		}
+	}
+	// 4. Local retention, now that the copies moved the remote end.
+	if _, err := el.EnforceRetention(); err != nil {
+		return err
+	}
+	// 5. Remote retention.
+	if !leading(p, epoch) {
+		return nil
+	}
+	return m.remoteRetention(ctx, p, el, st)
+}
+
+// copySegment copies one sealed segment and records it.
+func (m *Manager) copySegment(ctx context.Context, p *replication.Partition, epoch int32, el *engine.Log, s engine.SealedSegment) error {
+	var epochs []remote.EpochEntry
+	all := el.LeaderEpochs()
+	for _, e := range engine.EpochsIn(all, s.Base, s.Next) {
+		epochs = append(epochs, remote.EpochEntry{Epoch: e.Epoch, StartOffset: e.StartOffset})
+	}
+	if len(epochs) == 0 {
+		return fmt.Errorf("segment %d: no leader epoch covers it", s.Base)
+	}
+	var upToEnd []engine.EpochStart
+	for _, e := range all {
+		if e.StartOffset < s.Next {
+			upToEnd = append(upToEnd, e)
+		}
+	}
+	md := &remote.SegmentMetadata{
+		ID: remote.NewSegmentID(topicIDPartition(p)), StartOffset: s.Base, EndOffset: s.Next - 1, MaxTimestamp: s.MaxTimestamp,
+		BrokerID: m.cfg.NodeID, EventTimestamp: m.cfg.Now().UnixMilli(), SegmentSize: s.Size, LeaderEpochs: epochs,
+		State: remote.CopySegmentStarted,
+	}
+	data := &remote.LogSegmentData{LogSegment: s.Log, OffsetIndex: s.OffsetIndex, TimeIndex: s.TimeIndex, TransactionIndex: s.TxnIndex,
+		ProducerSnapshot: s.ProducerSnapshot, LeaderEpochIndex: engine.EncodeEpochCheckpoint(upToEnd)}
+	if data.ProducerSnapshot == "" {
+		f, err := m.emptySnapshot()
+		if err != nil {
+			return err
+		}
+		defer os.Remove(f)
+		data.ProducerSnapshot = f
+	}
+	if err := m.cfg.Metadata.AddRemoteLogSegmentMetadata(ctx, md); err != nil {
+		return err
+	}
+	if err := m.copyLim.wait(ctx, s.Size); err != nil {
+		return err // the copy is left STARTED: the next task cleans it up
+	}
+	start := time.Now()
+	if err := m.cfg.Storage.CopyLogSegmentData(ctx, md, data); err != nil {
+		if derr := m.deleteCopy(ctx, md); derr != nil {
+			m.log.Warn("cleaning up a failed copy", "segment", md.ID, "err", derr)
+		}
+		return fmt.Errorf("copy segment %d: %w", s.Base, err)
+	}
+	if !leading(p, epoch) {
+		// Deposed mid-copy: the copy is not ours to finish.
+		return m.deleteCopy(ctx, md)
+	}
+	if err := m.cfg.Metadata.UpdateRemoteLogSegmentMetadata(ctx, &remote.SegmentMetadataUpdate{ID: md.ID, BrokerID: m.cfg.NodeID,
+		EventTimestamp: m.cfg.Now().UnixMilli(), State: remote.CopySegmentFinished}); err != nil {
+		return err
+	}
+	el.SetRemoteEnd(s.Next)
+	m.log.Info("copied segment to remote storage", "partition", p.TopicPartition(), "base", s.Base, "next", s.Next,
+		"bytes", s.Size, "took", time.Since(start), "segment", md.ID.ID)
+	return nil
+}
+
+// emptySnapshot writes an empty producer snapshot to stand for a missing one.
+func (m *Manager) emptySnapshot() (string, error) {
+	f, err := os.CreateTemp(m.cfg.TempDir, "empty-*.snapshot")
+	if err != nil {
+		return "", err
+	}
+	name := f.Name()
+	return filepath.Clean(name), f.Close()
+}
+
+// deleteCopy deletes a copy: DELETE_SEGMENT_STARTED (unless it is already),
+// the objects, DELETE_SEGMENT_FINISHED.
+func (m *Manager) deleteCopy(ctx context.Context, md *remote.SegmentMetadata) error {
+	if md.State != remote.DeleteSegmentStarted {
+		if err := m.cfg.Metadata.UpdateRemoteLogSegmentMetadata(ctx, &remote.SegmentMetadataUpdate{ID: md.ID, BrokerID: m.cfg.NodeID,
+			EventTimestamp: m.cfg.Now().UnixMilli(), State: remote.DeleteSegmentStarted}); err != nil {
+			return err
+		}
+	}
+	if err := m.cfg.Storage.DeleteLogSegmentData(ctx, md); err != nil {
+		return err
+	}
+	m.forgetIndex(md.ID.ID)
+	return m.cfg.Metadata.UpdateRemoteLogSegmentMetadata(ctx, &remote.SegmentMetadataUpdate{ID: md.ID, BrokerID: m.cfg.NodeID,
+		EventTimestamp: m.cfg.Now().UnixMilli(), State: remote.DeleteSegmentFinished})
+}
+
+// remoteRetention deletes the oldest copies beyond retention.bytes (the
+// whole log: the copies and the local bytes not copied) or older than
+// retention.ms (by their largest timestamp), as Kafka's RLMExpirationTask.
+// A copy is deleted only if every later offset stays readable: locally or
+// in a later copy.
+func (m *Manager) remoteRetention(ctx context.Context, p *replication.Partition, el *engine.Log, st *partState) error {
+	cfg := el.Config()
+	if cfg.RetentionMs < 0 && cfg.RetentionBytes < 0 {
+		return nil
+	}
+	var total int64
+	for _, c := range st.copies {
+		total += c.SegmentSize
+	}
+	for _, s := range el.SealedSegments(el.LogEndOffset()) {
+		if s.Base >= st.remoteEnd {
+			total += s.Size
+		}
+	}
+	total += activeSize(el)
+	now := m.cfg.Now().UnixMilli()
+	deleted := false
+	for i := range st.copies {
+		c := &st.copies[i]
+		byTime := cfg.RetentionMs >= 0 && now-c.MaxTimestamp > cfg.RetentionMs
+		bySize := cfg.RetentionBytes >= 0 && total-c.SegmentSize >= cfg.RetentionBytes
+		if !byTime && !bySize {
+			break
+		}
+		if err := m.deleteCopy(ctx, c); err != nil {
+			return err
+		}
+		total -= c.SegmentSize
+		deleted = true
+		m.log.Info("deleted remote segment by retention", "partition", p.TopicPartition(), "base", c.StartOffset, "end", c.EndOffset)
+	}
+	if deleted {
+		_, err := m.refresh(p)
+		return err
+	}
+	return nil
+}
+
+// activeSize is the size of the local bytes past the sealed segments.
+func activeSize(el *engine.Log) int64 {
+	var sealed int64
+	for _, s := range el.SealedSegments(el.LogEndOffset()) {
+		sealed += s.Size
+	}
+	return max(el.Size()-sealed, 0)
+}
+
+// copyOf returns the finished copy holding offset, by the latest listing.
+func (m *Manager) copyOf(p *replication.Partition, offset int64) (remote.SegmentMetadata, bool, int64) {
+	st := m.state(p)
+	if st == nil || len(st.copies) == 0 {
+		return remote.SegmentMetadata{}, false, -1
+	}
+	i, _ := slices.BinarySearchFunc(st.copies, offset, func(c remote.SegmentMetadata, off int64) int {
+		switch {
+		case c.EndOffset < off:
+			return -1
+		case c.StartOffset > off:
+			return 1
+		}
+		return 0
+	})
+	if i < len(st.copies) && st.copies[i].StartOffset <= offset && offset <= st.copies[i].EndOffset {
+		return st.copies[i], true, st.copies[0].StartOffset
+	}
+	return remote.SegmentMetadata{}, false, st.copies[0].StartOffset
+}

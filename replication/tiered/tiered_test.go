@@ -1,0 +1,379 @@
+package tiered_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/samsa-broker/samsa/coordinator/remotelog"
+	"github.com/samsa-broker/samsa/engine"
+	"github.com/samsa-broker/samsa/engine/remote"
+	"github.com/samsa-broker/samsa/internal/s3test"
+	"github.com/samsa-broker/samsa/replication"
+	"github.com/samsa-broker/samsa/replication/tiered"
+)
+
+const metaPartitions = 3
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// node is one broker: its engine, replica manager, remote log metadata
+// manager and remote log manager, leading data-0 (tiered) and every
+// __remote_log_metadata partition.
+type node struct {
+	eng  *engine.Manager
+	repl *replication.Manager
+	meta *remotelog.Manager
+	rlm  *tiered.Manager
+	data *replication.Partition
+}
+
+func dataConfig() engine.LogConfig {
+	cfg := engine.DefaultLogConfig()
+	cfg.SegmentBytes = 16 << 10
+	cfg.IndexIntervalBytes = 1024
+	cfg.RemoteStorage = true
+	cfg.LocalRetentionBytes = 0 // every copied segment goes locally
+	cfg.RetentionBytes = -1
+	cfg.RetentionMs = -1
+	cfg.FileDeleteDelayMs = 0
+	return cfg
+}
+
+func openNode(t *testing.T, dir string, epoch int32, sm *remote.StorageManager, cfg engine.LogConfig) *node {
+	t.Helper()
+	eng, err := engine.Open(engine.Options{Dirs: []string{dir}, Sync: engine.SyncNone, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	repl, err := replication.NewManager(replication.Config{NodeID: 1, Logs: replication.EngineLogs(eng), Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d replication.Delta
+	for p := range int32(metaPartitions) {
+		d.Leaders = append(d.Leaders, replication.PartitionState{Topic: remotelog.Topic, TopicID: [16]byte{9}, Partition: p,
+			Replicas: []int32{1}, ISR: []int32{1}, Leader: 1, LeaderEpoch: epoch, PartitionEpoch: epoch, MinISR: 1, LogConfig: remotelog.LogConfig()})
+	}
+	d.Leaders = append(d.Leaders, replication.PartitionState{Topic: "data", TopicID: [16]byte{7, 7}, Partition: 0,
+		Replicas: []int32{1}, ISR: []int32{1}, Leader: 1, LeaderEpoch: epoch, PartitionEpoch: epoch, MinISR: 1, LogConfig: cfg})
+	if err := repl.Apply(d); err != nil {
+		t.Fatal(err)
+	}
+	n := &node{eng: eng, repl: repl}
+	n.meta = remotelog.New(remotelog.Config{Replicas: repl, Partitions: func() int32 { return metaPartitions }})
+	n.rlm = tiered.New(tiered.Config{NodeID: 1, Replicas: repl, Storage: sm, Metadata: n.meta, Logger: quiet, TempDir: t.TempDir()})
+	repl.SetRemoteLog(n.rlm)
+	n.data = repl.Partition(engine.TopicPartition{Topic: "data", Partition: 0})
+	return n
+}
+
+func (n *node) close() {
+	n.rlm.Close()
+	n.repl.Close()
+	n.eng.Close()
+}
+
+// produce appends count records of about 200 bytes, keyed by their number,
+// in batches of 10, through replication (acks=-1 on a single replica).
+func (n *node) produce(t *testing.T, from, count int) {
+	t.Helper()
+	for i := from; i < from+count; i += 10 {
+		var recs []engine.Record
+		for j := i; j < min(i+10, from+count); j++ {
+			recs = append(recs, engine.Record{Timestamp: time.Now().UnixMilli(), Key: []byte(fmt.Sprint(j)), Value: bytes.Repeat([]byte{byte(j)}, 200)})
+		}
+		b, err := engine.AppendRecords(nil, recs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pr := new(replication.Produce)
+		done := make(chan struct{})
+		pr.Begin(n.repl, -1, 5*time.Second, func() { close(done) })
+		if _, err := pr.Append(n.data, b); err != nil {
+			t.Fatal(err)
+		}
+		pr.Seal()
+		<-done
+		if err := pr.Part(0).Err; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// readAll reads data-0 from offset 0 to its high watermark: below the local
+// log start from remote storage through the partition handle, then the
+// local log; it returns the keys in order.
+func readAll(t *testing.T, p *replication.Partition) []string {
+	t.Helper()
+	el := p.EngineLog()
+	var keys []string
+	off := int64(0)
+	for off < el.HighWatermark() {
+		var b []byte
+		if off < el.LogStartOffset() {
+			var err error
+			if b, err = p.ReadRemote(context.Background(), off, 8<<10); err != nil {
+				t.Fatalf("remote read at %d: %v", off, err)
+			}
+		} else {
+			var err error
+			if b, err = el.ReadCopy(off, 8<<10, el.HighWatermark(), true, nil); err != nil {
+				t.Fatalf("local read at %d: %v", off, err)
+			}
+		}
+		if len(b) == 0 {
+			t.Fatalf("nothing read at %d", off)
+		}
+		err := engine.ForEachRecordInBatches(b, func(r engine.Record) error {
+			if r.Offset >= off {
+				keys = append(keys, string(r.Key))
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		off = engine.BatchesEnd(b)
+	}
+	return keys
+}
+
+func storage(t *testing.T, g *s3test.Gateway) *remote.StorageManager {
+	t.Helper()
+	g.MakeBucket(t, "tiered")
+	sm, err := remote.New(remote.Config{Bucket: "tiered", Region: "us-east-1", Endpoint: g.Endpoint, PathStyle: true,
+		AccessKeyID: g.Access, SecretAccessKey: g.Secret, CallTimeout: 20 * time.Second, AttemptTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sm
+}
+
+func wantKeys(t *testing.T, keys []string, n int) {
+	t.Helper()
+	if len(keys) != n {
+		t.Fatalf("read %d records, want %d", len(keys), n)
+	}
+	for i, k := range keys {
+		if k != fmt.Sprint(i) {
+			t.Fatalf("record %d has key %s", i, k)
+		}
+	}
+}
+
+// The leader copies every sealed segment below the high watermark, local
+// retention then deletes exactly the copied ones, and every record reads
+// back once, in order, from remote and local storage together. The next
+// leader (the node restarted at a new leader epoch) lists the same copies
+// and copies only what is new.
+func TestCopyRetainReadBack(t *testing.T) {
+	g := s3test.Start(t)
+	sm := storage(t, g)
+	dir := t.TempDir()
+	n := openNode(t, dir, 0, sm, dataConfig())
+	n.produce(t, 0, 600)
+	el := n.data.EngineLog()
+	sealed := el.SealedSegments(el.HighWatermark())
+	if len(sealed) < 4 {
+		t.Fatalf("%d sealed segments, want at least 4", len(sealed))
+	}
+	if err := n.rlm.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	segs, err := n.meta.ListRemoteLogSegments(remote.TopicIDPartition{TopicID: remote.Uuid{7, 7}, Topic: "data", Partition: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(segs) != len(sealed) {
+		t.Fatalf("%d copies listed, want %d", len(segs), len(sealed))
+	}
+	for i, s := range segs {
+		if s.State != remote.CopySegmentFinished || s.StartOffset != sealed[i].Base || s.EndOffset != sealed[i].Next-1 || s.SegmentSize != sealed[i].Size {
+			t.Fatalf("copy %d: %+v, segment %+v", i, s, sealed[i])
+		}
+	}
+	if el.LogStartOffset() != sealed[len(sealed)-1].Next {
+		t.Fatalf("local log start %d, want %d: the copied segments stay", el.LogStartOffset(), sealed[len(sealed)-1].Next)
+	}
+	if n.data.LogStartOffset() != 0 || n.data.LocalLogStartOffset() != el.LogStartOffset() {
+		t.Fatalf("log start %d, local %d", n.data.LogStartOffset(), n.data.LocalLogStartOffset())
+	}
+	if off, ok := n.data.EarliestPendingUpload(); !ok || off != sealed[len(sealed)-1].Next {
+		t.Fatalf("earliest pending upload %d %v", off, ok)
+	}
+	wantKeys(t, readAll(t, n.data), 600)
+	if _, err := n.data.ReadRemote(context.Background(), el.HighWatermark()+5, 1024); !errors.Is(err, replication.ErrOffsetOutOfRange) {
+		t.Fatalf("a remote read past every copy: %v", err)
+	}
+	n.close()
+
+	n2 := openNode(t, dir, 1, sm, dataConfig())
+	defer n2.close()
+	n2.produce(t, 600, 300)
+	if err := n2.rlm.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	segs2, err := n2.meta.ListRemoteLogSegments(remote.TopicIDPartition{TopicID: remote.Uuid{7, 7}, Topic: "data", Partition: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(segs2) <= len(segs) {
+		t.Fatalf("the next leader lists %d copies, had %d", len(segs2), len(segs))
+	}
+	for i := range segs2 {
+		if i < len(segs) && segs2[i].ID != segs[i].ID {
+			t.Fatalf("copy %d changed: %v, was %v", i, segs2[i].ID, segs[i].ID)
+		}
+		if i > 0 && segs2[i].StartOffset != segs2[i-1].EndOffset+1 {
+			t.Fatalf("copies %d and %d: [%d,%d] then [%d,%d]", i-1, i, segs2[i-1].StartOffset, segs2[i-1].EndOffset, segs2[i].StartOffset, segs2[i].EndOffset)
+		}
+	}
+	wantKeys(t, readAll(t, n2.data), 900)
+}
+
+// A copy left COPY_SEGMENT_STARTED by a leader that stopped mid-copy is
+// deleted (objects and metadata) by the next leader's task, which copies the
+// segment again under a new id: it is listed once.
+func TestInterruptedCopyCleanedUp(t *testing.T) {
+	g := s3test.Start(t)
+	sm := storage(t, g)
+	dir := t.TempDir()
+	n := openNode(t, dir, 0, sm, dataConfig())
+	n.produce(t, 0, 300)
+	el := n.data.EngineLog()
+	s := el.SealedSegments(el.HighWatermark())[0]
+	// What the leader had done when it stopped: the copy recorded as
+	// started, its objects stored, no COPY_SEGMENT_FINISHED.
+	tp := remote.TopicIDPartition{TopicID: remote.Uuid{7, 7}, Topic: "data", Partition: 0}
+	md := &remote.SegmentMetadata{ID: remote.NewSegmentID(tp), StartOffset: s.Base, EndOffset: s.Next - 1, MaxTimestamp: s.MaxTimestamp,
+		BrokerID: 1, EventTimestamp: time.Now().UnixMilli(), SegmentSize: s.Size, LeaderEpochs: []remote.EpochEntry{{Epoch: 0, StartOffset: s.Base}},
+		State: remote.CopySegmentStarted}
+	if err := n.meta.AddRemoteLogSegmentMetadata(context.Background(), md); err != nil {
+		t.Fatal(err)
+	}
+	if err := sm.CopyLogSegmentData(context.Background(), md, &remote.LogSegmentData{LogSegment: s.Log, OffsetIndex: s.OffsetIndex,
+		TimeIndex: s.TimeIndex, ProducerSnapshot: s.ProducerSnapshot, LeaderEpochIndex: []byte("0\n0\n")}); err != nil {
+		t.Fatal(err)
+	}
+	n.close()
+
+	n2 := openNode(t, dir, 1, sm, dataConfig())
+	defer n2.close()
+	if err := n2.rlm.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	segs, err := n2.meta.ListRemoteLogSegments(tp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range segs {
+		if c.ID == md.ID {
+			t.Fatalf("the interrupted copy is still listed: %+v", c)
+		}
+		if c.State != remote.CopySegmentFinished {
+			t.Fatalf("a copy left %s", c.State)
+		}
+	}
+	if len(segs) == 0 || segs[0].StartOffset != s.Base {
+		t.Fatalf("segment %d not copied again: %+v", s.Base, segs)
+	}
+	if rc, err := sm.FetchIndex(context.Background(), md, remote.IndexOffset); err == nil {
+		rc.Close()
+		t.Fatal("the interrupted copy's objects are still stored")
+	} else if !errors.Is(err, remote.ErrRemoteResourceNotFound) {
+		t.Fatal(err)
+	}
+	wantKeys(t, readAll(t, n2.data), 300)
+}
+
+// retention.bytes governs the whole log: the oldest copies are deleted from
+// remote storage once local and remote bytes together exceed it, and the
+// log start moves to the oldest copy left.
+func TestRemoteRetentionBySize(t *testing.T) {
+	g := s3test.Start(t)
+	sm := storage(t, g)
+	cfg := dataConfig()
+	cfg.RetentionBytes = 48 << 10
+	n := openNode(t, t.TempDir(), 0, sm, cfg)
+	defer n.close()
+	n.produce(t, 0, 900)
+	if err := n.rlm.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	tp := remote.TopicIDPartition{TopicID: remote.Uuid{7, 7}, Topic: "data", Partition: 0}
+	segs, err := n.meta.ListRemoteLogSegments(tp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var remoteBytes int64
+	for _, s := range segs {
+		remoteBytes += s.SegmentSize
+	}
+	el := n.data.EngineLog()
+	total := remoteBytes + el.Size()
+	if len(segs) == 0 || segs[0].StartOffset == 0 {
+		t.Fatalf("no copy deleted: %d copies from %d", len(segs), segs[0].StartOffset)
+	}
+	// The oldest copies went while what stayed was at least retention.bytes.
+	if total < cfg.RetentionBytes || total-segs[0].SegmentSize >= cfg.RetentionBytes {
+		t.Fatalf("%d bytes kept (remote %d, local %d; oldest copy %d), retention.bytes %d", total, remoteBytes, el.Size(), segs[0].SegmentSize, cfg.RetentionBytes)
+	}
+	if n.data.LogStartOffset() != segs[0].StartOffset {
+		t.Fatalf("log start %d, oldest copy %d", n.data.LogStartOffset(), segs[0].StartOffset)
+	}
+	if _, err := n.data.ReadRemote(context.Background(), 0, 1024); !errors.Is(err, replication.ErrOffsetOutOfRange) {
+		t.Fatalf("a read of a deleted copy: %v", err)
+	}
+}
+
+// remote.log.manager.copy.max.bytes.per.second paces the copies, and a
+// follower copies nothing.
+func TestCopyRateAndLeaderOnly(t *testing.T) {
+	g := s3test.Start(t)
+	sm := storage(t, g)
+	n := openNode(t, t.TempDir(), 0, sm, dataConfig())
+	defer n.close()
+	n.produce(t, 0, 400)
+	el := n.data.EngineLog()
+	sealed := el.SealedSegments(el.HighWatermark())
+	var rest int64
+	for _, s := range sealed[1:] {
+		rest += s.Size
+	}
+	const rate = 64 << 10
+	rlm := tiered.New(tiered.Config{NodeID: 1, Replicas: n.repl, Storage: sm, Metadata: n.meta, Logger: quiet, CopyBytesPerSecond: rate, TempDir: t.TempDir()})
+	start := time.Now()
+	if err := rlm.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	took, least := time.Since(start), time.Duration(float64(rest)/rate*float64(time.Second))
+	if took < least {
+		t.Fatalf("%d segments copied in %v at %d B/s, want at least %v", len(sealed), took, rate, least)
+	}
+	t.Logf("%d segments (%d bytes after the first) copied in %v at %d B/s", len(sealed), rest, took, rate)
+
+	// More sealed segments, then the same node as a follower of data-0
+	// (leader 2, epoch 1): they are not copied.
+	n.produce(t, 400, 200)
+	if s := el.SealedSegments(el.HighWatermark()); len(s) == 0 || s[len(s)-1].Next <= el.RemoteEnd() {
+		t.Fatalf("no segment left to copy: %d sealed, remote end %d", len(s), el.RemoteEnd())
+	}
+	if err := n.repl.Apply(replication.Delta{Followers: []replication.PartitionState{{Topic: "data", TopicID: [16]byte{7, 7}, Partition: 0,
+		Replicas: []int32{2, 1}, ISR: []int32{2, 1}, Leader: 2, LeaderEpoch: 1, PartitionEpoch: 1, MinISR: 1, LogConfig: dataConfig()}}}); err != nil {
+		t.Fatal(err)
+	}
+	tp := remote.TopicIDPartition{TopicID: remote.Uuid{7, 7}, Topic: "data", Partition: 0}
+	before, _ := n.meta.ListRemoteLogSegments(tp)
+	if err := rlm.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := n.meta.ListRemoteLogSegments(tp); len(after) != len(before) {
+		t.Fatalf("a follower's task changed the copies: %d, were %d", len(after), len(before))
+	}
+}
