@@ -245,6 +245,15 @@ var TopicDefs = []*Def{
 		Apply: func(c *engine.LogConfig, v string) {
 			c.MinCleanableDirtyRatio, _ = strconv.ParseFloat(strings.TrimSpace(v), 64)
 		}},
+	{Name: "remote.storage.enable", Kind: KindBool, Default: sp("false"),
+		Doc:   "tiered storage (KIP-405) for the topic, on a broker with remote.log.storage.system.enable: sealed segments are copied to remote storage and read back from it below the local log start",
+		Apply: func(c *engine.LogConfig, v string) { c.RemoteStorage = strings.EqualFold(strings.TrimSpace(v), "true") }},
+	{Name: "local.retention.ms", Kind: KindLong, Default: sp("-2"), Min: -2, Synonyms: []Synonym{{"log.local.retention.ms", 1}},
+		Doc:   "with remote.storage.enable: how long a local segment is kept once copied to remote storage (-2: retention.ms)",
+		Apply: func(c *engine.LogConfig, v string) { c.LocalRetentionMs = parseInt(v) }},
+	{Name: "local.retention.bytes", Kind: KindLong, Default: sp("-2"), Min: -2, Synonyms: []Synonym{{"log.local.retention.bytes", 1}},
+		Doc:   "with remote.storage.enable: the local bytes kept, deleting the oldest segments once copied to remote storage (-2: retention.bytes)",
+		Apply: func(c *engine.LogConfig, v string) { c.LocalRetentionBytes = parseInt(v) }},
 	{Name: "preallocate", Kind: KindBool, Default: sp("false"), Synonyms: []Synonym{{"log.preallocate", 1}}, Doc: "stored"},
 	{Name: "segment.jitter.ms", Kind: KindLong, Default: sp("0"), Min: 0, Synonyms: []Synonym{{"log.roll.jitter.ms", 1}, {"log.roll.jitter.hours", 3600000}}, Doc: "stored"},
 	{Name: "message.timestamp.before.max.ms", Kind: KindLong, Default: sp(longMax), Min: 0, Synonyms: []Synonym{{"log.message.timestamp.before.max.ms", 1}}, Doc: "stored"},
@@ -269,6 +278,17 @@ var BrokerDefs = []*Def{
 	{Name: "socket.request.max.bytes", Kind: KindInt, Default: sp("104857600"), Min: 1, ReadOnly: true},
 	{Name: "connections.max.idle.ms", Kind: KindLong, Default: sp("600000"), Min: 1, ReadOnly: true},
 	{Name: "log.retention.check.interval.ms", Kind: KindLong, Default: sp("300000"), Min: 1, ReadOnly: true},
+	// Tiered storage (KIP-405; replication/tiered, net/broker/tiered.go).
+	{Name: "remote.log.storage.system.enable", Kind: KindBool, Default: sp("false"), ReadOnly: true,
+		Doc: "tiered storage on this broker: topics with remote.storage.enable copy their sealed segments to the S3-compatible store of the rsm.config.* keys"},
+	{Name: "remote.log.manager.task.interval.ms", Kind: KindLong, Default: sp("30000"), Min: 1, ReadOnly: true,
+		Doc: "how often the remote log manager copies sealed segments and applies retention to remote copies"},
+	{Name: "remote.log.manager.copy.max.bytes.per.second", Kind: KindLong, Default: sp(longMax), Min: 1, ReadOnly: true,
+		Doc: "the rate copies to remote storage are paced to"},
+	{Name: "remote.log.reader.threads", Kind: KindInt, Default: sp("10"), Min: 1, ReadOnly: true,
+		Doc: "reads from remote storage running at once; more wait"},
+	{Name: "log.local.retention.ms", Kind: KindLong, Default: sp("-2"), Min: -2},
+	{Name: "log.local.retention.bytes", Kind: KindLong, Default: sp("-2"), Min: -2},
 	{Name: "log.retention.ms", Kind: KindLong, Min: -1},
 	{Name: "log.retention.minutes", Kind: KindInt, Min: -1, ReadOnly: true},
 	{Name: "log.retention.hours", Kind: KindInt, Default: sp("168"), Min: -1, ReadOnly: true},
@@ -709,7 +729,9 @@ func (d *Def) SynonymDefaultName() string {
 	return d.Name
 }
 
-// LogConfig computes a topic's engine configuration from the layers.
+// LogConfig computes a topic's engine configuration from the layers. A topic's
+// remote.storage.enable takes effect only on a broker with
+// remote.log.storage.system.enable (Kafka's rule).
 func (l Layers) LogConfig() engine.LogConfig {
 	c := engine.DefaultLogConfig()
 	for _, d := range TopicDefs {
@@ -720,8 +742,14 @@ func (l Layers) LogConfig() engine.LogConfig {
 			d.Apply(&c, *r.Value)
 		}
 	}
+	if c.RemoteStorage && !strings.EqualFold(strings.TrimSpace(l.BrokerValue(RemoteStorageSystemKey)), "true") {
+		c.RemoteStorage = false
+	}
 	return c
 }
+
+// RemoteStorageSystemKey is the broker key that turns tiered storage on.
+const RemoteStorageSystemKey = "remote.log.storage.system.enable"
 
 // BrokerKeys lists the broker keys Samsa knows, in a stable order.
 func BrokerKeys() []string {
