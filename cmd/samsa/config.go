@@ -93,6 +93,10 @@ func loadConfig(args, env []string, log *slog.Logger, usageOut io.Writer) (*serv
 		}
 	}
 	put := func(src, key, value string) error {
+		if configs.PluginKey(key) {
+			c.set[key], c.source[key] = value, src // read by the plugin's side (tiered storage's rsm.config.*)
+			return nil
+		}
 		canon, known, err := configs.ValidateBroker(key, value)
 		if err != nil {
 			return fmt.Errorf("%w: %s: %w", errConfig, src, err)

@@ -237,3 +237,20 @@ func TestReadProperties(t *testing.T) {
 		t.Errorf("got %v", got)
 	}
 }
+
+// Tiered storage's plugin keys (rsm.config.*, rlmm.config.*) are kept as they
+// are, unvalidated and without a warning, as Kafka hands them to its plugins.
+func TestConfigKeepsPluginKeys(t *testing.T) {
+	var logs bytes.Buffer
+	file := writeFile(t, "remote.log.storage.system.enable=true\nrsm.config.storage.s3.bucket.name=b\nrlmm.config.remote.log.metadata.topic.num.partitions=7\n")
+	c, err := loadConfig([]string{"--config", file}, nil, slog.New(slog.NewTextHandler(&logs, nil)), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.set["rsm.config.storage.s3.bucket.name"] != "b" || c.set["rlmm.config.remote.log.metadata.topic.num.partitions"] != "7" || c.set["remote.log.storage.system.enable"] != "true" {
+		t.Fatalf("plugin keys: %v", c.set)
+	}
+	if strings.Contains(logs.String(), "rsm.config") {
+		t.Fatalf("warned about a plugin key:\n%s", logs.String())
+	}
+}

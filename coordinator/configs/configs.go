@@ -748,6 +748,15 @@ func (l Layers) LogConfig() engine.LogConfig {
 	return c
 }
 
+// PluginKey reports whether key belongs to one of tiered storage's plugins, under
+// Kafka's default remote.log.storage.manager.impl.prefix (rsm.config.) or
+// remote.log.metadata.manager.impl.prefix (rlmm.config.): Kafka passes such keys to
+// the plugin unvalidated, and so does Samsa (engine/remote reads rsm.config.*,
+// net/broker the metadata topic's rlmm.config.* keys).
+func PluginKey(key string) bool {
+	return strings.HasPrefix(key, "rsm.config.") || strings.HasPrefix(key, "rlmm.config.")
+}
+
 // RemoteStorageSystemKey is the broker key that turns tiered storage on.
 const RemoteStorageSystemKey = "remote.log.storage.system.enable"
 
