@@ -90,6 +90,7 @@ type Broker struct {
 	txns   *txnState       // the transaction coordinator (txns.go)
 	shares *shareState     // share groups' share partitions and share coordinator (shares.go)
 	topics *internalTopics // the creation of topics (internal_topics.go)
+	tiered *tieredState    // tiered storage, nil when off (tiered.go)
 	pids   pidBlock        // producer ids (producer_ids.go)
 
 	ctx    context.Context // ends at Close: forwarded requests give up
@@ -132,6 +133,12 @@ func New(cfg kafka.Config, deps Deps, log *slog.Logger) (*Broker, error) {
 	if err := b.startReplication(); err != nil {
 		return nil, err
 	}
+	tiered, err := b.startTiered(im)
+	if err != nil {
+		b.repl.Close()
+		return nil, err
+	}
+	b.tiered = tiered
 	b.groups = newGroupState(b, im)
 	b.txns = newTxnState(b, im)
 	b.shares = newShareState(b, im)
@@ -213,6 +220,7 @@ func (b *Broker) Close() {
 		return
 	}
 	b.cancel()
+	b.tiered.close()
 	b.txns.close()
 	b.shares.close()
 	b.asyncMu.Lock()

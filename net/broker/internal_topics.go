@@ -11,6 +11,7 @@ import (
 
 	"github.com/samsa-broker/samsa/coordinator/group"
 	"github.com/samsa-broker/samsa/coordinator/metadata"
+	"github.com/samsa-broker/samsa/coordinator/remotelog"
 	"github.com/samsa-broker/samsa/coordinator/share"
 	"github.com/samsa-broker/samsa/coordinator/txn"
 	"github.com/samsa-broker/samsa/net/kafka"
@@ -26,9 +27,11 @@ import (
 //	__consumer_offsets    offsets.topic.num.partitions                   offsets.topic.replication.factor                 -                                 offsets.topic.segment.bytes
 //	__transaction_state   transaction.state.log.num.partitions           transaction.state.log.replication.factor         transaction.state.log.min.isr     transaction.state.log.segment.bytes
 //	__share_group_state   share.coordinator.state.topic.num.partitions   share.coordinator.state.topic.replication.factor share.coordinator.state.topic.min.isr share.coordinator.state.topic.segment.bytes
+//	__remote_log_metadata rlmm.config.remote.log.metadata.topic.num.partitions, .replication.factor, .min.isr, .segment.bytes (tiered storage only)
 //
 // The replication factor is capped at the live brokers and min.insync.replicas at the
-// replication factor; every one is compacted and never deleted by retention;
+// replication factor; every one is never deleted by retention, and compacted but
+// __remote_log_metadata (cleanup.policy delete, retention.ms -1, as Kafka creates it);
 // compression.type=producer for the first two.
 
 // internalTopic is one internal topic's creation: its name and keys.
@@ -37,6 +40,9 @@ type internalTopic struct {
 	partitionsKey, rfKey, segmentKey string
 	minISRKey                        string // "": none set
 	producerCompression              bool
+	// deletePolicy: cleanup.policy delete with retention.ms -1 (kept for ever, never
+	// compacted), as Kafka creates __remote_log_metadata; the others are compacted.
+	deletePolicy bool
 }
 
 var (
@@ -48,6 +54,11 @@ var (
 	shareStateTopicSpec = internalTopic{name: share.StateTopic, partitionsKey: "share.coordinator.state.topic.num.partitions",
 		rfKey: "share.coordinator.state.topic.replication.factor", segmentKey: "share.coordinator.state.topic.segment.bytes",
 		minISRKey: "share.coordinator.state.topic.min.isr"}
+	// Kafka's TopicBasedRemoteLogMetadataManager's keys, under its default
+	// remote.log.metadata.manager.impl.prefix.
+	remoteLogMetadataTopicSpec = internalTopic{name: remotelog.Topic, partitionsKey: "rlmm.config.remote.log.metadata.topic.num.partitions",
+		rfKey: "rlmm.config.remote.log.metadata.topic.replication.factor", segmentKey: "rlmm.config.remote.log.metadata.topic.segment.bytes",
+		minISRKey: "rlmm.config.remote.log.metadata.topic.min.isr", deletePolicy: true}
 )
 
 // request is the CreateTopics of t with the keys of image im.
@@ -59,8 +70,12 @@ func (t internalTopic) request(b *Broker, im *metadata.Image) *kmsg.CreateTopics
 	rt.NumPartitions = int32(b.groupInt(im, t.partitionsKey, 50))
 	rf := max(min(b.groupInt(im, t.rfKey, 3), int64(len(im.UnfencedBrokers()))), 1)
 	rt.ReplicationFactor = int16(rf)
+	policy := "compact"
+	if t.deletePolicy {
+		policy = "delete"
+	}
 	kvs := [][2]string{
-		{"cleanup.policy", "compact"},
+		{"cleanup.policy", policy},
 		{"segment.bytes", strconv.FormatInt(b.groupInt(im, t.segmentKey, 104857600), 10)},
 		{"retention.ms", "-1"},
 		{"retention.bytes", "-1"},
@@ -103,7 +118,7 @@ type topicGate struct {
 
 func newInternalTopics(b *Broker) *internalTopics {
 	t := &internalTopics{b: b, gates: map[string]*topicGate{}}
-	for _, spec := range []internalTopic{offsetsTopicSpec, txnTopicSpec, shareStateTopicSpec} {
+	for _, spec := range []internalTopic{offsetsTopicSpec, txnTopicSpec, shareStateTopicSpec, remoteLogMetadataTopicSpec} {
 		t.gates[spec.name] = &topicGate{spec: spec}
 	}
 	return t

@@ -40,9 +40,15 @@
 //     end, so a compacted older segment never gathers MinBytes however much follows.
 //   - v7+: incremental fetch sessions (KIP-227, net/fetchsession), with their quiet
 //     partitions, which requests leave out until their log changes.
+//   - Tiered storage (KIP-405): a consumer's FetchOffset below the local log start of a
+//     tiered partition is read from remote storage through the partition handle
+//     (replication/tiered: a bounded pool of readers), on the request's goroutine, and
+//     answered at once; LogStartOffset is then the whole log's start. A store that
+//     cannot serve the read answers KAFKA_STORAGE_ERROR (retriable).
 //
 // Differences from Apache Kafka: no aborted-transaction index (AbortedTransactions is
-// empty for READ_COMMITTED); no preferred read replica (-1).
+// empty for READ_COMMITTED, and from remote storage too); no preferred read replica
+// (-1); a remote read is not a DelayedRemoteFetch (remote.fetch.max.wait.ms).
 //
 // Quotas (net/quota; quotas.go), as KafkaApis: a consumer's MaxBytes is capped by its
 // consumer_byte_rate (quota × (samples − 1) × sample window) and MinBytes by MaxBytes;
@@ -55,6 +61,7 @@
 package kafka
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"slices"
@@ -102,6 +109,7 @@ type fetchPart struct {
 	code              int16
 	hw, lso, logStart int64
 	slice             engine.Slice
+	remote            []byte // records read from remote storage (tiered storage), sent instead of slice
 	diverging         bool
 	divEpoch          int32
 	divEnd            int64
@@ -339,7 +347,7 @@ func (op *fetchOp) gather() (bytes int64, done bool) {
 	minOne := true
 	for i := range op.parts {
 		p := &op.parts[i]
-		p.code, p.hw, p.lso, p.logStart, p.diverging, p.aborted = 0, -1, -1, -1, false, p.aborted[:0]
+		p.code, p.hw, p.lso, p.logStart, p.diverging, p.aborted, p.remote = 0, -1, -1, -1, false, p.aborted[:0], nil
 		if p.err != nil {
 			p.code = p.err.Code
 			done = true
@@ -374,7 +382,7 @@ func (op *fetchOp) gather() (bytes int64, done bool) {
 			p.leo = upTo
 		} else {
 			p.hw, p.lso = l.HighWatermark(), l.LastStableOffset()
-			upTo, p.logStart = p.hw, l.LogStartOffset()
+			upTo, p.logStart = p.hw, p.rep.LogStartOffset() // the whole log's: below the local start with tiered storage
 			if op.isolation == 1 {
 				upTo = p.lso
 			}
@@ -393,6 +401,20 @@ func (op *fetchOp) gather() (bytes int64, done bool) {
 				continue
 			}
 			limit = 0
+		}
+		if !op.replica && p.offset < l.LogStartOffset() && p.rep.Tiered() {
+			// Below the local log: from remote storage (tiered storage), answered at once.
+			done = true
+			b, err := p.rep.ReadRemote(context.Background(), p.offset, int32(limit))
+			if err != nil {
+				p.code = engineErr(err).Code
+				continue
+			}
+			p.remote = b
+			minOne = false
+			remaining -= int64(len(b))
+			bytes += int64(len(b))
+			continue
 		}
 		s, err := l.Read(p.offset, int32(limit), upTo, minOne)
 		if err != nil {
@@ -550,8 +572,8 @@ func (op *fetchOp) responseSize() int64 {
 	n := int64(32)
 	for i := range op.parts {
 		p := &op.parts[i]
-		if op.sess == nil || op.full || p.slice.Size > 0 || p.code != 0 || p.diverging {
-			n += 64 + int64(len(p.topic)) + int64(p.slice.Size)
+		if op.sess == nil || op.full || p.slice.Size > 0 || len(p.remote) > 0 || p.code != 0 || p.diverging {
+			n += 64 + int64(len(p.topic)) + int64(p.slice.Size) + int64(len(p.remote))
 		}
 	}
 	return n
@@ -688,8 +710,8 @@ func (op *fetchOp) choose() {
 		p := &op.parts[i]
 		st := fetchsession.Sent{HighWatermark: p.hw, LastStableOffset: p.lso, LogStartOffset: p.logStart}
 		var live bool
-		p.include, live = p.sp.CarryLocked(op.full || p.slice.Size > 0 || p.code != 0 || p.diverging, st)
-		if quiet && live && p.rep != nil && p.code == 0 && !p.diverging && p.slice.Size == 0 && op.atEnd(p) {
+		p.include, live = p.sp.CarryLocked(op.full || p.slice.Size > 0 || len(p.remote) > 0 || p.code != 0 || p.diverging, st)
+		if quiet && live && p.rep != nil && p.code == 0 && !p.diverging && p.slice.Size == 0 && len(p.remote) == 0 && op.atEnd(p) {
 			op.idle = append(op.idle, fetchsession.Idle{Part: p.sp, Log: p.log, Rep: p.rep, Offset: p.offset, Sent: st})
 		}
 	}
@@ -716,16 +738,16 @@ func (op *fetchOp) atEnd(p *fetchPart) bool {
 
 // appendPartition frames one partition, splicing its records in.
 func (op *fetchOp) appendPartition(fr *wire.FetchFrame, b []byte, p *fetchPart) []byte {
-	if p.slice.Size > 0 {
+	if p.slice.Size > 0 || len(p.remote) > 0 {
 		op.countFetched(p) // metrics.go, net/brokermetrics
 	}
 	b = fr.AppendPartition(b, op.v, op.isolation == 1, &wire.FetchPartition{
 		Partition: p.partition, ErrorCode: p.code, HighWatermark: p.hw, LastStableOffset: p.lso,
-		LogStartOffset: p.logStart, Aborted: p.aborted, Records: p.slice,
+		LogStartOffset: p.logStart, Aborted: p.aborted, Records: p.slice, RecordBytes: p.remote,
 		Diverging: p.diverging, DivergingEpoch: p.divEpoch, DivergingEndOffset: p.divEnd,
 		CurrentLeader: fetchLeaderError(p.code), LeaderID: p.leaderID, LeaderEpoch: p.leaderEpoch,
 	})
-	p.slice = engine.Slice{}
+	p.slice, p.remote = engine.Slice{}, nil
 	return b
 }
 

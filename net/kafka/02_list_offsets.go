@@ -4,12 +4,14 @@
 //
 //	-1 latest          the high watermark (READ_COMMITTED, v2+: the last stable offset;
 //	                   a replica, ReplicaID >= 0: the log end offset)
-//	-2 earliest        the log start offset
+//	-2 earliest        the log start offset: the whole log's, remote copies included
 //	-3 max timestamp   (KIP-734, v7+) the offset of the first record with the largest
 //	                   timestamp, and that timestamp (KAFKA-16310)
-//	-4 earliest local  (KIP-1005, v8+) the log start offset: all data is local
-//	-5 latest tiered   (v9+) no tiered storage: offset -1, timestamp -1
-//	-6 earliest pending upload (v11+) no tiered storage: offset -1, timestamp -1
+//	-4 earliest local  (KIP-1005, v8+) the local log start offset
+//	-5 latest tiered   (KIP-1005, v9+) the last offset copied to remote storage (-1:
+//	                   none yet); not tiered: offset -1, timestamp -1
+//	-6 earliest pending upload (KIP-1023, v11+) the first offset not yet copied to
+//	                   remote storage; not tiered: offset -1, timestamp -1
 //	t >= 0             the first offset whose record timestamp is >= t, if it is below
 //	                   the HW (READ_COMMITTED: the LSO); else offset -1, timestamp -1
 //
@@ -86,8 +88,11 @@ func (b *Broker) listOffset(v int16, replicaID int32, isolation int8, topic stri
 	case ts == -1:
 		sp.Offset = hw
 		sp.LeaderEpoch = rep.LatestEpoch()
-	case ts == -2 || ts == -4 && v >= 8:
-		sp.Offset = l.LogStartOffset()
+	case ts == -2:
+		sp.Offset = rep.LogStartOffset()
+		sp.LeaderEpoch = epochOfOffset(l, sp.Offset)
+	case ts == -4 && v >= 8:
+		sp.Offset = rep.LocalLogStartOffset()
 		sp.LeaderEpoch = epochOfOffset(l, sp.Offset)
 	case ts == -3 && v >= 7:
 		mts, off := l.MaxTimestamp()
@@ -95,8 +100,19 @@ func (b *Broker) listOffset(v int16, replicaID int32, isolation int8, topic stri
 			sp.Timestamp, sp.Offset = mts, off
 			sp.LeaderEpoch = epochOfOffset(l, off)
 		}
-	case ts == -5 && v >= 9, ts == -6 && v >= 11:
-		// No tiered storage.
+	case ts == -5 && v >= 9:
+		if end, ok := rep.EarliestPendingUpload(); ok {
+			sp.Offset = -1
+			if end > rep.LogStartOffset() {
+				sp.Offset = end - 1
+				sp.LeaderEpoch = epochOfOffset(l, sp.Offset)
+			}
+		}
+	case ts == -6 && v >= 11:
+		if off, ok := rep.EarliestPendingUpload(); ok {
+			sp.Offset = off
+			sp.LeaderEpoch = epochOfOffset(l, off)
+		}
 	case ts >= 0:
 		off, t, ok, err := l.OffsetForTimestamp(ts)
 		if err != nil {

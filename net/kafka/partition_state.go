@@ -116,6 +116,8 @@ func engineErr(err error) *kerr.Error {
 		return kerr.RequestTimedOut
 	case errors.Is(err, replication.ErrOffsetOutOfRange):
 		return kerr.OffsetOutOfRange
+	case errors.Is(err, replication.ErrRemoteStorage):
+		return kerr.KafkaStorageError
 	case errors.Is(err, replication.ErrInvalidAcks):
 		return kerr.InvalidRequiredAcks
 	case errors.Is(err, engine.ErrUnsupportedMagic):

@@ -186,8 +186,10 @@ type FetchPartition struct {
 	// Aborted is written only for a READ_COMMITTED fetch (otherwise null).
 	Aborted []engine.AbortedTxn
 	// Records is spliced in as a file range or copied (CopyIn); AppendPartition
-	// takes it over.
-	Records engine.Slice
+	// takes it over. RecordBytes, when not empty, are records in memory (read
+	// from remote storage, tiered storage), written instead; Records is then empty.
+	Records     engine.Slice
+	RecordBytes []byte
 	// The tagged fields of the flexible versions: DivergingEpoch (tag 0) when
 	// Diverging, CurrentLeader (tag 1) when CurrentLeader.
 	Diverging             bool
@@ -223,7 +225,12 @@ func (fr *FetchFrame) AppendPartition(b []byte, v int16, readCommitted bool, p *
 	if v >= 11 {
 		b = AppendI32(b, -1) // preferred read replica
 	}
-	b = AppendBytesLen(b, flex, p.Records.Size)
+	if len(p.RecordBytes) > 0 {
+		b = AppendBytesLen(b, flex, int32(len(p.RecordBytes)))
+		b = append(b, p.RecordBytes...)
+	} else {
+		b = AppendBytesLen(b, flex, p.Records.Size)
+	}
 	if p.Records.Size > 0 {
 		if nb, ok := fr.CopyIn(b, p.Records); ok {
 			b = nb
