@@ -24,13 +24,15 @@
 //	     or older than retention.ms
 //
 // Only the leader copies and deletes: the task checks the partition's role
-// and leader epoch before each step that writes metadata. Reads (Read) run
+// and leader epoch before each step that writes metadata. On a follower the
+// task only lists the copies (the metadata partition's local replica), so
+// that local retention deletes what the leader copied here too (Kafka's
+// RLMFollowerTask). Reads (Read) run
 // on at most remote.log.reader.threads goroutines at once; each reads the
 // copy's offset index (kept in memory for the most recent copies) and one
 // byte range of its segment.
 //
-// Not built yet: followers do not learn the remote end (they keep their
-// local segments); a READ_COMMITTED read from remote carries no aborted
+// Not built yet: a READ_COMMITTED read from remote carries no aborted
 // transactions; the chunk cache on local disk; remote.log.copy.disable and
 // remote.log.delete.on.disable; metrics.
 package tiered

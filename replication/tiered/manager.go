@@ -179,23 +179,42 @@ func topicIDPartition(p *replication.Partition) remote.TopicIDPartition {
 	return remote.TopicIDPartition{TopicID: remote.Uuid(p.TopicID()), Topic: tp.Topic, Partition: tp.Partition}
 }
 
-// RunOnce runs the task once over every tiered partition this node leads:
-// clean-up, copies, local and remote retention (see the package doc). The
-// errors of each partition are logged and joined.
+// RunOnce runs the task once over every tiered partition here: for those this
+// node leads, clean-up, copies, local and remote retention (see the package
+// doc); for the others, the remote end the leader's copies reached, and local
+// retention up to it. The errors of each partition are logged and joined.
 func (m *Manager) RunOnce(ctx context.Context) error {
 	m.runMu.Lock()
 	defer m.runMu.Unlock()
 	var errs []error
 	for _, p := range m.cfg.Replicas.Partitions() {
-		if p.Role() != replication.RoleLeader || !m.Enabled(p) {
+		if !m.Enabled(p) {
 			continue
 		}
-		if err := m.runPartition(ctx, p); err != nil {
+		run := m.runPartition
+		if p.Role() != replication.RoleLeader {
+			run = m.followPartition
+		}
+		if err := run(ctx, p); err != nil {
 			m.log.Warn("tiered storage task", "partition", p.TopicPartition(), "err", err)
 			errs = append(errs, fmt.Errorf("%s: %w", p.TopicPartition(), err))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// followPartition is the task of a follower replica (Kafka's RLMFollowerTask): it
+// learns how far the leader's copies reach, so that local retention deletes the
+// segments copied by the leader here too.
+func (m *Manager) followPartition(_ context.Context, p *replication.Partition) error {
+	if _, err := m.refresh(p); err != nil {
+		// No replica of the metadata partition here (or not yet): the local
+		// segments stay, as when nothing is copied. Not worth a warning per task.
+		m.log.Debug("tiered storage: follower cannot list the copies", "partition", p.TopicPartition(), "err", err)
+		return nil
+	}
+	_, err := p.EngineLog().EnforceRetention()
+	return err
 }
 
 // leading reports whether this node still leads p at epoch.

@@ -377,3 +377,66 @@ func TestCopyRateAndLeaderOnly(t *testing.T) {
 		t.Fatalf("a follower's task changed the copies: %d, were %d", len(after), len(before))
 	}
 }
+
+// A follower learns from the metadata how far the leader's copies reach
+// and deletes its copied local segments by local retention, as the leader
+// does.
+func TestFollowerRetainsUpToLeadersCopies(t *testing.T) {
+	g := s3test.Start(t)
+	sm := storage(t, g)
+	n := openNode(t, t.TempDir(), 0, sm, dataConfig())
+	defer n.close()
+	if err := n.repl.Apply(replication.Delta{Followers: []replication.PartitionState{{Topic: "data", TopicID: [16]byte{7, 7}, Partition: 1,
+		Replicas: []int32{2, 1}, ISR: []int32{2, 1}, Leader: 2, LeaderEpoch: 0, PartitionEpoch: 0, MinISR: 1, LogConfig: dataConfig()}}}); err != nil {
+		t.Fatal(err)
+	}
+	f := n.repl.Partition(engine.TopicPartition{Topic: "data", Partition: 1})
+	el := f.EngineLog()
+	// What the follower fetched from its leader.
+	for i := 0; i < 300; i += 10 {
+		var recs []engine.Record
+		for j := i; j < i+10; j++ {
+			recs = append(recs, engine.Record{Timestamp: time.Now().UnixMilli(), Key: []byte(fmt.Sprint(j)), Value: bytes.Repeat([]byte{1}, 200)})
+		}
+		b, err := engine.AppendRecords(nil, recs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := el.Append(b, engine.AppendOptions{LeaderEpoch: 0}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	el.SetHighWatermark(el.LogEndOffset())
+	sealed := el.SealedSegments(el.HighWatermark())
+	if len(sealed) < 3 {
+		t.Fatalf("%d sealed segments", len(sealed))
+	}
+	if err := n.rlm.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if el.LogStartOffset() != 0 {
+		t.Fatalf("the follower deleted local segments before any copy: log start %d", el.LogStartOffset())
+	}
+	// The leader (node 2) records its copies of the first two segments.
+	tp := remote.TopicIDPartition{TopicID: remote.Uuid{7, 7}, Topic: "data", Partition: 1}
+	for _, s := range sealed[:2] {
+		md := &remote.SegmentMetadata{ID: remote.NewSegmentID(tp), StartOffset: s.Base, EndOffset: s.Next - 1, MaxTimestamp: s.MaxTimestamp,
+			BrokerID: 2, EventTimestamp: time.Now().UnixMilli(), SegmentSize: s.Size, LeaderEpochs: []remote.EpochEntry{{Epoch: 0, StartOffset: s.Base}},
+			State: remote.CopySegmentStarted}
+		if err := n.meta.AddRemoteLogSegmentMetadata(context.Background(), md); err != nil {
+			t.Fatal(err)
+		}
+		if err := n.meta.UpdateRemoteLogSegmentMetadata(context.Background(), &remote.SegmentMetadataUpdate{ID: md.ID, BrokerID: 2, State: remote.CopySegmentFinished}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := n.rlm.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if el.LogStartOffset() != sealed[2].Base {
+		t.Fatalf("follower's local log start %d, want %d (the leader's copies end there)", el.LogStartOffset(), sealed[2].Base)
+	}
+	if segs, _ := n.meta.ListRemoteLogSegments(tp); len(segs) != 2 {
+		t.Fatalf("the follower's task changed the copies: %d", len(segs))
+	}
+}
