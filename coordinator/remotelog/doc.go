@@ -21,10 +21,16 @@
 // topic runs on every broker), not only its leader, so a state is read on
 // demand from whichever local replica there is, up to its high watermark.
 //
-// What is not built: an append to a metadata partition this node does not
-// lead fails with ErrNotLeader (Kafka's producer sends it to the leader
-// wherever it is); snapshots of the state
-// (RemoteLogSegmentMetadataSnapshotRecord) are neither written nor read.
+// An append to a metadata partition led by another node goes to its leader
+// (Config.Forward: a Produce with acks=all, as Kafka's producer of the topic
+// sends it) and returns once this node's replica holds it.
+//
+// What is not built: a node with no replica of a metadata partition cannot
+// read it (ErrNotReady; Kafka's consumer reads it from the leader, so the
+// topic's replication factor bounds where tiered partitions may be led:
+// remote.log.metadata.topic.replication.factor covers every broker up to
+// three); snapshots of the state (RemoteLogSegmentMetadataSnapshotRecord) are
+// neither written nor read.
 //
 // Safe for concurrent use; a Manager's lock is never held across an append's
 // wait.

@@ -38,8 +38,15 @@ type Config struct {
 	// Partitions returns the metadata topic's partition count (0: the
 	// topic does not exist yet). Kafka's remote.log.metadata.topic.num.partitions.
 	Partitions func() int32
-	// Timeout bounds an append's wait for the in-sync replicas (0: 30 s).
+	// Timeout bounds an append's wait for the in-sync replicas (0: 30 s),
+	// and a forwarded append's wait for the local replica to hold it.
 	Timeout time.Duration
+	// Forward appends batch (one record batch) to metadata partition p at
+	// its leader on another node, with acks=all, and returns the batch's
+	// base offset there: what Kafka's producer of the topic does. nil: an
+	// append to a partition this node does not lead fails with
+	// ErrNotLeader.
+	Forward func(ctx context.Context, p int32, batch []byte) (int64, error)
 }
 
 // Manager is the remote log metadata manager (see the package doc).
@@ -133,10 +140,39 @@ func (m *Manager) append(ctx context.Context, tp remote.TopicIDPartition, v []by
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+	if errors.Is(err, ErrNotLeader) && m.cfg.Forward != nil {
+		return m.forward(ctx, p, batch)
+	}
 	if err != nil {
 		return err
 	}
 	return m.sync(p)
+}
+
+// forward appends batch at p's leader elsewhere and waits until this node's
+// replica of p holds it below its high watermark, so that what the caller
+// wrote is in the state it reads next.
+func (m *Manager) forward(ctx context.Context, p int32, batch []byte) error {
+	base, err := m.cfg.Forward(ctx, p, batch)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, m.cfg.Timeout)
+	defer cancel()
+	for {
+		r := m.cfg.Replicas.Partition(engine.TopicPartition{Topic: Topic, Partition: p})
+		if r == nil {
+			return fmt.Errorf("%w: appended at %s-%d's leader, but no replica of it here", ErrNotReady, Topic, p)
+		}
+		if el := r.EngineLog(); el != nil && el.HighWatermark() > base {
+			return m.sync(p)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("remotelog: appended at %s-%d's leader at %d, not replicated here: %w", Topic, p, base, ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }
 
 // ListRemoteLogSegments returns every copy of tp's segments that is not

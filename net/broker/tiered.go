@@ -2,10 +2,14 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-broker/samsa/coordinator/configs"
 	"github.com/samsa-broker/samsa/coordinator/metadata"
@@ -20,7 +24,9 @@ import (
 // metadata manager over __remote_log_metadata (coordinator/remotelog), and the remote
 // log manager (replication/tiered), which the replica manager's partitions reach
 // through replication.RemoteLog. The metadata topic is created through the active
-// controller when the broker starts (retried until it exists).
+// controller when the remote log manager first meets a tiered partition here (retried
+// every task until it exists): by then a cluster's brokers are up, and the topic's
+// replication factor (capped at the live brokers) counts them all.
 //
 // Keys read when the broker starts (Kafka's names and defaults):
 // remote.log.storage.system.enable (false), remote.log.manager.task.interval.ms (30000),
@@ -56,38 +62,63 @@ func (b *Broker) startTiered(im *metadata.Image) (*tieredState, error) {
 			return int32(len(t.Partitions))
 		}
 		return 0
-	}})
+	}, Forward: b.forwardRemoteLogMetadata})
 	s.rlm = tiered.New(tiered.Config{
 		NodeID: b.cfg.NodeID, Replicas: b.repl, Storage: sm, Metadata: s.meta,
 		Interval:           time.Duration(b.groupInt(im, "remote.log.manager.task.interval.ms", 30000)) * time.Millisecond,
 		CopyBytesPerSecond: b.groupInt(im, "remote.log.manager.copy.max.bytes.per.second", 0),
 		ReaderThreads:      int(b.groupInt(im, "remote.log.reader.threads", 10)),
-		Logger:             b.log.With("component", "tiered-storage"),
+		EnsureMetadata: func(ctx context.Context) error {
+			ctx, cancel := context.WithTimeout(ctx, forwardTimeout)
+			defer cancel()
+			return b.topics.EnsureInternal(ctx, remotelog.Topic)
+		},
+		Logger: b.log.With("component", "tiered-storage"),
 	})
 	b.repl.SetRemoteLog(s.rlm)
 	s.rlm.Start()
-	b.async(func(ctx context.Context) { b.ensureRemoteLogMetadataTopic(ctx) })
 	b.log.Info("tiered storage on", "bucket", rcfg.Bucket, "endpoint", rcfg.Endpoint)
 	return s, nil
 }
 
-// ensureRemoteLogMetadataTopic creates __remote_log_metadata, retrying every 2 s
-// until it exists or the broker closes.
-func (b *Broker) ensureRemoteLogMetadataTopic(ctx context.Context) {
-	for {
-		cctx, cancel := context.WithTimeout(ctx, forwardTimeout)
-		err := b.topics.EnsureInternal(cctx, remotelog.Topic)
-		cancel()
-		if err == nil {
-			return
-		}
-		b.log.Warn("creating __remote_log_metadata; retrying", "err", err)
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(2 * time.Second):
-		}
+// forwardRemoteLogMetadata appends batch to __remote_log_metadata-p at its leader on
+// another broker (remotelog.Config.Forward): a Produce with acks=all over Deps.Peer, as
+// Kafka's metadata manager's producer sends it. It returns the batch's base offset.
+func (b *Broker) forwardRemoteLogMetadata(ctx context.Context, p int32, batch []byte) (int64, error) {
+	if b.peer == nil {
+		return 0, errNoPeer
 	}
+	t, ok := b.meta.Image().Topic(remotelog.Topic)
+	if !ok || int(p) >= len(t.Partitions) {
+		return 0, fmt.Errorf("broker: no %s-%d in the image", remotelog.Topic, p)
+	}
+	leader := t.Partitions[p].Leader
+	if leader < 0 || leader == b.cfg.NodeID {
+		return 0, fmt.Errorf("broker: %s-%d has no leader on another broker (leader %d)", remotelog.Topic, p, leader)
+	}
+	req := kmsg.NewPtrProduceRequest()
+	req.Acks, req.TimeoutMillis = -1, int32(forwardTimeout.Milliseconds())
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic, rt.TopicID = remotelog.Topic, t.ID // by name up to v12, by id from v13
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Partition, rp.Records = p, batch
+	rt.Partitions = []kmsg.ProduceRequestTopicPartition{rp}
+	req.Topics = []kmsg.ProduceRequestTopic{rt}
+	ctx, cancel := context.WithTimeout(ctx, forwardTimeout)
+	defer cancel()
+	resp, err := b.peer(ctx, leader, req)
+	if err != nil {
+		return 0, err
+	}
+	pr, ok := resp.(*kmsg.ProduceResponse)
+	if !ok || len(pr.Topics) != 1 || len(pr.Topics[0].Partitions) != 1 {
+		return 0, errors.New("broker: a Produce to __remote_log_metadata answered by another kind")
+	}
+	ap := pr.Topics[0].Partitions[0]
+	if err := kerr.ErrorForCode(ap.ErrorCode); err != nil {
+		return 0, fmt.Errorf("broker: appending to %s-%d at broker %d: %w", remotelog.Topic, p, leader, err)
+	}
+	return ap.BaseOffset, nil
 }
 
 func (s *tieredState) close() {

@@ -2,7 +2,12 @@ package kafka
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,7 +15,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/samsa-broker/samsa/coordinator/remotelog"
 	"github.com/samsa-broker/samsa/engine"
+	"github.com/samsa-broker/samsa/engine/remote"
 	"github.com/samsa-broker/samsa/internal/s3test"
 )
 
@@ -130,4 +137,164 @@ func shortCtx(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// tieredStatic are the broker keys of tiered storage over gateway g's bucket.
+func tieredStatic(g *s3test.Gateway, bucket string) map[string]string {
+	return map[string]string{
+		"remote.log.storage.system.enable":                     "true",
+		"remote.log.manager.task.interval.ms":                  "100",
+		"rsm.config.storage.s3.bucket.name":                    bucket,
+		"rsm.config.storage.s3.region":                         "us-east-1",
+		"rsm.config.storage.s3.endpoint.url":                   g.Endpoint,
+		"rsm.config.storage.s3.path.style.access.enabled":      "true",
+		"rsm.config.storage.aws.access.key.id":                 g.Access,
+		"rsm.config.storage.aws.secret.access.key":             g.Secret,
+		"rsm.config.chunk.size":                                "4194304",
+		"rlmm.config.remote.log.metadata.topic.num.partitions": "3",
+	}
+}
+
+// copiedStarts lists the start offsets of the segments copied to the bucket
+// (the .log objects under g's root).
+func copiedStarts(t *testing.T, g *s3test.Gateway, bucket string) []int64 {
+	t.Helper()
+	var out []int64
+	err := filepath.WalkDir(filepath.Join(g.Root, bucket), func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".log") {
+			return err
+		}
+		start, err := strconv.ParseInt(strings.SplitN(filepath.Base(p), "-", 2)[0], 10, 64)
+		if err != nil {
+			return err
+		}
+		out = append(out, start)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Tiered storage on three brokers sharing one bucket: the leader of a
+// replicated tiered topic copies its segments (recording them in
+// __remote_log_metadata, at that partition's leader wherever it is), the
+// followers delete their copied segments too; the leader dies, the new one
+// knows what its predecessor copied and copies only what follows; a consumer
+// reads every record from offset 0 once, in order.
+func TestClusterTieredStorageFailover(t *testing.T) {
+	g := s3test.Start(t)
+	g.MakeBucket(t, "tiered")
+	static := tieredStatic(g, "tiered")
+	static["replica.lag.time.max.ms"] = "30000"
+	c := startCluster(t, static)
+	ctx := testCtx(t)
+	cl := clusterClient(t, c, kgo.DefaultProduceTopic("tc"), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0), kgo.MaxBufferedRecords(200))
+	seg, local, ret := "16384", "0", "-1"
+	if r, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 3, map[string]*string{"remote.storage.enable": ptr("true"), "segment.bytes": &seg,
+		"local.retention.bytes": &local, "retention.ms": &ret}, "tc"); err != nil || r.Err != nil {
+		t.Fatalf("create: %v %v", err, r.Err)
+	}
+	value := make([]byte, 200)
+	produce := func(from, to int) {
+		t.Helper()
+		for i := from; i < to; i++ {
+			cl.Produce(ctx, &kgo.Record{Key: []byte(strconv.Itoa(i)), Value: value}, func(_ *kgo.Record, err error) {
+				if err != nil {
+					t.Errorf("produce %d: %v", i, err)
+				}
+			})
+		}
+		if err := cl.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const first, second = 2000, 1000
+	produce(0, first)
+	_, im := c.brokers[0].follower.Image()
+	tt, _ := im.Topic("tc")
+	leaderID := tt.Partitions[0].Leader
+	var leader *clusterBroker
+	var others []*clusterBroker
+	for _, b := range c.brokers {
+		if b.id == leaderID {
+			leader = b
+		} else {
+			others = append(others, b)
+		}
+	}
+	tp := engine.TopicPartition{Topic: "tc", Partition: 0}
+	eventually(t, 30*time.Second, "the leader's copies and local deletions", func() bool {
+		return leader.eng.Log(tp).LogStartOffset() >= first/2
+	})
+	copiedBefore := leader.eng.Log(tp).RemoteEnd()
+	startsBefore := copiedStarts(t, g, "tiered")
+	mp := remotelog.MetadataPartition(remote.TopicIDPartition{TopicID: remote.Uuid(tt.ID), Topic: "tc", Partition: 0}, 3)
+	mt, _ := im.Topic(remotelog.Topic)
+	t.Logf("tc-0 led by broker %d, its metadata in %s-%d led by broker %d", leaderID, remotelog.Topic, mp, mt.Partitions[mp].Leader)
+	for _, b := range others {
+		eventually(t, 30*time.Second, fmt.Sprintf("broker %d, a follower, to delete what the leader copied", b.id), func() bool {
+			return b.eng.Log(tp).LogStartOffset() > 0
+		})
+	}
+	leader.stop()
+
+	produce(first, first+second)
+	var newLeader *clusterBroker
+	eventually(t, 30*time.Second, "a new leader's copies past its predecessor's", func() bool {
+		for _, b := range others {
+			if el := b.eng.Log(tp); el.RemoteEnd() > first {
+				newLeader = b
+				return true
+			}
+		}
+		return false
+	})
+	starts := copiedStarts(t, g, "tiered")
+	for i := 1; i < len(starts); i++ {
+		if starts[i] == starts[i-1] {
+			t.Fatalf("the segment at %d was copied twice (copies start at %v)", starts[i], starts)
+		}
+	}
+	// Nothing the first leader copied was copied again: besides its copies, at
+	// most one starts below its end (the new leader's segment holding that end,
+	// its own segments rolled elsewhere), and past its last copy's start.
+	var extra []int64
+	for _, s := range starts {
+		if s < copiedBefore && !slices.Contains(startsBefore, s) {
+			extra = append(extra, s)
+		}
+	}
+	if len(extra) > 1 || len(extra) == 1 && extra[0] <= startsBefore[len(startsBefore)-1] {
+		t.Fatalf("copies before the failover start at %v, after it at %v: copied again below %d", startsBefore, starts, copiedBefore)
+	}
+	t.Logf("broker %d copied up to %d, then died; broker %d copied on to %d; %d copies in the bucket", leaderID, copiedBefore, newLeader.id,
+		newLeader.eng.Log(tp).RemoteEnd(), len(starts))
+
+	var live []string
+	for _, b := range others {
+		live = append(live, b.addr)
+	}
+	cons, err := kgo.NewClient(kgo.SeedBrokers(live...), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"tc": {0: kgo.NewOffset().At(0)}}),
+		kgo.FetchMaxBytes(64<<10), kgo.FetchMaxPartitionBytes(32<<10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	next := 0
+	for next < first+second {
+		fs := cons.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("consumed %d of %d: %v", next, first+second, err)
+		}
+		fs.EachError(func(_ string, _ int32, err error) { t.Fatalf("fetch: %v", err) })
+		fs.EachRecord(func(r *kgo.Record) {
+			if string(r.Key) != strconv.Itoa(next) || r.Offset != int64(next) {
+				t.Fatalf("record %d: key %s at offset %d", next, r.Key, r.Offset)
+			}
+			next++
+		})
+	}
 }

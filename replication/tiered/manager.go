@@ -41,8 +41,14 @@ type Config struct {
 	// TempDir holds an empty producer snapshot for a segment that has none
 	// on disk ("": the system's).
 	TempDir string
-	Logger  *slog.Logger
-	Now     func() time.Time
+	// EnsureMetadata, if set, makes the metadata's store ready (creates the
+	// __remote_log_metadata topic): called by the task before its first
+	// partition, until it succeeds. The topic is created on first need, not
+	// when the broker starts, so that its replication factor counts the
+	// brokers of a cluster that is up.
+	EnsureMetadata func(ctx context.Context) error
+	Logger         *slog.Logger
+	Now            func() time.Time
 }
 
 // Manager is the remote log manager. Start runs its task; Read may be
@@ -53,7 +59,9 @@ type Manager struct {
 	readers chan struct{}
 	copyLim *limiter
 
-	runMu sync.Mutex // one RunOnce at a time
+	runMu    sync.Mutex                            // one RunOnce at a time
+	ensured  bool                                  // EnsureMetadata succeeded (under runMu)
+	lastErrs map[engine.TopicPartition]loggedError // the last task error logged per partition (under runMu)
 
 	mu     sync.Mutex
 	parts  map[engine.TopicPartition]*partState
@@ -72,6 +80,13 @@ type partState struct {
 	remoteEnd int64                    // the end of the last finished copy (0: none)
 }
 
+// loggedError is a task error logged, kept so that the same error repeating
+// every task interval is logged once a minute.
+type loggedError struct {
+	msg string
+	at  time.Time
+}
+
 // New returns a Manager; it does nothing until Start or RunOnce.
 func New(cfg Config) *Manager {
 	if cfg.Interval <= 0 {
@@ -87,7 +102,7 @@ func New(cfg Config) *Manager {
 		cfg.Now = time.Now
 	}
 	m := &Manager{cfg: cfg, log: cfg.Logger, readers: make(chan struct{}, cfg.ReaderThreads), copyLim: newLimiter(cfg.CopyBytesPerSecond),
-		parts: map[engine.TopicPartition]*partState{}, idx: map[remote.Uuid][]byte{}}
+		parts: map[engine.TopicPartition]*partState{}, idx: map[remote.Uuid][]byte{}, lastErrs: map[engine.TopicPartition]loggedError{}}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	return m
 }
@@ -191,16 +206,36 @@ func (m *Manager) RunOnce(ctx context.Context) error {
 		if !m.Enabled(p) {
 			continue
 		}
+		if !m.ensured && m.cfg.EnsureMetadata != nil {
+			if err := m.cfg.EnsureMetadata(ctx); err != nil {
+				m.logTaskError(p, fmt.Errorf("preparing the remote log metadata: %w", err))
+				return err
+			}
+		}
+		m.ensured = true
 		run := m.runPartition
 		if p.Role() != replication.RoleLeader {
 			run = m.followPartition
 		}
 		if err := run(ctx, p); err != nil {
-			m.log.Warn("tiered storage task", "partition", p.TopicPartition(), "err", err)
+			m.logTaskError(p, err)
 			errs = append(errs, fmt.Errorf("%s: %w", p.TopicPartition(), err))
+		} else {
+			delete(m.lastErrs, p.TopicPartition())
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// logTaskError logs a partition's task error, the same one at most once a
+// minute. Caller holds runMu.
+func (m *Manager) logTaskError(p *replication.Partition, err error) {
+	tp, now := p.TopicPartition(), time.Now()
+	if last, ok := m.lastErrs[tp]; ok && last.msg == err.Error() && now.Sub(last.at) < time.Minute {
+		return
+	}
+	m.lastErrs[tp] = loggedError{err.Error(), now}
+	m.log.Warn("tiered storage task", "partition", tp, "err", err)
 }
 
 // followPartition is the task of a follower replica (Kafka's RLMFollowerTask): it
