@@ -1,6 +1,9 @@
 package engine
 
-import "strconv"
+import (
+	"fmt"
+	"strconv"
+)
 
 // What tiered storage (KIP-405) needs of a log: its sealed segments' files to
 // copy, the leader epochs, and how far the copies reach, which local
@@ -119,3 +122,33 @@ func (l *Log) RemoteEnd() int64 { return l.remoteEnd.Load() }
 // every log.retention.check.interval.ms) and returns the number of
 // segments deleted.
 func (l *Log) EnforceRetention() (int, error) { return l.enforceRetention() }
+
+// TimestampInBatch answers OffsetForTimestamp within one whole batch b
+// whose largest timestamp is at least ts (a batch read from remote
+// storage): the first record with a timestamp >= ts; in a compressed or
+// LogAppendTime batch, its base offset and largest timestamp, as
+// OffsetForTimestamp answers.
+func TimestampInBatch(b []byte, ts int64) (offset, timestamp int64, err error) {
+	h, err := ParseBatchHeader(b)
+	if err != nil {
+		return 0, 0, err
+	}
+	if int64(len(b)) < h.Size() {
+		return 0, 0, fmt.Errorf("%w: a batch of %d bytes cut at %d", ErrCorrupt, h.Size(), len(b))
+	}
+	off, t := h.BaseOffset, h.MaxTimestamp
+	if h.Compression() != 0 || h.LogAppendTimeType() {
+		return off, t, nil
+	}
+	err = recordTimestamps(b[:h.Size()], func(o, rts int64) bool {
+		if rts >= ts {
+			off, t = o, rts
+			return false
+		}
+		return true
+	})
+	if err != nil {
+		return h.BaseOffset, h.MaxTimestamp, nil
+	}
+	return off, t, nil
+}

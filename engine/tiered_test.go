@@ -88,3 +88,16 @@ func TestEpochsIn(t *testing.T) {
 		t.Fatalf("checkpoint %q", b)
 	}
 }
+
+func TestTimestampInBatch(t *testing.T) {
+	b := makeBatch(testBatch{records: 5, baseTs: 1000, tsStep: 10})
+	for _, c := range []struct{ ts, off, got int64 }{{0, 0, 1000}, {1000, 0, 1000}, {1015, 2, 1020}, {1040, 4, 1040}} {
+		off, got, err := TimestampInBatch(b, c.ts)
+		if err != nil || off != c.off || got != c.got {
+			t.Errorf("TimestampInBatch(%d) = %d, %d, %v; want %d, %d", c.ts, off, got, err, c.off, c.got)
+		}
+	}
+	if _, _, err := TimestampInBatch(b[:len(b)-1], 0); err == nil {
+		t.Error("a cut batch answered")
+	}
+}

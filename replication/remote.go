@@ -3,6 +3,8 @@ package replication
 import (
 	"context"
 	"errors"
+
+	"github.com/samsa-broker/samsa/engine"
 )
 
 // RemoteLog is tiered storage's side of this node's partitions (KIP-405):
@@ -27,6 +29,14 @@ type RemoteLog interface {
 	// one. An offset below the whole log's start wraps ErrOffsetOutOfRange;
 	// a failure of the store wraps ErrRemoteStorage (retriable).
 	Read(ctx context.Context, p *Partition, offset int64, maxBytes int32) ([]byte, error)
+	// AbortedTransactions returns the aborted transactions of the copies
+	// that overlap [from, upTo), from their transaction indexes (what a
+	// READ_COMMITTED fetch of remote records carries), with the errors of
+	// Read.
+	AbortedTransactions(ctx context.Context, p *Partition, from, upTo int64) ([]engine.AbortedTxn, error)
+	// OffsetForTimestamp is engine.Log.OffsetForTimestamp over the copies:
+	// ok false when no copy holds a record with a timestamp >= ts.
+	OffsetForTimestamp(ctx context.Context, p *Partition, ts int64) (offset, timestamp int64, ok bool, err error)
 }
 
 // ErrRemoteStorage: remote storage could not serve a read now (Kafka's
@@ -93,4 +103,29 @@ func (p *Partition) ReadRemote(ctx context.Context, offset int64, maxBytes int32
 		return nil, ErrOffsetOutOfRange
 	}
 	return r.Read(ctx, p, offset, maxBytes)
+}
+
+// RemoteAbortedTransactions returns the aborted transactions overlapping
+// [from, upTo) of p's copies in remote storage (see RemoteLog).
+func (p *Partition) RemoteAbortedTransactions(ctx context.Context, from, upTo int64) ([]engine.AbortedTxn, error) {
+	r := p.m.remoteLog()
+	if r == nil || !r.Enabled(p) {
+		return nil, nil
+	}
+	return r.AbortedTransactions(ctx, p, from, upTo)
+}
+
+// OffsetForTimestamp is ListOffsets' search by timestamp over the whole log:
+// the copies in remote storage first when p is tiered, then the local log.
+func (p *Partition) OffsetForTimestamp(ctx context.Context, ts int64) (offset, timestamp int64, ok bool, err error) {
+	if r := p.m.remoteLog(); r != nil && r.Enabled(p) {
+		if offset, timestamp, ok, err = r.OffsetForTimestamp(ctx, p, ts); err != nil || ok && offset < p.log.LogStartOffset() {
+			return offset, timestamp, ok, err
+		}
+	}
+	el := p.EngineLog()
+	if el == nil {
+		return 0, 0, false, nil
+	}
+	return el.OffsetForTimestamp(ts)
 }

@@ -43,12 +43,13 @@
 //   - Tiered storage (KIP-405): a consumer's FetchOffset below the local log start of a
 //     tiered partition is read from remote storage through the partition handle
 //     (replication/tiered: a bounded pool of readers), on the request's goroutine, and
-//     answered at once; LogStartOffset is then the whole log's start. A store that
+//     answered at once, with READ_COMMITTED the aborted transactions of the copies'
+//     transaction indexes; LogStartOffset is then the whole log's start. A store that
 //     cannot serve the read answers KAFKA_STORAGE_ERROR (retriable).
 //
 // Differences from Apache Kafka: no aborted-transaction index (AbortedTransactions is
-// empty for READ_COMMITTED, and from remote storage too); no preferred read replica
-// (-1); a remote read is not a DelayedRemoteFetch (remote.fetch.max.wait.ms).
+// empty for READ_COMMITTED); no preferred read replica (-1); a remote read is not a
+// DelayedRemoteFetch (remote.fetch.max.wait.ms).
 //
 // Quotas (net/quota; quotas.go), as KafkaApis: a consumer's MaxBytes is capped by its
 // consumer_byte_rate (quota × (samples − 1) × sample window) and MinBytes by MaxBytes;
@@ -409,6 +410,14 @@ func (op *fetchOp) gather() (bytes int64, done bool) {
 			if err != nil {
 				p.code = engineErr(err).Code
 				continue
+			}
+			if op.isolation == 1 {
+				ab, err := p.rep.RemoteAbortedTransactions(context.Background(), p.offset, engine.BatchesEnd(b))
+				if err != nil {
+					p.code = engineErr(err).Code
+					continue
+				}
+				p.aborted = append(p.aborted, ab...)
 			}
 			p.remote = b
 			minOne = false

@@ -13,7 +13,8 @@
 //	-6 earliest pending upload (KIP-1023, v11+) the first offset not yet copied to
 //	                   remote storage; not tiered: offset -1, timestamp -1
 //	t >= 0             the first offset whose record timestamp is >= t, if it is below
-//	                   the HW (READ_COMMITTED: the LSO); else offset -1, timestamp -1
+//	                   the HW (READ_COMMITTED: the LSO); else offset -1, timestamp -1;
+//	                   a tiered partition's copies in remote storage are searched first
 //
 // The answer's LeaderEpoch (v4+) is the leader epoch of the batch holding the offset,
 // from the log's epoch cache. Only the leader answers; CurrentLeaderEpoch is checked
@@ -26,6 +27,8 @@
 package kafka
 
 import (
+	"context"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -114,7 +117,7 @@ func (b *Broker) listOffset(v int16, replicaID int32, isolation int8, topic stri
 			sp.LeaderEpoch = epochOfOffset(l, off)
 		}
 	case ts >= 0:
-		off, t, ok, err := l.OffsetForTimestamp(ts)
+		off, t, ok, err := rep.OffsetForTimestamp(context.Background(), ts) // remote copies first, when tiered
 		if err != nil {
 			return engineErr(err)
 		}

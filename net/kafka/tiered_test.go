@@ -46,8 +46,10 @@ func TestTieredStorageEndToEnd(t *testing.T) {
 	}})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
+	// Uncompressed, so that a search by timestamp answers the record, not its batch; batches
+	// well under segment.bytes.
 	cl, err := kgo.NewClient(kgo.SeedBrokers(tb.addr), kgo.DefaultProduceTopic("tiered"), kgo.ProducerLinger(0),
-		kgo.MaxBufferedRecords(200))
+		kgo.MaxBufferedRecords(200), kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.ProducerBatchMaxBytes(8<<10))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,8 +62,9 @@ func TestTieredStorageEndToEnd(t *testing.T) {
 	}
 	const n = 3000
 	value := make([]byte, 200)
+	base := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
 	for i := range n {
-		cl.Produce(ctx, &kgo.Record{Key: []byte(strconv.Itoa(i)), Value: value}, func(_ *kgo.Record, err error) {
+		cl.Produce(ctx, &kgo.Record{Key: []byte(strconv.Itoa(i)), Value: value, Timestamp: base.Add(time.Duration(i) * time.Millisecond)}, func(_ *kgo.Record, err error) {
 			if err != nil {
 				t.Errorf("produce: %v", err)
 			}
@@ -103,6 +106,12 @@ func TestTieredStorageEndToEnd(t *testing.T) {
 	t.Logf("earliest %d, earliest local %d, latest tiered %d, earliest pending upload %d, end %d", earliest, earliestLocal, latestTiered, pending, el.HighWatermark())
 	if earliest != 0 || earliestLocal < n/2 || latestTiered < earliestLocal-1 || pending != latestTiered+1 {
 		t.Fatalf("earliest %d, earliest local %d, latest tiered %d, earliest pending upload %d", earliest, earliestLocal, latestTiered, pending)
+	}
+	// By timestamp: record i was stamped base + i ms, in remote storage or local.
+	for _, i := range []int64{17, earliestLocal - 1, earliestLocal, n - 1} {
+		if got := offsets(base.Add(time.Duration(i) * time.Millisecond).UnixMilli()); got != i {
+			t.Fatalf("ListOffsets for record %d's timestamp: %d", i, got)
+		}
 	}
 
 	// A consumer from offset 0 reads every record once, in order.
@@ -232,7 +241,11 @@ func TestClusterTieredStorageFailover(t *testing.T) {
 	copiedBefore := leader.eng.Log(tp).RemoteEnd()
 	startsBefore := copiedStarts(t, g, "tiered")
 	mp := remotelog.MetadataPartition(remote.TopicIDPartition{TopicID: remote.Uuid(tt.ID), Topic: "tc", Partition: 0}, 3)
-	mt, _ := im.Topic(remotelog.Topic)
+	_, im = c.brokers[0].follower.Image() // the metadata topic is created with the first tiered partition
+	mt, ok := im.Topic(remotelog.Topic)
+	if !ok {
+		t.Fatalf("no %s topic once copies are made", remotelog.Topic)
+	}
 	t.Logf("tc-0 led by broker %d, its metadata in %s-%d led by broker %d", leaderID, remotelog.Topic, mp, mt.Partitions[mp].Leader)
 	for _, b := range others {
 		eventually(t, 30*time.Second, fmt.Sprintf("broker %d, a follower, to delete what the leader copied", b.id), func() bool {

@@ -65,8 +65,8 @@ type Manager struct {
 
 	mu     sync.Mutex
 	parts  map[engine.TopicPartition]*partState
-	idx    map[remote.Uuid][]byte // offset indexes of copies read lately
-	idxLRU []remote.Uuid
+	idx    map[indexKey][]byte // indexes of copies read lately (offset, transaction)
+	idxLRU []indexKey
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -102,7 +102,7 @@ func New(cfg Config) *Manager {
 		cfg.Now = time.Now
 	}
 	m := &Manager{cfg: cfg, log: cfg.Logger, readers: make(chan struct{}, cfg.ReaderThreads), copyLim: newLimiter(cfg.CopyBytesPerSecond),
-		parts: map[engine.TopicPartition]*partState{}, idx: map[remote.Uuid][]byte{}, lastErrs: map[engine.TopicPartition]loggedError{}}
+		parts: map[engine.TopicPartition]*partState{}, idx: map[indexKey][]byte{}, lastErrs: map[engine.TopicPartition]loggedError{}}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	return m
 }

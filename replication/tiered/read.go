@@ -8,6 +8,7 @@ import (
 	"io"
 	"sort"
 
+	"github.com/samsa-broker/samsa/engine"
 	"github.com/samsa-broker/samsa/engine/remote"
 	"github.com/samsa-broker/samsa/replication"
 )
@@ -127,37 +128,56 @@ func (m *Manager) fetchRange(ctx context.Context, md *remote.SegmentMetadata, fr
 	return buf[:n], nil
 }
 
+// indexKey names a copy's index in the cache.
+type indexKey struct {
+	id remote.Uuid
+	t  remote.IndexType
+}
+
 // offsetIndex returns a copy's offset index, from the cache or the store.
+// An index file may end in zeroed entries (preallocated space): only the
+// increasing prefix is kept.
 func (m *Manager) offsetIndex(ctx context.Context, md *remote.SegmentMetadata) ([]byte, error) {
+	return m.index(ctx, md, remote.IndexOffset, func(idx []byte) []byte {
+		n := len(idx) / 8
+		for i := 1; i < n; i++ {
+			if binary.BigEndian.Uint32(idx[i*8:]) <= binary.BigEndian.Uint32(idx[(i-1)*8:]) {
+				n = i
+				break
+			}
+		}
+		return idx[:n*8]
+	})
+}
+
+// index returns a copy's index of type t, from the cache or the store
+// (trimmed by trim); a copy without a transaction index has an empty one.
+func (m *Manager) index(ctx context.Context, md *remote.SegmentMetadata, t remote.IndexType, trim func([]byte) []byte) ([]byte, error) {
+	k := indexKey{md.ID.ID, t}
 	m.mu.Lock()
-	idx, ok := m.idx[md.ID.ID]
+	idx, ok := m.idx[k]
 	m.mu.Unlock()
 	if ok {
 		return idx, nil
 	}
-	rc, err := m.cfg.Storage.FetchIndex(ctx, md, remote.IndexOffset)
-	if err != nil {
+	rc, err := m.cfg.Storage.FetchIndex(ctx, md, t)
+	switch {
+	case t == remote.IndexTransaction && errors.Is(err, remote.ErrRemoteResourceNotFound):
+		idx = []byte{}
+	case err != nil:
 		return nil, err
-	}
-	defer rc.Close()
-	idx, err = io.ReadAll(rc)
-	if err != nil {
-		return nil, err
-	}
-	// An index file may end in zeroed entries (preallocated space): keep
-	// the increasing prefix.
-	n := len(idx) / 8
-	for i := 1; i < n; i++ {
-		if binary.BigEndian.Uint32(idx[i*8:]) <= binary.BigEndian.Uint32(idx[(i-1)*8:]) {
-			n = i
-			break
+	default:
+		idx, err = io.ReadAll(rc)
+		rc.Close()
+		if err != nil {
+			return nil, err
 		}
+		idx = trim(idx)
 	}
-	idx = idx[:n*8]
 	m.mu.Lock()
-	if _, ok := m.idx[md.ID.ID]; !ok {
-		m.idx[md.ID.ID] = idx
-		m.idxLRU = append(m.idxLRU, md.ID.ID)
+	if _, ok := m.idx[k]; !ok {
+		m.idx[k] = idx
+		m.idxLRU = append(m.idxLRU, k)
 		if len(m.idxLRU) > indexCacheEntries {
 			delete(m.idx, m.idxLRU[0])
 			m.idxLRU = m.idxLRU[1:]
@@ -167,9 +187,144 @@ func (m *Manager) offsetIndex(ctx context.Context, md *remote.SegmentMetadata) (
 	return idx, nil
 }
 
-// forgetIndex drops a deleted copy's index from the cache.
+// forgetIndex drops a deleted copy's indexes from the cache.
 func (m *Manager) forgetIndex(id remote.Uuid) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	delete(m.idx, id)
+	for _, t := range remote.IndexTypes {
+		delete(m.idx, indexKey{id, t})
+	}
+}
+
+// txnEntrySize is an entry of a transaction index (engine/txnindex.go,
+// Kafka's AbortedTxn): version int16, producer id, first offset, last
+// offset, last stable offset (int64 each).
+const txnEntrySize = 34
+
+// AbortedTransactions implements replication.RemoteLog, as Kafka's
+// RemoteLogManager.collectAbortedTransactions: the entries of the copies
+// from the one holding from, while they start below upTo, until an entry's
+// last stable offset reaches upTo.
+func (m *Manager) AbortedTransactions(ctx context.Context, p *replication.Partition, from, upTo int64) ([]engine.AbortedTxn, error) {
+	st := m.state(p)
+	if st == nil {
+		return nil, nil
+	}
+	var out []engine.AbortedTxn
+	for i := range st.copies {
+		c := &st.copies[i]
+		if c.EndOffset < from {
+			continue
+		}
+		if c.StartOffset >= upTo {
+			break
+		}
+		idx, err := m.index(ctx, c, remote.IndexTransaction, func(b []byte) []byte { return b[:len(b)/txnEntrySize*txnEntrySize] })
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", replication.ErrRemoteStorage, err)
+		}
+		for e := idx; len(e) >= txnEntrySize; e = e[txnEntrySize:] {
+			a := engine.AbortedTxn{ProducerID: int64(binary.BigEndian.Uint64(e[2:])), FirstOffset: int64(binary.BigEndian.Uint64(e[10:])),
+				LastOffset: int64(binary.BigEndian.Uint64(e[18:])), LastStableOffset: int64(binary.BigEndian.Uint64(e[26:]))}
+			if a.LastOffset >= from && a.FirstOffset < upTo {
+				out = append(out, a)
+			}
+			if a.LastStableOffset >= upTo {
+				return out, nil
+			}
+		}
+	}
+	return out, nil
+}
+
+// timeEntrySize is an entry of a time index: a timestamp (int64) and an
+// offset relative to the segment's base (uint32).
+const timeEntrySize = 12
+
+// OffsetForTimestamp implements replication.RemoteLog, as Kafka's
+// RemoteLogManager.findOffsetByTimestamp: the first copy whose largest
+// timestamp reaches ts; in it, from the last time-index entry below ts (by
+// the offset index), the first batch whose largest timestamp reaches ts, and
+// in it the first record (engine.TimestampInBatch).
+func (m *Manager) OffsetForTimestamp(ctx context.Context, p *replication.Partition, ts int64) (int64, int64, bool, error) {
+	st := m.state(p)
+	if st == nil {
+		return 0, 0, false, nil
+	}
+	for i := range st.copies {
+		c := &st.copies[i]
+		if c.MaxTimestamp < ts {
+			continue
+		}
+		off, t, ok, err := m.timestampIn(ctx, c, ts)
+		if err != nil {
+			return 0, 0, false, fmt.Errorf("%w: %w", replication.ErrRemoteStorage, err)
+		}
+		if ok {
+			return off, t, true, nil
+		}
+	}
+	return 0, 0, false, nil
+}
+
+// searchChunk is how much of a copy one read of a timestamp search takes.
+const searchChunk = 256 << 10
+
+func (m *Manager) timestampIn(ctx context.Context, c *remote.SegmentMetadata, ts int64) (int64, int64, bool, error) {
+	tidx, err := m.index(ctx, c, remote.IndexTimestamp, func(b []byte) []byte {
+		n := len(b) / timeEntrySize
+		for i := 1; i < n; i++ {
+			if int64(binary.BigEndian.Uint64(b[i*timeEntrySize:])) <= int64(binary.BigEndian.Uint64(b[(i-1)*timeEntrySize:])) {
+				n = i
+				break
+			}
+		}
+		return b[:n*timeEntrySize]
+	})
+	if err != nil {
+		return 0, 0, false, err
+	}
+	from := c.StartOffset
+	for e := tidx; len(e) >= timeEntrySize; e = e[timeEntrySize:] {
+		if int64(binary.BigEndian.Uint64(e)) >= ts {
+			break
+		}
+		from = c.StartOffset + int64(binary.BigEndian.Uint32(e[8:]))
+	}
+	oidx, err := m.offsetIndex(ctx, c)
+	if err != nil {
+		return 0, 0, false, err
+	}
+	pos := indexLookup(oidx, from-c.StartOffset)
+	for pos < c.SegmentSize {
+		buf, err := m.fetchRange(ctx, c, pos, min(pos+searchChunk, c.SegmentSize))
+		if err != nil {
+			return 0, 0, false, err
+		}
+		// at: the next batch's position in buf; past its end when a batch
+		// runs beyond the chunk (skipped whole, its header read).
+		at := int64(0)
+		for at+engine.BatchHeaderSize <= int64(len(buf)) {
+			h, err := engine.ParseBatchHeader(buf[at:])
+			if err != nil {
+				return 0, 0, false, err
+			}
+			if h.MaxTimestamp >= ts && h.NumRecords > 0 {
+				b := buf[at:]
+				if at+h.Size() > int64(len(buf)) {
+					if b, err = m.fetchRange(ctx, c, pos+at, pos+at+h.Size()); err != nil {
+						return 0, 0, false, err
+					}
+				}
+				off, t, err := engine.TimestampInBatch(b, ts)
+				return off, t, err == nil, err
+			}
+			at += h.Size()
+		}
+		if at == 0 {
+			break // no whole header left: the segment's end
+		}
+		pos += at
+	}
+	return 0, 0, false, nil
 }

@@ -83,10 +83,16 @@ func (n *node) close() {
 // in batches of 10, through replication (acks=-1 on a single replica).
 func (n *node) produce(t *testing.T, from, count int) {
 	t.Helper()
+	n.produceAt(t, from, count, func(int) int64 { return time.Now().UnixMilli() })
+}
+
+// produceAt is produce with record j's timestamp ts(j).
+func (n *node) produceAt(t *testing.T, from, count int, ts func(int) int64) {
+	t.Helper()
 	for i := from; i < from+count; i += 10 {
 		var recs []engine.Record
 		for j := i; j < min(i+10, from+count); j++ {
-			recs = append(recs, engine.Record{Timestamp: time.Now().UnixMilli(), Key: []byte(fmt.Sprint(j)), Value: bytes.Repeat([]byte{byte(j)}, 200)})
+			recs = append(recs, engine.Record{Timestamp: ts(j), Key: []byte(fmt.Sprint(j)), Value: bytes.Repeat([]byte{byte(j)}, 200)})
 		}
 		b, err := engine.AppendRecords(nil, recs)
 		if err != nil {
@@ -438,5 +444,87 @@ func TestFollowerRetainsUpToLeadersCopies(t *testing.T) {
 	}
 	if segs, _ := n.meta.ListRemoteLogSegments(tp); len(segs) != 2 {
 		t.Fatalf("the follower's task changed the copies: %d", len(segs))
+	}
+}
+
+// A transaction aborted in a copied segment is listed for reads of that
+// range from remote storage (the copy's transaction index), as a
+// READ_COMMITTED fetch needs.
+func TestRemoteAbortedTransactions(t *testing.T) {
+	g := s3test.Start(t)
+	sm := storage(t, g)
+	n := openNode(t, t.TempDir(), 0, sm, dataConfig())
+	defer n.close()
+	n.produce(t, 0, 50)
+	el := n.data.EngineLog()
+	txn, err := engine.AppendProducerRecords(nil, engine.BatchProducer{ID: 42, Epoch: 0, BaseSequence: 0, Transactional: true},
+		[]engine.Record{{Timestamp: time.Now().UnixMilli(), Key: []byte("aborted"), Value: []byte("x")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g, needed := el.StartTxnVerification(42, 0, 0); needed && !el.CompleteTxnVerification(42, g) {
+		t.Fatal("transaction verification failed")
+	}
+	res, err := el.Append(txn, engine.AppendOptions{LeaderEpoch: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mres, err := el.AppendMarker(engine.Marker{ProducerID: 42, ProducerEpoch: 0, Timestamp: time.Now().UnixMilli()}, engine.AppendOptions{LeaderEpoch: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.produce(t, 52, 400)
+	if err := n.rlm.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if el.LogStartOffset() <= mres.BaseOffset {
+		t.Fatalf("the transaction's segment is still local (local start %d, marker at %d)", el.LogStartOffset(), mres.BaseOffset)
+	}
+	b, err := n.data.ReadRemote(context.Background(), 0, 64<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ab, err := n.data.RemoteAbortedTransactions(context.Background(), 0, engine.BatchesEnd(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ab) != 1 || ab[0].ProducerID != 42 || ab[0].FirstOffset != res.BaseOffset || ab[0].LastOffset != mres.BaseOffset {
+		t.Fatalf("aborted transactions %+v, want producer 42 from %d to %d", ab, res.BaseOffset, mres.BaseOffset)
+	}
+	if ab, err := n.data.RemoteAbortedTransactions(context.Background(), mres.BaseOffset+1, el.LogStartOffset()); err != nil || len(ab) != 0 {
+		t.Fatalf("past the transaction: %+v %v", ab, err)
+	}
+}
+
+// ListOffsets by timestamp searches the copies in remote storage, then the
+// local log: the first record at or after the timestamp, wherever it lives.
+func TestOffsetForTimestampAcrossTiers(t *testing.T) {
+	g := s3test.Start(t)
+	sm := storage(t, g)
+	n := openNode(t, t.TempDir(), 0, sm, dataConfig())
+	defer n.close()
+	base := time.Now().Add(-time.Hour).UnixMilli()
+	const count = 600
+	n.produceAt(t, 0, count, func(j int) int64 { return base + int64(j)*10 })
+	if err := n.rlm.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	local := n.data.LocalLogStartOffset()
+	if local < 200 {
+		t.Fatalf("local log start %d: too little in remote storage", local)
+	}
+	for _, k := range []int64{0, 1, 57, 233, local - 1, local, local + 3, count - 1} {
+		for _, delta := range []int64{0, -5} {
+			if k == 0 && delta < 0 {
+				continue
+			}
+			off, ts, ok, err := n.data.OffsetForTimestamp(context.Background(), base+k*10+delta)
+			if err != nil || !ok || off != k || ts != base+k*10 {
+				t.Fatalf("offset for timestamp of record %d%+d ms: %d at %d, %v %v", k, delta, off, ts, ok, err)
+			}
+		}
+	}
+	if _, _, ok, err := n.data.OffsetForTimestamp(context.Background(), base+count*10); ok || err != nil {
+		t.Fatalf("a timestamp past the last record: %v %v", ok, err)
 	}
 }
