@@ -163,7 +163,18 @@ func (m *Manager) state(p *replication.Partition) *partState {
 	if st != nil {
 		return st
 	}
-	st, _ = m.refresh(p)
+	st, err := m.refresh(p)
+	if err != nil {
+		// Unreadable metadata (no replica of its partition here, or not yet):
+		// no copies until the task's next listing, so that the fetches that ask
+		// for the log start do not read the metadata each time.
+		st = &partState{}
+		m.mu.Lock()
+		if m.parts[p.TopicPartition()] == nil {
+			m.parts[p.TopicPartition()] = st
+		}
+		m.mu.Unlock()
+	}
 	return st
 }
 
