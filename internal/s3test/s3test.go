@@ -146,3 +146,10 @@ func randomHex(n int) string {
 
 // Pid is the gateway's process id.
 func (g *Gateway) Pid() int { return g.cmd.Process.Pid }
+
+// Resume continues a paused gateway (SIGCONT).
+func (g *Gateway) Resume(tb testing.TB) {
+	if err := g.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		tb.Fatal(err)
+	}
+}

@@ -528,3 +528,64 @@ func TestOffsetForTimestampAcrossTiers(t *testing.T) {
 		t.Fatalf("a timestamp past the last record: %v %v", ok, err)
 	}
 }
+
+// The object store hanging (its process stopped): the task's copies fail
+// within the storage manager's timeouts and no local segment is deleted;
+// reads from remote storage fail with the retriable ErrRemoteStorage while
+// local reads go on. Once it answers again, the next task cleans up what
+// the failed copy left and copies everything; reads from remote work again.
+func TestObjectStoreHangs(t *testing.T) {
+	g := s3test.Start(t)
+	g.MakeBucket(t, "tiered")
+	sm, err := remote.New(remote.Config{Bucket: "tiered", Region: "us-east-1", Endpoint: g.Endpoint, PathStyle: true,
+		AccessKeyID: g.Access, SecretAccessKey: g.Secret, CallTimeout: 2 * time.Second, AttemptTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := openNode(t, t.TempDir(), 0, sm, dataConfig())
+	defer n.close()
+	n.produce(t, 0, 300)
+	if err := n.rlm.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	el := n.data.EngineLog()
+	copied := el.RemoteEnd()
+	n.produce(t, 300, 300)
+
+	g.Pause(t)
+	start := time.Now()
+	if err := n.rlm.RunOnce(context.Background()); err == nil {
+		t.Fatal("a task against a hung store succeeded")
+	} else if !errors.Is(err, remote.ErrRemoteStorage) {
+		t.Fatalf("the task failed with %v, want a remote storage error", err)
+	}
+	t.Logf("the task gave up after %v", time.Since(start))
+	if el.RemoteEnd() != copied || el.LogStartOffset() > copied {
+		t.Fatalf("remote end %d, local log start %d: moved past %d while the store hung", el.RemoteEnd(), el.LogStartOffset(), copied)
+	}
+	if _, err := n.data.ReadRemote(context.Background(), 0, 1024); !errors.Is(err, replication.ErrRemoteStorage) {
+		t.Fatalf("a remote read from a hung store: %v", err)
+	}
+	if b, err := el.ReadCopy(el.LogStartOffset(), 1024, el.HighWatermark(), true, nil); err != nil || len(b) == 0 {
+		t.Fatalf("a local read while the store hangs: %d bytes, %v", len(b), err)
+	}
+	n.produce(t, 600, 100)
+
+	g.Resume(t)
+	if err := n.rlm.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	segs, err := n.meta.ListRemoteLogSegments(remote.TopicIDPartition{TopicID: remote.Uuid{7, 7}, Topic: "data", Partition: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range segs {
+		if s.State != remote.CopySegmentFinished {
+			t.Fatalf("a copy left %s after the store came back", s.State)
+		}
+	}
+	if el.RemoteEnd() <= copied {
+		t.Fatalf("nothing copied after the store came back (remote end %d)", el.RemoteEnd())
+	}
+	wantKeys(t, readAll(t, n.data), 700)
+}
