@@ -64,6 +64,13 @@ type Log struct {
 	flushQueued   atomic.Bool
 	dirDirty      atomic.Bool // a segment file was created since the last sync of dir
 
+	// remoteStart is the whole log's start below the local one (tiered.go).
+	remoteStart struct {
+		sync.Mutex // serializes raises
+		once       sync.Once
+		off        atomic.Int64
+	}
+
 	flushMu sync.Mutex // one flush at a time
 
 	// The cleaner's: firstDirty is the cleaner checkpoint (the first

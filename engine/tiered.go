@@ -2,7 +2,11 @@ package engine
 
 import (
 	"fmt"
+	"path/filepath"
 	"strconv"
+	"strings"
+
+	"github.com/samsa-broker/samsa/engine/vfs"
 )
 
 // What tiered storage (KIP-405) needs of a log: its sealed segments' files to
@@ -151,4 +155,41 @@ func TimestampInBatch(b []byte, ts int64) (offset, timestamp int64, err error) {
 		return h.BaseOffset, h.MaxTimestamp, nil
 	}
 	return off, t, nil
+}
+
+// remoteLogStartFile holds a tiered log's whole-log start when DeleteRecords
+// raised it (RaiseRemoteLogStart): a decimal offset and a newline.
+const remoteLogStartFile = "remote-log-start-offset"
+
+// RaiseRemoteLogStart records that no offset below off may be read any more,
+// in remote storage either: DeleteRecords on a tiered log (Kafka's
+// logStartOffset, beside the local log start this log's LogStartOffset is).
+// It is kept in the log's directory, written atomically, and only rises.
+func (l *Log) RaiseRemoteLogStart(off int64) error {
+	rs := &l.remoteStart
+	rs.Lock()
+	defer rs.Unlock()
+	if off <= l.RemoteLogStart() {
+		return nil
+	}
+	if err := writeFileAtomic(l.fs, filepath.Join(l.dir, remoteLogStartFile), []byte(strconv.FormatInt(off, 10)+"\n")); err != nil {
+		return fmt.Errorf("%s: remote log start %d: %w", l.tp, off, err)
+	}
+	rs.off.Store(off)
+	return nil
+}
+
+// RemoteLogStart is what RaiseRemoteLogStart last recorded (0: never).
+func (l *Log) RemoteLogStart() int64 {
+	rs := &l.remoteStart
+	rs.once.Do(func() {
+		b, err := vfs.ReadFile(l.fs, filepath.Join(l.dir, remoteLogStartFile))
+		if err != nil {
+			return
+		}
+		if off, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil && off > 0 {
+			rs.off.Store(off)
+		}
+	})
+	return rs.off.Load()
 }

@@ -101,3 +101,32 @@ func TestTimestampInBatch(t *testing.T) {
 		t.Error("a cut batch answered")
 	}
 }
+
+// The whole log's start of a tiered log (DeleteRecords below the local
+// start) only rises, and survives a restart.
+func TestRemoteLogStartPersists(t *testing.T) {
+	dir := t.TempDir()
+	m := openTest(t, []string{dir}, SyncNone, nil)
+	tp := TopicPartition{"tiered", 0}
+	l, err := m.CreateLog(tp, smallConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.RemoteLogStart() != 0 {
+		t.Fatalf("a new log's remote log start %d", l.RemoteLogStart())
+	}
+	for _, off := range []int64{40, 25} {
+		if err := l.RaiseRemoteLogStart(off); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if l.RemoteLogStart() != 40 {
+		t.Fatalf("remote log start %d, want 40 (it never falls)", l.RemoteLogStart())
+	}
+	m.Close()
+	m = openTest(t, []string{dir}, SyncNone, nil)
+	defer m.Close()
+	if got := m.Log(tp).RemoteLogStart(); got != 40 {
+		t.Fatalf("after a restart: %d, want 40", got)
+	}
+}

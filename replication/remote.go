@@ -68,17 +68,45 @@ func (p *Partition) Tiered() bool {
 	return r != nil && r.Enabled(p)
 }
 
-// LogStartOffset is the whole log's start: the remote log's start when p is
-// tiered and its oldest copy lies below the local log start, else the local
-// log start.
+// LogStartOffset is the whole log's start: when p is tiered and its oldest
+// copy lies below the local log start, that copy's start, or the offset
+// DeleteRecords raised it to (engine.Log.RemoteLogStart) when higher; else
+// the local log start.
 func (p *Partition) LogStartOffset() int64 {
 	local := p.log.LogStartOffset()
 	if r := p.m.remoteLog(); r != nil && r.Enabled(p) {
 		if s, ok := r.LogStartOffset(p); ok && s < local {
-			return s
+			if el := p.EngineLog(); el != nil {
+				s = max(s, el.RemoteLogStart())
+			}
+			return min(s, local)
 		}
 	}
 	return local
+}
+
+// DeleteRecordsBefore is DeleteRecords on the whole log: on a tiered log the
+// whole log's start rises to offset (kept by the engine; the remote log
+// manager deletes the copies wholly below it, and reads below it are out of
+// range), and the local log start with it when offset passes it. It returns
+// the new log start. offset must not exceed the high watermark.
+func (p *Partition) DeleteRecordsBefore(offset int64) (int64, error) {
+	el := p.EngineLog()
+	if r := p.m.remoteLog(); r == nil || !r.Enabled(p) || el == nil {
+		return p.log.DeleteRecordsBefore(offset)
+	}
+	if offset > el.HighWatermark() || offset < 0 {
+		return p.LogStartOffset(), ErrOffsetOutOfRange
+	}
+	if err := el.RaiseRemoteLogStart(offset); err != nil {
+		return p.LogStartOffset(), err
+	}
+	if offset > el.LogStartOffset() {
+		if _, err := el.DeleteRecordsBefore(offset); err != nil {
+			return p.LogStartOffset(), err
+		}
+	}
+	return p.LogStartOffset(), nil
 }
 
 // LocalLogStartOffset is the local log's start (KIP-1005's earliest-local).

@@ -7,7 +7,9 @@
 // of range).
 //
 // Only the leader answers. Followers raise their log start when their fetches bring
-// the leader's.
+// the leader's. On a tiered partition the whole log's start rises, below the local
+// log start too: reads below it are out of range, and the remote log manager's next
+// task deletes the copies wholly below it (replication.Partition.DeleteRecordsBefore).
 //
 // Differences from Apache Kafka: the answer does not wait for the followers' log starts
 // (Kafka's low watermark across replicas): TimeoutMillis is not used and the answer is
@@ -44,7 +46,8 @@ func handleDeleteRecords(b *Broker, r *Request) {
 				sp.ErrorCode = engineErr(err).Code
 				continue
 			}
-			if rep, ke := p.Leader(); ke != nil {
+			rep, ke := p.Leader()
+			if ke != nil {
 				sp.ErrorCode = ke.Code
 				continue
 			} else if err := rep.CheckLeader(-1); err != nil {
@@ -60,7 +63,7 @@ func handleDeleteRecords(b *Broker, r *Request) {
 				sp.ErrorCode = kerr.OffsetOutOfRange.Code
 				continue
 			}
-			low, err := p.Log.DeleteRecordsBefore(off)
+			low, err := rep.DeleteRecordsBefore(off) // the whole log's, remote copies included
 			if err != nil {
 				sp.ErrorCode = engineErr(err).Code
 				continue

@@ -138,6 +138,20 @@ func TestTieredStorageEndToEnd(t *testing.T) {
 	if fs := cons.PollRecords(shortCtx(t), 10); fs.NumRecords() != 0 {
 		t.Fatalf("%d records past the end", fs.NumRecords())
 	}
+
+	// DeleteRecords below the local log start: the whole log's start moves there.
+	var os kadm.Offsets
+	os.Add(kadm.Offset{Topic: "tiered", Partition: 0, At: 100})
+	dr, err := adm.DeleteRecords(ctx, os)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := dr.Lookup("tiered", 0); r.Err != nil || r.LowWatermark != 100 {
+		t.Fatalf("DeleteRecords to 100: %+v", r)
+	}
+	if got, local := offsets(-2), offsets(-4); got != 100 || local < earliestLocal {
+		t.Fatalf("after DeleteRecords to 100: earliest %d, earliest local %d", got, local)
+	}
 }
 
 func ptr(s string) *string { return &s }

@@ -404,13 +404,35 @@ func (m *Manager) deleteCopy(ctx context.Context, md *remote.SegmentMetadata) er
 		EventTimestamp: m.cfg.Now().UnixMilli(), State: remote.DeleteSegmentFinished})
 }
 
-// remoteRetention deletes the oldest copies beyond retention.bytes (the
-// whole log: the copies and the local bytes not copied) or older than
-// retention.ms (by their largest timestamp), as Kafka's RLMExpirationTask.
+// remoteRetention deletes the copies wholly below the log start DeleteRecords
+// raised, then the oldest copies beyond retention.bytes (the whole log: the
+// copies and the local bytes not copied) or older than retention.ms (by their
+// largest timestamp), as Kafka's RLMExpirationTask.
 // A copy is deleted only if every later offset stays readable: locally or
 // in a later copy.
 func (m *Manager) remoteRetention(ctx context.Context, p *replication.Partition, el *engine.Log, st *partState) error {
 	cfg := el.Config()
+	// The log start DeleteRecords raised: the copies wholly below it go first.
+	if start := el.RemoteLogStart(); start > 0 {
+		kept := st.copies[:0:0]
+		for i := range st.copies {
+			c := &st.copies[i]
+			if c.EndOffset >= start {
+				kept = append(kept, *c)
+				continue
+			}
+			if err := m.deleteCopy(ctx, c); err != nil {
+				return err
+			}
+			m.log.Info("deleted remote segment below the log start", "partition", p.TopicPartition(), "base", c.StartOffset, "end", c.EndOffset, "log_start", start)
+		}
+		if len(kept) < len(st.copies) {
+			var err error
+			if st, err = m.refresh(p); err != nil {
+				return err
+			}
+		}
+	}
 	if cfg.RetentionMs < 0 && cfg.RetentionBytes < 0 {
 		return nil
 	}

@@ -34,6 +34,9 @@ const batchHeaderLen = 27
 
 // Read implements replication.RemoteLog.
 func (m *Manager) Read(ctx context.Context, p *replication.Partition, offset int64, maxBytes int32) ([]byte, error) {
+	if s := p.EngineLog().RemoteLogStart(); offset < s {
+		return nil, fmt.Errorf("%w: offset %d, below the log start %d (DeleteRecords)", replication.ErrOffsetOutOfRange, offset, s)
+	}
 	md, ok, start := m.copyOf(p, offset)
 	if !ok {
 		// The listing may be older than a copy; list again once.
@@ -251,17 +254,21 @@ func (m *Manager) OffsetForTimestamp(ctx context.Context, p *replication.Partiti
 	if st == nil {
 		return 0, 0, false, nil
 	}
+	start := p.EngineLog().RemoteLogStart()
 	for i := range st.copies {
 		c := &st.copies[i]
-		if c.MaxTimestamp < ts {
+		if c.MaxTimestamp < ts || c.EndOffset < start {
 			continue
 		}
 		off, t, ok, err := m.timestampIn(ctx, c, ts)
 		if err != nil {
 			return 0, 0, false, fmt.Errorf("%w: %w", replication.ErrRemoteStorage, err)
 		}
-		if ok {
+		if ok && off >= start {
 			return off, t, true, nil
+		}
+		if ok {
+			return start, t, true, nil // the record found is deleted: the first one left of its batch's range
 		}
 	}
 	return 0, 0, false, nil

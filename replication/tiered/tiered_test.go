@@ -589,3 +589,51 @@ func TestObjectStoreHangs(t *testing.T) {
 	}
 	wantKeys(t, readAll(t, n.data), 700)
 }
+
+// DeleteRecords on a tiered partition raises the whole log's start below
+// the local one: reads below it are out of range, the next task deletes
+// the copies wholly below it, and it survives in the log's directory.
+func TestDeleteRecordsBelowLocalStart(t *testing.T) {
+	g := s3test.Start(t)
+	sm := storage(t, g)
+	n := openNode(t, t.TempDir(), 0, sm, dataConfig())
+	defer n.close()
+	n.produce(t, 0, 600)
+	if err := n.rlm.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	tp := remote.TopicIDPartition{TopicID: remote.Uuid{7, 7}, Topic: "data", Partition: 0}
+	before, _ := n.meta.ListRemoteLogSegments(tp)
+	if len(before) < 3 {
+		t.Fatalf("%d copies", len(before))
+	}
+	local := n.data.LocalLogStartOffset()
+	cut := before[1].StartOffset + 5 // inside the second copy
+	low, err := n.data.DeleteRecordsBefore(cut)
+	if err != nil || low != cut || n.data.LogStartOffset() != cut {
+		t.Fatalf("DeleteRecords(%d): low watermark %d (%v), log start %d", cut, low, err, n.data.LogStartOffset())
+	}
+	if n.data.LocalLogStartOffset() != local {
+		t.Fatalf("local log start moved to %d", n.data.LocalLogStartOffset())
+	}
+	if _, err := n.data.ReadRemote(context.Background(), cut-1, 1024); !errors.Is(err, replication.ErrOffsetOutOfRange) {
+		t.Fatalf("a read below the log start: %v", err)
+	}
+	if b, err := n.data.ReadRemote(context.Background(), cut, 1024); err != nil || engine.BatchesEnd(b) <= cut {
+		t.Fatalf("a read at the log start: %d bytes, %v", len(b), err)
+	}
+	if err := n.rlm.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := n.meta.ListRemoteLogSegments(tp)
+	if len(after) != len(before)-1 || after[0].ID != before[1].ID {
+		t.Fatalf("copies after DeleteRecords: %d from %d, want the second on", len(after), after[0].StartOffset)
+	}
+	if n.data.LogStartOffset() != cut {
+		t.Fatalf("log start %d after the task, want %d", n.data.LogStartOffset(), cut)
+	}
+	// Past the local log start: the local one moves too.
+	if low, err := n.data.DeleteRecordsBefore(local + 1); err != nil || low != local+1 || n.data.LocalLogStartOffset() > local+1 {
+		t.Fatalf("DeleteRecords past the local start: %d, %v, local %d", low, err, n.data.LocalLogStartOffset())
+	}
+}
