@@ -205,8 +205,9 @@ func copiedStarts(t *testing.T, g *s3test.Gateway, bucket string) []int64 {
 // replicated tiered topic copies its segments (recording them in
 // __remote_log_metadata, at that partition's leader wherever it is), the
 // followers delete their copied segments too; the leader dies, the new one
-// knows what its predecessor copied and copies only what follows; a consumer
-// reads every record from offset 0 once, in order.
+// knows what its predecessor copied and copies only what follows; the dead
+// broker comes back wiped and fetches only the local part; a consumer reads
+// every record from offset 0 once, in order.
 func TestClusterTieredStorageFailover(t *testing.T) {
 	g := s3test.Start(t)
 	g.MakeBucket(t, "tiered")
@@ -299,6 +300,25 @@ func TestClusterTieredStorageFailover(t *testing.T) {
 	}
 	t.Logf("broker %d copied up to %d, then died; broker %d copied on to %d; %d copies in the bucket", leaderID, copiedBefore, newLeader.id,
 		newLeader.eng.Log(tp).RemoteEnd(), len(starts))
+
+	// The dead broker comes back wiped (an empty log directory): it fetches from the
+	// new leader's local log start, not from 0, and is back in the ISR.
+	voters := map[int32]string{}
+	for _, v := range c.voters {
+		voters[v.id] = v.addr
+	}
+	wiped := startClusterBroker(t, leaderID, voters, static)
+	eventually(t, 30*time.Second, "the wiped broker back in the ISR", func() bool {
+		_, im := newLeader.follower.Image()
+		ti, ok := im.Topic("tc")
+		return ok && slices.Contains(ti.Partitions[0].ISR, leaderID) && wiped.eng.Log(tp) != nil
+	})
+	wl := wiped.eng.Log(tp)
+	t.Logf("the wiped broker's log: from %d to %d (%d bytes); the leader's from %d", wl.LogStartOffset(), wl.LogEndOffset(), wl.Size(),
+		newLeader.eng.Log(tp).LogStartOffset())
+	if wl.LogStartOffset() < copiedBefore {
+		t.Fatalf("the wiped broker copied from %d, below what was in remote storage already (%d)", wl.LogStartOffset(), copiedBefore)
+	}
 
 	var live []string
 	for _, b := range others {
