@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -76,6 +78,11 @@ func (b *Broker) startTiered(im *metadata.Image) (*tieredState, error) {
 		Logger: b.log.With("component", "tiered-storage"),
 	})
 	b.repl.SetRemoteLog(s.rlm)
+	if b.cfg.Registerer != nil {
+		if err := b.cfg.Registerer.Register(tieredCollector{s.rlm}); err != nil {
+			return nil, fmt.Errorf("broker: tiered storage metrics: %w", err)
+		}
+	}
 	s.rlm.Start()
 	b.log.Info("tiered storage on", "bucket", rcfg.Bucket, "endpoint", rcfg.Endpoint)
 	return s, nil
@@ -124,5 +131,46 @@ func (b *Broker) forwardRemoteLogMetadata(ctx context.Context, p int32, batch []
 func (s *tieredState) close() {
 	if s != nil {
 		s.rlm.Close()
+	}
+}
+
+// tieredCollector exports the remote log manager's counts at scrape time, with
+// Kafka's names in the help (BrokerTopicMetrics, RemoteLogManager):
+//
+//	samsa_remote_copy_bytes_total{topic}              [RemoteCopyBytesPerSec]
+//	samsa_remote_copy_errors_total{topic}             [RemoteCopyErrorsPerSec]
+//	samsa_remote_fetch_bytes_total{topic}             [RemoteFetchBytesPerSec]
+//	samsa_remote_fetch_errors_total{topic}            [RemoteFetchErrorsPerSec]
+//	samsa_remote_log_size_bytes{topic,partition}      [RemoteLogSizeBytes]
+//	samsa_remote_copy_lag_bytes{topic,partition}      [RemoteCopyLagBytes]
+type tieredCollector struct{ rlm *tiered.Manager }
+
+var (
+	descRemoteCopyBytes   = prometheus.NewDesc("samsa_remote_copy_bytes_total", "Bytes of segments copied to remote storage, per topic [RemoteCopyBytesPerSec].", []string{"topic"}, nil)
+	descRemoteCopyErrors  = prometheus.NewDesc("samsa_remote_copy_errors_total", "Copies to remote storage that failed, per topic [RemoteCopyErrorsPerSec].", []string{"topic"}, nil)
+	descRemoteFetchBytes  = prometheus.NewDesc("samsa_remote_fetch_bytes_total", "Record bytes read from remote storage, per topic [RemoteFetchBytesPerSec].", []string{"topic"}, nil)
+	descRemoteFetchErrors = prometheus.NewDesc("samsa_remote_fetch_errors_total", "Reads from remote storage that failed, per topic [RemoteFetchErrorsPerSec].", []string{"topic"}, nil)
+	descRemoteLogSize     = prometheus.NewDesc("samsa_remote_log_size_bytes", "Bytes of a tiered partition's copies in remote storage [RemoteLogSizeBytes].", []string{"topic", "partition"}, nil)
+	descRemoteCopyLag     = prometheus.NewDesc("samsa_remote_copy_lag_bytes", "Bytes of a led tiered partition's sealed segments not copied yet [RemoteCopyLagBytes].", []string{"topic", "partition"}, nil)
+)
+
+func (c tieredCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descRemoteCopyBytes, descRemoteCopyErrors, descRemoteFetchBytes, descRemoteFetchErrors, descRemoteLogSize, descRemoteCopyLag} {
+		ch <- d
+	}
+}
+
+func (c tieredCollector) Collect(ch chan<- prometheus.Metric) {
+	ts, ps := c.rlm.Stats()
+	for _, t := range ts {
+		ch <- prometheus.MustNewConstMetric(descRemoteCopyBytes, prometheus.CounterValue, float64(t.CopyBytes), t.Topic)
+		ch <- prometheus.MustNewConstMetric(descRemoteCopyErrors, prometheus.CounterValue, float64(t.CopyErrors), t.Topic)
+		ch <- prometheus.MustNewConstMetric(descRemoteFetchBytes, prometheus.CounterValue, float64(t.FetchBytes), t.Topic)
+		ch <- prometheus.MustNewConstMetric(descRemoteFetchErrors, prometheus.CounterValue, float64(t.FetchErrors), t.Topic)
+	}
+	for _, p := range ps {
+		part := strconv.Itoa(int(p.Partition))
+		ch <- prometheus.MustNewConstMetric(descRemoteLogSize, prometheus.GaugeValue, float64(p.RemoteLogSizeBytes), p.Topic, part)
+		ch <- prometheus.MustNewConstMetric(descRemoteCopyLag, prometheus.GaugeValue, float64(p.CopyLagBytes), p.Topic, part)
 	}
 }

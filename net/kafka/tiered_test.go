@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -32,7 +33,8 @@ import (
 func TestTieredStorageEndToEnd(t *testing.T) {
 	g := s3test.Start(t)
 	g.MakeBucket(t, "tiered")
-	tb := startTestBroker(t, testBrokerOptions{Sync: engine.SyncNone, Static: map[string]string{
+	reg := prometheus.NewRegistry()
+	tb := startTestBroker(t, testBrokerOptions{Sync: engine.SyncNone, Registerer: reg, Static: map[string]string{
 		"remote.log.storage.system.enable":                     "true",
 		"remote.log.manager.task.interval.ms":                  "100",
 		"rsm.config.storage.s3.bucket.name":                    "tiered",
@@ -137,6 +139,25 @@ func TestTieredStorageEndToEnd(t *testing.T) {
 	}
 	if fs := cons.PollRecords(shortCtx(t), 10); fs.NumRecords() != 0 {
 		t.Fatalf("%d records past the end", fs.NumRecords())
+	}
+
+	// The metrics of the copies and the reads.
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, mf := range mfs {
+		if strings.HasPrefix(mf.GetName(), "samsa_remote_") {
+			for _, m := range mf.GetMetric() {
+				got[mf.GetName()] += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+			}
+		}
+	}
+	t.Logf("metrics: %v", got)
+	if got["samsa_remote_copy_bytes_total"] == 0 || got["samsa_remote_fetch_bytes_total"] == 0 || got["samsa_remote_log_size_bytes"] == 0 ||
+		got["samsa_remote_copy_errors_total"] != 0 || got["samsa_remote_fetch_errors_total"] != 0 {
+		t.Fatalf("tiered storage metrics: %v", got)
 	}
 
 	// DeleteRecords below the local log start: the whole log's start moves there.

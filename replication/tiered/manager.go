@@ -59,6 +59,8 @@ type Manager struct {
 	readers chan struct{}
 	copyLim *limiter
 
+	stats stats // counts by topic (stats.go)
+
 	runMu    sync.Mutex                            // one RunOnce at a time
 	ensured  bool                                  // EnsureMetadata succeeded (under runMu)
 	lastErrs map[engine.TopicPartition]loggedError // the last task error logged per partition (under runMu)
@@ -78,6 +80,7 @@ type Manager struct {
 type partState struct {
 	copies    []remote.SegmentMetadata // COPY_SEGMENT_FINISHED, by start offset
 	remoteEnd int64                    // the end of the last finished copy (0: none)
+	copyLag   int64                    // bytes of sealed segments left to copy, as of the leader's last task
 }
 
 // loggedError is a task error logged, kept so that the same error repeating
@@ -192,6 +195,9 @@ func (m *Manager) refresh(p *replication.Partition) (*partState, error) {
 		}
 	}
 	m.mu.Lock()
+	if old := m.parts[p.TopicPartition()]; old != nil {
+		st.copyLag = old.copyLag
+	}
 	m.parts[p.TopicPartition()] = st
 	m.mu.Unlock()
 	if el := p.EngineLog(); el != nil && st.remoteEnd > 0 {
@@ -294,6 +300,7 @@ func (m *Manager) runPartition(ctx context.Context, p *replication.Partition) er
 	}
 	// 3. Copies.
 	upTo := min(el.HighWatermark(), el.LastStableOffset())
+	m.noteCopyLag(p, el, upTo)
 	for _, s := range el.SealedSegments(upTo) {
 		if s.Next <= st.remoteEnd {
 			continue
@@ -308,6 +315,7 @@ func (m *Manager) runPartition(ctx context.Context, p *replication.Partition) er
 			return err
 		}
 	}
+	m.noteCopyLag(p, el, upTo)
 	// 4. Local retention, now that the copies moved the remote end.
 	if _, err := el.EnforceRetention(); err != nil {
 		return err
@@ -317,6 +325,23 @@ func (m *Manager) runPartition(ctx context.Context, p *replication.Partition) er
 		return nil
 	}
 	return m.remoteRetention(ctx, p, el, st)
+}
+
+// noteCopyLag records the bytes of p's sealed segments below upTo not copied
+// yet [RemoteCopyLagBytes].
+func (m *Manager) noteCopyLag(p *replication.Partition, el *engine.Log, upTo int64) {
+	end := el.RemoteEnd()
+	var lag int64
+	for _, s := range el.SealedSegments(upTo) {
+		if s.Next > end {
+			lag += s.Size
+		}
+	}
+	m.mu.Lock()
+	if st := m.parts[p.TopicPartition()]; st != nil {
+		st.copyLag = lag
+	}
+	m.mu.Unlock()
 }
 
 // copySegment copies one sealed segment and records it.
@@ -358,6 +383,7 @@ func (m *Manager) copySegment(ctx context.Context, p *replication.Partition, epo
 	}
 	start := time.Now()
 	if err := m.cfg.Storage.CopyLogSegmentData(ctx, md, data); err != nil {
+		m.stats.topic(md.ID.Topic).copyErrors.Add(1)
 		if derr := m.deleteCopy(ctx, md); derr != nil {
 			m.log.Warn("cleaning up a failed copy", "segment", md.ID, "err", derr)
 		}
@@ -372,6 +398,7 @@ func (m *Manager) copySegment(ctx context.Context, p *replication.Partition, epo
 		return err
 	}
 	el.SetRemoteEnd(s.Next)
+	m.stats.topic(md.ID.Topic).copyBytes.Add(s.Size)
 	m.log.Info("copied segment to remote storage", "partition", p.TopicPartition(), "base", s.Base, "next", s.Next,
 		"bytes", s.Size, "took", time.Since(start), "segment", md.ID.ID)
 	return nil

@@ -54,9 +54,12 @@ func (m *Manager) Read(ctx context.Context, p *replication.Partition, offset int
 	}
 	defer func() { <-m.readers }()
 	b, err := m.readCopy(ctx, &md, offset, maxBytes)
+	c := m.stats.topic(md.ID.Topic)
 	if err != nil {
+		c.fetchErrors.Add(1)
 		return nil, fmt.Errorf("%w: %w", replication.ErrRemoteStorage, err)
 	}
+	c.fetchBytes.Add(int64(len(b)))
 	return b, nil
 }
 

@@ -217,6 +217,17 @@ func TestCopyRetainReadBack(t *testing.T) {
 	if _, err := n.data.ReadRemote(context.Background(), el.HighWatermark()+5, 1024); !errors.Is(err, replication.ErrOffsetOutOfRange) {
 		t.Fatalf("a remote read past every copy: %v", err)
 	}
+	var sealedBytes int64
+	for _, s := range sealed {
+		sealedBytes += s.Size
+	}
+	ts, ps := n.rlm.Stats()
+	if len(ts) != 1 || ts[0].Topic != "data" || ts[0].CopyBytes != sealedBytes || ts[0].FetchBytes == 0 || ts[0].CopyErrors != 0 || ts[0].FetchErrors != 0 {
+		t.Fatalf("topic stats %+v, want %d bytes copied", ts, sealedBytes)
+	}
+	if len(ps) != 1 || ps[0].RemoteLogSizeBytes != sealedBytes || ps[0].CopyLagBytes != 0 {
+		t.Fatalf("partition stats %+v", ps)
+	}
 	n.close()
 
 	n2 := openNode(t, dir, 1, sm, dataConfig())
@@ -570,6 +581,9 @@ func TestObjectStoreHangs(t *testing.T) {
 		t.Fatalf("a local read while the store hangs: %d bytes, %v", len(b), err)
 	}
 	n.produce(t, 600, 100)
+	if ts, ps := n.rlm.Stats(); len(ts) != 1 || ts[0].CopyErrors == 0 || ts[0].FetchErrors == 0 || len(ps) != 1 || ps[0].CopyLagBytes == 0 {
+		t.Fatalf("stats while the store hangs: %+v %+v", ts, ps)
+	}
 
 	g.Resume(t)
 	if err := n.rlm.RunOnce(context.Background()); err != nil {
