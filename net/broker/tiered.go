@@ -141,21 +141,23 @@ func (s *tieredState) close() {
 //	samsa_remote_copy_errors_total{topic}             [RemoteCopyErrorsPerSec]
 //	samsa_remote_fetch_bytes_total{topic}             [RemoteFetchBytesPerSec]
 //	samsa_remote_fetch_errors_total{topic}            [RemoteFetchErrorsPerSec]
+//	samsa_remote_delete_errors_total{topic}           [RemoteDeleteErrorsPerSec]
 //	samsa_remote_log_size_bytes{topic,partition}      [RemoteLogSizeBytes]
 //	samsa_remote_copy_lag_bytes{topic,partition}      [RemoteCopyLagBytes]
 type tieredCollector struct{ rlm *tiered.Manager }
 
 var (
-	descRemoteCopyBytes   = prometheus.NewDesc("samsa_remote_copy_bytes_total", "Bytes of segments copied to remote storage, per topic [RemoteCopyBytesPerSec].", []string{"topic"}, nil)
-	descRemoteCopyErrors  = prometheus.NewDesc("samsa_remote_copy_errors_total", "Copies to remote storage that failed, per topic [RemoteCopyErrorsPerSec].", []string{"topic"}, nil)
-	descRemoteFetchBytes  = prometheus.NewDesc("samsa_remote_fetch_bytes_total", "Record bytes read from remote storage, per topic [RemoteFetchBytesPerSec].", []string{"topic"}, nil)
-	descRemoteFetchErrors = prometheus.NewDesc("samsa_remote_fetch_errors_total", "Reads from remote storage that failed, per topic [RemoteFetchErrorsPerSec].", []string{"topic"}, nil)
-	descRemoteLogSize     = prometheus.NewDesc("samsa_remote_log_size_bytes", "Bytes of a tiered partition's copies in remote storage [RemoteLogSizeBytes].", []string{"topic", "partition"}, nil)
-	descRemoteCopyLag     = prometheus.NewDesc("samsa_remote_copy_lag_bytes", "Bytes of a led tiered partition's sealed segments not copied yet [RemoteCopyLagBytes].", []string{"topic", "partition"}, nil)
+	descRemoteCopyBytes    = prometheus.NewDesc("samsa_remote_copy_bytes_total", "Bytes of segments copied to remote storage, per topic [RemoteCopyBytesPerSec].", []string{"topic"}, nil)
+	descRemoteCopyErrors   = prometheus.NewDesc("samsa_remote_copy_errors_total", "Copies to remote storage that failed, per topic [RemoteCopyErrorsPerSec].", []string{"topic"}, nil)
+	descRemoteFetchBytes   = prometheus.NewDesc("samsa_remote_fetch_bytes_total", "Record bytes read from remote storage, per topic [RemoteFetchBytesPerSec].", []string{"topic"}, nil)
+	descRemoteFetchErrors  = prometheus.NewDesc("samsa_remote_fetch_errors_total", "Reads from remote storage that failed, per topic [RemoteFetchErrorsPerSec].", []string{"topic"}, nil)
+	descRemoteDeleteErrors = prometheus.NewDesc("samsa_remote_delete_errors_total", "Deletions of copies in remote storage that failed, per topic [RemoteDeleteErrorsPerSec].", []string{"topic"}, nil)
+	descRemoteLogSize      = prometheus.NewDesc("samsa_remote_log_size_bytes", "Bytes of a tiered partition's copies in remote storage [RemoteLogSizeBytes].", []string{"topic", "partition"}, nil)
+	descRemoteCopyLag      = prometheus.NewDesc("samsa_remote_copy_lag_bytes", "Bytes of a led tiered partition's sealed segments not copied yet [RemoteCopyLagBytes].", []string{"topic", "partition"}, nil)
 )
 
 func (c tieredCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descRemoteCopyBytes, descRemoteCopyErrors, descRemoteFetchBytes, descRemoteFetchErrors, descRemoteLogSize, descRemoteCopyLag} {
+	for _, d := range []*prometheus.Desc{descRemoteCopyBytes, descRemoteCopyErrors, descRemoteFetchBytes, descRemoteFetchErrors, descRemoteDeleteErrors, descRemoteLogSize, descRemoteCopyLag} {
 		ch <- d
 	}
 }
@@ -167,6 +169,7 @@ func (c tieredCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descRemoteCopyErrors, prometheus.CounterValue, float64(t.CopyErrors), t.Topic)
 		ch <- prometheus.MustNewConstMetric(descRemoteFetchBytes, prometheus.CounterValue, float64(t.FetchBytes), t.Topic)
 		ch <- prometheus.MustNewConstMetric(descRemoteFetchErrors, prometheus.CounterValue, float64(t.FetchErrors), t.Topic)
+		ch <- prometheus.MustNewConstMetric(descRemoteDeleteErrors, prometheus.CounterValue, float64(t.DeleteErrors), t.Topic)
 	}
 	for _, p := range ps {
 		part := strconv.Itoa(int(p.Partition))

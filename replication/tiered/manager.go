@@ -424,6 +424,7 @@ func (m *Manager) deleteCopy(ctx context.Context, md *remote.SegmentMetadata) er
 		}
 	}
 	if err := m.cfg.Storage.DeleteLogSegmentData(ctx, md); err != nil {
+		m.stats.topic(md.ID.Topic).deleteErrors.Add(1)
 		return err
 	}
 	m.forgetIndex(md.ID.ID)

@@ -11,11 +11,12 @@ import (
 // TopicStats are a topic's counts of tiered storage's work since the manager
 // started, with Kafka's names (BrokerTopicMetrics).
 type TopicStats struct {
-	Topic       string
-	CopyBytes   int64 // bytes of the segments copied [RemoteCopyBytesPerSec]
-	CopyErrors  int64 // copies that failed [RemoteCopyErrorsPerSec]
-	FetchBytes  int64 // record bytes read from remote storage [RemoteFetchBytesPerSec]
-	FetchErrors int64 // reads from remote storage that failed [RemoteFetchErrorsPerSec]
+	Topic        string
+	CopyBytes    int64 // bytes of the segments copied [RemoteCopyBytesPerSec]
+	CopyErrors   int64 // copies that failed [RemoteCopyErrorsPerSec]
+	FetchBytes   int64 // record bytes read from remote storage [RemoteFetchBytesPerSec]
+	FetchErrors  int64 // reads from remote storage that failed [RemoteFetchErrorsPerSec]
+	DeleteErrors int64 // deletions of copies that failed [RemoteDeleteErrorsPerSec]
 }
 
 // PartitionStats are a tiered partition's sizes as of the last task.
@@ -26,7 +27,7 @@ type PartitionStats struct {
 }
 
 type topicCounters struct {
-	copyBytes, copyErrors, fetchBytes, fetchErrors atomic.Int64
+	copyBytes, copyErrors, fetchBytes, fetchErrors, deleteErrors atomic.Int64
 }
 
 // stats is the manager's counters, by topic.
@@ -49,7 +50,7 @@ func (m *Manager) Stats() ([]TopicStats, []PartitionStats) {
 	m.stats.byTopic.Range(func(k, v any) bool {
 		c := v.(*topicCounters)
 		ts = append(ts, TopicStats{Topic: k.(string), CopyBytes: c.copyBytes.Load(), CopyErrors: c.copyErrors.Load(),
-			FetchBytes: c.fetchBytes.Load(), FetchErrors: c.fetchErrors.Load()})
+			FetchBytes: c.fetchBytes.Load(), FetchErrors: c.fetchErrors.Load(), DeleteErrors: c.deleteErrors.Load()})
 		return true
 	})
 	sort.Slice(ts, func(i, j int) bool { return ts[i].Topic < ts[j].Topic })

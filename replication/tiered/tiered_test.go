@@ -651,3 +651,32 @@ func TestDeleteRecordsBelowLocalStart(t *testing.T) {
 		t.Fatalf("DeleteRecords past the local start: %d, %v, local %d", low, err, n.data.LocalLogStartOffset())
 	}
 }
+
+// A store that refuses the writes (wrong credentials): every task fails
+// with ErrAccessDenied, counted as a copy error, and nothing is deleted
+// locally.
+func TestStoreDeniesWrites(t *testing.T) {
+	g := s3test.Start(t)
+	g.MakeBucket(t, "tiered")
+	sm, err := remote.New(remote.Config{Bucket: "tiered", Region: "us-east-1", Endpoint: g.Endpoint, PathStyle: true,
+		AccessKeyID: g.Access, SecretAccessKey: "not-" + g.Secret, CallTimeout: 5 * time.Second, AttemptTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := openNode(t, t.TempDir(), 0, sm, dataConfig())
+	defer n.close()
+	n.produce(t, 0, 300)
+	for range 2 {
+		if err := n.rlm.RunOnce(context.Background()); !errors.Is(err, remote.ErrAccessDenied) {
+			t.Fatalf("a task against a store denying writes: %v", err)
+		}
+	}
+	el := n.data.EngineLog()
+	if el.LogStartOffset() != 0 || el.RemoteEnd() != 0 {
+		t.Fatalf("local log start %d, remote end %d: something counted as copied", el.LogStartOffset(), el.RemoteEnd())
+	}
+	if ts, _ := n.rlm.Stats(); len(ts) != 1 || ts[0].CopyErrors != 1 || ts[0].DeleteErrors != 2 {
+		t.Fatalf("stats %+v, want one copy error and two failed clean-ups (the second task stops at its clean-up)", ts)
+	}
+	wantKeys(t, readAll(t, n.data), 300)
+}
