@@ -76,6 +76,10 @@ type LogConfig struct {
 	RemoteStorage       bool
 	LocalRetentionMs    int64
 	LocalRetentionBytes int64
+	// RemoteCopyDisable is remote.log.copy.disable (KIP-950): a tiered log
+	// copies no more segments (the copies made stay readable), and its
+	// local segments follow retention.ms and retention.bytes, copied or not.
+	RemoteCopyDisable bool
 }
 
 // DefaultLogConfig returns Apache Kafka's defaults.
@@ -168,10 +172,10 @@ func (c *LogConfig) deletes() bool { return !c.Compact || c.Delete }
 
 // localRetention is the retention by time and size of the local segments:
 // local.retention.* with remote storage (-2 meaning retention.*),
-// retention.* without.
+// retention.* without, or with remote.log.copy.disable.
 func (c *LogConfig) localRetention() (ms, bytes int64) {
 	ms, bytes = c.RetentionMs, c.RetentionBytes
-	if c.RemoteStorage {
+	if c.RemoteStorage && !c.RemoteCopyDisable {
 		if c.LocalRetentionMs != -2 {
 			ms = c.LocalRetentionMs
 		}

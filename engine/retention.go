@@ -12,7 +12,8 @@ import (
 // the log is compacted without cleanup.policy delete) older than
 // retention.ms (by their largest timestamp) or beyond retention.bytes; with
 // remote storage, local.retention.ms and local.retention.bytes, and only
-// segments wholly copied to remote storage (SetRemoteEnd). An
+// segments wholly copied to remote storage (SetRemoteEnd), unless
+// remote.log.copy.disable stopped the copies. An
 // expired, non-empty active segment is rolled first so it can go too.
 // Deleted segments are renamed *.deleted and removed file.delete.delay.ms
 // later, once no reader pins them. Producers silent for
@@ -50,7 +51,7 @@ func (l *Log) enforceRetention() (int, error) {
 		// With remote storage, only a segment wholly copied may go by age
 		// or size (Kafka's UnifiedLog.deleteOldSegments with
 		// remote.storage.enable), and never the active one.
-		copied := !cfg.RemoteStorage || (!last && upper <= l.remoteEnd.Load())
+		copied := !cfg.RemoteStorage || cfg.RemoteCopyDisable || (!last && upper <= l.remoteEnd.Load())
 		if !del && cfg.deletes() && copied && retMs >= 0 && now-s.largestTimestamp(cfg) > retMs {
 			del = true
 		}

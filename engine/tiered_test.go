@@ -130,3 +130,29 @@ func TestRemoteLogStartPersists(t *testing.T) {
 		t.Fatalf("after a restart: %d, want 40", got)
 	}
 }
+
+// remote.log.copy.disable: local segments follow retention.bytes, copied or
+// not, and local.retention.bytes no longer applies.
+func TestRetentionWithCopyDisabled(t *testing.T) {
+	m := openTest(t, []string{t.TempDir()}, SyncNone, nil)
+	defer m.Close()
+	cfg := smallConfig()
+	cfg.RemoteStorage, cfg.RemoteCopyDisable = true, true
+	cfg.LocalRetentionBytes = 0
+	cfg.RetentionBytes = 8192
+	l, err := m.CreateLog(TopicPartition{"frozen", 0}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 60; i++ {
+		mustAppend(t, l, makeBatch(testBatch{records: 1, valueSize: 200}))
+	}
+	l.SetHighWatermark(l.LogEndOffset())
+	if _, err := l.EnforceRetention(); err != nil {
+		t.Fatal(err)
+	}
+	if l.LogStartOffset() == 0 || l.Size() < cfg.RetentionBytes || len(l.SealedSegments(l.LogEndOffset())) == 0 {
+		t.Fatalf("log start %d, %d bytes kept, %d sealed: want retention.bytes (%d), not local.retention.bytes (0), nothing copied",
+			l.LogStartOffset(), l.Size(), len(l.SealedSegments(l.LogEndOffset())), cfg.RetentionBytes)
+	}
+}

@@ -248,6 +248,11 @@ var TopicDefs = []*Def{
 	{Name: "remote.storage.enable", Kind: KindBool, Default: sp("false"),
 		Doc:   "tiered storage (KIP-405) for the topic, on a broker with remote.log.storage.system.enable: sealed segments are copied to remote storage and read back from it below the local log start",
 		Apply: func(c *engine.LogConfig, v string) { c.RemoteStorage = strings.EqualFold(strings.TrimSpace(v), "true") }},
+	{Name: "remote.log.copy.disable", Kind: KindBool, Default: sp("false"),
+		Doc: "with remote.storage.enable: no more segments are copied (the copies stay readable), and local segments follow retention.ms and retention.bytes (KIP-950)",
+		Apply: func(c *engine.LogConfig, v string) {
+			c.RemoteCopyDisable = strings.EqualFold(strings.TrimSpace(v), "true")
+		}},
 	{Name: "local.retention.ms", Kind: KindLong, Default: sp("-2"), Min: -2, Synonyms: []Synonym{{"log.local.retention.ms", 1}},
 		Doc:   "with remote.storage.enable: how long a local segment is kept once copied to remote storage (-2: retention.ms)",
 		Apply: func(c *engine.LogConfig, v string) { c.LocalRetentionMs = parseInt(v) }},

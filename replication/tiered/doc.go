@@ -13,7 +13,7 @@
 //	     here or elsewhere) or DELETE_SEGMENT_STARTED is deleted from the store
 //	     and marked DELETE_SEGMENT_FINISHED: never finished late, never listed twice
 //	  3. copy: each sealed segment wholly below min(HW, LSO) and past the last
-//	     finished copy, oldest first:
+//	     finished copy, oldest first (none with remote.log.copy.disable):
 //	       COPY_SEGMENT_STARTED ─▶ CopyLogSegmentData (throttled by
 //	       remote.log.manager.copy.max.bytes.per.second) ─▶ still leader at the
 //	       same epoch? COPY_SEGMENT_FINISHED, Log.SetRemoteEnd : delete the copy
@@ -32,7 +32,7 @@
 // copy's offset index (kept in memory for the most recent copies) and one
 // byte range of its segment.
 //
-// Not built yet: a READ_COMMITTED read from remote carries no aborted
-// transactions; the chunk cache on local disk; remote.log.copy.disable and
-// remote.log.delete.on.disable; metrics.
+// Not built yet: the chunk cache on local disk; remote.log.delete.on.disable;
+// a follower does not learn a log start DeleteRecords raised below the local
+// one (a new leader forgets it).
 package tiered

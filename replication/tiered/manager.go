@@ -298,8 +298,11 @@ func (m *Manager) runPartition(ctx context.Context, p *replication.Partition) er
 	if err != nil {
 		return err
 	}
-	// 3. Copies.
+	// 3. Copies (none under remote.log.copy.disable).
 	upTo := min(el.HighWatermark(), el.LastStableOffset())
+	if el.Config().RemoteCopyDisable {
+		upTo = 0
+	}
 	m.noteCopyLag(p, el, upTo)
 	for _, s := range el.SealedSegments(upTo) {
 		if s.Next <= st.remoteEnd {

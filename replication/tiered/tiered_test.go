@@ -680,3 +680,30 @@ func TestStoreDeniesWrites(t *testing.T) {
 	}
 	wantKeys(t, readAll(t, n.data), 300)
 }
+
+// remote.log.copy.disable: the task copies nothing more; what was copied
+// stays readable.
+func TestCopyDisabled(t *testing.T) {
+	g := s3test.Start(t)
+	sm := storage(t, g)
+	cfg := dataConfig()
+	n := openNode(t, t.TempDir(), 0, sm, cfg)
+	defer n.close()
+	n.produce(t, 0, 300)
+	if err := n.rlm.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	el := n.data.EngineLog()
+	end := el.RemoteEnd()
+	cfg.RemoteCopyDisable = true
+	cfg.LocalRetentionBytes = -2 // with the copies stopped, retention.bytes (-1: keep) governs the local log
+	el.SetConfig(cfg)
+	n.produce(t, 300, 300)
+	if err := n.rlm.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if el.RemoteEnd() != end {
+		t.Fatalf("remote end moved from %d to %d with remote.log.copy.disable", end, el.RemoteEnd())
+	}
+	wantKeys(t, readAll(t, n.data), 600)
+}
