@@ -522,6 +522,9 @@ func (m *Manager) becomeFollower(st *PartitionState) error {
 func (m *Manager) stop(s Stop) error {
 	p := m.Partition(s.TP)
 	if p != nil {
+		if r := m.remoteLog(); s.Delete && r != nil && r.Enabled(p) {
+			r.PartitionDeleted(p) // its copies in remote storage go with it (remote.go)
+		}
 		m.retire(p)
 	}
 	if s.Delete {

@@ -37,6 +37,11 @@ type RemoteLog interface {
 	// OffsetForTimestamp is engine.Log.OffsetForTimestamp over the copies:
 	// ok false when no copy holds a record with a timestamp >= ts.
 	OffsetForTimestamp(ctx context.Context, p *Partition, ts int64) (offset, timestamp int64, ok bool, err error)
+	// PartitionDeleted tells that p's replica here is deleted with its
+	// topic: its copies in remote storage are to be deleted too (Kafka's
+	// stopPartitions with deleteRemoteLog). Called by Apply before the log
+	// goes; it must not block.
+	PartitionDeleted(p *Partition)
 }
 
 // ErrRemoteStorage: remote storage could not serve a read now (Kafka's

@@ -23,6 +23,11 @@
 //	     (remote copies and the local part not copied) is over retention.bytes,
 //	     or older than retention.ms
 //
+// A tiered partition deleted with its topic (replication.RemoteLog's
+// PartitionDeleted) has its copies deleted by the next task, from the store
+// and the metadata, on every node that held a replica; a deletion the node
+// did not finish before it stopped is not resumed.
+//
 // Only the leader copies and deletes: the task checks the partition's role
 // and leader epoch before each step that writes metadata. On a follower the
 // task only lists the copies (the metadata partition's local replica), so

@@ -61,6 +61,8 @@ type Manager struct {
 
 	stats stats // counts by topic (stats.go)
 
+	deleted map[remote.TopicIDPartition]bool // partitions deleted here whose copies are to go (under mu)
+
 	runMu    sync.Mutex                            // one RunOnce at a time
 	ensured  bool                                  // EnsureMetadata succeeded (under runMu)
 	lastErrs map[engine.TopicPartition]loggedError // the last task error logged per partition (under runMu)
@@ -105,7 +107,8 @@ func New(cfg Config) *Manager {
 		cfg.Now = time.Now
 	}
 	m := &Manager{cfg: cfg, log: cfg.Logger, readers: make(chan struct{}, cfg.ReaderThreads), copyLim: newLimiter(cfg.CopyBytesPerSecond),
-		parts: map[engine.TopicPartition]*partState{}, idx: map[indexKey][]byte{}, lastErrs: map[engine.TopicPartition]loggedError{}}
+		parts: map[engine.TopicPartition]*partState{}, idx: map[indexKey][]byte{}, lastErrs: map[engine.TopicPartition]loggedError{},
+		deleted: map[remote.TopicIDPartition]bool{}}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	return m
 }
@@ -219,13 +222,16 @@ func (m *Manager) RunOnce(ctx context.Context) error {
 	m.runMu.Lock()
 	defer m.runMu.Unlock()
 	var errs []error
+	if err := m.deleteDeleted(ctx); err != nil {
+		errs = append(errs, err)
+	}
 	for _, p := range m.cfg.Replicas.Partitions() {
 		if !m.Enabled(p) {
 			continue
 		}
 		if !m.ensured && m.cfg.EnsureMetadata != nil {
 			if err := m.cfg.EnsureMetadata(ctx); err != nil {
-				m.logTaskError(p, fmt.Errorf("preparing the remote log metadata: %w", err))
+				m.logTaskError(p.TopicPartition(), fmt.Errorf("preparing the remote log metadata: %w", err))
 				return err
 			}
 		}
@@ -235,7 +241,7 @@ func (m *Manager) RunOnce(ctx context.Context) error {
 			run = m.followPartition
 		}
 		if err := run(ctx, p); err != nil {
-			m.logTaskError(p, err)
+			m.logTaskError(p.TopicPartition(), err)
 			errs = append(errs, fmt.Errorf("%s: %w", p.TopicPartition(), err))
 		} else {
 			delete(m.lastErrs, p.TopicPartition())
@@ -244,10 +250,55 @@ func (m *Manager) RunOnce(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// PartitionDeleted implements replication.RemoteLog: the next task deletes
+// the partition's copies.
+func (m *Manager) PartitionDeleted(p *replication.Partition) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.deleted[topicIDPartition(p)] = true
+	delete(m.parts, p.TopicPartition())
+}
+
+// deleteDeleted (under runMu) deletes the copies of the partitions deleted here (every
+// replica of a deleted topic tries: a copy another one deleted first is
+// gone from the listing). A partition whose copies cannot all be deleted
+// is tried again by the next task; one deleted while the node was down is
+// not (its copies stay in the store).
+func (m *Manager) deleteDeleted(ctx context.Context) error {
+	m.mu.Lock()
+	var tps []remote.TopicIDPartition
+	for tp := range m.deleted {
+		tps = append(tps, tp)
+	}
+	m.mu.Unlock()
+	var errs []error
+	for _, tp := range tps {
+		segs, err := m.cfg.Metadata.ListRemoteLogSegments(tp)
+		if err == nil {
+			for i := range segs {
+				if err = m.deleteCopy(ctx, &segs[i]); err != nil {
+					break
+				}
+			}
+		}
+		if err != nil {
+			err = fmt.Errorf("deleting the copies of deleted partition %s: %w", tp, err)
+			m.logTaskError(engine.TopicPartition{Topic: tp.Topic, Partition: tp.Partition}, err)
+			errs = append(errs, err)
+			continue
+		}
+		m.log.Info("deleted the copies of a deleted partition", "partition", tp, "copies", len(segs))
+		m.mu.Lock()
+		delete(m.deleted, tp)
+		m.mu.Unlock()
+	}
+	return errors.Join(errs...)
+}
+
 // logTaskError logs a partition's task error, the same one at most once a
 // minute. Caller holds runMu.
-func (m *Manager) logTaskError(p *replication.Partition, err error) {
-	tp, now := p.TopicPartition(), time.Now()
+func (m *Manager) logTaskError(tp engine.TopicPartition, err error) {
+	now := time.Now()
 	if last, ok := m.lastErrs[tp]; ok && last.msg == err.Error() && now.Sub(last.at) < time.Minute {
 		return
 	}

@@ -707,3 +707,38 @@ func TestCopyDisabled(t *testing.T) {
 	}
 	wantKeys(t, readAll(t, n.data), 600)
 }
+
+// A tiered partition deleted with its topic: the next task deletes its
+// copies from the store and the metadata.
+func TestDeletedPartitionCopiesDeleted(t *testing.T) {
+	g := s3test.Start(t)
+	sm := storage(t, g)
+	n := openNode(t, t.TempDir(), 0, sm, dataConfig())
+	defer n.close()
+	n.produce(t, 0, 300)
+	if err := n.rlm.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	tp := remote.TopicIDPartition{TopicID: remote.Uuid{7, 7}, Topic: "data", Partition: 0}
+	segs, _ := n.meta.ListRemoteLogSegments(tp)
+	if len(segs) == 0 {
+		t.Fatal("nothing copied")
+	}
+	if err := n.repl.Apply(replication.Delta{Stopped: []replication.Stop{{TP: engine.TopicPartition{Topic: "data", Partition: 0}, Delete: true}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.rlm.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if after, err := n.meta.ListRemoteLogSegments(tp); err != nil || len(after) != 0 {
+		t.Fatalf("copies listed after the deletion: %d (%v)", len(after), err)
+	}
+	for _, s := range segs {
+		if rc, err := sm.FetchIndex(context.Background(), &s, remote.IndexOffset); err == nil {
+			rc.Close()
+			t.Fatalf("copy %s still stored", s.ID)
+		} else if !errors.Is(err, remote.ErrRemoteResourceNotFound) {
+			t.Fatal(err)
+		}
+	}
+}
