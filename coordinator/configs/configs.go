@@ -736,7 +736,8 @@ func (d *Def) SynonymDefaultName() string {
 
 // LogConfig computes a topic's engine configuration from the layers. A topic's
 // remote.storage.enable takes effect only on a broker with
-// remote.log.storage.system.enable (Kafka's rule).
+// remote.log.storage.system.enable, and never on a compacted topic (Kafka refuses
+// the combination; here the topic stays local).
 func (l Layers) LogConfig() engine.LogConfig {
 	c := engine.DefaultLogConfig()
 	for _, d := range TopicDefs {
@@ -747,7 +748,7 @@ func (l Layers) LogConfig() engine.LogConfig {
 			d.Apply(&c, *r.Value)
 		}
 	}
-	if c.RemoteStorage && !strings.EqualFold(strings.TrimSpace(l.BrokerValue(RemoteStorageSystemKey)), "true") {
+	if c.RemoteStorage && (c.Compact || !strings.EqualFold(strings.TrimSpace(l.BrokerValue(RemoteStorageSystemKey)), "true")) {
 		c.RemoteStorage = false
 	}
 	return c

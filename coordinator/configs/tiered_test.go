@@ -18,4 +18,8 @@ func TestRemoteStorageKeys(t *testing.T) {
 	if c := (Layers{Static: static}).LogConfig(); c.RemoteStorage || c.LocalRetentionBytes != -2 {
 		t.Fatalf("a topic without remote.storage.enable: %+v", c)
 	}
+	compacted := map[string]string{"remote.storage.enable": "true", "cleanup.policy": "compact"}
+	if c := (Layers{Topic: compacted, Static: static}).LogConfig(); c.RemoteStorage {
+		t.Fatal("a compacted topic tiered")
+	}
 }
