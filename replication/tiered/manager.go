@@ -71,6 +71,8 @@ type Manager struct {
 	parts  map[engine.TopicPartition]*partState
 	idx    map[indexKey][]byte // indexes of copies read lately (offset, transaction)
 	idxLRU []indexKey
+	chunks chunkCache // segment bytes read lately (chunks.go)
+	closed bool       // Close began: no more read-ahead
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -109,6 +111,7 @@ func New(cfg Config) *Manager {
 	m := &Manager{cfg: cfg, log: cfg.Logger, readers: make(chan struct{}, cfg.ReaderThreads), copyLim: newLimiter(cfg.CopyBytesPerSecond),
 		parts: map[engine.TopicPartition]*partState{}, idx: map[indexKey][]byte{}, lastErrs: map[engine.TopicPartition]loggedError{},
 		deleted: map[remote.TopicIDPartition]bool{}}
+	m.chunks.data, m.chunks.inflight = map[chunkKey][]byte{}, map[chunkKey]chan struct{}{}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	return m
 }
@@ -132,8 +135,11 @@ func (m *Manager) Start() {
 }
 
 // Close stops the task (a copy under way is cancelled and cleaned up by the
-// next leader's task) and waits for it.
+// next leader's task) and the reads ahead, and waits for them.
 func (m *Manager) Close() {
+	m.mu.Lock()
+	m.closed = true
+	m.mu.Unlock()
 	m.cancel()
 	m.wg.Wait()
 }

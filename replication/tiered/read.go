@@ -18,7 +18,8 @@ import (
 // file position, both big-endian uint32) for the position of the last
 // indexed batch at or below the offset, then one byte range of the segment
 // from there, long enough for maxBytes and the scan up to the offset, and a
-// second range only when the first batch to send is cut off.
+// second range only when the first batch to send is cut off. Ranges are
+// served from the chunks read lately (chunks.go).
 
 // indexCacheEntries is how many copies' offset indexes stay in memory.
 const indexCacheEntries = 64
@@ -70,7 +71,7 @@ func (m *Manager) readCopy(ctx context.Context, md *remote.SegmentMetadata, offs
 	}
 	pos := indexLookup(idx, offset-md.StartOffset)
 	end := min(pos+int64(max(maxBytes, 0))+scanSlack, md.SegmentSize)
-	buf, err := m.fetchRange(ctx, md, pos, end)
+	buf, err := m.readRange(ctx, md, pos, end)
 	if err != nil {
 		return nil, err
 	}
@@ -94,7 +95,7 @@ func (m *Manager) readCopy(ctx context.Context, md *remote.SegmentMetadata, offs
 				break
 			}
 			// The first batch to send is cut off: read it whole.
-			whole, err := m.fetchRange(ctx, md, pos+int64(at), pos+int64(at+size))
+			whole, err := m.readRange(ctx, md, pos+int64(at), pos+int64(at+size))
 			if err != nil {
 				return nil, err
 			}
@@ -193,13 +194,14 @@ func (m *Manager) index(ctx context.Context, md *remote.SegmentMetadata, t remot
 	return idx, nil
 }
 
-// forgetIndex drops a deleted copy's indexes from the cache.
+// forgetIndex drops a deleted copy's indexes and chunks from the caches.
 func (m *Manager) forgetIndex(id remote.Uuid) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, t := range remote.IndexTypes {
 		delete(m.idx, indexKey{id, t})
 	}
+	m.forgetChunksLocked(id)
 }
 
 // txnEntrySize is an entry of a transaction index (engine/txnindex.go,
@@ -307,7 +309,7 @@ func (m *Manager) timestampIn(ctx context.Context, c *remote.SegmentMetadata, ts
 	}
 	pos := indexLookup(oidx, from-c.StartOffset)
 	for pos < c.SegmentSize {
-		buf, err := m.fetchRange(ctx, c, pos, min(pos+searchChunk, c.SegmentSize))
+		buf, err := m.readRange(ctx, c, pos, min(pos+searchChunk, c.SegmentSize))
 		if err != nil {
 			return 0, 0, false, err
 		}
@@ -322,7 +324,7 @@ func (m *Manager) timestampIn(ctx context.Context, c *remote.SegmentMetadata, ts
 			if h.MaxTimestamp >= ts && h.NumRecords > 0 {
 				b := buf[at:]
 				if at+h.Size() > int64(len(buf)) {
-					if b, err = m.fetchRange(ctx, c, pos+at, pos+at+h.Size()); err != nil {
+					if b, err = m.readRange(ctx, c, pos+at, pos+at+h.Size()); err != nil {
 						return 0, 0, false, err
 					}
 				}
