@@ -35,9 +35,14 @@
 // RLMFollowerTask). Reads (Read) run
 // on at most remote.log.reader.threads goroutines at once; each reads the
 // copy's offset index (kept in memory for the most recent copies) and one
-// byte range of its segment.
+// byte range of its segment, served from 4 MiB chunks of it (the last 8 in
+// memory, the next read ahead: chunks.go).
 //
-// Not built yet: the chunk cache on local disk; remote.log.delete.on.disable;
-// a follower does not learn a log start DeleteRecords raised below the local
-// one (a new leader forgets it).
+// Not built yet: a chunk cache on local disk (Aiven's fetch.chunk.cache.*);
+// remote.log.delete.on.disable; a follower does not learn a log start
+// DeleteRecords raised below the local one (a new leader forgets it); a
+// deletion of a deleted partition's copies is not resumed after a restart;
+// a wiped follower starts at the leader's local log start without the
+// producer state and leader epochs of the copies (Kafka rebuilds them from
+// the copy's producer snapshot and leader-epoch checkpoint).
 package tiered
