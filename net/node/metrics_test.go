@@ -420,8 +420,10 @@ func exprNames(expr string) (names map[string][]string, grouping []string) {
 
 // afterAnEvent are the dashboard's counters the test workload cannot be relied on to
 // start: they appear after a failed produce, or an error answer on the controller
-// listener.
-var afterAnEvent = []string{"samsa_topic_failed_produce_requests_total", "samsa_controller_listener_request_errors_total"}
+// listener; tiered storage's only on a node with remote.log.storage.system.enable.
+var afterAnEvent = []string{"samsa_topic_failed_produce_requests_total", "samsa_controller_listener_request_errors_total",
+	"samsa_remote_copy_bytes_total", "samsa_remote_fetch_bytes_total", "samsa_remote_copy_errors_total", "samsa_remote_fetch_errors_total",
+	"samsa_remote_delete_errors_total", "samsa_remote_log_size_bytes", "samsa_remote_copy_lag_bytes"}
 
 // checkDashboard checks every target of the dashboard: the series it names are
 // exported (a histogram's _bucket, _sum and _count by the family), and every label
