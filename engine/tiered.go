@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strconv"
@@ -192,4 +193,35 @@ func (l *Log) RemoteLogStart() int64 {
 		}
 	})
 	return rs.off.Load()
+}
+
+// ErrNotEmpty: restoring a tiered log's state into a log that holds records.
+var ErrNotEmpty = errors.New("engine: the log is not empty")
+
+// RestoreProducerSnapshot gives an empty log the producer state of snapshot
+// (a producer snapshot as the engine writes them): a follower that started
+// over at its leader's local log start, the records below it in remote
+// storage, takes the state as of that offset from the copy before it
+// (Kafka's buildRemoteLogAuxState), so that it deduplicates and fences the
+// producers that wrote there as the leader does. The snapshot is kept at
+// the log start, as one written by a roll there.
+func (l *Log) RestoreProducerSnapshot(snapshot []byte) error {
+	l.segMu.Lock()
+	defer l.segMu.Unlock()
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if l.closed {
+		return ErrClosed
+	}
+	start, leo := l.logStart.Load(), l.leo.Load()
+	if start != leo {
+		return fmt.Errorf("%w: %s holds [%d, %d)", ErrNotEmpty, l.tp, start, leo)
+	}
+	if _, err := decodeSnapshot(snapshot); err != nil {
+		return fmt.Errorf("%s: producer snapshot at %d: %w", l.tp, leo, err)
+	}
+	if err := writeFileAtomic(l.fs, snapshotPath(l.dir, leo), snapshot); err != nil {
+		return fmt.Errorf("%s: producer snapshot at %d: %w", l.tp, leo, err)
+	}
+	return l.rebuildProducerState(leo, leo)
 }

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"os"
 	"testing"
 )
@@ -154,5 +155,50 @@ func TestRetentionWithCopyDisabled(t *testing.T) {
 	if l.LogStartOffset() == 0 || l.Size() < cfg.RetentionBytes || len(l.SealedSegments(l.LogEndOffset())) == 0 {
 		t.Fatalf("log start %d, %d bytes kept, %d sealed: want retention.bytes (%d), not local.retention.bytes (0), nothing copied",
 			l.LogStartOffset(), l.Size(), len(l.SealedSegments(l.LogEndOffset())), cfg.RetentionBytes)
+	}
+}
+
+// An empty log takes the producer state of another log's snapshot at its
+// start: the producers it knows, and a duplicate of their last batch is
+// answered as such.
+func TestRestoreProducerSnapshot(t *testing.T) {
+	m := openTest(t, []string{t.TempDir()}, SyncNone, nil)
+	defer m.Close()
+	src, err := m.CreateLog(TopicPartition{"src", 0}, smallConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last []byte
+	for i := 0; i < 40; i++ {
+		last = makeBatch(testBatch{records: 1, valueSize: 200, pid: 7, epoch: 2, seq: int32(i)})
+		mustAppend(t, src, last)
+	}
+	sealed := src.SealedSegments(src.LogEndOffset())
+	if len(sealed) == 0 || sealed[len(sealed)-1].ProducerSnapshot == "" {
+		t.Fatalf("no sealed segment with a producer snapshot: %+v", sealed)
+	}
+	s := sealed[len(sealed)-1]
+	snap, err := os.ReadFile(s.ProducerSnapshot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst, err := m.CreateLog(TopicPartition{"dst", 0}, smallConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := dst.TruncateFullyAndStartAt(s.Next); err != nil {
+		t.Fatal(err)
+	}
+	if err := dst.RestoreProducerSnapshot(snap); err != nil {
+		t.Fatal(err)
+	}
+	epoch, seq, ok := dst.ProducerState(7)
+	wantEpoch, wantSeq, _ := src.ProducerState(7)
+	if !ok || epoch != wantEpoch || seq > wantSeq || seq < 0 {
+		t.Fatalf("restored producer 7: epoch %d, last sequence %d (%v); the source has %d, %d", epoch, seq, ok, wantEpoch, wantSeq)
+	}
+	mustAppend(t, dst, makeBatch(testBatch{records: 1, valueSize: 200, pid: 7, epoch: 2, seq: seq + 1}))
+	if err := dst.RestoreProducerSnapshot(snap); !errors.Is(err, ErrNotEmpty) {
+		t.Fatalf("a restore into a log with records: %v", err)
 	}
 }

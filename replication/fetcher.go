@@ -416,6 +416,15 @@ func (f *Fetcher) handlePartitionLocked(now time.Time, fp *fetchPart, rp *kmsg.F
 			}
 			f.m.log.Info("follower behind the leader's log start: copying from it", "partition", fp.tp.String(),
 				"log_end", leo, "leader_log_start", rp.LogStartOffset)
+			if r := f.m.remoteLog(); r != nil && r.Enabled(fp.p) {
+				// Tiered: the records below are in remote storage; the state as
+				// of the leader's log start comes from the copy ending there.
+				ctx, cancel := context.WithTimeout(f.m.ctx, 30*time.Second)
+				if err := r.RebuildAuxState(ctx, fp.p, rp.LogStartOffset); err != nil {
+					f.m.log.Warn("follower state from remote storage", "partition", fp.tp.String(), "offset", rp.LogStartOffset, "err", err)
+				}
+				cancel()
+			}
 			return
 		}
 		// Ahead of the leader's log end: find the divergence by epoch.

@@ -42,6 +42,11 @@ type RemoteLog interface {
 	// stopPartitions with deleteRemoteLog). Called by Apply before the log
 	// goes; it must not block.
 	PartitionDeleted(p *Partition)
+	// RebuildAuxState gives p's follower replica, emptied to start at
+	// offset (its leader's local log start), the producer state and leader
+	// epoch of the copy that ends right before offset (Kafka's
+	// buildRemoteLogAuxState); without such a copy it does nothing.
+	RebuildAuxState(ctx context.Context, p *Partition, offset int64) error
 }
 
 // ErrRemoteStorage: remote storage could not serve a read now (Kafka's

@@ -243,7 +243,7 @@ func TestClusterTieredStorageFailover(t *testing.T) {
 		t.Fatalf("create: %v %v", err, r.Err)
 	}
 	value := make([]byte, 200)
-	produce := func(from, to int) {
+	produceWith := func(cl *kgo.Client, from, to int) {
 		t.Helper()
 		for i := from; i < to; i++ {
 			cl.Produce(ctx, &kgo.Record{Key: []byte(strconv.Itoa(i)), Value: value}, func(_ *kgo.Record, err error) {
@@ -256,8 +256,14 @@ func TestClusterTieredStorageFailover(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	const first, second = 2000, 1000
-	produce(0, first)
+	produce := func(from, to int) { produceWith(cl, from, to) }
+	const early, first, second = 10, 2000, 1000
+	// An idempotent producer that writes only the first records: its state is in
+	// the copies' producer snapshots, and nowhere in the local logs once they go.
+	earlyCl := clusterClient(t, c, kgo.DefaultProduceTopic("tc"), kgo.RequiredAcks(kgo.AllISRAcks()))
+	produceWith(earlyCl, 0, early)
+	earlyCl.Close()
+	produce(early, first)
 	_, im := c.brokers[0].follower.Image()
 	tt, _ := im.Topic("tc")
 	leaderID := tt.Partitions[0].Leader
@@ -339,6 +345,19 @@ func TestClusterTieredStorageFailover(t *testing.T) {
 		newLeader.eng.Log(tp).LogStartOffset())
 	if wl.LogStartOffset() < copiedBefore {
 		t.Fatalf("the wiped broker copied from %d, below what was in remote storage already (%d)", wl.LogStartOffset(), copiedBefore)
+	}
+	// It knows the early producer, from the copy before its log start.
+	var earlyPID int64 = -1
+	for _, pi := range newLeader.eng.Log(tp).Producers() {
+		if pi.LastSequence == early-1 {
+			earlyPID = pi.ProducerID
+		}
+	}
+	if earlyPID < 0 {
+		t.Fatalf("the leader does not know the early producer: %+v", newLeader.eng.Log(tp).Producers())
+	}
+	if _, seq, ok := wl.ProducerState(earlyPID); !ok || seq != early-1 {
+		t.Fatalf("the wiped broker's state of the early producer %d: last sequence %d (%v), want %d", earlyPID, seq, ok, early-1)
 	}
 
 	var live []string

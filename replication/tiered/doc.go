@@ -41,8 +41,10 @@
 // Not built yet: a chunk cache on local disk (Aiven's fetch.chunk.cache.*);
 // remote.log.delete.on.disable; a follower does not learn a log start
 // DeleteRecords raised below the local one (a new leader forgets it); a
-// deletion of a deleted partition's copies is not resumed after a restart;
-// a wiped follower starts at the leader's local log start without the
-// producer state and leader epochs of the copies (Kafka rebuilds them from
-// the copy's producer snapshot and leader-epoch checkpoint).
+// deletion of a deleted partition's copies is not resumed after a restart.
+//
+// A follower behind its leader's local log start (new, or wiped) starts
+// over there, and takes the producer state and leader epoch as of that
+// offset from the copy ending right before it (RebuildAuxState, Kafka's
+// buildRemoteLogAuxState): it copies only the local part.
 package tiered

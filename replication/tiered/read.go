@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
+	"strings"
 
 	"github.com/samsa-broker/samsa/engine"
 	"github.com/samsa-broker/samsa/engine/remote"
@@ -339,4 +341,75 @@ func (m *Manager) timestampIn(ctx context.Context, c *remote.SegmentMetadata, ts
 		pos += at
 	}
 	return 0, 0, false, nil
+}
+
+// RebuildAuxState implements replication.RemoteLog: from the finished copy
+// that ends right before offset, its producer snapshot (restored into the
+// empty log) and its leader-epoch checkpoint (the epoch in force at its end
+// starts the log). A copy ending elsewhere (copies made by a leader whose
+// segments were rolled elsewhere) holds no state as of offset: nothing is
+// restored.
+func (m *Manager) RebuildAuxState(ctx context.Context, p *replication.Partition, offset int64) error {
+	el := p.EngineLog()
+	if el == nil {
+		return nil
+	}
+	st, err := m.refresh(p)
+	if err != nil {
+		return err
+	}
+	var c *remote.SegmentMetadata
+	for i := range st.copies {
+		if st.copies[i].EndOffset+1 == offset {
+			c = &st.copies[i]
+		}
+	}
+	if c == nil {
+		return nil
+	}
+	snap, err := m.readIndex(ctx, c, remote.IndexProducerSnapshot)
+	if err != nil {
+		return err
+	}
+	if len(snap) > 0 {
+		if err := el.RestoreProducerSnapshot(snap); err != nil {
+			return err
+		}
+	}
+	cp, err := m.readIndex(ctx, c, remote.IndexLeaderEpoch)
+	if err != nil {
+		return err
+	}
+	if epoch, ok := lastEpoch(cp); ok {
+		return el.AssignEpochStartOffset(epoch, offset)
+	}
+	return nil
+}
+
+// readIndex reads a copy's index of type t whole, from the store.
+func (m *Manager) readIndex(ctx context.Context, c *remote.SegmentMetadata, t remote.IndexType) ([]byte, error) {
+	rc, err := m.cfg.Storage.FetchIndex(ctx, c, t)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	return io.ReadAll(rc)
+}
+
+// lastEpoch is the epoch of the last entry of a leader-epoch checkpoint
+// ("0", the count, then "epoch offset" per line).
+func lastEpoch(cp []byte) (int32, bool) {
+	lines := strings.Split(strings.TrimSpace(string(cp)), "\n")
+	if len(lines) < 3 {
+		return 0, false
+	}
+	f := strings.Fields(lines[len(lines)-1])
+	if len(f) != 2 {
+		return 0, false
+	}
+	e, err := strconv.ParseInt(f[0], 10, 32)
+	if err != nil || e < 0 {
+		return 0, false
+	}
+	return int32(e), true
 }

@@ -742,3 +742,51 @@ func TestDeletedPartitionCopiesDeleted(t *testing.T) {
 		}
 	}
 }
+
+// A replica emptied to start at the local log start takes the producer
+// state and leader epoch from the copy ending there.
+func TestRebuildAuxState(t *testing.T) {
+	g := s3test.Start(t)
+	sm := storage(t, g)
+	n := openNode(t, t.TempDir(), 0, sm, dataConfig())
+	defer n.close()
+	for i := 0; i < 5; i++ { // an idempotent producer, early only
+		b, err := engine.AppendProducerRecords(nil, engine.BatchProducer{ID: 9, Epoch: 1, BaseSequence: int32(i)},
+			[]engine.Record{{Timestamp: time.Now().UnixMilli(), Key: []byte(fmt.Sprint(i)), Value: []byte("x")}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pr := new(replication.Produce)
+		done := make(chan struct{})
+		pr.Begin(n.repl, -1, 5*time.Second, func() { close(done) })
+		if _, err := pr.Append(n.data, b); err != nil {
+			t.Fatal(err)
+		}
+		pr.Seal()
+		<-done
+		if err := pr.Part(0).Err; err != nil {
+			t.Fatal(err)
+		}
+	}
+	n.produce(t, 5, 400)
+	if err := n.rlm.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	el := n.data.EngineLog()
+	start := el.LogStartOffset()
+	if err := el.TruncateFullyAndStartAt(start); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, ok := el.ProducerState(9); ok {
+		t.Fatal("an emptied log knows producer 9")
+	}
+	if err := n.rlm.RebuildAuxState(context.Background(), n.data, start); err != nil {
+		t.Fatal(err)
+	}
+	if epoch, seq, ok := el.ProducerState(9); !ok || epoch != 1 || seq != 4 {
+		t.Fatalf("producer 9 after the rebuild: epoch %d, last sequence %d (%v); want 1, 4", epoch, seq, ok)
+	}
+	if e := el.LatestEpoch(); e != 0 {
+		t.Fatalf("latest epoch %d after the rebuild, want 0", e)
+	}
+}
