@@ -67,18 +67,12 @@ func (c coordinators) deleteGroupConfigs(ctx context.Context, req *kmsg.Incremen
 	b := c.b
 	ctx, cancel := context.WithTimeout(ctx, forwardTimeout)
 	defer cancel()
-	req.SetVersion(req.MaxVersion())
-	resp, err := forwarder{b}.Request(ctx, req)
-	if err != nil {
-		b.log.Warn("deleting the configs of deleted groups", "err", err)
-		return
-	}
+	resp := forwarder{b}.Forward(ctx, req, true)
 	for _, res := range resp.(*kmsg.IncrementalAlterConfigsResponse).Resources {
 		if res.ErrorCode != 0 {
 			b.log.Warn("deleting the configs of a deleted group", "group", res.ResourceName, "code", res.ErrorCode, "message", res.ErrorMessage)
 		}
 	}
-	forwarder{b}.Sync(ctx)
 }
 
 // DeleteShareGroupsState (kafka.Coordinators) deletes, for each of groups that is a

@@ -14,7 +14,6 @@ import (
 	"github.com/samsa-broker/samsa/coordinator/remotelog"
 	"github.com/samsa-broker/samsa/coordinator/share"
 	"github.com/samsa-broker/samsa/coordinator/txn"
-	"github.com/samsa-broker/samsa/net/kafka"
 )
 
 // The creation of topics on the broker's behalf (Kafka's AutoTopicCreationManager):
@@ -143,7 +142,7 @@ func (t *internalTopics) Create(ctx context.Context, req *kmsg.CreateTopicsReque
 	req.SetVersion(req.MaxVersion())
 	resp, err := b.ctrl.Request(ctx, req)
 	if err != nil {
-		code, _ := kafka.ForwardError(err)
+		code, _ := forwardError(err)
 		for _, t := range req.Topics {
 			codes[t.Topic] = code
 		}

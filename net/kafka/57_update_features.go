@@ -33,7 +33,7 @@ func handleUpdateFeatures(b *Broker, r *Request) {
 	req := r.Body.(*kmsg.UpdateFeaturesRequest)
 	version := req.Version
 	if version == 0 {
-		// The controller sees the newest version's shape (normalizeForward):
+		// The controller sees the newest version's shape (Controller.Forward):
 		// AllowDowngrade becomes its upgrade type.
 		for i := range req.FeatureUpdates {
 			u := &req.FeatureUpdates[i]
