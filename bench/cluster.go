@@ -176,8 +176,8 @@ func startCluster(ctx context.Context, spec string, cs clusterSpec, o SpawnOptio
 }
 
 // ProcsUsage measures several local processes through /proc as one broker: CPU
-// seconds summed, and the sum of each process's peak RSS (at least the peak of the
-// sum).
+// seconds summed, the sum of each process's peak RSS (at least the peak of the
+// sum), and their current RSS summed.
 type ProcsUsage []int
 
 // Usage implements UsageSource.
@@ -190,6 +190,7 @@ func (p ProcsUsage) Usage() (Usage, error) {
 		}
 		total.CPUSeconds += u.CPUSeconds
 		total.PeakRSS += u.PeakRSS
+		total.RSS += u.RSS
 	}
 	return total, nil
 }

@@ -225,6 +225,9 @@ type CompareConfig struct {
 	// ClientOpts gives the client security options (TLS, SASL: ClientSecurity) of
 	// targets, by target spec. The raw mode has none: it is refused for them.
 	ClientOpts map[string][]kgo.Opt
+	// Interval, if set, cuts each client run's measured window into intervals of this
+	// length (RunConfig.Interval): samsa-bench soak.
+	Interval time.Duration
 }
 
 // Compare runs the workload against each target in turn, A B A B for Rounds rounds,
@@ -362,7 +365,8 @@ func runOne(ctx context.Context, cfg CompareConfig, spec, name string, round int
 		}
 	}
 	rc := RunConfig{Workload: w, Brokers: t.Brokers, Target: name, Progress: cfg.Progress,
-		Logger: cfg.Logger, Broker: src, BrokerRuntime: rts, ClientOpts: cfg.ClientOpts[spec], BrokerInProcess: t.cluster != nil}
+		Logger: cfg.Logger, Broker: src, BrokerRuntime: rts, ClientOpts: cfg.ClientOpts[spec], BrokerInProcess: t.cluster != nil,
+		Interval: cfg.Interval}
 	if len(rc.ClientOpts) == 0 {
 		rc.ClientOpts = t.ClientOpts // a spawned secured target's
 	}

@@ -14,9 +14,9 @@
 //   - targets (target.go): a running broker, a spawned Samsa process, or kfake
 //     (in process; as a child process so its CPU can be measured; or as a null
 //     broker that stores nothing, to measure the loader's own ceiling);
-//   - broker cost (proc_linux.go, usage.go): CPU seconds and peak RSS of a broker
-//     process, from /proc/<pid> (a spawned target, or --pid) or from its Prometheus
-//     /metrics (--admin);
+//   - broker cost (proc_linux.go, usage.go): CPU seconds, peak RSS and the RSS of
+//     each second of a broker process, from /proc/<pid> (a spawned target, or --pid)
+//     or from its Prometheus /metrics (--admin);
 //   - runtime figures (runtime.go): the loader's and the broker's GC pauses,
 //     scheduling latency and GC CPU over the measured window, and the note that
 //     names what coincides with a spike;
@@ -27,6 +27,10 @@
 //     column per target, with the direction and the best marked), and the verdict
 //     lines of --summary;
 //   - compare and regress (compare.go, regress.go): A B A B rounds and the gate;
+//   - the soak (soak.go): a run's measured window cut into intervals (a minute), each
+//     with its own publish histogram and the broker's mean RSS, and the verdict over
+//     them: the interval p99's max over median, and the slope of the broker's RSS
+//     after the first quarter;
 //   - the history (history.go): every compare and regress round's figures, with the
 //     commit and the machine, appended to a local JSON lines file, and one figure of
 //     it across commits.

@@ -15,8 +15,8 @@ import (
 // every Linux architecture Go supports (the kernel fixes it for userspace ABI).
 const clockTicks = 100
 
-// procUsage reads CPU time from /proc/<pid>/stat and peak RSS (VmHWM) from
-// /proc/<pid>/status.
+// procUsage reads CPU time from /proc/<pid>/stat and peak and current RSS (VmHWM,
+// VmRSS) from /proc/<pid>/status.
 //
 //	/proc/<pid>/stat: pid (comm) state ppid ... utime(14) stime(15) ...
 //	comm may hold spaces and parentheses: fields are counted after the last ')'.
@@ -33,7 +33,7 @@ func procUsage(pid int) (Usage, error) {
 	if err != nil {
 		return Usage{}, fmt.Errorf("bench: broker usage: %w", err)
 	}
-	u.PeakRSS = parseVmHWM(status)
+	u.PeakRSS, u.RSS = parseStatusKB(status, "VmHWM:"), parseStatusKB(status, "VmRSS:")
 	return u, nil
 }
 
@@ -55,10 +55,15 @@ func parseProcStat(stat []byte) (Usage, error) {
 	return Usage{CPUSeconds: float64(ut+st) / clockTicks}, nil
 }
 
-func parseVmHWM(status []byte) int64 {
+// parseVmHWM is the peak RSS of /proc/<pid>/status, in bytes.
+func parseVmHWM(status []byte) int64 { return parseStatusKB(status, "VmHWM:") }
+
+// parseStatusKB reads one "Name:   123 kB" line of /proc/<pid>/status, in bytes (0
+// when absent).
+func parseStatusKB(status []byte, name string) int64 {
 	sc := bufio.NewScanner(bytes.NewReader(status))
 	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
+		if v, ok := strings.CutPrefix(sc.Text(), name); ok {
 			f := strings.Fields(v)
 			if len(f) >= 1 {
 				kb, _ := strconv.ParseInt(f[0], 10, 64)

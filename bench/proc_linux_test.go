@@ -24,6 +24,9 @@ func TestParseProcStat(t *testing.T) {
 	if got := parseVmHWM([]byte("Name:\tx\nVmHWM:\t  2048 kB\nVmRSS:\t 1 kB\n")); got != 2<<20 {
 		t.Errorf("VmHWM %d", got)
 	}
+	if got := parseStatusKB([]byte("Name:\tx\nVmHWM:\t  2048 kB\nVmRSS:\t 1 kB\n"), "VmRSS:"); got != 1<<10 {
+		t.Errorf("VmRSS %d", got)
+	}
 }
 
 func TestProcUsageSelf(t *testing.T) {
@@ -31,7 +34,7 @@ func TestProcUsageSelf(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if u.PeakRSS <= 0 || u.CPUSeconds < 0 {
+	if u.PeakRSS <= 0 || u.RSS <= 0 || u.RSS > u.PeakRSS || u.CPUSeconds < 0 {
 		t.Errorf("usage %+v", u)
 	}
 }

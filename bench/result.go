@@ -45,8 +45,12 @@ type Result struct {
 	PublishLatencyUncorrected Latency `json:"publish_latency_uncorrected"`
 	E2ELatency                Latency `json:"e2e_latency"`
 
-	Series []Point     `json:"series,omitempty"`
-	Broker *BrokerCost `json:"broker,omitempty"`
+	Series []Point `json:"series,omitempty"`
+	// Intervals cut the measured window into RunConfig.Interval lengths (soak.go),
+	// IntervalSec long; none without it.
+	Intervals   []Interval  `json:"intervals,omitempty"`
+	IntervalSec float64     `json:"interval_s,omitempty"`
+	Broker      *BrokerCost `json:"broker,omitempty"`
 	// Loader is samsa-bench's own CPU over the same window (loader.go); nil where it
 	// could not be read.
 	Loader *LoaderCost `json:"loader,omitempty"`
@@ -65,6 +69,9 @@ type Result struct {
 type Usage struct {
 	CPUSeconds float64 // user + system, since the process started
 	PeakRSS    int64   // bytes (VmHWM)
+	// RSS is the resident set now, in bytes (VmRSS; process_resident_memory_bytes
+	// from /metrics), 0 where the source has none.
+	RSS int64
 }
 
 // UsageSource reads a broker process's Usage.
@@ -108,6 +115,8 @@ type Report struct {
 	Regress *Verdict  `json:"regress,omitempty"`
 	// History is a figure of the history file across commits (history.go).
 	History *History `json:"history,omitempty"`
+	// Soak is the verdict of a soak run over its intervals (soak.go).
+	Soak *SoakVerdict `json:"soak,omitempty"`
 }
 
 // Machine describes where the run happened.

@@ -54,6 +54,10 @@ type RunConfig struct {
 	// ClientOpts are added to every client of the run (producers, consumers, the
 	// admin client): TLS and SASL (ClientSecurity).
 	ClientOpts []kgo.Opt
+	// Interval, if set, also aggregates the measured window of a steady run into
+	// intervals of this length (Result.Intervals, soak.go): the publish latency of
+	// each from its own histogram, the broker's RSS averaged over its seconds.
+	Interval time.Duration
 }
 
 // Point is one second of a run.
@@ -73,6 +77,9 @@ type Point struct {
 	// BrokerCores is the broker process's CPU use over the interval (cores busy), when
 	// it is a local process.
 	BrokerCores float64 `json:"broker_cores,omitempty"`
+	// BrokerRSS is the broker's resident set at the end of the interval, in bytes
+	// (VmRSS, or process_resident_memory_bytes from its /metrics), when measured.
+	BrokerRSS int64 `json:"broker_rss_bytes,omitempty"`
 }
 
 // Phases of a run.
@@ -103,7 +110,8 @@ type run struct {
 	created                time.Time // when the run began, before topics exist
 	windowStart            time.Time // when the measured window began
 	measuring              bool
-	rt                     *runtimeProbe // the runtime figures' start of the window
+	rt                     *runtimeProbe  // the runtime figures' start of the window
+	iv                     *intervalMeter // nil without RunConfig.Interval
 	progressMu             sync.Mutex
 	consumerWG, producerWG sync.WaitGroup
 }
@@ -505,6 +513,9 @@ func (r *run) tick(now time.Time, phase string) Point {
 		r.pubRaw.Merge(r.iPubRaw)
 		r.e2e.Merge(r.iE2E)
 	}
+	if r.iv != nil && phase == PhaseMeasure {
+		r.iv.pub.Merge(r.iPub)
+	}
 	r.iPub.Reset()
 	r.iPubRaw.Reset()
 	r.iE2E.Reset()
@@ -515,6 +526,10 @@ func (r *run) tick(now time.Time, phase string) Point {
 			cores = fmt.Sprintf(" | broker %.2f cores", pt.BrokerCores)
 		}
 		r.lastCPU = u.CPUSeconds
+		pt.BrokerRSS = u.RSS
+	}
+	if r.iv != nil && phase == PhaseMeasure {
+		r.iv.add(now, pt, c.acked-r.last.acked)
 	}
 	r.last, r.lastT = c, now
 	r.series = append(r.series, pt)
@@ -581,6 +596,9 @@ func (r *run) runSteady(ctx context.Context, res *Result) error {
 	}
 	winEnd := r.sample()
 	winDur := time.Since(r.windowStart).Seconds()
+	if r.iv != nil {
+		r.iv.finish(res)
+	}
 	r.stopProducers(stop)
 	endSteady()
 	use1, useErr := r.usage()
@@ -609,6 +627,9 @@ func (r *run) runSteady(ctx context.Context, res *Result) error {
 func (r *run) beginWindow(ctx context.Context, c *counts, u *Usage) {
 	r.measuring = true
 	r.windowStart = time.Now()
+	if r.cfg.Interval > 0 {
+		r.iv = newIntervalMeter(r.windowStart, r.cfg.Interval, r.cfg.Progress, r.cfg.Target+" "+r.w.Name)
+	}
 	*c = r.sample()
 	*u, _ = r.usage()
 	r.cpu0 = takeCPUSnap()

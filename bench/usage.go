@@ -63,7 +63,7 @@ func (m *MetricsUsage) Usage() (Usage, error) {
 	m.peak = max(m.peak, int64(vals[1]))
 	peak := m.peak
 	m.mu.Unlock()
-	return Usage{CPUSeconds: vals[0], PeakRSS: peak}, nil
+	return Usage{CPUSeconds: vals[0], PeakRSS: peak, RSS: int64(vals[1])}, nil
 }
 
 // scrape reads the broker's /metrics page (at most 64 MiB).

@@ -8,7 +8,7 @@ import (
 )
 
 func TestBuiltinWorkloadsParse(t *testing.T) {
-	want := []string{"backlog-drain", "fanout", "latency-100k", "latency-100k-1kb", "latency-20k", "many-producers", "max-throughput-100b", "omb-1topic-100p-1kb", "partitions-10k", "retention-reached"}
+	want := []string{"backlog-drain", "fanout", "latency-100k", "latency-100k-1kb", "latency-20k", "many-producers", "max-throughput-100b", "omb-1topic-100p-1kb", "partitions-10k", "retention-reached", "steady-1h"}
 	have := map[string]bool{}
 	for _, n := range BuiltinWorkloads() {
 		have[n] = true

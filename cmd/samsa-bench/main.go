@@ -6,6 +6,7 @@
 //	samsa-bench limits   --dir /data/dir
 //	samsa-bench regress  --baseline origin/main --workload ... --rounds 3 --threshold 0.10
 //	samsa-bench history  --figure p99.9 --target samsa --workload latency-20k
+//	samsa-bench soak     --spawn samsa --workload steady-1h [--interval 1m]
 //	samsa-bench workloads
 //
 // Every run prints a progress line per second and a summary table, and writes
@@ -58,6 +59,8 @@ func main() {
 		code = historyCmd(os.Args[2:])
 	case "partitions":
 		code = partitionsCmd(os.Args[2:])
+	case "soak":
+		code = soakCmd(os.Args[2:])
 	case "workloads":
 		for _, n := range bench.BuiltinWorkloads() {
 			w, err := bench.LoadWorkload(n)
@@ -89,6 +92,8 @@ func usage() {
   regress    gate: baseline git ref vs working tree, exit 1 on regression
   history    one figure (--figure p99.9) of compare's and regress's history file across commits
   partitions many partitions on one broker it starts: create, idle cost, Metadata, restart
+  soak       one fixed-rate workload for long (steady-1h): per-minute publish p99 and broker RSS,
+             PASS when the p99 varies by at most 2x and the RSS does not grow after the first quarter
   workloads  list the built-in workloads
   kfake-serve --listen host:port   serve franz-go's kfake (used by --spawn kfake-proc)
 'samsa-bench <command> -h' lists a command's flags.
