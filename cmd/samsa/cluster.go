@@ -3,7 +3,7 @@ package main
 // samsa cluster: the cluster as a whole.
 //
 //	samsa cluster describe [--bootstrap-server H:P]
-//	samsa cluster start --nodes N --data-dir DIR [--timeout 60s]
+//	samsa cluster start --nodes N --data-dir DIR [--timeout 60s] [--set KEY=VALUE ...]
 //	samsa cluster roll --restart-command CMD [--bootstrap-server H:P] (cluster_roll.go)
 //
 // describe shows the brokers (host, port, rack, fenced), the active controller and
@@ -18,7 +18,10 @@ package main
 // with its exit status and log, and the others keep running; it can be started
 // again by hand with `samsa serve --config DIR/node-<id>/server.properties` (it then
 // runs on its own: Ctrl-C of `samsa cluster start` does not stop it). The exit status
-// is 1 when a node exited on its own, or when every node did.
+// is 1 when a node exited on its own, or when every node did. --set KEY=VALUE
+// (repeatable) gives every node a broker config key as `samsa serve --set` does (it
+// is passed to each node's serve, over its properties file); the keys the command
+// writes itself (node.id, listeners, log.dirs, ...) are refused.
 
 import (
 	"context"
@@ -30,6 +33,8 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -38,6 +43,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-broker/samsa/coordinator/configs"
 )
 
 func init() {
@@ -56,7 +63,9 @@ const clusterUsage = `usage: samsa cluster <command> [flags]
                             running; start it again with the printed
                             samsa serve --config node-<id>/server.properties
       --nodes N (default 3), --data-dir DIR (default ./cluster-data),
-      --timeout 60s (how long to wait for the cluster to form)
+      --timeout 60s (how long to wait for the cluster to form),
+      --set KEY=VALUE (repeatable): a broker config key of every node,
+      as samsa serve --set
   roll                      a rolling restart: each node restarted in turn by
                             --restart-command, waiting until it is ready with its
                             replicas in their ISRs; samsa cluster roll -h`
@@ -197,12 +206,22 @@ func runClusterStart(args []string) int {
 	nodes := fs.Int("nodes", 3, "number of combined nodes")
 	dir := fs.String("data-dir", "./cluster-data", "directory of the nodes' files")
 	timeout := fs.Duration("timeout", 60*time.Second, "how long to wait for the cluster to form")
-	if err := fs.Parse(args); err != nil || fs.NArg() > 0 || *nodes < 1 || *nodes > 9 {
-		if err == nil {
-			err = errors.New("--nodes takes 1 to 9")
-		}
+	var sets multiFlag
+	fs.Var(&sets, "set", "KEY=VALUE: a broker config key of every node (repeatable)")
+	err := fs.Parse(args)
+	if err == nil && (fs.NArg() > 0 || *nodes < 1 || *nodes > 9) {
+		err = errors.New("--nodes takes 1 to 9")
+	}
+	if err == nil {
+		err = checkClusterSets(sets)
+	}
+	if err != nil {
 		fmt.Fprintf(os.Stderr, "samsa cluster start: %v\n%s\n", err, clusterUsage)
 		return 2
+	}
+	var serveArgs []string
+	for _, kv := range sets {
+		serveArgs = append(serveArgs, "--set", kv)
 	}
 	bin, err := os.Executable()
 	if err != nil {
@@ -217,7 +236,9 @@ func runClusterStart(args []string) int {
 		fmt.Fprintln(os.Stderr, "samsa cluster start:", err)
 		return 1
 	}
-	c, err := newProcCluster(bin, abs, combined(*nodes))
+	spec := combined(*nodes)
+	spec.ServeArgs = serveArgs
+	c, err := newProcCluster(bin, abs, spec)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "samsa cluster start:", err)
 		return 1
@@ -302,6 +323,32 @@ func exitStatus(err error) string {
 		}
 	}
 	return err.Error()
+}
+
+// clusterOwnKeys are the keys `cluster start` writes into every node's properties
+// file (procNode.writeConfig): --set may not change them.
+var clusterOwnKeys = []string{"process.roles", "node.id", "controller.quorum.voters", "listeners",
+	"controller.listener.names", "log.dirs", "log.dir", "metadata.log.dir", "admin.listen",
+	"advertised.listeners", "inter.broker.listener.name"}
+
+// checkClusterSets checks the --set values of cluster start: KEY=VALUE, not one of
+// the keys the command writes itself, and a valid value for a known key (an unknown
+// key is passed on: each node warns about it and ignores it, as serve does).
+func checkClusterSets(sets []string) error {
+	for _, kv := range sets {
+		k, v, ok := strings.Cut(kv, "=")
+		k = strings.TrimSpace(k)
+		if !ok || k == "" {
+			return fmt.Errorf("--set %q: want KEY=VALUE", kv)
+		}
+		if slices.Contains(clusterOwnKeys, k) {
+			return fmt.Errorf("--set %s: cluster start writes this key for each node itself", k)
+		}
+		if _, _, err := configs.ValidateBroker(k, v); err != nil {
+			return fmt.Errorf("--set %s: %w", k, err)
+		}
+	}
+	return nil
 }
 
 // checkClusterDir refuses a directory made for another number of nodes.

@@ -1005,6 +1005,59 @@ func TestProcClusterStartCommand(t *testing.T) {
 	}
 }
 
+// TestProcClusterStartSet: `cluster start --set KEY=VALUE` gives every node the key,
+// as `serve --set` does (DescribeConfigs of each broker reports it as a static
+// broker config), and on a reused directory too; a key the command writes itself, a
+// bad value or a flag without = is refused before any node starts.
+func TestProcClusterStartSet(t *testing.T) {
+	bin := samsaBin(t)
+	for _, bad := range [][]string{{"--set", "node.id=7"}, {"--set", "listeners=PLAINTEXT://127.0.0.1:1"},
+		{"--set", "num.partitions=many"}, {"--set", "num.partitions"}} {
+		dir := t.TempDir()
+		out, err := exec.Command(bin, append([]string{"cluster", "start", "--nodes", "1", "--data-dir", dir}, bad...)...).CombinedOutput()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), "--set") {
+			t.Errorf("%q: %v\n%s", bad, err, out)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "node-1")); err == nil {
+			t.Errorf("%q: node-1 made before the flags were checked", bad)
+		}
+	}
+	dir := t.TempDir()
+	sets := []string{"--set", "num.partitions=3", "--set", "log.retention.check.interval.ms=1000"}
+	check := func(r *clusterRun) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(r.bootstrap, ",")...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		brs, err := kadm.NewClient(cl).DescribeBrokerConfigs(ctx, 1, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range []string{"1", "2"} {
+			br, err := brs.On(id, nil)
+			if err != nil {
+				t.Fatalf("broker %s: %v", id, err)
+			}
+			got := map[string]kadm.Config{}
+			for _, c := range br.Configs {
+				got[c.Key] = c
+			}
+			for k, want := range map[string]string{"num.partitions": "3", "log.retention.check.interval.ms": "1000"} {
+				if c := got[k]; c.MaybeValue() != want || c.Source != kmsg.ConfigSourceStaticBrokerConfig {
+					t.Errorf("broker %s: %s = %q (source %v), want %s, static", id, k, c.MaybeValue(), c.Source, want)
+				}
+			}
+		}
+	}
+	runClusterStartArgs(t, bin, dir, 2, 0, sets, check)
+	// Started again on the same directory (its properties files kept), with the keys.
+	runClusterStartArgs(t, bin, dir, 2, 0, sets, check)
+}
+
 // TestProcClusterStartKeepsTheOthers: a node of `samsa cluster start` killed (to
 // watch a failover) is reported with its exit status, its log and the command that
 // starts it again; the other nodes keep running and serving; Ctrl-C stops them (exit
@@ -1082,7 +1135,13 @@ func (s *syncBuffer) String() string {
 // that every node is gone.
 func runClusterStartUntilReady(t *testing.T, bin, dir string, nodes, wantExit int, f func(r *clusterRun)) string {
 	t.Helper()
-	cmd := exec.Command(bin, "cluster", "start", "--nodes", strconv.Itoa(nodes), "--data-dir", dir)
+	return runClusterStartArgs(t, bin, dir, nodes, wantExit, nil, f)
+}
+
+// runClusterStartArgs is runClusterStartUntilReady with more flags of cluster start.
+func runClusterStartArgs(t *testing.T, bin, dir string, nodes, wantExit int, extra []string, f func(r *clusterRun)) string {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"cluster", "start", "--nodes", strconv.Itoa(nodes), "--data-dir", dir}, extra...)...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -42,6 +42,7 @@ type procCluster struct {
 	dir       string
 	clusterID string
 	nodes     []*procNode
+	serveArgs []string // after `serve --config <file>` of every node (procSpec.ServeArgs)
 
 	binMu sync.Mutex
 	bins  map[int32]string // a node's own binary (SetBin), else bin
@@ -75,6 +76,10 @@ type procSpec struct {
 	// FormatBin, when set, formats the nodes with that binary's `storage format`
 	// (another build of samsa) instead of this one's.
 	FormatBin string
+	// ServeArgs are added to every node's `samsa serve --config <file>` (and to the
+	// configuration its storage is formatted with): the --set KEY=VALUE flags of
+	// `cluster start`, which apply whether the directory is new or reused.
+	ServeArgs []string
 }
 
 // combined returns a spec of n combined nodes.
@@ -113,7 +118,7 @@ func newProcCluster(bin, dir string, spec procSpec) (*procCluster, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	c := &procCluster{bin: bin, dir: dir}
+	c := &procCluster{bin: bin, dir: dir, serveArgs: spec.ServeArgs}
 	idFile := filepath.Join(dir, "cluster.id")
 	if b, err := os.ReadFile(idFile); err == nil {
 		c.clusterID = strings.TrimSpace(string(b))
@@ -160,7 +165,7 @@ func newProcCluster(bin, dir string, spec procSpec) (*procCluster, error) {
 			}
 			continue
 		}
-		cfg, err := loadConfig([]string{"--config", n.ConfigFile}, nil, slog.New(slog.DiscardHandler), io.Discard)
+		cfg, err := loadConfig(append([]string{"--config", n.ConfigFile}, spec.ServeArgs...), nil, slog.New(slog.DiscardHandler), io.Discard)
 		if err != nil {
 			return nil, fmt.Errorf("node %d: %w", n.ID, err)
 		}
@@ -312,7 +317,7 @@ func (c *procCluster) Start(id int32) error {
 		return err
 	}
 	fmt.Fprintf(logf, "=== %s: start\n", time.Now().Format(time.RFC3339Nano))
-	cmd := exec.Command(c.binOf(id), "serve", "--config", n.ConfigFile)
+	cmd := exec.Command(c.binOf(id), c.ServeArgs(id)...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Env = childEnv()
 	cmd.SysProcAttr = childSysProcAttr()
@@ -331,6 +336,12 @@ func (c *procCluster) Start(id int32) error {
 		close(exited)
 	}()
 	return nil
+}
+
+// ServeArgs are the arguments node id runs with after the binary: serve --config
+// <its file> and the cluster's ServeArgs.
+func (c *procCluster) ServeArgs(id int32) []string {
+	return append([]string{"serve", "--config", c.Node(id).ConfigFile}, c.serveArgs...)
 }
 
 // childEnv is the environment of a node: this one without SAMSA_ keys (each node's
