@@ -23,7 +23,8 @@ import (
 //	samsa-cluster@nodes=5@rf=3    5 nodes
 //
 // The nodes' own keys are the ones `cluster start` generates (its defaults, among
-// them the fsync durability policy); serve flags (--sync, --samsa-arg) are refused.
+// them the fsync durability policy), and a workload's brokerConfigs, which `cluster
+// start --set` passes to every node; serve flags (--sync, --samsa-arg) are refused.
 const TargetSamsaCluster = "samsa-cluster"
 
 // clusterSpec is a parsed samsa-cluster target.
@@ -128,8 +129,9 @@ func startCluster(ctx context.Context, spec string, cs clusterSpec, o SpawnOptio
 	}
 	defer logf.Close()
 	timeout := o.StartTimeout
-	cmd := exec.Command(bin, "cluster", "start", "--nodes", strconv.Itoa(cs.nodes),
-		"--data-dir", filepath.Join(tmp, "cluster"), "--timeout", timeout.String())
+	args := []string{"cluster", "start", "--nodes", strconv.Itoa(cs.nodes),
+		"--data-dir", filepath.Join(tmp, "cluster"), "--timeout", timeout.String()}
+	cmd := exec.Command(bin, append(args, o.BrokerSets...)...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Dir = tmp
 	cmd.SysProcAttr = childAttr() // the nodes die with `cluster start` (their own Pdeathsig)

@@ -312,10 +312,10 @@ func runOne(ctx context.Context, cfg CompareConfig, spec, name string, round int
 	}
 	sp, brokerNote := cfg.Spawn, ""
 	if args := cfg.Workload.BrokerArgs(); len(args) > 0 {
-		// The workload's broker configs: given to a samsa started here, noted as
-		// not applied on any other broker.
-		if base, _, _ := strings.Cut(spec, "@"); base == TargetSamsa {
-			sp.SamsaArgs = append(append([]string(nil), sp.SamsaArgs...), args...)
+		// The workload's broker configs: given to a samsa started here (every node of
+		// a samsa-cluster), noted as not applied on any other broker.
+		if base, _, _ := strings.Cut(spec, "@"); base == TargetSamsa || base == TargetSamsaCluster {
+			sp.BrokerSets = append(append([]string(nil), sp.BrokerSets...), args...)
 		} else {
 			brokerNote = fmt.Sprintf("the workload's broker configs (%s) were not applied: samsa-bench sets them only on a samsa it starts; this broker runs with its own", strings.Join(args, " "))
 		}

@@ -57,6 +57,10 @@ type SpawnOptions struct {
 	WorkDir string
 	// SamsaArgs are added to `samsa serve` (e.g. --sync none).
 	SamsaArgs []string
+	// BrokerSets are broker config flags (--set KEY=VALUE pairs, Workload.BrokerArgs)
+	// for every samsa started: added to a spawned samsa's `samsa serve`, and to a
+	// samsa-cluster's `samsa cluster start`, which passes them to every node's serve.
+	BrokerSets []string
 	// SelfExe serves kfake for kfake-proc when run with KfakeServeEnv set
 	// (default os.Executable()).
 	SelfExe      string
@@ -327,6 +331,7 @@ func spawn(ctx context.Context, name, bin string, args, env []string, addr, admi
 		}
 		args = append(args, "--data-dir", data)
 		args = append(args, o.SamsaArgs...)
+		args = append(args, o.BrokerSets...)
 	}
 	logPath := filepath.Join(tmp, "broker.log")
 	logf, err := os.Create(logPath)

@@ -45,8 +45,9 @@ type Workload struct {
 	TopicConfigs map[string]string `yaml:"topicConfigs" json:"topicConfigs,omitempty"`
 	// BrokerConfigs are static broker configs the workload needs (the retention
 	// check's interval for retention-reached): passed as `serve --set key=value` to a
-	// samsa that samsa-bench starts. Any other broker runs as it is, and a note says
-	// that they were not applied.
+	// samsa that samsa-bench starts, and as `cluster start --set key=value` to every
+	// node of a samsa-cluster. Any other broker runs as it is, and a note says that
+	// they were not applied.
 	BrokerConfigs map[string]string `yaml:"brokerConfigs" json:"brokerConfigs,omitempty"`
 
 	MessageSize int `yaml:"messageSize" json:"messageSize"`

@@ -137,3 +137,24 @@ func TestRetentionReachedSamsa(t *testing.T) {
 		t.Errorf("notes:\n%s", notes)
 	}
 }
+
+// TestRetentionReachedSamsaCluster: the workload's retention check interval reaches
+// every node of a samsa-cluster (`cluster start --set`): with 4 partitions led by
+// two nodes, segments are deleted on all 4 within the run (at the default 5 minutes
+// none would be), and no note says the broker configs were not applied.
+func TestRetentionReachedSamsaCluster(t *testing.T) {
+	bin := samsaBinary(t)
+	w := shortHard(t, "retention-reached", 6*time.Second)
+	w.PartitionsPerTopic, w.ProducersPerTopic = 4, 8
+	rs, err := Compare(context.Background(), CompareConfig{Workload: w, Targets: []string{"samsa-cluster@nodes=2@rf=1"}, Rounds: 1,
+		Spawn: SpawnOptions{SamsaBin: bin, WorkDir: t.TempDir()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rs[0]
+	checkCounts(t, r)
+	notes := strings.Join(r.Notes, "\n")
+	if !strings.Contains(notes, "retention: segments deleted: the log start offset is above 0 on 4 of 4 partitions") || strings.Contains(notes, "were not applied") {
+		t.Errorf("notes:\n%s", notes)
+	}
+}
