@@ -77,11 +77,13 @@
 //     completes the handshake), so only a process that is gone is fenced this way;
 //     an endpoint the controller cannot reach (a timeout, an address only clients
 //     can use, one that refused from the start) is no evidence. The check is made at
-//     once, then 100 ms doubling to 1 s while the broker stays detached. Every
-//     voter's controller makes the first checks of the committed image's unfenced
-//     registrations, so that a new active controller can trust its own checks at
-//     once: the broker of a killed combined node that was also the active
-//     controller is fenced as its successor becomes active.
+//     once, then 10 ms doubling to 1 s while the broker stays detached (a killed
+//     process's heartbeat connection can close while its listener still accepts:
+//     the checks soon after find it refusing). Every voter's controller makes the
+//     first checks of the committed image's unfenced registrations, so that a new
+//     active controller can trust its own checks at once: the broker of a killed
+//     combined node that was also the active controller is fenced as its
+//     successor becomes active.
 //  3. Its heartbeat connection closed and no heartbeat came on another within
 //     CloseGrace(broker.heartbeat.interval.ms) = one interval + max(interval/2,
 //     1 s): a broker heartbeating normally sends its next heartbeat within one

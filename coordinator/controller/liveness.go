@@ -42,8 +42,16 @@ const (
 	// maxListenerChecks bounds the listener checks running at once.
 	maxListenerChecks = 16
 	// detachedCheckMax is the longest wait between two checks of a detached broker;
-	// the first is at once, then 100 ms doubling up to it.
+	// the first is at once, then detachedCheckFirst doubling up to it.
 	detachedCheckMax = time.Second
+	// detachedCheckFirst is the wait before the second check of a detached broker.
+	// A killed process's sockets are closed one by one as it exits: the heartbeat
+	// connection's close can arrive while its listener still accepts, and the
+	// check made at once then finds it accepting. The checks that follow soon
+	// (10, 20, 40, 80 ms: on their own timer, not the controller's tick) find it
+	// refusing, so the broker is fenced within tens of milliseconds, before its
+	// clients' first retries.
+	detachedCheckFirst = 10 * time.Millisecond
 	// reachRetryMax is the longest wait before a first check without a verdict is
 	// tried again.
 	reachRetryMax = 30 * time.Second
@@ -201,8 +209,12 @@ func (c *Controller) checkDetachedLocked(out *callbacks) {
 			s.checking = false
 			s.checked++
 			now := c.clock.Now()
-			s.nextCheck = now.Add(min(100*time.Millisecond<<min(s.checked-1, 10), detachedCheckMax))
+			wait := min(detachedCheckFirst<<min(s.checked-1, 10), detachedCheckMax)
+			s.nextCheck = now.Add(wait)
 			if st != ListenerRefuses || !c.mu.active || c.mu.quiescing || c.mu.draining || c.mu.sessions[id] != s || s.detached.IsZero() {
+				if st == ListenerAccepts && wait < c.cfg.TickInterval && c.mu.active && c.mu.sessions[id] == s && !s.detached.IsZero() {
+					c.clock.AfterFunc(wait, c.recheckDetached) // sooner than the next tick
+				}
 				return
 			}
 			if b, ok := c.mu.pending.Broker(id); !ok || b.Fenced || b.Epoch != epoch {
@@ -216,6 +228,17 @@ func (c *Controller) checkDetachedLocked(out *callbacks) {
 				"endpoint", e.Name, "host", e.Host, "port", e.Port, "detached", now.Sub(s.detached))
 		})
 	}
+}
+
+// recheckDetached starts the due checks of detached brokers between two ticks.
+func (c *Controller) recheckDetached() {
+	c.mu.Lock()
+	var out callbacks
+	if c.mu.active && !c.mu.quiescing && !c.mu.draining {
+		c.checkDetachedLocked(&out)
+	}
+	c.mu.Unlock()
+	out.run()
 }
 
 // startCheckLocked runs CheckListener on e once c.mu is released, and calls done

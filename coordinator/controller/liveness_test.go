@@ -196,6 +196,34 @@ func TestListenerCheckFencesGone(t *testing.T) {
 	}
 }
 
+// TestListenerCheckSoonAfterClose: a killed process's heartbeat connection can
+// close while its listener still accepts (its sockets close one by one as it
+// exits); the checks that follow 10, 20, 40 ms later, between the controller's
+// ticks, find it refusing and fence it.
+func TestListenerCheckSoonAfterClose(t *testing.T) {
+	l := newListeners()
+	h := livenessHarness(t, l)
+	h.joinOn(1, 2, 3)
+	h.createTopic("t", 3, 3)
+	h.tick(200 * time.Millisecond) // the first checks of the three registrations
+	h.c.ConnClosed(1)              // checked at once: it still accepts
+	h.settle()
+	if h.fenced(1) || l.count(1) != 2 {
+		t.Fatalf("after the close: fenced %v, %d checks", h.fenced(1), l.count(1))
+	}
+	l.set(1, ListenerRefuses) // its listener closed a moment later
+	for range 3 {
+		h.clock.Advance(10 * time.Millisecond)
+		h.settle()
+	}
+	if !h.fenced(1) {
+		t.Fatalf("not fenced 30 ms after its heartbeat connection closed (%d checks)", l.count(1))
+	}
+	if h.fenced(2) || h.fenced(3) {
+		t.Fatal("a broker that heartbeats was fenced")
+	}
+}
+
 // TestListenerCheckNeedsAcceptFirst: an endpoint that refused the controller's
 // first check (an address the controller cannot reach) is no evidence: the broker
 // is fenced by the grace or its session only.
