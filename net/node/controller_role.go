@@ -44,6 +44,12 @@ type controllerRole struct {
 // voters, or nothing for a quorum of one (which sends no messages).
 type raftTransport interface{ Send([]*raftpb.Message) }
 
+// voterLoss is a raftTransport that knows which voters' processes are gone
+// (net/peer's RaftTransport): the quorum's Config.LeaderLost.
+type voterLoss interface {
+	VoterLost(id int32) (since time.Time, ok bool)
+}
+
 type noTransport struct{}
 
 func (noTransport) Send([]*raftpb.Message) {}
@@ -89,6 +95,12 @@ func startControllerRole(cfg *Config, clusterID string, fsys vfs.FS, tr raftTran
 	}
 	if cfg.DynamicQuorum {
 		qcfg.Voters = nil // the log's (quorum_dynamic.go)
+	}
+	if vl, ok := tr.(voterLoss); ok {
+		qcfg.LeaderLost = func(id int32) bool {
+			_, lost := vl.VoterLost(id)
+			return lost
+		}
 	}
 	if qcfg.DirectoryID, err = metaDirectoryID(cfg); err != nil && !errors.Is(err, errNoDirectoryID) {
 		return nil, err

@@ -246,6 +246,7 @@ type Client struct {
 	}
 	leader leaderHint // the active controller, as last learned; suspects
 	lost   lostSet    // brokers whose process this node found gone (reach.go)
+	lostV  lostSet    // voters whose process this node found gone (reach.go)
 	raft   raftState
 	reauth atomic.Int64 // re-authentications that succeeded (security.go)
 	// authFailures: dials and re-authentications that failed with ErrAuthentication.

@@ -72,13 +72,16 @@
 //     sends at the version its caller chose, if the peer serves it. A response is
 //     decoded at the version its request was sent at.
 //
-// # Lost brokers
+// # Lost brokers and voters
 //
-// A broker whose side closed a connection of this node (end of stream, reset: in the
-// TCP state already before the reader sees it, on Linux) or refused a dial is lost
-// until a dial to it succeeds; a probe, a connection of its own with the handshake,
-// follows each such close (reach.go). Unreachable reports it; the broker's Metadata
-// answers wait for the fence of a lost leader (net/kafka).
+// A broker (or voter) whose side closed a connection of this node (end of stream,
+// reset: in the TCP state already before the reader sees it, on Linux) or refused a
+// dial is lost in that role until a dial to it in that role succeeds; a probe, a
+// connection of its own with the handshake, follows each such close (reach.go).
+// Unreachable reports lost brokers: the broker's Metadata answers wait for the fence
+// of a lost leader (net/kafka). VoterLost (RaftTransport.VoterLost) reports lost
+// voters: the controller quorum's followers of a lost leader start the election
+// early (coordinator/controller/quorum, Config.LeaderLost).
 //
 // # SamsaRaft (private key 10000, version 0)
 //

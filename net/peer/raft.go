@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.etcd.io/raft/v3/raftpb"
@@ -99,6 +100,10 @@ func (t *RaftTransport) Send(msgs []*raftpb.Message) {
 		}
 	}
 }
+
+// VoterLost reports whether this node has lost voter id (Client.VoterLost): the
+// quorum's Config.LeaderLost.
+func (t *RaftTransport) VoterLost(id int32) (since time.Time, ok bool) { return t.c.VoterLost(id) }
 
 // RaftStats counts raft messages written to connections and dropped.
 type RaftStats struct{ Sent, Dropped uint64 }

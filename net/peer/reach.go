@@ -9,24 +9,28 @@ import (
 	"time"
 )
 
-// Brokers this node has lost: a connection to a broker's inter-broker listener that
-// the broker closed (end of stream, reset), or a dial it refused, marks the broker
-// lost from that moment, until a dial to it succeeds (its connection set up: TCP,
-// TLS, SASL, ApiVersions), of any purpose. A connection closed that way is followed
-// at once by a probe, a dial of a connection of its own, which clears the mark when
-// the broker answers. When a leader's process dies, each follower of its partitions
-// marks it at once (the kernel closes the dead process's sockets, then refuses the
-// dials). A broker that answers nothing (stopped, cut off) is not marked; one that
-// closed an idle connection is marked for as long as the probe takes.
+// Brokers and voters this node has lost: a connection to a broker's inter-broker
+// listener (or a voter's CONTROLLER listener) that the peer closed (end of stream,
+// reset), or a dial it refused, marks the node lost in that role from that moment,
+// until a dial to it in that role succeeds (its connection set up: TCP, TLS, SASL,
+// ApiVersions), of any purpose. A connection closed that way is followed at once by
+// a probe, a dial of a connection of its own, which clears the mark when the peer
+// answers. When a leader's process dies, each follower of its partitions marks it at
+// once (the kernel closes the dead process's sockets, then refuses the dials), and
+// so does each voter that followed it when it led the controller quorum. A node that
+// answers nothing (stopped, cut off) is not marked; one that closed an idle
+// connection is marked for as long as the probe takes.
 //
-// The broker's Metadata answers use it (net/kafka, Deps.Unreachable): an answer that
-// would name such a broker as a partition's leader waits a moment for the controller
-// to fence it.
+// The broker's Metadata answers use the broker marks (net/kafka, Deps.Unreachable):
+// an answer that would name such a broker as a partition's leader waits a moment for
+// the controller to fence it. The controller quorum uses the voter marks
+// (coordinator/controller/quorum, Config.LeaderLost): a voter whose leader is lost
+// starts the election without waiting out the whole election timeout.
 
-// lostSet is the lost brokers. Safe for concurrent use.
+// lostSet is the lost nodes of one role. Safe for concurrent use.
 type lostSet struct {
 	mu sync.Mutex
-	m  map[int32]time.Time // broker id -> since when it is lost
+	m  map[int32]time.Time // node id -> since when it is lost
 }
 
 // mark records broker id lost at at, unless it already is.
@@ -54,16 +58,35 @@ func (l *lostSet) clear(id int32) {
 // that saw a leader's process die asks for metadata as fast as this node's reader
 // learns of it.
 func (c *Client) Unreachable(id int32) (since time.Time, ok bool) {
-	c.lost.mu.Lock()
-	since, ok = c.lost.m[id]
-	c.lost.mu.Unlock()
+	return c.lostSince(Broker(id))
+}
+
+// VoterLost is Unreachable for voter id, reached on its CONTROLLER listener: whether
+// this node has lost it, and since when.
+func (c *Client) VoterLost(id int32) (since time.Time, ok bool) {
+	return c.lostSince(Voter(id))
+}
+
+// lostOf returns the lost set of role.
+func (c *Client) lostOf(role Role) *lostSet {
+	if role == RoleVoter {
+		return &c.lostV
+	}
+	return &c.lost
+}
+
+func (c *Client) lostSince(t Target) (since time.Time, ok bool) {
+	lost := c.lostOf(t.Role)
+	lost.mu.Lock()
+	since, ok = lost.m[t.Node]
+	lost.mu.Unlock()
 	if ok {
 		return since, true
 	}
 	var conns []*conn
 	c.mu.Lock()
 	for k, s := range c.mu.slots {
-		if k.to == Broker(id) {
+		if k.to == t {
 			s.mu.Lock()
 			if cn := s.mu.conn; cn != nil && cn.alive() {
 				conns = append(conns, cn)
@@ -75,37 +98,35 @@ func (c *Client) Unreachable(id int32) (since time.Time, ok bool) {
 	for _, cn := range conns {
 		if closedByPeer(cn.nc) {
 			now := time.Now()
-			c.lost.mark(id, now)
+			lost.mark(t.Node, now)
 			return now, true
 		}
 	}
 	return time.Time{}, false
 }
 
-// noteDial records the outcome of a dial of s: a refused one marks a broker lost, a
-// successful one clears the mark.
+// noteDial records the outcome of a dial of s: a refused one marks its node lost in
+// its role, a successful one clears the mark.
 func (s *slot) noteDial(err error) {
-	if s.key.to.Role != RoleBroker {
-		return
-	}
+	lost := s.c.lostOf(s.key.to.Role)
 	switch {
 	case err == nil:
-		s.c.lost.clear(s.key.to.Node)
+		lost.clear(s.key.to.Node)
 	case errors.Is(err, syscall.ECONNREFUSED):
-		s.c.lost.mark(s.key.to.Node, time.Now())
+		lost.mark(s.key.to.Node, time.Now())
 	}
 }
 
 // noteBroken records that a connection of s failed with err: the peer's close (end
-// of stream, reset) marks a broker lost and probes its listener.
+// of stream, reset) marks its node lost in its role and probes its listener.
 func (s *slot) noteBroken(err error) {
-	if s.key.to.Role != RoleBroker || s.c.ctx.Err() != nil {
+	if s.c.ctx.Err() != nil {
 		return
 	}
 	if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, syscall.ECONNRESET) {
 		return
 	}
-	s.c.lost.mark(s.key.to.Node, time.Now())
+	s.c.lostOf(s.key.to.Role).mark(s.key.to.Node, time.Now())
 	go func() {
 		// A dial of a connection of its own, with the handshake: the listener of a
 		// process being killed may still accept, but it answers no ApiVersions.

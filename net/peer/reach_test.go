@@ -79,3 +79,56 @@ func TestUnreachableBroker(t *testing.T) {
 		time.Sleep(10 * time.Millisecond) // sampling a state that must not change
 	}
 }
+
+// TestVoterLost: a voter whose process dies while a request waits on its connection
+// (the peer closes it, its listener is gone) is lost in its voter role from the
+// close on — the controller quorum's follower of a killed leader starts its
+// election early on it — and not in its broker role; a dial that reaches it again
+// clears it.
+func TestVoterLost(t *testing.T) {
+	conns := make(chan net.Conn, 4)
+	rp := startRawPeer(t, func(c net.Conn, corr int32, frame []byte) bool {
+		conns <- c // never answered: the test closes the connection
+		return true
+	})
+	addr := rp.addr()
+	c := newTestClient(t, Config{NodeID: 2, Voters: map[int32]string{1: addr}})
+	tr := c.RaftTransport()
+	if _, ok := tr.VoterLost(1); ok {
+		t.Fatal("lost before any connection")
+	}
+	errc := make(chan error, 1)
+	go func() {
+		_, err := c.Request(ctxT(t, 5*time.Second), Voter(1), PurposeHeartbeat, kmsg.NewPtrMetadataRequest())
+		errc <- err
+	}()
+	pc := <-conns
+	before := time.Now()
+	rp.ln.Close()
+	pc.Close()
+	if err := <-errc; err == nil {
+		t.Fatal("the request was answered")
+	}
+	since, ok := tr.VoterLost(1)
+	if !ok || since.Before(before) {
+		t.Fatalf("after the voter closed a connection with a request waiting: lost %v since %v (closed at %v)", ok, since, before)
+	}
+	if _, ok := c.Unreachable(1); ok {
+		t.Fatal("the loss of a voter marked the broker of the same id lost")
+	}
+
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Skipf("the address was taken meanwhile: %v", err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	serveRawPeer(&rawPeer{ln: ln}, func(c net.Conn, corr int32, frame []byte) bool {
+		respondRaw(c, frame, kmsg.NewPtrMetadataResponse())
+		return true
+	})
+	eventually(t, 5*time.Second, "the voter reached again", func() bool {
+		c.Request(ctxT(t, time.Second), Voter(1), PurposeHeartbeat, kmsg.NewPtrMetadataRequest())
+		_, lost := tr.VoterLost(1)
+		return !lost
+	})
+}

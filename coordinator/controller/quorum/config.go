@@ -20,6 +20,15 @@ const (
 	DefaultHeartbeatTicks  = 1
 	DefaultSnapshotEntries = 10000
 
+	// FastTickDivisor: while the leader this voter followed is lost
+	// (Config.LeaderLost), Run ticks this many times as often, so that the election
+	// starts about a tenth of the election timeout after the leader's process died
+	// rather than one to two timeouts.
+	FastTickDivisor = 10
+	// fastElectionTerms bounds the elections (terms) run at the fast ticks after
+	// a lost leader's term: the first, and two more after split votes.
+	fastElectionTerms = 3
+
 	// maxSizePerMsg bounds the entries of one MsgApp (raft sends at least one).
 	maxSizePerMsg = 1 << 20
 	// maxInflightMsgs bounds the MsgApps in flight to one follower.
@@ -57,6 +66,17 @@ type Config struct {
 	ElectionTicks, HeartbeatTicks int
 	// TickInterval is the duration of a tick in Run (0: DefaultTickInterval).
 	TickInterval time.Duration
+	// LeaderLost reports whether voter node's process is known gone: this node's
+	// connections to it were closed by its side and a dial is refused (net/peer's
+	// VoterLost). While the leader this voter last followed is lost and none other
+	// leads, NextTick is TickInterval/FastTickDivisor: the followers of a killed
+	// leader reach the election timeout in a tenth of it. It is no evidence against
+	// a live leader (a stopped or cut-off process is not reported lost), and a
+	// wrong answer costs no safety: a follower whose election timeout passed early
+	// campaigns with PreVote, and the voters that still hear the leader refuse it
+	// (CheckQuorum's lease). Called on the core's goroutine once a tick; it must
+	// not block. nil: no voter is ever lost.
+	LeaderLost func(node int32) bool
 	// SnapshotEntries: a snapshot of the image is taken every this many applied
 	// entries, and the log is compacted behind the previous one (0:
 	// DefaultSnapshotEntries).

@@ -24,6 +24,32 @@ func (q *Quorum) Tick() {
 	}
 }
 
+// NextTick returns when the tick after this one is due: TickInterval, or
+// TickInterval/FastTickDivisor (at least a millisecond) while this voter does not
+// lead, no voter has led since the leader it last followed, that leader is lost
+// (Config.LeaderLost), and at most fastElectionTerms elections were started since
+// its term. Raft's election timeout is counted in ticks, so the followers of a
+// leader whose process died start the election in a tenth of the time, and a split
+// vote is retried as soon; safety does not depend on the tick's length. Past those
+// elections ticks are TickInterval again, so that a network or disk too slow for
+// the short timeout still elects a leader. Core only.
+func (q *Quorum) NextTick() time.Duration {
+	lost := q.cfg.LeaderLost != nil && q.failed == nil && q.state != raft.StateLeader &&
+		q.term <= q.lastLeadTerm+fastElectionTerms &&
+		q.lastLead != raft.None && q.lastLead != q.self && q.cfg.LeaderLost(NodeOf(q.lastLead))
+	if lost != q.leaderLost {
+		q.leaderLost = lost
+		if lost {
+			q.log.Info("the leader's process is gone: ticking faster until a leader is elected",
+				"leader", NodeOf(q.lastLead), "term", q.term, "tick", max(q.cfg.TickInterval/FastTickDivisor, time.Millisecond))
+		}
+	}
+	if lost {
+		return max(q.cfg.TickInterval/FastTickDivisor, time.Millisecond)
+	}
+	return q.cfg.TickInterval
+}
+
 // recoverRaft turns a panic of raft's (its invariants broken: a log that lost
 // acknowledged entries, say) into the voter's fatal error, so that one voter stops
 // with an error the operator sees rather than taking its process down. The RawNode
@@ -353,6 +379,9 @@ func (q *Quorum) observe() {
 	bs := q.rn.BasicStatus()
 	wasLeader, oldTerm := q.leads(), q.term
 	q.term, q.lead, q.state = bs.GetTerm(), bs.Lead, bs.RaftState
+	if q.lead != raft.None {
+		q.lastLead, q.lastLeadTerm = q.lead, q.term
+	}
 	if wasLeader && (!q.leads() || q.term != oldTerm) {
 		q.failPending(fmt.Errorf("%w: leadership lost in term %d", ErrLost, oldTerm))
 	}

@@ -57,7 +57,11 @@
 // Raft runs with CheckQuorum (a leader that has not heard from a majority for an
 // election timeout steps down) and PreVote (a voter that was cut off campaigns only
 // if it could win, so its return does not disrupt the quorum), and proposal
-// forwarding off (only the leader's controller proposes). A quorum of one voter
+// forwarding off (only the leader's controller proposes). The election timeout is
+// counted in ticks: while the leader a voter followed is known gone (its process's
+// connections closed and its listener refuses: Config.LeaderLost), the voter ticks
+// ten times as often (NextTick), so a killed leader is replaced in about a tenth of
+// the timeout, for at most three elections. A quorum of one voter
 // campaigns in New: its first HandleReady makes it leader, ready for writes, in one
 // fdatasync, with no election timeout.
 //

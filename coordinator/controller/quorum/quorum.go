@@ -81,6 +81,10 @@ type Quorum struct {
 	resolved    []resolved
 	failed      error
 	op          *voterOp // the voter set's change in progress (voterops.go); nil: none
+	// lastLead is the leader this voter last knew (raft.None: none yet), in term
+	// lastLeadTerm; leaderLost: NextTick found it lost (Config.LeaderLost).
+	lastLead, lastLeadTerm uint64
+	leaderLost             bool
 	// snapForLearner: a learner was added; snapshot at the next maybeSnapshot.
 	snapForLearner bool
 

@@ -223,3 +223,59 @@ func TestResignHandsOverLeadership(t *testing.T) {
 		t.Fatalf("proposal to the new leader: %v", r.Err)
 	}
 }
+
+// TestKilledLeaderReplacedFast: when the leader crashes and its followers learn it
+// (Config.LeaderLost: its connections closed, its listener refuses), they tick ten
+// times as fast and a new leader is ready for writes within one election timeout
+// of the crash, a split vote included (20-66 ms over these seeds); when they do not
+// learn it (a dead host), not before the followers' election timeout passed since
+// they last heard the leader (88-179 ms).
+func TestKilledLeaderReplacedFast(t *testing.T) {
+	const timeout = simElection * simTick
+	for _, unseen := range []bool{false, true} {
+		var worst, best time.Duration
+		for seed := uint64(1); seed <= 50; seed++ {
+			cryptotest.SetGlobalRandom(t, seed)
+			// A network whose round trip is small beside the election timeout, as a
+			// LAN's beside controller.quorum.election.timeout.ms.
+			s := newQuietSimWith(t, seed, 3, func(p *simParams) {
+				p.chaos, p.drop, p.dup, p.minDelay, p.maxDelay = time.Hour, 0, 0, 0, 3*time.Millisecond
+			})
+			s.lossUnseen = unseen
+			s.advance(2 * time.Second)
+			li := s.leaderIndex()
+			if li < 0 {
+				t.Fatalf("seed %d: no leader after 2s", seed)
+			}
+			_, term := s.nodes[li].q.Leader()
+			crashed := s.now
+			s.nodes[li].q = nil
+			ready := func() bool {
+				for _, n := range s.nodes {
+					if n.q != nil && n.q.ReadyForWrites() {
+						return true
+					}
+				}
+				return false
+			}
+			for !ready() && s.now < crashed+20*timeout {
+				s.advance(s.now + time.Millisecond)
+			}
+			took := s.now - crashed
+			if !ready() {
+				t.Fatalf("seed %d (loss unseen %v): no new leader %v after the crash of the leader of term %d", seed, unseen, took, term)
+			}
+			worst = max(worst, took)
+			if best == 0 || took < best {
+				best = took
+			}
+		}
+		t.Logf("loss unseen %v: a new leader ready for writes %v to %v after the crash (election timeout %v)", unseen, best, worst, timeout)
+		if !unseen && worst > timeout*8/10 {
+			t.Errorf("the followers learnt of the crash: a new leader after %v, want at most %v", worst, timeout*8/10)
+		}
+		if unseen && best < timeout*7/10 {
+			t.Errorf("the followers did not learn of the crash: a new leader after %v, less than the election timeout since the last heartbeat", best)
+		}
+	}
+}

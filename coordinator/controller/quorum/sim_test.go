@@ -144,6 +144,9 @@ type sim struct {
 	seq    uint64
 	nodes  []*simNode
 	voters []int32
+	// lossUnseen: no voter learns of a crash (Config.LeaderLost always false), as
+	// when a host dies without closing its connections.
+	lossUnseen bool
 
 	history   map[uint64]histEntry       // committed entries, by offset
 	images    map[uint64]*metadata.Image // the image after each offset
@@ -281,7 +284,7 @@ func (s *sim) schedule(e *event) {
 
 func (s *sim) config(i int) Config {
 	c := Config{NodeID: s.nodes[i].id, Voters: s.voters, ElectionTicks: simElection, HeartbeatTicks: simHeartbeat,
-		TickInterval: simTick, SnapshotEntries: s.p.snapshotEntries, Clock: simClock{s}}
+		TickInterval: simTick, SnapshotEntries: s.p.snapshotEntries, Clock: simClock{s}, LeaderLost: s.crashed}
 	if s.dynamic {
 		c.Voters, c.DirectoryID, c.FormatRecords = nil, s.nodes[i].dir, s.nodes[i].boot
 	}
@@ -315,6 +318,20 @@ func (s *sim) start(i int) {
 	s.checkImageFull(n, off, im)
 	phase := time.Duration(s.rng.IntN(int(simTick)))
 	s.schedule(&event{at: s.now + phase + 1, kind: evTick, node: i, gen: n.gen})
+}
+
+// crashed is the voters' Config.LeaderLost: a crashed node's connections are closed
+// and its listener refuses, as a killed process's; a partitioned one is not lost.
+func (s *sim) crashed(id int32) bool {
+	if s.lossUnseen {
+		return false
+	}
+	for _, n := range s.nodes {
+		if n.id == id {
+			return n.q == nil
+		}
+	}
+	return false
 }
 
 func (s *sim) partitioned(a, b int) bool { return s.nodes[a].group != s.nodes[b].group }
@@ -630,7 +647,7 @@ func (s *sim) step(e *event) {
 		}
 		n.q.Tick()
 		s.handle(e.node)
-		s.schedule(&event{at: s.now + simTick, kind: evTick, node: e.node, gen: e.gen})
+		s.schedule(&event{at: s.now + n.q.NextTick(), kind: evTick, node: e.node, gen: e.gen})
 	case evDeliver:
 		n := s.nodes[e.node]
 		if n.q == nil || s.partitioned(e.from, e.node) {
