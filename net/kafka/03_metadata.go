@@ -32,8 +32,10 @@
 // served from a cache (03_metadata_cache.go).
 //
 // An answer that would name as a partition's leader a broker this node has just lost
-// (its connections closed by the broker's side or refused) waits up to metadatacache.LeaderHold for
-// the controller to fence it (03_metadata_hold.go).
+// (its connections closed by the broker's side or refused) waits up to
+// metadatacache.LeaderHold for the controller to fence it; one naming a leader on
+// another broker is sent after a second look metadatacache.LeaderSettle (10 ms) later
+// (03_metadata_hold.go).
 
 package kafka
 
@@ -48,6 +50,7 @@ import (
 
 	"github.com/samsa-broker/samsa/coordinator/metadata"
 	"github.com/samsa-broker/samsa/net/authz"
+	"github.com/samsa-broker/samsa/net/metadatacache"
 )
 
 func init() {
@@ -62,8 +65,12 @@ func handleMetadata(b *Broker, r *Request) {
 	req := r.Body.(*kmsg.MetadataRequest)
 	v := r.Header.Version
 	all := req.Topics == nil || (v == 0 && len(req.Topics) == 0)
-	if until := b.leaderHoldUntil(b.meta.Image(), req, all, time.Now()); !until.IsZero() {
-		b.holdMetadata(r, req, all, until) // 03_metadata_hold.go
+	switch until, remote := b.leaderHoldUntil(b.meta.Image(), req, all, time.Now()); {
+	case !until.IsZero():
+		b.holdMetadata(r, req, all, until, 0) // 03_metadata_hold.go
+		return
+	case remote:
+		b.holdMetadata(r, req, all, time.Time{}, metadatacache.LeaderSettle) // a second look
 		return
 	}
 	b.answerMetadata(r, req, all)

@@ -10,12 +10,12 @@ import (
 	"github.com/samsa-broker/samsa/net/metadatacache"
 )
 
-// leaderHoldUntil returns until when the answer to req, from im, should wait
-// (metadatacache.LeaderHoldUntil); zero when it need not.
-func (b *Broker) leaderHoldUntil(im *metadata.Image, req *kmsg.MetadataRequest, all bool, now time.Time) time.Time {
+// leaderHoldUntil returns until when the answer to req, from im, should wait, and
+// whether it names a leader on another broker (metadatacache.LeaderHoldUntil).
+func (b *Broker) leaderHoldUntil(im *metadata.Image, req *kmsg.MetadataRequest, all bool, now time.Time) (time.Time, bool) {
 	up := b.unreachable.Load()
 	if up == nil {
-		return time.Time{}
+		return time.Time{}, false
 	}
 	topics := im.Topics()
 	if !all {
@@ -38,9 +38,17 @@ func (b *Broker) leaderHoldUntil(im *metadata.Image, req *kmsg.MetadataRequest, 
 
 // holdMetadata answers r from a goroutine of its own once no partition its answer
 // names is led by a lost, unfenced broker (a new image fenced it, or a dial reached
-// it again), or at until, whichever comes first.
-func (b *Broker) holdMetadata(r *Request, req *kmsg.MetadataRequest, all bool, until time.Time) {
+// it again), or at until, whichever comes first; with settle, it first waits that
+// long and looks again (metadatacache.LeaderSettle).
+func (b *Broker) holdMetadata(r *Request, req *kmsg.MetadataRequest, all bool, until time.Time, settle time.Duration) {
 	b.async(func(ctx context.Context) {
+		if settle > 0 {
+			select {
+			case <-time.After(settle):
+			case <-ctx.Done():
+			}
+			until, _ = b.leaderHoldUntil(b.meta.Image(), req, all, time.Now())
+		}
 		timer := time.NewTimer(time.Until(until))
 		defer timer.Stop()
 		// The image's change is broadcast; a dial that reaches the broker again is not:
@@ -50,7 +58,7 @@ func (b *Broker) holdMetadata(r *Request, req *kmsg.MetadataRequest, all bool, u
 		defer poll.Stop()
 		for {
 			changed := b.meta.Changed()
-			if b.leaderHoldUntil(b.meta.Image(), req, all, time.Now()).IsZero() {
+			if until, _ := b.leaderHoldUntil(b.meta.Image(), req, all, time.Now()); until.IsZero() {
 				break
 			}
 			select {
