@@ -34,7 +34,12 @@ import (
 // Knobs (environment): SAMSA_FAILOVER_KILLS (20), SAMSA_FAILOVER_RATE (records/s of
 // the producer, 4000), SAMSA_FAILOVER_CLIENTS (franz-go,librdkafka),
 // SAMSA_FAILOVER_STOP (the SIGSTOP's length, 20s; 0 for none), SAMSA_FAILOVER_SEED,
+// SAMSA_FAILOVER_VICTIM ("leader": the leader of partition 0; "controller": the
+// active controller, which leads partitions of its own, so that every kill makes the
+// controller quorum elect another leader first),
 // SAMSA_FAILOVER_RDKAFKA_DEBUG (librdkafka's debug contexts, e.g. metadata,broker),
+// SAMSA_FAILOVER_RDKAFKA_CONF (librdkafka settings over its defaults, as
+// key=value,key=value: a control run with, say, reconnect.backoff.max.ms lowered),
 // SAMSA_FAILOVER_OUT (a directory for the acknowledgements, the client's log and the
 // nodes' logs of each run). SAMSA_FAILOVER_REPORT=<a run's directory there> prints
 // the report of that run again, from its acks.txt and events.txt.
@@ -88,6 +93,10 @@ func TestProcFailoverTimeline(t *testing.T) {
 		stop = d
 	}
 	seed := uint64(envInt("SAMSA_FAILOVER_SEED", 1))
+	victim := cmp.Or(os.Getenv("SAMSA_FAILOVER_VICTIM"), "leader")
+	if victim != "leader" && victim != "controller" {
+		t.Fatalf("SAMSA_FAILOVER_VICTIM=%q: leader or controller", victim)
+	}
 	for _, name := range strings.Split(cmp.Or(os.Getenv("SAMSA_FAILOVER_CLIENTS"), "franz-go,librdkafka"), ",") {
 		t.Run(name, func(t *testing.T) {
 			var start func(t *testing.T, bootstrap, topic string, parts, rate int, logTo string) *loadProducer
@@ -105,14 +114,15 @@ func TestProcFailoverTimeline(t *testing.T) {
 			default:
 				t.Fatalf("unknown client %q", name)
 			}
-			failoverTimeline(t, start, kills, rate, stop, seed)
+			failoverTimeline(t, start, kills, rate, stop, seed, victim == "controller")
 		})
 	}
 }
 
 // failoverTimeline runs the schedule of TestProcFailoverTimeline with the producer
-// start starts, and logs its figures.
-func failoverTimeline(t *testing.T, start func(t *testing.T, bootstrap, topic string, parts, rate int, logTo string) *loadProducer, kills, rate int, stop time.Duration, seed uint64) {
+// start starts, and logs its figures. killController: each kill's victim is the
+// active controller instead of partition 0's leader.
+func failoverTimeline(t *testing.T, start func(t *testing.T, bootstrap, topic string, parts, rate int, logTo string) *loadProducer, kills, rate int, stop time.Duration, seed uint64, killController bool) {
 	const parts = 6
 	c := startProcCluster(t, combined(3))
 	out := os.Getenv("SAMSA_FAILOVER_OUT")
@@ -153,8 +163,31 @@ func failoverTimeline(t *testing.T, start func(t *testing.T, bootstrap, topic st
 		})
 		return leader
 	}
+	controller := func() int32 {
+		var id int32 = -1
+		eventually(t, 20*time.Second, "the active controller", func() error {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			id = -1
+			for _, a := range c.brokerAddrs() {
+				resp, err := metadataOf(ctx, a, "fo")
+				if err != nil {
+					return err
+				}
+				if resp.ControllerID < 0 || id >= 0 && resp.ControllerID != id {
+					return fmt.Errorf("%s names controller %d, another %d", a, resp.ControllerID, id)
+				}
+				id = resp.ControllerID
+			}
+			return nil
+		})
+		return id
+	}
 	for range kills {
 		victim := leaderOf0(-1)
+		if killController {
+			victim = controller()
+		}
 		events = append(events, failoverEvent{At: time.Now(), Kind: "kill", Victim: victim})
 		c.Kill(victim)
 		time.Sleep(3 * time.Second)
@@ -362,14 +395,17 @@ func (l lockedFile) Write(b []byte) (int, error) {
 
 // rdkafkaPaced is rdkafkaProducer at a rate (argv[3] records a second, to partition i
 // mod argv[4]), every setting at its default but bootstrap.servers (and debug, only
-// logging, when argv[5] names contexts). It writes librdkafka's own log lines to
-// stderr.
+// logging, when argv[5] names contexts, and the key=value,... settings of argv[6], for
+// control runs). It writes librdkafka's own log lines to stderr.
 const rdkafkaPaced = `
 import select, sys, time
 from confluent_kafka import Producer
 conf = {"bootstrap.servers": sys.argv[1]}
 if sys.argv[5]:
     conf["debug"] = sys.argv[5]
+for kv in filter(None, sys.argv[6].split(",")):
+    k, v = kv.split("=", 1)
+    conf[k] = v
 p = Producer(conf)
 topic, rate, parts = sys.argv[2], float(sys.argv[3]), int(sys.argv[4])
 out = sys.stdout
@@ -400,7 +436,7 @@ out.flush()
 // startPacedRdkafka is startPacedFranz with librdkafka (confluent-kafka-python).
 func startPacedRdkafka(t *testing.T, py, bootstrap, topic string, parts, rate int, logTo string) *loadProducer {
 	t.Helper()
-	cmd := exec.Command(py, "-c", rdkafkaPaced, bootstrap, topic, strconv.Itoa(rate), strconv.Itoa(parts), os.Getenv("SAMSA_FAILOVER_RDKAFKA_DEBUG"))
+	cmd := exec.Command(py, "-c", rdkafkaPaced, bootstrap, topic, strconv.Itoa(rate), strconv.Itoa(parts), os.Getenv("SAMSA_FAILOVER_RDKAFKA_DEBUG"), os.Getenv("SAMSA_FAILOVER_RDKAFKA_CONF"))
 	return runRdkafkaLoad(t, cmd, logTo)
 }
 
