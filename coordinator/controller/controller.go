@@ -190,6 +190,11 @@ type session struct {
 	// became active); the preferred-leader rebalance moves no leadership to it
 	// within RebalanceInterval of that.
 	unfencedAt time.Time
+	// restarted: the registration of this session replaced an earlier one of the
+	// broker id (a restart). Within RebalanceInterval of its unfencing, the fence of
+	// another broker elects it leader only where no other ISR member may lead
+	// (returnedLocked).
+	restarted bool
 
 	// conn is the connection its last heartbeat or registration arrived on (0: in
 	// process, or not known).
@@ -727,13 +732,34 @@ func (c *Controller) sessionIDsLocked() []int32 {
 // fenceLostLocked fences broker id for the loss of its session s (it must register
 // again to be unfenced), logging msg with args.
 func (c *Controller) fenceLostLocked(id int32, s *session, out *callbacks, msg string, args ...any) {
-	recs := FenceBrokerRecords(c.mu.pending, id, c.policyFunc(c.mu.pending))
+	recs := FenceBrokerRecordsReturned(c.mu.pending, id, c.policyFunc(c.mu.pending), c.returnedLocked())
 	if len(recs) == 0 {
 		return
 	}
 	s.lost = true
 	c.log.Warn(msg, append([]any{"broker", id, "epoch", s.epoch, "partition changes", len(recs) - 1}, args...)...)
 	c.runLocked(&op{recs: recs, what: "fence broker " + strconv.Itoa(int(id))}, out)
+}
+
+// returnedLocked returns since when each broker is back from a restart, for
+// FenceBrokerRecordsReturned: a broker this controller unfenced after a restart less
+// than RebalanceInterval (leader.imbalance.check.interval.seconds) ago, since its
+// unfencing; nil when there is none. The leaders a fence elects are then, where the
+// ISR allows, brokers that did not just return, to which clients are connected; the
+// preferred-leader rebalance moves leaderships back once the interval has passed,
+// as it would anyway.
+func (c *Controller) returnedLocked() func(int32) time.Time {
+	now := c.clock.Now()
+	back := map[int32]time.Time{}
+	for id, s := range c.mu.sessions {
+		if s.restarted && !s.unfencedAt.IsZero() && now.Sub(s.unfencedAt) < c.cfg.RebalanceInterval {
+			back[id] = s.unfencedAt
+		}
+	}
+	if len(back) == 0 {
+		return nil
+	}
+	return func(id int32) time.Time { return back[id] }
 }
 
 // maybeRebalanceLocked runs the automatic preferred-leader rebalance when due.

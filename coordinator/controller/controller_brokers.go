@@ -83,7 +83,8 @@ func (c *Controller) brokerRegistrationLocked(r *kmsg.BrokerRegistrationRequest,
 		reg.Rack = metadata.StringPtr(*r.Rack)
 	}
 	clean := false
-	if cur, ok := im.Broker(r.BrokerID); ok {
+	cur, restarted := im.Broker(r.BrokerID)
+	if restarted {
 		// Kafka's isCleanShutdown: the registering process names the registered epoch
 		// as the one it follows (the epoch a clean shutdown recorded in its logs, or
 		// its own when it registers again after losing its session).
@@ -98,7 +99,7 @@ func (c *Controller) brokerRegistrationLocked(r *kmsg.BrokerRegistrationRequest,
 		return fail(kerr.InvalidRequest)
 	}
 	s := &session{epoch: epoch, expires: now.Add(c.cfg.SessionTimeout), lastSeen: now, required: noOffset, shutdownOffset: noOffset,
-		features: features, featuresKnown: true, heard: true}
+		features: features, featuresKnown: true, heard: true, restarted: restarted}
 	c.attachLocked(s, conn, now)
 	c.mu.sessions[r.BrokerID] = s
 	c.log.Info("controller: registering broker", "broker", r.BrokerID, "epoch", epoch, "incarnation", reg.IncarnationID)

@@ -53,7 +53,11 @@
 // auto.leader.rebalance.enable, moves leadership back to preferred replicas (at most
 // 1,000 partitions at a time, brokers above leader.imbalance.per.broker.percentage;
 // a preferred replica leads only from the ISR, and not within that interval of its
-// unfencing by this controller: the next check comes when it is past it).
+// unfencing by this controller: the next check comes when it is past it). The
+// leaderships a lost broker's fence moves go, where the ISR allows, to replicas
+// whose broker did not return from a restart within that interval, else to the one
+// back the longest (FenceBrokerRecordsReturned): clients reconnect to a restarted
+// broker only as their reconnect backoff allows.
 // A controller that becomes active gives every registered broker a fresh session.
 // The broker side: heartbeats every broker.heartbeat.interval.ms (every
 // ShutdownPoll while in controlled shutdown, and at once when the image shows

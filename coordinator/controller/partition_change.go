@@ -3,6 +3,7 @@ package controller
 import (
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/samsa-broker/samsa/coordinator/metadata"
 )
@@ -102,6 +103,9 @@ type partitionChange struct {
 	minISR          int   // the topic's min.insync.replicas (at least 1)
 	lastKnownLeader bool  // with ELR on, the last known leader may be elected (Balanced, Aggressive)
 	uncleanShutdown int32 // a broker that restarted uncleanly: out of the ISR and the ELR (-1: none)
+	// returned: since when a broker is back from a restart (zero: it is not; nil:
+	// none is): FenceBrokerRecordsReturned.
+	returned func(id int32) time.Time
 }
 
 // newChange starts a change of partition index of t with topic t's policy (nil: min
@@ -173,13 +177,7 @@ func (c *partitionChange) compute() changeResult {
 		r.leader = r.replicas[0]
 	case valid(r.leader):
 	default:
-		r.leader = -1
-		for _, id := range r.replicas {
-			if valid(id) {
-				r.leader = id
-				break
-			}
-		}
+		r.leader = c.firstLeader(r.replicas, valid)
 		if r.leader != -1 {
 			break
 		}
@@ -221,6 +219,29 @@ func (c *partitionChange) compute() changeResult {
 		}
 	}
 	return r
+}
+
+// firstLeader returns the first of replicas that is valid, in preference order,
+// among those not back from a restart (c.returned), else the valid one back the
+// longest; -1 when none is valid.
+func (c *partitionChange) firstLeader(replicas []int32, valid func(int32) bool) int32 {
+	leader, since := int32(-1), time.Time{}
+	for _, id := range replicas {
+		if !valid(id) {
+			continue
+		}
+		var at time.Time
+		if c.returned != nil {
+			at = c.returned(id)
+		}
+		if at.IsZero() {
+			return id
+		}
+		if leader == -1 || at.Before(since) {
+			leader, since = id, at
+		}
+	}
+	return leader
 }
 
 // populateELR keeps the ELR of r's target ISR (Kafka's maybePopulateTargetElr), or
@@ -295,7 +316,7 @@ func (c *partitionChange) build() *metadata.PartitionChangeRecord {
 // elects it, uncleanly, once it is back). im must already show id fenced or in
 // controlled shutdown.
 // Topics in name order.
-func removalChanges(im *metadata.Image, id int32, policy PolicyFunc, unclean bool) []metadata.Record {
+func removalChanges(im *metadata.Image, id int32, policy PolicyFunc, unclean bool, returned func(int32) time.Time) []metadata.Record {
 	unclean = unclean && im.ELREnabled()
 	var out []metadata.Record
 	for _, t := range im.Topics() {
@@ -306,6 +327,7 @@ func removalChanges(im *metadata.Image, id int32, policy PolicyFunc, unclean boo
 			}
 			c := newChange(im, t, int32(i), electKeep, policy)
 			c.isr = without(p.ISR, id)
+			c.returned = returned
 			if unclean {
 				c.uncleanShutdown = id
 			}
@@ -325,7 +347,24 @@ func FenceBrokerRecords(im *metadata.Image, id int32, policy PolicyFunc) []metad
 		return nil
 	}
 	fence := &metadata.BrokerRegistrationChangeRecord{ID: id, Epoch: b.Epoch, Fenced: metadata.FenceFence}
-	return withChanges(im, fence, id, policy, false)
+	return withChanges(im, fence, id, policy, false, nil)
+}
+
+// FenceBrokerRecordsReturned is FenceBrokerRecords whose elections take returned
+// into account: since when a broker is back from a restart (zero: it is not, or
+// long enough ago). A leader elected from the ISR is then the first replica, in
+// preference order, that may lead and is not back, else the one back the longest.
+// Clients reconnect to a restarted broker only as their reconnect backoff allows
+// (librdkafka's grows up to reconnect.backoff.max.ms, 10 s, while the broker was
+// down, and a broker that leads nothing of theirs is not waited for): a leadership
+// moved to it leaves the partition without a producer until then.
+func FenceBrokerRecordsReturned(im *metadata.Image, id int32, policy PolicyFunc, returned func(int32) time.Time) []metadata.Record {
+	b, ok := im.Broker(id)
+	if !ok || b.Fenced {
+		return nil
+	}
+	fence := &metadata.BrokerRegistrationChangeRecord{ID: id, Epoch: b.Epoch, Fenced: metadata.FenceFence}
+	return withChanges(im, fence, id, policy, false, returned)
 }
 
 // ControlledShutdownRecords returns the records that put broker id in controlled
@@ -339,7 +378,7 @@ func ControlledShutdownRecords(im *metadata.Image, id int32, policy PolicyFunc) 
 		return nil
 	}
 	mark := &metadata.BrokerRegistrationChangeRecord{ID: id, Epoch: b.Epoch, InControlledShutdown: 1}
-	return withChanges(im, mark, id, policy, false)
+	return withChanges(im, mark, id, policy, false, nil)
 }
 
 // RegisterBrokerRecords returns the records of a (re-)registration: the
@@ -353,15 +392,15 @@ func RegisterBrokerRecords(im *metadata.Image, reg *metadata.RegisterBrokerRecor
 	if _, ok := im.Broker(reg.ID); !ok {
 		return []metadata.Record{reg}
 	}
-	return withChanges(im, reg, reg.ID, policy, !clean)
+	return withChanges(im, reg, reg.ID, policy, !clean, nil)
 }
 
-func withChanges(im *metadata.Image, first metadata.Record, id int32, policy PolicyFunc, unclean bool) []metadata.Record {
+func withChanges(im *metadata.Image, first metadata.Record, id int32, policy PolicyFunc, unclean bool, returned func(int32) time.Time) []metadata.Record {
 	next, err := im.Apply(first)
 	if err != nil {
 		return nil
 	}
-	return append([]metadata.Record{first}, removalChanges(next, id, policy, unclean)...)
+	return append([]metadata.Record{first}, removalChanges(next, id, policy, unclean, returned)...)
 }
 
 // UnfenceBrokerRecords returns the records that unfence broker id: the unfence, then

@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -227,6 +228,36 @@ func fenceImage(t *testing.T) *metadata.Image {
 		testPartition{replicas: []int32{2, 1}, isr: []int32{2, 1}, leader: 2},
 		testPartition{replicas: []int32{1, 3}, isr: []int32{1}, leader: 1},
 		testPartition{replicas: []int32{3, 1}, isr: []int32{3}, leader: 3})
+}
+
+// TestFenceBrokerReturned: a fence's elections from the ISR pass over replicas
+// back from a restart for one that is not, and among replicas that are all back,
+// take the one back the longest; a replica back is still elected when it is the
+// only one that may lead.
+func TestFenceBrokerReturned(t *testing.T) {
+	im := withTopic(t, imageWith(t, brokers(1, 2, 3, 4)...), "a",
+		testPartition{replicas: []int32{1, 2, 3, 4}, isr: []int32{1, 2, 3, 4}, leader: 1},
+		testPartition{replicas: []int32{1, 2}, isr: []int32{1, 2}, leader: 1})
+	t0 := time.Unix(1000, 0)
+	for _, tc := range []struct {
+		name   string
+		back   map[int32]time.Time
+		p0, p1 int32
+	}{
+		{"none back", nil, 2, 2},
+		{"2 back", map[int32]time.Time{2: t0}, 3, 2},
+		{"2 and 3 back", map[int32]time.Time{2: t0, 3: t0.Add(-time.Second)}, 4, 2},
+		{"all back", map[int32]time.Time{2: t0, 3: t0.Add(-time.Second), 4: t0.Add(time.Second)}, 3, 2},
+	} {
+		var returned func(int32) time.Time
+		if tc.back != nil {
+			returned = func(id int32) time.Time { return tc.back[id] }
+		}
+		next := mustApply(t, im, FenceBrokerRecordsReturned(im, 1, never, returned)...)
+		if p0, p1 := part(t, next, "a", 0), part(t, next, "a", 1); p0.Leader != tc.p0 || p1.Leader != tc.p1 {
+			t.Errorf("%s: leaders %d and %d, want %d and %d", tc.name, p0.Leader, p1.Leader, tc.p0, tc.p1)
+		}
+	}
 }
 
 func TestFenceBroker(t *testing.T) {
