@@ -40,6 +40,8 @@ import (
 // SAMSA_FAILOVER_RDKAFKA_DEBUG (librdkafka's debug contexts, e.g. metadata,broker),
 // SAMSA_FAILOVER_RDKAFKA_CONF (librdkafka settings over its defaults, as
 // key=value,key=value: a control run with, say, reconnect.backoff.max.ms lowered),
+// SAMSA_FAILOVER_FRANZ_MIN_AGE (franz-go's MetadataMinAge instead of its 5 s
+// default, for a control run),
 // SAMSA_FAILOVER_OUT (a directory for the acknowledgements, the client's log and the
 // nodes' logs of each run). SAMSA_FAILOVER_REPORT=<a run's directory there> prints
 // the report of that run again, from its acks.txt and events.txt.
@@ -327,12 +329,20 @@ func failoverReport(acks []ack, events []failoverEvent, parts int, end time.Time
 }
 
 // startPacedFranz produces rate records a second, to partition i mod parts, with a
-// franz-go client at its defaults (acks=all, idempotent, MetadataMinAge 5 s,
-// MaxBufferedRecords 10,000); only the partition of each record is chosen. logTo
+// franz-go client at its defaults (acks=all, idempotent, MetadataMinAge 5 s unless
+// SAMSA_FAILOVER_FRANZ_MIN_AGE says otherwise, MaxBufferedRecords 10,000); only the
+// partition of each record is chosen. logTo
 // receives the client's log at info level ("": none).
 func startPacedFranz(t *testing.T, bootstrap, topic string, parts, rate int, logTo string) *loadProducer {
 	t.Helper()
 	opts := []kgo.Opt{kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner())}
+	if v := os.Getenv("SAMSA_FAILOVER_FRANZ_MIN_AGE"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts = append(opts, kgo.MetadataMinAge(d))
+	}
 	if logTo != "" {
 		f, err := os.Create(logTo)
 		if err != nil {
