@@ -32,7 +32,9 @@ func (q *Quorum) Tick() {
 // leader whose process died start the election in a tenth of the time, and a split
 // vote is retried as soon; safety does not depend on the tick's length. Past those
 // elections ticks are TickInterval again, so that a network or disk too slow for
-// the short timeout still elects a leader. Core only.
+// the short timeout still elects a leader. Run asks it every
+// TickInterval/FastTickDivisor; it calls LeaderLost only while this voter does not
+// lead. Core only.
 func (q *Quorum) NextTick() time.Duration {
 	lost := q.cfg.LeaderLost != nil && q.failed == nil && q.state != raft.StateLeader &&
 		q.term <= q.lastLeadTerm+fastElectionTerms &&
