@@ -95,10 +95,12 @@ func (cn *conn) fail(err error) {
 	close(cn.dead)
 	cn.mu.Unlock()
 	cn.nc.Close()
+	// The peer's close marks it lost before the requests waiting on it fail, so a
+	// caller that sees its request fail for it finds the peer lost (reach.go).
+	cn.s.noteBroken(err)
 	for _, c := range pending {
 		c.done <- result{err: err}
 	}
-	cn.s.noteBroken(err)
 	cn.s.connBroke(cn)
 }
 
