@@ -216,7 +216,7 @@ func placementStart(im *metadata.Image) int {
 	return n
 }
 
-// topicNameProblem explains an invalid topic name as net/kafka does.
+// topicNameProblem explains why a name breaks metadata.ValidTopicName's rule.
 func topicNameProblem(name string) string {
 	if name == "" || name == "." || name == ".." || len(name) > 249 {
 		return "topic name \"" + name + "\" is illegal"

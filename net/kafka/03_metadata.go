@@ -87,7 +87,7 @@ func (b *Broker) answerMetadata(r *Request, req *kmsg.MetadataRequest, all bool)
 		var missing []string
 		im := b.meta.Image()
 		for _, rt := range req.Topics {
-			if rt.Topic != nil && *rt.Topic != "" && validTopicName(*rt.Topic) == nil {
+			if rt.Topic != nil && *rt.Topic != "" && metadata.ValidTopicName(*rt.Topic) == nil {
 				if _, ok := im.Topic(*rt.Topic); !ok {
 					missing = append(missing, *rt.Topic)
 				}
@@ -157,7 +157,7 @@ func (b *Broker) metadataResponseFrom(im *metadata.Image, r *Request, req *kmsg.
 			}
 			if t, ok = im.Topic(name); !ok {
 				code := kerr.UnknownTopicOrPartition.Code
-				if validTopicName(name) != nil {
+				if metadata.ValidTopicName(name) != nil {
 					code = kerr.InvalidTopicException.Code
 				}
 				resp.Topics = append(resp.Topics, kmsg.MetadataResponseTopic{Topic: rt.Topic, ErrorCode: code, AuthorizedOperations: authorizedOpsUnknown})

@@ -112,7 +112,7 @@ func (b *Broker) describeResource(im *metadata.Image, res kmsg.DescribeConfigsRe
 				if !ok {
 					r = configs.Resolved{Value: d.Default, Source: kmsg.ConfigSourceDefaultConfig}
 					if v, ok := b.cfg.Derived[d.Name]; ok {
-						r.Value = stringPtr(v)
+						r.Value = kmsg.StringPtr(v)
 					}
 				}
 				if syn && d.Default != nil {
@@ -124,8 +124,8 @@ func (b *Broker) describeResource(im *metadata.Image, res kmsg.DescribeConfigsRe
 		case "":
 			for _, d := range configs.BrokerDefs {
 				if v, ok := l.ClusterDefault[d.Name]; ok && wanted(res.ConfigNames, d.Name) {
-					r := configs.Resolved{Value: stringPtr(v), Source: kmsg.ConfigSourceDynamicDefaultBrokerConfig}
-					r.Synonyms = []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{{Name: d.Name, Value: stringPtr(v), Source: r.Source}}
+					r := configs.Resolved{Value: kmsg.StringPtr(v), Source: kmsg.ConfigSourceDynamicDefaultBrokerConfig}
+					r.Synonyms = []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{{Name: d.Name, Value: kmsg.StringPtr(v), Source: r.Source}}
 					out = append(out, entry(d, r))
 				}
 			}

@@ -32,7 +32,7 @@ func handleDescribeCluster(b *Broker, r *Request) {
 	resp.EndpointType = req.EndpointType
 	if r.Header.Version >= 1 && req.EndpointType != 1 {
 		resp.ErrorCode = kerr.UnsupportedEndpointType.Code
-		resp.ErrorMessage = stringPtr("a broker listener describes brokers (endpoint type 1); ask a controller listener for controllers")
+		resp.ErrorMessage = kmsg.StringPtr("a broker listener describes brokers (endpoint type 1); ask a controller listener for controllers")
 		r.Respond(resp)
 		return
 	}

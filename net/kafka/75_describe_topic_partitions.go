@@ -22,6 +22,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/samsa-broker/samsa/coordinator/metadata"
 	"github.com/samsa-broker/samsa/net/authz"
 )
 
@@ -76,7 +77,7 @@ func handleDescribeTopicPartitions(b *Broker, r *Request) {
 		t, ok := im.Topic(name)
 		if !ok {
 			rt.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			if validTopicName(name) != nil {
+			if metadata.ValidTopicName(name) != nil {
 				rt.ErrorCode = kerr.InvalidTopicException.Code
 			}
 			resp.Topics = append(resp.Topics, rt)

@@ -53,6 +53,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-broker/samsa/coordinator/group"
+	"github.com/samsa-broker/samsa/coordinator/metadata"
 	"github.com/samsa-broker/samsa/coordinator/share"
 	"github.com/samsa-broker/samsa/net/authz"
 )
@@ -99,7 +100,7 @@ func invalidTopologyTopics(topics []string) string {
 		switch {
 		case isInternalTopic(t) || t == share.StateTopic:
 			internal = append(internal, t)
-		case validTopicName(t) != nil:
+		case metadata.ValidTopicName(t) != nil:
 			invalid = append(invalid, t)
 		}
 	}

@@ -42,20 +42,6 @@ type Topics interface {
 	EnsureInternal(ctx context.Context, name string) error
 }
 
-// validTopicName applies Kafka's rules: [a-zA-Z0-9._-], 1..249 chars, not "." or "..".
-func validTopicName(name string) error {
-	if name == "" || name == "." || name == ".." || len(name) > 249 {
-		return fmt.Errorf("topic name %q is illegal", name)
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
-			return fmt.Errorf("topic name %q contains a character other than ASCII alphanumerics, '.', '_' and '-'", name)
-		}
-	}
-	return nil
-}
-
 // isInternalTopic reports Kafka's internal topics.
 func isInternalTopic(name string) bool {
 	return name == "__consumer_offsets" || name == "__transaction_state"
@@ -100,8 +86,6 @@ func errMsg(err error) *string {
 	s := err.Error()
 	return &s
 }
-
-func stringPtr(s string) *string { return &s }
 
 // refuseForFiles answers r (CreateTopics, CreatePartitions) with POLICY_VIOLATION for
 // every topic when the request's new replicas on this broker do not fit under the open
