@@ -207,13 +207,15 @@ func TestAuthzTxnOffsetCommit(t *testing.T) {
 	if r := rc.roundTrip(end).(*kmsg.EndTxnResponse); r.ErrorCode != 0 {
 		t.Fatalf("EndTxn: %v", kerr.ErrorForCode(r.ErrorCode))
 	}
-	offs, err := admin.FetchOffsets(ctx, "g-ok")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if o, ok := offs.Lookup("readable", 0); !ok || o.At != 1 {
-		t.Fatalf("the committed transaction's offset: %+v", offs)
-	}
+	// The commit's markers reach __consumer_offsets after EndTxn is answered (as in
+	// Kafka, whose OffsetFetch without RequireStable shows them once written).
+	var offs kadm.OffsetResponses
+	eventually(t, 10*time.Second, "the committed transaction's offset", func() bool {
+		var err error
+		offs, err = admin.FetchOffsets(ctx, "g-ok")
+		o, ok := offs.Lookup("readable", 0)
+		return err == nil && ok && o.At == 1
+	})
 }
 
 // TestAuthzOffsetsByTopicID: the versions that name topics by id (OffsetCommit v10,
