@@ -104,7 +104,15 @@ func TestTieredStorageEndToEnd(t *testing.T) {
 		}
 		return p.Offset
 	}
-	earliest, earliestLocal, latestTiered, pending := offsets(-2), offsets(-4), offsets(-5), offsets(-6)
+	// The copy task runs on meanwhile: -5 and -6 are read again until no copy
+	// finished between them.
+	var earliest, earliestLocal, latestTiered, pending int64
+	for try := 0; try < 50; try++ {
+		earliest, earliestLocal, latestTiered, pending = offsets(-2), offsets(-4), offsets(-5), offsets(-6)
+		if offsets(-5) == latestTiered && offsets(-4) == earliestLocal {
+			break
+		}
+	}
 	t.Logf("earliest %d, earliest local %d, latest tiered %d, earliest pending upload %d, end %d", earliest, earliestLocal, latestTiered, pending, el.HighWatermark())
 	if earliest != 0 || earliestLocal < n/2 || latestTiered < earliestLocal-1 || pending != latestTiered+1 {
 		t.Fatalf("earliest %d, earliest local %d, latest tiered %d, earliest pending upload %d", earliest, earliestLocal, latestTiered, pending)
