@@ -437,16 +437,7 @@ func TestHelmChart(t *testing.T) {
 	}
 	lp.waitAcked(t, 2000, 30*time.Second)
 	acks, _, errs := lp.finish()
-	var worst time.Duration
-	for p := range int32(6) {
-		var ps []ack
-		for _, a := range acks {
-			if a.Partition == p {
-				ps = append(ps, a)
-			}
-		}
-		worst = max(worst, gapAfter(ps, rollStart))
-	}
+	worst, _, _ := worstPartitionGap(acks, 6, rollStart)
 	log := readAll(t, bootstrap, "rolled")
 	lost, dups, _ := compareAcked(acks, log)
 	t.Logf("rolling restart of %d pods under acks=all load: %d acknowledged, %d lost, %d duplicated, %d producer errors; longest time a partition went without an acknowledgement %v",
@@ -619,16 +610,7 @@ func TestHelmChartSecure(t *testing.T) {
 	}
 	lp.waitAcked(t, 2000, 30*time.Second)
 	acks, _, errs := lp.finish()
-	var worst time.Duration
-	for p := range int32(6) {
-		var ps []ack
-		for _, a := range acks {
-			if a.Partition == p {
-				ps = append(ps, a)
-			}
-		}
-		worst = max(worst, gapAfter(ps, rollStart))
-	}
+	worst, _, _ := worstPartitionGap(acks, 6, rollStart)
 	log := readAll(t, bootstrap, "rolled", opts...)
 	lost, dups, _ := compareAcked(acks, log)
 	t.Logf("samsa cluster roll of %d pods over SASL_SSL under acks=all load: %d acknowledged, %d lost, %d duplicated, %d producer errors; longest time a partition went without an acknowledgement %v",

@@ -145,32 +145,14 @@ func TestProcClusterRoll(t *testing.T) {
 		t.Errorf("%d lines of a node's time, want 3", n)
 	}
 
-	var worst time.Duration
-	worstP := int32(-1)
-	for p := range int32(6) {
-		var ps []ack
-		for _, a := range acks {
-			if a.Partition == p {
-				ps = append(ps, a)
-			}
-		}
-		if g := gapAfter(ps, rollStart); g > worst {
-			worst, worstP = g, p
-		}
-	}
+	worst, worstP, worstAcks := worstPartitionGap(acks, 6, rollStart)
 	log := readAll(t, bs, "rolled")
 	lost, dups, _ := compareAcked(acks, log)
 	t.Logf("samsa cluster roll of 3 nodes under acks=all load: %d acknowledged, %d lost, %d duplicated, %d producer errors; longest time a partition went without an acknowledgement %v (partition %d)",
 		len(acks), lost, dups, len(errs), worst.Round(time.Millisecond), worstP)
 	checkAcked(t, acks, log)
 	if worst > 2*time.Second {
-		var ps []ack
-		for _, a := range acks {
-			if a.Partition == worstP {
-				ps = append(ps, a)
-			}
-		}
-		logGapWindow(t, c, ps, rollStart)
+		logGapWindow(t, c, worstAcks, rollStart)
 	}
 	// The goal is 2 s (the figure above); the test fails at 8 s, a regression rather
 	// than a loaded machine's stall.

@@ -1404,6 +1404,24 @@ func TestProcVoterListDisagrees(t *testing.T) {
 	})
 }
 
+// worstPartitionGap returns the longest gap between acks after since of any of
+// partitions 0..n-1, that partition, and its acks.
+func worstPartitionGap(acks []ack, n int32, since time.Time) (worst time.Duration, worstP int32, worstAcks []ack) {
+	worstP = -1
+	for p := range n {
+		var ps []ack
+		for _, a := range acks {
+			if a.Partition == p {
+				ps = append(ps, a)
+			}
+		}
+		if g := gapAfter(ps, since); g > worst || worstP < 0 {
+			worst, worstP, worstAcks = g, p, ps
+		}
+	}
+	return worst, worstP, worstAcks
+}
+
 // gapWindow returns where the longest gap between acks after since began and ended.
 func gapWindow(acks []ack, since time.Time) (from, to time.Time) {
 	var ts []time.Time

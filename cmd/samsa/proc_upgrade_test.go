@@ -174,32 +174,14 @@ func TestProcRollingUpgrade(t *testing.T) {
 
 	// The longest time any partition went without an acknowledgement since the first
 	// node was stopped.
-	var worst time.Duration
-	worstP := int32(-1)
-	for p := range int32(6) {
-		var ps []ack
-		for _, a := range acks {
-			if a.Partition == p {
-				ps = append(ps, a)
-			}
-		}
-		if g := gapAfter(ps, start); g > worst {
-			worst, worstP = g, p
-		}
-	}
+	worst, worstP, worstAcks := worstPartitionGap(acks, 6, start)
 	log := readAll(t, bs, "up")
 	lost, dups, _ := compareAcked(acks, log)
 	t.Logf("rolling upgrade %s -> this build, a downgrade and the finalize: %d acknowledged, %d lost, %d duplicated, %d producer errors; longest time without an acknowledgement: %v on partition %d (any partition: %v)",
 		upgradeFrom, len(acks), lost, dups, len(errs), worst.Round(time.Millisecond), worstP, gapAfter(acks, start).Round(time.Millisecond))
 	checkAcked(t, acks, log)
 	if worst > 2*time.Second {
-		var ps []ack
-		for _, a := range acks {
-			if a.Partition == worstP {
-				ps = append(ps, a)
-			}
-		}
-		logGapWindow(t, c, ps, start)
+		logGapWindow(t, c, worstAcks, start)
 	}
 	// No node of either build logged an error: none failed to read what another wrote.
 	for _, id := range c.Brokers() {
