@@ -13,8 +13,15 @@ PKGS      ?= ./...
 
 all: build
 
+# The broker's link flags: schedtrace=2147483647 in the Go runtime's compiled-in
+# GODEBUG defaults keeps its monitor thread (sysmon) out of the deep sleep it would
+# be woken from by every burst of requests (about a fifth of the broker's CPU at
+# fixed rates: BENCHMARKS.md, "sysmon kept awake"). GODEBUG=schedtrace=0 in a
+# broker's environment undoes it; SAMSA_LDFLAGS= builds without it.
+SAMSA_LDFLAGS ?= -X runtime.godebugDefault=schedtrace=2147483647
+
 build:
-	$(GO) build -o $(BIN)/samsa ./cmd/samsa
+	$(GO) build -ldflags "$(SAMSA_LDFLAGS)" -o $(BIN)/samsa ./cmd/samsa
 	$(GO) build -o $(BIN)/samsa-bench ./cmd/samsa-bench
 	$(GO) build -o $(BIN)/dumplog ./tools/dumplog
 
@@ -26,7 +33,7 @@ CONTAINER ?= $(shell command -v podman || command -v docker)
 image:
 	@test -n "$(CONTAINER)" || { echo "make image: neither podman nor docker is installed"; exit 1; }
 	ctx=$$(mktemp -d) && trap 'rm -rf $$ctx' EXIT && \
-	CGO_ENABLED=0 $(GO) build -trimpath -o $$ctx/samsa ./cmd/samsa && mkdir $$ctx/data && \
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(SAMSA_LDFLAGS)" -o $$ctx/samsa ./cmd/samsa && mkdir $$ctx/data && \
 	$(CONTAINER) build -f Containerfile -t $(IMAGE) $$ctx
 
 # The embedded default: one broker, data in $(DATA), a $(RUN_DURATION) benchmark against
@@ -88,7 +95,7 @@ test-franz:
 
 # Debian's kafka-python and confluent-kafka (python3-kafka, python3-confluent-kafka).
 test-python:
-	$(GO) build -o $(BIN)/samsa ./cmd/samsa
+	$(GO) build -ldflags "$(SAMSA_LDFLAGS)" -o $(BIN)/samsa ./cmd/samsa
 	/usr/bin/python3 tests/python_clients.py $(BIN)/samsa
 	/usr/bin/python3 tests/python_txn.py $(BIN)/samsa
 
@@ -104,7 +111,7 @@ test-commands:
 # is vetted and tested here against $(BIN)/samsa, without the race detector (with it the
 # module's cold build takes half a minute longer).
 test-pipelines:
-	$(GO) build -o $(BIN)/samsa ./cmd/samsa
+	$(GO) build -ldflags "$(SAMSA_LDFLAGS)" -o $(BIN)/samsa ./cmd/samsa
 	cd examples/benthos && $(GO) vet ./... && SAMSA_BIN=$(abspath $(BIN))/samsa $(GO) test -count=1 -timeout 5m ./...
 
 # A spawned broker against max-throughput-100b; BENCH_ARGS adds flags
@@ -189,7 +196,7 @@ NODES        ?= 3
 CLUSTER_DATA ?= ./cluster-data
 .PHONY: cluster
 cluster:
-	$(GO) build -o $(BIN)/samsa ./cmd/samsa
+	$(GO) build -ldflags "$(SAMSA_LDFLAGS)" -o $(BIN)/samsa ./cmd/samsa
 	$(BIN)/samsa cluster start --nodes $(NODES) --data-dir $(CLUSTER_DATA)
 
 # The fault harness (cmd/samsa-chaos, tools/chaos): a seeded 2-minute schedule (5 s warmup,
@@ -224,7 +231,7 @@ CHAOS_SECURE_FAULTS ?= kill,kill-leader,pause,pause-leader,partition-leader,part
 CHAOS_SECURE_ARGS   ?=
 .PHONY: chaos soak chaos-damage chaos-planted chaos-secure
 chaos:
-	$(GO) build -o $(BIN)/samsa ./cmd/samsa
+	$(GO) build -ldflags "$(SAMSA_LDFLAGS)" -o $(BIN)/samsa ./cmd/samsa
 	$(GO) build -o $(BIN)/samsa-chaos ./cmd/samsa-chaos
 	$(BIN)/samsa-chaos run --samsa-bin $(BIN)/samsa --nodes $(CHAOS_NODES) --faults $(CHAOS_FAULTS) \
 		--duration $(CHAOS_DURATION) --quiet 30s $(if $(SEED),--seed $(SEED)) --out $(CHAOS_OUT)/ci
@@ -238,7 +245,7 @@ chaos:
 CHAOS_ELR_DURATION ?= 40s
 .PHONY: chaos-elr
 chaos-elr:
-	$(GO) build -o $(BIN)/samsa ./cmd/samsa
+	$(GO) build -ldflags "$(SAMSA_LDFLAGS)" -o $(BIN)/samsa ./cmd/samsa
 	$(GO) build -o $(BIN)/samsa-chaos ./cmd/samsa-chaos
 	$(BIN)/samsa-chaos run --samsa-bin $(BIN)/samsa --nodes 5 --faults kill-replicas --duration $(CHAOS_ELR_DURATION) \
 		--gap 2s-4s --fault-len 4s-8s --session-timeout 3s --quiet 30s $(if $(SEED),--seed $(SEED)) --out $(CHAOS_OUT)/elr
@@ -250,12 +257,12 @@ soak:
 		$(if $(SEED),--seed $(SEED)) --out $(CHAOS_OUT)/soak
 	$(MAKE) --no-print-directory chaos-secure BIN=$(CHAOS_OUT)/soak-bin
 chaos-secure:
-	$(GO) build -o $(BIN)/samsa ./cmd/samsa
+	$(GO) build -ldflags "$(SAMSA_LDFLAGS)" -o $(BIN)/samsa ./cmd/samsa
 	$(GO) build -o $(BIN)/samsa-chaos ./cmd/samsa-chaos
 	$(BIN)/samsa-chaos run --samsa-bin $(BIN)/samsa --nodes 3 --secure --cover --faults $(CHAOS_SECURE_FAULTS) \
 		--duration 100s --gap 3s-5s --quiet 30s $(if $(SEED),--seed $(SEED)) $(CHAOS_SECURE_ARGS) --out $(CHAOS_OUT)/secure
 chaos-damage:
-	$(GO) build -o $(BIN)/samsa ./cmd/samsa
+	$(GO) build -ldflags "$(SAMSA_LDFLAGS)" -o $(BIN)/samsa ./cmd/samsa
 	$(GO) build -o $(BIN)/samsa-chaos ./cmd/samsa-chaos
 	$(BIN)/samsa-chaos damage --samsa-bin $(BIN)/samsa --out $(CHAOS_OUT)/damage
 chaos-planted:

@@ -457,6 +457,11 @@ func FindModuleRoot() (string, error) {
 	}
 }
 
+// SamsaLDFlags are the broker's link flags as the Makefile's SAMSA_LDFLAGS gives
+// them (the Go runtime's monitor thread kept awake: cmd/samsa/sysmon.go), so that a
+// broker samsa-bench builds is the one `make build` builds.
+const SamsaLDFlags = "-X runtime.godebugDefault=schedtrace=2147483647"
+
 // BuildSamsa builds ./cmd/samsa of the module at root (default FindModuleRoot) to out.
 func BuildSamsa(ctx context.Context, root, out string) error {
 	if root == "" {
@@ -470,7 +475,7 @@ func BuildSamsa(ctx context.Context, root, out string) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrTarget, err)
 	}
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "./cmd/samsa")
+	cmd := exec.CommandContext(ctx, "go", "build", "-ldflags", SamsaLDFlags, "-o", out, "./cmd/samsa")
 	cmd.Dir = root
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("%w: go build ./cmd/samsa in %s: %w\n%s", ErrTarget, root, err, b)

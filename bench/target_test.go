@@ -136,3 +136,19 @@ func TestBacklogNeverNegative(t *testing.T) {
 		t.Errorf("backlog %d, want 0 + 7", got)
 	}
 }
+
+// TestSamsaLDFlagsMatchMakefile: a broker samsa-bench builds is linked as `make build`
+// links it.
+func TestSamsaLDFlagsMatchMakefile(t *testing.T) {
+	root, err := FindModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk, err := os.ReadFile(filepath.Join(root, "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(mk), "\nSAMSA_LDFLAGS ?= "+SamsaLDFlags+"\n") {
+		t.Fatalf("the Makefile's SAMSA_LDFLAGS is not %q", SamsaLDFlags)
+	}
+}

@@ -1,0 +1,83 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestSysmonMode(t *testing.T) {
+	built := &debug.BuildInfo{Settings: []debug.BuildSetting{{Key: "-ldflags", Value: "-X runtime.godebugDefault=schedtrace=2147483647"}}}
+	plain := &debug.BuildInfo{Settings: []debug.BuildSetting{{Key: "-trimpath", Value: "true"}}}
+	for _, c := range []struct {
+		bi      *debug.BuildInfo
+		godebug string
+		want    string
+	}{
+		{built, "", "awake (built with schedtrace=2147483647)"},
+		{built, "schedtrace=0", "runtime default (GODEBUG schedtrace=0)"},
+		{built, "madvdontneed=1,schedtrace=5,schedtrace=0", "runtime default (GODEBUG schedtrace=0)"},
+		{plain, "", "runtime default (not built by make build: see SAMSA_LDFLAGS in the Makefile)"},
+		{plain, "schedtrace=2147483647", "awake (GODEBUG schedtrace=2147483647)"},
+		{nil, "gctrace=1", "runtime default (not built by make build: see SAMSA_LDFLAGS in the Makefile)"},
+	} {
+		if got := sysmonMode(c.bi, c.godebug); got != c.want {
+			t.Errorf("sysmonMode(%v, %q) = %q, want %q", c.bi != nil && c.bi == built, c.godebug, got, c.want)
+		}
+	}
+}
+
+// TestMakeBuildKeepsSysmonAwake builds the broker with the Makefile's SAMSA_LDFLAGS
+// and checks that the runtime takes the setting: a binary linked with
+// schedtrace=1000 in place of the Makefile's value writes the runtime's SCHED lines,
+// which only a positive schedtrace does, and GODEBUG=schedtrace=0 silences them.
+func TestMakeBuildKeepsSysmonAwake(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the broker")
+	}
+	mk, err := os.ReadFile(filepath.Join("..", "..", "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var flags string
+	for _, line := range strings.Split(string(mk), "\n") {
+		if v, ok := strings.CutPrefix(line, "SAMSA_LDFLAGS ?="); ok {
+			flags = strings.TrimSpace(v)
+		}
+	}
+	if !strings.Contains(flags, "-X "+sysmonBuildSetting+"2147483647") {
+		t.Fatalf("Makefile SAMSA_LDFLAGS = %q, want -X %s2147483647", flags, sysmonBuildSetting)
+	}
+	bin := filepath.Join(t.TempDir(), "samsa")
+	short := strings.Replace(flags, "schedtrace=2147483647", "schedtrace=1000", 1)
+	if out, err := exec.Command("go", "build", "-ldflags", short, "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	run := func(env ...string) string {
+		cmd := exec.Command(bin, "serve", "--listen", "127.0.0.1:0", "--admin-listen", "", "--data-dir", t.TempDir())
+		cmd.Env = append(os.Environ(), env...)
+		out := &syncBuffer{}
+		cmd.Stderr = out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(15 * time.Second)
+		for !strings.Contains(out.String(), "sysmon=") && time.Now().Before(deadline) {
+			time.Sleep(50 * time.Millisecond)
+		}
+		time.Sleep(1500 * time.Millisecond) // a schedtrace of 1000 ms writes a line a second
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return out.String()
+	}
+	if out := run("GODEBUG="); !strings.Contains(out, "SCHED ") || !strings.Contains(out, "sysmon=\"awake (built with schedtrace=1000)\"") {
+		t.Fatalf("built with schedtrace=1000: no SCHED line or start-up log of it:\n%s", out)
+	}
+	if out := run("GODEBUG=schedtrace=0"); strings.Contains(out, "SCHED ") || !strings.Contains(out, "sysmon=\"runtime default (GODEBUG schedtrace=0)\"") {
+		t.Fatalf("GODEBUG=schedtrace=0 did not restore the default:\n%s", out)
+	}
+}
