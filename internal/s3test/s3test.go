@@ -6,15 +6,18 @@
 package s3test
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
 	"go/build"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -54,33 +57,74 @@ func Binary(tb testing.TB) string {
 // killed when the test ends.
 func Start(tb testing.TB) *Gateway {
 	tb.Helper()
-	bin := Binary(tb)
 	g := &Gateway{Access: randomHex(8), Secret: randomHex(16), Root: tb.TempDir(), exited: make(chan struct{})}
 	for attempt := 0; ; attempt++ {
-		port := freePort(tb)
-		g.Endpoint = fmt.Sprintf("http://127.0.0.1:%d", port)
-		g.cmd = exec.Command(bin, "--port", fmt.Sprintf("127.0.0.1:%d", port), "--access", g.Access, "--secret", g.Secret,
-			"--keep-alive", "--quiet", "posix", g.Root)
-		out, err := os.Create(filepath.Join(tb.TempDir(), "versitygw.log"))
-		if err != nil {
-			tb.Fatal(err)
-		}
-		g.cmd.Stdout, g.cmd.Stderr = out, out
-		if err := g.cmd.Start(); err != nil {
-			tb.Fatalf("start versitygw: %v", err)
-		}
-		exited := make(chan struct{})
-		go func() { _ = g.cmd.Wait(); close(exited) }()
-		g.exited = exited
-		if g.waitReady(10 * time.Second) {
+		log, ok := g.launch(tb, freePort(tb))
+		if ok {
 			tb.Cleanup(func() { g.Kill() })
 			return g
 		}
-		g.Kill()
-		log, _ := os.ReadFile(out.Name())
 		if attempt == 2 {
 			tb.Fatalf("versitygw did not answer on %s: %s", g.Endpoint, log)
 		}
+	}
+}
+
+// launch starts versitygw on port over g.Root with g's credentials and waits
+// until it answers; when it does not, it is killed and its log returned.
+func (g *Gateway) launch(tb testing.TB, port int) ([]byte, bool) {
+	tb.Helper()
+	bin := Binary(tb)
+	g.Endpoint = fmt.Sprintf("http://127.0.0.1:%d", port)
+	g.cmd = exec.Command(bin, "--port", fmt.Sprintf("127.0.0.1:%d", port), "--access", g.Access, "--secret", g.Secret,
+		"--keep-alive", "--quiet", "posix", g.Root)
+	out, err := os.Create(filepath.Join(tb.TempDir(), "versitygw.log"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer out.Close()
+	g.cmd.Stdout, g.cmd.Stderr = out, out
+	if err := g.cmd.Start(); err != nil {
+		tb.Fatalf("start versitygw: %v", err)
+	}
+	exited := make(chan struct{})
+	cmd := g.cmd
+	go func() { _ = cmd.Wait(); close(exited) }()
+	g.exited = exited
+	if g.waitReady(10 * time.Second) {
+		return nil, true
+	}
+	g.Kill()
+	log, _ := os.ReadFile(out.Name())
+	return log, false
+}
+
+// Restart kills the gateway if it runs and starts it again on the same port,
+// over the same directory, with the same credentials (a store that crashed
+// and came back: what it had stored is still there). The port is taken
+// again; should another process have bound it meanwhile, the test fails.
+func (g *Gateway) Restart(tb testing.TB) {
+	tb.Helper()
+	g.Kill()
+	u, err := url.Parse(g.Endpoint)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	port, err := strconv.Atoi(u.Port())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	// The old process's listening socket is closed with it; a few tries cover
+	// a port still held by the kernel for a moment.
+	for attempt := 0; ; attempt++ {
+		log, ok := g.launch(tb, port)
+		if ok {
+			return
+		}
+		if attempt == 4 {
+			tb.Fatalf("versitygw did not come back on %s: %s", g.Endpoint, log)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }
 
@@ -113,12 +157,29 @@ func (g *Gateway) Kill() {
 }
 
 // Pause stops the gateway (SIGSTOP): its sockets stay open and silent, as a
-// store that hangs. It is continued when the test ends.
+// store that hangs. It returns once the process is stopped (as /proc shows
+// it, where there is one). It is continued when the test ends.
 func (g *Gateway) Pause(tb testing.TB) {
+	tb.Helper()
 	if err := g.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { _ = g.cmd.Process.Signal(syscall.SIGCONT) })
+	stat := fmt.Sprintf("/proc/%d/stat", g.Pid())
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		b, err := os.ReadFile(stat)
+		if err != nil {
+			return // no /proc: the signal is all there is
+		}
+		// pid (comm) state ...: the state follows the last ')'.
+		if i := bytes.LastIndexByte(b, ')'); i >= 0 && i+2 < len(b) && (b[i+2] == 'T' || b[i+2] == 't') {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("versitygw not stopped 5 s after SIGSTOP: %s", b)
+		}
+		time.Sleep(time.Millisecond) // the kernel stops it within microseconds
+	}
 }
 
 // MakeBucket creates a bucket as a directory of the posix backend's root,

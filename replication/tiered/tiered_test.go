@@ -562,11 +562,23 @@ func TestObjectStoreHangs(t *testing.T) {
 	el := n.data.EngineLog()
 	copied := el.RemoteEnd()
 	n.produce(t, 300, 300)
+	// The task must have a segment to copy once the store hangs, or it asks the
+	// store nothing and succeeds: a sealed segment wholly below the HW and past
+	// the last copy. Records are added until there is one.
+	produced := 600
+	for copyable(el, copied) == 0 {
+		if produced >= 1200 {
+			t.Fatalf("no sealed segment past the remote end %d below the HW %d: %+v", copied, el.HighWatermark(), el.SealedSegments(el.HighWatermark()))
+		}
+		n.produce(t, produced, 100)
+		produced += 100
+	}
 
 	g.Pause(t)
 	start := time.Now()
 	if err := n.rlm.RunOnce(context.Background()); err == nil {
-		t.Fatal("a task against a hung store succeeded")
+		t.Fatalf("a task against a hung store succeeded (remote end %d, was %d; %d segments to copy before the task)",
+			el.RemoteEnd(), copied, copyable(el, copied))
 	} else if !errors.Is(err, remote.ErrRemoteStorage) {
 		t.Fatalf("the task failed with %v, want a remote storage error", err)
 	}
@@ -580,7 +592,8 @@ func TestObjectStoreHangs(t *testing.T) {
 	if b, err := el.ReadCopy(el.LogStartOffset(), 1024, el.HighWatermark(), true, nil); err != nil || len(b) == 0 {
 		t.Fatalf("a local read while the store hangs: %d bytes, %v", len(b), err)
 	}
-	n.produce(t, 600, 100)
+	n.produce(t, produced, 100)
+	produced += 100
 	if ts, ps := n.rlm.Stats(); len(ts) != 1 || ts[0].CopyErrors == 0 || ts[0].FetchErrors == 0 || len(ps) != 1 || ps[0].CopyLagBytes == 0 {
 		t.Fatalf("stats while the store hangs: %+v %+v", ts, ps)
 	}
@@ -601,7 +614,19 @@ func TestObjectStoreHangs(t *testing.T) {
 	if el.RemoteEnd() <= copied {
 		t.Fatalf("nothing copied after the store came back (remote end %d)", el.RemoteEnd())
 	}
-	wantKeys(t, readAll(t, n.data), 700)
+	wantKeys(t, readAll(t, n.data), produced)
+}
+
+// copyable counts the sealed segments of el wholly below its high watermark
+// and past remoteEnd: what the leader's next task copies.
+func copyable(el *engine.Log, remoteEnd int64) int {
+	n := 0
+	for _, s := range el.SealedSegments(el.HighWatermark()) {
+		if s.Next > remoteEnd {
+			n++
+		}
+	}
+	return n
 }
 
 // DeleteRecords on a tiered partition raises the whole log's start below
