@@ -296,6 +296,13 @@ test-long-txn:
 test-long-security:
 	SAMSA_LONG=1 $(GO) test -count=1 -v -run 'TestSecurityFailedAuthenticationStorm' ./net/kafka
 
+# Tiered storage's long campaign: the object store (versitygw) stopped for 30 s, then
+# killed for 30 s and started again on its port, under a producer, against a real node
+# (TestObjectStoreOutage, whose outages last 4 s in go test), about 2 minutes.
+.PHONY: test-long-tiered
+test-long-tiered:
+	SAMSA_LONG=1 $(GO) test -count=1 -timeout 20m -v -run 'TestObjectStoreOutage' ./cmd/samsa
+
 # __consumer_offsets under an hour's commit loop (1,000 offset records a second, 1 MiB
 # segments): its size on disk every 30 s, bounded by the cleaner (BENCHMARKS.md);
 # OFFSETS_SOAK=10m shortens it.

@@ -43,6 +43,16 @@
 // DeleteRecords raised below the local one (a new leader forgets it); a
 // deletion of a deleted partition's copies is not resumed after a restart.
 //
+// An object store that hangs or is down fails each copy and remote read within
+// the storage manager's timeouts (rsm.config.storage.s3.api.call.timeout and
+// .attempt.timeout): copies wait for the next task, local retention keeps
+// what is not copied, a Fetch below the local log start answers
+// KAFKA_STORAGE_ERROR (retriable), and produce and local reads go on. Tested
+// here (TestObjectStoreHangs), against a node (cmd/samsa's
+// TestObjectStoreOutage, 4 s outages; `make test-long-tiered`, 30 s), with
+// kcat (tests/kcat_tiered.sh) and under the fault harness's objstore-down
+// (`make chaos-tiered`).
+//
 // A follower behind its leader's local log start (new, or wiped) starts
 // over there, and takes the producer state and leader epoch as of that
 // offset from the copy ending right before it (RebuildAuxState, Kafka's
