@@ -84,6 +84,7 @@ test-kcat:
 	./tests/kcat.sh
 	SAMSA_TEST_TRANSPORT=reactor ./tests/kcat.sh
 	./tests/kcat_txn.sh
+	./tests/kcat_tiered.sh
 	./tests/sasl_ssl.sh
 
 # franz-go's own integration suite (pkg/kgo of the version go.mod requires, from the

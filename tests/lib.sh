@@ -1,10 +1,11 @@
-# Sourced by the shell suites that run one broker (kcat.sh, kcat_txn.sh, sasl_ssl.sh):
+# Sourced by the shell suites that run one broker (kcat.sh, kcat_txn.sh, kcat_tiered.sh, sasl_ssl.sh):
 #
 #   . "$(dirname "$0")/lib.sh"
 #
 # It sets root (the repository) and tmp (a scratch directory, removed on exit unless
-# KEEP_TMP is set), and on exit SIGKILLs the broker (pid) and a client the suite keeps
-# running in the background (open_pid), if any. The suite builds the broker into $tmp
+# KEEP_TMP is set), and on exit SIGKILLs the broker (pid), a client the suite keeps
+# running in the background (open_pid) and a server it started beside the broker
+# (store_pid: kcat_tiered.sh's object store), if any. The suite builds the broker into $tmp
 # (build_samsa), starts it (start_broker), its address in broker, and waits until it
 # answers (wait_ready). fail reports a failure with the end of the broker's log and
 # exits.
@@ -13,8 +14,9 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 tmp=$(mktemp -d)
 pid=""
 open_pid=""
+store_pid=""
 cleanup() {
-	for p in $pid $open_pid; do
+	for p in $pid $open_pid $store_pid; do
 		kill -KILL "$p" 2>/dev/null || true
 	done
 	[ -n "${KEEP_TMP:-}" ] || rm -rf "$tmp"
