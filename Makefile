@@ -268,6 +268,19 @@ chaos-damage:
 	$(BIN)/samsa-chaos damage --samsa-bin $(BIN)/samsa --out $(CHAOS_OUT)/damage
 chaos-planted:
 	SAMSA_LONG=1 $(GO) test -count=1 -timeout 20m -v -run 'TestPlanted' ./tools/chaos/runner
+# Tiered storage under faults: three nodes with tiered storage against an object store of
+# the run (versitygw, as .ci/run installs it), the workload's topics tiered (16 KiB
+# segments, local.retention.bytes 0: the readers behind read from the store), and
+# the faults of CHAOS_TIERED_FAULTS, each once per round (--cover): objstore-down (the
+# store stopped with SIGSTOP, or killed and started again on its port); reports in
+# $(CHAOS_OUT)/tiered; about 90 s, not in `make test`.
+CHAOS_TIERED_FAULTS ?= objstore-down
+.PHONY: chaos-tiered
+chaos-tiered:
+	$(GO) build -o $(BIN)/samsa ./cmd/samsa
+	$(GO) build -o $(BIN)/samsa-chaos ./cmd/samsa-chaos
+	$(BIN)/samsa-chaos run --samsa-bin $(BIN)/samsa --nodes 3 --tiered on --cover --faults $(CHAOS_TIERED_FAULTS) \
+		--duration 45s --gap 3s-5s --fault-len 5s-12s --quiet 30s $(if $(SEED),--seed $(SEED)) --out $(CHAOS_OUT)/tiered
 
 # The controller quorum's long campaigns: the deterministic simulation with thousands of
 # seeds (3 and 5 voters) and the raft storage's crash programs (about 20 minutes).

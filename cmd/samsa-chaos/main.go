@@ -145,6 +145,8 @@ func runCmd(args []string) int {
 	fs.BoolVar(&cfg.Cover, "cover", false, "draw the faults' kinds in rounds, every kind once per round (a phase with room for as many faults has each)")
 	fs.DurationVar(&cfg.ReplicaInterval, "replica-interval", 300*time.Millisecond, "the replica monitor's period: each node's Metadata, log ends and HWs, checked for isr-behind-hw (negative: off)")
 	fs.StringVar(&cfg.Netns, "netns", "auto", "network namespaces: auto (when a fault needs them), on, off")
+	fs.StringVar(&cfg.Tiered, "tiered", "auto", "tiered storage against an object store of the run (versitygw) and tiered topics: auto (when objstore-down is among the faults), on, off")
+	fs.StringVar(&cfg.ObjectStoreBin, "versitygw", "", "the versitygw binary of --tiered (default: on PATH or in $GOPATH/bin)")
 	fs.Var(&disk, "disk-size", "tmpfs size of each node's log dir when disk-full runs")
 	fs.StringVar(&cfg.Topic, "topic", "chaos", "topic")
 	var parts int

@@ -40,9 +40,14 @@ func (a *Admin) Client() *kgo.Client { return a.cl }
 // CreateTopic creates topic with partitions and replication factor rf, retrying until
 // ctx ends while the cluster is not ready; a topic that exists already is fine.
 func (a *Admin) CreateTopic(ctx context.Context, topic string, partitions int32, rf int16) error {
+	return a.CreateTopicWith(ctx, topic, partitions, rf, nil)
+}
+
+// CreateTopicWith is CreateTopic with topic configs.
+func (a *Admin) CreateTopicWith(ctx context.Context, topic string, partitions int32, rf int16, configs map[string]*string) error {
 	var last error
 	for {
-		resp, err := a.adm.CreateTopic(ctx, partitions, rf, nil, topic)
+		resp, err := a.adm.CreateTopic(ctx, partitions, rf, configs, topic)
 		if err == nil {
 			err = resp.Err
 		}

@@ -23,6 +23,8 @@
 //	node<i>/disk/ballast        the file that fills the disk
 //	node<i>/power-loss.journal  samsa.test.power.loss.journal, when Config.PowerLoss
 //	node<i>/samsa.log           the process's stdout and stderr, every start appended
+//	objstore/chaos/             the object store's bucket, with Config.ObjectStore (tiered storage)
+//	objstore.log                its output, every start appended
 //
 // Nodes are numbered from 1 (the node.id). All methods are safe for concurrent use.
 package cluster
@@ -91,7 +93,11 @@ type Config struct {
 	// OnAuthFailure is called (from a goroutine of the cluster, which it must not
 	// block) for each line a node logs about a failed authentication (IsAuthFailure).
 	OnAuthFailure func(AuthFailure)
-	Log           *slog.Logger
+	// ObjectStore, the path of versitygw, runs the cluster with tiered storage: an
+	// S3-compatible store of the run (objstore.go), started before the nodes, and
+	// every node with remote.log.storage.system.enable over it.
+	ObjectStore string
+	Log         *slog.Logger
 }
 
 // Exit describes a node process that ended on its own.
@@ -120,6 +126,7 @@ type Cluster struct {
 	clusterID string
 	net       *Network
 	sec       *security
+	store     *ObjectStore
 	mounted   []string
 	nodes     []*Node
 	closeOnce sync.Once
@@ -152,6 +159,15 @@ func New(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	hosts, ports, err := c.addresses()
 	if err != nil {
 		return nil, err
+	}
+	if cfg.ObjectStore != "" {
+		host := "127.0.0.1"
+		if c.net != nil {
+			host = c.net.HostIP() // the nodes' way out of their namespaces
+		}
+		if c.store, err = newObjectStore(cfg.ObjectStore, cfg.Dir, host); err != nil {
+			return nil, err
+		}
 	}
 	for i := 0; i < cfg.Nodes; i++ {
 		if err := c.addNode(i+1, hosts[i], ports[i]); err != nil {
@@ -295,8 +311,17 @@ func (c *Cluster) Bootstrap() []string {
 	return out
 }
 
-// Start starts every node and waits until each answers Metadata naming all of them.
+// ObjectStore is the tiered cluster's object store, nil without one.
+func (c *Cluster) ObjectStore() *ObjectStore { return c.store }
+
+// Start starts the object store, if any, then every node, and waits until each
+// answers Metadata naming all of them.
 func (c *Cluster) Start(ctx context.Context) error {
+	if c.store != nil {
+		if err := c.store.Start(ctx); err != nil {
+			return err
+		}
+	}
 	for _, n := range c.nodes {
 		if err := n.start(); err != nil {
 			return err
@@ -341,6 +366,9 @@ func (c *Cluster) teardown() error {
 	var first error
 	for _, n := range c.nodes {
 		n.kill() // a process still alive holds the mounts
+	}
+	if c.store != nil {
+		c.store.Kill()
 	}
 	for _, m := range c.mounted {
 		if err := Unmount(m); err != nil && first == nil {
@@ -420,6 +448,11 @@ func (c *Cluster) args(n *Node) []string {
 	}
 	if n.Journal != "" {
 		args = append(args, "--set", PowerLossKey+"="+n.Journal)
+	}
+	if c.store != nil {
+		for _, kv := range c.store.BrokerKeys() {
+			args = append(args, "--set", kv)
+		}
 	}
 	for _, kv := range c.cfg.Set {
 		args = append(args, "--set", kv)

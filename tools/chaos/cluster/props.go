@@ -41,6 +41,9 @@ func (c *Cluster) properties(n *Node) string {
 	if n.Journal != "" {
 		lines = append(lines, PowerLossKey+"="+n.Journal)
 	}
+	if c.store != nil {
+		lines = append(lines, c.store.BrokerKeys()...)
+	}
 	lines = append(lines, c.cfg.Set...)
 	return strings.Join(lines, "\n") + "\n"
 }

@@ -257,6 +257,8 @@ func (n *Nemesis) inject(ctx context.Context, f Fault) (injected, error) {
 		}
 	case KillReplicas:
 		return n.killReplicas(ctx, f)
+	case ObjstoreDown:
+		return injectObjstoreDown(c, f)
 	case DiskFull:
 		nd := c.Node(f.Node)
 		in.nodes = []int{f.Node}
@@ -269,6 +271,32 @@ func (n *Nemesis) inject(ctx context.Context, f Fault) (injected, error) {
 	default:
 		return in, fmt.Errorf("unknown fault %q", f.Kind)
 	}
+	return in, nil
+}
+
+// injectObjstoreDown stops the object store (SIGSTOP) or kills it; the heal continues
+// it, or starts it again on its address over its directory. No node is touched: the
+// nodes' copies and remote reads fail meanwhile, their produce and local reads must not.
+func injectObjstoreDown(c *cluster.Cluster, f Fault) (injected, error) {
+	var in injected
+	s := c.ObjectStore()
+	if s == nil {
+		return in, fmt.Errorf("no object store: the cluster runs without tiered storage")
+	}
+	pid := s.Pid()
+	if f.StoreKill {
+		in.detail = []string{fmt.Sprintf("versitygw (pid %d) killed (SIGKILL); started again on %s over its directory at the heal", pid, s.Addr)}
+		if err := s.Kill(); err != nil {
+			return in, err
+		}
+		in.heal = s.Restart
+		return in, nil
+	}
+	in.detail = []string{fmt.Sprintf("versitygw (pid %d) stopped (SIGSTOP); continued at the heal", pid)}
+	if err := s.Pause(); err != nil {
+		return in, err
+	}
+	in.heal = func(context.Context) error { return s.Resume() }
 	return in, nil
 }
 
@@ -577,12 +605,21 @@ func (n *Nemesis) restart(ctx context.Context, ids []int, power bool) error {
 }
 
 // HealAll brings the cluster back whole: links restored, cuts removed, ballast
-// freed, paused nodes resumed, nodes that are down restarted (and ready).
+// freed, the object store continued or started again, paused nodes resumed, nodes
+// that are down restarted (and ready).
 func (n *Nemesis) HealAll(ctx context.Context) error {
 	c := n.env.Cluster
 	var errs []error
 	if x := c.Network(); x != nil {
 		errs = append(errs, x.HealCuts(), x.Unslow())
+	}
+	if s := c.ObjectStore(); s != nil {
+		switch {
+		case !s.Running():
+			errs = append(errs, s.Start(ctx))
+		case s.Paused():
+			errs = append(errs, s.Resume())
+		}
 	}
 	var down []int
 	for _, nd := range c.Nodes() {

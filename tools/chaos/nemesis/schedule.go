@@ -51,11 +51,15 @@ const (
 	// comes back before the paused one is resumed: killed, it must leave the ELR,
 	// stopped cleanly, it is elected from it. At the heal the others come back.
 	KillReplicas Kind = "kill-replicas"
+	// ObjstoreDown takes a tiered cluster's object store away: stopped (SIGSTOP, a
+	// store that hangs), or with Fault.StoreKill killed (connections refused); at the
+	// heal it is continued, or started again on its address over its directory.
+	ObjstoreDown Kind = "objstore-down"
 )
 
 // AllKinds lists every fault.
 var AllKinds = []Kind{Kill, KillLeader, KillController, KillAll, Pause, PauseLeader, PowerLoss, PowerLossAll,
-	PartitionLeader, PartitionHalves, PartitionBridge, Slow, DiskFull, RollingRestart, KillReplicas}
+	PartitionLeader, PartitionHalves, PartitionBridge, Slow, DiskFull, RollingRestart, KillReplicas, ObjstoreDown}
 
 // Capabilities are what the run can do; a fault that needs more is unavailable.
 type Capabilities struct {
@@ -66,6 +70,10 @@ type Capabilities struct {
 	PowerWhy  string
 	DiskFull  bool // log dirs on tmpfs
 	DiskWhy   string
+	// ObjectStore: the cluster runs with tiered storage against an object store of
+	// the run; ObjectStoreWhy says why not.
+	ObjectStore    bool
+	ObjectStoreWhy string
 }
 
 // Available reports whether kind can run with caps, and if not, why.
@@ -102,6 +110,11 @@ func Available(kind Kind, caps Capabilities) (bool, string) {
 	case DiskFull:
 		if !caps.DiskFull {
 			return false, caps.DiskWhy
+		}
+		return true, ""
+	case ObjstoreDown:
+		if !caps.ObjectStore {
+			return false, "needs tiered storage against an object store of the run: " + caps.ObjectStoreWhy
 		}
 		return true, ""
 	case KillReplicas:
@@ -195,6 +208,9 @@ type Fault struct {
 	// restarted. (Three of five nodes down would take the controller quorum with
 	// them: the survivor is paused, not killed, after the first is back.)
 	KeepLeader, CleanStop, PauseLast bool
+	// StoreKill: objstore-down kills the store (SIGKILL) and starts it again at the
+	// heal, rather than stopping it (SIGSTOP) and continuing it.
+	StoreKill bool
 }
 
 // Schedule is a seeded list of faults.
@@ -250,6 +266,8 @@ func Generate(p Params) Schedule {
 		case KillReplicas:
 			// Drawn only for this kind: the schedules of the others stay as they were.
 			f.KeepLeader, f.CleanStop, f.PauseLast = rng.IntN(2) == 0, rng.IntN(2) == 0, rng.IntN(2) == 0
+		case ObjstoreDown:
+			f.StoreKill = rng.IntN(2) == 0 // drawn only for this kind, as above
 		}
 		if t+f.Dur > p.Duration {
 			if f.Kind == Pause || f.Kind == PauseLeader || p.Duration-t < p.DurMin {
@@ -288,6 +306,11 @@ func (f Fault) Describe() string {
 		return fmt.Sprintf("%s node %d", f.Kind, f.Node)
 	case RollingRestart:
 		return "rolling restart of every node"
+	case ObjstoreDown:
+		if f.StoreKill {
+			return "objstore-down: the object store killed, started again at the heal"
+		}
+		return "objstore-down: the object store stopped (SIGSTOP), continued at the heal"
 	case KillLeader, PauseLeader, PartitionLeader:
 		return fmt.Sprintf("%s of p%d", f.Kind, f.Partition)
 	case PartitionHalves, PartitionBridge:

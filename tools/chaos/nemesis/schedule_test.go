@@ -145,7 +145,10 @@ func TestAvailable(t *testing.T) {
 			t.Errorf("%s: %v %q, want %q", k, ok, why, want)
 		}
 	}
-	three := Capabilities{Nodes: 3, Netns: true, PowerLoss: true, DiskFull: true}
+	if ok, why := Available(ObjstoreDown, Capabilities{Nodes: 3, ObjectStoreWhy: "--tiered off"}); ok || !strings.Contains(why, "--tiered off") {
+		t.Errorf("%s without an object store: %v %q", ObjstoreDown, ok, why)
+	}
+	three := Capabilities{Nodes: 3, Netns: true, PowerLoss: true, DiskFull: true, ObjectStore: true}
 	for _, k := range AllKinds {
 		if ok, why := Available(k, three); !ok && k != KillReplicas {
 			t.Errorf("%s unavailable on a full setup: %s", k, why)
@@ -181,5 +184,31 @@ func TestGenerateCover(t *testing.T) {
 		if !strings.Contains(s.String(), "every kind in each round") {
 			t.Errorf("schedule text does not say so: %s", s.String()[:120])
 		}
+	}
+}
+
+// TestGenerateObjstoreDown: objstore-down draws whether the store is killed or
+// stopped, both for some seeds, and the draw leaves the schedules of the other kinds
+// as they were (it is made for this kind only).
+func TestGenerateObjstoreDown(t *testing.T) {
+	kills := map[bool]int{}
+	for seed := int64(1); seed <= 20; seed++ {
+		p := params(seed)
+		p.Kinds = []Kind{ObjstoreDown}
+		for _, f := range Generate(p).Faults {
+			kills[f.StoreKill]++
+			if !strings.Contains(f.Describe(), "object store") {
+				t.Fatalf("description %q", f.Describe())
+			}
+		}
+		p.Kinds = []Kind{Kill, Pause}
+		for _, f := range Generate(p).Faults {
+			if f.StoreKill {
+				t.Fatalf("seed %d: %s with StoreKill", seed, f.Kind)
+			}
+		}
+	}
+	if kills[true] == 0 || kills[false] == 0 {
+		t.Errorf("kills and stops of the store: %v", kills)
 	}
 }

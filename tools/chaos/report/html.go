@@ -18,7 +18,7 @@ var faultColor = map[string]string{
 	"pause": "#ff7f0e", "pause-leader": "#ff7f0e",
 	"power-loss": "#9467bd", "power-loss-all": "#54278f",
 	"partition-leader": "#1f77b4", "partition-halves": "#1f77b4", "partition-bridge": "#1f77b4",
-	"slow": "#17becf", "disk-full": "#8c564b", "kill-replicas": "#e377c2",
+	"slow": "#17becf", "disk-full": "#8c564b", "kill-replicas": "#e377c2", "objstore-down": "#bcbd22",
 }
 
 func colorOf(kind string) string {

@@ -88,6 +88,13 @@ type Config struct {
 	// Cover draws the faults' kinds in rounds, every kind once per round
 	// (nemesis.Params.Cover).
 	Cover bool
+	// Tiered: "auto" (tiered storage when objstore-down is among the faults asked
+	// for and versitygw is found), "on", "off". With it the cluster runs an object
+	// store of the run (cluster.ObjectStore) and the workload's topics are tiered
+	// (TieredTopicConfigs). ObjectStoreBin is versitygw ("": on PATH or in
+	// $GOPATH/bin).
+	Tiered         string
+	ObjectStoreBin string
 	// ReplicaInterval is the replica monitor's period (runner/replicas.go, the
 	// isr-behind-hw check); 0 means 300 ms, negative turns it off.
 	ReplicaInterval time.Duration
@@ -121,6 +128,9 @@ func (c *Config) Defaults() {
 	}
 	if c.Netns == "" {
 		c.Netns = "auto"
+	}
+	if c.Tiered == "" {
+		c.Tiered = "auto"
 	}
 	if c.DiskSize <= 0 {
 		c.DiskSize = 256 << 20
@@ -298,6 +308,7 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	r.quietPeriod(ctx, cfg, nem, wl, mon)
 	stopProgress()
 	r.finalRead(ctx, cfg, adm, wl, txnTopic)
+	r.noteTiered(ctx, c)
 	if err := c.Close(); err != nil {
 		r.note("stopping the cluster: %v", err)
 	}
@@ -405,6 +416,11 @@ func (r *run) clusterConfig(cfg Config, kinds []nemesis.Kind, out string, hist *
 	if slices.Contains(kinds, nemesis.PowerLoss) || slices.Contains(kinds, nemesis.PowerLossAll) {
 		ccfg.PowerLoss = true
 	}
+	if cfg.Tiered == "on" {
+		ccfg.ObjectStore = cfg.ObjectStoreBin
+		r.note("tiered storage: an object store of the run (%s over %s/objstore), every node with remote.log.storage.system.enable over it, the workload's topics with %s",
+			cfg.ObjectStoreBin, out, describeConfigs(TieredTopicConfigs()))
+	}
 	if slices.Contains(kinds, nemesis.DiskFull) {
 		// The engine preallocates each segment's indexes (10 MiB each by default, for
 		// every partition of __consumer_offsets too): smaller ones fit a small tmpfs.
@@ -445,16 +461,62 @@ func (r *run) startCluster(ctx context.Context, cfg Config, ccfg cluster.Config,
 func (r *run) createTopics(ctx context.Context, cfg Config, c *cluster.Cluster, adm *cluster.Admin) (string, error) {
 	tctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	err := adm.CreateTopic(tctx, cfg.Topic, cfg.Partitions, int16(min(3, cfg.Nodes)))
+	var configs map[string]*string
+	if c.ObjectStore() != nil {
+		configs = TieredTopicConfigs()
+	}
+	err := adm.CreateTopicWith(tctx, cfg.Topic, cfg.Partitions, int16(min(3, cfg.Nodes)), configs)
 	txnTopic := ""
 	if err == nil && cfg.TxnProducers > 0 {
 		txnTopic = cfg.Topic + "-txn"
-		err = adm.CreateTopic(tctx, txnTopic, cfg.Partitions, int16(min(3, cfg.Nodes)))
+		err = adm.CreateTopicWith(tctx, txnTopic, cfg.Partitions, int16(min(3, cfg.Nodes)), configs)
 	}
 	if err == nil && c.Secure() {
 		err = r.grantClient(tctx, c, adm, cfg, txnTopic)
 	}
 	return txnTopic, err
+}
+
+// TieredTopicConfigs are the workload's topics' configs on a tiered cluster: 16 KiB
+// segments, so that the workload seals one every few seconds per partition and the
+// copies run all through the run, and local.retention.bytes 0, so that every copied
+// segment leaves the nodes' disks and the readers behind (after a fault, a rebalance,
+// and the final drain from offset 0) read from the store.
+func TieredTopicConfigs() map[string]*string {
+	on, seg, local := "true", "16384", "0"
+	return map[string]*string{"remote.storage.enable": &on, "segment.bytes": &seg, "local.retention.bytes": &local}
+}
+
+func describeConfigs(m map[string]*string) string {
+	var kv []string
+	for k, v := range m {
+		kv = append(kv, k+"="+*v)
+	}
+	slices.Sort(kv)
+	return strings.Join(kv, ", ")
+}
+
+// noteTiered notes, on a tiered cluster, what its object store holds and what the
+// nodes count of their copies and remote reads: a run whose nodes copied nothing, or
+// read nothing back, did not exercise tiered storage, and says so.
+func (r *run) noteTiered(ctx context.Context, c *cluster.Cluster) {
+	s := c.ObjectStore()
+	if s == nil {
+		return
+	}
+	n, b := s.Copies()
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	st, err := c.RemoteStats(sctx)
+	if err != nil {
+		r.note("tiered storage: %d segment copies in the store (%d KiB), started %d times; the nodes' counters unread: %v", n, b>>10, s.Starts(), err)
+		return
+	}
+	r.note("tiered storage: %d segment copies in the store (%d KiB), started %d times; the running nodes count %.0f bytes copied, %.0f read from the store, %.0f copy errors, %.0f remote fetch errors",
+		n, b>>10, s.Starts(), st["copy_bytes_total"], st["fetch_bytes_total"], st["copy_errors_total"], st["fetch_errors_total"])
+	if n == 0 || st["fetch_bytes_total"] == 0 {
+		r.note("tiered storage: the run copied %d segments and read %.0f bytes from the store: it did not exercise both", n, st["fetch_bytes_total"])
+	}
 }
 
 // quietPeriod lets the cluster settle after the faults: the nemesis keeps restarting
@@ -559,6 +621,9 @@ func (r *run) chooseKinds(cfg *Config, feat cluster.Features) ([]nemesis.Kind, e
 	default:
 		return nil, fmt.Errorf("runner: --netns %q: want auto, on or off", cfg.Netns)
 	}
+	if err := chooseObjectStore(cfg, want, &caps); err != nil {
+		return nil, err
+	}
 	var kinds []nemesis.Kind
 	for _, k := range want {
 		if ok, why := nemesis.Available(k, caps); ok {
@@ -571,6 +636,39 @@ func (r *run) chooseKinds(cfg *Config, feat cluster.Features) ([]nemesis.Kind, e
 		r.note("no fault can run: the run is a plain workload")
 	}
 	return kinds, nil
+}
+
+// chooseObjectStore resolves cfg.Tiered: with "on", or "auto" when objstore-down is
+// among the faults wanted, it finds versitygw (cfg.ObjectStoreBin, else on PATH or in
+// $GOPATH/bin) and sets cfg.Tiered to "on"; otherwise caps says why there is no store.
+// Not finding it fails the run only under "on".
+func chooseObjectStore(cfg *Config, want []nemesis.Kind, caps *nemesis.Capabilities) error {
+	switch cfg.Tiered {
+	case "off":
+		caps.ObjectStoreWhy = "--tiered off"
+		return nil
+	case "on", "auto":
+	default:
+		return fmt.Errorf("runner: --tiered %q: want auto, on or off", cfg.Tiered)
+	}
+	if cfg.Tiered == "auto" && !slices.Contains(want, nemesis.ObjstoreDown) {
+		caps.ObjectStoreWhy = "not needed"
+		return nil
+	}
+	bin := cfg.ObjectStoreBin
+	if bin == "" {
+		var err error
+		if bin, err = cluster.FindVersitygw(); err != nil {
+			if cfg.Tiered == "on" {
+				return err
+			}
+			caps.ObjectStoreWhy = err.Error()
+			return nil
+		}
+	}
+	cfg.ObjectStoreBin, cfg.Tiered = bin, "on"
+	caps.ObjectStore = true
+	return nil
 }
 
 // offIfZero is a count as the command line says it: -1 for none (0 asks the default).
@@ -596,6 +694,9 @@ func ReplayCommand(cfg Config, kinds []nemesis.Kind) string {
 	}
 	if cfg.Cover {
 		args = append(args, "--cover")
+	}
+	if cfg.Tiered == "on" {
+		args = append(args, "--tiered", "on")
 	}
 	if cfg.ReplicaInterval != 300*time.Millisecond {
 		args = append(args, "--replica-interval", cfg.ReplicaInterval.String())
@@ -698,7 +799,7 @@ func clearPrevious(out string) error {
 	}
 	cluster.CleanupMounts()   // tmpfs mounts of a run that died
 	cluster.CleanupNetworks() // and its namespaces and bridge
-	for _, pat := range []string{"node*", "probe-*", "pki", "history.jsonl", "report.*", "schedule.txt", "clients.log", "porcupine-*.html"} {
+	for _, pat := range []string{"node*", "probe-*", "pki", "history.jsonl", "report.*", "schedule.txt", "clients.log", "porcupine-*.html", "objstore", "objstore.log"} {
 		ms, _ := filepath.Glob(filepath.Join(out, pat))
 		for _, m := range ms {
 			if err := os.RemoveAll(m); err != nil {

@@ -406,6 +406,75 @@ func TestReplayCommand(t *testing.T) {
 	}
 }
 
+// TestChooseObjectStore: --tiered auto runs a store only when objstore-down is asked
+// for; off leaves objstore-down out with the reason; on (or auto with objstore-down)
+// with a versitygw binary turns tiered storage on, which the replay command carries.
+func TestChooseObjectStore(t *testing.T) {
+	for _, c := range []struct {
+		tiered string
+		want   []nemesis.Kind
+		on     bool
+		why    string
+	}{
+		{"auto", []nemesis.Kind{nemesis.Kill}, false, "not needed"},
+		{"off", []nemesis.Kind{nemesis.ObjstoreDown}, false, "--tiered off"},
+		{"auto", []nemesis.Kind{nemesis.ObjstoreDown}, true, ""},
+		{"on", []nemesis.Kind{nemesis.Kill}, true, ""},
+	} {
+		cfg := Config{Tiered: c.tiered, ObjectStoreBin: "/x/versitygw"}
+		var caps nemesis.Capabilities
+		if err := chooseObjectStore(&cfg, c.want, &caps); err != nil {
+			t.Fatal(err)
+		}
+		if caps.ObjectStore != c.on || caps.ObjectStoreWhy != c.why || (cfg.Tiered == "on") != c.on {
+			t.Errorf("--tiered %s with %v: store %v (%q), tiered %s", c.tiered, c.want, caps.ObjectStore, caps.ObjectStoreWhy, cfg.Tiered)
+		}
+		cfg.Defaults()
+		if got := strings.Contains(ReplayCommand(cfg, c.want), "--tiered on"); got != c.on {
+			t.Errorf("--tiered %s with %v: replay command %q", c.tiered, c.want, ReplayCommand(cfg, c.want))
+		}
+	}
+	if err := chooseObjectStore(&Config{Tiered: "maybe"}, nil, &nemesis.Capabilities{}); err == nil {
+		t.Error("--tiered maybe accepted")
+	}
+}
+
+// TestRunTiered (SAMSA_LONG=1, with versitygw): one tiered node, its object store
+// stopped and killed by objstore-down; VALID, every acknowledged value read back,
+// segments copied to the store and read from it.
+func TestRunTiered(t *testing.T) {
+	if os.Getenv("SAMSA_LONG") == "" {
+		t.Skip("a run of about 40 s: SAMSA_LONG=1 (make chaos-tiered runs three nodes)")
+	}
+	bin := binary(t)
+	if _, err := cluster.FindVersitygw(); err != nil {
+		t.Skip(err)
+	}
+	cfg := quick(t, bin, "objstore-down")
+	cfg.DurMin, cfg.DurMax = 3*time.Second, 6*time.Second
+	out, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := out.Result
+	if !res.Valid || res.Stats.Faults < 2 || res.Stats.Acked < 1000 || res.Stats.AckedRead != res.Stats.Acked {
+		t.Errorf("seed %d: %s; stats %+v", cfg.Seed, describe(res), res.Stats)
+	}
+	tiered := ""
+	for _, n := range out.Report.Notes {
+		if strings.HasPrefix(n, "tiered storage: ") && strings.Contains(n, "segment copies in the store") {
+			tiered = n
+		}
+		if strings.Contains(n, "did not exercise") {
+			t.Error(n)
+		}
+	}
+	if tiered == "" {
+		t.Errorf("no note of the store's copies: %v", out.Report.Notes)
+	}
+	t.Log(tiered)
+}
+
 // TestSecureScheduleCoversEveryFault: `make chaos-secure`'s schedule (its faults,
 // --cover, --duration 100s, --gap 3s-5s, fault lengths 2-8 s, a 9 s session) has
 // every one of its kinds, the rolling restart included, for every seed.
