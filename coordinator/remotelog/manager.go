@@ -25,9 +25,14 @@ var (
 	ErrRecordTooLarge = errors.New("remotelog: record too large")
 	// ErrNotReady: the metadata of the partition cannot be read here yet:
 	// the topic does not exist, or this node has no replica of the
-	// metadata partition (Kafka's RemoteResourceNotFoundException "no
-	// resource found for partition" while the consumer is assigning).
+	// metadata partition and cannot read it from its leader (no
+	// Config.Fetch, no leader, a leader unreachable) (Kafka's
+	// RemoteResourceNotFoundException "no resource found for partition"
+	// while the consumer is assigning).
 	ErrNotReady = errors.New("remotelog: remote log metadata not available on this node")
+	// ErrOffsetOutOfRange: a Config.Fetch offset below the leader's log
+	// start or past its log end (OFFSET_OUT_OF_RANGE).
+	ErrOffsetOutOfRange = errors.New("remotelog: fetch offset out of range")
 )
 
 // Config is a Manager's.
@@ -47,6 +52,23 @@ type Config struct {
 	// append to a partition this node does not lead fails with
 	// ErrNotLeader.
 	Forward func(ctx context.Context, p int32, batch []byte) (int64, error)
+	// Fetch reads metadata partition p from its leader on another node,
+	// from offset on, as Kafka's consumer of the topic does: a Fetch with
+	// READ_UNCOMMITTED, up to the leader's high watermark, at most maxBytes
+	// of records (at least one whole batch). An offset the leader's log does
+	// not hold fails wrapping ErrOffsetOutOfRange, with the leader's log
+	// start in the result. nil: a node with no replica of a metadata
+	// partition cannot read it (ErrNotReady).
+	Fetch func(ctx context.Context, p int32, offset int64, maxBytes int32) (FetchResult, error)
+}
+
+// FetchResult is what Config.Fetch read.
+type FetchResult struct {
+	// Records are whole record batches from the offset asked for (the first
+	// may begin before it), maybe followed by one cut short.
+	Records []byte
+	// HighWatermark and LogStartOffset are the leader's.
+	HighWatermark, LogStartOffset int64
 }
 
 // Manager is the remote log metadata manager (see the package doc).
@@ -146,30 +168,35 @@ func (m *Manager) append(ctx context.Context, tp remote.TopicIDPartition, v []by
 	if err != nil {
 		return err
 	}
-	return m.sync(p)
+	_, err = m.sync(p)
+	return err
 }
 
 // forward appends batch at p's leader elsewhere and waits until this node's
-// replica of p holds it below its high watermark, so that what the caller
-// wrote is in the state it reads next.
+// state of p holds it (read from the local replica of p below its high
+// watermark, or from the leader), so that what the caller wrote is in the
+// state it reads next.
 func (m *Manager) forward(ctx context.Context, p int32, batch []byte) error {
 	base, err := m.cfg.Forward(ctx, p, batch)
 	if err != nil {
 		return err
 	}
+	if m.cfg.Fetch == nil && m.cfg.Replicas.Partition(engine.TopicPartition{Topic: Topic, Partition: p}) == nil {
+		return fmt.Errorf("%w: appended at %s-%d's leader, but no replica of it here", ErrNotReady, Topic, p)
+	}
 	ctx, cancel := context.WithTimeout(ctx, m.cfg.Timeout)
 	defer cancel()
 	for {
-		r := m.cfg.Replicas.Partition(engine.TopicPartition{Topic: Topic, Partition: p})
-		if r == nil {
-			return fmt.Errorf("%w: appended at %s-%d's leader, but no replica of it here", ErrNotReady, Topic, p)
-		}
-		if el := r.EngineLog(); el != nil && el.HighWatermark() > base {
-			return m.sync(p)
+		next, err := m.sync(p)
+		if err == nil && next > base {
+			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("remotelog: appended at %s-%d's leader at %d, not replicated here: %w", Topic, p, base, ctx.Err())
+			if err == nil {
+				err = ctx.Err()
+			}
+			return fmt.Errorf("remotelog: appended at %s-%d's leader at %d, not read back here: %w", Topic, p, base, err)
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
@@ -184,7 +211,7 @@ func (m *Manager) ListRemoteLogSegments(tp remote.TopicIDPartition) ([]remote.Se
 	if err != nil {
 		return nil, err
 	}
-	if err := m.sync(p); err != nil {
+	if _, err := m.sync(p); err != nil {
 		return nil, err
 	}
 	mp := m.part(p)
@@ -208,61 +235,126 @@ func (m *Manager) part(p int32) *metaPartition {
 	return mp
 }
 
-// sync replays metadata partition p's local replica from where the last
-// sync stopped to its high watermark. A log that no longer holds that point
-// (truncated below it, or started past it: a replica rebuilt) is replayed
-// from its start into a fresh state.
-func (m *Manager) sync(p int32) error {
-	r := m.cfg.Replicas.Partition(engine.TopicPartition{Topic: Topic, Partition: p})
-	if r == nil {
-		return fmt.Errorf("%w: no replica of %s-%d here", ErrNotReady, Topic, p)
-	}
-	el := r.EngineLog()
-	if el == nil {
-		return fmt.Errorf("%w: %s-%d has no engine log", ErrNotReady, Topic, p)
-	}
+// sync brings the state of metadata partition p up to date and returns the
+// next offset to replay: from the local replica of p, up to its high
+// watermark, when there is one that is not behind the state (a follower
+// catching up is); else, with Config.Fetch, from p's leader (Kafka's
+// consumer of the topic).
+func (m *Manager) sync(p int32) (int64, error) {
 	mp := m.part(p)
 	mp.mu.Lock()
 	defer mp.mu.Unlock()
+	var el *engine.Log
+	r := m.cfg.Replicas.Partition(engine.TopicPartition{Topic: Topic, Partition: p})
+	if r != nil {
+		el = r.EngineLog()
+	}
+	switch {
+	case el != nil && (m.cfg.Fetch == nil || r.Role() == replication.RoleLeader || el.HighWatermark() >= mp.next):
+		err := mp.replayLocal(el)
+		return mp.next, err
+	case m.cfg.Fetch != nil:
+		err := m.fetch(p, mp)
+		return mp.next, err
+	case r == nil:
+		return 0, fmt.Errorf("%w: no replica of %s-%d here", ErrNotReady, Topic, p)
+	}
+	return 0, fmt.Errorf("%w: %s-%d has no engine log", ErrNotReady, Topic, p)
+}
+
+// reset starts the state over, to be replayed from offset start.
+func (mp *metaPartition) reset(start int64) {
+	mp.next, mp.start = start, start
+	clear(mp.states)
+}
+
+// replayLocal replays el (a replica of the metadata partition) from where
+// the last sync stopped to its high watermark. A log that no longer holds
+// that point (truncated below it, or started past it: a replica rebuilt) is
+// replayed from its start into a fresh state. Caller holds mp.mu.
+func (mp *metaPartition) replayLocal(el *engine.Log) error {
 	start, hw := el.LogStartOffset(), el.HighWatermark()
 	if mp.next < 0 || mp.next < start || mp.next > el.LogEndOffset() || start != mp.start {
-		mp.next, mp.start = start, start
-		clear(mp.states)
+		mp.reset(start)
 	}
-	next, err := statelog.ReplayRange(el, mp.next, hw, func(b []byte, from int64) error {
-		return engine.ForEachBatch(b, func(h engine.BatchHeader, batch []byte) error {
-			if h.Control() {
-				return nil
-			}
-			return engine.ForEachRecord(batch, func(rec engine.Record) error {
-				if rec.Offset < from || rec.Value == nil {
-					return nil
-				}
-				v, err := Decode(rec.Value)
-				if err != nil {
-					return nil // a record of a later version: skipped, as Kafka's consumer logs and skips it
-				}
-				var tp remote.TopicIDPartition
-				switch r := v.(type) {
-				case *remote.SegmentMetadata:
-					tp = r.ID.TopicIDPartition
-				case *Update:
-					tp = r.ID.TopicIDPartition
-				case *PartitionDelete:
-					tp = r.Partition
-				}
-				st := mp.states[tp]
-				if st == nil {
-					st = newPartitionState()
-					mp.states[tp] = st
-				}
-				st.apply(v)
-				return nil
-			})
-		})
-	})
+	next, err := statelog.ReplayRange(el, mp.next, hw, mp.apply)
 	mp.next = next
 	return err
+}
+
+// fetch reads metadata partition p from its leader (Config.Fetch) from where
+// the last sync stopped to the leader's high watermark, a chunk at a time. A
+// leader's log that does not hold that point (OFFSET_OUT_OF_RANGE), or whose
+// start moved, is read again from its start into a fresh state. The offsets
+// of a partition are the same on every replica, so the state goes on from
+// the local replica's point, and on from the old leader's at a new one.
+// Caller holds mp.mu.
+func (m *Manager) fetch(p int32, mp *metaPartition) error {
+	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.Timeout)
+	defer cancel()
+	if mp.next < 0 {
+		mp.reset(0)
+	}
+	restarted := false
+	for {
+		from := mp.next
+		res, err := m.cfg.Fetch(ctx, p, from, statelog.ReplayChunk)
+		if err == nil && res.LogStartOffset >= 0 && res.LogStartOffset != mp.start {
+			err = fmt.Errorf("%w: the log start moved from %d to %d", ErrOffsetOutOfRange, mp.start, res.LogStartOffset)
+		}
+		if errors.Is(err, ErrOffsetOutOfRange) && !restarted && res.LogStartOffset >= 0 {
+			restarted = true
+			mp.reset(res.LogStartOffset)
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("%w: reading %s-%d from its leader at %d: %w", ErrNotReady, Topic, p, from, err)
+		}
+		if err := mp.apply(res.Records, from); err != nil {
+			return fmt.Errorf("remotelog: %s-%d at %d: %w", Topic, p, from, err)
+		}
+		if end := engine.BatchesEnd(res.Records); end > from {
+			mp.next = end
+		}
+		if mp.next >= res.HighWatermark || mp.next == from {
+			return nil
+		}
+	}
+}
+
+// apply applies the records of the whole batches of b (read at offset from:
+// the records below it are skipped) to the states. Caller holds mp.mu.
+func (mp *metaPartition) apply(b []byte, from int64) error {
+	return engine.ForEachBatch(b, func(h engine.BatchHeader, batch []byte) error {
+		if h.Control() {
+			return nil
+		}
+		return engine.ForEachRecord(batch, func(rec engine.Record) error {
+			if rec.Offset < from || rec.Value == nil {
+				return nil
+			}
+			v, err := Decode(rec.Value)
+			if err != nil {
+				return nil // a record of a later version: skipped, as Kafka's consumer logs and skips it
+			}
+			var tp remote.TopicIDPartition
+			switch r := v.(type) {
+			case *remote.SegmentMetadata:
+				tp = r.ID.TopicIDPartition
+			case *Update:
+				tp = r.ID.TopicIDPartition
+			case *PartitionDelete:
+				tp = r.Partition
+			}
+			st := mp.states[tp]
+			if st == nil {
+				st = newPartitionState()
+				mp.states[tp] = st
+			}
+			st.apply(v)
+			return nil
+		})
+	})
 }
 
 // LogConfig is the engine configuration of __remote_log_metadata partitions,

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/samsa-broker/samsa/engine"
 	"github.com/samsa-broker/samsa/engine/remote"
@@ -21,24 +23,39 @@ type node struct {
 	m   *replication.Manager
 }
 
-func openNode(t *testing.T, dir string, epoch int32) *node {
+func openNode(t testing.TB, dir string, epoch int32) *node {
 	t.Helper()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	eng, err := engine.Open(engine.Options{Dirs: []string{dir}, Sync: engine.SyncFsync, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := replication.NewManager(replication.Config{NodeID: 1, Logs: replication.EngineLogs(eng), Logger: log})
-	if err != nil {
-		eng.Close()
-		t.Fatal(err)
-	}
+	n := openBareNode(t, dir, 1, engine.SyncFsync)
+	n.lead(t, epoch)
+	return n
+}
+
+// lead makes node 1 the only replica and leader of every metadata
+// partition, at leader epoch epoch.
+func (n *node) lead(t testing.TB, epoch int32) {
+	t.Helper()
 	var d replication.Delta
 	for p := range int32(testMetaPartitions) {
 		d.Leaders = append(d.Leaders, replication.PartitionState{Topic: Topic, TopicID: [16]byte{9}, Partition: p,
 			Replicas: []int32{1}, ISR: []int32{1}, Leader: 1, LeaderEpoch: epoch, PartitionEpoch: epoch, MinISR: 1, LogConfig: LogConfig()})
 	}
-	if err := m.Apply(d); err != nil {
+	if err := n.m.Apply(d); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// openBareNode is node id's engine and replica manager over dir, with no
+// replicas.
+func openBareNode(t testing.TB, dir string, id int32, sync engine.SyncPolicy) *node {
+	t.Helper()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	eng, err := engine.Open(engine.Options{Dirs: []string{dir}, Sync: sync, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := replication.NewManager(replication.Config{NodeID: id, Logs: replication.EngineLogs(eng), Logger: log})
+	if err != nil {
+		eng.Close()
 		t.Fatal(err)
 	}
 	return &node{eng: eng, m: m}
@@ -146,4 +163,139 @@ func TestManagerNotReady(t *testing.T) {
 		}
 	}
 	t.Fatal("no partition maps past the replicas held")
+}
+
+// leaderFor serves a Manager with no replica of the metadata partitions from
+// the replicas of the node leader returns, as the leader's Fetch and Produce
+// handlers do: a Fetch reads the leader's log from the offset asked up to
+// its high watermark, at most maxBytes (capped at fetchMax) but at least one
+// batch, or answers OFFSET_OUT_OF_RANGE with the log start; a forwarded
+// batch is appended with acks=all.
+type leaderFor struct {
+	leader   func() *node
+	fetchMax int32
+	asked    []int64 // the offsets fetched at
+}
+
+func (l *leaderFor) log(p int32) *engine.Log {
+	return l.leader().m.Partition(engine.TopicPartition{Topic: Topic, Partition: p}).EngineLog()
+}
+
+func (l *leaderFor) fetch(_ context.Context, p int32, offset int64, maxBytes int32) (FetchResult, error) {
+	l.asked = append(l.asked, offset)
+	el := l.log(p)
+	res := FetchResult{HighWatermark: el.HighWatermark(), LogStartOffset: el.LogStartOffset()}
+	if offset < res.LogStartOffset || offset > el.LogEndOffset() {
+		return res, ErrOffsetOutOfRange
+	}
+	b, err := el.ReadCopy(offset, min(maxBytes, l.fetchMax), res.HighWatermark, true, nil)
+	res.Records = b
+	return res, err
+}
+
+func (l *leaderFor) forward(_ context.Context, p int32, batch []byte) (int64, error) {
+	n := l.leader()
+	done := make(chan struct{})
+	pr := new(replication.Produce)
+	pr.Begin(n.m, -1, 5*time.Second, func() { close(done) })
+	_, err := pr.Append(n.m.Partition(engine.TopicPartition{Topic: Topic, Partition: p}), slices.Clone(batch))
+	pr.Seal()
+	<-done
+	if err != nil {
+		return 0, err
+	}
+	return pr.Part(0).Result.BaseOffset, pr.Part(0).Err
+}
+
+// A node with no replica of the metadata partition reads it from its leader:
+// what the leader's node wrote, in fetches of a few records each; what it
+// writes itself (through the leader), at once; after a leader change, on
+// from where it stopped; from a leader whose log no longer holds that point,
+// again from the start.
+func TestManagerReadsFromTheLeader(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	a := openNode(t, dir, 0)
+	b := openBareNode(t, t.TempDir(), 2, engine.SyncFsync)
+	defer b.close()
+	leader := a
+	l := &leaderFor{leader: func() *node { return leader }, fetchMax: 200}
+	mb := New(Config{Replicas: b.m, Partitions: func() int32 { return testMetaPartitions }, Fetch: l.fetch, Forward: l.forward})
+
+	ma := a.manager()
+	var ids []remote.SegmentID
+	for i := range int64(5) {
+		md := testSegment()
+		md.ID.ID, md.StartOffset, md.EndOffset = remote.RandomUuid(), 100*i, 100*i+99
+		md.LeaderEpochs = []remote.EpochEntry{{Epoch: 1, StartOffset: md.StartOffset}}
+		if err := ma.AddRemoteLogSegmentMetadata(ctx, md); err != nil {
+			t.Fatal(err)
+		}
+		if err := ma.UpdateRemoteLogSegmentMetadata(ctx, &Update{ID: md.ID, BrokerID: 1, State: remote.CopySegmentFinished}); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, md.ID)
+	}
+	check := func(m *Manager, who string, want int, finished int) {
+		t.Helper()
+		segs, err := m.ListRemoteLogSegments(testTP)
+		if err != nil {
+			t.Fatalf("%s: %v", who, err)
+		}
+		n := 0
+		for _, s := range segs {
+			if s.State == remote.CopySegmentFinished {
+				n++
+			}
+		}
+		if len(segs) != want || n != finished {
+			t.Fatalf("%s lists %d copies, %d finished, want %d, %d: %+v", who, len(segs), n, want, finished, segs)
+		}
+	}
+	check(mb, "the node without a replica", 5, 5)
+	if len(l.asked) < 3 {
+		t.Fatalf("10 records read in fetches of at most %d bytes at %v", l.fetchMax, l.asked)
+	}
+	// Its own writes go through the leader and are in its state on return;
+	// the leader's node sees them too.
+	md := testSegment()
+	md.ID.ID, md.StartOffset, md.EndOffset = remote.RandomUuid(), 500, 599
+	md.LeaderEpochs = []remote.EpochEntry{{Epoch: 2, StartOffset: 500}}
+	if err := mb.AddRemoteLogSegmentMetadata(ctx, md); err != nil {
+		t.Fatal(err)
+	}
+	check(mb, "the node without a replica, after its own write", 6, 5)
+	if err := mb.UpdateRemoteLogSegmentMetadata(ctx, &Update{ID: ids[0], BrokerID: 2, State: remote.DeleteSegmentStarted}); err != nil {
+		t.Fatal(err)
+	}
+	check(mb, "the node without a replica, after its own update", 6, 4)
+	check(ma, "the leader's node", 6, 4)
+
+	// A new leader (the same log, a new epoch): the reads go on from where
+	// they stopped.
+	el := l.log(MetadataPartition(testTP, testMetaPartitions))
+	end := el.HighWatermark()
+	a.close()
+	a2 := openNode(t, dir, 1)
+	defer a2.close()
+	leader = a2
+	if err := a2.manager().UpdateRemoteLogSegmentMetadata(ctx, &Update{ID: ids[0], BrokerID: 1, State: remote.DeleteSegmentFinished}); err != nil {
+		t.Fatal(err)
+	}
+	l.asked = nil
+	check(mb, "the node without a replica, after the leader changed", 5, 4)
+	if len(l.asked) == 0 || l.asked[0] != end {
+		t.Fatalf("read at %v after the leader changed, want from %d on", l.asked, end)
+	}
+
+	// A leader whose log does not reach that point (a new log): read again
+	// from its start, into a fresh state.
+	fresh := openNode(t, t.TempDir(), 2)
+	defer fresh.close()
+	leader = fresh
+	check(mb, "the node without a replica, over a new log", 0, 0)
+	if err := mb.AddRemoteLogSegmentMetadata(ctx, md); err != nil {
+		t.Fatal(err)
+	}
+	check(mb, "the node without a replica, over a new log, after its write", 1, 0)
 }

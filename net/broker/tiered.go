@@ -28,7 +28,9 @@ import (
 // through replication.RemoteLog. The metadata topic is created through the active
 // controller when the remote log manager first meets a tiered partition here (retried
 // every task until it exists): by then a cluster's brokers are up, and the topic's
-// replication factor (capped at the live brokers) counts them all.
+// replication factor (capped at the live brokers) counts them all. A broker with no
+// replica of a metadata partition appends to it and reads it at its leader, over
+// Deps.Peer (forwardRemoteLogMetadata, fetchRemoteLogMetadata).
 //
 // Keys read when the broker starts (Kafka's names and defaults):
 // remote.log.storage.system.enable (false), remote.log.manager.task.interval.ms (30000),
@@ -64,7 +66,7 @@ func (b *Broker) startTiered(im *metadata.Image) (*tieredState, error) {
 			return int32(len(t.Partitions))
 		}
 		return 0
-	}, Forward: b.forwardRemoteLogMetadata})
+	}, Forward: b.forwardRemoteLogMetadata, Fetch: b.fetchRemoteLogMetadata})
 	s.rlm = tiered.New(tiered.Config{
 		NodeID: b.cfg.NodeID, Replicas: b.repl, Storage: sm, Metadata: s.meta,
 		Interval:           time.Duration(b.groupInt(im, "remote.log.manager.task.interval.ms", 30000)) * time.Millisecond,
@@ -88,25 +90,35 @@ func (b *Broker) startTiered(im *metadata.Image) (*tieredState, error) {
 	return s, nil
 }
 
+// remoteLogMetadataLeader returns the leader of __remote_log_metadata-p, another
+// broker, and the topic's id.
+func (b *Broker) remoteLogMetadataLeader(p int32) (int32, metadata.UUID, error) {
+	if b.peer == nil {
+		return 0, metadata.UUID{}, errNoPeer
+	}
+	t, ok := b.meta.Image().Topic(remotelog.Topic)
+	if !ok || int(p) >= len(t.Partitions) {
+		return 0, metadata.UUID{}, fmt.Errorf("broker: no %s-%d in the image", remotelog.Topic, p)
+	}
+	leader := t.Partitions[p].Leader
+	if leader < 0 || leader == b.cfg.NodeID {
+		return 0, metadata.UUID{}, fmt.Errorf("broker: %s-%d has no leader on another broker (leader %d)", remotelog.Topic, p, leader)
+	}
+	return leader, t.ID, nil
+}
+
 // forwardRemoteLogMetadata appends batch to __remote_log_metadata-p at its leader on
 // another broker (remotelog.Config.Forward): a Produce with acks=all over Deps.Peer, as
 // Kafka's metadata manager's producer sends it. It returns the batch's base offset.
 func (b *Broker) forwardRemoteLogMetadata(ctx context.Context, p int32, batch []byte) (int64, error) {
-	if b.peer == nil {
-		return 0, errNoPeer
-	}
-	t, ok := b.meta.Image().Topic(remotelog.Topic)
-	if !ok || int(p) >= len(t.Partitions) {
-		return 0, fmt.Errorf("broker: no %s-%d in the image", remotelog.Topic, p)
-	}
-	leader := t.Partitions[p].Leader
-	if leader < 0 || leader == b.cfg.NodeID {
-		return 0, fmt.Errorf("broker: %s-%d has no leader on another broker (leader %d)", remotelog.Topic, p, leader)
+	leader, id, err := b.remoteLogMetadataLeader(p)
+	if err != nil {
+		return 0, err
 	}
 	req := kmsg.NewPtrProduceRequest()
 	req.Acks, req.TimeoutMillis = -1, int32(forwardTimeout.Milliseconds())
 	rt := kmsg.NewProduceRequestTopic()
-	rt.Topic, rt.TopicID = remotelog.Topic, t.ID // by name up to v12, by id from v13
+	rt.Topic, rt.TopicID = remotelog.Topic, id // by name up to v12, by id from v13
 	rp := kmsg.NewProduceRequestTopicPartition()
 	rp.Partition, rp.Records = p, batch
 	rt.Partitions = []kmsg.ProduceRequestTopicPartition{rp}
@@ -126,6 +138,53 @@ func (b *Broker) forwardRemoteLogMetadata(ctx context.Context, p int32, batch []
 		return 0, fmt.Errorf("broker: appending to %s-%d at broker %d: %w", remotelog.Topic, p, leader, err)
 	}
 	return ap.BaseOffset, nil
+}
+
+// fetchRemoteLogMetadata reads __remote_log_metadata-p from offset at its leader on
+// another broker (remotelog.Config.Fetch), for a broker with no replica of it: a
+// sessionless Fetch over Deps.Peer as Kafka's metadata manager's consumer sends it
+// (replica id -1, READ_UNCOMMITTED, so up to the high watermark; no wait).
+func (b *Broker) fetchRemoteLogMetadata(ctx context.Context, p int32, offset int64, maxBytes int32) (remotelog.FetchResult, error) {
+	var res remotelog.FetchResult
+	leader, id, err := b.remoteLogMetadataLeader(p)
+	if err != nil {
+		return res, err
+	}
+	req := kmsg.NewPtrFetchRequest()
+	req.ReplicaID, req.ReplicaState.ID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes = -1, -1, 0, 1, maxBytes
+	req.IsolationLevel, req.SessionID, req.SessionEpoch = 0, 0, -1
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic, rt.TopicID = remotelog.Topic, id // by name up to v12, by id from v13
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = p, offset, maxBytes
+	rp.CurrentLeaderEpoch, rp.LastFetchedEpoch, rp.LogStartOffset = -1, -1, -1
+	rt.Partitions = []kmsg.FetchRequestTopicPartition{rp}
+	req.Topics = []kmsg.FetchRequestTopic{rt}
+	ctx, cancel := context.WithTimeout(ctx, forwardTimeout)
+	defer cancel()
+	resp, err := b.peer(ctx, leader, req)
+	if err != nil {
+		return res, err
+	}
+	fr, ok := resp.(*kmsg.FetchResponse)
+	if !ok {
+		return res, errors.New("broker: a Fetch of __remote_log_metadata answered by another kind")
+	}
+	if err := kerr.ErrorForCode(fr.ErrorCode); err != nil {
+		return res, fmt.Errorf("broker: reading %s-%d at broker %d: %w", remotelog.Topic, p, leader, err)
+	}
+	if len(fr.Topics) != 1 || len(fr.Topics[0].Partitions) != 1 {
+		return res, fmt.Errorf("broker: a Fetch of %s-%d answered %d topics", remotelog.Topic, p, len(fr.Topics))
+	}
+	fp := fr.Topics[0].Partitions[0]
+	res = remotelog.FetchResult{Records: fp.RecordBatches, HighWatermark: fp.HighWatermark, LogStartOffset: fp.LogStartOffset}
+	switch err := kerr.ErrorForCode(fp.ErrorCode); {
+	case errors.Is(err, kerr.OffsetOutOfRange):
+		return res, fmt.Errorf("broker: reading %s-%d at %d at broker %d: %w", remotelog.Topic, p, offset, leader, remotelog.ErrOffsetOutOfRange)
+	case err != nil:
+		return res, fmt.Errorf("broker: reading %s-%d at broker %d: %w", remotelog.Topic, p, leader, err)
+	}
+	return res, nil
 }
 
 func (s *tieredState) close() {

@@ -393,3 +393,147 @@ func TestClusterTieredStorageFailover(t *testing.T) {
 		})
 	}
 }
+
+// Tiered storage on four brokers with __remote_log_metadata at replication
+// factor 1 over three partitions: some broker holds no replica of the
+// metadata partition of a tiered partition it leads, and reads it from that
+// partition's leader (remotelog.Config.Fetch) as it appends to it there. The
+// partition led there copies its segments, deletes them locally, reads them
+// back from remote storage, and deletes the oldest copies by retention.bytes.
+func TestClusterTieredStorageWithoutMetadataReplica(t *testing.T) {
+	g := s3test.Start(t)
+	g.MakeBucket(t, "tiered")
+	static := tieredStatic(g, "tiered")
+	static["rlmm.config.remote.log.metadata.topic.replication.factor"] = "1"
+	c := startCluster(t, static)
+	voters := map[int32]string{}
+	for _, v := range c.voters {
+		voters[v.id] = v.addr
+	}
+	c.brokers = append(c.brokers, startClusterBroker(t, 4, voters, static))
+	for _, b := range c.brokers {
+		eventually(t, 10*time.Second, fmt.Sprintf("broker %d's image to show four unfenced brokers", b.id), func() bool {
+			_, im := b.b.Image()
+			return len(im.UnfencedBrokers()) == 4
+		})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	// Uncompressed batches well under segment.bytes: some 30 segments.
+	cl := clusterClient(t, c, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.ProducerLinger(0), kgo.MaxBufferedRecords(200), kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.ProducerBatchMaxBytes(8<<10))
+	// tc-i on broker i+1 alone: whichever broker holds no metadata replica leads one.
+	create := kmsg.NewPtrCreateTopicsRequest()
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "tc", -1, -1
+	for i := range int32(4) {
+		ra := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+		ra.Partition, ra.Replicas = i, []int32{i + 1}
+		rt.ReplicaAssignment = append(rt.ReplicaAssignment, ra)
+	}
+	for k, v := range map[string]string{"remote.storage.enable": "true", "segment.bytes": "16384", "local.retention.bytes": "0", "retention.ms": "-1"} {
+		cfg := kmsg.NewCreateTopicsRequestTopicConfig()
+		cfg.Name, cfg.Value = k, kmsg.StringPtr(v)
+		rt.Configs = append(rt.Configs, cfg)
+	}
+	create.Topics = append(create.Topics, rt)
+	if r, err := create.RequestWith(ctx, cl); err != nil || r.Topics[0].ErrorCode != 0 {
+		t.Fatalf("CreateTopics: %v %+v", err, r)
+	}
+	// The remote log managers create the metadata topic on meeting tc.
+	var part int32 = -1
+	var leader *clusterBroker
+	eventually(t, 20*time.Second, fmt.Sprintf("%s and tc in the images", remotelog.Topic), func() bool {
+		_, im := c.brokers[0].follower.Image()
+		mt, ok1 := im.Topic(remotelog.Topic)
+		tt, ok2 := im.Topic("tc")
+		if !ok1 || !ok2 || len(tt.Partitions) != 4 {
+			return false
+		}
+		for i := range int32(4) {
+			mp := remotelog.MetadataPartition(remote.TopicIDPartition{TopicID: remote.Uuid(tt.ID), Topic: "tc", Partition: i}, int32(len(mt.Partitions)))
+			if !slices.Contains(mt.Partitions[mp].Replicas, i+1) {
+				part, leader = i, c.brokers[i]
+				t.Logf("tc-%d led by broker %d; its metadata in %s-%d on broker %v", i, i+1, remotelog.Topic, mp, mt.Partitions[mp].Replicas)
+				return true
+			}
+		}
+		t.Fatalf("every tc-i's leader holds its metadata partition: %+v", mt.Partitions)
+		return false
+	})
+	if leader.id != part+1 {
+		t.Fatalf("brokers out of order: %d at %d", leader.id, part)
+	}
+
+	const n = 2000
+	value := make([]byte, 200)
+	for i := range n {
+		cl.Produce(ctx, &kgo.Record{Topic: "tc", Partition: part, Key: []byte(strconv.Itoa(i)), Value: value}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				t.Errorf("produce %d: %v", i, err)
+			}
+		})
+	}
+	if err := cl.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	tp := engine.TopicPartition{Topic: "tc", Partition: part}
+	el := leader.eng.Log(tp)
+	eventually(t, 30*time.Second, "the leader's copies and local deletions", func() bool {
+		return el.LogStartOffset() >= n/2
+	})
+	copies := len(copiedStarts(t, g, "tiered"))
+	t.Logf("copied up to %d, local log from %d, %d copies %v", el.RemoteEnd(), el.LogStartOffset(), copies, copiedStarts(t, g, "tiered"))
+
+	consume := func(from int64) {
+		t.Helper()
+		cons, err := kgo.NewClient(kgo.SeedBrokers(c.bootstrap()...), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"tc": {part: kgo.NewOffset().At(from)}}),
+			kgo.FetchMaxBytes(64<<10), kgo.FetchMaxPartitionBytes(32<<10))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cons.Close()
+		for next := from; next < n; {
+			fs := cons.PollFetches(ctx)
+			if err := ctx.Err(); err != nil {
+				t.Fatalf("consumed from %d up to %d of %d: %v", from, next, n, err)
+			}
+			fs.EachError(func(_ string, _ int32, err error) { t.Fatalf("fetch: %v", err) })
+			fs.EachRecord(func(r *kgo.Record) {
+				if string(r.Key) != strconv.FormatInt(next, 10) || r.Offset != next {
+					t.Fatalf("record %d: key %s at offset %d", next, r.Key, r.Offset)
+				}
+				next++
+			})
+		}
+	}
+	consume(0)
+
+	// Remote retention: the oldest copies go, recorded through the metadata
+	// partition's leader; the log starts after them.
+	adm := kadm.NewClient(cl)
+	if rs, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "retention.bytes", Value: ptr("200000")}}, "tc"); err != nil || rs[0].Err != nil {
+		t.Fatalf("retention.bytes: %v %v", err, rs)
+	}
+	// A task deletes copies one by one: the start is read until it stays put
+	// for five task intervals.
+	var start, last int64
+	var since time.Time
+	eventually(t, 30*time.Second, "remote retention to delete the oldest copies", func() bool {
+		lo, err := adm.ListStartOffsets(ctx, "tc")
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, _ := lo.Lookup("tc", part)
+		starts := copiedStarts(t, g, "tiered")
+		if start = o.Offset; o.Err != nil || start == 0 || len(starts) == 0 || starts[0] != start {
+			return false
+		}
+		if start != last {
+			last, since = start, time.Now()
+		}
+		return time.Since(since) > 500*time.Millisecond
+	})
+	t.Logf("after retention: log start %d, %d copies (%d before)", start, len(copiedStarts(t, g, "tiered")), copies)
+	consume(start)
+}

@@ -30,7 +30,8 @@
 //
 // Only the leader copies and deletes: the task checks the partition's role
 // and leader epoch before each step that writes metadata. On a follower the
-// task only lists the copies (the metadata partition's local replica), so
+// task only lists the copies (from the metadata partition's local replica,
+// or its leader), so
 // that local retention deletes what the leader copied here too (Kafka's
 // RLMFollowerTask). Reads (Read) run
 // on at most remote.log.reader.threads goroutines at once; each reads the
