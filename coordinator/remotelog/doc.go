@@ -36,7 +36,11 @@
 // (RemoteLogSegmentMetadataSnapshotRecord) are neither written nor read: a
 // node that starts replays each metadata partition it reads from its start,
 // as Kafka's ConsumerTask does (it seeks newly assigned metadata partitions
-// to their beginning; its snapshot file is not used).
+// to their beginning; its snapshot file is not used). A replay is cheap
+// beside a snapshot's upkeep: 100,000 records (40,000 copies, 8.9 MB) take
+// 61-92 ms on a 2-core machine at its quietest, from the local replica or
+// from the leader's log in 1 MiB reads, 0.15-0.55 s under a load average of
+// 12-16 (BenchmarkManagerReplay).
 //
 // Safe for concurrent use; a Manager's lock is never held across an append's
 // wait.
