@@ -356,7 +356,7 @@ func startPacedFranz(t *testing.T, bootstrap, topic string, parts, rate int, log
 	}
 	cl := client(t, bootstrap, opts...)
 	ctx, cancel := context.WithCancel(context.Background())
-	lp := &loadProducer{stop: cancel, abort: cl.Close, done: make(chan struct{})}
+	lp := &loadProducer{stop: cancel, abort: cl.Close, done: make(chan struct{}), lastAck: time.Now()}
 	go func() {
 		defer close(lp.done)
 		var wg sync.WaitGroup
@@ -371,19 +371,7 @@ func startPacedFranz(t *testing.T, bootstrap, topic string, parts, rate int, log
 			}
 			for due := int(time.Since(begin).Seconds() * float64(rate)); i < due && ctx.Err() == nil; i++ {
 				wg.Add(1)
-				cl.Produce(ctx, &kgo.Record{Partition: int32(i % parts), Value: []byte(fmt.Sprintf("v-%08d", i))}, func(r *kgo.Record, err error) {
-					defer wg.Done()
-					now := time.Now()
-					lp.mu.Lock()
-					defer lp.mu.Unlock()
-					if err != nil {
-						if !errors.Is(err, context.Canceled) {
-							lp.errs = append(lp.errs, err)
-						}
-						return
-					}
-					lp.acks = append(lp.acks, ack{Partition: r.Partition, Offset: r.Offset, Value: string(r.Value), At: now})
-				})
+				cl.Produce(ctx, &kgo.Record{Partition: int32(i % parts), Value: []byte(fmt.Sprintf("v-%08d", i))}, lp.produced(&wg))
 			}
 		}
 		wg.Wait()

@@ -193,10 +193,31 @@ type loadProducer struct {
 	abort func()        // fails what is still in flight
 	done  chan struct{} // closed when the producer has ended
 
-	mu     sync.Mutex
-	acks   []ack
-	errs   []error
-	maxGap time.Duration // the longest time without an acknowledgement
+	mu      sync.Mutex
+	acks    []ack
+	errs    []error
+	maxGap  time.Duration // the longest time without an acknowledgement
+	lastAck time.Time     // the latest acknowledgement, or the start
+}
+
+// produced is the promise of every record lp sends: it remembers the acknowledgement
+// or the error (a cancelled context's is not one) and the longest gap between two.
+func (lp *loadProducer) produced(wg *sync.WaitGroup) func(*kgo.Record, error) {
+	return func(r *kgo.Record, err error) {
+		defer wg.Done()
+		lp.mu.Lock()
+		defer lp.mu.Unlock()
+		if err != nil {
+			if !errors.Is(err, context.Canceled) {
+				lp.errs = append(lp.errs, err)
+			}
+			return
+		}
+		now := time.Now()
+		lp.maxGap = max(lp.maxGap, now.Sub(lp.lastAck))
+		lp.lastAck = now
+		lp.acks = append(lp.acks, ack{Partition: r.Partition, Offset: r.Offset, Value: string(r.Value), At: now})
+	}
 }
 
 func startLoad(t *testing.T, bootstrap, topic string, opts ...kgo.Opt) *loadProducer {
@@ -204,30 +225,13 @@ func startLoad(t *testing.T, bootstrap, topic string, opts ...kgo.Opt) *loadProd
 	cl := client(t, bootstrap, append([]kgo.Opt{kgo.DefaultProduceTopic(topic), kgo.MaxBufferedRecords(200),
 		kgo.ProducerLinger(time.Millisecond), kgo.RecordPartitioner(kgo.RoundRobinPartitioner())}, opts...)...)
 	ctx, cancel := context.WithCancel(context.Background())
-	lp := &loadProducer{stop: cancel, abort: cl.Close, done: make(chan struct{})}
+	lp := &loadProducer{stop: cancel, abort: cl.Close, done: make(chan struct{}), lastAck: time.Now()}
 	go func() {
 		defer close(lp.done)
 		var wg sync.WaitGroup
-		last := time.Now()
 		for i := 0; ctx.Err() == nil; i++ {
 			wg.Add(1)
-			cl.Produce(ctx, &kgo.Record{Value: []byte(fmt.Sprintf("v-%08d", i))}, func(r *kgo.Record, err error) {
-				defer wg.Done()
-				lp.mu.Lock()
-				defer lp.mu.Unlock()
-				if err != nil {
-					if !errors.Is(err, context.Canceled) {
-						lp.errs = append(lp.errs, err)
-					}
-					return
-				}
-				now := time.Now()
-				if gap := now.Sub(last); gap > lp.maxGap {
-					lp.maxGap = gap
-				}
-				last = now
-				lp.acks = append(lp.acks, ack{Partition: r.Partition, Offset: r.Offset, Value: string(r.Value), At: now})
-			})
+			cl.Produce(ctx, &kgo.Record{Value: []byte(fmt.Sprintf("v-%08d", i))}, lp.produced(&wg))
 		}
 		wg.Wait()
 	}()

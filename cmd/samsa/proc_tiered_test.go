@@ -7,7 +7,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -303,14 +302,13 @@ func startPacedLoad(t *testing.T, bootstrap, topic string, perSecond, size int) 
 	cl := client(t, bootstrap, kgo.DefaultProduceTopic(topic), kgo.MaxBufferedRecords(1000), kgo.ProducerLinger(5*time.Millisecond),
 		kgo.ProducerBatchCompression(kgo.NoCompression())) // size bytes a record on disk
 	ctx, cancel := context.WithCancel(context.Background())
-	lp := &loadProducer{stop: cancel, abort: cl.Close, done: make(chan struct{})}
+	lp := &loadProducer{stop: cancel, abort: cl.Close, done: make(chan struct{}), lastAck: time.Now()}
 	pad := strings.Repeat(".", max(0, size-10))
 	go func() {
 		defer close(lp.done)
 		var wg sync.WaitGroup
 		tick := time.NewTicker(10 * time.Millisecond)
 		defer tick.Stop()
-		last := time.Now()
 		for i := 0; ctx.Err() == nil; {
 			select {
 			case <-ctx.Done():
@@ -321,21 +319,7 @@ func startPacedLoad(t *testing.T, bootstrap, topic string, perSecond, size int) 
 					break
 				}
 				wg.Add(1)
-				cl.Produce(ctx, &kgo.Record{Value: []byte(fmt.Sprintf("v-%08d%s", i, pad))}, func(r *kgo.Record, err error) {
-					defer wg.Done()
-					lp.mu.Lock()
-					defer lp.mu.Unlock()
-					if err != nil {
-						if !errors.Is(err, context.Canceled) {
-							lp.errs = append(lp.errs, err)
-						}
-						return
-					}
-					now := time.Now()
-					lp.maxGap = max(lp.maxGap, now.Sub(last))
-					last = now
-					lp.acks = append(lp.acks, ack{Partition: r.Partition, Offset: r.Offset, Value: string(r.Value), At: now})
-				})
+				cl.Produce(ctx, &kgo.Record{Value: []byte(fmt.Sprintf("v-%08d%s", i, pad))}, lp.produced(&wg))
 				i++
 			}
 		}
