@@ -30,17 +30,6 @@ stop() {
 	[ "$rc" -eq 0 ] || fail "broker exited with status $rc on SIGTERM"
 }
 
-passed=0
-failed=0
-check() { # name, expected, actual
-	if [ "$2" == "$3" ]; then
-		passed=$((passed + 1))
-		echo "ok   $1"
-	else
-		failed=$((failed + 1))
-		echo "FAIL $1: expected [$2], got [$3]" >&2
-	fi
-}
 
 start
 

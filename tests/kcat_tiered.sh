@@ -42,17 +42,6 @@ start_broker --data-dir "$tmp/data" --listen "$broker" --admin-listen "127.0.0.1
 	--set rsm.config.chunk.size=4194304 --set rlmm.config.remote.log.metadata.topic.num.partitions=3
 wait_ready
 
-passed=0
-failed=0
-check() { # name, expected, actual
-	if [ "$2" == "$3" ]; then
-		passed=$((passed + 1))
-		echo "ok   $1"
-	else
-		failed=$((failed + 1))
-		echo "FAIL $1: expected [$2], got [$3]" >&2
-	fi
-}
 
 "$tmp/samsa" topics create kcat-tiered --bootstrap-server "$broker" --partitions 1 --config remote.storage.enable=true \
 	--config segment.bytes=65536 --config local.retention.bytes=0 --config retention.ms=-1 >/dev/null || fail "create kcat-tiered"

@@ -30,17 +30,6 @@ SAMSA_NUM_PARTITIONS=1 start_broker --data-dir "$tmp/data" --listen "$broker" --
 	--transport "${SAMSA_TEST_TRANSPORT:-std}"
 wait_ready
 
-passed=0
-failed=0
-check() { # name, expected, actual
-	if [ "$2" == "$3" ]; then
-		passed=$((passed + 1))
-		echo "ok   $1"
-	else
-		failed=$((failed + 1))
-		echo "FAIL $1: expected [$2], got [$3]" >&2
-	fi
-}
 
 read_topic() { # topic, isolation level: the values' numbers, sorted, to the end (the last stable offset for read_committed)
 	kcat -b "$broker" -C -t "$1" -o beginning -e -q -X isolation.level="$2" -X fetch.wait.max.ms=50 -f '%s\n' | cut -d' ' -f1 | sort -n

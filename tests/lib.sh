@@ -55,3 +55,16 @@ wait_ready() { # kcat options...: until kcat with them lists the metadata of $br
 	done
 	fail "broker did not answer metadata within 20 s"
 }
+
+# check NAME EXPECTED ACTUAL counts a check in passed or failed and says which.
+passed=0
+failed=0
+check() {
+	if [ "$2" == "$3" ]; then
+		passed=$((passed + 1))
+		echo "ok   $1"
+	else
+		failed=$((failed + 1))
+		echo "FAIL $1: expected [$2], got [$3]" >&2
+	fi
+}
