@@ -36,8 +36,29 @@ const (
 	keyChunkSize      = "chunk.size"
 	keyCompression    = "compression.enabled"
 	keyEncryption     = "encryption.enabled"
-	keyCacheClass     = "fetch.chunk.cache."
+	keyCache          = "fetch.chunk.cache."
 )
+
+// The chunk cache's keys, below keyCache (Aiven's DiskChunkCache and
+// MemoryChunkCache).
+const (
+	keyCacheClass     = "class"
+	keyCachePath      = "path"
+	keyCacheSize      = "size"
+	keyCacheRetention = "retention.ms"
+	keyCachePrefetch  = "prefetch.max.size"
+)
+
+// The chunk cache's classes: Aiven's class names (of the package they have
+// now and of the one before, chunkmanager.cache) or the bare names.
+const (
+	CacheMemory = "MemoryChunkCache"
+	CacheDisk   = "DiskChunkCache"
+)
+
+// defaultCacheRetention is fetch.chunk.cache.retention.ms's default, the
+// plugin's.
+const defaultCacheRetention = 10 * time.Minute
 
 // Defaults, as the plugin's (part size) or chosen here (timeouts: the
 // plugin leaves them to the SDK, whose defaults wait for ever).
@@ -68,10 +89,35 @@ type Config struct {
 	// upload waits for its answer up to CallTimeout: a store answers it only
 	// once the object is stored.
 	CallTimeout, AttemptTimeout time.Duration
-	// ChunkSize (chunk.size) is read and checked; it is the unit of the
-	// plugin's transforms and chunk cache, neither of which exists here yet,
-	// so it changes nothing (ParseConfig says so).
+	// ChunkSize (chunk.size) is the unit of the plugin's transforms and of
+	// its chunk cache: here, of the chunk cache when fetch.chunk.cache.class
+	// is set (segments are stored untransformed).
 	ChunkSize int
+	// ChunkCache is fetch.chunk.cache.*.
+	ChunkCache ChunkCacheConfig
+}
+
+// ChunkCacheConfig is the chunk cache's keys (fetch.chunk.cache.*): the
+// remote log manager keeps the segment bytes it reads from the store, in
+// chunks of chunk.size, in memory or in files on local disk.
+type ChunkCacheConfig struct {
+	// Class is CacheMemory, CacheDisk, or "" when fetch.chunk.cache.class
+	// is not set: the remote log manager's built-in cache (the last 8
+	// chunks of 4 MiB in memory); the other keys are then without effect.
+	Class string
+	// Path (path) is DiskChunkCache's directory, which must exist: the
+	// cache keeps its files under Path/cache and Path/temp, emptied when
+	// the broker starts (a cache does not outlive its process).
+	Path string
+	// Size (size, required with a class) bounds the bytes held; -1 is
+	// unbounded. The least recently read chunks go first.
+	Size int64
+	// Retention (retention.ms, 10 minutes) drops a chunk not read for as
+	// long; 0 (-1 in the key) keeps chunks until Size evicts them.
+	Retention time.Duration
+	// PrefetchMaxSize (prefetch.max.size, 0) is how far past a read the
+	// chunks are read ahead into the cache.
+	PrefetchMaxSize int64
 }
 
 // Notice is a key that was read but has no effect, and why.
@@ -87,13 +133,15 @@ var ErrConfig = errors.New("remote: invalid configuration")
 // getenv (os.Getenv, or a test's) supplies the AWS environment variables
 // when no keys are set. Keys read but not acted on come back as notices,
 // never dropped silently: the Java class-name keys of Kafka and the plugin,
-// chunk.size, the chunk cache's keys and unknown keys under the prefix.
+// the chunk cache's keys without fetch.chunk.cache.class, and unknown keys
+// under the prefix.
 func ParseConfig(props map[string]string, getenv func(string) string) (Config, []Notice, error) {
 	prefix := DefaultPrefix
 	if p, ok := props[PrefixKey]; ok {
 		prefix = p
 	}
-	cfg := Config{PartSize: defaultPartSize, CallTimeout: defaultCallTimeout, AttemptTimeout: defaultAttemptTimeout}
+	cfg := Config{PartSize: defaultPartSize, CallTimeout: defaultCallTimeout, AttemptTimeout: defaultAttemptTimeout,
+		ChunkCache: ChunkCacheConfig{Size: -2, Retention: defaultCacheRetention}}
 	var notices []Notice
 	for _, k := range []string{"remote.log.storage.manager.class.name", "remote.log.storage.manager.class.path", "remote.log.metadata.manager.class.name", "remote.log.metadata.manager.class.path"} {
 		if v, ok := props[k]; ok && v != "" {
@@ -159,19 +207,31 @@ func ParseConfig(props map[string]string, getenv func(string) string) (Config, [
 			}
 			cfg.ChunkSize = int(n)
 			haveChunk = true
-			notices = append(notices, Notice{full, "read; without effect yet: segments are stored untransformed and there is no chunk cache"})
 		case k == keyCompression || k == keyEncryption:
 			if b, err := strconv.ParseBool(v); err != nil || b {
 				bad(full, v, "not supported: segments are stored as they are on disk")
 			}
-		case strings.HasPrefix(k, keyCacheClass):
-			notices = append(notices, Notice{full, "read; without effect yet: remote reads are not cached"})
+		case strings.HasPrefix(k, keyCache):
+			if known, err := parseCacheKey(&cfg.ChunkCache, strings.TrimPrefix(k, keyCache), v); err != nil {
+				bad(full, v, err.Error())
+			} else if !known {
+				notices = append(notices, Notice{full, "unknown key: without effect"})
+			}
 		case strings.HasSuffix(k, ".class") || strings.HasSuffix(k, ".class.name"):
 			notices = append(notices, Notice{full, "a Java class: without effect"})
 		default:
 			notices = append(notices, Notice{full, "unknown key: without effect"})
 		}
 	}
+	errs = append(errs, cfg.complete(prefix, haveChunk, getenv)...)
+	errs = append(errs, checkCache(&cfg.ChunkCache, prefix+keyCache, &notices)...)
+	return cfg, notices, errors.Join(errs...)
+}
+
+// complete checks the keys ParseConfig read together and fills in the
+// region and credentials from the environment when no key gives them.
+func (cfg *Config) complete(prefix string, haveChunk bool, getenv func(string) string) []error {
+	var errs []error
 	if cfg.Bucket == "" {
 		errs = append(errs, fmt.Errorf("%w: %s%s is required", ErrConfig, prefix, keyBucket))
 	}
@@ -193,5 +253,62 @@ func ParseConfig(props map[string]string, getenv func(string) string) (Config, [
 	if cfg.AttemptTimeout > cfg.CallTimeout {
 		cfg.AttemptTimeout = cfg.CallTimeout
 	}
-	return cfg, notices, errors.Join(errs...)
+	return errs
+}
+
+// parseCacheKey reads one of the chunk cache's keys (k below
+// fetch.chunk.cache.) into c; known false for a key it does not know.
+func parseCacheKey(c *ChunkCacheConfig, k, v string) (known bool, err error) {
+	num := func(lo int64) (int64, error) {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < lo {
+			return 0, fmt.Errorf("must be a long of at least %d", lo)
+		}
+		return n, nil
+	}
+	switch k {
+	case keyCacheClass:
+		switch v[strings.LastIndex(v, ".")+1:] {
+		case CacheMemory:
+			c.Class = CacheMemory
+		case CacheDisk:
+			c.Class = CacheDisk
+		default:
+			return true, fmt.Errorf("must be %s or %s (io.aiven.kafka.tieredstorage.fetch.cache.)", CacheDisk, CacheMemory)
+		}
+	case keyCachePath:
+		c.Path = v
+	case keyCacheSize:
+		c.Size, err = num(-1)
+	case keyCacheRetention:
+		var ms int64
+		ms, err = num(-1)
+		c.Retention = time.Duration(max(ms, 0)) * time.Millisecond
+	case keyCachePrefetch:
+		c.PrefetchMaxSize, err = num(0)
+	default:
+		return false, nil
+	}
+	return true, err
+}
+
+// checkCache checks the chunk cache's keys together: size with a class,
+// path with DiskChunkCache; keys without a class are without effect.
+func checkCache(c *ChunkCacheConfig, prefix string, notices *[]Notice) []error {
+	var errs []error
+	switch {
+	case c.Class == "":
+		if c.Size != -2 || c.Path != "" {
+			*notices = append(*notices, Notice{prefix + keyCacheClass, "not set: the other fetch.chunk.cache keys are without effect (the built-in cache: 8 chunks of 4 MiB in memory)"})
+		}
+		c.Size, c.Path = 0, ""
+	case c.Size == -2:
+		errs = append(errs, fmt.Errorf("%w: %s%s is required with %s%s", ErrConfig, prefix, keyCacheSize, prefix, keyCacheClass))
+	case c.Class == CacheDisk && c.Path == "":
+		errs = append(errs, fmt.Errorf("%w: %s%s is required with %s", ErrConfig, prefix, keyCachePath, CacheDisk))
+	}
+	if c.Class != CacheDisk {
+		c.Path = ""
+	}
+	return errs
 }

@@ -43,7 +43,8 @@ func TestParseConfig(t *testing.T) {
 	}
 	want := Config{Bucket: "kafka-tiered", Region: "eu-west-1", Endpoint: "http://127.0.0.1:7070", PathStyle: true,
 		AccessKeyID: "AK", SecretAccessKey: "SK", KeyPrefix: "prod/", PartSize: 8 << 20,
-		CallTimeout: time.Minute, AttemptTimeout: 2 * time.Second, ChunkSize: 4 << 20}
+		CallTimeout: time.Minute, AttemptTimeout: 2 * time.Second, ChunkSize: 4 << 20,
+		ChunkCache: ChunkCacheConfig{Class: CacheDisk, Path: "/var/cache/kafka", Size: 1 << 30, Retention: 10 * time.Minute, PrefetchMaxSize: 8 << 20}}
 	if cfg != want {
 		t.Fatalf("config:\n got %+v\nwant %+v", cfg, want)
 	}
@@ -53,9 +54,6 @@ func TestParseConfig(t *testing.T) {
 	}
 	wantKeys := []string{
 		"remote.log.storage.manager.class.name", "remote.log.storage.manager.class.path",
-		"rsm.config.chunk.size",
-		"rsm.config.fetch.chunk.cache.class", "rsm.config.fetch.chunk.cache.path", "rsm.config.fetch.chunk.cache.prefetch.max.size",
-		"rsm.config.fetch.chunk.cache.retention.ms", "rsm.config.fetch.chunk.cache.size",
 		"rsm.config.storage.backend.class", "rsm.config.storage.s3.some.future.key",
 	}
 	if strings.Join(keys, " ") != strings.Join(wantKeys, " ") {
@@ -84,8 +82,47 @@ func TestParseConfigEnvAndPrefix(t *testing.T) {
 	if cfg.PartSize != 5<<20 || cfg.CallTimeout != defaultCallTimeout || cfg.AttemptTimeout != defaultAttemptTimeout || cfg.PathStyle || cfg.Endpoint != "" {
 		t.Fatalf("defaults: %+v", cfg)
 	}
-	if len(notices) != 1 || notices[0].Key != "tiered.chunk.size" {
-		t.Fatalf("notices: %v", notices)
+	if len(notices) != 0 || cfg.ChunkCache != (ChunkCacheConfig{Retention: defaultCacheRetention}) {
+		t.Fatalf("notices %v, chunk cache %+v", notices, cfg.ChunkCache)
+	}
+}
+
+// TestParseChunkCache: the chunk cache's keys, as Aiven's plugin reads them:
+// its class names (either package) or the bare names, size required with a
+// class and -1 unbounded, path required with DiskChunkCache, retention.ms -1
+// for none; without a class the other keys are reported as without effect.
+func TestParseChunkCache(t *testing.T) {
+	base := map[string]string{"rsm.config.storage.s3.bucket.name": "b", "rsm.config.storage.s3.region": "r", "rsm.config.chunk.size": "1048576"}
+	parse := func(kv ...string) (ChunkCacheConfig, []Notice, error) {
+		props := map[string]string{}
+		for k, v := range base {
+			props[k] = v
+		}
+		for i := 0; i < len(kv); i += 2 {
+			props["rsm.config.fetch.chunk.cache."+kv[i]] = kv[i+1]
+		}
+		cfg, notices, err := ParseConfig(props, env(nil))
+		return cfg.ChunkCache, notices, err
+	}
+	for _, class := range []string{"io.aiven.kafka.tieredstorage.fetch.cache.MemoryChunkCache", "io.aiven.kafka.tieredstorage.chunkmanager.cache.MemoryChunkCache", "MemoryChunkCache"} {
+		c, notices, err := parse("class", class, "size", "-1", "retention.ms", "-1")
+		if err != nil || len(notices) != 0 || c != (ChunkCacheConfig{Class: CacheMemory, Size: -1}) {
+			t.Fatalf("%s: %+v %v %v", class, c, notices, err)
+		}
+	}
+	if c, _, err := parse("class", "DiskChunkCache", "size", "100", "path", "/p", "prefetch.max.size", "5"); err != nil ||
+		c != (ChunkCacheConfig{Class: CacheDisk, Path: "/p", Size: 100, Retention: defaultCacheRetention, PrefetchMaxSize: 5}) {
+		t.Fatalf("disk: %+v %v", c, err)
+	}
+	for _, kv := range [][]string{{"class", "DirectMemoryChunkCache", "size", "1"}, {"class", "MemoryChunkCache"}, {"class", "DiskChunkCache", "size", "1"},
+		{"class", "MemoryChunkCache", "size", "-2"}, {"class", "MemoryChunkCache", "size", "1", "retention.ms", "x"}} {
+		if _, _, err := parse(kv...); !errors.Is(err, ErrConfig) {
+			t.Fatalf("%v: err = %v", kv, err)
+		}
+	}
+	c, notices, err := parse("size", "100", "other", "x")
+	if err != nil || c.Class != "" || c.Size != 0 || len(notices) != 2 {
+		t.Fatalf("without a class: %+v %v %v", c, notices, err)
 	}
 }
 

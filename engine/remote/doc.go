@@ -10,9 +10,10 @@
 // It is configured with the keys of Aiven's tiered-storage-for-apache-kafka
 // plugin under Kafka's remote.log.storage.manager.impl.prefix (ParseConfig),
 // and lays its objects out under that plugin's keys (StorageManager draws
-// them). Segments are stored as they are on disk: the plugin's compression,
-// encryption and chunk cache are not implemented, and their keys are
-// refused (compression, encryption) or reported as without effect.
+// them). Segments are stored as they are on disk: the plugin's compression
+// and encryption are not implemented, and their keys are refused. Its chunk
+// cache's keys (fetch.chunk.cache.*) are read here and acted on by the
+// remote log manager (replication/tiered), which reads through the cache.
 //
 // It is a leaf beside the engine: it imports no package of the project (its
 // tests write real segments through engine). It keeps no state between

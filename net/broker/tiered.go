@@ -36,7 +36,8 @@ import (
 // remote.log.storage.system.enable (false), remote.log.manager.task.interval.ms (30000),
 // remote.log.manager.copy.max.bytes.per.second (unlimited), remote.log.reader.threads
 // (10), remote.log.storage.manager.impl.prefix (rsm.config.) and the storage manager's
-// keys under it, rlmm.config.remote.log.metadata.topic.{num.partitions (50),
+// keys under it (with the chunk cache's, fetch.chunk.cache.*),
+// rlmm.config.remote.log.metadata.topic.{num.partitions (50),
 // replication.factor (3), min.isr (2), segment.bytes}.
 type tieredState struct {
 	meta *remotelog.Manager
@@ -60,6 +61,12 @@ func (b *Broker) startTiered(im *metadata.Image) (*tieredState, error) {
 	if err != nil {
 		return nil, err
 	}
+	var cache *tiered.ChunkCache // nil: the remote log manager's built-in one
+	if cc := rcfg.ChunkCache; cc.Class != "" {
+		if cache, err = tiered.NewChunkCache(tiered.ChunkCacheConfig{Path: cc.Path, Size: cc.Size, Retention: cc.Retention}); err != nil {
+			return nil, fmt.Errorf("broker: the chunk cache (fetch.chunk.cache.*): %w", err)
+		}
+	}
 	s := &tieredState{}
 	s.meta = remotelog.New(remotelog.Config{Replicas: b.repl, Partitions: func() int32 {
 		if t, ok := b.meta.Image().Topic(remotelog.Topic); ok {
@@ -72,6 +79,7 @@ func (b *Broker) startTiered(im *metadata.Image) (*tieredState, error) {
 		Interval:           time.Duration(b.groupInt(im, "remote.log.manager.task.interval.ms", 30000)) * time.Millisecond,
 		CopyBytesPerSecond: b.groupInt(im, "remote.log.manager.copy.max.bytes.per.second", 0),
 		ReaderThreads:      int(b.groupInt(im, "remote.log.reader.threads", 10)),
+		ChunkCache:         cache, ChunkSize: int64(rcfg.ChunkSize), PrefetchBytes: rcfg.ChunkCache.PrefetchMaxSize,
 		EnsureMetadata: func(ctx context.Context) error {
 			ctx, cancel := context.WithTimeout(ctx, forwardTimeout)
 			defer cancel()
@@ -203,6 +211,10 @@ func (s *tieredState) close() {
 //	samsa_remote_delete_errors_total{topic}           [RemoteDeleteErrorsPerSec]
 //	samsa_remote_log_size_bytes{topic,partition}      [RemoteLogSizeBytes]
 //	samsa_remote_copy_lag_bytes{topic,partition}      [RemoteCopyLagBytes]
+//	samsa_remote_chunk_cache_hits_total               chunk cache (Aiven's fetch.chunk.cache): chunks found,
+//	samsa_remote_chunk_cache_misses_total             not found (read from the store),
+//	samsa_remote_chunk_cache_evictions_total          dropped by size or retention,
+//	samsa_remote_chunk_cache_size_bytes               and the bytes it holds
 type tieredCollector struct{ rlm *tiered.Manager }
 
 var (
@@ -213,10 +225,15 @@ var (
 	descRemoteDeleteErrors = prometheus.NewDesc("samsa_remote_delete_errors_total", "Deletions of copies in remote storage that failed, per topic [RemoteDeleteErrorsPerSec].", []string{"topic"}, nil)
 	descRemoteLogSize      = prometheus.NewDesc("samsa_remote_log_size_bytes", "Bytes of a tiered partition's copies in remote storage [RemoteLogSizeBytes].", []string{"topic", "partition"}, nil)
 	descRemoteCopyLag      = prometheus.NewDesc("samsa_remote_copy_lag_bytes", "Bytes of a led tiered partition's sealed segments not copied yet [RemoteCopyLagBytes].", []string{"topic", "partition"}, nil)
+	descChunkCacheHits     = prometheus.NewDesc("samsa_remote_chunk_cache_hits_total", "Chunks of remote segments found in the chunk cache (fetch.chunk.cache).", nil, nil)
+	descChunkCacheMisses   = prometheus.NewDesc("samsa_remote_chunk_cache_misses_total", "Chunks of remote segments not in the chunk cache, read from remote storage.", nil, nil)
+	descChunkCacheEvicts   = prometheus.NewDesc("samsa_remote_chunk_cache_evictions_total", "Chunks dropped from the chunk cache by its size or retention.", nil, nil)
+	descChunkCacheSize     = prometheus.NewDesc("samsa_remote_chunk_cache_size_bytes", "Bytes held by the chunk cache.", nil, nil)
 )
 
 func (c tieredCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descRemoteCopyBytes, descRemoteCopyErrors, descRemoteFetchBytes, descRemoteFetchErrors, descRemoteDeleteErrors, descRemoteLogSize, descRemoteCopyLag} {
+	for _, d := range []*prometheus.Desc{descRemoteCopyBytes, descRemoteCopyErrors, descRemoteFetchBytes, descRemoteFetchErrors, descRemoteDeleteErrors, descRemoteLogSize, descRemoteCopyLag,
+		descChunkCacheHits, descChunkCacheMisses, descChunkCacheEvicts, descChunkCacheSize} {
 		ch <- d
 	}
 }
@@ -235,4 +252,9 @@ func (c tieredCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descRemoteLogSize, prometheus.GaugeValue, float64(p.RemoteLogSizeBytes), p.Topic, part)
 		ch <- prometheus.MustNewConstMetric(descRemoteCopyLag, prometheus.GaugeValue, float64(p.CopyLagBytes), p.Topic, part)
 	}
+	cs := c.rlm.ChunkCacheStats()
+	ch <- prometheus.MustNewConstMetric(descChunkCacheHits, prometheus.CounterValue, float64(cs.Hits))
+	ch <- prometheus.MustNewConstMetric(descChunkCacheMisses, prometheus.CounterValue, float64(cs.Misses))
+	ch <- prometheus.MustNewConstMetric(descChunkCacheEvicts, prometheus.CounterValue, float64(cs.Evictions))
+	ch <- prometheus.MustNewConstMetric(descChunkCacheSize, prometheus.GaugeValue, float64(cs.Bytes))
 }

@@ -6,63 +6,59 @@ import (
 	"github.com/samsa-broker/samsa/engine/remote"
 )
 
-// Segment bytes are read from remote storage in aligned chunks of readChunk
-// bytes, the last chunkCacheEntries of which stay in memory: a consumer
-// reading a copy in order gets one GET per chunk, not one per fetch, and
-// the chunk after one that missed is read ahead while the consumer works
-// through it. (Aiven's plugin keeps such chunks on local disk,
-// fetch.chunk.cache.*; here they are in memory, 32 MiB at most.)
+// Segment bytes are read from remote storage in aligned chunks of
+// Config.ChunkSize bytes (rsm.config.chunk.size with a chunk cache
+// configured; defaultChunk otherwise), kept in the ChunkCache: a consumer
+// reading a copy in order gets one GET per chunk, not one per fetch. The
+// chunks after one read are read ahead into the cache while the consumer
+// works through it (Config.PrefetchBytes). Without a cache configured
+// (fetch.chunk.cache.class), the built-in one keeps the last
+// defaultCacheChunks chunks in memory, 32 MiB, and reads one chunk ahead.
 const (
-	readChunk         = 4 << 20
-	chunkCacheEntries = 8
+	defaultChunk       = 4 << 20
+	defaultCacheChunks = 8
 )
 
 type chunkKey struct {
 	id remote.Uuid
-	n  int64 // chunk number: bytes [n*readChunk, (n+1)*readChunk)
-}
-
-// chunkCache is the chunks read lately and those being read (under
-// Manager.mu).
-type chunkCache struct {
-	data     map[chunkKey][]byte
-	lru      []chunkKey
-	inflight map[chunkKey]chan struct{} // closed when the read ends
+	n  int64 // chunk number: bytes [n*chunkSize, (n+1)*chunkSize)
 }
 
 // readRange returns bytes [from, to) of a copy's segment (to cut at its
 // end), from the chunks.
 func (m *Manager) readRange(ctx context.Context, md *remote.SegmentMetadata, from, to int64) ([]byte, error) {
 	to = min(to, md.SegmentSize)
+	cs := m.chunkSize
 	out := make([]byte, 0, max(to-from, 0))
-	for n := from / readChunk; n*readChunk < to; n++ {
-		b, err := m.chunk(ctx, md, n, true)
+	last := int64(-1)
+	for n := from / cs; n*cs < to; n++ {
+		b, err := m.chunk(ctx, md, n)
 		if err != nil {
 			return nil, err
 		}
-		lo, hi := max(from, n*readChunk)-n*readChunk, min(to, n*readChunk+int64(len(b)))-n*readChunk
+		last = n
+		lo, hi := max(from, n*cs)-n*cs, min(to, n*cs+int64(len(b)))-n*cs
 		if lo >= hi {
 			break
 		}
 		out = append(out, b[lo:hi]...)
 	}
+	for n := last + 1; last >= 0 && n <= last+int64(m.prefetch) && n*cs < md.SegmentSize; n++ {
+		m.readAhead(md, n)
+	}
 	return out, nil
 }
 
-// chunk returns chunk n of a copy, reading it on a miss; with ahead, the
-// read of chunk n+1 starts too unless it is there or under way.
-func (m *Manager) chunk(ctx context.Context, md *remote.SegmentMetadata, n int64, ahead bool) ([]byte, error) {
-	if ahead && (n+1)*readChunk < md.SegmentSize {
-		defer m.readAhead(md, n+1)
-	}
+// chunk returns chunk n of a copy, from the cache or, on a miss, the store
+// (one read of a chunk at a time: others wait for it).
+func (m *Manager) chunk(ctx context.Context, md *remote.SegmentMetadata, n int64) ([]byte, error) {
 	k := chunkKey{md.ID.ID, n}
 	for {
-		m.mu.Lock()
-		if b, ok := m.chunks.data[k]; ok {
-			m.mu.Unlock()
+		if b, ok := m.cache.get(k); ok {
 			return b, nil
 		}
-		if ch, ok := m.chunks.inflight[k]; ok {
+		m.mu.Lock()
+		if ch, ok := m.inflight[k]; ok {
 			m.mu.Unlock()
 			select {
 			case <-ch:
@@ -72,27 +68,22 @@ func (m *Manager) chunk(ctx context.Context, md *remote.SegmentMetadata, n int64
 			}
 		}
 		ch := make(chan struct{})
-		m.chunks.inflight[k] = ch
+		m.inflight[k] = ch
 		m.mu.Unlock()
-		b, err := m.fetchRange(ctx, md, n*readChunk, min((n+1)*readChunk, md.SegmentSize))
-		m.mu.Lock()
-		delete(m.chunks.inflight, k)
-		close(ch)
+		b, err := m.fetchRange(ctx, md, n*m.chunkSize, min((n+1)*m.chunkSize, md.SegmentSize))
 		if err == nil {
-			m.chunks.data[k] = b
-			m.chunks.lru = append(m.chunks.lru, k)
-			if len(m.chunks.lru) > chunkCacheEntries {
-				delete(m.chunks.data, m.chunks.lru[0])
-				m.chunks.lru = m.chunks.lru[1:]
-			}
+			m.cache.put(k, b)
 		}
+		m.mu.Lock()
+		delete(m.inflight, k)
+		close(ch)
 		m.mu.Unlock()
 		return b, err
 	}
 }
 
-// readAhead reads chunk n of a copy in the background, unless it is there
-// or under way, when a reader slot is free (requests keep their share of
+// readAhead reads chunk n of a copy in the background, unless it is under
+// way, when a reader slot is free (requests keep their share of
 // remote.log.reader.threads).
 func (m *Manager) readAhead(md *remote.SegmentMetadata, n int64) {
 	select {
@@ -102,9 +93,8 @@ func (m *Manager) readAhead(md *remote.SegmentMetadata, n int64) {
 	}
 	k := chunkKey{md.ID.ID, n}
 	m.mu.Lock()
-	_, cached := m.chunks.data[k]
-	_, reading := m.chunks.inflight[k]
-	if m.closed || cached || reading { // Close waits for wg: no Add once it may have begun
+	_, reading := m.inflight[k]
+	if m.closed || reading || m.cache.has(k) { // Close waits for wg: no Add once it may have begun
 		m.mu.Unlock()
 		<-m.readers
 		return
@@ -115,19 +105,6 @@ func (m *Manager) readAhead(md *remote.SegmentMetadata, n int64) {
 	go func() {
 		defer m.wg.Done()
 		defer func() { <-m.readers }()
-		_, _ = m.chunk(m.ctx, &c, n, false) // a failure is the next reader's to meet
+		_, _ = m.chunk(m.ctx, &c, n) // a failure is the next reader's to meet
 	}()
-}
-
-// forgetChunks drops a deleted copy's chunks.
-func (m *Manager) forgetChunksLocked(id remote.Uuid) {
-	kept := m.chunks.lru[:0]
-	for _, k := range m.chunks.lru {
-		if k.id == id {
-			delete(m.chunks.data, k)
-			continue
-		}
-		kept = append(kept, k)
-	}
-	m.chunks.lru = kept
 }

@@ -36,13 +36,16 @@
 // RLMFollowerTask). Reads (Read) run
 // on at most remote.log.reader.threads goroutines at once; each reads the
 // copy's offset index (kept in memory for the most recent copies) and one
-// byte range of its segment, served from 4 MiB chunks of it (the last 8 in
-// memory, the next read ahead: chunks.go).
+// byte range of its segment, served from chunks of it kept in a chunk cache
+// (Aiven's fetch.chunk.cache.*: MemoryChunkCache, or DiskChunkCache in files
+// under fetch.chunk.cache.path, bounded by fetch.chunk.cache.size and
+// fetch.chunk.cache.retention.ms; without one, the last 8 chunks of 4 MiB
+// in memory), the next ones read ahead (chunks.go, chunkcache.go).
 //
-// Not built yet: a chunk cache on local disk (Aiven's fetch.chunk.cache.*);
-// remote.log.delete.on.disable; a follower does not learn a log start
-// DeleteRecords raised below the local one (a new leader forgets it); a
-// deletion of a deleted partition's copies is not resumed after a restart.
+// Not built yet: remote.log.delete.on.disable; a follower does not learn a
+// log start DeleteRecords raised below the local one (a new leader forgets
+// it); a deletion of a deleted partition's copies is not resumed after a
+// restart.
 //
 // An object store that hangs or is down fails each copy and remote read within
 // the storage manager's timeouts (rsm.config.storage.s3.api.call.timeout and

@@ -38,6 +38,16 @@ type Config struct {
 	// ReaderThreads is remote.log.reader.threads (10): reads from remote
 	// storage running at once; more wait.
 	ReaderThreads int
+	// ChunkCache keeps the segment bytes read from remote storage
+	// (fetch.chunk.cache.*); nil: the built-in one, defaultCacheChunks
+	// chunks of defaultChunk bytes in memory, reading one chunk ahead.
+	ChunkCache *ChunkCache
+	// ChunkSize is the unit of reads and of the chunk cache
+	// (rsm.config.chunk.size with ChunkCache; defaultChunk without).
+	ChunkSize int64
+	// PrefetchBytes is how far past a read the chunks are read ahead into
+	// ChunkCache (fetch.chunk.cache.prefetch.max.size).
+	PrefetchBytes int64
 	// TempDir holds an empty producer snapshot for a segment that has none
 	// on disk ("": the system's).
 	TempDir string
@@ -67,12 +77,16 @@ type Manager struct {
 	ensured  bool                                  // EnsureMetadata succeeded (under runMu)
 	lastErrs map[engine.TopicPartition]loggedError // the last task error logged per partition (under runMu)
 
-	mu     sync.Mutex
-	parts  map[engine.TopicPartition]*partState
-	idx    map[indexKey][]byte // indexes of copies read lately (offset, transaction)
-	idxLRU []indexKey
-	chunks chunkCache // segment bytes read lately (chunks.go)
-	closed bool       // Close began: no more read-ahead
+	mu       sync.Mutex
+	parts    map[engine.TopicPartition]*partState
+	idx      map[indexKey][]byte // indexes of copies read lately (offset, transaction)
+	idxLRU   []indexKey
+	inflight map[chunkKey]chan struct{} // chunks being read from the store, closed when the read ends (chunks.go)
+	closed   bool                       // Close began: no more read-ahead
+
+	cache     *ChunkCache // segment bytes read lately (chunks.go)
+	chunkSize int64
+	prefetch  int // chunks read ahead of a read
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -110,8 +124,16 @@ func New(cfg Config) *Manager {
 	}
 	m := &Manager{cfg: cfg, log: cfg.Logger, readers: make(chan struct{}, cfg.ReaderThreads), copyLim: newLimiter(cfg.CopyBytesPerSecond),
 		parts: map[engine.TopicPartition]*partState{}, idx: map[indexKey][]byte{}, lastErrs: map[engine.TopicPartition]loggedError{},
-		deleted: map[remote.TopicIDPartition]bool{}}
-	m.chunks.data, m.chunks.inflight = map[chunkKey][]byte{}, map[chunkKey]chan struct{}{}
+		deleted: map[remote.TopicIDPartition]bool{}, inflight: map[chunkKey]chan struct{}{}, cache: cfg.ChunkCache, chunkSize: cfg.ChunkSize}
+	if m.cache == nil {
+		m.cache, _ = NewChunkCache(ChunkCacheConfig{Size: defaultCacheChunks * defaultChunk}) // in memory: no error
+		m.chunkSize, m.prefetch = defaultChunk, 1
+	} else {
+		if m.chunkSize <= 0 {
+			m.chunkSize = defaultChunk
+		}
+		m.prefetch = int((max(cfg.PrefetchBytes, 0) + m.chunkSize - 1) / m.chunkSize)
+	}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	return m
 }

@@ -203,7 +203,7 @@ func (m *Manager) forgetIndex(id remote.Uuid) {
 	for _, t := range remote.IndexTypes {
 		delete(m.idx, indexKey{id, t})
 	}
-	m.forgetChunksLocked(id)
+	m.cache.forget(id)
 }
 
 // txnEntrySize is an entry of a transaction index (engine/txnindex.go,

@@ -75,3 +75,7 @@ func (m *Manager) Stats() ([]TopicStats, []PartitionStats) {
 	})
 	return ts, ps
 }
+
+// ChunkCacheStats returns the chunk cache's counts (Aiven's chunk cache
+// metrics: hits, misses, evictions, its size).
+func (m *Manager) ChunkCacheStats() ChunkCacheStats { return m.cache.Stats() }

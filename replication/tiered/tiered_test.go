@@ -45,7 +45,7 @@ func dataConfig() engine.LogConfig {
 	return cfg
 }
 
-func openNode(t *testing.T, dir string, epoch int32, sm *remote.StorageManager, cfg engine.LogConfig) *node {
+func openNode(t *testing.T, dir string, epoch int32, sm *remote.StorageManager, cfg engine.LogConfig, opts ...func(*tiered.Config)) *node {
 	t.Helper()
 	eng, err := engine.Open(engine.Options{Dirs: []string{dir}, Sync: engine.SyncNone, Logger: quiet})
 	if err != nil {
@@ -67,7 +67,11 @@ func openNode(t *testing.T, dir string, epoch int32, sm *remote.StorageManager, 
 	}
 	n := &node{eng: eng, repl: repl}
 	n.meta = remotelog.New(remotelog.Config{Replicas: repl, Partitions: func() int32 { return metaPartitions }})
-	n.rlm = tiered.New(tiered.Config{NodeID: 1, Replicas: repl, Storage: sm, Metadata: n.meta, Logger: quiet, TempDir: t.TempDir()})
+	tc := tiered.Config{NodeID: 1, Replicas: repl, Storage: sm, Metadata: n.meta, Logger: quiet, TempDir: t.TempDir()}
+	for _, o := range opts {
+		o(&tc)
+	}
+	n.rlm = tiered.New(tc)
 	repl.SetRemoteLog(n.rlm)
 	n.data = repl.Partition(engine.TopicPartition{Topic: "data", Partition: 0})
 	return n
