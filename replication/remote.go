@@ -29,6 +29,11 @@ type RemoteLog interface {
 	// one. An offset below the whole log's start wraps ErrOffsetOutOfRange;
 	// a failure of the store wraps ErrRemoteStorage (retriable).
 	Read(ctx context.Context, p *Partition, offset int64, maxBytes int32) ([]byte, error)
+	// Fetch is a consumer's fetch of p from offset, below its local log
+	// start: Read, and with committed (READ_COMMITTED) AbortedTransactions
+	// up to the records' end, bounded as Kafka bounds a remote fetch (its
+	// wait); see RemoteFetch. It has the errors of Read.
+	Fetch(p *Partition, offset int64, maxBytes int32, committed bool) (RemoteFetch, error)
 	// AbortedTransactions returns the aborted transactions of the copies
 	// that overlap [from, upTo), from their transaction indexes (what a
 	// READ_COMMITTED fetch of remote records carries), with the errors of
@@ -47,6 +52,13 @@ type RemoteLog interface {
 	// epoch of the copy that ends right before offset (Kafka's
 	// buildRemoteLogAuxState); without such a copy it does nothing.
 	RebuildAuxState(ctx context.Context, p *Partition, offset int64) error
+}
+
+// RemoteFetch is what a consumer's fetch of a partition below its local log
+// start gets (RemoteLog.Fetch).
+type RemoteFetch struct {
+	Records []byte              // whole batches; none when nothing was read in time
+	Aborted []engine.AbortedTxn // READ_COMMITTED: the aborted transactions overlapping Records
 }
 
 // ErrRemoteStorage: remote storage could not serve a read now (Kafka's
@@ -141,6 +153,16 @@ func (p *Partition) ReadRemote(ctx context.Context, offset int64, maxBytes int32
 		return nil, ErrOffsetOutOfRange
 	}
 	return r.Read(ctx, p, offset, maxBytes)
+}
+
+// FetchRemote is a consumer's fetch of p below its local log start (see
+// RemoteLog.Fetch); p must be tiered.
+func (p *Partition) FetchRemote(offset int64, maxBytes int32, committed bool) (RemoteFetch, error) {
+	r := p.m.remoteLog()
+	if r == nil || !r.Enabled(p) {
+		return RemoteFetch{}, ErrOffsetOutOfRange
+	}
+	return r.Fetch(p, offset, maxBytes, committed)
 }
 
 // RemoteAbortedTransactions returns the aborted transactions overlapping

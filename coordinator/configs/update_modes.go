@@ -9,6 +9,7 @@ package configs
 var StaticInSamsa = map[string]string{
 	"remote.log.manager.copy.max.bytes.per.second": "the remote log manager is built when the node starts",
 	"remote.log.reader.threads":                    "the remote log manager is built when the node starts",
+	"remote.fetch.max.wait.ms":                     "the remote log manager is built when the node starts",
 	"listeners":                                    "listeners are bound when the node starts",
 	"listener.security.protocol.map":               "listeners are bound when the node starts",
 	"num.network.threads":                          "the transports' goroutines are set when the node starts",

@@ -34,10 +34,10 @@ import (
 //
 // Keys read when the broker starts (Kafka's names and defaults):
 // remote.log.storage.system.enable (false), remote.log.manager.task.interval.ms (30000),
-// remote.log.manager.copy.max.bytes.per.second (unlimited), remote.log.reader.threads
-// (10), remote.log.storage.manager.impl.prefix (rsm.config.) and the storage manager's
-// keys under it (with the chunk cache's, fetch.chunk.cache.*),
-// rlmm.config.remote.log.metadata.topic.{num.partitions (50),
+// remote.log.manager.copy.max.bytes.per.second (unlimited), remote.fetch.max.wait.ms
+// (500), remote.log.reader.threads (10), remote.log.storage.manager.impl.prefix
+// (rsm.config.) and the storage manager's keys under it (with the chunk cache's,
+// fetch.chunk.cache.*), rlmm.config.remote.log.metadata.topic.{num.partitions (50),
 // replication.factor (3), min.isr (2), segment.bytes}.
 type tieredState struct {
 	meta *remotelog.Manager
@@ -78,6 +78,7 @@ func (b *Broker) startTiered(im *metadata.Image) (*tieredState, error) {
 		NodeID: b.cfg.NodeID, Replicas: b.repl, Storage: sm, Metadata: s.meta,
 		Interval:           time.Duration(b.groupInt(im, "remote.log.manager.task.interval.ms", 30000)) * time.Millisecond,
 		CopyBytesPerSecond: b.groupInt(im, "remote.log.manager.copy.max.bytes.per.second", 0),
+		FetchMaxWait:       time.Duration(b.groupInt(im, "remote.fetch.max.wait.ms", 500)) * time.Millisecond,
 		ReaderThreads:      int(b.groupInt(im, "remote.log.reader.threads", 10)),
 		ChunkCache:         cache, ChunkSize: int64(rcfg.ChunkSize), PrefetchBytes: rcfg.ChunkCache.PrefetchMaxSize,
 		EnsureMetadata: func(ctx context.Context) error {
@@ -211,6 +212,7 @@ func (s *tieredState) close() {
 //	samsa_remote_delete_errors_total{topic}           [RemoteDeleteErrorsPerSec]
 //	samsa_remote_log_size_bytes{topic,partition}      [RemoteLogSizeBytes]
 //	samsa_remote_copy_lag_bytes{topic,partition}      [RemoteCopyLagBytes]
+//	samsa_remote_fetch_expires_total{topic}           [DelayedRemoteFetchMetrics ExpiresPerSec]
 //	samsa_remote_chunk_cache_hits_total               chunk cache (Aiven's fetch.chunk.cache): chunks found,
 //	samsa_remote_chunk_cache_misses_total             not found (read from the store),
 //	samsa_remote_chunk_cache_evictions_total          dropped by size or retention,
@@ -225,6 +227,7 @@ var (
 	descRemoteDeleteErrors = prometheus.NewDesc("samsa_remote_delete_errors_total", "Deletions of copies in remote storage that failed, per topic [RemoteDeleteErrorsPerSec].", []string{"topic"}, nil)
 	descRemoteLogSize      = prometheus.NewDesc("samsa_remote_log_size_bytes", "Bytes of a tiered partition's copies in remote storage [RemoteLogSizeBytes].", []string{"topic", "partition"}, nil)
 	descRemoteCopyLag      = prometheus.NewDesc("samsa_remote_copy_lag_bytes", "Bytes of a led tiered partition's sealed segments not copied yet [RemoteCopyLagBytes].", []string{"topic", "partition"}, nil)
+	descRemoteFetchExpires = prometheus.NewDesc("samsa_remote_fetch_expires_total", "Consumers' fetches answered without their remote read, not done within remote.fetch.max.wait.ms, per topic [DelayedRemoteFetchMetrics ExpiresPerSec].", []string{"topic"}, nil)
 	descChunkCacheHits     = prometheus.NewDesc("samsa_remote_chunk_cache_hits_total", "Chunks of remote segments found in the chunk cache (fetch.chunk.cache).", nil, nil)
 	descChunkCacheMisses   = prometheus.NewDesc("samsa_remote_chunk_cache_misses_total", "Chunks of remote segments not in the chunk cache, read from remote storage.", nil, nil)
 	descChunkCacheEvicts   = prometheus.NewDesc("samsa_remote_chunk_cache_evictions_total", "Chunks dropped from the chunk cache by its size or retention.", nil, nil)
@@ -233,6 +236,7 @@ var (
 
 func (c tieredCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descRemoteCopyBytes, descRemoteCopyErrors, descRemoteFetchBytes, descRemoteFetchErrors, descRemoteDeleteErrors, descRemoteLogSize, descRemoteCopyLag,
+		descRemoteFetchExpires,
 		descChunkCacheHits, descChunkCacheMisses, descChunkCacheEvicts, descChunkCacheSize} {
 		ch <- d
 	}
@@ -246,6 +250,7 @@ func (c tieredCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descRemoteFetchBytes, prometheus.CounterValue, float64(t.FetchBytes), t.Topic)
 		ch <- prometheus.MustNewConstMetric(descRemoteFetchErrors, prometheus.CounterValue, float64(t.FetchErrors), t.Topic)
 		ch <- prometheus.MustNewConstMetric(descRemoteDeleteErrors, prometheus.CounterValue, float64(t.DeleteErrors), t.Topic)
+		ch <- prometheus.MustNewConstMetric(descRemoteFetchExpires, prometheus.CounterValue, float64(t.FetchExpires), t.Topic)
 	}
 	for _, p := range ps {
 		part := strconv.Itoa(int(p.Partition))

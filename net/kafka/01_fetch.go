@@ -42,14 +42,16 @@
 //     partitions, which requests leave out until their log changes.
 //   - Tiered storage (KIP-405): a consumer's FetchOffset below the local log start of a
 //     tiered partition is read from remote storage through the partition handle
-//     (replication/tiered: a bounded pool of readers), on the request's goroutine, and
-//     answered at once, with READ_COMMITTED the aborted transactions of the copies'
-//     transaction indexes; LogStartOffset is then the whole log's start. A store that
+//     (replication/tiered: a bounded pool of readers, a chunk cache) and answered at
+//     once, with READ_COMMITTED the aborted transactions of the copies' transaction
+//     indexes; LogStartOffset is then the whole log's start. The read is waited for up to
+//     remote.fetch.max.wait.ms (DelayedRemoteFetch), then the partition is answered
+//     empty, without an error, while the read goes on into the cache. A store that
 //     cannot serve the read answers KAFKA_STORAGE_ERROR (retriable).
 //
 // Differences from Apache Kafka: no aborted-transaction index (AbortedTransactions is
-// empty for READ_COMMITTED); no preferred read replica (-1); a remote read is not a
-// DelayedRemoteFetch (remote.fetch.max.wait.ms).
+// empty for READ_COMMITTED); no preferred read replica (-1); the wait for a remote read
+// holds the request's goroutine (Kafka parks a DelayedRemoteFetch in a purgatory).
 //
 // Quotas (net/quota; quotas.go), as KafkaApis: a consumer's MaxBytes is capped by its
 // consumer_byte_rate (quota × (samples − 1) × sample window) and MinBytes by MaxBytes;
@@ -62,7 +64,6 @@
 package kafka
 
 import (
-	"context"
 	"encoding/binary"
 	"fmt"
 	"slices"
@@ -406,23 +407,15 @@ func (op *fetchOp) gather() (bytes int64, done bool) {
 		if !op.replica && p.offset < l.LogStartOffset() && p.rep.Tiered() {
 			// Below the local log: from remote storage (tiered storage), answered at once.
 			done = true
-			b, err := p.rep.ReadRemote(context.Background(), p.offset, int32(limit))
+			r, err := p.rep.FetchRemote(p.offset, int32(limit), op.isolation == 1)
 			if err != nil {
 				p.code = engineErr(err).Code
 				continue
 			}
-			if op.isolation == 1 {
-				ab, err := p.rep.RemoteAbortedTransactions(context.Background(), p.offset, engine.BatchesEnd(b))
-				if err != nil {
-					p.code = engineErr(err).Code
-					continue
-				}
-				p.aborted = append(p.aborted, ab...)
-			}
-			p.remote = b
-			minOne = false
-			remaining -= int64(len(b))
-			bytes += int64(len(b))
+			p.remote, p.aborted = r.Records, append(p.aborted, r.Aborted...)
+			minOne = minOne && len(r.Records) == 0
+			remaining -= int64(len(r.Records))
+			bytes += int64(len(r.Records))
 			continue
 		}
 		s, err := l.Read(p.offset, int32(limit), upTo, minOne)

@@ -537,3 +537,64 @@ func TestClusterTieredStorageWithoutMetadataReplica(t *testing.T) {
 	t.Logf("after retention: log start %d, %d copies (%d before)", start, len(copiedStarts(t, g, "tiered")), copies)
 	consume(start)
 }
+
+// remote.fetch.max.wait.ms (Kafka's DelayedRemoteFetch): with the object store
+// hung (its process stopped), a fetch of a partition below its local log start
+// and of another partition is answered within about remote.fetch.max.wait.ms,
+// with the other partition's records and the hung one empty, without an error,
+// as Kafka's expiry answers. Once the store answers again the read went on and
+// a fetch gets the records.
+func TestRemoteFetchMaxWait(t *testing.T) {
+	g := s3test.Start(t)
+	g.MakeBucket(t, "tiered")
+	static := tieredStatic(g, "tiered")
+	static["remote.fetch.max.wait.ms"] = "300"
+	static["rsm.config.storage.s3.api.call.attempt.timeout"] = "20000"
+	tb := startTestBroker(t, testBrokerOptions{Static: static})
+	ctx := testCtx(t)
+	cl := tb.client(t, kgo.DefaultProduceTopic("rw"), kgo.ProducerLinger(0), kgo.MaxBufferedRecords(200),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.ProducerBatchMaxBytes(8<<10))
+	seg, local, ret := "16384", "0", "-1"
+	if r, err := kadm.NewClient(cl).CreateTopic(ctx, 2, 1, map[string]*string{"remote.storage.enable": ptr("true"), "segment.bytes": &seg,
+		"local.retention.bytes": &local, "retention.ms": &ret}, "rw"); err != nil || r.Err != nil {
+		t.Fatalf("create: %v %v", err, r.Err)
+	}
+	value := make([]byte, 200)
+	for i := range 1000 {
+		part := int32(0)
+		if i%100 == 0 {
+			part = 1 // 10 records, in partition 1's active segment
+		}
+		cl.Produce(ctx, &kgo.Record{Partition: part, Key: []byte(strconv.Itoa(i)), Value: value}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				t.Errorf("produce: %v", err)
+			}
+		})
+	}
+	if err := cl.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	el := tb.eng.Log(engine.TopicPartition{Topic: "rw", Partition: 0})
+	eventually(t, 30*time.Second, "rw-0's copies and local deletions", func() bool { return el.LogStartOffset() >= 300 })
+
+	parts := []fetchPartReq{{topic: "rw", partition: 0, curEpoch: -1, lastEpoch: -1}, {topic: "rw", partition: 1, curEpoch: -1, lastEpoch: -1}}
+	g.Pause(t)
+	start := time.Now()
+	resp := tb.raw(t).roundTrip(fetchReq(12, 5000, 1, 0, -1, parts, nil)).(*kmsg.FetchResponse)
+	took := time.Since(start)
+	t.Logf("a fetch with the store hung answered in %v", took)
+	if took < 250*time.Millisecond || took > 3*time.Second {
+		t.Fatalf("a fetch with the store hung answered in %v, want about remote.fetch.max.wait.ms (300 ms)", took)
+	}
+	rp := resp.Topics[0].Partitions
+	if len(rp) != 2 || rp[0].ErrorCode != 0 || len(rp[0].RecordBatches) != 0 || rp[1].ErrorCode != 0 || len(batchesIn(t, rp[1].RecordBatches)) != 10 {
+		t.Fatalf("with the store hung: %+v", rp)
+	}
+
+	g.Resume(t)
+	eventually(t, 30*time.Second, "a fetch below the local log start to read once the store answers", func() bool {
+		resp := tb.raw(t).roundTrip(fetchReq(12, 0, 1, 0, -1, parts[:1], nil)).(*kmsg.FetchResponse)
+		p := resp.Topics[0].Partitions[0]
+		return p.ErrorCode == 0 && len(p.RecordBatches) > 0 && batchesIn(t, p.RecordBatches)[0] == 0
+	})
+}

@@ -40,7 +40,10 @@
 // (Aiven's fetch.chunk.cache.*: MemoryChunkCache, or DiskChunkCache in files
 // under fetch.chunk.cache.path, bounded by fetch.chunk.cache.size and
 // fetch.chunk.cache.retention.ms; without one, the last 8 chunks of 4 MiB
-// in memory), the next ones read ahead (chunks.go, chunkcache.go).
+// in memory), the next ones read ahead (chunks.go, chunkcache.go). A
+// consumer's fetch (Fetch) waits for its read at most remote.fetch.max.wait.ms
+// (Kafka's DelayedRemoteFetch: then it gets no records, and the read goes on
+// into the cache; fetch.go).
 //
 // Not built yet: remote.log.delete.on.disable; a follower does not learn a
 // log start DeleteRecords raised below the local one (a new leader forgets

@@ -38,6 +38,9 @@ type Config struct {
 	// ReaderThreads is remote.log.reader.threads (10): reads from remote
 	// storage running at once; more wait.
 	ReaderThreads int
+	// FetchMaxWait is remote.fetch.max.wait.ms (500 ms): how long a
+	// consumer's fetch waits for its read from remote storage (fetch.go).
+	FetchMaxWait time.Duration
 	// ChunkCache keeps the segment bytes read from remote storage
 	// (fetch.chunk.cache.*); nil: the built-in one, defaultCacheChunks
 	// chunks of defaultChunk bytes in memory, reading one chunk ahead.
@@ -82,6 +85,7 @@ type Manager struct {
 	idx      map[indexKey][]byte // indexes of copies read lately (offset, transaction)
 	idxLRU   []indexKey
 	inflight map[chunkKey]chan struct{} // chunks being read from the store, closed when the read ends (chunks.go)
+	fetches  map[fetchKey]*pendingFetch // consumers' reads under way (fetch.go)
 	closed   bool                       // Close began: no more read-ahead
 
 	cache     *ChunkCache // segment bytes read lately (chunks.go)
@@ -116,6 +120,9 @@ func New(cfg Config) *Manager {
 	if cfg.ReaderThreads <= 0 {
 		cfg.ReaderThreads = 10
 	}
+	if cfg.FetchMaxWait <= 0 {
+		cfg.FetchMaxWait = 500 * time.Millisecond
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -125,6 +132,7 @@ func New(cfg Config) *Manager {
 	m := &Manager{cfg: cfg, log: cfg.Logger, readers: make(chan struct{}, cfg.ReaderThreads), copyLim: newLimiter(cfg.CopyBytesPerSecond),
 		parts: map[engine.TopicPartition]*partState{}, idx: map[indexKey][]byte{}, lastErrs: map[engine.TopicPartition]loggedError{},
 		deleted: map[remote.TopicIDPartition]bool{}, inflight: map[chunkKey]chan struct{}{}, cache: cfg.ChunkCache, chunkSize: cfg.ChunkSize}
+	m.fetches = map[fetchKey]*pendingFetch{}
 	if m.cache == nil {
 		m.cache, _ = NewChunkCache(ChunkCacheConfig{Size: defaultCacheChunks * defaultChunk}) // in memory: no error
 		m.chunkSize, m.prefetch = defaultChunk, 1

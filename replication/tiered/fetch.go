@@ -1,0 +1,77 @@
+package tiered
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/samsa-broker/samsa/engine"
+	"github.com/samsa-broker/samsa/replication"
+)
+
+// A consumer's fetch below the local log start, as Kafka's ReplicaManager
+// serves one (Fetch): the read (Read, and AbortedTransactions for
+// READ_COMMITTED) runs on a goroutine of its own; Fetch waits for it up to
+// remote.fetch.max.wait.ms (Kafka's DelayedRemoteFetch). Not done by then:
+// no records and no error, as DelayedRemoteFetch's expiry answers; the read
+// goes on and leaves its chunks in the chunk cache, where the client's next
+// fetch finds them. A fetch of the same offset while a read of it is under
+// way waits for that read rather than starting another, so a store that
+// hangs holds one goroutine per offset asked for, not one per request.
+
+// fetchKey names a read under way.
+type fetchKey struct {
+	tp        engine.TopicPartition
+	offset    int64
+	maxBytes  int32
+	committed bool
+}
+
+// pendingFetch is a read under way; res and err are set before done closes.
+type pendingFetch struct {
+	done chan struct{}
+	res  replication.RemoteFetch
+	err  error
+}
+
+// Fetch implements replication.RemoteLog.
+func (m *Manager) Fetch(p *replication.Partition, offset int64, maxBytes int32, committed bool) (replication.RemoteFetch, error) {
+	tp := p.TopicPartition()
+	k := fetchKey{tp, offset, maxBytes, committed}
+	m.mu.Lock()
+	f := m.fetches[k]
+	if f == nil {
+		if m.closed { // Close waits for wg: no Add once it may have begun
+			m.mu.Unlock()
+			return replication.RemoteFetch{}, fmt.Errorf("%w: the remote log manager is closed", replication.ErrRemoteStorage)
+		}
+		f = &pendingFetch{done: make(chan struct{})}
+		m.fetches[k] = f
+		m.wg.Add(1)
+		go m.runFetch(p, k, f)
+	}
+	m.mu.Unlock()
+	t := time.NewTimer(m.cfg.FetchMaxWait)
+	defer t.Stop()
+	select {
+	case <-f.done:
+		return f.res, f.err
+	case <-t.C:
+		m.stats.topic(tp.Topic).fetchExpires.Add(1)
+		return replication.RemoteFetch{}, nil
+	}
+}
+
+// runFetch reads for the fetches waiting on f.
+func (m *Manager) runFetch(p *replication.Partition, k fetchKey, f *pendingFetch) {
+	defer m.wg.Done()
+	b, err := m.Read(m.ctx, p, k.offset, k.maxBytes)
+	var aborted []engine.AbortedTxn
+	if err == nil && k.committed {
+		aborted, err = m.AbortedTransactions(m.ctx, p, k.offset, engine.BatchesEnd(b))
+	}
+	f.res, f.err = replication.RemoteFetch{Records: b, Aborted: aborted}, err
+	m.mu.Lock()
+	delete(m.fetches, k)
+	m.mu.Unlock()
+	close(f.done)
+}
