@@ -32,7 +32,7 @@ type RemoteLog interface {
 	// Fetch is a consumer's fetch of p from offset, below its local log
 	// start: Read, and with committed (READ_COMMITTED) AbortedTransactions
 	// up to the records' end, bounded as Kafka bounds a remote fetch (its
-	// wait); see RemoteFetch. It has the errors of Read.
+	// quota, its wait); see RemoteFetch. It has the errors of Read.
 	Fetch(p *Partition, offset int64, maxBytes int32, committed bool) (RemoteFetch, error)
 	// AbortedTransactions returns the aborted transactions of the copies
 	// that overlap [from, upTo), from their transaction indexes (what a
@@ -59,6 +59,10 @@ type RemoteLog interface {
 type RemoteFetch struct {
 	Records []byte              // whole batches; none when nothing was read in time
 	Aborted []engine.AbortedTxn // READ_COMMITTED: the aborted transactions overlapping Records
+	// Throttled: nothing was read, the broker's remote reads being over
+	// remote.log.manager.fetch.max.bytes.per.second. Kafka then answers the
+	// partition empty, without an error, through the fetch's long poll.
+	Throttled bool
 }
 
 // ErrRemoteStorage: remote storage could not serve a read now (Kafka's

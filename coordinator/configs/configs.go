@@ -290,6 +290,8 @@ var BrokerDefs = []*Def{
 		Doc: "how often the remote log manager copies sealed segments and applies retention to remote copies"},
 	{Name: "remote.log.manager.copy.max.bytes.per.second", Kind: KindLong, Default: sp(longMax), Min: 1, ReadOnly: true,
 		Doc: "the rate copies to remote storage are paced to"},
+	{Name: "remote.log.manager.fetch.max.bytes.per.second", Kind: KindLong, Default: sp(longMax), Min: 1, ReadOnly: true,
+		Doc: "the rate of bytes read from remote storage for consumers' fetches: over it, a fetch below the local log start is answered empty and waits as a long poll"},
 	{Name: "remote.fetch.max.wait.ms", Kind: KindInt, Default: sp("500"), Min: 1, ReadOnly: true,
 		Doc: "how long a fetch waits for its read from remote storage; then it is answered without it (the read goes on into the chunk cache)"},
 	{Name: "remote.log.reader.threads", Kind: KindInt, Default: sp("10"), Min: 1, ReadOnly: true,

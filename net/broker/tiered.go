@@ -34,7 +34,8 @@ import (
 //
 // Keys read when the broker starts (Kafka's names and defaults):
 // remote.log.storage.system.enable (false), remote.log.manager.task.interval.ms (30000),
-// remote.log.manager.copy.max.bytes.per.second (unlimited), remote.fetch.max.wait.ms
+// remote.log.manager.copy.max.bytes.per.second (unlimited),
+// remote.log.manager.fetch.max.bytes.per.second (unlimited), remote.fetch.max.wait.ms
 // (500), remote.log.reader.threads (10), remote.log.storage.manager.impl.prefix
 // (rsm.config.) and the storage manager's keys under it (with the chunk cache's,
 // fetch.chunk.cache.*), rlmm.config.remote.log.metadata.topic.{num.partitions (50),
@@ -76,11 +77,12 @@ func (b *Broker) startTiered(im *metadata.Image) (*tieredState, error) {
 	}, Forward: b.forwardRemoteLogMetadata, Fetch: b.fetchRemoteLogMetadata})
 	s.rlm = tiered.New(tiered.Config{
 		NodeID: b.cfg.NodeID, Replicas: b.repl, Storage: sm, Metadata: s.meta,
-		Interval:           time.Duration(b.groupInt(im, "remote.log.manager.task.interval.ms", 30000)) * time.Millisecond,
-		CopyBytesPerSecond: b.groupInt(im, "remote.log.manager.copy.max.bytes.per.second", 0),
-		FetchMaxWait:       time.Duration(b.groupInt(im, "remote.fetch.max.wait.ms", 500)) * time.Millisecond,
-		ReaderThreads:      int(b.groupInt(im, "remote.log.reader.threads", 10)),
-		ChunkCache:         cache, ChunkSize: int64(rcfg.ChunkSize), PrefetchBytes: rcfg.ChunkCache.PrefetchMaxSize,
+		Interval:            time.Duration(b.groupInt(im, "remote.log.manager.task.interval.ms", 30000)) * time.Millisecond,
+		CopyBytesPerSecond:  b.groupInt(im, "remote.log.manager.copy.max.bytes.per.second", 0),
+		FetchBytesPerSecond: b.groupInt(im, "remote.log.manager.fetch.max.bytes.per.second", 0),
+		FetchMaxWait:        time.Duration(b.groupInt(im, "remote.fetch.max.wait.ms", 500)) * time.Millisecond,
+		ReaderThreads:       int(b.groupInt(im, "remote.log.reader.threads", 10)),
+		ChunkCache:          cache, ChunkSize: int64(rcfg.ChunkSize), PrefetchBytes: rcfg.ChunkCache.PrefetchMaxSize,
 		EnsureMetadata: func(ctx context.Context) error {
 			ctx, cancel := context.WithTimeout(ctx, forwardTimeout)
 			defer cancel()
@@ -212,6 +214,7 @@ func (s *tieredState) close() {
 //	samsa_remote_delete_errors_total{topic}           [RemoteDeleteErrorsPerSec]
 //	samsa_remote_log_size_bytes{topic,partition}      [RemoteLogSizeBytes]
 //	samsa_remote_copy_lag_bytes{topic,partition}      [RemoteCopyLagBytes]
+//	samsa_remote_fetch_throttled_total{topic}         fetches over remote.log.manager.fetch.max.bytes.per.second
 //	samsa_remote_fetch_expires_total{topic}           [DelayedRemoteFetchMetrics ExpiresPerSec]
 //	samsa_remote_chunk_cache_hits_total               chunk cache (Aiven's fetch.chunk.cache): chunks found,
 //	samsa_remote_chunk_cache_misses_total             not found (read from the store),
@@ -220,23 +223,24 @@ func (s *tieredState) close() {
 type tieredCollector struct{ rlm *tiered.Manager }
 
 var (
-	descRemoteCopyBytes    = prometheus.NewDesc("samsa_remote_copy_bytes_total", "Bytes of segments copied to remote storage, per topic [RemoteCopyBytesPerSec].", []string{"topic"}, nil)
-	descRemoteCopyErrors   = prometheus.NewDesc("samsa_remote_copy_errors_total", "Copies to remote storage that failed, per topic [RemoteCopyErrorsPerSec].", []string{"topic"}, nil)
-	descRemoteFetchBytes   = prometheus.NewDesc("samsa_remote_fetch_bytes_total", "Record bytes read from remote storage, per topic [RemoteFetchBytesPerSec].", []string{"topic"}, nil)
-	descRemoteFetchErrors  = prometheus.NewDesc("samsa_remote_fetch_errors_total", "Reads from remote storage that failed, per topic [RemoteFetchErrorsPerSec].", []string{"topic"}, nil)
-	descRemoteDeleteErrors = prometheus.NewDesc("samsa_remote_delete_errors_total", "Deletions of copies in remote storage that failed, per topic [RemoteDeleteErrorsPerSec].", []string{"topic"}, nil)
-	descRemoteLogSize      = prometheus.NewDesc("samsa_remote_log_size_bytes", "Bytes of a tiered partition's copies in remote storage [RemoteLogSizeBytes].", []string{"topic", "partition"}, nil)
-	descRemoteCopyLag      = prometheus.NewDesc("samsa_remote_copy_lag_bytes", "Bytes of a led tiered partition's sealed segments not copied yet [RemoteCopyLagBytes].", []string{"topic", "partition"}, nil)
-	descRemoteFetchExpires = prometheus.NewDesc("samsa_remote_fetch_expires_total", "Consumers' fetches answered without their remote read, not done within remote.fetch.max.wait.ms, per topic [DelayedRemoteFetchMetrics ExpiresPerSec].", []string{"topic"}, nil)
-	descChunkCacheHits     = prometheus.NewDesc("samsa_remote_chunk_cache_hits_total", "Chunks of remote segments found in the chunk cache (fetch.chunk.cache).", nil, nil)
-	descChunkCacheMisses   = prometheus.NewDesc("samsa_remote_chunk_cache_misses_total", "Chunks of remote segments not in the chunk cache, read from remote storage.", nil, nil)
-	descChunkCacheEvicts   = prometheus.NewDesc("samsa_remote_chunk_cache_evictions_total", "Chunks dropped from the chunk cache by its size or retention.", nil, nil)
-	descChunkCacheSize     = prometheus.NewDesc("samsa_remote_chunk_cache_size_bytes", "Bytes held by the chunk cache.", nil, nil)
+	descRemoteCopyBytes      = prometheus.NewDesc("samsa_remote_copy_bytes_total", "Bytes of segments copied to remote storage, per topic [RemoteCopyBytesPerSec].", []string{"topic"}, nil)
+	descRemoteCopyErrors     = prometheus.NewDesc("samsa_remote_copy_errors_total", "Copies to remote storage that failed, per topic [RemoteCopyErrorsPerSec].", []string{"topic"}, nil)
+	descRemoteFetchBytes     = prometheus.NewDesc("samsa_remote_fetch_bytes_total", "Record bytes read from remote storage, per topic [RemoteFetchBytesPerSec].", []string{"topic"}, nil)
+	descRemoteFetchErrors    = prometheus.NewDesc("samsa_remote_fetch_errors_total", "Reads from remote storage that failed, per topic [RemoteFetchErrorsPerSec].", []string{"topic"}, nil)
+	descRemoteDeleteErrors   = prometheus.NewDesc("samsa_remote_delete_errors_total", "Deletions of copies in remote storage that failed, per topic [RemoteDeleteErrorsPerSec].", []string{"topic"}, nil)
+	descRemoteLogSize        = prometheus.NewDesc("samsa_remote_log_size_bytes", "Bytes of a tiered partition's copies in remote storage [RemoteLogSizeBytes].", []string{"topic", "partition"}, nil)
+	descRemoteCopyLag        = prometheus.NewDesc("samsa_remote_copy_lag_bytes", "Bytes of a led tiered partition's sealed segments not copied yet [RemoteCopyLagBytes].", []string{"topic", "partition"}, nil)
+	descRemoteFetchThrottled = prometheus.NewDesc("samsa_remote_fetch_throttled_total", "Consumers' fetches that read nothing from remote storage, over remote.log.manager.fetch.max.bytes.per.second, per topic.", []string{"topic"}, nil)
+	descRemoteFetchExpires   = prometheus.NewDesc("samsa_remote_fetch_expires_total", "Consumers' fetches answered without their remote read, not done within remote.fetch.max.wait.ms, per topic [DelayedRemoteFetchMetrics ExpiresPerSec].", []string{"topic"}, nil)
+	descChunkCacheHits       = prometheus.NewDesc("samsa_remote_chunk_cache_hits_total", "Chunks of remote segments found in the chunk cache (fetch.chunk.cache).", nil, nil)
+	descChunkCacheMisses     = prometheus.NewDesc("samsa_remote_chunk_cache_misses_total", "Chunks of remote segments not in the chunk cache, read from remote storage.", nil, nil)
+	descChunkCacheEvicts     = prometheus.NewDesc("samsa_remote_chunk_cache_evictions_total", "Chunks dropped from the chunk cache by its size or retention.", nil, nil)
+	descChunkCacheSize       = prometheus.NewDesc("samsa_remote_chunk_cache_size_bytes", "Bytes held by the chunk cache.", nil, nil)
 )
 
 func (c tieredCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descRemoteCopyBytes, descRemoteCopyErrors, descRemoteFetchBytes, descRemoteFetchErrors, descRemoteDeleteErrors, descRemoteLogSize, descRemoteCopyLag,
-		descRemoteFetchExpires,
+		descRemoteFetchThrottled, descRemoteFetchExpires,
 		descChunkCacheHits, descChunkCacheMisses, descChunkCacheEvicts, descChunkCacheSize} {
 		ch <- d
 	}
@@ -250,6 +254,7 @@ func (c tieredCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descRemoteFetchBytes, prometheus.CounterValue, float64(t.FetchBytes), t.Topic)
 		ch <- prometheus.MustNewConstMetric(descRemoteFetchErrors, prometheus.CounterValue, float64(t.FetchErrors), t.Topic)
 		ch <- prometheus.MustNewConstMetric(descRemoteDeleteErrors, prometheus.CounterValue, float64(t.DeleteErrors), t.Topic)
+		ch <- prometheus.MustNewConstMetric(descRemoteFetchThrottled, prometheus.CounterValue, float64(t.FetchThrottled), t.Topic)
 		ch <- prometheus.MustNewConstMetric(descRemoteFetchExpires, prometheus.CounterValue, float64(t.FetchExpires), t.Topic)
 	}
 	for _, p := range ps {

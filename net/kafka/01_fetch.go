@@ -46,8 +46,9 @@
 //     once, with READ_COMMITTED the aborted transactions of the copies' transaction
 //     indexes; LogStartOffset is then the whole log's start. The read is waited for up to
 //     remote.fetch.max.wait.ms (DelayedRemoteFetch), then the partition is answered
-//     empty, without an error, while the read goes on into the cache. A store that
-//     cannot serve the read answers KAFKA_STORAGE_ERROR (retriable).
+//     empty, without an error, while the read goes on into the cache. Over
+//     remote.log.manager.fetch.max.bytes.per.second nothing is read: empty, and the fetch
+//     waits as a long poll. A store that cannot serve the read: KAFKA_STORAGE_ERROR.
 //
 // Differences from Apache Kafka: no aborted-transaction index (AbortedTransactions is
 // empty for READ_COMMITTED); no preferred read replica (-1); the wait for a remote read
@@ -405,10 +406,10 @@ func (op *fetchOp) gather() (bytes int64, done bool) {
 			limit = 0
 		}
 		if !op.replica && p.offset < l.LogStartOffset() && p.rep.Tiered() {
-			// Below the local log: from remote storage (tiered storage), answered at once.
-			done = true
+			// Below the local log: from remote storage (tiered storage), answered at once
+			// unless over the remote read quota (a long poll then, as Kafka's).
 			r, err := p.rep.FetchRemote(p.offset, int32(limit), op.isolation == 1)
-			if err != nil {
+			if done = done || !r.Throttled; err != nil {
 				p.code = engineErr(err).Code
 				continue
 			}
@@ -460,6 +461,9 @@ func (op *fetchOp) TryComplete() bool {
 		l := p.log
 		if l == nil {
 			continue
+		}
+		if p.offset < l.LogStartOffset() && !op.replica && p.rep.Tiered() {
+			continue // read from remote storage over its quota: waits out MaxWaitMs
 		}
 		if p.offset < l.LogStartOffset() || p.offset > l.LogEndOffset() {
 			return op.ForceComplete()

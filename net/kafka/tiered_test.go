@@ -598,3 +598,59 @@ func TestRemoteFetchMaxWait(t *testing.T) {
 		return p.ErrorCode == 0 && len(p.RecordBatches) > 0 && batchesIn(t, p.RecordBatches)[0] == 0
 	})
 }
+
+// remote.log.manager.fetch.max.bytes.per.second: a fetch below the local log
+// start reads while the broker's remote reads are within the rate; right after
+// a read that took it past the rate, the next one reads nothing and, as Kafka's
+// (an empty partition in its DelayedFetch), waits as a long poll: answered
+// after MaxWaitMs, empty, without an error. Once within the rate it reads on.
+func TestRemoteFetchQuotaLongPoll(t *testing.T) {
+	g := s3test.Start(t)
+	g.MakeBucket(t, "tiered")
+	static := tieredStatic(g, "tiered")
+	static["remote.log.manager.fetch.max.bytes.per.second"] = "16384"
+	tb := startTestBroker(t, testBrokerOptions{Static: static})
+	ctx := testCtx(t)
+	cl := tb.client(t, kgo.DefaultProduceTopic("rq"), kgo.ProducerLinger(0), kgo.MaxBufferedRecords(200),
+		kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.ProducerBatchMaxBytes(8<<10))
+	seg, local, ret := "16384", "0", "-1"
+	if r, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, map[string]*string{"remote.storage.enable": ptr("true"), "segment.bytes": &seg,
+		"local.retention.bytes": &local, "retention.ms": &ret}, "rq"); err != nil || r.Err != nil {
+		t.Fatalf("create: %v %v", err, r.Err)
+	}
+	value := make([]byte, 200)
+	for i := range 600 {
+		cl.Produce(ctx, &kgo.Record{Key: []byte(strconv.Itoa(i)), Value: value}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				t.Errorf("produce: %v", err)
+			}
+		})
+	}
+	if err := cl.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	el := tb.eng.Log(engine.TopicPartition{Topic: "rq", Partition: 0})
+	eventually(t, 30*time.Second, "rq-0's copies and local deletions", func() bool { return el.LogStartOffset() >= 300 })
+
+	fetch := func(offset int64) (*kmsg.FetchResponseTopicPartition, time.Duration) {
+		start := time.Now()
+		resp := tb.raw(t).roundTrip(fetchReq(12, 400, 1, 0, -1, []fetchPartReq{{topic: "rq", offset: offset, curEpoch: -1, lastEpoch: -1}}, nil)).(*kmsg.FetchResponse)
+		return &resp.Topics[0].Partitions[0], time.Since(start)
+	}
+	p, took := fetch(0)
+	if p.ErrorCode != 0 || len(p.RecordBatches) == 0 {
+		t.Fatalf("the first fetch: error %d, %d bytes", p.ErrorCode, len(p.RecordBatches))
+	}
+	offs := batchesIn(t, p.RecordBatches)
+	next := offs[len(offs)-1] + 1
+	t.Logf("the first fetch: %d bytes in %v", len(p.RecordBatches), took)
+	p, took = fetch(next)
+	t.Logf("the next, over the rate: %d bytes in %v", len(p.RecordBatches), took)
+	if p.ErrorCode != 0 || len(p.RecordBatches) != 0 || took < 350*time.Millisecond {
+		t.Fatalf("a fetch over the rate: error %d, %d bytes, answered in %v (want empty after MaxWaitMs 400)", p.ErrorCode, len(p.RecordBatches), took)
+	}
+	eventually(t, 10*time.Second, "a fetch within the rate again", func() bool {
+		p, _ := fetch(next)
+		return p.ErrorCode == 0 && len(p.RecordBatches) > 0
+	})
+}

@@ -43,7 +43,8 @@
 // in memory), the next ones read ahead (chunks.go, chunkcache.go). A
 // consumer's fetch (Fetch) waits for its read at most remote.fetch.max.wait.ms
 // (Kafka's DelayedRemoteFetch: then it gets no records, and the read goes on
-// into the cache; fetch.go).
+// into the cache), and reads nothing while the broker's remote reads are over
+// remote.log.manager.fetch.max.bytes.per.second (fetch.go).
 //
 // Not built yet: remote.log.delete.on.disable; a follower does not learn a
 // log start DeleteRecords raised below the local one (a new leader forgets

@@ -9,14 +9,23 @@ import (
 )
 
 // A consumer's fetch below the local log start, as Kafka's ReplicaManager
-// serves one (Fetch): the read (Read, and AbortedTransactions for
-// READ_COMMITTED) runs on a goroutine of its own; Fetch waits for it up to
-// remote.fetch.max.wait.ms (Kafka's DelayedRemoteFetch). Not done by then:
-// no records and no error, as DelayedRemoteFetch's expiry answers; the read
-// goes on and leaves its chunks in the chunk cache, where the client's next
-// fetch finds them. A fetch of the same offset while a read of it is under
-// way waits for that read rather than starting another, so a store that
-// hangs holds one goroutine per offset asked for, not one per request.
+// serves one (Fetch):
+//
+//	remote reads over remote.log.manager.fetch.max.bytes.per.second?
+//	  yes: Throttled, nothing read (Kafka's RLMQuotaManager: the partition is
+//	       answered empty, without an error, and the fetch waits as a long poll)
+//	  no:  the read (Read, and AbortedTransactions for READ_COMMITTED) runs
+//	       on a goroutine of its own; Fetch waits for it up to
+//	       remote.fetch.max.wait.ms (Kafka's DelayedRemoteFetch). Not done
+//	       by then: no records and no error, as DelayedRemoteFetch's
+//	       expiry answers; the read goes on and leaves its chunks in the
+//	       chunk cache, where the client's next fetch finds them. A fetch of
+//	       the same offset while a read of it is under way waits for that
+//	       read rather than starting another, so a store that hangs holds
+//	       one goroutine per offset asked for, not one per request.
+//
+// The bytes read count against the rate once read (even by a read that
+// expired), as Kafka's RemoteLogReader records them.
 
 // fetchKey names a read under way.
 type fetchKey struct {
@@ -36,6 +45,10 @@ type pendingFetch struct {
 // Fetch implements replication.RemoteLog.
 func (m *Manager) Fetch(p *replication.Partition, offset int64, maxBytes int32, committed bool) (replication.RemoteFetch, error) {
 	tp := p.TopicPartition()
+	if m.fetchLim.over() {
+		m.stats.topic(tp.Topic).fetchThrottled.Add(1)
+		return replication.RemoteFetch{Throttled: true}, nil
+	}
 	k := fetchKey{tp, offset, maxBytes, committed}
 	m.mu.Lock()
 	f := m.fetches[k]
@@ -68,6 +81,9 @@ func (m *Manager) runFetch(p *replication.Partition, k fetchKey, f *pendingFetch
 	var aborted []engine.AbortedTxn
 	if err == nil && k.committed {
 		aborted, err = m.AbortedTransactions(m.ctx, p, k.offset, engine.BatchesEnd(b))
+	}
+	if err == nil {
+		m.fetchLim.record(int64(len(b)))
 	}
 	f.res, f.err = replication.RemoteFetch{Records: b, Aborted: aborted}, err
 	m.mu.Lock()

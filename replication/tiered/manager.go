@@ -38,6 +38,10 @@ type Config struct {
 	// ReaderThreads is remote.log.reader.threads (10): reads from remote
 	// storage running at once; more wait.
 	ReaderThreads int
+	// FetchBytesPerSecond is remote.log.manager.fetch.max.bytes.per.second
+	// (≤ 0: unlimited): over it, a consumer's fetch reads nothing from
+	// remote storage (fetch.go).
+	FetchBytesPerSecond int64
 	// FetchMaxWait is remote.fetch.max.wait.ms (500 ms): how long a
 	// consumer's fetch waits for its read from remote storage (fetch.go).
 	FetchMaxWait time.Duration
@@ -67,10 +71,11 @@ type Config struct {
 // Manager is the remote log manager. Start runs its task; Read may be
 // called from any goroutine.
 type Manager struct {
-	cfg     Config
-	log     *slog.Logger
-	readers chan struct{}
-	copyLim *limiter
+	cfg      Config
+	log      *slog.Logger
+	readers  chan struct{}
+	copyLim  *limiter
+	fetchLim *limiter
 
 	stats stats // counts by topic (stats.go)
 
@@ -133,6 +138,7 @@ func New(cfg Config) *Manager {
 		parts: map[engine.TopicPartition]*partState{}, idx: map[indexKey][]byte{}, lastErrs: map[engine.TopicPartition]loggedError{},
 		deleted: map[remote.TopicIDPartition]bool{}, inflight: map[chunkKey]chan struct{}{}, cache: cfg.ChunkCache, chunkSize: cfg.ChunkSize}
 	m.fetches = map[fetchKey]*pendingFetch{}
+	m.fetchLim = newLimiter(cfg.FetchBytesPerSecond)
 	if m.cache == nil {
 		m.cache, _ = NewChunkCache(ChunkCacheConfig{Size: defaultCacheChunks * defaultChunk}) // in memory: no error
 		m.chunkSize, m.prefetch = defaultChunk, 1

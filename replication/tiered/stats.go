@@ -17,6 +17,9 @@ type TopicStats struct {
 	FetchBytes   int64 // record bytes read from remote storage [RemoteFetchBytesPerSec]
 	FetchErrors  int64 // reads from remote storage that failed [RemoteFetchErrorsPerSec]
 	DeleteErrors int64 // deletions of copies that failed [RemoteDeleteErrorsPerSec]
+	// FetchThrottled are consumers' fetches that read nothing from remote
+	// storage, over remote.log.manager.fetch.max.bytes.per.second.
+	FetchThrottled int64
 	// FetchExpires are consumers' fetches answered without their remote
 	// read, not done within remote.fetch.max.wait.ms [DelayedRemoteFetchMetrics ExpiresPerSec].
 	FetchExpires int64
@@ -30,7 +33,7 @@ type PartitionStats struct {
 }
 
 type topicCounters struct {
-	copyBytes, copyErrors, fetchBytes, fetchErrors, deleteErrors, fetchExpires atomic.Int64
+	copyBytes, copyErrors, fetchBytes, fetchErrors, deleteErrors, fetchThrottled, fetchExpires atomic.Int64
 }
 
 // stats is the manager's counters, by topic.
@@ -54,7 +57,7 @@ func (m *Manager) Stats() ([]TopicStats, []PartitionStats) {
 		c := v.(*topicCounters)
 		ts = append(ts, TopicStats{Topic: k.(string), CopyBytes: c.copyBytes.Load(), CopyErrors: c.copyErrors.Load(),
 			FetchBytes: c.fetchBytes.Load(), FetchErrors: c.fetchErrors.Load(), DeleteErrors: c.deleteErrors.Load(),
-			FetchExpires: c.fetchExpires.Load()})
+			FetchThrottled: c.fetchThrottled.Load(), FetchExpires: c.fetchExpires.Load()})
 		return true
 	})
 	sort.Slice(ts, func(i, j int) bool { return ts[i].Topic < ts[j].Topic })
