@@ -157,29 +157,47 @@ func (g *Gateway) Kill() {
 }
 
 // Pause stops the gateway (SIGSTOP): its sockets stay open and silent, as a
-// store that hangs. It returns once the process is stopped (as /proc shows
-// it, where there is one). It is continued when the test ends.
+// store that hangs. It returns once every thread of the process is stopped
+// (the signal is delivered to each thread in its own time: a request sent
+// right after the kill could otherwise still be answered), as /proc shows it
+// where there is one. It is continued when the test ends.
 func (g *Gateway) Pause(tb testing.TB) {
 	tb.Helper()
 	if err := g.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { _ = g.cmd.Process.Signal(syscall.SIGCONT) })
-	stat := fmt.Sprintf("/proc/%d/stat", g.Pid())
-	for deadline := time.Now().Add(5 * time.Second); ; {
-		b, err := os.ReadFile(stat)
+	if _, err := os.Stat("/proc/self/task"); err != nil {
+		return // no /proc: the signal is all there is
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !g.stopped() {
+		if time.Now().After(deadline) {
+			tb.Fatalf("versitygw (pid %d) not stopped 5 s after SIGSTOP", g.Pid())
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// stopped reports whether every thread of the gateway is stopped (state T in
+// /proc/<pid>/task/<tid>/stat).
+func (g *Gateway) stopped() bool {
+	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/stat", g.Pid()))
+	if err != nil || len(tasks) == 0 {
+		return false
+	}
+	for _, f := range tasks {
+		b, err := os.ReadFile(f)
 		if err != nil {
-			return // no /proc: the signal is all there is
+			return false
 		}
 		// pid (comm) state ...: the state follows the last ')'.
-		if i := bytes.LastIndexByte(b, ')'); i >= 0 && i+2 < len(b) && (b[i+2] == 'T' || b[i+2] == 't') {
-			return
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 || i+2 >= len(b) || (b[i+2] != 'T' && b[i+2] != 't') {
+			return false
 		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("versitygw not stopped 5 s after SIGSTOP: %s", b)
-		}
-		time.Sleep(time.Millisecond) // the kernel stops it within microseconds
 	}
+	return true
 }
 
 // MakeBucket creates a bucket as a directory of the posix backend's root,
