@@ -609,6 +609,7 @@ func TestRemoteFetchQuotaLongPoll(t *testing.T) {
 	g.MakeBucket(t, "tiered")
 	static := tieredStatic(g, "tiered")
 	static["remote.log.manager.fetch.max.bytes.per.second"] = "16384"
+	static["remote.fetch.max.wait.ms"] = "5000" // the reads within the rate are not cut short on a slow machine
 	tb := startTestBroker(t, testBrokerOptions{Static: static})
 	ctx := testCtx(t)
 	cl := tb.client(t, kgo.DefaultProduceTopic("rq"), kgo.ProducerLinger(0), kgo.MaxBufferedRecords(200),
