@@ -50,9 +50,10 @@
 //     remote.log.manager.fetch.max.bytes.per.second nothing is read: empty, and the fetch
 //     waits as a long poll. A store that cannot serve the read: KAFKA_STORAGE_ERROR.
 //
-// Differences from Apache Kafka: no aborted-transaction index (AbortedTransactions is
-// empty for READ_COMMITTED); no preferred read replica (-1); the wait for a remote read
-// holds the request's goroutine (Kafka parks a DelayedRemoteFetch in a purgatory).
+// Differences from Apache Kafka: no preferred read replica (-1); the wait for a remote
+// read holds the request's goroutine (Kafka parks a DelayedRemoteFetch in a purgatory).
+// READ_COMMITTED answers carry AbortedTransactions, from the logs' transaction indexes
+// and, below the local log start, the copies'.
 //
 // Quotas (net/quota; quotas.go), as KafkaApis: a consumer's MaxBytes is capped by its
 // consumer_byte_rate (quota × (samples − 1) × sample window) and MinBytes by MaxBytes;
