@@ -469,6 +469,9 @@ func (f *Fetcher) handlePartitionLocked(now time.Time, fp *fetchPart, rp *kmsg.F
 			}
 		}
 	}
+	if err := fp.p.keepLogStart(rp.LogStartOffset); err != nil {
+		f.m.log.Warn("follower log start", "partition", fp.tp.String(), "err", err)
+	}
 }
 
 // truncateLocked cuts fp's log where it agrees with the leader's, given the leader's

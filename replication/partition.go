@@ -389,7 +389,16 @@ type FetchResult struct {
 // Call it once per fetch, when the request arrives; a fetch parked in the purgatory
 // (a long poll) is answered with FollowerReread.
 func (p *Partition) FollowerFetch(replicaID int32, brokerEpoch, fetchOffset int64, lastFetchedEpoch, currentLeaderEpoch int32) (FetchResult, error) {
-	return p.followerFetch(replicaID, brokerEpoch, fetchOffset, lastFetchedEpoch, currentLeaderEpoch, true)
+	return p.withWholeLogStart(p.followerFetch(replicaID, brokerEpoch, fetchOffset, lastFetchedEpoch, currentLeaderEpoch, true))
+}
+
+// withWholeLogStart gives a fetch answer that is not OFFSET_OUT_OF_RANGE the
+// whole log's start (followerLogStart).
+func (p *Partition) withWholeLogStart(res FetchResult, err error) (FetchResult, error) {
+	if err == nil {
+		res.LogStartOffset = p.followerLogStart()
+	}
+	return res, err
 }
 
 // FollowerReread serves a follower's fetch again when it completes from the purgatory
@@ -401,7 +410,7 @@ func (p *Partition) FollowerFetch(replicaID int32, brokerEpoch, fetchOffset int6
 // records (Kafka's readFromLog with updateFetchState false, for the same reason). The
 // follower's state moves on with its next fetch.
 func (p *Partition) FollowerReread(replicaID int32, brokerEpoch, fetchOffset int64, lastFetchedEpoch, currentLeaderEpoch int32) (FetchResult, error) {
-	return p.followerFetch(replicaID, brokerEpoch, fetchOffset, lastFetchedEpoch, currentLeaderEpoch, false)
+	return p.withWholeLogStart(p.followerFetch(replicaID, brokerEpoch, fetchOffset, lastFetchedEpoch, currentLeaderEpoch, false))
 }
 
 func (p *Partition) followerFetch(replicaID int32, brokerEpoch, fetchOffset int64, lastFetchedEpoch, currentLeaderEpoch int32, record bool) (FetchResult, error) {

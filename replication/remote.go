@@ -111,6 +111,46 @@ func (p *Partition) LogStartOffset() int64 {
 	return local
 }
 
+// followerLogStart is the log start a follower's fetch answer carries when
+// it is not OFFSET_OUT_OF_RANGE: the whole log's (Kafka's logStartOffset in
+// the Fetch response), so that a follower of a tiered log keeps a start that
+// DeleteRecords raised below the local one (keepLogStart) and answers it once
+// it leads. On a tiered log it is sent only as far as it is sure: with copies
+// known, the whole log's start (a listing of them behind the metadata's end
+// shows older copies, so a lower start, never a higher one); with none
+// known, which may be a listing not caught up yet, only the start
+// DeleteRecords raised, else -1 (none). The local start would pass for the
+// whole log's there, and a follower that kept it would hide the copies
+// below it. (An answer OFFSET_OUT_OF_RANGE carries the local start: where a
+// follower behind it starts over, which Kafka's follower asks ListOffsets
+// EARLIEST_LOCAL_TIMESTAMP for.)
+func (p *Partition) followerLogStart() int64 {
+	r := p.m.remoteLog()
+	el := p.EngineLog()
+	if r == nil || !r.Enabled(p) || el == nil {
+		return p.log.LogStartOffset()
+	}
+	if _, ok := r.LogStartOffset(p); ok {
+		return p.LogStartOffset()
+	}
+	if s := el.RemoteLogStart(); s > 0 {
+		return s
+	}
+	return -1
+}
+
+// keepLogStart records on a follower of a tiered log the leader's whole-log
+// start (Kafka's maybeIncrementLogStartOffset on the follower): it only
+// rises, and is kept below the local log start too, where the local log does
+// not hold it (engine.Log.RaiseRemoteLogStart).
+func (p *Partition) keepLogStart(start int64) error {
+	el := p.EngineLog()
+	if r := p.m.remoteLog(); r == nil || !r.Enabled(p) || el == nil || start <= el.RemoteLogStart() {
+		return nil
+	}
+	return el.RaiseRemoteLogStart(start)
+}
+
 // DeleteRecordsBefore is DeleteRecords on the whole log: on a tiered log the
 // whole log's start rises to offset (kept by the engine; the remote log
 // manager deletes the copies wholly below it, and reads below it are out of

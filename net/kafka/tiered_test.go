@@ -655,3 +655,118 @@ func TestRemoteFetchQuotaLongPoll(t *testing.T) {
 		return p.ErrorCode == 0 && len(p.RecordBatches) > 0
 	})
 }
+
+func TestClusterTieredLogStartOutlivesLeader(t *testing.T) {
+	g := s3test.Start(t)
+	g.MakeBucket(t, "tiered")
+	c := startCluster(t, tieredStatic(g, "tiered"))
+	ctx := testCtx(t)
+	cl := clusterClient(t, c, kgo.DefaultProduceTopic("ls"), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0), kgo.MaxBufferedRecords(200))
+	adm := kadm.NewClient(cl)
+	seg, local, ret := "16384", "0", "-1"
+	if r, err := adm.CreateTopic(ctx, 1, 3, map[string]*string{"remote.storage.enable": ptr("true"), "segment.bytes": &seg,
+		"local.retention.bytes": &local, "retention.ms": &ret}, "ls"); err != nil || r.Err != nil {
+		t.Fatalf("create: %v %v", err, r.Err)
+	}
+	const n = 1500
+	value := make([]byte, 200)
+	for i := range n {
+		cl.Produce(ctx, &kgo.Record{Key: []byte(strconv.Itoa(i)), Value: value}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				t.Errorf("produce %d: %v", i, err)
+			}
+		})
+	}
+	if err := cl.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	tp := engine.TopicPartition{Topic: "ls", Partition: 0}
+	_, im := c.brokers[0].follower.Image()
+	tt, _ := im.Topic("ls")
+	leaderID := tt.Partitions[0].Leader
+	// Every replica deletes locally what the leader copied.
+	for _, b := range c.brokers {
+		eventually(t, 30*time.Second, fmt.Sprintf("broker %d to delete copied segments", b.id), func() bool {
+			return b.eng.Log(tp).LogStartOffset() > 0
+		})
+	}
+	localMin := int64(n)
+	for _, b := range c.brokers {
+		localMin = min(localMin, b.eng.Log(tp).LogStartOffset())
+	}
+	at := localMin / 2
+	if at == 0 {
+		t.Fatalf("local log starts from %d: no room below", localMin)
+	}
+	var os kadm.Offsets
+	os.Add(kadm.Offset{Topic: "ls", Partition: 0, At: at})
+	dr, err := adm.DeleteRecords(ctx, os)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := dr.Lookup("ls", 0); r.Err != nil || r.LowWatermark != at {
+		t.Fatalf("DeleteRecords to %d: %+v", at, r)
+	}
+	var leader *clusterBroker
+	var live []string
+	for _, b := range c.brokers {
+		if b.id == leaderID {
+			leader = b
+			continue
+		}
+		live = append(live, b.addr)
+		eventually(t, 10*time.Second, fmt.Sprintf("follower %d to keep the log start %d", b.id, at), func() bool {
+			return b.eng.Log(tp).RemoteLogStart() == at
+		})
+		if ls := b.eng.Log(tp).LogStartOffset(); ls <= at {
+			t.Fatalf("follower %d's local log start %d, not above %d", b.id, ls, at)
+		}
+	}
+	leader.stop()
+
+	cons, err := kgo.NewClient(kgo.SeedBrokers(live...), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"ls": {0: kgo.NewOffset().At(0)}}),
+		kgo.FetchMaxBytes(64<<10), kgo.FetchMaxPartitionBytes(32<<10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	eventually(t, 30*time.Second, "a new leader answering ListOffsets -2", func() bool {
+		starts, err := kadm.NewClient(cons).ListStartOffsets(ctx, "ls")
+		if err != nil {
+			return false
+		}
+		o, ok := starts.Lookup("ls", 0)
+		if !ok || o.Err != nil {
+			return false
+		}
+		if o.Offset != at {
+			t.Fatalf("the new leader's log start %d, want %d (DeleteRecords)", o.Offset, at)
+		}
+		return true
+	})
+	next := int(at)
+	for next < n {
+		fs := cons.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("consumed up to %d of %d: %v", next, n, err)
+		}
+		fs.EachError(func(_ string, _ int32, err error) { t.Fatalf("fetch: %v", err) })
+		fs.EachRecord(func(r *kgo.Record) {
+			if string(r.Key) != strconv.Itoa(next) || r.Offset != int64(next) {
+				t.Fatalf("record %d: key %s at offset %d (log start %d)", next, r.Key, r.Offset, at)
+			}
+			next++
+		})
+	}
+	// Remote retention deletes the copies wholly below it: one copy at most
+	// starts at or below it (the one holding it).
+	eventually(t, 30*time.Second, "the copies below the log start deleted", func() bool {
+		below := 0
+		for _, s := range copiedStarts(t, g, "tiered") {
+			if s <= at {
+				below++
+			}
+		}
+		return below == 1
+	})
+}

@@ -28,6 +28,11 @@
 // and the metadata, on every node that held a replica; a deletion the node
 // did not finish before it stopped is not resumed.
 //
+// A follower keeps the whole log's start its leader's fetch answers carry
+// (replication's keepLogStart, Kafka's maybeIncrementLogStartOffset), below
+// its local log start too, so that a log start DeleteRecords raised there
+// outlives its leader.
+//
 // Only the leader copies and deletes: the task checks the partition's role
 // and leader epoch before each step that writes metadata. On a follower the
 // task only lists the copies (from the metadata partition's local replica,
@@ -46,10 +51,8 @@
 // into the cache), and reads nothing while the broker's remote reads are over
 // remote.log.manager.fetch.max.bytes.per.second (fetch.go).
 //
-// Not built yet: remote.log.delete.on.disable; a follower does not learn a
-// log start DeleteRecords raised below the local one (a new leader forgets
-// it); a deletion of a deleted partition's copies is not resumed after a
-// restart.
+// Not built yet: remote.log.delete.on.disable; a deletion of a deleted
+// partition's copies is not resumed after a restart.
 //
 // An object store that hangs or is down fails each copy and remote read within
 // the storage manager's timeouts (rsm.config.storage.s3.api.call.timeout and
