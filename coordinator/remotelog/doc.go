@@ -32,6 +32,11 @@
 // (Config.Forward: a Produce with acks=all, as Kafka's producer of the topic
 // sends it) and returns once this node's state holds it.
 //
+// A deleted partition's RemotePartitionDeleteMetadata records are replayed
+// too: PartitionDeletions lists those marked or started and not finished
+// in the metadata partitions this node leads, for the remote log manager to
+// finish a deletion whose node stopped first.
+//
 // What is not built: snapshots of the state
 // (RemoteLogSegmentMetadataSnapshotRecord) are neither written nor read: a
 // node that starts replays each metadata partition it reads from its start,

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -142,6 +144,41 @@ func (m *Manager) UpdateRemoteLogSegmentMetadata(ctx context.Context, u *Update)
 // partition's remote data.
 func (m *Manager) PutRemotePartitionDeleteMetadata(ctx context.Context, d *PartitionDelete) error {
 	return m.append(ctx, d.Partition, EncodePartitionDelete(d))
+}
+
+// PartitionDeletions returns the partitions whose copies' deletion is
+// marked or started and not finished (Kafka's RemotePartitionDeleteMetadata
+// short of DELETE_PARTITION_FINISHED), in the metadata partitions this node
+// leads, by topic and partition: what the leader of a metadata partition
+// finishes when the node that began it stopped first.
+func (m *Manager) PartitionDeletions() ([]remote.TopicIDPartition, error) {
+	var out []remote.TopicIDPartition
+	var errs []error
+	for p := range max(m.cfg.Partitions(), 0) {
+		r := m.cfg.Replicas.Partition(engine.TopicPartition{Topic: Topic, Partition: p})
+		if r == nil || r.Role() != replication.RoleLeader {
+			continue
+		}
+		if _, err := m.sync(p); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		mp := m.part(p)
+		mp.mu.Lock()
+		for tp, st := range mp.states {
+			if st.deleteStarted && st.deleteState != DeletePartitionFinished {
+				out = append(out, tp)
+			}
+		}
+		mp.mu.Unlock()
+	}
+	slices.SortFunc(out, func(a, b remote.TopicIDPartition) int {
+		if a.Topic != b.Topic {
+			return strings.Compare(a.Topic, b.Topic)
+		}
+		return int(a.Partition) - int(b.Partition)
+	})
+	return out, errors.Join(errs...)
 }
 
 // append appends one record with value v to tp's metadata partition, waits

@@ -52,21 +52,16 @@ const (
 type Update = remote.SegmentMetadataUpdate
 
 // PartitionDeleteState is Kafka's RemotePartitionDeleteState.
-type PartitionDeleteState int8
+type PartitionDeleteState = remote.PartitionDeleteState
 
 const (
-	DeletePartitionMarked   PartitionDeleteState = 0 // DELETE_PARTITION_MARKED
-	DeletePartitionStarted  PartitionDeleteState = 1 // DELETE_PARTITION_STARTED
-	DeletePartitionFinished PartitionDeleteState = 2 // DELETE_PARTITION_FINISHED
+	DeletePartitionMarked   = remote.DeletePartitionMarked   // DELETE_PARTITION_MARKED
+	DeletePartitionStarted  = remote.DeletePartitionStarted  // DELETE_PARTITION_STARTED
+	DeletePartitionFinished = remote.DeletePartitionFinished // DELETE_PARTITION_FINISHED
 )
 
 // PartitionDelete is Kafka's RemotePartitionDeleteMetadata.
-type PartitionDelete struct {
-	Partition      remote.TopicIDPartition
-	BrokerID       int32
-	EventTimestamp int64
-	State          PartitionDeleteState
-}
+type PartitionDelete = remote.PartitionDeleteMetadata
 
 // ErrCorruptRecord: a record value this package cannot read.
 var ErrCorruptRecord = errors.New("remotelog: corrupt __remote_log_metadata record")

@@ -154,6 +154,25 @@ type SegmentMetadataUpdate struct {
 	State          SegmentState
 }
 
+// PartitionDeleteState is Kafka's RemotePartitionDeleteState, with its ids
+// (the values written to __remote_log_metadata).
+type PartitionDeleteState int8
+
+const (
+	DeletePartitionMarked   PartitionDeleteState = 0 // DELETE_PARTITION_MARKED
+	DeletePartitionStarted  PartitionDeleteState = 1 // DELETE_PARTITION_STARTED
+	DeletePartitionFinished PartitionDeleteState = 2 // DELETE_PARTITION_FINISHED
+)
+
+// PartitionDeleteMetadata is Kafka's RemotePartitionDeleteMetadata: how far
+// the deletion of a deleted partition's copies went.
+type PartitionDeleteMetadata struct {
+	Partition      TopicIDPartition
+	BrokerID       int32 // the node that reached the state
+	EventTimestamp int64 // when (ms)
+	State          PartitionDeleteState
+}
+
 // ErrInvalidMetadata: a SegmentMetadata that breaks its invariants.
 var ErrInvalidMetadata = errors.New("remote: invalid remote log segment metadata")
 

@@ -25,8 +25,12 @@
 //
 // A tiered partition deleted with its topic (replication.RemoteLog's
 // PartitionDeleted) has its copies deleted by the next task, from the store
-// and the metadata, on every node that held a replica; a deletion the node
-// did not finish before it stopped is not resumed.
+// and the metadata, on every node that held a replica, as Kafka's
+// RemoteLogManager deletes a partition's remote log: DELETE_PARTITION_MARKED
+// (written at once), DELETE_PARTITION_STARTED, each copy,
+// DELETE_PARTITION_FINISHED in __remote_log_metadata. A deletion left
+// unfinished (its node stopped first) is finished by the leader of the
+// metadata partition that holds it, when its task next runs.
 //
 // A follower keeps the whole log's start its leader's fetch answers carry
 // (replication's keepLogStart, Kafka's maybeIncrementLogStartOffset), below
@@ -51,8 +55,7 @@
 // into the cache), and reads nothing while the broker's remote reads are over
 // remote.log.manager.fetch.max.bytes.per.second (fetch.go).
 //
-// Not built yet: remote.log.delete.on.disable; a deletion of a deleted
-// partition's copies is not resumed after a restart.
+// Not built yet: remote.log.delete.on.disable.
 //
 // An object store that hangs or is down fails each copy and remote read within
 // the storage manager's timeouts (rsm.config.storage.s3.api.call.timeout and

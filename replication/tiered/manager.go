@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -22,6 +23,11 @@ type Metadata interface {
 	AddRemoteLogSegmentMetadata(ctx context.Context, md *remote.SegmentMetadata) error
 	UpdateRemoteLogSegmentMetadata(ctx context.Context, u *remote.SegmentMetadataUpdate) error
 	ListRemoteLogSegments(tp remote.TopicIDPartition) ([]remote.SegmentMetadata, error)
+	PutRemotePartitionDeleteMetadata(ctx context.Context, d *remote.PartitionDeleteMetadata) error
+	// PartitionDeletions lists the partitions whose deletion is marked or
+	// started, not finished, that this node is to finish (coordinator/remotelog:
+	// those of the metadata partitions it leads).
+	PartitionDeletions() ([]remote.TopicIDPartition, error)
 }
 
 // Config is a Manager's: Kafka's broker keys where it has them.
@@ -79,7 +85,7 @@ type Manager struct {
 
 	stats stats // counts by topic (stats.go)
 
-	deleted map[remote.TopicIDPartition]bool // partitions deleted here whose copies are to go (under mu)
+	deleted map[remote.TopicIDPartition]bool // partitions deleted here whose copies are to go; true once marked (under mu)
 
 	runMu    sync.Mutex                            // one RunOnce at a time
 	ensured  bool                                  // EnsureMetadata succeeded (under runMu)
@@ -292,49 +298,107 @@ func (m *Manager) RunOnce(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// PartitionDeleted implements replication.RemoteLog: the next task deletes
-// the partition's copies.
+// PartitionDeleted implements replication.RemoteLog: the deletion is marked
+// in the remote log metadata at once (DELETE_PARTITION_MARKED, on its own
+// goroutine: the caller must not block), and the next task deletes the
+// partition's copies.
 func (m *Manager) PartitionDeleted(p *replication.Partition) {
+	tp := topicIDPartition(p)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.deleted[topicIDPartition(p)] = true
+	m.deleted[tp] = false
 	delete(m.parts, p.TopicPartition())
+	if m.closed {
+		return
+	}
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		ctx, cancel := context.WithTimeout(m.ctx, 30*time.Second)
+		defer cancel()
+		if err := m.putPartitionDelete(ctx, tp, remote.DeletePartitionMarked); err != nil {
+			m.log.Debug("marking a deleted partition's copies for deletion", "partition", tp, "err", err)
+			return // the task marks it
+		}
+		m.mu.Lock()
+		if _, ok := m.deleted[tp]; ok {
+			m.deleted[tp] = true
+		}
+		m.mu.Unlock()
+	}()
+}
+
+func (m *Manager) putPartitionDelete(ctx context.Context, tp remote.TopicIDPartition, st remote.PartitionDeleteState) error {
+	return m.cfg.Metadata.PutRemotePartitionDeleteMetadata(ctx, &remote.PartitionDeleteMetadata{Partition: tp, BrokerID: m.cfg.NodeID,
+		EventTimestamp: m.cfg.Now().UnixMilli(), State: st})
 }
 
 // deleteDeleted (under runMu) deletes the copies of the partitions deleted here (every
 // replica of a deleted topic tries: a copy another one deleted first is
-// gone from the listing). A partition whose copies cannot all be deleted
-// is tried again by the next task; one deleted while the node was down is
-// not (its copies stay in the store).
+// gone from the listing), and of those whose deletion the metadata shows
+// unfinished (Metadata.PartitionDeletions: begun by a node that stopped
+// before it finished, this one included), as Kafka's RemoteLogManager
+// deletes a partition's remote log: DELETE_PARTITION_MARKED (unless
+// PartitionDeleted marked it), DELETE_PARTITION_STARTED, each copy,
+// DELETE_PARTITION_FINISHED. A partition whose copies cannot all be deleted
+// is tried again by the next task.
 func (m *Manager) deleteDeleted(ctx context.Context) error {
 	m.mu.Lock()
-	var tps []remote.TopicIDPartition
-	for tp := range m.deleted {
-		tps = append(tps, tp)
-	}
+	todo := maps.Clone(m.deleted)
 	m.mu.Unlock()
 	var errs []error
-	for _, tp := range tps {
-		segs, err := m.cfg.Metadata.ListRemoteLogSegments(tp)
-		if err == nil {
-			for i := range segs {
-				if err = m.deleteCopy(ctx, &segs[i]); err != nil {
-					break
-				}
-			}
+	pending, err := m.cfg.Metadata.PartitionDeletions()
+	if err != nil {
+		errs = append(errs, fmt.Errorf("listing the unfinished deletions of partitions: %w", err))
+	}
+	for _, tp := range pending {
+		if _, ok := todo[tp]; !ok {
+			todo[tp] = true
 		}
+	}
+	for tp, marked := range todo {
+		n, err := m.deletePartition(ctx, tp, marked)
 		if err != nil {
 			err = fmt.Errorf("deleting the copies of deleted partition %s: %w", tp, err)
 			m.logTaskError(engine.TopicPartition{Topic: tp.Topic, Partition: tp.Partition}, err)
 			errs = append(errs, err)
 			continue
 		}
-		m.log.Info("deleted the copies of a deleted partition", "partition", tp, "copies", len(segs))
+		m.log.Info("deleted the copies of a deleted partition", "partition", tp, "copies", n)
 		m.mu.Lock()
 		delete(m.deleted, tp)
 		m.mu.Unlock()
 	}
 	return errors.Join(errs...)
+}
+
+// deletePartition deletes tp's copies between DELETE_PARTITION_STARTED and
+// DELETE_PARTITION_FINISHED, marking the deletion first unless marked; it
+// returns the number of copies deleted.
+func (m *Manager) deletePartition(ctx context.Context, tp remote.TopicIDPartition, marked bool) (int, error) {
+	if !marked {
+		if err := m.putPartitionDelete(ctx, tp, remote.DeletePartitionMarked); err != nil {
+			return 0, err
+		}
+		m.mu.Lock()
+		if _, ok := m.deleted[tp]; ok {
+			m.deleted[tp] = true
+		}
+		m.mu.Unlock()
+	}
+	if err := m.putPartitionDelete(ctx, tp, remote.DeletePartitionStarted); err != nil {
+		return 0, err
+	}
+	segs, err := m.cfg.Metadata.ListRemoteLogSegments(tp)
+	if err != nil {
+		return 0, err
+	}
+	for i := range segs {
+		if err := m.deleteCopy(ctx, &segs[i]); err != nil {
+			return i, err
+		}
+	}
+	return len(segs), m.putPartitionDelete(ctx, tp, remote.DeletePartitionFinished)
 }
 
 // logTaskError logs a partition's task error, the same one at most once a

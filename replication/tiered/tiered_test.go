@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -47,6 +49,13 @@ func dataConfig() engine.LogConfig {
 
 func openNode(t *testing.T, dir string, epoch int32, sm *remote.StorageManager, cfg engine.LogConfig, opts ...func(*tiered.Config)) *node {
 	t.Helper()
+	return openNodeWith(t, dir, epoch, sm, cfg, true, opts...)
+}
+
+// openNodeWith is openNode; without data, the node holds only the metadata
+// partitions (data's topic deleted).
+func openNodeWith(t *testing.T, dir string, epoch int32, sm *remote.StorageManager, cfg engine.LogConfig, data bool, opts ...func(*tiered.Config)) *node {
+	t.Helper()
 	eng, err := engine.Open(engine.Options{Dirs: []string{dir}, Sync: engine.SyncNone, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
@@ -60,8 +69,10 @@ func openNode(t *testing.T, dir string, epoch int32, sm *remote.StorageManager, 
 		d.Leaders = append(d.Leaders, replication.PartitionState{Topic: remotelog.Topic, TopicID: [16]byte{9}, Partition: p,
 			Replicas: []int32{1}, ISR: []int32{1}, Leader: 1, LeaderEpoch: epoch, PartitionEpoch: epoch, MinISR: 1, LogConfig: remotelog.LogConfig()})
 	}
-	d.Leaders = append(d.Leaders, replication.PartitionState{Topic: "data", TopicID: [16]byte{7, 7}, Partition: 0,
-		Replicas: []int32{1}, ISR: []int32{1}, Leader: 1, LeaderEpoch: epoch, PartitionEpoch: epoch, MinISR: 1, LogConfig: cfg})
+	if data {
+		d.Leaders = append(d.Leaders, replication.PartitionState{Topic: "data", TopicID: [16]byte{7, 7}, Partition: 0,
+			Replicas: []int32{1}, ISR: []int32{1}, Leader: 1, LeaderEpoch: epoch, PartitionEpoch: epoch, MinISR: 1, LogConfig: cfg})
+	}
 	if err := repl.Apply(d); err != nil {
 		t.Fatal(err)
 	}
@@ -770,6 +781,79 @@ func TestDeletedPartitionCopiesDeleted(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// The deletion of a deleted partition's copies outlives the node that began
+// it: the store hangs while the task deletes them, the node stops with the
+// deletion marked and started in __remote_log_metadata, and once restarted
+// (no longer holding the partition) its task finishes it: no object left in
+// the bucket, no copy listed, the deletion finished.
+func TestDeletedPartitionDeletionResumed(t *testing.T) {
+	g := s3test.Start(t)
+	g.MakeBucket(t, "tiered")
+	sm, err := remote.New(remote.Config{Bucket: "tiered", Region: "us-east-1", Endpoint: g.Endpoint, PathStyle: true,
+		AccessKeyID: g.Access, SecretAccessKey: g.Secret, CallTimeout: 2 * time.Second, AttemptTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	n := openNode(t, dir, 0, sm, dataConfig())
+	n.produce(t, 0, 300)
+	if err := n.rlm.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	tp := remote.TopicIDPartition{TopicID: remote.Uuid{7, 7}, Topic: "data", Partition: 0}
+	segs, _ := n.meta.ListRemoteLogSegments(tp)
+	if len(segs) < 2 {
+		t.Fatalf("%d copies", len(segs))
+	}
+	g.Pause(t)
+	if err := n.repl.Apply(replication.Delta{Stopped: []replication.Stop{{TP: engine.TopicPartition{Topic: "data", Partition: 0}, Delete: true}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.rlm.RunOnce(context.Background()); err == nil {
+		t.Fatal("the copies deleted from a hung store")
+	}
+	pending, err := n.meta.PartitionDeletions()
+	if err != nil || len(pending) != 1 || pending[0] != tp {
+		t.Fatalf("unfinished deletions before the stop: %v (%v)", pending, err)
+	}
+	n.close()
+	g.Resume(t)
+	if objects(t, g) == 0 {
+		t.Fatal("no object in the bucket before the restart")
+	}
+
+	n = openNodeWith(t, dir, 1, sm, dataConfig(), false)
+	defer n.close()
+	if err := n.rlm.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if after, err := n.meta.ListRemoteLogSegments(tp); err != nil || len(after) != 0 {
+		t.Fatalf("copies listed after the restart: %d (%v)", len(after), err)
+	}
+	if pending, err := n.meta.PartitionDeletions(); err != nil || len(pending) != 0 {
+		t.Fatalf("unfinished deletions after the restart: %v (%v)", pending, err)
+	}
+	if k := objects(t, g); k != 0 {
+		t.Fatalf("%d objects left in the bucket", k)
+	}
+}
+
+// objects counts the files under the bucket's directory of g.
+func objects(t *testing.T, g *s3test.Gateway) int {
+	t.Helper()
+	k := 0
+	err := filepath.WalkDir(filepath.Join(g.Root, "tiered"), func(_ string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			k++
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
 }
 
 // A replica emptied to start at the local log start takes the producer
