@@ -80,6 +80,10 @@ type LogConfig struct {
 	// copies no more segments (the copies made stay readable), and its
 	// local segments follow retention.ms and retention.bytes, copied or not.
 	RemoteCopyDisable bool
+	// RemoteLogDeleteOnDisable is remote.log.delete.on.disable (KIP-950):
+	// read by the remote log manager when RemoteStorage is off, to delete
+	// the copies made while it was on.
+	RemoteLogDeleteOnDisable bool
 }
 
 // DefaultLogConfig returns Apache Kafka's defaults.

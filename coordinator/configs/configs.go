@@ -253,6 +253,11 @@ var TopicDefs = []*Def{
 		Apply: func(c *engine.LogConfig, v string) {
 			c.RemoteCopyDisable = strings.EqualFold(strings.TrimSpace(v), "true")
 		}},
+	{Name: "remote.log.delete.on.disable", Kind: KindBool, Default: sp("false"),
+		Doc: "turning remote.storage.enable off is refused unless this is true; with it, the topic's copies in remote storage are deleted then, and its log starts at the local log start (KIP-950)",
+		Apply: func(c *engine.LogConfig, v string) {
+			c.RemoteLogDeleteOnDisable = strings.EqualFold(strings.TrimSpace(v), "true")
+		}},
 	{Name: "local.retention.ms", Kind: KindLong, Default: sp("-2"), Min: -2, Synonyms: []Synonym{{"log.local.retention.ms", 1}},
 		Doc:   "with remote.storage.enable: how long a local segment is kept once copied to remote storage (-2: retention.ms)",
 		Apply: func(c *engine.LogConfig, v string) { c.LocalRetentionMs = parseInt(v) }},
@@ -756,6 +761,41 @@ func (l Layers) LogConfig() engine.LogConfig {
 		c.RemoteStorage = false
 	}
 	return c
+}
+
+// invalidConfig is a validation error whose text is Kafka's message alone.
+type invalidConfig string
+
+func (e invalidConfig) Error() string { return string(e) }
+func (e invalidConfig) Unwrap() error { return ErrInvalidConfig }
+
+// CheckRemoteStorage checks a topic's configs as a change leaves them (after)
+// against those it had (before), by Kafka's LogConfig rules for tiered
+// storage, with Kafka's messages: remote.storage.enable only with
+// cleanup.policy delete (or an empty list); and turned off only with
+// remote.log.delete.on.disable (KIP-950: its copies are deleted then).
+func CheckRemoteStorage(before, after Layers) error {
+	on := func(l Layers, key string) bool {
+		return strings.EqualFold(strings.TrimSpace(l.TopicValue(key)), "true")
+	}
+	if on(after, "remote.storage.enable") {
+		var policy []string
+		for _, p := range strings.Split(after.TopicValue("cleanup.policy"), ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				policy = append(policy, p)
+			}
+		}
+		if len(policy) > 0 && (len(policy) != 1 || policy[0] != "delete") {
+			return invalidConfig("Remote log storage only supports topics with cleanup.policy=delete or cleanup.policy being an empty list.")
+		}
+		return nil
+	}
+	if on(before, "remote.storage.enable") && !on(after, "remote.log.delete.on.disable") {
+		return invalidConfig("It is invalid to disable remote storage without deleting remote data. " +
+			"If you want to keep the remote data and turn to read only, please set `remote.storage.enable=true,remote.log.copy.disable=true`. " +
+			"If you want to disable remote storage and delete all remote data, please set `remote.storage.enable=false,remote.log.delete.on.disable=true`.")
+	}
+	return nil
 }
 
 // PluginKey reports whether key belongs to one of tiered storage's plugins, under

@@ -248,14 +248,14 @@ func (c *Controller) replaceRecords(im *metadata.Image, res *kmsg.AlterConfigsRe
 }
 
 // checkResult checks the configs the resource would have after recs: a GROUP's whole
-// set as Kafka's GroupConfig.validate does (validateGroupConfigs); a BROKER's
-// min.insync.replicas while ELR is on (elrConfigCheck); other types need no check
-// beyond each value's.
+// set as Kafka's GroupConfig.validate does (validateGroupConfigs); a TOPIC's tiered
+// storage keys against those it had (configs.CheckRemoteStorage); a BROKER's
+// min.insync.replicas while ELR is on (elrConfigCheck).
 func (t *alterTarget) checkResult(recs []metadata.Record) error {
 	if err := t.elrConfigCheck(recs); err != nil {
 		return err
 	}
-	if t.rt != metadata.ResourceGroup {
+	if t.rt != metadata.ResourceGroup && t.rt != metadata.ResourceTopic {
 		return nil
 	}
 	after := maps.Clone(t.current)
@@ -269,6 +269,15 @@ func (t *alterTarget) checkResult(recs []metadata.Record) error {
 		} else {
 			after[cr.Key] = *cr.Value
 		}
+	}
+	if t.rt == metadata.ResourceTopic {
+		// Tiered storage's rules (Kafka's LogConfig.validate): INVALID_CONFIG.
+		l := t.layers
+		l.Topic = after
+		if err := configs.CheckRemoteStorage(t.layers, l); err != nil {
+			return errf(kerr.InvalidConfig, "%v", err)
+		}
+		return nil
 	}
 	return validateGroupConfigs(after, &t.layers)
 }

@@ -172,6 +172,11 @@ func (c *Controller) createTopicRecords(im *metadata.Image, s *topicSpec, used i
 		}
 		s.configs[k] = canon
 	}
+	after := c.layers(im, "")
+	after.Topic = s.configs
+	if err := configs.CheckRemoteStorage(configs.Layers{}, after); err != nil {
+		return nil, errf(kerr.InvalidConfig, "%v", err)
+	}
 	if _, ok := im.Topic(s.name); ok {
 		return nil, errf(kerr.TopicAlreadyExists, "topic %q already exists", s.name)
 	}

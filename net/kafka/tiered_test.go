@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -769,4 +771,104 @@ func TestClusterTieredLogStartOutlivesLeader(t *testing.T) {
 		}
 		return below == 1
 	})
+}
+
+// remote.storage.enable turned off (KIP-950): refused INVALID_CONFIG with
+// Kafka's message unless remote.log.delete.on.disable=true; with it, the
+// copies go from the bucket, the whole log starts at the local log start,
+// and nothing more is copied. Tiered storage on a compacted topic is
+// refused too, at creation and by an alter.
+func TestTieredStorageDisabled(t *testing.T) {
+	g := s3test.Start(t)
+	g.MakeBucket(t, "tiered")
+	tb := startTestBroker(t, testBrokerOptions{Sync: engine.SyncNone, Static: tieredStatic(g, "tiered")})
+	ctx := testCtx(t)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(tb.addr), kgo.DefaultProduceTopic("off"), kgo.ProducerLinger(0), kgo.MaxBufferedRecords(200))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	seg, local, ret := "16384", "0", "-1"
+	if r, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{"remote.storage.enable": ptr("true"), "segment.bytes": &seg,
+		"local.retention.bytes": &local, "retention.ms": &ret}, "off"); err != nil || r.Err != nil {
+		t.Fatalf("create: %v %v", err, r.Err)
+	}
+	value := make([]byte, 200)
+	produce := func(from, to int) {
+		for i := from; i < to; i++ {
+			cl.Produce(ctx, &kgo.Record{Key: []byte(strconv.Itoa(i)), Value: value}, func(_ *kgo.Record, err error) {
+				if err != nil {
+					t.Errorf("produce %d: %v", i, err)
+				}
+			})
+		}
+		if err := cl.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	produce(0, 1000)
+	el := tb.eng.Log(engine.TopicPartition{Topic: "off", Partition: 0})
+	eventually(t, 30*time.Second, "copies and local deletions", func() bool { return el.LogStartOffset() >= 500 })
+
+	alter := func(topic string, kv ...string) (code int16, msg string) {
+		t.Helper()
+		var acs []kadm.AlterConfig
+		for i := 0; i < len(kv); i += 2 {
+			acs = append(acs, kadm.AlterConfig{Name: kv[i], Value: ptr(kv[i+1])})
+		}
+		rs, err := adm.AlterTopicConfigs(ctx, acs, topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rs[0].Err == nil {
+			return 0, ""
+		}
+		var ke *kerr.Error
+		if !errors.As(rs[0].Err, &ke) {
+			t.Fatalf("alter %v: %v", kv, rs[0].Err)
+		}
+		return ke.Code, rs[0].ErrMessage
+	}
+	const offMsg = "It is invalid to disable remote storage without deleting remote data. " +
+		"If you want to keep the remote data and turn to read only, please set `remote.storage.enable=true,remote.log.copy.disable=true`. " +
+		"If you want to disable remote storage and delete all remote data, please set `remote.storage.enable=false,remote.log.delete.on.disable=true`."
+	const compactMsg = "Remote log storage only supports topics with cleanup.policy=delete or cleanup.policy being an empty list."
+	if code, msg := alter("off", "remote.storage.enable", "false"); code != kerr.InvalidConfig.Code || msg != offMsg {
+		t.Fatalf("turning remote storage off alone: code %d, %q", code, msg)
+	}
+	if code, msg := alter("off", "cleanup.policy", "compact"); code != kerr.InvalidConfig.Code || msg != compactMsg {
+		t.Fatalf("compacting a tiered topic: code %d, %q", code, msg)
+	}
+	r, _ := adm.CreateTopic(ctx, 1, 1, map[string]*string{"remote.storage.enable": ptr("true"), "cleanup.policy": ptr("compact")}, "compacted")
+	if !errors.Is(r.Err, kerr.InvalidConfig) || r.ErrMessage != compactMsg {
+		t.Fatalf("creating a compacted tiered topic: %v %q", r.Err, r.ErrMessage)
+	}
+	if r, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{"cleanup.policy": ptr("compact")}, "compacted"); err != nil || r.Err != nil {
+		t.Fatalf("create compacted: %v %v", err, r.Err)
+	}
+	if code, msg := alter("compacted", "remote.storage.enable", "true"); code != kerr.InvalidConfig.Code || msg != compactMsg {
+		t.Fatalf("tiering a compacted topic: code %d, %q", code, msg)
+	}
+	if len(copiedStarts(t, g, "tiered")) == 0 {
+		t.Fatal("no copy in the bucket")
+	}
+
+	if code, msg := alter("off", "remote.storage.enable", "false", "remote.log.delete.on.disable", "true"); code != 0 {
+		t.Fatalf("turning remote storage off with remote.log.delete.on.disable: code %d, %q", code, msg)
+	}
+	eventually(t, 30*time.Second, "the copies deleted from the bucket", func() bool { return len(copiedStarts(t, g, "tiered")) == 0 })
+	starts, err := adm.ListStartOffsets(ctx, "off")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, _ := starts.Lookup("off", 0); o.Err != nil || o.Offset != el.LogStartOffset() || o.Offset == 0 {
+		t.Fatalf("the log start after remote storage was disabled: %+v, local log start %d", o, el.LogStartOffset())
+	}
+	// Nothing more is copied, and the local log keeps what it holds.
+	produce(1000, 1500)
+	time.Sleep(500 * time.Millisecond)
+	if n := len(copiedStarts(t, g, "tiered")); n != 0 {
+		t.Fatalf("%d copies made after remote storage was disabled", n)
+	}
 }

@@ -37,6 +37,10 @@
 // its local log start too, so that a log start DeleteRecords raised there
 // outlives its leader.
 //
+// remote.storage.enable turned off with remote.log.delete.on.disable (KIP-950;
+// refused without it, in coordinator/configs): the leader's task deletes the
+// copies as a deleted partition's, and the log starts at the local log start.
+//
 // Only the leader copies and deletes: the task checks the partition's role
 // and leader epoch before each step that writes metadata. On a follower the
 // task only lists the copies (from the metadata partition's local replica,
@@ -55,14 +59,15 @@
 // into the cache), and reads nothing while the broker's remote reads are over
 // remote.log.manager.fetch.max.bytes.per.second (fetch.go).
 //
-// Not built yet: remote.log.delete.on.disable.
-//
 // An object store that hangs or is down fails each copy and remote read within
 // the storage manager's timeouts (rsm.config.storage.s3.api.call.timeout and
 // .attempt.timeout): copies wait for the next task, local retention keeps
 // what is not copied, a Fetch below the local log start answers
-// KAFKA_STORAGE_ERROR (retriable), and produce and local reads go on. Tested
-// here (TestObjectStoreHangs), against a node (cmd/samsa's
+// KAFKA_STORAGE_ERROR (retriable) when the store fails the read, or the
+// partition empty without an error after remote.fetch.max.wait.ms when the
+// store leaves it hanging (the read goes on into the chunk cache), and
+// produce and local reads go on. Tested here (TestObjectStoreHangs,
+// TestRemoteFetchMaxWait in net/kafka), against a node (cmd/samsa's
 // TestObjectStoreOutage, 4 s outages; `make test-long-tiered`, 30 s), with
 // kcat (tests/kcat_tiered.sh) and under the fault harness's objstore-down
 // (`make chaos-tiered`).

@@ -275,6 +275,10 @@ func (m *Manager) RunOnce(ctx context.Context) error {
 	}
 	for _, p := range m.cfg.Replicas.Partitions() {
 		if !m.Enabled(p) {
+			if err := m.deleteDisabled(ctx, p); err != nil {
+				m.logTaskError(p.TopicPartition(), err)
+				errs = append(errs, fmt.Errorf("%s: %w", p.TopicPartition(), err))
+			}
 			continue
 		}
 		if !m.ensured && m.cfg.EnsureMetadata != nil {
@@ -399,6 +403,33 @@ func (m *Manager) deletePartition(ctx context.Context, tp remote.TopicIDPartitio
 		}
 	}
 	return len(segs), m.putPartitionDelete(ctx, tp, remote.DeletePartitionFinished)
+}
+
+// deleteDisabled (under runMu), on the leader of a partition whose
+// remote.storage.enable was turned off with remote.log.delete.on.disable,
+// deletes the copies made while it was on, as a deleted partition's
+// (deletePartition; Kafka's stopPartitions with deleteRemoteLog): its log
+// starts at the local log start from then on. Nothing is listed for the
+// other partitions that are not tiered.
+func (m *Manager) deleteDisabled(ctx context.Context, p *replication.Partition) error {
+	el := p.EngineLog()
+	if el == nil || !el.Config().RemoteLogDeleteOnDisable || p.Role() != replication.RoleLeader {
+		return nil
+	}
+	tp := topicIDPartition(p)
+	segs, err := m.cfg.Metadata.ListRemoteLogSegments(tp)
+	if err != nil || len(segs) == 0 {
+		return nil // no metadata readable here (no copy ever made), or nothing left
+	}
+	n, err := m.deletePartition(ctx, tp, false)
+	if err != nil {
+		return fmt.Errorf("deleting the copies, remote storage disabled: %w", err)
+	}
+	m.mu.Lock()
+	delete(m.parts, p.TopicPartition())
+	m.mu.Unlock()
+	m.log.Info("deleted the copies of a partition whose remote storage was disabled", "partition", tp, "copies", n)
+	return nil
 }
 
 // logTaskError logs a partition's task error, the same one at most once a
