@@ -42,6 +42,10 @@ type RemoteLog interface {
 	// OffsetForTimestamp is engine.Log.OffsetForTimestamp over the copies:
 	// ok false when no copy holds a record with a timestamp >= ts.
 	OffsetForTimestamp(ctx context.Context, p *Partition, ts int64) (offset, timestamp int64, ok bool, err error)
+	// MaxTimestamp is engine.Log.MaxTimestamp over the copies at or above
+	// the whole log's start: the largest timestamp and the offset of its
+	// first record; ok false when no copy is known. Errors as Read's.
+	MaxTimestamp(ctx context.Context, p *Partition) (timestamp, offset int64, ok bool, err error)
 	// PartitionDeleted tells that p's replica here is deleted with its
 	// topic: its copies in remote storage are to be deleted too (Kafka's
 	// stopPartitions with deleteRemoteLog). Called by Apply before the log
@@ -232,4 +236,27 @@ func (p *Partition) OffsetForTimestamp(ctx context.Context, ts int64) (offset, t
 		return 0, 0, false, nil
 	}
 	return el.OffsetForTimestamp(ts)
+}
+
+// MaxTimestamp is ListOffsets' MAX_TIMESTAMP (KIP-734) over the whole log:
+// the largest timestamp and the offset of the first record with it (Kafka's
+// UnifiedLog.fetchOffsetByTimestamp), from the copies in remote storage when
+// p is tiered and one of them holds a timestamp as large as the local log's
+// (the earlier record wins a tie), else from the local log. Offset -1: no
+// record.
+func (p *Partition) MaxTimestamp(ctx context.Context) (timestamp, offset int64, err error) {
+	timestamp, offset = -1, -1
+	if el := p.EngineLog(); el != nil {
+		timestamp, offset = el.MaxTimestamp()
+	}
+	if r := p.m.remoteLog(); r != nil && r.Enabled(p) {
+		rts, roff, ok, err := r.MaxTimestamp(ctx, p)
+		if err != nil {
+			return -1, -1, err
+		}
+		if ok && (offset < 0 || rts >= timestamp) {
+			return rts, roff, nil
+		}
+	}
+	return timestamp, offset, nil
 }

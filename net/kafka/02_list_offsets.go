@@ -6,7 +6,7 @@
 //	                   a replica, ReplicaID >= 0: the log end offset)
 //	-2 earliest        the log start offset: the whole log's, remote copies included
 //	-3 max timestamp   (KIP-734, v7+) the offset of the first record with the largest
-//	                   timestamp, and that timestamp (KAFKA-16310)
+//	                   timestamp, and that timestamp (KAFKA-16310); remote copies included
 //	-4 earliest local  (KIP-1005, v8+) the local log start offset
 //	-5 latest tiered   (KIP-1005, v9+) the last offset copied to remote storage (-1:
 //	                   none yet); not tiered: offset -1, timestamp -1
@@ -98,7 +98,10 @@ func (b *Broker) listOffset(v int16, replicaID int32, isolation int8, topic stri
 		sp.Offset = rep.LocalLogStartOffset()
 		sp.LeaderEpoch = epochOfOffset(l, sp.Offset)
 	case ts == -3 && v >= 7:
-		mts, off := l.MaxTimestamp()
+		mts, off, err := rep.MaxTimestamp(context.Background()) // the copies in remote storage too, when tiered
+		if err != nil {
+			return engineErr(err)
+		}
 		if off >= 0 && off < hw {
 			sp.Timestamp, sp.Offset = mts, off
 			sp.LeaderEpoch = epochOfOffset(l, off)

@@ -281,6 +281,44 @@ func (m *Manager) OffsetForTimestamp(ctx context.Context, p *replication.Partiti
 	return 0, 0, false, nil
 }
 
+// MaxTimestamp implements replication.RemoteLog: of the copies not wholly
+// below the log start DeleteRecords raised, the first with the largest
+// timestamp (by its metadata's MaxTimestamp, as Kafka's
+// RemoteLogSegmentMetadata carries it), and in it the first record with
+// that timestamp (timestampIn). The copy holding the log start is passed
+// over when that record lies below the start (deleted).
+func (m *Manager) MaxTimestamp(ctx context.Context, p *replication.Partition) (int64, int64, bool, error) {
+	st := m.state(p)
+	if st == nil {
+		return 0, 0, false, nil
+	}
+	start := p.EngineLog().RemoteLogStart()
+	passed := -1
+	for {
+		best := -1
+		for i := range st.copies {
+			if c := &st.copies[i]; i != passed && c.EndOffset >= start && (best < 0 || c.MaxTimestamp > st.copies[best].MaxTimestamp) {
+				best = i
+			}
+		}
+		if best < 0 {
+			return 0, 0, false, nil
+		}
+		c := &st.copies[best]
+		off, t, ok, err := m.timestampIn(ctx, c, c.MaxTimestamp)
+		if err != nil {
+			return 0, 0, false, fmt.Errorf("%w: %w", replication.ErrRemoteStorage, err)
+		}
+		if ok && off >= start {
+			return t, off, true, nil
+		}
+		if passed >= 0 || c.StartOffset >= start {
+			return 0, 0, false, nil
+		}
+		passed = best
+	}
+}
+
 // searchChunk is how much of a copy one read of a timestamp search takes.
 const searchChunk = 256 << 10
 

@@ -555,6 +555,50 @@ func TestOffsetForTimestampAcrossTiers(t *testing.T) {
 	}
 }
 
+// ListOffsets MAX_TIMESTAMP (-3) over the whole log: the largest timestamp
+// lies only in a copy in remote storage (its record deleted locally), and a
+// local record with the same timestamp later loses the tie to it; once
+// DeleteRecords passes it, the largest one left, locally.
+func TestMaxTimestampAcrossTiers(t *testing.T) {
+	g := s3test.Start(t)
+	sm := storage(t, g)
+	n := openNode(t, t.TempDir(), 0, sm, dataConfig())
+	defer n.close()
+	base := time.Now().Add(-time.Hour).UnixMilli()
+	const count, top = 600, 57
+	peak := base + 1_000_000
+	ts := func(j int) int64 {
+		if j == top {
+			return peak
+		}
+		return base + int64(j)*10
+	}
+	n.produceAt(t, 0, count, ts)
+	if err := n.rlm.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	el := n.data.EngineLog()
+	if local := n.data.LocalLogStartOffset(); local <= top+100 {
+		t.Fatalf("local log start %d: record %d still local", local, top)
+	}
+	if lts, loff := el.MaxTimestamp(); lts != ts(count-1) || loff != count-1 {
+		t.Fatalf("the local log's largest timestamp %d at %d", lts, loff)
+	}
+	if mts, off, err := n.data.MaxTimestamp(context.Background()); err != nil || mts != peak || off != top {
+		t.Fatalf("largest timestamp %d at %d (%v), want %d at %d", mts, off, err, peak, top)
+	}
+	n.produceAt(t, count, 10, func(int) int64 { return peak })
+	if mts, off, err := n.data.MaxTimestamp(context.Background()); err != nil || mts != peak || off != top {
+		t.Fatalf("with a local tie: largest timestamp %d at %d (%v), want %d at %d", mts, off, err, peak, top)
+	}
+	if _, err := n.data.DeleteRecordsBefore(top + 1); err != nil {
+		t.Fatal(err)
+	}
+	if mts, off, err := n.data.MaxTimestamp(context.Background()); err != nil || mts != peak || off != count {
+		t.Fatalf("after DeleteRecords past it: largest timestamp %d at %d (%v), want %d at %d", mts, off, err, peak, count)
+	}
+}
+
 // The object store hanging (its process stopped): the task's copies fail
 // within the storage manager's timeouts and no local segment is deleted;
 // reads from remote storage fail with the retriable ErrRemoteStorage while
