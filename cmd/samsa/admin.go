@@ -48,16 +48,7 @@ func (a *adminCmd) parse(args []string) ([]string, bool) {
 // run connects and calls f with a context bounded by --timeout; it returns the exit
 // code.
 func (a *adminCmd) run(f func(ctx context.Context, cl *kgo.Client, adm *kadm.Client) error) int {
-	opts := []kgo.Opt{kgo.SeedBrokers(strings.Split(a.bootstrap, ",")...)}
-	if a.config != "" {
-		more, err := loadClientConfig(a.config, os.Stderr)
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "samsa %s: %v\n", a.name, err)
-			return 1
-		}
-		opts = append(opts, more...)
-	}
-	cl, err := kgo.NewClient(opts...)
+	cl, err := a.client()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "samsa %s: %v\n", a.name, err)
 		return 1
@@ -70,6 +61,20 @@ func (a *adminCmd) run(f func(ctx context.Context, cl *kgo.Client, adm *kadm.Cli
 		return 1
 	}
 	return 0
+}
+
+// client returns a client of --bootstrap-server and --command-config, with
+// more options.
+func (a *adminCmd) client(more ...kgo.Opt) (*kgo.Client, error) {
+	opts := []kgo.Opt{kgo.SeedBrokers(strings.Split(a.bootstrap, ",")...)}
+	if a.config != "" {
+		cc, err := loadClientConfig(a.config, os.Stderr)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, cc...)
+	}
+	return kgo.NewClient(append(opts, more...)...)
 }
 
 func joinIDs(ids []int32) string {

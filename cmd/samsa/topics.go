@@ -16,7 +16,8 @@ package main
 //
 // describe prints Kafka's format (a topic line, then a line per partition), with each
 // partition's log end offset and each replica's lag behind it when the brokers answer
-// DescribeLogDirs.
+// DescribeLogDirs; for a tiered topic (remote.storage.enable), each partition's local
+// size (its leader's, from DescribeLogDirs) and remote size (remotesize.go).
 
 import (
 	"bufio"
@@ -36,6 +37,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-broker/samsa/coordinator/remotelog"
+	"github.com/samsa-broker/samsa/engine/remote"
 )
 
 func init() {
@@ -50,7 +54,8 @@ const topicsUsage = `usage: samsa topics <command> [flags]
                             --if-not-exists
   list                      topic names (--internal: with internal topics)
   describe [TOPIC...]       partitions, leaders, replicas, ISR, offline replicas,
-                            end offsets, replica lag and the topic's configs;
+                            end offsets, replica lag and the topic's configs
+                            (tiered topics: local and remote sizes);
                             --under-replicated-partitions, --unavailable-partitions
   delete TOPIC...
   alter TOPIC...            --partitions N (the new total), --config k=v,
@@ -76,6 +81,7 @@ type topicsOpts struct {
 	partition          int
 	replicas           string
 	cancel, listReassn bool
+	newClient          func(...kgo.Opt) (*kgo.Client, error) // describe: a client for reading __remote_log_metadata
 }
 
 func runTopics(args []string) int { return topicsMain(args, os.Stdout) }
@@ -132,6 +138,7 @@ func topicsMain(args []string, out io.Writer) int {
 			return topicsList(ctx, adm, out, o.internal)
 		}
 	case "describe":
+		o.newClient = a.client
 		f = func(ctx context.Context, _ *kgo.Client, adm *kadm.Client) error {
 			return topicsDescribe(ctx, adm, out, pos, &o)
 		}
@@ -276,25 +283,23 @@ func topicsDescribe(ctx context.Context, adm *kadm.Client, w io.Writer, names []
 	if len(topics) == 0 {
 		return nil
 	}
-	ends, _ := adm.ListEndOffsets(ctx, topics...)  // best effort: shown when answered
-	lags := map[string]map[int32]map[int32]int64{} // topic → partition → broker → lag
-	if dirs, err := adm.DescribeAllLogDirs(ctx, td.TopicsSet()); err == nil {
-		dirs.Each(func(d kadm.DescribedLogDir) {
-			d.Topics.Each(func(p kadm.DescribedLogDirPartition) {
-				if p.IsFuture {
-					return
-				}
-				if lags[p.Topic] == nil {
-					lags[p.Topic] = map[int32]map[int32]int64{}
-				}
-				if lags[p.Topic][p.Partition] == nil {
-					lags[p.Topic][p.Partition] = map[int32]int64{}
-				}
-				lags[p.Topic][p.Partition][p.Broker] = p.OffsetLag
-			})
-		})
-	}
+	ends, _ := adm.ListEndOffsets(ctx, topics...) // best effort: shown when answered
+	lags, sizes := logDirStats(ctx, adm, td.TopicsSet())
 	cfgs, _ := adm.DescribeTopicConfigs(ctx, topics...)
+	tiered := map[string]bool{}
+	for _, name := range topics {
+		if rc, err := cfgs.On(name, nil); err == nil {
+			for _, c := range rc.Configs {
+				if c.Key == "remote.storage.enable" && c.Value != nil && *c.Value == "true" {
+					tiered[name] = true
+				}
+			}
+		}
+	}
+	var copies *remotelog.Sizes // best effort, as the offsets: shown when read
+	if len(tiered) > 0 && o.newClient != nil {
+		copies, _ = remoteSizes(ctx, adm, o.newClient)
+	}
 	bw := bufio.NewWriter(w)
 	for _, name := range topics {
 		t := td[name]
@@ -341,6 +346,10 @@ func topicsDescribe(ctx context.Context, adm *kadm.Client, w io.Writer, names []
 				}
 				line += "\tReplicaLag: " + strings.Join(rl, ",")
 			}
+			if tiered[name] {
+				local, ok := sizes[name][p.Partition][p.Leader]
+				line += tieredSizes(local, ok, copies, t.ID, name, p.Partition)
+			}
 			if p.Err != nil {
 				line += "\tError: " + p.Err.Error()
 			}
@@ -348,6 +357,49 @@ func topicsDescribe(ctx context.Context, adm *kadm.Client, w io.Writer, names []
 		}
 	}
 	return bw.Flush()
+}
+
+// logDirStats returns, by topic, partition and broker, each replica's lag and local
+// bytes as DescribeLogDirs answers them (empty when the brokers do not answer).
+func logDirStats(ctx context.Context, adm *kadm.Client, set kadm.TopicsSet) (lags, sizes map[string]map[int32]map[int32]int64) {
+	lags, sizes = map[string]map[int32]map[int32]int64{}, map[string]map[int32]map[int32]int64{}
+	dirs, err := adm.DescribeAllLogDirs(ctx, set)
+	if err != nil {
+		return lags, sizes
+	}
+	dirs.Each(func(d kadm.DescribedLogDir) {
+		d.Topics.Each(func(p kadm.DescribedLogDirPartition) {
+			if p.IsFuture {
+				return
+			}
+			for _, m := range []map[string]map[int32]map[int32]int64{lags, sizes} {
+				if m[p.Topic] == nil {
+					m[p.Topic] = map[int32]map[int32]int64{}
+				}
+				if m[p.Topic][p.Partition] == nil {
+					m[p.Topic][p.Partition] = map[int32]int64{}
+				}
+			}
+			lags[p.Topic][p.Partition][p.Broker] = p.OffsetLag
+			sizes[p.Topic][p.Partition][p.Broker] = p.Size
+		})
+	})
+	return lags, sizes
+}
+
+// tieredSizes is a tiered partition's sizes on its describe line: LocalSize, its
+// leader's local log (DescribeLogDirs, as Kafka's counts only the local segments), and
+// RemoteSize, the bytes of its finished copies in remote storage (remotesize.go).
+func tieredSizes(local int64, haveLocal bool, sizes *remotelog.Sizes, id [16]byte, topic string, partition int32) string {
+	var s string
+	if haveLocal {
+		s = fmt.Sprintf("\tLocalSize: %d", local)
+	}
+	if sizes != nil {
+		_, bytes := sizes.Of(remote.TopicIDPartition{TopicID: remote.Uuid(id), Topic: topic, Partition: partition})
+		s += fmt.Sprintf("\tRemoteSize: %d", bytes)
+	}
+	return s
 }
 
 func topicsDelete(ctx context.Context, adm *kadm.Client, w io.Writer, names []string) error {

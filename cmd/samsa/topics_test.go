@@ -3,15 +3,20 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/samsa-broker/samsa/internal/s3test"
 )
 
 // run1 runs `samsa topics` or `samsa cluster` against addr and returns the exit code
@@ -136,4 +141,122 @@ func TestClusterDescribe(t *testing.T) {
 		!row.MatchString(out) || !strings.Contains(out, "Quorum:") {
 		t.Fatalf("describe: %d\n%s", code, out)
 	}
+}
+
+// describe of a tiered topic: per partition, LocalSize (the leader's local log, as
+// DescribeLogDirs answers it: the .log files left after local retention) and
+// RemoteSize (the finished copies, from __remote_log_metadata), which the
+// broker's samsa_remote_log_size_bytes agrees with.
+func TestTopicsDescribeTiered(t *testing.T) {
+	g := s3test.Start(t)
+	g.MakeBucket(t, "tiered")
+	dir := t.TempDir()
+	var set []string
+	for k, v := range map[string]string{
+		"remote.log.storage.system.enable":                     "true",
+		"remote.log.manager.task.interval.ms":                  "100",
+		"rsm.config.storage.s3.bucket.name":                    "tiered",
+		"rsm.config.storage.s3.region":                         "us-east-1",
+		"rsm.config.storage.s3.endpoint.url":                   g.Endpoint,
+		"rsm.config.storage.s3.path.style.access.enabled":      "true",
+		"rsm.config.storage.aws.access.key.id":                 g.Access,
+		"rsm.config.storage.aws.secret.access.key":             g.Secret,
+		"rsm.config.chunk.size":                                "4194304",
+		"rlmm.config.remote.log.metadata.topic.num.partitions": "3",
+	} {
+		set = append(set, "--set", k+"="+v)
+	}
+	s := startTestServer(t, dir, set...)
+	defer stopTestServer(t, s)
+	addr := s.Addr()
+	if code, out := run1(t, topicsCmd, addr, "create", "tt", "--partitions", "1", "--config", "remote.storage.enable=true",
+		"--config", "segment.bytes=16384", "--config", "local.retention.bytes=0"); code != 0 {
+		t.Fatalf("create: %d\n%s", code, out)
+	}
+	if code, out := run1(t, topicsCmd, addr, "create", "plain", "--partitions", "1"); code != 0 {
+		t.Fatalf("create: %d\n%s", code, out)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic("tt"), kgo.ProducerLinger(0), kgo.ProducerBatchCompression(kgo.NoCompression()),
+		kgo.ProducerBatchMaxBytes(8<<10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	value := make([]byte, 200)
+	for i := range 1000 {
+		cl.Produce(ctx, &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				t.Errorf("produce %d: %v", i, err)
+			}
+		})
+	}
+	if err := cl.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sizes := regexp.MustCompile(`(?m)^\tTopic: tt\tPartition: 0\t.*\tLocalSize: (\d+)\tRemoteSize: (\d+)$`)
+	var local, remote, metric int64
+	for {
+		code, out := run1(t, topicsCmd, addr, "describe", "tt")
+		m := sizes.FindStringSubmatch(out)
+		if code != 0 || m == nil {
+			t.Fatalf("describe: %d\n%s", code, out)
+		}
+		local, _ = strconv.ParseInt(m[1], 10, 64)
+		remote, _ = strconv.ParseInt(m[2], 10, 64)
+		metric = remoteLogSizeMetric(t, s.AdminAddr(), "tt")
+		if remote > 0 && remote > local && remote == metric && local == localLogBytes(t, dir, "tt-0") {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("LocalSize %d (files %d), RemoteSize %d, samsa_remote_log_size_bytes %d\n%s", local, localLogBytes(t, dir, "tt-0"), remote, metric, out)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	// A topic not tiered: its lines as before.
+	if _, out := run1(t, topicsCmd, addr, "describe", "plain"); strings.Contains(out, "Size:") {
+		t.Fatalf("sizes on a topic not tiered:\n%s", out)
+	}
+}
+
+// remoteLogSizeMetric reads samsa_remote_log_size_bytes of topic's partition 0 from the
+// admin listener's /metrics (-1: not there).
+func remoteLogSizeMetric(t *testing.T, admin, topic string) int64 {
+	t.Helper()
+	resp, err := http.Get("http://" + admin + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^samsa_remote_log_size_bytes\{partition="0",topic="` + regexp.QuoteMeta(topic) + `"\} (\S+)$`).FindSubmatch(b)
+	if m == nil {
+		return -1
+	}
+	f, _ := strconv.ParseFloat(string(m[1]), 64)
+	return int64(f)
+}
+
+// localLogBytes sums the .log files of the log directory named part under dir.
+func localLogBytes(t *testing.T, dir, part string) int64 {
+	t.Helper()
+	var n int64
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || filepath.Base(filepath.Dir(p)) != part || !strings.HasSuffix(p, ".log") {
+			return err
+		}
+		fi, err := d.Info()
+		if err == nil {
+			n += fi.Size()
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

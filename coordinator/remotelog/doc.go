@@ -37,6 +37,9 @@
 // in the metadata partitions this node leads, for the remote log manager to
 // finish a deletion whose node stopped first.
 //
+// Sizes replays the records read by a client, not a replica (cmd/samsa's
+// topics describe): each partition's finished copies and their bytes.
+//
 // What is not built: snapshots of the state
 // (RemoteLogSegmentMetadataSnapshotRecord) are neither written nor read: a
 // node that starts replays each metadata partition it reads from its start,

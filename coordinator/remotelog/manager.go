@@ -370,25 +370,7 @@ func (mp *metaPartition) apply(b []byte, from int64) error {
 			if rec.Offset < from || rec.Value == nil {
 				return nil
 			}
-			v, err := Decode(rec.Value)
-			if err != nil {
-				return nil // a record of a later version: skipped, as Kafka's consumer logs and skips it
-			}
-			var tp remote.TopicIDPartition
-			switch r := v.(type) {
-			case *remote.SegmentMetadata:
-				tp = r.ID.TopicIDPartition
-			case *Update:
-				tp = r.ID.TopicIDPartition
-			case *PartitionDelete:
-				tp = r.Partition
-			}
-			st := mp.states[tp]
-			if st == nil {
-				st = newPartitionState()
-				mp.states[tp] = st
-			}
-			st.apply(v)
+			applyValue(mp.states, rec.Value)
 			return nil
 		})
 	})

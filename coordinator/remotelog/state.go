@@ -88,3 +88,62 @@ func cmpInt64(a, b int64) int {
 	}
 	return 0
 }
+
+// recordPartition is the user partition a decoded record is about.
+func recordPartition(rec any) remote.TopicIDPartition {
+	switch r := rec.(type) {
+	case *remote.SegmentMetadata:
+		return r.ID.TopicIDPartition
+	case *Update:
+		return r.ID.TopicIDPartition
+	case *PartitionDelete:
+		return r.Partition
+	}
+	return remote.TopicIDPartition{}
+}
+
+// Sizes replays __remote_log_metadata's record values, each metadata
+// partition's in order, as the brokers do, to tell each user partition's
+// finished copies and their bytes: what Kafka's RemoteLogSizeBytes counts,
+// read by a tool that is no broker.
+type Sizes struct {
+	states map[remote.TopicIDPartition]*partitionState
+}
+
+// NewSizes returns an empty Sizes.
+func NewSizes() *Sizes { return &Sizes{states: map[remote.TopicIDPartition]*partitionState{}} }
+
+// Apply replays one record value; one this package cannot read is skipped,
+// as the brokers skip it.
+func (s *Sizes) Apply(value []byte) { applyValue(s.states, value) }
+
+// applyValue replays one record value into the state of the partition it is
+// about; a record of a later version is skipped, as Kafka's consumer logs and
+// skips it.
+func applyValue(states map[remote.TopicIDPartition]*partitionState, value []byte) {
+	v, err := Decode(value)
+	if err != nil {
+		return
+	}
+	tp := recordPartition(v)
+	st := states[tp]
+	if st == nil {
+		st = newPartitionState()
+		states[tp] = st
+	}
+	st.apply(v)
+}
+
+// Of returns the number of tp's finished copies (COPY_SEGMENT_FINISHED) and
+// their bytes.
+func (s *Sizes) Of(tp remote.TopicIDPartition) (copies int, bytes int64) {
+	if st := s.states[tp]; st != nil {
+		for _, md := range st.byID {
+			if md.State == remote.CopySegmentFinished {
+				copies++
+				bytes += md.SegmentSize
+			}
+		}
+	}
+	return copies, bytes
+}
