@@ -83,6 +83,8 @@ var allowed = map[string][]string{
 	"net/peer":     {"engine/...", "purgatory", "replication/...", "coordinator/...", "net/transport", "net/auth"},
 	"net/...":      {"engine/...", "purgatory", "replication/...", "coordinator/...", "net/...", "internal/..."},
 	"internal/...": {},
+	// The tests' S3-compatible server is versitygw as internal/versitygw starts it.
+	"internal/s3test": {"internal/versitygw"},
 
 	// Client quotas (Kafka's ClientQuotaManager and its siblings): the quotas of the
 	// image in, throttle times out; no protocol layer, no transport.
@@ -128,7 +130,9 @@ var allowed = map[string][]string{
 		"net/kafka", "net/broker"},
 
 	// Clients: they talk to brokers over the wire only.
-	"bench":           {},
+	// bench starts a versitygw (internal/versitygw, no broker code) as the object
+	// store of a samsa it spawns for a tiered workload.
+	"bench":           {"internal/versitygw"},
 	"bench/...":       {"bench/..."},
 	"tools/chaos":     {},
 	"tools/chaos/...": {"tools/chaos/..."},
