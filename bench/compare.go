@@ -88,6 +88,22 @@ var figureDefs = []figureDef{
 		return r.Loader.CPUCores, r.Loader.CPUCores > 0
 	}},
 	{"errors", "count", "lower", func(r *Result) (float64, bool) { return float64(r.Errors), true }},
+	// A tiered catch-up's (tiered.go): the remote read, the local drain of the same
+	// records, and the remote read's share of it.
+	{"remote read rate", "msg/s", "higher", tiered(func(t *TieredFigures) float64 { return t.Remote.Rate })},
+	{"remote read bandwidth", "MB/s", "higher", tiered(func(t *TieredFigures) float64 { return t.Remote.MBps })},
+	{"local drain rate", "msg/s", "higher", tiered(func(t *TieredFigures) float64 { return t.Local.Rate })},
+	{"local drain bandwidth", "MB/s", "higher", tiered(func(t *TieredFigures) float64 { return t.Local.MBps })},
+	{"remote read / local drain", "ratio", "higher", tiered(func(t *TieredFigures) float64 { return t.RemoteShare })},
+}
+
+func tiered(f func(*TieredFigures) float64) func(*Result) (float64, bool) {
+	return func(r *Result) (float64, bool) {
+		if r.Tiered == nil {
+			return 0, false
+		}
+		return f(r.Tiered), true
+	}
 }
 
 func lat(pick func(*Result) Latency, f func(Latency) float64) func(*Result) (float64, bool) {
@@ -310,16 +326,11 @@ func runOne(ctx context.Context, cfg CompareConfig, spec, name string, round int
 		cfg.Logger.Error("run failed", "target", name, "round", round, "mode", mode, "err", err)
 		return &Result{Target: name, Workload: cfg.Workload.Name, Mode: mode, Round: round, Started: time.Now().UTC(), Failed: err.Error()}
 	}
-	sp, brokerNote := cfg.Spawn, ""
-	if args := cfg.Workload.BrokerArgs(); len(args) > 0 {
-		// The workload's broker configs: given to a samsa started here (every node of
-		// a samsa-cluster), noted as not applied on any other broker.
-		if base, _, _ := strings.Cut(spec, "@"); base == TargetSamsa || base == TargetSamsaCluster {
-			sp.BrokerSets = append(append([]string(nil), sp.BrokerSets...), args...)
-		} else {
-			brokerNote = fmt.Sprintf("the workload's broker configs (%s) were not applied: samsa-bench sets them only on a samsa it starts; this broker runs with its own", strings.Join(args, " "))
-		}
+	sp, notes, store, err := targetSpawn(cfg, spec)
+	if err != nil {
+		return []*Result{fail("client", err)}
 	}
+	defer store.close()
 	t, err := StartTarget(ctx, spec, sp)
 	if err != nil {
 		return []*Result{fail("client", err)}
@@ -331,10 +342,6 @@ func runOne(ctx context.Context, cfg CompareConfig, spec, name string, round int
 	}()
 	if t.AdminURL == "" {
 		t.AdminURL = cfg.AdminURLs[spec]
-	}
-	var notes []string
-	if brokerNote != "" {
-		notes = append(notes, brokerNote)
 	}
 	if pid := cfg.PIDs[spec]; pid != 0 && t.PID == 0 {
 		// A process named by the caller: an error here means a wrong --pid, and a
@@ -376,10 +383,11 @@ func runOne(ctx context.Context, cfg CompareConfig, spec, name string, round int
 	}
 	var out []*Result
 	var res *Result
-	if !cfg.RawOnly {
+	rawOnly := cfg.RawOnly || w.TieredCatchup() // measured by the raw loader only (tiered.go)
+	if !rawOnly {
 		res, err = Run(ctx, rc)
 	}
-	if cfg.RawOnly {
+	if rawOnly {
 		// client mode skipped
 	} else if err != nil {
 		out = append(out, fail("client", err))
@@ -389,12 +397,12 @@ func runOne(ctx context.Context, cfg CompareConfig, spec, name string, round int
 		collectProfile(cfg, res, prof)
 		out = append(out, res)
 	}
-	if (cfg.Raw || cfg.RawOnly) && len(rc.ClientOpts) > 0 {
+	if (cfg.Raw || rawOnly) && len(rc.ClientOpts) > 0 {
 		out = append(out, fail("raw", fmt.Errorf("%w: the raw mode speaks plaintext only; %s has client security options", ErrRun, name)))
-	} else if cfg.Raw || cfg.RawOnly {
+	} else if cfg.Raw || rawOnly {
 		rcfg := cfg.RawConfig
 		rcfg.Workload, rcfg.Brokers, rcfg.Target, rcfg.Progress, rcfg.Broker = w, t.Brokers, name, cfg.Progress, src
-		rcfg.BrokerInProcess, rcfg.BrokerRuntime = t.cluster != nil, rts
+		rcfg.BrokerInProcess, rcfg.BrokerRuntime, rcfg.ObjectStore = t.cluster != nil, rts, store.usage()
 		rprof := roundProfiler(cfg, t, fmt.Sprintf("%s-r%d-raw-", name, round))
 		if rprof != nil {
 			rcfg.OnSteady = rprof.Capture

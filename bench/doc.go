@@ -11,6 +11,10 @@
 //   - the raw runner (raw.go): pre-encoded record batches over pipelined Produce
 //     requests and undecoded Fetch reads, so the broker, not the client, is the limit;
 //     a backlog workload is filled, then drained from offset 0 with no producer;
+//   - the tiered catch-up (tiered.go): a backlog on a tiered topic (KIP-405) drained
+//     locally, then read again from remote storage once local retention has deleted
+//     what was copied, the two rates side by side; a samsa started here gets a
+//     versitygw (internal/versitygw) as its object store;
 //   - targets (target.go): a running broker, a spawned Samsa process, or kfake
 //     (in process; as a child process so its CPU can be measured; or as a null
 //     broker that stores nothing, to measure the loader's own ceiling);

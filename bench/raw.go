@@ -57,6 +57,9 @@ type RawConfig struct {
 	// OnSteady, if set, runs in its own goroutine when the measured window starts (on
 	// a backlog workload: when the drain starts); its context ends with the window.
 	OnSteady func(ctx context.Context)
+	// ObjectStore, if set, is the object store's process of a tiered workload (the
+	// versitygw a spawned samsa uses): its CPU over a tiered catch-up's remote read.
+	ObjectStore UsageSource
 }
 
 // Highest versions the raw client speaks: both still name topics (newer ones use
@@ -289,7 +292,7 @@ func readProduce(resp *kmsg.ProduceResponse, version int16, body []byte, st *raw
 	return n, nil
 }
 
-// rawFetch fetches parts from offset 0 onwards, one request at a time, counting
+// rawFetch fetches parts from from[p] (nil: offset 0) onwards, one request at a time, counting
 // records and bytes from batch headers. With until, a partition is fetched until its
 // offset reaches until[p], and rawFetch returns once all have.
 //
@@ -300,9 +303,9 @@ func readProduce(resp *kmsg.ProduceResponse, version int16, body []byte, st *raw
 // (FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH) is opened again with a
 // full request; a broker that answers with no session id gets full requests from
 // then on.
-func rawFetch(ctx context.Context, rc *rawConn, topic string, parts []int32, until map[int32]int64, version int16, msgSize int64, st *rawStats) error {
+func rawFetch(ctx context.Context, rc *rawConn, topic string, parts []int32, from, until map[int32]int64, version int16, msgSize int64, st *rawStats) error {
 	go func() { <-ctx.Done(); rc.Close() }()
-	f := newRawFetcher(topic, parts, until, version, msgSize, st)
+	f := newRawFetcher(topic, parts, from, until, version, msgSize, st)
 	took := f.took
 	resp := kmsg.NewPtrFetchResponse()
 	var buf []byte
@@ -342,7 +345,7 @@ type rawFetcher struct {
 	ft        kmsg.FetchRequestTopic
 }
 
-func newRawFetcher(topic string, parts []int32, until map[int32]int64, version int16, msgSize int64, st *rawStats) *rawFetcher {
+func newRawFetcher(topic string, parts []int32, from, until map[int32]int64, version int16, msgSize int64, st *rawStats) *rawFetcher {
 	f := &rawFetcher{topic: topic, parts: parts, until: until, msgSize: msgSize, st: st,
 		offsets: make(map[int32]int64, len(parts)), session: version >= 7, moved: map[int32]bool{},
 		req: kmsg.NewPtrFetchRequest(), ft: kmsg.NewFetchRequestTopic()}
@@ -353,7 +356,8 @@ func newRawFetcher(topic string, parts []int32, until map[int32]int64, version i
 	f.req.MaxBytes = 64 << 20
 	f.req.IsolationLevel = 0
 	for _, p := range parts {
-		if until == nil || until[p] > 0 {
+		f.offsets[p] = from[p] // nil from: every partition from offset 0
+		if until == nil || until[p] > from[p] {
 			f.active = append(f.active, p)
 		}
 	}

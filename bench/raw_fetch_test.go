@@ -295,7 +295,7 @@ func TestRawFetchSession(t *testing.T) {
 	rc := &rawConn{c: client, br: bufio.NewReader(client), fmt: kmsg.NewRequestFormatter()}
 	st := &rawStats{lat: newRecorder()}
 	until := map[int32]int64{0: 2, 1: 4, 2: 2}
-	if err := rawFetch(context.Background(), rc, "t", []int32{0, 1, 2}, until, v, 1, st); err != nil {
+	if err := rawFetch(context.Background(), rc, "t", []int32{0, 1, 2}, nil, until, v, 1, st); err != nil {
 		t.Fatal(err)
 	}
 	close(reqs)

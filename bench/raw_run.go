@@ -29,6 +29,9 @@ func RunRaw(ctx context.Context, cfg RawConfig) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.Workload.TieredCatchup() {
+		return runTieredCatchup(ctx, cfg)
+	}
 	t, err := openRawTopic(ctx, cfg.Brokers, cfg.Workload)
 	if err != nil {
 		return nil, err
@@ -343,7 +346,7 @@ func (r *rawRun) readyFetcher(ctx context.Context, addr string, parts []int32, f
 		go func() {
 			defer r.wg.Done()
 			defer rc.Close()
-			if err := rawFetch(r.stopCtx, rc, r.topic.name, parts, until, fver, int64(r.w.MessageSize), r.cons); err != nil && r.stopCtx.Err() == nil {
+			if err := rawFetch(r.stopCtx, rc, r.topic.name, parts, nil, until, fver, int64(r.w.MessageSize), r.cons); err != nil && r.stopCtx.Err() == nil {
 				r.errc <- err
 			}
 		}()

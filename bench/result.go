@@ -60,7 +60,10 @@ type Result struct {
 	LoaderRuntime *RuntimeStats    `json:"loader_runtime,omitempty"`
 	BrokerRuntime *RuntimeStats    `json:"broker_runtime,omitempty"`
 	Profiles      []ProfileSummary `json:"profiles,omitempty"`
-	Notes         []string         `json:"notes,omitempty"`
+	// Tiered is a tiered catch-up's figures (tiered.go): the remote read beside the
+	// local drain of the same records; the rates above are the remote read's.
+	Tiered *TieredFigures `json:"tiered,omitempty"`
+	Notes  []string       `json:"notes,omitempty"`
 	// Failed is why the run did not complete, or "".
 	Failed string `json:"failed,omitempty"`
 }

@@ -395,6 +395,11 @@ func (w *Workload) Validate() error {
 			}
 		}
 	}
+	if w.TieredCatchup() {
+		if v, err := strconv.ParseInt(w.TopicConfigs["local.retention.bytes"], 10, 64); err != nil || v < 0 {
+			return bad("a tiered catch-up (remote.storage.enable on a backlog) needs topicConfigs local.retention.bytes ≥ 0, not %q", w.TopicConfigs["local.retention.bytes"])
+		}
+	}
 	if _, ok := w.TopicConfigs["min.insync.replicas"]; ok && w.MinInsyncReplicas > 0 {
 		return bad("topicConfigs: min.insync.replicas and minInsyncReplicas both set")
 	}
@@ -427,6 +432,17 @@ func (w *Workload) BrokerArgs() []string {
 func (w *Workload) Consumers() int {
 	return w.Topics * w.SubscriptionsPerTopic * w.ConsumerPerSubscription
 }
+
+// Tiered says the workload's topics keep their older segments in remote storage
+// (topicConfigs remote.storage.enable: true): a samsa that samsa-bench starts then
+// gets an object store (tiered.go).
+func (w *Workload) Tiered() bool {
+	return strings.EqualFold(strings.TrimSpace(w.TopicConfigs["remote.storage.enable"]), "true")
+}
+
+// TieredCatchup says the workload is a tiered catch-up (tiered-catchup): a backlog on
+// a tiered topic, read back from remote storage beside its local drain (tiered.go).
+func (w *Workload) TieredCatchup() bool { return w.Tiered() && w.ConsumerBacklogSizeGB > 0 }
 
 // BacklogBytes is the backlog to build before consumers start, or 0.
 func (w *Workload) BacklogBytes() int64 { return int64(w.ConsumerBacklogSizeGB * (1 << 30)) }

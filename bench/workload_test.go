@@ -8,7 +8,7 @@ import (
 )
 
 func TestBuiltinWorkloadsParse(t *testing.T) {
-	want := []string{"backlog-drain", "fanout", "latency-100k", "latency-100k-1kb", "latency-20k", "many-producers", "max-throughput-100b", "omb-1topic-100p-1kb", "partitions-10k", "retention-reached", "steady-1h"}
+	want := []string{"backlog-drain", "fanout", "latency-100k", "latency-100k-1kb", "latency-20k", "many-producers", "max-throughput-100b", "omb-1topic-100p-1kb", "partitions-10k", "retention-reached", "steady-1h", "tiered-catchup"}
 	have := map[string]bool{}
 	for _, n := range BuiltinWorkloads() {
 		have[n] = true
@@ -36,6 +36,18 @@ func TestBuiltinWorkloadsParse(t *testing.T) {
 	w, _ = LoadWorkload("backlog-drain")
 	if w.BacklogBytes() != 5<<30 {
 		t.Errorf("backlog-drain: backlog %d", w.BacklogBytes())
+	}
+	w, _ = LoadWorkload("tiered-catchup")
+	if !w.TieredCatchup() || w.BacklogBytes() != 5<<30 || w.TopicConfigs["local.retention.bytes"] == "" {
+		t.Errorf("tiered-catchup: %+v", w)
+	}
+	if w, _ = LoadWorkload("backlog-drain"); w.Tiered() || w.TieredCatchup() {
+		t.Errorf("backlog-drain is tiered")
+	}
+	// A tiered catch-up needs a local retention to read past.
+	bad := "topics: 1\nconsumerBacklogSizeGB: 1\ntopicConfigs:\n  remote.storage.enable: \"true\"\n"
+	if _, err := ParseWorkload(strings.NewReader(bad)); !errors.Is(err, ErrWorkload) || !strings.Contains(err.Error(), "local.retention.bytes") {
+		t.Errorf("a tiered backlog without local.retention.bytes: %v", err)
 	}
 	w, _ = LoadWorkload("latency-100k")
 	if w.ProducerRate != 100000 || w.MessageSize != 100 || w.PartitionsPerTopic != 6 {
