@@ -299,7 +299,7 @@ func checkCache(c *ChunkCacheConfig, prefix string, notices *[]Notice) []error {
 	switch {
 	case c.Class == "":
 		if c.Size != -2 || c.Path != "" {
-			*notices = append(*notices, Notice{prefix + keyCacheClass, "not set: the other fetch.chunk.cache keys are without effect (the built-in cache: 8 chunks of 4 MiB in memory)"})
+			*notices = append(*notices, Notice{prefix + keyCacheClass, "not set: the other fetch.chunk.cache keys are without effect (the built-in cache: 32 chunks of 4 MiB in memory, 2 read ahead)"})
 		}
 		c.Size, c.Path = 0, ""
 	case c.Size == -2:

@@ -13,10 +13,19 @@ import (
 // chunks after one read are read ahead into the cache while the consumer
 // works through it (Config.PrefetchBytes). Without a cache configured
 // (fetch.chunk.cache.class), the built-in one keeps the last
-// defaultCacheChunks chunks in memory, 32 MiB, and reads one chunk ahead.
+// defaultCacheChunks chunks in memory, 128 MiB, and reads defaultReadAhead
+// chunks ahead. It holds the chunk each partition's last read ended in and
+// those read ahead for several partitions read at once: a consumer's fetch
+// reads its partitions one after the other, and with 8 entries six
+// partitions evicted each other's chunks before their next fetch, so most
+// chunks were read twice (tiered-catchup: BENCHMARKS.md).
 const (
 	defaultChunk       = 4 << 20
-	defaultCacheChunks = 8
+	defaultCacheChunks = 32
+	// defaultReadAhead is enough for a consumer's next fetch of a partition
+	// (8 MiB; Kafka's max.partition.fetch.bytes default is 1 MiB) to find
+	// its chunks there.
+	defaultReadAhead = 2
 )
 
 type chunkKey struct {

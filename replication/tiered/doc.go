@@ -52,7 +52,7 @@
 // byte range of its segment, served from chunks of it kept in a chunk cache
 // (Aiven's fetch.chunk.cache.*: MemoryChunkCache, or DiskChunkCache in files
 // under fetch.chunk.cache.path, bounded by fetch.chunk.cache.size and
-// fetch.chunk.cache.retention.ms; without one, the last 8 chunks of 4 MiB
+// fetch.chunk.cache.retention.ms; without one, the last 32 chunks of 4 MiB
 // in memory), the next ones read ahead (chunks.go, chunkcache.go). A
 // consumer's fetch (Fetch) waits for its read at most remote.fetch.max.wait.ms
 // (Kafka's DelayedRemoteFetch: then it gets no records, and the read goes on

@@ -53,7 +53,7 @@ type Config struct {
 	FetchMaxWait time.Duration
 	// ChunkCache keeps the segment bytes read from remote storage
 	// (fetch.chunk.cache.*); nil: the built-in one, defaultCacheChunks
-	// chunks of defaultChunk bytes in memory, reading one chunk ahead.
+	// chunks of defaultChunk bytes in memory, reading defaultReadAhead ahead.
 	ChunkCache *ChunkCache
 	// ChunkSize is the unit of reads and of the chunk cache
 	// (rsm.config.chunk.size with ChunkCache; defaultChunk without).
@@ -147,7 +147,7 @@ func New(cfg Config) *Manager {
 	m.fetchLim = newLimiter(cfg.FetchBytesPerSecond)
 	if m.cache == nil {
 		m.cache, _ = NewChunkCache(ChunkCacheConfig{Size: defaultCacheChunks * defaultChunk}) // in memory: no error
-		m.chunkSize, m.prefetch = defaultChunk, 1
+		m.chunkSize, m.prefetch = defaultChunk, defaultReadAhead
 	} else {
 		if m.chunkSize <= 0 {
 			m.chunkSize = defaultChunk

@@ -77,7 +77,9 @@ func (m *Manager) readCopy(ctx context.Context, md *remote.SegmentMetadata, offs
 	if err != nil {
 		return nil, err
 	}
-	var out []byte
+	// The batches to send are buf[first:stop]: readRange's buffer is this read's
+	// own, so they are answered in place, not copied again.
+	first, stop := -1, 0
 	for at := 0; at+batchHeaderLen <= len(buf); {
 		h := buf[at:]
 		size := int(binary.BigEndian.Uint32(h[8:12])) + 12
@@ -89,11 +91,11 @@ func (m *Manager) readCopy(ctx context.Context, md *remote.SegmentMetadata, offs
 			at += size
 			continue
 		}
-		if len(out) > 0 && len(out)+size > int(maxBytes) {
+		if first >= 0 && stop-first+size > int(maxBytes) {
 			break
 		}
 		if at+size > len(buf) {
-			if len(out) > 0 {
+			if first >= 0 {
 				break
 			}
 			// The first batch to send is cut off: read it whole.
@@ -103,13 +105,16 @@ func (m *Manager) readCopy(ctx context.Context, md *remote.SegmentMetadata, offs
 			}
 			return whole, nil
 		}
-		out = append(out, buf[at:at+size]...)
+		if first < 0 {
+			first = at
+		}
 		at += size
+		stop = at
 	}
-	if len(out) == 0 {
+	if first < 0 {
 		return nil, fmt.Errorf("remote segment %s holds no batch at offset %d", md.ID, offset)
 	}
-	return out, nil
+	return buf[first:stop:stop], nil
 }
 
 // indexLookup is the position of the last entry at or below rel (0: none).
