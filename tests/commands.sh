@@ -601,6 +601,11 @@ PY
 	step 'bin/samsa-bench run --spawn samsa --samsa-bin bin/samsa --workload backlog-drain --raw' \
 		'bin/samsa-bench run --spawn samsa --samsa-bin bin/samsa --workload backlog-drain --raw --duration 1s'
 	expect 'backlog filled'
+	# BENCHMARKS.md, Tiered storage: catch-up reads
+	skip 'bin/samsa-bench run --spawn samsa --samsa-bin bin/samsa --workload tiered-catchup --rounds 3 --profile --limits' \
+		'three rounds of 5 GiB filled, copied to versitygw and read twice: minutes each; go test ./bench runs the workload on 16 MiB (TestTieredCatchupSpawnedSamsa)'
+	step "go test -run '^\$' -bench BenchmarkClient ./engine/remote" "go test -run '^\$' -bench BenchmarkClient -benchtime 1x ./engine/remote"
+	expect '^BenchmarkClient'
 	step "SAMSA_CLUSTER_BENCH=1 go test ./cmd/samsa -run '^TestClusterBench\$' -v -count=1 -timeout 20m" \
 		"SAMSA_CLUSTER_BENCH=1 SAMSA_CLUSTER_BENCH_TOPICS=20 SAMSA_CLUSTER_BENCH_PARTITIONS=30 SAMSA_CLUSTER_BENCH_FAILOVERS=1 go test ./cmd/samsa -run '^TestClusterBench\$' -v -count=1 -timeout 20m"
 	expect 'controller failover'
