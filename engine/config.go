@@ -309,6 +309,11 @@ type Options struct {
 	// or scrubber goroutine: the test runs flusher rounds itself
 	// (Manager.flushRound), so that a seeded run replays exactly.
 	manualBackground bool
+	// earlyWaiters (benchmarks) makes a flusher round take its durability
+	// waiters when it starts, as it did before it took them after its syncs
+	// (flusher.go), and write-back rounds keep the log ends they planned
+	// with (wbPlan.extend): the A side of BenchmarkManyProducers.
+	earlyWaiters bool
 	// preallocBudget (tests) replaces preallocDirBudget when positive.
 	preallocBudget int64
 }

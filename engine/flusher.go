@@ -17,10 +17,14 @@ import (
 // Group commit: appenders queue their log (queueFlush) and, under the fsync
 // policy, a waiter (addWaiter). A flusher goroutine of the directory (one of
 // Options.FlushConcurrentRounds: a round may start while others are in their
-// syncs) takes everything queued, fdatasyncs each dirty segment file of each queued log
+// syncs) takes every log queued, fdatasyncs each dirty segment file of each queued log
 // once (several logs at a time: flushLogs), advances the logs' recovery
-// points, and releases every waiter whose offset is now durable. Whatever is queued meanwhile goes in the next round,
-// so one fdatasync covers every appender that arrived during the previous.
+// points, then takes the waiters queued until then and releases every one whose
+// offset is now durable. Logs queued meanwhile go in the next round, so one
+// fdatasync covers every appender that arrived during the previous; an append
+// that came during the round is released by it when the round's sync of its
+// log covered it (a log flushed after the append, or a write-back waited for
+// after it: wbPlan.extend), and else goes back to the queue.
 type logDir struct {
 	path  string
 	m     *Manager
@@ -302,7 +306,9 @@ func (d *logDir) kicked(logs *[]*Log, ws *[]*waiter, idle int64) {
 func (d *logDir) round(logs *[]*Log, ws *[]*waiter, start int64) {
 	d.mu.Lock()
 	*logs, d.dirty = d.dirty, (*logs)[:0]
-	*ws, d.waiters = d.waiters, (*ws)[:0]
+	if d.m.opts.earlyWaiters {
+		*ws, d.waiters = d.waiters, (*ws)[:0]
+	}
 	d.mu.Unlock()
 	for _, l := range *logs {
 		l.flushQueued.Store(false)
@@ -337,14 +343,26 @@ func (d *logDir) round(logs *[]*Log, ws *[]*waiter, start int64) {
 			fs.parallel.Add(1)
 		}
 	}
+	// The waiters are taken once the syncs are done, not at the round's start:
+	// those queued while the round ran whose offsets it made durable (their
+	// logs flushed, or written back, after their appends) are released by it
+	// rather than by the next round.
 	d.mu.Lock()
 	derr := d.err
+	if !d.m.opts.earlyWaiters {
+		*ws, d.waiters = d.waiters, (*ws)[:0]
+	}
 	d.mu.Unlock()
-	var requeue bool
+	// Waiters not durable yet go back to the queue, for the next round: kept at
+	// the front of *ws, their logs in *logs (the round's logs are synced).
+	again := (*ws)[:0]
+	*logs = (*logs)[:0]
 	for _, w := range *ws {
-		fs.queue.observe(time.Duration(start - w.queued))
 		switch {
 		case w.l.recoveryPoint.Load() > w.offset:
+			// Its wait for the round that released it: none if it came
+			// while the round ran.
+			fs.queue.observe(time.Duration(max(0, start-w.queued)))
 			w.complete(nil)
 		case derr != nil:
 			w.complete(derr)
@@ -354,21 +372,28 @@ func (d *logDir) round(logs *[]*Log, ws *[]*waiter, start int64) {
 			// Truncated away (or never written): nothing will make it durable.
 			w.complete(ErrOffsetOutOfRange)
 		default:
-			l := w.l // once queued again, w may be completed and reused elsewhere
-			w.queued = monoNow()
-			d.mu.Lock()
-			d.waiters = append(d.waiters, w)
-			d.mu.Unlock()
+			again = append(again, w)
+			*logs = append(*logs, w.l)
+		}
+	}
+	if len(again) > 0 {
+		// Once queued, a waiter may be completed and reused by another round:
+		// their logs were read out before.
+		d.mu.Lock()
+		d.waiters = append(d.waiters, again...)
+		d.mu.Unlock()
+		// A log appended to while this round was taking the queue may have
+		// been left out of it (flushQueued was still set): queued again.
+		for _, l := range *logs {
 			d.queueFlush(l)
-			requeue = true
 		}
 	}
 	if len(*ws) > 0 {
 		fs.release.observe(time.Duration(monoNow() - synced))
 	}
-	clear(*logs)
-	clear(*ws)
-	if requeue {
+	clear((*logs)[:cap(*logs)])
+	clear((*ws)[:cap(*ws)])
+	if len(again) > 0 {
 		d.signal()
 	}
 }

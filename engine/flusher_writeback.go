@@ -26,7 +26,10 @@ import (
 // fdatasyncs the others as usual, waits for the write-backs (sync_file_range
 // WAIT_BEFORE|WRITE|WAIT_AFTER, which reports the file's write-back errors), and
 // fdatasyncs the last qualifying file: its cache flush covers the others' writes,
-// completed before it began. Only then do the logs' recovery points move.
+// completed before it began. Only then do the logs' recovery points move. Just
+// before its wait (or the last fdatasync), a log's plan takes in what was appended
+// to it since (wbPlan.extend): the round's waiters are taken after its syncs, so
+// those appends' acknowledgements leave with the round instead of the next one.
 //
 // Where it applies: Options.Sync is SyncFsync, and the directory's file system is
 // one whose every fdatasync flushes the device's cache (ext4, XFS; tmpfs, where
@@ -117,20 +120,27 @@ type wbPlan struct {
 }
 
 // planWB returns l's share of a write-back round; false when l does not qualify
-// (or has nothing to sync, or another round holds it): the round then flushes it
-// the usual way.
-func (l *Log) planWB() (wbPlan, bool) {
+// (or another round holds it): the round then flushes it the usual way. empty
+// says that l has nothing to sync (closed, or made durable already by an earlier
+// round's extend): the round leaves it out, and an append after the round took
+// the queue has queued it again.
+func (l *Log) planWB() (_ wbPlan, ok, empty bool) {
 	if !l.flushMu.TryLock() {
-		return wbPlan{}, false
+		return wbPlan{}, false, false
 	}
 	l.mu.RLock()
 	leo := l.leo.Load()
 	dirty := l.dirtyBytes.Load()
 	rp := l.recoveryPoint.Load()
-	if l.closed || leo <= rp && dirty == 0 || l.segmentForLocked(rp) != len(l.segs)-1 || l.dirDirty.Load() {
+	if l.closed || leo <= rp && dirty == 0 {
 		l.mu.RUnlock()
 		l.flushMu.Unlock()
-		return wbPlan{}, false
+		return wbPlan{}, false, true
+	}
+	if l.segmentForLocked(rp) != len(l.segs)-1 || l.dirDirty.Load() {
+		l.mu.RUnlock()
+		l.flushMu.Unlock()
+		return wbPlan{}, false, false
 	}
 	seg := l.segs[len(l.segs)-1]
 	seg.pin()
@@ -142,9 +152,39 @@ func (l *Log) planWB() (wbPlan, bool) {
 	if !ok || l.epochs.isDirty() || !seg.tix.clean() || seg.size.Load() > seg.synced.end() {
 		seg.release()
 		l.flushMu.Unlock()
-		return wbPlan{}, false
+		return wbPlan{}, false, false
 	}
-	return wbPlan{l: l, seg: seg, w: w, leo: leo, dirty: dirty}, true
+	return wbPlan{l: l, seg: seg, w: w, leo: leo, dirty: dirty}, true, false
+}
+
+// extend moves p's end up to the log's end now, just before the round waits for
+// the write-back of p's file (or fdatasyncs it, the round's last): appends that
+// came while the round was starting its write-backs and syncing its other logs
+// are then durable with it, instead of in the next round. The wait about to
+// begin (WAIT_BEFORE|WRITE|WAIT_AFTER) writes back every page dirty when it is
+// called, so it covers every byte appended before the log end read here, and the
+// round's fdatasync after it flushes the device's cache over them. It extends
+// only when the appends since the plan still qualify as planWB asks (the same
+// active segment, within the file length with durable metadata, no new leader
+// epoch or transaction index entry, no new name), read under appendMu, taken
+// only if free (out of the lock order, so never waited for): between appends
+// every one of them is whole, its epochs and index entries noted.
+func (p *wbPlan) extend() {
+	l := p.l
+	if l.m.opts.earlyWaiters || !l.appendMu.TryLock() {
+		return
+	}
+	defer l.appendMu.Unlock()
+	l.mu.RLock()
+	leo := l.leo.Load()
+	dirty := l.dirtyBytes.Load()
+	same := !l.closed && l.segs[len(l.segs)-1] == p.seg
+	l.mu.RUnlock()
+	if !same || leo <= p.leo || l.dirDirty.Load() || l.epochs.isDirty() || !p.seg.tix.clean() ||
+		p.seg.size.Load() > p.seg.synced.end() {
+		return
+	}
+	p.leo, p.dirty = leo, dirty
 }
 
 // finish ends p's share of the round: on success what the plan read is durable.
@@ -169,9 +209,10 @@ func (d *logDir) flushLogsWB(logs []*Log) (files int, ok bool) {
 	var plans []wbPlan
 	var rest []*Log
 	for _, l := range logs {
-		if p, ok := l.planWB(); ok {
+		switch p, ok, empty := l.planWB(); {
+		case ok:
 			plans = append(plans, p)
-		} else {
+		case !empty:
 			rest = append(rest, l)
 		}
 	}
@@ -192,6 +233,7 @@ func (d *logDir) flushLogsWB(logs []*Log) (files int, ok bool) {
 	var failed *Log
 	op := "sync_file_range"
 	for i := range plans[:len(plans)-1] {
+		plans[i].extend()
 		if err = plans[i].w.WaitWriteback(); err != nil {
 			failed = plans[i].l
 			break
@@ -199,6 +241,7 @@ func (d *logDir) flushLogsWB(logs []*Log) (files int, ok bool) {
 	}
 	last := &plans[len(plans)-1]
 	if err == nil {
+		last.extend()
 		t0 := time.Now()
 		err = flushSync(last.seg.log)
 		d.recordSync(time.Since(t0))

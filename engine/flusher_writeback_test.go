@@ -217,3 +217,130 @@ func TestWritebackOff(t *testing.T) {
 		t.Fatalf("write-back rounds with the option off: %+v", st)
 	}
 }
+
+// hookFS is a file system whose write-back waits run a hook first: its call
+// number at (counted from 1), once.
+type hookFS struct {
+	vfs.FS
+	calls atomic.Int32
+	at    int32
+	hook  atomic.Pointer[func()]
+}
+
+type hookFile struct {
+	vfs.File
+	fs *hookFS
+}
+
+func (f *hookFS) OpenFile(name string, flag int, perm os.FileMode) (vfs.File, error) {
+	file, err := f.FS.OpenFile(name, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	return &hookFile{File: file, fs: f}, nil
+}
+
+func (f *hookFS) SyncFlushesCache(dir string) bool { return vfs.SyncFlushesCache(f.FS, dir) }
+
+func (f *hookFile) Unwrap() vfs.File { return f.File }
+
+func (f *hookFile) WaitWriteback() error {
+	if f.fs.calls.Add(1) == f.fs.at {
+		if h := f.fs.hook.Swap(nil); h != nil {
+			(*h)()
+		}
+	}
+	return f.File.(vfs.Writeback).WaitWriteback()
+}
+
+// TestWritebackRoundLateAppends: appends that come while a write-back round runs
+// (here: during its second wait, log 1's) to logs whose write-back it has not
+// waited for yet (logs 2 and 3, the round's last, which it fdatasyncs) are made
+// durable by the round (wbPlan.extend), their waiters, queued after the round
+// began, are released by it, and they survive a power cut that loses every byte
+// not made durable. One to a log whose wait is over (log 0) is not: it waits for
+// the next round. With the round as it was before
+// (Options.earlyWaiters) all of them wait for the next round.
+func TestWritebackRoundLateAppends(t *testing.T) {
+	for _, early := range []bool{false, true} {
+		t.Run(fmt.Sprintf("early=%v", early), func(t *testing.T) {
+			dir := t.TempDir()
+			crash := vfs.NewCrashFS(vfs.Default)
+			fsys := &hookFS{FS: crash}
+			open := func() *Manager {
+				m, err := Open(Options{Dirs: []string{dir}, Sync: SyncFsync, FS: fsys, DefaultConfig: smallConfig(),
+					manualBackground: true, earlyWaiters: early})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !m.dirs[0].writeback {
+					m.Close()
+					t.Skipf("%s: no rounds by one cache flush on this file system", dir)
+				}
+				return m
+			}
+			m := open()
+			const n = 4
+			logs := wbLogs(t, m, "late", n)
+			roundsUntilWriteback(t, m, logs)
+
+			var want []int64 // the ends the round makes durable
+			late := make([]error, n)
+			hook := func() {
+				want = ends(logs)
+				for _, i := range []int{0, 2, 3} {
+					r := mustAppend(t, logs[i], makeBatch(testBatch{records: 3, valueSize: 200}))
+					late[i] = errors.New("not released")
+					logs[i].OnDurable(r.LastOffset, func(err error) { late[i] = err })
+				}
+				if !early {
+					want[2], want[3] = logs[2].LogEndOffset(), logs[3].LogEndOffset()
+				}
+			}
+			fsys.calls.Store(0)
+			fsys.at = 2
+			fsys.hook.Store(&hook)
+			before := m.FlushStats()
+			errs := appendWaiting(t, logs)
+			m.flushRound()
+			if st := m.FlushStats(); st.WritebackRounds-before.WritebackRounds != 1 {
+				t.Fatalf("%d write-back rounds, want 1", st.WritebackRounds-before.WritebackRounds)
+			}
+			if fsys.hook.Load() != nil {
+				t.Fatal("the round waited for fewer than 2 write-backs")
+			}
+			for i, err := range errs {
+				if err != nil {
+					t.Fatalf("log %d: %v", i, err)
+				}
+			}
+			for i, l := range logs {
+				rp := l.recoveryPoint.Load()
+				if rp != want[i] {
+					t.Fatalf("log %d: recovery point %d after the round, want %d (end %d)", i, rp, want[i], l.LogEndOffset())
+				}
+				if durable := rp == l.LogEndOffset(); i != 1 && (late[i] == nil) != durable {
+					t.Fatalf("log %d: late waiter %v with the late append durable=%v", i, late[i], durable)
+				}
+			}
+
+			// Nothing is synced after this: a power cut keeps what the round made
+			// durable (and may keep more: bytes written back with another log's,
+			// which the round did not count).
+			if err := crash.Crash(); err != nil {
+				t.Fatal(err)
+			}
+			m.abandon()
+			crash.Restart()
+			m = open()
+			defer m.Close()
+			for i := range want {
+				l := m.Log(TopicPartition{"late", int32(i)})
+				if l == nil || l.LogEndOffset() < want[i] {
+					t.Fatalf("log %d after the power cut: %v, want end %d at least", i, l, want[i])
+				}
+				readAll(t, l)
+			}
+		})
+	}
+}

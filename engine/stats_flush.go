@@ -10,15 +10,16 @@ import (
 // where a durable append's wait goes (FlushStats; samsa_engine_flush_* on /metrics):
 //
 //	append ─▶ OnDurable/WaitDurable (the waiter is queued, the flusher kicked)
-//	       ─▶ queue wait: until the round that takes the waiter starts; if the
-//	          flusher was idle this is its wake-up (Wakeup), else the rest of the
-//	          round in progress and then the wake-up
+//	       ─▶ queue wait: until the round that releases the waiter starts; if
+//	          the flusher was idle this is its wake-up (Wakeup), else the rest of
+//	          the round in progress and then the wake-up (none when the round in
+//	          progress synced the waiter's log after its append and releases it)
 //	       ─▶ sync phase: every file of the round synced (segment files, and when
 //	          due transaction indexes, the indexes of rolled segments, the
 //	          leader-epoch checkpoint, the directory), serially below
 //	          flushParallelMin logs, flushParallel at a time above
-//	       ─▶ release: every waiter of the round completed, their callbacks run
-//	          (a produce's answer is queued there)
+//	       ─▶ release: every waiter queued by then whose offset is durable
+//	          completed, their callbacks run (a produce's answer is queued there)
 //
 // Each observation is a few atomic adds and at most one clock read: the append path
 // reads the clock once per durability waiter and allocates nothing.
@@ -143,7 +144,7 @@ type Histogram struct {
 // bounds of the duration histograms are StageBuckets, Files' FilesBuckets).
 type FlushStats struct {
 	// QueueWait: a durability waiter, from OnDurable/WaitDurable to the start of the
-	// round that takes it (requeued waiters count once per round that took them).
+	// round that releases it (0 for one queued while that round ran).
 	QueueWait Histogram
 	// Wakeup: an idle flusher, from the first kick to its round's start.
 	Wakeup Histogram

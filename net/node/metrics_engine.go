@@ -55,7 +55,7 @@ func newEngineCollector(eng *engine.Manager) *engineCollector {
 		end:            d("log_end_offset", "The partition log's end offset (the next offset to be written).", "topic", "partition"),
 		hw:             d("log_high_watermark", "The partition's high watermark as this replica knows it.", "topic", "partition"),
 		fsync:          d("engine_fsync_latency_seconds", "fdatasync latency of the log directories' group commits."),
-		flushQueue:     d("engine_flush_queue_wait_seconds", "Group commit: a durability waiter's time from its append to the start of the flusher round that takes it."),
+		flushQueue:     d("engine_flush_queue_wait_seconds", "Group commit: a durability waiter's time from its append to the start of the flusher round that releases it (0 if it came while that round ran)."),
 		flushWake:      d("engine_flush_wakeup_seconds", "Group commit: an idle flusher's time from the first kick to its round's start (the goroutine wake-up)."),
 		flushSync:      d("engine_flush_sync_seconds", "Group commit: a round's sync phase, from its start to the end of its last fdatasync."),
 		flushRel:       d("engine_flush_release_seconds", "Group commit: a round's time from the end of its syncs to its last waiter released (the waiters' callbacks, which queue produce answers, included)."),
