@@ -458,11 +458,64 @@ func (d *logDir) flushLogs(logs []*Log) int {
 // takes the directory offline.
 func (d *logDir) flushOne(l *Log) int {
 	n, err := l.flush()
+	d.flushed(l, err)
+	return n
+}
+
+// flushed takes the directory offline when l's flush failed.
+func (d *logDir) flushed(l *Log, err error) {
 	if err != nil {
 		d.m.reportIO(l.tp.String(), err, "op", "fdatasync")
 		d.setOffline(err)
 	}
-	return n
+}
+
+// flushLogsFree is flushLogs for a round that holds other logs' flushMu (the
+// plans of a write-back round): a log whose flush another round holds is not
+// waited for, since that round may be waiting for one of this round's logs (each
+// with the other's in its rest), but returned in busy, to be flushed once this
+// round's own are released.
+func (d *logDir) flushLogsFree(logs []*Log) (files int, busy []*Log) {
+	var mu sync.Mutex
+	var n atomic.Int64
+	one := func(l *Log) {
+		f, b, err := l.tryFlush()
+		d.flushed(l, err)
+		n.Add(int64(f))
+		if b {
+			mu.Lock()
+			busy = append(busy, l)
+			mu.Unlock()
+		}
+	}
+	if len(logs) < flushParallelMin {
+		for _, l := range logs {
+			one(l)
+		}
+		return int(n.Load()), busy
+	}
+	var next atomic.Int64
+	work := func() {
+		for {
+			i := next.Add(1) - 1
+			if i >= int64(len(logs)) {
+				return
+			}
+			one(logs[i])
+		}
+	}
+	helpers := min(len(logs), flushParallel) - 1
+	var wg sync.WaitGroup
+	wg.Add(helpers)
+	for range helpers {
+		go func() {
+			defer wg.Done()
+			work()
+		}()
+	}
+	work()
+	wg.Wait()
+	return int(n.Load()), busy
 }
 
 func (d *logDir) failWaiters(err error) {
@@ -504,6 +557,23 @@ func (l *Log) isClosed() bool {
 func (l *Log) flush() (files int, err error) {
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
+	return l.flushLocked()
+}
+
+// tryFlush is flush unless another flush holds l (busy: nothing done). A round
+// holding other logs' flushMu uses it: waiting for l could wait for a round that
+// waits for one of its own.
+func (l *Log) tryFlush() (files int, busy bool, err error) {
+	if !l.flushMu.TryLock() {
+		return 0, true, nil
+	}
+	defer l.flushMu.Unlock()
+	files, err = l.flushLocked()
+	return files, false, err
+}
+
+// flushLocked is flush; the caller holds flushMu.
+func (l *Log) flushLocked() (files int, err error) {
 	l.mu.RLock()
 	if l.closed {
 		l.mu.RUnlock()

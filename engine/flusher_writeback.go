@@ -226,8 +226,9 @@ func (d *logDir) flushLogsWB(logs []*Log) (files int, ok bool) {
 	for i := range plans {
 		startWriteback(plans[i].seg.log, 0, 0)
 	}
+	var busy []*Log
 	if len(rest) > 0 {
-		files = d.flushLogs(rest)
+		files, busy = d.flushLogsFree(rest)
 	}
 	var err error
 	var failed *Log
@@ -256,6 +257,9 @@ func (d *logDir) flushLogsWB(logs []*Log) (files int, ok bool) {
 	if err != nil {
 		d.m.reportIO(failed.tp.String(), err, "op", op)
 		d.setOffline(err)
+	}
+	if len(busy) > 0 { // this round's flushMu are released: waiting is safe now
+		files += d.flushLogs(busy)
 	}
 	return files + len(plans), true
 }

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/samsa-broker/samsa/engine/vfs"
 )
@@ -342,5 +343,52 @@ func TestWritebackRoundLateAppends(t *testing.T) {
 				readAll(t, l)
 			}
 		})
+	}
+}
+
+// TestWritebackRoundBusyLog: a write-back round whose list holds a log that
+// another flush holds (another round's plan, with concurrent rounds) does not
+// wait for it while it holds its own logs' flush locks, but after them: the other
+// round may be waiting for one of them (two rounds, each with the other's log in
+// its rest, waited for each other before). Here the round must reach its
+// write-back waits while the busy log stays held.
+func TestWritebackRoundBusyLog(t *testing.T) {
+	fsys := &hookFS{FS: vfs.Default}
+	m := openWB(t, t.TempDir(), fsys)
+	defer m.Close()
+	const n = 4
+	logs := wbLogs(t, m, "busy", n)
+	roundsUntilWriteback(t, m, logs)
+
+	reached := make(chan struct{})
+	hook := func() { close(reached) }
+	fsys.calls.Store(0)
+	fsys.at = 1
+	fsys.hook.Store(&hook)
+	errs := appendWaiting(t, logs)
+	busy := logs[n-1]
+	busy.flushMu.Lock() // as another round's plan would hold it
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		m.flushRound()
+	}()
+	select {
+	case <-reached:
+	case <-time.After(10 * time.Second):
+		busy.flushMu.Unlock()
+		<-done
+		t.Fatal("the round waited for the busy log before its write-backs, holding its own logs")
+	}
+	busy.flushMu.Unlock()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the round did not end once the busy log was free")
+	}
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("log %d: %v", i, err)
+		}
 	}
 }
