@@ -504,10 +504,10 @@ func (d *logDir) flushLogsFree(logs []*Log) (files int, busy []*Log) {
 			one(logs[i])
 		}
 	}
-	helpers := min(len(logs), flushParallel) - 1
+	workers := min(len(logs), flushParallel) - 1
 	var wg sync.WaitGroup
-	wg.Add(helpers)
-	for range helpers {
+	wg.Add(workers)
+	for range workers {
 		go func() {
 			defer wg.Done()
 			work()
