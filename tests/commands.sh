@@ -644,6 +644,9 @@ PY
 		'bin/samsa-bench compare --targets samsa --samsa-bin /tmp/samsa-awake --workload latency-20k --rounds 1 --duration 1s --warmup 0s'
 	expect 'samsa +client +1 +[0-9]'
 	# BENCHMARKS.md, Hard workloads
+	step 'go test -run XXX -bench ManyProducers -benchtime 8000x -count 1 ./engine' \
+		'go test -run XXX -bench ManyProducers -benchtime 50x -count 1 ./engine'
+	expect 'ManyProducers'
 	step 'bin/samsa-bench compare --targets samsa,kfake-proc --samsa-bin bin/samsa --workload many-producers --rounds 3 --duration 30s --warmup 10s' \
 		'bin/samsa-bench compare --targets samsa,kfake-proc --samsa-bin bin/samsa --workload many-producers --rounds 1 --duration 1s --warmup 0s'
 	expect 'kfake-proc +client +1 +[0-9]'
