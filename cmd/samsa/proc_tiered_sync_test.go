@@ -115,6 +115,9 @@ func runWipedSync(t *testing.T, tiered bool, mib, localMiB, segment, syncs int, 
 		g.MakeBucket(t, "tiered")
 		spec = specWith(spec, tieredProcKeys(g, "tiered", 30*time.Second, 10*time.Second))
 		spec.Keys["remote.log.manager.task.interval.ms"] = "100"
+		// Segments past local retention are renamed *.deleted and removed a second
+		// later, not a minute (the default): the fill's steps wait for the disk.
+		spec.Keys["log.segment.delete.delay.ms"] = "1000"
 		configs["remote.storage.enable"] = ptr("true")
 		configs["local.retention.bytes"] = ptr(strconv.Itoa(localMiB << 20))
 	}
@@ -186,7 +189,7 @@ func runWipedSync(t *testing.T, tiered bool, mib, localMiB, segment, syncs int, 
 			}
 			eventually(t, wait, "local retention on every node", func() error {
 				for _, d := range dirs {
-					if b := logBytesOf(d); b > int64(localMiB<<20+2*segment) {
+					if b := dirBytes(d); b > int64(localMiB<<20+2*segment) {
 						return fmt.Errorf("%s: %d bytes of segments", d, b)
 					}
 				}
@@ -309,6 +312,18 @@ func logBytesOf(dir string) int64 {
 	for _, m := range ms {
 		if st, err := os.Stat(m); err == nil {
 			n += st.Size()
+		}
+	}
+	return n
+}
+
+// dirBytes sums the files of a directory (segments renamed *.deleted included).
+func dirBytes(dir string) int64 {
+	es, _ := os.ReadDir(dir)
+	var n int64
+	for _, e := range es {
+		if fi, err := e.Info(); err == nil && !e.IsDir() {
+			n += fi.Size()
 		}
 	}
 	return n
