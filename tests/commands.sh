@@ -623,6 +623,9 @@ PY
 		"SAMSA_CLUSTER_BENCH=1 SAMSA_CLUSTER_BENCH_SYNC_MIB=16 SAMSA_CLUSTER_BENCH_SYNCS=2 go test ./cmd/samsa -run '^TestClusterBenchFullSync\$' -v -count=1 -timeout 30m"
 	expect 'full sync of 16 MiB'
 	skip "for i in 1 2 3 4 5 6; do SAMSA_CLUSTER_BENCH=1 SAMSA_CLUSTER_BENCH_SYNC_MIB=64 SAMSA_CLUSTER_BENCH_SYNCS=7 go test ./cmd/samsa -run '^TestClusterBenchFullSync\$' -v -count=1 | grep 'ISR joins'; done" 'six runs of the full-sync test, whose short form the step above runs'
+	step "SAMSA_CLUSTER_BENCH=1 go test ./cmd/samsa -run '^TestWipedTieredFollower\$' -v -count=1 -timeout 30m" \
+		"SAMSA_CLUSTER_BENCH=1 SAMSA_CLUSTER_BENCH_TIERED_REMOTE_MIB=32 SAMSA_CLUSTER_BENCH_TIERED_LOCAL_MIB=8 SAMSA_CLUSTER_BENCH_TIERED_FULL_MIB=16 SAMSA_CLUSTER_BENCH_SYNCS=1 go test ./cmd/samsa -run '^TestWipedTieredFollower\$' -v -count=1 -timeout 30m"
+	expect 'wiped follower of 32 MiB remote \+ 8 MiB local'
 	step "go test -run '^\$' -bench 'Failover|SnapshotCatchUp' -benchtime 10x -count 6 ./coordinator/controller" \
 		"go test -run '^\$' -bench 'Failover|SnapshotCatchUp' -benchtime 1x -count 1 ./coordinator/controller"
 	expect 'ms/catch-up'
