@@ -61,7 +61,7 @@ type RemoteLog interface {
 // RemoteFetch is what a consumer's fetch of a partition below its local log
 // start gets (RemoteLog.Fetch).
 type RemoteFetch struct {
-	Records []byte              // whole batches; none when nothing was read in time
+	Records engine.Buffers      // whole batches, as read (chunks); none when nothing was read in time
 	Aborted []engine.AbortedTxn // READ_COMMITTED: the aborted transactions overlapping Records
 	// Throttled: nothing was read, the broker's remote reads being over
 	// remote.log.manager.fetch.max.bytes.per.second. Kafka then answers the

@@ -113,7 +113,7 @@ type fetchPart struct {
 	code              int16
 	hw, lso, logStart int64
 	slice             engine.Slice
-	remote            []byte // records read from remote storage (tiered storage), sent instead of slice
+	remote            engine.Buffers // records read from remote storage (tiered storage), sent instead of slice
 	diverging         bool
 	divEpoch          int32
 	divEnd            int64
@@ -415,9 +415,9 @@ func (op *fetchOp) gather() (bytes int64, done bool) {
 				continue
 			}
 			p.remote, p.aborted = r.Records, append(p.aborted, r.Aborted...)
-			minOne = minOne && len(r.Records) == 0
-			remaining -= int64(len(r.Records))
-			bytes += int64(len(r.Records))
+			minOne = minOne && r.Records.Len() == 0
+			remaining -= int64(r.Records.Len())
+			bytes += int64(r.Records.Len())
 			continue
 		}
 		s, err := l.Read(p.offset, int32(limit), upTo, minOne)
@@ -579,8 +579,8 @@ func (op *fetchOp) responseSize() int64 {
 	n := int64(32)
 	for i := range op.parts {
 		p := &op.parts[i]
-		if op.sess == nil || op.full || p.slice.Size > 0 || len(p.remote) > 0 || p.code != 0 || p.diverging {
-			n += 64 + int64(len(p.topic)) + int64(p.slice.Size) + int64(len(p.remote))
+		if op.sess == nil || op.full || p.slice.Size > 0 || p.remote.Len() > 0 || p.code != 0 || p.diverging {
+			n += 64 + int64(len(p.topic)) + int64(p.slice.Size) + int64(p.remote.Len())
 		}
 	}
 	return n
@@ -717,8 +717,8 @@ func (op *fetchOp) choose() {
 		p := &op.parts[i]
 		st := fetchsession.Sent{HighWatermark: p.hw, LastStableOffset: p.lso, LogStartOffset: p.logStart}
 		var live bool
-		p.include, live = p.sp.CarryLocked(op.full || p.slice.Size > 0 || len(p.remote) > 0 || p.code != 0 || p.diverging, st)
-		if quiet && live && p.rep != nil && p.code == 0 && !p.diverging && p.slice.Size == 0 && len(p.remote) == 0 && op.atEnd(p) {
+		p.include, live = p.sp.CarryLocked(op.full || p.slice.Size > 0 || p.remote.Len() > 0 || p.code != 0 || p.diverging, st)
+		if quiet && live && p.rep != nil && p.code == 0 && !p.diverging && p.slice.Size == 0 && p.remote.Len() == 0 && op.atEnd(p) {
 			op.idle = append(op.idle, fetchsession.Idle{Part: p.sp, Log: p.log, Rep: p.rep, Offset: p.offset, Sent: st})
 		}
 	}
@@ -745,7 +745,7 @@ func (op *fetchOp) atEnd(p *fetchPart) bool {
 
 // appendPartition frames one partition, splicing its records in.
 func (op *fetchOp) appendPartition(fr *wire.FetchFrame, b []byte, p *fetchPart) []byte {
-	if p.slice.Size > 0 || len(p.remote) > 0 {
+	if p.slice.Size > 0 || p.remote.Len() > 0 {
 		op.countFetched(p) // metrics.go, net/brokermetrics
 	}
 	b = fr.AppendPartition(b, op.v, op.isolation == 1, &wire.FetchPartition{

@@ -109,6 +109,8 @@ func testFile(t testing.TB, content []byte) *os.File {
 //
 //	'b'  bigAnswer bytes from memory
 //	'F'  "big" + the whole of bigFile (sendfile)
+//	'V'  "big" + bigAnswer as two chunks + the whole of bigFile + "end": records read
+//	     from remote storage (chunks in memory) beside a file range, in one answer
 //	'L'  lift the connection's request size limit (SetMaxRequestBytes 0), then echo
 type confHandler struct {
 	*testHandler
@@ -139,6 +141,18 @@ func (h *confHandler) Serve(r Request) {
 				return
 			}
 			h.respond(r, Chunk{Bytes: []byte("big")}, Chunk{File: h.bigFile, Length: st.Size()})
+			return
+		case 'V':
+			h.served.Add(1)
+			h.outstand.Add(1)
+			st, err := h.bigFile.Stat()
+			if err != nil {
+				r.Ticket.CloseConn()
+				return
+			}
+			half := len(h.bigAnswer) / 2
+			h.respond(r, Chunk{Bytes: []byte("big")}, Chunk{Bytes: h.bigAnswer[:half]}, Chunk{Bytes: h.bigAnswer[half:]},
+				Chunk{File: h.bigFile, Length: st.Size()}, Chunk{Bytes: []byte("end")})
 			return
 		}
 	}
@@ -564,6 +578,34 @@ func TestConformanceLargeResponses(t *testing.T) {
 			}
 			if got != want {
 				t.Fatalf("got %q", got)
+			}
+		}
+	})
+}
+
+// Byte chunks larger than the socket buffers one after the other, then a file range
+// and bytes, in one answer (a Fetch answer of records read from remote storage beside
+// a local partition's): each written from where it lies, in pieces as the client
+// drains them.
+func TestConformanceLargeByteChunksBesideFile(t *testing.T) {
+	forEachTransport(t, func(t *testing.T, k transportKind) {
+		mem, file := make([]byte, 12<<20+5), make([]byte, 6<<20)
+		for i := range mem {
+			mem[i] = byte(i * 13)
+		}
+		for i := range file {
+			file[i] = byte(i * 7)
+		}
+		_, _, addr := k.start(t, Config{}, func(h *confHandler) { h.bigAnswer, h.bigFile = mem, testFile(t, file) })
+		c := k.dial(t, addr)
+		c.SetDeadline(time.Now().Add(30 * time.Second))
+		send(t, c, "V")
+		send(t, c, "e-between")
+		send(t, c, "V")
+		want := "big" + string(mem) + string(file) + "end"
+		for _, w := range []string{want, "e-between", want} {
+			if got := recv(t, c); got != w {
+				t.Fatalf("an answer of %d bytes, want %d (%q...)", len(got), len(w), got[:min(len(got), 16)])
 			}
 		}
 	})

@@ -44,6 +44,11 @@ import (
 //
 //	chunks: bytes │ file range │ bytes │ file range │ … │ bytes
 //
+// Records read from remote storage (tiered storage) are in memory, as the chunks they
+// were read in (engine.Buffers): each slice is a chunk of its own in the same place,
+// written from where it is with the bytes around it (writev), not copied into the
+// buffer (SpliceBytes); the frame references them until it is released.
+//
 // so its size is known before anything is written (transport.Response.Size). The
 // engine slices stay pinned until the transport has written or dropped the answer and
 // runs the Release below.
@@ -65,8 +70,9 @@ const (
 // pinned slices. It releases itself (transport.Releaser).
 type FetchFrame struct {
 	bb     *bytebufferpool.ByteBuffer
-	marks  []int // positions in bb.B after which slices[i] is spliced in
-	slices []engine.Slice
+	marks  []int             // positions in bb.B after which parts[i] is spliced in
+	parts  []transport.Chunk // a file range (of a slice) or bytes in memory
+	slices []engine.Slice    // the pinned slices among parts, released with the frame
 	chunks []transport.Chunk
 	copied int // record bytes copied into bb
 }
@@ -87,6 +93,8 @@ func (fr *FetchFrame) Release() {
 	}
 	clear(fr.slices)
 	fr.slices = fr.slices[:0]
+	clear(fr.parts)
+	fr.parts = fr.parts[:0]
 	clear(fr.chunks)
 	fr.chunks = fr.chunks[:0]
 	fr.marks = fr.marks[:0]
@@ -106,7 +114,31 @@ func (fr *FetchFrame) SetBytes(b []byte) { fr.bb.B = b }
 // gives up the slice (fr releases it).
 func (fr *FetchFrame) Splice(s engine.Slice) {
 	fr.marks = append(fr.marks, len(fr.bb.B))
+	fr.parts = append(fr.parts, transport.Chunk{File: s.File, Offset: s.Pos, Length: int64(s.Size)})
 	fr.slices = append(fr.slices, s)
+}
+
+// SpliceBytes records that b follows the buffer's current end, written from
+// where it is (writev), not copied: b must not change until the frame is
+// released.
+func (fr *FetchFrame) SpliceBytes(b []byte) {
+	fr.marks = append(fr.marks, len(fr.bb.B))
+	fr.parts = append(fr.parts, transport.Chunk{Bytes: b})
+}
+
+// appendBuffers appends v's bytes to b: each slice copied when small enough
+// (FetchCopyMax, FetchCopyTotal, as CopyIn), else spliced in (SpliceBytes).
+func (fr *FetchFrame) appendBuffers(b []byte, v engine.Buffers) []byte {
+	for _, p := range v {
+		if n := len(p); n <= FetchCopyMax && fr.copied+n <= FetchCopyTotal {
+			b = append(b, p...)
+			fr.copied += n
+			continue
+		}
+		fr.SetBytes(b)
+		fr.SpliceBytes(p)
+	}
+	return b
 }
 
 // CopyIn appends s's bytes to b when s is small enough to be copied (see
@@ -132,8 +164,7 @@ func (fr *FetchFrame) Response() transport.Response {
 		if m > prev {
 			fr.chunks = append(fr.chunks, transport.Chunk{Bytes: b[prev:m]})
 		}
-		s := &fr.slices[i]
-		fr.chunks = append(fr.chunks, transport.Chunk{File: s.File, Offset: s.Pos, Length: int64(s.Size)})
+		fr.chunks = append(fr.chunks, fr.parts[i])
 		prev = m
 	}
 	if len(b) > prev {
@@ -187,9 +218,10 @@ type FetchPartition struct {
 	Aborted []engine.AbortedTxn
 	// Records is spliced in as a file range or copied (CopyIn); AppendPartition
 	// takes it over. RecordBytes, when not empty, are records in memory (read
-	// from remote storage, tiered storage), written instead; Records is then empty.
+	// from remote storage, tiered storage), written instead, each slice spliced
+	// in where it is unless small (appendBuffers); Records is then empty.
 	Records     engine.Slice
-	RecordBytes []byte
+	RecordBytes engine.Buffers
 	// The tagged fields of the flexible versions: DivergingEpoch (tag 0) when
 	// Diverging, CurrentLeader (tag 1) when CurrentLeader.
 	Diverging             bool
@@ -225,9 +257,9 @@ func (fr *FetchFrame) AppendPartition(b []byte, v int16, readCommitted bool, p *
 	if v >= 11 {
 		b = AppendI32(b, -1) // preferred read replica
 	}
-	if len(p.RecordBytes) > 0 {
-		b = AppendBytesLen(b, flex, int32(len(p.RecordBytes)))
-		b = append(b, p.RecordBytes...)
+	if n := p.RecordBytes.Len(); n > 0 {
+		b = AppendBytesLen(b, flex, int32(n))
+		b = fr.appendBuffers(b, p.RecordBytes)
 	} else {
 		b = AppendBytesLen(b, flex, p.Records.Size)
 	}

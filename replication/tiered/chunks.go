@@ -3,6 +3,7 @@ package tiered
 import (
 	"context"
 
+	"github.com/samsa-broker/samsa/engine"
 	"github.com/samsa-broker/samsa/engine/remote"
 )
 
@@ -34,11 +35,21 @@ type chunkKey struct {
 }
 
 // readRange returns bytes [from, to) of a copy's segment (to cut at its
-// end), from the chunks.
+// end), from the chunks, as one slice (copied when they span chunks).
 func (m *Manager) readRange(ctx context.Context, md *remote.SegmentMetadata, from, to int64) ([]byte, error) {
+	v, err := m.readVec(ctx, md, from, to)
+	return v.Bytes(), err
+}
+
+// readVec returns bytes [from, to) of a copy's segment (to cut at its end)
+// as the chunks' own slices, nothing copied: a chunk is never written once
+// read (the memory cache holds the slice it was read into, the disk cache
+// reads a new one on each hit), and a slice held by a read outlives its
+// eviction from the cache.
+func (m *Manager) readVec(ctx context.Context, md *remote.SegmentMetadata, from, to int64) (engine.Buffers, error) {
 	to = min(to, md.SegmentSize)
 	cs := m.chunkSize
-	out := make([]byte, 0, max(to-from, 0))
+	var out engine.Buffers
 	last := int64(-1)
 	for n := from / cs; n*cs < to; n++ {
 		b, err := m.chunk(ctx, md, n)
@@ -50,7 +61,7 @@ func (m *Manager) readRange(ctx context.Context, md *remote.SegmentMetadata, fro
 		if lo >= hi {
 			break
 		}
-		out = append(out, b[lo:hi]...)
+		out = append(out, b[lo:hi:hi])
 	}
 	for n := last + 1; last >= 0 && n <= last+int64(m.prefetch) && n*cs < md.SegmentSize; n++ {
 		m.readAhead(md, n)

@@ -77,13 +77,13 @@ func (m *Manager) Fetch(p *replication.Partition, offset int64, maxBytes int32, 
 // runFetch reads for the fetches waiting on f.
 func (m *Manager) runFetch(p *replication.Partition, k fetchKey, f *pendingFetch) {
 	defer m.wg.Done()
-	b, err := m.Read(m.ctx, p, k.offset, k.maxBytes)
+	b, end, err := m.read(m.ctx, p, k.offset, k.maxBytes)
 	var aborted []engine.AbortedTxn
 	if err == nil && k.committed {
-		aborted, err = m.AbortedTransactions(m.ctx, p, k.offset, engine.BatchesEnd(b))
+		aborted, err = m.AbortedTransactions(m.ctx, p, k.offset, end)
 	}
 	if err == nil {
-		m.fetchLim.record(int64(len(b)))
+		m.fetchLim.record(int64(b.Len()))
 	}
 	f.res, f.err = replication.RemoteFetch{Records: b, Aborted: aborted}, err
 	m.mu.Lock()

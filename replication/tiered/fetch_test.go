@@ -26,14 +26,14 @@ func TestRemoteFetchQuota(t *testing.T) {
 		t.Fatal(err)
 	}
 	r, err := n.data.FetchRemote(0, 8<<10, false)
-	if err != nil || r.Throttled || len(r.Records) == 0 {
-		t.Fatalf("the first fetch: %d bytes, throttled %v, %v", len(r.Records), r.Throttled, err)
+	if err != nil || r.Throttled || r.Records.Len() == 0 {
+		t.Fatalf("the first fetch: %d bytes, throttled %v, %v", r.Records.Len(), r.Throttled, err)
 	}
 	read := time.Now()
-	next := engine.BatchesEnd(r.Records)
+	next := engine.BatchesEnd(r.Records.Bytes())
 	r2, err := n.data.FetchRemote(next, 8<<10, false)
-	if err != nil || !r2.Throttled || len(r2.Records) != 0 {
-		t.Fatalf("a fetch right after %d bytes at %d bytes/s: %d bytes, throttled %v, %v", len(r.Records), rate, len(r2.Records), r2.Throttled, err)
+	if err != nil || !r2.Throttled || r2.Records.Len() != 0 {
+		t.Fatalf("a fetch right after %d bytes at %d bytes/s: %d bytes, throttled %v, %v", r.Records.Len(), rate, r2.Records.Len(), r2.Throttled, err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -50,10 +50,10 @@ func TestRemoteFetchQuota(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	waited := time.Since(read)
-	want := time.Duration(len(r.Records)) * time.Second / rate
-	t.Logf("%d bytes read at %d bytes/s: the next read %v later (at the rate: %v)", len(r.Records), rate, waited, want)
-	if waited < want*8/10 || len(r2.Records) == 0 || engine.BatchesEnd(r2.Records) <= next {
-		t.Fatalf("the next read after %v (want %v): %d bytes", waited, want, len(r2.Records))
+	want := time.Duration(r.Records.Len()) * time.Second / rate
+	t.Logf("%d bytes read at %d bytes/s: the next read %v later (at the rate: %v)", r.Records.Len(), rate, waited, want)
+	if waited < want*8/10 || r2.Records.Len() == 0 || engine.BatchesEnd(r2.Records.Bytes()) <= next {
+		t.Fatalf("the next read after %v (want %v): %d bytes", waited, want, r2.Records.Len())
 	}
 	if ts, _ := n.rlm.Stats(); len(ts) != 1 || ts[0].FetchThrottled < 1 {
 		t.Fatalf("stats %+v", ts)

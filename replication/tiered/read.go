@@ -37,55 +37,67 @@ const batchHeaderLen = 27
 
 // Read implements replication.RemoteLog.
 func (m *Manager) Read(ctx context.Context, p *replication.Partition, offset int64, maxBytes int32) ([]byte, error) {
+	v, _, err := m.read(ctx, p, offset, maxBytes)
+	return v.Bytes(), err
+}
+
+// read is Read, its batches the chunks' own slices (readVec), and one past
+// the last batch's last offset.
+func (m *Manager) read(ctx context.Context, p *replication.Partition, offset int64, maxBytes int32) (engine.Buffers, int64, error) {
 	if s := p.EngineLog().RemoteLogStart(); offset < s {
-		return nil, fmt.Errorf("%w: offset %d, below the log start %d (DeleteRecords)", replication.ErrOffsetOutOfRange, offset, s)
+		return nil, 0, fmt.Errorf("%w: offset %d, below the log start %d (DeleteRecords)", replication.ErrOffsetOutOfRange, offset, s)
 	}
 	md, ok, start := m.copyOf(p, offset)
 	if !ok {
 		// The listing may be older than a copy; list again once.
 		if _, err := m.refresh(p); err != nil {
-			return nil, fmt.Errorf("%w: %w", replication.ErrRemoteStorage, err)
+			return nil, 0, fmt.Errorf("%w: %w", replication.ErrRemoteStorage, err)
 		}
 		if md, ok, start = m.copyOf(p, offset); !ok {
-			return nil, fmt.Errorf("%w: offset %d, remote log start %d", replication.ErrOffsetOutOfRange, offset, start)
+			return nil, 0, fmt.Errorf("%w: offset %d, remote log start %d", replication.ErrOffsetOutOfRange, offset, start)
 		}
 	}
 	select {
 	case m.readers <- struct{}{}:
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return nil, 0, ctx.Err()
 	}
 	defer func() { <-m.readers }()
-	b, err := m.readCopy(ctx, &md, offset, maxBytes)
+	v, end, err := m.readCopy(ctx, &md, offset, maxBytes)
 	c := m.stats.topic(md.ID.Topic)
 	if err != nil {
 		c.fetchErrors.Add(1)
-		return nil, fmt.Errorf("%w: %w", replication.ErrRemoteStorage, err)
+		return nil, 0, fmt.Errorf("%w: %w", replication.ErrRemoteStorage, err)
 	}
-	c.fetchBytes.Add(int64(len(b)))
-	return b, nil
+	c.fetchBytes.Add(int64(v.Len()))
+	return v, end, nil
 }
 
-func (m *Manager) readCopy(ctx context.Context, md *remote.SegmentMetadata, offset int64, maxBytes int32) ([]byte, error) {
+// readCopy reads the batches from offset out of one copy, at most maxBytes
+// of them but at least one, as slices of the chunks; and one past the last
+// one's last offset.
+func (m *Manager) readCopy(ctx context.Context, md *remote.SegmentMetadata, offset int64, maxBytes int32) (engine.Buffers, int64, error) {
 	idx, err := m.offsetIndex(ctx, md)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	pos := indexLookup(idx, offset-md.StartOffset)
 	end := min(pos+int64(max(maxBytes, 0))+scanSlack, md.SegmentSize)
-	buf, err := m.readRange(ctx, md, pos, end)
+	v, err := m.readVec(ctx, md, pos, end)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	// The batches to send are buf[first:stop]: readRange's buffer is this read's
-	// own, so they are answered in place, not copied again.
-	first, stop := -1, 0
-	for at := 0; at+batchHeaderLen <= len(buf); {
-		h := buf[at:]
+	// The batches to send are bytes [first, stop) of v, answered as slices of
+	// the chunks: a header spanning two chunks is copied (h) to be read.
+	n := v.Len()
+	first, stop, next := -1, 0, int64(0)
+	var h [batchHeaderLen]byte
+	for at := 0; at+batchHeaderLen <= n; {
+		v.CopyAt(h[:], at)
 		size := int(binary.BigEndian.Uint32(h[8:12])) + 12
 		last := int64(binary.BigEndian.Uint64(h[0:8])) + int64(binary.BigEndian.Uint32(h[23:27]))
 		if size < batchHeaderLen {
-			return nil, fmt.Errorf("remote segment %s: a batch of %d bytes at position %d", md.ID, size, pos+int64(at))
+			return nil, 0, fmt.Errorf("remote segment %s: a batch of %d bytes at position %d", md.ID, size, pos+int64(at))
 		}
 		if last < offset {
 			at += size
@@ -94,27 +106,27 @@ func (m *Manager) readCopy(ctx context.Context, md *remote.SegmentMetadata, offs
 		if first >= 0 && stop-first+size > int(maxBytes) {
 			break
 		}
-		if at+size > len(buf) {
+		if at+size > n {
 			if first >= 0 {
 				break
 			}
 			// The first batch to send is cut off: read it whole.
-			whole, err := m.readRange(ctx, md, pos+int64(at), pos+int64(at+size))
+			whole, err := m.readVec(ctx, md, pos+int64(at), pos+int64(at+size))
 			if err != nil {
-				return nil, err
+				return nil, 0, err
 			}
-			return whole, nil
+			return whole, last + 1, nil
 		}
 		if first < 0 {
 			first = at
 		}
 		at += size
-		stop = at
+		stop, next = at, last+1
 	}
 	if first < 0 {
-		return nil, fmt.Errorf("remote segment %s holds no batch at offset %d", md.ID, offset)
+		return nil, 0, fmt.Errorf("remote segment %s holds no batch at offset %d", md.ID, offset)
 	}
-	return buf[first:stop:stop], nil
+	return v.Slice(first, stop), next, nil
 }
 
 // indexLookup is the position of the last entry at or below rel (0: none).

@@ -47,14 +47,14 @@ func dataConfig() engine.LogConfig {
 	return cfg
 }
 
-func openNode(t *testing.T, dir string, epoch int32, sm *remote.StorageManager, cfg engine.LogConfig, opts ...func(*tiered.Config)) *node {
+func openNode(t testing.TB, dir string, epoch int32, sm *remote.StorageManager, cfg engine.LogConfig, opts ...func(*tiered.Config)) *node {
 	t.Helper()
 	return openNodeWith(t, dir, epoch, sm, cfg, true, opts...)
 }
 
 // openNodeWith is openNode; without data, the node holds only the metadata
 // partitions (data's topic deleted).
-func openNodeWith(t *testing.T, dir string, epoch int32, sm *remote.StorageManager, cfg engine.LogConfig, data bool, opts ...func(*tiered.Config)) *node {
+func openNodeWith(t testing.TB, dir string, epoch int32, sm *remote.StorageManager, cfg engine.LogConfig, data bool, opts ...func(*tiered.Config)) *node {
 	t.Helper()
 	eng, err := engine.Open(engine.Options{Dirs: []string{dir}, Sync: engine.SyncNone, Logger: quiet})
 	if err != nil {
@@ -165,7 +165,7 @@ func readAll(t *testing.T, p *replication.Partition) []string {
 	return keys
 }
 
-func storage(t *testing.T, g *s3test.Gateway) *remote.StorageManager {
+func storage(t testing.TB, g *s3test.Gateway) *remote.StorageManager {
 	t.Helper()
 	g.MakeBucket(t, "tiered")
 	sm, err := remote.New(remote.Config{Bucket: "tiered", Region: "us-east-1", Endpoint: g.Endpoint, PathStyle: true,
