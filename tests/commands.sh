@@ -606,6 +606,12 @@ PY
 		'three rounds of 5 GiB filled, copied to versitygw and read twice: minutes each; go test ./bench runs the workload on 16 MiB (TestTieredCatchupSpawnedSamsa)'
 	step "go test -run '^\$' -bench BenchmarkClient ./engine/remote" "go test -run '^\$' -bench BenchmarkClient -benchtime 1x ./engine/remote"
 	expect '^BenchmarkClient'
+	step "go test -run '^\$' -bench BenchmarkRemoteFetch -count 6 ./replication/tiered" \
+		"go test -run '^\$' -bench BenchmarkRemoteFetch -count 1 -benchtime 1x ./replication/tiered"
+	expect '^BenchmarkRemoteFetch'
+	step "go test -run '^\$' -bench BenchmarkFetchFrameRemote -count 6 ./net/wire" \
+		"go test -run '^\$' -bench BenchmarkFetchFrameRemote -count 1 -benchtime 1x ./net/wire"
+	expect '^BenchmarkFetchFrameRemote'
 	step "SAMSA_CLUSTER_BENCH=1 go test ./cmd/samsa -run '^TestClusterBench\$' -v -count=1 -timeout 20m" \
 		"SAMSA_CLUSTER_BENCH=1 SAMSA_CLUSTER_BENCH_TOPICS=20 SAMSA_CLUSTER_BENCH_PARTITIONS=30 SAMSA_CLUSTER_BENCH_FAILOVERS=1 go test ./cmd/samsa -run '^TestClusterBench\$' -v -count=1 -timeout 20m"
 	expect 'controller failover'
