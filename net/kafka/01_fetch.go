@@ -414,6 +414,9 @@ func (op *fetchOp) gather() (bytes int64, done bool) {
 				p.code = engineErr(err).Code
 				continue
 			}
+			if !minOne && int64(r.Records.Len()) > limit {
+				continue // a first batch over the limit is the first partition's alone (Kafka's minOneMessage)
+			}
 			p.remote, p.aborted = r.Records, append(p.aborted, r.Aborted...)
 			minOne = minOne && r.Records.Len() == 0
 			remaining -= int64(r.Records.Len())

@@ -872,3 +872,50 @@ func TestTieredStorageDisabled(t *testing.T) {
 		t.Fatalf("%d copies made after remote storage was disabled", n)
 	}
 }
+
+// A Fetch's MaxBytes bounds what remote partitions answer by their bytes, as it
+// bounds local ones. The records are large enough that a remote read answers them
+// as slices of the cached chunks over 16 KiB, which the Fetch frame splices in
+// uncopied (net/wire): a fetch of two partitions read from remote storage with
+// MaxBytes below what the first alone could answer fills the first and leaves the
+// second empty.
+func TestRemoteFetchMaxBytesAcrossPartitions(t *testing.T) {
+	g := s3test.Start(t)
+	g.MakeBucket(t, "tiered")
+	tb := startTestBroker(t, testBrokerOptions{Static: tieredStatic(g, "tiered")})
+	ctx := testCtx(t)
+	cl := tb.client(t, kgo.DefaultProduceTopic("mb"), kgo.ProducerLinger(0), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProducerBatchCompression(kgo.NoCompression()))
+	seg, local, ret := "262144", "0", "-1"
+	if r, err := kadm.NewClient(cl).CreateTopic(ctx, 2, 1, map[string]*string{"remote.storage.enable": ptr("true"), "segment.bytes": &seg,
+		"local.retention.bytes": &local, "retention.ms": &ret}, "mb"); err != nil || r.Err != nil {
+		t.Fatalf("create: %v %v", err, r.Err)
+	}
+	value := make([]byte, 20<<10) // a batch of one record each: 20 KiB
+	for i := range 60 {
+		for part := range int32(2) {
+			if err := cl.ProduceSync(ctx, &kgo.Record{Partition: part, Key: []byte(strconv.Itoa(i)), Value: value}).FirstErr(); err != nil {
+				t.Fatalf("produce: %v", err)
+			}
+		}
+	}
+	for part := range int32(2) {
+		el := tb.eng.Log(engine.TopicPartition{Topic: "mb", Partition: part})
+		eventually(t, 30*time.Second, fmt.Sprintf("mb-%d's copies and local deletions", part), func() bool { return el.LogStartOffset() >= 20 })
+	}
+	const maxBytes = 200 << 10
+	req := fetchReq(12, 0, 1, 0, -1, []fetchPartReq{{topic: "mb", partition: 0, maxBytes: 1 << 20, curEpoch: -1, lastEpoch: -1},
+		{topic: "mb", partition: 1, maxBytes: 1 << 20, curEpoch: -1, lastEpoch: -1}}, nil)
+	req.MaxBytes = maxBytes
+	resp := tb.raw(t).roundTrip(req).(*kmsg.FetchResponse)
+	if resp.ErrorCode != 0 || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 2 {
+		t.Fatalf("fetch: error %d, %d topics", resp.ErrorCode, len(resp.Topics))
+	}
+	ps := resp.Topics[0].Partitions
+	first, second := len(ps[0].RecordBatches), len(ps[1].RecordBatches)
+	t.Logf("MaxBytes %d: partition 0 answered %d bytes (%d records), partition 1 %d bytes", maxBytes, first, len(batchesIn(t, ps[0].RecordBatches)), second)
+	if ps[0].ErrorCode != 0 || ps[1].ErrorCode != 0 || first == 0 || first > maxBytes || second != 0 {
+		t.Fatalf("MaxBytes %d: partition 0 answered error %d with %d bytes, partition 1 error %d with %d bytes; want partition 0 within MaxBytes and partition 1 empty",
+			maxBytes, ps[0].ErrorCode, first, ps[1].ErrorCode, second)
+	}
+}
