@@ -17,8 +17,9 @@ all: build
 # GODEBUG defaults keeps its monitor thread (sysmon) out of the deep sleep it would
 # be woken from by every burst of requests (about a fifth of the broker's CPU at
 # fixed rates: BENCHMARKS.md, "sysmon kept awake"). GODEBUG=schedtrace=0 in a
-# broker's environment undoes it; SAMSA_LDFLAGS= builds without it.
-SAMSA_LDFLAGS ?= -X runtime.godebugDefault=schedtrace=2147483647
+# broker's environment undoes it; SAMSA_LDFLAGS= builds without it. The second -X
+# tells the broker's start-up log what the first linked.
+SAMSA_LDFLAGS ?= -X runtime.godebugDefault=schedtrace=2147483647 -X main.linkedGODEBUG=schedtrace=2147483647
 
 build:
 	$(GO) build -ldflags "$(SAMSA_LDFLAGS)" -o $(BIN)/samsa ./cmd/samsa

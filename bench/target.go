@@ -460,7 +460,7 @@ func FindModuleRoot() (string, error) {
 // SamsaLDFlags are the broker's link flags as the Makefile's SAMSA_LDFLAGS gives
 // them (the Go runtime's monitor thread kept awake: cmd/samsa/sysmon.go), so that a
 // broker samsa-bench builds is the one `make build` builds.
-const SamsaLDFlags = "-X runtime.godebugDefault=schedtrace=2147483647"
+const SamsaLDFlags = "-X runtime.godebugDefault=schedtrace=2147483647 -X main.linkedGODEBUG=schedtrace=2147483647"
 
 // BuildSamsa builds ./cmd/samsa of the module at root (default FindModuleRoot) to out.
 func BuildSamsa(ctx context.Context, root, out string) error {

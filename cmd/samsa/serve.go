@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
-	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -85,8 +84,7 @@ func runServe(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	log.Info("configuration", cfg.describe()...)
-	bi, _ := debug.ReadBuildInfo()
-	log.Info("runtime", "go", runtime.Version(), "gomaxprocs", runtime.GOMAXPROCS(0), "sysmon", sysmonMode(bi, os.Getenv("GODEBUG")))
+	log.Info("runtime", "go", runtime.Version(), "gomaxprocs", runtime.GOMAXPROCS(0), "sysmon", sysmonMode(linkedGODEBUG, os.Getenv("GODEBUG")))
 	if cfg.formatClusterID != "" {
 		if err := formatBeforeServe(cfg, log); err != nil {
 			log.Error("start failed: formatting the node's directories", "cluster_id", cfg.formatClusterID, "err", err)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"runtime/debug"
 	"strconv"
 	"strings"
 )
@@ -18,31 +17,23 @@ import (
 // GODEBUG=schedtrace=0 in the environment restores the runtime's default (the
 // environment overrides compiled-in defaults).
 
-// sysmonBuildSetting is the -X the Makefile passes; bench.BuildSamsa passes it too.
-const sysmonBuildSetting = "runtime.godebugDefault=schedtrace="
+// linkedGODEBUG is what SAMSA_LDFLAGS linked into the runtime's GODEBUG defaults,
+// set by the same link (-X main.linkedGODEBUG=...): the build settings cannot tell,
+// since a -trimpath build (make image, make test) leaves -ldflags out of them.
+var linkedGODEBUG string
 
-// sysmonMode says how this process's sysmon runs, from the build's linker flags and
-// the GODEBUG of the environment, for the start-up log.
-func sysmonMode(bi *debug.BuildInfo, godebug string) string {
+// sysmonMode says how this process's sysmon runs, from the GODEBUG defaults the link
+// gave the runtime and the GODEBUG of the environment, for the start-up log.
+func sysmonMode(linked, godebug string) string {
 	if v, ok := godebugValue(godebug, "schedtrace"); ok {
 		if n, err := strconv.Atoi(v); err == nil && n > 0 {
 			return "awake (GODEBUG schedtrace=" + v + ")"
 		}
 		return "runtime default (GODEBUG schedtrace=" + v + ")"
 	}
-	if bi != nil {
-		for _, s := range bi.Settings {
-			if s.Key != "-ldflags" {
-				continue
-			}
-			if _, after, ok := strings.Cut(s.Value, sysmonBuildSetting); ok {
-				v, _, _ := strings.Cut(after, " ")
-				v, _, _ = strings.Cut(v, ",")
-				v = strings.Trim(v, `"'`)
-				if n, err := strconv.Atoi(v); err == nil && n > 0 {
-					return "awake (built with schedtrace=" + v + ")"
-				}
-			}
+	if v, ok := godebugValue(linked, "schedtrace"); ok {
+		if n, err := strconv.Atoi(v); err == nil && n > 0 {
+			return "awake (built with schedtrace=" + v + ")"
 		}
 	}
 	return "runtime default (not built by make build: see SAMSA_LDFLAGS in the Makefile)"
