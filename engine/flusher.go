@@ -429,7 +429,13 @@ func (d *logDir) flushLogs(logs []*Log) int {
 		return n
 	}
 	var files atomic.Int64
-	one := func(l *Log) { files.Add(int64(d.flushOne(l))) }
+	eachParallel(logs, func(l *Log) { files.Add(int64(d.flushOne(l))) })
+	return int(files.Load())
+}
+
+// eachParallel calls one for every log, up to flushParallel at once: the calling
+// goroutine and flushParallel-1 helpers take the logs in turn.
+func eachParallel(logs []*Log, one func(*Log)) {
 	var next atomic.Int64
 	work := func() {
 		for {
@@ -451,7 +457,6 @@ func (d *logDir) flushLogs(logs []*Log) int {
 	}
 	work()
 	wg.Wait()
-	return int(files.Load())
 }
 
 // flushOne flushes l for a round and returns the files it synced; a failed sync
@@ -492,29 +497,9 @@ func (d *logDir) flushLogsFree(logs []*Log) (files int, busy []*Log) {
 		for _, l := range logs {
 			one(l)
 		}
-		return int(n.Load()), busy
+	} else {
+		eachParallel(logs, one)
 	}
-	var next atomic.Int64
-	work := func() {
-		for {
-			i := next.Add(1) - 1
-			if i >= int64(len(logs)) {
-				return
-			}
-			one(logs[i])
-		}
-	}
-	workers := min(len(logs), flushParallel) - 1
-	var wg sync.WaitGroup
-	wg.Add(workers)
-	for range workers {
-		go func() {
-			defer wg.Done()
-			work()
-		}()
-	}
-	work()
-	wg.Wait()
 	return int(n.Load()), busy
 }
 
