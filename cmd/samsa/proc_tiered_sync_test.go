@@ -55,16 +55,18 @@ type wipedSync struct {
 // and copied whole, for the ratio of the times.
 //
 // With SAMSA_CLUSTER_BENCH=1 it measures at SAMSA_CLUSTER_BENCH_TIERED_REMOTE_MIB
-// (2048) and _LOCAL_MIB (128) against a full sync of SAMSA_CLUSTER_BENCH_TIERED_FULL_MIB
-// (1024), SAMSA_CLUSTER_BENCH_SYNCS (3) syncs of each; the read-back is left out:
+// (4096) and _LOCAL_MIB (256), the size, against a full sync of the same
+// partition, SAMSA_CLUSTER_BENCH_TIERED_FULL_MIB (4352), SAMSA_CLUSTER_BENCH_SYNCS (3)
+// syncs of each; the read-back is left out. The full part's three replicas take about
+// 13 GiB of disk:
 //
 //	SAMSA_CLUSTER_BENCH=1 go test ./cmd/samsa -run '^TestWipedTieredFollower$' -v -count=1 -timeout 30m
 func TestWipedTieredFollower(t *testing.T) {
 	remoteMiB, localMiB, fullMiB, syncs, check := 64, 8, 72, 1, true
 	if os.Getenv("SAMSA_CLUSTER_BENCH") == "1" {
-		remoteMiB = benchSize("SAMSA_CLUSTER_BENCH_TIERED_REMOTE_MIB", 2048)
-		localMiB = benchSize("SAMSA_CLUSTER_BENCH_TIERED_LOCAL_MIB", 128)
-		fullMiB = benchSize("SAMSA_CLUSTER_BENCH_TIERED_FULL_MIB", 1024)
+		remoteMiB = benchSize("SAMSA_CLUSTER_BENCH_TIERED_REMOTE_MIB", 4096)
+		localMiB = benchSize("SAMSA_CLUSTER_BENCH_TIERED_LOCAL_MIB", 256)
+		fullMiB = benchSize("SAMSA_CLUSTER_BENCH_TIERED_FULL_MIB", 4352)
 		syncs, check = benchSize("SAMSA_CLUSTER_BENCH_SYNCS", 3), false
 	}
 	// Segments of an eighth of the local part, 4 MiB at least: a copy to the store
