@@ -7,6 +7,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -154,14 +155,31 @@ func (e *outageEnv) storeDown(ctx context.Context, t *testing.T, kill bool) {
 		e.g.Pause(t)
 	}
 	// A copy whose uploads were all done before the outage may still record itself:
-	// the positions are read once that has had time.
-	time.Sleep(time.Second)
-	tiered, pending, local := e.mustOffset(ctx, t, -5), e.mustOffset(ctx, t, -6), e.mustOffset(ctx, t, -4)
-	// A task whose copy failed does not go on to local retention: the local log start
-	// may trail the copies.
-	if local <= e.prevLocal || tiered < local-1 || pending != tiered+1 {
-		t.Fatalf("store %s: latest tiered %d, earliest pending upload %d, earliest local %d", how, tiered, pending, local)
-	}
+	// the positions are taken once they have stayed the same for half a second. A task
+	// whose copy failed does not go on to local retention: the local log start may
+	// trail the copies.
+	var tiered, pending, local int64
+	var still time.Time
+	eventually(t, 15*time.Second, "the positions still with the store "+how, func() error {
+		var pos [3]int64
+		for i, ts := range []int64{-5, -6, -4} {
+			off, err := e.listOffset(ctx, ts)
+			if err != nil {
+				return err
+			}
+			pos[i] = off
+		}
+		if pos != [3]int64{tiered, pending, local} || still.IsZero() {
+			tiered, pending, local, still = pos[0], pos[1], pos[2], time.Now()
+		}
+		if time.Since(still) < 500*time.Millisecond {
+			return errors.New("moved in the last half second")
+		}
+		if local <= e.prevLocal || tiered < local-1 || pending != tiered+1 {
+			return fmt.Errorf("latest tiered %d, earliest pending upload %d, earliest local %d", tiered, pending, local)
+		}
+		return nil
+	})
 	e.prevLocal = local
 	// The record before the local log start: in a copy, so read from the store, and in a
 	// segment never read before (no chunk of it cached).
