@@ -664,6 +664,10 @@ PY
 	expect 'retention: '
 	step "go test -run 'ManyProducers|RetentionReached' ./bench"
 	expect '^ok '
+	step 'bin/samsa-bench compare --targets samsa,samsa@sync=none --samsa-bin bin/samsa --workload many-producers --rounds 3 --duration 30s --warmup 10s' \
+		'bin/samsa-bench compare --targets samsa,samsa@sync=none --samsa-bin bin/samsa --workload many-producers --rounds 1 --duration 1s --warmup 0s'
+	expect 'samsa@sync=none +client +1 +[0-9]'
+	skip 'bin/samsa-bench compare --targets samsa,samsa@sync=none --samsa-bin bin/samsa --workload omb-1topic-100p-1kb --rounds 2 --duration 30s --warmup 10s' 'a 3-minute measurement; omb-1topic-100p-1kb and samsa@sync=none run in short form elsewhere in this file'
 	skip 'make soak-bench' 'an hour; the shortened form below runs the same target'
 	# The verdict of a short soak on a shared machine may be either: the step checks
 	# that the whole path ran and judged, not Samsa's figures (make exits 2 on FAIL).
