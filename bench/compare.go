@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -95,6 +96,19 @@ var figureDefs = []figureDef{
 	{"local drain rate", "msg/s", "higher", tiered(func(t *TieredFigures) float64 { return t.Local.Rate })},
 	{"local drain bandwidth", "MB/s", "higher", tiered(func(t *TieredFigures) float64 { return t.Local.MBps })},
 	{"remote read / local drain", "ratio", "higher", tiered(func(t *TieredFigures) float64 { return t.RemoteShare })},
+	// A samsa@tiered target's copies over a client run's window (tiered_target.go).
+	{"remote copies in the window", "segments", "higher", copies(func(c *CopyFigures) float64 { return float64(c.Segments) })},
+	{"remote copy bandwidth", "MB/s", "higher", copies(func(c *CopyFigures) float64 { return float64(c.Bytes) / max(c.Sec, 1e-9) / 1e6 })},
+	{"remote copy lag max", "MB", "lower", copies(func(c *CopyFigures) float64 { return float64(c.LagMax) / 1e6 })},
+}
+
+func copies(f func(*CopyFigures) float64) func(*Result) (float64, bool) {
+	return func(r *Result) (float64, bool) {
+		if r.Copies == nil {
+			return 0, false
+		}
+		return f(r.Copies), true
+	}
 }
 
 func tiered(f func(*TieredFigures) float64) func(*Result) (float64, bool) {
@@ -364,6 +378,11 @@ func runOne(ctx context.Context, cfg CompareConfig, spec, name string, round int
 		wc.ReplicationFactor = t.replicationFactor
 		w = &wc
 	}
+	if len(t.topicConfigs) > 0 {
+		var note string
+		w, note = withTopicConfigs(w, t.topicConfigs)
+		notes = append(notes, note)
+	}
 	rts := t.RuntimeSource()
 	if rts != nil {
 		if _, err := rts.Runtime(); err != nil {
@@ -384,6 +403,12 @@ func runOne(ctx context.Context, cfg CompareConfig, spec, name string, round int
 	var out []*Result
 	var res *Result
 	rawOnly := cfg.RawOnly || w.TieredCatchup() // measured by the raw loader only (tiered.go)
+	// The copies over the window, in a comparison with a samsa@tiered (tiered_target.go).
+	var probe *copyProbe
+	if !rawOnly && t.AdminURL != "" && slices.ContainsFunc(cfg.Targets, specTiered) {
+		probe = newCopyProbe(t, w.Duration.D())
+		rc.OnSteady = probe.around(rc.OnSteady)
+	}
 	if !rawOnly {
 		res, err = Run(ctx, rc)
 	}
@@ -395,6 +420,9 @@ func runOne(ctx context.Context, cfg CompareConfig, spec, name string, round int
 		res.Round = round
 		res.Notes = append(res.Notes, notes...)
 		collectProfile(cfg, res, prof)
+		if probe != nil {
+			probe.finish(res)
+		}
 		out = append(out, res)
 	}
 	if (cfg.Raw || rawOnly) && len(rc.ClientOpts) > 0 {
@@ -403,6 +431,9 @@ func runOne(ctx context.Context, cfg CompareConfig, spec, name string, round int
 		rcfg := cfg.RawConfig
 		rcfg.Workload, rcfg.Brokers, rcfg.Target, rcfg.Progress, rcfg.Broker = w, t.Brokers, name, cfg.Progress, src
 		rcfg.BrokerInProcess, rcfg.BrokerRuntime, rcfg.ObjectStore = t.cluster != nil, rts, store.usage()
+		if store == nil {
+			rcfg.ObjectStore = t.store.usage() // samsa@tiered's own
+		}
 		rprof := roundProfiler(cfg, t, fmt.Sprintf("%s-r%d-raw-", name, round))
 		if rprof != nil {
 			rcfg.OnSteady = rprof.Capture

@@ -15,6 +15,11 @@
 //     locally, then read again from remote storage once local retention has deleted
 //     what was copied, the two rates side by side; a samsa started here gets a
 //     versitygw (internal/versitygw) as its object store;
+//   - the tiered target (tiered_target.go): samsa@tiered, a samsa with its own
+//     versitygw and the run's topics tiered, copying segments throughout a client
+//     run, set beside the same samsa without tiering; what it copied in the measured
+//     window (segments, bytes, copy lag) is each round's figures, and a round that
+//     copied nothing fails;
 //   - targets (target.go): a running broker, a spawned Samsa process, or kfake
 //     (in process; as a child process so its CPU can be measured; or as a null
 //     broker that stores nothing, to measure the loader's own ceiling);

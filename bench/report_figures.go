@@ -166,6 +166,7 @@ func fmtFig(v float64) string {
 var headline = map[string]bool{
 	"publish rate": true, "consume rate": true, "publish p99": true, "e2e p99": true,
 	"broker CPU per msg": true, "broker peak RSS": true, "errors": true,
+	"remote copies in the window": true,
 }
 
 // Problems lists why the invocation should exit non-zero: failed runs, runs that

@@ -63,7 +63,10 @@ type Result struct {
 	// Tiered is a tiered catch-up's figures (tiered.go): the remote read beside the
 	// local drain of the same records; the rates above are the remote read's.
 	Tiered *TieredFigures `json:"tiered,omitempty"`
-	Notes  []string       `json:"notes,omitempty"`
+	// Copies are what a samsa@tiered target copied to remote storage over a client
+	// run's measured window (tiered_target.go).
+	Copies *CopyFigures `json:"tiered_copies,omitempty"`
+	Notes  []string     `json:"notes,omitempty"`
 	// Failed is why the run did not complete, or "".
 	Failed string `json:"failed,omitempty"`
 }

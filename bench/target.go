@@ -69,6 +69,7 @@ type SpawnOptions struct {
 	Logger       *slog.Logger
 
 	security string // samsa@security=: the client listener's protocol (secure.go)
+	tiered   bool   // samsa@tiered: with an object store and tiered topics (tiered_target.go)
 }
 
 // defaults fills the zero fields and makes every path absolute: a spawned broker runs
@@ -164,6 +165,11 @@ type Target struct {
 	// ClientOpts are the options its clients need (TLS, SASL: secure.go).
 	ClientOpts []kgo.Opt
 	extraDir   string // removed with the target (secure.go's certificates)
+	// store is a samsa@tiered target's object store, stopped with it, and
+	// topicConfigs the topic configs a run on it adds to the workload's
+	// (tiered_target.go).
+	store        *objectStore
+	topicConfigs map[string]string
 }
 
 // Usage reads the broker process's CPU and peak RSS.
@@ -218,7 +224,8 @@ func (t *Target) RuntimeSource() RuntimeSource {
 // StartTarget starts or names a target: samsa, samsa-cluster (see
 // TargetSamsaCluster), kfake, kfake-proc, or a list of host:port separated by commas
 // or '+'. samsa@k=v@k2=v2 spawns samsa with extra
-// flags --k=v --k2=v2 (e.g. samsa@sync=none against samsa@sync=fsync). For samsa, SamsaBin must be set or the broker
+// flags --k=v --k2=v2 (e.g. samsa@sync=none against samsa@sync=fsync); samsa@tiered
+// spawns it with an object store and tiered topics (tiered_target.go). For samsa, SamsaBin must be set or the broker
 // is built first (use BuildSamsa once and pass SamsaBin to spawn it many times).
 func StartTarget(ctx context.Context, spec string, o SpawnOptions) (*Target, error) {
 	if err := o.defaults(); err != nil {
@@ -231,8 +238,10 @@ func StartTarget(ctx context.Context, spec string, o SpawnOptions) (*Target, err
 	}
 	if base, extra, ok := strings.Cut(spec, "@"); ok && base == TargetSamsa {
 		// samsa@sync=none@transport=std: the same broker with extra serve flags;
-		// security=SSL|SASL_SSL is the client listener's protocol (secure.go).
-		protocol, flags, err := securityOf(strings.Split(extra, "@"))
+		// security=SSL|SASL_SSL is the client listener's protocol (secure.go),
+		// tiered an object store and tiered topics (tiered_target.go).
+		tiered, extras := tieredOf(strings.Split(extra, "@"))
+		protocol, flags, err := securityOf(extras)
 		if err != nil {
 			return nil, err
 		}
@@ -242,7 +251,7 @@ func StartTarget(ctx context.Context, spec string, o SpawnOptions) (*Target, err
 			}
 			o.SamsaArgs = append(append([]string(nil), o.SamsaArgs...), "--"+a)
 		}
-		o.security = protocol
+		o.security, o.tiered = protocol, tiered
 		t, err := StartTarget(ctx, base, o)
 		if t != nil {
 			t.Name = spec
@@ -279,6 +288,9 @@ func StartTarget(ctx context.Context, spec string, o SpawnOptions) (*Target, err
 		}
 		return spawn(ctx, spec, self, args, env, addr, admin, o)
 	case TargetSamsa:
+		if o.tiered {
+			return startTieredSamsa(ctx, o)
+		}
 		bin := o.SamsaBin
 		if bin == "" {
 			dir, err := os.MkdirTemp(o.WorkDir, "samsa-bin-")
@@ -406,6 +418,8 @@ func (t *Target) Close() error {
 		}
 	}
 	t.cmd = nil
+	t.store.close() // after the broker: it copies until it stops
+	t.store = nil
 	for _, d := range []string{t.tmpDir, t.extraDir} {
 		if d == "" {
 			continue

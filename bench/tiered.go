@@ -546,7 +546,7 @@ func targetSpawn(cfg CompareConfig, spec string) (SpawnOptions, []string, *objec
 	}
 	var store *objectStore
 	sets := append([]string(nil), sp.BrokerSets...)
-	if w.Tiered() && w.BrokerConfigs["rsm.config.storage.s3.endpoint.url"] == "" {
+	if w.Tiered() && w.BrokerConfigs["rsm.config.storage.s3.endpoint.url"] == "" && !specTiered(spec) { // samsa@tiered starts its own
 		var storeSets []string
 		var err error
 		if store, storeSets, err = startObjectStore(sp.WorkDir); err != nil {

@@ -86,6 +86,7 @@ func usage() {
 	fmt.Fprint(os.Stderr, `usage: samsa-bench <command> [flags]
   run        run a workload against one target (--spawn samsa|samsa-cluster|kfake|kfake-proc or --brokers;
              samsa@security=SSL|SASL_SSL: a TLS or SASL_SSL (SCRAM-SHA-512) client listener;
+             samsa@tiered: versitygw as its object store, the topics tiered (KIP-405);
              --command-config FILE: the security of a running target's clients)
   compare    run a workload against several targets, A B A B for --rounds rounds
   limits     measure this machine's disk, fdatasync, loopback and sendfile limits
@@ -128,6 +129,7 @@ type common struct {
 	summary    bool
 	rf         int
 	minISR     int
+	topicConfs multiFlag
 }
 
 func (c *common) rawConfig() bench.RawConfig {
@@ -145,6 +147,7 @@ func (c *common) register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.warmup, "warmup", -1, "override the workload's warm-up")
 	fs.IntVar(&c.rate, "rate", -1, "override the producer rate (msg/s in total; 0 = max)")
 	fs.IntVar(&c.rf, "replication-factor", 0, "override the workload's replication factor of the topics it creates (samsa-cluster@rf=N sets it for one target)")
+	fs.Var(&c.topicConfs, "topic-config", "`KEY=VALUE`: a topic config of the topics the workload creates, on every target, over the workload's (e.g. segment.bytes=1048576; repeatable)")
 	fs.IntVar(&c.minISR, "min-insync-replicas", -1, "min.insync.replicas of the created topics whose replication factor is at least this (0: the broker's default; default: the workload's)")
 	fs.StringVar(&c.out, "out", "", "report directory (default bench-out/<time>)")
 	fs.StringVar(&c.samsaBin, "samsa-bin", "", "prebuilt samsa binary (default: go build ./cmd/samsa)")
@@ -202,6 +205,16 @@ func (c *common) load() (*bench.Workload, error) {
 	if c.minISR >= 0 {
 		w.MinInsyncReplicas = c.minISR
 	}
+	for _, kv := range c.topicConfs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("samsa-bench: --topic-config %q: want KEY=VALUE", kv)
+		}
+		if w.TopicConfigs == nil {
+			w.TopicConfigs = map[string]string{}
+		}
+		w.TopicConfigs[k] = v
+	}
 	return w, w.Validate()
 }
 
@@ -235,14 +248,14 @@ func runCmd(args []string, compare bool) int {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	var c common
 	c.register(fs)
-	spawn := fs.String("spawn", "", "start a target: samsa, samsa@flag=value..., samsa@security=SSL|SASL_SSL (a secured client listener), samsa-cluster[@nodes=N][@rf=N] (N combined nodes through `samsa cluster start`, default 3), kfake, kfake-proc or kfake-null")
+	spawn := fs.String("spawn", "", "start a target: samsa, samsa@flag=value..., samsa@security=SSL|SASL_SSL (a secured client listener), samsa@tiered (with versitygw as its object store and tiered topics), samsa-cluster[@nodes=N][@rf=N] (N combined nodes through `samsa cluster start`, default 3), kfake, kfake-proc or kfake-null")
 	brokers := fs.String("brokers", "", "a running broker: host:port,host:port")
 	var admins, pids multiFlag
 	fs.Var(&admins, "admin", "admin `URL` (http://host:port) of a running target: /metrics for its CPU and RSS, /debug/pprof for --profile; with several targets, TARGET=URL (repeatable)")
 	fs.Var(&pids, "pid", "process id of a running target on this machine: its CPU and peak RSS from /proc; with several targets, TARGET=PID (repeatable)")
 	var cmdConfigs multiFlag
 	fs.Var(&cmdConfigs, "command-config", "Kafka client properties `FILE` for the clients of a running target (security.protocol, sasl.mechanism, sasl.jaas.config or sasl.username/sasl.password, ssl.truststore.location, ...: as samsa's --command-config); with several targets, TARGET=FILE (repeatable)")
-	targets := fs.String("targets", "", "compare: targets, comma separated (samsa, samsa-cluster@rf=3, kfake, kfake-proc, kfake-null, host:port, host:port+host:port)")
+	targets := fs.String("targets", "", "compare: targets, comma separated (samsa, samsa@tiered, samsa-cluster@rf=3, kfake, kfake-proc, kfake-null, host:port, host:port+host:port)")
 	rounds := fs.Int("rounds", 1, "compare: A B A B rounds")
 	var hist historyFlags
 	if compare {

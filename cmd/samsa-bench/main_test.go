@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -51,8 +52,31 @@ func TestUsageErrors(t *testing.T) {
 			t.Errorf("%v: exit %d, want 2", args, code)
 		}
 	}
+	for _, tc := range []string{"segment.bytes", "=1", "bad key=1"} {
+		if code := runCmd([]string{"--spawn", "kfake", "--topic-config", tc}, false); code != 2 {
+			t.Errorf("--topic-config %q: exit %d, want 2", tc, code)
+		}
+	}
 	if code := regressCmd([]string{"--workload", "max-throughput-100b"}); code != 2 {
 		t.Errorf("regress without --baseline: exit %d", code)
+	}
+}
+
+// TestTopicConfigFlag: --topic-config sets a topic config of the workload, on
+// every target, over the workload's own.
+func TestTopicConfigFlag(t *testing.T) {
+	fs := flag.NewFlagSet("compare", flag.ContinueOnError)
+	var c common
+	c.register(fs)
+	if err := fs.Parse([]string{"--workload", "retention-reached", "--topic-config", "segment.bytes=262144", "--topic-config", "local.retention.bytes=524288"}); err != nil {
+		t.Fatal(err)
+	}
+	w, err := c.load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.TopicConfigs["segment.bytes"] != "262144" || w.TopicConfigs["local.retention.bytes"] != "524288" || w.TopicConfigs["retention.bytes"] != "2097152" {
+		t.Errorf("topic configs %v", w.TopicConfigs)
 	}
 }
 
