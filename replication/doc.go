@@ -88,7 +88,12 @@
 // truncates where its epochs and the leader's part (the diverging epoch of Fetch v12+,
 // or OffsetForLeaderEpoch first with FetcherConfig.UseOffsetForLeaderEpoch; in as many
 // rounds as its epochs take, KIP-279), starts over empty at the leader's log start
-// when its log ends below it (full sync), and throttles replicas being added by a
+// when its log ends below it (full sync), or, on a tiered partition whose leader
+// answers OFFSET_MOVED_TO_TIERED_STORAGE (its log ends in what the leader holds in
+// remote storage only), at the leader's earliest local offset, asked by ListOffsets,
+// with the producer state and leader epoch rebuilt from remote storage
+// (fetcher_tiered.go, Kafka's TierStateMachine; the leader answers it to Fetch v16+,
+// MinTieredFetchVersion), and throttles replicas being added by a
 // reassignment to follower.replication.throttled.rate while they are behind.
 //
 // # Invariants
@@ -114,7 +119,8 @@
 //     OPERATION_NOT_ATTEMPTED); a lost answer is retried.
 //  6. A follower writes its log only while it follows in the epoch its fetcher fetches
 //     in, at the leader's offsets, and truncates only where its epochs and the
-//     leader's agree (or, when behind the leader's log start, starts over there).
+//     leader's agree (or, when behind the leader's log start, starts over there, or
+//     at the leader's local log start when its offset moved to tiered storage).
 //  7. No leader epoch is written to a log's epoch cache without a record: a new
 //     leader answers as if its epoch started where it became leader
 //     (Partition.EndOffsetForEpoch), and the engine adds the epoch with its first

@@ -173,7 +173,7 @@ func serveFetch(m *Manager, eng *engine.Manager, replica int32, req *kmsg.FetchR
 			part := m.Partition(tp)
 			if part == nil {
 				rp.ErrorCode = kerr.NotLeaderForPartition.Code
-			} else if res, err := part.FollowerFetch(replica, req.ReplicaState.Epoch, p.FetchOffset, p.LastFetchedEpoch, p.CurrentLeaderEpoch); err != nil {
+			} else if res, err := part.FollowerFetch(replica, req.ReplicaState.Epoch, p.FetchOffset, p.LastFetchedEpoch, p.CurrentLeaderEpoch, req.Version); err != nil {
 				rp.ErrorCode = simCode(err)
 				rp.LogStartOffset, rp.HighWatermark = res.LogStartOffset, res.HighWatermark
 			} else if res.Diverging {
@@ -197,6 +197,10 @@ func serveFetch(m *Manager, eng *engine.Manager, replica int32, req *kmsg.FetchR
 
 func (c *inprocFetch) OffsetForLeaderEpoch(context.Context, *kmsg.OffsetForLeaderEpochRequest) (*kmsg.OffsetForLeaderEpochResponse, error) {
 	return nil, errors.New("inproc: not served (the fetchers use Fetch's diverging epoch)")
+}
+
+func (c *inprocFetch) ListOffsets(context.Context, *kmsg.ListOffsetsRequest) (*kmsg.ListOffsetsResponse, error) {
+	return nil, errors.New("inproc: not served (no partition is tiered)")
 }
 
 // eventually polls cond until it holds or the deadline passes.

@@ -1,6 +1,11 @@
 package replication
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
 
 // Sentinel errors. Callers test them with errors.Is; the net layer maps them to Kafka
 // error codes (the Kafka name is given with each). Errors of the engine (an append
@@ -38,6 +43,11 @@ var (
 	// ErrOffsetOutOfRange: a follower fetch offset below the log start or above the log
 	// end (OFFSET_OUT_OF_RANGE).
 	ErrOffsetOutOfRange = errors.New("replication: fetch offset out of range")
+	// ErrOffsetMovedToTieredStorage: a follower fetch offset below the leader's
+	// local log start but not below the whole log's start, on a tiered partition:
+	// those records are in remote storage (OFFSET_MOVED_TO_TIERED_STORAGE; it wraps
+	// kerr's, which the net layer answers as it is).
+	ErrOffsetMovedToTieredStorage = fmt.Errorf("replication: fetch offset moved to tiered storage: %w", kerr.OffsetMovedToTieredStorage)
 	// ErrInvalidAcks: a produce with acks other than 0, 1 and -1 (INVALID_REQUIRED_ACKS).
 	ErrInvalidAcks = errors.New("replication: invalid required acks")
 	// ErrInvalidConfig: a Config the Manager cannot run with.

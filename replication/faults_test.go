@@ -90,14 +90,14 @@ func TestFaultEarlyISRJoinProposesABehindReplica(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if _, err := p.FollowerFetch(2, 12, 3, 4, 4); err != nil {
+		if _, err := p.FollowerFetch(2, 12, 3, 4, 4, 17); err != nil {
 			t.Fatal(err)
 		}
 		if hw := p.Log().HighWatermark(); hw != 3 {
 			t.Fatalf("HW %d", hw)
 		}
-		m.TakeAlterPartition()                                     // nothing to take; clear any
-		if _, err := p.FollowerFetch(3, 13, 1, 4, 4); err != nil { // replica 3 two records behind
+		m.TakeAlterPartition()                                         // nothing to take; clear any
+		if _, err := p.FollowerFetch(3, 13, 1, 4, 4, 17); err != nil { // replica 3 two records behind
 			t.Fatal(err)
 		}
 		req := m.TakeAlterPartition()

@@ -32,6 +32,12 @@ const (
 	// truncating: waiting for an OffsetForLeaderEpoch answer to find where this log
 	// and the leader's agree.
 	truncating
+	// earliestLocal: the leader answered OFFSET_MOVED_TO_TIERED_STORAGE (its records
+	// from the fetch offset on are in remote storage); waiting for its ListOffsets
+	// answer naming its earliest local offset (EARLIEST_LOCAL_TIMESTAMP), where this
+	// replica starts over with its state rebuilt from remote storage (Kafka's
+	// TierStateMachine).
+	earliestLocal
 )
 
 // fetchPart is one follower partition of a fetcher.
@@ -45,6 +51,9 @@ type fetchPart struct {
 	errs    int       // partition errors since its last answer without one
 	inSync  bool      // at the leader's HW as of the last answer
 	lag     int64     // leader HW − log end, as of the last answer
+	// the whole log's start an OFFSET_MOVED_TO_TIERED_STORAGE answer carried, kept
+	// once the replica starts over (earliestLocal)
+	logStart int64
 
 	// what the fetcher's session holds for it, valid while sentGen is the
 	// session's gen (clientSession)
@@ -52,16 +61,19 @@ type fetchPart struct {
 	sentGen uint64
 }
 
-// Request is what a fetcher sends next: exactly one of Fetch and
-// OffsetForLeaderEpoch is set, to Source (the fetcher's own FetchClient).
+// Request is what a fetcher sends next: exactly one of Fetch, OffsetForLeaderEpoch
+// and ListOffsets is set, to Source (the fetcher's own FetchClient).
 type Request struct {
 	Source               int32
 	Fetch                *kmsg.FetchRequest
 	OffsetForLeaderEpoch *kmsg.OffsetForLeaderEpochRequest
+	ListOffsets          *kmsg.ListOffsetsRequest
 }
 
 // Empty reports whether there is nothing to send.
-func (r Request) Empty() bool { return r.Fetch == nil && r.OffsetForLeaderEpoch == nil }
+func (r Request) Empty() bool {
+	return r.Fetch == nil && r.OffsetForLeaderEpoch == nil && r.ListOffsets == nil
+}
 
 // flight is the request a fetcher sent and has no answer to yet.
 type flight struct {
@@ -79,12 +91,15 @@ type flightPart struct {
 // ReplicaFetcherThread), as a steppable state machine:
 //
 //	Next(now)    ─▶ the request to send (OffsetForLeaderEpoch for truncating
-//	                partitions first, else one Fetch for all ready partitions, through
-//	                the incremental session), or nothing and when to ask again
+//	                partitions first, then ListOffsets for those whose offset moved
+//	                to tiered storage, else one Fetch for all ready partitions,
+//	                through the incremental session), or nothing and when to ask again
 //	Handle*(…)   ─▶ per partition: truncate at a diverging epoch (or the
 //	                OffsetForLeaderEpoch answer), append the leader's batches at its
 //	                offsets and epochs, take its HW and log start; start over empty at
-//	                the leader's log start when behind it (full sync); back off on errors
+//	                the leader's log start when behind it (full sync), or at its
+//	                earliest local offset with the state rebuilt from remote storage
+//	                when its offset moved to tiered storage; back off on errors
 //
 // One request is in flight at a time. After appending, the next request waits until
 // every append is reported durable (Log.OnDurable): under fsync a follower's fetch
@@ -185,6 +200,9 @@ func (f *Fetcher) Next(now time.Time) (Request, time.Time) {
 	if r, ok := f.epochsRequestLocked(now); ok {
 		return r, time.Time{}
 	}
+	if r, ok := f.earliestLocalRequestLocked(now); ok {
+		return r, time.Time{}
+	}
 	return f.fetchRequestLocked(now)
 }
 
@@ -251,6 +269,9 @@ func (f *Fetcher) fetchRequestLocked(now time.Time) (Request, time.Time) {
 	var parts []flightPart
 	for _, fp := range f.parts {
 		if fp.state != fetching {
+			if fp.state == earliestLocal && now.Before(fp.delay) {
+				soonest(fp.delay) // its ListOffsets, asked again
+			}
 			continue
 		}
 		if now.Before(fp.delay) {
@@ -321,7 +342,7 @@ func lastRecordEpoch(l Log) int32 {
 // takeFlight returns the flight a response answers, if it is this fetcher's current one.
 func (f *Fetcher) takeFlightLocked(r Request) *flight {
 	fl := f.fl
-	if fl == nil || fl.req.Fetch != r.Fetch || fl.req.OffsetForLeaderEpoch != r.OffsetForLeaderEpoch {
+	if fl == nil || fl.req.Fetch != r.Fetch || fl.req.OffsetForLeaderEpoch != r.OffsetForLeaderEpoch || fl.req.ListOffsets != r.ListOffsets {
 		return nil
 	}
 	f.fl = nil
@@ -405,6 +426,13 @@ func (f *Fetcher) handlePartitionLocked(now time.Time, fp *fetchPart, rp *kmsg.F
 	switch rp.ErrorCode {
 	case 0:
 		fp.errs = 0
+	case kerr.OffsetMovedToTieredStorage.Code:
+		// Below the leader's local log start, in remote storage: ask it where its
+		// local log starts (earliestLocal), and start over there.
+		fp.state, fp.logStart = earliestLocal, rp.LogStartOffset
+		f.m.log.Info("follower fetch offset moved to tiered storage: asking the leader for its earliest local offset",
+			"partition", fp.tp.String(), "log_end", l.LogEndOffset(), "leader_log_start", rp.LogStartOffset)
+		return
 	case kerr.OffsetOutOfRange.Code:
 		leo := l.LogEndOffset()
 		if rp.LogStartOffset >= 0 && leo < rp.LogStartOffset {
@@ -417,8 +445,11 @@ func (f *Fetcher) handlePartitionLocked(now time.Time, fp *fetchPart, rp *kmsg.F
 			f.m.log.Info("follower behind the leader's log start: copying from it", "partition", fp.tp.String(),
 				"log_end", leo, "leader_log_start", rp.LogStartOffset)
 			if r := f.m.remoteLog(); r != nil && r.Enabled(fp.p) {
-				// Tiered: the records below are in remote storage; the state as
-				// of the leader's log start comes from the copy ending there.
+				// Tiered, and a leader that answers OFFSET_OUT_OF_RANGE with its
+				// local log start (one of a build before OFFSET_MOVED_TO_TIERED_STORAGE,
+				// or whose copies are not listed yet): the records below are in
+				// remote storage; the state as of that start comes from the copy
+				// ending there.
 				ctx, cancel := context.WithTimeout(f.m.ctx, 30*time.Second)
 				if err := r.RebuildAuxState(ctx, fp.p, rp.LogStartOffset); err != nil {
 					f.m.log.Warn("follower state from remote storage", "partition", fp.tp.String(), "offset", rp.LogStartOffset, "err", err)

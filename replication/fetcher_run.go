@@ -111,11 +111,16 @@ func (f *Fetcher) run(ctx context.Context) {
 		}
 		timeout := f.m.cfg.Fetcher.MaxWait + 30*time.Second
 		rctx, cancel := context.WithTimeout(ctx, timeout)
-		if req.Fetch != nil {
+		switch {
+		case req.Fetch != nil:
 			resp, err := client.Fetch(rctx, req.Fetch)
 			cancel()
 			f.HandleFetch(f.m.clock.Now(), req.Fetch, resp, err)
-		} else {
+		case req.ListOffsets != nil:
+			resp, err := client.ListOffsets(rctx, req.ListOffsets)
+			cancel()
+			f.HandleListOffsets(f.m.clock.Now(), req.ListOffsets, resp, err)
+		default:
 			resp, err := client.OffsetForLeaderEpoch(rctx, req.OffsetForLeaderEpoch)
 			cancel()
 			f.HandleOffsetForLeaderEpoch(f.m.clock.Now(), req.OffsetForLeaderEpoch, resp, err)

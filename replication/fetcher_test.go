@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-broker/samsa/engine"
@@ -336,5 +337,57 @@ func TestFetcherLeaderCatchUpRetry(t *testing.T) {
 	}
 	if got := fail(storageError); got != time.Second {
 		t.Fatalf("KAFKA_STORAGE_ERROR: %v, want the backoff (1 s)", got)
+	}
+}
+
+// TestFetcherOffsetMovedToTieredStorage steps a follower through
+// OFFSET_MOVED_TO_TIERED_STORAGE: no fetch until a ListOffsets
+// EARLIEST_LOCAL_TIMESTAMP answer names the leader's local log start (an error
+// answer is asked again after the backoff), then the log starts over there and
+// fetching resumes from it.
+func TestFetcherOffsetMovedToTieredStorage(t *testing.T) {
+	l := logWithEpochs(0, 0)
+	m, f := followerFetcher(t, l, 1)
+	answer(t, m, f, func(rp *kmsg.FetchResponseTopicPartition) {
+		rp.ErrorCode = kerr.OffsetMovedToTieredStorage.Code
+		rp.LogStartOffset, rp.HighWatermark = 0, 30
+	})
+	if l.LogStartOffset() != 0 || l.LogEndOffset() != 2 {
+		t.Fatalf("the log changed before the leader's local start was known: [%d, %d)", l.LogStartOffset(), l.LogEndOffset())
+	}
+	listAnswer := func(code int16, offset int64) {
+		t.Helper()
+		req, _ := f.Next(m.clock.Now())
+		if req.ListOffsets == nil || req.Fetch != nil {
+			t.Fatalf("want a ListOffsets, got %+v", req)
+		}
+		lr := req.ListOffsets
+		if lr.ReplicaID != 1 || len(lr.Topics) != 1 || lr.Topics[0].Topic != "t" || len(lr.Topics[0].Partitions) != 1 {
+			t.Fatalf("ListOffsets %+v", lr)
+		}
+		if p := lr.Topics[0].Partitions[0]; p.Timestamp != -4 || p.CurrentLeaderEpoch != 1 || lr.Version < 8 {
+			t.Fatalf("ListOffsets v%d partition %+v", lr.Version, p)
+		}
+		resp := kmsg.NewPtrListOffsetsResponse()
+		rt := kmsg.NewListOffsetsResponseTopic()
+		rt.Topic = "t"
+		rp := kmsg.NewListOffsetsResponseTopicPartition()
+		rp.ErrorCode, rp.Offset, rp.LeaderEpoch = code, offset, 1
+		rt.Partitions = append(rt.Partitions, rp)
+		resp.Topics = append(resp.Topics, rt)
+		f.HandleListOffsets(m.clock.Now(), lr, resp, nil)
+	}
+	listAnswer(kerr.NotLeaderForPartition.Code, -1)
+	if req, wake := f.Next(m.clock.Now()); !req.Empty() || wake.IsZero() {
+		t.Fatalf("after an error answer: %+v at once, wake %v", req, wake)
+	}
+	m.clock.(*fakeClock).advance(time.Second)
+	listAnswer(0, 20)
+	if l.LogStartOffset() != 20 || l.LogEndOffset() != 20 {
+		t.Fatalf("after the leader's local start: log [%d, %d), want [20, 20)", l.LogStartOffset(), l.LogEndOffset())
+	}
+	req, _ := f.Next(m.clock.Now())
+	if req.Fetch == nil || req.Fetch.Topics[0].Partitions[0].FetchOffset != 20 {
+		t.Fatalf("want a fetch from 20, got %+v", req)
 	}
 }

@@ -24,7 +24,7 @@ func TestHighWatermarkStrictMinISR(t *testing.T) {
 		}
 		p := m.Partition(tp0())
 		produce(m, p, 1, "a")
-		if res, _ := p.FollowerFetch(2, 5, 1, 0, 0); res.HighWatermark != 1 {
+		if res, _ := p.FollowerFetch(2, 5, 1, 0, 0, 17); res.HighWatermark != 1 {
 			t.Fatalf("strict %v: HW %d with the ISR at min.insync.replicas", on, res.HighWatermark)
 		}
 		// The ISR shrinks below min.insync.replicas: 2 is out (an ELR member).
@@ -41,7 +41,7 @@ func TestHighWatermarkStrictMinISR(t *testing.T) {
 		}
 		// A follower out of the ISR that catches up is proposed back in, but until the
 		// expansion commits the ISR is still under min.insync.replicas.
-		if res, _ := p.FollowerFetch(2, 5, 2, 0, 0); res.HighWatermark != want {
+		if res, _ := p.FollowerFetch(2, 5, 2, 0, 0, 17); res.HighWatermark != want {
 			t.Fatalf("strict %v: HW %d after 2 caught up, before the expansion committed", on, res.HighWatermark)
 		}
 		if st := p.State(); st.StrictMinISR != on || len(st.PendingISR) != 2 {
@@ -70,7 +70,7 @@ func TestHighWatermarkStrictMinISRCapped(t *testing.T) {
 	}
 	p := m.Partition(tp0())
 	produce(m, p, 1, "a")
-	if res, _ := p.FollowerFetch(2, 5, 1, 0, 0); res.HighWatermark != 1 {
+	if res, _ := p.FollowerFetch(2, 5, 1, 0, 0, 17); res.HighWatermark != 1 {
 		t.Fatalf("HW %d with every replica in the ISR and min.insync.replicas 3 of 2", res.HighWatermark)
 	}
 	if err := m.Apply(Delta{Leaders: []PartitionState{strict(stateOf(1, 0, 1, []int32{1, 2}, []int32{1}, 3))}}); err != nil {

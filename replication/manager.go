@@ -26,6 +26,9 @@ import (
 type FetchClient interface {
 	Fetch(ctx context.Context, req *kmsg.FetchRequest) (*kmsg.FetchResponse, error)
 	OffsetForLeaderEpoch(ctx context.Context, req *kmsg.OffsetForLeaderEpochRequest) (*kmsg.OffsetForLeaderEpochResponse, error)
+	// ListOffsets asks for the leader's earliest local offsets (a follower whose
+	// fetch offset moved to tiered storage).
+	ListOffsets(ctx context.Context, req *kmsg.ListOffsetsRequest) (*kmsg.ListOffsetsResponse, error)
 }
 
 // ISRClient sends AlterPartition to the active controller and returns its answer once
@@ -53,8 +56,10 @@ type FetcherConfig struct {
 	MaxWait          time.Duration // replica.fetch.wait.max.ms (500 ms)
 	MinBytes         int32         // replica.fetch.min.bytes (1)
 	Backoff          time.Duration // replica.fetch.backoff.ms (1 s)
-	// Version is the Fetch version asked for (default 15, the first with
-	// ReplicaState; 12..18). From v13 topics are named by id.
+	// Version is the Fetch version asked for (default 17, Kafka's followers' at
+	// every metadata.version Samsa supports; 12..18). From v13 topics are named by
+	// id, from v15 the replica by ReplicaState; from MinTieredFetchVersion the
+	// leader answers OFFSET_MOVED_TO_TIERED_STORAGE.
 	Version int16
 	// UseOffsetForLeaderEpoch makes a follower find its divergence point with
 	// OffsetForLeaderEpoch before fetching (Kafka before 2.7) instead of from Fetch's
@@ -91,7 +96,7 @@ type Config struct {
 	AlterPartitionBackoff time.Duration
 	Hooks                 Hooks
 	// Manual: no goroutines. The caller steps the fetchers (Fetchers, Fetcher.Next,
-	// HandleFetch, HandleOffsetForLeaderEpoch), the ISR (MaybeShrinkISR,
+	// HandleFetch, HandleOffsetForLeaderEpoch, HandleListOffsets), the ISR (MaybeShrinkISR,
 	// TakeAlterPartition, HandleAlterPartition) and produce timeouts (AdvanceClock):
 	// the deterministic simulation.
 	Manual bool
@@ -127,7 +132,7 @@ func (c *Config) defaults() {
 		f.Backoff = time.Second
 	}
 	if f.Version == 0 {
-		f.Version = 15
+		f.Version = 17
 	}
 	if c.AlterPartitionBackoff <= 0 {
 		c.AlterPartitionBackoff = time.Second

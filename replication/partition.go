@@ -384,12 +384,15 @@ type FetchResult struct {
 // Errors: ErrNotLeader, ErrFencedLeaderEpoch, ErrUnknownLeaderEpoch, ErrUnknownReplica,
 // ErrStaleBrokerEpoch, ErrOffsetOutOfRange (the result then still carries the log
 // start, HW and log end, so the follower can tell whether to start over at the log
-// start). The net layer sends the bytes from fetchOffset up to LogEndOffset.
+// start), ErrOffsetMovedToTieredStorage (below the local log start of a tiered log,
+// in remote storage: the result carries the whole log's start; only to a fetch of
+// version >= MinTieredFetchVersion). The net layer sends the bytes from fetchOffset
+// up to LogEndOffset. version is the Fetch request's.
 //
 // Call it once per fetch, when the request arrives; a fetch parked in the purgatory
 // (a long poll) is answered with FollowerReread.
-func (p *Partition) FollowerFetch(replicaID int32, brokerEpoch, fetchOffset int64, lastFetchedEpoch, currentLeaderEpoch int32) (FetchResult, error) {
-	return p.withWholeLogStart(p.followerFetch(replicaID, brokerEpoch, fetchOffset, lastFetchedEpoch, currentLeaderEpoch, true))
+func (p *Partition) FollowerFetch(replicaID int32, brokerEpoch, fetchOffset int64, lastFetchedEpoch, currentLeaderEpoch int32, version int16) (FetchResult, error) {
+	return p.withWholeLogStart(p.followerFetch(replicaID, brokerEpoch, fetchOffset, lastFetchedEpoch, currentLeaderEpoch, version, true))
 }
 
 // withWholeLogStart gives a fetch answer that is not OFFSET_OUT_OF_RANGE the
@@ -409,11 +412,11 @@ func (p *Partition) withWholeLogStart(res FetchResult, err error) (FetchResult, 
 // log deleted meanwhile); counting it would put the replica in the ISR without the
 // records (Kafka's readFromLog with updateFetchState false, for the same reason). The
 // follower's state moves on with its next fetch.
-func (p *Partition) FollowerReread(replicaID int32, brokerEpoch, fetchOffset int64, lastFetchedEpoch, currentLeaderEpoch int32) (FetchResult, error) {
-	return p.withWholeLogStart(p.followerFetch(replicaID, brokerEpoch, fetchOffset, lastFetchedEpoch, currentLeaderEpoch, false))
+func (p *Partition) FollowerReread(replicaID int32, brokerEpoch, fetchOffset int64, lastFetchedEpoch, currentLeaderEpoch int32, version int16) (FetchResult, error) {
+	return p.withWholeLogStart(p.followerFetch(replicaID, brokerEpoch, fetchOffset, lastFetchedEpoch, currentLeaderEpoch, version, false))
 }
 
-func (p *Partition) followerFetch(replicaID int32, brokerEpoch, fetchOffset int64, lastFetchedEpoch, currentLeaderEpoch int32, record bool) (FetchResult, error) {
+func (p *Partition) followerFetch(replicaID int32, brokerEpoch, fetchOffset int64, lastFetchedEpoch, currentLeaderEpoch int32, version int16, record bool) (FetchResult, error) {
 	now := p.m.clock.Now()
 	p.mu.RLock()
 	if p.role != RoleLeader {
@@ -447,7 +450,7 @@ func (p *Partition) followerFetch(replicaID int32, brokerEpoch, fetchOffset int6
 	}
 	if fetchOffset < res.LogStartOffset || fetchOffset > res.LogEndOffset {
 		p.mu.RUnlock()
-		return res, ErrOffsetOutOfRange
+		return p.outOfRange(res, fetchOffset, version)
 	}
 	p.hwMu.Lock()
 	f := &p.followers[fi]

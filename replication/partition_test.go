@@ -65,18 +65,18 @@ func TestHighWatermarkIsTheISRMinimum(t *testing.T) {
 	if hw := p.Log().HighWatermark(); hw != 0 {
 		t.Fatalf("HW %d before any follower fetched", hw)
 	}
-	if res, err := p.FollowerFetch(2, 5, 1, 0, 0); err != nil || res.HighWatermark != 1 {
+	if res, err := p.FollowerFetch(2, 5, 1, 0, 0, 17); err != nil || res.HighWatermark != 1 {
 		t.Fatalf("after replica 2 fetched at 1: HW %d, %v", res.HighWatermark, err)
 	}
 	if pr.Part(0).settled != true || pr.Part(0).Err != nil {
 		t.Fatalf("acks=all not answered at HW 1: %+v", pr.Part(0))
 	}
-	if res, _ := p.FollowerFetch(2, 5, 2, 0, 0); res.HighWatermark != 2 {
+	if res, _ := p.FollowerFetch(2, 5, 2, 0, 0, 17); res.HighWatermark != 2 {
 		t.Fatalf("HW %d after replica 2 fetched at 2", res.HighWatermark)
 	}
 	// Replica 3, outside the ISR, catches up: an expansion is proposed, and while it is
 	// pending the HW counts replica 3 too (the maximal ISR).
-	if _, err := p.FollowerFetch(3, 7, 2, 0, 0); err != nil {
+	if _, err := p.FollowerFetch(3, 7, 2, 0, 0, 17); err != nil {
 		t.Fatal(err)
 	}
 	st := p.State()
@@ -84,7 +84,7 @@ func TestHighWatermarkIsTheISRMinimum(t *testing.T) {
 		t.Fatalf("no expansion pending: %+v", st)
 	}
 	produce(m, p, 1, "c")
-	if res, _ := p.FollowerFetch(2, 5, 3, 0, 0); res.HighWatermark != 2 {
+	if res, _ := p.FollowerFetch(2, 5, 3, 0, 0, 17); res.HighWatermark != 2 {
 		t.Fatalf("HW %d passed replica 3 while its expansion is pending", res.HighWatermark)
 	}
 	req := m.TakeAlterPartition()
@@ -93,7 +93,7 @@ func TestHighWatermarkIsTheISRMinimum(t *testing.T) {
 	}
 	// A fetch at a lower offset (a late retried request, or a replica that lost
 	// records: TestInSyncReplicaBelowHWLeavesAtOnce) never moves the HW back.
-	if res, _ := p.FollowerFetch(2, 5, 1, 0, 0); res.HighWatermark != 2 {
+	if res, _ := p.FollowerFetch(2, 5, 1, 0, 0, 17); res.HighWatermark != 2 {
 		t.Fatalf("HW %d after an older fetch", res.HighWatermark)
 	}
 }
@@ -137,13 +137,13 @@ func TestFollowerFetchErrors(t *testing.T) {
 		{"older incarnation", 2, 9, 1, 3, 3, ErrStaleBrokerEpoch},
 	}
 	for _, c := range cases {
-		_, err := p.FollowerFetch(c.replica, c.brokerEpoch, c.offset, c.last, c.current)
+		_, err := p.FollowerFetch(c.replica, c.brokerEpoch, c.offset, c.last, c.current, 17)
 		if !errors.Is(err, c.want) {
 			t.Errorf("%s: %v, want %v", c.name, err, c.want)
 		}
 	}
 	// A follower that ended epoch 2 at offset 5 diverges from this log (epoch 3 from 0).
-	res, err := p.FollowerFetch(2, 10, 5, 2, 3)
+	res, err := p.FollowerFetch(2, 10, 5, 2, 3, 17)
 	if err != nil || !res.Diverging || res.DivergingEpoch != 2 || res.DivergingEndOffset != 0 {
 		t.Fatalf("diverging: %+v %v", res, err)
 	}
@@ -242,10 +242,10 @@ func TestShrinkProposal(t *testing.T) {
 	m.Apply(Delta{Leaders: []PartitionState{stateOf(1, 0, 4, []int32{1, 2, 3}, []int32{1, 2, 3}, 1)}})
 	p := m.Partition(tp0())
 	produce(m, p, 1, "a")
-	p.FollowerFetch(2, 1, 1, 0, 0) // caught up
-	p.FollowerFetch(3, 1, 0, 0, 0) // behind
+	p.FollowerFetch(2, 1, 1, 0, 0, 17) // caught up
+	p.FollowerFetch(3, 1, 0, 0, 0, 17) // behind
 	clock.advance(1100 * time.Millisecond)
-	p.FollowerFetch(2, 1, 1, 0, 0)
+	p.FollowerFetch(2, 1, 1, 0, 0, 17)
 	m.MaybeShrinkISR()
 	req := m.TakeAlterPartition()
 	if req == nil || len(req.Topics) != 1 || len(req.Topics[0].Partitions) != 1 {
@@ -281,15 +281,15 @@ func TestInSyncReplicaBelowHWLeavesAtOnce(t *testing.T) {
 	p := m.Partition(tp0())
 	produce(m, p, 1, "a")
 	produce(m, p, 1, "b")
-	p.FollowerFetch(2, 1, 2, 0, 0)
-	p.FollowerFetch(3, 1, 2, 0, 0)
+	p.FollowerFetch(2, 1, 2, 0, 0, 17)
+	p.FollowerFetch(3, 1, 2, 0, 0, 17)
 	if hw := p.Log().HighWatermark(); hw != 2 {
 		t.Fatalf("HW %d", hw)
 	}
 	if m.TakeAlterPartition() != nil {
 		t.Fatal("a proposal with every replica caught up")
 	}
-	p.FollowerFetch(3, 1, 1, 0, 0) // replica 3 now holds only offset 0
+	p.FollowerFetch(3, 1, 1, 0, 0, 17) // replica 3 now holds only offset 0
 	req := m.TakeAlterPartition()
 	if req == nil {
 		t.Fatal("no shrink proposed")
@@ -322,7 +322,7 @@ func TestReaddedReplicaStaleParkedFetch(t *testing.T) {
 		}
 	}
 	for _, r := range []int32{2, 3} {
-		if _, err := p.FollowerFetch(r, 10+int64(r), 3, 4, 4); err != nil { // the long poll arrives
+		if _, err := p.FollowerFetch(r, 10+int64(r), 3, 4, 4, 17); err != nil { // the long poll arrives
 			t.Fatal(err)
 		}
 	}
@@ -333,7 +333,7 @@ func TestReaddedReplicaStaleParkedFetch(t *testing.T) {
 	if err := m.Apply(Delta{Leaders: []PartitionState{removed}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.FollowerReread(3, 13, 3, 4, 4); !errors.Is(err, ErrUnknownReplica) {
+	if _, err := p.FollowerReread(3, 13, 3, 4, 4, 17); !errors.Is(err, ErrUnknownReplica) {
 		t.Fatalf("a removed replica's parked fetch: %v, want ErrUnknownReplica", err)
 	}
 	readded := stateOf(1, 4, 2, []int32{1, 2, 3}, []int32{1, 2}, 2)
@@ -341,10 +341,10 @@ func TestReaddedReplicaStaleParkedFetch(t *testing.T) {
 	if err := m.Apply(Delta{Leaders: []PartitionState{readded}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.FollowerFetch(3, 13, 0, -1, 4); err != nil { // its new, empty log
+	if _, err := p.FollowerFetch(3, 13, 0, -1, 4, 17); err != nil { // its new, empty log
 		t.Fatal(err)
 	}
-	res, err := p.FollowerReread(3, 13, 3, 4, 4) // the parked fetch completes
+	res, err := p.FollowerReread(3, 13, 3, 4, 4, 17) // the parked fetch completes
 	if err != nil || res.HighWatermark != 3 || res.LogEndOffset != 3 {
 		t.Fatalf("the parked fetch's answer: %+v, %v", res, err)
 	}
@@ -356,17 +356,17 @@ func TestReaddedReplicaStaleParkedFetch(t *testing.T) {
 		t.Fatalf("an expansion was proposed: %+v", req.Topics[0].Partitions)
 	}
 	// What FollowerFetch refuses, FollowerReread refuses.
-	if _, err := p.FollowerReread(3, 13, 3, 4, 3); !errors.Is(err, ErrFencedLeaderEpoch) {
+	if _, err := p.FollowerReread(3, 13, 3, 4, 3, 17); !errors.Is(err, ErrFencedLeaderEpoch) {
 		t.Fatalf("an older leader epoch: %v", err)
 	}
-	if _, err := p.FollowerReread(3, 12, 3, 4, 4); !errors.Is(err, ErrStaleBrokerEpoch) {
+	if _, err := p.FollowerReread(3, 12, 3, 4, 4, 17); !errors.Is(err, ErrStaleBrokerEpoch) {
 		t.Fatalf("an older broker epoch: %v", err)
 	}
-	if _, err := p.FollowerReread(3, 13, 9, -1, 4); !errors.Is(err, ErrOffsetOutOfRange) {
+	if _, err := p.FollowerReread(3, 13, 9, -1, 4, 17); !errors.Is(err, ErrOffsetOutOfRange) {
 		t.Fatalf("past the log end: %v", err)
 	}
 	// Its own fetches bring replica 3 in once it has caught up.
-	if _, err := p.FollowerFetch(3, 13, 3, 4, 4); err != nil {
+	if _, err := p.FollowerFetch(3, 13, 3, 4, 4, 17); err != nil {
 		t.Fatal(err)
 	}
 	if req := m.TakeAlterPartition(); req == nil || len(req.Topics[0].Partitions[0].NewISR) != 3 {
@@ -392,7 +392,7 @@ func TestReaddedReplicaFetchInFlightIsFenced(t *testing.T) {
 		}
 	}
 	for _, r := range []int32{2, 3} {
-		if _, err := p.FollowerFetch(r, 10+int64(r), 3, 4, 4); err != nil {
+		if _, err := p.FollowerFetch(r, 10+int64(r), 3, 4, 4, 17); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -404,7 +404,7 @@ func TestReaddedReplicaFetchInFlightIsFenced(t *testing.T) {
 	if err := m.Apply(Delta{Leaders: []PartitionState{readded}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.FollowerFetch(3, 13, 3, 4, 4); !errors.Is(err, ErrFencedLeaderEpoch) {
+	if _, err := p.FollowerFetch(3, 13, 3, 4, 4, 17); !errors.Is(err, ErrFencedLeaderEpoch) {
 		t.Fatalf("replica 3's fetch of the old epoch: %v, want ErrFencedLeaderEpoch", err)
 	}
 	if st := p.State(); st.PendingISR != nil || len(st.MaximalISR) != 2 {
@@ -413,13 +413,13 @@ func TestReaddedReplicaFetchInFlightIsFenced(t *testing.T) {
 	if req := m.TakeAlterPartition(); req != nil {
 		t.Fatalf("an expansion was proposed: %+v", req.Topics[0].Partitions)
 	}
-	if _, err := p.FollowerFetch(3, 13, 0, -1, 5); err != nil { // its new, empty log
+	if _, err := p.FollowerFetch(3, 13, 0, -1, 5, 17); err != nil { // its new, empty log
 		t.Fatal(err)
 	}
 	if req := m.TakeAlterPartition(); req != nil {
 		t.Fatalf("an expansion was proposed for an empty replica: %+v", req.Topics[0].Partitions)
 	}
-	if _, err := p.FollowerFetch(2, 12, 3, 4, 5); err != nil {
+	if _, err := p.FollowerFetch(2, 12, 3, 4, 5, 17); err != nil {
 		t.Fatal(err)
 	}
 	if hw := p.Log().HighWatermark(); hw != 3 {

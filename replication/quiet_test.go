@@ -18,7 +18,7 @@ func TestQuietFollowerStaysCaughtUp(t *testing.T) {
 	produce(m, p, 1, "a")
 	var c2, c3 atomic.Int64
 	for _, r := range []int32{2, 3} {
-		if _, err := p.FollowerFetch(r, 1, 1, 0, 0); err != nil {
+		if _, err := p.FollowerFetch(r, 1, 1, 0, 0, 17); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -44,7 +44,7 @@ func TestQuietFollowerStaysCaughtUp(t *testing.T) {
 		t.Fatalf("proposed ISR %+v, want [1 2]", isr)
 	}
 	// Its next fetch is recorded: the quiet fetches count as caught up at offset 1.
-	if _, err := p.FollowerFetch(2, 1, 1, 0, 0); err != nil {
+	if _, err := p.FollowerFetch(2, 1, 1, 0, 0, 17); err != nil {
 		t.Fatal(err)
 	}
 	p.hwMu.Lock()
@@ -66,7 +66,7 @@ func TestFollowerQuietRefusals(t *testing.T) {
 	if p.FollowerQuiet(2, 1, &c) {
 		t.Fatal("quiet without a recorded fetch at the log end")
 	}
-	p.FollowerFetch(2, 1, 1, 0, 0)
+	p.FollowerFetch(2, 1, 1, 0, 0, 17)
 	if !p.FollowerQuiet(2, 1, &c) {
 		t.Fatal("an ISR member at the log end is not quiet")
 	}
@@ -77,7 +77,7 @@ func TestFollowerQuietRefusals(t *testing.T) {
 	if q != nil {
 		t.Fatal("still quiet after FollowerAwake")
 	}
-	p.FollowerFetch(3, 1, 1, 0, 0) // proposes replica 3 into the ISR
+	p.FollowerFetch(3, 1, 1, 0, 0, 17) // proposes replica 3 into the ISR
 	if p.FollowerQuiet(3, 1, &c) {
 		t.Fatal("quiet outside the ISR")
 	}

@@ -125,9 +125,10 @@ func (p *Partition) LogStartOffset() int64 {
 // known, which may be a listing not caught up yet, only the start
 // DeleteRecords raised, else -1 (none). The local start would pass for the
 // whole log's there, and a follower that kept it would hide the copies
-// below it. (An answer OFFSET_OUT_OF_RANGE carries the local start: where a
-// follower behind it starts over, which Kafka's follower asks ListOffsets
-// EARLIEST_LOCAL_TIMESTAMP for.)
+// below it. (An answer OFFSET_OUT_OF_RANGE carries the local start, where a
+// follower behind it starts over; one OFFSET_MOVED_TO_TIERED_STORAGE, the
+// whole log's, and the follower asks ListOffsets EARLIEST_LOCAL_TIMESTAMP for
+// the local start: outOfRange.)
 func (p *Partition) followerLogStart() int64 {
 	r := p.m.remoteLog()
 	el := p.EngineLog()
@@ -141,6 +142,46 @@ func (p *Partition) followerLogStart() int64 {
 		return s
 	}
 	return -1
+}
+
+// MinTieredFetchVersion is the first Fetch version a follower is answered
+// OFFSET_MOVED_TO_TIERED_STORAGE at; below it a fetch offset in remote storage
+// is OFFSET_OUT_OF_RANGE with the local log start, where the follower starts
+// over. Kafka's protocol has the error from v14 (FetchRequest.json: "Version 14
+// is the same as version 13 but it also receives a new error called
+// OffsetMovedToTieredStorageException"), and Kafka's leader answers it to any
+// follower. Samsa's followers before it sent v15 and knew only
+// OFFSET_OUT_OF_RANGE: they backed off on any other error and fetched again,
+// for ever. v16 (KIP-951's leader endpoints, for clients) changes nothing a
+// follower reads and no Samsa follower sent it before, so during a rolling
+// upgrade a leader of this build tells the two apart by the version: followers
+// of this build send FetcherConfig.Version's default, 17.
+const MinTieredFetchVersion int16 = 16
+
+// outOfRange answers a follower's fetch at fetchOffset outside the local log
+// [res.LogStartOffset, res.LogEndOffset]: OFFSET_MOVED_TO_TIERED_STORAGE
+// (Kafka's ReplicaManager.handleOffsetOutOfRangeError for a follower) when the
+// offset lies below the local log start of a tiered log but not below the
+// whole log's start, as far as that is sure (copies known: followerLogStart),
+// at version >= MinTieredFetchVersion, with the whole log's start, which the
+// follower keeps as it starts over; else OFFSET_OUT_OF_RANGE with the local
+// log start. Called without p.mu.
+func (p *Partition) outOfRange(res FetchResult, fetchOffset int64, version int16) (FetchResult, error) {
+	if version < MinTieredFetchVersion || fetchOffset >= res.LogStartOffset {
+		return res, ErrOffsetOutOfRange
+	}
+	r := p.m.remoteLog()
+	if r == nil || !r.Enabled(p) {
+		return res, ErrOffsetOutOfRange
+	}
+	if _, ok := r.LogStartOffset(p); !ok {
+		return res, ErrOffsetOutOfRange
+	}
+	if start := p.LogStartOffset(); fetchOffset >= start && fetchOffset < res.LogStartOffset {
+		res.LogStartOffset = start
+		return res, ErrOffsetMovedToTieredStorage
+	}
+	return res, ErrOffsetOutOfRange
 }
 
 // keepLogStart records on a follower of a tiered log the leader's whole-log

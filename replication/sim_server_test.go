@@ -175,7 +175,7 @@ func (srv *simServer) serve(pf *parkedFetch, again bool) (*kmsg.FetchResponse, i
 			if again {
 				fetch = p.FollowerReread
 			}
-			res, err := fetch(pf.replica, pf.req.ReplicaState.Epoch, sp.offset, sp.last, sp.cur)
+			res, err := fetch(pf.replica, pf.req.ReplicaState.Epoch, sp.offset, sp.last, sp.cur, pf.req.Version)
 			rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = res.HighWatermark, res.HighWatermark, res.LogStartOffset
 			switch {
 			case err != nil:
@@ -258,6 +258,8 @@ func simCode(err error) int16 {
 		return kerr.UnknownLeaderEpoch.Code
 	case errors.Is(err, ErrOffsetOutOfRange):
 		return kerr.OffsetOutOfRange.Code
+	case errors.Is(err, ErrOffsetMovedToTieredStorage):
+		return kerr.OffsetMovedToTieredStorage.Code
 	case errors.Is(err, ErrNotEnoughReplicas):
 		return kerr.NotEnoughReplicas.Code
 	case errors.Is(err, ErrNotEnoughReplicasAfterAppend):

@@ -509,6 +509,14 @@ func (s *sim) sendFetcher(n *simNode, f *Fetcher, req Request) {
 		})
 		return
 	}
+	if lr := req.ListOffsets; lr != nil { // only for tiered partitions, which the simulation has none of
+		s.after(simRequestTimeout, func() {
+			if alive() {
+				f.HandleListOffsets(s.now, lr, nil, errSimTimeout)
+			}
+		})
+		return
+	}
 	er := req.OffsetForLeaderEpoch
 	s.after(simRequestTimeout, func() {
 		if alive() {

@@ -142,7 +142,7 @@ func TestReplicatedLogWaitsForTheISR(t *testing.T) {
 	case <-time.After(50 * time.Millisecond): // the commit must still be waiting
 	}
 	// The follower fetches at the leader's end: it holds the batch, the HW passes it.
-	if _, err := rp.FollowerFetch(2, 1, rp.Log().LogEndOffset(), -1, 0); err != nil {
+	if _, err := rp.FollowerFetch(2, 1, rp.Log().LogEndOffset(), -1, 0, 17); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-errc; err != nil {
@@ -173,7 +173,7 @@ func TestReplicatedLogOrder(t *testing.T) {
 			got <- i
 		})
 	}
-	if _, err := rp.FollowerFetch(2, 1, rp.Log().LogEndOffset(), -1, 0); err != nil {
+	if _, err := rp.FollowerFetch(2, 1, rp.Log().LogEndOffset(), -1, 0, 17); err != nil {
 		t.Fatal(err)
 	}
 	for want := range 10 {

@@ -29,7 +29,9 @@
 //     diverging epoch, records the follower's fetch offset (which may move the HW and
 //     grow the ISR) and says how far to read: up to the LEO. The bytes leave with the
 //     same framing and sendfile path as a consumer's. OFFSET_OUT_OF_RANGE to a follower
-//     carries the log start and HW, so one behind the log start can start over there.
+//     carries the log start and HW, so one behind the log start can start over there;
+//     below the local log start of a tiered partition, from v16, the answer is
+//     OFFSET_MOVED_TO_TIERED_STORAGE with the whole log's start (FollowerFetch).
 //     A follower's long poll is retried by every append to the logs it watches.
 //   - Long poll: when less than MinBytes is available and nothing failed, the fetch
 //     waits in the broker's purgatory, watched under every log it reads, for at most
@@ -366,7 +368,7 @@ func (op *fetchOp) gather() (bytes int64, done bool) {
 			if op.parked {
 				fetch = p.rep.FollowerReread
 			}
-			res, err := fetch(op.replicaID, op.repEpoch, p.offset, p.lastFetched, p.curEpoch)
+			res, err := fetch(op.replicaID, op.repEpoch, p.offset, p.lastFetched, p.curEpoch, op.v)
 			p.hw, p.logStart = res.HighWatermark, res.LogStartOffset
 			p.lso = p.hw
 			if err != nil {

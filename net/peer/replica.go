@@ -69,6 +69,16 @@ func (f *Fetcher) OffsetForLeaderEpoch(ctx context.Context, req *kmsg.OffsetForL
 	return resp.(*kmsg.OffsetForLeaderEpochResponse), nil
 }
 
+// ListOffsets asks the source broker for its earliest local offsets (a follower whose
+// fetch offset moved to tiered storage).
+func (f *Fetcher) ListOffsets(ctx context.Context, req *kmsg.ListOffsetsRequest) (*kmsg.ListOffsetsResponse, error) {
+	resp, err := f.request(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return resp.(*kmsg.ListOffsetsResponse), nil
+}
+
 // ISRClient sends a partition leader's AlterPartition to the active controller, on a
 // connection of its own (an ISR change does not wait behind a forwarded CreateTopics):
 // replication's ISRClient on the wire. Like ControllerChannel it follows

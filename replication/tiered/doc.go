@@ -72,8 +72,14 @@
 // kcat (tests/kcat_tiered.sh) and under the fault harness's objstore-down
 // (`make chaos-tiered`).
 //
-// A follower behind its leader's local log start (new, or wiped) starts
-// over there, and takes the producer state and leader epoch as of that
-// offset from the copy ending right before it (RebuildAuxState, Kafka's
-// buildRemoteLogAuxState): it copies only the local part.
+// A follower behind its leader's local log start (new, or wiped) is
+// answered OFFSET_MOVED_TO_TIERED_STORAGE, asks the leader for its earliest
+// local offset (ListOffsets EARLIEST_LOCAL_TIMESTAMP), starts over there,
+// and takes the producer state and leader epoch as of that offset from the
+// copy ending right before it (RebuildAuxState, Kafka's
+// buildRemoteLogAuxState): it copies only the local part (replication's
+// fetcher_tiered.go; TestFollowerOffsetMovedToTieredStorage). A follower of
+// a build before that, which sends Fetch v15, is answered
+// OFFSET_OUT_OF_RANGE with the local log start instead, and starts over
+// there the same way.
 package tiered
