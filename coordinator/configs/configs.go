@@ -246,7 +246,7 @@ var TopicDefs = []*Def{
 			c.MinCleanableDirtyRatio, _ = strconv.ParseFloat(strings.TrimSpace(v), 64)
 		}},
 	{Name: "remote.storage.enable", Kind: KindBool, Default: sp("false"),
-		Doc:   "tiered storage (KIP-405) for the topic, on a broker with remote.log.storage.system.enable: sealed segments are copied to remote storage and read back from it below the local log start",
+		Doc:   "tiered storage (KIP-405) for the topic; true is refused (INVALID_CONFIG) where remote.log.storage.system.enable is off: sealed segments are copied to remote storage and read back from it below the local log start",
 		Apply: func(c *engine.LogConfig, v string) { c.RemoteStorage = strings.EqualFold(strings.TrimSpace(v), "true") }},
 	{Name: "remote.log.copy.disable", Kind: KindBool, Default: sp("false"),
 		Doc: "with remote.storage.enable: no more segments are copied (the copies stay readable), and local segments follow retention.ms and retention.bytes (KIP-950)",
@@ -290,7 +290,7 @@ var BrokerDefs = []*Def{
 	{Name: "log.retention.check.interval.ms", Kind: KindLong, Default: sp("300000"), Min: 1, ReadOnly: true},
 	// Tiered storage (KIP-405; replication/tiered, net/broker/tiered.go).
 	{Name: "remote.log.storage.system.enable", Kind: KindBool, Default: sp("false"), ReadOnly: true,
-		Doc: "tiered storage on this broker: topics with remote.storage.enable copy their sealed segments to the S3-compatible store of the rsm.config.* keys"},
+		Doc: "tiered storage on this node; set it on the controllers too, which refuse remote.storage.enable=true without it (as Kafka's): topics with remote.storage.enable copy their sealed segments to the S3-compatible store of the rsm.config.* keys"},
 	{Name: "remote.log.manager.task.interval.ms", Kind: KindLong, Default: sp("30000"), Min: 1, ReadOnly: true,
 		Doc: "how often the remote log manager copies sealed segments and applies retention to remote copies"},
 	{Name: "remote.log.manager.copy.max.bytes.per.second", Kind: KindLong, Default: sp(longMax), Min: 1, ReadOnly: true,
@@ -771,14 +771,20 @@ func (e invalidConfig) Unwrap() error { return ErrInvalidConfig }
 
 // CheckRemoteStorage checks a topic's configs as a change leaves them (after)
 // against those it had (before), by Kafka's LogConfig rules for tiered
-// storage, with Kafka's messages: remote.storage.enable only with
-// cleanup.policy delete (or an empty list); and turned off only with
-// remote.log.delete.on.disable (KIP-950: its copies are deleted then).
+// storage, with Kafka's messages: remote.storage.enable only where the node
+// validating the change has remote.log.storage.system.enable (after's broker
+// layers: Kafka's ControllerConfigurationValidator passes the controller's own
+// setting), and only with cleanup.policy delete (or an empty list); and turned
+// off only with remote.log.delete.on.disable (KIP-950: its copies are deleted
+// then).
 func CheckRemoteStorage(before, after Layers) error {
 	on := func(l Layers, key string) bool {
 		return strings.EqualFold(strings.TrimSpace(l.TopicValue(key)), "true")
 	}
 	if on(after, "remote.storage.enable") {
+		if !strings.EqualFold(strings.TrimSpace(after.BrokerValue(RemoteStorageSystemKey)), "true") {
+			return invalidConfig("Tiered Storage functionality is disabled in the broker. Topic cannot be configured with remote log storage.")
+		}
 		var policy []string
 		for _, p := range strings.Split(after.TopicValue("cleanup.policy"), ",") {
 			if p = strings.TrimSpace(p); p != "" {

@@ -1,6 +1,9 @@
 package configs
 
-import "testing"
+import (
+	"errors"
+	"testing"
+)
 
 // remote.storage.enable tiers a topic's log only on a broker with
 // remote.log.storage.system.enable; local.retention.* reach the engine, from
@@ -21,5 +24,27 @@ func TestRemoteStorageKeys(t *testing.T) {
 	compacted := map[string]string{"remote.storage.enable": "true", "cleanup.policy": "compact"}
 	if c := (Layers{Topic: compacted, Static: static}).LogConfig(); c.RemoteStorage {
 		t.Fatal("a compacted topic tiered")
+	}
+}
+
+// remote.storage.enable=true is refused, with Kafka's message, where the layers'
+// node (the controller validating the change) has no
+// remote.log.storage.system.enable; false, or the key unset, is not.
+func TestCheckRemoteStorageNeedsTheSystem(t *testing.T) {
+	const msg = "Tiered Storage functionality is disabled in the broker. Topic cannot be configured with remote log storage."
+	on := map[string]string{"remote.storage.enable": "true"}
+	for _, static := range []map[string]string{nil, {RemoteStorageSystemKey: "false"}} {
+		err := CheckRemoteStorage(Layers{}, Layers{Topic: on, Static: static})
+		if !errors.Is(err, ErrInvalidConfig) || err.Error() != msg {
+			t.Fatalf("system %v: %v", static, err)
+		}
+	}
+	if err := CheckRemoteStorage(Layers{}, Layers{Topic: on, Static: map[string]string{RemoteStorageSystemKey: "true"}}); err != nil {
+		t.Fatalf("with the system on: %v", err)
+	}
+	for _, topic := range []map[string]string{nil, {"remote.storage.enable": "false"}} {
+		if err := CheckRemoteStorage(Layers{}, Layers{Topic: topic}); err != nil {
+			t.Fatalf("topic %v without the system: %v", topic, err)
+		}
 	}
 }

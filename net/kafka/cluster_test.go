@@ -62,7 +62,13 @@ func (c *testCluster) bootstrap() []string {
 
 func startCluster(t *testing.T, static map[string]string) *testCluster {
 	t.Helper()
-	c := &testCluster{voters: startVoters(t, voterOptions{sessionTimeout: 3 * time.Second}, 1, 2, 3)}
+	vo := voterOptions{sessionTimeout: 3 * time.Second}
+	if v, ok := static[configs.RemoteStorageSystemKey]; ok {
+		// The controllers validate remote.storage.enable by their own setting, as
+		// Kafka's ControllerConfigurationValidator does.
+		vo.static = map[string]string{configs.RemoteStorageSystemKey: v}
+	}
+	c := &testCluster{voters: startVoters(t, vo, 1, 2, 3)}
 	voterAddrs := map[int32]string{}
 	for _, v := range c.voters {
 		voterAddrs[v.id] = v.addr

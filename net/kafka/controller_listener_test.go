@@ -74,6 +74,7 @@ type voterOptions struct {
 	// voters dial each other then.
 	security     *ListenerSecurity
 	peerSecurity peer.Security
+	static       map[string]string // the controllers' node keys (controller.Config.Static)
 }
 
 // startVoters starts one voter per id, each on 127.0.0.1:0, wired to the others
@@ -104,7 +105,7 @@ func startVoters(t testing.TB, o voterOptions, ids ...int32) []*testVoter {
 			t.Fatal(err)
 		}
 		if v.ctrl, err = controller.New(controller.Config{NodeID: id, ClusterID: "test-cluster", Logger: testLogger(t), TickInterval: 10 * time.Millisecond, SessionTimeout: o.sessionTimeout,
-			CheckListener: o.checkListener}, quorumAdapter{v.q}); err != nil {
+			CheckListener: o.checkListener, Static: o.static}, quorumAdapter{v.q}); err != nil {
 			t.Fatal(err)
 		}
 		cfg := controllerapi.Config{Rules: AuthzRule, NodeID: id, ClusterID: "test-cluster", Voters: eps, Security: o.security}

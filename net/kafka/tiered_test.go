@@ -871,6 +871,64 @@ func TestTieredStorageDisabled(t *testing.T) {
 	if n := len(copiedStarts(t, g, "tiered")); n != 0 {
 		t.Fatalf("%d copies made after remote storage was disabled", n)
 	}
+	// A topic tiered by IncrementalAlterConfigs, on this broker with tiered storage.
+	if r, err := adm.CreateTopic(ctx, 1, 1, nil, "later"); err != nil || r.Err != nil {
+		t.Fatalf("create: %v %v", err, r.Err)
+	}
+	if code, msg := alter("later", "remote.storage.enable", "true"); code != 0 {
+		t.Fatalf("tiering a topic by an alter: code %d, %q", code, msg)
+	}
+}
+
+// remote.storage.enable=true on a broker without remote.log.storage.system.enable:
+// CreateTopics, IncrementalAlterConfigs and AlterConfigs are refused INVALID_CONFIG
+// with Kafka's message (LogConfig.validateRemoteStorageOnlyIfSystemEnabled), and
+// nothing changes; false is accepted.
+func TestRemoteStorageRefusedWithoutSystem(t *testing.T) {
+	tb := startTestBroker(t, testBrokerOptions{Sync: engine.SyncNone})
+	ctx := testCtx(t)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(tb.addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	const msg = "Tiered Storage functionality is disabled in the broker. Topic cannot be configured with remote log storage."
+	r, _ := adm.CreateTopic(ctx, 1, 1, map[string]*string{"remote.storage.enable": ptr("true")}, "tiered")
+	if !errors.Is(r.Err, kerr.InvalidConfig) || r.ErrMessage != msg {
+		t.Fatalf("creating a tiered topic: %v %q", r.Err, r.ErrMessage)
+	}
+	if ts, err := adm.ListTopics(ctx, "tiered"); err != nil || ts.Has("tiered") {
+		t.Fatalf("the refused topic exists: %v %v", err, ts)
+	}
+	if r, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{"remote.storage.enable": ptr("false")}, "plain"); err != nil || r.Err != nil {
+		t.Fatalf("create with remote.storage.enable=false: %v %v", err, r.Err)
+	}
+	set := []kadm.AlterConfig{{Name: "remote.storage.enable", Value: ptr("true")}}
+	rs, err := adm.AlterTopicConfigs(ctx, set, "plain")
+	if err != nil || len(rs) != 1 || !errors.Is(rs[0].Err, kerr.InvalidConfig) || rs[0].ErrMessage != msg {
+		t.Fatalf("IncrementalAlterConfigs remote.storage.enable=true: %v %+v", err, rs)
+	}
+	rs, err = adm.AlterTopicConfigsState(ctx, set, "plain")
+	if err != nil || len(rs) != 1 || !errors.Is(rs[0].Err, kerr.InvalidConfig) || rs[0].ErrMessage != msg {
+		t.Fatalf("AlterConfigs remote.storage.enable=true: %v %+v", err, rs)
+	}
+	dc, err := adm.DescribeTopicConfigs(ctx, "plain")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, err := dc.On("plain", nil); err != nil {
+		t.Fatal(err)
+	} else {
+		for _, kv := range c.Configs {
+			if kv.Key == "remote.storage.enable" && kv.MaybeValue() != "false" {
+				t.Fatalf("remote.storage.enable = %q after the refusals", kv.MaybeValue())
+			}
+		}
+	}
+	if rs, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "retention.ms", Value: ptr("60000")}}, "plain"); err != nil || rs[0].Err != nil {
+		t.Fatalf("another key altered: %v %+v", err, rs)
+	}
 }
 
 // A Fetch's MaxBytes bounds what remote partitions answer by their bytes, as it
