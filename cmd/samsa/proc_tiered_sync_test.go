@@ -88,6 +88,29 @@ func TestWipedTieredFollower(t *testing.T) {
 		tm.Seconds()/fm.Seconds(), (tm.Seconds()/float64(remoteMiB+localMiB))/(fm.Seconds()/float64(fullMiB)))
 }
 
+// checkTieredPath checks that node 3's log from byte from on (its restart) shows it
+// took OFFSET_MOVED_TO_TIERED_STORAGE's path: it rebuilt its state from remote
+// storage and fetched from the leader's earliest local offset, which it asked for.
+func checkTieredPath(t *testing.T, sync int, path string, from int64) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, l := range strings.Split(string(b[min(from, int64(len(b))):]), "\n") {
+		if strings.Contains(l, "follower fetch offset moved to tiered storage") || strings.Contains(l, "follower state rebuilt from remote storage") {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) < 2 {
+		t.Fatalf("sync %d: node 3's log since its restart shows no OFFSET_MOVED_TO_TIERED_STORAGE path (%d lines of it)", sync, len(lines))
+	}
+	for _, l := range lines {
+		t.Logf("sync %d: node 3: %s", sync, l)
+	}
+}
+
 func medianOf(ds []time.Duration) time.Duration {
 	s := slices.Clone(ds)
 	slices.Sort(s)
@@ -251,6 +274,11 @@ func runWipedSync(t *testing.T, tiered bool, mib, localMiB, segment, syncs int, 
 			t.Fatal(err)
 		}
 		sent := metricOf(t, c.Node(1).Admin, "samsa_topic_replication_bytes_out_total", topic)
+		logPath := filepath.Join(c.Node(3).Dir, "samsa.log")
+		logFrom := int64(0)
+		if fi, err := os.Stat(logPath); err == nil {
+			logFrom = fi.Size()
+		}
 		start := time.Now()
 		if err := c.Start(3); err != nil {
 			t.Fatal(err)
@@ -270,6 +298,9 @@ func runWipedSync(t *testing.T, tiered bool, mib, localMiB, segment, syncs int, 
 		}
 		if !tiered && copied < int64(mib)<<20 {
 			t.Fatalf("sync %d: node 3 copied %d bytes of a %d MiB partition", i, copied, mib)
+		}
+		if tiered {
+			checkTieredPath(t, i, logPath, logFrom)
 		}
 	}
 	if !check {
