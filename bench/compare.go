@@ -100,6 +100,9 @@ var figureDefs = []figureDef{
 	{"remote copies in the window", "segments", "higher", copies(func(c *CopyFigures) float64 { return float64(c.Segments) })},
 	{"remote copy bandwidth", "MB/s", "higher", copies(func(c *CopyFigures) float64 { return float64(c.Bytes) / max(c.Sec, 1e-9) / 1e6 })},
 	{"remote copy lag max", "MB", "lower", copies(func(c *CopyFigures) float64 { return float64(c.LagMax) / 1e6 })},
+	// A tiered catch-up's read-backs (readback.go), where the workload has them.
+	{"franz-go read-back rate", "msg/s", "higher", readBack("franz-go")},
+	{"kcat read-back rate", "msg/s", "higher", readBack("kcat")},
 }
 
 func copies(f func(*CopyFigures) float64) func(*Result) (float64, bool) {
@@ -108,6 +111,19 @@ func copies(f func(*CopyFigures) float64) func(*Result) (float64, bool) {
 			return 0, false
 		}
 		return f(r.Copies), true
+	}
+}
+
+func readBack(reader string) func(*Result) (float64, bool) {
+	return func(r *Result) (float64, bool) {
+		if r.Tiered != nil {
+			for _, rb := range r.Tiered.ReadBack {
+				if rb.Reader == reader {
+					return rb.Rate, true
+				}
+			}
+		}
+		return 0, false
 	}
 }
 

@@ -20,6 +20,10 @@
 //     run, set beside the same samsa without tiering; what it copied in the measured
 //     window (segments, bytes, copy lag) is each round's figures, and a round that
 //     copied nothing fails;
+//   - the read-back (readback*.go, workload tiered-readback): a tiered catch-up
+//     whose fill numbers every record and keeps every acknowledgement, read back
+//     from offset 0 through a franz-go consumer and kcat, each record checked
+//     against the one acknowledged at its offset, with a PASS or FAIL verdict;
 //   - targets (target.go): a running broker, a spawned Samsa process, or kfake
 //     (in process; as a child process so its CPU can be measured; or as a null
 //     broker that stores nothing, to measure the loader's own ceiling);

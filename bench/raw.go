@@ -29,8 +29,11 @@ const (
 // under Kafka's default max.message.bytes so that a broker with default limits accepts
 // every batch.
 func defaultRawRecordsPerBatch(w *Workload) int {
-	return min(4096, max(1, w.Producer.BatchSize/w.MessageSize),
-		max(1, rawMaxBatchBytes/(w.MessageSize+rawRecordOverhead)))
+	rec := w.MessageSize + rawRecordOverhead
+	if w.ReadBack {
+		rec += readBackKeyLen
+	}
+	return min(4096, max(1, w.Producer.BatchSize/w.MessageSize), max(1, rawMaxBatchBytes/rec))
 }
 
 // RawConfig configures the raw (broker capacity) mode. Zero values take defaults.
@@ -197,10 +200,15 @@ func rawEndOffsets(ctx context.Context, ka *kadm.Client, topic string, acked int
 // inflight requests outstanding, reading responses on a second goroutine. When stop
 // is closed, or st.limit bytes of values have been claimed by the run's producers, it
 // sends no more and returns once every request in flight is answered; ctx ends it at
-// once.
-func rawProduce(ctx context.Context, stop <-chan struct{}, rc *rawConn, frame []byte, req *kmsg.ProduceRequest, inflight int, perReq, msgSize int64, st *rawStats) error {
+// once. With stamp (a read-back's fill: readback.go), each write's records are
+// numbered first, and each answer's base offsets go into stamp's ledger.
+func rawProduce(ctx context.Context, stop <-chan struct{}, rc *rawConn, frame []byte, req *kmsg.ProduceRequest, inflight int, perReq, msgSize int64, st *rawStats, stamp *readBackStamp) error {
 	noAcks := req.Acks == 0
-	sent := make(chan int64, inflight)
+	type sentReq struct {
+		t0   int64
+		seqs []int64 // with stamp: the first sequence number of each partition's batch
+	}
+	sent := make(chan sentReq, inflight)
 	readErr := make(chan error, 1)
 	go func() {
 		defer close(readErr)
@@ -209,7 +217,7 @@ func rawProduce(ctx context.Context, stop <-chan struct{}, rc *rawConn, frame []
 		}
 		resp := kmsg.NewPtrProduceResponse()
 		for corr := int32(1); ; corr++ {
-			t0, ok := <-sent
+			sr, ok := <-sent
 			if !ok {
 				return
 			}
@@ -223,7 +231,10 @@ func rawProduce(ctx context.Context, stop <-chan struct{}, rc *rawConn, frame []
 				readErr <- err
 				return
 			}
-			st.lat.record(time.Now().UnixNano() - t0)
+			if stamp != nil {
+				stamp.acked(resp, sr.seqs)
+			}
+			st.lat.record(time.Now().UnixNano() - sr.t0)
 			perPart := perReq / int64(len(req.Topics[0].Partitions))
 			st.records.Add(ok2 * perPart)
 			st.bytes.Add(ok2 * perPart * msgSize)
@@ -243,9 +254,13 @@ func rawProduce(ctx context.Context, stop <-chan struct{}, rc *rawConn, frame []
 		if st.limit > 0 && st.claimed.Add(reqBytes)-reqBytes >= st.limit {
 			return finish()
 		}
+		var seqs []int64
+		if stamp != nil {
+			seqs = stamp.stamp(frame, nil)
+		}
 		if !noAcks {
 			select {
-			case sent <- time.Now().UnixNano():
+			case sent <- sentReq{time.Now().UnixNano(), seqs}:
 			case err := <-readErr:
 				close(sent)
 				return err

@@ -176,6 +176,11 @@ type rawRun struct {
 	startFetch []func(until map[int32]int64)
 	errc       chan error // the clients' errors: the first ends the run
 	notes      []string   // one per leader: how it is loaded
+	// ledger, for a read-back's fill (readback.go), numbers the records and keeps
+	// what was acknowledged; nil otherwise.
+	ledger *ackLedger
+	keys   []int  // with ledger: each record's key in a batch
+	value  []byte // every record's value
 }
 
 // newRawRun readies a run of cfg over the topic t; its clients end with ctx, or
@@ -209,6 +214,7 @@ func (r *rawRun) startClients(ctx context.Context) error {
 	}
 	value := make([]byte, r.w.MessageSize)
 	copy(value, payloads(r.w, 1)[0])
+	r.value = value
 	for addr, parts := range r.topic.byLeader {
 		if err := r.startLeader(ctx, addr, parts, totalParts, value); err != nil {
 			return err
@@ -227,6 +233,13 @@ func (r *rawRun) startLeader(ctx context.Context, addr string, parts []int32, to
 		return err
 	}
 	req, batch := rawProduceRequest(r.topic.name, parts, pver, r.w.Producer.Acks, r.cfg.RecordsPerBatch, value)
+	if r.ledger != nil { // one batch per partition: each names its partition in its keys
+		ts := time.Now().UnixMilli()
+		for i := range req.Topics[0].Partitions {
+			rp := &req.Topics[0].Partitions[i]
+			rp.Records, r.keys = appendReadBackBatch(nil, rp.Partition, r.cfg.RecordsPerBatch, value, ts)
+		}
+	}
 	conns := r.cfg.Connections
 	if r.cfg.Paced {
 		conns = min(conns, len(parts))
@@ -323,11 +336,18 @@ func (r *rawRun) startProducer(ctx context.Context, addr string, req *kmsg.Produ
 	}
 	frame := rc.appendRequest(nil, req, 0)
 	perReq := int64(cfg.RecordsPerBatch * len(parts))
+	var stamp *readBackStamp
+	if r.ledger != nil {
+		if stamp, err = newReadBackStamp(r.ledger, frame, req, r.keys); err != nil {
+			rc.Close()
+			return fmt.Errorf("%w: %w", ErrRun, err)
+		}
+	}
 	r.prodWG.Add(1)
 	go func() {
 		defer r.prodWG.Done()
 		defer rc.Close()
-		if err := rawProduce(r.stopCtx, r.stopProd, rc, frame, req, cfg.InFlight, perReq, int64(w.MessageSize), r.prod); err != nil && r.stopCtx.Err() == nil {
+		if err := rawProduce(r.stopCtx, r.stopProd, rc, frame, req, cfg.InFlight, perReq, int64(w.MessageSize), r.prod, stamp); err != nil && r.stopCtx.Err() == nil {
 			r.errc <- err
 		}
 	}()

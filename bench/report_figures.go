@@ -180,6 +180,14 @@ func (rep *Report) Problems() []string {
 		case r.Errors > 0:
 			out = append(out, fmt.Sprintf("%s %s r%d: %d errors", r.Target, modeName(r.Mode), r.Round, r.Errors))
 		}
+		if r.Tiered == nil {
+			continue
+		}
+		for _, rb := range r.Tiered.ReadBack {
+			if !rb.Pass {
+				out = append(out, fmt.Sprintf("%s %s r%d: %s", r.Target, modeName(r.Mode), r.Round, oneLine(rb.verdict(), 300)))
+			}
+		}
 	}
 	if rep.Regress != nil && !rep.Regress.Pass {
 		out = append(out, "regression gate failed")
@@ -308,6 +316,15 @@ func resultVerdict(r *Result) string {
 		parts = append(parts, fmt.Sprintf("loader %s µs/msg, %.2f cores", fmtFig(l.CPUUsPerMsg), l.CPUCores))
 	}
 	parts = append(parts, fmt.Sprintf("%d errors", r.Errors))
+	if r.Tiered != nil {
+		for _, rb := range r.Tiered.ReadBack {
+			v := "PASS"
+			if !rb.Pass {
+				v = "FAIL"
+			}
+			parts = append(parts, fmt.Sprintf("read-back %s %s (%s msg/s)", rb.Reader, v, fmtFig(rb.Rate)))
+		}
+	}
 	if r.Mode == "client" && !r.CaughtUp {
 		parts = append(parts, "consumers did not catch up")
 	}

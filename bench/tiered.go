@@ -40,7 +40,11 @@ import (
 //     partition from offset 0 to its earliest local offset, all of it from remote
 //     storage;
 //  7. the local tail, from the earliest local offset to the end: every record of the
-//     backlog has then been read once more.
+//     backlog has then been read once more;
+//  8. with the workload's readBack (tiered-readback), whose fill numbers every
+//     record and keeps what was acknowledged: the backlog from offset 0 to the end
+//     through a franz-go consumer, then kcat, each record checked against the one
+//     acknowledged at its offset (readback.go), and a verdict, PASS or FAIL, for each.
 //
 // Both reads are the backlog drain's fetcher (one connection per leader, one Fetch
 // in flight, 8 MiB a partition, records counted from batch headers), over the same
@@ -71,6 +75,19 @@ type TieredFigures struct {
 	// ObjectStoreCPUs is the object store's CPU seconds over the remote read, when it
 	// is a local process samsa-bench started (-1: not measured).
 	ObjectStoreCPUs float64 `json:"object_store_cpu_s"`
+	// ReadBack is the backlog read from offset 0 through franz-go, then kcat, each
+	// checked against every acknowledged record (workload readBack: readback.go).
+	ReadBack []ReadBackFigures `json:"read_back,omitempty"`
+}
+
+// ReadBackPassed says every read-back there was passed (true with none).
+func (f *TieredFigures) ReadBackPassed() bool {
+	for _, rb := range f.ReadBack {
+		if !rb.Pass {
+			return false
+		}
+	}
+	return true
 }
 
 // DrainFigures are one read of a tiered catch-up.
@@ -108,6 +125,9 @@ func runTieredCatchup(ctx context.Context, cfg RawConfig) (*Result, error) {
 	cfg.NoConsume = true // the fetchers are the phases' own
 	r := newRawRun(ctx, cfg, t)
 	defer r.stop()
+	if w.ReadBack {
+		r.ledger = newAckLedger()
+	}
 	if err := r.startClients(ctx); err != nil {
 		return nil, err
 	}
@@ -194,6 +214,11 @@ func (tc *tieredRun) run(ctx context.Context, localRetention string) error {
 		fig.RemoteShare = fig.Remote.Rate / fig.Local.Rate
 	}
 	res.Notes = append(res.Notes, tc.summary(localStart, n)...)
+	if w.ReadBack {
+		if err := tc.readBack(ctx, end); err != nil {
+			return err
+		}
+	}
 	if res.Loader != nil {
 		res.Notes = append(res.Notes, saturationNotes(res, runtime.NumCPU(), runtime.GOMAXPROCS(0))...)
 	}

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"os"
+	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -87,4 +88,76 @@ type testWriter struct{ t *testing.T }
 func (w testWriter) Write(b []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(b), "\n"))
 	return len(b), nil
+}
+
+// TestTieredReadBackSpawnedSamsa runs the tiered-readback workload end to end on
+// 32 MiB over 2 partitions in 1 MiB segments, with local.retention.bytes 1.6 MiB a
+// partition (10x the topic's local retention, most of it only in remote storage),
+// against a samsa that Compare starts with a versitygw as its object store: every
+// record of the fill is numbered and its acknowledgement kept, and a franz-go
+// consumer and kcat each read every acknowledged record back from offset 0, once
+// and in order (PASS).
+func TestTieredReadBackSpawnedSamsa(t *testing.T) {
+	for _, need := range []func() error{
+		func() error { _, err := versitygw.Binary(); return err },
+		func() error { _, err := exec.LookPath("kcat"); return err },
+	} {
+		if err := need(); err != nil {
+			if os.Getenv("CI") == "true" {
+				t.Fatal(err)
+			}
+			t.Skip(err)
+		}
+	}
+	bin := samsaBinary(t)
+	w, err := LoadWorkload("tiered-readback")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !w.ReadBack {
+		t.Fatal("tiered-readback has no readBack")
+	}
+	w.PartitionsPerTopic, w.ConsumerBacklogSizeGB, w.Duration = 2, 32.0/1024, Duration(90*time.Second)
+	w.TopicConfigs["segment.bytes"], w.TopicConfigs["local.retention.bytes"] = "1048576", "1677721"
+	w.BrokerConfigs["remote.log.manager.task.interval.ms"], w.BrokerConfigs["log.retention.check.interval.ms"] = "200", "200"
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	rs, err := Compare(ctx, CompareConfig{Workload: w, Targets: []string{"samsa@sync=none"}, Rounds: 1,
+		Spawn:     SpawnOptions{SamsaBin: bin, WorkDir: t.TempDir()},
+		RawConfig: RawConfig{Connections: 2, InFlight: 4, RecordsPerBatch: 100}, Progress: testWriter{t}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 1 || rs[0].Failed != "" || rs[0].Tiered == nil {
+		for _, r := range rs {
+			t.Logf("%s %s: failed %q", r.Target, r.Mode, r.Failed)
+		}
+		t.Fatalf("%d results", len(rs))
+	}
+	r, f := rs[0], rs[0].Tiered
+	for _, n := range r.Notes {
+		t.Log(n)
+	}
+	if f.Records < 30000 || f.Remote.Records < f.Records*3/4 || !r.CaughtUp || r.Errors != 0 {
+		t.Errorf("backlog %d: remote %d + tail %d, caught up %v, errors %d", f.Records, f.Remote.Records, f.Tail.Records, r.CaughtUp, r.Errors)
+	}
+	if len(f.ReadBack) != 2 || f.ReadBack[0].Reader != "franz-go" || f.ReadBack[1].Reader != "kcat" {
+		t.Fatalf("read-backs %+v", f.ReadBack)
+	}
+	for _, rb := range f.ReadBack {
+		if !rb.Pass || rb.Records != f.Records || rb.Acked != f.Records || rb.Bytes != f.Records*int64(w.MessageSize) || rb.Rate <= 0 || rb.Discrepancies != 0 {
+			t.Errorf("read-back %+v", rb)
+		}
+	}
+	rep := &Report{Results: rs}
+	if probs := rep.Problems(); len(probs) != 0 || !f.ReadBackPassed() {
+		t.Errorf("problems %q", probs)
+	}
+	figs := map[string]bool{}
+	for _, fg := range Figures(rs) {
+		figs[fg.Name] = true
+	}
+	if !figs["franz-go read-back rate"] || !figs["kcat read-back rate"] {
+		t.Errorf("figures %v", figs)
+	}
 }

@@ -71,6 +71,11 @@ type Workload struct {
 	// ConsumerBacklogSizeGB, when positive, makes a backlog run: producers fill this
 	// many GiB with consumers stopped, then stop, and consumers drain from the start.
 	ConsumerBacklogSizeGB float64 `yaml:"consumerBacklogSizeGB" json:"consumerBacklogSizeGB,omitempty"`
+	// ReadBack, on a tiered catch-up, makes every record of the backlog identifiable
+	// and, after the remote read, reads the backlog from offset 0 through a franz-go
+	// consumer and through kcat, each checked against every acknowledged record:
+	// each once, in order, nothing missing, nothing extra (readback.go).
+	ReadBack bool `yaml:"readBack" json:"readBack,omitempty"`
 
 	Warmup   Duration `yaml:"warmup" json:"warmup"`
 	Duration Duration `yaml:"duration" json:"duration"`
@@ -399,6 +404,9 @@ func (w *Workload) Validate() error {
 		if v, err := strconv.ParseInt(w.TopicConfigs["local.retention.bytes"], 10, 64); err != nil || v < 0 {
 			return bad("a tiered catch-up (remote.storage.enable on a backlog) needs topicConfigs local.retention.bytes ≥ 0, not %q", w.TopicConfigs["local.retention.bytes"])
 		}
+	}
+	if w.ReadBack && (!w.TieredCatchup() || w.Producer.Acks != -1 || w.PartitionsPerTopic > readBackPartMax) {
+		return bad("readBack needs a tiered catch-up (remote.storage.enable on a backlog) with acks all and at most %d partitions", readBackPartMax)
 	}
 	if _, ok := w.TopicConfigs["min.insync.replicas"]; ok && w.MinInsyncReplicas > 0 {
 		return bad("topicConfigs: min.insync.replicas and minInsyncReplicas both set")

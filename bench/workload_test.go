@@ -2,13 +2,14 @@ package bench
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 )
 
 func TestBuiltinWorkloadsParse(t *testing.T) {
-	want := []string{"backlog-drain", "fanout", "latency-100k", "latency-100k-1kb", "latency-20k", "many-producers", "max-throughput-100b", "omb-1topic-100p-1kb", "partitions-10k", "retention-reached", "steady-1h", "tiered-catchup"}
+	want := []string{"backlog-drain", "fanout", "latency-100k", "latency-100k-1kb", "latency-20k", "many-producers", "max-throughput-100b", "omb-1topic-100p-1kb", "partitions-10k", "retention-reached", "steady-1h", "tiered-catchup", "tiered-readback"}
 	have := map[string]bool{}
 	for _, n := range BuiltinWorkloads() {
 		have[n] = true
@@ -40,6 +41,17 @@ func TestBuiltinWorkloadsParse(t *testing.T) {
 	w, _ = LoadWorkload("tiered-catchup")
 	if !w.TieredCatchup() || w.BacklogBytes() != 5<<30 || w.TopicConfigs["local.retention.bytes"] == "" {
 		t.Errorf("tiered-catchup: %+v", w)
+	}
+	w, _ = LoadWorkload("tiered-readback")
+	lr, _ := strconv.ParseInt(w.TopicConfigs["local.retention.bytes"], 10, 64)
+	if !w.TieredCatchup() || !w.ReadBack || w.BacklogBytes() < 10*lr*int64(w.PartitionsPerTopic) {
+		t.Errorf("tiered-readback: not 10x its local retention: %+v", w)
+	}
+	// A read-back needs a tiered backlog, acknowledged by every replica.
+	for _, bad := range []string{"topics: 1\nreadBack: true\n", "topics: 1\nconsumerBacklogSizeGB: 1\nreadBack: true\ntopicConfigs:\n  remote.storage.enable: \"true\"\n  local.retention.bytes: \"0\"\nproducer:\n  acks: 1\n"} {
+		if _, err := ParseWorkload(strings.NewReader(bad)); !errors.Is(err, ErrWorkload) || !strings.Contains(err.Error(), "readBack needs") {
+			t.Errorf("%q: %v", bad, err)
+		}
 	}
 	if w, _ = LoadWorkload("backlog-drain"); w.Tiered() || w.TieredCatchup() {
 		t.Errorf("backlog-drain is tiered")

@@ -415,8 +415,9 @@ func newReport(name string, w *bench.Workload, results []*bench.Result) *bench.R
 }
 
 // finish prints the table (or, with summary, only the verdict lines), writes the
-// files and picks the exit code: 1 if the run stopped with an error or any run failed
-// or counted errors.
+// files and picks the exit code: 1 if the run stopped with an error, or the report
+// has problems (a run failed or counted errors, a read-back failed, the gate
+// failed).
 func finish(rep *bench.Report, out string, runErr error, summary bool) int {
 	if summary {
 		rep.WriteSummary(stdout)
@@ -443,10 +444,8 @@ func finish(rep *bench.Report, out string, runErr error, summary bool) int {
 		fmt.Fprintln(os.Stderr, "samsa-bench:", runErr)
 		code = 1
 	}
-	for _, r := range rep.Results {
-		if r.Failed != "" || r.Errors > 0 {
-			code = 1
-		}
+	if len(rep.Problems()) > 0 {
+		code = 1
 	}
 	return code
 }
