@@ -9,7 +9,7 @@ FUZZTIME  ?= 30s
 # Packages tested with the race detector by `make test`.
 PKGS      ?= ./...
 
-.PHONY: all build run test test-go test-kcat test-python test-commands test-pipelines test-franz image bench bench-partitions soak-bench regress regress-latency fuzz lint clean
+.PHONY: all build run test test-go test-kcat test-python test-commands test-pipelines test-franz image bench bench-partitions soak-bench soak-tiered regress regress-latency fuzz lint clean
 
 all: build
 
@@ -153,6 +153,15 @@ SOAK_BENCH_OUT      ?= bench-out/soak
 soak-bench: build
 	$(BIN)/samsa-bench soak --spawn samsa --samsa-bin $(BIN)/samsa --workload steady-1h \
 		--duration $(SOAK_BENCH_DURATION) --interval $(SOAK_BENCH_INTERVAL) --out $(SOAK_BENCH_OUT) $(BENCH_ARGS)
+
+# Issue 34's read-back goal: the tiered-readback workload, 5 GiB on a tiered topic holding
+# 10x its local retention over a versitygw samsa-bench starts, read back from offset 0
+# through a franz-go consumer and kcat, every acknowledged record checked; a verdict
+# line per reader, PASS or FAIL, and exit 1 on FAIL. Not part of `make test`: minutes,
+# and up to about 10 GiB in $TMPDIR (the broker's log and the object store's copies).
+TIERED_BENCH_OUT ?= bench-out/tiered-readback
+soak-tiered: build
+	$(BIN)/samsa-bench run --spawn samsa --samsa-bin $(BIN)/samsa --workload tiered-readback --out $(TIERED_BENCH_OUT) $(BENCH_ARGS)
 
 # Throughput-regression gate: the broker built at $(BASE) against the working tree, A B A B;
 # exits non-zero when the median throughput, publish p99 or broker CPU per message is more
