@@ -104,6 +104,28 @@ func TestSummaryPrintsOnlyVerdicts(t *testing.T) {
 	}
 }
 
+// TestReadBackFailExits: a run whose read-back failed (tiered-readback) exits 1, and
+// its summary names the reader and the first discrepancy; the same run with every
+// read-back passed exits 0.
+func TestReadBackFailExits(t *testing.T) {
+	var buf bytes.Buffer
+	stdout = &buf
+	defer func() { stdout = os.Stdout }()
+	fig := &bench.TieredFigures{ReadBack: []bench.ReadBackFigures{
+		{Reader: "franz-go", Pass: true},
+		{Reader: "kcat", Pass: false, Discrepancies: 1, First: "partition 3: offsets 7 to 9 missing (offset 10 read next)"},
+	}}
+	rep := &bench.Report{Results: []*bench.Result{{Target: "samsa", Mode: "raw", Round: 1, Tiered: fig}}}
+	if code := finish(rep, t.TempDir(), nil, true); code != 1 || !strings.Contains(buf.String(), "read-back kcat: FAIL: partition 3: offsets 7 to 9 missing") {
+		t.Errorf("exit %d:\n%s", code, buf.String())
+	}
+	fig.ReadBack[1] = bench.ReadBackFigures{Reader: "kcat", Pass: true}
+	buf.Reset()
+	if code := finish(rep, t.TempDir(), nil, true); code != 0 || !strings.HasSuffix(buf.String(), "verdict: ok\n") {
+		t.Errorf("exit %d:\n%s", code, buf.String())
+	}
+}
+
 func TestTargetValues(t *testing.T) {
 	urls, pids, err := targetValues([]string{"127.0.0.1:9092"}, []string{"http://127.0.0.1:9644/"}, []string{"4242"})
 	if err != nil || urls["127.0.0.1:9092"] != "http://127.0.0.1:9644" || pids["127.0.0.1:9092"] != 4242 {
