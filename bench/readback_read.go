@@ -20,7 +20,10 @@ type ReadBackFigures struct {
 	Reader string `json:"reader"`
 	DrainFigures
 	Acked int64 `json:"acked"` // the records acknowledged, all of which it must read
-	Pass  bool  `json:"pass"`
+	// Remote is how many of them lay below the partitions' earliest local offsets
+	// (ListOffsets -4) when it read: only in remote storage.
+	Remote int64 `json:"remote_records"`
+	Pass   bool  `json:"pass"`
 	// Discrepancies counts the records missing, read twice, out of order, not
 	// acknowledged or not what was acknowledged at their offset; First is the first.
 	Discrepancies int64  `json:"discrepancies"`
@@ -33,18 +36,19 @@ func (f ReadBackFigures) verdict() string {
 		return fmt.Sprintf("read-back %s: FAIL: %s (%d discrepancies; %d records read of %d acknowledged in %.2fs)",
 			f.Reader, f.First, f.Discrepancies, f.Records, f.Acked, f.Sec)
 	}
-	return fmt.Sprintf("read-back %s: PASS: every acknowledged record once and in order, %d records from offset 0 to the end in %.2fs: %.0f msg/s, %.1f MB/s",
-		f.Reader, f.Records, f.Sec, f.Rate, f.MBps)
+	return fmt.Sprintf("read-back %s: PASS: every acknowledged record once and in order, %d records from offset 0 to the end (%.1f%% of them only in remote storage) in %.2fs: %.0f msg/s, %.1f MB/s",
+		f.Reader, f.Records, 100*float64(f.Remote)/float64(max(f.Acked, 1)), f.Sec, f.Rate, f.MBps)
 }
 
 // readBackReader reads a topic from offset 0 on every partition to its end and
 // feeds every record to chk, in the order each partition's records came.
 type readBackReader func(ctx context.Context, brokers []string, topic string, chk *readBackCheck) error
 
-// readBack reads the backlog (every partition to end) back through a franz-go
-// consumer, then through kcat, each checked against the acknowledged records;
-// a read that fails is a FAIL verdict, not an error of the run.
-func (tc *tieredRun) readBack(ctx context.Context, end map[int32]int64) error {
+// readBack reads the backlog (every partition to end, below localStart only in
+// remote storage) back through a franz-go consumer, then through kcat, each checked
+// against the acknowledged records; a read that fails is a FAIL verdict, not an
+// error of the run.
+func (tc *tieredRun) readBack(ctx context.Context, end, localStart map[int32]int64) error {
 	r := tc.r
 	acked, n, err := r.ledger.acked(end)
 	if err != nil {
@@ -68,6 +72,9 @@ func (tc *tieredRun) readBack(ctx context.Context, end map[int32]int64) error {
 			return err
 		}
 		f.Acked = n
+		for p, e := range end {
+			f.Remote += min(localStart[p], e)
+		}
 		tc.fig.ReadBack = append(tc.fig.ReadBack, f)
 		tc.res.Notes = append(tc.res.Notes, f.verdict())
 		tc.say("%s", f.verdict())

@@ -215,7 +215,7 @@ func (tc *tieredRun) run(ctx context.Context, localRetention string) error {
 	}
 	res.Notes = append(res.Notes, tc.summary(localStart, n)...)
 	if w.ReadBack {
-		if err := tc.readBack(ctx, end); err != nil {
+		if err := tc.readBack(ctx, end, localStart); err != nil {
 			return err
 		}
 	}

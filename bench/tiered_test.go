@@ -145,7 +145,7 @@ func TestTieredReadBackSpawnedSamsa(t *testing.T) {
 		t.Fatalf("read-backs %+v", f.ReadBack)
 	}
 	for _, rb := range f.ReadBack {
-		if !rb.Pass || rb.Records != f.Records || rb.Acked != f.Records || rb.Bytes != f.Records*int64(w.MessageSize) || rb.Rate <= 0 || rb.Discrepancies != 0 {
+		if !rb.Pass || rb.Records != f.Records || rb.Acked != f.Records || rb.Remote != f.Remote.Records || rb.Bytes != f.Records*int64(w.MessageSize) || rb.Rate <= 0 || rb.Discrepancies != 0 {
 			t.Errorf("read-back %+v", rb)
 		}
 	}
