@@ -239,6 +239,7 @@ func (r *rawRun) startLeader(ctx context.Context, addr string, parts []int32, to
 			rp := &req.Topics[0].Partitions[i]
 			rp.Records, r.keys = appendReadBackBatch(nil, rp.Partition, r.cfg.RecordsPerBatch, value, ts)
 		}
+		batch = req.Topics[0].Partitions[0].Records
 	}
 	conns := r.cfg.Connections
 	if r.cfg.Paced {
