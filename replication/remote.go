@@ -61,7 +61,10 @@ type RemoteLog interface {
 // RemoteFetch is what a consumer's fetch of a partition below its local log
 // start gets (RemoteLog.Fetch).
 type RemoteFetch struct {
-	Records engine.Buffers      // whole batches, as read (chunks); none when nothing was read in time
+	// Records are whole batches, as read (chunks), none when nothing was
+	// read in time; their buffers are lent (engine.Buffers): the caller
+	// releases them once it has written them, or drops them unreleased.
+	Records engine.Buffers
 	Aborted []engine.AbortedTxn // READ_COMMITTED: the aborted transactions overlapping Records
 	// Throttled: nothing was read, the broker's remote reads being over
 	// remote.log.manager.fetch.max.bytes.per.second. Kafka then answers the

@@ -353,7 +353,7 @@ func (op *fetchOp) gather() (bytes int64, done bool) {
 	minOne := true
 	for i := range op.parts {
 		p := &op.parts[i]
-		p.code, p.hw, p.lso, p.logStart, p.diverging, p.aborted, p.remote = 0, -1, -1, -1, false, p.aborted[:0], nil
+		p.code, p.hw, p.lso, p.logStart, p.diverging, p.aborted, p.remote = 0, -1, -1, -1, false, p.aborted[:0], engine.Buffers{}
 		if p.err != nil {
 			p.code = p.err.Code
 			done = true
@@ -759,7 +759,7 @@ func (op *fetchOp) appendPartition(fr *wire.FetchFrame, b []byte, p *fetchPart) 
 		Diverging: p.diverging, DivergingEpoch: p.divEpoch, DivergingEndOffset: p.divEnd,
 		CurrentLeader: fetchLeaderError(p.code), LeaderID: p.leaderID, LeaderEpoch: p.leaderEpoch,
 	})
-	p.slice, p.remote = engine.Slice{}, nil
+	p.slice, p.remote = engine.Slice{}, engine.Buffers{}
 	return b
 }
 

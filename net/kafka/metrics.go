@@ -35,7 +35,7 @@ func (op *fetchOp) countFetched(p *fetchPart) {
 	if op.b == nil || op.b.metrics == nil || p.log == nil {
 		return
 	}
-	op.b.metrics.topics.Fetched(p.log.TopicPartition().Topic, op.replica, int64(p.slice.Size)+int64(len(p.remote)))
+	op.b.metrics.topics.Fetched(p.log.TopicPartition().Topic, op.replica, int64(p.slice.Size)+int64(p.remote.Len()))
 }
 
 // newTableMetrics builds the collectors of a listener serving table t, named

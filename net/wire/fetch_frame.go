@@ -47,7 +47,8 @@ import (
 // Records read from remote storage (tiered storage) are in memory, as the chunks they
 // were read in (engine.Buffers): each slice is a chunk of its own in the same place,
 // written from where it is with the bytes around it (writev), not copied into the
-// buffer (SpliceBytes); the frame references them until it is released.
+// buffer (SpliceBytes); the frame holds them, and their references to the chunks'
+// buffers (lent: reused once released), until it is released.
 //
 // so its size is known before anything is written (transport.Response.Size). The
 // engine slices stay pinned until the transport has written or dropped the answer and
@@ -73,6 +74,7 @@ type FetchFrame struct {
 	marks  []int             // positions in bb.B after which parts[i] is spliced in
 	parts  []transport.Chunk // a file range (of a slice) or bytes in memory
 	slices []engine.Slice    // the pinned slices among parts, released with the frame
+	lent   []engine.Buffers  // records in memory taken over, released with the frame
 	chunks []transport.Chunk
 	copied int // record bytes copied into bb
 }
@@ -93,6 +95,11 @@ func (fr *FetchFrame) Release() {
 	}
 	clear(fr.slices)
 	fr.slices = fr.slices[:0]
+	for i := range fr.lent {
+		fr.lent[i].Release()
+	}
+	clear(fr.lent)
+	fr.lent = fr.lent[:0]
 	clear(fr.parts)
 	fr.parts = fr.parts[:0]
 	clear(fr.chunks)
@@ -129,7 +136,7 @@ func (fr *FetchFrame) SpliceBytes(b []byte) {
 // appendBuffers appends v's bytes to b: each slice copied when small enough
 // (FetchCopyMax, FetchCopyTotal, as CopyIn), else spliced in (SpliceBytes).
 func (fr *FetchFrame) appendBuffers(b []byte, v engine.Buffers) []byte {
-	for _, p := range v {
+	for _, p := range v.Bufs {
 		if n := len(p); n <= FetchCopyMax && fr.copied+n <= FetchCopyTotal {
 			b = append(b, p...)
 			fr.copied += n
@@ -220,6 +227,7 @@ type FetchPartition struct {
 	// takes it over. RecordBytes, when not empty, are records in memory (read
 	// from remote storage, tiered storage), written instead, each slice spliced
 	// in where it is unless small (appendBuffers); Records is then empty.
+	// AppendPartition takes RecordBytes over too: the frame releases them.
 	Records     engine.Slice
 	RecordBytes engine.Buffers
 	// The tagged fields of the flexible versions: DivergingEpoch (tag 0) when
@@ -260,6 +268,8 @@ func (fr *FetchFrame) AppendPartition(b []byte, v int16, readCommitted bool, p *
 	if n := p.RecordBytes.Len(); n > 0 {
 		b = AppendBytesLen(b, flex, int32(n))
 		b = fr.appendBuffers(b, p.RecordBytes)
+		fr.lent = append(fr.lent, p.RecordBytes)
+		p.RecordBytes = engine.Buffers{}
 	} else {
 		b = AppendBytesLen(b, flex, p.Records.Size)
 	}

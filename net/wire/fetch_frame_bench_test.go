@@ -13,7 +13,7 @@ import (
 func BenchmarkFetchFrameRemote(b *testing.B) {
 	var parts [6]engine.Buffers
 	for i := range parts {
-		parts[i] = engine.Buffers{make([]byte, 3<<20), make([]byte, 4<<20), make([]byte, 1<<20)}
+		parts[i] = engine.BuffersOf(make([]byte, 3<<20), make([]byte, 4<<20), make([]byte, 1<<20))
 	}
 	b.SetBytes(6 * 8 << 20)
 	b.ReportAllocs()

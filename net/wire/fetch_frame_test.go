@@ -14,7 +14,7 @@ import (
 // buffer.
 func TestFetchFrameRecordBytes(t *testing.T) {
 	big1, small, big2 := bytes.Repeat([]byte{1}, 20<<10), []byte("small"), bytes.Repeat([]byte{2}, 30<<10)
-	recs := engine.Buffers{big1, small, big2}
+	recs := engine.BuffersOf(big1, small, big2)
 	for _, v := range []int16{4, 16} {
 		fr := GetFetchFrame()
 		b := fr.AppendPartition(fr.Bytes(), v, false, &FetchPartition{Partition: 3, HighWatermark: 9, LastStableOffset: 9, LogStartOffset: 1, RecordBytes: recs})
@@ -59,5 +59,35 @@ func TestFetchFrameRecordBytes(t *testing.T) {
 			t.Fatalf("v%d: %d chunks, %d of them the records' large slices: want 5 and 2", v, len(r.Chunks), spliced)
 		}
 		fr.Release()
+	}
+}
+
+// countedRef counts the references to memory lent to a Buffers.
+type countedRef struct{ refs int }
+
+func (r *countedRef) Retain()  { r.refs++ }
+func (r *countedRef) Release() { r.refs-- }
+
+// Records in memory whose buffers are lent (engine.Buffers.Hold) are held by
+// the frame that takes them over until the frame is released (after the
+// transport wrote or dropped the answer), then released once.
+func TestFetchFrameReleasesLentRecords(t *testing.T) {
+	big, small := bytes.Repeat([]byte{1}, 20<<10), []byte("small")
+	ref := &countedRef{refs: 1}
+	recs := engine.BuffersOf(big, small)
+	recs.Hold(ref)
+	fr := GetFetchFrame()
+	p := &FetchPartition{Partition: 1, RecordBytes: recs}
+	fr.SetBytes(fr.AppendPartition(fr.Bytes(), 16, false, p))
+	if p.RecordBytes.Len() != 0 {
+		t.Fatalf("AppendPartition left the records with the caller: %d bytes", p.RecordBytes.Len())
+	}
+	r := fr.Response()
+	if ref.refs != 1 || r.Size() < int64(len(big)+len(small)) {
+		t.Fatalf("framed: %d references (want 1, the frame's), an answer of %d bytes", ref.refs, r.Size())
+	}
+	fr.Release()
+	if ref.refs != 0 {
+		t.Fatalf("the frame released: %d references left, want 0", ref.refs)
 	}
 }

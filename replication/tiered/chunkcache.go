@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -45,7 +46,7 @@ type ChunkCache struct {
 
 type cacheEntry struct {
 	key  chunkKey
-	data []byte // in memory; nil on disk
+	buf  *chunkBuf // in memory, a reference the cache holds; nil on disk
 	size int64
 	used time.Time // last read
 }
@@ -107,8 +108,9 @@ func (c *ChunkCache) file(k chunkKey) string {
 	return filepath.Join(c.dir, "cache", hex.EncodeToString(k.id[:])+"-"+strconv.FormatInt(k.n, 10))
 }
 
-// get returns chunk k, or false (a miss).
-func (c *ChunkCache) get(k chunkKey) ([]byte, bool) {
+// get returns chunk k with a reference held for the caller, or false (a
+// miss). A chunk on disk is read into a buffer of p.
+func (c *ChunkCache) get(k chunkKey, p *chunkPool) (*chunkBuf, bool) {
 	c.mu.Lock()
 	c.expireLocked()
 	el, ok := c.mu.entries[k]
@@ -120,19 +122,39 @@ func (c *ChunkCache) get(k chunkKey) ([]byte, bool) {
 	e := el.Value.(*cacheEntry)
 	e.used = c.now()
 	c.mu.lru.MoveToBack(el)
-	data := e.data
+	b := e.buf
+	if b != nil {
+		b.Retain() // before the lock is let go: an eviction then leaves the buffer to this reader
+	}
 	c.mu.Unlock()
 	if c.dir != "" {
-		b, err := os.ReadFile(c.file(k))
-		if err != nil || int64(len(b)) != e.size {
+		if b = c.readFile(k, e.size, p); b == nil {
 			// Evicted since, or the file is gone: read it from the store again.
 			c.misses.Add(1)
 			return nil, false
 		}
-		data = b
 	}
 	c.hits.Add(1)
-	return data, true
+	return b, true
+}
+
+// readFile reads chunk k's file of size bytes into a buffer of p; nil if
+// it is gone or of another size.
+func (c *ChunkCache) readFile(k chunkKey, size int64, p *chunkPool) *chunkBuf {
+	f, err := os.Open(c.file(k))
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || fi.Size() != size {
+		return nil
+	}
+	b := p.get(int(size))
+	if _, err := io.ReadFull(f, b.b); err != nil {
+		b.Release()
+		return nil
+	}
+	return b
 }
 
 // has reports whether chunk k is held, without reading it.
@@ -143,8 +165,10 @@ func (c *ChunkCache) has(k chunkKey) bool {
 	return ok
 }
 
-// put adds chunk k (a failure to write it leaves it out: a cache).
-func (c *ChunkCache) put(k chunkKey, b []byte) {
+// put adds chunk k (a failure to write it leaves it out: a cache); in
+// memory, the cache takes a reference of its own to b.
+func (c *ChunkCache) put(k chunkKey, cb *chunkBuf) {
+	b := cb.b
 	if c.size >= 0 && int64(len(b)) > c.size {
 		return
 	}
@@ -162,9 +186,10 @@ func (c *ChunkCache) put(k chunkKey, b []byte) {
 			return
 		}
 	}
-	e := &cacheEntry{key: k, data: b, size: int64(len(b)), used: c.now()}
-	if c.dir != "" {
-		e.data = nil
+	e := &cacheEntry{key: k, size: int64(len(b)), used: c.now()}
+	if c.dir == "" {
+		cb.Retain()
+		e.buf = cb
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -193,12 +218,17 @@ func (c *ChunkCache) expireLocked() {
 	}
 }
 
-// removeLocked drops an entry and, with file, its file.
+// removeLocked drops an entry and, with file, its file; in memory, its
+// reference to the chunk's buffer (reused once no read holds it either).
 func (c *ChunkCache) removeLocked(el *list.Element, file bool) {
 	e := el.Value.(*cacheEntry)
 	c.mu.lru.Remove(el)
 	delete(c.mu.entries, e.key)
 	c.mu.bytes -= e.size
+	if e.buf != nil {
+		e.buf.Release()
+		e.buf = nil
+	}
 	if file && c.dir != "" {
 		_ = os.Remove(c.file(e.key)) // one left behind goes when the cache next opens
 	}

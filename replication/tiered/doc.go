@@ -54,6 +54,10 @@
 // under fetch.chunk.cache.path, bounded by fetch.chunk.cache.size and
 // fetch.chunk.cache.retention.ms; without one, the last 32 chunks of 4 MiB
 // in memory), the next ones read ahead (chunks.go, chunkcache.go). A
+// read answers its batches as slices of the chunks, each chunk's buffer
+// counted (chunkBuf): a buffer is read into again, for a later chunk, once
+// the memory cache has dropped its chunk and every answer that holds it is
+// written (engine.Buffers.Release), never before. A
 // consumer's fetch (Fetch) waits for its read at most remote.fetch.max.wait.ms
 // (Kafka's DelayedRemoteFetch: then it gets no records, and the read goes on
 // into the cache), and reads nothing while the broker's remote reads are over

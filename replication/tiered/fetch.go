@@ -2,6 +2,7 @@ package tiered
 
 import (
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/samsa-broker/samsa/engine"
@@ -26,6 +27,11 @@ import (
 //
 // The bytes read count against the rate once read (even by a read that
 // expired), as Kafka's RemoteLogReader records them.
+//
+// Every fetch that gets the read's records gets references of its own to
+// their chunks (engine.Buffers.Retain), released with its answer; the read's
+// own go when the read and every fetch that waited on it are done with it,
+// whoever is last (pendingFetch.leave).
 
 // fetchKey names a read under way.
 type fetchKey struct {
@@ -37,9 +43,17 @@ type fetchKey struct {
 
 // pendingFetch is a read under way; res and err are set before done closes.
 type pendingFetch struct {
-	done chan struct{}
-	res  replication.RemoteFetch
-	err  error
+	done  chan struct{}
+	res   replication.RemoteFetch
+	err   error
+	users atomic.Int32 // the read and the fetches waiting on it (joined under Manager.mu)
+}
+
+// leave is a user of f done with it: the last releases the records read.
+func (f *pendingFetch) leave() {
+	if f.users.Add(-1) == 0 {
+		f.res.Records.Release()
+	}
 }
 
 // Fetch implements replication.RemoteLog.
@@ -58,16 +72,21 @@ func (m *Manager) Fetch(p *replication.Partition, offset int64, maxBytes int32, 
 			return replication.RemoteFetch{}, fmt.Errorf("%w: the remote log manager is closed", replication.ErrRemoteStorage)
 		}
 		f = &pendingFetch{done: make(chan struct{})}
+		f.users.Add(1) // the read's
 		m.fetches[k] = f
 		m.wg.Add(1)
 		go m.runFetch(p, k, f)
 	}
+	f.users.Add(1)
 	m.mu.Unlock()
+	defer f.leave()
 	t := time.NewTimer(m.cfg.FetchMaxWait)
 	defer t.Stop()
 	select {
 	case <-f.done:
-		return f.res, f.err
+		res := f.res
+		res.Records = res.Records.Retain()
+		return res, f.err
 	case <-t.C:
 		m.stats.topic(tp.Topic).fetchExpires.Add(1)
 		return replication.RemoteFetch{}, nil
@@ -84,10 +103,16 @@ func (m *Manager) runFetch(p *replication.Partition, k fetchKey, f *pendingFetch
 	}
 	if err == nil {
 		m.fetchLim.record(int64(b.Len()))
+	} else {
+		b.Release()
 	}
 	f.res, f.err = replication.RemoteFetch{Records: b, Aborted: aborted}, err
 	m.mu.Lock()
 	delete(m.fetches, k)
 	m.mu.Unlock()
+	// Left before the waiters are woken: the last of them, not this
+	// goroutine scheduled later, lets the read's references go, before its
+	// fetch is answered, so that the chunks' buffers are free for the next.
+	f.leave()
 	close(f.done)
 }

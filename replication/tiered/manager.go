@@ -100,6 +100,7 @@ type Manager struct {
 	closed   bool                       // Close began: no more read-ahead
 
 	cache     *ChunkCache // segment bytes read lately (chunks.go)
+	pool      *chunkPool  // the buffers of chunks no longer held, for the next chunks read
 	chunkSize int64
 	prefetch  int // chunks read ahead of a read
 
@@ -154,6 +155,7 @@ func New(cfg Config) *Manager {
 		}
 		m.prefetch = int((max(cfg.PrefetchBytes, 0) + m.chunkSize - 1) / m.chunkSize)
 	}
+	m.pool = newChunkPool(m.chunkSize)
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	return m
 }

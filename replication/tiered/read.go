@@ -38,36 +38,42 @@ const batchHeaderLen = 27
 // Read implements replication.RemoteLog.
 func (m *Manager) Read(ctx context.Context, p *replication.Partition, offset int64, maxBytes int32) ([]byte, error) {
 	v, _, err := m.read(ctx, p, offset, maxBytes)
-	return v.Bytes(), err
+	if err != nil {
+		return nil, err
+	}
+	b := make([]byte, v.Len()) // the caller's to keep: the chunks' buffers are reused
+	v.CopyAt(b, 0)
+	v.Release()
+	return b, nil
 }
 
 // read is Read, its batches the chunks' own slices (readVec), and one past
 // the last batch's last offset.
 func (m *Manager) read(ctx context.Context, p *replication.Partition, offset int64, maxBytes int32) (engine.Buffers, int64, error) {
 	if s := p.EngineLog().RemoteLogStart(); offset < s {
-		return nil, 0, fmt.Errorf("%w: offset %d, below the log start %d (DeleteRecords)", replication.ErrOffsetOutOfRange, offset, s)
+		return engine.Buffers{}, 0, fmt.Errorf("%w: offset %d, below the log start %d (DeleteRecords)", replication.ErrOffsetOutOfRange, offset, s)
 	}
 	md, ok, start := m.copyOf(p, offset)
 	if !ok {
 		// The listing may be older than a copy; list again once.
 		if _, err := m.refresh(p); err != nil {
-			return nil, 0, fmt.Errorf("%w: %w", replication.ErrRemoteStorage, err)
+			return engine.Buffers{}, 0, fmt.Errorf("%w: %w", replication.ErrRemoteStorage, err)
 		}
 		if md, ok, start = m.copyOf(p, offset); !ok {
-			return nil, 0, fmt.Errorf("%w: offset %d, remote log start %d", replication.ErrOffsetOutOfRange, offset, start)
+			return engine.Buffers{}, 0, fmt.Errorf("%w: offset %d, remote log start %d", replication.ErrOffsetOutOfRange, offset, start)
 		}
 	}
 	select {
 	case m.readers <- struct{}{}:
 	case <-ctx.Done():
-		return nil, 0, ctx.Err()
+		return engine.Buffers{}, 0, ctx.Err()
 	}
 	defer func() { <-m.readers }()
 	v, end, err := m.readCopy(ctx, &md, offset, maxBytes)
 	c := m.stats.topic(md.ID.Topic)
 	if err != nil {
 		c.fetchErrors.Add(1)
-		return nil, 0, fmt.Errorf("%w: %w", replication.ErrRemoteStorage, err)
+		return engine.Buffers{}, 0, fmt.Errorf("%w: %w", replication.ErrRemoteStorage, err)
 	}
 	c.fetchBytes.Add(int64(v.Len()))
 	return v, end, nil
@@ -79,13 +85,13 @@ func (m *Manager) read(ctx context.Context, p *replication.Partition, offset int
 func (m *Manager) readCopy(ctx context.Context, md *remote.SegmentMetadata, offset int64, maxBytes int32) (engine.Buffers, int64, error) {
 	idx, err := m.offsetIndex(ctx, md)
 	if err != nil {
-		return nil, 0, err
+		return engine.Buffers{}, 0, err
 	}
 	pos := indexLookup(idx, offset-md.StartOffset)
 	end := min(pos+int64(max(maxBytes, 0))+scanSlack, md.SegmentSize)
 	v, err := m.readVec(ctx, md, pos, end)
 	if err != nil {
-		return nil, 0, err
+		return engine.Buffers{}, 0, err
 	}
 	// The batches to send are bytes [first, stop) of v, answered as slices of
 	// the chunks: a header spanning two chunks is copied (h) to be read.
@@ -97,7 +103,8 @@ func (m *Manager) readCopy(ctx context.Context, md *remote.SegmentMetadata, offs
 		size := int(binary.BigEndian.Uint32(h[8:12])) + 12
 		last := int64(binary.BigEndian.Uint64(h[0:8])) + int64(binary.BigEndian.Uint32(h[23:27]))
 		if size < batchHeaderLen {
-			return nil, 0, fmt.Errorf("remote segment %s: a batch of %d bytes at position %d", md.ID, size, pos+int64(at))
+			v.Release()
+			return engine.Buffers{}, 0, fmt.Errorf("remote segment %s: a batch of %d bytes at position %d", md.ID, size, pos+int64(at))
 		}
 		if last < offset {
 			at += size
@@ -111,9 +118,10 @@ func (m *Manager) readCopy(ctx context.Context, md *remote.SegmentMetadata, offs
 				break
 			}
 			// The first batch to send is cut off: read it whole.
+			v.Release()
 			whole, err := m.readVec(ctx, md, pos+int64(at), pos+int64(at+size))
 			if err != nil {
-				return nil, 0, err
+				return engine.Buffers{}, 0, err
 			}
 			return whole, last + 1, nil
 		}
@@ -124,9 +132,10 @@ func (m *Manager) readCopy(ctx context.Context, md *remote.SegmentMetadata, offs
 		stop, next = at, last+1
 	}
 	if first < 0 {
-		return nil, 0, fmt.Errorf("remote segment %s holds no batch at offset %d", md.ID, offset)
+		v.Release()
+		return engine.Buffers{}, 0, fmt.Errorf("remote segment %s holds no batch at offset %d", md.ID, offset)
 	}
-	return v.Slice(first, stop), next, nil
+	return v.Slice(first, stop), next, nil // v's references go with it
 }
 
 // indexLookup is the position of the last entry at or below rel (0: none).
@@ -139,19 +148,23 @@ func indexLookup(idx []byte, rel int64) int64 {
 	return int64(binary.BigEndian.Uint32(idx[(i-1)*8+4:]))
 }
 
-// fetchRange reads bytes [from, to) of a copy's segment.
-func (m *Manager) fetchRange(ctx context.Context, md *remote.SegmentMetadata, from, to int64) ([]byte, error) {
+// fetchRange reads bytes [from, to) of a copy's segment into a buffer of
+// the pool, its reference the caller's. The body's bytes are read straight
+// into it (io.ReadFull): nothing is zeroed first.
+func (m *Manager) fetchRange(ctx context.Context, md *remote.SegmentMetadata, from, to int64) (*chunkBuf, error) {
 	rc, err := m.cfg.Storage.FetchLogSegmentRange(ctx, md, from, to-1)
 	if err != nil {
 		return nil, err
 	}
 	defer rc.Close()
-	buf := make([]byte, to-from)
-	n, err := io.ReadFull(rc, buf)
+	c := m.pool.get(int(to - from))
+	n, err := io.ReadFull(rc, c.b)
 	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+		c.Release()
 		return nil, err
 	}
-	return buf[:n], nil
+	c.b = c.b[:n]
+	return c, nil
 }
 
 // indexKey names a copy's index in the cache.
