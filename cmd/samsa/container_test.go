@@ -16,14 +16,26 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// containerTool is podman, else docker, or "".
-func containerTool() string {
+// containerTool is podman, else docker, the first installed whose `info`
+// answers (docker's needs its daemon); else "" and why not.
+func containerTool() (string, string) {
+	var why []string
 	for _, c := range []string{"podman", "docker"} {
-		if p, err := exec.LookPath(c); err == nil {
-			return p
+		p, err := exec.LookPath(c)
+		if err != nil {
+			why = append(why, c+" is not installed")
+			continue
 		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		out, err := exec.CommandContext(ctx, p, "info").CombinedOutput()
+		cancel()
+		if err != nil {
+			why = append(why, fmt.Sprintf("%s info: %v: %s", p, err, lastLine(string(out))))
+			continue
+		}
+		return p, ""
 	}
-	return ""
+	return "", strings.Join(why, "; ")
 }
 
 // TestContainerImage: `make image` builds the Containerfile's image with podman (or
@@ -34,9 +46,9 @@ func containerTool() string {
 // the cgroups or the privileges a runtime needs), it is skipped saying why.
 func TestContainerImage(t *testing.T) {
 	bin := samsaBin(t) // skipped with -short; the topics command below
-	tool := containerTool()
+	tool, why := containerTool()
 	if tool == "" {
-		t.Skip("neither podman nor docker is installed")
+		t.Skip("no container tool that answers here: " + why)
 	}
 	b := make([]byte, 4)
 	rand.Read(b)
