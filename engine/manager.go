@@ -41,7 +41,8 @@ type Manager struct {
 
 	stop chan struct{}
 	wg   sync.WaitGroup // flushers, retention, checkpointer
-	bg   sync.WaitGroup // background directory removals
+	bg   sync.WaitGroup // background directory and segment removals
+	rm   *remover       // deleted segments' files, at a bounded pace (remover.go)
 
 	delMu   sync.Mutex
 	pending map[*segment]*time.Timer
@@ -102,6 +103,7 @@ func Open(opts Options) (*Manager, error) {
 		pending: make(map[*segment]*time.Timer),
 		space:   diskSpace,
 	}
+	m.rm = newRemover(&m.bg)
 	if m.now == nil {
 		m.now = time.Now
 	}
@@ -673,6 +675,7 @@ func (m *Manager) Close() error {
 	m.wg.Wait()
 	m.stopManualFlushers()
 	first, dirErr := m.closeLogs(m.Logs())
+	m.rm.close()
 	m.finishDeletes(true)
 	m.bg.Wait()
 	for _, d := range m.dirs {

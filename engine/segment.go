@@ -49,6 +49,7 @@ type segment struct {
 	log  vfs.File
 	osf  *os.File  // the OS file under log, for Slice.File (sendfile)
 	fail *failures // the manager's counters
+	rm   *remover  // the manager's, for the files once deleted and released
 
 	size   atomic.Int64 // published length of the log file
 	next   atomic.Int64 // offset after the last batch (base if empty)
@@ -102,7 +103,7 @@ func (s *segment) path(suffix string) string {
 // are skipped.
 func createSegment(m *Manager, dir string, base int64, cfg *LogConfig, noStale bool) (*segment, error) {
 	fsys := m.fs
-	s := &segment{base: base, dir: dir, fs: fsys, fail: &m.fail}
+	s := &segment{base: base, dir: dir, fs: fsys, fail: &m.fail, rm: m.rm}
 	f, err := fsys.OpenFile(s.path(logSuffix), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return nil, err
@@ -135,7 +136,7 @@ func createSegment(m *Manager, dir string, base int64, cfg *LogConfig, noStale b
 
 // openSegment opens an existing log file; its indexes are opened later.
 func openSegment(m *Manager, dir string, base int64) (*segment, error) {
-	s := &segment{base: base, dir: dir, fs: m.fs, fail: &m.fail}
+	s := &segment{base: base, dir: dir, fs: m.fs, fail: &m.fail, rm: m.rm}
 	f, err := m.fs.OpenFile(s.path(logSuffix), os.O_RDWR, 0o644)
 	if err != nil {
 		return nil, err
@@ -404,11 +405,19 @@ func (s *segment) release() {
 	}
 	s.idxMu.Unlock()
 	s.closeTxn()
+	if s.deleted.Load() && s.rm != nil && s.rm.handOff(s) {
+		return // remover.go: cut down and removed in the background
+	}
 	s.log.Close()
 	if s.deleted.Load() {
-		for _, suf := range segmentSuffixes {
-			s.fs.Remove(s.path(suf))
-		}
+		s.removeFiles()
+	}
+}
+
+// removeFiles removes the files of a deleted segment.
+func (s *segment) removeFiles() {
+	for _, suf := range segmentSuffixes {
+		s.fs.Remove(s.path(suf))
 	}
 }
 
