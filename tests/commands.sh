@@ -682,6 +682,10 @@ PY
 	expect '^soak: (PASS|FAIL)$'
 	step "go test -run 'JudgeSoak|IntervalMeter' ./bench"
 	expect '^ok '
+	# The removal of deleted segments at a bounded pace, A B A B at 150 s each; here 3 s.
+	step 'bin/samsa-bench run --spawn samsa --samsa-bin bin/samsa --workload latency-20k --rate 50000 --duration 150s --warmup 5s --topic-config segment.bytes=16777216 --topic-config retention.bytes=16777216 --samsa-arg=--set=log.retention.check.interval.ms=30000 --samsa-arg=--set=log.segment.delete.delay.ms=0' \
+		'bin/samsa-bench run --spawn samsa --samsa-bin bin/samsa --workload latency-20k --rate 50000 --duration 3s --warmup 1s --topic-config segment.bytes=16777216 --topic-config retention.bytes=16777216 --samsa-arg=--set=log.retention.check.interval.ms=30000 --samsa-arg=--set=log.segment.delete.delay.ms=0'
+	expect '^ +samsa +client +1 +[0-9]'
 	# BENCHMARKS.md, 10,000 partitions per node
 	skip 'make bench-partitions' 'about 15 minutes; the two partitions lines below run its first part in a short form'
 	step 'bin/samsa-bench partitions --samsa-bin bin/samsa --layout 10x1000 --rounds 3 --out bench-out/partitions' \
